@@ -1,0 +1,68 @@
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import common from '../lua/includes/job.lua';
+import ackJob from '../lua/ackJob-3.lua';
+import addJobs from '../lua/addJobs-3.lua';
+import cancelJob from '../lua/cancelJob-4.lua';
+import claimJobs from '../lua/claimJobs-4.lua';
+import failJob from '../lua/failJob-4.lua';
+import getJob from '../lua/getJob-2.lua';
+import listDead from '../lua/listDead-2.lua';
+import moveDue from '../lua/moveDue-6.lua';
+import redriveJobs from '../lua/redriveJobs-3.lua';
+import releaseJobs from '../lua/releaseJobs-3.lua';
+import rescheduleJob from '../lua/rescheduleJob-2.lua';
+
+/** Every script: its file in lua/, how many KEYS it takes, and its source. */
+export const SCRIPTS = {
+  addJobs: { file: 'addJobs-3.lua', numberOfKeys: 3, source: addJobs },
+  getJob: { file: 'getJob-2.lua', numberOfKeys: 2, source: getJob },
+  cancelJob: { file: 'cancelJob-4.lua', numberOfKeys: 4, source: cancelJob },
+  rescheduleJob: { file: 'rescheduleJob-2.lua', numberOfKeys: 2, source: rescheduleJob },
+  claimJobs: { file: 'claimJobs-4.lua', numberOfKeys: 4, source: claimJobs },
+  ackJob: { file: 'ackJob-3.lua', numberOfKeys: 3, source: ackJob },
+  failJob: { file: 'failJob-4.lua', numberOfKeys: 4, source: failJob },
+  releaseJobs: { file: 'releaseJobs-3.lua', numberOfKeys: 3, source: releaseJobs },
+  moveDue: { file: 'moveDue-6.lua', numberOfKeys: 6, source: moveDue },
+  redriveJobs: { file: 'redriveJobs-3.lua', numberOfKeys: 3, source: redriveJobs },
+  listDead: { file: 'listDead-2.lua', numberOfKeys: 2, source: listDead },
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
+type Client = Redis | Cluster;
+type Arg = string | number;
+
+const PREFIX = 'dq_';
+const registered = new WeakSet<Client>();
+
+/** The full text Redis runs for a script: the shared helpers, then the script. */
+export function scriptText(name: ScriptName): string {
+  return `${common}\n${SCRIPTS[name].source}`;
+}
+
+/**
+ * Registers every script on a client (idempotent). ioredis sends EVALSHA and falls back to EVAL
+ * on NOSCRIPT by itself, so nothing is loaded at cold start and a Redis restart (SCRIPT FLUSH)
+ * needs no handling.
+ */
+export function registerScripts(client: Client): void {
+  if (registered.has(client)) return;
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+    client.defineCommand(PREFIX + name, { numberOfKeys: SCRIPTS[name].numberOfKeys, lua: scriptText(name) });
+  }
+  registered.add(client);
+}
+
+/** Runs a script on a client (after registerScripts). */
+export function runScript<T = unknown>(client: Client, name: ScriptName, keys: string[], args: Arg[]): Promise<T> {
+  if (keys.length !== SCRIPTS[name].numberOfKeys) throw new Error(`${name} takes ${SCRIPTS[name].numberOfKeys} keys, got ${keys.length}`);
+  const fn = (client as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[PREFIX + name];
+  if (!fn) throw new Error(`scripts are not registered on this client (call registerScripts)`);
+  return fn.call(client, ...keys, ...args);
+}
+
+/** Queues a script on a pipeline of a registered client. */
+export function queueScript(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: Arg[]): void {
+  const fn = (pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[PREFIX + name];
+  if (!fn) throw new Error(`scripts are not registered on this client (call registerScripts)`);
+  fn.call(pipeline, ...keys, ...args);
+}

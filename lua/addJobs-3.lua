@@ -1,0 +1,61 @@
+--[[
+  Adds jobs of one topic and partition, or (mode 'put') creates-or-replaces them.
+  KEYS[1] jobs hash  KEYS[2] delayed zset  KEYS[3] done zset (retention of finished jobs)
+  ARGV[1] fixed clock ms or ''  ARGV[2] 'add' | 'put'
+  ARGV[3..] 8 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
+            backoff spec|'', url|'', body
+  Returns { headChanged 0|1, results... } with one result per job, in order:
+    { 1, id, runAt, createdAt }  created (add; put of a new or cancelled job)
+    { 2, view }                  replaced (put of a pending job: runAt, body and options)
+    { -1, view }                 JOB_EXISTS (add of an existing id: nothing changed)
+    { -3, view }                 JOB_FINISHED (put of a running, done or dead job: nothing changed)
+]]
+local jobsKey, delayedKey, doneKey = KEYS[1], KEYS[2], KEYS[3]
+local now = clock(ARGV[1])
+local put = ARGV[2] == 'put'
+local headBefore = headScore(delayedKey)
+local results = {}
+
+for i = 3, #ARGV, 8 do
+  local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local due = whenMs
+  if whenKind == 'd' then due = now + whenMs end
+  local max, ttr, backoff, url, body =
+    optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]), ARGV[i + 7]
+
+  local record = redis.call('HGET', jobsKey, id)
+  if not record then
+    redis.call('HSET', jobsKey, id, encode({ PENDING, due, now, 0, max, ttr, backoff, url, false, now, false }, body))
+    redis.call('ZADD', delayedKey, due, id)
+    results[#results + 1] = { 1, id, due, now }
+  else
+    local h, oldBody = decode(record)
+    local state = h[H_STATE]
+    if not put then
+      results[#results + 1] = { -1, view(delayedKey, id, h, oldBody) }
+    elseif state == PENDING or state == CANCELLED then
+      local code = 2
+      if state == CANCELLED then
+        code = 1
+        h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false }
+        redis.call('ZREM', doneKey, id)
+      else
+        h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED] = due, max, ttr, backoff, url, now
+      end
+      redis.call('HSET', jobsKey, id, encode(h, body))
+      redis.call('ZADD', delayedKey, due, id)
+      if code == 1 then
+        results[#results + 1] = { 1, id, due, now }
+      else
+        results[#results + 1] = { 2, view(delayedKey, id, h, body) }
+      end
+    else
+      results[#results + 1] = { -3, view(delayedKey, id, h, oldBody) }
+    end
+  end
+end
+
+local headAfter = headScore(delayedKey)
+local headChanged = 0
+if headAfter and (not headBefore or headAfter < headBefore) then headChanged = 1 end
+return { headChanged, unpack(results) }

@@ -1,0 +1,30 @@
+--[[
+  Cancels a pending or running job. A ready job's id stays in its ready list and is skipped by
+  claim (no LREM); a running job leaves the running zset, so its ack, fail and TTR expiry are
+  dropped.
+  KEYS[1] jobs hash  KEYS[2] delayed zset  KEYS[3] running zset  KEYS[4] done zset
+  ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] retention ms (how long the cancelled job
+          stays readable; 0 deletes it now)
+  Returns { 1, view } cancelled, { 0, view } was already cancelled, { -2 } NOT_FOUND,
+          { -3, view } JOB_FINISHED (done or dead: nothing changed)
+]]
+local jobsKey, delayedKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local now, id, retention = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local record = redis.call('HGET', jobsKey, id)
+if not record then return { -2 } end
+local h, body = decode(record)
+local state = h[H_STATE]
+if state == CANCELLED then return { 0, view(delayedKey, id, h, body) } end
+if state == DONE or state == DEAD then return { -3, view(delayedKey, id, h, body) } end
+
+redis.call('ZREM', delayedKey, id)
+redis.call('ZREM', runningKey, id)
+h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
+local result = view(delayedKey, id, h, body)
+if retention > 0 then
+  redis.call('HSET', jobsKey, id, encode(h, body))
+  redis.call('ZADD', doneKey, now + retention, id)
+else
+  redis.call('HDEL', jobsKey, id)
+end
+return { 1, result }

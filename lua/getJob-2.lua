@@ -1,0 +1,10 @@
+--[[
+  Reads one job.
+  KEYS[1] jobs hash  KEYS[2] delayed zset
+  ARGV[1] id
+  Returns the job's view (see includes/job.lua), or nil when there is no such job.
+]]
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+if not record then return false end
+local h, body = decode(record)
+return view(KEYS[2], ARGV[1], h, body)

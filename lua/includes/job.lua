@@ -1,0 +1,91 @@
+--[[
+  Shared helpers, prepended to every script by lib/scripts.ts. Declares and touches no keys.
+
+  A job is one field of the topic's jobs hash: field = id, value = msgpack header .. body (JSON
+  text). Header slots (H_*) below; a slot holding false means "follow the topic's configuration"
+  (max attempts, ttr, backoff) or "none" (url, last error, deadline).
+  "Ready" is not stored: a PENDING job that is not in the delayed zset is ready, so moving due
+  jobs never rewrites a record.
+]]
+local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED = 1, 2, 3, 4, 5, 6
+local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
+
+-- Milliseconds on the Redis server's clock, or the fixed clock a test passes.
+local function clock(fixed)
+  if fixed ~= nil and fixed ~= '' then return tonumber(fixed) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function decode(record)
+  local offset, header = cmsgpack.unpack_one(record)
+  if offset < 0 then return header, '' end
+  return header, string.sub(record, offset + 1)
+end
+
+local function encode(header, body)
+  return cmsgpack.pack(header) .. body
+end
+
+local function optional(value)
+  if value == nil or value == '' then return false end
+  return value
+end
+
+local function optionalNumber(value)
+  if value == nil or value == '' then return false end
+  return tonumber(value)
+end
+
+-- Delay in ms before retrying after failed attempt number `attempt` (1-based).
+-- spec: 'f:<ms>' | 'e:<baseMs>:<capMs>:<jitterPermille>' | 'l:<ms>,<ms>,...'; rand in [0, 1).
+local function retryDelay(spec, attempt, rand)
+  local kind = string.sub(spec, 1, 1)
+  if kind == 'f' then return tonumber(string.sub(spec, 3)) end
+  if kind == 'e' then
+    local base, cap, jitter = string.match(spec, '^e:(%d+):(%d+):(%d+)$')
+    local d = math.min(tonumber(cap), tonumber(base) * 2 ^ (attempt - 1))
+    return math.floor(d - d * (tonumber(jitter) / 1000) * rand)
+  end
+  local steps = {}
+  for step in string.gmatch(string.sub(spec, 3), '%d+') do steps[#steps + 1] = tonumber(step) end
+  return steps[math.min(attempt, #steps)]
+end
+
+-- Ends a running attempt as failed: schedules the next attempt after the backoff (or after
+-- retryAfter ms when given), or dead-letters the job when its attempts are used up.
+-- Returns 1, dueAt when a retry was scheduled; 0 when the job went dead.
+local function failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, retryAfter)
+  h[H_ERROR] = string.sub(err, 1, MAX_ERROR_BYTES)
+  h[H_UPDATED] = now
+  h[H_DEADLINE] = false
+  if h[H_ATTEMPTS] >= (h[H_MAX] or defaultMax) then
+    h[H_STATE] = DEAD
+    redis.call('ZADD', deadKey, now, id)
+    redis.call('HSET', jobsKey, id, encode(h, body))
+    return 0, false
+  end
+  local due = now + (retryAfter or retryDelay(h[H_BACKOFF] or defaultBackoff, h[H_ATTEMPTS], rand))
+  h[H_STATE] = PENDING
+  h[H_RUN_AT] = due
+  redis.call('ZADD', delayedKey, due, id)
+  redis.call('HSET', jobsKey, id, encode(h, body))
+  return 1, due
+end
+
+-- The job as the scripts return it: the state with "ready" resolved, the header, then the body.
+local function view(delayedKey, id, h, body)
+  local state = h[H_STATE]
+  if state == PENDING and not redis.call('ZSCORE', delayedKey, id) then state = READY end
+  return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
+    h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body }
+end
+
+-- Score of the zset's first member, or false when it is empty.
+local function headScore(key)
+  local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if head[2] then return tonumber(head[2]) end
+  return false
+end
