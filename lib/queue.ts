@@ -54,6 +54,9 @@ export type AddOutcome =
   | { status: 'finished'; job: Job; error: HttpError }
   | { status: 'invalid'; error: HttpError };
 
+/** What an add or put of one job did (invalid input throws instead). */
+export type WriteOutcome = Exclude<AddOutcome, { status: 'invalid' }>;
+
 /** What one add, put, reschedule, fail or redrive did to the sweeper's schedule. */
 export interface Wake {
   /** True when a job became the earliest due of its topic: a sleeping sweeper should look again. */
@@ -131,6 +134,11 @@ export class DelayQueue {
     return this.clock() ?? '';
   }
 
+  /** The clock validation bounds runAt with: the fixed test clock, else this machine's. */
+  private clientNow(): number {
+    return this.clock() ?? Date.now();
+  }
+
   private topic(name: string): TopicConfig {
     requireTopic(this.config, name);
     return this.config.topics.get(name)!;
@@ -185,7 +193,7 @@ export class DelayQueue {
     return [job.id, job.when.kind, job.when.ms, job.maxAttempts ?? '', job.ttrMs ?? '', job.backoff ?? '', job.url ?? '', job.body];
   }
 
-  private outcome(job: NewJob, result: unknown[]): AddOutcome {
+  private outcome(job: NewJob, result: unknown[]): WriteOutcome {
     const code = result[0] as number;
     if (code === 1) return { status: 'created', job: this.createdJob(job, result[2] as number, result[3] as number) };
     const existing = this.toJob(job.topic, result[1] as View);
@@ -195,7 +203,7 @@ export class DelayQueue {
   }
 
   /** Runs validated jobs through addJobs, grouped by partition and topic, in chunks. */
-  private async write(jobs: NewJob[], mode: 'add' | 'put'): Promise<{ outcomes: AddOutcome[]; wake: boolean }> {
+  private async write(jobs: NewJob[], mode: 'add' | 'put'): Promise<{ outcomes: WriteOutcome[]; wake: boolean }> {
     const groups = new Map<string, number[]>();
     jobs.forEach((job, i) => {
       const group = `${job.partition}\n${job.topic}`;
@@ -203,7 +211,7 @@ export class DelayQueue {
       members.push(i);
       groups.set(group, members);
     });
-    const outcomes: AddOutcome[] = new Array(jobs.length);
+    const outcomes: WriteOutcome[] = new Array(jobs.length);
     let wake = false;
     const byPartition = new Map<number, { indexes: number[] }[]>();
     for (const indexes of groups.values()) {
@@ -238,8 +246,8 @@ export class DelayQueue {
    * Adds one job (API input, validated here). Created, or `exists` when (topic, id) is taken:
    * then nothing changed and the existing job is returned. Throws HttpError on invalid input.
    */
-  async add(input: unknown): Promise<AddOutcome & Wake> {
-    const job = validateJob(input, this.config);
+  async add(input: unknown): Promise<WriteOutcome & Wake> {
+    const job = validateJob(input, this.config, this.clientNow());
     const { outcomes, wake } = await this.write([job], 'add');
     return { ...outcomes[0]!, wake };
   }
@@ -254,7 +262,7 @@ export class DelayQueue {
     const validIndex: number[] = [];
     inputs.forEach((input, i) => {
       try {
-        valid.push(validateJob(input, this.config));
+        valid.push(validateJob(input, this.config, this.clientNow()));
         validIndex.push(i);
       } catch (error) {
         if (!(error instanceof HttpError)) throw error;
@@ -272,13 +280,13 @@ export class DelayQueue {
    * Creates job topic/id, or replaces it while it is pending (due time, body and options); a
    * cancelled job is created anew. `finished` when it is running, done or dead.
    */
-  async put(topic: string, id: string, input: unknown): Promise<AddOutcome & Wake> {
+  async put(topic: string, id: string, input: unknown): Promise<WriteOutcome & Wake> {
     checkJobRef(topic, id);
     const fields = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
     if (fields && ((fields.topic !== undefined && fields.topic !== topic) || (fields.id !== undefined && fields.id !== id))) {
       throw new HttpError(400, 'VALIDATION_FAILED', 'topic and id in the body must match the path', [{ path: 'id', message: 'must match the path' }]);
     }
-    const job = validateJob(fields ? { ...fields, topic, id } : input, this.config);
+    const job = validateJob(fields ? { ...fields, topic, id } : input, this.config, this.clientNow());
     const { outcomes, wake } = await this.write([job], 'put');
     return { ...outcomes[0]!, wake };
   }
@@ -312,7 +320,7 @@ export class DelayQueue {
   async reschedule(topic: string, id: string, input: unknown): Promise<{ job: Job } & Wake> {
     checkJobRef(topic, id);
     this.topic(topic);
-    const change = validateChange(input, this.config);
+    const change = validateChange(input, this.config, this.clientNow());
     const k = this.keysOf(topic, id);
     const [code, headChanged, view] = await runScript<[number, (number | View)?, View?]>(this.redis, 'rescheduleJob', [k.jobs, k.delayed], [
       this.now(),

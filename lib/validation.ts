@@ -50,6 +50,13 @@ function bodyText(body: unknown): string | undefined {
   }
 }
 
+/** True when the date part of an ISO-8601 time exists (Date.parse turns Feb 30 into Mar 2). */
+function isCalendarDate(text: string): boolean {
+  const [y, m, d] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const date = new Date(Date.UTC(y, m - 1, d));
+  return date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
+
 function parseWhen(job: Record<string, unknown>, config: QueueConfig, problems: FieldProblem[], required: boolean, clientNow: number): NewJob['when'] | undefined {
   const hasDelay = job.delay !== undefined;
   const hasRunAt = job.runAt !== undefined;
@@ -74,7 +81,7 @@ function parseWhen(job: Record<string, unknown>, config: QueueConfig, problems: 
         return undefined;
       }
       ms = r;
-    } else if (typeof r === 'string' && ISO_8601.test(r) && !Number.isNaN(Date.parse(r))) {
+    } else if (typeof r === 'string' && ISO_8601.test(r) && isCalendarDate(r) && !Number.isNaN(Date.parse(r))) {
       ms = Date.parse(r);
     } else {
       problem(problems, 'runAt', 'must be epoch milliseconds or an ISO-8601 time with a zone, like 2030-01-02T03:04:05Z');
@@ -117,7 +124,7 @@ function checkUrl(value: unknown, problems: FieldProblem[]): string | undefined 
   return url.href;
 }
 
-function checkTopic(value: unknown, config: QueueConfig, problems: FieldProblem[]): string | undefined {
+function checkTopic(value: unknown, problems: FieldProblem[]): string | undefined {
   if (typeof value !== 'string' || !TOPIC_PATTERN.test(value)) {
     problem(problems, 'topic', `must match ${TOPIC_PATTERN.source}`);
     return undefined;
@@ -162,7 +169,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   for (const key of Object.keys(job)) {
     if (!JOB_FIELDS.includes(key)) problem(problems, key, `is not a job field (fields: ${JOB_FIELDS.join(', ')})`);
   }
-  const topic = checkTopic(job.topic, config, problems);
+  const topic = checkTopic(job.topic, problems);
   let id: string | undefined;
   if (job.id === undefined) id = generateId();
   else if (typeof job.id !== 'string' || !ID_PATTERN.test(job.id)) problem(problems, 'id', `must match ${ID_PATTERN.source}`);

@@ -1,0 +1,404 @@
+/**
+ * Engine benchmark (not a test): starts its own redis-server (nothing persisted), measures the
+ * engine against a raw-Redis ceiling, prints a table and one JSON line, and stops redis by PID.
+ *
+ *   npm run bench:engine
+ *
+ * Job counts can be overridden for a quick run: BENCH_JOBS sets every job count at once;
+ * BENCH_ADD_JOBS, BENCH_SINGLE_JOBS, BENCH_MEMORY_JOBS, BENCH_DUE_JOBS set one each;
+ * BENCH_CEILING_REQUESTS sets redis-benchmark's -n. BENCH_BATCHES_IN_FLIGHT (4),
+ * BENCH_SINGLE_IN_FLIGHT (64) and BENCH_CLAIM_LOOPS (4) set the concurrency.
+ * Results are in BENCHMARKS.md.
+ */
+import { spawn } from 'node:child_process';
+import { cpus, totalmem, type as osType, release as osRelease } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { resolveQueueConfig } from '../lib/config';
+import { DelayQueue, type ClaimedJob } from '../lib/queue';
+import { startRedis, type RedisProcess } from '../test/support/redis';
+
+const TOPIC = 'bench';
+const BODY_BYTES = 200;
+const BATCH = 500;
+
+function envInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const ALL_JOBS = process.env.BENCH_JOBS ? envInt('BENCH_JOBS', 0) : undefined;
+const N = {
+  ceilingRequests: envInt('BENCH_CEILING_REQUESTS', 1_000_000),
+  addJobs: envInt('BENCH_ADD_JOBS', ALL_JOBS ?? 200_000),
+  singleJobs: envInt('BENCH_SINGLE_JOBS', ALL_JOBS ?? 50_000),
+  memoryJobs: envInt('BENCH_MEMORY_JOBS', ALL_JOBS ?? 100_000),
+  dueJobs: envInt('BENCH_DUE_JOBS', ALL_JOBS ?? 100_000),
+  batchesInFlight: envInt('BENCH_BATCHES_IN_FLIGHT', 4),
+  singleInFlight: envInt('BENCH_SINGLE_IN_FLIGHT', 64),
+  claimLoops: envInt('BENCH_CLAIM_LOOPS', 4),
+};
+
+const TARGETS = {
+  addRatioToCeiling: 0.5,
+  moveJobsPerSec: 100_000,
+  maxScriptCallMs: 10,
+  bytesPerJob: 450,
+};
+
+/** A JSON body whose JSON text is exactly BODY_BYTES bytes. */
+function makeBody(n: number): { orderId: string; customer: string; items: number; note: string } {
+  const base = { orderId: `order-${String(n).padStart(6, '0')}`, customer: `customer-${n % 9973}`, items: (n % 7) + 1, note: '' };
+  const pad = BODY_BYTES - Buffer.byteLength(JSON.stringify(base));
+  if (pad < 0) throw new Error('body base is longer than BODY_BYTES');
+  const body = { ...base, note: 'x'.repeat(pad) };
+  const bytes = Buffer.byteLength(JSON.stringify(body));
+  if (bytes !== BODY_BYTES) throw new Error(`body is ${bytes} bytes, not ${BODY_BYTES}`);
+  return body;
+}
+
+const pad6 = (n: number) => String(n).padStart(6, '0');
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const seconds = (ms: number) => ms / 1000;
+
+function info(text: string, field: string): string | undefined {
+  const m = new RegExp(`^${field}:(.*)$`, 'm').exec(text);
+  return m?.[1]?.trim();
+}
+
+/** Runs `count` tasks with at most `inFlight` running at once. */
+async function pool(count: number, inFlight: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, count) }, async () => {
+      while (next < count) {
+        const i = next++;
+        await task(i);
+      }
+    }),
+  );
+}
+
+/** Runs a child process to completion; kills it by PID if this process is interrupted meanwhile. */
+function run(cmd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const onSignal = () => child.pid && process.kill(child.pid, 'SIGTERM');
+    process.once('SIGINT', onSignal);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      process.off('SIGINT', onSignal);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+interface SlowEntry {
+  durationUs: number;
+  command: string;
+}
+
+function describeSlowlog(entries: unknown[]): SlowEntry[] {
+  return (entries as [number, number, number, string[]][]).map(([, , durationUs, args]) => {
+    const [name = '?', script = '', , ...keys] = args;
+    // EVALSHA <sha> <numkeys> <keys...> | EVAL <source> <numkeys> <keys...>: the keys say which script
+    if (/^evalsha$/i.test(name)) return { durationUs, command: `EVALSHA ${script.slice(0, 10)}… ${keys.slice(0, 2).join(' ')} …` };
+    if (/^eval$/i.test(name)) return { durationUs, command: `EVAL <source> (NOSCRIPT fallback: compiles the script) ${keys.slice(0, 2).join(' ')} …` };
+    return { durationUs, command: args.slice(0, 4).join(' ') };
+  });
+}
+
+/** Upper edge (µs) of the highest non-empty bucket of LATENCY HISTOGRAM for a command. */
+async function maxLatencyBucketUs(redis: Redis, command: string): Promise<{ calls: number; maxBucketUs: number | null }> {
+  const reply = (await redis.call('LATENCY', 'HISTOGRAM', command)) as unknown[];
+  // [name, ['calls', n, 'histogram_usec', [bucket, count, bucket, count, ...]]]
+  const body = reply[1] as unknown[] | undefined;
+  if (!body) return { calls: 0, maxBucketUs: null };
+  const calls = Number(body[1]);
+  const buckets = (body[3] as number[]) ?? [];
+  let max: number | null = null;
+  for (let i = 0; i < buckets.length; i += 2) if (Number(buckets[i + 1]) > 0) max = Number(buckets[i]);
+  return { calls, maxBucketUs: max };
+}
+
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const text = await redis.info('cpu');
+  return Number(info(text, 'used_cpu_user') ?? 0) + Number(info(text, 'used_cpu_sys') ?? 0);
+}
+
+interface Mark {
+  t0: number;
+  nodeCpu: NodeJS.CpuUsage;
+  redisCpu: number;
+}
+
+/** Starts timing a step: resets Redis's commandstats (CONFIG RESETSTAT) and notes both CPUs. */
+async function mark(redis: Redis): Promise<Mark> {
+  await redis.config('RESETSTAT');
+  const redisCpu = await redisCpuSeconds(redis);
+  return { redisCpu, nodeCpu: process.cpuUsage(), t0: performance.now() };
+}
+
+/**
+ * Ends timing a step and says where its wall time went: redis-server's CPU (INFO cpu), the part
+ * of it inside scripts (commandstats usec of EVALSHA and EVAL), and this Node process's CPU.
+ */
+async function measured(redis: Redis, m: Mark) {
+  const wallMs = performance.now() - m.t0;
+  const nodeCpu = process.cpuUsage(m.nodeCpu);
+  const redisCpuS = (await redisCpuSeconds(redis)) - m.redisCpu;
+  const stats = await redis.info('commandstats');
+  let scriptUs = 0;
+  let calls = 0;
+  for (const name of ['evalsha', 'eval']) {
+    const line = info(stats, `cmdstat_${name}`) ?? '';
+    scriptUs += Number(/usec=(\d+)/.exec(line)?.[1] ?? 0);
+    calls += Number(/calls=(\d+)/.exec(line)?.[1] ?? 0);
+  }
+  const share = (ms: number) => Number((ms / wallMs).toFixed(2));
+  const busy = {
+    redisCpu: share(redisCpuS * 1000),
+    redisInScripts: share(scriptUs / 1000),
+    nodeCpu: share((nodeCpu.user + nodeCpu.system) / 1000),
+    scriptCalls: calls,
+    usPerScriptCall: Number((scriptUs / Math.max(1, calls)).toFixed(1)),
+  };
+  const pct = (x: number) => `${fmt(x * 100)}%`;
+  return {
+    wallMs,
+    busy,
+    scriptUs,
+    text: `redis-server CPU ${pct(busy.redisCpu)} of wall, in scripts ${pct(busy.redisInScripts)} (${fmt(calls)} calls, ${fmt(busy.usPerScriptCall, 1)} µs each); Node CPU ${pct(busy.nodeCpu)}`,
+  };
+}
+
+async function main(): Promise<void> {
+  const body = makeBody(1);
+  const bodyText = JSON.stringify(body);
+  const config = resolveQueueConfig({ topics: { [TOPIC]: { concurrency: 10_000 } } });
+  const started = Date.now();
+
+  let server: RedisProcess | undefined;
+  let redis: Redis | undefined;
+  try {
+    server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
+    redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
+    const queue = new DelayQueue(redis, config);
+    const serverInfo = await redis.info('server');
+    const machine = {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      os: `${osType()} ${osRelease()}`,
+      node: process.version,
+      redis: info(serverInfo, 'redis_version') ?? 'unknown',
+      redisPid: server.pid,
+    };
+    console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}`);
+    console.log(`counts: ${JSON.stringify(N)}; body ${Buffer.byteLength(bodyText)} bytes of JSON`);
+
+    // 1. Ceiling: raw HSET + ZADD in one EVALSHA, pipelined by redis-benchmark.
+    const sha = (await redis.script('LOAD', "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])")) as string;
+    const ceilingMark = await mark(redis);
+    const rb = await run('redis-benchmark', [
+      '-p', String(server.port), '-P', '64', '-c', '50', '-n', String(N.ceilingRequests), '-r', '100000000', '-q',
+      'evalsha', sha, '2', 'h', 'z', 'm:__rand_int__', bodyText, '__rand_int__',
+    ]);
+    const rates = [...rb.stdout.matchAll(/([\d.]+) requests per second/g)].map((m) => Number(m[1]));
+    const ceiling = rates.at(-1);
+    const ceilingSplit = await measured(redis, ceilingMark);
+    if (rb.code !== 0 || ceiling === undefined) throw new Error(`redis-benchmark failed (exit ${rb.code}): ${rb.stdout}${rb.stderr}`);
+    const ceilingCheck = { hlen: await redis.hlen('h'), zcard: await redis.zcard('z') };
+    if (ceilingCheck.hlen === 0 || ceilingCheck.zcard === 0) throw new Error(`redis-benchmark wrote nothing: ${JSON.stringify(ceilingCheck)}`);
+    console.log(`1. ceiling: ${fmt(ceiling)} ops/s (hash ${fmt(ceilingCheck.hlen)} members, zset ${fmt(ceilingCheck.zcard)}); ${ceilingSplit.text.replace(/; Node CPU.*/, '')}`);
+    await redis.flushall();
+
+    // 2. Batched add: addMany(500 jobs), several batches in flight.
+    const batches = Math.ceil(N.addJobs / BATCH);
+    let created = 0;
+    let m = await mark(redis);
+    await pool(batches, N.batchesInFlight, async (b) => {
+      const jobs = [];
+      for (let i = b * BATCH; i < Math.min(N.addJobs, (b + 1) * BATCH); i++) {
+        jobs.push({ topic: TOPIC, id: `add-${i}`, delay: Math.random() * 3600, body });
+      }
+      const { outcomes } = await queue.addMany(jobs);
+      for (const o of outcomes) if (o.status === 'created') created++;
+    });
+    const addSplit = await measured(redis, m);
+    const addMs = addSplit.wallMs;
+    if (created !== N.addJobs) throw new Error(`batched add created ${created} of ${N.addJobs}`);
+    const addRate = N.addJobs / seconds(addMs);
+    console.log(`2. batched add: ${fmt(addRate)} jobs/s (${fmt(N.addJobs)} jobs in ${fmt(addMs)} ms), ${fmt(addRate / ceiling, 2)}× ceiling; ${addSplit.text}`);
+    await redis.flushall();
+
+    // 3. Single add, many in flight.
+    created = 0;
+    m = await mark(redis);
+    await pool(N.singleJobs, N.singleInFlight, async (i) => {
+      const o = await queue.add({ topic: TOPIC, id: `one-${i}`, delay: Math.random() * 3600, body });
+      if (o.status === 'created') created++;
+    });
+    const singleSplit = await measured(redis, m);
+    const singleMs = singleSplit.wallMs;
+    if (created !== N.singleJobs) throw new Error(`single add created ${created} of ${N.singleJobs}`);
+    const singleRate = N.singleJobs / seconds(singleMs);
+    console.log(`3. single add (${N.singleInFlight} in flight): ${fmt(singleRate)} jobs/s (${fmt(N.singleJobs)} jobs in ${fmt(singleMs)} ms); ${singleSplit.text}`);
+
+    // 4. Memory per delayed job.
+    await redis.flushall();
+    const usedBefore = Number(info(await redis.info('memory'), 'used_memory'));
+    created = 0;
+    await pool(Math.ceil(N.memoryJobs / BATCH), N.batchesInFlight, async (b) => {
+      const jobs = [];
+      for (let i = b * BATCH + 1; i <= Math.min(N.memoryJobs, (b + 1) * BATCH); i++) {
+        jobs.push({ topic: TOPIC, id: `order-${pad6(i)}`, delay: 60 + Math.random() * 3600, body: makeBody(i) });
+      }
+      const { outcomes } = await queue.addMany(jobs);
+      for (const o of outcomes) if (o.status === 'created') created++;
+    });
+    if (created !== N.memoryJobs) throw new Error(`memory step created ${created} of ${N.memoryJobs}`);
+    const usedAfter = Number(info(await redis.info('memory'), 'used_memory'));
+    const bytesPerJob = (usedAfter - usedBefore) / N.memoryJobs;
+    const k = { jobs: `dq:{p0}:jobs:${TOPIC}`, delayed: `dq:{p0}:delayed:${TOPIC}` };
+    const perKey = {
+      jobsHash: Number(await redis.call('MEMORY', 'USAGE', k.jobs, 'SAMPLES', '0')) / N.memoryJobs,
+      delayedZset: Number(await redis.call('MEMORY', 'USAGE', k.delayed, 'SAMPLES', '0')) / N.memoryJobs,
+    };
+    const record = (await redis.hget(k.jobs, 'order-000001')) ?? '';
+    const recordBytes = Buffer.byteLength(record, 'latin1');
+    console.log(
+      `4. memory: ${fmt(bytesPerJob, 1)} bytes/job (used_memory ${fmt(usedBefore)} -> ${fmt(usedAfter)}; ` +
+        `MEMORY USAGE: jobs hash ${fmt(perKey.jobsHash, 1)} + delayed zset ${fmt(perKey.delayedZset, 1)} per job; record ${recordBytes} bytes)`,
+    );
+
+    // 5. moveDue: every job due at the same instant, swept until nothing more moves.
+    await redis.flushall();
+    const runAt = Date.now() - 1000;
+    created = 0;
+    await pool(Math.ceil(N.dueJobs / BATCH), N.batchesInFlight, async (b) => {
+      const jobs = [];
+      for (let i = b * BATCH + 1; i <= Math.min(N.dueJobs, (b + 1) * BATCH); i++) {
+        jobs.push({ topic: TOPIC, id: `order-${pad6(i)}`, runAt, body: makeBody(i) });
+      }
+      const { outcomes } = await queue.addMany(jobs);
+      for (const o of outcomes) if (o.status === 'created') created++;
+    });
+    if (created !== N.dueJobs) throw new Error(`moveDue step created ${created} of ${N.dueJobs}`);
+    await redis.config('SET', 'slowlog-log-slower-than', '1000');
+    await redis.config('SET', 'slowlog-max-len', '1024');
+    await redis.config('SET', 'latency-monitor-threshold', '1');
+    await redis.call('SLOWLOG', 'RESET');
+    await redis.call('LATENCY', 'RESET');
+    await redis.config('RESETSTAT'); // commandstats and LATENCY HISTOGRAM from here on
+    let moved = 0;
+    let sweeps = 0;
+    t0 = performance.now();
+    for (;;) {
+      const r = await queue.sweep();
+      sweeps++;
+      moved += r.moved;
+      if (!r.more && r.moved === 0) break;
+    }
+    const moveMs = performance.now() - t0;
+    const slowlog = describeSlowlog((await redis.call('SLOWLOG', 'GET', '128')) as unknown[]).sort((a, b) => b.durationUs - a.durationUs);
+    const latencyLatest = (await redis.call('LATENCY', 'LATEST')) as [string, number, number, number][];
+    const evalshaStats = info(await redis.info('commandstats'), 'cmdstat_evalsha') ?? '';
+    const evalshaUsPerCall = Number(/usec_per_call=([\d.]+)/.exec(evalshaStats)?.[1] ?? NaN);
+    const moveHistogram = await maxLatencyBucketUs(redis, 'evalsha');
+    if (moved !== N.dueJobs) throw new Error(`sweeps moved ${moved} of ${N.dueJobs}`);
+    const moveRate = moved / seconds(moveMs);
+    const slowest = slowlog[0];
+    console.log(
+      `5. moveDue: ${fmt(moveRate)} jobs/s (${fmt(moved)} jobs in ${fmt(moveMs)} ms, ${sweeps} sweep calls, moveLimit ${config.moveLimit}); ` +
+        `EVALSHA ${fmt(evalshaUsPerCall, 1)} µs/call; slowlog (≥1 ms): ${slowlog.length} entries` +
+        (slowest ? `, slowest ${fmt(slowest.durationUs)} µs: ${slowest.command}` : '') +
+        `; LATENCY LATEST: ${latencyLatest.length ? latencyLatest.map(([e, , last, max]) => `${e} latest ${last} ms max ${max} ms`).join(', ') : 'none'}` +
+        `; EVALSHA histogram: ${moveHistogram.calls} calls, highest bucket ≤ ${moveHistogram.maxBucketUs} µs`,
+    );
+
+    // 6. claim + ack of the ready jobs, several loops.
+    let acked = 0;
+    let claims = 0;
+    let notDone = 0;
+    m = await mark(redis);
+    await Promise.all(
+      Array.from({ length: N.claimLoops }, async () => {
+        for (;;) {
+          const claimed: ClaimedJob[] = await queue.claim(TOPIC, 100, 1e9);
+          claims++;
+          if (claimed.length === 0) break;
+          const outcomes = await Promise.all(claimed.map((j) => queue.ack(j.topic, j.id, j.attempt)));
+          for (const o of outcomes) o === 'done' ? acked++ : notDone++;
+        }
+      }),
+    );
+    const claimSplit = await measured(redis, m);
+    const claimMs = claimSplit.wallMs;
+    if (acked !== N.dueJobs || notDone !== 0) throw new Error(`claim+ack acked ${acked} of ${N.dueJobs} (${notDone} not done)`);
+    const claimRate = acked / seconds(claimMs);
+    console.log(`6. claim+ack (${N.claimLoops} loops of claim 100 + acks): ${fmt(claimRate)} jobs/s (${fmt(acked)} jobs in ${fmt(claimMs)} ms, ${claims} claim calls); ${claimSplit.text}`);
+
+    const results = {
+      ceilingOpsPerSec: Math.round(ceiling),
+      batchedAddJobsPerSec: Math.round(addRate),
+      batchedAddRatioToCeiling: Number((addRate / ceiling).toFixed(3)),
+      singleAddJobsPerSec: Math.round(singleRate),
+      bytesPerDelayedJob: Number(bytesPerJob.toFixed(1)),
+      memoryUsagePerJob: { jobsHash: Number(perKey.jobsHash.toFixed(1)), delayedZset: Number(perKey.delayedZset.toFixed(1)) },
+      moveDueJobsPerSec: Math.round(moveRate),
+      moveDueSweeps: sweeps,
+      moveDueEvalshaUsPerCall: evalshaUsPerCall,
+      slowestCommandUs: slowest?.durationUs ?? null,
+      slowestCommand: slowest?.command ?? null,
+      slowlogEntriesOver1ms: slowlog.length,
+      slowlogTop: slowlog.slice(0, 5),
+      moveDueEvalshaMaxBucketUs: moveHistogram.maxBucketUs,
+      latencyLatest: latencyLatest.map(([event, , latestMs, maxMs]) => ({ event, latestMs, maxMs })),
+      claimAckJobsPerSec: Math.round(claimRate),
+      // share of the wall time spent in Redis scripts (commandstats) and in this Node process's CPU
+      busy: { ceiling: ceilingSplit.busy, batchedAdd: addSplit.busy, singleAdd: singleSplit.busy, claimAck: claimSplit.busy },
+    };
+    const pass = {
+      batchedAdd: results.batchedAddRatioToCeiling >= TARGETS.addRatioToCeiling,
+      moveDueRate: moveRate >= TARGETS.moveJobsPerSec,
+      moveDueMaxCall: (slowest?.durationUs ?? 0) <= TARGETS.maxScriptCallMs * 1000,
+      memory: bytesPerJob <= TARGETS.bytesPerJob,
+    };
+    const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+
+    const rows: [string, string, string][] = [
+      ['ceiling: EVALSHA HSET+ZADD (redis-benchmark -P 64 -c 50)', `${fmt(ceiling)} ops/s`, ''],
+      [`batched add: addMany(${BATCH}), ${N.batchesInFlight} in flight, ${fmt(N.addJobs)} jobs`, `${fmt(addRate)} jobs/s = ${fmt(addRate / ceiling, 2)}× ceiling`, `≥ ${TARGETS.addRatioToCeiling}× ceiling: ${verdict(pass.batchedAdd)}`],
+      [`single add: add(), ${N.singleInFlight} in flight, ${fmt(N.singleJobs)} jobs`, `${fmt(singleRate)} jobs/s`, ''],
+      [`memory per delayed job (${fmt(N.memoryJobs)} jobs)`, `${fmt(bytesPerJob, 1)} bytes`, `≤ ${TARGETS.bytesPerJob} bytes: ${verdict(pass.memory)}`],
+      [`moveDue: ${fmt(N.dueJobs)} jobs due at once, sweep() loop`, `${fmt(moveRate)} jobs/s, ${sweeps} calls`, `≥ ${fmt(TARGETS.moveJobsPerSec)} jobs/s: ${verdict(pass.moveDueRate)}`],
+      ['  slowest single command (SLOWLOG ≥ 1 ms)', slowest ? `${fmt(slowest.durationUs)} µs (${slowest.command})` : 'none ≥ 1 ms', `≤ ${TARGETS.maxScriptCallMs} ms: ${verdict(pass.moveDueMaxCall)}`],
+      ['  EVALSHA mean / histogram max bucket', `${fmt(evalshaUsPerCall, 1)} µs / ≤ ${moveHistogram.maxBucketUs ?? '?'} µs`, ''],
+      [`claim(100) + ack, ${N.claimLoops} loops`, `${fmt(claimRate)} jobs/s`, ''],
+    ];
+    const w = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length), ['measure', 'result', 'target'][c]!.length));
+    const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;
+    console.log('');
+    console.log(line(['measure', 'result', 'target']));
+    console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
+    for (const r of rows) console.log(line(r));
+    console.log('');
+    console.log(JSON.stringify({ bench: 'engine', at: new Date(started).toISOString(), machine, counts: N, bodyBytes: BODY_BYTES, results, targets: TARGETS, pass }));
+  } finally {
+    redis?.disconnect();
+    await server?.stop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

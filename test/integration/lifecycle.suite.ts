@@ -1,0 +1,538 @@
+/**
+ * The engine's lifecycle suite: every return code of every script, on whatever Redis the caller
+ * provides (a single node, or a cluster with several partitions). Timing uses a fixed clock.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Cluster, Redis } from 'ioredis';
+import type { TopicInput } from '../../lib/config';
+import { HttpError } from '../../lib/errors';
+import { topicKeys, partitionOf } from '../../lib/keys';
+import type { DelayQueue } from '../../lib/queue';
+import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+
+export interface SuiteTarget {
+  redis(): Redis | Cluster;
+  partitions: number;
+  /** SCRIPT FLUSH on every node. */
+  flushScripts(): Promise<void>;
+}
+
+const SEC = 1000;
+const MIN = 60 * SEC;
+const HOUR = 60 * MIN;
+
+async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<HttpError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof HttpError, `expected HttpError, got ${String(error)}`);
+    assert.equal(error.status, status);
+    assert.equal(error.code, code);
+    return error;
+  }
+  assert.fail(`expected ${status} ${code}, but it succeeded`);
+}
+
+export function lifecycleSuite(target: SuiteTarget): void {
+  function setup(topic: TopicInput = {}, extra: { retention?: number; deadRetention?: number } = {}) {
+    const name = uniqueTopic();
+    const clock = new TestClock();
+    const q = makeQueue(target.redis(), { [name]: { ttr: 30, maxAttempts: 3, backoff: { type: 'fixed', delay: 10 }, ...topic } }, {
+      clock,
+      config: { partitions: target.partitions, ...extra },
+    });
+    return { q, topic: name, clock };
+  }
+
+  async function claimOne(q: DelayQueue, topic: string) {
+    const claimed = await q.claim(topic, 1);
+    assert.equal(claimed.length, 1, 'expected one job to claim');
+    return claimed[0]!;
+  }
+
+  /** Moves due jobs of every partition of the queue's topics. */
+  async function sweep(q: DelayQueue) {
+    return q.sweep();
+  }
+
+  describe('add, get, claim, ack', () => {
+    it('runs the whole lifecycle on the Redis clock the test fixes', async () => {
+      const { q, topic, clock } = setup();
+      const added = await q.add({ topic, id: 'order-1', delay: 60, body: { order: 1 } });
+      assert.equal(added.status, 'created');
+      assert.equal(added.wake, true);
+      assert.equal(added.job.state, 'delayed');
+      assert.equal(added.job.runAt, new Date(clock.now + MIN).toISOString());
+      assert.deepEqual(added.job.body, { order: 1 });
+
+      let got = await q.get(topic, 'order-1');
+      assert.equal(got?.state, 'delayed');
+      assert.equal(got?.attempts, 0);
+      assert.equal(got?.maxAttempts, 3);
+      assert.equal(got?.ttr, 30);
+
+      clock.advance(MIN - 1);
+      assert.equal((await sweep(q)).moved, 0, 'not due 1 ms early');
+      assert.deepEqual(await q.claim(topic, 10), []);
+      clock.advance(1);
+      const swept = await sweep(q);
+      assert.equal(swept.moved, 1);
+      assert.deepEqual(swept.readyByTopic, { [topic]: 1 });
+      assert.equal((await q.get(topic, 'order-1'))?.state, 'ready');
+
+      clock.advance(250);
+      const job = await claimOne(q, topic);
+      assert.equal(job.id, 'order-1');
+      assert.equal(job.attempt, 1);
+      assert.equal(job.latenessMs, 250);
+      assert.equal(job.deadline, clock.now + 30 * SEC);
+      assert.deepEqual(job.body, { order: 1 });
+      got = await q.get(topic, 'order-1');
+      assert.equal(got?.state, 'running');
+      assert.equal(got?.attempts, 1);
+      assert.equal(got?.deadline, new Date(job.deadline).toISOString());
+
+      assert.equal(await q.ack(topic, 'order-1', 1), 'done');
+      got = await q.get(topic, 'order-1');
+      assert.equal(got?.state, 'done');
+      assert.equal(got?.deadline, null);
+      assert.equal(await q.ack(topic, 'order-1', 1), 'stale', 'an attempt is finished at most once');
+      assert.deepEqual((await q.fail(topic, 'order-1', 1, 'late')).outcome, 'stale');
+      assert.equal(await q.ack(topic, 'nope', 1), 'not_found');
+      assert.deepEqual((await q.fail(topic, 'nope', 1, 'x')).outcome, 'not_found');
+      assert.equal(await q.get(topic, 'nope'), null);
+    });
+
+    it('is idempotent by (topic, id): a second add changes nothing and returns the job', async () => {
+      const { q, topic } = setup();
+      await q.add({ topic, id: 'a', delay: 10, body: { v: 1 } });
+      const again = await q.add({ topic, id: 'a', delay: 99, body: { v: 2 } });
+      assert.equal(again.status, 'exists');
+      assert.equal(again.wake, false);
+      assert.ok(again.status === 'exists' && again.error.code === 'JOB_EXISTS');
+      assert.deepEqual(again.job.body, { v: 1 });
+      assert.deepEqual((await q.get(topic, 'a'))?.body, { v: 1 });
+      assert.equal((await q.stats(topic)).delayed, 1);
+    });
+
+    it('generates ids, and adds many at once with one outcome per job, in order', async () => {
+      const { q, topic } = setup();
+      const { outcomes, wake } = await q.addMany([
+        { topic, body: 1, delay: 5 },
+        { topic, id: 'x', body: 2, delay: 1 },
+        { topic, id: 'x', body: 3, delay: 1 },
+        { topic, body: 4 },
+        { topic: 'not-configured', id: 'y', delay: 1 },
+      ]);
+      assert.equal(wake, true);
+      assert.deepEqual(outcomes.map((o) => o.status), ['created', 'created', 'exists', 'invalid', 'invalid']);
+      assert.match(outcomes[0]!.status === 'created' ? outcomes[0]!.job.id : '', /^[A-Za-z0-9_-]{16}$/);
+      assert.ok(outcomes[3]!.status === 'invalid' && outcomes[3]!.error.code === 'VALIDATION_FAILED');
+      assert.ok(outcomes[4]!.status === 'invalid' && outcomes[4]!.error.code === 'UNKNOWN_TOPIC');
+      assert.equal((await q.stats(topic)).delayed, 2);
+    });
+
+    it('says wake whenever a job becomes the earliest due of its partition', async () => {
+      const { q, topic } = setup();
+      // one partition: a later job never wakes; several: it may (the head of its own partition),
+      // which costs the sweeper one look. An earlier job always wakes.
+      assert.equal((await q.add({ topic, id: 'late', delay: 100 })).wake, true);
+      const later = await q.add({ topic, id: 'later', delay: 200 });
+      if (target.partitions === 1) assert.equal(later.wake, false);
+      assert.equal((await q.add({ topic, id: 'early', delay: 50 })).wake, true);
+    });
+
+    it('takes runAt as epoch ms or ISO-8601, and a past runAt is due at once', async () => {
+      const { q, topic, clock } = setup();
+      const iso = new Date(clock.now + HOUR).toISOString();
+      assert.equal((await q.add({ topic, id: 'iso', runAt: iso })).job.runAt, iso);
+      assert.equal((await q.add({ topic, id: 'ms', runAt: clock.now + 5 * SEC })).job.runAt, new Date(clock.now + 5 * SEC).toISOString());
+      await q.add({ topic, id: 'past', runAt: clock.now - HOUR });
+      assert.equal((await sweep(q)).moved, 1);
+      assert.equal((await claimOne(q, topic)).id, 'past');
+    });
+
+    it('rejects invalid jobs listing every problem, unknown topics and large bodies, and writes nothing', async () => {
+      const { q, topic } = setup({}, {});
+      const error = await rejects(q.add({ topic, id: 'has space', delay: -1, runAt: 5, maxAttempts: 0, ttr: 'x', dealy: 3 }), 400, 'VALIDATION_FAILED');
+      const paths = (error.details as { path: string }[]).map((d) => d.path).sort();
+      assert.deepEqual(paths, ['dealy', 'delay', 'id', 'maxAttempts', 'ttr']);
+      await rejects(q.add({ topic: 'other-topic', delay: 1 }), 400, 'UNKNOWN_TOPIC');
+      await rejects(q.add({ topic, delay: 1, body: 'x'.repeat(64 * 1024) }), 413, 'PAYLOAD_TOO_LARGE');
+      const stats = await q.stats(topic);
+      assert.equal(stats.delayed + stats.ready + stats.running + stats.dead, 0);
+    });
+  });
+
+  describe('cancel', () => {
+    it('cancels a delayed job: it never becomes ready', async () => {
+      const { q, topic, clock } = setup();
+      await q.add({ topic, id: 'c', delay: 10 });
+      const cancelled = await q.cancel(topic, 'c');
+      assert.equal(cancelled.state, 'cancelled');
+      assert.equal((await q.cancel(topic, 'c')).state, 'cancelled', 'cancelling twice is fine');
+      clock.advance(HOUR);
+      assert.equal((await sweep(q)).moved, 0);
+      assert.deepEqual(await q.claim(topic, 10), []);
+      assert.equal((await q.get(topic, 'c'))?.state, 'cancelled');
+    });
+
+    it('cancels a ready job: claim pops and skips its id', async () => {
+      const { q, topic } = setup();
+      await q.add({ topic, id: 'r1', delay: 0 });
+      await q.add({ topic, id: 'r2', delay: 0 });
+      await sweep(q);
+      await q.cancel(topic, 'r1');
+      const claimed = await q.claim(topic, 10);
+      assert.deepEqual(claimed.map((j) => j.id), ['r2']);
+      assert.equal((await q.stats(topic)).ready, 0);
+    });
+
+    it('cancels a running job: its ack and fail are dropped and its TTR never retries it', async () => {
+      const { q, topic, clock } = setup();
+      await q.add({ topic, id: 'run', delay: 0 });
+      await sweep(q);
+      const job = await claimOne(q, topic);
+      await q.cancel(topic, 'run');
+      assert.equal(await q.ack(topic, 'run', job.attempt), 'cancelled');
+      assert.equal((await q.fail(topic, 'run', job.attempt, 'boom')).outcome, 'cancelled');
+      clock.advance(HOUR);
+      const swept = await sweep(q);
+      assert.equal(swept.retried + swept.moved, 0);
+      assert.equal((await q.get(topic, 'run'))?.state, 'cancelled');
+    });
+
+    it('refuses to cancel a done or dead job, and a missing one', async () => {
+      const { q, topic } = setup({ maxAttempts: 1 });
+      await q.add({ topic, id: 'd', delay: 0 });
+      await q.add({ topic, id: 'x', delay: 0 });
+      await sweep(q);
+      const [a, b] = await q.claim(topic, 2);
+      await q.ack(topic, a!.id, 1);
+      assert.equal((await q.fail(topic, b!.id, 1, 'no')).outcome, 'dead');
+      const err = await rejects(q.cancel(topic, a!.id), 409, 'JOB_FINISHED');
+      assert.equal((err.details as { job: { state: string } }).job.state, 'done');
+      await rejects(q.cancel(topic, b!.id), 409, 'JOB_FINISHED');
+      await rejects(q.cancel(topic, 'missing'), 404, 'NOT_FOUND');
+    });
+
+    it('deletes a cancelled job at once when retention is 0', async () => {
+      const { q, topic } = setup({}, { retention: 0 });
+      await q.add({ topic, id: 'gone', delay: 5 });
+      assert.equal((await q.cancel(topic, 'gone')).state, 'cancelled');
+      assert.equal(await q.get(topic, 'gone'), null);
+    });
+  });
+
+  describe('reschedule and put', () => {
+    it('moves a delayed job later or earlier, and changes its body', async () => {
+      const { q, topic, clock } = setup();
+      await q.add({ topic, id: 'm', delay: 60, body: 'old' });
+      let r = await q.reschedule(topic, 'm', { delay: 120 });
+      assert.equal(r.job.runAt, new Date(clock.now + 120 * SEC).toISOString());
+      assert.equal(r.wake, false);
+      r = await q.reschedule(topic, 'm', { runAt: clock.now + 5 * SEC, body: 'new' });
+      assert.equal(r.wake, true);
+      assert.deepEqual(r.job.body, 'new');
+      clock.advance(5 * SEC);
+      assert.equal((await sweep(q)).moved, 1);
+      const job = await claimOne(q, topic);
+      assert.deepEqual(job.body, 'new');
+    });
+
+    it('sends a ready job back to delayed; its stale ready id is skipped', async () => {
+      const { q, topic, clock } = setup();
+      await q.add({ topic, id: 'back', delay: 0 });
+      await sweep(q);
+      await q.reschedule(topic, 'back', { delay: 30 });
+      assert.equal((await q.get(topic, 'back'))?.state, 'delayed');
+      assert.deepEqual(await q.claim(topic, 5), []);
+      clock.advance(30 * SEC);
+      await sweep(q);
+      assert.equal((await claimOne(q, topic)).id, 'back');
+    });
+
+    it('changes only the body of a ready job, keeping it ready', async () => {
+      const { q, topic } = setup();
+      await q.add({ topic, id: 'b', delay: 0, body: 1 });
+      await sweep(q);
+      const r = await q.reschedule(topic, 'b', { body: 2 });
+      assert.equal(r.job.state, 'ready');
+      assert.deepEqual((await claimOne(q, topic)).body, 2);
+    });
+
+    it('refuses running, done and missing jobs, and an empty change', async () => {
+      const { q, topic } = setup();
+      await q.add({ topic, id: 'r', delay: 0 });
+      await sweep(q);
+      await claimOne(q, topic);
+      await rejects(q.reschedule(topic, 'r', { delay: 1 }), 409, 'JOB_FINISHED');
+      await rejects(q.reschedule(topic, 'missing', { delay: 1 }), 404, 'NOT_FOUND');
+      await rejects(q.reschedule(topic, 'r', {}), 400, 'VALIDATION_FAILED');
+    });
+
+    it('put creates, replaces a pending job, re-creates a cancelled one, refuses a finished one', async () => {
+      const { q, topic, clock } = setup();
+      const created = await q.put(topic, 'p', { delay: 10, body: 1 });
+      assert.equal(created.status, 'created');
+      const replaced = await q.put(topic, 'p', { delay: 20, body: 2, maxAttempts: 7 });
+      assert.equal(replaced.status, 'replaced');
+      assert.equal(replaced.job.runAt, new Date(clock.now + 20 * SEC).toISOString());
+      assert.equal(replaced.job.maxAttempts, 7);
+      assert.deepEqual(replaced.job.body, 2);
+      await q.cancel(topic, 'p');
+      const again = await q.put(topic, 'p', { delay: 0, body: 3 });
+      assert.equal(again.status, 'created');
+      await sweep(q);
+      const job = await claimOne(q, topic);
+      assert.equal(job.attempt, 1);
+      const finished = await q.put(topic, 'p', { delay: 0 });
+      assert.equal(finished.status, 'finished');
+      await rejects(q.put(topic, 'p', { id: 'other', delay: 0 }), 400, 'VALIDATION_FAILED');
+    });
+  });
+
+  describe('retries and backoff', () => {
+    /** Fails attempt after attempt; returns the delays (ms) between each failure and the retry. */
+    async function failAll(q: DelayQueue, topic: string, clock: TestClock, id: string): Promise<{ delays: number[]; final: string }> {
+      const delays: number[] = [];
+      for (;;) {
+        await sweep(q);
+        const job = await claimOne(q, topic);
+        assert.equal(job.id, id);
+        const failed = await q.fail(topic, id, job.attempt, `attempt ${job.attempt} failed`);
+        if (failed.outcome === 'dead') return { delays, final: 'dead' };
+        assert.equal(failed.outcome, 'retry');
+        delays.push(failed.runAt - clock.now);
+        const job2 = await q.get(topic, id);
+        assert.equal(job2?.state, 'delayed');
+        assert.equal(job2?.lastError, `attempt ${job.attempt} failed`);
+        clock.advance(failed.runAt - clock.now - 1);
+        assert.equal((await sweep(q)).moved, 0, 'a retry is not due before its backoff');
+        clock.advance(1);
+      }
+    }
+
+    it('fixed backoff, then dead after maxAttempts', async () => {
+      const { q, topic, clock } = setup({ maxAttempts: 4, backoff: { type: 'fixed', delay: 7 } });
+      await q.add({ topic, id: 'f', delay: 0 });
+      const { delays, final } = await failAll(q, topic, clock, 'f');
+      assert.deepEqual(delays, [7000, 7000, 7000]);
+      assert.equal(final, 'dead');
+      const dead = await q.get(topic, 'f');
+      assert.equal(dead?.state, 'dead');
+      assert.equal(dead?.attempts, 4);
+      assert.equal(dead?.lastError, 'attempt 4 failed');
+    });
+
+    it('exponential backoff doubles up to its cap', async () => {
+      const { q, topic, clock } = setup({ maxAttempts: 7, backoff: { type: 'exponential', delay: 1, max: 20 } });
+      await q.add({ topic, id: 'e', delay: 0 });
+      const { delays } = await failAll(q, topic, clock, 'e');
+      assert.deepEqual(delays, [1000, 2000, 4000, 8000, 16000, 20000]);
+    });
+
+    it('exponential backoff with jitter takes up to jitter × delay off', async () => {
+      const name = uniqueTopic();
+      const clock = new TestClock();
+      const q = makeQueue(target.redis(), { [name]: { maxAttempts: 3, backoff: { type: 'exponential', delay: 10, jitter: 0.5 } } }, { clock, random: 0.5, config: { partitions: target.partitions } });
+      await q.add({ topic: name, id: 'j', delay: 0 });
+      const { delays } = await failAll(q, name, clock, 'j');
+      assert.deepEqual(delays, [7500, 15000]); // d − d·0.5·0.5
+    });
+
+    it('the notify-until-2xx ladder 15s 3m 10m 30m 30m 1h 2h 6h 15h, then dead', async () => {
+      const { q, topic, clock } = setup({ ttr: 10 });
+      const added = await q.add({ topic, id: 'notify', delay: 0, backoff: '15s 3m 10m 30m 30m 1h 2h 6h 15h' });
+      assert.equal(added.job.maxAttempts, 10, 'a ladder of 9 steps allows 10 attempts');
+      assert.deepEqual(added.job.backoff, { type: 'ladder', delays: [15, 180, 600, 1800, 1800, 3600, 7200, 21600, 54000] });
+      const { delays, final } = await failAll(q, topic, clock, 'notify');
+      assert.deepEqual(delays, [15 * SEC, 3 * MIN, 10 * MIN, 30 * MIN, 30 * MIN, HOUR, 2 * HOUR, 6 * HOUR, 15 * HOUR]);
+      assert.equal(final, 'dead');
+    });
+
+    it('a ladder shorter than maxAttempts repeats its last step', async () => {
+      const { q, topic, clock } = setup();
+      await q.add({ topic, id: 'l', delay: 0, backoff: { type: 'ladder', delays: [1, 5] }, maxAttempts: 5 });
+      const { delays } = await failAll(q, topic, clock, 'l');
+      assert.deepEqual(delays, [1000, 5000, 5000, 5000]);
+    });
+
+    it('fail can ask for a specific retry delay (Retry-After)', async () => {
+      const { q, topic, clock } = setup();
+      await q.add({ topic, id: 'ra', delay: 0 });
+      await sweep(q);
+      const job = await claimOne(q, topic);
+      const failed = await q.fail(topic, 'ra', job.attempt, '429', 42_000);
+      assert.ok(failed.outcome === 'retry' && failed.runAt === clock.now + 42_000);
+    });
+
+    it('dead jobs are listed with their last error and redriven back to delayed', async () => {
+      const { q, topic, clock } = setup({ maxAttempts: 1 });
+      for (const id of ['d1', 'd2', 'd3']) await q.add({ topic, id, delay: 0 });
+      await sweep(q);
+      for (const job of (await q.claim(topic, 3)).sort((a, b) => a.id.localeCompare(b.id))) {
+        clock.advance(1);
+        assert.equal((await q.fail(topic, job.id, job.attempt, `broke ${job.id}`)).outcome, 'dead');
+      }
+      const page = await q.listDead(topic, { limit: 2 });
+      assert.deepEqual(page.jobs.map((j) => [j.id, j.lastError, j.state]), [['d1', 'broke d1', 'dead'], ['d2', 'broke d2', 'dead']]);
+      assert.ok(page.next !== null);
+      const rest = await q.listDead(topic, { limit: 2, after: page.next });
+      assert.deepEqual(rest.jobs.map((j) => j.id), ['d3']);
+      assert.equal((await q.stats(topic)).dead, 3);
+
+      const one = await q.redrive(topic, { ids: ['d2', 'not-dead'] });
+      assert.equal(one.redriven, 1);
+      const d2 = await q.get(topic, 'd2');
+      assert.equal(d2?.state, 'delayed');
+      assert.equal(d2?.attempts, 0);
+      assert.equal((await q.redrive(topic, { count: 10 })).redriven, 2);
+      assert.equal((await q.stats(topic)).dead, 0);
+      assert.equal((await q.redrive(topic)).redriven, 0);
+      await sweep(q);
+      const again = await q.claim(topic, 3);
+      assert.deepEqual(again.map((j) => j.attempt), [1, 1, 1]);
+      for (const job of again) assert.equal(await q.ack(topic, job.id, job.attempt), 'done');
+    });
+  });
+
+  describe('time-to-run, release, concurrency and retention', () => {
+    it('an attempt not acked within its ttr fails, is retried, and its late ack is refused', async () => {
+      const { q, topic, clock } = setup({ ttr: 30, maxAttempts: 2, backoff: { type: 'fixed', delay: 5 } });
+      await q.add({ topic, id: 'slow', delay: 0 });
+      await sweep(q);
+      const first = await claimOne(q, topic);
+      clock.advance(30 * SEC - 1);
+      assert.equal((await sweep(q)).retried, 0, 'not expired 1 ms before the deadline');
+      clock.advance(1);
+      const swept = await sweep(q);
+      assert.equal(swept.retried, 1);
+      const timedOut = await q.get(topic, 'slow');
+      assert.equal(timedOut?.state, 'delayed');
+      assert.equal(timedOut?.runAt, new Date(clock.now + 5 * SEC).toISOString());
+      assert.match(timedOut?.lastError ?? '', /timed out/);
+      assert.equal(await q.ack(topic, 'slow', first.attempt), 'stale', 'the late ack of the timed-out attempt changes nothing');
+      assert.equal((await q.fail(topic, 'slow', first.attempt, 'late')).outcome, 'stale');
+
+      clock.advance(5 * SEC);
+      await sweep(q);
+      const second = await claimOne(q, topic);
+      assert.equal(second.attempt, 2);
+      clock.advance(30 * SEC);
+      const last = await sweep(q);
+      assert.equal(last.deadLettered, 1);
+      assert.equal((await q.get(topic, 'slow'))?.state, 'dead');
+    });
+
+    it('a job-level ttr overrides the topic', async () => {
+      const { q, topic, clock } = setup({ ttr: 30 });
+      await q.add({ topic, id: 't', delay: 0, ttr: 2 });
+      await sweep(q);
+      const job = await claimOne(q, topic);
+      assert.equal(job.deadline, clock.now + 2 * SEC);
+    });
+
+    it('release gives claimed jobs back without counting an attempt', async () => {
+      const { q, topic } = setup();
+      await q.add({ topic, id: 'r1', delay: 0 });
+      await q.add({ topic, id: 'r2', delay: 0 });
+      await sweep(q);
+      const claimed = await q.claim(topic, 2);
+      assert.equal(await q.release(claimed), 2);
+      assert.equal(await q.release(claimed), 0, 'a second release finds nothing running');
+      const stats = await q.stats(topic);
+      assert.equal(stats.ready, 2);
+      assert.equal(stats.running, 0);
+      const again = await q.claim(topic, 2);
+      assert.deepEqual(again.map((j) => j.attempt).sort(), [1, 1]);
+    });
+
+    it('claim keeps a topic under its concurrency', async () => {
+      const { q, topic } = setup({ concurrency: 3 });
+      for (let i = 0; i < 5; i++) await q.add({ topic, id: `c${i}`, delay: 0 });
+      await sweep(q);
+      const first = await q.claim(topic, 10);
+      assert.equal(first.length, 3);
+      assert.deepEqual(await q.claim(topic, 10), []);
+      await q.ack(topic, first[0]!.id, 1);
+      assert.equal((await q.claim(topic, 10)).length, 1);
+    });
+
+    it('purges done and cancelled jobs after the retention, dead ones after the dead retention', async () => {
+      const { q, topic, clock } = setup({ maxAttempts: 1 }, { retention: 60, deadRetention: 600 });
+      await q.add({ topic, id: 'ok', delay: 0 });
+      await q.add({ topic, id: 'bad', delay: 0 });
+      await q.add({ topic, id: 'cx', delay: 100 });
+      await sweep(q);
+      for (const job of await q.claim(topic, 2)) {
+        if (job.id === 'ok') await q.ack(topic, job.id, job.attempt);
+        else await q.fail(topic, job.id, job.attempt, 'x');
+      }
+      await q.cancel(topic, 'cx');
+      clock.advance(60 * SEC);
+      assert.equal((await sweep(q)).purged, 2);
+      assert.equal(await q.get(topic, 'ok'), null);
+      assert.equal(await q.get(topic, 'cx'), null);
+      assert.equal((await q.get(topic, 'bad'))?.state, 'dead');
+      assert.equal((await q.add({ topic, id: 'ok', delay: 0 })).status, 'created', 'a purged id can be used again');
+      clock.advance(540 * SEC + 1);
+      assert.equal((await sweep(q)).purged, 1);
+      assert.equal(await q.get(topic, 'bad'), null);
+      assert.equal((await q.stats(topic)).dead, 0);
+    });
+
+    it('stats count each state and give the next due time', async () => {
+      const { q, topic, clock } = setup();
+      await q.add({ topic, id: 's1', delay: 0 });
+      await q.add({ topic, id: 's2', delay: 0 });
+      await q.add({ topic, id: 's3', delay: 50 });
+      await sweep(q);
+      await q.claim(topic, 1);
+      assert.deepEqual(await q.stats(topic), { topic, delayed: 1, ready: 1, running: 1, dead: 0, nextDueAt: new Date(clock.now + 50 * SEC).toISOString() });
+    });
+
+    it('sweep reports the next due time and TTR deadline, and more when it hit its limit', async () => {
+      const { q, topic, clock } = setup({ ttr: 5 });
+      // all in one partition, so the per-partition limit of 3 is what stops the first sweep
+      const ids = Array.from({ length: 500 }, (_, i) => `n${i}`).filter((id) => partitionOf(topic, id, target.partitions) === 0);
+      for (const id of ids.slice(0, 5)) await q.add({ topic, id, delay: 0 });
+      await q.add({ topic, id: ids[5]!, delay: 60 });
+      const first = await q.sweep(3);
+      assert.equal(first.moved, 3);
+      assert.equal(first.more, true);
+      const second = await q.sweep(3);
+      assert.equal(second.moved, 2);
+      assert.equal(second.more, false);
+      assert.equal(second.nextAt, clock.now + 60 * SEC);
+      await q.claim(topic, 1);
+      assert.equal((await q.sweep()).nextAt, clock.now + 5 * SEC, 'a TTR deadline counts as next');
+    });
+  });
+
+  it('runs the lifecycle after SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {
+    const { q, topic } = setup();
+    await q.add({ topic, id: 'warm', delay: 0 });
+    await target.flushScripts();
+    await q.add({ topic, id: 'f', delay: 0 });
+    assert.equal((await sweep(q)).moved, 2);
+    const claimed = await q.claim(topic, 2);
+    assert.equal(claimed.length, 2);
+    await target.flushScripts();
+    for (const job of claimed) assert.equal(await q.ack(topic, job.id, job.attempt), 'done');
+    assert.equal((await q.get(topic, 'f'))?.state, 'done');
+  });
+
+  it('keeps every key of a job in its partition (one cluster slot per script)', async () => {
+    const { q, topic } = setup();
+    const ids = Array.from({ length: 20 }, (_, i) => `slot-${i}`);
+    for (const id of ids) await q.add({ topic, id, delay: 0 });
+    const partitions = new Set(ids.map((id) => partitionOf(topic, id, target.partitions)));
+    if (target.partitions === 1) assert.deepEqual([...partitions], [0]);
+    let total = 0;
+    for (let p = 0; p < target.partitions; p++) total += await target.redis().zcard(topicKeys(p, topic).delayed);
+    assert.equal(total, 20);
+    if (target.partitions > 1) assert.ok(partitions.size > 1, 'jobs spread over partitions');
+  });
+}

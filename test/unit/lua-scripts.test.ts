@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { SCRIPTS } from '../../lib/scripts';
+
+const dir = join(__dirname, '..', '..', 'lua');
+const files = readdirSync(dir).filter((f) => f.endsWith('.lua'));
+
+describe('lua/ scripts', () => {
+  it('every script file is registered, under its own name', () => {
+    assert.deepEqual(files.sort(), Object.values(SCRIPTS).map((s) => s.file).sort());
+  });
+
+  for (const file of files) {
+    const source = readFileSync(join(dir, file), 'utf8');
+    const code = source.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--[^\n]*/g, '');
+
+    it(`${file}: the highest KEYS[n] is the number in its name and in SCRIPTS`, () => {
+      const declared = Number(/-(\d+)\.lua$/.exec(file)![1]);
+      const used = Math.max(...[...code.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])));
+      assert.equal(used, declared);
+      const entry = Object.values(SCRIPTS).find((s) => s.file === file)!;
+      assert.equal(entry.numberOfKeys, declared);
+    });
+
+    it(`${file}: opens with a contract block and builds no key names`, () => {
+      assert.match(source, /^--\[\[\n  \S[\s\S]*?KEYS\[1\][\s\S]*?\n\]\]/);
+      assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"]:/, 'key names are built in lib/keys.ts only');
+      assert.doesNotMatch(code, /'KEYS'|"KEYS"|'SCAN'|'LREM'|ZRANGE[^\n]*0,\s*-1/, 'no unbounded commands');
+    });
+  }
+});
