@@ -56,3 +56,17 @@ export function refusalError(refusal: Refusal, topic: string, id: string, detail
       return new HttpError(409, 'JOB_FINISHED', `job ${topic}/${id} was cancelled`, details);
   }
 }
+
+/**
+ * Thrown by a topic handler's function to fail the attempt and ask for the next one after
+ * `retryAfterMs` instead of the backoff (a 429 or 503 with Retry-After, say).
+ */
+export class RetryLater extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+    this.name = 'RetryLater';
+  }
+}
