@@ -131,3 +131,78 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
     moveLimit: integer(input.moveLimit ?? DEFAULTS.moveLimit, 'moveLimit', 1, MAX_MOVE_LIMIT),
   };
 }
+
+/** Everything a Lambda needs, read from its environment once at cold start. */
+export interface AppConfig {
+  queue: QueueConfig;
+  redis: {
+    /** redis:// or rediss:// (TLS) URL, with the password if any. */
+    url: string;
+    /** Use the cluster client (ElastiCache cluster mode). */
+    cluster: boolean;
+  };
+  /** The API's bearer token. */
+  apiToken: string;
+  /** Secret that signs webhook requests. */
+  webhookSecret: string;
+  /** Lets webhooks reach loopback and private addresses, and plain http (the local stage). */
+  webhookAllowPrivate: boolean;
+  /** Hosts webhooks may reach whatever they resolve to. */
+  webhookAllowHosts: string[];
+  /** `<service>-<stage>-`: prefix of this deployment's function names. */
+  functionPrefix: string;
+  /** Lambda API endpoint override (serverless-offline's invoke port); unset on AWS. */
+  lambdaEndpoint?: string;
+  region: string;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+type Env = Record<string, string | undefined>;
+
+function required(env: Env, name: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') throw new Error(`environment variable ${name} is required`);
+  return value;
+}
+
+function flag(env: Env, name: string): boolean {
+  const value = env[name];
+  if (value === undefined || value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true' || value === '1') return true;
+  throw new Error(`environment variable ${name} must be true or false, got ${JSON.stringify(value)}`);
+}
+
+/**
+ * Reads the configuration from environment variables (DQ_CONFIG holds serverless.yml's
+ * `custom.queue` as JSON). The only reader of process.env; fails fast naming the bad variable.
+ */
+export function loadConfig(env: Env): AppConfig {
+  let queueInput: QueueConfigInput;
+  try {
+    queueInput = JSON.parse(required(env, 'DQ_CONFIG')) as QueueConfigInput;
+  } catch (error) {
+    throw new Error(`environment variable DQ_CONFIG is not valid JSON: ${(error as Error).message}`);
+  }
+  let queue: QueueConfig;
+  try {
+    queue = resolveQueueConfig(queueInput);
+  } catch (error) {
+    throw new Error(`DQ_CONFIG: ${(error as Error).message}`);
+  }
+  const url = required(env, 'REDIS_URL');
+  if (!/^rediss?:\/\//.test(url)) throw new Error('environment variable REDIS_URL must start with redis:// or rediss://');
+  const logLevel = env.LOG_LEVEL ?? 'info';
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new Error('environment variable LOG_LEVEL must be debug, info, warn or error');
+  return {
+    queue,
+    redis: { url, cluster: flag(env, 'REDIS_CLUSTER') },
+    apiToken: required(env, 'API_TOKEN'),
+    webhookSecret: required(env, 'WEBHOOK_SECRET'),
+    webhookAllowPrivate: flag(env, 'DQ_WEBHOOK_ALLOW_PRIVATE'),
+    webhookAllowHosts: (env.DQ_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+    functionPrefix: required(env, 'DQ_FUNCTION_PREFIX'),
+    ...(env.DQ_LAMBDA_ENDPOINT ? { lambdaEndpoint: env.DQ_LAMBDA_ENDPOINT } : {}),
+    region: env.AWS_REGION ?? 'us-east-1',
+    logLevel: logLevel as AppConfig['logLevel'],
+  };
+}

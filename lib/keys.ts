@@ -35,9 +35,9 @@ export function topicKeys(partition: number, topic: string): TopicKeys {
   };
 }
 
-/** Key of the sweeper's lease and wake-up state (one per deployment, not per partition). */
-export function sweeperKey(name: 'lease' | 'wake'): string {
-  return `dq:sweeper:${name}`;
+/** Keys of the sweeper's lease, planned next look and wake-up list: one per deployment, one slot. */
+export function sweeperKeys(): { lease: string; next: string; wake: string } {
+  return { lease: 'dq:{sweeper}:lease', next: 'dq:{sweeper}:next', wake: 'dq:{sweeper}:wake' };
 }
 
 /**

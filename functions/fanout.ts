@@ -1,0 +1,18 @@
+import type { Context } from 'aws-lambda';
+import { runFanout } from '../lib/fanout';
+import { takeColdStart } from '../lib/log';
+import { runtime } from '../lib/runtime';
+
+/** The fan-out: claims ready jobs of the given topics and invokes their handlers asynchronously. */
+export async function handler(event: { topics?: string[] } | undefined, context: Context): Promise<unknown> {
+  const rt = runtime();
+  const log = rt.log.child({ function_request_id: context.awsRequestId, cold_start: takeColdStart() });
+  try {
+    const reports = await runFanout({ ...rt, log }, Array.isArray(event?.topics) ? event.topics : undefined);
+    log.info('fan-out finished', { reports });
+    return reports;
+  } catch (error) {
+    log.error('fan-out failed; claimed jobs return after their ttr', { error });
+    return { outcome: 'error' };
+  }
+}

@@ -1,0 +1,15 @@
+import { runtime } from '../../lib/runtime';
+import { topicHandler } from '../../lib/topicHandler';
+import { deliverWebhook } from '../../lib/webhook';
+
+/** The built-in webhook topic handler: POSTs each job's body to its url, signed; 2xx is success. */
+export const handler = topicHandler(async (job, { topic, signal, timeLeftMs }) => {
+  const { config } = runtime();
+  await deliverWebhook({ ...job, topic }, {
+    secret: config.webhookSecret,
+    allowPrivate: config.webhookAllowPrivate,
+    allowHosts: config.webhookAllowHosts,
+    signal,
+    timeoutMs: timeLeftMs(),
+  });
+});

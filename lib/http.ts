@@ -1,0 +1,113 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from 'aws-lambda';
+import { HttpError } from './errors';
+import { takeColdStart } from './log';
+import { isUnavailable } from './redis';
+import { runtime, type Runtime } from './runtime';
+
+/** A request as a route sees it. */
+export interface ApiRequest {
+  method: string;
+  path: string;
+  params: Record<string, string>;
+  query: Record<string, string>;
+  requestId: string;
+  /** True when the request has a non-empty body. */
+  hasBody: boolean;
+  /** The body parsed as JSON; throws 400 INVALID_JSON when it is not. */
+  json(): unknown;
+}
+
+/** A route's answer: a status and a JSON body. */
+export interface ApiResponse {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
+const MAX_REQUEST_BYTES = 6 * 1024 * 1024; // Lambda's own limit for a synchronous payload
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** Constant-time check of an `Authorization: Bearer <token>` header against the token. */
+export function authorized(header: string | undefined, token: string): boolean {
+  const match = /^Bearer (.+)$/.exec(header ?? '');
+  // compare digests: equal length whatever was sent, so the time says nothing about the token
+  return timingSafeEqual(digest(match?.[1] ?? ''), digest(token)) && match !== null;
+}
+
+/** The JSON error body for an HttpError. */
+export function errorBody(error: HttpError, extra: Record<string, unknown> = {}): unknown {
+  return { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) }, ...extra };
+}
+
+function respond(status: number, body: unknown, headers: Record<string, string> = {}): APIGatewayProxyResultV2 {
+  return { statusCode: status, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
+}
+
+function parseBody(event: APIGatewayProxyEventV2): unknown {
+  const raw = event.body ?? '';
+  const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
+  if (Buffer.byteLength(text) > MAX_REQUEST_BYTES) throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `the request is over ${MAX_REQUEST_BYTES} bytes`);
+  if (text.trim() === '') throw new HttpError(400, 'INVALID_JSON', 'the request body must be JSON, and it is empty');
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, 'INVALID_JSON', `the request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Wraps a route into an HTTP API Lambda handler: checks the bearer token (401), parses JSON,
+ * turns HttpErrors into their status and error body, a Redis outage into 503 UNAVAILABLE, and
+ * anything else into a 500 with the request id (logged with its stack, never shown).
+ */
+export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<ApiResponse>) {
+  return async (event: APIGatewayProxyEventV2, context?: Pick<Context, 'awsRequestId'>): Promise<APIGatewayProxyResultV2> => {
+    const requestId = context?.awsRequestId ?? randomUUID();
+    let rt: Runtime;
+    try {
+      rt = runtime();
+    } catch (error) {
+      console.error(JSON.stringify({ level: 'ERROR', message: 'configuration error', error: (error as Error).message, requestId }));
+      return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });
+    }
+    const method = event.requestContext?.http?.method ?? 'GET';
+    const path = event.rawPath ?? '/';
+    const log = rt.log.child({ function_request_id: requestId, cold_start: takeColdStart(), method, path: event.routeKey ?? path });
+    const headers = Object.fromEntries(Object.entries(event.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    if (!authorized(headers.authorization, rt.config.apiToken)) {
+      log.warn('unauthorized request', { status: 401 });
+      return respond(401, { error: { code: 'UNAUTHORIZED', message: 'send Authorization: Bearer <token>' } }, { 'www-authenticate': 'Bearer' });
+    }
+    let parsed: { value: unknown } | undefined;
+    const request: ApiRequest = {
+      method,
+      path,
+      params: Object.fromEntries(Object.entries(event.pathParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
+      query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
+      requestId,
+      hasBody: (event.body ?? '').trim() !== '',
+      json: () => (parsed ??= { value: parseBody(event) }).value,
+    };
+    try {
+      const response = await route(request, rt);
+      log.info('request', { status: response.status });
+      return respond(response.status, response.body, response.headers);
+    } catch (error) {
+      if (error instanceof HttpError && error.expose) {
+        log.warn('request refused', { status: error.status, code: error.code });
+        return respond(error.status, errorBody(error));
+      }
+      if (isUnavailable(error)) {
+        log.error('redis unavailable', { status: 503, error });
+        return respond(503, { error: { code: 'UNAVAILABLE', message: 'the queue store is unavailable; retry shortly' } }, { 'retry-after': '1' });
+      }
+      log.error('request failed', { status: 500, error });
+      return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });
+    }
+  };
+}

@@ -1,0 +1,31 @@
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import type { AppConfig } from './config';
+
+/** Starts functions of this deployment asynchronously. */
+export interface Invoker {
+  /** Invokes function `name` (its serverless.yml key) with InvocationType Event; throws if not accepted. */
+  invokeAsync(name: string, payload: unknown): Promise<void>;
+}
+
+/** An invoker on the Lambda API (or serverless-offline's, when lambdaEndpoint is set). */
+export function createInvoker(config: Pick<AppConfig, 'functionPrefix' | 'lambdaEndpoint' | 'region'>): Invoker {
+  const client = new LambdaClient({
+    region: config.region,
+    maxAttempts: 2,
+    ...(config.lambdaEndpoint
+      ? { endpoint: config.lambdaEndpoint, credentials: { accessKeyId: 'offline', secretAccessKey: 'offline' } }
+      : {}),
+  });
+  return {
+    async invokeAsync(name, payload) {
+      const result = await client.send(
+        new InvokeCommand({
+          FunctionName: config.functionPrefix + name,
+          InvocationType: 'Event',
+          Payload: Buffer.from(JSON.stringify(payload)),
+        }),
+      );
+      if (result.StatusCode !== 202) throw new Error(`invoke of ${name} answered ${result.StatusCode}${result.FunctionError ? ` (${result.FunctionError})` : ''}`);
+    },
+  };
+}

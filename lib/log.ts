@@ -1,0 +1,73 @@
+/**
+ * One JSON line per event, with Powertools field names (level, message, timestamp, service,
+ * function_request_id, cold_start) plus our camelCase fields. Never log job bodies or tokens.
+ * Metrics are CloudWatch EMF lines: free offline, real metrics on AWS.
+ */
+export type Level = 'debug' | 'info' | 'warn' | 'error';
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export type Fields = Record<string, unknown>;
+
+export interface Logger {
+  debug(message: string, fields?: Fields): void;
+  info(message: string, fields?: Fields): void;
+  warn(message: string, fields?: Fields): void;
+  error(message: string, fields?: Fields): void;
+  /** A logger that adds `fields` to every line. */
+  child(fields: Fields): Logger;
+}
+
+let coldStart = true;
+
+/** True on the first call in this process, false afterwards (the Lambda cold start). */
+export function takeColdStart(): boolean {
+  const was = coldStart;
+  coldStart = false;
+  return was;
+}
+
+function errorFields(error: unknown): Fields {
+  if (error instanceof Error) return { error: { name: error.name, message: error.message, stack: error.stack } };
+  return { error: { message: String(error) } };
+}
+
+/** A logger writing to stdout at `minLevel` and above (LOG_LEVEL). */
+export function createLogger(service: string, base: Fields = {}, minLevel: Level = 'info', write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Logger {
+  const emit = (level: Level, message: string, fields?: Fields) => {
+    if (ORDER[level] < ORDER[minLevel]) return;
+    const extra = fields && 'error' in fields && fields.error !== undefined ? { ...fields, ...errorFields(fields.error) } : fields;
+    write(JSON.stringify({ level: level.toUpperCase(), message, timestamp: new Date().toISOString(), service, ...base, ...extra }));
+  };
+  return {
+    debug: (m, f) => emit('debug', m, f),
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+    child: (fields) => createLogger(service, { ...base, ...fields }, minLevel, write),
+  };
+}
+
+export type Unit = 'Milliseconds' | 'Count';
+
+/**
+ * Writes one CloudWatch EMF line: each metric is a number or a list of values (CloudWatch keeps
+ * the distribution, so p50/p99 come out of it). Namespace DelayQueue.
+ */
+export function emitMetrics(dimensions: Record<string, string>, metrics: Record<string, { unit: Unit; value: number | number[] }>, write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): void {
+  const names = Object.keys(metrics).filter((name) => {
+    const v = metrics[name]!.value;
+    return Array.isArray(v) ? v.length > 0 : true;
+  });
+  if (names.length === 0) return;
+  const values = Object.fromEntries(names.map((n) => [n, metrics[n]!.value]));
+  write(
+    JSON.stringify({
+      _aws: {
+        Timestamp: Date.now(),
+        CloudWatchMetrics: [{ Namespace: 'DelayQueue', Dimensions: [Object.keys(dimensions)], Metrics: names.map((n) => ({ Name: n, Unit: metrics[n]!.unit })) }],
+      },
+      ...dimensions,
+      ...values,
+    }),
+  );
+}

@@ -1,0 +1,44 @@
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { AppConfig } from './config';
+
+/**
+ * Client settings for a Lambda: a command fails within about 2 s when Redis is unreachable
+ * (the API answers 503 instead of hanging), and the client reconnects by itself afterwards.
+ */
+export const CLIENT_OPTIONS: RedisOptions = {
+  connectTimeout: 2000,
+  commandTimeout: 2000,
+  maxRetriesPerRequest: 1, // one reconnect attempt per command, then the error surfaces
+  retryStrategy: (times) => Math.min(50 * 2 ** times, 1000),
+  reconnectOnError: (error) => /READONLY|LOADING/.test(error.message), // failover: reconnect to the new primary
+  enableAutoPipelining: true,
+};
+
+/** A client for the configured Redis: single node or cluster, TLS when the URL is rediss://. */
+export function createRedis(config: AppConfig['redis'], overrides: RedisOptions = {}): Redis | Cluster {
+  const url = new URL(config.url);
+  const tls = url.protocol === 'rediss:' ? { servername: url.hostname } : undefined;
+  const options: RedisOptions = { ...CLIENT_OPTIONS, ...(tls ? { tls } : {}), ...overrides };
+  if (!config.cluster) return new Redis(config.url, options);
+  const clusterOptions: ClusterOptions = {
+    redisOptions: {
+      ...options,
+      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+      ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    },
+    // ElastiCache hands out node addresses that only resolve inside the VPC; keep TLS SNI right.
+    dnsLookup: (address, callback) => callback(null, address),
+    slotsRefreshTimeout: 2000,
+    enableAutoPipelining: true,
+  };
+  return new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], clusterOptions);
+}
+
+const UNAVAILABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|LOADING|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|Failed to refresh slots cache|None of startup nodes is available/;
+
+/** True when an error means Redis could not be reached or is not serving (answer 503). */
+export function isUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return true;
+  return UNAVAILABLE.test(error.message);
+}

@@ -1,0 +1,28 @@
+import type { Cluster, Redis } from 'ioredis';
+import { loadConfig, type AppConfig } from './config';
+import { createInvoker, type Invoker } from './lambda';
+import { createLogger, type Logger } from './log';
+import { DelayQueue } from './queue';
+import { createRedis } from './redis';
+
+/** What every Lambda of the stack shares within one process: created once, at first use. */
+export interface Runtime {
+  config: AppConfig;
+  redis: Redis | Cluster;
+  queue: DelayQueue;
+  invoker: Invoker;
+  log: Logger;
+}
+
+let current: Runtime | undefined;
+
+/** The process's runtime, built from process.env at the first call (the cold start). */
+export function runtime(): Runtime {
+  if (current) return current;
+  const config = loadConfig(process.env);
+  const redis = createRedis(config.redis);
+  const log = createLogger('delay-queue', { function_name: process.env.AWS_LAMBDA_FUNCTION_NAME }, config.logLevel);
+  redis.on('error', (error: Error) => log.warn('redis connection error', { error }));
+  current = { config, redis, queue: new DelayQueue(redis, config.queue), invoker: createInvoker(config), log };
+  return current;
+}

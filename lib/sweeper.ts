@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import { Cluster, type Redis } from 'ioredis';
+import { sweeperKeys } from './keys';
+import type { Invoker } from './lambda';
+import { emitMetrics, type Logger } from './log';
+import type { DelayQueue, SweepResult } from './queue';
+import { runScript } from './scripts';
+
+/** Sweeper timings (ms). */
+export const SWEEPER = {
+  /** A job due further ahead than this is left to the per-minute tick: the sweeper exits. */
+  horizonMs: 60_000,
+  /** The lease outlives a crashed sweeper by at most this. */
+  leaseMs: 30_000,
+  /** Longest single wait, so the lease is renewed well before it expires. */
+  maxWaitMs: 10_000,
+  /** Time kept in hand at the end of an invocation to hand over to the next one. */
+  reserveMs: 5_000,
+  /** Pause after a Redis error before trying again. */
+  errorPauseMs: 500,
+};
+
+export interface SweeperDeps {
+  queue: DelayQueue;
+  redis: Redis | Cluster;
+  invoker: Invoker;
+  log: Logger;
+  /** Milliseconds left in this invocation. */
+  remainingMs: () => number;
+}
+
+export type SweeperOutcome = 'busy' | 'idle' | 'handed_over' | 'out_of_time';
+
+/** What a sweeper invocation did. */
+export interface SweeperReport {
+  outcome: SweeperOutcome;
+  sweeps: number;
+  moved: number;
+  retried: number;
+  deadLettered: number;
+  fanouts: number;
+}
+
+/**
+ * Waits on the wake list with one BLPOP kept pending on its own connection, while a local timer
+ * measures the sleep: Redis checks blocking timeouts only about every 100 ms, a timer is exact.
+ */
+class Waker {
+  private pending: Promise<boolean> | undefined;
+  private readonly conn: Redis | Cluster;
+  constructor(redis: Redis | Cluster, private readonly key: string) {
+    // its own connection, without the command timeout: BLPOP blocks on purpose
+    this.conn =
+      redis instanceof Cluster
+        ? redis.duplicate(undefined, { redisOptions: { ...redis.options.redisOptions, commandTimeout: undefined } })
+        : redis.duplicate({ commandTimeout: undefined, enableAutoPipelining: false });
+    this.conn.on('error', () => undefined);
+  }
+  /** Resolves true when woken, false when `ms` passed. */
+  async wait(ms: number): Promise<boolean> {
+    if (!this.pending) {
+      this.pending = (this.conn.blpop(this.key, SWEEPER.maxWaitMs / 1000) as Promise<unknown>).then(
+        (popped) => popped !== null,
+        () => false,
+      );
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const slept = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))));
+    const woken = this.pending.then((hit) => {
+      this.pending = undefined;
+      return hit;
+    });
+    const result = await Promise.race([slept, woken]);
+    clearTimeout(timer);
+    return result;
+  }
+  close(): void {
+    this.conn.disconnect();
+  }
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs the sweeper until nothing is due within the horizon (exits, costing nothing while idle) or
+ * its invocation time runs short (hands over to a fresh invocation of itself). Holds the lease so
+ * one sweeper runs at a time; invokes the fan-out whenever jobs became ready.
+ */
+export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
+  const { queue, redis, invoker, log } = deps;
+  const keys = sweeperKeys();
+  const lease = [keys.lease, keys.next, keys.wake];
+  const owner = randomBytes(8).toString('hex');
+  const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
+  const hold = (nextAt: number | null, clearWake: boolean) =>
+    runScript<number>(redis, 'holdLease', lease, [owner, SWEEPER.leaseMs, nextAt ?? '', clearWake ? '1' : '0']);
+
+  if ((await hold(null, true)) !== 1) return { ...report, outcome: 'busy' };
+  const waker = new Waker(redis, keys.wake);
+  try {
+    for (;;) {
+      if (deps.remainingMs() < SWEEPER.reserveMs) return await handOver(deps, owner, lease, report);
+      let result: SweepResult;
+      try {
+        if ((await hold(null, true)) !== 1) {
+          log.warn('sweeper lost its lease to another sweeper');
+          return { ...report, outcome: 'busy' };
+        }
+        result = await queue.sweep();
+      } catch (error) {
+        log.error('sweep failed; retrying', { error });
+        emitMetrics({ service: 'delay-queue' }, { sweeperErrors: { unit: 'Count', value: 1 } });
+        await pause(SWEEPER.errorPauseMs);
+        continue;
+      }
+      report.sweeps += 1;
+      report.moved += result.moved;
+      report.retried += result.retried;
+      report.deadLettered += result.deadLettered;
+      const topics = Object.keys(result.readyByTopic);
+      if (topics.length > 0) {
+        try {
+          await invoker.invokeAsync('fanout', { topics });
+          report.fanouts += 1;
+        } catch (error) {
+          // the jobs stay ready; the next sweep or tick invokes the fan-out again
+          log.error('could not invoke the fan-out', { error, topics });
+        }
+      }
+      if (result.moved + result.retried + result.deadLettered > 0) {
+        emitMetrics({ service: 'delay-queue' }, {
+          moved: { unit: 'Count', value: result.moved },
+          retried: { unit: 'Count', value: result.retried },
+          deadLettered: { unit: 'Count', value: result.deadLettered },
+        });
+      }
+      if (result.more) continue;
+
+      const waitMs = result.nextAt === null ? Infinity : result.nextAt - result.now;
+      if (waitMs > SWEEPER.horizonMs) {
+        const released = await runScript<number>(redis, 'releaseLease', lease, [owner, '0']).catch(() => 0);
+        if (released === 1 || released === -1) return { ...report, outcome: 'idle' };
+        continue; // a wake-up arrived since the sweep
+      }
+      await hold(result.nextAt, false).catch(() => 0);
+      const budget = deps.remainingMs() - SWEEPER.reserveMs;
+      await waker.wait(Math.min(waitMs, SWEEPER.maxWaitMs, Math.max(0, budget)));
+    }
+  } finally {
+    waker.close();
+  }
+}
+
+async function handOver(deps: SweeperDeps, owner: string, lease: string[], report: SweeperReport): Promise<SweeperReport> {
+  await runScript<number>(deps.redis, 'releaseLease', lease, [owner, '1']).catch(() => 0);
+  try {
+    await deps.invoker.invokeAsync('sweeper', { source: 'handover' });
+    return { ...report, outcome: 'handed_over' };
+  } catch (error) {
+    deps.log.error('could not hand over to a new sweeper; the tick will start one', { error });
+    return { ...report, outcome: 'out_of_time' };
+  }
+}
+
+/**
+ * After a job became the earliest due of its topic: wakes the running sweeper if it would look
+ * too late, or starts one if none runs and the job is due within the horizon ('now': due on
+ * Redis's clock now).
+ */
+export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'>, dueAt: number | 'now'): Promise<void> {
+  const keys = sweeperKeys();
+  try {
+    const action = await runScript<number>(deps.redis, 'wakeSweeper', [keys.lease, keys.next, keys.wake], [dueAt === 'now' ? '' : dueAt, SWEEPER.horizonMs, '']);
+    if (action === 2) await deps.invoker.invokeAsync('sweeper', { source: 'wake' });
+  } catch (error) {
+    // the job is stored; the tick bounds its lateness to about a minute
+    deps.log.warn('could not wake the sweeper', { error });
+  }
+}

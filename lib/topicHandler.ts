@@ -1,0 +1,122 @@
+import type { Context } from 'aws-lambda';
+import { RetryLater } from './errors';
+import { toWire, type HandlerEvent, type WireJob } from './fanout';
+import { emitMetrics, takeColdStart, type Logger } from './log';
+import type { FailOutcome } from './queue';
+import { runtime, type Runtime } from './runtime';
+import { nudgeSweeper } from './sweeper';
+
+/** What the user's function gets besides the job. */
+export interface JobContext {
+  topic: string;
+  /** Aborted when the attempt's time-to-run is up: stop work and let the promise settle. */
+  signal: AbortSignal;
+  /** Milliseconds this attempt may still run. */
+  timeLeftMs(): number;
+  log: Logger;
+}
+
+/** The user's code for one job: resolve for success, throw (or RetryLater) for a failed attempt. */
+export type JobFunction = (job: WireJob, context: JobContext) => Promise<unknown>;
+
+/** How a batch went. */
+export interface BatchReport {
+  done: number;
+  retried: number;
+  dead: number;
+  stale: number;
+}
+
+const SAFETY_MS = 250; // finish an attempt this long before its deadline, so its ack is not late
+const MAX_DRAIN_ROUNDS = 20; // claims of further batches by one invocation
+
+class TimeoutError extends Error {}
+
+/** Runs `fn` for one job with the TTR as a timeout, then acks or fails the attempt. */
+async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction, report: BatchReport, log: Logger): Promise<void> {
+  const startedAt = Date.now();
+  const ttrMs = job.deadline - job.claimedAt;
+  const endsAt = startedAt + ttrMs - SAFETY_MS - Math.max(0, startedAt - job.claimedAt);
+  const jobLog = log.child({ topic, jobId: job.id, attempt: job.attempt });
+  jobLog.info('job started', { latenessMs: startedAt - job.runAt, startLatenessMs: startedAt - job.runAt });
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new TimeoutError(`attempt ${job.attempt} ran past its ttr of ${Math.round(ttrMs / 1000)}s`));
+    }, Math.max(0, endsAt - Date.now()));
+  });
+  let failure: unknown;
+  try {
+    await Promise.race([fn(job, { topic, signal: controller.signal, timeLeftMs: () => Math.max(0, endsAt - Date.now()), log: jobLog }), timeout]);
+  } catch (error) {
+    failure = error;
+  } finally {
+    clearTimeout(timer);
+  }
+  const durationMs = Date.now() - startedAt;
+  if (failure === undefined) {
+    const outcome = await rt.queue.ack(topic, job.id, job.attempt);
+    if (outcome === 'done') {
+      report.done += 1;
+      jobLog.info('job done', { durationMs });
+    } else {
+      report.stale += 1;
+      jobLog.warn('job finished but its attempt had already ended', { outcome, durationMs });
+    }
+    return;
+  }
+  const message = failure instanceof Error ? failure.message || failure.name : String(failure);
+  const retryAfterMs = failure instanceof RetryLater ? failure.retryAfterMs : undefined;
+  const result: FailOutcome = await rt.queue.fail(topic, job.id, job.attempt, message, retryAfterMs);
+  if (result.outcome === 'retry') {
+    report.retried += 1;
+    jobLog.warn('job failed; retry scheduled', { reason: message, retryAt: new Date(result.runAt).toISOString(), durationMs });
+    if (result.wake) await nudgeSweeper(rt, result.runAt);
+  } else if (result.outcome === 'dead') {
+    report.dead += 1;
+    jobLog.error('job failed for the last time; dead-lettered', { reason: message, durationMs });
+  } else {
+    report.stale += 1;
+    jobLog.warn('job failed but its attempt had already ended', { outcome: result.outcome, reason: message });
+  }
+}
+
+/**
+ * Turns a per-job function into a topic handler Lambda: runs the function for every job of the
+ * batch in parallel, each with its TTR as a timeout, then acks or fails it. While the invocation
+ * has time left it claims further batches of its topic. It never throws (an async invocation that
+ * throws would be retried by Lambda, outside the queue's retry policy).
+ */
+export function topicHandler(fn: JobFunction) {
+  return async (event: HandlerEvent, context?: Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'>): Promise<BatchReport> => {
+    const report: BatchReport = { done: 0, retried: 0, dead: 0, stale: 0 };
+    let rt: Runtime | undefined;
+    try {
+      rt = runtime();
+      const log = rt.log.child({ function_request_id: context?.awsRequestId, cold_start: takeColdStart() });
+      const topic = rt.config.queue.topics.get(event.topic);
+      if (!topic) {
+        log.error('handler invoked for an unknown topic; its jobs come back after their ttr', { topic: event.topic });
+        return report;
+      }
+      let jobs = event.jobs;
+      for (let round = 0; jobs.length > 0 && round < MAX_DRAIN_ROUNDS; round++) {
+        await Promise.all(jobs.map((job) => runJob(rt!, topic.name, job, fn, report, log)));
+        const remaining = context?.getRemainingTimeInMillis() ?? 0;
+        if (remaining < topic.ttrMs + 2 * SAFETY_MS) break;
+        jobs = (await rt.queue.claim(topic.name, topic.batchSize)).map(toWire);
+      }
+      emitMetrics({ service: 'delay-queue', topic: topic.name }, {
+        done: { unit: 'Count', value: report.done },
+        retried: { unit: 'Count', value: report.retried },
+        dead: { unit: 'Count', value: report.dead },
+      });
+    } catch (error) {
+      // Redis unreachable, say: the attempts come back when their TTR expires.
+      (rt?.log ?? console).error('topic handler failed; unfinished attempts return after their ttr', { error });
+    }
+    return report;
+  };
+}
