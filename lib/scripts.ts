@@ -58,11 +58,11 @@ export function registerScripts(client: Client): void {
   registered.add(client);
 }
 
-/** Runs a script on a client (after registerScripts). */
+/** Runs a script on a client (registering the scripts on it first if needed). */
 export function runScript<T = unknown>(client: Client, name: ScriptName, keys: string[], args: Arg[]): Promise<T> {
   if (keys.length !== SCRIPTS[name].numberOfKeys) throw new Error(`${name} takes ${SCRIPTS[name].numberOfKeys} keys, got ${keys.length}`);
-  const fn = (client as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[PREFIX + name];
-  if (!fn) throw new Error(`scripts are not registered on this client (call registerScripts)`);
+  registerScripts(client);
+  const fn = (client as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[PREFIX + name]!;
   return fn.call(client, ...keys, ...args);
 }
 

@@ -53,6 +53,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 
 async function ping(port: number): Promise<boolean> {
   const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined); // refused until the server listens: expected while polling
   try {
     await client.connect();
     return (await client.ping()) === 'PONG';

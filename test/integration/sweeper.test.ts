@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { runFanout } from '../../lib/fanout';
+import { sweeperKeys } from '../../lib/keys';
+import type { Invoker } from '../../lib/lambda';
+import { createLogger } from '../../lib/log';
+import { nudgeSweeper, runSweeper, SWEEPER } from '../../lib/sweeper';
+import { makeQueue, uniqueTopic } from '../support/queue';
+import { startRedis, type RedisProcess } from '../support/redis';
+
+/** Records invokes instead of calling the Lambda API; fails them while `failing` is set. */
+class RecordingInvoker implements Invoker {
+  calls: { name: string; payload: unknown }[] = [];
+  failing = false;
+  async invokeAsync(name: string, payload: unknown): Promise<void> {
+    if (this.failing) throw new Error('invoke API unavailable');
+    this.calls.push({ name, payload });
+  }
+  named(name: string) {
+    return this.calls.filter((c) => c.name === name);
+  }
+}
+
+const lines: string[] = [];
+const log = createLogger('test', {}, 'debug', (line) => lines.push(line));
+
+describe('sweeper and fan-out (real redis-server)', () => {
+  let server: RedisProcess;
+  let redis: Redis;
+  before(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+  });
+  after(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  // The sweeper's lease is one per deployment: tests that run a sweeper use their own Redis db.
+  async function isolated<T>(fn: (r: Redis) => Promise<T>): Promise<T> {
+    const db = new Redis(server.url, { db: 1 + Math.floor(Math.random() * 14) });
+    try {
+      await db.flushdb();
+      return await fn(db);
+    } finally {
+      db.disconnect();
+    }
+  }
+
+  it('exits at once and releases its lease when nothing is due within the horizon', () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic();
+      const queue = makeQueue(r, { [topic]: { handler: 'h' } });
+      await queue.add({ topic, id: 'far', delay: 3600 });
+      const invoker = new RecordingInvoker();
+      const report = await runSweeper({ queue, redis: r, invoker, log, remainingMs: () => 60_000 });
+      assert.equal(report.outcome, 'idle');
+      assert.equal(report.sweeps, 1);
+      assert.equal(invoker.calls.length, 0);
+      assert.equal(await r.exists(sweeperKeys().lease), 0);
+    }));
+
+  it('sleeps until the next due job, moves it, and invokes the fan-out', () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic();
+      const queue = makeQueue(r, { [topic]: { handler: 'h' } });
+      await queue.add({ topic, id: 'soon', delay: 0.3 });
+      const invoker = new RecordingInvoker();
+      const report = await runSweeper({ queue, redis: r, invoker, log, remainingMs: () => 60_000 });
+      assert.equal(report.outcome, 'idle');
+      assert.equal(report.moved, 1);
+      assert.ok(report.sweeps >= 2, 'it looked again after sleeping');
+      assert.deepEqual(invoker.named('fanout').map((c) => c.payload), [{ topics: [topic] }]);
+      assert.equal((await queue.get(topic, 'soon'))?.state, 'ready');
+    }));
+
+  it('holds a lease: a second sweeper started meanwhile returns busy', () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic();
+      const queue = makeQueue(r, { [topic]: { handler: 'h' } });
+      await queue.add({ topic, id: 'x', delay: 0.5 });
+      const first = runSweeper({ queue, redis: r, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const second = await runSweeper({ queue, redis: r, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+      assert.equal(second.outcome, 'busy');
+      assert.equal((await first).moved, 1);
+    }));
+
+  it('is woken early by an add that makes an earlier job the head', () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic();
+      const queue = makeQueue(r, { [topic]: { handler: 'h' } });
+      await queue.add({ topic, id: 'later', delay: 30 });
+      const invoker = new RecordingInvoker();
+      let remaining = 60_000;
+      const running = runSweeper({ queue, redis: r, invoker, log, remainingMs: () => remaining });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const added = await queue.add({ topic, id: 'now', delay: 0 });
+      assert.equal(added.wake, true);
+      await nudgeSweeper({ redis: r, invoker, log }, Date.parse(added.job.runAt));
+      // the sweeper moves the new job long before the 30 s one is due; then we let it go
+      for (let i = 0; i < 100 && invoker.named('fanout').length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.deepEqual(invoker.named('fanout').map((c) => c.payload), [{ topics: [topic] }]);
+      assert.equal(invoker.named('sweeper').length, 0, 'the running sweeper was woken, no new one started');
+      remaining = 0;
+      await redis.rpush(sweeperKeys().wake, 'stop'); // harmless: wakes it to see its time is up
+      await r.rpush(sweeperKeys().wake, 'stop');
+      const report = await running;
+      assert.equal(report.outcome, 'handed_over');
+      assert.equal(invoker.named('sweeper').length, 1, 'it handed over to a fresh invocation');
+      assert.equal(await r.exists(sweeperKeys().lease), 0, 'and released its lease first');
+    }));
+
+  it('nudge starts a sweeper only when none runs and the job is due within the horizon', () =>
+    isolated(async (r) => {
+      const invoker = new RecordingInvoker();
+      const [s, us] = await r.time();
+      const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+      await nudgeSweeper({ redis: r, invoker, log }, now + SWEEPER.horizonMs + 10_000);
+      assert.equal(invoker.named('sweeper').length, 0, 'the tick covers a far job');
+      await nudgeSweeper({ redis: r, invoker, log }, now + 1000);
+      assert.equal(invoker.named('sweeper').length, 1);
+      await nudgeSweeper({ redis: r, invoker, log }, 'now');
+      assert.equal(invoker.named('sweeper').length, 2);
+    }));
+
+  it('fan-out invokes the topic handler in batches, up to the concurrency', async () => {
+    const topic = uniqueTopic();
+    const queue = makeQueue(redis, { [topic]: { handler: 'myHandler', batchSize: 3, concurrency: 7 } });
+    for (let i = 0; i < 10; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: { i } });
+    await queue.sweep();
+    const invoker = new RecordingInvoker();
+    const reports = await runFanout({ queue, invoker, log }, [topic]);
+    assert.deepEqual(reports[topic], { claimed: 7, invoked: 3, released: 0 });
+    const batches = invoker.named('myHandler').map((c) => c.payload as { topic: string; jobs: { id: string; attempt: number; claimedAt: number; deadline: number }[] });
+    assert.deepEqual(batches.map((b) => b.jobs.length).sort(), [1, 3, 3]);
+    for (const b of batches) {
+      assert.equal(b.topic, topic);
+      for (const j of b.jobs) {
+        assert.equal(j.attempt, 1);
+        assert.equal(j.deadline - j.claimedAt, 30_000);
+      }
+    }
+    assert.equal((await queue.stats(topic)).ready, 3);
+  });
+
+  it('fan-out releases the jobs of a failed invoke, without counting an attempt', async () => {
+    const topic = uniqueTopic();
+    const queue = makeQueue(redis, { [topic]: { handler: 'h', batchSize: 2 } });
+    for (let i = 0; i < 4; i++) await queue.add({ topic, id: `k${i}`, delay: 0 });
+    await queue.sweep();
+    const invoker = new RecordingInvoker();
+    invoker.failing = true;
+    const reports = await runFanout({ queue, invoker, log }, [topic]);
+    assert.equal(reports[topic]!.released, 4);
+    const stats = await queue.stats(topic);
+    assert.equal(stats.running, 0);
+    assert.equal(stats.ready, 4);
+    assert.equal((await queue.get(topic, 'k0'))?.attempts, 0);
+  });
+});
