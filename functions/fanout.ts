@@ -4,11 +4,14 @@ import { takeColdStart } from '../lib/log';
 import { runtime } from '../lib/runtime';
 
 /** The fan-out: claims ready jobs of the given topics and invokes their handlers asynchronously. */
-export async function handler(event: { topics?: string[] } | undefined, context: Context): Promise<unknown> {
+export async function handler(event: { token?: string; topics?: string[] } | undefined, context: Context): Promise<unknown> {
   const rt = runtime();
   const log = rt.log.child({ function_request_id: context.awsRequestId, cold_start: takeColdStart() });
   try {
-    const reports = await runFanout({ ...rt, log }, Array.isArray(event?.topics) ? event.topics : undefined);
+    const reports = await runFanout({ ...rt, log }, {
+      ...(typeof event?.token === 'string' ? { token: event.token } : {}),
+      ...(Array.isArray(event?.topics) ? { topics: event.topics } : {}),
+    });
     log.info('fan-out finished', { reports });
     return reports;
   } catch (error) {

@@ -1,7 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
 import type { TopicConfig } from './config';
+import { sweeperKeys } from './keys';
 import type { Invoker } from './lambda';
 import { emitMetrics, type Logger } from './log';
 import type { ClaimedJob, DelayQueue } from './queue';
+import { runScript } from './scripts';
 
 /** The event a topic handler receives: a batch of jobs of one topic, each claimed for one attempt. */
 export interface HandlerEvent {
@@ -25,12 +29,35 @@ export interface WireJob {
 }
 
 const INVOKES_IN_FLIGHT = 8; // parallel Event invokes per topic: each is one HTTPS call
-const MAX_ROUNDS = 50; // claims per topic in one fan-out call; more work comes back via the sweeper
+const MAX_ROUNDS = 50; // claims per topic in one pass; more work comes back via the sweeper
+const MAX_PASSES = 20; // passes over every topic by one fan-out invocation
+/** How long a fan-out's mark outlives it if it dies (its function timeout). */
+export const FANOUT_MARK_MS = 30_000;
 
 export interface FanoutDeps {
   queue: DelayQueue;
+  redis: Redis | Cluster;
   invoker: Invoker;
   log: Logger;
+}
+
+const newToken = () => randomBytes(8).toString('hex');
+
+/**
+ * Invokes the fan-out unless one is running already (that one drains every topic and looks
+ * again before it stops). Returns true when it invoked one.
+ */
+export async function requestFanout(deps: Pick<FanoutDeps, 'redis' | 'invoker'>): Promise<boolean> {
+  const mark = sweeperKeys().fanout;
+  const token = newToken();
+  if ((await runScript<number>(deps.redis, 'startFanout', [mark], [token, FANOUT_MARK_MS])) !== 1) return false;
+  try {
+    await deps.invoker.invokeAsync('fanout', { token });
+    return true;
+  } catch (error) {
+    await runScript(deps.redis, 'endFanout', [mark], [token]).catch(() => 0);
+    throw error;
+  }
 }
 
 /** What one fan-out call did per topic. */
@@ -88,19 +115,12 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
   }
 }
 
-/**
- * Claims the ready jobs of the given topics (all when none are given), up to each topic's
- * concurrency, and invokes each topic's handler asynchronously with batches of its batch size.
- * A failed invoke gives its jobs back (release); a lost one comes back when its TTR expires.
- */
-export async function runFanout(deps: FanoutDeps, topics?: string[]): Promise<Record<string, FanoutReport>> {
+/** One pass: claims and invokes every topic's ready jobs, up to each topic's concurrency. */
+async function pass(deps: FanoutDeps, names: string[], reports: Record<string, FanoutReport>): Promise<void> {
   const config = deps.queue.config;
-  const names = (topics ?? [...config.topics.keys()]).filter((t) => config.topics.has(t));
-  const reports: Record<string, FanoutReport> = {};
   await Promise.all(
     names.map(async (name) => {
-      const report: FanoutReport = { claimed: 0, invoked: 0, released: 0 };
-      reports[name] = report;
+      const report = (reports[name] ??= { claimed: 0, invoked: 0, released: 0 });
       try {
         await fanoutTopic(deps, config.topics.get(name)!, report);
       } catch (error) {
@@ -108,5 +128,35 @@ export async function runFanout(deps: FanoutDeps, topics?: string[]): Promise<Re
       }
     }),
   );
+}
+
+/** True when some topic has ready jobs and room under its concurrency. */
+async function claimable(queue: DelayQueue): Promise<boolean> {
+  const stats = await queue.statsAll();
+  return stats.some((t) => t.ready > 0 && t.running < queue.config.topics.get(t.topic)!.concurrency);
+}
+
+/**
+ * Claims the ready jobs of every topic (or the given ones), up to each topic's concurrency, and
+ * invokes each topic's handler asynchronously with batches of its batch size. A failed invoke
+ * gives its jobs back (release); a lost one comes back when its TTR expires. Holding the mark
+ * `token` (from requestFanout), it clears the mark when done and looks once more, so work made
+ * ready meanwhile is never left waiting.
+ */
+export async function runFanout(deps: FanoutDeps, options: { token?: string; topics?: string[] } = {}): Promise<Record<string, FanoutReport>> {
+  const config = deps.queue.config;
+  const names = (options.topics ?? [...config.topics.keys()]).filter((t) => config.topics.has(t));
+  const reports: Record<string, FanoutReport> = {};
+  const mark = sweeperKeys().fanout;
+  let token = options.token;
+  for (let i = 0; i < MAX_PASSES; i++) {
+    await pass(deps, names, reports);
+    if (!token) return reports;
+    await runScript(deps.redis, 'endFanout', [mark], [token]);
+    if (!(await claimable(deps.queue))) return reports;
+    token = newToken();
+    if ((await runScript<number>(deps.redis, 'startFanout', [mark], [token, FANOUT_MARK_MS])) !== 1) return reports;
+  }
+  if (token) await runScript(deps.redis, 'endFanout', [mark], [token]);
   return reports;
 }

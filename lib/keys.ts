@@ -35,9 +35,12 @@ export function topicKeys(partition: number, topic: string): TopicKeys {
   };
 }
 
-/** Keys of the sweeper's lease, planned next look and wake-up list: one per deployment, one slot. */
-export function sweeperKeys(): { lease: string; next: string; wake: string } {
-  return { lease: 'dq:{sweeper}:lease', next: 'dq:{sweeper}:next', wake: 'dq:{sweeper}:wake' };
+/**
+ * Keys of the sweeper's lease, planned next look and wake-up list, and the running fan-out's
+ * mark: one set per deployment, in one slot.
+ */
+export function sweeperKeys(): { lease: string; next: string; wake: string; fanout: string } {
+  return { lease: 'dq:{sweeper}:lease', next: 'dq:{sweeper}:next', wake: 'dq:{sweeper}:wake', fanout: 'dq:{sweeper}:fanout' };
 }
 
 /**

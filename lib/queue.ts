@@ -75,7 +75,7 @@ export interface SweepResult {
   retried: number;
   deadLettered: number;
   purged: number;
-  /** Topics that got newly ready jobs, with how many. */
+  /** Topics with ready jobs after the sweep (newly moved or waiting), with how many. */
   readyByTopic: Record<string, number>;
   /** True when some step hit its limit: sweep again at once. */
   more: boolean;
@@ -355,13 +355,13 @@ export class DelayQueue {
         const replies = (await pipeline.exec()) ?? [];
         replies.forEach(([err, reply], i) => {
           if (err) throw err;
-          const [moved, retried, dead, purged, more, nextAt, now] = reply as [number, number, number, number, number, number | null, number];
+          const [moved, retried, dead, purged, more, nextAt, now, ready] = reply as [number, number, number, number, number, number | null, number, number];
           const topic = topics[i]!.name;
           result.moved += moved;
           result.retried += retried;
           result.deadLettered += dead;
           result.purged += purged;
-          if (moved > 0) result.readyByTopic[topic] = (result.readyByTopic[topic] ?? 0) + moved;
+          if (ready > 0) result.readyByTopic[topic] = (result.readyByTopic[topic] ?? 0) + ready;
           if (more === 1) result.more = true;
           if (nextAt !== null && (result.nextAt === null || nextAt < result.nextAt)) result.nextAt = nextAt;
           result.now = Math.max(result.now, now);

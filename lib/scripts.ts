@@ -4,6 +4,7 @@ import ackJob from '../lua/ackJob-3.lua';
 import addJobs from '../lua/addJobs-3.lua';
 import cancelJob from '../lua/cancelJob-4.lua';
 import claimJobs from '../lua/claimJobs-4.lua';
+import endFanout from '../lua/endFanout-1.lua';
 import failJob from '../lua/failJob-4.lua';
 import getJob from '../lua/getJob-2.lua';
 import holdLease from '../lua/holdLease-3.lua';
@@ -13,6 +14,7 @@ import redriveJobs from '../lua/redriveJobs-3.lua';
 import releaseLease from '../lua/releaseLease-3.lua';
 import releaseJobs from '../lua/releaseJobs-3.lua';
 import rescheduleJob from '../lua/rescheduleJob-2.lua';
+import startFanout from '../lua/startFanout-1.lua';
 import wakeSweeper from '../lua/wakeSweeper-3.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
@@ -31,6 +33,8 @@ export const SCRIPTS = {
   holdLease: { file: 'holdLease-3.lua', numberOfKeys: 3, source: holdLease },
   releaseLease: { file: 'releaseLease-3.lua', numberOfKeys: 3, source: releaseLease },
   wakeSweeper: { file: 'wakeSweeper-3.lua', numberOfKeys: 3, source: wakeSweeper },
+  startFanout: { file: 'startFanout-1.lua', numberOfKeys: 1, source: startFanout },
+  endFanout: { file: 'endFanout-1.lua', numberOfKeys: 1, source: endFanout },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

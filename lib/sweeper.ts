@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster, type Redis } from 'ioredis';
+import { requestFanout } from './fanout';
 import { sweeperKeys } from './keys';
 import type { Invoker } from './lambda';
 import { emitMetrics, type Logger } from './log';
@@ -117,14 +118,12 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
       report.moved += result.moved;
       report.retried += result.retried;
       report.deadLettered += result.deadLettered;
-      const topics = Object.keys(result.readyByTopic);
-      if (topics.length > 0) {
+      if (Object.keys(result.readyByTopic).length > 0) {
         try {
-          await invoker.invokeAsync('fanout', { topics });
-          report.fanouts += 1;
+          if (await requestFanout({ redis, invoker })) report.fanouts += 1;
         } catch (error) {
           // the jobs stay ready; the next sweep or tick invokes the fan-out again
-          log.error('could not invoke the fan-out', { error, topics });
+          log.error('could not invoke the fan-out', { error, ready: result.readyByTopic });
         }
       }
       if (result.moved + result.retried + result.deadLettered > 0) {

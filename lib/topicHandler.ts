@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { RetryLater } from './errors';
-import { toWire, type HandlerEvent, type WireJob } from './fanout';
+import { requestFanout, toWire, type HandlerEvent, type WireJob } from './fanout';
 import { emitMetrics, takeColdStart, type Logger } from './log';
 import type { FailOutcome } from './queue';
 import { runtime, type Runtime } from './runtime';
@@ -102,10 +102,14 @@ export function topicHandler(fn: JobFunction) {
         return report;
       }
       let jobs = event.jobs;
-      for (let round = 0; jobs.length > 0 && round < MAX_DRAIN_ROUNDS; round++) {
+      for (let round = 0; jobs.length > 0; round++) {
         await Promise.all(jobs.map((job) => runJob(rt!, topic.name, job, fn, report, log)));
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
-        if (remaining < topic.ttrMs + 2 * SAFETY_MS) break;
+        if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
+          // out of time with work maybe left: hand it to the fan-out rather than to the next tick
+          if (jobs.length === topic.batchSize) await requestFanout(rt).catch((error) => log.warn('could not request a fan-out', { error }));
+          break;
+        }
         jobs = (await rt.queue.claim(topic.name, topic.batchSize)).map(toWire);
       }
       emitMetrics({ service: 'delay-queue', topic: topic.name }, {

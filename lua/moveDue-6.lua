@@ -9,9 +9,9 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] limit per part  ARGV[3] the topic's max attempts
   ARGV[4] the topic's backoff spec  ARGV[5] random number in [0, 1) for jitter
   ARGV[6] dead retention ms
-  Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now }
-  where more = 1 when a part hit its limit (call again now) and nextAt is the earliest of the
-  next due job and the next TTR deadline.
+  Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready }
+  where more = 1 when a part hit its limit (call again now), nextAt is the earliest of the next
+  due job and the next TTR deadline, and ready is the ready list's length after the move.
 ]]
 local delayedKey, readyKey, runningKey, jobsKey, deadKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
@@ -69,4 +69,4 @@ purge(deadKey, now - deadRetention, DEAD, DEAD)
 local nextAt = headScore(delayedKey)
 local deadline = headScore(runningKey)
 if deadline and (not nextAt or deadline < nextAt) then nextAt = deadline end
-return { moved, retried, deadLettered, purged, more, nextAt, now }
+return { moved, retried, deadLettered, purged, more, nextAt, now, redis.call('LLEN', readyKey) }

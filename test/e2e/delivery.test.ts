@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { startOffline, type OfflineProcess } from '../support/offline';
+import { invokeFunction, startOffline, type OfflineProcess } from '../support/offline';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startRedis, type RedisProcess } from '../support/redis';
 
@@ -189,6 +189,13 @@ describe('the stack under serverless offline', () => {
     assert.deepEqual(batch.body.results.map((r: { status: number }) => r.status), [201, 400, 409]);
     assert.equal(batch.body.results[1].error.code, 'VALIDATION_FAILED');
     assert.equal((await api('POST', '/jobs/batch', { jobs: [] })).status, 400);
+  });
+
+  it('the per-minute tick: the sweeper invoked through the Lambda API sweeps and reports', async () => {
+    const tick = await invokeFunction(offline.lambdaUrl, 'sweeper', { source: 'tick' }, 'RequestResponse');
+    assert.equal(tick.status, 200);
+    assert.equal(tick.functionError, undefined);
+    assert.ok(['idle', 'busy'].includes((tick.body as { outcome: string }).outcome), JSON.stringify(tick.body));
   });
 
   it('the sweeper does not poll Redis while nothing is due', async (t) => {
