@@ -1,4 +1,4 @@
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { AppConfig } from './config';
 
 /** Starts functions of this deployment asynchronously. */
@@ -7,17 +7,26 @@ export interface Invoker {
   invokeAsync(name: string, payload: unknown): Promise<void>;
 }
 
-/** An invoker on the Lambda API (or serverless-offline's, when lambdaEndpoint is set). */
+/**
+ * An invoker on the Lambda API (or serverless-offline's, when lambdaEndpoint is set). The SDK is
+ * loaded at the first invoke, not at cold start: most API calls never invoke anything.
+ */
 export function createInvoker(config: Pick<AppConfig, 'functionPrefix' | 'lambdaEndpoint' | 'region'>): Invoker {
-  const client = new LambdaClient({
-    region: config.region,
-    maxAttempts: 2,
-    ...(config.lambdaEndpoint
-      ? { endpoint: config.lambdaEndpoint, credentials: { accessKeyId: 'offline', secretAccessKey: 'offline' } }
-      : {}),
-  });
+  let sdk: Promise<{ client: LambdaClient; InvokeCommand: typeof import('@aws-sdk/client-lambda').InvokeCommand }> | undefined;
+  const load = () =>
+    (sdk ??= import('@aws-sdk/client-lambda').then(({ LambdaClient, InvokeCommand }) => ({
+      InvokeCommand,
+      client: new LambdaClient({
+        region: config.region,
+        maxAttempts: 2,
+        ...(config.lambdaEndpoint
+          ? { endpoint: config.lambdaEndpoint, credentials: { accessKeyId: 'offline', secretAccessKey: 'offline' } }
+          : {}),
+      }),
+    })));
   return {
     async invokeAsync(name, payload) {
+      const { client, InvokeCommand } = await load();
       const result = await client.send(
         new InvokeCommand({
           FunctionName: config.functionPrefix + name,
