@@ -1,32 +1,22 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
+import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/config';
 import { DelayQueue } from '../../lib/queue';
 import { uniqueTopic } from '../support/queue';
-import { startRedis, type RedisProcess } from '../support/redis';
+import { useRedisServer } from '../support/redis';
 
 describe('due times come from the Redis clock', () => {
-  let server: RedisProcess;
-  let redis: Redis;
-  before(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-  });
-  after(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const server = useRedisServer();
 
   async function redisNow(): Promise<number> {
-    const [s, us] = await redis.time();
+    const [s, us] = await server.client().time();
     return Number(s) * 1000 + Math.floor(Number(us) / 1000);
   }
 
   for (const skewMin of [10, -10]) {
     it(`a job added by a client whose clock is ${skewMin} minutes off is due on Redis's clock`, async (t) => {
       const topic = uniqueTopic('skew');
-      const q = new DelayQueue(redis, resolveQueueConfig({ topics: { [topic]: {} } }));
+      const q = new DelayQueue(server.client(), resolveQueueConfig({ topics: { [topic]: {} } }));
       const realNow = Date.now();
       t.mock.timers.enable({ apis: ['Date'], now: realNow + skewMin * 60_000 });
       assert.ok(Math.abs(Date.now() - realNow - skewMin * 60_000) < 1000, 'the client clock is skewed');
@@ -37,7 +27,7 @@ describe('due times come from the Redis clock', () => {
       const runAt = Date.parse(added.job.runAt);
       assert.ok(runAt >= before + 600_000 && runAt <= afterAdd + 600_000, `runAt ${runAt} within Redis [${before}, ${afterAdd}] + 600 s`);
       assert.equal((await q.sweep()).moved, 0, 'not due now on the Redis clock');
-      const later = new DelayQueue(redis, resolveQueueConfig({ topics: { [topic]: {} } }), { clock: () => runAt });
+      const later = new DelayQueue(server.client(), resolveQueueConfig({ topics: { [topic]: {} } }), { clock: () => runAt });
       assert.equal((await later.sweep()).moved, 1, 'due once the Redis clock reaches runAt');
     });
   }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { requestFanout, runFanout } from '../../lib/fanout';
 import { sweeperKeys } from '../../lib/keys';
@@ -7,7 +7,7 @@ import type { Invoker } from '../../lib/lambda';
 import { createLogger } from '../../lib/log';
 import { nudgeSweeper, runSweeper, SWEEPER } from '../../lib/sweeper';
 import { makeQueue, uniqueTopic } from '../support/queue';
-import { startRedis, type RedisProcess } from '../support/redis';
+import { useRedisServer } from '../support/redis';
 
 /** Records invokes instead of calling the Lambda API; fails them while `failing` is set. */
 class RecordingInvoker implements Invoker {
@@ -26,20 +26,11 @@ const lines: string[] = [];
 const log = createLogger('test', {}, 'debug', (line) => lines.push(line));
 
 describe('sweeper and fan-out (real redis-server)', () => {
-  let server: RedisProcess;
-  let redis: Redis;
-  before(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-  });
-  after(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const server = useRedisServer();
 
   // The sweeper's lease is one per deployment: tests that run a sweeper use their own Redis db.
   async function isolated<T>(fn: (r: Redis) => Promise<T>): Promise<T> {
-    const db = new Redis(server.url, { db: 1 + Math.floor(Math.random() * 14) });
+    const db = new Redis(server.server().url, { db: 1 + Math.floor(Math.random() * 14) });
     try {
       await db.flushdb();
       return await fn(db);
@@ -127,11 +118,11 @@ describe('sweeper and fan-out (real redis-server)', () => {
 
   it('fan-out invokes the topic handler in batches, up to the concurrency', async () => {
     const topic = uniqueTopic();
-    const queue = makeQueue(redis, { [topic]: { handler: 'myHandler', batchSize: 3, concurrency: 7 } });
+    const queue = makeQueue(server.client(), { [topic]: { handler: 'myHandler', batchSize: 3, concurrency: 7 } });
     for (let i = 0; i < 10; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: { i } });
     await queue.sweep();
     const invoker = new RecordingInvoker();
-    const reports = await runFanout({ queue, redis, invoker, log }, { topics: [topic] });
+    const reports = await runFanout({ queue, redis: server.client(), invoker, log }, { topics: [topic] });
     assert.deepEqual(reports[topic], { claimed: 7, invoked: 3, released: 0 });
     const batches = invoker.named('myHandler').map((c) => c.payload as { topic: string; jobs: { id: string; attempt: number; claimedAt: number; deadline: number }[] });
     assert.deepEqual(batches.map((b) => b.jobs.length).sort(), [1, 3, 3]);
@@ -147,12 +138,12 @@ describe('sweeper and fan-out (real redis-server)', () => {
 
   it('fan-out releases the jobs of a failed invoke, without counting an attempt', async () => {
     const topic = uniqueTopic();
-    const queue = makeQueue(redis, { [topic]: { handler: 'h', batchSize: 2 } });
+    const queue = makeQueue(server.client(), { [topic]: { handler: 'h', batchSize: 2 } });
     for (let i = 0; i < 4; i++) await queue.add({ topic, id: `k${i}`, delay: 0 });
     await queue.sweep();
     const invoker = new RecordingInvoker();
     invoker.failing = true;
-    const reports = await runFanout({ queue, redis, invoker, log }, { topics: [topic] });
+    const reports = await runFanout({ queue, redis: server.client(), invoker, log }, { topics: [topic] });
     assert.equal(reports[topic]!.released, 4);
     const stats = await queue.stats(topic);
     assert.equal(stats.running, 0);

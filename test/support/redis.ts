@@ -8,6 +8,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
 
 /** A free TCP port on 127.0.0.1 (and, with `bus`, port + 10000 free too, for the cluster bus). */
@@ -133,5 +135,26 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterProces
     async stop() {
       await Promise.all(nodes.map((n) => n.stop()));
     },
+  };
+}
+
+/**
+ * Gives the enclosing suite a redis-server of its own: started in a `before` hook, stopped in an
+ * `after` hook, with one client on it. Call at the top of a describe().
+ */
+export function useRedisServer(options: Parameters<typeof startRedis>[0] = {}): { server(): RedisProcess; client(): Redis } {
+  let server: RedisProcess | undefined;
+  let client: Redis | undefined;
+  before(async () => {
+    server = await startRedis(options);
+    client = new Redis(server.url);
+  });
+  after(async () => {
+    client?.disconnect();
+    await server?.stop();
+  });
+  return {
+    server: () => server ?? assert.fail('the redis-server is not started yet'),
+    client: () => client ?? assert.fail('the redis-server is not started yet'),
   };
 }
