@@ -36,11 +36,11 @@ export function topicKeys(partition: number, topic: string): TopicKeys {
 }
 
 /**
- * Keys of the sweeper's lease, planned next look and wake-up list, and the running fan-out's
- * mark: one set per deployment, in one slot.
+ * Keys of the sweeper's lease, planned next look, wake-up list and wake-up counter, and the
+ * running fan-out's mark: one set per deployment, in one slot.
  */
-export function sweeperKeys(): { lease: string; next: string; wake: string; fanout: string } {
-  return { lease: 'dq:{sweeper}:lease', next: 'dq:{sweeper}:next', wake: 'dq:{sweeper}:wake', fanout: 'dq:{sweeper}:fanout' };
+export function sweeperKeys(): { lease: string; next: string; wake: string; wakes: string; fanout: string } {
+  return { lease: 'dq:{sweeper}:lease', next: 'dq:{sweeper}:next', wake: 'dq:{sweeper}:wake', wakes: 'dq:{sweeper}:wakes', fanout: 'dq:{sweeper}:fanout' };
 }
 
 /**

@@ -7,15 +7,15 @@ import claimJobs from '../lua/claimJobs-4.lua';
 import endFanout from '../lua/endFanout-1.lua';
 import failJob from '../lua/failJob-4.lua';
 import getJob from '../lua/getJob-2.lua';
-import holdLease from '../lua/holdLease-3.lua';
+import holdLease from '../lua/holdLease-4.lua';
 import listDead from '../lua/listDead-2.lua';
 import moveDue from '../lua/moveDue-6.lua';
 import redriveJobs from '../lua/redriveJobs-3.lua';
-import releaseLease from '../lua/releaseLease-3.lua';
+import releaseLease from '../lua/releaseLease-4.lua';
 import releaseJobs from '../lua/releaseJobs-3.lua';
 import rescheduleJob from '../lua/rescheduleJob-2.lua';
 import startFanout from '../lua/startFanout-1.lua';
-import wakeSweeper from '../lua/wakeSweeper-3.lua';
+import wakeSweeper from '../lua/wakeSweeper-4.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
 export const SCRIPTS = {
@@ -30,9 +30,9 @@ export const SCRIPTS = {
   moveDue: { file: 'moveDue-6.lua', numberOfKeys: 6, source: moveDue },
   redriveJobs: { file: 'redriveJobs-3.lua', numberOfKeys: 3, source: redriveJobs },
   listDead: { file: 'listDead-2.lua', numberOfKeys: 2, source: listDead },
-  holdLease: { file: 'holdLease-3.lua', numberOfKeys: 3, source: holdLease },
-  releaseLease: { file: 'releaseLease-3.lua', numberOfKeys: 3, source: releaseLease },
-  wakeSweeper: { file: 'wakeSweeper-3.lua', numberOfKeys: 3, source: wakeSweeper },
+  holdLease: { file: 'holdLease-4.lua', numberOfKeys: 4, source: holdLease },
+  releaseLease: { file: 'releaseLease-4.lua', numberOfKeys: 4, source: releaseLease },
+  wakeSweeper: { file: 'wakeSweeper-4.lua', numberOfKeys: 4, source: wakeSweeper },
   startFanout: { file: 'startFanout-1.lua', numberOfKeys: 1, source: startFanout },
   endFanout: { file: 'endFanout-1.lua', numberOfKeys: 1, source: endFanout },
 } as const;

@@ -90,20 +90,22 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const { queue, redis, invoker, log } = deps;
   const keys = sweeperKeys();
-  const lease = [keys.lease, keys.next, keys.wake];
+  const lease = [keys.lease, keys.next, keys.wake, keys.wakes];
   const owner = randomBytes(8).toString('hex');
   const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
   const hold = (nextAt: number | null, clearWake: boolean) =>
     runScript<number>(redis, 'holdLease', lease, [owner, SWEEPER.leaseMs, nextAt ?? '', clearWake ? '1' : '0']);
 
-  if ((await hold(null, true)) !== 1) return { ...report, outcome: 'busy' };
+  if ((await hold(null, true)) < 0) return { ...report, outcome: 'busy' };
   const waker = new Waker(redis, keys.wake);
+  let wakes = 0; // the wake counter seen before the latest sweep
   try {
     for (;;) {
       if (deps.remainingMs() < SWEEPER.reserveMs) return await handOver(deps, owner, lease, report);
       let result: SweepResult;
       try {
-        if ((await hold(null, true)) !== 1) {
+        wakes = await hold(null, true);
+        if (wakes < 0) {
           log.warn('sweeper lost its lease to another sweeper');
           return { ...report, outcome: 'busy' };
         }
@@ -137,7 +139,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
 
       const waitMs = result.nextAt === null ? Infinity : result.nextAt - result.now;
       if (waitMs > SWEEPER.horizonMs) {
-        const released = await runScript<number>(redis, 'releaseLease', lease, [owner, '0']).catch(() => 0);
+        const released = await runScript<number>(redis, 'releaseLease', lease, [owner, wakes, '0']).catch(() => 0);
         if (released === 1 || released === -1) return { ...report, outcome: 'idle' };
         continue; // a wake-up arrived since the sweep
       }
@@ -151,7 +153,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
 }
 
 async function handOver(deps: SweeperDeps, owner: string, lease: string[], report: SweeperReport): Promise<SweeperReport> {
-  await runScript<number>(deps.redis, 'releaseLease', lease, [owner, '1']).catch(() => 0);
+  await runScript<number>(deps.redis, 'releaseLease', lease, [owner, 0, '1']).catch(() => 0);
   try {
     await deps.invoker.invokeAsync('sweeper', { source: 'handover' });
     return { ...report, outcome: 'handed_over' };
@@ -169,7 +171,7 @@ async function handOver(deps: SweeperDeps, owner: string, lease: string[], repor
 export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'>, dueAt: number | 'now'): Promise<void> {
   const keys = sweeperKeys();
   try {
-    const action = await runScript<number>(deps.redis, 'wakeSweeper', [keys.lease, keys.next, keys.wake], [dueAt === 'now' ? '' : dueAt, SWEEPER.horizonMs, '']);
+    const action = await runScript<number>(deps.redis, 'wakeSweeper', [keys.lease, keys.next, keys.wake, keys.wakes], [dueAt === 'now' ? '' : dueAt, SWEEPER.horizonMs, '']);
     if (action === 2) await deps.invoker.invokeAsync('sweeper', { source: 'wake' });
   } catch (error) {
     // the job is stored; the tick bounds its lateness to about a minute

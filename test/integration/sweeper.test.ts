@@ -5,6 +5,7 @@ import { requestFanout, runFanout } from '../../lib/fanout';
 import { sweeperKeys } from '../../lib/keys';
 import type { Invoker } from '../../lib/lambda';
 import { createLogger } from '../../lib/log';
+import { runScript } from '../../lib/scripts';
 import { nudgeSweeper, runSweeper, SWEEPER } from '../../lib/sweeper';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
@@ -166,5 +167,23 @@ describe('sweeper and fan-out (real redis-server)', () => {
       assert.equal(await r.exists(sweeperKeys().fanout), 0, 'the mark is cleared when it stops');
       assert.equal(await requestFanout({ redis: r, invoker }), true);
       assert.equal(invoker.named('fanout').length, 2);
+    }));
+
+  it('does not release its lease over a wake-up, even one its pending BLPOP already consumed', () =>
+    isolated(async (r) => {
+      const k = sweeperKeys();
+      const lease = [k.lease, k.next, k.wake, k.wakes];
+      const seen = await runScript<number>(r, 'holdLease', lease, ['me', 30_000, '', '1']);
+      assert.equal(await runScript<number>(r, 'holdLease', lease, ['someone-else', 30_000, '', '1']), -1);
+      const [s, us] = await r.time();
+      const due = Number(s) * 1000 + Math.floor(Number(us) / 1000) + 5000;
+      assert.equal(await runScript<number>(r, 'wakeSweeper', lease, [due, SWEEPER.horizonMs, '']), 1, 'the running sweeper is woken');
+      assert.equal(await r.lpop(k.wake), String(due), 'its pending BLPOP takes the wake-up...');
+      assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', seen, '0']), 0, '...and it still may not leave');
+      const now = await runScript<number>(r, 'holdLease', lease, ['me', 30_000, '', '1']);
+      assert.equal(now, seen + 1);
+      assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', now, '0']), 1, 'after sweeping again it may');
+      assert.equal(await r.exists(k.lease), 0);
+      assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', now, '0']), -1, 'not the owner any more');
     }));
 });

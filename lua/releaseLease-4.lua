@@ -1,0 +1,13 @@
+--[[
+  Gives up the sweeper's lease, unless a wake-up arrived since the caller's last sweep began (then
+  it must sweep again). Comparing the wake counter, not the wake list, means a wake-up already
+  consumed by the caller's pending BLPOP is not lost either.
+  KEYS[1] lease string  KEYS[2] planned-next string  KEYS[3] wake list  KEYS[4] wake counter
+  ARGV[1] owner token  ARGV[2] wake counter the caller saw before its last sweep
+  ARGV[3] '1' to release whatever happened (out of time) | '0'
+  Returns 1 released, 0 woken since (still held), -1 not the owner (nothing changed)
+]]
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if ARGV[3] ~= '1' and tonumber(redis.call('GET', KEYS[4]) or '0') ~= tonumber(ARGV[2]) then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return 1
