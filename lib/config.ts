@@ -141,9 +141,12 @@ export interface AppConfig {
     /** Use the cluster client (ElastiCache cluster mode). */
     cluster: boolean;
   };
-  /** The API's bearer token. */
+  /**
+   * The API's bearer token; '' in a function that serves no API (the AWS stages give it to the
+   * API functions only), where every request is refused.
+   */
   apiToken: string;
-  /** Secret that signs webhook requests. */
+  /** Secret that signs webhook requests; '' in a function that sends none (AWS stages: all but the webhook handler). */
   webhookSecret: string;
   /** Lets webhooks reach loopback and private addresses, and plain http (the local stage). */
   webhookAllowPrivate: boolean;
@@ -196,8 +199,8 @@ export function loadConfig(env: Env): AppConfig {
   return {
     queue,
     redis: { url, cluster: flag(env, 'REDIS_CLUSTER') },
-    apiToken: required(env, 'API_TOKEN'),
-    webhookSecret: required(env, 'WEBHOOK_SECRET'),
+    apiToken: env.API_TOKEN ?? '',
+    webhookSecret: env.WEBHOOK_SECRET ?? '',
     webhookAllowPrivate: flag(env, 'DQ_WEBHOOK_ALLOW_PRIVATE'),
     webhookAllowHosts: (env.DQ_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
     functionPrefix: required(env, 'DQ_FUNCTION_PREFIX'),

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { AppConfig } from './config';
 
@@ -14,11 +15,16 @@ export const CLIENT_OPTIONS: RedisOptions = {
   enableAutoPipelining: true,
 };
 
-/** A client for the configured Redis: single node or cluster, TLS when the URL is rediss://. */
+/**
+ * A client for the configured Redis: single node or cluster, TLS when the URL is rediss:// (the
+ * server's certificate verified against Node's CAs). `overrides.tls` adds to the TLS settings
+ * (a test's own CA, say) instead of replacing them.
+ */
 export function createRedis(config: AppConfig['redis'], overrides: RedisOptions = {}): Redis | Cluster {
   const url = new URL(config.url);
-  const tls = url.protocol === 'rediss:' ? { servername: url.hostname } : undefined;
-  const options: RedisOptions = { ...CLIENT_OPTIONS, ...(tls ? { tls } : {}), ...overrides };
+  // SNI names a host; an IP address is not sent (RFC 6066), the certificate's IP SAN still checked
+  const tls = url.protocol === 'rediss:' ? { ...(isIP(url.hostname) ? {} : { servername: url.hostname }), ...overrides.tls } : undefined;
+  const options: RedisOptions = { ...CLIENT_OPTIONS, ...overrides, ...(tls ? { tls } : {}) };
   if (!config.cluster) return new Redis(config.url, options);
   const clusterOptions: ClusterOptions = {
     redisOptions: {
@@ -34,9 +40,9 @@ export function createRedis(config: AppConfig['redis'], overrides: RedisOptions 
   return new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], clusterOptions);
 }
 
-const UNAVAILABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|LOADING|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|Failed to refresh slots cache|None of startup nodes is available/;
+const UNAVAILABLE = /^OOM |ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|LOADING|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|Failed to refresh slots cache|None of startup nodes is available/;
 
-/** True when an error means Redis could not be reached or is not serving (answer 503). */
+/** True when an error means Redis could not be reached, is not serving, or is full (answer 503). */
 export function isUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return true;

@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isUnavailable } from '../../lib/redis';
+
+describe('isUnavailable: which Redis errors answer 503', () => {
+  it('counts unreachable, loading, failover and full (noeviction) as unavailable', () => {
+    for (const message of [
+      'connect ECONNREFUSED 127.0.0.1:6379',
+      'Connection is closed.',
+      'Command timed out',
+      'LOADING Redis is loading the dataset in memory',
+      "READONLY You can't write against a read only replica.",
+      "OOM command not allowed when used memory > 'maxmemory'.",
+      'CLUSTERDOWN The cluster is down',
+    ]) {
+      assert.equal(isUnavailable(new Error(message)), true, message);
+    }
+    const retries = new Error('Reached the max retries per request limit (which is 1).');
+    retries.name = 'MaxRetriesPerRequestError';
+    assert.equal(isUnavailable(retries), true);
+  });
+
+  it('does not hide bugs: script errors and other failures are not unavailability', () => {
+    for (const message of ['ERR user_script:12: Script attempted to access nonexistent global variable', 'WRONGTYPE Operation against a key holding the wrong kind of value', 'boom']) {
+      assert.equal(isUnavailable(new Error(message)), false, message);
+    }
+    assert.equal(isUnavailable('ECONNREFUSED'), false, 'only Errors count');
+  });
+});
