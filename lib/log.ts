@@ -49,11 +49,20 @@ export function createLogger(service: string, base: Fields = {}, minLevel: Level
 
 export type Unit = 'Milliseconds' | 'Count';
 
+let metricsService = 'delay-queue';
+
+/** Sets the `service` dimension of every metric: `<service>-<stage>`, so stages never mix. */
+export function setMetricsService(name: string): void {
+  metricsService = name;
+}
+
 /**
  * Writes one CloudWatch EMF line: each metric is a number or a list of values (CloudWatch keeps
- * the distribution, so p50/p99 come out of it). Namespace DelayQueue.
+ * the distribution, so p50/p99 come out of it). Namespace DelayQueue; dimensions `service` plus
+ * the given ones.
  */
-export function emitMetrics(dimensions: Record<string, string>, metrics: Record<string, { unit: Unit; value: number | number[] }>, write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): void {
+export function emitMetrics(extraDimensions: Record<string, string>, metrics: Record<string, { unit: Unit; value: number | number[] }>, write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): void {
+  const dimensions = { service: metricsService, ...extraDimensions };
   const names = Object.keys(metrics).filter((name) => {
     const v = metrics[name]!.value;
     return Array.isArray(v) ? v.length > 0 : true;

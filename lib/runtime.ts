@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { loadConfig, type AppConfig } from './config';
 import { createInvoker, type Invoker } from './lambda';
-import { createLogger, type Logger } from './log';
+import { createLogger, setMetricsService, type Logger } from './log';
 import { DelayQueue } from './queue';
 import { createRedis } from './redis';
 
@@ -21,6 +21,7 @@ export function runtime(): Runtime {
   if (current) return current;
   const config = loadConfig(process.env);
   const redis = createRedis(config.redis);
+  setMetricsService(config.functionPrefix.replace(/-$/, ''));
   const log = createLogger('delay-queue', { function_name: process.env.AWS_LAMBDA_FUNCTION_NAME }, config.logLevel);
   redis.on('error', (error: Error) => log.warn('redis connection error', { error }));
   current = { config, redis, queue: new DelayQueue(redis, config.queue), invoker: createInvoker(config), log };

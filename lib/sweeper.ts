@@ -112,7 +112,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
         result = await queue.sweep();
       } catch (error) {
         log.error('sweep failed; retrying', { error });
-        emitMetrics({ service: 'delay-queue' }, { sweeperErrors: { unit: 'Count', value: 1 } });
+        emitMetrics({}, { sweeperErrors: { unit: 'Count', value: 1 } });
         await pause(SWEEPER.errorPauseMs);
         continue;
       }
@@ -129,7 +129,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
         }
       }
       if (result.moved + result.retried + result.deadLettered > 0) {
-        emitMetrics({ service: 'delay-queue' }, {
+        emitMetrics({}, {
           moved: { unit: 'Count', value: result.moved },
           retried: { unit: 'Count', value: result.retried },
           deadLettered: { unit: 'Count', value: result.deadLettered },

@@ -165,6 +165,7 @@ export interface DeliveryResult {
 export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOptions): Promise<DeliveryResult> {
   const now = options.now ?? Date.now;
   const started = now();
+  if (!options.secret) throw new Error('webhook secret is not configured (WEBHOOK_SECRET): refusing to send unsigned');
   if (!job.url) throw new Error('job has no url');
   let url: URL;
   try {

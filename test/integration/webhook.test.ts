@@ -41,6 +41,13 @@ function rejection(promise: Promise<unknown>): Promise<Error> {
   );
 }
 
+describe('deliverWebhook without a secret', () => {
+  it('refuses to send an unsigned request', async () => {
+    const error = await rejection(deliverWebhook({ topic: 't', id: 'j', attempt: 1, url: 'http://127.0.0.1:9/', body: {} }, { secret: '', allowPrivate: true, timeoutMs: 1000 }));
+    assert.match(error.message, /secret is not configured/);
+  });
+});
+
 describe('deliverWebhook against a local server', () => {
   const requests: Recorded[] = [];
   let server: http.Server;
