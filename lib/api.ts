@@ -67,10 +67,16 @@ export async function putJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse>
   return writeResponse(outcome);
 }
 
-/** DELETE /jobs/{topic}/{id} */
+/** DELETE /jobs/{topic}/{id}; a 409 carries the job like every other 409. */
 export async function deleteJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
-  return { status: 200, body: { job: await rt.queue.cancel(topic, id) } };
+  try {
+    return { status: 200, body: { job: await rt.queue.cancel(topic, id) } };
+  } catch (error) {
+    const job = error instanceof HttpError && error.status === 409 ? (error.details as { job?: Job } | undefined)?.job : undefined;
+    if (!job) throw error;
+    return { status: 409, body: errorBody(new HttpError(409, (error as HttpError).code, (error as HttpError).message), { job }) };
+  }
 }
 
 /** GET /topics */

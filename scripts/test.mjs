@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-const ALL = ['unit', 'integration', 'e2e', 'deploy'];
+const ALL = ['unit', 'integration', 'e2e', 'deploy', 'browser'];
 const suites = process.argv.slice(2).length ? process.argv.slice(2) : ALL;
 const files = suites.flatMap((suite) => {
   const dir = join('test', suite);

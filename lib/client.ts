@@ -1,0 +1,406 @@
+/**
+ * A typed client for the delay queue's HTTP API (openapi.yaml), for other services to use.
+ * Self-contained: no imports, only the global `fetch`, `AbortSignal` and `crypto.randomUUID`
+ * (Node ≥ 20, browsers, Deno, Bun), so the file can be copied into another code base as is.
+ *
+ * ```ts
+ * const queue = new DelayQueueClient({ baseUrl: 'https://q.example.com', token: process.env.DQ_TOKEN! });
+ * await queue.add({ topic: 'close-order', id: `order-${orderId}`, delay: 1800, body: { orderId } });
+ * ```
+ *
+ * Adds are retried on network errors, timeouts and 5xx answers (with backoff, honouring
+ * Retry-After). Every job gets an id before the first try (the caller's, else a random UUID), so
+ * a retry cannot add the job twice: a retry that meets `409 JOB_EXISTS` with the same body is the
+ * earlier try's success. Reads (`get`, `topics`, `dead`) are retried the same way; `put`,
+ * `cancel` and `redrive` are sent once.
+ */
+
+/** Error codes of the API (`{ "error": { "code" } }`). */
+export type ApiErrorCode =
+  | 'VALIDATION_FAILED'
+  | 'INVALID_JSON'
+  | 'UNAUTHORIZED'
+  | 'NOT_FOUND'
+  | 'JOB_EXISTS'
+  | 'JOB_FINISHED'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNKNOWN_TOPIC'
+  | 'UNAVAILABLE'
+  | 'INTERNAL';
+
+/** Codes the client itself raises: no answer, no answer in time, an answer that is not the API's. */
+export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'BAD_RESPONSE';
+
+export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
+
+/** A job's retry policy as the API reports it: fixed, exponential (with jitter), or a ladder; seconds. */
+export type Backoff =
+  | { type: 'fixed'; delay: number }
+  | { type: 'exponential'; delay: number; max: number; jitter: number }
+  | { type: 'ladder'; delays: number[] };
+
+/** A retry policy to set: a Backoff (exponential's `max` and `jitter` optional), or a ladder as text. */
+export type BackoffInput =
+  | { type: 'fixed'; delay: number }
+  | { type: 'exponential'; delay: number; max?: number; jitter?: number }
+  | { type: 'ladder'; delays: number[] }
+  | string;
+
+/** A job to add. Give exactly one of `delay` (seconds from now) and `runAt` (epoch ms or ISO-8601). */
+export interface NewJob<Body = unknown> {
+  topic: string;
+  /** Your id, unique per topic (`[A-Za-z0-9._:-]{1,128}`); a random UUID when left out. */
+  id?: string;
+  delay?: number;
+  runAt?: number | string;
+  body?: Body;
+  maxAttempts?: number;
+  /** An object, or a ladder as text: `'15s 3m 10m 30m'`. */
+  backoff?: BackoffInput;
+  /** Seconds one attempt may run. */
+  ttr?: number;
+  /** Webhook topics: where the body is POSTed. */
+  url?: string;
+}
+
+/** A new version of job topic/id for `put`: the fields of NewJob without topic and id. */
+export type JobReplacement<Body = unknown> = Omit<NewJob<Body>, 'topic' | 'id'>;
+
+/** A job as the API returns it; times are ISO-8601, durations seconds. */
+export interface Job<Body = unknown> {
+  topic: string;
+  id: string;
+  state: JobState;
+  /** When the job is (or was last) due. */
+  runAt: string;
+  createdAt: string;
+  updatedAt: string;
+  /** Attempts started so far. */
+  attempts: number;
+  maxAttempts: number;
+  ttr: number;
+  backoff: Backoff;
+  url: string | null;
+  lastError: string | null;
+  /** The running attempt's time-to-run deadline. */
+  deadline: string | null;
+  body: Body;
+}
+
+/** A dead job, with the time it died. */
+export interface DeadJob<Body = unknown> extends Job<Body> {
+  diedAt: string;
+}
+
+/** Counts of one topic and its earliest due time. */
+export interface TopicStats {
+  topic: string;
+  delayed: number;
+  ready: number;
+  running: number;
+  dead: number;
+  nextDueAt: string | null;
+}
+
+/** One page of a topic's dead jobs; `next` is the `after` cursor of the next page, or null. */
+export interface DeadPage<Body = unknown> {
+  jobs: DeadJob<Body>[];
+  next: number | null;
+}
+
+/** One job's result in `addMany`, in the order given. */
+export type BatchResult<Body = unknown> =
+  | { ok: true; status: 201; job: Job<Body> }
+  | { ok: false; status: number; error: DelayQueueError };
+
+export interface DelayQueueClientOptions {
+  /** The API's base URL, e.g. `https://abc.execute-api.eu-west-1.amazonaws.com` (no trailing path needed). */
+  baseUrl: string;
+  /** The API's bearer token. */
+  token: string;
+  /** Time limit of one HTTP request, ms (default 10 000). */
+  timeoutMs?: number;
+  /** Retries of adds and reads after the first try (default 3; 0 turns retries off). */
+  retries?: number;
+  /** First retry's wait, ms, doubled each retry with full jitter, at most 5 s (default 200). */
+  retryDelayMs?: number;
+  /** A fetch to use instead of the global one (tests, proxies, instrumentation). */
+  fetch?: typeof fetch;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Aborts the call (and its retries); the error is the signal's reason. */
+  signal?: AbortSignal;
+}
+
+interface ErrorFields {
+  status: number;
+  code: ApiErrorCode | ClientErrorCode;
+  details?: unknown;
+  job?: Job;
+  attempts?: number;
+  cause?: unknown;
+}
+
+/** An API error (`status` and `code` as the API sent them) or a client-side failure (status 0). */
+export class DelayQueueError extends Error {
+  /** HTTP status; 0 when no answer came (NETWORK_ERROR, TIMEOUT). */
+  readonly status: number;
+  readonly code: ApiErrorCode | ClientErrorCode;
+  /** For VALIDATION_FAILED: `[{ path, message }]`, every problem found. */
+  readonly details?: unknown;
+  /** For 409s: the job as it is. */
+  readonly job?: Job;
+  /** How many HTTP requests the call made. */
+  readonly attempts: number;
+
+  constructor(message: string, fields: ErrorFields) {
+    super(message, fields.cause !== undefined ? { cause: fields.cause } : undefined);
+    this.name = 'DelayQueueError';
+    this.status = fields.status;
+    this.code = fields.code;
+    if (fields.details !== undefined) this.details = fields.details;
+    if (fields.job !== undefined) this.job = fields.job;
+    this.attempts = fields.attempts ?? 1;
+  }
+
+  /** True when trying again later may succeed: no answer, a timeout, or a 5xx. */
+  get retryable(): boolean {
+    return this.status === 0 || this.status >= 500;
+  }
+}
+
+interface Reply {
+  status: number;
+  body: unknown;
+  retryAfterMs?: number;
+}
+
+const MAX_BATCH = 500; // the API's limit per POST /jobs/batch
+const MAX_RETRY_WAIT_MS = 5_000;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const sameBody = (a: unknown, b: unknown) => JSON.stringify(a === undefined ? null : a) === JSON.stringify(b === undefined ? null : b);
+const path = (...parts: string[]) => '/' + parts.map(encodeURIComponent).join('/');
+
+function apiError(reply: Reply, attempts: number): DelayQueueError {
+  const body = isObject(reply.body) ? reply.body : {};
+  const error = isObject(body.error) ? body.error : undefined;
+  if (!error || typeof error.code !== 'string') {
+    return new DelayQueueError(`unexpected HTTP ${reply.status} answer`, { status: reply.status, code: 'BAD_RESPONSE', attempts });
+  }
+  const job = isObject(body.job) ? body.job : undefined;
+  return new DelayQueueError(typeof error.message === 'string' ? error.message : String(error.code), {
+    status: reply.status,
+    code: error.code as ApiErrorCode,
+    ...(error.details !== undefined ? { details: error.details } : {}),
+    ...(job ? { job: job as unknown as Job } : {}),
+    attempts,
+  });
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('aborted', 'AbortError');
+}
+
+function wait(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError(signal));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** A client of one delay queue API. Safe to share: it keeps no state between calls. */
+export class DelayQueueClient {
+  private readonly baseUrl: string;
+  private readonly token: string;
+  private readonly timeoutMs: number;
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(options: DelayQueueClientOptions) {
+    if (!options.baseUrl) throw new TypeError('baseUrl is required');
+    if (!options.token) throw new TypeError('token is required');
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.token = options.token;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.retries = Math.max(0, options.retries ?? 3);
+    this.retryDelayMs = options.retryDelayMs ?? 200;
+    this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /** One HTTP request; throws DelayQueueError NETWORK_ERROR or TIMEOUT when no answer comes. */
+  private async request(method: string, target: string, body: unknown, signal: AbortSignal | undefined): Promise<Reply> {
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetchFn(this.baseUrl + target, {
+        method,
+        headers: { authorization: `Bearer ${this.token}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: combined,
+      });
+      text = await res.text();
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal);
+      if (timeout.aborted) throw new DelayQueueError(`no answer from ${method} ${target} within ${this.timeoutMs} ms`, { status: 0, code: 'TIMEOUT', cause: error });
+      throw new DelayQueueError(`${method} ${target} failed: ${(error as Error).message}`, { status: 0, code: 'NETWORK_ERROR', cause: error });
+    }
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined; // a gateway's HTML page, say: apiError() calls it BAD_RESPONSE
+    }
+    const retryAfter = Number(res.headers.get('retry-after'));
+    return { status: res.status, body: parsed, ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}) };
+  }
+
+  /**
+   * Sends a request, retrying (when `retry`) on no answer and on 5xx. `accept(reply, tries)`
+   * turns an answer into a result, or returns undefined to make it an error.
+   */
+  private async call<T>(method: string, target: string, body: unknown, options: CallOptions | undefined, retry: boolean, accept: (reply: Reply, tries: number) => T | undefined): Promise<T> {
+    const maxTries = retry ? this.retries + 1 : 1;
+    for (let tries = 1; ; tries++) {
+      let reply: Reply | undefined;
+      let failure: DelayQueueError;
+      try {
+        reply = await this.request(method, target, body, options?.signal);
+      } catch (error) {
+        if (!(error instanceof DelayQueueError)) throw error; // the caller's abort
+        failure = error;
+      }
+      if (reply) {
+        const result = accept(reply, tries);
+        if (result !== undefined) return result;
+        failure = apiError(reply, tries);
+        if (!failure.retryable) throw failure;
+      }
+      if (tries >= maxTries) {
+        throw new DelayQueueError(failure!.message, { status: failure!.status, code: failure!.code, details: failure!.details, ...(failure!.job ? { job: failure!.job } : {}), attempts: tries, cause: failure! });
+      }
+      const backoff = Math.random() * Math.min(MAX_RETRY_WAIT_MS, this.retryDelayMs * 2 ** (tries - 1));
+      await wait(Math.min(MAX_RETRY_WAIT_MS, Math.max(backoff, reply?.retryAfterMs ?? 0)), options?.signal);
+    }
+  }
+
+  private withId<Body>(job: NewJob<Body>): NewJob<Body> & { id: string } {
+    if (!isObject(job)) throw new TypeError('a job must be an object');
+    return { ...job, id: job.id ?? globalThis.crypto.randomUUID() };
+  }
+
+  /**
+   * Adds a job and returns it (state `delayed`). Throws DelayQueueError: JOB_EXISTS (with `job`)
+   * when the id is taken by another add, VALIDATION_FAILED (with `details`), UNKNOWN_TOPIC, ….
+   */
+  async add<Body = unknown>(job: NewJob<Body>, options?: CallOptions): Promise<Job<Body>> {
+    const sent = this.withId(job);
+    return this.call('POST', '/jobs', sent, options, true, (reply, tries) => {
+      const body = reply.body as { job?: Job<Body>; error?: { code?: string } } | undefined;
+      if (reply.status === 201 && body?.job) return body.job;
+      // an earlier try got through and its answer was lost: the job is ours if it is the same
+      if (tries > 1 && reply.status === 409 && body?.error?.code === 'JOB_EXISTS' && body.job && body.job.topic === sent.topic && sameBody(body.job.body, sent.body)) return body.job;
+      return undefined;
+    });
+  }
+
+  /**
+   * Adds many jobs (in requests of up to 500) and returns one result per job, in order: a job
+   * that could not be added has `ok: false` and its error; the call itself throws only when a
+   * request gets no valid answer after its retries.
+   */
+  async addMany<Body = unknown>(jobs: NewJob<Body>[], options?: CallOptions): Promise<BatchResult<Body>[]> {
+    const sent = jobs.map((job) => this.withId(job));
+    const results: BatchResult<Body>[] = [];
+    for (let start = 0; start < sent.length; start += MAX_BATCH) {
+      const chunk = sent.slice(start, start + MAX_BATCH);
+      const page = await this.call('POST', '/jobs/batch', { jobs: chunk }, options, true, (reply, tries) => {
+        const body = reply.body as { results?: { status: number; job?: Job<Body>; error?: unknown }[] } | undefined;
+        if (reply.status !== 200 || !Array.isArray(body?.results) || body.results.length !== chunk.length) return undefined;
+        return body.results.map((r, i): BatchResult<Body> => {
+          const mine = chunk[i]!;
+          if (r.status === 201 && r.job) return { ok: true, status: 201, job: r.job };
+          const error = apiError({ status: r.status, body: r }, tries);
+          if (tries > 1 && error.code === 'JOB_EXISTS' && r.job && r.job.topic === mine.topic && sameBody(r.job.body, mine.body)) return { ok: true, status: 201, job: r.job };
+          return { ok: false, status: r.status, error };
+        });
+      });
+      results.push(...page);
+    }
+    return results;
+  }
+
+  /** The job, or null when there is none (never added, or deleted after its retention). */
+  async get<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Job<Body> | null> {
+    return this.call('GET', path('jobs', topic, id), undefined, options, true, (reply) => {
+      const body = reply.body as { job?: Job<Body>; error?: { code?: string } } | undefined;
+      if (reply.status === 200 && body?.job) return body.job;
+      if (reply.status === 404 && body?.error?.code === 'NOT_FOUND') return null;
+      return undefined;
+    });
+  }
+
+  /**
+   * Creates job topic/id, or replaces it while it is pending (due time, body and options).
+   * `created` tells which. Throws JOB_FINISHED (with `job`) when it is running, done or dead.
+   */
+  async put<Body = unknown>(topic: string, id: string, job: JobReplacement<Body>, options?: CallOptions): Promise<{ job: Job<Body>; created: boolean }> {
+    return this.call('PUT', path('jobs', topic, id), job, options, false, (reply) => {
+      const body = reply.body as { job?: Job<Body> } | undefined;
+      if ((reply.status === 200 || reply.status === 201) && body?.job) return { job: body.job, created: reply.status === 201 };
+      return undefined;
+    });
+  }
+
+  /** Cancels a pending or running job; returns it with state `cancelled`. Throws NOT_FOUND, JOB_FINISHED. */
+  async cancel<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Job<Body>> {
+    return this.call('DELETE', path('jobs', topic, id), undefined, options, false, (reply) => {
+      const body = reply.body as { job?: Job<Body> } | undefined;
+      return reply.status === 200 && body?.job ? body.job : undefined;
+    });
+  }
+
+  /** Counts and next due time of every configured topic. */
+  async topics(options?: CallOptions): Promise<TopicStats[]> {
+    return this.call('GET', '/topics', undefined, options, true, (reply) => {
+      const body = reply.body as { topics?: TopicStats[] } | undefined;
+      return reply.status === 200 && Array.isArray(body?.topics) ? body.topics : undefined;
+    });
+  }
+
+  /** One page of a topic's dead jobs, oldest first (`limit` 1–100, default 50; `after`: the previous page's `next`). */
+  async dead<Body = unknown>(topic: string, page: { limit?: number; after?: number } = {}, options?: CallOptions): Promise<DeadPage<Body>> {
+    const query = new URLSearchParams();
+    if (page.limit !== undefined) query.set('limit', String(page.limit));
+    if (page.after !== undefined) query.set('after', String(page.after));
+    const target = path('topics', topic, 'dead') + (query.toString() ? `?${query}` : '');
+    return this.call('GET', target, undefined, options, true, (reply) => {
+      const body = reply.body as DeadPage<Body> | undefined;
+      return reply.status === 200 && Array.isArray(body?.jobs) ? body : undefined;
+    });
+  }
+
+  /**
+   * Moves dead jobs back, due now, with their attempts reset: the given ids, or the `count`
+   * oldest (1–1000; default 100). Returns how many were moved.
+   */
+  async redrive(topic: string, which: { ids: string[] } | { count: number } = { count: 100 }, options?: CallOptions): Promise<number> {
+    return this.call('POST', path('topics', topic, 'dead', 'redrive'), which, options, false, (reply) => {
+      const body = reply.body as { redriven?: number } | undefined;
+      return reply.status === 200 && typeof body?.redriven === 'number' ? body.redriven : undefined;
+    });
+  }
+}

@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+import type { APIGatewayProxyResultV2 } from 'aws-lambda';
+import page from './dashboard.html';
+
+/** CSP source for one inline block: its SHA-256, as browsers compute it over the exact text. */
+function hashes(tag: 'script' | 'style'): string {
+  const blocks = [...page.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1]!);
+  return blocks.map((text) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`).join(' ');
+}
+
+/**
+ * The page's policy: only its own inline script and style (by hash), data calls to this origin
+ * only, no HTML sinks (Trusted Types with no policy: innerHTML and the like throw), no framing.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  `script-src ${hashes('script')}`,
+  `style-src ${hashes('style')}`,
+  "connect-src 'self'",
+  'img-src data:',
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
+].join('; ');
+
+/** GET /dashboard: the static page (it holds no data; every call it makes is authenticated). */
+export function dashboardResponse(): APIGatewayProxyResultV2 {
+  return {
+    statusCode: 200,
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': DASHBOARD_CSP,
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'x-frame-options': 'DENY',
+      'cache-control': 'no-cache',
+    },
+    body: page,
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * DelayQueueClient against the real stack (redis-server + serverless offline): every method,
+ * typed errors from real refusals, and an add retried through a real Redis outage. Every answer
+ * the client gets is also checked against openapi.yaml (its `fetch` option).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DelayQueueClient, DelayQueueError, type Job } from '../../lib/client';
+import { startOffline, type OfflineProcess } from '../support/offline';
+import { checkingFetch, Contract } from '../support/openapi';
+import { startReceiver, type Receiver } from '../support/receiver';
+import { startRedis, type RedisProcess } from '../support/redis';
+
+const SECRET = 'client-webhook-secret';
+
+describe('the client against the stack', () => {
+  const contract = new Contract();
+  let redisServer: RedisProcess;
+  let offline: OfflineProcess;
+  let receiver: Receiver;
+  let queue: DelayQueueClient;
+  let seq = 0;
+  const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
+
+  async function until(what: string, check: () => Promise<Job | null>, state: string): Promise<Job> {
+    const end = Date.now() + 20_000;
+    for (;;) {
+      const job = await check();
+      if (job?.state === state) return job;
+      if (Date.now() > end) assert.fail(`timed out waiting for ${what} to be ${state}`);
+      await sleep(100);
+    }
+  }
+
+  before(async () => {
+    [redisServer, receiver] = await Promise.all([startRedis(), startReceiver(SECRET)]);
+    offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: SECRET } });
+    queue = new DelayQueueClient({ baseUrl: offline.baseUrl, token: offline.token, fetch: checkingFetch(contract, offline.baseUrl) });
+  });
+  after(async () => {
+    await offline?.stop();
+    await receiver?.close();
+    await redisServer?.stop();
+  });
+
+  it('add, get, put, cancel; a job due now runs to done', async () => {
+    const added = await queue.add({ topic: 'example', delay: 3600, body: { orderId: 42 } });
+    assert.match(added.id, /^[0-9a-f-]{36}$/, 'an id made by the client');
+    assert.deepEqual([added.state, added.body], ['delayed', { orderId: 42 }]);
+    assert.deepEqual((await queue.get('example', added.id))?.body, { orderId: 42 });
+    assert.equal(await queue.get('example', uid('missing')), null);
+
+    const replaced = await queue.put('example', added.id, { delay: 7200, body: { orderId: 43 } });
+    assert.deepEqual([replaced.created, replaced.job.body], [false, { orderId: 43 }]);
+    const created = await queue.put('example', uid('put'), { runAt: Date.now() + 60_000 });
+    assert.equal(created.created, true);
+    assert.equal((await queue.cancel('example', added.id)).state, 'cancelled');
+
+    const now = await queue.add({ topic: 'example', id: uid('now'), delay: 0, body: 'hello' });
+    const done = await until(now.id, () => queue.get('example', now.id), 'done');
+    assert.equal(done.attempts, 1);
+  });
+
+  it('typed errors from real refusals: JOB_EXISTS with the job, VALIDATION_FAILED with details, UNKNOWN_TOPIC, UNAUTHORIZED, JOB_FINISHED', async () => {
+    const id = uid('dup');
+    await queue.add({ topic: 'example', id, delay: 3600, body: 1 });
+    const exists = await queue.add({ topic: 'example', id, delay: 3600, body: 2 }).catch((e: unknown) => e);
+    assert.ok(exists instanceof DelayQueueError);
+    assert.deepEqual([exists.status, exists.code, exists.job?.body], [409, 'JOB_EXISTS', 1]);
+
+    const invalid = await queue.add({ topic: 'example', delay: -1, maxAttempts: 0 }).catch((e: unknown) => e);
+    assert.ok(invalid instanceof DelayQueueError);
+    assert.equal(invalid.code, 'VALIDATION_FAILED');
+    assert.deepEqual((invalid.details as { path: string }[]).map((d) => d.path).sort(), ['delay', 'maxAttempts']);
+    assert.equal(((await queue.add({ topic: 'nope', delay: 1 }).catch((e: unknown) => e)) as DelayQueueError).code, 'UNKNOWN_TOPIC');
+    const stranger = new DelayQueueClient({ baseUrl: offline.baseUrl, token: 'wrong' });
+    assert.deepEqual(await stranger.topics().catch((e: DelayQueueError) => [e.status, e.code]), [401, 'UNAUTHORIZED']);
+
+    const done = uid('fin');
+    await queue.add({ topic: 'example', id: done, delay: 0 });
+    await until(done, () => queue.get('example', done), 'done');
+    const finished = await queue.cancel('example', done).catch((e: unknown) => e);
+    assert.ok(finished instanceof DelayQueueError);
+    assert.deepEqual([finished.code, finished.job?.state], ['JOB_FINISHED', 'done']);
+  });
+
+  it('addMany, topics, dead and redrive: a webhook that fails once dies, is redriven, and is delivered', async () => {
+    const ok = uid('batch');
+    const results = await queue.addMany([{ topic: 'example', id: ok, delay: 3600 }, { topic: 'example', delay: -1 }, { topic: 'example', id: ok, delay: 1 }]);
+    assert.deepEqual(results.map((r) => (r.ok ? r.status : `${r.status} ${r.error.code}`)), [201, '400 VALIDATION_FAILED', '409 JOB_EXISTS']);
+
+    const id = uid('healed');
+    await queue.add({ topic: 'webhook', id, delay: 0, url: `${receiver.url}/fail-1/${id}`, maxAttempts: 1, body: { orderId: 9 } });
+    await until(id, () => queue.get('webhook', id), 'dead');
+    const stats = (await queue.topics()).find((t) => t.topic === 'webhook');
+    assert.equal(stats?.dead, 1);
+    const page = await queue.dead('webhook', { limit: 10 });
+    assert.deepEqual(page.jobs.map((j) => [j.id, j.state]), [[id, 'dead']]);
+    assert.match(page.jobs[0]!.lastError ?? '', /HTTP 500/);
+    assert.equal(await queue.redrive('webhook', { ids: [id] }), 1);
+    const done = await until(id, () => queue.get('webhook', id), 'done');
+    assert.equal(done.attempts, 1);
+    assert.equal(receiver.of(id).length, 2);
+  });
+
+  it('an add during a Redis outage is retried (503, Retry-After) until Redis is back, and stored once', async () => {
+    const port = redisServer.port;
+    await redisServer.stop();
+    const patient = new DelayQueueClient({ baseUrl: offline.baseUrl, token: offline.token, retries: 20, retryDelayMs: 200, fetch: checkingFetch(contract, offline.baseUrl) });
+    const id = uid('outage');
+    const adding = patient.add({ topic: 'example', id, delay: 3600, body: { survived: true } });
+    await sleep(1500);
+    redisServer = await startRedis({ port });
+    const added = await adding;
+    assert.deepEqual([added.id, added.body], [id, { survived: true }]);
+    assert.ok((contract.seen.get('POST /jobs') ?? new Set()).has(503), 'the first tries met the outage');
+    assert.equal((await queue.topics()).find((t) => t.topic === 'example')?.delayed, 1, 'one job, in a fresh Redis');
+  });
+});

@@ -1,0 +1,234 @@
+/**
+ * openapi.yaml against the running stack (redis-server + serverless offline): real requests for
+ * every operation and every error code that can be produced on purpose, each answer checked
+ * against the document (status, content type, required headers, body schema; accepted request
+ * bodies against the request schema). Ends by requiring that every operation was exercised.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PROJECT_ROOT, startOffline, type OfflineProcess } from '../support/offline';
+import { Contract } from '../support/openapi';
+import { startReceiver, type Receiver } from '../support/receiver';
+import { startRedis, type RedisProcess } from '../support/redis';
+
+const SECRET = 'openapi-webhook-secret';
+// the Python openapi-spec-validator checks the document against the OAS 3.1 schema; optional
+const SPEC_VALIDATOR = spawnSync('sh', ['-c', 'command -v openapi-spec-validator'], { encoding: 'utf8' }).stdout.trim();
+
+interface Reply {
+  status: number;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  headers: Headers;
+}
+
+describe('openapi.yaml matches what the stack answers', () => {
+  const contract = new Contract();
+  let redisServer: RedisProcess;
+  let offline: OfflineProcess;
+  let receiver: Receiver;
+  let seq = 0;
+  const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
+
+  /** A real request; its answer is checked against the document before it is returned. */
+  async function call(method: string, url: string, body?: unknown, options: { token?: string | null; raw?: string } = {}): Promise<Reply> {
+    const token = options.token === undefined ? offline.token : options.token;
+    const payload = options.raw ?? (body !== undefined ? JSON.stringify(body) : undefined);
+    const res = await fetch(offline.baseUrl + url, {
+      method,
+      headers: { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(payload !== undefined ? { body: payload } : {}),
+    });
+    const text = await res.text();
+    contract.check({ method, url, ...(options.raw === undefined && body !== undefined ? { requestBody: body } : {}), status: res.status, headers: res.headers, text });
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  }
+
+  async function waitForState(topic: string, id: string, state: string): Promise<void> {
+    const end = Date.now() + 20_000;
+    while ((await call('GET', `/jobs/${topic}/${id}`)).body.job?.state !== state) {
+      if (Date.now() > end) assert.fail(`job ${topic}/${id} never reached ${state}`);
+      await sleep(100);
+    }
+  }
+
+  const expectError = (reply: Reply, status: number, code: string) => assert.deepEqual([reply.status, reply.body?.error?.code], [status, code]);
+
+  before(async () => {
+    [redisServer, receiver] = await Promise.all([startRedis(), startReceiver(SECRET)]);
+    offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: SECRET } });
+  });
+  after(async () => {
+    await offline?.stop();
+    await receiver?.close();
+    await redisServer?.stop();
+  });
+
+  it('the document itself: its schemas compile in strict mode and every example matches its schema', () => {
+    assert.equal(contract.doc.openapi, '3.1.0');
+    for (const name of Object.keys(contract.doc.components.schemas)) contract.validator({ $ref: `#/components/schemas/${name}` }, `schema ${name}`);
+    assert.ok(contract.checkExamples() >= 15);
+  });
+
+  it('the document is valid OpenAPI 3.1 (openapi-spec-validator, when installed)', { skip: SPEC_VALIDATOR === '' && 'openapi-spec-validator is not installed' }, () => {
+    const run = spawnSync(SPEC_VALIDATOR, [join(PROJECT_ROOT, 'openapi.yaml')], { encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /OK/);
+  });
+
+  it('routes in serverless.yml and paths in the document are the same set', () => {
+    const yml = readFileSync(join(PROJECT_ROOT, 'serverless.yml'), 'utf8');
+    const routes = [...yml.matchAll(/httpApi:\s*\{\s*method:\s*(\w+),\s*path:\s*(?:'([^']+)'|([^\s,}]+))/g)].map((m) => `${m[1]!.toUpperCase()} ${m[2] ?? m[3]}`);
+    assert.deepEqual(routes.sort(), contract.operations().sort());
+  });
+
+  it('adds: 201, 409 JOB_EXISTS, 400 VALIDATION_FAILED / INVALID_JSON / UNKNOWN_TOPIC, 401, 413', async () => {
+    const id = uid('add');
+    const created = await call('POST', '/jobs', { topic: 'example', id, delay: 3600, body: { orderId: 7 } });
+    assert.equal(created.status, 201);
+    assert.equal(created.headers.get('location'), `/jobs/example/${id}`);
+    assert.equal((await call('POST', '/jobs', { topic: 'example', runAt: new Date(Date.now() + 60_000).toISOString(), backoff: '15s 3m 10m', ttr: 5, body: 'text' })).status, 201);
+    assert.equal((await call('POST', '/jobs', { topic: 'example', runAt: Date.now() + 60_000, backoff: { type: 'fixed', delay: 3 }, maxAttempts: 2, body: [1, null] })).status, 201);
+    assert.equal((await call('POST', '/jobs', { topic: 'example', delay: 60, backoff: { type: 'exponential', delay: 1 } })).status, 201);
+    assert.equal((await call('POST', '/jobs', { topic: 'webhook', delay: 3600, url: `${receiver.url}/ok/x`, backoff: { type: 'ladder', delays: [1, 2] } })).status, 201);
+
+    const exists = await call('POST', '/jobs', { topic: 'example', id, delay: 1, body: { orderId: 8 } });
+    expectError(exists, 409, 'JOB_EXISTS');
+    assert.deepEqual(exists.body.job.body, { orderId: 7 });
+
+    const invalid = await call('POST', '/jobs', { topic: 'example', delay: -1, dealy: 3 });
+    expectError(invalid, 400, 'VALIDATION_FAILED');
+    assert.equal(invalid.body.error.details.length, 2);
+    expectError(await call('POST', '/jobs', { topic: 'example', delay: 1, runAt: 0, backoff: 'soon' }), 400, 'VALIDATION_FAILED');
+    expectError(await call('POST', '/jobs', [1, 2]), 400, 'VALIDATION_FAILED');
+    expectError(await call('POST', '/jobs', undefined, { raw: '{"topic":' }), 400, 'INVALID_JSON');
+    expectError(await call('POST', '/jobs', undefined, { raw: '' }), 400, 'INVALID_JSON');
+    expectError(await call('POST', '/jobs', { topic: 'nope', delay: 1 }), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('POST', '/jobs', { topic: 'example', delay: 1 }, { token: null }), 401, 'UNAUTHORIZED');
+    expectError(await call('POST', '/jobs', { topic: 'example', delay: 1 }, { token: 'wrong' }), 401, 'UNAUTHORIZED');
+    expectError(await call('POST', '/jobs', { topic: 'example', delay: 1, body: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('batch adds: 200 with 201 / 400 / 409 / 413 results, 400 for an empty or malformed batch, 401', async () => {
+    const id = uid('batch');
+    const batch = await call('POST', '/jobs/batch', {
+      jobs: [
+        { topic: 'example', id, delay: 3600 },
+        { topic: 'example', delay: -1 },
+        { topic: 'example', id, delay: 1 },
+        { topic: 'example', delay: 1, body: 'x'.repeat(70_000) },
+        { topic: 'nope', delay: 1 },
+      ],
+    });
+    assert.equal(batch.status, 200);
+    assert.deepEqual(batch.body.results.map((r: { status: number }) => r.status), [201, 400, 409, 413, 400]);
+    expectError(await call('POST', '/jobs/batch', { jobs: [] }), 400, 'VALIDATION_FAILED');
+    expectError(await call('POST', '/jobs/batch', { jobs: Array.from({ length: 501 }, () => ({ topic: 'example', delay: 1 })) }), 400, 'VALIDATION_FAILED');
+    expectError(await call('POST', '/jobs/batch', undefined, { raw: 'jobs' }), 400, 'INVALID_JSON');
+    expectError(await call('POST', '/jobs/batch', { jobs: [] }, { token: null }), 401, 'UNAUTHORIZED');
+  });
+
+  it('read, replace, cancel: 200, 201, 404, 409 JOB_FINISHED, 400', async () => {
+    const id = uid('job');
+    await call('POST', '/jobs', { topic: 'example', id, delay: 3600, body: { v: 1 } });
+    const got = await call('GET', `/jobs/example/${id}`);
+    assert.deepEqual([got.status, got.body.job.state, got.body.job.body], [200, 'delayed', { v: 1 }]);
+    expectError(await call('GET', `/jobs/example/${uid('missing')}`), 404, 'NOT_FOUND');
+    expectError(await call('GET', '/jobs/example/bad%20id'), 400, 'VALIDATION_FAILED');
+    expectError(await call('GET', `/jobs/nope/${id}`), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('GET', `/jobs/example/${id}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
+
+    const replaced = await call('PUT', `/jobs/example/${id}`, { delay: 7200, body: { v: 2 } });
+    assert.deepEqual([replaced.status, replaced.body.job.body], [200, { v: 2 }]);
+    const fresh = uid('put');
+    const created = await call('PUT', `/jobs/example/${fresh}`, { runAt: new Date(Date.now() + 3_600_000).toISOString(), topic: 'example', id: fresh });
+    assert.equal(created.status, 201);
+    assert.equal(created.headers.get('location'), `/jobs/example/${fresh}`);
+    expectError(await call('PUT', `/jobs/example/${id}`, { id: 'other', delay: 1 }), 400, 'VALIDATION_FAILED');
+    expectError(await call('PUT', `/jobs/example/${id}`, undefined, { raw: '{' }), 400, 'INVALID_JSON');
+    expectError(await call('PUT', `/jobs/example/${id}`, { delay: 1, body: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE');
+
+    const cancelled = await call('DELETE', `/jobs/example/${id}`);
+    assert.deepEqual([cancelled.status, cancelled.body.job.state], [200, 'cancelled']);
+    expectError(await call('DELETE', `/jobs/example/${uid('missing')}`), 404, 'NOT_FOUND');
+    expectError(await call('DELETE', '/jobs/example/bad%20id'), 400, 'VALIDATION_FAILED');
+
+    const done = uid('done');
+    await call('POST', '/jobs', { topic: 'example', id: done, delay: 0 });
+    await waitForState('example', done, 'done');
+    const finished = await call('PUT', `/jobs/example/${done}`, { delay: 5 });
+    expectError(finished, 409, 'JOB_FINISHED');
+    assert.equal(finished.body.job.state, 'done');
+    const notCancelled = await call('DELETE', `/jobs/example/${done}`);
+    expectError(notCancelled, 409, 'JOB_FINISHED');
+    expectError(await call('DELETE', `/jobs/example/${done}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
+    expectError(await call('PUT', `/jobs/example/${done}`, { delay: 5 }, { token: null }), 401, 'UNAUTHORIZED');
+  });
+
+  it('topics, dead jobs and redrive: 200, 400, 401', async () => {
+    const topics = await call('GET', '/topics');
+    assert.deepEqual(topics.body.topics.map((t: { topic: string }) => t.topic).sort(), ['example', 'webhook']);
+    expectError(await call('GET', '/topics', undefined, { token: null }), 401, 'UNAUTHORIZED');
+
+    const ids = [uid('dead'), uid('dead')];
+    for (const id of ids) await call('POST', '/jobs', { topic: 'webhook', id, delay: 0, url: `${receiver.url}/fail/${id}`, maxAttempts: 1 });
+    for (const id of ids) await waitForState('webhook', id, 'dead');
+    const page = await call('GET', '/topics/webhook/dead?limit=1');
+    assert.equal(page.body.jobs.length, 1);
+    assert.match(page.body.jobs[0].lastError, /HTTP 500/);
+    assert.equal(typeof page.body.next, 'number');
+    const rest = await call('GET', `/topics/webhook/dead?limit=100&after=${page.body.next}`);
+    assert.equal(rest.status, 200);
+    assert.equal((await call('GET', '/topics/webhook/dead')).body.jobs.length, 2);
+    expectError(await call('GET', '/topics/webhook/dead?limit=0'), 400, 'VALIDATION_FAILED');
+    expectError(await call('GET', '/topics/nope/dead'), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('GET', '/topics/webhook/dead', undefined, { token: null }), 401, 'UNAUTHORIZED');
+
+    assert.deepEqual((await call('POST', '/topics/webhook/dead/redrive', { ids: [ids[0]] })).body, { redriven: 1 });
+    assert.equal((await call('POST', '/topics/webhook/dead/redrive', { count: 5 })).status, 200);
+    assert.equal((await call('POST', '/topics/webhook/dead/redrive')).status, 200);
+    expectError(await call('POST', '/topics/webhook/dead/redrive', { ids: [], count: 0, extra: 1 }), 400, 'VALIDATION_FAILED');
+    expectError(await call('POST', '/topics/webhook/dead/redrive', undefined, { raw: '[' }), 400, 'INVALID_JSON');
+    expectError(await call('POST', '/topics/nope/dead/redrive', { count: 1 }), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('POST', '/topics/webhook/dead/redrive', {}, { token: null }), 401, 'UNAUTHORIZED');
+  });
+
+  it('the dashboard page: 200 text/html without a token, with its CSP and nosniff', async () => {
+    const page = await call('GET', '/dashboard', undefined, { token: null });
+    assert.equal(page.status, 200);
+    assert.match(String(page.body), /<title>Delay queue<\/title>/);
+  });
+
+  it('503 UNAVAILABLE with Retry-After while Redis is down; then every operation was exercised', async () => {
+    const port = redisServer.port;
+    await redisServer.stop();
+    expectError(await call('GET', '/topics'), 503, 'UNAVAILABLE');
+    expectError(await call('POST', '/jobs', { topic: 'example', delay: 1 }), 503, 'UNAVAILABLE');
+    expectError(await call('GET', '/jobs/example/x'), 503, 'UNAVAILABLE');
+    redisServer = await startRedis({ port });
+
+    const missing = contract.operations().filter((op) => !contract.seen.has(op));
+    assert.deepEqual(missing, [], 'operations never exercised');
+    const seen = Object.fromEntries([...contract.seen].map(([op, statuses]) => [op, [...statuses].sort()]));
+    assert.deepEqual(seen, {
+      'POST /jobs': [201, 400, 401, 409, 413, 503],
+      'POST /jobs/batch': [200, 400, 401],
+      'GET /jobs/{topic}/{id}': [200, 400, 401, 404, 503],
+      'PUT /jobs/{topic}/{id}': [200, 201, 400, 401, 409, 413],
+      'DELETE /jobs/{topic}/{id}': [200, 400, 401, 404, 409],
+      'GET /topics': [200, 401, 503],
+      'GET /topics/{topic}/dead': [200, 400, 401],
+      'POST /topics/{topic}/dead/redrive': [200, 400, 401],
+      'GET /dashboard': [200],
+    });
+  });
+});

@@ -1,0 +1,277 @@
+/**
+ * DelayQueueClient against a local HTTP server that plays the API and fails on cue: lost
+ * answers, 5xx, 503 with Retry-After, hangs, non-JSON pages. Checks retries (and only of what is
+ * safe to retry), the JOB_EXISTS-after-retry rule, timeouts, typed errors and request shapes.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { DelayQueueClient, DelayQueueError, type Job as ClientJob, type NewJob, type TopicStats as ClientTopicStats } from '../../lib/client';
+import type { Job, TopicStats } from '../../lib/queue';
+
+// The client repeats the API's types so it can be copied alone; these keep the two in step.
+const sameJob: [ClientJob extends Job ? true : false, Job extends ClientJob ? true : false] = [true, true];
+const sameStats: [ClientTopicStats extends TopicStats ? true : false, TopicStats extends ClientTopicStats ? true : false] = [true, true];
+void sameJob;
+void sameStats;
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+type Script = (req: Seen, res: ServerResponse, n: number) => void;
+
+const TOKEN = 'unit-token';
+
+function job(fields: Partial<ClientJob> = {}): ClientJob {
+  const now = new Date().toISOString();
+  return {
+    topic: 'example', id: 'j1', state: 'delayed', runAt: now, createdAt: now, updatedAt: now, attempts: 0, maxAttempts: 5, ttr: 30,
+    backoff: { type: 'fixed', delay: 1 }, url: null, lastError: null, deadline: null, body: null, ...fields,
+  };
+}
+const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
+const apiError = (res: ServerResponse, status: number, code: string, extra: Record<string, unknown> = {}, details?: unknown) =>
+  json(res, status, { error: { code, message: `${code.toLowerCase()} happened`, ...(details !== undefined ? { details } : {}) }, ...extra });
+
+describe('DelayQueueClient', () => {
+  let server: Server;
+  let baseUrl: string;
+  let script: Script;
+  let seen: Seen[];
+
+  before(async () => {
+    server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: text ? JSON.parse(text) : undefined };
+        seen.push(entry);
+        script(entry, res, seen.length);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  beforeEach(() => {
+    seen = [];
+  });
+
+  const client = (options: { retries?: number; timeoutMs?: number } = {}) => new DelayQueueClient({ baseUrl, token: TOKEN, retryDelayMs: 5, ...options });
+
+  it('add: sends the job with a bearer token and an id made on the client, returns the job', async () => {
+    script = (req, res) => json(res, 201, { job: job({ id: req.body.id, body: req.body.body }) });
+    const added = await client().add({ topic: 'example', delay: 5, body: { orderId: 1 } });
+    assert.equal(seen.length, 1);
+    assert.deepEqual([seen[0]!.method, seen[0]!.url], ['POST', '/jobs']);
+    assert.equal(seen[0]!.headers.authorization, `Bearer ${TOKEN}`);
+    assert.match(seen[0]!.headers['content-type'] ?? '', /^application\/json/);
+    assert.match(seen[0]!.body.id, /^[0-9a-f-]{36}$/, 'a UUID, so a retry sends the same id');
+    assert.deepEqual(seen[0]!.body, { topic: 'example', delay: 5, body: { orderId: 1 }, id: seen[0]!.body.id });
+    assert.equal(added.id, seen[0]!.body.id);
+    assert.deepEqual(added.body, { orderId: 1 });
+  });
+
+  it('add: retries a 503 (honouring Retry-After) and a 500, with the same id, then succeeds', async () => {
+    script = (req, res, n) => {
+      if (n === 1) return apiError(res, 503, 'UNAVAILABLE');
+      if (n === 2) return apiError(res, 500, 'INTERNAL');
+      json(res, 201, { job: job({ id: req.body.id }) });
+    };
+    const started = Date.now();
+    const added = await client().add({ topic: 'example', id: 'order-1', delay: 5 });
+    assert.equal(seen.length, 3);
+    assert.deepEqual(seen.map((s) => s.body.id), ['order-1', 'order-1', 'order-1']);
+    assert.equal(added.id, 'order-1');
+    assert.ok(Date.now() - started < 2000);
+  });
+
+  it('add: waits Retry-After seconds on a 503 before the retry', async () => {
+    script = (req, res, n) => {
+      if (n === 1) return json(res, 503, { error: { code: 'UNAVAILABLE', message: 'down' } }, { 'retry-after': '1' });
+      json(res, 201, { job: job({ id: req.body.id }) });
+    };
+    const started = Date.now();
+    await client().add({ topic: 'example', delay: 1 });
+    const waited = Date.now() - started;
+    assert.equal(seen.length, 2);
+    assert.ok(waited >= 950 && waited < 3000, `waited ${waited} ms`);
+  });
+
+  it('add: an answer lost after the write, then JOB_EXISTS with the same body, is a success', async () => {
+    let stored: ClientJob | undefined;
+    script = (req, res, n) => {
+      if (n === 1) {
+        stored = job({ id: req.body.id, body: req.body.body });
+        return res.destroy(); // written, but the answer never arrives
+      }
+      apiError(res, 409, 'JOB_EXISTS', { job: stored });
+    };
+    const added = await client().add({ topic: 'example', delay: 5, body: { a: [1, 2], b: 'x' } });
+    assert.equal(seen.length, 2);
+    assert.equal(seen[1]!.body.id, seen[0]!.body.id);
+    assert.deepEqual(added, stored);
+  });
+
+  it('add: JOB_EXISTS with a different body after a retry, or on the first try, is an error carrying the job', async () => {
+    script = (req, res, n) => (n === 1 ? res.destroy() : apiError(res, 409, 'JOB_EXISTS', { job: job({ id: req.body.id, body: { other: true } }) }));
+    const retried = await client().add({ topic: 'example', id: 'taken', delay: 5, body: { mine: true } }).catch((e: unknown) => e);
+    assert.ok(retried instanceof DelayQueueError);
+    assert.deepEqual([retried.status, retried.code, retried.job?.body], [409, 'JOB_EXISTS', { other: true }]);
+
+    seen = [];
+    script = (req, res) => apiError(res, 409, 'JOB_EXISTS', { job: job({ id: req.body.id, body: { mine: true } }) });
+    const first = await client().add({ topic: 'example', id: 'taken', delay: 5, body: { mine: true } }).catch((e: unknown) => e);
+    assert.ok(first instanceof DelayQueueError);
+    assert.equal(first.code, 'JOB_EXISTS');
+    assert.equal(seen.length, 1, 'a 409 is not retried');
+  });
+
+  it('add: a 400 is not retried and carries code, status and every problem', async () => {
+    const details = [{ path: 'delay', message: 'must be ≥ 0' }, { path: 'dealy', message: 'is not a job field' }];
+    script = (_req, res) => apiError(res, 400, 'VALIDATION_FAILED', {}, details);
+    const error = await client().add({ topic: 'example', delay: -1 }).catch((e: unknown) => e);
+    assert.ok(error instanceof DelayQueueError);
+    assert.deepEqual([error.status, error.code, error.details, error.retryable, error.attempts], [400, 'VALIDATION_FAILED', details, false, 1]);
+    assert.equal(error.message, 'validation_failed happened');
+    assert.equal(seen.length, 1);
+  });
+
+  it('add: gives up after `retries` retries and reports the last failure', async () => {
+    script = (_req, res) => apiError(res, 500, 'INTERNAL');
+    const error = await client({ retries: 2 }).add({ topic: 'example', delay: 1 }).catch((e: unknown) => e);
+    assert.ok(error instanceof DelayQueueError);
+    assert.deepEqual([error.status, error.code, error.attempts], [500, 'INTERNAL', 3]);
+    assert.equal(seen.length, 3);
+    seen = [];
+    await client({ retries: 0 }).add({ topic: 'example', delay: 1 }).catch(() => undefined);
+    assert.equal(seen.length, 1);
+  });
+
+  it('times out a request that hangs (TIMEOUT, status 0), retries it, and succeeds when the server answers', async () => {
+    script = (req, res, n) => {
+      if (n === 1) return; // never answered
+      json(res, 201, { job: job({ id: req.body.id }) });
+    };
+    const started = Date.now();
+    await client({ timeoutMs: 300 }).add({ topic: 'example', delay: 1 });
+    assert.equal(seen.length, 2);
+    assert.ok(Date.now() - started >= 300);
+
+    seen = [];
+    script = () => undefined;
+    const error = await client({ timeoutMs: 200, retries: 1 }).add({ topic: 'example', delay: 1 }).catch((e: unknown) => e);
+    assert.ok(error instanceof DelayQueueError);
+    assert.deepEqual([error.code, error.status, error.attempts, error.retryable], ['TIMEOUT', 0, 2, true]);
+  });
+
+  it('a connection refused is NETWORK_ERROR; a page that is not the API is BAD_RESPONSE', async () => {
+    const closed = new DelayQueueClient({ baseUrl: 'http://127.0.0.1:1', token: TOKEN, retries: 1, retryDelayMs: 1 });
+    const refused = await closed.topics().catch((e: unknown) => e);
+    assert.ok(refused instanceof DelayQueueError);
+    assert.deepEqual([refused.code, refused.status, refused.attempts], ['NETWORK_ERROR', 0, 2]);
+
+    script = (_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<html>Bad Gateway</html>');
+    const bad = await client({ retries: 1 }).topics().catch((e: unknown) => e);
+    assert.ok(bad instanceof DelayQueueError);
+    assert.deepEqual([bad.code, bad.status, bad.attempts], ['BAD_RESPONSE', 502, 2]);
+  });
+
+  it('the caller’s AbortSignal stops a call and its retries', async () => {
+    script = () => undefined;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+    const error = await client({ timeoutMs: 5000 }).add({ topic: 'example', delay: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    assert.equal((error as Error).message, 'caller gave up');
+    assert.equal(seen.length, 1);
+  });
+
+  it('put, cancel and redrive are sent once, even on a 503', async () => {
+    script = (_req, res) => apiError(res, 503, 'UNAVAILABLE');
+    const c = client();
+    for (const call of [() => c.put('example', 'j1', { delay: 1 }), () => c.cancel('example', 'j1'), () => c.redrive('example')]) {
+      seen = [];
+      const error = await call().catch((e: unknown) => e);
+      assert.ok(error instanceof DelayQueueError);
+      assert.equal(error.code, 'UNAVAILABLE');
+      assert.equal(seen.length, 1);
+    }
+  });
+
+  it('get (null on NOT_FOUND), put (created or replaced), cancel, topics, dead, redrive: paths, bodies, results', async () => {
+    const stats: ClientTopicStats[] = [{ topic: 'example', delayed: 1, ready: 0, running: 0, dead: 2, nextDueAt: null }];
+    script = (req, res) => {
+      const route = `${req.method} ${req.url}`;
+      if (route === 'GET /jobs/example/a%3Ab') return json(res, 200, { job: job({ id: 'a:b' }) });
+      if (route === 'GET /jobs/example/gone') return apiError(res, 404, 'NOT_FOUND');
+      if (route === 'PUT /jobs/example/new') return json(res, 201, { job: job({ id: 'new' }) });
+      if (route === 'PUT /jobs/example/old') return json(res, 200, { job: job({ id: 'old' }) });
+      if (route === 'PUT /jobs/example/done') return apiError(res, 409, 'JOB_FINISHED', { job: job({ id: 'done', state: 'done' }) });
+      if (route === 'DELETE /jobs/example/old') return json(res, 200, { job: job({ id: 'old', state: 'cancelled' }) });
+      if (route === 'DELETE /jobs/example/done') return json(res, 409, { error: { code: 'JOB_FINISHED', message: 'no' }, job: job({ id: 'done', state: 'done' }) });
+      if (route === 'GET /topics') return json(res, 200, { topics: stats });
+      if (route === 'GET /topics/example/dead?limit=10&after=123') return json(res, 200, { jobs: [{ ...job({ state: 'dead' }), diedAt: new Date().toISOString() }], next: null });
+      if (route === 'POST /topics/example/dead/redrive') return json(res, 200, { redriven: req.body.ids?.length ?? req.body.count });
+      apiError(res, 404, 'NOT_FOUND');
+    };
+    const c = client();
+    assert.equal((await c.get('example', 'a:b'))?.id, 'a:b');
+    assert.equal(await c.get('example', 'gone'), null);
+    assert.deepEqual(await c.put('example', 'new', { delay: 1 }).then((r) => [r.created, r.job.id]), [true, 'new']);
+    assert.deepEqual(await c.put('example', 'old', { runAt: '2030-01-01T00:00:00Z', body: 2 }).then((r) => [r.created, r.job.id]), [false, 'old']);
+    assert.deepEqual(seen.at(-1)!.body, { runAt: '2030-01-01T00:00:00Z', body: 2 });
+    const finished = await c.put('example', 'done', { delay: 1 }).catch((e: unknown) => e);
+    assert.ok(finished instanceof DelayQueueError);
+    assert.deepEqual([finished.code, finished.job?.state], ['JOB_FINISHED', 'done']);
+    assert.equal((await c.cancel('example', 'old')).state, 'cancelled');
+    const notCancelled = await c.cancel('example', 'done').catch((e: unknown) => e);
+    assert.ok(notCancelled instanceof DelayQueueError);
+    assert.deepEqual([notCancelled.code, notCancelled.job?.state], ['JOB_FINISHED', 'done'], 'a 409 on cancel carries the job too');
+    assert.deepEqual(await c.topics(), stats);
+    const page = await c.dead('example', { limit: 10, after: 123 });
+    assert.deepEqual([page.jobs.length, page.next], [1, null]);
+    assert.equal(await c.redrive('example', { ids: ['x', 'y'] }), 2);
+    assert.equal(await c.redrive('example', { count: 7 }), 7);
+    assert.equal(await c.redrive('example'), 100);
+  });
+
+  it('addMany: ids made on the client, requests of at most 500, results in order; JOB_EXISTS with the same body after a retry counts as added', async () => {
+    const stored = new Map<string, unknown>();
+    let lose = true;
+    script = (req, res) => {
+      const results = (req.body.jobs as { id: string; body?: unknown; delay: number }[]).map((j) => {
+        if (j.delay < 0) return { status: 400, error: { code: 'VALIDATION_FAILED', message: 'bad', details: [{ path: 'delay', message: 'must be ≥ 0' }] } };
+        if (stored.has(j.id)) return { status: 409, error: { code: 'JOB_EXISTS', message: 'exists' }, job: job({ id: j.id, body: stored.get(j.id) }) };
+        stored.set(j.id, j.body ?? null);
+        return { status: 201, job: job({ id: j.id, body: j.body ?? null }) };
+      });
+      if (lose) {
+        lose = false;
+        return res.destroy(); // the first request's jobs were written, its answer is lost
+      }
+      json(res, 200, { results });
+    };
+    stored.set('taken', { someone: 'else' });
+    const jobs: NewJob[] = [
+      ...Array.from({ length: 600 }, (_, i) => ({ topic: 'example', delay: 1, body: { i } })),
+      { topic: 'example', delay: -1 },
+      { topic: 'example', id: 'taken', delay: 1, body: { mine: true } },
+    ];
+    const results = await client().addMany(jobs);
+    assert.equal(results.length, 602);
+    assert.deepEqual(seen.map((s) => s.body.jobs.length), [500, 500, 102], 'the first chunk twice (retried), then the rest');
+    assert.deepEqual(seen[0]!.body.jobs.map((j: { id: string }) => j.id), seen[1]!.body.jobs.map((j: { id: string }) => j.id));
+    assert.ok(results.slice(0, 600).every((r, i) => r.ok && (r.job.body as { i: number }).i === i));
+    const [invalid, taken] = results.slice(600);
+    assert.ok(invalid && !invalid.ok && invalid.error.code === 'VALIDATION_FAILED' && invalid.status === 400);
+    assert.ok(taken && !taken.ok && taken.error.code === 'JOB_EXISTS', 'a different body is still a conflict');
+  });
+});
