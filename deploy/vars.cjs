@@ -19,6 +19,10 @@ const DEFAULTS = {
   vpcEndpoints: 'true', // Lambda interface endpoint; 'false' when the VPC has one already
   secretsEndpoint: 'false', // Secrets Manager interface endpoint, for handlers that read secrets
   reservedConcurrency: 'true', // 'false' on accounts whose unreserved pool cannot spare 4
+  // 'false': only the sweeper and the fan-out may invoke functions. API functions and topic
+  // handlers then only wake a running sweeper through Redis; a job they make due while no sweeper
+  // runs waits for the per-minute tick (up to a minute late). 'true' lets them start one.
+  wakeInvokes: 'true',
   apiRateLimit: '50', // HTTP API steady requests per second
   apiBurstLimit: '100',
   latenessAlarmMs: '30000', // p99 lateness per topic over 5 minutes that raises the alarm
@@ -92,6 +96,17 @@ module.exports.partitions = async ({ resolveVariable }) => {
   return 4 * Number(p.shards);
 };
 
+/** DQ_WAKE_INVOKES of the AWS stages. */
+module.exports.wakeInvokes = async ({ resolveVariable }) => {
+  const p = await params(resolveVariable);
+  if (!['true', 'false'].includes(p.wakeInvokes)) throw new Error(`param wakeInvokes must be true or false, got ${p.wakeInvokes}`);
+  return p.wakeInvokes;
+};
+
+/** Roles of the API functions that add jobs and of the topic handlers: with invoke rights or without. */
+module.exports.apiWriterRole = async ({ resolveVariable }) => (isTrue((await params(resolveVariable)).wakeInvokes) ? 'DqApiWriterRole' : 'DqFunctionRole');
+module.exports.handlerRole = async ({ resolveVariable }) => (isTrue((await params(resolveVariable)).wakeInvokes) ? 'DqHandlerRole' : 'DqFunctionRole');
+
 /** REDIS_CLUSTER of the AWS stages. */
 module.exports.redisCluster = async ({ resolveVariable }) => (await params(resolveVariable)).cluster;
 
@@ -139,6 +154,12 @@ module.exports.resources = async ({ resolveVariable }) => {
   const R = out.Resources;
 
   if (p.lambdaSecurityGroupId) delete R.DqLambdaSecurityGroup;
+
+  // Without wake-up invokes, API functions and handlers use the plain role (no invoke rights).
+  if (!isTrue(p.wakeInvokes)) {
+    delete R.DqApiWriterRole;
+    delete R.DqHandlerRole;
+  }
 
   if (isTrue(p.vpcEndpoints) && isTrue(p.secretsEndpoint)) {
     R.DqSecretsManagerEndpoint = structuredClone(R.DqLambdaEndpoint);

@@ -21,7 +21,7 @@ function writeResponse(outcome: WriteOutcome): ApiResponse {
 }
 
 async function wakeFor(rt: Runtime, wake: boolean, runAt: string | undefined): Promise<void> {
-  if (wake && runAt) await nudgeSweeper(rt, Date.parse(runAt));
+  if (wake && runAt) await nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, Date.parse(runAt));
 }
 
 /** POST /jobs */
@@ -41,7 +41,7 @@ export async function addJobs(req: ApiRequest, rt: Runtime): Promise<ApiResponse
   const { outcomes, wake } = await rt.queue.addMany(jobs);
   if (wake) {
     const earliest = outcomes.flatMap((o) => (o.status === 'created' ? [Date.parse(o.job.runAt)] : [])).sort((a, b) => a - b)[0];
-    if (earliest !== undefined) await nudgeSweeper(rt, earliest);
+    if (earliest !== undefined) await nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, earliest);
   }
   const results = outcomes.map((o) => {
     if (o.status === 'invalid') return { status: o.error.status, ...(errorBody(o.error) as object) };
@@ -110,6 +110,6 @@ export async function redrive(req: ApiRequest, rt: Runtime): Promise<ApiResponse
   if (ids !== undefined && count !== undefined) problems.push({ path: 'count', message: 'give ids or count, not both' });
   if (problems.length) throw new HttpError(400, 'VALIDATION_FAILED', 'invalid redrive request', problems);
   const result = await rt.queue.redrive(req.params.topic ?? '', ids !== undefined ? { ids: ids as string[] } : { count: (count as number | undefined) ?? 100 });
-  if (result.wake) await nudgeSweeper(rt, 'now');
+  if (result.wake) await nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, 'now');
   return { status: 200, body: { redriven: result.redriven } };
 }

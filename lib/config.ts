@@ -152,6 +152,11 @@ export interface AppConfig {
   webhookAllowPrivate: boolean;
   /** Hosts webhooks may reach whatever they resolve to. */
   webhookAllowHosts: string[];
+  /**
+   * API functions and topic handlers may start a sweeper or a fan-out by invoking it (false:
+   * they only wake a running sweeper through Redis; with none running, the tick starts one).
+   */
+  wakeInvokes: boolean;
   /** `<service>-<stage>-`: prefix of this deployment's function names. */
   functionPrefix: string;
   /** Lambda API endpoint override (serverless-offline's invoke port); unset on AWS. */
@@ -203,6 +208,7 @@ export function loadConfig(env: Env): AppConfig {
     webhookSecret: env.WEBHOOK_SECRET ?? '',
     webhookAllowPrivate: flag(env, 'DQ_WEBHOOK_ALLOW_PRIVATE'),
     webhookAllowHosts: (env.DQ_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+    wakeInvokes: env.DQ_WAKE_INVOKES === undefined || env.DQ_WAKE_INVOKES === '' ? true : flag(env, 'DQ_WAKE_INVOKES'),
     functionPrefix: required(env, 'DQ_FUNCTION_PREFIX'),
     ...(env.DQ_LAMBDA_ENDPOINT ? { lambdaEndpoint: env.DQ_LAMBDA_ENDPOINT } : {}),
     region: env.AWS_REGION ?? 'us-east-1',

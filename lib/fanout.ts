@@ -31,8 +31,11 @@ export interface WireJob {
 const INVOKES_IN_FLIGHT = 8; // parallel Event invokes per topic: each is one HTTPS call
 const MAX_ROUNDS = 50; // claims per topic in one pass; more work comes back via the sweeper
 const MAX_PASSES = 20; // passes over every topic by one fan-out invocation
-/** How long a fan-out's mark outlives it if it dies (its function timeout). */
-export const FANOUT_MARK_MS = 30_000;
+/** Fan-out timings (ms); fault tests shorten them, as they do the sweeper's. */
+export const FANOUT = {
+  /** How long a fan-out's mark outlives it if it dies (its function timeout). */
+  markMs: 30_000,
+};
 
 export interface FanoutDeps {
   queue: DelayQueue;
@@ -50,7 +53,7 @@ const newToken = () => randomBytes(8).toString('hex');
 export async function requestFanout(deps: Pick<FanoutDeps, 'redis' | 'invoker'>): Promise<boolean> {
   const mark = sweeperKeys().fanout;
   const token = newToken();
-  if ((await runScript<number>(deps.redis, 'startFanout', [mark], [token, FANOUT_MARK_MS])) !== 1) return false;
+  if ((await runScript<number>(deps.redis, 'startFanout', [mark], [token, FANOUT.markMs])) !== 1) return false;
   try {
     await deps.invoker.invokeAsync('fanout', { token });
     return true;
@@ -88,7 +91,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     const claimed = await deps.queue.claim(topic.name, topic.batchSize * INVOKES_IN_FLIGHT);
     if (claimed.length === 0) return;
     report.claimed += claimed.length;
-    emitMetrics({ service: 'delay-queue', topic: topic.name }, {
+    emitMetrics({ topic: topic.name }, {
       claimed: { unit: 'Count', value: claimed.length },
       lateness: { unit: 'Milliseconds', value: claimed.map((j) => j.latenessMs) },
     });
@@ -155,7 +158,7 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
     await runScript(deps.redis, 'endFanout', [mark], [token]);
     if (!(await claimable(deps.queue))) return reports;
     token = newToken();
-    if ((await runScript<number>(deps.redis, 'startFanout', [mark], [token, FANOUT_MARK_MS])) !== 1) return reports;
+    if ((await runScript<number>(deps.redis, 'startFanout', [mark], [token, FANOUT.markMs])) !== 1) return reports;
   }
   if (token) await runScript(deps.redis, 'endFanout', [mark], [token]);
   return reports;

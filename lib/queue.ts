@@ -371,6 +371,14 @@ export class DelayQueue {
     return result;
   }
 
+  /** The clock every due time and deadline is on: the fixed test clock, else Redis TIME (epoch ms). */
+  async serverTime(): Promise<number> {
+    const fixed = this.clock();
+    if (fixed !== undefined) return fixed;
+    const [seconds, micros] = await this.redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
   /** moveDue for one topic in one partition (see lua/moveDue-6.lua). */
   async moveDue(topic: string, partition = 0, limit = this.config.moveLimit) {
     const t = this.topic(topic);

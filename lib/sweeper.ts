@@ -166,13 +166,13 @@ async function handOver(deps: SweeperDeps, owner: string, lease: string[], repor
 /**
  * After a job became the earliest due of its topic: wakes the running sweeper if it would look
  * too late, or starts one if none runs and the job is due within the horizon ('now': due on
- * Redis's clock now).
+ * Redis's clock now). With mayInvoke false it only wakes a running one; the tick starts the next.
  */
-export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'>, dueAt: number | 'now'): Promise<void> {
+export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'> & { mayInvoke?: boolean }, dueAt: number | 'now'): Promise<void> {
   const keys = sweeperKeys();
   try {
     const action = await runScript<number>(deps.redis, 'wakeSweeper', [keys.lease, keys.next, keys.wake, keys.wakes], [dueAt === 'now' ? '' : dueAt, SWEEPER.horizonMs, '']);
-    if (action === 2) await deps.invoker.invokeAsync('sweeper', { source: 'wake' });
+    if (action === 2 && deps.mayInvoke !== false) await deps.invoker.invokeAsync('sweeper', { source: 'wake' });
   } catch (error) {
     // the job is stored; the tick bounds its lateness to about a minute
     deps.log.warn('could not wake the sweeper', { error });

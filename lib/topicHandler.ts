@@ -32,13 +32,17 @@ const MAX_DRAIN_ROUNDS = 20; // claims of further batches by one invocation
 
 class TimeoutError extends Error {}
 
-/** Runs `fn` for one job with the TTR as a timeout, then acks or fails the attempt. */
-async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction, report: BatchReport, log: Logger): Promise<void> {
+/**
+ * Runs `fn` for one job with the TTR as a timeout, then acks or fails the attempt. `offsetMs` is
+ * the Redis clock minus this host's: deadlines are on the Redis clock, and this host's may be off.
+ */
+async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction, report: BatchReport, log: Logger, offsetMs: number): Promise<void> {
   const startedAt = Date.now();
   const ttrMs = job.deadline - job.claimedAt;
-  const endsAt = startedAt + ttrMs - SAFETY_MS - Math.max(0, startedAt - job.claimedAt);
+  const endsAt = job.deadline - offsetMs - SAFETY_MS; // on this host's clock
   const jobLog = log.child({ topic, jobId: job.id, attempt: job.attempt });
-  jobLog.info('job started', { latenessMs: startedAt - job.runAt, startLatenessMs: startedAt - job.runAt });
+  const latenessMs = startedAt + offsetMs - job.runAt;
+  jobLog.info('job started', { latenessMs, startLatenessMs: latenessMs });
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -73,7 +77,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   if (result.outcome === 'retry') {
     report.retried += 1;
     jobLog.warn('job failed; retry scheduled', { reason: message, retryAt: new Date(result.runAt).toISOString(), durationMs });
-    if (result.wake) await nudgeSweeper(rt, result.runAt);
+    if (result.wake) await nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, result.runAt);
   } else if (result.outcome === 'dead') {
     report.dead += 1;
     jobLog.error('job failed for the last time; dead-lettered', { reason: message, durationMs });
@@ -103,16 +107,19 @@ export function topicHandler(fn: JobFunction) {
       }
       let jobs = event.jobs;
       for (let round = 0; jobs.length > 0; round++) {
-        await Promise.all(jobs.map((job) => runJob(rt!, topic.name, job, fn, report, log)));
+        // one TIME per round: a host clock minutes off must not expire (or stretch) every attempt
+        const before = Date.now();
+        const offsetMs = (await rt.queue.serverTime()) - before;
+        await Promise.all(jobs.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs)));
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
           // out of time with work maybe left: hand it to the fan-out rather than to the next tick
-          if (jobs.length === topic.batchSize) await requestFanout(rt).catch((error) => log.warn('could not request a fan-out', { error }));
+          if (jobs.length === topic.batchSize && rt.config.wakeInvokes) await requestFanout(rt).catch((error) => log.warn('could not request a fan-out', { error }));
           break;
         }
         jobs = (await rt.queue.claim(topic.name, topic.batchSize)).map(toWire);
       }
-      emitMetrics({ service: 'delay-queue', topic: topic.name }, {
+      emitMetrics({ topic: topic.name }, {
         done: { unit: 'Count', value: report.done },
         retried: { unit: 'Count', value: report.retried },
         dead: { unit: 'Count', value: report.dead },

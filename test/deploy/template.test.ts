@@ -316,6 +316,21 @@ describe('network options (serverless print)', () => {
     for (const id of ['DqNatGateway', 'DqInternetGateway', 'DqPublicSubnet', 'DqPrivateDefaultRoute']) assert.equal(resources[id], undefined, id);
   });
 
+  it('with wakeInvokes=false, only the sweeper and the fan-out may invoke functions', () => {
+    const { status, config, output } = printConfig(['--stage', 'prod', '--param=wakeInvokes=false']);
+    assert.equal(status, 0, output);
+    const resources = config.resources.Resources as Record<string, Json>;
+    const invokers = Object.entries(resources)
+      .filter(([, r]) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.Policies ?? []).includes('lambda:InvokeFunction'))
+      .map(([id]) => id)
+      .sort();
+    assert.deepEqual(invokers, ['DqFanoutRole', 'DqSweeperRole']);
+    for (const name of ['addJob', 'addJobs', 'putJob', 'redrive', 'exampleHandler', 'webhookHandler']) {
+      assert.equal(config.functions[name].role, 'DqFunctionRole', name);
+    }
+    assert.equal(config.provider.environment.DQ_WAKE_INVOKES, 'false');
+  });
+
   it('refuses a VPC without its subnets', () => {
     const { status, output } = printConfig(['--stage', 'prod', '--param=vpcId=vpc-0abc']);
     assert.notEqual(status, 0);

@@ -115,6 +115,8 @@ describe('sweeper and fan-out (real redis-server)', () => {
       assert.equal(invoker.named('sweeper').length, 1);
       await nudgeSweeper({ redis: r, invoker, log }, 'now');
       assert.equal(invoker.named('sweeper').length, 2);
+      await nudgeSweeper({ redis: r, invoker, log, mayInvoke: false }, 'now');
+      assert.equal(invoker.named('sweeper').length, 2, 'without invoke rights it leaves the start to the tick');
     }));
 
   it('fan-out invokes the topic handler in batches, up to the concurrency', async () => {
