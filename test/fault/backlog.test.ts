@@ -1,0 +1,136 @@
+/**
+ * Scenario 5: a backlog of 200,000 jobs all due at the same instant while the API keeps taking
+ * new jobs. The backlog is loaded with the engine (addMany, 500 per call); the API is measured
+ * through serverless offline: sequential POST /jobs, idle first, then from the due instant on,
+ * while the sweeper moves the backlog and the fan-out and handlers start draining it. Redis's
+ * SLOWLOG (threshold 10 ms) and LATENCY monitor must stay empty.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { loadConfig } from '../../lib/config';
+import { topicKeys } from '../../lib/keys';
+import { DelayQueue } from '../../lib/queue';
+import { invokeFunction, startOffline, type OfflineProcess } from '../support/offline';
+import { startRedis, type RedisProcess } from '../support/redis';
+
+const BACKLOG = Number(process.env.FAULT_BACKLOG ?? 200_000);
+const IDLE_REQUESTS = 400;
+const WINDOW_MS = 10_000; // measured from the due instant: the sweep, then the first of the drain
+/**
+ * What the test asserts, against the idle p99. The target is 2x; on this 2-core machine the
+ * handlers draining the backlog share the CPU with the API inside one serverless-offline process,
+ * so the window's p99 is measured and reported (RELIABILITY.md), and asserted with the headroom
+ * FAULT_P99_FACTOR gives (default 2; see RELIABILITY.md for what was measured and why).
+ */
+const P99_FACTOR = Number(process.env.FAULT_P99_FACTOR ?? 2);
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+
+describe('scenario 5: 200,000 jobs due at the same instant', () => {
+  let server: RedisProcess;
+  let redis: Redis;
+  let offline: OfflineProcess;
+  before(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+    offline = await startOffline({ redisUrl: server.url });
+  });
+  after(async () => {
+    await offline?.stop();
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  async function post(seq: number): Promise<number> {
+    const started = performance.now();
+    const res = await fetch(`${offline.baseUrl}/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${offline.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ topic: 'example', id: `api-${seq}`, delay: 3600, body: { seq } }),
+    });
+    await res.arrayBuffer();
+    assert.equal(res.status, 201);
+    return performance.now() - started;
+  }
+
+  it('keeps the API p99 within the bound and every Redis command under 10 ms', async (t) => {
+    let seq = 0;
+    for (let i = 0; i < 50; i++) await post(++seq); // warm the addJob worker
+    const idle: number[] = [];
+    for (let i = 0; i < IDLE_REQUESTS; i++) idle.push(await post(++seq));
+    idle.sort((a, b) => a - b);
+
+    const config = loadConfig({ DQ_CONFIG: JSON.stringify({ topics: { example: { handler: 'exampleHandler', batchSize: 10, concurrency: 10 }, webhook: { kind: 'webhook', handler: 'webhookHandler' } } }), REDIS_URL: server.url, API_TOKEN: 'x', WEBHOOK_SECRET: 'x', DQ_FUNCTION_PREFIX: 'x' });
+    const queue = new DelayQueue(redis, config.queue);
+    const dueAt = Date.now() + 20_000;
+    const loadStarted = Date.now();
+    const body = { order: 'x'.repeat(180) };
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < BACKLOG) {
+          const from = next;
+          next += 500;
+          const jobs = Array.from({ length: Math.min(500, BACKLOG - from) }, (_, i) => ({ topic: 'example', id: `b-${from + i}`, runAt: dueAt, body }));
+          const { outcomes } = await queue.addMany(jobs);
+          assert.ok(outcomes.every((o) => o.status === 'created'));
+        }
+      }),
+    );
+    const loadMs = Date.now() - loadStarted;
+    assert.ok(Date.now() < dueAt - 2000, `loading took ${loadMs} ms: the backlog must be in place before it falls due`);
+    const delayed = topicKeys(0, 'example').delayed;
+    assert.equal(await redis.zcount(delayed, dueAt, dueAt), BACKLOG);
+
+    await redis.config('SET', 'slowlog-log-slower-than', '10000');
+    await redis.config('SET', 'latency-monitor-threshold', '10');
+    await redis.slowlog('RESET');
+    await redis.call('LATENCY', 'RESET');
+    // an add that made an earlier job the head would wake the sweeper; the engine does not, so do it
+    await invokeFunction(offline.lambdaUrl, 'sweeper', { source: 'wake' }, 'Event');
+
+    while (Date.now() < dueAt - 500) await sleep(50);
+    const during: { at: number; ms: number }[] = [];
+    let movedAt = 0;
+    const watcher = (async () => {
+      while (!movedAt && Date.now() < dueAt + WINDOW_MS) {
+        if ((await redis.zcount(delayed, dueAt, dueAt)) === 0) movedAt = Date.now();
+        else await sleep(20);
+      }
+    })();
+    while (Date.now() < dueAt + WINDOW_MS) {
+      const at = Date.now();
+      const ms = await post(++seq);
+      if (at >= dueAt) during.push({ at, ms });
+    }
+    await watcher;
+
+    const slow = (await redis.slowlog('GET', 128)) as [number, number, number, string[]][];
+    const latency = (await redis.call('LATENCY', 'LATEST')) as unknown[];
+    const info = await redis.info('commandstats');
+    const moveCalls = /cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1];
+    const all = during.map((d) => d.ms).sort((a, b) => a - b);
+    const sweep = during.filter((d) => movedAt && d.at <= movedAt).map((d) => d.ms).sort((a, b) => a - b);
+    const done = Number(await redis.zcard(topicKeys(0, 'example').done));
+    const figures = {
+      backlog: BACKLOG,
+      loadMs,
+      idle: { n: idle.length, p50: +pct(idle, 50).toFixed(1), p99: +pct(idle, 99).toFixed(1), max: +idle.at(-1)!.toFixed(1) },
+      sweepMs: movedAt ? movedAt - dueAt : null,
+      duringSweep: sweep.length ? { n: sweep.length, p50: +pct(sweep, 50).toFixed(1), p99: +pct(sweep, 99).toFixed(1), max: +sweep.at(-1)!.toFixed(1) } : null,
+      window: { ms: WINDOW_MS, n: all.length, p50: +pct(all, 50).toFixed(1), p99: +pct(all, 99).toFixed(1), max: +all.at(-1)!.toFixed(1) },
+      jobsDoneInWindow: done,
+      slowlog: slow.map(([, , micros, args]) => ({ micros, command: args.slice(0, 2).join(' ') })),
+      latencyLatest: latency,
+      evalshaCalls: moveCalls,
+    };
+    process.stdout.write(`FAULT-RESULT ${JSON.stringify({ scenario: '5 backlog', ...figures })}\n`);
+    t.diagnostic(JSON.stringify(figures));
+    assert.ok(movedAt > 0, `the backlog was not moved within ${WINDOW_MS} ms`);
+    assert.deepEqual(figures.slowlog, [], 'no Redis command took 10 ms or more');
+    assert.deepEqual(latency, [], 'LATENCY LATEST is empty at a 10 ms threshold');
+    assert.ok(pct(all, 99) <= P99_FACTOR * pct(idle, 99), `API p99 ${pct(all, 99).toFixed(1)} ms while the backlog drains, over ${P99_FACTOR}x the idle p99 ${pct(idle, 99).toFixed(1)} ms`);
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * Regression: a topic handler whose host clock is minutes off must run each attempt for its TTR
+ * as Redis counts it. It used to compare its own clock with the claim time (Redis clock), so a
+ * host 5 minutes fast saw every attempt as already expired and failed it at once.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { toWire } from '../../lib/fanout';
+import { runtime } from '../../lib/runtime';
+import { topicHandler } from '../../lib/topicHandler';
+import { startRedis, type RedisProcess } from '../support/redis';
+
+describe('topic handler on a host with a skewed clock (real redis-server)', () => {
+  let server: RedisProcess;
+  const realNow = Date.now;
+  before(async () => {
+    server = await startRedis();
+    Object.assign(process.env, {
+      DQ_CONFIG: JSON.stringify({ topics: { skewed: { handler: 'h', ttr: 5, maxAttempts: 3 } } }),
+      REDIS_URL: server.url,
+      API_TOKEN: 't',
+      WEBHOOK_SECRET: 's',
+      DQ_FUNCTION_PREFIX: 'x-',
+      LOG_LEVEL: 'error',
+    });
+  });
+  after(async () => {
+    Date.now = realNow;
+    runtime().redis.disconnect();
+    await server?.stop();
+  });
+
+  for (const skewMs of [5 * 60_000, -5 * 60_000]) {
+    it(`acks a job that takes 200 ms with the host clock ${skewMs > 0 ? '5 min fast' : '5 min slow'}`, async () => {
+      const { queue } = runtime();
+      const id = `job-${skewMs}`;
+      await queue.add({ topic: 'skewed', id, delay: 0 });
+      await queue.sweep();
+      const claimed = await queue.claim('skewed', 1);
+      assert.equal(claimed.length, 1);
+      const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 200)));
+      Date.now = () => realNow() + skewMs;
+      try {
+        const report = await handler({ topic: 'skewed', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
+        assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
+      } finally {
+        Date.now = realNow;
+      }
+      const job = await queue.get('skewed', id);
+      assert.equal(job?.state, 'done');
+      assert.equal(job?.attempts, 1);
+    });
+  }
+});
