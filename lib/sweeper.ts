@@ -96,7 +96,17 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const hold = (nextAt: number | null, clearWake: boolean) =>
     runScript<number>(redis, 'holdLease', lease, [owner, SWEEPER.leaseMs, nextAt ?? '', clearWake ? '1' : '0']);
 
-  if ((await hold(null, true)) < 0) return { ...report, outcome: 'busy' };
+  // Started while Redis is down (a tick, a hand-over, a wake-up): keep trying while time is left.
+  for (;;) {
+    try {
+      if ((await hold(null, true)) < 0) return { ...report, outcome: 'busy' };
+      break;
+    } catch (error) {
+      if (deps.remainingMs() < SWEEPER.reserveMs + SWEEPER.errorPauseMs) throw error;
+      log.error('could not take the lease; retrying', { error });
+      await pause(SWEEPER.errorPauseMs);
+    }
+  }
   const waker = new Waker(redis, keys.wake);
   let wakes = 0; // the wake counter seen before the latest sweep
   try {

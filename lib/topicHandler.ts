@@ -13,6 +13,8 @@ export interface JobContext {
   signal: AbortSignal;
   /** Milliseconds this attempt may still run. */
   timeLeftMs(): number;
+  /** Epoch ms on the Redis clock: this host's clock corrected by its measured offset. */
+  now(): number;
   log: Logger;
 }
 
@@ -53,7 +55,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   });
   let failure: unknown;
   try {
-    await Promise.race([fn(job, { topic, signal: controller.signal, timeLeftMs: () => Math.max(0, endsAt - Date.now()), log: jobLog }), timeout]);
+    await Promise.race([fn(job, { topic, signal: controller.signal, timeLeftMs: () => Math.max(0, endsAt - Date.now()), now: () => Date.now() + offsetMs, log: jobLog }), timeout]);
   } catch (error) {
     failure = error;
   } finally {

@@ -3,7 +3,7 @@ import { topicHandler } from '../../lib/topicHandler';
 import { deliverWebhook } from '../../lib/webhook';
 
 /** The built-in webhook topic handler: POSTs each job's body to its url, signed; 2xx is success. */
-export const handler = topicHandler(async (job, { topic, signal, timeLeftMs }) => {
+export const handler = topicHandler(async (job, { topic, signal, timeLeftMs, now }) => {
   const { config } = runtime();
   await deliverWebhook({ ...job, topic }, {
     secret: config.webhookSecret,
@@ -11,5 +11,6 @@ export const handler = topicHandler(async (job, { topic, signal, timeLeftMs }) =
     allowHosts: config.webhookAllowHosts,
     signal,
     timeoutMs: timeLeftMs(),
+    now, // signatures carry the Redis clock's time: a host with a skewed clock still passes receivers' checks
   });
 });

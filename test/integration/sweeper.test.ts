@@ -8,7 +8,8 @@ import { createLogger } from '../../lib/log';
 import { runScript } from '../../lib/scripts';
 import { nudgeSweeper, runSweeper, SWEEPER } from '../../lib/sweeper';
 import { makeQueue, uniqueTopic } from '../support/queue';
-import { useRedisServer } from '../support/redis';
+import { createRedis } from '../../lib/redis';
+import { freePort, startRedis, useRedisServer } from '../support/redis';
 
 /** Records invokes instead of calling the Lambda API; fails them while `failing` is set. */
 class RecordingInvoker implements Invoker {
@@ -188,4 +189,25 @@ describe('sweeper and fan-out (real redis-server)', () => {
       assert.equal(await r.exists(k.lease), 0);
       assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', now, '0']), -1, 'not the owner any more');
     }));
+
+  it('a sweeper started while Redis is down keeps trying, and takes its lease once Redis is back', async () => {
+    const port = await freePort();
+    const r = createRedis({ url: `redis://127.0.0.1:${port}`, cluster: false });
+    r.on('error', () => undefined);
+    const topic = uniqueTopic();
+    const queue = makeQueue(r, { [topic]: { handler: 'h' } });
+    const before = lines.length;
+    const running = runSweeper({ queue, redis: r, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const redisLater = await startRedis({ port });
+    try {
+      const report = await running;
+      assert.equal(report.outcome, 'idle');
+      assert.equal(report.sweeps, 1);
+      assert.ok(lines.slice(before).some((l) => l.includes('could not take the lease; retrying')), 'it retried while Redis was down');
+    } finally {
+      r.disconnect();
+      await redisLater.stop();
+    }
+  });
 });
