@@ -2,7 +2,7 @@ import { HttpError } from './errors';
 import { errorBody, type ApiRequest, type ApiResponse } from './http';
 import type { Job, WriteOutcome } from './queue';
 import type { Runtime } from './runtime';
-import { nudgeSweeper } from './sweeper';
+import { wakeSweeper } from './sweeper';
 
 /** The routes of the HTTP API; each takes a parsed request and returns status and body. */
 
@@ -21,7 +21,7 @@ function writeResponse(outcome: WriteOutcome): ApiResponse {
 }
 
 async function wakeFor(rt: Runtime, wake: boolean, runAt: string | undefined): Promise<void> {
-  if (wake && runAt) await nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, Date.parse(runAt));
+  if (wake && runAt) await wakeSweeper(rt, Date.parse(runAt));
 }
 
 /** POST /jobs */
@@ -41,7 +41,7 @@ export async function addJobs(req: ApiRequest, rt: Runtime): Promise<ApiResponse
   const { outcomes, wake } = await rt.queue.addMany(jobs);
   if (wake) {
     const earliest = outcomes.flatMap((o) => (o.status === 'created' ? [Date.parse(o.job.runAt)] : [])).sort((a, b) => a - b)[0];
-    if (earliest !== undefined) await nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, earliest);
+    if (earliest !== undefined) await wakeSweeper(rt, earliest);
   }
   const results = outcomes.map((o) => {
     if (o.status === 'invalid') return { status: o.error.status, ...(errorBody(o.error) as object) };
@@ -67,16 +67,10 @@ export async function putJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse>
   return writeResponse(outcome);
 }
 
-/** DELETE /jobs/{topic}/{id}; a 409 carries the job like every other 409. */
+/** DELETE /jobs/{topic}/{id} */
 export async function deleteJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
-  try {
-    return { status: 200, body: { job: await rt.queue.cancel(topic, id) } };
-  } catch (error) {
-    const job = error instanceof HttpError && error.status === 409 ? (error.details as { job?: Job } | undefined)?.job : undefined;
-    if (!job) throw error;
-    return { status: 409, body: errorBody(new HttpError(409, (error as HttpError).code, (error as HttpError).message), { job }) };
-  }
+  return { status: 200, body: { job: await rt.queue.cancel(topic, id) } };
 }
 
 /** GET /topics */
@@ -110,6 +104,6 @@ export async function redrive(req: ApiRequest, rt: Runtime): Promise<ApiResponse
   if (ids !== undefined && count !== undefined) problems.push({ path: 'count', message: 'give ids or count, not both' });
   if (problems.length) throw new HttpError(400, 'VALIDATION_FAILED', 'invalid redrive request', problems);
   const result = await rt.queue.redrive(req.params.topic ?? '', ids !== undefined ? { ids: ids as string[] } : { count: (count as number | undefined) ?? 100 });
-  if (result.wake) await nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, 'now');
+  if (result.wake) await wakeSweeper(rt, 'now');
   return { status: 200, body: { redriven: result.redriven } };
 }

@@ -39,8 +39,15 @@ export function authorized(header: string | undefined, token: string): boolean {
   return timingSafeEqual(digest(match?.[1] ?? ''), digest(token)) && match !== null;
 }
 
-/** The JSON error body for an HttpError. */
+/**
+ * The JSON error body for an HttpError. A refusal about an existing job (its details hold only
+ * `{ job }`) carries that job at the top level, as every 409 does.
+ */
 export function errorBody(error: HttpError, extra: Record<string, unknown> = {}): unknown {
+  const details = error.details as { job?: unknown } | undefined;
+  if (details && typeof details === 'object' && Object.keys(details).length === 1 && details.job !== undefined) {
+    return { error: { code: error.code, message: error.message }, job: details.job, ...extra };
+  }
   return { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) }, ...extra };
 }
 

@@ -3,6 +3,7 @@ import { Cluster, type Redis } from 'ioredis';
 import { requestFanout } from './fanout';
 import { sweeperKeys } from './keys';
 import type { Invoker } from './lambda';
+import type { AppConfig } from './config';
 import { emitMetrics, type Logger } from './log';
 import type { DelayQueue, SweepResult } from './queue';
 import { runScript } from './scripts';
@@ -187,4 +188,9 @@ export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' |
     // the job is stored; the tick bounds its lateness to about a minute
     deps.log.warn('could not wake the sweeper', { error });
   }
+}
+
+/** nudgeSweeper under this deployment's policy: it may start a sweeper only when wakeInvokes is on. */
+export function wakeSweeper(rt: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'> & { config: Pick<AppConfig, 'wakeInvokes'> }, dueAt: number | 'now'): Promise<void> {
+  return nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, dueAt);
 }

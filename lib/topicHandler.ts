@@ -4,7 +4,7 @@ import { requestFanout, toWire, type HandlerEvent, type WireJob } from './fanout
 import { emitMetrics, takeColdStart, type Logger } from './log';
 import type { FailOutcome } from './queue';
 import { runtime, type Runtime } from './runtime';
-import { nudgeSweeper } from './sweeper';
+import { wakeSweeper } from './sweeper';
 
 /** What the user's function gets besides the job. */
 export interface JobContext {
@@ -79,7 +79,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   if (result.outcome === 'retry') {
     report.retried += 1;
     jobLog.warn('job failed; retry scheduled', { reason: message, retryAt: new Date(result.runAt).toISOString(), durationMs });
-    if (result.wake) await nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, result.runAt);
+    if (result.wake) await wakeSweeper(rt, result.runAt);
   } else if (result.outcome === 'dead') {
     report.dead += 1;
     jobLog.error('job failed for the last time; dead-lettered', { reason: message, durationMs });

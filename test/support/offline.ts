@@ -14,13 +14,10 @@
  * and watcher are per instance, starts run in parallel, no lock is needed, and the project's own
  * `.esbuild/` is never touched. Source edits still reach every instance through the symlinks;
  * serverless.yml is read once, at start.
- *
- * serverless-esbuild refuses to start when a handler file named in serverless.yml is missing
- * ("Compilation failed for function alias ..."): see missingHandlers().
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -66,16 +63,6 @@ export interface OfflineProcess {
   logs(): string;
   /** Stops the process group (SIGTERM, SIGKILL after 5 s), waits for it, removes the instance folder. */
   stop(): Promise<void>;
-}
-
-/** Handler files serverless.yml names that do not exist (serverless-esbuild will not start then). */
-export function missingHandlers(root = PROJECT_ROOT): string[] {
-  const yml = readFileSync(join(root, 'serverless.yml'), 'utf8');
-  const handlers = [...yml.matchAll(/^\s*handler:\s*['"]?([^\s'"#]+\/[^\s'"#]+)/gm)].map((m) => m[1]!);
-  return handlers
-    .map((handler) => handler.slice(0, handler.lastIndexOf('.')))
-    .filter((file) => !['.ts', '.js', '.mjs', '.cjs', '/index.ts', '/index.js'].some((ext) => existsSync(join(root, file + ext))))
-    .map((file) => `${file}.ts`);
 }
 
 /** Output kept in memory, the oldest chunks dropped beyond `max` bytes. */
