@@ -5,13 +5,14 @@
  * make the invoke API unreachable), a webhook receiver that records every delivery, and a
  * ledger of accepted jobs checked against the deliveries.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildSync } from 'esbuild';
+import { exited, killOnExit } from '../../../scripts/support/process';
 
 export const FAULT_PREFIX = 'dq-fault-';
 export const FAULT_SECRET = 'fault-webhook-secret';
@@ -37,10 +38,7 @@ export function hostBundle(): string {
   return bundle;
 }
 
-/** Every host process started and not yet reaped: SIGKILLed if the test process exits. */
-const live = new Set<ChildProcess>();
 process.once('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
   if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
 });
 
@@ -54,6 +52,8 @@ export interface Host {
   output(): string;
 }
 
+const HOST_START_MS = 60_000; // a bundle loads in ~100 ms; with both cores busy, seconds
+
 /** Starts a host serving `functions`, with `env` on top of the Lambdas' environment. */
 export async function startHost(functions: string[], env: Record<string, string>, options: { skewMs?: number } = {}): Promise<Host> {
   const args = [...(options.skewMs ? ['--import', join(ROOT, 'test', 'fault', 'support', 'skew.mjs')] : []), hostBundle()];
@@ -61,56 +61,93 @@ export async function startHost(functions: string[], env: Record<string, string>
   delete childEnv.NODE_TEST_CONTEXT;
   delete childEnv.NODE_OPTIONS;
   const child = spawn(process.execPath, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(child);
-  let out = '';
-  let exited = false;
-  const exit = new Promise<void>((done) => child.once('exit', () => ((exited = true), live.delete(child), done())));
-  const port = await new Promise<number>((resolvePort, reject) => {
-    const timer = setTimeout(() => reject(new Error(`host did not start: ${out}`)), 15_000);
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /READY (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolvePort(Number(m[1]));
-      }
-    });
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    void exit.then(() => reject(new Error(`host exited at start: ${out}`)));
-  });
-  return {
-    pid: child.pid!,
-    port,
-    alive: () => !exited,
-    async kill(signal = 'SIGKILL') {
-      if (!exited) child.kill(signal);
-      await exit;
-    },
-    output: () => out.slice(-20_000),
+  killOnExit(child);
+  const exit = exited(child);
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
+    if (alive()) child.kill(signal);
+    await exit;
   };
+  let out = '';
+  try {
+    const port = await new Promise<number>((resolvePort, reject) => {
+      const timer = setTimeout(() => reject(new Error(`host did not start within ${HOST_START_MS / 1000} s: ${out}`)), HOST_START_MS);
+      child.stdout!.on('data', (c: Buffer) => {
+        out += c.toString();
+        const m = /READY (\d+)/.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolvePort(Number(m[1]));
+        }
+      });
+      child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+      void exit.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`host exited at start: ${out}`));
+      });
+    });
+    return { pid: child.pid!, port, alive, kill, output: () => out.slice(-20_000) };
+  } catch (error) {
+    await kill(); // a host that failed to start is not left behind
+    throw error;
+  }
 }
 
-/** A function's current host; replaced by `restart()` after a kill, as Lambda starts a new instance. */
+/**
+ * A function's current host; replaced by `restart()` after a kill, as Lambda starts a new
+ * instance. Starts, restarts and stop are serialized (a restart asked for while another is under
+ * way waits for it, then kills the host that one started), and every host the slot ever started
+ * is remembered, so `stop()` leaves none alive, whatever overlapped.
+ */
 export class HostSlot {
   host: Host | undefined;
   restarts = 0;
+  private readonly started = new Set<Host>();
+  private last: Promise<unknown> = Promise.resolve();
   constructor(
     readonly functions: string[],
     private readonly env: Record<string, string>,
     private readonly options: { skewMs?: number } = {},
   ) {}
-  async start(): Promise<Host> {
-    this.host = await startHost(this.functions, this.env, this.options);
-    return this.host;
+
+  /** Runs `step` once every earlier start, restart or stop of this slot has settled. */
+  private serial<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.last.then(step, step);
+    this.last = run.catch(() => undefined);
+    return run;
   }
+
+  private async launch(): Promise<Host> {
+    const host = await startHost(this.functions, this.env, this.options);
+    this.started.add(host);
+    this.host = host;
+    return host;
+  }
+
+  start(): Promise<Host> {
+    return this.serial(() => this.launch());
+  }
+
   /** SIGKILL, then a fresh process. */
-  async restart(): Promise<Host> {
-    await this.host?.kill('SIGKILL');
-    this.restarts += 1;
-    return this.start();
+  restart(): Promise<Host> {
+    return this.serial(async () => {
+      await this.host?.kill('SIGKILL');
+      this.restarts += 1;
+      return this.launch();
+    });
   }
-  async stop(): Promise<void> {
-    await this.host?.kill('SIGKILL');
+
+  /** SIGKILLs every host this slot started and waits until each has exited. */
+  stop(): Promise<void> {
+    return this.serial(async () => {
+      await Promise.all([...this.started].map((h) => h.kill('SIGKILL')));
+      this.started.clear();
+    });
+  }
+
+  /** How many hosts of this slot are alive (none after stop()). */
+  alive(): number {
+    return [...this.started].filter((h) => h.alive()).length;
   }
 }
 
@@ -292,15 +329,7 @@ export function report(t: Tally): void {
   process.stdout.write(`FAULT-RESULT ${JSON.stringify(t)}\n`);
 }
 
-/** Polls `check` until it returns true or `timeoutMs` passes; returns whether it did. */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<boolean> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > end) return false;
-    await sleep(everyMs);
-  }
-}
+export { until } from '../../../scripts/support/process';
 
 /** The queue configuration of the fault tests: the webhook topic with a short TTR, many attempts. */
 export function faultQueueConfig(overrides: Record<string, unknown> = {}): string {

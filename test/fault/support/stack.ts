@@ -95,12 +95,13 @@ export class Stack {
     return [this.sweeper, this.fanout, this.handler].map((s) => `--- ${s.functions.join(',')}\n${s.host?.output() ?? ''}`).join('\n');
   }
 
+  /** Stops everything it started, each part whatever happened to the others. */
   async stop(): Promise<void> {
     if (this.ticker) clearInterval(this.ticker);
-    await Promise.all([this.sweeper?.stop(), this.fanout?.stop(), this.handler?.stop()]);
-    await this.router.close();
-    await this.recorder.close();
+    const results = await Promise.allSettled([this.sweeper?.stop(), this.fanout?.stop(), this.handler?.stop(), this.router.close(), this.recorder.close()]);
     this.redis?.disconnect();
     await this.redisServer?.stop();
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 }

@@ -1,0 +1,126 @@
+/**
+ * Process helpers shared by `npm run dev` (scripts/dev.ts), the end-to-end harness
+ * (test/support/offline.ts, test/support/redis.ts) and the fault harness (test/fault/support):
+ * free ports, polling, and stopping a child or its whole process group with a grace period.
+ * Every child is stopped by its PID or process group, never by name.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** How long a stopped child gets between SIGTERM and SIGKILL. */
+export const STOP_GRACE_MS = 5_000;
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free TCP port on 127.0.0.1 (and, with `bus`, port + 10000 free too, for a Redis cluster bus). */
+export async function freePort(bus = false): Promise<number> {
+  for (let tries = 0; tries < 50; tries++) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    if (!bus) return port;
+    if (port + 10000 <= 65535 && (await portFree(port + 10000))) return port;
+  }
+  throw new Error('no free port pair found');
+}
+
+/**
+ * Calls `check` every `everyMs` until it returns true (resolves true) or `timeoutMs` has passed
+ * (resolves false). A check that throws counts as false.
+ */
+export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await Promise.resolve().then(check).catch(() => false)) return true;
+    if (Date.now() > end) return false;
+    await sleep(everyMs);
+  }
+}
+
+/** True when process group `pgid` has no process left (zombies aside). */
+export function groupGone(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** Sends `signal` to process group `pgid`; a group that is already gone is fine. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {}
+}
+
+/** Resolves when `child` has exited (at once if it already has). */
+export function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/**
+ * Stops a child: `signal` (SIGTERM by default) to it, or to its whole process group when it was
+ * spawned `detached`; SIGKILL after `graceMs`; resolves when it has exited. For a group, whatever
+ * is left of it once the leader is gone (an esbuild service, say) gets SIGKILL too. Does not wait
+ * for the group to vanish: its exited members stay zombies until init reaps them.
+ */
+export async function stopChild(child: ChildProcess, options: { group?: boolean; graceMs?: number; signal?: NodeJS.Signals } = {}): Promise<void> {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  const { group = false, graceMs = STOP_GRACE_MS, signal = 'SIGTERM' } = options;
+  const send = (s: NodeJS.Signals) => {
+    if (group) signalGroup(pid, s);
+    else {
+      try {
+        process.kill(pid, s);
+      } catch {}
+    }
+  };
+  const done = exited(child);
+  send(signal);
+  const timer = setTimeout(() => send('SIGKILL'), graceMs);
+  await done;
+  clearTimeout(timer);
+  if (group) signalGroup(pid, 'SIGKILL');
+}
+
+const tracked = new Map<ChildProcess, { group: boolean }>();
+let hooked = false;
+
+/**
+ * Remembers a child until it exits, so that it is SIGKILLed (with its group, when `group`) if
+ * this process exits first. A last resort: callers stop their children themselves.
+ */
+export function killOnExit(child: ChildProcess, group = false): void {
+  tracked.set(child, { group });
+  child.once('exit', () => {
+    if (!group) tracked.delete(child);
+  });
+  if (hooked) return;
+  hooked = true;
+  process.once('exit', () => {
+    for (const [c, { group: g }] of tracked) {
+      if (g && c.pid !== undefined) signalGroup(c.pid, 'SIGKILL');
+      else if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    }
+  });
+}
+
+/** Forgets a child given to killOnExit (its group was stopped). */
+export function forget(child: ChildProcess): void {
+  tracked.delete(child);
+}
