@@ -24,6 +24,7 @@ const result = spawnSync(
   [
     '--import', 'tsx',
     '--import', './test/support/lua-loader.mjs',
+    '--import', './test/support/no-keepalive.mjs',
     '--test',
     '--test-reporter', process.env.TEST_REPORTER ?? 'spec',
     '--test-concurrency', process.env.TEST_CONCURRENCY ?? '2',

@@ -5,7 +5,7 @@
  * a click and sees it finish. Screenshots (desktop and phone) go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -31,6 +31,13 @@ describe('the dashboard in headless Chromium', () => {
   const problems: string[] = [];
 
   before(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `the browser test needs Chromium at ${CHROMIUM} (or set CHROMIUM_PATH). Install it:\n` +
+          '    Debian/Ubuntu: sudo apt-get install -y chromium\n' +
+          '    macOS:         brew install --cask chromium, then CHROMIUM_PATH=/Applications/Chromium.app/Contents/MacOS/Chromium',
+      );
+    }
     profile = mkdtempSync(join(tmpdir(), 'dq-chromium-'));
     [redisServer, receiver] = await Promise.all([startRedis(), startReceiver(SECRET)]);
     const launching = chromium.launchPersistentContext(profile, {

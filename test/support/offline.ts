@@ -21,7 +21,7 @@ import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort } from './redis';
+import { forget, freePort, killOnExit, stopChild } from '../../scripts/support/process';
 
 /** The project root (this file is test/support/offline.ts). */
 export const PROJECT_ROOT = resolve(__dirname, '..', '..');
@@ -33,7 +33,6 @@ const CONFIG_FILES = ['serverless.yml', 'serverless.yaml', 'serverless.json', 's
 /** Top-level entries not linked into an instance folder: build output, state, data, VCS. */
 const NOT_LINKED = new Set(['.esbuild', '.serverless', '.build', '.data', '.git', ...CONFIG_FILES]);
 const MAX_LOG_BYTES = 5 * 1024 * 1024;
-const STOP_GRACE_MS = 5_000;
 
 export interface OfflineOptions {
   redisUrl: string;
@@ -78,31 +77,6 @@ class LogBuffer {
   text(): string {
     return Buffer.concat(this.chunks).toString('utf8');
   }
-}
-
-/** The process groups started here and not stopped yet: killed if the test process exits. */
-const live = new Set<number>();
-process.once('exit', () => {
-  for (const pgid of live) {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {}
-  }
-});
-
-function groupGone(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
-}
-
-function killGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {}
 }
 
 /** A temporary service folder: a copy of the config, symlinks to everything else. */
@@ -175,7 +149,7 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
     throw error;
   }
   const pgid = child.pid!;
-  live.add(pgid);
+  killOnExit(child, true);
   for (const stream of [child.stdout!, child.stderr!]) {
     stream.on('data', (chunk: Buffer) => {
       logs.push(chunk);
@@ -184,12 +158,9 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
   }
   let alive = true;
   let exitStatus = '';
-  const exited = new Promise<void>((done) => {
-    child.once('exit', (code, signal) => {
-      alive = false;
-      exitStatus = signal ?? `code ${code}`;
-      done();
-    });
+  child.once('exit', (code, signal) => {
+    alive = false;
+    exitStatus = signal ?? `code ${code}`;
   });
   // 'exit' can come before the pipes are drained; 'close' after: wait for it when stopping.
   const closed = new Promise<void>((done) => child.once('close', () => done()));
@@ -197,18 +168,9 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopped ??= (async () => {
-      if (alive || !groupGone(pgid)) {
-        killGroup(pgid, 'SIGTERM');
-        const timer = setTimeout(() => killGroup(pgid, 'SIGKILL'), STOP_GRACE_MS);
-        await exited;
-        clearTimeout(timer);
-        // The leader is gone: whatever is left of its group (the esbuild service) goes too. Do
-        // not wait for the group to vanish: its exited helpers stay zombies until init reaps
-        // them, which on some machines (Firecracker VMs) takes about 2 s.
-        killGroup(pgid, 'SIGKILL');
-      }
+      await stopChild(child, { group: true }); // the whole group: offline and its esbuild service
       await Promise.race([closed, sleep(1_000, undefined, { ref: false })]);
-      live.delete(pgid);
+      forget(child);
       removeServiceDir(serviceDir);
     })());
 

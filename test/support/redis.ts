@@ -4,36 +4,15 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
+import { freePort } from '../../scripts/support/process';
 
-/** A free TCP port on 127.0.0.1 (and, with `bus`, port + 10000 free too, for the cluster bus). */
-export async function freePort(bus = false): Promise<number> {
-  for (let tries = 0; tries < 50; tries++) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as { port: number };
-        server.close(() => resolve(port));
-      });
-    });
-    if (!bus) return port;
-    if (port + 10000 > 65535) continue;
-    const busFree = await new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port + 10000, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-    if (busFree) return port;
-  }
-  throw new Error('no free port pair found');
-}
+export { freePort } from '../../scripts/support/process';
 
 export interface RedisProcess {
   port: number;
@@ -44,10 +23,12 @@ export interface RedisProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+class RedisStartError extends Error {}
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
-    if (await check().catch(() => false)) return;
+    if (await check().catch((error) => (error instanceof RedisStartError ? Promise.reject(error) : false))) return;
     await sleep(50);
   }
   throw new Error(`timed out waiting for ${what}`);
@@ -69,31 +50,56 @@ async function ping(port: number): Promise<boolean> {
  * (`--save '' --appendonly no`). `dir` reuses a data folder (for restart tests).
  */
 export async function startRedis(options: { args?: string[]; dir?: string; port?: number } = {}): Promise<RedisProcess> {
-  const port = options.port ?? (await freePort());
+  // A port found free can be taken before redis-server binds it: then try another (3 times)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisOnce(options, options.port ?? (await freePort()));
+    } catch (error) {
+      if (options.port !== undefined || attempt >= 3 || !(error instanceof RedisStartError)) throw error;
+    }
+  }
+}
+
+async function startRedisOnce(options: { args?: string[]; dir?: string }, port: number): Promise<RedisProcess> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'dq-redis-'));
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...(options.args ?? [])];
   const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  const spawnError = new Promise<never>((_, reject) => child.once('error', (error) => reject(missingRedis(error))));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let alive = true;
   void exited.then(() => (alive = false));
-  await waitFor(async () => {
-    if (!alive) throw new Error(`redis-server exited at start (args: ${args.join(' ')})`);
-    return ping(port);
-  }, `redis-server on port ${port}`);
-  return {
-    port,
-    pid: child.pid!,
-    url: `redis://127.0.0.1:${port}`,
-    dir,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      if (!alive) return;
-      process.kill(child.pid!, signal);
-      const timer = setTimeout(() => alive && process.kill(child.pid!, 'SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-      if (!options.dir) rmSync(dir, { recursive: true, force: true });
-    },
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (!alive || child.pid === undefined) return;
+    process.kill(child.pid!, signal);
+    const timer = setTimeout(() => alive && process.kill(child.pid!, 'SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+    if (!options.dir) rmSync(dir, { recursive: true, force: true });
   };
+  try {
+    await Promise.race([
+      spawnError,
+      waitFor(async () => {
+        if (!alive) throw new RedisStartError(`redis-server exited at start (args: ${args.join(' ')})`);
+        return ping(port);
+      }, `redis-server on port ${port}`),
+    ]);
+  } catch (error) {
+    await stop('SIGKILL');
+    if (!options.dir) rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return { port, pid: child.pid!, url: `redis://127.0.0.1:${port}`, dir, stop };
+}
+
+/** The error for a missing redis-server: what to install, not a stack trace. */
+function missingRedis(error: Error): Error {
+  if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return error;
+  return new Error(
+    'redis-server is not installed (the integration, e2e and fault tests start their own). Install it:\n' +
+      '    Debian/Ubuntu: sudo apt-get install -y redis-server\n' +
+      '    macOS:         brew install redis',
+  );
 }
 
 export interface RedisClusterProcess {

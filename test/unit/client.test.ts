@@ -86,12 +86,10 @@ describe('DelayQueueClient', () => {
       if (n === 2) return apiError(res, 500, 'INTERNAL');
       json(res, 201, { job: job({ id: req.body.id }) });
     };
-    const started = Date.now();
     const added = await client().add({ topic: 'example', id: 'order-1', delay: 5 });
     assert.equal(seen.length, 3);
     assert.deepEqual(seen.map((s) => s.body.id), ['order-1', 'order-1', 'order-1']);
     assert.equal(added.id, 'order-1');
-    assert.ok(Date.now() - started < 2000);
   });
 
   it('add: waits Retry-After seconds on a 503 before the retry', async () => {
@@ -103,7 +101,7 @@ describe('DelayQueueClient', () => {
     await client().add({ topic: 'example', delay: 1 });
     const waited = Date.now() - started;
     assert.equal(seen.length, 2);
-    assert.ok(waited >= 950 && waited < 3000, `waited ${waited} ms`);
+    assert.ok(waited >= 950, `waited ${waited} ms`); // at least Retry-After; no upper bound: a busy machine stretches any wait
   });
 
   it('add: an answer lost after the write, then JOB_EXISTS with the same body, is a success', async () => {
