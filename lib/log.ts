@@ -56,10 +56,14 @@ export function setMetricsService(name: string): void {
   metricsService = name;
 }
 
+/** CloudWatch EMF: a metric's list of values holds at most 100 entries; a longer one drops the line. */
+export const EMF_MAX_VALUES = 100;
+
 /**
- * Writes one CloudWatch EMF line: each metric is a number or a list of values (CloudWatch keeps
+ * Writes CloudWatch EMF lines: each metric is a number or a list of values (CloudWatch keeps
  * the distribution, so p50/p99 come out of it). Namespace DelayQueue; dimensions `service` plus
- * the given ones.
+ * the given ones. A list longer than EMF_MAX_VALUES is split over several lines (all with the
+ * same dimensions); scalars go on the first line only, so sums stay right.
  */
 export function emitMetrics(extraDimensions: Record<string, string>, metrics: Record<string, { unit: Unit; value: number | number[] }>, write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): void {
   const dimensions = { service: metricsService, ...extraDimensions };
@@ -67,16 +71,30 @@ export function emitMetrics(extraDimensions: Record<string, string>, metrics: Re
     const v = metrics[name]!.value;
     return Array.isArray(v) ? v.length > 0 : true;
   });
-  if (names.length === 0) return;
-  const values = Object.fromEntries(names.map((n) => [n, metrics[n]!.value]));
-  write(
-    JSON.stringify({
-      _aws: {
-        Timestamp: Date.now(),
-        CloudWatchMetrics: [{ Namespace: 'DelayQueue', Dimensions: [Object.keys(dimensions)], Metrics: names.map((n) => ({ Name: n, Unit: metrics[n]!.unit })) }],
-      },
-      ...dimensions,
-      ...values,
-    }),
-  );
+  const longest = Math.max(0, ...names.map((n) => {
+    const v = metrics[n]!.value;
+    return Array.isArray(v) ? v.length : 1;
+  }));
+  for (let line = 0; line * EMF_MAX_VALUES < longest; line++) {
+    const values: Record<string, number | number[]> = {};
+    for (const name of names) {
+      const v = metrics[name]!.value;
+      if (!Array.isArray(v)) {
+        if (line === 0) values[name] = v;
+      } else if (line * EMF_MAX_VALUES < v.length) {
+        values[name] = v.slice(line * EMF_MAX_VALUES, (line + 1) * EMF_MAX_VALUES);
+      }
+    }
+    const present = Object.keys(values);
+    write(
+      JSON.stringify({
+        _aws: {
+          Timestamp: Date.now(),
+          CloudWatchMetrics: [{ Namespace: 'DelayQueue', Dimensions: [Object.keys(dimensions)], Metrics: present.map((n) => ({ Name: n, Unit: metrics[n]!.unit })) }],
+        },
+        ...dimensions,
+        ...values,
+      }),
+    );
+  }
 }
