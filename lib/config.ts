@@ -1,4 +1,5 @@
 import { parseBackoff } from './backoff';
+import { MAX_ATTEMPTS, TTR_SECONDS } from './limits';
 
 /** A topic as the engine uses it: every default resolved. */
 export interface TopicConfig {
@@ -112,9 +113,9 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
     if (kind !== 'function' && kind !== 'webhook') throw new Error(`${where}.kind must be "function" or "webhook"`);
     topics.set(name, {
       name,
-      maxAttempts: integer(t.maxAttempts ?? DEFAULTS.topic.maxAttempts, `${where}.maxAttempts`, 1, 1000),
+      maxAttempts: integer(t.maxAttempts ?? DEFAULTS.topic.maxAttempts, `${where}.maxAttempts`, MAX_ATTEMPTS.min, MAX_ATTEMPTS.max),
       backoff: backoff.spec,
-      ttrMs: seconds(t.ttr ?? DEFAULTS.topic.ttr, `${where}.ttr`, 0.1, 86_400),
+      ttrMs: seconds(t.ttr ?? DEFAULTS.topic.ttr, `${where}.ttr`, TTR_SECONDS.min, TTR_SECONDS.max),
       batchSize: integer(t.batchSize ?? DEFAULTS.topic.batchSize, `${where}.batchSize`, 1, 100),
       concurrency: integer(t.concurrency ?? DEFAULTS.topic.concurrency, `${where}.concurrency`, 1, 10_000),
       kind,

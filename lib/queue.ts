@@ -4,7 +4,8 @@ import type { QueueConfig, TopicConfig } from './config';
 import { HttpError, Refusal, refusalError } from './errors';
 import { partitionOf, topicKeys } from './keys';
 import { queueScript, registerScripts, runScript } from './scripts';
-import { checkJobRef, requireTopic, validateChange, validateJob, type NewJob } from './validation';
+import { DEAD_PAGE, REDRIVE_COUNT } from './limits';
+import { checkBatchSize, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type NewJob } from './validation';
 
 export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
 const STATES: Record<number, JobState> = { 1: 'delayed', 2: 'ready', 3: 'running', 4: 'done', 5: 'dead', 6: 'cancelled' };
@@ -109,7 +110,6 @@ export interface QueueOptions {
 type View = [string, number, number, number, number, number | null, number | null, string | null, string | null, string | null, number, number | null, string];
 
 const ADD_CHUNK = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
-const MAX_BATCH = 500;
 const RELEASE_CHUNK = 500;
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -140,8 +140,7 @@ export class DelayQueue {
   }
 
   private topic(name: string): TopicConfig {
-    requireTopic(this.config, name);
-    return this.config.topics.get(name)!;
+    return requireTopic(this.config, name);
   }
 
   private keysOf(topic: string, id: string) {
@@ -252,11 +251,9 @@ export class DelayQueue {
     return { ...outcomes[0]!, wake };
   }
 
-  /** Adds up to 500 jobs in one go; one outcome per input, in order (invalid ones included). */
+  /** Adds up to BATCH_JOBS.max jobs in one go; one outcome per input, in order (invalid ones included). */
   async addMany(inputs: unknown[]): Promise<{ outcomes: AddOutcome[] } & Wake> {
-    if (inputs.length > MAX_BATCH) {
-      throw new HttpError(400, 'VALIDATION_FAILED', `a batch holds at most ${MAX_BATCH} jobs`, [{ path: 'jobs', message: `must hold 1 to ${MAX_BATCH} jobs` }]);
-    }
+    checkBatchSize(inputs.length);
     const outcomes: AddOutcome[] = new Array(inputs.length);
     const valid: NewJob[] = [];
     const validIndex: number[] = [];
@@ -281,12 +278,7 @@ export class DelayQueue {
    * cancelled job is created anew. `finished` when it is running, done or dead.
    */
   async put(topic: string, id: string, input: unknown): Promise<WriteOutcome & Wake> {
-    checkJobRef(topic, id);
-    const fields = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
-    if (fields && ((fields.topic !== undefined && fields.topic !== topic) || (fields.id !== undefined && fields.id !== id))) {
-      throw new HttpError(400, 'VALIDATION_FAILED', 'topic and id in the body must match the path', [{ path: 'id', message: 'must match the path' }]);
-    }
-    const job = validateJob(fields ? { ...fields, topic, id } : input, this.config, this.clientNow());
+    const job = validatePut(topic, id, input, this.config, this.clientNow());
     const { outcomes, wake } = await this.write([job], 'put');
     return { ...outcomes[0]!, wake };
   }
@@ -507,7 +499,7 @@ export class DelayQueue {
       }
       for (const [p, ids] of byPartition) await run(p, [ids.length, ...ids]);
     } else {
-      let left = options.count ?? 100;
+      let left = options.count ?? REDRIVE_COUNT.default;
       for (let p = 0; p < this.config.partitions && left > 0; p++) {
         const before = redriven;
         await run(p, [left]);
@@ -547,12 +539,12 @@ export class DelayQueue {
   }
 
   /**
-   * Dead jobs of a topic, oldest first, at most `limit` (≤ 100), after the cursor `after` (the
+   * Dead jobs of a topic, oldest first, at most `limit` (DEAD_PAGE, clamped into it), after the cursor `after` (the
    * `diedAt` epoch ms of the last job of the previous page). `next` is the cursor for the next page.
    */
   async listDead(topic: string, options: { limit?: number; after?: number } = {}): Promise<{ jobs: DeadJob[]; next: number | null }> {
     this.topic(topic);
-    const limit = Math.min(100, Math.max(1, options.limit ?? 50));
+    const limit = Math.min(DEAD_PAGE.max, Math.max(DEAD_PAGE.min, options.limit ?? DEAD_PAGE.default));
     const pages = await Promise.all(
       Array.from({ length: this.config.partitions }, (_, p) => {
         const k = topicKeys(p, topic);

@@ -1,8 +1,15 @@
+/**
+ * All request validation: a job, a change to one, a put's path, a batch, a redrive, a page of
+ * dead jobs. Each reports every problem at once as an HttpError (400 VALIDATION_FAILED with each
+ * field and what is wrong, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE) and returns the input
+ * normalised for the engine, which checks nothing itself. Limits come from lib/limits.ts.
+ */
 import { randomBytes } from 'node:crypto';
 import { ladderLength, parseBackoff } from './backoff';
-import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig } from './config';
+import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from './config';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
+import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
 
 /** A job that passed validation, ready for the add script. */
 export interface NewJob {
@@ -26,10 +33,7 @@ export interface JobChange {
 }
 
 const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url'];
-const EARLIEST_RUN_AT = Date.UTC(2000, 0, 1); // below this, runAt was almost surely given in seconds
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
-const MAX_URL_LENGTH = 2048;
-const MAX_TTR_S = 86_400;
 
 /** A fresh id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
 export function generateId(): string {
@@ -38,6 +42,14 @@ export function generateId(): string {
 
 function problem(problems: FieldProblem[], path: string, message: string): void {
   problems.push({ path, message });
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isIntegerIn(value: unknown, range: Range): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= range.min && value <= range.max;
 }
 
 /** The JSON text of a body, or undefined when it is not a JSON value. */
@@ -57,6 +69,39 @@ function isCalendarDate(text: string): boolean {
   return date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
 }
 
+function parseDelay(d: unknown, config: QueueConfig, problems: FieldProblem[]): NewJob['when'] | undefined {
+  if (typeof d !== 'number' || !Number.isFinite(d) || d < 0 || d * 1000 > config.maxDelayMs) {
+    problem(problems, 'delay', `must be a number of seconds from 0 to ${config.maxDelayMs / 1000}`);
+    return undefined;
+  }
+  return { kind: 'd', ms: Math.round(d * 1000) };
+}
+
+function parseRunAt(r: unknown, config: QueueConfig, problems: FieldProblem[], clientNow: number): NewJob['when'] | undefined {
+  let ms: number;
+  if (typeof r === 'number') {
+    if (!Number.isInteger(r)) {
+      problem(problems, 'runAt', 'must be an integer of epoch milliseconds or an ISO-8601 time');
+      return undefined;
+    }
+    ms = r;
+  } else if (typeof r === 'string' && ISO_8601.test(r) && isCalendarDate(r) && !Number.isNaN(Date.parse(r))) {
+    ms = Date.parse(r);
+  } else {
+    problem(problems, 'runAt', 'must be epoch milliseconds or an ISO-8601 time with a zone, like 2030-01-02T03:04:05Z');
+    return undefined;
+  }
+  if (ms < EARLIEST_RUN_AT_MS) {
+    problem(problems, 'runAt', 'is before the year 2000: runAt is in milliseconds, not seconds');
+    return undefined;
+  }
+  if (ms - clientNow > config.maxDelayMs) {
+    problem(problems, 'runAt', `is more than ${config.maxDelayMs / 1000} seconds ahead`);
+    return undefined;
+  }
+  return { kind: 'a', ms };
+}
+
 function parseWhen(job: Record<string, unknown>, config: QueueConfig, problems: FieldProblem[], required: boolean, clientNow: number): NewJob['when'] | undefined {
   const hasDelay = job.delay !== undefined;
   const hasRunAt = job.runAt !== undefined;
@@ -64,46 +109,15 @@ function parseWhen(job: Record<string, unknown>, config: QueueConfig, problems: 
     problem(problems, 'delay', 'give either delay or runAt, not both');
     return undefined;
   }
-  if (hasDelay) {
-    const d = job.delay;
-    if (typeof d !== 'number' || !Number.isFinite(d) || d < 0 || d * 1000 > config.maxDelayMs) {
-      problem(problems, 'delay', `must be a number of seconds from 0 to ${config.maxDelayMs / 1000}`);
-      return undefined;
-    }
-    return { kind: 'd', ms: Math.round(d * 1000) };
-  }
-  if (hasRunAt) {
-    const r = job.runAt;
-    let ms: number;
-    if (typeof r === 'number') {
-      if (!Number.isInteger(r)) {
-        problem(problems, 'runAt', 'must be an integer of epoch milliseconds or an ISO-8601 time');
-        return undefined;
-      }
-      ms = r;
-    } else if (typeof r === 'string' && ISO_8601.test(r) && isCalendarDate(r) && !Number.isNaN(Date.parse(r))) {
-      ms = Date.parse(r);
-    } else {
-      problem(problems, 'runAt', 'must be epoch milliseconds or an ISO-8601 time with a zone, like 2030-01-02T03:04:05Z');
-      return undefined;
-    }
-    if (ms < EARLIEST_RUN_AT) {
-      problem(problems, 'runAt', 'is before the year 2000: runAt is in milliseconds, not seconds');
-      return undefined;
-    }
-    if (ms - clientNow > config.maxDelayMs) {
-      problem(problems, 'runAt', `is more than ${config.maxDelayMs / 1000} seconds ahead`);
-      return undefined;
-    }
-    return { kind: 'a', ms };
-  }
+  if (hasDelay) return parseDelay(job.delay, config, problems);
+  if (hasRunAt) return parseRunAt(job.runAt, config, problems, clientNow);
   if (required) problem(problems, 'delay', 'give delay (seconds from now) or runAt (a time)');
   return undefined;
 }
 
 function checkUrl(value: unknown, problems: FieldProblem[]): string | undefined {
-  if (typeof value !== 'string' || value.length > MAX_URL_LENGTH) {
-    problem(problems, 'url', `must be an http(s) URL of at most ${MAX_URL_LENGTH} characters`);
+  if (typeof value !== 'string' || value.length > URL_MAX_LENGTH) {
+    problem(problems, 'url', `must be an http(s) URL of at most ${URL_MAX_LENGTH} characters`);
     return undefined;
   }
   let url: URL;
@@ -132,19 +146,65 @@ function checkTopic(value: unknown, problems: FieldProblem[]): string | undefine
   return value;
 }
 
-/** Throws the 400/413 for the problems found, if any. */
+function checkId(value: unknown, problems: FieldProblem[]): string | undefined {
+  if (value === undefined) return generateId();
+  if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
+    problem(problems, 'id', `must match ${ID_PATTERN.source}`);
+    return undefined;
+  }
+  return value;
+}
+
+/** A job's own retry options (backoff, maxAttempts, ttr): those it sets, checked. */
+function checkOptions(job: Record<string, unknown>, config: QueueConfig, problems: FieldProblem[]): Pick<NewJob, 'backoff' | 'maxAttempts' | 'ttrMs'> {
+  let backoff: string | undefined;
+  if (job.backoff !== undefined) {
+    const parsed = parseBackoff(job.backoff, 'backoff', config.maxDelayMs);
+    problems.push(...parsed.problems);
+    backoff = parsed.spec;
+  }
+  let maxAttempts: number | undefined;
+  if (job.maxAttempts !== undefined) {
+    if (!isIntegerIn(job.maxAttempts, MAX_ATTEMPTS)) problem(problems, 'maxAttempts', `must be an integer from ${MAX_ATTEMPTS.min} to ${MAX_ATTEMPTS.max}`);
+    else maxAttempts = job.maxAttempts;
+  } else if (backoff) {
+    // A ladder names every retry: the first attempt plus one per step, unless said otherwise.
+    const steps = ladderLength(backoff);
+    if (steps !== undefined) maxAttempts = Math.min(MAX_ATTEMPTS.max, steps + 1);
+  }
+  let ttrMs: number | undefined;
+  if (job.ttr !== undefined) {
+    const t = job.ttr;
+    if (typeof t !== 'number' || !Number.isFinite(t) || t < TTR_SECONDS.min || t > TTR_SECONDS.max) {
+      problem(problems, 'ttr', `must be a number of seconds from ${TTR_SECONDS.min} to ${TTR_SECONDS.max}`);
+    } else ttrMs = Math.round(t * 1000);
+  }
+  return { ...(maxAttempts !== undefined ? { maxAttempts } : {}), ...(ttrMs !== undefined ? { ttrMs } : {}), ...(backoff !== undefined ? { backoff } : {}) };
+}
+
+/** Throws the 400 for the problems found, if any. */
 function throwProblems(problems: FieldProblem[]): void {
   if (problems.length > 0) {
     throw new HttpError(400, 'VALIDATION_FAILED', `the job has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
   }
 }
 
-/** Throws 400 UNKNOWN_TOPIC unless `topic` is configured. */
-export function requireTopic(config: QueueConfig, topic: string): void {
-  if (!config.topics.has(topic)) {
+/** Throws 413 PAYLOAD_TOO_LARGE when a body's JSON text is over the limit. */
+function checkBodySize(body: string, config: QueueConfig, details: boolean): void {
+  const bytes = Buffer.byteLength(body);
+  if (bytes <= config.maxBodyBytes) return;
+  const message = `the body is ${bytes} bytes; the limit is ${config.maxBodyBytes}`;
+  throw new HttpError(413, 'PAYLOAD_TOO_LARGE', message, details ? [{ path: 'body', message: `must be at most ${config.maxBodyBytes} bytes of JSON` }] : undefined);
+}
+
+/** The configured topic `topic`; throws 400 UNKNOWN_TOPIC unless there is one. */
+export function requireTopic(config: QueueConfig, topic: string): TopicConfig {
+  const t = config.topics.get(topic);
+  if (!t) {
     const known = [...config.topics.keys()];
     throw new HttpError(400, 'UNKNOWN_TOPIC', `topic ${JSON.stringify(topic)} is not configured (configured: ${known.join(', ')})`);
   }
+  return t;
 }
 
 /** Throws 400 VALIDATION_FAILED unless topic and id could name a job. */
@@ -161,76 +221,56 @@ export function checkJobRef(topic: string, id: string): void {
  * 400 UNKNOWN_TOPIC, or 413 PAYLOAD_TOO_LARGE. `clientNow` only bounds how far ahead runAt may be.
  */
 export function validateJob(input: unknown, config: QueueConfig, clientNow = Date.now()): NewJob {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+  if (!isObject(input)) {
     throw new HttpError(400, 'VALIDATION_FAILED', 'the job must be a JSON object', [{ path: '', message: 'must be an object' }]);
   }
-  const job = input as Record<string, unknown>;
+  const job = input;
   const problems: FieldProblem[] = [];
   for (const key of Object.keys(job)) {
     if (!JOB_FIELDS.includes(key)) problem(problems, key, `is not a job field (fields: ${JOB_FIELDS.join(', ')})`);
   }
   const topic = checkTopic(job.topic, problems);
-  let id: string | undefined;
-  if (job.id === undefined) id = generateId();
-  else if (typeof job.id !== 'string' || !ID_PATTERN.test(job.id)) problem(problems, 'id', `must match ${ID_PATTERN.source}`);
-  else id = job.id;
-
+  const id = checkId(job.id, problems);
   const when = parseWhen(job, config, problems, true, clientNow);
-  const topicConfig = topic ? config.topics.get(topic) : undefined;
-
-  let backoff: string | undefined;
-  if (job.backoff !== undefined) {
-    const parsed = parseBackoff(job.backoff, 'backoff', config.maxDelayMs);
-    problems.push(...parsed.problems);
-    backoff = parsed.spec;
-  }
-  let maxAttempts: number | undefined;
-  if (job.maxAttempts !== undefined) {
-    const m = job.maxAttempts;
-    if (typeof m !== 'number' || !Number.isInteger(m) || m < 1 || m > 1000) problem(problems, 'maxAttempts', 'must be an integer from 1 to 1000');
-    else maxAttempts = m;
-  } else if (backoff) {
-    // A ladder names every retry: the first attempt plus one per step, unless said otherwise.
-    const steps = ladderLength(backoff);
-    if (steps !== undefined) maxAttempts = Math.min(1000, steps + 1);
-  }
-  let ttrMs: number | undefined;
-  if (job.ttr !== undefined) {
-    const t = job.ttr;
-    if (typeof t !== 'number' || !Number.isFinite(t) || t < 0.1 || t > MAX_TTR_S) problem(problems, 'ttr', `must be a number of seconds from 0.1 to ${MAX_TTR_S}`);
-    else ttrMs = Math.round(t * 1000);
-  }
+  const options = checkOptions(job, config, problems);
   let url: string | undefined;
   if (job.url !== undefined) url = checkUrl(job.url, problems);
-  else if (topicConfig?.kind === 'webhook') problem(problems, 'url', 'is required for a webhook topic');
-
+  else if (topic && config.topics.get(topic)?.kind === 'webhook') problem(problems, 'url', 'is required for a webhook topic');
   const body = bodyText(job.body);
   if (body === undefined) problem(problems, 'body', 'must be a JSON value');
   throwProblems(problems);
   requireTopic(config, topic!);
-  const bytes = Buffer.byteLength(body!);
-  if (bytes > config.maxBodyBytes) {
-    throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `the body is ${bytes} bytes; the limit is ${config.maxBodyBytes}`, [{ path: 'body', message: `must be at most ${config.maxBodyBytes} bytes of JSON` }]);
-  }
+  checkBodySize(body!, config, true);
   return {
     topic: topic!,
     id: id!,
     partition: partitionOf(topic!, id!, config.partitions),
     when: when!,
     body: body!,
-    ...(maxAttempts !== undefined ? { maxAttempts } : {}),
-    ...(ttrMs !== undefined ? { ttrMs } : {}),
-    ...(backoff !== undefined ? { backoff } : {}),
+    ...options,
     ...(url !== undefined ? { url } : {}),
   };
 }
 
+/**
+ * Validates a put of job topic/id: the path must name a job, and topic and id in the body, if
+ * given, must match it. Then as validateJob.
+ */
+export function validatePut(topic: string, id: string, input: unknown, config: QueueConfig, clientNow = Date.now()): NewJob {
+  checkJobRef(topic, id);
+  const fields = isObject(input) ? input : undefined;
+  if (fields && ((fields.topic !== undefined && fields.topic !== topic) || (fields.id !== undefined && fields.id !== id))) {
+    throw new HttpError(400, 'VALIDATION_FAILED', 'topic and id in the body must match the path', [{ path: 'id', message: 'must match the path' }]);
+  }
+  return validateJob(fields ? { ...fields, topic, id } : input, config, clientNow);
+}
+
 /** Validates a change to a pending job: `{ delay | runAt, body }`, at least one of them. */
 export function validateChange(input: unknown, config: QueueConfig, clientNow = Date.now()): JobChange {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+  if (!isObject(input)) {
     throw new HttpError(400, 'VALIDATION_FAILED', 'the change must be a JSON object', [{ path: '', message: 'must be an object' }]);
   }
-  const change = input as Record<string, unknown>;
+  const change = input;
   const problems: FieldProblem[] = [];
   for (const key of Object.keys(change)) {
     if (!['delay', 'runAt', 'body'].includes(key)) problem(problems, key, 'is not a field of a change (fields: delay, runAt, body)');
@@ -243,8 +283,59 @@ export function validateChange(input: unknown, config: QueueConfig, clientNow = 
   }
   if (!when && body === undefined && problems.length === 0) problem(problems, 'delay', 'give delay, runAt or body to change');
   throwProblems(problems);
-  if (body !== undefined && Buffer.byteLength(body) > config.maxBodyBytes) {
-    throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `the body is ${Buffer.byteLength(body)} bytes; the limit is ${config.maxBodyBytes}`);
-  }
+  if (body !== undefined) checkBodySize(body, config, false);
   return { ...(when ? { when } : {}), ...(body !== undefined ? { body } : {}) };
+}
+
+/** Throws 400 VALIDATION_FAILED when a batch holds more jobs than one may. */
+export function checkBatchSize(count: number): void {
+  if (count > BATCH_JOBS.max) {
+    throw new HttpError(400, 'VALIDATION_FAILED', `a batch holds at most ${BATCH_JOBS.max} jobs`, [{ path: 'jobs', message: `must hold ${BATCH_JOBS.min} to ${BATCH_JOBS.max} jobs` }]);
+  }
+}
+
+/** Validates a POST /jobs/batch body `{ jobs: [...] }` and returns its jobs, each still to validate. */
+export function validateBatch(body: unknown): unknown[] {
+  const jobs = isObject(body) ? body.jobs : undefined;
+  if (!Array.isArray(jobs) || jobs.length < BATCH_JOBS.min) {
+    const range = `${BATCH_JOBS.min} to ${BATCH_JOBS.max}`;
+    throw new HttpError(400, 'VALIDATION_FAILED', `send { "jobs": [ ... ] } with ${range} jobs`, [{ path: 'jobs', message: `must be a list of ${range} jobs` }]);
+  }
+  checkBatchSize(jobs.length);
+  return jobs;
+}
+
+/** Which dead jobs to redrive: the given ids, or the `count` oldest. */
+export type RedriveRequest = { ids: string[] } | { count: number };
+
+/** Validates a redrive body `{ ids: [...] }` or `{ count: n }`; no body (undefined) redrives the default count of oldest. */
+export function validateRedrive(body: unknown): RedriveRequest {
+  if (body === undefined) return { count: REDRIVE_COUNT.default };
+  if (!isObject(body)) throw new HttpError(400, 'VALIDATION_FAILED', 'send { "ids": [...] } or { "count": n }', [{ path: '', message: 'must be an object' }]);
+  const { ids, count, ...rest } = body;
+  const problems: FieldProblem[] = Object.keys(rest).map((k) => ({ path: k, message: 'is not a field (fields: ids, count)' }));
+  const validIds = Array.isArray(ids) && ids.length >= REDRIVE_IDS.min && ids.length <= REDRIVE_IDS.max && ids.every((i) => typeof i === 'string');
+  if (ids !== undefined && !validIds) problem(problems, 'ids', `must be a list of ${REDRIVE_IDS.min} to ${REDRIVE_IDS.max} job ids`);
+  if (count !== undefined && !isIntegerIn(count, REDRIVE_COUNT)) problem(problems, 'count', `must be an integer from ${REDRIVE_COUNT.min} to ${REDRIVE_COUNT.max}`);
+  if (ids !== undefined && count !== undefined) problem(problems, 'count', 'give ids or count, not both');
+  if (problems.length) throw new HttpError(400, 'VALIDATION_FAILED', 'invalid redrive request', problems);
+  return ids !== undefined ? { ids: ids as string[] } : { count: (count as number | undefined) ?? REDRIVE_COUNT.default };
+}
+
+/** An optional integer query parameter in `range`; throws 400 VALIDATION_FAILED when it is not one. */
+function intParam(value: string | undefined, name: string, range: Range): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!isIntegerIn(n, range)) {
+    const allowed = `an integer from ${range.min} to ${range.max}`;
+    throw new HttpError(400, 'VALIDATION_FAILED', `${name} must be ${allowed}`, [{ path: name, message: `must be ${allowed}` }]);
+  }
+  return n;
+}
+
+/** Validates the query of a page of dead jobs: `limit` (jobs per page) and `after` (the previous page's cursor), both optional. */
+export function validateDeadPage(query: Record<string, string | undefined>): { limit?: number; after?: number } {
+  const limit = intParam(query.limit, 'limit', DEAD_PAGE);
+  const after = intParam(query.after, 'after', { min: 0, max: Number.MAX_SAFE_INTEGER });
+  return { ...(limit !== undefined ? { limit } : {}), ...(after !== undefined ? { after } : {}) };
 }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/config';
 import { HttpError } from '../../lib/errors';
-import { validateChange, validateJob } from '../../lib/validation';
+import { BATCH_JOBS, DEAD_PAGE, REDRIVE_COUNT, REDRIVE_IDS } from '../../lib/limits';
+import { requireTopic, validateBatch, validateChange, validateDeadPage, validateJob, validatePut, validateRedrive } from '../../lib/validation';
 
 const config = resolveQueueConfig({ topics: { orders: {}, hooks: { kind: 'webhook' } }, maxBodyBytes: 100 });
 const NOW = Date.UTC(2030, 0, 1);
@@ -102,5 +103,69 @@ describe('job validation', () => {
     assert.throws(() => validateChange({}, config, NOW), /invalid field/);
     assert.throws(() => validateChange({ topic: 'x', delay: 1 }, config, NOW), /invalid field/);
     assert.throws(() => validateChange({ body: 'x'.repeat(200) }, config, NOW), (e: unknown) => e instanceof HttpError && e.status === 413);
+  });
+});
+
+/** The status, code and detail paths of the HttpError `fn` throws. */
+function refused(fn: () => unknown): { status: number; code: string; message: string; paths: string[] } {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof HttpError);
+    const details = (error.details ?? []) as { path: string }[];
+    return { status: error.status, code: error.code, message: error.message, paths: details.map((d) => d.path) };
+  }
+  assert.fail('expected a refusal');
+}
+
+describe('request validation', () => {
+  it('requireTopic returns the topic\'s configuration, or 400 UNKNOWN_TOPIC', () => {
+    assert.equal(requireTopic(config, 'orders').name, 'orders');
+    assert.equal(refused(() => requireTopic(config, 'nope')).code, 'UNKNOWN_TOPIC');
+  });
+
+  it('a put: the path names the job, and topic and id in the body must match it', () => {
+    assert.deepEqual(validatePut('orders', 'p-1', { delay: 1 }, config, NOW), { topic: 'orders', id: 'p-1', partition: 0, when: { kind: 'd', ms: 1000 }, body: 'null' });
+    assert.equal(validatePut('orders', 'p-1', { topic: 'orders', id: 'p-1', delay: 1 }, config, NOW).id, 'p-1');
+    assert.deepEqual(refused(() => validatePut('orders', 'p-1', { id: 'other', delay: 1 }, config, NOW)).paths, ['id']);
+    assert.deepEqual(refused(() => validatePut('orders', 'bad id', { delay: 1 }, config, NOW)).paths, ['id']);
+    assert.equal(refused(() => validatePut('orders', 'p-1', [], config, NOW)).code, 'VALIDATION_FAILED');
+  });
+
+  it(`a batch holds ${BATCH_JOBS.min} to ${BATCH_JOBS.max} jobs`, () => {
+    const jobs = Array.from({ length: BATCH_JOBS.max }, () => ({}));
+    assert.equal(validateBatch({ jobs }), jobs);
+    for (const body of [{}, { jobs: [] }, { jobs: {} }, [], null]) {
+      assert.deepEqual(refused(() => validateBatch(body)), { status: 400, code: 'VALIDATION_FAILED', message: 'send { "jobs": [ ... ] } with 1 to 500 jobs', paths: ['jobs'] });
+    }
+    assert.equal(refused(() => validateBatch({ jobs: [...jobs, {}] })).message, `a batch holds at most ${BATCH_JOBS.max} jobs`);
+  });
+
+  it('a redrive: ids or count, within their limits, and no body means the default count', () => {
+    assert.deepEqual(validateRedrive(undefined), { count: REDRIVE_COUNT.default });
+    assert.deepEqual(validateRedrive({}), { count: REDRIVE_COUNT.default });
+    assert.deepEqual(validateRedrive({ count: REDRIVE_COUNT.max }), { count: REDRIVE_COUNT.max });
+    assert.deepEqual(validateRedrive({ ids: ['a', 'b'] }), { ids: ['a', 'b'] });
+    assert.deepEqual(refused(() => validateRedrive({ count: REDRIVE_COUNT.max + 1 })).paths, ['count']);
+    assert.deepEqual(refused(() => validateRedrive({ count: 1.5 })).paths, ['count']);
+    assert.deepEqual(refused(() => validateRedrive({ ids: Array.from({ length: REDRIVE_IDS.max + 1 }, (_, i) => `j${i}`) })).paths, ['ids']);
+    assert.deepEqual(refused(() => validateRedrive({ ids: [], extra: 1 })).paths, ['extra', 'ids']);
+    assert.deepEqual(refused(() => validateRedrive({ ids: ['a'], count: 1 })).paths, ['count']);
+    assert.deepEqual(refused(() => validateRedrive(null)).paths, ['']);
+  });
+
+  it('a page of dead jobs: limit and after, each optional', () => {
+    assert.deepEqual(validateDeadPage({}), {});
+    assert.deepEqual(validateDeadPage({ limit: '', after: '' }), {});
+    assert.deepEqual(validateDeadPage({ limit: String(DEAD_PAGE.max), after: '0' }), { limit: DEAD_PAGE.max, after: 0 });
+    assert.deepEqual(refused(() => validateDeadPage({ limit: String(DEAD_PAGE.max + 1) })), {
+      status: 400,
+      code: 'VALIDATION_FAILED',
+      message: `limit must be an integer from ${DEAD_PAGE.min} to ${DEAD_PAGE.max}`,
+      paths: ['limit'],
+    });
+    assert.deepEqual(refused(() => validateDeadPage({ limit: '0' })).paths, ['limit']);
+    assert.deepEqual(refused(() => validateDeadPage({ after: '-1' })).paths, ['after']);
+    assert.deepEqual(refused(() => validateDeadPage({ after: 'x' })).paths, ['after']);
   });
 });

@@ -1,0 +1,36 @@
+/**
+ * Every limit of the API, defined once. Validation, the routes, their error messages and the
+ * configuration read them from here; openapi.yaml repeats them (it cannot import TypeScript) and
+ * test/unit/limits.test.ts checks that it does.
+ */
+
+/** An inclusive range of allowed values, with the default where the caller may leave it out. */
+export interface Range {
+  readonly min: number;
+  readonly max: number;
+  readonly default?: number;
+}
+
+/** Jobs in one POST /jobs/batch (and one addMany call). */
+export const BATCH_JOBS = { min: 1, max: 500 } as const satisfies Range;
+
+/** Ids in one redrive request. */
+export const REDRIVE_IDS = { min: 1, max: 500 } as const satisfies Range;
+
+/** Oldest dead jobs one redrive by count moves back; the default also serves a redrive without a body. */
+export const REDRIVE_COUNT = { min: 1, max: 1000, default: 100 } as const satisfies Range;
+
+/** Dead jobs per page of GET /topics/{topic}/dead. */
+export const DEAD_PAGE = { min: 1, max: 100, default: 50 } as const satisfies Range;
+
+/** Time-to-run of one attempt in seconds, of a job and of a topic. */
+export const TTR_SECONDS = { min: 0.1, max: 86_400 } as const satisfies Range;
+
+/** Attempts of one job, of a job and of a topic. */
+export const MAX_ATTEMPTS = { min: 1, max: 1000 } as const satisfies Range;
+
+/** Longest webhook url, in characters. */
+export const URL_MAX_LENGTH = 2048;
+
+/** Earliest runAt accepted, epoch ms (2000-01-01): below this, runAt was almost surely given in seconds. */
+export const EARLIEST_RUN_AT_MS = Date.UTC(2000, 0, 1);

@@ -1,0 +1,78 @@
+/**
+ * openapi.yaml cannot import lib/limits.ts, so it repeats each limit: this checks every number
+ * it states against the constant, and its example error messages against what validation says.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../lib/config';
+import { HttpError } from '../../lib/errors';
+import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/limits';
+import { checkJobRef, validateBatch, validateJob } from '../../lib/validation';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const spec = parse(readFileSync(join(__dirname, '..', '..', 'openapi.yaml'), 'utf8')) as Json;
+const schemas = spec.components.schemas as Json;
+const jsonBody = (operation: Json) => operation.requestBody.content['application/json'];
+
+/** The error body validation throws for `fn`, as the API sends it. */
+function refusal(fn: () => unknown): Json {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof HttpError);
+    return { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } };
+  }
+  assert.fail('expected a validation error');
+}
+
+describe('openapi.yaml states the limits of lib/limits.ts', () => {
+  it('a batch: 1 to BATCH_JOBS.max jobs', () => {
+    const batch = spec.paths['/jobs/batch'].post;
+    const jobs = jsonBody(batch).schema.properties.jobs;
+    assert.deepEqual([jobs.minItems, jobs.maxItems], [BATCH_JOBS.min, BATCH_JOBS.max]);
+    assert.equal(batch.summary, `Add up to ${BATCH_JOBS.max} jobs`);
+    assert.match(batch.responses['400'].description, new RegExp(`more than ${BATCH_JOBS.max}\\b`));
+    const example = batch.responses['400'].content['application/json'].examples.empty.value;
+    assert.deepEqual(example, refusal(() => validateBatch({})));
+  });
+
+  it('a redrive: ids, count and the default count', () => {
+    const redrive = spec.paths['/topics/{topic}/dead/redrive'].post;
+    const { ids, count } = jsonBody(redrive).schema.properties;
+    assert.deepEqual([ids.minItems, ids.maxItems], [REDRIVE_IDS.min, REDRIVE_IDS.max]);
+    assert.deepEqual([count.minimum, count.maximum], [REDRIVE_COUNT.min, REDRIVE_COUNT.max]);
+    assert.match(redrive.description, new RegExp(`no body redrives the ${REDRIVE_COUNT.default} oldest`));
+  });
+
+  it('a page of dead jobs: limit and its default', () => {
+    const parameters = spec.paths['/topics/{topic}/dead'].get.parameters as Json[];
+    const limit = parameters.find((p) => p.name === 'limit')!.schema;
+    assert.deepEqual([limit.minimum, limit.maximum, limit.default], [DEAD_PAGE.min, DEAD_PAGE.max, DEAD_PAGE.default]);
+  });
+
+  it("a job's fields: ttr, maxAttempts, url, runAt, delay, topic and id", () => {
+    const job = schemas.JobOptions.properties;
+    assert.deepEqual([job.ttr.minimum, job.ttr.maximum], [TTR_SECONDS.min, TTR_SECONDS.max]);
+    assert.deepEqual([job.maxAttempts.minimum, job.maxAttempts.maximum], [MAX_ATTEMPTS.min, MAX_ATTEMPTS.max]);
+    assert.equal(job.url.maxLength, URL_MAX_LENGTH);
+    assert.equal(job.runAt.oneOf[0].minimum, EARLIEST_RUN_AT_MS);
+    assert.equal(job.delay.maximum, DEFAULTS.maxDelay);
+    assert.equal(schemas.TopicName.pattern, TOPIC_PATTERN.source);
+    assert.equal(schemas.JobId.pattern, ID_PATTERN.source);
+  });
+
+  it('its example errors are the ones validation gives', () => {
+    const config = resolveQueueConfig({ topics: { example: {}, webhook: { kind: 'webhook' } } });
+    const invalid = spec.components.responses.BadJob.content['application/json'].examples.invalid.value;
+    const actual = refusal(() => validateJob({ topic: 'example', delay: -1, dealy: 3 }, config));
+    const byPath = (a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path);
+    assert.deepEqual({ ...invalid.error, details: [...invalid.error.details].sort(byPath) }, { ...actual.error, details: [...actual.error.details].sort(byPath) });
+    const unknown = spec.components.responses.BadJob.content['application/json'].examples.unknownTopic.value;
+    assert.deepEqual(unknown, refusal(() => validateJob({ topic: 'nope', delay: 1 }, config)));
+    const badId = spec.components.responses.BadRef.content['application/json'].examples.badId.value;
+    assert.deepEqual(badId, refusal(() => checkJobRef('example', 'bad id')));
+  });
+});
