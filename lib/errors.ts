@@ -1,3 +1,5 @@
+import { REFUSAL, type Refusal } from './engine/codes';
+
 /** Error codes of the API, as they appear in `{ "error": { "code" } }`. */
 export type ErrorCode =
   | 'VALIDATION_FAILED'
@@ -32,27 +34,18 @@ export class HttpError extends Error {
   }
 }
 
-/** Refusals the Lua scripts return as negative integers. */
-export enum Refusal {
-  JobExists = -1,
-  NotFound = -2,
-  JobFinished = -3,
-  StaleAttempt = -4,
-  Cancelled = -5,
-}
-
-/** Maps a script refusal on job `topic`/`id` to the API error it becomes. */
+/** Maps a script refusal (lib/engine/codes.ts) on job `topic`/`id` to the API error it becomes. */
 export function refusalError(refusal: Refusal, topic: string, id: string, details?: unknown): HttpError {
   switch (refusal) {
-    case Refusal.JobExists:
+    case REFUSAL.JOB_EXISTS:
       return new HttpError(409, 'JOB_EXISTS', `job ${topic}/${id} already exists`, details);
-    case Refusal.NotFound:
+    case REFUSAL.NOT_FOUND:
       return new HttpError(404, 'NOT_FOUND', `job ${topic}/${id} not found`, details);
-    case Refusal.JobFinished:
+    case REFUSAL.JOB_FINISHED:
       return new HttpError(409, 'JOB_FINISHED', `job ${topic}/${id} is no longer pending`, details);
-    case Refusal.StaleAttempt:
+    case REFUSAL.STALE_ATTEMPT:
       return new HttpError(409, 'JOB_FINISHED', `that attempt of job ${topic}/${id} already ended`, details);
-    case Refusal.Cancelled:
+    case REFUSAL.CANCELLED:
       return new HttpError(409, 'JOB_FINISHED', `job ${topic}/${id} was cancelled`, details);
   }
 }

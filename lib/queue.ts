@@ -1,14 +1,15 @@
 import type { Cluster, Redis } from 'ioredis';
 import { describeBackoff, type Backoff } from './backoff';
 import type { QueueConfig, TopicConfig } from './config';
-import { HttpError, Refusal, refusalError } from './errors';
+import { OUTCOME, REFUSAL, type Refusal } from './engine/codes';
+import { HttpError, refusalError } from './errors';
 import { partitionOf, topicKeys } from './keys';
 import { queueScript, registerScripts, runScript } from './scripts';
 import { DEAD_PAGE, REDRIVE_COUNT } from './limits';
 import { checkBatchSize, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type NewJob } from './validation';
 
 export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
-const STATES: Record<number, JobState> = { 1: 'delayed', 2: 'ready', 3: 'running', 4: 'done', 5: 'dead', 6: 'cancelled' };
+const STATES: Record<number, JobState> = { 1: 'delayed', 2: 'ready', 3: 'running', 4: 'done', 5: 'dead', 6: 'cancelled' }; // JOB_STATE in lib/engine/codes.ts
 
 /** A job as the API shows it; times are ISO-8601, durations seconds. */
 export interface Job {
@@ -194,11 +195,11 @@ export class DelayQueue {
 
   private outcome(job: NewJob, result: unknown[]): WriteOutcome {
     const code = result[0] as number;
-    if (code === 1) return { status: 'created', job: this.createdJob(job, result[2] as number, result[3] as number) };
+    if (code === OUTCOME.CREATED) return { status: 'created', job: this.createdJob(job, result[2] as number, result[3] as number) };
     const existing = this.toJob(job.topic, result[1] as View);
-    if (code === 2) return { status: 'replaced', job: existing };
-    if (code === Refusal.JobExists) return { status: 'exists', job: existing, error: refusalError(Refusal.JobExists, job.topic, job.id) };
-    return { status: 'finished', job: existing, error: refusalError(Refusal.JobFinished, job.topic, job.id) };
+    if (code === OUTCOME.REPLACED) return { status: 'replaced', job: existing };
+    if (code === REFUSAL.JOB_EXISTS) return { status: 'exists', job: existing, error: refusalError(REFUSAL.JOB_EXISTS, job.topic, job.id) };
+    return { status: 'finished', job: existing, error: refusalError(REFUSAL.JOB_FINISHED, job.topic, job.id) };
   }
 
   /** Runs validated jobs through addJobs, grouped by partition and topic, in chunks. */
@@ -435,7 +436,7 @@ export class DelayQueue {
   async ack(topic: string, id: string, attempt: number): Promise<AckOutcome> {
     const k = this.keysOf(topic, id);
     const code = await runScript<number>(this.redis, 'ackJob', [k.jobs, k.running, k.done], [this.now(), id, attempt, this.config.retentionMs]);
-    return code === 1 ? 'done' : code === Refusal.NotFound ? 'not_found' : code === Refusal.Cancelled ? 'cancelled' : 'stale';
+    return code === OUTCOME.ACKED ? 'done' : code === REFUSAL.NOT_FOUND ? 'not_found' : code === REFUSAL.CANCELLED ? 'cancelled' : 'stale';
   }
 
   /**
@@ -455,9 +456,9 @@ export class DelayQueue {
       this.random(),
       retryAfterMs === undefined ? '' : Math.max(0, Math.round(retryAfterMs)),
     ]);
-    if (code === 1) return { outcome: 'retry', runAt: runAt!, wake: headChanged === 1 };
-    if (code === 0) return { outcome: 'dead' };
-    return { outcome: code === Refusal.NotFound ? 'not_found' : code === Refusal.Cancelled ? 'cancelled' : 'stale' };
+    if (code === OUTCOME.RETRY_SCHEDULED) return { outcome: 'retry', runAt: runAt!, wake: headChanged === 1 };
+    if (code === OUTCOME.DEAD_LETTERED) return { outcome: 'dead' };
+    return { outcome: code === REFUSAL.NOT_FOUND ? 'not_found' : code === REFUSAL.CANCELLED ? 'cancelled' : 'stale' };
   }
 
   /** Gives claimed jobs back to the front of their ready lists without counting the attempt. */

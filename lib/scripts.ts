@@ -62,12 +62,21 @@ export function registerScripts(client: Client): void {
   registered.add(client);
 }
 
+/**
+ * ARGV as callers written before issue 11 pass it: wakeSweeper then took its fixed clock last
+ * (due, horizon, clock); it now takes it first, like every other script. lib/sweeper.ts still
+ * passes the old order: drop this once it passes the clock first.
+ */
+const OLD_ARGV: Partial<Record<ScriptName, (args: readonly Arg[]) => Arg[]>> = {
+  wakeSweeper: ([due = '', horizon = '', clock = '']) => [clock, due, horizon],
+};
+
 /** Runs a script on a client (registering the scripts on it first if needed). */
 export function runScript<T = unknown>(client: Client, name: ScriptName, keys: string[], args: Arg[]): Promise<T> {
   if (keys.length !== SCRIPTS[name].numberOfKeys) throw new Error(`${name} takes ${SCRIPTS[name].numberOfKeys} keys, got ${keys.length}`);
   registerScripts(client);
   const fn = (client as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[PREFIX + name]!;
-  return fn.call(client, ...keys, ...args);
+  return fn.call(client, ...keys, ...(OLD_ARGV[name]?.(args) ?? args));
 }
 
 /** Queues a script on a pipeline of a registered client. */

@@ -3,16 +3,17 @@
   KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] attempt number the caller ran
   ARGV[4] retention ms (how long the done job stays readable; 0 deletes it now)
-  Returns 1 done, -2 NOT_FOUND, -4 STALE_ATTEMPT (that attempt already timed out or finished:
-          nothing changed), -5 CANCELLED (cancelled while running: nothing changed)
+  Returns OUTCOME.ACKED, or REFUSAL.NOT_FOUND, REFUSAL.STALE_ATTEMPT (that attempt already
+          timed out or finished), REFUSAL.CANCELLED (cancelled while running): nothing changed.
+  Mirrored by AckReply in lib/engine/scripts.ts.
 ]]
 local jobsKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3]
 local now, id, retention = clock(ARGV[1]), ARGV[2], tonumber(ARGV[4])
 local record = redis.call('HGET', jobsKey, id)
-if not record then return -2 end
+if not record then return REFUSAL.NOT_FOUND end
 local h, body = decode(record)
-if h[H_STATE] == CANCELLED then return -5 end
-if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(ARGV[3]) then return -4 end
+if h[H_STATE] == CANCELLED then return REFUSAL.CANCELLED end
+if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(ARGV[3]) then return REFUSAL.STALE_ATTEMPT end
 
 redis.call('ZREM', runningKey, id)
 if retention > 0 then
@@ -22,4 +23,4 @@ if retention > 0 then
 else
   redis.call('HDEL', jobsKey, id)
 end
-return 1
+return OUTCOME.ACKED

@@ -5,10 +5,11 @@
   ARGV[3..] 8 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', body
   Returns { headChanged 0|1, results... } with one result per job, in order:
-    { 1, id, runAt, createdAt }  created (add; put of a new or cancelled job)
-    { 2, view }                  replaced (put of a pending job: runAt, body and options)
-    { -1, view }                 JOB_EXISTS (add of an existing id: nothing changed)
-    { -3, view }                 JOB_FINISHED (put of a running, done or dead job: nothing changed)
+    { OUTCOME.CREATED, id, runAt, createdAt }  add; put of a new or cancelled job
+    { OUTCOME.REPLACED, view }                 put of a pending job: runAt, body and options
+    { REFUSAL.JOB_EXISTS, view }               add of an existing id: nothing changed
+    { REFUSAL.JOB_FINISHED, view }             put of a running, done or dead job: nothing changed
+  Mirrored by AddJobsReply in lib/engine/scripts.ts.
 ]]
 local jobsKey, delayedKey, doneKey = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[1])
@@ -27,16 +28,16 @@ for i = 3, #ARGV, 8 do
   if not record then
     redis.call('HSET', jobsKey, id, encode({ PENDING, due, now, 0, max, ttr, backoff, url, false, now, false }, body))
     redis.call('ZADD', delayedKey, due, id)
-    results[#results + 1] = { 1, id, due, now }
+    results[#results + 1] = { OUTCOME.CREATED, id, due, now }
   else
     local h, oldBody = decode(record)
     local state = h[H_STATE]
     if not put then
-      results[#results + 1] = { -1, view(delayedKey, id, h, oldBody) }
+      results[#results + 1] = { REFUSAL.JOB_EXISTS, view(delayedKey, id, h, oldBody) }
     elseif state == PENDING or state == CANCELLED then
-      local code = 2
+      local code = OUTCOME.REPLACED
       if state == CANCELLED then
-        code = 1
+        code = OUTCOME.CREATED
         h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false }
         redis.call('ZREM', doneKey, id)
       else
@@ -44,13 +45,13 @@ for i = 3, #ARGV, 8 do
       end
       redis.call('HSET', jobsKey, id, encode(h, body))
       redis.call('ZADD', delayedKey, due, id)
-      if code == 1 then
-        results[#results + 1] = { 1, id, due, now }
+      if code == OUTCOME.CREATED then
+        results[#results + 1] = { OUTCOME.CREATED, id, due, now }
       else
-        results[#results + 1] = { 2, view(delayedKey, id, h, body) }
+        results[#results + 1] = { OUTCOME.REPLACED, view(delayedKey, id, h, body) }
       end
     else
-      results[#results + 1] = { -3, view(delayedKey, id, h, oldBody) }
+      results[#results + 1] = { REFUSAL.JOB_FINISHED, view(delayedKey, id, h, oldBody) }
     end
   end
 end

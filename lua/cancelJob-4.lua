@@ -5,17 +5,18 @@
   KEYS[1] jobs hash  KEYS[2] delayed zset  KEYS[3] running zset  KEYS[4] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] retention ms (how long the cancelled job
           stays readable; 0 deletes it now)
-  Returns { 1, view } cancelled, { 0, view } was already cancelled, { -2 } NOT_FOUND,
-          { -3, view } JOB_FINISHED (done or dead: nothing changed)
+  Returns { OUTCOME.CANCELLED, view }, { OUTCOME.ALREADY_CANCELLED, view },
+          { REFUSAL.NOT_FOUND }, { REFUSAL.JOB_FINISHED, view } (done or dead: nothing changed)
+  Mirrored by CancelReply in lib/engine/scripts.ts.
 ]]
 local jobsKey, delayedKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, id, retention = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local record = redis.call('HGET', jobsKey, id)
-if not record then return { -2 } end
+if not record then return { REFUSAL.NOT_FOUND } end
 local h, body = decode(record)
 local state = h[H_STATE]
-if state == CANCELLED then return { 0, view(delayedKey, id, h, body) } end
-if state == DONE or state == DEAD then return { -3, view(delayedKey, id, h, body) } end
+if state == CANCELLED then return { OUTCOME.ALREADY_CANCELLED, view(delayedKey, id, h, body) } end
+if state == DONE or state == DEAD then return { REFUSAL.JOB_FINISHED, view(delayedKey, id, h, body) } end
 
 redis.call('ZREM', delayedKey, id)
 redis.call('ZREM', runningKey, id)
@@ -27,4 +28,4 @@ if retention > 0 then
 else
   redis.call('HDEL', jobsKey, id)
 end
-return { 1, result }
+return { OUTCOME.CANCELLED, result }

@@ -7,6 +7,7 @@
   ARGV[3] max running: claims stop when the running zset holds this many
   ARGV[4] the topic's ttr ms, for jobs that set none
   Returns { now, popped, skipped, { id, attempt, runAt, deadline, url, body, maxAttempts }... }
+  Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
 ]]
 local readyKey, runningKey, jobsKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = clock(ARGV[1])

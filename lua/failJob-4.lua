@@ -6,22 +6,23 @@
   ARGV[4] error message  ARGV[5] the topic's max attempts  ARGV[6] the topic's backoff spec
   ARGV[7] random number in [0, 1) for jitter  ARGV[8] retry after this many ms instead of the
           backoff, or ''
-  Returns { 1, runAt, headChanged 0|1 } retry scheduled, { 0 } dead-lettered, { -2 } NOT_FOUND,
-          { -4 } STALE_ATTEMPT, { -5 } CANCELLED (nothing changed on a refusal)
+  Returns { OUTCOME.RETRY_SCHEDULED, runAt, headChanged 0|1 }, { OUTCOME.DEAD_LETTERED },
+          or { REFUSAL.NOT_FOUND | REFUSAL.STALE_ATTEMPT | REFUSAL.CANCELLED } (nothing changed)
+  Mirrored by FailReply in lib/engine/scripts.ts.
 ]]
 local jobsKey, runningKey, delayedKey, deadKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, id = clock(ARGV[1]), ARGV[2]
 local record = redis.call('HGET', jobsKey, id)
-if not record then return { -2 } end
+if not record then return { REFUSAL.NOT_FOUND } end
 local h, body = decode(record)
-if h[H_STATE] == CANCELLED then return { -5 } end
-if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(ARGV[3]) then return { -4 } end
+if h[H_STATE] == CANCELLED then return { REFUSAL.CANCELLED } end
+if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(ARGV[3]) then return { REFUSAL.STALE_ATTEMPT } end
 
 redis.call('ZREM', runningKey, id)
 local headBefore = headScore(delayedKey)
 local code, due = failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, ARGV[4],
   tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7]), optionalNumber(ARGV[8]))
-if code == 0 then return { 0 } end
+if code == OUTCOME.DEAD_LETTERED then return { OUTCOME.DEAD_LETTERED } end
 local headChanged = 0
 if not headBefore or due < headBefore then headChanged = 1 end
-return { 1, due, headChanged }
+return { OUTCOME.RETRY_SCHEDULED, due, headChanged }

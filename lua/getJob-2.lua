@@ -3,6 +3,7 @@
   KEYS[1] jobs hash  KEYS[2] delayed zset
   ARGV[1] id
   Returns the job's view (see includes/job.lua), or nil when there is no such job.
+  Mirrored by getJob's reply type in lib/engine/scripts.ts.
 ]]
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 if not record then return false end

@@ -3,6 +3,7 @@
   KEYS[1] dead zset  KEYS[2] jobs hash
   ARGV[1] exclusive lower bound on the time the job died (ms), or '-inf'  ARGV[2] limit
   Returns { { diedAt, view }... } (views as in includes/job.lua, with the dead state)
+  Mirrored by DeadEntry in lib/engine/scripts.ts.
 ]]
 local deadKey, jobsKey = KEYS[1], KEYS[2]
 local min = ARGV[1]

@@ -12,6 +12,7 @@
   Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready }
   where more = 1 when a part hit its limit (call again now), nextAt is the earliest of the next
   due job and the next TTR deadline, and ready is the ready list's length after the move.
+  Mirrored by MoveDueReply in lib/engine/scripts.ts.
 ]]
 local delayedKey, readyKey, runningKey, jobsKey, deadKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
@@ -28,7 +29,7 @@ if #expired > 0 then
       local h, body = decode(record)
       if h[H_STATE] == RUNNING then
         local err = 'attempt ' .. h[H_ATTEMPTS] .. ' timed out: no ack within its ttr'
-        if failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, false) == 1 then
+        if failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, false) == OUTCOME.RETRY_SCHEDULED then
           retried = retried + 1
         else
           deadLettered = deadLettered + 1

@@ -5,6 +5,7 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] n: redrive the n oldest dead jobs, when no ids follow
   ARGV[3..] ids to redrive (ids that are not dead are skipped)
   Returns { redriven, headChanged 0|1 }
+  Mirrored by RedriveReply in lib/engine/scripts.ts.
 ]]
 local deadKey, delayedKey, jobsKey = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[1])

@@ -4,6 +4,7 @@
   KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] ready list
   ARGV[1] fixed clock ms or ''  ARGV[2..] pairs: id, attempt number that was claimed
   Returns the number released; an id not running with that attempt is left as it is.
+  Mirrored by releaseJobs in lib/engine/scripts.ts.
 ]]
 local jobsKey, runningKey, readyKey = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[1])

@@ -5,9 +5,10 @@
   KEYS[1] lease string  KEYS[2] planned-next string  KEYS[3] wake list  KEYS[4] wake counter
   ARGV[1] owner token  ARGV[2] wake counter the caller saw before its last sweep
   ARGV[3] '1' to release whatever happened (out of time) | '0'
-  Returns 1 released, 0 woken since (still held), -1 not the owner (nothing changed)
+  Returns LEASE.RELEASED, LEASE.KEPT (woken since: still held), or LEASE.NOT_OWNER (nothing
+          changed). Mirrored by releaseLease in lib/engine/scripts.ts.
 ]]
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-if ARGV[3] ~= '1' and tonumber(redis.call('GET', KEYS[4]) or '0') ~= tonumber(ARGV[2]) then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return LEASE.NOT_OWNER end
+if ARGV[3] ~= '1' and tonumber(redis.call('GET', KEYS[4]) or '0') ~= tonumber(ARGV[2]) then return LEASE.KEPT end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-return 1
+return LEASE.RELEASED

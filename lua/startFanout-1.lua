@@ -3,7 +3,8 @@
   looks again before it stops, so a second one would only add cold starts.
   KEYS[1] fan-out flag string
   ARGV[1] token of the fan-out to start  ARGV[2] ms the mark lasts if that fan-out dies
-  Returns 1 marked (invoke it), 0 one is already running (it will see the new work)
+  Returns FANOUT_MARK.MARKED (invoke it), or FANOUT_MARK.ALREADY_RUNNING (it will see the new
+          work). Mirrored by startFanout in lib/engine/scripts.ts.
 ]]
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return FANOUT_MARK.MARKED end
+return FANOUT_MARK.ALREADY_RUNNING

@@ -7,12 +7,34 @@
   "Ready" is not stored: a PENDING job that is not in the delayed zset is ready, so moving due
   jobs never rewrites a record.
 ]]
+-- Job states, as stored and in views; mirrored by JOB_STATE in lib/engine/codes.ts.
 local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED = 1, 2, 3, 4, 5, 6
 local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
   1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
 local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
 
--- Milliseconds on the Redis server's clock, or the fixed clock a test passes.
+-- Every code a script replies with, by name. Each table is mirrored, name for name and value for
+-- value, by the table of the same name in lib/engine/codes.ts (test/integration/codes.test.ts
+-- checks the two agree).
+-- Refusals: the script changed nothing and says why.
+local REFUSAL = { JOB_EXISTS = -1, NOT_FOUND = -2, JOB_FINISHED = -3, STALE_ATTEMPT = -4, CANCELLED = -5 }
+-- What a job script did.
+local OUTCOME = {
+  CREATED = 1, REPLACED = 2,             -- addJobs
+  CANCELLED = 1, ALREADY_CANCELLED = 0,  -- cancelJob
+  RESCHEDULED = 1,                       -- rescheduleJob
+  ACKED = 1,                             -- ackJob
+  RETRY_SCHEDULED = 1, DEAD_LETTERED = 0 -- failJob, failAttempt
+}
+-- holdLease (which otherwise replies the wake counter) and releaseLease.
+local LEASE = { NOT_OWNER = -1, KEPT = 0, RELEASED = 1 }
+-- wakeSweeper.
+local WAKE = { NOTHING = 0, WOKEN = 1, START_SWEEPER = 2 }
+-- startFanout (MARKED, ALREADY_RUNNING) and endFanout (CLEARED, NOT_OURS).
+local FANOUT_MARK = { MARKED = 1, ALREADY_RUNNING = 0, CLEARED = 1, NOT_OURS = 0 }
+
+-- Milliseconds on the Redis server's clock, or the fixed clock a test passes. Every script that
+-- needs the time reads it once, at its start, from ARGV[1]: `local now = clock(ARGV[1])`.
 local function clock(fixed)
   if fixed ~= nil and fixed ~= '' then return tonumber(fixed) end
   local t = redis.call('TIME')
@@ -56,7 +78,8 @@ end
 
 -- Ends a running attempt as failed: schedules the next attempt after the backoff (or after
 -- retryAfter ms when given), or dead-letters the job when its attempts are used up.
--- Returns 1, dueAt when a retry was scheduled; 0 when the job went dead.
+-- Returns OUTCOME.RETRY_SCHEDULED, dueAt when a retry was scheduled; OUTCOME.DEAD_LETTERED when
+-- the job went dead.
 local function failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, retryAfter)
   h[H_ERROR] = string.sub(err, 1, MAX_ERROR_BYTES)
   h[H_UPDATED] = now
@@ -65,17 +88,18 @@ local function failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, 
     h[H_STATE] = DEAD
     redis.call('ZADD', deadKey, now, id)
     redis.call('HSET', jobsKey, id, encode(h, body))
-    return 0, false
+    return OUTCOME.DEAD_LETTERED, false
   end
   local due = now + (retryAfter or retryDelay(h[H_BACKOFF] or defaultBackoff, h[H_ATTEMPTS], rand))
   h[H_STATE] = PENDING
   h[H_RUN_AT] = due
   redis.call('ZADD', delayedKey, due, id)
   redis.call('HSET', jobsKey, id, encode(h, body))
-  return 1, due
+  return OUTCOME.RETRY_SCHEDULED, due
 end
 
 -- The job as the scripts return it: the state with "ready" resolved, the header, then the body.
+-- Mirrored by JobView in lib/engine/jobs.ts, in this order.
 local function view(delayedKey, id, h, body)
   local state = h[H_STATE]
   if state == PENDING and not redis.call('ZSCORE', delayedKey, id) then state = READY end

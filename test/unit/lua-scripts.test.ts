@@ -29,5 +29,9 @@ describe('lua/ scripts', () => {
       assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"]:/, 'key names are built in lib/keys.ts only');
       assert.doesNotMatch(code, /'KEYS'|"KEYS"|'SCAN'|'LREM'|ZRANGE[^\n]*0,\s*-1/, 'no unbounded commands');
     });
+
+    it(`${file}: replies with named codes, never a bare negative number (lua/includes/job.lua names them)`, () => {
+      assert.doesNotMatch(code, /return\s*\{?\s*-\d/);
+    });
   }
 });

@@ -1,0 +1,68 @@
+/**
+ * Every number the Lua scripts and TypeScript agree on, by name. Each table here has a twin of
+ * the same name and values in lua/includes/job.lua (the job states are its PENDING..CANCELLED
+ * locals); test/integration/codes.test.ts runs that file in Redis and checks the two agree.
+ */
+
+/** Job states as the scripts store them (READY only in replies: a pending job not in the delayed zset). */
+export const JOB_STATE = { PENDING: 1, READY: 2, RUNNING: 3, DONE: 4, DEAD: 5, CANCELLED: 6 } as const;
+export type JobStateCode = (typeof JOB_STATE)[keyof typeof JOB_STATE];
+
+/** Refusals: a script changed nothing and says why. lib/errors.ts maps each to its API error. */
+export const REFUSAL = { JOB_EXISTS: -1, NOT_FOUND: -2, JOB_FINISHED: -3, STALE_ATTEMPT: -4, CANCELLED: -5 } as const;
+export type Refusal = (typeof REFUSAL)[keyof typeof REFUSAL];
+
+/** What a job script did, when it did something; the script that says each is named beside it. */
+export const OUTCOME = {
+  /** addJobs: a new job (or a cancelled one made anew by put) */
+  CREATED: 1,
+  /** addJobs: put replaced a pending job */
+  REPLACED: 2,
+  /** cancelJob */
+  CANCELLED: 1,
+  /** cancelJob: it was cancelled before */
+  ALREADY_CANCELLED: 0,
+  /** rescheduleJob */
+  RESCHEDULED: 1,
+  /** ackJob */
+  ACKED: 1,
+  /** failJob: the next attempt is scheduled */
+  RETRY_SCHEDULED: 1,
+  /** failJob: attempts used up, the job is dead */
+  DEAD_LETTERED: 0,
+} as const;
+
+/** holdLease and releaseLease (holdLease otherwise returns the wake counter, ≥ 0). */
+export const LEASE = {
+  /** another sweeper holds the lease: nothing changed */
+  NOT_OWNER: -1,
+  /** releaseLease: a wake-up arrived since the caller's sweep began; the lease is still held */
+  KEPT: 0,
+  /** releaseLease: released */
+  RELEASED: 1,
+} as const;
+
+/** wakeSweeper: what the caller must do after a job became the earliest due of its topic. */
+export const WAKE = {
+  /** a sweeper looks in time, or the tick will */
+  NOTHING: 0,
+  /** the running sweeper was woken */
+  WOKEN: 1,
+  /** no sweeper runs and the job is due within the horizon: invoke one */
+  START_SWEEPER: 2,
+} as const;
+
+/** startFanout and endFanout. */
+export const FANOUT_MARK = {
+  /** startFanout: marked; invoke the fan-out */
+  MARKED: 1,
+  /** startFanout: one is running already and will see the new work */
+  ALREADY_RUNNING: 0,
+  /** endFanout: the caller's mark was cleared */
+  CLEARED: 1,
+  /** endFanout: the mark was another's, or expired: nothing changed */
+  NOT_OURS: 0,
+} as const;
+
+/** A 0|1 flag in a reply (headChanged, more). */
+export type Flag = 0 | 1;
