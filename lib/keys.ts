@@ -6,41 +6,87 @@
  * whitespace never do.
  */
 
+declare const holds: unique symbol;
+
+/**
+ * A key name branded with what it holds. It is a plain string at run time; the brand lets a
+ * script's KEYS tuple (lib/engine/scripts.ts) type-check the order its keys are passed in.
+ */
+export type Key<Holds extends string> = string & { readonly [holds]: Holds };
+
+// What each key holds: see TopicKeys and SweeperKeys.
+export type JobsKey = Key<'jobs'>;
+export type DelayedKey = Key<'delayed'>;
+export type ReadyKey = Key<'ready'>;
+export type RunningKey = Key<'running'>;
+export type DeadKey = Key<'dead'>;
+export type DoneKey = Key<'done'>;
+export type LeaseKey = Key<'lease'>;
+export type NextKey = Key<'next'>;
+export type WakeListKey = Key<'wake'>;
+export type WakeCounterKey = Key<'wakes'>;
+export type FanoutKey = Key<'fanout'>;
+
 /** The keys of one topic in one partition. */
 export interface TopicKeys {
   /** HASH id -> msgpack header + JSON body */
-  jobs: string;
+  jobs: JobsKey;
   /** ZSET id -> due time (ms) */
-  delayed: string;
+  delayed: DelayedKey;
   /** LIST of ready ids, claimed from the head */
-  ready: string;
+  ready: ReadyKey;
   /** ZSET id -> TTR deadline (ms) of the running attempt */
-  running: string;
+  running: RunningKey;
   /** ZSET id -> time it died (ms) */
-  dead: string;
+  dead: DeadKey;
   /** ZSET id -> time a done or cancelled job is deleted (ms) */
-  done: string;
+  done: DoneKey;
+}
+
+/** The sweeper's and the fan-out's keys: one set per deployment, in one slot. */
+export interface SweeperKeys {
+  /** STRING: the running sweeper's owner token */
+  lease: LeaseKey;
+  /** STRING: when the running sweeper plans to look next (epoch ms) */
+  next: NextKey;
+  /** LIST of wake-ups the running sweeper waits on */
+  wake: WakeListKey;
+  /** STRING counter of wake-ups so far */
+  wakes: WakeCounterKey;
+  /** STRING: the running fan-out's token */
+  fanout: FanoutKey;
 }
 
 /** Keys of `topic` in `partition`. */
 export function topicKeys(partition: number, topic: string): TopicKeys {
   const base = `dq:{p${partition}}:`;
   return {
-    jobs: `${base}jobs:${topic}`,
-    delayed: `${base}delayed:${topic}`,
-    ready: `${base}ready:${topic}`,
-    running: `${base}running:${topic}`,
-    dead: `${base}dead:${topic}`,
-    done: `${base}done:${topic}`,
+    jobs: `${base}jobs:${topic}` as JobsKey,
+    delayed: `${base}delayed:${topic}` as DelayedKey,
+    ready: `${base}ready:${topic}` as ReadyKey,
+    running: `${base}running:${topic}` as RunningKey,
+    dead: `${base}dead:${topic}` as DeadKey,
+    done: `${base}done:${topic}` as DoneKey,
   };
+}
+
+/** Keys of the topic of job (topic, id) in the job's partition (of `partitions`). */
+export function jobKeys(topic: string, id: string, partitions: number): TopicKeys {
+  return topicKeys(partitionOf(topic, id, partitions), topic);
 }
 
 /**
  * Keys of the sweeper's lease, planned next look, wake-up list and wake-up counter, and the
  * running fan-out's mark: one set per deployment, in one slot.
  */
-export function sweeperKeys(): { lease: string; next: string; wake: string; wakes: string; fanout: string } {
-  return { lease: 'dq:{sweeper}:lease', next: 'dq:{sweeper}:next', wake: 'dq:{sweeper}:wake', wakes: 'dq:{sweeper}:wakes', fanout: 'dq:{sweeper}:fanout' };
+export function sweeperKeys(): SweeperKeys {
+  return {
+    lease: 'dq:{sweeper}:lease' as LeaseKey,
+    next: 'dq:{sweeper}:next' as NextKey,
+    wake: 'dq:{sweeper}:wake' as WakeListKey,
+    wakes: 'dq:{sweeper}:wakes' as WakeCounterKey,
+    fanout: 'dq:{sweeper}:fanout' as FanoutKey,
+  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import common from '../lua/includes/job.lua';
 import ackJob from '../lua/ackJob-3.lua';
 import addJobs from '../lua/addJobs-3.lua';
@@ -38,8 +38,20 @@ export const SCRIPTS = {
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
-type Client = Redis | Cluster;
-type Arg = string | number;
+export type Client = Redis | Cluster;
+export type Arg = string | number;
+
+/**
+ * One call of a script, built by its typed wrapper in lib/engine/scripts.ts: the KEYS in the
+ * script's order, the ARGV, and (as a type only) what the script replies.
+ */
+export interface ScriptCall<Reply> {
+  readonly script: ScriptName;
+  readonly keys: readonly string[];
+  readonly args: readonly Arg[];
+  /** Never set: carries the reply's type. */
+  readonly reply?: Reply;
+}
 
 const PREFIX = 'dq_';
 const registered = new WeakSet<Client>();
@@ -62,26 +74,55 @@ export function registerScripts(client: Client): void {
   registered.add(client);
 }
 
+function checkKeys(name: ScriptName, keys: readonly string[]): void {
+  if (keys.length !== SCRIPTS[name].numberOfKeys) throw new Error(`${name} takes ${SCRIPTS[name].numberOfKeys} keys, got ${keys.length}`);
+}
+
+type Command = (...args: Arg[]) => unknown;
+
+function send<T>(target: object, name: ScriptName, keys: readonly string[], args: readonly Arg[]): T {
+  checkKeys(name, keys);
+  const fn = (target as Record<string, Command | undefined>)[PREFIX + name];
+  if (!fn) throw new Error(`scripts are not registered on this client (call registerScripts)`);
+  return fn.call(target, ...keys, ...args) as T;
+}
+
+/** Runs one typed script call on a client (registering the scripts on it first if needed). */
+export function run<Reply>(client: Client, call: ScriptCall<Reply>): Promise<Reply> {
+  registerScripts(client);
+  return send<Promise<Reply>>(client, call.script, call.keys, call.args);
+}
+
 /**
- * ARGV as callers written before issue 11 pass it: wakeSweeper then took its fixed clock last
- * (due, horizon, clock); it now takes it first, like every other script. lib/sweeper.ts still
- * passes the old order: drop this once it passes the clock first.
+ * Runs typed script calls in one pipeline, replies in call order; throws the first error. On a
+ * cluster every call's keys must share a slot (one partition, or the sweeper's keys).
+ */
+export async function runPipelined<Reply>(client: Client, calls: readonly ScriptCall<Reply>[]): Promise<Reply[]> {
+  registerScripts(client);
+  const pipeline = client.pipeline();
+  for (const call of calls) send(pipeline, call.script, call.keys, call.args);
+  const replies = (await pipeline.exec()) ?? [];
+  return replies.map(([error, reply]) => {
+    if (error) throw error;
+    return reply as Reply;
+  });
+}
+
+/**
+ * ARGV as callers written before issue 11 pass it to runScript: wakeSweeper then took its fixed
+ * clock last (due, horizon, clock); it now takes it first, like every other script. lib/sweeper.ts
+ * still passes the old order: drop this once it builds its call with wakeSweeper() from
+ * lib/engine/scripts.ts.
  */
 const OLD_ARGV: Partial<Record<ScriptName, (args: readonly Arg[]) => Arg[]>> = {
   wakeSweeper: ([due = '', horizon = '', clock = '']) => [clock, due, horizon],
 };
 
-/** Runs a script on a client (registering the scripts on it first if needed). */
-export function runScript<T = unknown>(client: Client, name: ScriptName, keys: string[], args: Arg[]): Promise<T> {
-  if (keys.length !== SCRIPTS[name].numberOfKeys) throw new Error(`${name} takes ${SCRIPTS[name].numberOfKeys} keys, got ${keys.length}`);
+/**
+ * Runs a script by name with untyped KEYS and ARGV (registering the scripts first if needed).
+ * Prefer the typed calls of lib/engine/scripts.ts with run(): they fix the KEYS order and reply type.
+ */
+export function runScript<T = unknown>(client: Client, name: ScriptName, keys: readonly string[], args: readonly Arg[]): Promise<T> {
   registerScripts(client);
-  const fn = (client as unknown as Record<string, (...a: Arg[]) => Promise<T>>)[PREFIX + name]!;
-  return fn.call(client, ...keys, ...(OLD_ARGV[name]?.(args) ?? args));
-}
-
-/** Queues a script on a pipeline of a registered client. */
-export function queueScript(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: Arg[]): void {
-  const fn = (pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[PREFIX + name];
-  if (!fn) throw new Error(`scripts are not registered on this client (call registerScripts)`);
-  fn.call(pipeline, ...keys, ...args);
+  return send<Promise<T>>(client, name, keys, OLD_ARGV[name]?.(args) ?? args);
 }

@@ -7,30 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { ladderLength, parseBackoff } from './backoff';
 import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from './config';
+import type { JobChange, NewJob } from './engine/jobs';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
 import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
 
-/** A job that passed validation, ready for the add script. */
-export interface NewJob {
-  topic: string;
-  id: string;
-  partition: number;
-  /** `d`: `ms` after Redis's clock at the time of the add; `a`: at epoch `ms`. */
-  when: { kind: 'd' | 'a'; ms: number };
-  /** JSON text of the body. */
-  body: string;
-  maxAttempts?: number;
-  ttrMs?: number;
-  backoff?: string;
-  url?: string;
-}
-
-/** A change to a pending job: a new due time and/or a new body. */
-export interface JobChange {
-  when?: NewJob['when'];
-  body?: string;
-}
+export type { JobChange, NewJob } from './engine/jobs';
 
 const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url'];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { partitionOf, topicKeys } from '../../lib/keys';
+import { jobKeys, partitionOf, topicKeys } from '../../lib/keys';
 
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {
@@ -21,5 +21,10 @@ describe('keys', () => {
     const counts = new Array(6).fill(0);
     for (let i = 0; i < 60_000; i++) counts[partitionOf('t', `id-${i}`, 6)]++;
     for (const c of counts) assert.ok(c > 9000 && c < 11000, `partition sizes ${counts.join(',')}`);
+  });
+
+  it("jobKeys are the keys of the job's topic in the job's partition", () => {
+    assert.deepEqual(jobKeys('orders', 'order-1', 16), topicKeys(12, 'orders'));
+    assert.deepEqual(jobKeys('orders', 'order-1', 1), topicKeys(0, 'orders'));
   });
 });

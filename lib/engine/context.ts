@@ -1,0 +1,16 @@
+import type { QueueConfig } from '../config';
+import type { Client } from '../scripts';
+import type { Rotation } from './partitions';
+import type { ClockArg } from './scripts';
+
+/** What every engine operation works with: one per DelayQueue. */
+export interface EngineContext {
+  readonly redis: Client;
+  readonly config: QueueConfig;
+  /** ARGV[1] of every clocked script: the fixed test clock, or '' for Redis TIME. */
+  clock(): ClockArg;
+  /** Source of jitter in [0, 1). */
+  random(): number;
+  /** Where the next claim starts its round of the partitions. */
+  readonly rotation: Rotation;
+}

@@ -1,0 +1,13 @@
+/**
+ * The engine: every state change of a job is one Lua script call (lua/), built by its typed
+ * wrapper (./scripts.ts). It takes validated input (lib/validation.ts) and reports refusals as
+ * codes (./codes.ts); lib/queue.ts turns them into API errors.
+ */
+export { claimJobs, ackJob, failJob, releaseJobs } from './attempts';
+export type { EngineContext } from './context';
+export { listDeadJobs, redriveJobs } from './dead';
+export * from './jobs';
+export { Rotation } from './partitions';
+export { getJob, topicStats } from './read';
+export { moveDue, serverTime, sweep } from './sweep';
+export { cancelJob, rescheduleJob, writeJobs } from './write';

@@ -1,0 +1,259 @@
+/**
+ * The engine's job types, and the decoding of script replies into them. Replies arrive typed as
+ * lib/engine/scripts.ts declares them (each the mirror of its script's contract block).
+ */
+import { describeBackoff, type Backoff } from '../backoff';
+import type { TopicConfig } from '../config';
+import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
+import type { AckReply, AddResult, ClaimedItem, DeadEntry, FailReply } from './scripts';
+
+/** A job that passed validation (lib/validation.ts), as the add script takes it. */
+export interface NewJob {
+  topic: string;
+  id: string;
+  partition: number;
+  /** `d`: `ms` after Redis's clock at the time of the add; `a`: at epoch `ms`. */
+  when: { kind: 'd' | 'a'; ms: number };
+  /** JSON text of the body. */
+  body: string;
+  maxAttempts?: number;
+  ttrMs?: number;
+  backoff?: string;
+  url?: string;
+}
+
+/** A validated change to a pending job: a new due time and/or a new body. */
+export interface JobChange {
+  when?: NewJob['when'];
+  body?: string;
+}
+
+/** A job's state as the API names it ('delayed' is the scripts' PENDING in the delayed zset). */
+export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
+
+/** A job as the API shows it; times are ISO-8601, durations seconds. */
+export interface Job {
+  topic: string;
+  id: string;
+  state: JobState;
+  /** When the job is (or was last) due. */
+  runAt: string;
+  createdAt: string;
+  /** Last state change. */
+  updatedAt: string;
+  /** Attempts started so far (claims). */
+  attempts: number;
+  maxAttempts: number;
+  ttr: number;
+  backoff: Backoff;
+  url: string | null;
+  lastError: string | null;
+  /** TTR deadline of the running attempt. */
+  deadline: string | null;
+  body: unknown;
+}
+
+/** A job claimed for one attempt, as a topic handler receives it. */
+export interface ClaimedJob {
+  topic: string;
+  id: string;
+  attempt: number;
+  maxAttempts: number;
+  /** Due time of this attempt, epoch ms. */
+  runAt: number;
+  /** The attempt counts as failed if not acked by then, epoch ms. */
+  deadline: number;
+  url?: string;
+  body: unknown;
+  /** Claim time minus due time, ms (Redis clock). */
+  latenessMs: number;
+}
+
+/** A dead job, with when it died. */
+export interface DeadJob extends Job {
+  diedAt: string;
+}
+
+/** Counts of one topic's jobs per state, over every partition. */
+export interface TopicStats {
+  topic: string;
+  delayed: number;
+  /** Ids in the ready lists; cancelled jobs' ids count until a claim skips them. */
+  ready: number;
+  running: number;
+  dead: number;
+  nextDueAt: string | null;
+}
+
+/** What one sweep over every topic and partition did. */
+export interface SweepResult {
+  moved: number;
+  retried: number;
+  deadLettered: number;
+  purged: number;
+  /** Topics with ready jobs after the sweep (newly moved or waiting), with how many. */
+  readyByTopic: Record<string, number>;
+  /** True when some step hit its limit: sweep again at once. */
+  more: boolean;
+  /** Earliest next due time or TTR deadline, epoch ms on the Redis clock; null when none. */
+  nextAt: number | null;
+  /** The Redis clock at the sweep, epoch ms. */
+  now: number;
+}
+
+/** What one add, put, reschedule, fail or redrive did to the sweeper's schedule. */
+export interface Wake {
+  /** True when a job became the earliest due of its topic: a sleeping sweeper should look again. */
+  wake: boolean;
+}
+
+/** What the add script did with one job; a refused one comes with the job as it stands. */
+export type WriteResult =
+  | { status: 'created' | 'replaced'; job: Job }
+  | { status: 'exists' | 'finished'; job: Job; refusal: Refusal };
+
+/** A script refused a change to one job; `job` is the job as it stands, when there is one. */
+export interface Refused {
+  refusal: Refusal;
+  job?: Job;
+}
+
+/** What an ack did: `stale` when that attempt already ended, `cancelled` when the job was cancelled while running. */
+export type AckOutcome = 'done' | 'stale' | 'cancelled' | 'not_found';
+/** What a fail did: a retry scheduled at `runAt`, dead-lettered, or nothing (the attempt was not running). */
+export type FailOutcome =
+  | { outcome: 'retry'; runAt: number; wake: boolean }
+  | { outcome: 'dead' }
+  | { outcome: 'stale' | 'cancelled' | 'not_found' };
+
+/**
+ * A job as the scripts return it: the mirror of `view()` in lua/includes/job.lua, in its order.
+ * A null option follows the topic's configuration; a null url, error or deadline is none.
+ */
+export type JobView = readonly [
+  id: string,
+  state: JobStateCode,
+  runAt: number,
+  createdAt: number,
+  attempts: number,
+  maxAttempts: number | null,
+  ttrMs: number | null,
+  backoff: string | null,
+  url: string | null,
+  lastError: string | null,
+  updatedAt: number,
+  deadline: number | null,
+  body: string,
+];
+
+const STATE_NAMES: Record<JobStateCode, JobState> = {
+  [JOB_STATE.PENDING]: 'delayed',
+  [JOB_STATE.READY]: 'ready',
+  [JOB_STATE.RUNNING]: 'running',
+  [JOB_STATE.DONE]: 'done',
+  [JOB_STATE.DEAD]: 'dead',
+  [JOB_STATE.CANCELLED]: 'cancelled',
+};
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The API's view of a job of topic `t` from the scripts' view. */
+export function toJob(t: TopicConfig, view: JobView): Job {
+  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, body] = view;
+  return {
+    topic: t.name,
+    id,
+    state: STATE_NAMES[state] ?? 'delayed',
+    runAt: iso(runAt),
+    createdAt: iso(createdAt),
+    updatedAt: iso(updatedAt),
+    attempts,
+    maxAttempts: max ?? t.maxAttempts,
+    ttr: (ttr ?? t.ttrMs) / 1000,
+    backoff: describeBackoff(backoff ?? t.backoff),
+    url,
+    lastError,
+    deadline: deadline === null ? null : iso(deadline),
+    body: JSON.parse(body),
+  };
+}
+
+/** A job just created from `job`: the add script returns only its due and creation times. */
+function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: number): Job {
+  return {
+    topic: job.topic,
+    id: job.id,
+    state: 'delayed',
+    runAt: iso(runAt),
+    createdAt: iso(createdAt),
+    updatedAt: iso(createdAt),
+    attempts: 0,
+    maxAttempts: job.maxAttempts ?? t.maxAttempts,
+    ttr: (job.ttrMs ?? t.ttrMs) / 1000,
+    backoff: describeBackoff(job.backoff ?? t.backoff),
+    url: job.url ?? null,
+    lastError: null,
+    deadline: null,
+    body: JSON.parse(job.body),
+  };
+}
+
+/** What the add script did with `job` (of topic `t`). */
+export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult): WriteResult {
+  if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[2], result[3]) };
+  const existing = toJob(t, result[1]);
+  if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: existing };
+  if (result[0] === REFUSAL.JOB_EXISTS) return { status: 'exists', job: existing, refusal: REFUSAL.JOB_EXISTS };
+  return { status: 'finished', job: existing, refusal: REFUSAL.JOB_FINISHED };
+}
+
+/** A claimed job of topic `t`, claimed at `now` on the Redis clock. */
+export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem): ClaimedJob {
+  const [id, attempt, runAt, deadline, url, body, max] = item;
+  return {
+    topic: t.name,
+    id,
+    attempt,
+    maxAttempts: max ?? t.maxAttempts,
+    runAt,
+    deadline,
+    ...(url ? { url } : {}),
+    body: JSON.parse(body),
+    latenessMs: now - runAt,
+  };
+}
+
+/** A dead job of topic `t` from a listDead entry. */
+export function toDeadJob(t: TopicConfig, [diedAt, view]: DeadEntry): DeadJob {
+  return { ...toJob(t, view), diedAt: iso(diedAt) };
+}
+
+/** True for an outcome a script refused. */
+export function isRefused<T extends object>(outcome: T | Refused): outcome is Refused {
+  return 'refusal' in outcome;
+}
+
+/** The ack script's reply as an outcome. */
+export function toAckOutcome(code: AckReply): AckOutcome {
+  if (code === OUTCOME.ACKED) return 'done';
+  return refusedAttempt(code);
+}
+
+/** The fail script's reply as an outcome. */
+export function toFailOutcome(reply: FailReply): FailOutcome {
+  if (reply[0] === OUTCOME.RETRY_SCHEDULED) return { outcome: 'retry', runAt: reply[1], wake: reply[2] === 1 };
+  if (reply[0] === OUTCOME.DEAD_LETTERED) return { outcome: 'dead' };
+  return { outcome: refusedAttempt(reply[0]) };
+}
+
+/** Why ack or fail left an attempt alone. */
+function refusedAttempt(code: Refusal): 'stale' | 'cancelled' | 'not_found' {
+  if (code === REFUSAL.NOT_FOUND) return 'not_found';
+  if (code === REFUSAL.CANCELLED) return 'cancelled';
+  return 'stale';
+}
+
+/** An ISO-8601 time, or null. */
+export function isoOrNull(ms: number | null): string | null {
+  return ms === null ? null : iso(ms);
+}

@@ -1,0 +1,36 @@
+/** Reads: one job, and a topic's counts. */
+import type { TopicConfig } from '../config';
+import { jobKeys, topicKeys } from '../keys';
+import { run } from '../scripts';
+import type { EngineContext } from './context';
+import { isoOrNull, toJob, type Job, type TopicStats } from './jobs';
+import { forEachPartition } from './partitions';
+import * as script from './scripts';
+
+/** Job `id` of topic `t`, or null when there is none (or it was purged after its retention). */
+export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Promise<Job | null> {
+  const k = jobKeys(t.name, id, ctx.config.partitions);
+  const view = await run(ctx.redis, script.getJob([k.jobs, k.delayed], { id }));
+  return view ? toJob(t, view) : null;
+}
+
+/** Counts per state and the next due time of a topic, summed over partitions (plain reads, no script). */
+export async function topicStats(ctx: EngineContext, topic: string): Promise<TopicStats> {
+  const stats: TopicStats = { topic, delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null };
+  let next: number | null = null;
+  await forEachPartition(ctx.config.partitions, async (p) => {
+    const k = topicKeys(p, topic);
+    const replies = (await ctx.redis.pipeline().zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES').exec()) ?? [];
+    const [delayed, ready, running, dead, head] = replies.map(([err, value]) => {
+      if (err) throw err;
+      return value;
+    }) as [number, number, number, number, string[]];
+    stats.delayed += delayed;
+    stats.ready += ready;
+    stats.running += running;
+    stats.dead += dead;
+    if (head[1] !== undefined && (next === null || Number(head[1]) < next)) next = Number(head[1]);
+  });
+  stats.nextDueAt = isoOrNull(next);
+  return stats;
+}

@@ -1,0 +1,172 @@
+/**
+ * One typed wrapper per Lua script: each takes the script's KEYS as a tuple of branded keys in
+ * the script's order (a wrong order does not type-check), its ARGV by name, and declares the
+ * reply's type. Each reply type mirrors the `Returns` of the script's contract block; the codes in
+ * them are named in ./codes.ts. Send a call with run() or runPipelined() from lib/scripts.ts.
+ */
+import type {
+  DeadKey,
+  DelayedKey,
+  DoneKey,
+  FanoutKey,
+  JobsKey,
+  LeaseKey,
+  NextKey,
+  ReadyKey,
+  RunningKey,
+  WakeCounterKey,
+  WakeListKey,
+} from '../keys';
+import type { Arg, ScriptCall, ScriptName } from '../scripts';
+import type { FANOUT_MARK, Flag, LEASE, OUTCOME, REFUSAL, WAKE } from './codes';
+import type { JobChange, JobView, NewJob } from './jobs';
+
+/** ARGV[1] of every script that reads the clock: a fixed clock (epoch ms) from a test, or '' for Redis TIME. */
+export type ClockArg = number | '';
+
+type Code<T> = T[keyof T];
+type Of<T, K extends keyof T> = T[K];
+type Refused<K extends keyof typeof REFUSAL> = Of<typeof REFUSAL, K>;
+type Outcome<K extends keyof typeof OUTCOME> = Of<typeof OUTCOME, K>;
+
+const call = <Reply>(script: ScriptName, keys: readonly string[], args: Arg[]): ScriptCall<Reply> => ({ script, keys, args });
+
+/** The 8 ARGV of one job in lua/addJobs-3.lua. */
+function jobArgs(job: NewJob): Arg[] {
+  return [job.id, job.when.kind, job.when.ms, job.maxAttempts ?? '', job.ttrMs ?? '', job.backoff ?? '', job.url ?? '', job.body];
+}
+
+/** One job's result in lua/addJobs-3.lua's reply. */
+export type AddResult =
+  | readonly [code: Outcome<'CREATED'>, id: string, runAt: number, createdAt: number]
+  | readonly [code: Outcome<'REPLACED'> | Refused<'JOB_EXISTS'> | Refused<'JOB_FINISHED'>, job: JobView];
+/** lua/addJobs-3.lua's reply: whether the delayed head moved earlier, then one result per job. */
+export type AddJobsReply = readonly [headChanged: Flag, ...results: AddResult[]];
+
+/** lua/addJobs-3.lua: adds jobs of one topic and partition ('put': creates or replaces them). */
+export function addJobs(keys: readonly [JobsKey, DelayedKey, DoneKey], a: { clock: ClockArg; mode: 'add' | 'put'; jobs: readonly NewJob[] }): ScriptCall<AddJobsReply> {
+  return call('addJobs', keys, [a.clock, a.mode, ...a.jobs.flatMap(jobArgs)]);
+}
+
+/** lua/getJob-2.lua: one job, or null. */
+export function getJob(keys: readonly [JobsKey, DelayedKey], a: { id: string }): ScriptCall<JobView | null> {
+  return call('getJob', keys, [a.id]);
+}
+
+/** lua/cancelJob-4.lua's reply. */
+export type CancelReply =
+  | readonly [code: Outcome<'CANCELLED'> | Outcome<'ALREADY_CANCELLED'> | Refused<'JOB_FINISHED'>, job: JobView]
+  | readonly [code: Refused<'NOT_FOUND'>];
+
+/** lua/cancelJob-4.lua: cancels a pending or running job. */
+export function cancelJob(keys: readonly [JobsKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; retentionMs: number }): ScriptCall<CancelReply> {
+  return call('cancelJob', keys, [a.clock, a.id, a.retentionMs]);
+}
+
+/** lua/rescheduleJob-2.lua's reply. */
+export type RescheduleReply =
+  | readonly [code: Outcome<'RESCHEDULED'>, headChanged: Flag, job: JobView]
+  | readonly [code: Refused<'JOB_FINISHED'>, job: JobView]
+  | readonly [code: Refused<'NOT_FOUND'>];
+
+/** lua/rescheduleJob-2.lua: changes the due time and/or the body of a pending job. */
+export function rescheduleJob(keys: readonly [JobsKey, DelayedKey], a: { clock: ClockArg; id: string; change: JobChange }): ScriptCall<RescheduleReply> {
+  const { when, body } = a.change;
+  return call('rescheduleJob', keys, [a.clock, a.id, when?.kind ?? '', when?.ms ?? '', body === undefined ? '0' : '1', body ?? '']);
+}
+
+/** One claimed job in lua/claimJobs-4.lua's reply. */
+export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string, maxAttempts: number | null];
+/** lua/claimJobs-4.lua's reply. */
+export type ClaimReply = readonly [now: number, popped: number, skipped: number, ...claimed: ClaimedItem[]];
+
+/** lua/claimJobs-4.lua: claims up to `count` ready jobs of one topic and partition. */
+export function claimJobs(
+  keys: readonly [ReadyKey, RunningKey, JobsKey, DelayedKey],
+  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number },
+): ScriptCall<ClaimReply> {
+  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs]);
+}
+
+/** lua/ackJob-3.lua's reply. */
+export type AckReply = Outcome<'ACKED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>;
+
+/** lua/ackJob-3.lua: ends attempt `attempt` as done. */
+export function ackJob(keys: readonly [JobsKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; attempt: number; retentionMs: number }): ScriptCall<AckReply> {
+  return call('ackJob', keys, [a.clock, a.id, a.attempt, a.retentionMs]);
+}
+
+/** lua/failJob-4.lua's reply. */
+export type FailReply =
+  | readonly [code: Outcome<'RETRY_SCHEDULED'>, runAt: number, headChanged: Flag]
+  | readonly [code: Outcome<'DEAD_LETTERED'>]
+  | readonly [code: Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>];
+
+/** lua/failJob-4.lua: ends attempt `attempt` as failed (retry after the backoff, or dead). */
+export function failJob(
+  keys: readonly [JobsKey, RunningKey, DelayedKey, DeadKey],
+  a: { clock: ClockArg; id: string; attempt: number; error: string; maxAttempts: number; backoff: string; random: number; retryAfterMs?: number },
+): ScriptCall<FailReply> {
+  const retryAfter = a.retryAfterMs === undefined ? '' : Math.max(0, Math.round(a.retryAfterMs));
+  return call('failJob', keys, [a.clock, a.id, a.attempt, a.error, a.maxAttempts, a.backoff, a.random, retryAfter]);
+}
+
+/** lua/releaseJobs-3.lua: gives claimed jobs back without counting the attempt; replies how many. */
+export function releaseJobs(keys: readonly [JobsKey, RunningKey, ReadyKey], a: { clock: ClockArg; jobs: readonly { id: string; attempt: number }[] }): ScriptCall<number> {
+  return call('releaseJobs', keys, [a.clock, ...a.jobs.flatMap((j) => [j.id, j.attempt])]);
+}
+
+/** lua/moveDue-6.lua's reply. */
+export type MoveDueReply = readonly [moved: number, retried: number, deadLettered: number, purged: number, more: Flag, nextAt: number | null, now: number, ready: number];
+
+/** lua/moveDue-6.lua: one bounded sweep step for one topic and partition. */
+export function moveDue(
+  keys: readonly [DelayedKey, ReadyKey, RunningKey, JobsKey, DeadKey, DoneKey],
+  a: { clock: ClockArg; limit: number; maxAttempts: number; backoff: string; random: number; deadRetentionMs: number },
+): ScriptCall<MoveDueReply> {
+  return call('moveDue', keys, [a.clock, a.limit, a.maxAttempts, a.backoff, a.random, a.deadRetentionMs]);
+}
+
+/** lua/redriveJobs-3.lua's reply. */
+export type RedriveReply = readonly [redriven: number, headChanged: Flag];
+
+/** lua/redriveJobs-3.lua: moves the given dead jobs, or the `count` oldest, back to delayed. */
+export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey], a: { clock: ClockArg } & ({ ids: readonly string[] } | { count: number })): ScriptCall<RedriveReply> {
+  return call('redriveJobs', keys, 'ids' in a ? [a.clock, a.ids.length, ...a.ids] : [a.clock, a.count]);
+}
+
+/** One entry of lua/listDead-2.lua's reply. */
+export type DeadEntry = readonly [diedAt: number, job: JobView];
+
+/** lua/listDead-2.lua: dead jobs, oldest first, that died after `after` (epoch ms). */
+export function listDead(keys: readonly [DeadKey, JobsKey], a: { after?: number; limit: number }): ScriptCall<DeadEntry[]> {
+  return call('listDead', keys, [a.after ?? '-inf', a.limit]);
+}
+
+/** The sweeper's keys in the order its four scripts take them. */
+export type LeaseKeys = readonly [LeaseKey, NextKey, WakeListKey, WakeCounterKey];
+
+/** lua/holdLease-4.lua: takes or renews the sweeper's lease; replies the wake counter, or LEASE.NOT_OWNER. */
+export function holdLease(keys: LeaseKeys, a: { owner: string; leaseMs: number; nextAt: number | null; clearWake: boolean }): ScriptCall<number> {
+  return call('holdLease', keys, [a.owner, a.leaseMs, a.nextAt ?? '', a.clearWake ? '1' : '0']);
+}
+
+/** lua/releaseLease-4.lua: gives up the lease unless woken since the caller saw `wakesSeen` (or `force`). */
+export function releaseLease(keys: LeaseKeys, a: { owner: string; wakesSeen: number; force: boolean }): ScriptCall<Code<typeof LEASE>> {
+  return call('releaseLease', keys, [a.owner, a.wakesSeen, a.force ? '1' : '0']);
+}
+
+/** lua/wakeSweeper-4.lua: makes sure a sweeper looks in time for a job due at `dueAt`. */
+export function wakeSweeper(keys: LeaseKeys, a: { clock: ClockArg; dueAt: number | 'now'; horizonMs: number }): ScriptCall<Code<typeof WAKE>> {
+  return call('wakeSweeper', keys, [a.clock, a.dueAt === 'now' ? '' : a.dueAt, a.horizonMs]);
+}
+
+/** lua/startFanout-1.lua: marks a fan-out as running unless one is. */
+export function startFanout(keys: readonly [FanoutKey], a: { token: string; markMs: number }): ScriptCall<Of<typeof FANOUT_MARK, 'MARKED' | 'ALREADY_RUNNING'>> {
+  return call('startFanout', keys, [a.token, a.markMs]);
+}
+
+/** lua/endFanout-1.lua: clears the caller's fan-out mark. */
+export function endFanout(keys: readonly [FanoutKey], a: { token: string }): ScriptCall<Of<typeof FANOUT_MARK, 'CLEARED' | 'NOT_OURS'>> {
+  return call('endFanout', keys, [a.token]);
+}

@@ -1,0 +1,58 @@
+/** The sweeper's step: time out expired attempts, move due jobs to ready, purge finished ones. */
+import type { TopicConfig } from '../config';
+import { topicKeys } from '../keys';
+import { run, runPipelined } from '../scripts';
+import type { EngineContext } from './context';
+import type { SweepResult } from './jobs';
+import { forEachPartition } from './partitions';
+import * as script from './scripts';
+
+function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
+  const k = topicKeys(partition, t.name);
+  return script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead, k.done], {
+    clock: ctx.clock(),
+    limit,
+    maxAttempts: t.maxAttempts,
+    backoff: t.backoff,
+    random: ctx.random(),
+    deadRetentionMs: ctx.config.deadRetentionMs,
+  });
+}
+
+/** Adds one moveDue reply (of topic `topic`) to the sweep's totals. */
+function tally(result: SweepResult, topic: string, reply: script.MoveDueReply): void {
+  const [moved, retried, deadLettered, purged, more, nextAt, now, ready] = reply;
+  result.moved += moved;
+  result.retried += retried;
+  result.deadLettered += deadLettered;
+  result.purged += purged;
+  if (ready > 0) result.readyByTopic[topic] = (result.readyByTopic[topic] ?? 0) + ready;
+  if (more === 1) result.more = true;
+  if (nextAt !== null && (result.nextAt === null || nextAt < result.nextAt)) result.nextAt = nextAt;
+  result.now = Math.max(result.now, now);
+}
+
+/** One bounded sweep step over every topic and partition: one pipeline per partition, all at once. */
+export async function sweep(ctx: EngineContext, limit: number): Promise<SweepResult> {
+  const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, purged: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
+  const topics = [...ctx.config.topics.values()];
+  await forEachPartition(ctx.config.partitions, async (partition) => {
+    const replies = await runPipelined(ctx.redis, topics.map((t) => moveDueCall(ctx, t, partition, limit)));
+    replies.forEach((reply, i) => tally(result, topics[i]!.name, reply));
+  });
+  return result;
+}
+
+/** moveDue for topic `t` in one partition. */
+export async function moveDue(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
+  const [moved, retried, deadLettered, purged, more, nextAt, now] = await run(ctx.redis, moveDueCall(ctx, t, partition, limit));
+  return { moved, retried, deadLettered, purged, more: more === 1, nextAt, now };
+}
+
+/** The clock every due time and deadline is on: the fixed test clock, else Redis TIME (epoch ms). */
+export async function serverTime(ctx: EngineContext): Promise<number> {
+  const fixed = ctx.clock();
+  if (fixed !== '') return fixed;
+  const [seconds, micros] = await ctx.redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}

@@ -1,0 +1,83 @@
+/**
+ * The typed script calls of lib/engine/scripts.ts: each puts its KEYS in the script's order and
+ * its ARGV where the script's contract block says, and a wrong key order does not type-check
+ * (the @ts-expect-error lines fail `tsc` the day it does).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import * as script from '../../lib/engine/scripts';
+import { sweeperKeys, topicKeys } from '../../lib/keys';
+import { SCRIPTS } from '../../lib/scripts';
+
+const k = topicKeys(2, 'orders');
+const s = sweeperKeys();
+const lease = [s.lease, s.next, s.wake, s.wakes] as const;
+
+describe('typed script calls', () => {
+  it('a wrong KEYS order does not type-check', () => {
+    // @ts-expect-error delayed and jobs swapped
+    script.addJobs([k.delayed, k.jobs, k.done], { clock: '', mode: 'add', jobs: [] });
+    // @ts-expect-error a key of the wrong kind
+    script.ackJob([k.jobs, k.delayed, k.done], { clock: '', id: 'a', attempt: 1, retentionMs: 0 });
+    // @ts-expect-error a plain string is not a key
+    script.getJob(['dq:{p2}:jobs:orders', k.delayed], { id: 'a' });
+    // @ts-expect-error one key short
+    script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0 });
+    // @ts-expect-error wake list and counter swapped
+    script.wakeSweeper([s.lease, s.next, s.wakes, s.wake], { clock: '', dueAt: 'now', horizonMs: 1 });
+    assert.ok(true, 'checked by tsc');
+  });
+
+  it('every call has as many KEYS as its script takes', () => {
+    const calls = [
+      script.addJobs([k.jobs, k.delayed, k.done], { clock: '', mode: 'add', jobs: [] }),
+      script.getJob([k.jobs, k.delayed], { id: 'a' }),
+      script.cancelJob([k.jobs, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0 }),
+      script.rescheduleJob([k.jobs, k.delayed], { clock: '', id: 'a', change: {} }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1 }),
+      script.ackJob([k.jobs, k.running, k.done], { clock: '', id: 'a', attempt: 1, retentionMs: 0 }),
+      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
+      script.releaseJobs([k.jobs, k.running, k.ready], { clock: '', jobs: [] }),
+      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0 }),
+      script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1 }),
+      script.listDead([k.dead, k.jobs], { limit: 1 }),
+      script.holdLease(lease, { owner: 'o', leaseMs: 1, nextAt: null, clearWake: false }),
+      script.releaseLease(lease, { owner: 'o', wakesSeen: 0, force: false }),
+      script.wakeSweeper(lease, { clock: '', dueAt: 'now', horizonMs: 1 }),
+      script.startFanout([s.fanout], { token: 't', markMs: 1 }),
+      script.endFanout([s.fanout], { token: 't' }),
+    ];
+    assert.deepEqual(calls.map((c) => c.script).sort(), Object.keys(SCRIPTS).sort(), 'one wrapper per script');
+    for (const c of calls) assert.equal(c.keys.length, SCRIPTS[c.script].numberOfKeys, c.script);
+  });
+
+  it('every script that reads the clock takes it in ARGV[1]', () => {
+    const clocked = [
+      script.addJobs([k.jobs, k.delayed, k.done], { clock: 7, mode: 'put', jobs: [] }),
+      script.cancelJob([k.jobs, k.delayed, k.running, k.done], { clock: 7, id: 'a', retentionMs: 0 }),
+      script.rescheduleJob([k.jobs, k.delayed], { clock: 7, id: 'a', change: { body: '1' } }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: 7, count: 1, maxRunning: 1, ttrMs: 1 }),
+      script.ackJob([k.jobs, k.running, k.done], { clock: 7, id: 'a', attempt: 1, retentionMs: 0 }),
+      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
+      script.releaseJobs([k.jobs, k.running, k.ready], { clock: 7, jobs: [] }),
+      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0 }),
+      script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: 7, ids: ['a'] }),
+      script.wakeSweeper(lease, { clock: 7, dueAt: 'now', horizonMs: 1 }),
+    ];
+    for (const c of clocked) {
+      assert.equal(c.args[0], 7, c.script);
+      assert.match(SCRIPTS[c.script].source, /ARGV\[1\] fixed clock ms or ''/, `${c.script}'s contract block names it`);
+    }
+  });
+
+  it('puts ARGV where the contract blocks say', () => {
+    const job = { topic: 'orders', id: 'a', partition: 2, when: { kind: 'd' as const, ms: 5 }, body: '{}', ttrMs: 3000, url: 'https://x/' };
+    assert.deepEqual(script.addJobs([k.jobs, k.delayed, k.done], { clock: '', mode: 'add', jobs: [job] }).args, ['', 'add', 'a', 'd', 5, '', 3000, '', 'https://x/', '{}']);
+    assert.deepEqual(script.rescheduleJob([k.jobs, k.delayed], { clock: '', id: 'a', change: { when: { kind: 'a', ms: 9 } } }).args, ['', 'a', 'a', 9, '0', '']);
+    assert.deepEqual(script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, ['', 'a', 2, 'x', 3, 'f:0', 0.5, 2]);
+    assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'] }).args, ['', 2, 'a', 'b']);
+    assert.deepEqual(script.releaseJobs([k.jobs, k.running, k.ready], { clock: '', jobs: [{ id: 'a', attempt: 1 }, { id: 'b', attempt: 2 }] }).args, ['', 'a', 1, 'b', 2]);
+    assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5 }).args, ['-inf', 5]);
+    assert.deepEqual(script.wakeSweeper(lease, { clock: '', dueAt: 42, horizonMs: 60_000 }).args, ['', 42, 60_000]);
+  });
+});
