@@ -76,3 +76,12 @@ describe('openapi.yaml states the limits of lib/limits.ts', () => {
     assert.deepEqual(badId, refusal(() => checkJobRef('example', 'bad id')));
   });
 });
+
+describe('lib/client.ts (self-contained, so it repeats the batch limit)', () => {
+  it('splits batches at BATCH_JOBS.max', () => {
+    const source = readFileSync(join(__dirname, '..', '..', 'lib', 'client.ts'), 'utf8');
+    const stated = source.match(/const MAX_BATCH = (\d+);/);
+    assert.ok(stated, 'lib/client.ts declares MAX_BATCH');
+    assert.equal(Number(stated[1]), BATCH_JOBS.max);
+  });
+});
