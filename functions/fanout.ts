@@ -8,7 +8,7 @@ export async function handler(event: { token?: string; topics?: string[] } | und
   const rt = runtime();
   const log = rt.log.child({ function_request_id: context.awsRequestId, cold_start: takeColdStart() });
   try {
-    const reports = await runFanout({ ...rt, log }, {
+    const reports = await runFanout({ ...rt, log, timings: rt.config.timings }, {
       ...(typeof event?.token === 'string' ? { token: event.token } : {}),
       ...(Array.isArray(event?.topics) ? { topics: event.topics } : {}),
     });

@@ -8,7 +8,7 @@ export async function handler(event: { source?: string } | undefined, context: C
   const rt = runtime();
   const log = rt.log.child({ function_request_id: context.awsRequestId, cold_start: takeColdStart(), source: event?.source ?? 'unknown' });
   try {
-    const report = await runSweeper({ ...rt, log, remainingMs: () => context.getRemainingTimeInMillis() });
+    const report = await runSweeper({ ...rt, log, timings: rt.config.timings, remainingMs: () => context.getRemainingTimeInMillis() });
     log.info('sweeper finished', { ...report });
     return report;
   } catch (error) {

@@ -133,6 +133,56 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
   };
 }
 
+/** Timings of the sweeper and the fan-out (ms). Defaults suit AWS; fault tests shorten them through the environment. */
+export interface Timings {
+  /** A job due further ahead than this is left to the per-minute tick: the sweeper exits. DQ_SWEEPER_HORIZON_MS */
+  sweeperHorizonMs: number;
+  /** The sweeper's lease outlives a crashed sweeper by at most this. DQ_SWEEPER_LEASE_MS */
+  sweeperLeaseMs: number;
+  /** Longest single wait of the sweeper, so its lease is renewed well before it expires. DQ_SWEEPER_MAX_WAIT_MS */
+  sweeperMaxWaitMs: number;
+  /** Time kept in hand at the end of a sweeper invocation to hand over to the next one. DQ_SWEEPER_RESERVE_MS */
+  sweeperReserveMs: number;
+  /** Pause after a Redis error before the sweeper tries again. DQ_SWEEPER_ERROR_PAUSE_MS */
+  sweeperErrorPauseMs: number;
+  /** How long a fan-out's mark outlives it if it dies (its function timeout). DQ_FANOUT_MARK_MS */
+  fanoutMarkMs: number;
+}
+
+export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
+  sweeperHorizonMs: 60_000,
+  sweeperLeaseMs: 30_000,
+  sweeperMaxWaitMs: 10_000,
+  sweeperReserveMs: 5_000,
+  sweeperErrorPauseMs: 500,
+  fanoutMarkMs: 30_000,
+});
+
+const TIMING_ENV: Record<keyof Timings, string> = {
+  sweeperHorizonMs: 'DQ_SWEEPER_HORIZON_MS',
+  sweeperLeaseMs: 'DQ_SWEEPER_LEASE_MS',
+  sweeperMaxWaitMs: 'DQ_SWEEPER_MAX_WAIT_MS',
+  sweeperReserveMs: 'DQ_SWEEPER_RESERVE_MS',
+  sweeperErrorPauseMs: 'DQ_SWEEPER_ERROR_PAUSE_MS',
+  fanoutMarkMs: 'DQ_FANOUT_MARK_MS',
+};
+
+/** The timings from DQ_SWEEPER_* and DQ_FANOUT_MARK_MS, each a whole number of ms from 1 to 900,000, else its default. */
+export function loadTimings(env: Env): Timings {
+  const timings = { ...DEFAULT_TIMINGS };
+  for (const [key, name] of Object.entries(TIMING_ENV) as [keyof Timings, string][]) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1 || n > 900_000) throw new Error(`environment variable ${name} must be a whole number of milliseconds from 1 to 900000, got ${JSON.stringify(raw)}`);
+    timings[key] = n;
+  }
+  if (timings.sweeperMaxWaitMs >= timings.sweeperLeaseMs) {
+    throw new Error(`DQ_SWEEPER_MAX_WAIT_MS (${timings.sweeperMaxWaitMs}) must be below DQ_SWEEPER_LEASE_MS (${timings.sweeperLeaseMs}): the lease is renewed after each wait`);
+  }
+  return timings;
+}
+
 /** Everything a Lambda needs, read from its environment once at cold start. */
 export interface AppConfig {
   queue: QueueConfig;
@@ -164,6 +214,7 @@ export interface AppConfig {
   lambdaEndpoint?: string;
   region: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  timings: Timings;
 }
 
 type Env = Record<string, string | undefined>;
@@ -214,5 +265,6 @@ export function loadConfig(env: Env): AppConfig {
     ...(env.DQ_LAMBDA_ENDPOINT ? { lambdaEndpoint: env.DQ_LAMBDA_ENDPOINT } : {}),
     region: env.AWS_REGION ?? 'us-east-1',
     logLevel: logLevel as AppConfig['logLevel'],
+    timings: loadTimings(env),
   };
 }

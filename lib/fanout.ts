@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import type { TopicConfig } from './config';
+import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from './config';
+import { FANOUT_MARK } from './engine/codes';
+import { endFanout, startFanout } from './engine/scripts';
 import { sweeperKeys } from './keys';
 import type { Invoker } from './lambda';
 import { emitMetrics, type Logger } from './log';
 import type { ClaimedJob, DelayQueue } from './queue';
-import { runScript } from './scripts';
+import { run } from './scripts';
 
 /** The event a topic handler receives: a batch of jobs of one topic, each claimed for one attempt. */
 export interface HandlerEvent {
@@ -31,17 +33,14 @@ export interface WireJob {
 const INVOKES_IN_FLIGHT = 8; // parallel Event invokes per topic: each is one HTTPS call
 const MAX_ROUNDS = 50; // claims per topic in one pass; more work comes back via the sweeper
 const MAX_PASSES = 20; // passes over every topic by one fan-out invocation
-/** Fan-out timings (ms); fault tests shorten them, as they do the sweeper's. */
-export const FANOUT = {
-  /** How long a fan-out's mark outlives it if it dies (its function timeout). */
-  markMs: 30_000,
-};
 
 export interface FanoutDeps {
   queue: DelayQueue;
   redis: Redis | Cluster;
   invoker: Invoker;
   log: Logger;
+  /** config.timings (fanoutMarkMs); DEFAULT_TIMINGS when left out. */
+  timings?: Timings;
 }
 
 const newToken = () => randomBytes(8).toString('hex');
@@ -50,15 +49,16 @@ const newToken = () => randomBytes(8).toString('hex');
  * Invokes the fan-out unless one is running already (that one drains every topic and looks
  * again before it stops). Returns true when it invoked one.
  */
-export async function requestFanout(deps: Pick<FanoutDeps, 'redis' | 'invoker'>): Promise<boolean> {
+export async function requestFanout(deps: Pick<FanoutDeps, 'redis' | 'invoker' | 'timings'>): Promise<boolean> {
   const mark = sweeperKeys().fanout;
   const token = newToken();
-  if ((await runScript<number>(deps.redis, 'startFanout', [mark], [token, FANOUT.markMs])) !== 1) return false;
+  const markMs = (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs;
+  if ((await run(deps.redis, startFanout([mark], { token, markMs }))) !== FANOUT_MARK.MARKED) return false;
   try {
     await deps.invoker.invokeAsync('fanout', { token });
     return true;
   } catch (error) {
-    await runScript(deps.redis, 'endFanout', [mark], [token]).catch(() => 0);
+    await run(deps.redis, endFanout([mark], { token })).catch(() => FANOUT_MARK.NOT_OURS);
     throw error;
   }
 }
@@ -151,15 +151,16 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
   const names = (options.topics ?? [...config.topics.keys()]).filter((t) => config.topics.has(t));
   const reports: Record<string, FanoutReport> = {};
   const mark = sweeperKeys().fanout;
+  const markMs = (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs;
   let token = options.token;
   for (let i = 0; i < MAX_PASSES; i++) {
     await pass(deps, names, reports);
     if (!token) return reports;
-    await runScript(deps.redis, 'endFanout', [mark], [token]);
+    await run(deps.redis, endFanout([mark], { token }));
     if (!(await claimable(deps.queue))) return reports;
     token = newToken();
-    if ((await runScript<number>(deps.redis, 'startFanout', [mark], [token, FANOUT.markMs])) !== 1) return reports;
+    if ((await run(deps.redis, startFanout([mark], { token, markMs }))) !== FANOUT_MARK.MARKED) return reports;
   }
-  if (token) await runScript(deps.redis, 'endFanout', [mark], [token]);
+  if (token) await run(deps.redis, endFanout([mark], { token }));
   return reports;
 }

@@ -109,20 +109,10 @@ export async function runPipelined<Reply>(client: Client, calls: readonly Script
 }
 
 /**
- * ARGV as callers written before issue 11 pass it to runScript: wakeSweeper then took its fixed
- * clock last (due, horizon, clock); it now takes it first, like every other script. lib/sweeper.ts
- * still passes the old order: drop this once it builds its call with wakeSweeper() from
- * lib/engine/scripts.ts.
- */
-const OLD_ARGV: Partial<Record<ScriptName, (args: readonly Arg[]) => Arg[]>> = {
-  wakeSweeper: ([due = '', horizon = '', clock = '']) => [clock, due, horizon],
-};
-
-/**
  * Runs a script by name with untyped KEYS and ARGV (registering the scripts first if needed).
  * Prefer the typed calls of lib/engine/scripts.ts with run(): they fix the KEYS order and reply type.
  */
 export function runScript<T = unknown>(client: Client, name: ScriptName, keys: readonly string[], args: readonly Arg[]): Promise<T> {
   registerScripts(client);
-  return send<Promise<T>>(client, name, keys, OLD_ARGV[name]?.(args) ?? args);
+  return send<Promise<T>>(client, name, keys, args);
 }

@@ -3,24 +3,12 @@ import { Cluster, type Redis } from 'ioredis';
 import { requestFanout } from './fanout';
 import { sweeperKeys } from './keys';
 import type { Invoker } from './lambda';
-import type { AppConfig } from './config';
+import { DEFAULT_TIMINGS, type AppConfig, type Timings } from './config';
+import { LEASE, WAKE } from './engine/codes';
+import { holdLease, releaseLease, wakeSweeper as wakeScript, type LeaseKeys } from './engine/scripts';
 import { emitMetrics, type Logger } from './log';
 import type { DelayQueue, SweepResult } from './queue';
-import { runScript } from './scripts';
-
-/** Sweeper timings (ms). */
-export const SWEEPER = {
-  /** A job due further ahead than this is left to the per-minute tick: the sweeper exits. */
-  horizonMs: 60_000,
-  /** The lease outlives a crashed sweeper by at most this. */
-  leaseMs: 30_000,
-  /** Longest single wait, so the lease is renewed well before it expires. */
-  maxWaitMs: 10_000,
-  /** Time kept in hand at the end of an invocation to hand over to the next one. */
-  reserveMs: 5_000,
-  /** Pause after a Redis error before trying again. */
-  errorPauseMs: 500,
-};
+import { run } from './scripts';
 
 export interface SweeperDeps {
   queue: DelayQueue;
@@ -29,6 +17,8 @@ export interface SweeperDeps {
   log: Logger;
   /** Milliseconds left in this invocation. */
   remainingMs: () => number;
+  /** The sweeper's and fan-out's timings (config.timings); DEFAULT_TIMINGS when left out. */
+  timings?: Timings;
 }
 
 export type SweeperOutcome = 'busy' | 'idle' | 'handed_over' | 'out_of_time';
@@ -49,8 +39,13 @@ export interface SweeperReport {
  */
 class Waker {
   private pending: Promise<boolean> | undefined;
+  /**
+   * A wake-up popped by a BLPOP left pending after a wait ended by its timer, while the sweeper
+   * was sweeping: the next wait returns at once instead of sleeping on the old plan.
+   */
+  private missed = false;
   private readonly conn: Redis | Cluster;
-  constructor(redis: Redis | Cluster, private readonly key: string) {
+  constructor(redis: Redis | Cluster, private readonly key: string, private readonly maxWaitMs: number) {
     // its own connection, without the command timeout: BLPOP blocks on purpose
     this.conn =
       redis instanceof Cluster
@@ -60,20 +55,28 @@ class Waker {
   }
   /** Resolves true when woken, false when `ms` passed. */
   async wait(ms: number): Promise<boolean> {
+    if (this.missed) {
+      this.missed = false;
+      return true;
+    }
     if (!this.pending) {
-      this.pending = (this.conn.blpop(this.key, SWEEPER.maxWaitMs / 1000) as Promise<unknown>).then(
-        (popped) => popped !== null,
-        () => false,
+      this.pending = (this.conn.blpop(this.key, this.maxWaitMs / 1000) as Promise<unknown>).then(
+        (popped) => {
+          this.pending = undefined;
+          if (popped !== null) this.missed = true; // cleared below by the wait that sees it
+          return popped !== null;
+        },
+        () => {
+          this.pending = undefined;
+          return false;
+        },
       );
     }
     let timer: NodeJS.Timeout | undefined;
     const slept = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))));
-    const woken = this.pending.then((hit) => {
-      this.pending = undefined;
-      return hit;
-    });
-    const result = await Promise.race([slept, woken]);
+    const result = await Promise.race([slept, this.pending]);
     clearTimeout(timer);
+    if (result) this.missed = false; // this wait took the wake-up
     return result;
   }
   close(): void {
@@ -90,33 +93,33 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const { queue, redis, invoker, log } = deps;
+  const t = deps.timings ?? DEFAULT_TIMINGS;
   const keys = sweeperKeys();
-  const lease = [keys.lease, keys.next, keys.wake, keys.wakes];
+  const lease: LeaseKeys = [keys.lease, keys.next, keys.wake, keys.wakes];
   const owner = randomBytes(8).toString('hex');
   const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
-  const hold = (nextAt: number | null, clearWake: boolean) =>
-    runScript<number>(redis, 'holdLease', lease, [owner, SWEEPER.leaseMs, nextAt ?? '', clearWake ? '1' : '0']);
+  const hold = (nextAt: number | null, clearWake: boolean) => run(redis, holdLease(lease, { owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake }));
 
   // Started while Redis is down (a tick, a hand-over, a wake-up): keep trying while time is left.
   for (;;) {
     try {
-      if ((await hold(null, true)) < 0) return { ...report, outcome: 'busy' };
+      if ((await hold(null, true)) === LEASE.NOT_OWNER) return { ...report, outcome: 'busy' };
       break;
     } catch (error) {
-      if (deps.remainingMs() < SWEEPER.reserveMs + SWEEPER.errorPauseMs) throw error;
+      if (deps.remainingMs() < t.sweeperReserveMs + t.sweeperErrorPauseMs) throw error;
       log.error('could not take the lease; retrying', { error });
-      await pause(SWEEPER.errorPauseMs);
+      await pause(t.sweeperErrorPauseMs);
     }
   }
-  const waker = new Waker(redis, keys.wake);
+  const waker = new Waker(redis, keys.wake, t.sweeperMaxWaitMs);
   let wakes = 0; // the wake counter seen before the latest sweep
   try {
     for (;;) {
-      if (deps.remainingMs() < SWEEPER.reserveMs) return await handOver(deps, owner, lease, report);
+      if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, lease, report);
       let result: SweepResult;
       try {
         wakes = await hold(null, true);
-        if (wakes < 0) {
+        if (wakes === LEASE.NOT_OWNER) {
           log.warn('sweeper lost its lease to another sweeper');
           return { ...report, outcome: 'busy' };
         }
@@ -124,7 +127,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
       } catch (error) {
         log.error('sweep failed; retrying', { error });
         emitMetrics({}, { sweeperErrors: { unit: 'Count', value: 1 } });
-        await pause(SWEEPER.errorPauseMs);
+        await pause(t.sweeperErrorPauseMs);
         continue;
       }
       report.sweeps += 1;
@@ -133,7 +136,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
       report.deadLettered += result.deadLettered;
       if (Object.keys(result.readyByTopic).length > 0) {
         try {
-          if (await requestFanout({ redis, invoker })) report.fanouts += 1;
+          if (await requestFanout({ redis, invoker, timings: t })) report.fanouts += 1;
         } catch (error) {
           // the jobs stay ready; the next sweep or tick invokes the fan-out again
           log.error('could not invoke the fan-out', { error, ready: result.readyByTopic });
@@ -149,22 +152,22 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
       if (result.more) continue;
 
       const waitMs = result.nextAt === null ? Infinity : result.nextAt - result.now;
-      if (waitMs > SWEEPER.horizonMs) {
-        const released = await runScript<number>(redis, 'releaseLease', lease, [owner, wakes, '0']).catch(() => 0);
-        if (released === 1 || released === -1) return { ...report, outcome: 'idle' };
+      if (waitMs > t.sweeperHorizonMs) {
+        const released = await run(redis, releaseLease(lease, { owner, wakesSeen: wakes, force: false })).catch(() => LEASE.KEPT);
+        if (released === LEASE.RELEASED || released === LEASE.NOT_OWNER) return { ...report, outcome: 'idle' };
         continue; // a wake-up arrived since the sweep
       }
       await hold(result.nextAt, false).catch(() => 0);
-      const budget = deps.remainingMs() - SWEEPER.reserveMs;
-      await waker.wait(Math.min(waitMs, SWEEPER.maxWaitMs, Math.max(0, budget)));
+      const budget = deps.remainingMs() - t.sweeperReserveMs;
+      await waker.wait(Math.min(waitMs, t.sweeperMaxWaitMs, Math.max(0, budget)));
     }
   } finally {
     waker.close();
   }
 }
 
-async function handOver(deps: SweeperDeps, owner: string, lease: string[], report: SweeperReport): Promise<SweeperReport> {
-  await runScript<number>(deps.redis, 'releaseLease', lease, [owner, 0, '1']).catch(() => 0);
+async function handOver(deps: SweeperDeps, owner: string, lease: LeaseKeys, report: SweeperReport): Promise<SweeperReport> {
+  await run(deps.redis, releaseLease(lease, { owner, wakesSeen: 0, force: true })).catch(() => LEASE.KEPT);
   try {
     await deps.invoker.invokeAsync('sweeper', { source: 'handover' });
     return { ...report, outcome: 'handed_over' };
@@ -179,11 +182,12 @@ async function handOver(deps: SweeperDeps, owner: string, lease: string[], repor
  * too late, or starts one if none runs and the job is due within the horizon ('now': due on
  * Redis's clock now). With mayInvoke false it only wakes a running one; the tick starts the next.
  */
-export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'> & { mayInvoke?: boolean }, dueAt: number | 'now'): Promise<void> {
+export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' | 'log' | 'timings'> & { mayInvoke?: boolean }, dueAt: number | 'now'): Promise<void> {
   const keys = sweeperKeys();
+  const horizonMs = (deps.timings ?? DEFAULT_TIMINGS).sweeperHorizonMs;
   try {
-    const action = await runScript<number>(deps.redis, 'wakeSweeper', [keys.lease, keys.next, keys.wake, keys.wakes], [dueAt === 'now' ? '' : dueAt, SWEEPER.horizonMs, '']);
-    if (action === 2 && deps.mayInvoke !== false) await deps.invoker.invokeAsync('sweeper', { source: 'wake' });
+    const action = await run(deps.redis, wakeScript([keys.lease, keys.next, keys.wake, keys.wakes], { clock: '', dueAt, horizonMs }));
+    if (action === WAKE.START_SWEEPER && deps.mayInvoke !== false) await deps.invoker.invokeAsync('sweeper', { source: 'wake' });
   } catch (error) {
     // the job is stored; the tick bounds its lateness to about a minute
     deps.log.warn('could not wake the sweeper', { error });
@@ -191,6 +195,6 @@ export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' |
 }
 
 /** nudgeSweeper under this deployment's policy: it may start a sweeper only when wakeInvokes is on. */
-export function wakeSweeper(rt: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'> & { config: Pick<AppConfig, 'wakeInvokes'> }, dueAt: number | 'now'): Promise<void> {
-  return nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes }, dueAt);
+export function wakeSweeper(rt: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'> & { config: Pick<AppConfig, 'wakeInvokes' | 'timings'> }, dueAt: number | 'now'): Promise<void> {
+  return nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes, timings: rt.config.timings }, dueAt);
 }

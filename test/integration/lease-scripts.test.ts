@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { FANOUT_MARK, LEASE, WAKE } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
 import { sweeperKeys } from '../../lib/keys';
-import { run, runScript } from '../../lib/scripts';
+import { run } from '../../lib/scripts';
 import { useRedisServer } from '../support/redis';
 
 const HORIZON = 60_000;
@@ -49,12 +49,6 @@ describe('sweeper and fan-out scripts (real redis-server)', () => {
       assert.equal(await wake(FIXED + 4000), WAKE.WOKEN);
       assert.deepEqual(await r.lrange(k.wake, 0, -1), [String(FIXED + 4000)]);
       assert.equal(await r.get(k.wakes), '1');
-    }));
-
-  it('runScript still takes wakeSweeper\'s old ARGV order (due, horizon, clock) for callers not yet on the typed call', () =>
-    isolated(async (r) => {
-      assert.equal(await runScript<number>(r, 'wakeSweeper', lease, [FIXED + HORIZON, HORIZON, FIXED]), WAKE.START_SWEEPER);
-      assert.equal(await runScript<number>(r, 'wakeSweeper', lease, [FIXED + HORIZON + 1, HORIZON, FIXED]), WAKE.NOTHING);
     }));
 
   it('holdLease and releaseLease: the wake counter, NOT_OWNER, KEPT and RELEASED', () =>

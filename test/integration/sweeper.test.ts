@@ -6,7 +6,8 @@ import { sweeperKeys } from '../../lib/keys';
 import type { Invoker } from '../../lib/lambda';
 import { createLogger } from '../../lib/log';
 import { runScript } from '../../lib/scripts';
-import { nudgeSweeper, runSweeper, SWEEPER } from '../../lib/sweeper';
+import { nudgeSweeper, runSweeper } from '../../lib/sweeper';
+import { DEFAULT_TIMINGS } from '../../lib/config';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { createRedis } from '../../lib/redis';
 import { freePort, startRedis, useRedisServer } from '../support/redis';
@@ -110,7 +111,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const invoker = new RecordingInvoker();
       const [s, us] = await r.time();
       const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
-      await nudgeSweeper({ redis: r, invoker, log }, now + SWEEPER.horizonMs + 10_000);
+      await nudgeSweeper({ redis: r, invoker, log }, now + DEFAULT_TIMINGS.sweeperHorizonMs + 10_000);
       assert.equal(invoker.named('sweeper').length, 0, 'the tick covers a far job');
       await nudgeSweeper({ redis: r, invoker, log }, now + 1000);
       assert.equal(invoker.named('sweeper').length, 1);
@@ -180,7 +181,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
       assert.equal(await runScript<number>(r, 'holdLease', lease, ['someone-else', 30_000, '', '1']), -1);
       const [s, us] = await r.time();
       const due = Number(s) * 1000 + Math.floor(Number(us) / 1000) + 5000;
-      assert.equal(await runScript<number>(r, 'wakeSweeper', lease, [due, SWEEPER.horizonMs, '']), 1, 'the running sweeper is woken');
+      assert.equal(await runScript<number>(r, 'wakeSweeper', lease, ['', due, DEFAULT_TIMINGS.sweeperHorizonMs]), 1, 'the running sweeper is woken');
       assert.equal(await r.lpop(k.wake), String(due), 'its pending BLPOP takes the wake-up...');
       assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', seen, '0']), 0, '...and it still may not leave');
       const now = await runScript<number>(r, 'holdLease', lease, ['me', 30_000, '', '1']);
@@ -188,6 +189,42 @@ describe('sweeper and fan-out (real redis-server)', () => {
       assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', now, '0']), 1, 'after sweeping again it may');
       assert.equal(await r.exists(k.lease), 0);
       assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', now, '0']), -1, 'not the owner any more');
+    }));
+
+  // Issue 12, finding 2: a wait that ended by its timer left its BLPOP pending; a wake-up sent while
+  // the sweeper swept was taken by that BLPOP and lost, and the next wait slept on the old plan.
+  it('a wake-up sent while it sweeps is not lost: a job due sooner is moved before the planned one', () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic();
+      const real = makeQueue(r, { [topic]: { handler: 'h' } });
+      await real.add({ topic, id: 'a', delay: 1 });
+      await real.add({ topic, id: 'b', delay: 9 });
+      const invoker = new RecordingInvoker();
+      let sweeps = 0;
+      const queue = Object.create(real) as typeof real;
+      queue.sweep = async (limit?: number) => {
+        const result = await real.sweep(limit);
+        sweeps += 1;
+        if (sweeps === 2) {
+          // the second sweep (it moved a) has read its plan: b, 8 s ahead. Now c, due in 0.2 s.
+          const added = await real.add({ topic, id: 'c', delay: 0.2 });
+          if (added.wake) await nudgeSweeper({ redis: r, invoker, log }, Date.parse(added.job.runAt));
+        }
+        return result;
+      };
+      const running = runSweeper({ queue, redis: r, invoker, log, remainingMs: () => 60_000 });
+      try {
+        let c = await real.get(topic, 'c');
+        while (c === null || c.state === 'delayed') {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          c = await real.get(topic, 'c');
+        }
+        const b = await real.get(topic, 'b');
+        assert.equal(b?.state, 'delayed', 'c was moved by a sweep before b fell due, not with b 8 s later');
+        assert.equal(c.state, 'ready');
+      } finally {
+        await running;
+      }
     }));
 
   it('a sweeper started while Redis is down keeps trying, and takes its lease once Redis is back', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/config';
+import { DEFAULT_TIMINGS, loadTimings, resolveQueueConfig } from '../../lib/config';
 
 describe('queue configuration', () => {
   it('fills in defaults', () => {
@@ -20,5 +20,19 @@ describe('queue configuration', () => {
     assert.throws(() => resolveQueueConfig({ topics: { a: { backoff: 'soon' } } }), /topics\.a\.backoff/);
     assert.throws(() => resolveQueueConfig({ topics: { a: {} }, partitions: 0 }), /partitions/);
     assert.throws(() => resolveQueueConfig({ topics: { a: {} }, moveLimit: 10_000 }), /moveLimit/);
+  });
+});
+
+describe('sweeper and fan-out timings (environment)', () => {
+  it('default to the AWS values, and each can be set by its variable', () => {
+    assert.deepEqual(loadTimings({}), DEFAULT_TIMINGS);
+    assert.deepEqual(DEFAULT_TIMINGS, { sweeperHorizonMs: 60_000, sweeperLeaseMs: 30_000, sweeperMaxWaitMs: 10_000, sweeperReserveMs: 5_000, sweeperErrorPauseMs: 500, fanoutMarkMs: 30_000 });
+    const t = loadTimings({ DQ_SWEEPER_LEASE_MS: '3000', DQ_SWEEPER_MAX_WAIT_MS: '1000', DQ_SWEEPER_RESERVE_MS: '500', DQ_FANOUT_MARK_MS: '2000', DQ_SWEEPER_HORIZON_MS: '', DQ_SWEEPER_ERROR_PAUSE_MS: '100' });
+    assert.deepEqual(t, { sweeperHorizonMs: 60_000, sweeperLeaseMs: 3000, sweeperMaxWaitMs: 1000, sweeperReserveMs: 500, sweeperErrorPauseMs: 100, fanoutMarkMs: 2000 });
+  });
+  it('refuse a bad value, naming the variable', () => {
+    assert.throws(() => loadTimings({ DQ_SWEEPER_LEASE_MS: '30s' }), /DQ_SWEEPER_LEASE_MS must be a whole number/);
+    assert.throws(() => loadTimings({ DQ_FANOUT_MARK_MS: '0' }), /DQ_FANOUT_MARK_MS/);
+    assert.throws(() => loadTimings({ DQ_SWEEPER_MAX_WAIT_MS: '40000' }), /DQ_SWEEPER_MAX_WAIT_MS \(40000\) must be below DQ_SWEEPER_LEASE_MS/);
   });
 });

@@ -7,7 +7,9 @@
  * Environment: the Lambdas' own (REDIS_URL, DQ_CONFIG, DQ_LAMBDA_ENDPOINT, ...), plus
  *   HOST_FUNCTIONS   comma-separated keys this host serves (sweeper,fanout,webhookHandler)
  *   HOST_TIMEOUT_MS  each invocation's time limit, seen through getRemainingTimeInMillis
- *   FAULT_LEASE_MS, FAULT_MAX_WAIT_MS, FAULT_RESERVE_MS, FAULT_MARK_MS  shortened timings
+ *   FAULT_LEASE_MS, FAULT_MAX_WAIT_MS, FAULT_RESERVE_MS, FAULT_MARK_MS  shortened timings, passed on
+ *                    as the configuration's DQ_SWEEPER_LEASE_MS, DQ_SWEEPER_MAX_WAIT_MS,
+ *                    DQ_SWEEPER_RESERVE_MS and DQ_FANOUT_MARK_MS (lib/config.ts loadTimings)
  * Prints `READY <port>` on stdout when it listens.
  */
 import { randomUUID } from 'node:crypto';
@@ -16,14 +18,17 @@ import type { Context } from 'aws-lambda';
 import { handler as fanout } from '../../../functions/fanout';
 import { handler as webhookHandler } from '../../../functions/handlers/webhook';
 import { handler as sweeper } from '../../../functions/sweeper';
-import { FANOUT } from '../../../lib/fanout';
-import { SWEEPER } from '../../../lib/sweeper';
 
 const env = process.env;
-if (env.FAULT_LEASE_MS) SWEEPER.leaseMs = Number(env.FAULT_LEASE_MS);
-if (env.FAULT_MAX_WAIT_MS) SWEEPER.maxWaitMs = Number(env.FAULT_MAX_WAIT_MS);
-if (env.FAULT_RESERVE_MS) SWEEPER.reserveMs = Number(env.FAULT_RESERVE_MS);
-if (env.FAULT_MARK_MS) FANOUT.markMs = Number(env.FAULT_MARK_MS);
+// Read by the runtime's loadConfig at the first invocation (after this module ran).
+for (const [fault, config] of [
+  ['FAULT_LEASE_MS', 'DQ_SWEEPER_LEASE_MS'],
+  ['FAULT_MAX_WAIT_MS', 'DQ_SWEEPER_MAX_WAIT_MS'],
+  ['FAULT_RESERVE_MS', 'DQ_SWEEPER_RESERVE_MS'],
+  ['FAULT_MARK_MS', 'DQ_FANOUT_MARK_MS'],
+] as const) {
+  if (env[fault]) env[config] = env[fault];
+}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const handlers: Record<string, (event: any, context: Context) => Promise<unknown>> = { sweeper, fanout, webhookHandler };
