@@ -71,13 +71,14 @@ function parseBody(event: APIGatewayProxyEventV2): unknown {
  * Wraps a route into an HTTP API Lambda handler: checks the bearer token (401), parses JSON,
  * turns HttpErrors into their status and error body, a Redis outage into 503 UNAVAILABLE, and
  * anything else into a 500 with the request id (logged with its stack, never shown).
+ * `getRuntime` is the seam for tests: the process's shared runtime by default.
  */
-export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<ApiResponse>) {
+export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<ApiResponse>, getRuntime: () => Runtime = runtime) {
   return async (event: APIGatewayProxyEventV2, context?: Pick<Context, 'awsRequestId'>): Promise<APIGatewayProxyResultV2> => {
     const requestId = context?.awsRequestId ?? randomUUID();
     let rt: Runtime;
     try {
-      rt = runtime();
+      rt = getRuntime();
     } catch (error) {
       console.error(JSON.stringify({ level: 'ERROR', message: 'configuration error', error: (error as Error).message, requestId }));
       return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });

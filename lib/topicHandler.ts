@@ -93,14 +93,15 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
  * Turns a per-job function into a topic handler Lambda: runs the function for every job of the
  * batch in parallel, each with its TTR as a timeout, then acks or fails it. While the invocation
  * has time left it claims further batches of its topic. It never throws (an async invocation that
- * throws would be retried by Lambda, outside the queue's retry policy).
+ * throws would be retried by Lambda, outside the queue's retry policy). `getRuntime` is the seam
+ * for tests: the process's shared runtime by default.
  */
-export function topicHandler(fn: JobFunction) {
+export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtime) {
   return async (event: HandlerEvent, context?: Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'>): Promise<BatchReport> => {
     const report: BatchReport = { done: 0, retried: 0, dead: 0, stale: 0 };
     let rt: Runtime | undefined;
     try {
-      rt = runtime();
+      rt = getRuntime();
       const log = rt.log.child({ function_request_id: context?.awsRequestId, cold_start: takeColdStart() });
       const topic = rt.config.queue.topics.get(event.topic);
       if (!topic) {
@@ -116,7 +117,7 @@ export function topicHandler(fn: JobFunction) {
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
           // out of time with work maybe left: hand it to the fan-out rather than to the next tick
-          if (jobs.length === topic.batchSize && rt.config.wakeInvokes) await requestFanout(rt).catch((error) => log.warn('could not request a fan-out', { error }));
+          if (jobs.length === topic.batchSize && rt.config.wakeInvokes) await requestFanout({ ...rt, timings: rt.config.timings }).catch((error) => log.warn('could not request a fan-out', { error }));
           break;
         }
         jobs = (await rt.queue.claim(topic.name, topic.batchSize)).map(toWire);

@@ -1,0 +1,125 @@
+// httpRoute's error mapping, through its runtime seam: a fake runtime with the token and a logger
+// that records lines. This tests the HTTP mapping only; Redis behaviour is tested against a real
+// redis-server in test/integration and test/e2e.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { HttpError } from '../../lib/errors';
+import { httpRoute, type ApiRequest, type ApiResponse } from '../../lib/http';
+import { createLogger } from '../../lib/log';
+import type { Runtime } from '../../lib/runtime';
+
+const TOKEN = 'unit-token';
+
+function fakeRuntime(lines: string[]): () => Runtime {
+  const rt = { config: { apiToken: TOKEN }, log: createLogger('test', {}, 'debug', (line) => lines.push(line)) } as unknown as Runtime;
+  return () => rt;
+}
+
+function event(options: { token?: string | null; body?: string; base64?: boolean } = {}): APIGatewayProxyEventV2 {
+  const headers: Record<string, string> = {};
+  if (options.token !== null) headers.Authorization = `Bearer ${options.token ?? TOKEN}`;
+  return {
+    rawPath: '/jobs',
+    routeKey: 'POST /jobs',
+    headers,
+    requestContext: { http: { method: 'POST' } },
+    ...(options.body !== undefined ? { body: options.body, isBase64Encoded: options.base64 ?? false } : {}),
+  } as unknown as APIGatewayProxyEventV2;
+}
+
+async function call(route: (req: ApiRequest) => Promise<ApiResponse>, ev: APIGatewayProxyEventV2, lines: string[] = []) {
+  const result = (await httpRoute(route, fakeRuntime(lines))(ev, { awsRequestId: 'req-1' })) as APIGatewayProxyStructuredResultV2;
+  return { status: result.statusCode, headers: result.headers ?? {}, text: String(result.body), body: JSON.parse(String(result.body)) as { error?: { code: string; message: string } } };
+}
+
+const echo = async (req: ApiRequest): Promise<ApiResponse> => ({ status: 200, body: { got: req.json() } });
+
+describe('httpRoute maps failures to HTTP answers', () => {
+  it('200 with the route body for a good request', async () => {
+    const res = await call(echo, event({ body: '{"a":1}' }));
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body, { got: { a: 1 } });
+    assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+  });
+
+  it('401 UNAUTHORIZED with WWW-Authenticate, without running the route, for no token or a wrong one', async () => {
+    let ran = 0;
+    const route = async () => ((ran += 1), { status: 200, body: {} });
+    for (const token of [null, 'wrong-token', '']) {
+      const res = await call(route, event({ token, body: '{}' }));
+      assert.equal(res.status, 401, `token ${JSON.stringify(token)}`);
+      assert.equal(res.body.error?.code, 'UNAUTHORIZED');
+      assert.equal(res.headers['www-authenticate'], 'Bearer');
+    }
+    assert.equal(ran, 0);
+  });
+
+  it('413 PAYLOAD_TOO_LARGE for a body over 6 MiB, also when base64-encoded', async () => {
+    const big = JSON.stringify({ pad: 'x'.repeat(6 * 1024 * 1024) });
+    assert.equal((await call(echo, event({ body: big }))).status, 413);
+    const res = await call(echo, event({ body: Buffer.from(big).toString('base64'), base64: true }));
+    assert.equal(res.status, 413);
+    assert.equal(res.body.error?.code, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('400 INVALID_JSON for a malformed or empty body', async () => {
+    for (const body of ['{"a":', 'not json', '   ']) {
+      const res = await call(echo, event({ body }));
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.error?.code, 'INVALID_JSON');
+    }
+  });
+
+  it('an HttpError below 500 keeps its status, code and message', async () => {
+    const res = await call(async () => {
+      throw new HttpError(409, 'JOB_EXISTS', 'job x exists');
+    }, event());
+    assert.deepEqual([res.status, res.body.error?.code, res.body.error?.message], [409, 'JOB_EXISTS', 'job x exists']);
+  });
+
+  it('503 UNAVAILABLE with Retry-After when Redis cannot be reached', async () => {
+    for (const error of [new Error('connect ECONNREFUSED 127.0.0.1:6379'), Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' }), new Error('READONLY You cannot write against a read only replica.')]) {
+      const lines: string[] = [];
+      const res = await call(async () => {
+        throw error;
+      }, event(), lines);
+      assert.equal(res.status, 503, error.message);
+      assert.equal(res.body.error?.code, 'UNAVAILABLE');
+      assert.equal(res.headers['retry-after'], '1');
+      assert.ok(lines.some((l) => l.includes('redis unavailable')), 'logged');
+    }
+  });
+
+  it('500 INTERNAL with the request id and nothing of the error, which is logged with its stack', async () => {
+    const lines: string[] = [];
+    const res = await call(async () => {
+      throw new TypeError('secret-detail: cannot read properties of undefined');
+    }, event(), lines);
+    assert.equal(res.status, 500);
+    assert.deepEqual(res.body, { error: { code: 'INTERNAL', message: 'internal error (request req-1)' } });
+    assert.ok(!res.text.includes('secret-detail') && !res.text.includes('TypeError') && !res.text.includes('at '), res.text);
+    const logged = lines.find((l) => l.includes('request failed'));
+    assert.ok(logged?.includes('secret-detail') && logged.includes('"stack"'), 'the log keeps the error and its stack');
+  });
+
+  it('500 INTERNAL without internals when an HttpError is 5xx or the runtime cannot be built', async () => {
+    const res = await call(async () => {
+      throw new HttpError(500, 'INTERNAL', 'secret-detail');
+    }, event());
+    assert.equal(res.status, 500);
+    assert.ok(!res.text.includes('secret-detail'));
+    const broken = httpRoute(echo, () => {
+      throw new Error('environment variable REDIS_URL is required');
+    });
+    const original = console.error;
+    console.error = () => undefined; // the configuration error is logged there
+    try {
+      const out = (await broken(event(), { awsRequestId: 'req-2' })) as APIGatewayProxyStructuredResultV2;
+      assert.equal(out.statusCode, 500);
+      assert.ok(!String(out.body).includes('REDIS_URL'));
+    } finally {
+      console.error = original;
+    }
+  });
+});
