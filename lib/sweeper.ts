@@ -92,7 +92,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * one sweeper runs at a time; invokes the fan-out whenever jobs became ready.
  */
 export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
-  const { queue, redis, invoker, log } = deps;
+  const { queue, redis, log } = deps;
   const t = deps.timings ?? DEFAULT_TIMINGS;
   const keys = sweeperKeys();
   const lease: LeaseKeys = [keys.lease, keys.next, keys.wake, keys.wakes];
@@ -100,17 +100,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
   const hold = (nextAt: number | null, clearWake: boolean) => run(redis, holdLease(lease, { owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake }));
 
-  // Started while Redis is down (a tick, a hand-over, a wake-up): keep trying while time is left.
-  for (;;) {
-    try {
-      if ((await hold(null, true)) === LEASE.NOT_OWNER) return { ...report, outcome: 'busy' };
-      break;
-    } catch (error) {
-      if (deps.remainingMs() < t.sweeperReserveMs + t.sweeperErrorPauseMs) throw error;
-      log.error('could not take the lease; retrying', { error });
-      await pause(t.sweeperErrorPauseMs);
-    }
-  }
+  if (!(await takeLease(deps, t, () => hold(null, true)))) return { ...report, outcome: 'busy' };
   const waker = new Waker(redis, keys.wake, t.sweeperMaxWaitMs);
   let wakes = 0; // the wake counter seen before the latest sweep
   try {
@@ -130,25 +120,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
         await pause(t.sweeperErrorPauseMs);
         continue;
       }
-      report.sweeps += 1;
-      report.moved += result.moved;
-      report.retried += result.retried;
-      report.deadLettered += result.deadLettered;
-      if (Object.keys(result.readyByTopic).length > 0) {
-        try {
-          if (await requestFanout({ redis, invoker, timings: t })) report.fanouts += 1;
-        } catch (error) {
-          // the jobs stay ready; the next sweep or tick invokes the fan-out again
-          log.error('could not invoke the fan-out', { error, ready: result.readyByTopic });
-        }
-      }
-      if (result.moved + result.retried + result.deadLettered > 0) {
-        emitMetrics({}, {
-          moved: { unit: 'Count', value: result.moved },
-          retried: { unit: 'Count', value: result.retried },
-          deadLettered: { unit: 'Count', value: result.deadLettered },
-        });
-      }
+      await afterSweep(deps, t, result, report);
       if (result.more) continue;
 
       const waitMs = result.nextAt === null ? Infinity : result.nextAt - result.now;
@@ -163,6 +135,45 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
     }
   } finally {
     waker.close();
+  }
+}
+
+/**
+ * Takes the lease; true when taken, false when another sweeper holds it. Started while Redis is
+ * down (a tick, a hand-over, a wake-up), it keeps trying while time is left.
+ */
+async function takeLease(deps: SweeperDeps, t: Timings, hold: () => Promise<number>): Promise<boolean> {
+  for (;;) {
+    try {
+      return (await hold()) !== LEASE.NOT_OWNER;
+    } catch (error) {
+      if (deps.remainingMs() < t.sweeperReserveMs + t.sweeperErrorPauseMs) throw error;
+      deps.log.error('could not take the lease; retrying', { error });
+      await pause(t.sweeperErrorPauseMs);
+    }
+  }
+}
+
+/** Counts a sweep into the report, invokes the fan-out when jobs became ready, writes the metrics. */
+async function afterSweep(deps: SweeperDeps, t: Timings, result: SweepResult, report: SweeperReport): Promise<void> {
+  report.sweeps += 1;
+  report.moved += result.moved;
+  report.retried += result.retried;
+  report.deadLettered += result.deadLettered;
+  if (Object.keys(result.readyByTopic).length > 0) {
+    try {
+      if (await requestFanout({ redis: deps.redis, invoker: deps.invoker, timings: t })) report.fanouts += 1;
+    } catch (error) {
+      // the jobs stay ready; the next sweep or tick invokes the fan-out again
+      deps.log.error('could not invoke the fan-out', { error, ready: result.readyByTopic });
+    }
+  }
+  if (result.moved + result.retried + result.deadLettered > 0) {
+    emitMetrics({}, {
+      moved: { unit: 'Count', value: result.moved },
+      retried: { unit: 'Count', value: result.retried },
+      deadLettered: { unit: 'Count', value: result.deadLettered },
+    });
   }
 }
 

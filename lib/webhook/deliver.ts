@@ -82,7 +82,10 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
   }
 }
 
-
+/**
+ * One POST as a Promise over node's request callbacks (over 60 lines on purpose: the settle, abort,
+ * response and error handlers share the request's state; split up, each would need it passed in).
+ */
 function post(
   url: URL,
   hostname: string,
