@@ -23,8 +23,12 @@ export const REDRIVE_COUNT = { min: 1, max: 1000, default: 100 } as const satisf
 /** Dead jobs per page of GET /topics/{topic}/dead. */
 export const DEAD_PAGE = { min: 1, max: 100, default: 50 } as const satisfies Range;
 
-/** Time-to-run of one attempt in seconds, of a job and of a topic. */
-export const TTR_SECONDS = { min: 0.1, max: 86_400 } as const satisfies Range;
+/**
+ * Time-to-run of one attempt in seconds, of a job and of a topic. At least 1 s: the ttr counts from
+ * the claim (so it includes invoking the handler) and the handler ends an attempt 250 ms before
+ * its deadline (SAFETY_MS in lib/topicHandler.ts); below that no attempt could succeed.
+ */
+export const TTR_SECONDS = { min: 1, max: 86_400 } as const satisfies Range;
 
 /** Attempts of one job, of a job and of a topic. */
 export const MAX_ATTEMPTS = { min: 1, max: 1000 } as const satisfies Range;

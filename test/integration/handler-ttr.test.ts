@@ -1,0 +1,43 @@
+/**
+ * Issue 12, finding 12: the smallest ttr the API accepts must leave a quick job time to run. The
+ * handler ends an attempt 250 ms before its deadline (so its ack is not late); with ttr 0.1 s
+ * accepted, every attempt of a 20 ms job timed out at once and the job went dead.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { toWire } from '../../lib/fanout';
+import { TTR_SECONDS } from '../../lib/limits';
+import { runtime } from '../../lib/runtime';
+import { topicHandler } from '../../lib/topicHandler';
+import { startRedis, type RedisProcess } from '../support/redis';
+
+describe('the smallest ttr (real redis-server)', () => {
+  let server: RedisProcess;
+  before(async () => {
+    server = await startRedis();
+    Object.assign(process.env, {
+      DQ_CONFIG: JSON.stringify({ topics: { quick: { handler: 'h', ttr: TTR_SECONDS.min, maxAttempts: 1 } } }),
+      REDIS_URL: server.url,
+      API_TOKEN: 't',
+      WEBHOOK_SECRET: 's',
+      DQ_FUNCTION_PREFIX: 'x-',
+      LOG_LEVEL: 'error',
+    });
+  });
+  after(async () => {
+    runtime().redis.disconnect();
+    await server?.stop();
+  });
+
+  it('is enough for a job that takes 20 ms: done on its only attempt', async () => {
+    const { queue } = runtime();
+    await queue.add({ topic: 'quick', id: 'q1', delay: 0, ttr: TTR_SECONDS.min });
+    await queue.sweep();
+    const claimed = await queue.claim('quick', 1);
+    assert.equal(claimed.length, 1);
+    const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 20)));
+    const report = await handler({ topic: 'quick', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
+    assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
+    assert.equal((await queue.get('quick', 'q1'))?.state, 'done');
+  });
+});
