@@ -38,10 +38,14 @@ class TimeoutError extends Error {}
  * Runs `fn` for one job with the TTR as a timeout, then acks or fails the attempt. `offsetMs` is
  * the Redis clock minus this host's: deadlines are on the Redis clock, and this host's may be off.
  */
-async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction, report: BatchReport, log: Logger, offsetMs: number): Promise<void> {
+async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction, report: BatchReport, log: Logger, offsetMs: number, invocationEndsAt: number): Promise<void> {
   const startedAt = Date.now();
   const ttrMs = job.deadline - job.claimedAt;
-  const endsAt = job.deadline - offsetMs - SAFETY_MS; // on this host's clock
+  // On this host's clock: the attempt's deadline, or the end of this invocation (Lambda's timeout)
+  // if that comes first; then the attempt fails (and is retried) instead of being killed unanswered.
+  const deadlineEndsAt = job.deadline - offsetMs - SAFETY_MS;
+  const endsAt = Math.min(deadlineEndsAt, invocationEndsAt - SAFETY_MS);
+  const why = endsAt < deadlineEndsAt ? `attempt ${job.attempt} ran out of invocation time (the handler Lambda's timeout) before its ttr of ${Math.round(ttrMs / 1000)}s` : `attempt ${job.attempt} ran past its ttr of ${Math.round(ttrMs / 1000)}s`;
   const jobLog = log.child({ topic, jobId: job.id, attempt: job.attempt });
   const latenessMs = startedAt + offsetMs - job.runAt;
   jobLog.info('job started', { latenessMs, startLatenessMs: latenessMs });
@@ -49,8 +53,8 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
+      reject(new TimeoutError(why)); // first: a function that returns when aborted did not finish in time
       controller.abort();
-      reject(new TimeoutError(`attempt ${job.attempt} ran past its ttr of ${Math.round(ttrMs / 1000)}s`));
     }, Math.max(0, endsAt - Date.now()));
   });
   let failure: unknown;
@@ -113,7 +117,8 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         // one TIME per round: a host clock minutes off must not expire (or stretch) every attempt
         const before = Date.now();
         const offsetMs = (await rt.queue.serverTime()) - before;
-        await Promise.all(jobs.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs)));
+        const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
+        await Promise.all(jobs.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)));
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
           // out of time with work maybe left: hand it to the fan-out rather than to the next tick

@@ -1,4 +1,8 @@
 /**
+ * Issue 12, finding 5: an attempt is bounded by the invocation's remaining time as well as by its
+ * ttr. A ttr of 30 s in a handler Lambda with 0.6 s left used to run on until Lambda killed it,
+ * leaving the job "running" until its ttr ended; now the attempt fails in time and is retried.
+ *
  * Issue 12, finding 12: the smallest ttr the API accepts must leave a quick job time to run. The
  * handler ends an attempt 250 ms before its deadline (so its ack is not late); with ttr 0.1 s
  * accepted, every attempt of a 20 ms job timed out at once and the job went dead.
@@ -16,7 +20,7 @@ describe('the smallest ttr (real redis-server)', () => {
   before(async () => {
     server = await startRedis();
     Object.assign(process.env, {
-      DQ_CONFIG: JSON.stringify({ topics: { quick: { handler: 'h', ttr: TTR_SECONDS.min, maxAttempts: 1 } } }),
+      DQ_CONFIG: JSON.stringify({ topics: { quick: { handler: 'h', ttr: TTR_SECONDS.min, maxAttempts: 1 }, long: { handler: 'h', ttr: 30, maxAttempts: 3 } } }),
       REDIS_URL: server.url,
       API_TOKEN: 't',
       WEBHOOK_SECRET: 's',
@@ -39,5 +43,23 @@ describe('the smallest ttr (real redis-server)', () => {
     const report = await handler({ topic: 'quick', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
     assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
     assert.equal((await queue.get('quick', 'q1'))?.state, 'done');
+  });
+
+  it('fails an attempt when the invocation runs out before the ttr, and schedules the retry', { timeout: 20_000 }, async () => {
+    const { queue } = runtime();
+    await queue.add({ topic: 'long', id: 'l1', delay: 0 });
+    await queue.sweep();
+    const claimed = await queue.claim('long', 1);
+    assert.equal(claimed.length, 1);
+    let aborted = false;
+    // runs until told to stop, as a well-behaved function does
+    const handler = topicHandler((_job, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve(undefined)))));
+    const report = await handler({ topic: 'long', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 600 });
+    assert.deepEqual(report, { done: 0, retried: 1, dead: 0, stale: 0 });
+    assert.ok(aborted, 'the function was told to stop');
+    const job = await queue.get('long', 'l1');
+    assert.equal(job?.state, 'delayed', 'the retry is scheduled, not left running until the ttr');
+    assert.equal(job?.attempts, 1);
+    assert.match(String(job?.lastError), /ran out of invocation time/);
   });
 });
