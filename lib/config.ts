@@ -1,5 +1,5 @@
 import { parseBackoff } from './backoff';
-import { MAX_ATTEMPTS, TTR_SECONDS } from './limits';
+import { MAX_ATTEMPTS, MAX_BODY_BYTES, TTR_SECONDS } from './limits';
 
 /** A topic as the engine uses it: every default resolved. */
 export interface TopicConfig {
@@ -125,7 +125,7 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
   return {
     partitions: integer(input.partitions ?? DEFAULTS.partitions, 'partitions', 1, 1024),
     topics,
-    maxBodyBytes: integer(input.maxBodyBytes ?? DEFAULTS.maxBodyBytes, 'maxBodyBytes', 1, 4 * 1024 * 1024),
+    maxBodyBytes: integer(input.maxBodyBytes ?? DEFAULTS.maxBodyBytes, 'maxBodyBytes', 1, MAX_BODY_BYTES), // one job must fit a Lambda event
     maxDelayMs,
     retentionMs: seconds(input.retention ?? DEFAULTS.retention, 'retention', 0, 365 * 86_400),
     deadRetentionMs: seconds(input.deadRetention ?? DEFAULTS.deadRetention, 'deadRetention', 1, 10 * 365 * 86_400),

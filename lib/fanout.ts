@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from './config';
+import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from './limits';
 import { FANOUT_MARK } from './engine/codes';
 import { endFanout, startFanout } from './engine/scripts';
 import { sweeperKeys } from './keys';
@@ -84,6 +85,34 @@ export function toWire(job: ClaimedJob): WireJob {
   };
 }
 
+/**
+ * Cuts claimed jobs into handler events of at most batchSize jobs and at most EVENT_PAYLOAD_BYTES
+ * (less EVENT_ENVELOPE_BYTES for the envelope) as JSON. A job that alone is over it is returned apart.
+ */
+export function cutBatches(topic: Pick<TopicConfig, 'name' | 'batchSize'>, claimed: readonly ClaimedJob[]): { batches: ClaimedJob[][]; oversized: { job: ClaimedJob; bytes: number }[] } {
+  const room = EVENT_PAYLOAD_BYTES - EVENT_ENVELOPE_BYTES;
+  const batches: ClaimedJob[][] = [];
+  const oversized: { job: ClaimedJob; bytes: number }[] = [];
+  let batch: ClaimedJob[] = [];
+  let used = 0;
+  for (const job of claimed) {
+    const bytes = Buffer.byteLength(JSON.stringify(toWire(job))) + 1; // and its comma
+    if (bytes > room) {
+      oversized.push({ job, bytes });
+      continue;
+    }
+    if (batch.length >= topic.batchSize || used + bytes > room) {
+      batches.push(batch);
+      batch = [];
+      used = 0;
+    }
+    batch.push(job);
+    used += bytes;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return { batches, oversized };
+}
+
 async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutReport): Promise<void> {
   if (!topic.handler) return;
   const handler = topic.handler;
@@ -95,8 +124,13 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
       claimed: { unit: 'Count', value: claimed.length },
       lateness: { unit: 'Milliseconds', value: claimed.map((j) => j.latenessMs) },
     });
-    const batches: ClaimedJob[][] = [];
-    for (let i = 0; i < claimed.length; i += topic.batchSize) batches.push(claimed.slice(i, i + topic.batchSize));
+    const { batches, oversized } = cutBatches(topic, claimed);
+    for (const { job, bytes } of oversized) {
+      // only a job stored under an older, larger maxBodyBytes: it can never be delivered
+      const error = `the job is ${bytes} bytes as a Lambda event, over the ${EVENT_PAYLOAD_BYTES}-byte limit; it cannot be delivered`;
+      deps.log.error('job too large for a handler event; failing its attempt', { topic: topic.name, jobId: job.id, bytes });
+      await deps.queue.fail(topic.name, job.id, job.attempt, error);
+    }
     const failed: ClaimedJob[] = [];
     await Promise.all(
       batches.map(async (batch) => {

@@ -38,3 +38,19 @@ export const URL_MAX_LENGTH = 2048;
 
 /** Earliest runAt accepted, epoch ms (2000-01-01): below this, runAt was almost surely given in seconds. */
 export const EARLIEST_RUN_AT_MS = Date.UTC(2000, 0, 1);
+
+/** Lambda's limit on an asynchronous (Event) invoke's payload: a handler's batch must fit. */
+export const EVENT_PAYLOAD_BYTES = 1_048_576;
+
+/** Room kept in an event for its envelope, `{"topic":"<up to 64>","jobs":[...]}`. */
+export const EVENT_ENVELOPE_BYTES = 256;
+
+/**
+ * Room kept in an event for what is not the job bodies: the envelope, each job's id, url (up to
+ * URL_MAX_LENGTH) and numbers. A body larger than EVENT_PAYLOAD_BYTES minus this can never be
+ * delivered, so maxBodyBytes may not exceed MAX_BODY_BYTES.
+ */
+export const EVENT_OVERHEAD_BYTES = 8192;
+
+/** Largest maxBodyBytes a configuration may set: one job with such a body still fits one event. */
+export const MAX_BODY_BYTES = EVENT_PAYLOAD_BYTES - EVENT_OVERHEAD_BYTES;
