@@ -18,6 +18,8 @@ export interface TopicConfig {
   kind: 'function' | 'webhook';
   /** Name of the handler function (serverless.yml key), if any. */
   handler?: string;
+  /** Longest ttr a job of this topic may set (ms): its handler function's timeout, when known. */
+  maxTtrMs: number;
 }
 
 /** The engine's configuration. */
@@ -47,6 +49,8 @@ export interface TopicInput {
   concurrency?: number;
   kind?: 'function' | 'webhook';
   handler?: string;
+  /** seconds: the handler function's timeout, added by scripts/serverless-vars.cjs from serverless.yml */
+  handlerTimeout?: number;
 }
 
 /** What a caller may write for the engine; see QueueConfig for the meaning of each field. */
@@ -111,11 +115,17 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
     if (!backoff.spec) throw new Error(backoff.problems.map((p) => `${p.path} ${p.message}`).join('; '));
     const kind = t.kind ?? 'function';
     if (kind !== 'function' && kind !== 'webhook') throw new Error(`${where}.kind must be "function" or "webhook"`);
+    const maxTtrMs = t.handlerTimeout === undefined ? TTR_SECONDS.max * 1000 : seconds(t.handlerTimeout, `${where}.handlerTimeout`, 1, 900); // Lambda's longest timeout
+    const ttrMs = seconds(t.ttr ?? DEFAULTS.topic.ttr, `${where}.ttr`, TTR_SECONDS.min, TTR_SECONDS.max);
+    if (ttrMs > maxTtrMs) {
+      throw new Error(`${where}.ttr (${ttrMs / 1000} s) is longer than its handler ${t.handler} can run (timeout ${maxTtrMs / 1000} s): lower the ttr or raise the function's timeout`);
+    }
     topics.set(name, {
       name,
       maxAttempts: integer(t.maxAttempts ?? DEFAULTS.topic.maxAttempts, `${where}.maxAttempts`, MAX_ATTEMPTS.min, MAX_ATTEMPTS.max),
       backoff: backoff.spec,
-      ttrMs: seconds(t.ttr ?? DEFAULTS.topic.ttr, `${where}.ttr`, TTR_SECONDS.min, TTR_SECONDS.max),
+      ttrMs,
+      maxTtrMs,
       batchSize: integer(t.batchSize ?? DEFAULTS.topic.batchSize, `${where}.batchSize`, 1, 100),
       concurrency: integer(t.concurrency ?? DEFAULTS.topic.concurrency, `${where}.concurrency`, 1, 10_000),
       kind,

@@ -215,6 +215,10 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   const id = checkId(job.id, problems);
   const when = parseWhen(job, config, problems, true, clientNow);
   const options = checkOptions(job, config, problems);
+  const maxTtrMs = topic ? config.topics.get(topic)?.maxTtrMs : undefined;
+  if (options.ttrMs !== undefined && maxTtrMs !== undefined && options.ttrMs > maxTtrMs) {
+    problem(problems, 'ttr', `must be at most ${maxTtrMs / 1000} seconds: the handler of topic ${topic} times out after ${maxTtrMs / 1000} s`);
+  }
   let url: string | undefined;
   if (job.url !== undefined) url = checkUrl(job.url, problems);
   else if (topic && config.topics.get(topic)?.kind === 'webhook') problem(problems, 'url', 'is required for a webhook topic');

@@ -232,6 +232,15 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
       assert.equal(t.Resources[byKey.get('fanout')!]!.Properties.ReservedConcurrentExecutions, 2);
     });
 
+    it('tells each topic its handler\'s timeout, so a longer ttr is refused (issue 12, finding 5)', () => {
+      const t = get();
+      const byKey = new Map(functions(t).map(([, fn]) => [functionKey(fn), fn]));
+      for (const [name, topic] of Object.entries(queueConfig(t).topics) as [string, { handler?: string; handlerTimeout?: number }][]) {
+        if (!topic.handler) continue;
+        assert.equal(topic.handlerTimeout, byKey.get(topic.handler)!.Properties.Timeout, `topic ${name}`);
+      }
+    });
+
     it('throttles the HTTP API and leaves CORS off', () => {
       const t = get();
       const stage = t.Resources.HttpApiStage!.Properties;

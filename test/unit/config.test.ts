@@ -10,7 +10,7 @@ describe('queue configuration', () => {
     assert.equal(c.maxDelayMs, 365 * 86_400_000);
     assert.equal(c.retentionMs, 86_400_000);
     assert.equal(c.moveLimit, 1000);
-    assert.deepEqual(c.topics.get('orders'), { name: 'orders', maxAttempts: 5, backoff: 'e:5000:3600000:200', ttrMs: 30_000, batchSize: 1, concurrency: 10, kind: 'function' });
+    assert.deepEqual(c.topics.get('orders'), { name: 'orders', maxAttempts: 5, backoff: 'e:5000:3600000:200', ttrMs: 30_000, batchSize: 1, concurrency: 10, kind: 'function', maxTtrMs: 86_400_000 });
   });
 
   it('names the bad field', () => {
@@ -34,5 +34,14 @@ describe('sweeper and fan-out timings (environment)', () => {
     assert.throws(() => loadTimings({ DQ_SWEEPER_LEASE_MS: '30s' }), /DQ_SWEEPER_LEASE_MS must be a whole number/);
     assert.throws(() => loadTimings({ DQ_FANOUT_MARK_MS: '0' }), /DQ_FANOUT_MARK_MS/);
     assert.throws(() => loadTimings({ DQ_SWEEPER_MAX_WAIT_MS: '40000' }), /DQ_SWEEPER_MAX_WAIT_MS \(40000\) must be below DQ_SWEEPER_LEASE_MS/);
+  });
+});
+
+describe('ttr and the handler timeout (issue 12, finding 5)', () => {
+  it('a topic ttr longer than its handler can run is refused, naming both', () => {
+    assert.throws(() => resolveQueueConfig({ topics: { slow: { handler: 'h', ttr: 90, handlerTimeout: 60 } } }), /topics\.slow\.ttr \(90 s\) is longer than its handler h can run \(timeout 60 s\)/);
+    const c = resolveQueueConfig({ topics: { ok: { handler: 'h', ttr: 60, handlerTimeout: 60 }, free: { ttr: 30 } } });
+    assert.equal(c.topics.get('ok')!.maxTtrMs, 60_000);
+    assert.equal(c.topics.get('free')!.maxTtrMs, 86_400_000, 'no handler timeout known: the API limit');
   });
 });

@@ -169,3 +169,15 @@ describe('request validation', () => {
     assert.deepEqual(refused(() => validateDeadPage({ after: 'x' })).paths, ['after']);
   });
 });
+
+describe('a job ttr and its topic handler timeout (issue 12, finding 5)', () => {
+  it('a job may not ask for more time than its handler has', () => {
+    const c = resolveQueueConfig({ topics: { timed: { handler: 'h', ttr: 30, handlerTimeout: 60 } } });
+    assert.equal(validateJob({ topic: 'timed', delay: 1, ttr: 60 }, c).ttrMs, 60_000);
+    assert.throws(() => validateJob({ topic: 'timed', delay: 1, ttr: 61 }, c), (error: HttpError) => {
+      assert.equal(error.status, 400);
+      assert.match(JSON.stringify(error.details), /"path":"ttr".*at most 60 seconds: the handler of topic timed times out after 60 s/);
+      return true;
+    });
+  });
+});
