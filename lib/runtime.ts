@@ -16,14 +16,20 @@ export interface Runtime {
 
 let current: Runtime | undefined;
 
-/** The process's runtime, built from process.env at the first call (the cold start). */
-export function runtime(): Runtime {
-  if (current) return current;
-  const config = loadConfig(process.env);
+/**
+ * A new runtime built from `env` (its own Redis connection, engine, invoker and logger); throws
+ * naming the bad variable. Tests build one and hand `() => rt` to `httpRoute` or `topicHandler`.
+ */
+export function createRuntime(env: NodeJS.ProcessEnv): Runtime {
+  const config = loadConfig(env);
   const redis = createRedis(config.redis);
   setMetricsService(config.functionPrefix.replace(/-$/, ''));
-  const log = createLogger('delay-queue', { function_name: process.env.AWS_LAMBDA_FUNCTION_NAME }, config.logLevel);
+  const log = createLogger('delay-queue', { function_name: env.AWS_LAMBDA_FUNCTION_NAME }, config.logLevel);
   redis.on('error', (error: Error) => log.warn('redis connection error', { error }));
-  current = { config, redis, queue: new DelayQueue(redis, config.queue), invoker: createInvoker(config), log };
-  return current;
+  return { config, redis, queue: new DelayQueue(redis, config.queue), invoker: createInvoker(config), log };
+}
+
+/** The process's runtime, built from process.env at the first call (the cold start). */
+export function runtime(): Runtime {
+  return (current ??= createRuntime(process.env));
 }

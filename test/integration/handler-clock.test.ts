@@ -6,16 +6,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/fanout';
-import { runtime } from '../../lib/runtime';
+import { createRuntime, type Runtime } from '../../lib/runtime';
 import { topicHandler } from '../../lib/topicHandler';
 import { startRedis, type RedisProcess } from '../support/redis';
 
 describe('topic handler on a host with a skewed clock (real redis-server)', () => {
   let server: RedisProcess;
+  let rt: Runtime;
   const realNow = Date.now;
   before(async () => {
     server = await startRedis();
-    Object.assign(process.env, {
+    rt = createRuntime({
       DQ_CONFIG: JSON.stringify({ topics: { skewed: { handler: 'h', ttr: 5, maxAttempts: 3 } } }),
       REDIS_URL: server.url,
       API_TOKEN: 't',
@@ -26,19 +27,19 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
   });
   after(async () => {
     Date.now = realNow;
-    runtime().redis.disconnect();
+    rt?.redis.disconnect();
     await server?.stop();
   });
 
   for (const skewMs of [5 * 60_000, -5 * 60_000]) {
     it(`acks a job that takes 200 ms with the host clock ${skewMs > 0 ? '5 min fast' : '5 min slow'}`, async () => {
-      const { queue } = runtime();
+      const { queue } = rt;
       const id = `job-${skewMs}`;
       await queue.add({ topic: 'skewed', id, delay: 0 });
       await queue.sweep();
       const claimed = await queue.claim('skewed', 1);
       assert.equal(claimed.length, 1);
-      const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 200)));
+      const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 200)), () => rt);
       Date.now = () => realNow() + skewMs;
       try {
         const report = await handler({ topic: 'skewed', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
