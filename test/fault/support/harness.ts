@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildSync } from 'esbuild';
-import { exited, killOnExit } from '../../../scripts/support/process';
+import { exited, killOnExit, stopChild } from '../../../scripts/support/process';
 
 export const FAULT_PREFIX = 'dq-fault-';
 export const FAULT_SECRET = 'fault-webhook-secret';
@@ -46,7 +46,7 @@ export interface Host {
   pid: number;
   port: number;
   alive(): boolean;
-  /** Sends `signal` (SIGKILL by default) and waits for the process to exit. */
+  /** Sends `signal` (SIGKILL by default; SIGKILL after a grace period for another) and waits for the process to exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Everything it wrote, for diagnostics. */
   output(): string;
@@ -65,7 +65,7 @@ export async function startHost(functions: string[], env: Record<string, string>
   const exit = exited(child);
   const alive = () => child.exitCode === null && child.signalCode === null;
   const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
-    if (alive()) child.kill(signal);
+    if (alive()) await stopChild(child, { signal });
     await exit;
   };
   let out = '';
@@ -354,11 +354,11 @@ export function lambdaEnv(redisUrl: string, routerUrl: string, extra: Record<str
     DQ_WEBHOOK_ALLOW_PRIVATE: 'true',
     LOG_LEVEL: 'warn',
     AWS_REGION: 'us-east-1',
-    // shortened timings (the real ones: lease 30 s, waits 10 s, mark 30 s)
-    FAULT_LEASE_MS: '2000',
-    FAULT_MAX_WAIT_MS: '500',
-    FAULT_RESERVE_MS: '1000',
-    FAULT_MARK_MS: '2000',
+    // shortened timings, read by lib/config.ts (the defaults: lease 30 s, waits 10 s, reserve 5 s, mark 30 s)
+    DQ_SWEEPER_LEASE_MS: '2000',
+    DQ_SWEEPER_MAX_WAIT_MS: '500',
+    DQ_SWEEPER_RESERVE_MS: '1000',
+    DQ_FANOUT_MARK_MS: '2000',
     HOST_TIMEOUT_MS: '20000',
     ...extra,
   };

@@ -4,12 +4,10 @@
  * function runs in the background) for the real handlers in functions/. Fault tests start one
  * host per function (sweeper, fan-out, webhook handler) and SIGKILL them at will.
  *
- * Environment: the Lambdas' own (REDIS_URL, DQ_CONFIG, DQ_LAMBDA_ENDPOINT, ...), plus
+ * Environment: the Lambdas' own (REDIS_URL, DQ_CONFIG, DQ_LAMBDA_ENDPOINT, and the shortened
+ * DQ_SWEEPER_* / DQ_FANOUT_MARK_MS timings, read by lib/config.ts like any other setting), plus
  *   HOST_FUNCTIONS   comma-separated keys this host serves (sweeper,fanout,webhookHandler)
  *   HOST_TIMEOUT_MS  each invocation's time limit, seen through getRemainingTimeInMillis
- *   FAULT_LEASE_MS, FAULT_MAX_WAIT_MS, FAULT_RESERVE_MS, FAULT_MARK_MS  shortened timings, passed on
- *                    as the configuration's DQ_SWEEPER_LEASE_MS, DQ_SWEEPER_MAX_WAIT_MS,
- *                    DQ_SWEEPER_RESERVE_MS and DQ_FANOUT_MARK_MS (lib/config.ts loadTimings)
  * Prints `READY <port>` on stdout when it listens.
  */
 import { randomUUID } from 'node:crypto';
@@ -20,15 +18,6 @@ import { handler as webhookHandler } from '../../../functions/handlers/webhook';
 import { handler as sweeper } from '../../../functions/sweeper';
 
 const env = process.env;
-// Read by the runtime's loadConfig at the first invocation (after this module ran).
-for (const [fault, config] of [
-  ['FAULT_LEASE_MS', 'DQ_SWEEPER_LEASE_MS'],
-  ['FAULT_MAX_WAIT_MS', 'DQ_SWEEPER_MAX_WAIT_MS'],
-  ['FAULT_RESERVE_MS', 'DQ_SWEEPER_RESERVE_MS'],
-  ['FAULT_MARK_MS', 'DQ_FANOUT_MARK_MS'],
-] as const) {
-  if (env[fault]) env[config] = env[fault];
-}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const handlers: Record<string, (event: any, context: Context) => Promise<unknown>> = { sweeper, fanout, webhookHandler };

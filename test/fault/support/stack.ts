@@ -5,13 +5,13 @@
  * schedule, every `tickMs`).
  */
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../../lib/config';
+import { loadConfig, type Timings } from '../../../lib/config';
 import { createInvoker } from '../../../lib/lambda';
 import { createLogger } from '../../../lib/log';
 import { DelayQueue } from '../../../lib/queue';
 import { nudgeSweeper } from '../../../lib/sweeper';
 import { startRedis, type RedisProcess } from '../../support/redis';
-import { FAULT_PREFIX, HostSlot, lambdaEnv, Recorder, Router, tally, type Tally } from './harness';
+import { FAULT_PREFIX, HostSlot, lambdaEnv, Recorder, Router, tally, until, type Tally } from './harness';
 
 export interface StackOptions {
   skewMs?: number;
@@ -35,6 +35,7 @@ export class Stack {
   private seq = 0;
   private readonly log = createLogger('fault-test', {}, 'error', () => undefined);
   private invoker!: ReturnType<typeof createInvoker>;
+  private timings!: Timings;
 
   constructor(private readonly options: StackOptions = {}) {}
 
@@ -52,6 +53,7 @@ export class Stack {
     for (const slot of [this.sweeper, this.fanout, this.handler]) this.router.route(slot);
     const config = loadConfig(env);
     this.queue = new DelayQueue(this.redis, config.queue);
+    this.timings = config.timings;
     this.invoker = createInvoker({ functionPrefix: FAULT_PREFIX, lambdaEndpoint: this.router.url, region: 'us-east-1' });
     const tickMs = this.options.tickMs ?? 2000;
     this.ticker = setInterval(() => void this.tick(), tickMs);
@@ -69,7 +71,7 @@ export class Stack {
       const outcome = await this.queue.add({ topic: 'webhook', id, delay: delayS, url: `${this.recorder.url}/hook/${id}`, body: { id } });
       if (outcome.status !== 'created') throw new Error(`add answered ${outcome.status}`);
       this.ledger.set(id, Date.parse(outcome.job.runAt));
-      if (outcome.wake) await nudgeSweeper({ redis: this.redis, invoker: this.invoker, log: this.log }, Date.parse(outcome.job.runAt));
+      if (outcome.wake) await nudgeSweeper({ redis: this.redis, invoker: this.invoker, log: this.log, timings: this.timings }, Date.parse(outcome.job.runAt));
       return id;
     } catch {
       this.addErrors += 1;
@@ -79,13 +81,10 @@ export class Stack {
 
   /** Waits until every accepted job was delivered (or `timeoutMs`), then tallies. */
   async settle(scenario: string, timeoutMs: number, extra: Record<string, unknown> = {}): Promise<Tally> {
-    const end = Date.now() + timeoutMs;
-    for (;;) {
+    await until(() => {
       const counts = this.recorder.counts();
-      const missing = [...this.ledger.keys()].filter((id) => !counts.has(id)).length;
-      if (missing === 0 || Date.now() > end) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+      return [...this.ledger.keys()].every((id) => counts.has(id));
+    }, timeoutMs, 200);
     await new Promise((r) => setTimeout(r, 1000)); // late duplicates, if any, arrive now
     return tally(scenario, this.ledger.keys(), this.recorder.counts(), extra);
   }
