@@ -54,7 +54,11 @@ export async function requestFanout(deps: Pick<FanoutDeps, 'redis' | 'invoker' |
   const mark = sweeperKeys().fanout;
   const token = newToken();
   const markMs = (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs;
-  if ((await run(deps.redis, startFanout([mark], { token, markMs }))) !== FANOUT_MARK.MARKED) return false;
+  const start = () => run(deps.redis, startFanout([mark], { token, markMs }));
+  // A lost reply may hide a mark that was set: ask again with the same token (the script answers
+  // MARKED when the mark is already ours), else the mark would block fan-outs until it expires.
+  const marked = await start().catch(start);
+  if (marked !== FANOUT_MARK.MARKED) return false;
   try {
     await deps.invoker.invokeAsync('fanout', { token });
     return true;
@@ -192,8 +196,10 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
     if (!token) return reports;
     await run(deps.redis, endFanout([mark], { token }));
     if (!(await claimable(deps.queue))) return reports;
-    token = newToken();
-    if ((await run(deps.redis, startFanout([mark], { token, markMs }))) !== FANOUT_MARK.MARKED) return reports;
+    const next = newToken();
+    token = next;
+    const start = () => run(deps.redis, startFanout([mark], { token: next, markMs }));
+    if ((await start().catch(start)) !== FANOUT_MARK.MARKED) return reports; // retried as in requestFanout
   }
   if (token) await run(deps.redis, endFanout([mark], { token }));
   return reports;

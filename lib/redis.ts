@@ -13,6 +13,10 @@ export const CLIENT_OPTIONS: RedisOptions = {
   retryStrategy: (times) => Math.min(50 * 2 ** times, 1000),
   reconnectOnError: (error) => /READONLY|LOADING/.test(error.message), // failover: reconnect to the new primary
   enableAutoPipelining: true,
+  // Never re-send a command whose reply was lost with its connection: the script may have run, and
+  // a replay answers something else (a claim finds its own jobs gone, an add finds its own job).
+  // The command fails instead (commandTimeout), the API answers 503, and callers retry safely.
+  autoResendUnfulfilledCommands: false,
 };
 
 /**

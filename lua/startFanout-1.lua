@@ -5,6 +5,12 @@
   ARGV[1] token of the fan-out to start  ARGV[2] ms the mark lasts if that fan-out dies
   Returns FANOUT_MARK.MARKED (invoke it), or FANOUT_MARK.ALREADY_RUNNING (it will see the new
           work). Mirrored by startFanout in lib/engine/scripts.ts.
+  Safe to retry with the same token after a lost reply: the mark is already the caller's, so
+  it answers MARKED again (and renews it).
 ]]
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return FANOUT_MARK.MARKED end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return FANOUT_MARK.MARKED
+end
 return FANOUT_MARK.ALREADY_RUNNING
