@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/fanout';
-import { createRuntime, type Runtime } from '../../lib/runtime';
+import type { Runtime } from '../../lib/runtime';
 import { topicHandler } from '../../lib/topicHandler';
 import { startRedis, type RedisProcess } from '../support/redis';
+import { testRuntime } from '../support/runtime';
 
 describe('topic handler on a host with a skewed clock (real redis-server)', () => {
   let server: RedisProcess;
@@ -16,14 +17,7 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
   const realNow = Date.now;
   before(async () => {
     server = await startRedis();
-    rt = createRuntime({
-      DQ_CONFIG: JSON.stringify({ topics: { skewed: { handler: 'h', ttr: 5, maxAttempts: 3 } } }),
-      REDIS_URL: server.url,
-      API_TOKEN: 't',
-      WEBHOOK_SECRET: 's',
-      DQ_FUNCTION_PREFIX: 'x-',
-      LOG_LEVEL: 'error',
-    });
+    rt = testRuntime(server.url, { skewed: { handler: 'h', ttr: 5, maxAttempts: 3 } });
   });
   after(async () => {
     Date.now = realNow;

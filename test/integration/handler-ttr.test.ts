@@ -11,49 +11,44 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/fanout';
 import { TTR_SECONDS } from '../../lib/limits';
-import { runtime } from '../../lib/runtime';
+import type { Runtime } from '../../lib/runtime';
 import { topicHandler } from '../../lib/topicHandler';
 import { startRedis, type RedisProcess } from '../support/redis';
+import { testRuntime } from '../support/runtime';
 
 describe('the smallest ttr (real redis-server)', () => {
   let server: RedisProcess;
+  let rt: Runtime;
   before(async () => {
     server = await startRedis();
-    Object.assign(process.env, {
-      DQ_CONFIG: JSON.stringify({ topics: { quick: { handler: 'h', ttr: TTR_SECONDS.min, maxAttempts: 1 }, long: { handler: 'h', ttr: 30, maxAttempts: 3 } } }),
-      REDIS_URL: server.url,
-      API_TOKEN: 't',
-      WEBHOOK_SECRET: 's',
-      DQ_FUNCTION_PREFIX: 'x-',
-      LOG_LEVEL: 'error',
-    });
+    rt = testRuntime(server.url, { quick: { handler: 'h', ttr: TTR_SECONDS.min, maxAttempts: 1 }, long: { handler: 'h', ttr: 30, maxAttempts: 3 } });
   });
   after(async () => {
-    runtime().redis.disconnect();
+    rt?.redis.disconnect();
     await server?.stop();
   });
 
   it('is enough for a job that takes 20 ms: done on its only attempt', async () => {
-    const { queue } = runtime();
+    const { queue } = rt;
     await queue.add({ topic: 'quick', id: 'q1', delay: 0, ttr: TTR_SECONDS.min });
     await queue.sweep();
     const claimed = await queue.claim('quick', 1);
     assert.equal(claimed.length, 1);
-    const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 20)));
+    const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 20)), () => rt);
     const report = await handler({ topic: 'quick', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
     assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
     assert.equal((await queue.get('quick', 'q1'))?.state, 'done');
   });
 
   it('fails an attempt when the invocation runs out before the ttr, and schedules the retry', { timeout: 20_000 }, async () => {
-    const { queue } = runtime();
+    const { queue } = rt;
     await queue.add({ topic: 'long', id: 'l1', delay: 0 });
     await queue.sweep();
     const claimed = await queue.claim('long', 1);
     assert.equal(claimed.length, 1);
     let aborted = false;
     // runs until told to stop, as a well-behaved function does
-    const handler = topicHandler((_job, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve(undefined)))));
+    const handler = topicHandler((_job, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve(undefined)))), () => rt);
     const report = await handler({ topic: 'long', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 600 });
     assert.deepEqual(report, { done: 0, retried: 1, dead: 0, stale: 0 });
     assert.ok(aborted, 'the function was told to stop');

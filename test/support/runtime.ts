@@ -1,0 +1,14 @@
+/** A runtime of its own for tests that run handlers through their seam (not the process's). */
+import type { TopicInput } from '../../lib/config';
+import { createRuntime, type Runtime } from '../../lib/runtime';
+
+export function testRuntime(redisUrl: string, topics: Record<string, TopicInput>): Runtime {
+  return createRuntime({
+    DQ_CONFIG: JSON.stringify({ topics }),
+    REDIS_URL: redisUrl,
+    API_TOKEN: 't',
+    WEBHOOK_SECRET: 's',
+    DQ_FUNCTION_PREFIX: 'x-',
+    LOG_LEVEL: 'error',
+  });
+}
