@@ -102,10 +102,10 @@ export interface TopicStats {
   nextDueAt: string | null;
 }
 
-/** One page of a topic's dead jobs; `next` is the `after` cursor of the next page, or null. */
+/** One page of a topic's dead jobs; `next` is the `after` cursor of the next page (an opaque string), or null. */
 export interface DeadPage<Body = unknown> {
   jobs: DeadJob<Body>[];
-  next: number | null;
+  next: string | null;
 }
 
 /** One job's result in `addMany`, in the order given. */
@@ -381,8 +381,11 @@ export class DelayQueueClient {
     });
   }
 
-  /** One page of a topic's dead jobs, oldest first (`limit` 1–100, default 50; `after`: the previous page's `next`). */
-  async dead<Body = unknown>(topic: string, page: { limit?: number; after?: number } = {}, options?: CallOptions): Promise<DeadPage<Body>> {
+  /**
+   * One page of a topic's dead jobs, oldest first (`limit` 1–100, default 50; `after`: the previous
+   * page's `next`, or an epoch ms for the jobs that died after it).
+   */
+  async dead<Body = unknown>(topic: string, page: { limit?: number; after?: string | number } = {}, options?: CallOptions): Promise<DeadPage<Body>> {
     const query = new URLSearchParams();
     if (page.limit !== undefined) query.set('limit', String(page.limit));
     if (page.after !== undefined) query.set('after', String(page.after));

@@ -1,11 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { QueueConfig } from './config';
 import * as engine from './engine';
+import { encodeDeadCursor } from './engine/dead';
 import { isRefused, type AckOutcome, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './engine';
 import { HttpError, refusalError } from './errors';
 import { DEAD_PAGE, REDRIVE_COUNT } from './limits';
 import { registerScripts } from './scripts';
-import { checkBatchSize, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type NewJob } from './validation';
+import { checkBatchSize, checkDeadCursor, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type NewJob } from './validation';
 
 export type { AckOutcome, ClaimedJob, DeadJob, FailOutcome, Job, JobState, SweepResult, TopicStats, Wake } from './engine';
 
@@ -202,13 +203,15 @@ export class DelayQueue {
   }
 
   /**
-   * Dead jobs of a topic, oldest first, at most `limit` (DEAD_PAGE, clamped into it), after the
-   * cursor `after` (the `diedAt` epoch ms of the last job of the previous page). `next` is the
-   * cursor for the next page.
+   * Dead jobs of a topic, oldest first (ties by id), at most `limit` (DEAD_PAGE, clamped into it),
+   * after the cursor `after`: the previous page's `next` (opaque), or an epoch ms (jobs that died
+   * after it; earlier versions' cursor). `next` is the cursor for the next page, or null.
    */
-  async listDead(topic: string, options: { limit?: number; after?: number } = {}): Promise<{ jobs: DeadJob[]; next: number | null }> {
+  async listDead(topic: string, options: { limit?: number; after?: string | number } = {}): Promise<{ jobs: DeadJob[]; next: string | null }> {
     const t = requireTopic(this.config, topic);
     const limit = Math.min(DEAD_PAGE.max, Math.max(DEAD_PAGE.min, options.limit ?? DEAD_PAGE.default));
-    return engine.listDeadJobs(this.ctx, t, { limit, ...(options.after !== undefined ? { after: options.after } : {}) });
+    const after = options.after === undefined ? undefined : checkDeadCursor(options.after);
+    const page = await engine.listDeadJobs(this.ctx, t, { limit, ...(after ? { after } : {}) });
+    return { jobs: page.jobs, next: page.next && encodeDeadCursor(page.next) };
   }
 }

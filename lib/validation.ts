@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { ladderLength, parseBackoff } from './backoff';
 import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from './config';
+import { decodeDeadCursor, type DeadCursor } from './engine/dead';
 import type { JobChange, NewJob } from './engine/jobs';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
@@ -319,9 +320,17 @@ function intParam(value: string | undefined, name: string, range: Range): number
   return n;
 }
 
-/** Validates the query of a page of dead jobs: `limit` (jobs per page) and `after` (the previous page's cursor), both optional. */
-export function validateDeadPage(query: Record<string, string | undefined>): { limit?: number; after?: number } {
+/** The cursor `after` names: a page's `next`, or a bare epoch ms (earlier versions' cursor); throws 400 VALIDATION_FAILED when it is neither. */
+export function checkDeadCursor(after: string | number): DeadCursor {
+  const cursor = decodeDeadCursor(after);
+  if (!cursor) throw new HttpError(400, 'VALIDATION_FAILED', 'after must be the next of a previous page, or an epoch ms', [{ path: 'after', message: 'must be the `next` of a previous page, or an epoch ms' }]);
+  return cursor;
+}
+
+/** Validates the query of a page of dead jobs: `limit` (jobs per page) and `after` (the previous page's `next`), both optional. */
+export function validateDeadPage(query: Record<string, string | undefined>): { limit?: number; after?: string } {
   const limit = intParam(query.limit, 'limit', DEAD_PAGE);
-  const after = intParam(query.after, 'after', { min: 0, max: Number.MAX_SAFE_INTEGER });
+  const after = query.after === undefined || query.after === '' ? undefined : query.after;
+  if (after !== undefined) checkDeadCursor(after);
   return { ...(limit !== undefined ? { limit } : {}), ...(after !== undefined ? { after } : {}) };
 }

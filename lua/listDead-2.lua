@@ -1,14 +1,45 @@
 --[[
-  Lists dead jobs, oldest first, after a cursor.
+  Lists dead jobs after a cursor, in the dead zset's own order: by the time the job died, then by
+  id (bytewise), so jobs that died in the same millisecond still have a place to resume from.
   KEYS[1] dead zset  KEYS[2] jobs hash
-  ARGV[1] exclusive lower bound on the time the job died (ms), or '-inf'  ARGV[2] limit
+  ARGV[1] the cursor's time of death (ms), or '-inf' for the first page
+  ARGV[2] the cursor's job id: lists what sorts after (time, id); '' lists only jobs that died
+          after the time (the numeric cursor of earlier versions)
+  ARGV[3] limit
   Returns { { diedAt, view }... } (views as in includes/job.lua, with the dead state)
   Mirrored by DeadEntry in lib/engine/scripts.ts.
 ]]
 local deadKey, jobsKey = KEYS[1], KEYS[2]
-local min = ARGV[1]
-if min ~= '-inf' then min = '(' .. min end
-local entries = redis.call('ZRANGEBYSCORE', deadKey, min, '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+local cursorTime, cursorId, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+
+-- Lua's string < follows the server's locale (Redis sets LC_COLLATE); a zset orders members bytewise
+local function bytewiseAfter(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+
+-- rank of the first entry after the cursor
+local function startRank()
+  if cursorTime == '-inf' then return 0 end
+  if cursorId == '' then return redis.call('ZCOUNT', deadKey, '-inf', cursorTime) end
+  local score = redis.call('ZSCORE', deadKey, cursorId)
+  if score and tonumber(score) == tonumber(cursorTime) then return redis.call('ZRANK', deadKey, cursorId) + 1 end
+  -- the cursor's job has left (redriven, purged): binary search among the jobs that died at that
+  -- time, which hold consecutive ranks ordered by id: log2(ties) single-entry ZRANGEs
+  local lo = redis.call('ZCOUNT', deadKey, '-inf', '(' .. cursorTime)
+  local hi = lo + redis.call('ZCOUNT', deadKey, cursorTime, cursorTime)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if bytewiseAfter(redis.call('ZRANGE', deadKey, mid, mid)[1], cursorId) then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
+local start = startRank()
+local entries = redis.call('ZRANGE', deadKey, start, start + limit - 1, 'WITHSCORES')
 local result = {}
 for i = 1, #entries, 2 do
   local id = entries[i]

@@ -138,9 +138,9 @@ export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey], a: { 
 /** One entry of lua/listDead-2.lua's reply. */
 export type DeadEntry = readonly [diedAt: number, job: JobView];
 
-/** lua/listDead-2.lua: dead jobs, oldest first, that died after `after` (epoch ms). */
-export function listDead(keys: readonly [DeadKey, JobsKey], a: { after?: number; limit: number }): ScriptCall<DeadEntry[]> {
-  return call('listDead', keys, [a.after ?? '-inf', a.limit]);
+/** lua/listDead-2.lua: dead jobs by (time of death, id) after `after`; an `id` of null skips every job that died at `diedAt`. */
+export function listDead(keys: readonly [DeadKey, JobsKey], a: { after?: { diedAt: number; id: string | null }; limit: number }): ScriptCall<DeadEntry[]> {
+  return call('listDead', keys, a.after ? [a.after.diedAt, a.after.id ?? '', a.limit] : ['-inf', '', a.limit]);
 }
 
 /** The sweeper's keys in the order its four scripts take them. */

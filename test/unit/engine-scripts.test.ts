@@ -77,7 +77,9 @@ describe('typed script calls', () => {
     assert.deepEqual(script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, ['', 'a', 2, 'x', 3, 'f:0', 0.5, 2]);
     assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'] }).args, ['', 2, 'a', 'b']);
     assert.deepEqual(script.releaseJobs([k.jobs, k.running, k.ready], { clock: '', jobs: [{ id: 'a', attempt: 1 }, { id: 'b', attempt: 2 }] }).args, ['', 'a', 1, 'b', 2]);
-    assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5 }).args, ['-inf', 5]);
+    assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5 }).args, ['-inf', '', 5]);
+    assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5, after: { diedAt: 9, id: 'a' } }).args, [9, 'a', 5]);
+    assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5, after: { diedAt: 9, id: null } }).args, [9, '', 5]);
     assert.deepEqual(script.wakeSweeper(lease, { clock: '', dueAt: 42, horizonMs: 60_000 }).args, ['', 42, 60_000]);
   });
 });

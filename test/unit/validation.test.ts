@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/config';
 import { HttpError } from '../../lib/errors';
+import { encodeDeadCursor } from '../../lib/engine/dead';
 import { BATCH_JOBS, DEAD_PAGE, REDRIVE_COUNT, REDRIVE_IDS } from '../../lib/limits';
-import { requireTopic, validateBatch, validateChange, validateDeadPage, validateJob, validatePut, validateRedrive } from '../../lib/validation';
+import { checkDeadCursor, requireTopic, validateBatch, validateChange, validateDeadPage, validateJob, validatePut, validateRedrive } from '../../lib/validation';
 
 const config = resolveQueueConfig({ topics: { orders: {}, hooks: { kind: 'webhook' } }, maxBodyBytes: 100 });
 const NOW = Date.UTC(2030, 0, 1);
@@ -157,7 +158,13 @@ describe('request validation', () => {
   it('a page of dead jobs: limit and after, each optional', () => {
     assert.deepEqual(validateDeadPage({}), {});
     assert.deepEqual(validateDeadPage({ limit: '', after: '' }), {});
-    assert.deepEqual(validateDeadPage({ limit: String(DEAD_PAGE.max), after: '0' }), { limit: DEAD_PAGE.max, after: 0 });
+    assert.deepEqual(validateDeadPage({ limit: String(DEAD_PAGE.max), after: '0' }), { limit: DEAD_PAGE.max, after: '0' });
+    const next = encodeDeadCursor({ diedAt: 1_700_000_000_000, id: 'a.b:c-D_9' });
+    assert.match(next, /^[A-Za-z0-9_-]+$/, 'a cursor needs no escaping in a query string');
+    assert.deepEqual(validateDeadPage({ after: next }), { after: next });
+    assert.deepEqual(checkDeadCursor(next), { diedAt: 1_700_000_000_000, id: 'a.b:c-D_9' });
+    assert.deepEqual(checkDeadCursor('1700000000000'), { diedAt: 1_700_000_000_000, id: null }, 'the bare epoch ms of earlier versions');
+    assert.deepEqual(validateDeadPage({ after: '' }), {});
     assert.deepEqual(refused(() => validateDeadPage({ limit: String(DEAD_PAGE.max + 1) })), {
       status: 400,
       code: 'VALIDATION_FAILED',
@@ -167,6 +174,9 @@ describe('request validation', () => {
     assert.deepEqual(refused(() => validateDeadPage({ limit: '0' })).paths, ['limit']);
     assert.deepEqual(refused(() => validateDeadPage({ after: '-1' })).paths, ['after']);
     assert.deepEqual(refused(() => validateDeadPage({ after: 'x' })).paths, ['after']);
+    for (const after of ['1.5', '1'.repeat(17), `${next}=`, Buffer.from('5:no spaces').toString('base64url'), Buffer.from('x:a').toString('base64url')]) {
+      assert.deepEqual(refused(() => validateDeadPage({ after })).paths, ['after'], after);
+    }
   });
 });
 
