@@ -5,69 +5,106 @@
  */
 import dns, { type LookupAddress } from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-/** Returns why `ip` must not be a webhook destination (loopback, private, link-local, …), or null for a public unicast address. */
-export function isForbiddenAddress(ip: string): string | null {
-  const address = ip.trim();
-  if (net.isIPv4(address)) return forbiddenV4(parseV4(address));
-  const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  if (!net.isIPv6(bare)) return 'not an IP address';
-  const g = parseV6(bare);
-  if (g.every((x) => x === 0)) return 'unspecified';
-  if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return 'loopback';
-  const embedded = embeddedV4(g);
+/**
+ * Names of ipaddr.js's special-purpose ranges as this policy reports them; any range not named
+ * here is reported by its ipaddr.js name. The classification is ipaddr.js's (IANA's
+ * special-purpose registries), kept up to date with that package.
+ */
+const LABELS: Record<string, string> = {
+  linkLocal: 'link-local',
+  carrierGradeNat: 'CGNAT',
+  uniqueLocal: 'private',
+  deprecatedSiteLocal: 'private',
+  broadcast: 'reserved',
+};
+
+type IP = ipaddr.IPv4 | ipaddr.IPv6;
+type Cidr = [IP, number];
+
+/** Parses CIDR blocks (`10.42.0.0/16`, `2600:1f18::/56`); throws naming the first that is not one. */
+export function parseCidrs(cidrs: readonly string[]): Cidr[] {
+  return cidrs.map((cidr) => {
+    try {
+      return ipaddr.parseCIDR(cidr.trim());
+    } catch {
+      throw new Error(`not a CIDR block: ${JSON.stringify(cidr)}`);
+    }
+  });
+}
+
+/**
+ * Returns why `ip` must not be a webhook destination, or null for a global unicast address
+ * outside `denyCidrs` (the stack's own VPC). IPv4 addresses embedded in IPv6 (IPv4-mapped, SIIT,
+ * NAT64 well-known prefix) are judged as IPv4; 6to4, Teredo and local-use NAT64 are refused,
+ * naming the IPv4 address they embed.
+ */
+export function isForbiddenAddress(ip: string, denyCidrs: readonly string[] = []): string | null {
+  const address = parse(ip);
+  if (!address) return 'not an IP address';
+  const deny = parseCidrs(denyCidrs);
+  if (address.kind() === 'ipv4') return forbiddenV4(address as ipaddr.IPv4, deny);
+  const v6 = address as ipaddr.IPv6;
+  const range = v6.range() as string;
+  const embedded = embeddedV4(v6, range);
   if (embedded) {
-    const reason = forbiddenV4(embedded.v4);
-    return reason && `${embedded.kind} ${reason}`;
+    const reason = forbiddenV4(embedded.v4, deny);
+    if (embedded.judgedAsV4) return reason && `${embedded.kind} ${reason}`;
+    return `${embedded.kind} (embeds ${embedded.v4.toString()}${reason ? `: ${reason}` : ''})`;
   }
-  const first = g[0]!;
-  if ((first & 0xfe00) === 0xfc00) return 'private';
-  if ((first & 0xffc0) === 0xfe80) return 'link-local';
-  if ((first & 0xffc0) === 0xfec0) return 'private';
-  if ((first & 0xff00) === 0xff00) return 'multicast';
+  if (range !== 'unicast') return LABELS[range] ?? range;
+  if (v6.parts[0]! >> 13 !== 0b001) return 'not global unicast (outside 2000::/3)';
+  return inDenied(v6, deny);
+}
+
+/** An IP literal as ipaddr.js sees it, or null. IPv6 goes through the WHATWG serializer first: ipaddr.js reads `::a.b.c.d` as `::ffff:a.b.c.d`. */
+function parse(ip: string): IP | null {
+  const text = ip.trim().replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  if (net.isIPv4(text)) return ipaddr.IPv4.parse(text);
+  if (!net.isIPv6(text)) return null;
+  return ipaddr.IPv6.parse(new URL(`http://[${text}]/`).hostname.slice(1, -1));
+}
+
+function forbiddenV4(v4: ipaddr.IPv4, deny: readonly Cidr[]): string | null {
+  const range = v4.range() as string;
+  if (range !== 'unicast') return LABELS[range] ?? range;
+  return inDenied(v4, deny);
+}
+
+function inDenied(address: IP, deny: readonly Cidr[]): string | null {
+  const hit = deny.find(([range, bits]) =>
+    address.kind() === 'ipv4'
+      ? range.kind() === 'ipv4' && (address as ipaddr.IPv4).match(range as ipaddr.IPv4, bits)
+      : range.kind() === 'ipv6' && (address as ipaddr.IPv6).match(range as ipaddr.IPv6, bits),
+  );
+  return hit ? `in the stack's VPC (${hit[0].toString()}/${hit[1]})` : null;
+}
+
+/**
+ * The IPv4 address an IPv6 address carries, and how: judged as IPv4 when the network translates
+ * to it (IPv4-mapped, SIIT, NAT64 with the well-known prefix, which AWS's DNS64 hands out), refused
+ * whole otherwise (local-use NAT64 translates inside the network; 6to4 and Teredo are transition
+ * tunnels, not destinations a server has; IPv4-compatible addresses are deprecated, RFC 4291).
+ */
+function embeddedV4(v6: ipaddr.IPv6, range: string): { v4: ipaddr.IPv4; kind: string; judgedAsV4: boolean } | null {
+  const p = v6.parts;
+  const v4 = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  if (range === 'ipv4Mapped') return { v4: v4(p[6]!, p[7]!), kind: 'IPv4-mapped', judgedAsV4: true };
+  if (range === 'rfc6145') return { v4: v4(p[6]!, p[7]!), kind: 'SIIT', judgedAsV4: true };
+  if (range === 'rfc6052' && p[2] === 0) return { v4: v4(p[6]!, p[7]!), kind: 'NAT64', judgedAsV4: true };
+  if (range === 'rfc6052') return { v4: v4(p[6]!, p[7]!), kind: 'local-use NAT64', judgedAsV4: false };
+  if (range === '6to4') return { v4: v4(p[1]!, p[2]!), kind: '6to4', judgedAsV4: false };
+  if (range === 'teredo') return { v4: v4(p[6]! ^ 0xffff, p[7]! ^ 0xffff), kind: 'Teredo', judgedAsV4: false };
+  if (p.slice(0, 6).every((x) => x === 0) && range === 'unicast') return { v4: v4(p[6]!, p[7]!), kind: 'IPv4-compatible', judgedAsV4: false };
   return null;
 }
 
-function parseV4(address: string): number[] {
-  return address.split('.').map(Number);
-}
-
-function forbiddenV4([a = 0, b = 0]: number[]): string | null {
-  if (a === 0) return 'unspecified';
-  if (a === 127) return 'loopback';
-  if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) return 'private';
-  if (a === 169 && b === 254) return 'link-local';
-  if (a === 100 && b >= 64 && b <= 127) return 'CGNAT';
-  if (a >= 224 && a <= 239) return 'multicast';
-  if (a >= 240) return 'reserved';
-  return null;
-}
-
-function parseV6(address: string): number[] {
-  let text = address.toLowerCase();
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const [a = 0, b = 0, c = 0, d = 0] = parseV4(dotted[1]!);
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const parts = (s: string) => (s ? s.split(':').map((h) => parseInt(h, 16)) : []);
-  const left = parts(head);
-  const right = tail === undefined ? [] : parts(tail);
-  return [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
-}
-
-function embeddedV4(g: number[]): { v4: number[]; kind: string } | null {
-  const v4 = [g[6]! >> 8, g[6]! & 0xff, g[7]! >> 8, g[7]! & 0xff];
-  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
-  if (zeros(0, 5) && g[5] === 0xffff) return { v4, kind: 'IPv4-mapped' };
-  if (zeros(0, 6)) return { v4, kind: 'IPv4-compatible' };
-  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return { v4, kind: 'NAT64' };
-  return null;
-}
-
-/** Resolves `hostname` (an IP literal as itself) and returns its addresses; throws if the lookup fails or any address is forbidden. */
-export async function checkedAddresses(hostname: string, signal: AbortSignal): Promise<LookupAddress[]> {
+/**
+ * Resolves `hostname` (an IP literal as itself) and returns its addresses; throws if the lookup
+ * fails or any address is forbidden (isForbiddenAddress, with `denyCidrs`).
+ */
+export async function checkedAddresses(hostname: string, signal: AbortSignal, denyCidrs: readonly string[] = []): Promise<LookupAddress[]> {
   let addresses: LookupAddress[];
   const family = net.isIP(hostname);
   if (family) {
@@ -84,7 +121,7 @@ export async function checkedAddresses(hostname: string, signal: AbortSignal): P
     if (addresses.length === 0) throw new Error(`DNS lookup of ${hostname} returned no address`);
   }
   for (const { address } of addresses) {
-    const reason = isForbiddenAddress(address);
+    const reason = isForbiddenAddress(address, denyCidrs);
     if (reason) {
       throw new Error(family ? `refused: ${hostname} is a forbidden address (${reason})` : `refused: ${hostname} resolves to ${address} (${reason})`);
     }

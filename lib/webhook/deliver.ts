@@ -35,6 +35,8 @@ export interface DeliverWebhookOptions {
   allowPrivate: boolean;
   /** Hostnames (exact match) exempt from the address check. */
   allowHosts?: string[];
+  /** CIDR blocks refused besides the special-purpose ranges: the stack's own VPC. */
+  denyCidrs?: readonly string[];
   /** Aborts the delivery, failing it as timed out. */
   signal?: AbortSignal;
   /** Whole-delivery time limit, ms. */
@@ -73,7 +75,7 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
   else options.signal?.addEventListener('abort', onOuterAbort, { once: true });
   try {
     const exempt = options.allowPrivate || (options.allowHosts ?? []).some((h) => h.toLowerCase() === hostname.toLowerCase());
-    const pinned = exempt ? undefined : await checkedAddresses(hostname, abort.signal);
+    const pinned = exempt ? undefined : await checkedAddresses(hostname, abort.signal, options.denyCidrs);
     const status = await post(url, hostname, job, options.secret, now, pinned, abort.signal);
     return { status, durationMs: Math.max(0, now() - started) };
   } finally {

@@ -114,7 +114,7 @@ describe('isForbiddenAddress', () => {
     ['::FFFF:192.168.0.1', /^IPv4-mapped private$/],
     ['::ffff:0.0.0.0', /^IPv4-mapped unspecified$/],
     ['::ffff:100.64.1.1', /^IPv4-mapped CGNAT$/],
-    ['::127.0.0.1', /^IPv4-compatible loopback$/],
+    ['::127.0.0.1', /^IPv4-compatible \(embeds 127\.0\.0\.1: loopback\)$/],
     ['64:ff9b::10.0.0.1', /^NAT64 private$/],
     ['not-an-ip', /^not an IP address$/],
     ['', /^not an IP address$/],
