@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { parseBackoff } from './backoff';
 import { MAX_ATTEMPTS, MAX_BODY_BYTES, TTR_SECONDS } from './limits';
 
@@ -213,6 +214,8 @@ export interface AppConfig {
   webhookAllowPrivate: boolean;
   /** Hosts webhooks may reach whatever they resolve to. */
   webhookAllowHosts: string[];
+  /** CIDR blocks webhooks may not reach besides the special-purpose ranges: the stack's own VPC (DQ_WEBHOOK_DENY_CIDRS). */
+  webhookDenyCidrs: string[];
   /**
    * API functions and topic handlers may start a sweeper or a fan-out by invoking it (false:
    * they only wake a running sweeper through Redis; with none running, the tick starts one).
@@ -240,6 +243,19 @@ function flag(env: Env, name: string): boolean {
   if (value === undefined || value === '' || value === 'false' || value === '0') return false;
   if (value === 'true' || value === '1') return true;
   throw new Error(`environment variable ${name} must be true or false, got ${JSON.stringify(value)}`);
+}
+
+/** A comma-separated list of CIDR blocks (`10.42.0.0/16,2600:1f18::/56`); throws naming the variable and the bad block. */
+function cidrList(env: Env, name: string): string[] {
+  const cidrs = (env[name] ?? '').split(',').map((c) => c.trim()).filter(Boolean);
+  for (const cidr of cidrs) {
+    const [address = '', bits = '', extra] = cidr.split('/');
+    const family = net.isIP(address);
+    if (!family || extra !== undefined || !/^\d{1,3}$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128)) {
+      throw new Error(`environment variable ${name} must be comma-separated CIDR blocks, got ${JSON.stringify(cidr)}`);
+    }
+  }
+  return cidrs;
 }
 
 /**
@@ -270,6 +286,7 @@ export function loadConfig(env: Env): AppConfig {
     webhookSecret: env.WEBHOOK_SECRET ?? '',
     webhookAllowPrivate: flag(env, 'DQ_WEBHOOK_ALLOW_PRIVATE'),
     webhookAllowHosts: (env.DQ_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+    webhookDenyCidrs: cidrList(env, 'DQ_WEBHOOK_DENY_CIDRS'),
     wakeInvokes: env.DQ_WAKE_INVOKES === undefined || env.DQ_WAKE_INVOKES === '' ? true : flag(env, 'DQ_WAKE_INVOKES'),
     functionPrefix: required(env, 'DQ_FUNCTION_PREFIX'),
     ...(env.DQ_LAMBDA_ENDPOINT ? { lambdaEndpoint: env.DQ_LAMBDA_ENDPOINT } : {}),

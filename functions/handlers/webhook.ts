@@ -9,6 +9,7 @@ export const handler = topicHandler(async (job, { topic, signal, timeLeftMs, now
     secret: config.webhookSecret,
     allowPrivate: config.webhookAllowPrivate,
     allowHosts: config.webhookAllowHosts,
+    denyCidrs: config.webhookDenyCidrs,
     signal,
     timeoutMs: timeLeftMs(),
     now, // signatures carry the Redis clock's time: a host with a skewed clock still passes receivers' checks

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import dns from 'node:dns';
 import { describe, it } from 'node:test';
+import { loadConfig } from '../../lib/config';
 import { deliverWebhook, isForbiddenAddress } from '../../lib/webhook';
 
 /** Calls isForbiddenAddress with the VPC CIDRs as a second argument (code before the fix ignores it). */
@@ -85,6 +86,17 @@ describe('webhook address policy: special-purpose ranges', () => {
     for (const host of Object.keys(answers)) {
       const job = { topic: 'webhook', id: 'j', attempt: 1, url: `https://${host}/hook`, body: {} };
       await assert.rejects(deliverWebhook(job, options), (err: Error) => err.message.startsWith(`refused: ${host} resolves to ${answers[host]}`), host);
+    }
+  });
+
+  it('reads the VPC CIDRs from DQ_WEBHOOK_DENY_CIDRS, and fails at cold start on a bad one', () => {
+    const env = { DQ_CONFIG: JSON.stringify({ topics: { webhook: { kind: 'webhook', handler: 'webhookHandler' } } }), REDIS_URL: 'redis://127.0.0.1:6379', DQ_FUNCTION_PREFIX: 'x-' };
+    const read = (cidrs?: string) => (loadConfig({ ...env, ...(cidrs === undefined ? {} : { DQ_WEBHOOK_DENY_CIDRS: cidrs }) }) as { webhookDenyCidrs?: string[] }).webhookDenyCidrs;
+    assert.deepEqual(read(), []);
+    assert.deepEqual(read('10.42.0.0/16'), ['10.42.0.0/16']);
+    assert.deepEqual(read(' 52.94.0.0/16, 2600:1f18:abcd::/56 '), ['52.94.0.0/16', '2600:1f18:abcd::/56']);
+    for (const bad of ['10.42.0.0', '10.42.0.0/33', 'vpc/16', '2600::/129', '10.0.0.0/8/1']) {
+      assert.throws(() => read(bad), /DQ_WEBHOOK_DENY_CIDRS/, bad);
     }
   });
 });
