@@ -6,11 +6,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
-import { freePort } from '../../scripts/support/process';
+import { freePort, killOnExit, stopChild, until } from '../../scripts/support/process';
 
 export { freePort } from '../../scripts/support/process';
 
@@ -24,15 +23,6 @@ export interface RedisProcess {
 }
 
 class RedisStartError extends Error {}
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check().catch((error) => (error instanceof RedisStartError ? Promise.reject(error) : false))) return;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 async function ping(port: number): Promise<boolean> {
   const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -65,28 +55,20 @@ async function startRedisOnce(options: { args?: string[]; dir?: string }, port: 
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...(options.args ?? [])];
   const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const spawnError = new Promise<never>((_, reject) => child.once('error', (error) => reject(missingRedis(error))));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  spawnError.catch(() => undefined); // raced below; unhandled otherwise once the server is up
+  killOnExit(child); // last resort; tests stop their servers themselves
   let alive = true;
-  void exited.then(() => (alive = false));
+  child.once('exit', () => (alive = false));
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    if (!alive || child.pid === undefined) return;
-    process.kill(child.pid!, signal);
-    const timer = setTimeout(() => alive && process.kill(child.pid!, 'SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
+    if (alive && child.pid !== undefined) await stopChild(child, { signal });
     if (!options.dir) rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await Promise.race([
-      spawnError,
-      waitFor(async () => {
-        if (!alive) throw new RedisStartError(`redis-server exited at start (args: ${args.join(' ')})`);
-        return ping(port);
-      }, `redis-server on port ${port}`),
-    ]);
+    const up = await Promise.race([spawnError, until(async () => !alive || (await ping(port)), 30_000, 50)]);
+    if (!alive) throw new RedisStartError(`redis-server exited at start (args: ${args.join(' ')})`);
+    if (!up) throw new Error(`timed out waiting for redis-server on port ${port}`);
   } catch (error) {
     await stop('SIGKILL');
-    if (!options.dir) rmSync(dir, { recursive: true, force: true });
     throw error;
   }
   return { port, pid: child.pid!, url: `redis://127.0.0.1:${port}`, dir, stop };
@@ -124,13 +106,8 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterProces
     }
     const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8' });
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
-    await waitFor(async () => {
-      for (const node of nodes) {
-        const info = spawnSync('redis-cli', ['-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout;
-        if (!info.includes('cluster_state:ok')) return false;
-      }
-      return true;
-    }, 'cluster_state:ok on every node', 30_000);
+    const ok = await until(() => nodes.every((node) => spawnSync('redis-cli', ['-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout.includes('cluster_state:ok')), 30_000, 50);
+    if (!ok) throw new Error('timed out waiting for cluster_state:ok on every node');
   } catch (error) {
     await Promise.all(nodes.map((n) => n.stop()));
     throw error;
