@@ -369,7 +369,7 @@ async function main(): Promise<void> {
           const claimed: ClaimedJob[] = await queue.claim(TOPIC, 100, 1e9);
           claims++;
           if (claimed.length === 0) break;
-          const outcomes = await Promise.all(claimed.map((j) => queue.ack(j.topic, j.id, j.attempt)));
+          const outcomes = await Promise.all(claimed.map((j) => queue.ack(j.topic, j.id, j)));
           for (const o of outcomes) o === 'done' ? acked++ : notDone++;
         }
       }),

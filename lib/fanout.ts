@@ -28,6 +28,12 @@ export interface WireJob {
   deadline: number;
   /** When the attempt was claimed, epoch ms (Redis clock). */
   claimedAt: number;
+  /**
+   * The claim's token, unique to this claim (a job cancelled and created anew never gets it
+   * again): the handler presents it to start, ack and fail the attempt. Missing only in an event
+   * of older code. Never log it.
+   */
+  claim?: string;
   url?: string;
 }
 
@@ -85,6 +91,7 @@ export function toWire(job: ClaimedJob): WireJob {
     runAt: job.runAt,
     deadline: job.deadline,
     claimedAt: job.runAt + job.latenessMs,
+    claim: job.claim,
     ...(job.url ? { url: job.url } : {}),
   };
 }
@@ -133,7 +140,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
       // only a job stored under an older, larger maxBodyBytes: it can never be delivered
       const error = `the job is ${bytes} bytes as a Lambda event, over the ${EVENT_PAYLOAD_BYTES}-byte limit; it cannot be delivered`;
       deps.log.error('job too large for a handler event; failing its attempt', { topic: topic.name, jobId: job.id, bytes });
-      await deps.queue.fail(topic.name, job.id, job.attempt, error);
+      await deps.queue.fail(topic.name, job.id, job, error);
     }
     const failed: ClaimedJob[] = [];
     await Promise.all(

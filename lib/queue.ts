@@ -2,13 +2,13 @@ import type { Cluster, Redis } from 'ioredis';
 import type { QueueConfig } from './config';
 import * as engine from './engine';
 import { encodeDeadCursor } from './engine/dead';
-import { isRefused, type AckOutcome, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './engine';
+import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './engine';
 import { HttpError, refusalError } from './errors';
 import { DEAD_PAGE, REDRIVE_COUNT } from './limits';
 import { registerScripts } from './scripts';
 import { checkBatchSize, checkDeadCursor, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type NewJob } from './validation';
 
-export type { AckOutcome, ClaimedJob, DeadJob, FailOutcome, Job, JobState, SweepResult, TopicStats, Wake } from './engine';
+export type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobState, SweepResult, TopicStats, Wake } from './engine';
 
 /** What an add or put of one job did (invalid input throws instead). */
 export type WriteOutcome =
@@ -165,22 +165,34 @@ export class DelayQueue {
     return engine.claimJobs(this.ctx, t, count, maxRunning ?? t.concurrency);
   }
 
-  /** Ends attempt `attempt` of a job as done; `stale` when that attempt already ended. */
-  ack(topic: string, id: string, attempt: number): Promise<AckOutcome> {
+  /**
+   * Marks the claimed attempts of a topic's batch that are still live as started and says, in
+   * order, which are: run only those (the others ended, were cancelled or were re-created).
+   */
+  start(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
+    return engine.startAttempts(this.ctx, requireTopic(this.config, topic).name, jobs);
+  }
+
+  /** Ends the claimed attempt `attempt` (its number and claim token) of a job as done; `stale` when that claim already ended. */
+  ack(topic: string, id: string, attempt: AttemptRef): Promise<AckOutcome> {
     return engine.ackJob(this.ctx, topic, id, attempt);
   }
 
   /**
-   * Ends attempt `attempt` of a job as failed with `error`: a retry after the backoff (or after
-   * `retryAfterMs`), or dead when its attempts are used up.
+   * Ends the claimed attempt `attempt` of a job as failed with `error`: a retry after the backoff
+   * (or after `retryAfterMs`), or dead when its attempts are used up.
    */
-  async fail(topic: string, id: string, attempt: number, error: string, retryAfterMs?: number): Promise<FailOutcome> {
+  async fail(topic: string, id: string, attempt: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
     return engine.failJob(this.ctx, requireTopic(this.config, topic), id, attempt, error, retryAfterMs);
   }
 
-  /** Gives claimed jobs back to the front of their ready lists without counting the attempt. */
-  release(jobs: Pick<ClaimedJob, 'topic' | 'id' | 'attempt'>[]): Promise<number> {
-    return engine.releaseJobs(this.ctx, jobs);
+  /**
+   * Gives claimed jobs back to the front of their ready lists without counting the attempt (their
+   * handler could not be invoked, `reason`); the sixth give-back of a job in a row counts as a
+   * failed attempt. Returns how many were given back.
+   */
+  release(jobs: (Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef)[], reason?: string): Promise<number> {
+    return engine.releaseJobs(this.ctx, jobs, reason);
   }
 
   /** Moves dead jobs of a topic back to delayed, due now: the given ids, or the `count` oldest. */

@@ -12,8 +12,9 @@ import listDead from '../lua/listDead-2.lua';
 import moveDue from '../lua/moveDue-6.lua';
 import redriveJobs from '../lua/redriveJobs-3.lua';
 import releaseLease from '../lua/releaseLease-4.lua';
-import releaseJobs from '../lua/releaseJobs-3.lua';
+import releaseJobs from '../lua/releaseJobs-5.lua';
 import rescheduleJob from '../lua/rescheduleJob-2.lua';
+import startAttempts from '../lua/startAttempts-1.lua';
 import startFanout from '../lua/startFanout-1.lua';
 import wakeSweeper from '../lua/wakeSweeper-4.lua';
 
@@ -26,7 +27,8 @@ export const SCRIPTS = {
   claimJobs: { file: 'claimJobs-4.lua', numberOfKeys: 4, source: claimJobs },
   ackJob: { file: 'ackJob-3.lua', numberOfKeys: 3, source: ackJob },
   failJob: { file: 'failJob-4.lua', numberOfKeys: 4, source: failJob },
-  releaseJobs: { file: 'releaseJobs-3.lua', numberOfKeys: 3, source: releaseJobs },
+  releaseJobs: { file: 'releaseJobs-5.lua', numberOfKeys: 5, source: releaseJobs },
+  startAttempts: { file: 'startAttempts-1.lua', numberOfKeys: 1, source: startAttempts },
   moveDue: { file: 'moveDue-6.lua', numberOfKeys: 6, source: moveDue },
   redriveJobs: { file: 'redriveJobs-3.lua', numberOfKeys: 3, source: redriveJobs },
   listDead: { file: 'listDead-2.lua', numberOfKeys: 2, source: listDead },

@@ -26,6 +26,7 @@ export interface BatchReport {
   done: number;
   retried: number;
   dead: number;
+  /** Attempts not run (their attempt had ended, or the job was cancelled or created anew) or whose ack/fail came too late. */
   stale: number;
 }
 
@@ -67,7 +68,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   }
   const durationMs = Date.now() - startedAt;
   if (failure === undefined) {
-    const outcome = await rt.queue.ack(topic, job.id, job.attempt);
+    const outcome = await rt.queue.ack(topic, job.id, job);
     if (outcome === 'done') {
       report.done += 1;
       jobLog.info('job done', { durationMs });
@@ -79,7 +80,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   }
   const message = failure instanceof Error ? failure.message || failure.name : String(failure);
   const retryAfterMs = failure instanceof RetryLater ? failure.retryAfterMs : undefined;
-  const result: FailOutcome = await rt.queue.fail(topic, job.id, job.attempt, message, retryAfterMs);
+  const result: FailOutcome = await rt.queue.fail(topic, job.id, job, message, retryAfterMs);
   if (result.outcome === 'retry') {
     report.retried += 1;
     jobLog.warn('job failed; retry scheduled', { reason: message, retryAt: new Date(result.runAt).toISOString(), durationMs });
@@ -94,7 +95,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
 }
 
 /**
- * Turns a per-job function into a topic handler Lambda: runs the function for every job of the
+ * Turns a per-job function into a topic handler Lambda: runs the function for every live job of the
  * batch in parallel, each with its TTR as a timeout, then acks or fails it. While the invocation
  * has time left it claims further batches of its topic. It never throws (an async invocation that
  * throws would be retried by Lambda, outside the queue's retry policy). `getRuntime` is the seam
@@ -118,7 +119,17 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         const before = Date.now();
         const offsetMs = (await rt.queue.serverTime()) - before;
         const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
-        await Promise.all(jobs.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)));
+        // An Event invoke can start late, or twice: run only the attempts still live, marking them
+        // started (one script call per partition of the batch, all at once).
+        const live = await rt.queue.start(topic.name, jobs);
+        const batch = jobs.filter((job, i) => {
+          if (!live[i]) {
+            report.stale += 1;
+            log.warn('attempt no longer live (ended, cancelled, created anew or started already); not run', { topic: topic.name, jobId: job.id, attempt: job.attempt });
+          }
+          return live[i];
+        });
+        await Promise.all(batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)));
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
           // out of time with work maybe left: hand it to the fan-out rather than to the next tick

@@ -3,8 +3,10 @@
   KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] attempt number the caller ran
   ARGV[4] retention ms (how long the done job stays readable; 0 deletes it now)
-  Returns OUTCOME.ACKED, or REFUSAL.NOT_FOUND, REFUSAL.STALE_ATTEMPT (that attempt already
-          timed out or finished), REFUSAL.CANCELLED (cancelled while running): nothing changed.
+  ARGV[5] the attempt's claim token ('' for an attempt claimed before claims had tokens)
+  Returns OUTCOME.ACKED, or REFUSAL.NOT_FOUND, REFUSAL.STALE_ATTEMPT (that claim already timed
+          out, finished or belongs to an earlier incarnation of the id), REFUSAL.CANCELLED
+          (cancelled while running): nothing changed.
   Mirrored by AckReply in lib/engine/scripts.ts.
 ]]
 local jobsKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3]
@@ -13,7 +15,7 @@ local record = redis.call('HGET', jobsKey, id)
 if not record then return REFUSAL.NOT_FOUND end
 local h, body = decode(record)
 if h[H_STATE] == CANCELLED then return REFUSAL.CANCELLED end
-if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(ARGV[3]) then return REFUSAL.STALE_ATTEMPT end
+if not isAttempt(h, ARGV[3], ARGV[5]) then return REFUSAL.STALE_ATTEMPT end
 
 redis.call('ZREM', runningKey, id)
 if retention > 0 then

@@ -6,6 +6,7 @@
   ARGV[4] error message  ARGV[5] the topic's max attempts  ARGV[6] the topic's backoff spec
   ARGV[7] random number in [0, 1) for jitter  ARGV[8] retry after this many ms instead of the
           backoff, or ''
+  ARGV[9] the attempt's claim token ('' for an attempt claimed before claims had tokens)
   Returns { OUTCOME.RETRY_SCHEDULED, runAt, headChanged 0|1 }, { OUTCOME.DEAD_LETTERED },
           or { REFUSAL.NOT_FOUND | REFUSAL.STALE_ATTEMPT | REFUSAL.CANCELLED } (nothing changed)
   Mirrored by FailReply in lib/engine/scripts.ts.
@@ -16,7 +17,7 @@ local record = redis.call('HGET', jobsKey, id)
 if not record then return { REFUSAL.NOT_FOUND } end
 local h, body = decode(record)
 if h[H_STATE] == CANCELLED then return { REFUSAL.CANCELLED } end
-if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(ARGV[3]) then return { REFUSAL.STALE_ATTEMPT } end
+if not isAttempt(h, ARGV[3], ARGV[9]) then return { REFUSAL.STALE_ATTEMPT } end
 
 redis.call('ZREM', runningKey, id)
 local headBefore = headScore(delayedKey)

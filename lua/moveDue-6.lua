@@ -1,6 +1,7 @@
 --[[
   One sweep step for one topic and partition, each part bounded by the limit:
-  1. running attempts past their TTR deadline become failed attempts (retry or dead);
+  1. running attempts past their TTR deadline become failed attempts (retry or dead); one that
+     no handler started is given back without counting (see giveBack in job.lua);
   2. due jobs move from the delayed zset to the ready list, oldest due first;
   3. done and cancelled jobs past their retention, and dead jobs older than the dead retention,
      are deleted.
@@ -9,16 +10,17 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] limit per part  ARGV[3] the topic's max attempts
   ARGV[4] the topic's backoff spec  ARGV[5] random number in [0, 1) for jitter
   ARGV[6] dead retention ms
-  Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready }
+  Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready, givenBack }
   where more = 1 when a part hit its limit (call again now), nextAt is the earliest of the next
-  due job and the next TTR deadline, and ready is the ready list's length after the move.
+  due job and the next TTR deadline, ready is the ready list's length after the move (and the
+  give-backs), and givenBack counts the attempts given back without counting.
   Mirrored by MoveDueReply in lib/engine/scripts.ts.
 ]]
 local delayedKey, readyKey, runningKey, jobsKey, deadKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
 local defaultMax, defaultBackoff, rand = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local deadRetention = tonumber(ARGV[6])
-local moved, retried, deadLettered, purged, more = 0, 0, 0, 0, 0
+local moved, retried, deadLettered, purged, more, givenBack = 0, 0, 0, 0, 0, 0
 
 local expired = redis.call('ZRANGEBYSCORE', runningKey, '-inf', now, 'LIMIT', 0, limit)
 if #expired > 0 then
@@ -28,8 +30,19 @@ if #expired > 0 then
     if record then
       local h, body = decode(record)
       if h[H_STATE] == RUNNING then
-        local err = 'attempt ' .. h[H_ATTEMPTS] .. ' timed out: no ack within its ttr'
-        if failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, false) == OUTCOME.RETRY_SCHEDULED then
+        local code
+        if h[H_CLAIM] and not h[H_STARTED] then
+          -- claimed but never started: the fan-out died, the event was lost or came too late
+          code = giveBack(jobsKey, readyKey, delayedKey, deadKey, id, h, body, now,
+            'never started: no handler took its claim within the ttr', defaultMax, defaultBackoff, rand)
+        else
+          -- started, or a claim of older code (which marks no start): counts as it always did
+          local err = 'attempt ' .. h[H_ATTEMPTS] .. ' timed out: no ack within its ttr'
+          code = failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, false)
+        end
+        if code == OUTCOME.GIVEN_BACK then
+          givenBack = givenBack + 1
+        elseif code == OUTCOME.RETRY_SCHEDULED then
           retried = retried + 1
         else
           deadLettered = deadLettered + 1
@@ -70,4 +83,4 @@ purge(deadKey, now - deadRetention, DEAD, DEAD)
 local nextAt = headScore(delayedKey)
 local deadline = headScore(runningKey)
 if deadline and (not nextAt or deadline < nextAt) then nextAt = deadline end
-return { moved, retried, deadLettered, purged, more, nextAt, now, redis.call('LLEN', readyKey) }
+return { moved, retried, deadLettered, purged, more, nextAt, now, redis.call('LLEN', readyKey), givenBack }

@@ -1,26 +1,36 @@
 --[[
-  Gives claimed jobs back without counting their attempt (the handler was never invoked): each
-  goes to the front of its ready list.
-  KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] ready list
-  ARGV[1] fixed clock ms or ''  ARGV[2..] pairs: id, attempt number that was claimed
-  Returns the number released; an id not running with that attempt is left as it is.
-  Mirrored by releaseJobs in lib/engine/scripts.ts.
+  Gives claimed jobs back after their handler could not be invoked: each goes to the front of its
+  ready list without counting the attempt, unless it was given back MAX_GIVE_BACKS times in a row
+  already; then this give-back counts as a failed attempt (retry after the backoff, or dead) with
+  the reason as its lastError (giveBack in job.lua).
+  KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] ready list  KEYS[4] delayed zset  KEYS[5] dead zset
+  ARGV[1] fixed clock ms or ''  ARGV[2] the topic's max attempts  ARGV[3] the topic's backoff spec
+  ARGV[4] random number in [0, 1) for jitter  ARGV[5] why the invoke failed
+  ARGV[6..] triples: id, attempt number that was claimed, claim token ('' for a claim of older code)
+  Returns { released, retried, deadLettered }; an id not running that claim is left as it is.
+  Mirrored by ReleaseReply in lib/engine/scripts.ts.
 ]]
-local jobsKey, runningKey, readyKey = KEYS[1], KEYS[2], KEYS[3]
+local jobsKey, runningKey, readyKey, delayedKey, deadKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = clock(ARGV[1])
-local released = 0
-for i = 2, #ARGV, 2 do
+local defaultMax, defaultBackoff, rand, reason = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local released, retried, deadLettered = 0, 0, 0
+for i = 6, #ARGV, 3 do
   local id = ARGV[i]
   local record = redis.call('HGET', jobsKey, id)
   if record then
     local h, body = decode(record)
-    if h[H_STATE] == RUNNING and h[H_ATTEMPTS] == tonumber(ARGV[i + 1]) then
-      h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE] = PENDING, h[H_ATTEMPTS] - 1, now, false
-      redis.call('HSET', jobsKey, id, encode(h, body))
+    if isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
       redis.call('ZREM', runningKey, id)
-      redis.call('LPUSH', readyKey, id)
-      released = released + 1
+      local code = giveBack(jobsKey, readyKey, delayedKey, deadKey, id, h, body, now,
+        'could not be invoked: ' .. reason, defaultMax, defaultBackoff, rand)
+      if code == OUTCOME.GIVEN_BACK then
+        released = released + 1
+      elseif code == OUTCOME.RETRY_SCHEDULED then
+        retried = retried + 1
+      else
+        deadLettered = deadLettered + 1
+      end
     end
   end
 end
-return released
+return { released, retried, deadLettered }

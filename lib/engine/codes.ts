@@ -30,6 +30,10 @@ export const OUTCOME = {
   RETRY_SCHEDULED: 1,
   /** failJob: attempts used up, the job is dead */
   DEAD_LETTERED: 0,
+  /** giveBack (moveDue, releaseJobs): a claim that never started went back to ready, uncounted */
+  GIVEN_BACK: 2,
+  /** startAttempts: the attempt is live and now marked started: run it */
+  STARTED: 1,
 } as const;
 
 /** holdLease and releaseLease (holdLease otherwise returns the wake counter, ≥ 0). */

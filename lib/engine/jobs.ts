@@ -67,6 +67,17 @@ export interface ClaimedJob {
   body: unknown;
   /** Claim time minus due time, ms (Redis clock). */
   latenessMs: number;
+  /** This claim's token, unique to it: ack, fail, start and release present it. */
+  claim: string;
+}
+
+/**
+ * One claimed attempt, as ack, fail and start name it: its number and its claim token. `claim` is
+ * missing only from an event of older code, whose attempt is then known by its number alone.
+ */
+export interface AttemptRef {
+  attempt: number;
+  claim?: string;
 }
 
 /** A dead job, with when it died. */
@@ -90,6 +101,8 @@ export interface SweepResult {
   moved: number;
   retried: number;
   deadLettered: number;
+  /** Attempts that timed out before a handler started them, given back without counting. */
+  givenBack: number;
   purged: number;
   /** Topics with ready jobs after the sweep (newly moved or waiting), with how many. */
   readyByTopic: Record<string, number>;
@@ -209,7 +222,7 @@ export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult): W
 
 /** A claimed job of topic `t`, claimed at `now` on the Redis clock. */
 export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem): ClaimedJob {
-  const [id, attempt, runAt, deadline, url, body, max] = item;
+  const [id, attempt, runAt, deadline, url, body, max, claim] = item;
   return {
     topic: t.name,
     id,
@@ -220,6 +233,7 @@ export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem): Claim
     ...(url ? { url } : {}),
     body: JSON.parse(body),
     latenessMs: now - runAt,
+    claim,
   };
 }
 

@@ -76,24 +76,31 @@ export function rescheduleJob(keys: readonly [JobsKey, DelayedKey], a: { clock: 
 }
 
 /** One claimed job in lua/claimJobs-4.lua's reply. */
-export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string, maxAttempts: number | null];
+export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string, maxAttempts: number | null, claim: string];
 /** lua/claimJobs-4.lua's reply. */
 export type ClaimReply = readonly [now: number, popped: number, skipped: number, ...claimed: ClaimedItem[]];
 
-/** lua/claimJobs-4.lua: claims up to `count` ready jobs of one topic and partition. */
+/** lua/claimJobs-4.lua: claims up to `count` ready jobs of one topic and partition; `nonce` (new each call) makes the claim tokens. */
 export function claimJobs(
   keys: readonly [ReadyKey, RunningKey, JobsKey, DelayedKey],
-  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number },
+  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number; nonce: string },
 ): ScriptCall<ClaimReply> {
-  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs]);
+  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce]);
+}
+
+/** One claimed attempt as ack, fail, start and release name it: '' claim for a claim of older code. */
+export interface AttemptArg {
+  id: string;
+  attempt: number;
+  claim: string;
 }
 
 /** lua/ackJob-3.lua's reply. */
 export type AckReply = Outcome<'ACKED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>;
 
-/** lua/ackJob-3.lua: ends attempt `attempt` as done. */
-export function ackJob(keys: readonly [JobsKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; attempt: number; retentionMs: number }): ScriptCall<AckReply> {
-  return call('ackJob', keys, [a.clock, a.id, a.attempt, a.retentionMs]);
+/** lua/ackJob-3.lua: ends the attempt claimed as `claim` as done. */
+export function ackJob(keys: readonly [JobsKey, RunningKey, DoneKey], a: { clock: ClockArg; retentionMs: number } & AttemptArg): ScriptCall<AckReply> {
+  return call('ackJob', keys, [a.clock, a.id, a.attempt, a.retentionMs, a.claim]);
 }
 
 /** lua/failJob-4.lua's reply. */
@@ -105,19 +112,33 @@ export type FailReply =
 /** lua/failJob-4.lua: ends attempt `attempt` as failed (retry after the backoff, or dead). */
 export function failJob(
   keys: readonly [JobsKey, RunningKey, DelayedKey, DeadKey],
-  a: { clock: ClockArg; id: string; attempt: number; error: string; maxAttempts: number; backoff: string; random: number; retryAfterMs?: number },
+  a: { clock: ClockArg; error: string; maxAttempts: number; backoff: string; random: number; retryAfterMs?: number } & AttemptArg,
 ): ScriptCall<FailReply> {
   const retryAfter = a.retryAfterMs === undefined ? '' : Math.max(0, Math.round(a.retryAfterMs));
-  return call('failJob', keys, [a.clock, a.id, a.attempt, a.error, a.maxAttempts, a.backoff, a.random, retryAfter]);
+  return call('failJob', keys, [a.clock, a.id, a.attempt, a.error, a.maxAttempts, a.backoff, a.random, retryAfter, a.claim]);
 }
 
-/** lua/releaseJobs-3.lua: gives claimed jobs back without counting the attempt; replies how many. */
-export function releaseJobs(keys: readonly [JobsKey, RunningKey, ReadyKey], a: { clock: ClockArg; jobs: readonly { id: string; attempt: number }[] }): ScriptCall<number> {
-  return call('releaseJobs', keys, [a.clock, ...a.jobs.flatMap((j) => [j.id, j.attempt])]);
+/** lua/releaseJobs-5.lua's reply: given back uncounted, and counted as failed (after too many give-backs in a row). */
+export type ReleaseReply = readonly [released: number, retried: number, deadLettered: number];
+
+/** lua/releaseJobs-5.lua: gives claimed jobs back after a failed invoke (the sixth in a row counts as a failed attempt). */
+export function releaseJobs(
+  keys: readonly [JobsKey, RunningKey, ReadyKey, DelayedKey, DeadKey],
+  a: { clock: ClockArg; maxAttempts: number; backoff: string; random: number; reason: string; jobs: readonly AttemptArg[] },
+): ScriptCall<ReleaseReply> {
+  return call('releaseJobs', keys, [a.clock, a.maxAttempts, a.backoff, a.random, a.reason, ...a.jobs.flatMap((j) => [j.id, j.attempt, j.claim])]);
+}
+
+/** lua/startAttempts-1.lua's reply: one code per attempt, in order. */
+export type StartReply = readonly (Outcome<'STARTED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[];
+
+/** lua/startAttempts-1.lua: marks the live attempts of one topic and partition started; says which are live. */
+export function startAttempts(keys: readonly [JobsKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] }): ScriptCall<StartReply> {
+  return call('startAttempts', keys, [a.clock, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
 /** lua/moveDue-6.lua's reply. */
-export type MoveDueReply = readonly [moved: number, retried: number, deadLettered: number, purged: number, more: Flag, nextAt: number | null, now: number, ready: number];
+export type MoveDueReply = readonly [moved: number, retried: number, deadLettered: number, purged: number, more: Flag, nextAt: number | null, now: number, ready: number, givenBack: number];
 
 /** lua/moveDue-6.lua: one bounded sweep step for one topic and partition. */
 export function moveDue(

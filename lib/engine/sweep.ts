@@ -21,10 +21,11 @@ function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limi
 
 /** Adds one moveDue reply (of topic `topic`) to the sweep's totals. */
 function tally(result: SweepResult, topic: string, reply: script.MoveDueReply): void {
-  const [moved, retried, deadLettered, purged, more, nextAt, now, ready] = reply;
+  const [moved, retried, deadLettered, purged, more, nextAt, now, ready, givenBack] = reply;
   result.moved += moved;
   result.retried += retried;
   result.deadLettered += deadLettered;
+  result.givenBack += givenBack;
   result.purged += purged;
   if (ready > 0) result.readyByTopic[topic] = (result.readyByTopic[topic] ?? 0) + ready;
   if (more === 1) result.more = true;
@@ -34,7 +35,7 @@ function tally(result: SweepResult, topic: string, reply: script.MoveDueReply): 
 
 /** One bounded sweep step over every topic and partition: one pipeline per partition, all at once. */
 export async function sweep(ctx: EngineContext, limit: number): Promise<SweepResult> {
-  const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, purged: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
+  const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, givenBack: 0, purged: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
   const topics = [...ctx.config.topics.values()];
   await forEachPartition(ctx.config.partitions, async (partition) => {
     const replies = await runPipelined(ctx.redis, topics.map((t) => moveDueCall(ctx, t, partition, limit)));
@@ -45,8 +46,8 @@ export async function sweep(ctx: EngineContext, limit: number): Promise<SweepRes
 
 /** moveDue for topic `t` in one partition. */
 export async function moveDue(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
-  const [moved, retried, deadLettered, purged, more, nextAt, now] = await run(ctx.redis, moveDueCall(ctx, t, partition, limit));
-  return { moved, retried, deadLettered, purged, more: more === 1, nextAt, now };
+  const [moved, retried, deadLettered, purged, more, nextAt, now, , givenBack] = await run(ctx.redis, moveDueCall(ctx, t, partition, limit));
+  return { moved, retried, deadLettered, givenBack, purged, more: more === 1, nextAt, now };
 }
 
 /** The clock every due time and deadline is on: the fixed test clock, else Redis TIME (epoch ms). */

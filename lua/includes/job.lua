@@ -11,7 +11,15 @@
 local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED = 1, 2, 3, 4, 5, 6
 local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
   1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+-- H_CLAIM: the running attempt's claim token, unique to that claim (ack, fail, start and release
+-- must present it; a re-created job's attempt 1 has another). H_STARTED: when a handler started
+-- the attempt, false while it is only claimed. H_GIVE_BACKS: claims in a row given back without
+-- counting (released after a failed invoke, or timed out before they started).
+local H_CLAIM, H_STARTED, H_GIVE_BACKS = 12, 13, 14
 local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
+-- Give-backs in a row that cost no attempt; the next counts as a failed attempt, so a job whose
+-- handler can never be reached still fails (and dead-letters) instead of cycling forever.
+local MAX_GIVE_BACKS = 5
 
 -- Every code a script replies with, by name. Each table is mirrored, name for name and value for
 -- value, by the table of the same name in lib/engine/codes.ts (test/integration/codes.test.ts
@@ -24,7 +32,9 @@ local OUTCOME = {
   CANCELLED = 1, ALREADY_CANCELLED = 0,  -- cancelJob
   RESCHEDULED = 1,                       -- rescheduleJob
   ACKED = 1,                             -- ackJob
-  RETRY_SCHEDULED = 1, DEAD_LETTERED = 0 -- failJob, failAttempt
+  RETRY_SCHEDULED = 1, DEAD_LETTERED = 0, -- failJob, failAttempt
+  GIVEN_BACK = 2,                         -- giveBack: back to the ready list, no attempt counted
+  STARTED = 1                             -- startAttempts: live, marked started; run it
 }
 -- holdLease (which otherwise replies the wake counter) and releaseLease.
 local LEASE = { NOT_OWNER = -1, KEPT = 0, RELEASED = 1 }
@@ -43,6 +53,10 @@ end
 
 local function decode(record)
   local offset, header = cmsgpack.unpack_one(record)
+  -- slots a record of older code lacks; set, so that the header stays an array when encoded
+  if header[H_CLAIM] == nil then header[H_CLAIM] = false end
+  if header[H_STARTED] == nil then header[H_STARTED] = false end
+  if header[H_GIVE_BACKS] == nil then header[H_GIVE_BACKS] = 0 end
   if offset < 0 then return header, '' end
   return header, string.sub(record, offset + 1)
 end
@@ -96,6 +110,33 @@ local function failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, 
   redis.call('ZADD', delayedKey, due, id)
   redis.call('HSET', jobsKey, id, encode(h, body))
   return OUTCOME.RETRY_SCHEDULED, due
+end
+
+-- True when the job is running the attempt the caller holds: number `attempt` claimed with token
+-- `claim`. An attempt claimed before claims had tokens is known by its number alone.
+local function isAttempt(h, attempt, claim)
+  if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(attempt) then return false end
+  if h[H_CLAIM] then return h[H_CLAIM] == claim end
+  return true
+end
+
+-- Gives a running attempt that never started back to the front of the ready list without counting
+-- it (`why` says what happened, for lastError). The give-back after MAX_GIVE_BACKS in a row counts
+-- as a failed attempt instead (retry or dead, as failAttempt).
+-- Returns OUTCOME.GIVEN_BACK, or failAttempt's reply.
+local function giveBack(jobsKey, readyKey, delayedKey, deadKey, id, h, body, now, why, defaultMax, defaultBackoff, rand)
+  local n = h[H_GIVE_BACKS] + 1
+  h[H_CLAIM], h[H_STARTED] = false, false
+  if n > MAX_GIVE_BACKS then
+    h[H_GIVE_BACKS] = 0
+    local err = 'attempt ' .. h[H_ATTEMPTS] .. ' ' .. why .. ', ' .. n .. ' claims in a row; counted as a failed attempt'
+    return failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, false)
+  end
+  h[H_ERROR] = string.sub('claim of attempt ' .. h[H_ATTEMPTS] .. ' given back: ' .. why .. ' (' .. n .. ' of ' .. MAX_GIVE_BACKS .. ' in a row without counting)', 1, MAX_ERROR_BYTES)
+  h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_GIVE_BACKS] = PENDING, h[H_ATTEMPTS] - 1, now, false, n
+  redis.call('HSET', jobsKey, id, encode(h, body))
+  redis.call('LPUSH', readyKey, id)
+  return OUTCOME.GIVEN_BACK
 end
 
 -- The job as the scripts return it: the state with "ready" resolved, the header, then the body.

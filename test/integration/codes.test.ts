@@ -51,7 +51,7 @@ describe('codes shared by Lua and TypeScript', () => {
       await engine.writeJobs(ctx, [job('d')], 'add');
       await engine.sweep(ctx, 10);
       const [claimed] = await engine.claimJobs(ctx, t, 1, 10);
-      assert.equal((await engine.failJob(ctx, t, 'd', claimed!.attempt, 'no')).outcome, 'dead');
+      assert.equal((await engine.failJob(ctx, t, 'd', claimed!, 'no')).outcome, 'dead');
       const cancel = await engine.cancelJob(ctx, t, 'd');
       assert.ok(engine.isRefused(cancel) && cancel.refusal === REFUSAL.JOB_FINISHED && cancel.job?.state === 'dead');
       const reschedule = await engine.rescheduleJob(ctx, t, 'd', { body: '1' });

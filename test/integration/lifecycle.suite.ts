@@ -93,14 +93,14 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal(got?.attempts, 1);
       assert.equal(got?.deadline, new Date(job.deadline).toISOString());
 
-      assert.equal(await q.ack(topic, 'order-1', 1), 'done');
+      assert.equal(await q.ack(topic, 'order-1', job), 'done');
       got = await q.get(topic, 'order-1');
       assert.equal(got?.state, 'done');
       assert.equal(got?.deadline, null);
-      assert.equal(await q.ack(topic, 'order-1', 1), 'stale', 'an attempt is finished at most once');
-      assert.deepEqual((await q.fail(topic, 'order-1', 1, 'late')).outcome, 'stale');
-      assert.equal(await q.ack(topic, 'nope', 1), 'not_found');
-      assert.deepEqual((await q.fail(topic, 'nope', 1, 'x')).outcome, 'not_found');
+      assert.equal(await q.ack(topic, 'order-1', job), 'stale', 'an attempt is finished at most once');
+      assert.deepEqual((await q.fail(topic, 'order-1', job, 'late')).outcome, 'stale');
+      assert.equal(await q.ack(topic, 'nope', job), 'not_found');
+      assert.deepEqual((await q.fail(topic, 'nope', job, 'x')).outcome, 'not_found');
       assert.equal(await q.get(topic, 'nope'), null);
     });
 
@@ -195,8 +195,8 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await sweep(q);
       const job = await claimOne(q, topic);
       await q.cancel(topic, 'run');
-      assert.equal(await q.ack(topic, 'run', job.attempt), 'cancelled');
-      assert.equal((await q.fail(topic, 'run', job.attempt, 'boom')).outcome, 'cancelled');
+      assert.equal(await q.ack(topic, 'run', job), 'cancelled');
+      assert.equal((await q.fail(topic, 'run', job, 'boom')).outcome, 'cancelled');
       clock.advance(HOUR);
       const swept = await sweep(q);
       assert.equal(swept.retried + swept.moved, 0);
@@ -209,8 +209,8 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'x', delay: 0 });
       await sweep(q);
       const [a, b] = await q.claim(topic, 2);
-      await q.ack(topic, a!.id, 1);
-      assert.equal((await q.fail(topic, b!.id, 1, 'no')).outcome, 'dead');
+      await q.ack(topic, a!.id, a!);
+      assert.equal((await q.fail(topic, b!.id, b!, 'no')).outcome, 'dead');
       const err = await rejects(q.cancel(topic, a!.id), 409, 'JOB_FINISHED');
       assert.equal((err.details as { job: { state: string } }).job.state, 'done');
       await rejects(q.cancel(topic, b!.id), 409, 'JOB_FINISHED');
@@ -301,7 +301,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
         await sweep(q);
         const job = await claimOne(q, topic);
         assert.equal(job.id, id);
-        const failed = await q.fail(topic, id, job.attempt, `attempt ${job.attempt} failed`);
+        const failed = await q.fail(topic, id, job, `attempt ${job.attempt} failed`);
         if (failed.outcome === 'dead') return { delays, final: 'dead' };
         assert.equal(failed.outcome, 'retry');
         delays.push(failed.runAt - clock.now);
@@ -364,7 +364,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'ra', delay: 0 });
       await sweep(q);
       const job = await claimOne(q, topic);
-      const failed = await q.fail(topic, 'ra', job.attempt, '429', 42_000);
+      const failed = await q.fail(topic, 'ra', job, '429', 42_000);
       assert.ok(failed.outcome === 'retry' && failed.runAt === clock.now + 42_000);
     });
 
@@ -374,7 +374,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await sweep(q);
       for (const job of (await q.claim(topic, 3)).sort((a, b) => a.id.localeCompare(b.id))) {
         clock.advance(1);
-        assert.equal((await q.fail(topic, job.id, job.attempt, `broke ${job.id}`)).outcome, 'dead');
+        assert.equal((await q.fail(topic, job.id, job, `broke ${job.id}`)).outcome, 'dead');
       }
       const page = await q.listDead(topic, { limit: 2 });
       assert.deepEqual(page.jobs.map((j) => [j.id, j.lastError, j.state]), [['d1', 'broke d1', 'dead'], ['d2', 'broke d2', 'dead']]);
@@ -394,7 +394,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await sweep(q);
       const again = await q.claim(topic, 3);
       assert.deepEqual(again.map((j) => j.attempt), [1, 1, 1]);
-      for (const job of again) assert.equal(await q.ack(topic, job.id, job.attempt), 'done');
+      for (const job of again) assert.equal(await q.ack(topic, job.id, job), 'done');
     });
   });
 
@@ -404,6 +404,8 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'slow', delay: 0 });
       await sweep(q);
       const first = await claimOne(q, topic);
+      assert.deepEqual(await q.start(topic, [first]), [true], 'a handler started it');
+      assert.deepEqual(await q.start(topic, [first]), [false], 'a duplicate event of the same attempt does not run it again');
       clock.advance(30 * SEC - 1);
       assert.equal((await sweep(q)).retried, 0, 'not expired 1 ms before the deadline');
       clock.advance(1);
@@ -413,13 +415,23 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal(timedOut?.state, 'delayed');
       assert.equal(timedOut?.runAt, new Date(clock.now + 5 * SEC).toISOString());
       assert.match(timedOut?.lastError ?? '', /timed out/);
-      assert.equal(await q.ack(topic, 'slow', first.attempt), 'stale', 'the late ack of the timed-out attempt changes nothing');
-      assert.equal((await q.fail(topic, 'slow', first.attempt, 'late')).outcome, 'stale');
+      assert.equal(await q.ack(topic, 'slow', first), 'stale', 'the late ack of the timed-out attempt changes nothing');
+      assert.equal((await q.fail(topic, 'slow', first, 'late')).outcome, 'stale');
+      assert.deepEqual(await q.start(topic, [first, { id: 'gone', attempt: 1, claim: 'x' }]), [false, false], 'ended, or not found');
 
       clock.advance(5 * SEC);
       await sweep(q);
       const second = await claimOne(q, topic);
       assert.equal(second.attempt, 2);
+      clock.advance(30 * SEC);
+      const lost = await sweep(q);
+      assert.equal(lost.givenBack, 1, 'no handler started attempt 2: given back, not counted');
+      assert.equal((await q.get(topic, 'slow'))?.state, 'ready');
+      const third = await claimOne(q, topic);
+      assert.equal(third.attempt, 2);
+      assert.notEqual(third.claim, second.claim, 'every claim has its own token');
+      assert.equal(await q.ack(topic, 'slow', second), 'stale', 'the given-back claim is stale');
+      assert.deepEqual(await q.start(topic, [third]), [true]);
       clock.advance(30 * SEC);
       const last = await sweep(q);
       assert.equal(last.deadLettered, 1);
@@ -456,7 +468,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       const first = await q.claim(topic, 10);
       assert.equal(first.length, 3);
       assert.deepEqual(await q.claim(topic, 10), []);
-      await q.ack(topic, first[0]!.id, 1);
+      await q.ack(topic, first[0]!.id, first[0]!);
       assert.equal((await q.claim(topic, 10)).length, 1);
     });
 
@@ -467,8 +479,8 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'cx', delay: 100 });
       await sweep(q);
       for (const job of await q.claim(topic, 2)) {
-        if (job.id === 'ok') await q.ack(topic, job.id, job.attempt);
-        else await q.fail(topic, job.id, job.attempt, 'x');
+        if (job.id === 'ok') await q.ack(topic, job.id, job);
+        else await q.fail(topic, job.id, job, 'x');
       }
       await q.cancel(topic, 'cx');
       clock.advance(60 * SEC);
@@ -520,7 +532,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
     const claimed = await q.claim(topic, 2);
     assert.equal(claimed.length, 2);
     await target.flushScripts();
-    for (const job of claimed) assert.equal(await q.ack(topic, job.id, job.attempt), 'done');
+    for (const job of claimed) assert.equal(await q.ack(topic, job.id, job), 'done');
     assert.equal((await q.get(topic, 'f'))?.state, 'done');
   });
 

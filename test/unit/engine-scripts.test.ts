@@ -18,7 +18,7 @@ describe('typed script calls', () => {
     // @ts-expect-error delayed and jobs swapped
     script.addJobs([k.delayed, k.jobs, k.done], { clock: '', mode: 'add', jobs: [] });
     // @ts-expect-error a key of the wrong kind
-    script.ackJob([k.jobs, k.delayed, k.done], { clock: '', id: 'a', attempt: 1, retentionMs: 0 });
+    script.ackJob([k.jobs, k.delayed, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 });
     // @ts-expect-error a plain string is not a key
     script.getJob(['dq:{p2}:jobs:orders', k.delayed], { id: 'a' });
     // @ts-expect-error one key short
@@ -34,10 +34,11 @@ describe('typed script calls', () => {
       script.getJob([k.jobs, k.delayed], { id: 'a' }),
       script.cancelJob([k.jobs, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0 }),
       script.rescheduleJob([k.jobs, k.delayed], { clock: '', id: 'a', change: {} }),
-      script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1 }),
-      script.ackJob([k.jobs, k.running, k.done], { clock: '', id: 'a', attempt: 1, retentionMs: 0 }),
-      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
-      script.releaseJobs([k.jobs, k.running, k.ready], { clock: '', jobs: [] }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n' }),
+      script.ackJob([k.jobs, k.running, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
+      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
+      script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [] }),
+      script.startAttempts([k.jobs], { clock: '', attempts: [] }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1 }),
       script.listDead([k.dead, k.jobs], { limit: 1 }),
@@ -56,10 +57,11 @@ describe('typed script calls', () => {
       script.addJobs([k.jobs, k.delayed, k.done], { clock: 7, mode: 'put', jobs: [] }),
       script.cancelJob([k.jobs, k.delayed, k.running, k.done], { clock: 7, id: 'a', retentionMs: 0 }),
       script.rescheduleJob([k.jobs, k.delayed], { clock: 7, id: 'a', change: { body: '1' } }),
-      script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: 7, count: 1, maxRunning: 1, ttrMs: 1 }),
-      script.ackJob([k.jobs, k.running, k.done], { clock: 7, id: 'a', attempt: 1, retentionMs: 0 }),
-      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
-      script.releaseJobs([k.jobs, k.running, k.ready], { clock: 7, jobs: [] }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n' }),
+      script.ackJob([k.jobs, k.running, k.done], { clock: 7, id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
+      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
+      script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [] }),
+      script.startAttempts([k.jobs], { clock: 7, attempts: [] }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: 7, ids: ['a'] }),
       script.wakeSweeper(lease, { clock: 7, dueAt: 'now', horizonMs: 1 }),
@@ -74,9 +76,12 @@ describe('typed script calls', () => {
     const job = { topic: 'orders', id: 'a', partition: 2, when: { kind: 'd' as const, ms: 5 }, body: '{}', ttrMs: 3000, url: 'https://x/' };
     assert.deepEqual(script.addJobs([k.jobs, k.delayed, k.done], { clock: '', mode: 'add', jobs: [job] }).args, ['', 'add', 'a', 'd', 5, '', 3000, '', 'https://x/', '{}']);
     assert.deepEqual(script.rescheduleJob([k.jobs, k.delayed], { clock: '', id: 'a', change: { when: { kind: 'a', ms: 9 } } }).args, ['', 'a', 'a', 9, '0', '']);
-    assert.deepEqual(script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, ['', 'a', 2, 'x', 3, 'f:0', 0.5, 2]);
+    assert.deepEqual(script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, ['', 'a', 2, 'x', 3, 'f:0', 0.5, 2, 'c']);
+    assert.deepEqual(script.ackJob([k.jobs, k.running, k.done], { clock: '', id: 'a', attempt: 2, claim: 'c', retentionMs: 9 }).args, ['', 'a', 2, 9, 'c']);
+    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n' }).args, ['', 1, 2, 3, 'n']);
+    assert.deepEqual(script.startAttempts([k.jobs], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }] }).args, ['', 'a', 1, 'c']);
     assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'] }).args, ['', 2, 'a', 'b']);
-    assert.deepEqual(script.releaseJobs([k.jobs, k.running, k.ready], { clock: '', jobs: [{ id: 'a', attempt: 1 }, { id: 'b', attempt: 2 }] }).args, ['', 'a', 1, 'b', 2]);
+    assert.deepEqual(script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 3, backoff: 'f:0', random: 0.5, reason: 'r', jobs: [{ id: 'a', attempt: 1, claim: 'c' }, { id: 'b', attempt: 2, claim: '' }] }).args, ['', 3, 'f:0', 0.5, 'r', 'a', 1, 'c', 'b', 2, '']);
     assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5 }).args, ['-inf', '', 5]);
     assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5, after: { diedAt: 9, id: 'a' } }).args, [9, 'a', 5]);
     assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5, after: { diedAt: 9, id: null } }).args, [9, '', 5]);

@@ -6,7 +6,7 @@ import { cutBatches } from '../../lib/fanout';
 import { EVENT_PAYLOAD_BYTES, MAX_BODY_BYTES } from '../../lib/limits';
 import type { ClaimedJob } from '../../lib/queue';
 
-const job = (id: string, bodyChars: number): ClaimedJob => ({ topic: 't', id, attempt: 1, maxAttempts: 3, runAt: 1, deadline: 30_001, body: { pad: 'x'.repeat(bodyChars) }, latenessMs: 0 });
+const job = (id: string, bodyChars: number): ClaimedJob => ({ topic: 't', id, attempt: 1, maxAttempts: 3, runAt: 1, deadline: 30_001, body: { pad: 'x'.repeat(bodyChars) }, latenessMs: 0, claim: 'c' });
 const eventBytes = (jobs: ClaimedJob[]) => Buffer.byteLength(JSON.stringify({ topic: 't', jobs }));
 
 describe('cutBatches', () => {
