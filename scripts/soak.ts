@@ -50,6 +50,10 @@ interface RunResult {
   log: string;
 }
 
+// Stopped by a signal: exit through process.exit, so killOnExit's handler stops the current run's
+// process group and the hogs (a signal's default action would skip it and leave them running).
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => process.exit(130));
+
 const results: RunResult[] = [];
 const commit = spawnSync('git', ['rev-parse', '--short', opts.commit!], { cwd: root, encoding: 'utf8' }).stdout.trim();
 if (!commit) throw new Error(`unknown commit ${opts.commit}`);
