@@ -143,6 +143,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
       await deps.queue.fail(topic.name, job.id, job, error);
     }
     const failed: ClaimedJob[] = [];
+    let reason: string | undefined;
     await Promise.all(
       batches.map(async (batch) => {
         const event: HandlerEvent = { topic: topic.name, jobs: batch.map(toWire) };
@@ -152,11 +153,12 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
         } catch (error) {
           deps.log.error('handler invoke failed; releasing its jobs', { error, topic: topic.name, jobIds: batch.map((j) => j.id) });
           failed.push(...batch);
+          reason ??= `the handler invoke failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`.slice(0, 500);
         }
       }),
     );
     if (failed.length > 0) {
-      report.released += await deps.queue.release(failed);
+      report.released += await deps.queue.release(failed, reason);
       return; // the invoke API is failing: stop, the next sweep tries again
     }
     if (claimed.length < topic.batchSize * INVOKES_IN_FLIGHT) return;
