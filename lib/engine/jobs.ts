@@ -6,27 +6,9 @@ import { describeBackoff, type Backoff } from '../backoff';
 import type { TopicConfig } from '../config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
 import type { AckReply, AddResult, ClaimedItem, DeadEntry, FailReply } from './scripts';
+import type { JobView, NewJob } from './shapes';
 
-/** A job that passed validation (lib/validation.ts), as the add script takes it. */
-export interface NewJob {
-  topic: string;
-  id: string;
-  partition: number;
-  /** `d`: `ms` after Redis's clock at the time of the add; `a`: at epoch `ms`. */
-  when: { kind: 'd' | 'a'; ms: number };
-  /** JSON text of the body. */
-  body: string;
-  maxAttempts?: number;
-  ttrMs?: number;
-  backoff?: string;
-  url?: string;
-}
-
-/** A validated change to a pending job: a new due time and/or a new body. */
-export interface JobChange {
-  when?: NewJob['when'];
-  body?: string;
-}
+export type { JobChange, JobView, NewJob } from './shapes';
 
 /** A job's state as the API names it ('delayed' is the scripts' PENDING in the delayed zset). */
 export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
@@ -139,25 +121,6 @@ export type FailOutcome =
   | { outcome: 'dead' }
   | { outcome: 'stale' | 'cancelled' | 'not_found' };
 
-/**
- * A job as the scripts return it: the mirror of `view()` in lua/includes/job.lua, in its order.
- * A null option follows the topic's configuration; a null url, error or deadline is none.
- */
-export type JobView = readonly [
-  id: string,
-  state: JobStateCode,
-  runAt: number,
-  createdAt: number,
-  attempts: number,
-  maxAttempts: number | null,
-  ttrMs: number | null,
-  backoff: string | null,
-  url: string | null,
-  lastError: string | null,
-  updatedAt: number,
-  deadline: number | null,
-  body: string,
-];
 
 const STATE_NAMES: Record<JobStateCode, JobState> = {
   [JOB_STATE.PENDING]: 'delayed',

@@ -19,7 +19,7 @@ import type {
 } from '../keys';
 import type { Arg, ScriptCall, ScriptName } from '../scripts';
 import type { FANOUT_MARK, Flag, LEASE, OUTCOME, REFUSAL, WAKE } from './codes';
-import type { JobChange, JobView, NewJob } from './jobs';
+import type { JobChange, JobView, NewJob } from './shapes';
 
 /** ARGV[1] of every script that reads the clock: a fixed clock (epoch ms) from a test, or '' for Redis TIME. */
 export type ClockArg = number | '';

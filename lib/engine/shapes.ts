@@ -1,0 +1,46 @@
+/**
+ * The per-job shapes the Lua scripts take and return, apart from the decoding in ./jobs.ts so that
+ * ./scripts.ts (the typed calls) and ./jobs.ts (which decodes their replies) need not import each other.
+ */
+import type { JobStateCode } from './codes';
+
+/** A job that passed validation (lib/validation.ts), as the add script takes it. */
+export interface NewJob {
+  topic: string;
+  id: string;
+  partition: number;
+  /** `d`: `ms` after Redis's clock at the time of the add; `a`: at epoch `ms`. */
+  when: { kind: 'd' | 'a'; ms: number };
+  /** JSON text of the body. */
+  body: string;
+  maxAttempts?: number;
+  ttrMs?: number;
+  backoff?: string;
+  url?: string;
+}
+
+/** A validated change to a pending job: a new due time and/or a new body. */
+export interface JobChange {
+  when?: NewJob['when'];
+  body?: string;
+}
+
+/**
+ * A job as the scripts return it: the mirror of `view()` in lua/includes/job.lua, in its order.
+ * A null option follows the topic's configuration; a null url, error or deadline is none.
+ */
+export type JobView = readonly [
+  id: string,
+  state: JobStateCode,
+  runAt: number,
+  createdAt: number,
+  attempts: number,
+  maxAttempts: number | null,
+  ttrMs: number | null,
+  backoff: string | null,
+  url: string | null,
+  lastError: string | null,
+  updatedAt: number,
+  deadline: number | null,
+  body: string,
+];
