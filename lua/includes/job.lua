@@ -140,7 +140,7 @@ local function giveBack(jobsKey, readyKey, delayedKey, deadKey, id, h, body, now
 end
 
 -- The job as the scripts return it: the state with "ready" resolved, the header, then the body.
--- Mirrored by JobView in lib/engine/jobs.ts, in this order.
+-- Mirrored by JobView in lib/engine/shapes.ts, in this order.
 local function view(delayedKey, id, h, body)
   local state = h[H_STATE]
   if state == PENDING and not redis.call('ZSCORE', delayedKey, id) then state = READY end
