@@ -20,7 +20,8 @@ local delayedKey, readyKey, runningKey, jobsKey, deadKey, doneKey = KEYS[1], KEY
 local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
 local defaultMax, defaultBackoff, rand = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local deadRetention = tonumber(ARGV[6])
-local moved, retried, deadLettered, purged, more, givenBack = 0, 0, 0, 0, 0, 0
+local moved, purged, more = 0, 0, 0
+local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
 
 local expired = redis.call('ZRANGEBYSCORE', runningKey, '-inf', now, 'LIMIT', 0, limit)
 if #expired > 0 then
@@ -40,13 +41,7 @@ if #expired > 0 then
           local err = 'attempt ' .. h[H_ATTEMPTS] .. ' timed out: no ack within its ttr'
           code = failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, false)
         end
-        if code == OUTCOME.GIVEN_BACK then
-          givenBack = givenBack + 1
-        elseif code == OUTCOME.RETRY_SCHEDULED then
-          retried = retried + 1
-        else
-          deadLettered = deadLettered + 1
-        end
+        tally(ended, code)
       end
     end
   end
@@ -83,4 +78,4 @@ purge(deadKey, now - deadRetention, DEAD, DEAD)
 local nextAt = headScore(delayedKey)
 local deadline = headScore(runningKey)
 if deadline and (not nextAt or deadline < nextAt) then nextAt = deadline end
-return { moved, retried, deadLettered, purged, more, nextAt, now, redis.call('LLEN', readyKey), givenBack }
+return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, redis.call('LLEN', readyKey), ended.givenBack }

@@ -13,7 +13,7 @@
 local jobsKey, runningKey, readyKey, delayedKey, deadKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = clock(ARGV[1])
 local defaultMax, defaultBackoff, rand, reason = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
-local released, retried, deadLettered = 0, 0, 0
+local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
 for i = 6, #ARGV, 3 do
   local id = ARGV[i]
   local record = redis.call('HGET', jobsKey, id)
@@ -23,14 +23,8 @@ for i = 6, #ARGV, 3 do
       redis.call('ZREM', runningKey, id)
       local code = giveBack(jobsKey, readyKey, delayedKey, deadKey, id, h, body, now,
         'could not be invoked: ' .. reason, defaultMax, defaultBackoff, rand)
-      if code == OUTCOME.GIVEN_BACK then
-        released = released + 1
-      elseif code == OUTCOME.RETRY_SCHEDULED then
-        retried = retried + 1
-      else
-        deadLettered = deadLettered + 1
-      end
+      tally(ended, code)
     end
   end
 end
-return { released, retried, deadLettered }
+return { ended.givenBack, ended.retried, ended.deadLettered }

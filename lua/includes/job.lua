@@ -139,6 +139,18 @@ local function giveBack(jobsKey, readyKey, delayedKey, deadKey, id, h, body, now
   return OUTCOME.GIVEN_BACK
 end
 
+-- Counts an attempt's end in `counts` ({ givenBack, retried, deadLettered }) by its outcome code
+-- (giveBack's or failAttempt's).
+local function tally(counts, code)
+  if code == OUTCOME.GIVEN_BACK then
+    counts.givenBack = counts.givenBack + 1
+  elseif code == OUTCOME.RETRY_SCHEDULED then
+    counts.retried = counts.retried + 1
+  else
+    counts.deadLettered = counts.deadLettered + 1
+  end
+end
+
 -- The job as the scripts return it: the state with "ready" resolved, the header, then the body.
 -- Mirrored by JobView in lib/engine/shapes.ts, in this order.
 local function view(delayedKey, id, h, body)
