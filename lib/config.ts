@@ -38,6 +38,21 @@ export interface QueueConfig {
   deadRetentionMs: number;
   /** Most jobs one moveDue call moves (and, separately, times out and purges). */
   moveLimit: number;
+  /** When the API may acknowledge a change: see Durability. */
+  durability: Durability;
+}
+
+/**
+ * When an acknowledged change is safe. `replica`: the API answers success only after a replica
+ * confirmed the change (WAIT 1 on the partition's primary), else 503 NOT_REPLICATED; a failover
+ * then loses no acknowledged add or delete. `none`: success as soon as the primary has it (a
+ * failover can lose the last changes; fine on a single Redis, or on an engine whose own log makes
+ * writes durable).
+ */
+export interface Durability {
+  mode: 'replica' | 'none';
+  /** Longest wait for a replica's confirmation (ms) before answering 503. */
+  timeoutMs: number;
 }
 
 /** What a caller may write for a topic; every field but the name has a default. */
@@ -66,6 +81,10 @@ export interface QueueConfigInput {
   /** seconds */
   deadRetention?: number;
   moveLimit?: number;
+  /** `replica` or `none` (Durability); DQ_DURABILITY overrides it. */
+  durability?: string;
+  /** seconds: longest wait for a replica's confirmation; DQ_DURABILITY_TIMEOUT_MS overrides it. */
+  durabilityTimeout?: number;
 }
 
 export const DEFAULTS = {
@@ -75,6 +94,11 @@ export const DEFAULTS = {
   retention: 86_400,
   deadRetention: 7 * 86_400,
   moveLimit: 1000, // one moveDue call then stays around a millisecond of Redis time (BENCHMARKS.md)
+  durability: 'none',
+  // A replica in the same region confirms within a millisecond or two; a second means it is cut
+  // off or far behind. Below the client's 2 s command timeout (lib/redis.ts), so the WAIT itself
+  // never times out as a command.
+  durabilityTimeout: 1,
   topic: {
     maxAttempts: 5,
     backoff: { type: 'exponential', delay: 5, max: 3600, jitter: 0.2 },
@@ -86,7 +110,10 @@ export const DEFAULTS = {
 
 export const TOPIC_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
-const MAX_MOVE_LIMIT = 5000; // moveDue passes this many ids to one RPUSH (Lua's stack allows ~8000)
+const MAX_MOVE_LIMIT = 5000;
+/** Range of the replica wait (ms): long enough for a cross-AZ round trip, shorter than the client's command timeout. */
+export const DURABILITY_TIMEOUT_MS = { min: 10, max: 1500 } as const;
+const DURABILITY_MODES = ['replica', 'none'] as const; // moveDue passes this many ids to one RPUSH (Lua's stack allows ~8000)
 
 function integer(value: unknown, name: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -141,7 +168,31 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
     retentionMs: seconds(input.retention ?? DEFAULTS.retention, 'retention', 0, 365 * 86_400),
     deadRetentionMs: seconds(input.deadRetention ?? DEFAULTS.deadRetention, 'deadRetention', 1, 10 * 365 * 86_400),
     moveLimit: integer(input.moveLimit ?? DEFAULTS.moveLimit, 'moveLimit', 1, MAX_MOVE_LIMIT),
+    durability: {
+      mode: durabilityMode(input.durability ?? DEFAULTS.durability, 'durability'),
+      timeoutMs: seconds(input.durabilityTimeout ?? DEFAULTS.durabilityTimeout, 'durabilityTimeout', DURABILITY_TIMEOUT_MS.min / 1000, DURABILITY_TIMEOUT_MS.max / 1000),
+    },
   };
+}
+
+function durabilityMode(value: unknown, name: string): Durability['mode'] {
+  if (!DURABILITY_MODES.includes(value as Durability['mode'])) throw new Error(`${name} must be "replica" or "none", got ${JSON.stringify(value)}`);
+  return value as Durability['mode'];
+}
+
+/**
+ * The durability of `queue` with DQ_DURABILITY (`replica` | `none`) and DQ_DURABILITY_TIMEOUT_MS
+ * (whole ms) applied over it when set; throws naming the variable.
+ */
+export function loadDurability(env: Env, configured: Durability): Durability {
+  const mode = env.DQ_DURABILITY ? durabilityMode(env.DQ_DURABILITY, 'environment variable DQ_DURABILITY') : configured.mode;
+  const raw = env.DQ_DURABILITY_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return { mode, timeoutMs: configured.timeoutMs };
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < DURABILITY_TIMEOUT_MS.min || n > DURABILITY_TIMEOUT_MS.max) {
+    throw new Error(`environment variable DQ_DURABILITY_TIMEOUT_MS must be a whole number of milliseconds from ${DURABILITY_TIMEOUT_MS.min} to ${DURABILITY_TIMEOUT_MS.max}, got ${JSON.stringify(raw)}`);
+  }
+  return { mode, timeoutMs: n };
 }
 
 /** Timings of the sweeper and the fan-out (ms). Defaults suit AWS; fault tests shorten them through the environment. */
@@ -275,6 +326,7 @@ export function loadConfig(env: Env): AppConfig {
   } catch (error) {
     throw new Error(`DQ_CONFIG: ${(error as Error).message}`);
   }
+  queue = { ...queue, durability: loadDurability(env, queue.durability) };
   const url = required(env, 'REDIS_URL');
   if (!/^rediss?:\/\//.test(url)) throw new Error('environment variable REDIS_URL must start with redis:// or rediss://');
   const logLevel = env.LOG_LEVEL ?? 'info';

@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'UNKNOWN_TOPIC'
   | 'UNAVAILABLE'
+  | 'NOT_REPLICATED'
   | 'INTERNAL';
 
 /** One problem with one input field; `path` is dotted (`jobs.3.delay`). */
@@ -19,7 +20,11 @@ export interface FieldProblem {
   message: string;
 }
 
-/** The one error class: an HTTP status, a stable code, a message safe to show the caller. */
+/**
+ * The one error class: an HTTP status, a stable code, a message safe to show the caller. A 4xx,
+ * and a 503 that says when to retry (`retryAfterSeconds`), are answered as they are; any other
+ * 5xx becomes 500 INTERNAL with only the request id shown.
+ */
 export class HttpError extends Error {
   readonly expose: boolean;
   constructor(
@@ -27,10 +32,11 @@ export class HttpError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'HttpError';
-    this.expose = status < 500;
+    this.expose = status < 500 || (status === 503 && retryAfterSeconds !== undefined);
   }
 }
 

@@ -108,7 +108,7 @@ export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<A
     } catch (error) {
       if (error instanceof HttpError && error.expose) {
         log.warn('request refused', { status: error.status, code: error.code });
-        return respond(error.status, errorBody(error));
+        return respond(error.status, errorBody(error), error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) });
       }
       if (isUnavailable(error)) {
         log.error('redis unavailable', { status: 503, error });

@@ -26,6 +26,7 @@ export type NextKey = Key<'next'>;
 export type WakeListKey = Key<'wake'>;
 export type WakeCounterKey = Key<'wakes'>;
 export type FanoutKey = Key<'fanout'>;
+export type SyncKey = Key<'sync'>;
 
 /** The keys of one topic in one partition. */
 export interface TopicKeys {
@@ -87,6 +88,34 @@ export function sweeperKeys(): SweeperKeys {
     wakes: 'dq:{sweeper}:wakes' as WakeCounterKey,
     fanout: 'dq:{sweeper}:fanout' as FanoutKey,
   };
+}
+
+/**
+ * STRING counter of partition `partition`, bumped before a replica wait that must cover changes
+ * this connection did not write (an add answered "exists", a cancel answered "already
+ * cancelled"): WAIT covers only the connection's own writes (lib/engine/durable.ts).
+ */
+export function syncKey(partition: number): SyncKey {
+  return `dq:{p${partition}}:sync` as SyncKey;
+}
+
+/**
+ * Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the text between the first `{`
+ * and the next `}`, when not empty), else of the whole key, modulo 16384.
+ */
+export function slotOf(key: string): number {
+  let text = key;
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) text = key.slice(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of Buffer.from(text)) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
 }
 
 /**

@@ -2,9 +2,11 @@ import type { Cluster, Redis } from 'ioredis';
 import type { QueueConfig } from './config';
 import * as engine from './engine';
 import { encodeDeadCursor } from './engine/dead';
+import { confirmReplicated, NotReplicatedError } from './engine/durable';
 import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './engine';
 import { HttpError, refusalError } from './errors';
 import { DEAD_PAGE, REDRIVE_COUNT } from './limits';
+import { partitionOf } from './keys';
 import { registerScripts } from './scripts';
 import { checkBatchSize, checkDeadCursor, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type NewJob } from './validation';
 
@@ -66,9 +68,36 @@ export class DelayQueue {
     return this.fixedClock() ?? Date.now();
   }
 
+  /**
+   * With durability `replica`, returns once a replica has the changes this queue made in
+   * `partitions` and, for `covering`, every change their primary had (answers that wrote nothing);
+   * throws 503 NOT_REPLICATED when none confirmed in time. Does nothing with durability `none`.
+   */
+  private async durable(partitions: Iterable<number>, covering: Iterable<number> = []): Promise<void> {
+    const { mode, timeoutMs } = this.config.durability;
+    if (mode !== 'replica') return;
+    try {
+      await confirmReplicated(this.ctx, partitions, covering, timeoutMs);
+    } catch (error) {
+      if (!(error instanceof NotReplicatedError)) throw error;
+      throw new HttpError(
+        503,
+        'NOT_REPLICATED',
+        `the change reached the primary, but no replica confirmed it within ${timeoutMs} ms, so a failover could undo it; retry the same request (it is idempotent)`,
+        undefined,
+        1,
+      );
+    }
+  }
+
   private async write(jobs: NewJob[], mode: 'add' | 'put'): Promise<{ outcomes: WriteOutcome[] } & Wake> {
     const { results, wake } = await engine.writeJobs(this.ctx, jobs, mode);
-    return { outcomes: results.map(toOutcome), wake };
+    const outcomes = results.map(toOutcome);
+    const changed = new Set<number>();
+    const covering = new Set<number>(); // answers that stand on what the primary had: "exists", "running"
+    outcomes.forEach((o, i) => (o.status === 'created' || o.status === 'replaced' ? changed : covering).add(jobs[i]!.partition));
+    await this.durable(changed, covering);
+    return { outcomes, wake };
   }
 
   /**
@@ -124,7 +153,10 @@ export class DelayQueue {
   async cancel(topic: string, id: string): Promise<Job> {
     checkJobRef(topic, id);
     const outcome = await engine.cancelJob(this.ctx, requireTopic(this.config, topic), id);
-    return orThrow(outcome, topic, id).job;
+    const { job } = orThrow(outcome, topic, id);
+    const partition = partitionOf(topic, id, this.config.partitions);
+    await this.durable([partition], [partition]); // "already cancelled" wrote nothing
+    return job;
   }
 
   /**
@@ -135,7 +167,9 @@ export class DelayQueue {
     checkJobRef(topic, id);
     const t = requireTopic(this.config, topic);
     const change = validateChange(input, this.config, this.clientNow());
-    return orThrow(await engine.rescheduleJob(this.ctx, t, id, change), topic, id);
+    const result = orThrow(await engine.rescheduleJob(this.ctx, t, id, change), topic, id);
+    await this.durable([partitionOf(topic, id, this.config.partitions)]);
+    return result;
   }
 
   /**
@@ -198,9 +232,10 @@ export class DelayQueue {
   /** Moves dead jobs of a topic back to delayed, due now: the given ids, or the `count` oldest. */
   async redrive(topic: string, options: { ids?: string[]; count?: number } = {}): Promise<{ redriven: number } & Wake> {
     const t = requireTopic(this.config, topic);
-    if (!options.ids) return engine.redriveJobs(this.ctx, t, { count: options.count ?? REDRIVE_COUNT.default });
-    for (const id of options.ids) checkJobRef(topic, id);
-    return engine.redriveJobs(this.ctx, t, { ids: options.ids });
+    if (options.ids) for (const id of options.ids) checkJobRef(topic, id);
+    const result = await engine.redriveJobs(this.ctx, t, options.ids ? { ids: options.ids } : { count: options.count ?? REDRIVE_COUNT.default });
+    if (result.redriven > 0) await this.durable(options.ids ? options.ids.map((id) => partitionOf(topic, id, this.config.partitions)) : engine.partitionsInOrder(this.config.partitions));
+    return result;
   }
 
   /** Counts per state and the next due time of a topic, summed over partitions. */

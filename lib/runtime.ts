@@ -1,4 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import { connectedReplicas } from './engine/durable';
 import { loadConfig, type AppConfig } from './config';
 import { createInvoker, type Invoker } from './lambda';
 import { createLogger, setMetricsService, type Logger } from './log';
@@ -26,7 +27,27 @@ export function createRuntime(env: NodeJS.ProcessEnv): Runtime {
   setMetricsService(config.functionPrefix.replace(/-$/, ''));
   const log = createLogger('delay-queue', { function_name: env.AWS_LAMBDA_FUNCTION_NAME }, config.logLevel);
   redis.on('error', (error: Error) => log.warn('redis connection error', { error }));
+  if (config.queue.durability.mode === 'replica') warnWithoutReplica(redis, log);
   return { config, redis, queue: new DelayQueue(redis, config.queue), invoker: createInvoker(config), log };
+}
+
+/**
+ * Durability `replica` with no replica connected: every change will answer 503 NOT_REPLICATED.
+ * Said once, at cold start, as a warning naming the fix; not a failure (a replica may be
+ * resyncing, and reads still work).
+ */
+function warnWithoutReplica(redis: Redis | Cluster, log: Logger): void {
+  const check = () =>
+    connectedReplicas(redis).then(
+      (counts) => {
+        if (counts.length === 0 || counts.some((n) => n === 0)) {
+          log.warn('durability is replica but a primary has no connected replica: changes will be refused with 503 NOT_REPLICATED until one connects (or set DQ_DURABILITY=none)', { replicas: counts });
+        }
+      },
+      (error: unknown) => log.warn('could not check the replicas of the primary', { error }),
+    );
+  if (redis instanceof Cluster) redis.once('ready', () => void check());
+  else void check();
 }
 
 /** The process's runtime, built from process.env at the first call (the cold start). */

@@ -16,6 +16,7 @@ import releaseJobs from '../lua/releaseJobs-5.lua';
 import rescheduleJob from '../lua/rescheduleJob-2.lua';
 import startAttempts from '../lua/startAttempts-1.lua';
 import startFanout from '../lua/startFanout-1.lua';
+import syncPoint from '../lua/syncPoint-1.lua';
 import wakeSweeper from '../lua/wakeSweeper-4.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
@@ -37,6 +38,7 @@ export const SCRIPTS = {
   wakeSweeper: { file: 'wakeSweeper-4.lua', numberOfKeys: 4, source: wakeSweeper },
   startFanout: { file: 'startFanout-1.lua', numberOfKeys: 1, source: startFanout },
   endFanout: { file: 'endFanout-1.lua', numberOfKeys: 1, source: endFanout },
+  syncPoint: { file: 'syncPoint-1.lua', numberOfKeys: 1, source: syncPoint },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

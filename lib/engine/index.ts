@@ -7,7 +7,7 @@ export { claimJobs, ackJob, failJob, releaseJobs, startAttempts } from './attemp
 export type { EngineContext } from './context';
 export { listDeadJobs, redriveJobs } from './dead';
 export * from './jobs';
-export { Rotation } from './partitions';
+export { partitionsInOrder, Rotation } from './partitions';
 export { getJob, topicStats } from './read';
 export { moveDue, serverTime, sweep } from './sweep';
 export { cancelJob, rescheduleJob, writeJobs } from './write';

@@ -14,6 +14,7 @@ import type {
   NextKey,
   ReadyKey,
   RunningKey,
+  SyncKey,
   WakeCounterKey,
   WakeListKey,
 } from '../keys';
@@ -190,4 +191,9 @@ export function startFanout(keys: readonly [FanoutKey], a: { token: string; mark
 /** lua/endFanout-1.lua: clears the caller's fan-out mark. */
 export function endFanout(keys: readonly [FanoutKey], a: { token: string }): ScriptCall<Of<typeof FANOUT_MARK, 'CLEARED' | 'NOT_OURS'>> {
   return call('endFanout', keys, [a.token]);
+}
+
+/** lua/syncPoint-1.lua: bumps a partition's sync counter (before a replica wait); replies its value. */
+export function syncPoint(keys: readonly [SyncKey]): ScriptCall<number> {
+  return call('syncPoint', keys, []);
 }

@@ -91,11 +91,14 @@ export interface RedisClusterProcess {
   stop(): Promise<void>;
 }
 
-/** Starts a cluster of `masters` nodes (no replicas) on loopback and waits until it is ok. */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterProcess> {
+/**
+ * Starts a cluster of `masters` primaries, each with `replicas` replicas (redis-cli assigns them),
+ * on loopback and waits until it is ok and every replica's link is up.
+ */
+export async function startRedisCluster(masters = 3, replicas = 0): Promise<RedisClusterProcess> {
   const nodes: RedisProcess[] = [];
   try {
-    for (let i = 0; i < masters; i++) {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
       const port = await freePort(true);
       nodes.push(
         await startRedis({
@@ -104,10 +107,12 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterProces
         }),
       );
     }
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8' });
+    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8' });
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
     const ok = await until(() => nodes.every((node) => spawnSync('redis-cli', ['-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout.includes('cluster_state:ok')), 30_000, 50);
     if (!ok) throw new Error('timed out waiting for cluster_state:ok on every node');
+    const linked = await until(() => nodes.every((node) => !/role:slave/.test(info(node.port)) || /master_link_status:up/.test(info(node.port))), 30_000, 50);
+    if (!linked) throw new Error('timed out waiting for every replica to sync with its primary');
   } catch (error) {
     await Promise.all(nodes.map((n) => n.stop()));
     throw error;
@@ -119,6 +124,48 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterProces
       await Promise.all(nodes.map((n) => n.stop()));
     },
   };
+}
+
+function info(port: number): string {
+  return spawnSync('redis-cli', ['-p', String(port), 'info', 'replication'], { encoding: 'utf8' }).stdout;
+}
+
+export interface PrimaryWithReplica {
+  primary: RedisProcess;
+  replica: RedisProcess;
+  /** Freezes the replica (SIGSTOP): it stays connected but acknowledges nothing, as a lagging replica does. */
+  pauseReplica(): void;
+  resumeReplica(): void;
+  stop(): Promise<void>;
+}
+
+/** A primary and one replica (`--replicaof`), nothing persisted, started and synced. */
+export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
+  const primary = await startRedis();
+  let replica: RedisProcess;
+  try {
+    replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+  } catch (error) {
+    await primary.stop();
+    throw error;
+  }
+  let paused = false;
+  const pair: PrimaryWithReplica = {
+    primary,
+    replica,
+    pauseReplica: () => void (process.kill(replica.pid, 'SIGSTOP'), (paused = true)),
+    resumeReplica: () => void (paused && process.kill(replica.pid, 'SIGCONT'), (paused = false)),
+    async stop() {
+      pair.resumeReplica();
+      await Promise.all([replica.stop(), primary.stop()]);
+    },
+  };
+  const synced = await until(() => /master_link_status:up/.test(info(replica.port)) && /connected_slaves:1/.test(info(primary.port)), 30_000, 50);
+  if (!synced) {
+    await pair.stop();
+    throw new Error('timed out waiting for the replica to sync with its primary');
+  }
+  return pair;
 }
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_TIMINGS, loadTimings, resolveQueueConfig } from '../../lib/config';
+import { DEFAULT_TIMINGS, loadConfig, loadDurability, loadTimings, resolveQueueConfig } from '../../lib/config';
 
 describe('queue configuration', () => {
   it('fills in defaults', () => {
@@ -20,6 +20,24 @@ describe('queue configuration', () => {
     assert.throws(() => resolveQueueConfig({ topics: { a: { backoff: 'soon' } } }), /topics\.a\.backoff/);
     assert.throws(() => resolveQueueConfig({ topics: { a: {} }, partitions: 0 }), /partitions/);
     assert.throws(() => resolveQueueConfig({ topics: { a: {} }, moveLimit: 10_000 }), /moveLimit/);
+  });
+});
+
+describe('durability (issue 13)', () => {
+  const env = (extra: Record<string, string>) => ({ DQ_CONFIG: JSON.stringify({ topics: { a: {} }, durability: 'replica', durabilityTimeout: 0.5 }), REDIS_URL: 'redis://x', DQ_FUNCTION_PREFIX: 'p-', ...extra });
+  it('defaults to none with a 1 s wait; custom.queue sets it; DQ_DURABILITY and DQ_DURABILITY_TIMEOUT_MS override it', () => {
+    assert.deepEqual(resolveQueueConfig({ topics: { a: {} } }).durability, { mode: 'none', timeoutMs: 1000 });
+    assert.deepEqual(loadConfig(env({})).queue.durability, { mode: 'replica', timeoutMs: 500 });
+    assert.deepEqual(loadConfig(env({ DQ_DURABILITY: 'none' })).queue.durability, { mode: 'none', timeoutMs: 500 });
+    assert.deepEqual(loadConfig(env({ DQ_DURABILITY_TIMEOUT_MS: '250' })).queue.durability, { mode: 'replica', timeoutMs: 250 });
+    assert.deepEqual(loadDurability({ DQ_DURABILITY: '' }, { mode: 'replica', timeoutMs: 9 }), { mode: 'replica', timeoutMs: 9 });
+  });
+  it('refuses an unknown mode or a wait out of range, naming the field or variable', () => {
+    assert.throws(() => resolveQueueConfig({ topics: { a: {} }, durability: 'wait' }), /durability must be "replica" or "none", got "wait"/);
+    assert.throws(() => resolveQueueConfig({ topics: { a: {} }, durabilityTimeout: 5 }), /durabilityTimeout must be a number of seconds from 0.01 to 1.5/);
+    assert.throws(() => loadConfig(env({ DQ_DURABILITY: 'always' })), /environment variable DQ_DURABILITY must be "replica" or "none"/);
+    assert.throws(() => loadConfig(env({ DQ_DURABILITY_TIMEOUT_MS: '2000' })), /DQ_DURABILITY_TIMEOUT_MS must be a whole number of milliseconds from 10 to 1500/);
+    assert.throws(() => loadConfig(env({ DQ_DURABILITY_TIMEOUT_MS: '0.5' })), /DQ_DURABILITY_TIMEOUT_MS/);
   });
 });
 

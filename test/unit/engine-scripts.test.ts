@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as script from '../../lib/engine/scripts';
-import { sweeperKeys, topicKeys } from '../../lib/keys';
+import { syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
 import { SCRIPTS } from '../../lib/scripts';
 
 const k = topicKeys(2, 'orders');
@@ -47,6 +47,7 @@ describe('typed script calls', () => {
       script.wakeSweeper(lease, { clock: '', dueAt: 'now', horizonMs: 1 }),
       script.startFanout([s.fanout], { token: 't', markMs: 1 }),
       script.endFanout([s.fanout], { token: 't' }),
+      script.syncPoint([syncKey(2)]),
     ];
     assert.deepEqual(calls.map((c) => c.script).sort(), Object.keys(SCRIPTS).sort(), 'one wrapper per script');
     for (const c of calls) assert.equal(c.keys.length, SCRIPTS[c.script].numberOfKeys, c.script);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jobKeys, partitionOf, topicKeys } from '../../lib/keys';
+import { jobKeys, partitionOf, slotOf, syncKey, topicKeys } from '../../lib/keys';
 
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {
@@ -26,5 +26,17 @@ describe('keys', () => {
   it("jobKeys are the keys of the job's topic in the job's partition", () => {
     assert.deepEqual(jobKeys('orders', 'order-1', 16), topicKeys(12, 'orders'));
     assert.deepEqual(jobKeys('orders', 'order-1', 1), topicKeys(0, 'orders'));
+  });
+});
+
+describe('cluster slots', () => {
+  it('slotOf is Redis Cluster\'s CRC16 of the hash tag (values from the Redis Cluster spec and CLUSTER KEYSLOT)', () => {
+    assert.equal(slotOf('123456789'), 0x31c3 % 16384); // the spec's CRC16 check value
+    assert.equal(slotOf('foo'), 12182);
+    assert.equal(slotOf('{user1000}.following'), slotOf('user1000'));
+    assert.notEqual(slotOf('foo{}{bar}'), slotOf('bar'), 'an empty first tag: the whole key is hashed');
+  });
+  it('a partition\'s sync key shares the slot of its job keys', () => {
+    for (const p of [0, 1, 7, 1023]) assert.equal(slotOf(syncKey(p)), slotOf(topicKeys(p, 'orders').jobs));
   });
 });

@@ -1,0 +1,73 @@
+/**
+ * Durability `replica` (lib/config.ts): a change the API acknowledges has reached a replica, so a
+ * failover to that replica keeps it. After the change's script replied, the connection that wrote
+ * it sends `WAIT 1 <timeoutMs>`: Redis answers once a replica has every write this connection made
+ * so far, or after the timeout with 0. On a cluster the wait goes to the primary that owns the
+ * partition's slot, on the very connection the script went through (each primary has one).
+ *
+ * WAIT covers only the connection's own writes. An answer that wrote nothing ("this job already
+ * exists", "already cancelled") stands on changes another connection made, which may not have
+ * reached a replica yet; for those partitions a tiny script first bumps the partition's sync
+ * counter (lua/syncPoint-1.lua), and the wait then covers everything the primary had before it.
+ */
+import { Cluster, type Redis } from 'ioredis';
+import { slotOf, syncKey } from '../keys';
+import { run } from '../scripts';
+import type { EngineContext } from './context';
+import * as script from './scripts';
+
+/** No replica confirmed the changes of `partitions` within `timeoutMs`: the primary has them, a failover may lose them. */
+export class NotReplicatedError extends Error {
+  constructor(
+    readonly partitions: readonly number[],
+    readonly timeoutMs: number,
+  ) {
+    super(`no replica confirmed the change within ${timeoutMs} ms (partitions ${partitions.join(', ')})`);
+    this.name = 'NotReplicatedError';
+  }
+}
+
+/** The connection that serves `partition`: the client itself on a single node, else the primary owning its slot (undefined when the slot map has none). */
+function connectionFor(client: Redis | Cluster, partition: number): Redis | undefined {
+  if (!(client instanceof Cluster)) return client;
+  const owner = client.slots[slotOf(syncKey(partition))]?.[0];
+  return client.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner);
+}
+
+/**
+ * Waits until a replica has the changes this client made in `partitions` (and, for the
+ * partitions in `covering`, every change their primary had made before); throws
+ * NotReplicatedError when one did not confirm within `timeoutMs`. Redis errors propagate (the
+ * API answers 503 UNAVAILABLE).
+ */
+export async function confirmReplicated(ctx: EngineContext, partitions: Iterable<number>, covering: Iterable<number>, timeoutMs: number): Promise<void> {
+  const cover = new Set(covering);
+  const all = new Set([...partitions, ...cover]);
+  if (all.size === 0) return;
+  await Promise.all([...cover].map((p) => run(ctx.redis, script.syncPoint([syncKey(p)]))));
+  // one WAIT per connection: on a single node every partition shares one
+  const byConnection = new Map<Redis | undefined, number[]>();
+  for (const p of all) {
+    const connection = connectionFor(ctx.redis as Redis | Cluster, p);
+    byConnection.set(connection, [...(byConnection.get(connection) ?? []), p]);
+  }
+  const unconfirmed: number[] = [];
+  await Promise.all(
+    [...byConnection].map(async ([connection, group]) => {
+      const replicas = connection ? Number(await connection.call('WAIT', 1, timeoutMs)) : 0;
+      if (replicas < 1) unconfirmed.push(...group);
+    }),
+  );
+  if (unconfirmed.length > 0) throw new NotReplicatedError(unconfirmed.sort((a, b) => a - b), timeoutMs);
+}
+
+/** Replicas connected to each primary (one number on a single node), from INFO replication. */
+export async function connectedReplicas(client: Redis | Cluster): Promise<number[]> {
+  const primaries = client instanceof Cluster ? client.nodes('master') : [client];
+  return Promise.all(
+    primaries.map(async (node) => {
+      const info = await node.info('replication');
+      return Number(/^connected_slaves:(\d+)/m.exec(info)?.[1] ?? 0);
+    }),
+  );
+}
