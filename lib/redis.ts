@@ -44,7 +44,7 @@ export function createRedis(config: AppConfig['redis'], overrides: RedisOptions 
   return new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], clusterOptions);
 }
 
-const UNAVAILABLE = /^OOM |ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|LOADING|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|Failed to refresh slots cache|None of startup nodes is available/;
+const UNAVAILABLE = /^OOM |^UNBLOCKED |Command aborted due to connection close|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|LOADING|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|Failed to refresh slots cache|None of startup nodes is available/;
 
 /** True when an error means Redis could not be reached, is not serving, or is full (answer 503). */
 export function isUnavailable(error: unknown): boolean {

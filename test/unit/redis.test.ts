@@ -12,6 +12,10 @@ describe('isUnavailable: which Redis errors answer 503', () => {
       "READONLY You can't write against a read only replica.",
       "OOM command not allowed when used memory > 'maxmemory'.",
       'CLUSTERDOWN The cluster is down',
+      // a failover (issue 13's scenario 6 answered these 500): the connection closed under a
+      // command that is not re-sent, and a WAIT unblocked as its primary was demoted
+      'Command aborted due to connection close',
+      'UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)',
     ]) {
       assert.equal(isUnavailable(new Error(message)), true, message);
     }

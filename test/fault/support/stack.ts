@@ -14,13 +14,15 @@ import { startRedis, type RedisProcess } from '../../support/redis';
 import { FAULT_PREFIX, HostSlot, lambdaEnv, Recorder, Router, tally, until, type Tally } from './harness';
 
 export interface StackOptions {
+  /** Reach Redis at this URL (a proxy, say) instead of starting a redis-server of its own. */
+  redisUrl?: string;
   skewMs?: number;
   tickMs?: number;
   env?: Record<string, string>;
 }
 
 export class Stack {
-  redisServer!: RedisProcess;
+  redisServer: RedisProcess | undefined;
   redis!: Redis;
   queue!: DelayQueue;
   router = new Router();
@@ -36,15 +38,19 @@ export class Stack {
   private readonly log = createLogger('fault-test', {}, 'error', () => undefined);
   private invoker!: ReturnType<typeof createInvoker>;
   private timings!: Timings;
+  /** The hosts' environment (lambdaEnv with the options' env). */
+  env: Record<string, string> = {};
 
   constructor(private readonly options: StackOptions = {}) {}
 
   async start(): Promise<void> {
-    this.redisServer = await startRedis();
-    this.redis = new Redis(this.redisServer.url);
+    if (!this.options.redisUrl) this.redisServer = await startRedis();
+    const redisUrl = this.options.redisUrl ?? this.redisServer!.url;
+    this.redis = new Redis(redisUrl);
     await this.recorder.start();
     await this.router.open();
-    const env = lambdaEnv(this.redisServer.url, this.router.url, this.options.env);
+    const env = lambdaEnv(redisUrl, this.router.url, this.options.env);
+    this.env = env;
     const host = this.options.skewMs ? { skewMs: this.options.skewMs } : {};
     this.sweeper = new HostSlot(['sweeper'], env, host);
     this.fanout = new HostSlot(['fanout'], env, host);
