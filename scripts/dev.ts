@@ -18,7 +18,7 @@
 // Environment: REDIS_URL (use this Redis, start none), DEV_REDIS_PORT, API_TOKEN (default
 // dev-token), WEBHOOK_SECRET, PORT, LAMBDA_PORT, DEV_STALL_SECONDS, DEV_READY_SECONDS.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -279,6 +279,10 @@ async function main(): Promise<void> {
   }
   if (stopping) return;
 
+  // Bundles left in .esbuild by an earlier run survive a killed offline. One left by an older
+  // version (CommonJS `addJob.js`) is what offline loads for `functions/addJob.handler` even when
+  // today's build wrote `addJob.mjs` beside it: the old code would answer (seen here). Build afresh.
+  rmSync(join(root, '.esbuild'), { recursive: true, force: true });
   const started = Date.now();
   say('starting serverless offline (stage local): it builds the functions first, which takes a while on a busy machine');
   const child = spawn(process.execPath, [serverlessBin, 'offline', 'start', '--stage', 'local'], {
