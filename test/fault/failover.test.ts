@@ -1,5 +1,5 @@
 /**
- * Scenario 6: an ElastiCache-style failover under a steady stream of adds and deletes.
+ * Scenario 7: an ElastiCache-style failover under a steady stream of adds and deletes.
  *
  * A primary (nothing persisted) and a replica, the replica syncing through a link the test can
  * cut; the stack (sweeper, fan-out and webhook handler hosts, and the HTTP API's add and delete
@@ -170,7 +170,7 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
     let duplicates = 0;
     for (const id of due) duplicates += Math.max(0, (c.get(id) ?? 0) - 1);
     return {
-      scenario: `6 failover (${variant}), durability ${mode}`,
+      scenario: `7 failover (${variant}), durability ${mode}`,
       mode,
       variant,
       addsAcknowledged: added.size,
@@ -193,7 +193,7 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
   }
 }
 
-describe('scenario 6: failover to a replica that lacks the last writes', () => {
+describe('scenario 7: failover to a replica that lacks the last writes', () => {
   for (const variant of ['kill', 'demote'] as const) {
     it(`durability replica, ${variant}: no acknowledged add lost, no acknowledged delete undone, adds during the cut refused`, async (t) => {
       const o = await failover('replica', variant);
