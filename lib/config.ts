@@ -197,7 +197,12 @@ export function loadDurability(env: Env, configured: Durability): Durability {
 
 /** Timings of the sweeper and the fan-out (ms). Defaults suit AWS; fault tests shorten them through the environment. */
 export interface Timings {
-  /** A job due further ahead than this is left to the per-minute tick: the sweeper exits. DQ_SWEEPER_HORIZON_MS */
+  /**
+   * A job due further ahead than this is left to the per-minute tick: the sweeper exits.
+   * DQ_SWEEPER_HORIZON_MS. Two tick periods: the tick that must start a sweeper for a job then
+   * comes at least a minute before the job is due, so a tick up to a minute late still makes no
+   * job late (with one period, a job due just after the next tick waited for that tick's delivery).
+   */
   sweeperHorizonMs: number;
   /** The sweeper's lease outlives a crashed sweeper by at most this. DQ_SWEEPER_LEASE_MS */
   sweeperLeaseMs: number;
@@ -212,7 +217,7 @@ export interface Timings {
 }
 
 export const DEFAULT_TIMINGS: Readonly<Timings> = Object.freeze({
-  sweeperHorizonMs: 60_000,
+  sweeperHorizonMs: 120_000,
   sweeperLeaseMs: 30_000,
   sweeperMaxWaitMs: 10_000,
   sweeperReserveMs: 5_000,

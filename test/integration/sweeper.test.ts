@@ -55,6 +55,21 @@ describe('sweeper and fan-out (real redis-server)', () => {
       assert.equal(await r.exists(sweeperKeys().lease), 0);
     }));
 
+  it('stays awake for a job due after the next tick (issue 12): a tick that comes late cannot make it late', () =>
+    isolated(async (r) => {
+      // Due in 90 s: beyond one tick period (60 s). Were the sweeper to exit now, the job would
+      // wait for the tick after next to start one, and inherit that tick's lateness.
+      const topic = uniqueTopic();
+      const queue = makeQueue(r, { [topic]: { handler: 'h' } });
+      await queue.add({ topic, id: 'after-next-tick', delay: 90 });
+      const invoker = new RecordingInvoker();
+      let remaining = 7_000; // each look at the clock spends 500 ms: it waits a little, then hands over
+      const report = await runSweeper({ queue, redis: r, invoker, log, remainingMs: () => (remaining -= 500) });
+      assert.equal(report.outcome, 'handed_over', 'with the default horizon it waits for the job, handing over to a fresh invocation');
+      assert.equal(invoker.named('sweeper').length, 1);
+      assert.ok(DEFAULT_TIMINGS.sweeperHorizonMs >= 2 * 60_000, 'the horizon covers a tick up to a whole period late');
+    }));
+
   it('sleeps until the next due job, moves it, and invokes the fan-out', () =>
     isolated(async (r) => {
       const topic = uniqueTopic();

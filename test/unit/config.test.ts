@@ -44,9 +44,9 @@ describe('durability (issue 13)', () => {
 describe('sweeper and fan-out timings (environment)', () => {
   it('default to the AWS values, and each can be set by its variable', () => {
     assert.deepEqual(loadTimings({}), DEFAULT_TIMINGS);
-    assert.deepEqual(DEFAULT_TIMINGS, { sweeperHorizonMs: 60_000, sweeperLeaseMs: 30_000, sweeperMaxWaitMs: 10_000, sweeperReserveMs: 5_000, sweeperErrorPauseMs: 500, fanoutMarkMs: 30_000 });
+    assert.deepEqual(DEFAULT_TIMINGS, { sweeperHorizonMs: 120_000, sweeperLeaseMs: 30_000, sweeperMaxWaitMs: 10_000, sweeperReserveMs: 5_000, sweeperErrorPauseMs: 500, fanoutMarkMs: 30_000 });
     const t = loadTimings({ DQ_SWEEPER_LEASE_MS: '3000', DQ_SWEEPER_MAX_WAIT_MS: '1000', DQ_SWEEPER_RESERVE_MS: '500', DQ_FANOUT_MARK_MS: '2000', DQ_SWEEPER_HORIZON_MS: '', DQ_SWEEPER_ERROR_PAUSE_MS: '100' });
-    assert.deepEqual(t, { sweeperHorizonMs: 60_000, sweeperLeaseMs: 3000, sweeperMaxWaitMs: 1000, sweeperReserveMs: 500, sweeperErrorPauseMs: 100, fanoutMarkMs: 2000 });
+    assert.deepEqual(t, { sweeperHorizonMs: 120_000, sweeperLeaseMs: 3000, sweeperMaxWaitMs: 1000, sweeperReserveMs: 500, sweeperErrorPauseMs: 100, fanoutMarkMs: 2000 });
   });
   it('refuse a bad value, naming the variable', () => {
     assert.throws(() => loadTimings({ DQ_SWEEPER_LEASE_MS: '30s' }), /DQ_SWEEPER_LEASE_MS must be a whole number/);
