@@ -1,4 +1,5 @@
 import type { Context } from 'aws-lambda';
+import type { TopicConfig } from './config';
 import { RetryLater } from './errors';
 import { requestFanout, toWire, type HandlerEvent, type WireJob } from './fanout';
 import { emitMetrics, takeColdStart, type Logger } from './log';
@@ -95,6 +96,19 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
 }
 
 /**
+ * Out of time with work maybe left: hands the rest of the topic to a fan-out rather than to the
+ * next tick. A batch short of batchSize does not mean the topic is drained (batches are cut by
+ * bytes too), so unless the last batch was full the ready lists say whether anything is left.
+ */
+async function handOnRest(rt: Runtime, topic: TopicConfig, lastBatch: number, log: Logger): Promise<void> {
+  try {
+    if (lastBatch === topic.batchSize || (await rt.queue.stats(topic.name)).ready > 0) await requestFanout({ ...rt, timings: rt.config.timings });
+  } catch (error) {
+    log.warn('could not request a fan-out', { error });
+  }
+}
+
+/**
  * Turns a per-job function into a topic handler Lambda: runs the function for every live job of the
  * batch in parallel, each with its TTR as a timeout, then acks or fails it. While the invocation
  * has time left it claims further batches of its topic. It never throws (an async invocation that
@@ -132,8 +146,7 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         await Promise.all(batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)));
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
-          // out of time with work maybe left: hand it to the fan-out rather than to the next tick
-          if (jobs.length === topic.batchSize && rt.config.wakeInvokes) await requestFanout({ ...rt, timings: rt.config.timings }).catch((error) => log.warn('could not request a fan-out', { error }));
+          if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, log);
           break;
         }
         jobs = (await rt.queue.claim(topic.name, topic.batchSize)).map(toWire);
