@@ -193,7 +193,8 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
   }
 }
 
-describe('scenario 7: failover to a replica that lacks the last writes', () => {
+// Two scenarios at a time (each has its own servers, hosts and proxies): half the wall time in CI.
+describe('scenario 7: failover to a replica that lacks the last writes', { concurrency: 2 }, () => {
   for (const variant of ['kill', 'demote'] as const) {
     it(`durability replica, ${variant}: no acknowledged add lost, no acknowledged delete undone, adds during the cut refused`, async (t) => {
       const o = await failover('replica', variant);
@@ -216,7 +217,7 @@ describe('scenario 7: failover to a replica that lacks the last writes', () => {
       // the control: without durability the same failover does undo acknowledged changes, so the
       // replica runs above would catch a wait that does not wait
       assert.ok(o.addsLost + o.deletesUndone > 0, `a failover after a ${PHASE_MS.cut} ms cut undid nothing: ${JSON.stringify(o)}`);
-      assert.equal(o.addsDuringCut['503'] ?? 0, 0, 'without durability the primary acknowledges every add during the cut');
+      assert.ok((o.addsDuringCut['201'] ?? 0) > 0, `without durability the primary acknowledges adds during the cut: ${JSON.stringify(o.addsDuringCut)}`);
       assert.notEqual(o.recoveryMs, null, 'the API acknowledged adds again after the failover, with nothing restarted');
     });
   }
