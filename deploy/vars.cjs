@@ -75,6 +75,14 @@ module.exports.redisUrl = async ({ resolveVariable }) => {
   return { 'Fn::Sub': `rediss://:${secret}@\${DqRedis.${endpoint}.Address}:\${DqRedis.${endpoint}.Port}` };
 };
 
+/**
+ * custom.queue.durability of the AWS stages. ElastiCache: 'replica' (a change is acknowledged once
+ * a replica has it, WAIT 1). MemoryDB: 'none', because MemoryDB acknowledges a write only once it is
+ * in its Multi-AZ transaction log, which a failover keeps; its replicas are fed from that log, and
+ * what WAIT answers there is not documented (DEPLOY.md, Choosing the Redis engine).
+ */
+module.exports.durability = async ({ resolveVariable }) => (isMemoryDb(await params(resolveVariable)) ? 'none' : 'replica');
+
 for (const name of ['vpcCidr', 'nodeType', 'engineVersion']) {
   module.exports[name] = async ({ resolveVariable }) => (await params(resolveVariable))[name];
 }

@@ -102,7 +102,7 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
     for (const dangerous of ['flushall', 'flushdb', 'keys', 'config', 'script', 'debug', 'shutdown', 'acl']) assert.ok(![...granted].some((c) => c === dangerous || c.startsWith(`${dangerous}|`)), dangerous);
   });
 
-  it('gives the functions the cluster endpoint with the user and password over TLS, the cluster client, 4 partitions per shard', () => {
+  it('gives the functions the cluster endpoint with the user and password over TLS, the cluster client, 4 partitions per shard, durability none', () => {
     const t = packaged.template;
     const user = one(t, 'AWS::MemoryDB::User').UserName;
     const url = { 'Fn::Sub': `rediss://${user}:${secret}@\${DqMemoryDb.ClusterEndpoint.Address}:${one(t, 'AWS::MemoryDB::Cluster').Port}` };
@@ -112,6 +112,8 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
     }
     assert.equal(t.Resources.DqMemoryDb!.Type, 'AWS::MemoryDB::Cluster');
     assert.equal(queueConfig(t).partitions, 4 * SHARDS);
+    // MemoryDB acknowledges a write once its Multi-AZ transaction log has it: no WAIT for a replica
+    assert.equal(queueConfig(t).durability, 'none');
     const references = text(t).match(/\{\{resolve:/g)!.length;
     assert.ok(references <= 60, `${references} dynamic references (CloudFormation resolves at most 60)`);
   });
