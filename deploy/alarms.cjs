@@ -23,7 +23,8 @@ const anyIn5Minutes = {
 
 /**
  * The alarms of stage `stage` of `service` for the topics of `queue` under the checked parameters
- * `p`, with their SNS topic when alarmEmail asks for one: `{ Resources, Outputs }`.
+ * `p` (with `memoryDbName` on MemoryDB), with their SNS topic when alarmEmail asks for one:
+ * `{ Resources, Outputs }`.
  */
 function alarms({ service, stage, queue, p }) {
   const prefix = `${service}-${stage}`;
@@ -57,15 +58,22 @@ function alarms({ service, stage, queue, p }) {
 
   // Memory: with noeviction a full Redis refuses writes, so warn well before. One alarm per shard,
   // on its first node (-001; a replica holds the same data, so after a failover it still tells).
-  const nodes = p.cluster === 'true' ? Array.from({ length: Number(p.shards) }, (_, i) => `-${String(i + 1).padStart(4, '0')}-001`) : ['-001'];
+  // ElastiCache names nodes <group>[-<shard>]-001 (dimension CacheClusterId); MemoryDB names them
+  // <cluster>-<shard>-001 (namespace AWS/MemoryDB, dimensions ClusterName and NodeName).
+  const memoryDb = p.engine === 'memorydb';
+  const sharded = memoryDb || p.cluster === 'true';
+  const nodes = sharded ? Array.from({ length: Number(p.shards) }, (_, i) => `-${String(i + 1).padStart(4, '0')}-001`) : ['-001'];
   nodes.forEach((suffix, i) => {
     const shard = nodes.length > 1 ? `Shard${i + 1}` : '';
+    const dimensions = memoryDb
+      ? [{ Name: 'ClusterName', Value: p.memoryDbName }, { Name: 'NodeName', Value: `${p.memoryDbName}${suffix}` }]
+      : [{ Name: 'CacheClusterId', Value: { 'Fn::Sub': `\${DqRedis}${suffix}` } }];
     R[`DqRedisMemory${shard}Alarm`] = alarm(
       `${prefix}-redis-memory${shard && `-${shard.toLowerCase()}`}`,
       'Redis memory is filling up; at 100% it refuses new jobs (maxmemory-policy noeviction). Scale the node type or shards.',
-      'AWS/ElastiCache',
+      memoryDb ? 'AWS/MemoryDB' : 'AWS/ElastiCache',
       'DatabaseMemoryUsagePercentage',
-      [{ Name: 'CacheClusterId', Value: { 'Fn::Sub': `\${DqRedis}${suffix}` } }],
+      dimensions,
       { Statistic: 'Maximum', Period: 300, EvaluationPeriods: 2, Threshold: 80, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'missing' },
     );
   });

@@ -3,11 +3,15 @@
 
 /** Parameters of the AWS stages and their defaults (override with --param="name=value"). */
 const DEFAULTS = {
+  // 'elasticache': ElastiCache for Valkey (replication is asynchronous: a failover can lose the
+  // last acknowledged writes). 'memorydb': Amazon MemoryDB, a write is acknowledged once it is in
+  // a Multi-AZ transaction log; always a cluster (`shards` shards, ioredis Cluster client).
+  engine: 'elasticache',
   cluster: 'false', // 'true': ElastiCache cluster mode, `shards` shards, ioredis Cluster client
-  shards: '2', // cluster mode: node groups, each a primary and a replica
+  shards: '2', // cluster mode and MemoryDB: shards, each a primary and a replica
   partitions: '', // hash-tag partitions of the keys; default 1, or 4 per shard in cluster mode
-  nodeType: 'cache.t4g.micro',
-  engineVersion: '8.0', // ElastiCache for Valkey
+  nodeType: '', // the engine's smallest node type (ENGINES) unless given
+  engineVersion: '', // the engine's Valkey version (ENGINES) unless given
   snapshotDays: '7', // daily snapshots kept
   vpcCidr: '10.42.0.0/16', // the VPC this stack creates
   vpcId: '', // use an existing VPC instead (with subnetIds)
@@ -28,6 +32,12 @@ const DEFAULTS = {
   alarmTopicArn: '', // or an existing SNS topic
 };
 
+/** Per engine: the default node type and Valkey version, and the prefix every node type of it has. */
+const ENGINES = {
+  elasticache: { nodeType: 'cache.t4g.micro', engineVersion: '8.0', nodeTypePrefix: 'cache.' },
+  memorydb: { nodeType: 'db.t4g.small', engineVersion: '7.2', nodeTypePrefix: 'db.' },
+};
+
 async function param(resolveVariable, name) {
   try {
     const value = await resolveVariable(`param:${name}`);
@@ -40,11 +50,18 @@ async function param(resolveVariable, name) {
   return DEFAULTS[name];
 }
 
-/** Every parameter as a string, given or default; nothing checked. */
-const params = async (resolveVariable) =>
-  Object.fromEntries(await Promise.all(Object.keys(DEFAULTS).map(async (n) => [n, await param(resolveVariable, n)])));
+/** Every parameter as a string, given or default (nodeType and engineVersion: the engine's); nothing checked. */
+async function params(resolveVariable) {
+  const p = Object.fromEntries(await Promise.all(Object.keys(DEFAULTS).map(async (n) => [n, await param(resolveVariable, n)])));
+  const engine = ENGINES[p.engine] ?? {};
+  return { ...p, nodeType: p.nodeType || (engine.nodeType ?? ''), engineVersion: p.engineVersion || (engine.engineVersion ?? '') };
+}
 
 const isTrue = (value) => value === 'true';
+/** True when the checked parameters `p` build Amazon MemoryDB instead of ElastiCache. */
+const isMemoryDb = (p) => p.engine === 'memorydb';
+/** True when the client must speak Redis Cluster: ElastiCache cluster mode, or MemoryDB (always a cluster). */
+const isCluster = (p) => isMemoryDb(p) || isTrue(p.cluster);
 const list = (value) => value.split(',').map((s) => s.trim()).filter(Boolean);
 
 /** Returns the boolean parameter `name` of `p` ('true' or 'false'), or throws naming it. */
@@ -53,8 +70,11 @@ function booleanParam(p, name) {
   return p[name];
 }
 
-/** Returns `p` after refusing an unusable cluster or network choice. */
+/** Returns `p` after refusing an unknown engine, another engine's node type, or an unusable cluster or network choice. */
 function check(p) {
+  if (!Object.hasOwn(ENGINES, p.engine)) throw new Error(`param engine must be ${Object.keys(ENGINES).join(' or ')}, got ${p.engine}`);
+  const { nodeTypePrefix } = ENGINES[p.engine];
+  if (!p.nodeType.startsWith(nodeTypePrefix)) throw new Error(`param nodeType ${p.nodeType} is not a node type of engine ${p.engine} (${nodeTypePrefix}*)`);
   booleanParam(p, 'cluster');
   if (p.vpcId && list(p.subnetIds).length < 2) throw new Error('param vpcId needs subnetIds: two or more private subnets in different AZs, comma-separated');
   if (!p.vpcId && (p.subnetIds || p.lambdaSecurityGroupId)) throw new Error('params subnetIds and lambdaSecurityGroupId need vpcId');
@@ -63,7 +83,18 @@ function check(p) {
   return p;
 }
 
+/**
+ * Name of stage `stage` of `service`'s MemoryDB cluster, subnet group, parameter group and ACL:
+ * `service-stage` in lower case (MemoryDB names match [a-z][a-z0-9-]*); throws for a stage that
+ * does not fit. Such names are unique per account and region, like the stack's.
+ */
+function memoryDbName(service, stage) {
+  const name = `${service}-${stage}`.toLowerCase();
+  if (!/^[a-z][a-z0-9-]*$/.test(name) || /--|-$/.test(name)) throw new Error(`param engine memorydb names its resources ${name}: use a stage of letters, digits and single hyphens`);
+  return name;
+}
+
 /** Every parameter, checked (see check). */
 const checkedParams = async (resolveVariable) => check(await params(resolveVariable));
 
-module.exports = { DEFAULTS, params, checkedParams, booleanParam, isTrue, list };
+module.exports = { DEFAULTS, ENGINES, params, checkedParams, booleanParam, isTrue, isMemoryDb, isCluster, list, memoryDbName };

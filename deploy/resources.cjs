@@ -2,11 +2,35 @@
 // adjusted by the parameters (deploy/params.cjs), the fan-out's invoke grants derived from
 // custom.queue, and the alarms (deploy/alarms.cjs).
 const { alarms } = require('./alarms.cjs');
-const { checkedParams, isTrue } = require('./params.cjs');
+const { checkedParams, isMemoryDb, isTrue, memoryDbName } = require('./params.cjs');
 
 const functionArn = (service, stage, name) => ({
   'Fn::Sub': `arn:\${AWS::Partition}:lambda:\${AWS::Region}:\${AWS::AccountId}:function:${service}-${stage}-${name}`,
 });
+
+/**
+ * Access string of the MemoryDB user: the queue's keys and the commands it sends, nothing else.
+ * Every key is built in lib/keys.ts as dq:{...}:...; commands a Lua script calls are checked
+ * against the caller's ACL too, so they are listed with the ones the client sends.
+ */
+const MEMORYDB_ACCESS = [
+  'on',
+  '~dq:*', // lib/keys.ts builds every key under dq:
+  '-@all',
+  // client (ioredis 5): scripts are sent as EVAL on a connection's first use, then EVALSHA (no SCRIPT LOAD)
+  '+eval', '+evalsha',
+  '+blpop', // the sweeper's wake-up list (lib/sweeper.ts)
+  '+time', '+zcard', '+llen', '+zrange', // engine/sweep.ts, attempts.ts, read.ts
+  '+wait', // durability replica only (lib/engine/durable.ts; DQ_DURABILITY may ask for it)
+  '+info', // ioredis' ready check on every connection; durability replica's replica count
+  '+cluster|slots', '+cluster|info', '+asking', // ioredis Cluster: slot map, ready check, redirections
+  '+client|setinfo', // ioredis names its library on connect (a refusal would count as an ACL failure)
+  // Lua (lua/*.lua, lua/includes/job.lua)
+  '+del', '+exists', '+get', '+set', '+incr', '+pexpire',
+  '+hget', '+hset', '+hdel',
+  '+lpush', '+rpush', '+lpop', '+ltrim',
+  '+zadd', '+zrem', '+zscore', '+zrank', '+zcount', '+zrangebyscore', '+zremrangebyrank',
+].join(' ');
 
 function merge(into, fragment) {
   for (const [section, entries] of Object.entries(fragment ?? {})) {
@@ -26,7 +50,7 @@ async function resources({ resolveVariable }) {
   const stage = await resolveVariable('sls:stage');
   const queue = await resolveVariable('self:custom.queue');
   const load = (name) => resolveVariable(`file(./deploy/${name}.yml)`);
-  const fragments = ['security', 'redis', 'secrets', 'iam', 'api'];
+  const fragments = ['security', isMemoryDb(p) ? 'memorydb' : 'redis', 'secrets', 'iam', 'api'];
   if (!p.vpcId) fragments.push('network');
   if (!p.vpcId && isTrue(p.natGateway)) fragments.push('nat');
   if (isTrue(p.vpcEndpoints)) fragments.push('endpoints');
@@ -51,7 +75,12 @@ async function resources({ resolveVariable }) {
     };
   }
 
-  if (isTrue(p.cluster)) {
+  if (isMemoryDb(p)) {
+    // always a cluster: the `cluster` parameter does not apply
+    Object.assign(R.DqMemoryDb.Properties, { NumShards: Number(p.shards), NumReplicasPerShard: 1 });
+    R.DqMemoryDbUser.Properties.AccessString = MEMORYDB_ACCESS;
+    R.DqRedisSecurityGroup.Properties.GroupDescription = R.DqRedisSecurityGroup.Properties.GroupDescription.replace('ElastiCache', 'MemoryDB');
+  } else if (isTrue(p.cluster)) {
     const group = R.DqRedis.Properties;
     delete group.NumCacheClusters;
     group.ClusterMode = 'enabled';
@@ -65,7 +94,8 @@ async function resources({ resolveVariable }) {
   const handlers = [...new Set(Object.values(queue.topics).map((t) => t.handler).filter(Boolean))].sort();
   R.DqFanoutRole.Properties.Policies[0].PolicyDocument.Statement[0].Resource = handlers.map((h) => functionArn(service, stage, h));
 
-  return merge(out, alarms({ service, stage, queue, p }));
+  const names = isMemoryDb(p) ? { memoryDbName: memoryDbName(service, stage) } : {};
+  return merge(out, alarms({ service, stage, queue, p: { ...p, ...names } }));
 }
 
-module.exports = { resources };
+module.exports = { resources, MEMORYDB_ACCESS };

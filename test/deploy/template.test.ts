@@ -5,61 +5,9 @@
  * checked here and, when AWS's cfn-lint is on PATH, by it.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { PROJECT_ROOT } from '../support/offline';
-
-type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
-interface Template {
-  Resources: Record<string, { Type: string; Properties: Json; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
-  Outputs?: Record<string, Json>;
-}
-
-/** Left out of the copies: dependencies (linked instead), build output, local data, tests. */
-const NOT_COPIED = new Set(['node_modules', '.git', '.serverless', '.esbuild', '.build', '.data', '.tmp', 'coverage', 'test-artifacts', 'test', 'bench']);
-const DUMMY_AWS = { AWS_ACCESS_KEY_ID: 'dummy', AWS_SECRET_ACCESS_KEY: 'dummy', AWS_REGION: 'us-east-1', AWS_PROFILE: '' };
-const SERVERLESS = join(PROJECT_ROOT, 'node_modules', 'serverless', 'bin', 'serverless.js');
-
-/** A copy of the project in a temporary folder, sharing node_modules. */
-function projectCopy(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'dq-package-'));
-  for (const entry of readdirSync(PROJECT_ROOT)) {
-    if (!NOT_COPIED.has(entry)) cpSync(join(PROJECT_ROOT, entry), join(dir, entry), { recursive: true });
-  }
-  symlinkSync(join(PROJECT_ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  return dir;
-}
-
-function run(cwd: string, args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SERVERLESS, ...args], { cwd, env: { ...process.env, ...DUMMY_AWS, SLS_TELEMETRY_DISABLED: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d) => (output += d));
-    child.stderr.on('data', (d) => (output += d));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, output }));
-  });
-}
-
-/** `serverless package --stage prod` plus `params`; returns the update-stack template. */
-async function packageStage(dir: string, params: string[]): Promise<{ template: Template; path: string }> {
-  const out = join(dir, 'package');
-  const { code, output } = await run(dir, ['package', '--stage', 'prod', '--package', out, ...params.map((p) => `--param=${p}`)]);
-  assert.equal(code, 0, `serverless package ${params.join(' ')} failed:\n${output}`);
-  const path = join(out, 'cloudformation-template-update-stack.json');
-  return { template: JSON.parse(readFileSync(path, 'utf8')) as Template, path };
-}
-
-const ofType = (t: Template, type: string) => Object.entries(t.Resources).filter(([, r]) => r.Type === type);
-const functions = (t: Template) => ofType(t, 'AWS::Lambda::Function');
-/** serverless.yml key of a function resource (`delay-queue-prod-sweeper` -> `sweeper`). */
-const functionKey = (fn: Json) => String(fn.Properties.FunctionName).replace(/^delay-queue-prod-/, '');
-const queueConfig = (t: Template) => JSON.parse(functions(t)[0]![1].Properties.Environment.Variables.DQ_CONFIG) as { partitions: number; topics: Record<string, { handler?: string }> };
-const topicHandlers = (t: Template) => [...new Set(Object.values(queueConfig(t).topics).flatMap((topic) => (topic.handler ? [topic.handler] : [])))].sort();
-const text = (value: Json) => JSON.stringify(value);
+import { cfnLint, functionKey, functions, hasCfnLint, type Json, ofType, packageStage, printConfig, projectCopy, queueConfig, type Template, text, topicHandlers } from '../support/stack';
 
 /** Function names an IAM role may invoke, read from its inline policies' Fn::Sub ARNs. */
 function invokeTargets(t: Template, roleId: string): string[] {
@@ -290,22 +238,13 @@ describe('AWS stages (serverless package, dummy credentials)', () => {
   checkTemplate('prod, cluster mode', () => cluster.template, true);
 
   // W3005 (DependsOn already implied by a Ref or GetAtt) comes from the framework's templates.
-  const cfnLint = spawnSync('cfn-lint', ['--version'], { encoding: 'utf8' });
-  it('passes AWS cfn-lint (ignoring W3005) on both templates', { skip: cfnLint.status !== 0 && 'cfn-lint is not on PATH' }, () => {
+  it('passes AWS cfn-lint (ignoring W3005) on both templates', { skip: !hasCfnLint() && 'cfn-lint is not on PATH' }, () => {
     for (const path of [single.path, cluster.path]) {
-      const lint = spawnSync('cfn-lint', ['--ignore-checks', 'W3005', '--', path], { encoding: 'utf8' });
-      assert.equal(lint.status, 0, `cfn-lint ${path}:\n${lint.stdout}${lint.stderr}`);
+      const lint = cfnLint(path);
+      assert.equal(lint.status, 0, `cfn-lint ${path}:\n${lint.output}`);
     }
   });
 });
-
-/** `serverless print --format json`: the resolved configuration, without building anything. */
-function printConfig(args: string[]): { status: number | null; config?: Json; output: string } {
-  const print = spawnSync(process.execPath, [SERVERLESS, 'print', '--format', 'json', ...args], { cwd: PROJECT_ROOT, encoding: 'utf8', env: { ...process.env, ...DUMMY_AWS, SLS_TELEMETRY_DISABLED: '1' } });
-  const output = print.stdout + print.stderr;
-  if (print.status !== 0) return { status: print.status, output };
-  return { status: 0, config: JSON.parse(print.stdout.slice(print.stdout.indexOf('{'))), output };
-}
 
 describe('network options (serverless print)', () => {
   it('uses the given VPC, subnets and security group, and creates no network of its own', () => {
