@@ -8,7 +8,10 @@ const DEFAULTS = {
   // a Multi-AZ transaction log; always a cluster (`shards` shards, ioredis Cluster client).
   engine: 'elasticache',
   cluster: 'false', // 'true': ElastiCache cluster mode, `shards` shards, ioredis Cluster client
-  shards: '2', // cluster mode and MemoryDB: shards, each a primary and a replica
+  shards: '2', // cluster mode and MemoryDB: shards, each a primary and `replicas` replicas
+  // Replicas per shard (1 to 5). Durability `replica` refuses changes (503) while a shard has none:
+  // with 1, from a failover until the lost node is replaced (minutes); 2 keep accepting.
+  replicas: '1',
   partitions: '', // hash-tag partitions of the keys; default 1, or 4 per shard in cluster mode
   nodeType: '', // the engine's smallest node type (ENGINES) unless given
   engineVersion: '', // the engine's Valkey version (ENGINES) unless given
@@ -78,6 +81,8 @@ function check(p) {
   booleanParam(p, 'cluster');
   if (p.vpcId && list(p.subnetIds).length < 2) throw new Error('param vpcId needs subnetIds: two or more private subnets in different AZs, comma-separated');
   if (!p.vpcId && (p.subnetIds || p.lambdaSecurityGroupId)) throw new Error('params subnetIds and lambdaSecurityGroupId need vpcId');
+  const replicas = Number(p.replicas);
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new Error(`param replicas must be an integer from 1 to 5, got ${p.replicas}`);
   const shards = Number(p.shards);
   if (!Number.isInteger(shards) || shards < 1 || shards > 500) throw new Error(`param shards must be an integer from 1 to 500, got ${p.shards}`);
   return p;

@@ -75,9 +75,10 @@ async function resources({ resolveVariable }) {
     };
   }
 
+  if (!isMemoryDb(p)) R.DqRedis.Properties.NumCacheClusters = 1 + Number(p.replicas); // cluster mode replaces it below
   if (isMemoryDb(p)) {
     // always a cluster: the `cluster` parameter does not apply
-    Object.assign(R.DqMemoryDb.Properties, { NumShards: Number(p.shards), NumReplicasPerShard: 1 });
+    Object.assign(R.DqMemoryDb.Properties, { NumShards: Number(p.shards), NumReplicasPerShard: Number(p.replicas) });
     R.DqMemoryDbUser.Properties.AccessString = MEMORYDB_ACCESS;
     R.DqRedisSecurityGroup.Properties.GroupDescription = R.DqRedisSecurityGroup.Properties.GroupDescription.replace('ElastiCache', 'MemoryDB');
   } else if (isTrue(p.cluster)) {
@@ -85,7 +86,7 @@ async function resources({ resolveVariable }) {
     delete group.NumCacheClusters;
     group.ClusterMode = 'enabled';
     group.NumNodeGroups = Number(p.shards);
-    group.ReplicasPerNodeGroup = 1;
+    group.ReplicasPerNodeGroup = Number(p.replicas);
     R.DqRedisParameters.Properties.Properties['cluster-enabled'] = 'yes';
     R.DqRedisParameters.Properties.Description += ' (cluster mode)';
   }

@@ -282,6 +282,23 @@ describe('network options (serverless print)', () => {
     assert.equal(config.provider.environment.DQ_WAKE_INVOKES, 'false');
   });
 
+  it('replicas: more replicas per shard, on every engine; at least one (durability replica needs it)', () => {
+    const redisOf = (params: string[]) => {
+      const { status, config, output } = printConfig(['--stage', 'prod', ...params.map((p) => `--param=${p}`)]);
+      assert.equal(status, 0, output);
+      return (config.resources.Resources as Record<string, Json>);
+    };
+    assert.equal(redisOf([]).DqRedis!.Properties.NumCacheClusters, 2, 'default: a primary and one replica');
+    assert.equal(redisOf(['replicas=2']).DqRedis!.Properties.NumCacheClusters, 3);
+    assert.equal(redisOf(['replicas=2', 'cluster=true']).DqRedis!.Properties.ReplicasPerNodeGroup, 2);
+    assert.equal(redisOf(['replicas=2', 'engine=memorydb']).DqMemoryDb!.Properties.NumReplicasPerShard, 2);
+    for (const bad of ['0', '6', 'two']) {
+      const { status, output } = printConfig(['--stage', 'prod', `--param=replicas=${bad}`]);
+      assert.notEqual(status, 0, bad);
+      assert.match(output, /param replicas must be an integer from 1 to 5/);
+    }
+  });
+
   it('refuses a VPC without its subnets', () => {
     const { status, output } = printConfig(['--stage', 'prod', '--param=vpcId=vpc-0abc']);
     assert.notEqual(status, 0);
