@@ -27,6 +27,7 @@ export type WakeListKey = Key<'wake'>;
 export type WakeCounterKey = Key<'wakes'>;
 export type FanoutKey = Key<'fanout'>;
 export type SyncKey = Key<'sync'>;
+export type LatenessKey = Key<'lateness'>;
 
 /** The keys of one topic in one partition. */
 export interface TopicKeys {
@@ -97,6 +98,14 @@ export function sweeperKeys(): SweeperKeys {
  */
 export function syncKey(partition: number): SyncKey {
   return `dq:{p${partition}}:sync` as SyncKey;
+}
+
+/**
+ * HASH of topic `topic`'s lateness at start over the last hour, one field per minute
+ * (lua/recordStarts-1.lua). One key per topic, all in the `{stats}` slot.
+ */
+export function latenessKey(topic: string): LatenessKey {
+  return `dq:{stats}:lateness:${topic}` as LatenessKey;
 }
 
 /**

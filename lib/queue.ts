@@ -19,6 +19,9 @@ export type WriteOutcome =
   | { status: 'exists'; job: Job; error: HttpError }
   | { status: 'finished'; job: Job; error: HttpError };
 
+/** A topic's stats as GET /topics shows them. */
+export type TopicStatsView = TopicStats & { lateness: engine.LatenessWindow; oldestReadyAgeMs: number | null; lastHour: engine.LatenessMinute[] };
+
 /** What the add of one job of a batch did; an invalid one says why. */
 export type AddOutcome = WriteOutcome | { status: 'invalid'; error: HttpError };
 
@@ -238,14 +241,25 @@ export class DelayQueue {
     return result;
   }
 
-  /** Counts per state and the next due time of a topic, summed over partitions. */
-  async stats(topic: string): Promise<TopicStats> {
-    requireTopic(this.config, topic);
-    return engine.topicStats(this.ctx, topic);
+  /**
+   * Counts per state and the next due time of a topic, summed over partitions; how late its
+   * attempts started over the last 5 minutes and per minute over the last hour; and how long its
+   * oldest ready job has been due.
+   */
+  async stats(topic: string): Promise<TopicStatsView> {
+    const t = requireTopic(this.config, topic);
+    const now = await this.serverTime();
+    const [counts, lateness, oldestReadyAgeMs] = await Promise.all([engine.topicStats(this.ctx, topic), engine.latenessStats(this.ctx, topic, now), engine.oldestReadyAgeMs(this.ctx, t, now)]);
+    return { ...counts, lateness: lateness.window, oldestReadyAgeMs, lastHour: lateness.lastHour };
+  }
+
+  /** Records how late attempts of `topic` started (ms), for stats(); advisory, so callers may ignore its failure. */
+  recordStarts(topic: string, latenessMs: readonly number[]): Promise<void> {
+    return engine.recordStarts(this.ctx, topic, latenessMs);
   }
 
   /** Stats of every configured topic. */
-  async statsAll(): Promise<TopicStats[]> {
+  async statsAll(): Promise<TopicStatsView[]> {
     return Promise.all([...this.config.topics.keys()].map((t) => this.stats(t)));
   }
 

@@ -17,6 +17,7 @@ import rescheduleJob from '../lua/rescheduleJob-2.lua';
 import startAttempts from '../lua/startAttempts-1.lua';
 import startFanout from '../lua/startFanout-1.lua';
 import syncPoint from '../lua/syncPoint-1.lua';
+import recordStarts from '../lua/recordStarts-1.lua';
 import wakeSweeper from '../lua/wakeSweeper-4.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
@@ -39,6 +40,7 @@ export const SCRIPTS = {
   startFanout: { file: 'startFanout-1.lua', numberOfKeys: 1, source: startFanout },
   endFanout: { file: 'endFanout-1.lua', numberOfKeys: 1, source: endFanout },
   syncPoint: { file: 'syncPoint-1.lua', numberOfKeys: 1, source: syncPoint },
+  recordStarts: { file: 'recordStarts-1.lua', numberOfKeys: 1, source: recordStarts },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

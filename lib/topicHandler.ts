@@ -143,7 +143,10 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
           }
           return live[i];
         });
-        await Promise.all(batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)));
+        // how late each started, for GET /topics and the dashboard (advisory: a failure only logs)
+        const startedAt = Date.now() + offsetMs;
+        const recorded = rt.queue.recordStarts(topic.name, batch.map((job) => startedAt - job.runAt)).catch((error: unknown) => log.warn('could not record lateness', { error }));
+        await Promise.all([...batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)), recorded]);
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
           if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, log);

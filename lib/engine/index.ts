@@ -11,3 +11,4 @@ export { partitionsInOrder, Rotation } from './partitions';
 export { getJob, topicStats } from './read';
 export { moveDue, serverTime, sweep } from './sweep';
 export { cancelJob, rescheduleJob, writeJobs } from './write';
+export { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, type LatenessWindow } from './lateness';

@@ -10,6 +10,7 @@ import type {
   DoneKey,
   FanoutKey,
   JobsKey,
+  LatenessKey,
   LeaseKey,
   NextKey,
   ReadyKey,
@@ -196,4 +197,9 @@ export function endFanout(keys: readonly [FanoutKey], a: { token: string }): Scr
 /** lua/syncPoint-1.lua: bumps a partition's sync counter (before a replica wait); replies its value. */
 export function syncPoint(keys: readonly [SyncKey]): ScriptCall<number> {
   return call('syncPoint', keys, []);
+}
+
+/** lua/recordStarts-1.lua: adds started attempts' lateness (ms) to the current minute of a topic's stats; replies the minute's count. */
+export function recordStarts(keys: readonly [LatenessKey], a: { clock: ClockArg; latenessMs: readonly number[] }): ScriptCall<number> {
+  return call('recordStarts', keys, [a.clock, ...a.latenessMs.map((ms) => Math.max(0, Math.round(ms)))]);
 }

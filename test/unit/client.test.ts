@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { DelayQueueClient, DelayQueueError, type Job as ClientJob, type NewJob, type TopicStats as ClientTopicStats } from '../../lib/client';
-import type { Job, TopicStats } from '../../lib/queue';
+import type { Job, TopicStatsView as TopicStats } from '../../lib/queue';
 
 // The client repeats the API's types so it can be copied alone; these keep the two in step.
 const sameJob: [ClientJob extends Job ? true : false, Job extends ClientJob ? true : false] = [true, true];
@@ -205,7 +205,7 @@ describe('DelayQueueClient', () => {
   });
 
   it('get (null on NOT_FOUND), put (created or replaced), cancel, topics, dead, redrive: paths, bodies, results', async () => {
-    const stats: ClientTopicStats[] = [{ topic: 'example', delayed: 1, ready: 0, running: 0, dead: 2, nextDueAt: null }];
+    const stats: ClientTopicStats[] = [{ topic: 'example', delayed: 1, ready: 0, running: 0, dead: 2, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null, lastHour: [] }];
     script = (req, res) => {
       const route = `${req.method} ${req.url}`;
       if (route === 'GET /jobs/example/a%3Ab') return json(res, 200, { job: job({ id: 'a:b' }) });

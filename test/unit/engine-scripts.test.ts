@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as script from '../../lib/engine/scripts';
-import { syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
+import { latenessKey, syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
 import { SCRIPTS } from '../../lib/scripts';
 
 const k = topicKeys(2, 'orders');
@@ -48,6 +48,7 @@ describe('typed script calls', () => {
       script.startFanout([s.fanout], { token: 't', markMs: 1 }),
       script.endFanout([s.fanout], { token: 't' }),
       script.syncPoint([syncKey(2)]),
+      script.recordStarts([latenessKey('orders')], { clock: '', latenessMs: [1] }),
     ];
     assert.deepEqual(calls.map((c) => c.script).sort(), Object.keys(SCRIPTS).sort(), 'one wrapper per script');
     for (const c of calls) assert.equal(c.keys.length, SCRIPTS[c.script].numberOfKeys, c.script);

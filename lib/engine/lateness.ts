@@ -1,0 +1,125 @@
+/**
+ * Lateness you can see: how late each attempt started (its start on the Redis clock minus its due
+ * time), kept per topic for the last hour in one small hash (lua/recordStarts-1.lua), and read
+ * back as the last 5 minutes' p50 / p99 / max and a per-minute series for the dashboard.
+ */
+import type { TopicConfig } from '../config';
+import { latenessKey, topicKeys } from '../keys';
+import { run } from '../scripts';
+import type { EngineContext } from './context';
+import { forEachPartition } from './partitions';
+import { getJob } from './read';
+import * as script from './scripts';
+
+/** The last five minutes (this one included) of a topic's starts. */
+export interface LatenessWindow {
+  windowSeconds: number;
+  /** Attempts started in the window. */
+  started: number;
+  /** Percentiles from a histogram with four bins per doubling: the bin's upper bound, at most 19 % above the true value; null with no start. */
+  p50Ms: number | null;
+  p99Ms: number | null;
+  /** Exact. */
+  maxMs: number | null;
+}
+
+/** One minute of the last hour, oldest first. */
+export interface LatenessMinute {
+  /** Start of the minute (ISO 8601). */
+  minute: string;
+  started: number;
+  p99Ms: number | null;
+}
+
+interface Minute {
+  minute: number;
+  n: number;
+  max: number;
+  bins: Map<number, number>;
+}
+
+/** Records the lateness of attempts that just started (one script call). */
+export async function recordStarts(ctx: EngineContext, topic: string, latenessMs: readonly number[]): Promise<void> {
+  if (latenessMs.length === 0) return;
+  await run(ctx.redis, script.recordStarts([latenessKey(topic)], { clock: ctx.clock(), latenessMs }));
+}
+
+/** The upper bound (ms) of histogram bin `bin` (values with floor(4 * log2(ms + 1)) = bin). */
+export function binUpperMs(bin: number): number {
+  return Math.max(0, Math.ceil(2 ** ((bin + 1) / 4) - 1));
+}
+
+/** Parses one field of the stats hash; null when it is not one (never thrown on: stats are advisory). */
+export function parseMinute(raw: string): Minute | null {
+  const match = /^(\d+)\|(\d+)\|(\d+)\|(.*)$/.exec(raw);
+  if (!match) return null;
+  const bins = new Map<number, number>();
+  for (const part of match[4]!.split(',')) {
+    const [b, c] = part.split(':');
+    if (b !== undefined && c !== undefined && b !== '') bins.set(Number(b), Number(c));
+  }
+  return { minute: Number(match[1]), n: Number(match[2]), max: Number(match[3]), bins };
+}
+
+/** The p-th percentile (0 < p <= 100) of merged bins, as a bin's upper bound; null when empty. */
+export function percentileMs(bins: Map<number, number>, p: number): number | null {
+  const total = [...bins.values()].reduce((a, b) => a + b, 0);
+  if (total === 0) return null;
+  const rank = Math.ceil((p / 100) * total);
+  let seen = 0;
+  for (const bin of [...bins.keys()].sort((a, b) => a - b)) {
+    seen += bins.get(bin)!;
+    if (seen >= rank) return binUpperMs(bin);
+  }
+  return null;
+}
+
+function merge(minutes: Minute[]): Map<number, number> {
+  const bins = new Map<number, number>();
+  for (const m of minutes) for (const [b, c] of m.bins) bins.set(b, (bins.get(b) ?? 0) + c);
+  return bins;
+}
+
+/** A topic's lateness over the last 5 minutes and per minute over the last hour, at `nowMs` (Redis clock). */
+export async function latenessStats(ctx: EngineContext, topic: string, nowMs: number): Promise<{ window: LatenessWindow; lastHour: LatenessMinute[] }> {
+  const fields = await ctx.redis.hgetall(latenessKey(topic));
+  const current = Math.floor(nowMs / 60_000);
+  const byMinute = new Map<number, Minute>();
+  for (const raw of Object.values(fields)) {
+    const m = parseMinute(raw);
+    if (m && m.minute > current - 60 && m.minute <= current) byMinute.set(m.minute, m);
+  }
+  const recent = [...byMinute.values()].filter((m) => m.minute > current - 5);
+  const bins = merge(recent);
+  const started = recent.reduce((a, m) => a + m.n, 0);
+  const window: LatenessWindow = {
+    windowSeconds: 300,
+    started,
+    p50Ms: percentileMs(bins, 50),
+    p99Ms: percentileMs(bins, 99),
+    maxMs: started > 0 ? Math.max(...recent.map((m) => m.max)) : null,
+  };
+  const lastHour: LatenessMinute[] = [];
+  for (let minute = current - 59; minute <= current; minute++) {
+    const m = byMinute.get(minute);
+    lastHour.push({ minute: new Date(minute * 60_000).toISOString(), started: m?.n ?? 0, p99Ms: m ? percentileMs(m.bins, 99) : null });
+  }
+  return { window, lastHour };
+}
+
+/**
+ * How long the oldest ready job of topic `t` has been due, at `nowMs` (Redis clock): the first
+ * ready job among the first 5 ids at the head of each partition's ready list (cancelled ids stay
+ * there until a claim skips them); null when none is ready.
+ */
+export async function oldestReadyAgeMs(ctx: EngineContext, t: TopicConfig, nowMs: number): Promise<number | null> {
+  const ages = await forEachPartition(ctx.config.partitions, async (p) => {
+    for (const id of await ctx.redis.lrange(topicKeys(p, t.name).ready, 0, 4)) {
+      const job = await getJob(ctx, t, id);
+      if (job?.state === 'ready') return Math.max(0, nowMs - Date.parse(job.runAt));
+    }
+    return null;
+  });
+  const known = ages.filter((a): a is number => a !== null);
+  return known.length > 0 ? Math.max(...known) : null;
+}

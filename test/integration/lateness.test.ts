@@ -1,0 +1,88 @@
+/**
+ * Issue 14, item 5: lateness you can see. Handlers record how late each attempt started
+ * (lua/recordStarts-1.lua); GET /topics shows the last 5 minutes' p50 / p99 / max, the age of the
+ * oldest ready job, and a per-minute series over the last hour, kept in bounded space.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { toWire } from '../../lib/fanout';
+import { latenessKey } from '../../lib/keys';
+import type { Runtime } from '../../lib/runtime';
+import { topicHandler } from '../../lib/topicHandler';
+import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+import { startRedis, type RedisProcess } from '../support/redis';
+import { testRuntime } from '../support/runtime';
+import { Redis } from 'ioredis';
+
+describe('lateness stats (real redis-server)', () => {
+  let server: RedisProcess;
+  let redis: Redis;
+  before(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+  });
+  after(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+
+  it('the last 5 minutes give p50 / p99 / max; older minutes only the hourly series', async () => {
+    const topic = uniqueTopic('late');
+    const clock = new TestClock(Date.UTC(2030, 0, 1, 12, 0, 0));
+    const q = makeQueue(redis, { [topic]: {} }, { clock });
+    await q.recordStarts(topic, [10_000]); // 12:00, leaves the 5-minute window by 12:10
+    clock.advance(10 * 60_000);
+    await q.recordStarts(topic, Array.from({ length: 100 }, (_, i) => i + 1)); // 12:10: 1..100 ms
+    clock.advance(60_000);
+    await q.recordStarts(topic, [5]); // 12:11
+    const s = await q.stats(topic);
+    assert.equal(s.lateness.started, 101);
+    assert.equal(s.lateness.maxMs, 100, 'exact max; the 10 s start is outside the window');
+    assert.ok(s.lateness.p50Ms! >= 50 && s.lateness.p50Ms! <= 60, `p50 ${s.lateness.p50Ms}`);
+    assert.ok(s.lateness.p99Ms! >= 99 && s.lateness.p99Ms! <= 119, `p99 ${s.lateness.p99Ms}`);
+    assert.equal(s.lastHour.length, 60);
+    assert.deepEqual(s.lastHour.slice(-2).map((m) => m.started), [100, 1]);
+    assert.equal(s.lastHour.find((m) => m.minute === '2030-01-01T12:00:00.000Z')?.started, 1);
+  });
+
+  it('stays bounded: a day of starts every minute keeps at most 60 fields, a few KB', async (t) => {
+    const topic = uniqueTopic('late');
+    const clock = new TestClock(Date.UTC(2030, 0, 2));
+    const q = makeQueue(redis, { [topic]: {} }, { clock });
+    for (let minute = 0; minute < 24 * 60; minute += 7) {
+      clock.now = Date.UTC(2030, 0, 2) + minute * 60_000;
+      await q.recordStarts(topic, Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000));
+    }
+    for (let minute = 0; minute < 60; minute++) {
+      clock.now = Date.UTC(2030, 0, 3) + minute * 60_000;
+      await q.recordStarts(topic, Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000));
+    }
+    assert.equal(await redis.hlen(latenessKey(topic)), 60);
+    const bytes = Number(await redis.call('MEMORY', 'USAGE', latenessKey(topic)));
+    assert.ok(bytes < 16_384, `${bytes} bytes`);
+    t.diagnostic(`lateness hash after an hour of 100 starts a minute spread over 0-100 s: ${bytes} bytes`);
+    const ttl = await redis.pttl(latenessKey(topic));
+    assert.ok(ttl > 3_600_000 && ttl <= 3_720_000, `expires an hour after the last start: pttl ${ttl}`);
+  });
+
+  it('a handler records its starts; the oldest ready job\'s age is how long it has been due', async () => {
+    const topic = uniqueTopic('late');
+    const rt: Runtime = testRuntime(server.url, { [topic]: { handler: 'h', batchSize: 5 } });
+    try {
+      const { queue } = rt;
+      for (let i = 0; i < 3; i++) await queue.add({ topic, id: `r${i}`, delay: 0 });
+      await queue.sweep();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const before = await queue.stats(topic);
+      assert.ok(before.oldestReadyAgeMs !== null && before.oldestReadyAgeMs >= 50, `oldest ready ${before.oldestReadyAgeMs}`);
+      const claimed = await queue.claim(topic, 5);
+      await topicHandler(async () => undefined, () => rt)({ topic, jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
+      const after = await queue.stats(topic);
+      assert.equal(after.lateness.started, 3);
+      assert.ok(after.lateness.maxMs! >= 50, `max ${after.lateness.maxMs}`);
+      assert.equal(after.oldestReadyAgeMs, null, 'nothing ready any more');
+    } finally {
+      rt.redis.disconnect();
+    }
+  });
+});
