@@ -8,7 +8,7 @@
   at most ~110 bins per field, 60 fields per topic.
   KEYS[1] stats hash (dq:{stats}:lateness:<topic>)
   ARGV[1] fixed clock ms or ''  ARGV[2..] lateness of each started attempt, ms
-  Field value: '<minute>|<count>|<max ms>|<bin>:<count>,...' (bins ascending).
+  Field value: '<minute>|<count>|<max ms>|<bin>=<count>,...' (bins ascending).
   Returns the minute's count after the call.
 ]]
 local key = KEYS[1]
@@ -21,7 +21,7 @@ if raw then
   local m, rn, rmax, rest = string.match(raw, '^(%d+)|(%d+)|(%d+)|(.*)$')
   if m and tonumber(m) == minute then
     n, max = tonumber(rn), tonumber(rmax)
-    for b, c in string.gmatch(rest, '(%d+):(%d+)') do bins[tonumber(b)] = tonumber(c) end
+    for b, c in string.gmatch(rest, '(%d+)=(%d+)') do bins[tonumber(b)] = tonumber(c) end
   end
 end
 for i = 2, #ARGV do
@@ -35,7 +35,7 @@ local order = {}
 for b in pairs(bins) do order[#order + 1] = b end
 table.sort(order)
 local parts = {}
-for i, b in ipairs(order) do parts[i] = b .. ':' .. bins[b] end
+for i, b in ipairs(order) do parts[i] = b .. '=' .. bins[b] end
 redis.call('HSET', key, field, minute .. '|' .. n .. '|' .. max .. '|' .. table.concat(parts, ','))
 redis.call('PEXPIRE', key, 3720000)
 return n

@@ -55,7 +55,7 @@ export function parseMinute(raw: string): Minute | null {
   if (!match) return null;
   const bins = new Map<number, number>();
   for (const part of match[4]!.split(',')) {
-    const [b, c] = part.split(':');
+    const [b, c] = part.split('=');
     if (b !== undefined && c !== undefined && b !== '') bins.set(Number(b), Number(c));
   }
   return { minute: Number(match[1]), n: Number(match[2]), max: Number(match[3]), bins };

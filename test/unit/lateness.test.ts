@@ -25,7 +25,7 @@ describe('lateness histogram (issue 14, item 5)', () => {
   });
 
   it('parses a stored minute, and refuses what is not one', () => {
-    assert.deepEqual(parseMinute('29529000|3|250|0:1,31:2'), { minute: 29529000, n: 3, max: 250, bins: new Map([[0, 1], [31, 2]]) });
+    assert.deepEqual(parseMinute('29529000|3|250|0=1,31=2'), { minute: 29529000, n: 3, max: 250, bins: new Map([[0, 1], [31, 2]]) });
     assert.deepEqual(parseMinute('29529000|0|0|'), { minute: 29529000, n: 0, max: 0, bins: new Map() });
     assert.equal(parseMinute('garbage'), null);
   });
