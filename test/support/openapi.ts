@@ -40,8 +40,9 @@ export class Contract {
   /** `METHOD /template` → statuses seen. */
   readonly seen = new Map<string, Set<number>>();
 
-  constructor(file = join(PROJECT_ROOT, 'openapi.yaml')) {
-    this.doc = parse(readFileSync(file, 'utf8')) as Json;
+  /** `source`: a file to read, or a parsed document (a test's altered copy). */
+  constructor(source: string | Json = join(PROJECT_ROOT, 'openapi.yaml')) {
+    this.doc = typeof source === 'string' ? (parse(readFileSync(source, 'utf8')) as Json) : source;
     // strict: a typo in a schema keyword fails here instead of silently allowing anything
     this.ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, strictTypes: false });
     addFormats(this.ajv);
@@ -73,6 +74,11 @@ export class Contract {
       this.validators.set(key, v);
     }
     return v;
+  }
+
+  /** ajv's reasons for a failed validation, as one line. */
+  errorsText(errors: ValidateFunction['errors']): string {
+    return this.ajv.errorsText(errors);
   }
 
   private resolve(node: Json): Json {
@@ -151,29 +157,78 @@ export class Contract {
     this.seen.set(name, statuses);
   }
 
-  /** Every example in the document (media types and parameters) checked against its schema. */
-  checkExamples(): number {
-    let count = 0;
+  /**
+   * Every example in the document with the schema it illustrates: the `example` and `examples` of
+   * media types, parameters and headers (`$ref`s to components/examples resolved), and the
+   * `examples` keyword of every schema and subschema, each against that subschema.
+   */
+  examples(): DocExample[] {
+    const found: DocExample[] = [];
+    const schemaExamples = (schema: unknown, where: string[]): void => {
+      if (Array.isArray(schema) || !schema || typeof schema !== 'object') return;
+      const s = schema as Json;
+      if (Array.isArray(s.examples)) s.examples.forEach((value: unknown, i: number) => found.push({ where: pointer(...where, 'examples', String(i)), value, schema: s }));
+      for (const key of SUBSCHEMA) if (key in s) schemaExamples(s[key], [...where, key]);
+      for (const key of SUBSCHEMA_LISTS) if (Array.isArray(s[key])) s[key].forEach((sub: unknown, i: number) => schemaExamples(sub, [...where, key, String(i)]));
+      for (const key of SUBSCHEMA_MAPS) for (const [name, sub] of Object.entries((s[key] ?? {}) as Json)) schemaExamples(sub, [...where, key, name]);
+    };
     const visit = (node: unknown, where: string[]): void => {
       if (Array.isArray(node)) return node.forEach((n, i) => visit(n, [...where, String(i)]));
       if (!node || typeof node !== 'object') return;
       const n = node as Json;
-      if (n.schema && (n.examples || n.example !== undefined) && where.at(-2) !== 'properties') {
-        const schema = n.schema;
-        const examples: [string, unknown][] = n.example !== undefined ? [['example', n.example]] : Object.entries(n.examples as Json).map(([k, e]) => [k, this.resolve(e as Json).value]);
-        for (const [k, value] of examples) {
-          const v = this.validator(schema, pointer(...where, 'schema'));
-          if (!v(value)) throw new Error(`example ${pointer(...where)} ${k} does not match its schema: ${this.ajv.errorsText(v.errors)}`);
-          count++;
-        }
+      if (n.schema !== undefined) {
+        // a media type, parameter or header: its schema, and the examples beside it
+        schemaExamples(n.schema, [...where, 'schema']);
+        if (n.example !== undefined) found.push({ where: pointer(...where, 'example'), value: n.example, schema: n.schema });
+        for (const [k, e] of Object.entries((n.examples ?? {}) as Json)) found.push({ where: pointer(...where, 'examples', k), value: this.resolve(e as Json).value, schema: n.schema });
       }
-      for (const [k, v] of Object.entries(n)) if (k !== 'examples' && k !== 'example') visit(v, [...where, k]);
+      for (const [k, v] of Object.entries(n)) if (k !== 'schema' && k !== 'examples' && k !== 'example') visit(v, [...where, k]);
     };
     visit(this.doc.paths, ['paths']);
-    visit(this.doc.components.responses, ['components', 'responses']);
-    visit(this.doc.components.parameters, ['components', 'parameters']);
-    return count;
+    for (const part of ['responses', 'parameters', 'headers', 'requestBodies']) visit(this.doc.components?.[part], ['components', part]);
+    for (const [name, schema] of Object.entries((this.doc.components?.schemas ?? {}) as Json)) schemaExamples(schema, ['components', 'schemas', name]);
+    return found;
   }
+
+  /** The examples that do not match their schema, each with ajv's reasons; empty when all match. */
+  exampleProblems(): string[] {
+    return this.examples().flatMap(({ where, value, schema }) => {
+      const v = this.validator(schema, `example schema ${where}`);
+      return v(value) ? [] : [`${where}: ${this.ajv.errorsText(v.errors)}`];
+    });
+  }
+
+  /** Checks every example against its schema; returns how many there are, or throws listing every one that does not match. */
+  checkExamples(): number {
+    const problems = this.exampleProblems();
+    if (problems.length) throw new Error(`${problems.length} examples do not match their schema:\n${problems.join('\n')}`);
+    return this.examples().length;
+  }
+}
+
+/** One example of the document: where it is, its value, and the schema it must match. */
+export interface DocExample {
+  where: string;
+  value: unknown;
+  schema: unknown;
+}
+
+/** JSON Schema 2020-12 keywords whose value is one subschema, a list of them, or a map of them. */
+const SUBSCHEMA = ['items', 'not', 'if', 'then', 'else', 'contains', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames'];
+const SUBSCHEMA_LISTS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
+const SUBSCHEMA_MAPS = ['properties', 'patternProperties', 'dependentSchemas', '$defs'];
+
+/**
+ * Where an object of the document puts `$ref` beside other keys. Tools differ on such siblings
+ * (some drop them, some merge them shallowly over the target, 2020-12 applies both), so the
+ * document has none: a schema that extends or narrows another says so with `allOf`.
+ */
+export function refsWithSiblings(node: unknown, where: string[] = []): string[] {
+  if (Array.isArray(node)) return node.flatMap((n, i) => refsWithSiblings(n, [...where, String(i)]));
+  if (!node || typeof node !== 'object') return [];
+  const n = node as Json;
+  const here = '$ref' in n && Object.keys(n).length > 1 ? [`${pointer(...where)} ($ref beside ${Object.keys(n).filter((k) => k !== '$ref').join(', ')})`] : [];
+  return [...here, ...Object.entries(n).flatMap(([k, v]) => refsWithSiblings(v, [...where, k]))];
 }
 
 /**

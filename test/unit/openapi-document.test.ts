@@ -1,0 +1,153 @@
+/**
+ * openapi.yaml on its own, without the stack: its schemas compile in ajv's strict mode, every
+ * example matches its schema, no `$ref` has sibling keywords (the form tools read differently),
+ * and the schemas still accept and refuse what the API does — the `allOf` forms keep the meaning
+ * of `unevaluatedProperties: false` and `additionalProperties: false`.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Contract, refsWithSiblings } from '../support/openapi';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const contract = new Contract();
+const doc = contract.doc;
+const schemaRef = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const jsonSchema = (node: Json) => node.content['application/json'].schema;
+
+/** A copy of the document to alter. */
+const copy = (): Json => structuredClone(doc);
+
+const job = {
+  topic: 'example',
+  id: 'close-order-7',
+  state: 'delayed',
+  runAt: '2026-11-21T15:30:00.000Z',
+  createdAt: '2026-11-21T15:00:00.000Z',
+  updatedAt: '2026-11-21T15:00:00.000Z',
+  attempts: 0,
+  maxAttempts: 5,
+  ttr: 30,
+  backoff: { type: 'exponential', delay: 5, max: 3600, jitter: 0.2 },
+  url: null,
+  lastError: null,
+  deadline: null,
+  body: { orderId: 7 },
+};
+const dead = { ...job, state: 'dead', diedAt: '2026-11-21T15:32:00.000Z' };
+const error = (code: string, extra: Json = {}) => ({ error: { code, message: 'm', ...extra } });
+
+describe('openapi.yaml, the document', () => {
+  it('is OpenAPI 3.1 with the 2020-12 dialect, and every schema compiles in strict mode', () => {
+    assert.equal(doc.openapi, '3.1.0');
+    assert.equal(doc.jsonSchemaDialect, 'https://json-schema.org/draft/2020-12/schema');
+    for (const name of Object.keys(doc.components.schemas)) contract.validator(schemaRef(name), `schema ${name}`);
+  });
+
+  it('puts no $ref beside other keywords (tools drop or shallow-merge such siblings)', () => {
+    const found = refsWithSiblings(doc);
+    assert.equal(found.length, 0, `${found.length} $refs with siblings:\n${found.join('\n')}`);
+  });
+
+  it('every example matches its schema (media types, parameters, headers, schema examples)', () => {
+    const problems = contract.exampleProblems();
+    assert.equal(problems.length, 0, `${problems.length} examples do not match their schema:\n${problems.join('\n')}`);
+    const examples = contract.examples();
+    assert.ok(examples.length >= 32, `only ${examples.length} examples found`);
+    const where = examples.map((e) => e.where);
+    for (const kind of ['/requestBody/', '/parameters/', '/headers/', '/components/schemas/']) {
+      assert.ok(where.some((w) => w.includes(kind)), `no example found under ${kind}`);
+    }
+    const used = JSON.stringify(doc.paths) + JSON.stringify(doc.components.responses);
+    for (const name of Object.keys(doc.components.examples)) {
+      assert.ok(used.includes(`"#/components/examples/${name}"`), `components/examples/${name} is used nowhere, so it is checked against no schema`);
+    }
+  });
+
+  it('the example check catches an example that does not match (each kind of place)', () => {
+    const broken = copy();
+    const addExamples = broken.paths['/jobs'].post.requestBody.content['application/json'].examples;
+    addExamples.closeOrder.value.dealy = 3;
+    broken.components.examples.CreatedJob.value.job.extra = 1;
+    broken.components.responses.Unauthorized.content['application/json'].examples.noToken.value.error.code = 'NOT_FOUND';
+    broken.components.responses.Unavailable.headers['Retry-After'].schema.examples = [1];
+    broken.components.parameters.JobId.example = 'has space';
+    broken.components.schemas.BackoffInput.oneOf[3].examples = [15];
+    const problems = new Contract(broken).exampleProblems();
+    const where = problems.map((p) => p.split(': ')[0]);
+    assert.deepEqual(where, [
+      '#/paths/~1jobs/post/requestBody/content/application~1json/examples/closeOrder',
+      '#/paths/~1jobs/post/responses/201/content/application~1json/examples/created',
+      '#/components/responses/Unauthorized/content/application~1json/examples/noToken',
+      '#/components/responses/Unavailable/headers/Retry-After/schema/examples/0',
+      '#/components/parameters/JobId/example',
+      '#/components/schemas/BackoffInput/oneOf/3/examples/0',
+    ]);
+    assert.match(problems[0]!, /unevaluated properties/);
+  });
+
+  it('the schemas accept and refuse what the API does', () => {
+    const redrive = jsonSchema(doc.paths['/topics/{topic}/dead/redrive'].post.requestBody);
+    const responses = doc.components.responses as Json;
+    const cases: [string, unknown, unknown, boolean][] = [
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1 }, true],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', id: 'a-1', delay: 0, body: [1], ttr: 5, maxAttempts: 2, backoff: '15s 1m' }, true],
+      ['NewJob', schemaRef('NewJob'), { topic: 'webhook', runAt: '2027-06-01T09:50:00Z', url: 'https://x.example/h' }, true],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, dealy: 3 }, false],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example' }, false],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, runAt: 0 }, false],
+      ['NewJob', schemaRef('NewJob'), { delay: 1 }, false],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', id: 'has space', delay: 1 }, false],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: -1 }, false],
+      ['JobReplacement', schemaRef('JobReplacement'), { delay: 600, body: { v: 2 } }, true],
+      ['JobReplacement', schemaRef('JobReplacement'), { runAt: 1_900_000_000_000, topic: 'example', id: 'a-1' }, true],
+      ['JobReplacement', schemaRef('JobReplacement'), { delay: 1, state: 'ready' }, false],
+      ['JobReplacement', schemaRef('JobReplacement'), { body: 1 }, false],
+      ['Job', schemaRef('Job'), job, true],
+      ['Job', schemaRef('Job'), { ...job, extra: 1 }, false],
+      ['Job', schemaRef('Job'), { ...job, body: undefined }, false],
+      ['DeadJob', schemaRef('DeadJob'), dead, true],
+      ['DeadJob', schemaRef('DeadJob'), { ...dead, diedAt: undefined }, false],
+      ['DeadJob', schemaRef('DeadJob'), { ...dead, state: 'ready' }, false],
+      ['DeadJob', schemaRef('DeadJob'), { ...dead, extra: 1 }, false],
+      ['Error400', schemaRef('Error400'), error('UNKNOWN_TOPIC', { details: [{ path: 'topic', message: 'm' }] }), true],
+      ['Error400', schemaRef('Error400'), error('NOT_FOUND'), false],
+      ['Error400', schemaRef('Error400'), error('INVALID_JSON', { extra: 1 }), false],
+      ['Error400', schemaRef('Error400'), { ...error('INVALID_JSON'), extra: 1 }, false],
+      ['Error400', schemaRef('Error400'), { error: { code: 'INVALID_JSON' } }, false],
+      ['JobExists', schemaRef('JobExists'), { ...error('JOB_EXISTS'), job }, true],
+      ['JobExists', schemaRef('JobExists'), { ...error('JOB_FINISHED'), job }, false],
+      ['JobExists', schemaRef('JobExists'), { ...error('JOB_EXISTS', { extra: 1 }), job }, false],
+      ['JobFinished', schemaRef('JobFinished'), { ...error('JOB_FINISHED'), job }, true],
+      ['JobFinished', schemaRef('JobFinished'), { ...error('JOB_EXISTS'), job }, false],
+      ['BatchResult', schemaRef('BatchResult'), { status: 201, job }, true],
+      ['BatchResult', schemaRef('BatchResult'), { status: 409, ...error('JOB_EXISTS'), job }, true],
+      ['BatchResult', schemaRef('BatchResult'), { status: 400, ...error('VALIDATION_FAILED', { details: [] }) }, true],
+      ['BatchResult', schemaRef('BatchResult'), { status: 413, ...error('PAYLOAD_TOO_LARGE') }, true],
+      ['BatchResult', schemaRef('BatchResult'), { status: 400, ...error('JOB_EXISTS') }, false],
+      ['BatchResult', schemaRef('BatchResult'), { status: 409, ...error('JOB_FINISHED'), job }, false],
+      ['BatchResult', schemaRef('BatchResult'), { status: 400, ...error('VALIDATION_FAILED', { extra: 1 }) }, false],
+      ['401', jsonSchema(responses.Unauthorized), error('UNAUTHORIZED'), true],
+      ['401', jsonSchema(responses.Unauthorized), error('NOT_FOUND'), false],
+      ['401', jsonSchema(responses.Unauthorized), error('UNAUTHORIZED', { extra: 1 }), false],
+      ['404', jsonSchema(responses.NotFound), error('NOT_FOUND'), true],
+      ['404', jsonSchema(responses.NotFound), error('UNAUTHORIZED'), false],
+      ['413', jsonSchema(responses.PayloadTooLarge), error('PAYLOAD_TOO_LARGE', { details: [{ path: 'body', message: 'm' }] }), true],
+      ['413', jsonSchema(responses.PayloadTooLarge), error('INTERNAL'), false],
+      ['503', jsonSchema(responses.Unavailable), error('NOT_REPLICATED'), true],
+      ['503', jsonSchema(responses.Unavailable), error('INTERNAL'), false],
+      ['500', jsonSchema(responses.Internal), error('INTERNAL'), true],
+      ['500', jsonSchema(responses.Internal), { ...error('INTERNAL'), extra: 1 }, false],
+      ['redrive', redrive, { ids: ['a-1'] }, true],
+      ['redrive', redrive, { count: 10 }, true],
+      ['redrive', redrive, {}, true],
+      ['redrive', redrive, { ids: ['a-1'], count: 10 }, false],
+      ['redrive', redrive, { count: 10, extra: 1 }, false],
+    ];
+    const wrong = cases.flatMap(([name, schema, value, valid], i) => {
+      const v = contract.validator(schema, `case schema ${name}`);
+      return v(JSON.parse(JSON.stringify(value))) === valid ? [] : [`case ${i} (${name}) should be ${valid ? 'accepted' : 'refused'}: ${JSON.stringify(value)} ${contract.errorsText(v.errors)}`];
+    });
+    assert.deepEqual(wrong, []);
+  });
+});
