@@ -2,7 +2,8 @@
  * The dashboard in a real headless Chromium (Debian's `chromium`, driven by playwright-core)
  * against the local stack: redis-server + serverless offline + a webhook receiver. Signs in,
  * watches a job added through the API appear in the counts, watches a job die, redrives it with
- * a click and sees it finish. Screenshots (desktop and phone) go to test-artifacts/.
+ * a click and sees it finish. Then the per-topic start lateness, oldest ready age and last-hour
+ * chart, live and from a faked GET /topics. Screenshots (desktop and phone) go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -10,8 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { DelayQueueClient } from '../../lib/client';
+import { DelayQueueClient, type TopicStats } from '../../lib/client';
 import { PROJECT_ROOT, startOffline, type OfflineProcess } from '../support/offline';
+import { Contract } from '../support/openapi';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startRedis, type RedisProcess } from '../support/redis';
 
@@ -172,6 +174,119 @@ describe('the dashboard in headless Chromium', () => {
     await until('the lateness', async () => /^1 min \d+ s late$/.test(await text('[data-testid="example-lateness"]')));
     assert.equal(await text('[data-testid="webhook-lateness"]'), '—');
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-late.png') });
+    await page.unroute('**/topics');
+
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
+
+  /** What the page draws for `topic`'s last hour, read from the SVG. */
+  async function chartOf(topic: string) {
+    const chart = page.locator(`svg[data-testid="${topic}-chart"]`);
+    const timeout = 2000; // the chart is drawn already when this is called
+    return {
+      label: await chart.getAttribute('aria-label', { timeout }),
+      role: await chart.getAttribute('role', { timeout }),
+      title: await chart.locator(':scope > title').textContent({ timeout }),
+      markup: await chart.evaluate((node) => node.outerHTML, undefined, { timeout }),
+      bars: await chart.locator(`rect[data-testid="${topic}-bar"]`).evaluateAll((rects) =>
+        rects.map((r) => ({ started: Number(r.getAttribute('data-started')), x: Number(r.getAttribute('x')), height: Number(r.getAttribute('height')) })),
+      ),
+      points: await chart.locator(`circle[data-testid="${topic}-p99-point"]`).evaluateAll((dots) =>
+        dots.map((c) => ({ minute: c.getAttribute('data-minute'), p99: Number(c.getAttribute('data-p99')), cy: Number(c.getAttribute('cy')) })),
+      ),
+      line: await chart.locator(`path[data-testid="${topic}-p99-line"]`).getAttribute('d', { timeout: 1000 }).catch(() => null),
+      maxStarted: await chart.locator(`text[data-testid="${topic}-max-started"]`).textContent({ timeout }),
+      maxP99: await chart.locator(`text[data-testid="${topic}-max-p99"]`).textContent({ timeout }),
+    };
+  }
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+  it('shows per topic how late attempts started (p50/p99/max over 5 min), the oldest ready age and a last-hour chart', async () => {
+    await page.goto(`${offline.baseUrl}/dashboard`);
+    if (await page.locator('#login').isVisible()) {
+      await page.fill('#token', offline.token);
+      await page.click('#login-form button[type=submit]');
+    }
+    await page.waitForSelector('#topics tr[data-topic="webhook"]');
+
+    // live: a webhook job runs; the page shows what GET /topics says, formatted
+    const id = `timed-${process.pid}`;
+    await client.add({ topic: 'webhook', id, delay: 0, url: `${receiver.url}/ok/${id}`, maxAttempts: 1, body: {} });
+    await until('the webhook job to finish', async () => (await client.get('webhook', id))?.state === 'done');
+    let live: TopicStats | undefined;
+    await until('the page to show the API\'s webhook starts', async () => {
+      live = (await client.topics()).find((t) => t.topic === 'webhook');
+      if (!live || live.lateness.started < 1) return false;
+      const bars = await page.locator('rect[data-testid="webhook-bar"]').evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('data-started'))));
+      return bars.length === 60 && sum(bars) === sum(live.lastHour.map((m) => m.started)) && /\d/.test(await text('[data-testid="webhook-p50"]'));
+    });
+    for (const key of ['p50', 'p99', 'max']) assert.match(await text(`[data-testid="webhook-${key}"]`), /^(\d+ ms|\d+(\.\d)? s|\d+ min \d+ s)$/, key);
+    assert.equal(await text('[data-testid="webhook-oldest-ready"]'), '—', 'nothing is ready');
+    const webhook = await chartOf('webhook');
+    assert.equal(webhook.points.length, live!.lastHour.filter((m) => m.p99Ms !== null).length);
+    assert.match(webhook.label ?? '', /^webhook, last hour: \d+ attempts? started, at most \d+ in a minute/);
+    // example has only jobs due in an hour or more: nothing started, all zero and null
+    for (const key of ['p50', 'p99', 'max', 'oldest-ready']) assert.equal(await text(`[data-testid="example-${key}"]`), '—', key);
+    const idle = await chartOf('example');
+    assert.equal(idle.bars.length, 60);
+    assert.deepEqual(idle.bars.map((b) => b.height), Array(60).fill(0));
+    assert.deepEqual([idle.points.length, idle.line], [0, null]);
+    assert.deepEqual([idle.maxStarted, idle.maxP99, idle.label], ['0/min', 'p99 —', 'example, last hour: no attempts started.']);
+    assert.doesNotMatch(idle.markup, /NaN|Infinity|undefined/);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-lateness-live.png') });
+
+    // faked: a busy hour with gaps (a minute without starts has no p99), a topic that never ran, and
+    // one whose p99 bin bound (up to 19 % high) is above the exact max: shown as the max
+    const now = Math.floor(Date.now() / 60_000) * 60_000;
+    const started = Array.from({ length: 60 }, (_, i) => (i >= 30 && i < 35 ? 0 : (i * 7) % 25)); // 0 at 0, 25, 30-34 and 50; 24 (the most) at 7 and 57
+    const busy: TopicStats['lastHour'] = started.map((n, i) => ({ minute: new Date(now - (59 - i) * 60_000).toISOString(), started: n, p99Ms: n > 0 ? 50 + i * 20 : null }));
+    const topics: TopicStats[] = [
+      { topic: 'example', delayed: 40, ready: 12, running: 3, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 321, p50Ms: 12, p99Ms: 1480, maxMs: 95_000 }, oldestReadyAgeMs: 7_200_000, lastHour: busy },
+      { topic: 'webhook', delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null,
+        lastHour: busy.map((m) => ({ ...m, started: 0, p99Ms: null })) },
+      { topic: 'burst', delayed: 0, ready: 1, running: 0, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 3, p50Ms: 800, p99Ms: 2380, maxMs: 2100 }, oldestReadyAgeMs: 0,
+        lastHour: busy.map((m, i) => ({ ...m, started: i === 59 ? 3 : 0, p99Ms: i === 59 ? 2380 : null })) },
+    ];
+    const body = JSON.stringify({ topics });
+    const headers = { 'content-type': 'application/json', date: new Date().toUTCString() };
+    new Contract().check({ method: 'GET', url: '/topics', status: 200, headers: new Headers(headers), text: body }); // the fake is what the API may answer
+    await page.route('**/topics', (route) => route.fulfill({ status: 200, headers, body }));
+    await until('the faked numbers', async () => (await text('[data-testid="example-p50"]')) === '12 ms');
+    assert.deepEqual(
+      await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].flatMap((key) => [text(`[data-testid="example-${key}"]`), text(`[data-testid="webhook-${key}"]`)])),
+      ['12 ms', '—', '1.5 s', '—', '1 min 35 s', '—', '2 h 0 min', '—'],
+    );
+    assert.deepEqual(await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].map((key) => text(`[data-testid="burst-${key}"]`))), ['800 ms', '2.1 s', '2.1 s', '0 ms']);
+
+    const chart = await chartOf('example');
+    assert.equal(chart.role, 'img');
+    assert.deepEqual(chart.bars.map((b) => b.started), started, 'one bar per minute, oldest first');
+    assert.ok(chart.bars.every((b, i) => i === 0 || b.x > chart.bars[i - 1]!.x), 'left to right');
+    const tallest = Math.max(...chart.bars.map((b) => b.height));
+    assert.ok(tallest >= 20, `the busiest minute's bar is tall (${tallest} px)`);
+    for (const [i, bar] of chart.bars.entries()) assert.ok(Math.abs(bar.height - (started[i]! / 24) * tallest) < 0.02, `bar ${i}: ${bar.height} px for ${started[i]} started`);
+    const timed = busy.filter((m) => m.p99Ms !== null);
+    assert.deepEqual(chart.points.map((p) => [p.minute, p.p99]), timed.map((m) => [m.minute, m.p99Ms]), 'a point per minute with a p99, none for the others');
+    assert.ok(chart.points.every((p, i) => i === 0 || p.cy < chart.points[i - 1]!.cy), 'a higher p99 is drawn higher');
+    assert.equal((chart.line ?? '').match(/M/g)?.length, 4, 'the line breaks at each run of minutes without a p99 (0, 25, 30-34, 50)');
+    assert.deepEqual([chart.maxStarted, chart.maxP99], ['24/min', 'p99 1.2 s']);
+    assert.match(chart.label ?? '', new RegExp(`^example, last hour: ${sum(started)} attempts started, at most 24 in a minute \\(.+\\); per-minute start lateness p99 at most 1\\.2 s\\.$`));
+    assert.equal(chart.title, chart.label);
+    assert.doesNotMatch(chart.markup, /NaN|Infinity|undefined/);
+
+    const lone = await chartOf('burst');
+    assert.deepEqual(lone.bars.map((b, i) => [i, b.height > 0]).filter(([, drawn]) => drawn), [[59, true]], 'one bar, the current minute');
+    assert.deepEqual([lone.points.length, lone.maxStarted, lone.maxP99], [1, '3/min', 'p99 2.4 s'], 'a lone minute is a point');
+
+    const never = await chartOf('webhook');
+    assert.deepEqual([never.bars.length, Math.max(...never.bars.map((b) => b.height)), never.points.length, never.line], [60, 0, 0, null]);
+    assert.doesNotMatch(never.markup, /NaN|Infinity|undefined/);
+
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-lateness.png') });
+    await page.locator('#topics').screenshot({ path: join(ARTIFACTS, 'dashboard-lateness-topics.png'), scale: 'device' });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-lateness-phone.png'), fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 860 });
     await page.unroute('**/topics');
 
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
