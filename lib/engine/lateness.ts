@@ -16,7 +16,7 @@ export interface LatenessWindow {
   windowSeconds: number;
   /** Attempts started in the window. */
   started: number;
-  /** Percentiles from a histogram with four bins per doubling: the bin's upper bound, at most 19 % above the true value; null with no start. */
+  /** Percentiles from a histogram with four bins per doubling: the bin's upper bound (at most 19 % above the true value) or the exact max if lower; null with no start. */
   p50Ms: number | null;
   p99Ms: number | null;
   /** Exact. */
@@ -74,6 +74,11 @@ export function percentileMs(bins: Map<number, number>, p: number): number | nul
   return null;
 }
 
+/** A bin bound never above the exact max: no percentile is above the largest value. */
+function capped(bound: number | null, maxMs: number | null): number | null {
+  return bound === null || maxMs === null ? bound : Math.min(bound, maxMs);
+}
+
 function merge(minutes: Minute[]): Map<number, number> {
   const bins = new Map<number, number>();
   for (const m of minutes) for (const [b, c] of m.bins) bins.set(b, (bins.get(b) ?? 0) + c);
@@ -92,17 +97,12 @@ export async function latenessStats(ctx: EngineContext, topic: string, nowMs: nu
   const recent = [...byMinute.values()].filter((m) => m.minute > current - 5);
   const bins = merge(recent);
   const started = recent.reduce((a, m) => a + m.n, 0);
-  const window: LatenessWindow = {
-    windowSeconds: 300,
-    started,
-    p50Ms: percentileMs(bins, 50),
-    p99Ms: percentileMs(bins, 99),
-    maxMs: started > 0 ? Math.max(...recent.map((m) => m.max)) : null,
-  };
+  const maxMs = started > 0 ? Math.max(...recent.map((m) => m.max)) : null;
+  const window: LatenessWindow = { windowSeconds: 300, started, p50Ms: capped(percentileMs(bins, 50), maxMs), p99Ms: capped(percentileMs(bins, 99), maxMs), maxMs };
   const lastHour: LatenessMinute[] = [];
   for (let minute = current - 59; minute <= current; minute++) {
     const m = byMinute.get(minute);
-    lastHour.push({ minute: new Date(minute * 60_000).toISOString(), started: m?.n ?? 0, p99Ms: m ? percentileMs(m.bins, 99) : null });
+    lastHour.push({ minute: new Date(minute * 60_000).toISOString(), started: m?.n ?? 0, p99Ms: m ? capped(percentileMs(m.bins, 99), m.max) : null });
   }
   return { window, lastHour };
 }

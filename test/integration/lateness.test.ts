@@ -43,6 +43,8 @@ describe('lateness stats (real redis-server)', () => {
     assert.equal(s.lastHour.length, 60);
     assert.deepEqual(s.lastHour.slice(-2).map((m) => m.started), [100, 1]);
     assert.equal(s.lastHour.find((m) => m.minute === '2030-01-01T12:00:00.000Z')?.started, 1);
+    assert.equal(s.lastHour.at(-1)!.p99Ms, 5, 'a percentile is never above the exact max (the bin bound of 5 ms is 6)');
+    assert.ok(s.lateness.p99Ms! <= s.lateness.maxMs!);
   });
 
   it('stays bounded: a day of starts every minute keeps at most 60 fields, a few KB', async (t) => {
