@@ -104,7 +104,7 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
   async function claimAll(q: DelayQueue, topic: string, expected: number): Promise<ClaimedJob[]> {
     const claimed: ClaimedJob[] = [];
     for (let calls = 0; claimed.length < expected && calls < expected + 1; calls++) {
-      const batch = await q.claim(topic, expected, expected);
+      const batch = await q.claim(topic, expected, 10_000); // running attempts are no limit here
       if (batch.length === 0) break;
       claimed.push(...batch);
     }
@@ -138,48 +138,54 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
       assert.equal((await sweepAll(q)).moved, JOBS);
     });
 
-    it('claiming them', async () => {
+    it('claiming them', async (t) => {
       const { bytes, result } = await aofGrowth(() => claimAll(q, topic, JOBS));
       claimed = result;
       assert.ok(claimed.every((j) => bytesOf([j]) === BODY_BYTES), 'each claim carries its body');
+      t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW, `claims of ${JOBS} jobs wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
     });
 
-    it('failing them (dead-lettered: maxAttempts 1)', async () => {
+    it('failing them (dead-lettered: maxAttempts 1)', async (t) => {
       const { bytes } = await aofGrowth(async () => {
         for (const job of claimed) assert.equal((await q.fail(topic, job.id, job, 'boom')).outcome, 'dead');
       });
+      t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW, `${JOBS} fails wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
     });
 
-    it('redriving them (one redrive of 1,000 dead jobs)', async () => {
+    it('redriving them (one redrive of 1,000 dead jobs)', async (t) => {
       const { bytes, result } = await aofGrowth(() => q.redrive(topic, { count: JOBS }));
       assert.equal(result.redriven, JOBS);
+      t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW, `a redrive of ${JOBS} dead jobs wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
       assert.deepEqual((await q.get(topic, 'job-0007'))?.body, BODY, 'the body is intact');
     });
 
-    it('starting their next attempts', async () => {
+    it('starting their next attempts', async (t) => {
       assert.equal((await sweepAll(q)).moved, JOBS);
       claimed = await claimAll(q, topic, JOBS);
       const { bytes, result } = await aofGrowth(() => q.start(topic, claimed));
       assert.ok(result.every(Boolean));
+      t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW, `starting ${JOBS} attempts wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
     });
 
-    it('acking half of them (kept readable: retention 3600 s)', async () => {
+    it('acking half of them (kept readable: retention 3600 s)', async (t) => {
       const half = claimed.slice(0, JOBS / 2);
       const { bytes } = await aofGrowth(async () => {
         for (const job of half) assert.equal(await q.ack(topic, job.id, job), 'done');
       });
+      t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW / 2, `${half.length} acks wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES / 2)}`);
       assert.deepEqual((await q.get(topic, half[0]!.id))?.body, BODY, 'the done job still has its body');
     });
 
-    it('timing out the other half (one moveDue wave)', async () => {
+    it('timing out the other half (one moveDue wave)', async (t) => {
       clock.advance(31_000);
       const { bytes, result } = await aofGrowth(() => sweepAll(q));
       assert.equal(result.deadLettered, JOBS / 2);
+      t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW / 2, `timing out ${JOBS / 2} attempts wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES / 2)}`);
       assert.deepEqual((await q.get(topic, claimed.at(-1)!.id))?.body, BODY, 'the dead job still has its body');
     });
