@@ -133,9 +133,9 @@ const STATE_NAMES: Record<JobStateCode, JobState> = {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The API's view of a job of topic `t` from the scripts' view. */
-export function toJob(t: TopicConfig, view: JobView): Job {
-  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, body] = view;
+/** The API's view of a job of topic `t` from the scripts' view; `body`, the JSON text of its body, when the view leaves it out. */
+export function toJob(t: TopicConfig, view: JobView, body: string = view[12]): Job {
+  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline] = view;
   return {
     topic: t.name,
     id,
@@ -177,8 +177,9 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
 /** What the add script did with `job` (of topic `t`). */
 export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult): WriteResult {
   if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[2], result[3]) };
+  // a replaced job's body is the one just sent: the script does not send it back
+  if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: toJob(t, result[1], job.body) };
   const existing = toJob(t, result[1]);
-  if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: existing };
   if (result[0] === REFUSAL.JOB_EXISTS) return { status: 'exists', job: existing, refusal: REFUSAL.JOB_EXISTS };
   return { status: 'finished', job: existing, refusal: REFUSAL.JOB_FINISHED };
 }

@@ -10,7 +10,7 @@ import * as script from './scripts';
 /** Job `id` of topic `t`, or null when there is none (or it was purged after its retention). */
 export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Promise<Job | null> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
-  const view = await run(ctx.redis, script.getJob([k.jobs, k.delayed], { id }));
+  const view = await run(ctx.redis, script.getJob([k.jobs, k.bodies, k.delayed], { id }));
   return view ? toJob(t, view) : null;
 }
 
