@@ -3,9 +3,12 @@
   and puts the job in the running zset with its TTR deadline. Each claim gets a token no other
   claim has (ARGV[5] and its place in this call): ack, fail, start and release present it. Ids
   whose job is gone, cancelled, rescheduled or already claimed are taken off the list and skipped,
-  never searched for. Rewrites each claimed record's header only; reads each claimed body once,
-  for the reply, and stops before the job whose record and body would pass the byte budget (never
-  before the first id, unless strict): the ids not looked at stay at the head of the ready list.
+  never searched for. Rewrites each claimed record's header only, and replies a body only when it
+  is inline: the caller reads the bodies kept apart with a plain HMGET of the bodies hash (moving a
+  large body through a script costs Redis about ten times a plain read: BENCHMARKS.md, step 7).
+  Stops before the job whose record and body would pass the byte budget (never before the first
+  id, unless strict): the ids not looked at stay at the head of the ready list, and the bodies the
+  caller then reads stay within the budget too.
   KEYS[1] ready list  KEYS[2] running zset  KEYS[3] jobs hash  KEYS[4] bodies hash
   KEYS[5] delayed zset
   ARGV[1] fixed clock ms or ''  ARGV[2] n, at most this many ids are taken
@@ -15,7 +18,7 @@
   ARGV[6] byte budget of the records and bodies read
   ARGV[7] '1': strict, even the first id must fit the budget (a caller that already holds jobs
           claimed in this round); '0': the first id is always looked at
-  Returns { now, taken, skipped, more 0|1, { id, attempt, runAt, deadline, url, body, maxAttempts, claim }... }
+  Returns { now, taken, skipped, more 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
   where taken counts the ids taken off the ready list and more = 1 when the budget stopped the
   claim before n ids. Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
 ]]
@@ -47,10 +50,10 @@ for i, id in ipairs(ids) do
     h[H_ATTEMPTS] = h[H_ATTEMPTS] + 1
     h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = RUNNING, now, deadline
     h[H_CLAIM], h[H_STARTED] = ARGV[5] .. '.' .. i, false
-    local body = loadBody(bodiesKey, id, inline)
     save(jobsKey, bodiesKey, id, h, inline)
     redis.call('ZADD', runningKey, deadline, id)
-    result[#result + 1] = { id, h[H_ATTEMPTS], h[H_RUN_AT], deadline, h[H_URL], body, h[H_MAX], h[H_CLAIM] }
+    -- a record of older code had its body inline whatever its size: it is read already
+    result[#result + 1] = { id, h[H_ATTEMPTS], h[H_RUN_AT], deadline, h[H_URL], inline, h[H_MAX], h[H_CLAIM] }
   end
   taken = i
 end

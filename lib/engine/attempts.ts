@@ -8,6 +8,7 @@ import type { EngineContext } from './context';
 import { OUTCOME } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
 import { atLeastOne, batchesByPartition, forEachPartition } from './partitions';
+import { bodiesApart } from './read';
 import * as script from './scripts';
 
 const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about a millisecond of Redis time
@@ -48,9 +49,16 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
         strict,
       });
       const [now, , , stopped, ...items] = await run(ctx.redis, call);
+      const apart = items.filter((item) => item[5] === null).map((item) => item[0]);
+      const read = new Map(apart.map((id, i) => [id, i]));
+      const bodies = await bodiesApart(ctx, k.bodies, apart);
       for (const item of items) {
-        claimed.push(toClaimed(t, now, item));
-        bytes += Buffer.byteLength(item[5]);
+        // null only when the job was cancelled without retention since the claim: its attempt is
+        // no longer live (a handler's start would refuse it), so it is not handed out
+        const body = item[5] ?? bodies[read.get(item[0])!] ?? null;
+        if (body === null) continue;
+        claimed.push(toClaimed(t, now, item, body));
+        bytes += Buffer.byteLength(body);
       }
       running += items.length;
       more = stopped === 1;

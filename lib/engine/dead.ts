@@ -6,6 +6,7 @@ import { run } from '../scripts';
 import type { EngineContext } from './context';
 import { toDeadJob, type DeadJob, type Wake } from './jobs';
 import { atLeastOne, forEachPartition, groupBy, partitionsInOrder } from './partitions';
+import { bodiesApart } from './read';
 import * as script from './scripts';
 import type { DeadEntry } from './scripts';
 
@@ -55,29 +56,36 @@ function byDeath(a: DeadEntry, b: DeadEntry): number {
  */
 export async function listDeadJobs(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: DeadCursor }): Promise<{ jobs: DeadJob[]; next: (DeadCursor & { id: string }) | null }> {
   const { limit } = page;
-  const replies = await forEachPartition(ctx.config.partitions, (p) => {
+  const pages = await forEachPartition(ctx.config.partitions, async (p) => {
     const k = topicKeys(p, t.name);
-    return run(ctx.redis, script.listDead([k.dead, k.jobs, k.bodies], { ...page, maxBytes: SCRIPT_CALL_BYTES }));
+    const [stopped, ...entries] = await run(ctx.redis, script.listDead([k.dead, k.jobs, k.bodies], { ...page, maxBytes: SCRIPT_CALL_BYTES }));
+    const apart = entries.filter(([, view]) => view[12] === null).map(([, view]) => view[0]);
+    const read = new Map(apart.map((id, i) => [id, i]));
+    const bodies = await bodiesApart(ctx, k.bodies, apart);
+    // a body read as null: the job left the dead set since the script listed it (purged, or
+    // redriven and changed): it keeps its place for the cursor, and is not shown
+    const listed = entries.map((entry) => ({ entry, body: entry[1][12] ?? bodies[read.get(entry[1][0])!] ?? null }));
+    return { stopped: stopped === 1, listed };
   });
-  const pages = replies.map(([stopped, ...entries]) => ({ stopped: stopped === 1, entries }));
   // each partition gave its first `limit` after the cursor, or fewer when its byte budget stopped
   // it: merged, the first `limit` of all that sort before the earliest such stop are among them
-  let entries = pages.flatMap((p) => p.entries).sort(byDeath);
-  const stops = pages.filter((p) => p.stopped && p.entries.length > 0).map((p) => p.entries.at(-1)!);
-  const stop = stops.sort(byDeath)[0];
-  if (stop) entries = entries.filter((e) => byDeath(e, stop) <= 0);
+  const byEntry = (a: { entry: DeadEntry }, b: { entry: DeadEntry }) => byDeath(a.entry, b.entry);
+  let merged = pages.flatMap((p) => p.listed).sort(byEntry);
+  const stops = pages.filter((p) => p.stopped && p.listed.length > 0).map((p) => p.listed.at(-1)!);
+  const stop = stops.sort(byEntry)[0];
+  if (stop) merged = merged.filter((e) => byEntry(e, stop) <= 0);
   // and all partitions' bodies together within one call's budget (the first job always)
   let bytes = 0;
   let taken = 0;
-  while (taken < Math.min(limit, entries.length)) {
-    bytes += Buffer.byteLength(entries[taken]![1][12]);
+  while (taken < Math.min(limit, merged.length)) {
+    bytes += Buffer.byteLength(merged[taken]!.body ?? '');
     if (taken > 0 && bytes > SCRIPT_CALL_BYTES) break;
     taken += 1;
   }
-  const jobs = entries.slice(0, taken).map((entry) => toDeadJob(t, entry));
-  const last = entries[taken - 1];
-  const cut = stop !== undefined || taken < Math.min(limit, entries.length);
-  const more = cut || entries.length > limit || (taken === limit && pages.some((p) => p.entries.length === limit));
+  const jobs = merged.slice(0, taken).flatMap(({ entry, body }) => (body === null ? [] : [toDeadJob(t, entry, body)]));
+  const last = merged[taken - 1]?.entry;
+  const cut = stop !== undefined || taken < Math.min(limit, merged.length);
+  const more = cut || merged.length > limit || (taken === limit && pages.some((p) => p.listed.length === limit));
   return { jobs, next: more && last ? { diedAt: last[0], id: last[1][0] } : null };
 }
 

@@ -64,8 +64,8 @@ export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey]
   return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, ...a.jobs.flatMap(jobArgs)]);
 }
 
-/** lua/getJob-3.lua: one job, or null. */
-export function getJob(keys: readonly [JobsKey, BodiesKey, DelayedKey], a: { id: string }): ScriptCall<JobView | null> {
+/** lua/getJob-2.lua: one job, or null; a body kept apart is null (read it from the bodies hash in the same transaction). */
+export function getJob(keys: readonly [JobsKey, DelayedKey], a: { id: string }): ScriptCall<JobView | null> {
   return call('getJob', keys, [a.id]);
 }
 
@@ -91,8 +91,8 @@ export function rescheduleJob(keys: readonly [JobsKey, BodiesKey, DelayedKey], a
   return call('rescheduleJob', keys, [a.clock, a.id, when?.kind ?? '', when?.ms ?? '', body === undefined ? '0' : '1', body ?? '']);
 }
 
-/** One claimed job in lua/claimJobs-5.lua's reply. */
-export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string, maxAttempts: number | null, claim: string];
+/** One claimed job in lua/claimJobs-5.lua's reply: its body when inline, else null (read it from the bodies hash). */
+export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string | null, maxAttempts: number | null, claim: string];
 /** lua/claimJobs-5.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids. */
 export type ClaimReply = readonly [now: number, taken: number, skipped: number, more: Flag, ...claimed: ClaimedItem[]];
 
@@ -181,7 +181,7 @@ export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey, Bodies
   return call('redriveJobs', keys, 'ids' in a ? [a.clock, a.ids.length, a.maxBytes, ...a.ids] : [a.clock, a.count, a.maxBytes]);
 }
 
-/** One entry of lua/listDead-3.lua's reply. */
+/** One entry of lua/listDead-3.lua's reply; a body kept apart is null (read it from the bodies hash). */
 export type DeadEntry = readonly [diedAt: number, job: JobView];
 /** lua/listDead-3.lua's reply: `more` 1 when the byte budget stopped the page before `limit`. */
 export type ListDeadReply = readonly [more: Flag, ...entries: DeadEntry[]];

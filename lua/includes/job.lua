@@ -203,7 +203,8 @@ local function tally(counts, code)
   end
 end
 
--- The job as the scripts return it: the state with "ready" resolved, the header, then the body.
+-- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
+-- or false for a body kept apart that the script did not read (the caller reads it).
 -- Mirrored by JobView in lib/engine/shapes.ts, in this order.
 local function view(delayedKey, id, h, body)
   local state = h[H_STATE]

@@ -20,11 +20,11 @@ describe('typed script calls', () => {
     // @ts-expect-error a key of the wrong kind
     script.ackJob([k.jobs, k.bodies, k.delayed, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 });
     // @ts-expect-error a plain string is not a key
-    script.getJob(['dq:{p2}:jobs:orders', k.bodies, k.delayed], { id: 'a' });
+    script.getJob(['dq:{p2}:jobs:orders', k.delayed], { id: 'a' });
     // @ts-expect-error one key short
     script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 });
     // @ts-expect-error bodies and jobs swapped
-    script.getJob([k.bodies, k.jobs, k.delayed], { id: 'a' });
+    script.listDead([k.dead, k.bodies, k.jobs], { limit: 1, maxBytes: 1 });
     // @ts-expect-error wake list and counter swapped
     script.wakeSweeper([s.lease, s.next, s.wakes, s.wake], { clock: '', dueAt: 'now', horizonMs: 1 });
     assert.ok(true, 'checked by tsc');
@@ -33,7 +33,7 @@ describe('typed script calls', () => {
   it('every call has as many KEYS as its script takes', () => {
     const calls = [
       script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: '', mode: 'add', jobs: [], maxBytes: 1 }),
-      script.getJob([k.jobs, k.bodies, k.delayed], { id: 'a' }),
+      script.getJob([k.jobs, k.delayed], { id: 'a' }),
       script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0 }),
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: {} }),
       script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
