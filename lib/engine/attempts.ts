@@ -53,8 +53,9 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
       const read = new Map(apart.map((id, i) => [id, i]));
       const bodies = await bodiesApart(ctx, k.bodies, apart);
       for (const item of items) {
-        // null only when the job was cancelled without retention since the claim: its attempt is
-        // no longer live (a handler's start would refuse it), so it is not handed out
+        // null only when, since the claim, the job was cancelled without retention (or cancelled
+        // and created anew with a small body): that attempt is no longer live (a handler's start
+        // would refuse it), so it is not handed out
         const body = item[5] ?? bodies[read.get(item[0])!] ?? null;
         if (body === null) continue;
         claimed.push(toClaimed(t, now, item, body));
