@@ -11,16 +11,26 @@
  * BENCH_ADD_JOBS, BENCH_SINGLE_JOBS, BENCH_MEMORY_JOBS, BENCH_DUE_JOBS set one each;
  * BENCH_CEILING_REQUESTS sets redis-benchmark's -n. BENCH_BATCHES_IN_FLIGHT (4),
  * BENCH_SINGLE_IN_FLIGHT (64) and BENCH_CLAIM_LOOPS (4) set the concurrency.
+ *
+ * Step 7 measures the Redis time of every call of each script with bodies of the largest size a
+ * configuration may allow (MAX_BODY_BYTES), from Redis's own accounting (SLOWLOG with
+ * slowlog-log-slower-than 0: every call with its duration), and prints the median, 99th percentile
+ * and slowest call per script against the 10 ms goal, with plain HGETs of one such body (no
+ * script) as the machine's reference. BENCH_BIG_JOBS (100) sets its job count,
+ * BENCH_BIG_BODY_BYTES (MAX_BODY_BYTES) its body size; BENCH_ONLY=bodies runs step 7 alone.
  * Results are in BENCHMARKS.md.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { cpus, totalmem, type as osType, release as osRelease } from 'node:os';
+import { cpus, loadavg, totalmem, type as osType, release as osRelease } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/config';
 import { topicKeys } from '../lib/keys';
+import { MAX_BODY_BYTES } from '../lib/limits';
 import { DelayQueue, type ClaimedJob } from '../lib/queue';
+import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 
 const TOPIC = 'bench';
@@ -45,7 +55,10 @@ const N = {
   batchesInFlight: envInt('BENCH_BATCHES_IN_FLIGHT', 4),
   singleInFlight: envInt('BENCH_SINGLE_IN_FLIGHT', 64),
   claimLoops: envInt('BENCH_CLAIM_LOOPS', 4),
+  bigJobs: envInt('BENCH_BIG_JOBS', 100),
+  bigBodyBytes: envInt('BENCH_BIG_BODY_BYTES', MAX_BODY_BYTES),
 };
+const ONLY_BODIES = process.env.BENCH_ONLY === 'bodies';
 
 const TARGETS = {
   addRatioToCeiling: 0.5,
@@ -199,6 +212,175 @@ async function measured(redis: Redis, m: Mark) {
   };
 }
 
+/** One row of step 7: every call of one script in one phase, with its Redis time (ms). */
+interface ScriptCalls {
+  phase: string;
+  script: string;
+  ms: number[];
+}
+
+/** True for step 7's reference row, a plain command rather than a script. */
+const isReference = (script: string) => script.endsWith('(no script: reference)');
+
+/** The `q` quantile (0..1) of sorted `values`, nearest rank. */
+const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
+
+/**
+ * Step 7: every state change and read with bodies of `bodyBytes` (the largest a configuration may
+ * allow, by default), `jobs` of them. Each phase's script calls are read back from SLOWLOG
+ * (slowlog-log-slower-than 0 logs every command with its duration in µs, as Redis measured it);
+ * an EVALSHA is named by the SHA1 of each script's text, an EVAL by its length. ioredis sends a
+ * script's first call on a connection as EVAL, which compiles it: those calls count too.
+ */
+async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise<ScriptCalls[]> {
+  const topic = 'bench-big';
+  let now = Date.UTC(2030, 0, 1);
+  const config = resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, maxAttempts: 1, ttr: 30 } }, maxBodyBytes: bodyBytes, retention: 3600 });
+  const queue = new DelayQueue(redis, config, { clock: () => now, random: () => 0 });
+  const body = { pad: 'x'.repeat(bodyBytes - Buffer.byteLength(JSON.stringify({ pad: '' }))) };
+  if (Buffer.byteLength(JSON.stringify(body)) !== bodyBytes) throw new Error('big body has the wrong size');
+  // EVALSHA names its script by digest; an EVAL (ioredis sends one for a script's first call on a
+  // connection) carries the text, which SLOWLOG cuts to 128 bytes and "... (N more bytes)": every
+  // script starts with the same helpers, so the text's length names it
+  const byDigest = new Map<string, ScriptName>();
+  const byLength = new Map<number, ScriptName | 'ambiguous'>();
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+    const text = scriptText(name);
+    byDigest.set(createHash('sha1').update(text).digest('hex'), name);
+    const length = Buffer.byteLength(text);
+    byLength.set(length, byLength.has(length) ? 'ambiguous' : name);
+  }
+  const scriptOf = ([command, first]: string[]): string | undefined => {
+    if (/^evalsha$/i.test(command ?? '')) return byDigest.get(String(first).toLowerCase()) ?? `unknown ${String(first).slice(0, 8)}`;
+    if (!/^eval$/i.test(command ?? '')) return undefined;
+    const more = /\.\.\. \((\d+) more bytes\)$/.exec(String(first));
+    const name = byLength.get(128 + Number(more?.[1] ?? NaN));
+    return name && name !== 'ambiguous' ? name : 'unknown EVAL';
+  };
+  await redis.config('SET', 'slowlog-log-slower-than', '0');
+  await redis.config('SET', 'slowlog-max-len', '100000');
+  const rows: ScriptCalls[] = [];
+  /** Runs `fn` and keeps its script calls (and, given `plain`, its calls of that command from no script). */
+  const phase = async (name: string, fn: () => Promise<void>, plain?: string) => {
+    await redis.call('SLOWLOG', 'RESET');
+    await fn();
+    const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string][];
+    const per = new Map<string, ScriptCalls>();
+    for (const [, , us, args, client] of entries) {
+      // a command a script ran is logged too, from the scripts' own client (no address)
+      const fromClient = /^\d[\d.]*:\d+$/.test(client ?? '');
+      const script = plain && fromClient && args[0]?.toUpperCase() === plain ? `${plain} (no script: reference)` : scriptOf(args);
+      if (script === undefined) continue;
+      const row = per.get(script) ?? { phase: name, script, ms: [] };
+      row.ms.push(us / 1000);
+      per.set(script, row);
+    }
+    rows.push(...per.values());
+  };
+  const ids = Array.from({ length: jobs }, (_, i) => `big-${String(i).padStart(5, '0')}`);
+  const claimAll = async () => {
+    const claimed: ClaimedJob[] = [];
+    for (let i = 0; i <= jobs && claimed.length < jobs; i++) {
+      const got = await queue.claim(topic, jobs - claimed.length, 1e9);
+      if (got.length === 0) break;
+      claimed.push(...got);
+    }
+    if (claimed.length !== jobs) throw new Error(`claimed ${claimed.length} of ${jobs}`);
+    return claimed;
+  };
+  const sweepAll = async () => {
+    for (let i = 0; i < 1000; i++) if (!(await queue.sweep()).more) return;
+  };
+  let claimed: ClaimedJob[] = [];
+  const third = Math.floor(jobs / 3);
+
+  await phase('add (addMany of up to 500)', async () => {
+    for (let i = 0; i < jobs; i += 500) {
+      const { outcomes } = await queue.addMany(ids.slice(i, i + 500).map((id) => ({ topic, id, delay: 0, body })));
+      if (!outcomes.every((o) => o.status === 'created')) throw new Error('an add was not created');
+    }
+  });
+  await phase('moveDue: due jobs to ready', sweepAll);
+  await phase('get', async () => {
+    for (const id of ids.slice(0, 10)) if (!(await queue.get(topic, id))) throw new Error(`${id} missing`);
+  });
+  // the same body read with no script: what moving one such body costs Redis on this machine
+  const reference = `dq:bench-reference:${topic}`;
+  await redis.hset(reference, 'body', JSON.stringify(body));
+  await phase('reference: plain HGET of one body, 100 times', async () => {
+    for (let i = 0; i < 100; i++) await redis.hget(reference, 'body');
+  }, 'HGET');
+  await redis.del(reference);
+  await phase('claim every job', async () => void (claimed = await claimAll()));
+  await phase('start every attempt', async () => {
+    if (!(await queue.start(topic, claimed)).every(Boolean)) throw new Error('an attempt was not live');
+  });
+  await phase('ack a third', async () => {
+    for (const j of claimed.slice(0, third)) if ((await queue.ack(topic, j.id, j)) !== 'done') throw new Error('ack refused');
+  });
+  await phase('fail a third (dead: maxAttempts 1)', async () => {
+    for (const j of claimed.slice(third, 2 * third)) if ((await queue.fail(topic, j.id, j, 'bench')).outcome !== 'dead') throw new Error('fail refused');
+  });
+  now += 31_000; // past the ttr of the last third
+  await phase('moveDue: the last third times out', sweepAll);
+  await phase('listDead (pages of 100)', async () => {
+    let listed = 0;
+    for (let page = await queue.listDead(topic, { limit: 100 }); ; page = await queue.listDead(topic, { limit: 100, after: page.next! })) {
+      listed += page.jobs.length;
+      if (page.next === null) break;
+    }
+    if (listed !== jobs - third) throw new Error(`listed ${listed} dead jobs of ${jobs - third}`);
+  });
+  await phase('redrive every dead job', async () => {
+    if ((await queue.redrive(topic, { count: jobs })).redriven !== jobs - third) throw new Error('redrive missed jobs');
+  });
+  await phase('moveDue: redriven jobs to ready', sweepAll);
+  await phase('claim, then release after a failed invoke', async () => {
+    const again = [];
+    for (let got = await queue.claim(topic, jobs, 1e9); got.length > 0; got = await queue.claim(topic, jobs, 1e9)) again.push(...got);
+    if ((await queue.release(again, 'bench')) !== again.length) throw new Error('release missed jobs');
+  });
+  await phase('reschedule with a new body, then cancel', async () => {
+    await queue.reschedule(topic, ids.at(-1)!, { delay: 60, body });
+    await queue.cancel(topic, ids.at(-1)!);
+  });
+  await redis.config('SET', 'slowlog-log-slower-than', '1000');
+  return rows;
+}
+
+/** Per script, over every phase of step 7: calls, median, 99th percentile and slowest call (ms), and the phase of the slowest. */
+function bigSummary(rows: ScriptCalls[]): Record<string, { calls: number; p50Ms: number; p99Ms: number; maxMs: number; phase: string }> {
+  const out: Record<string, { calls: number; p50Ms: number; p99Ms: number; maxMs: number; phase: string }> = {};
+  const round = (ms: number) => Number(ms.toFixed(3));
+  for (const script of new Set(rows.map((r) => r.script))) {
+    const mine = rows.filter((r) => r.script === script);
+    const all = mine.flatMap((r) => r.ms).sort((a, b) => a - b);
+    const slowest = mine.reduce((a, b) => (Math.max(...b.ms) > Math.max(...a.ms) ? b : a));
+    out[script] = { calls: all.length, p50Ms: round(quantile(all, 0.5)), p99Ms: round(quantile(all, 0.99)), maxMs: round(all.at(-1) ?? 0), phase: slowest.phase };
+  }
+  return out;
+}
+
+function printBigBodies(rows: ScriptCalls[]): void {
+  console.log(`7. script calls with ${fmt(N.bigBodyBytes)}-byte bodies, ${fmt(N.bigJobs)} jobs (SLOWLOG, every call); load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}:`);
+  for (const r of rows) {
+    const sorted = [...r.ms].sort((a, b) => a - b);
+    console.log(`   ${r.phase}: ${r.script} ${sorted.length} calls, median ${fmt(quantile(sorted, 0.5), 2)} ms, slowest ${fmt(sorted.at(-1) ?? 0, 2)} ms, all ${fmt(sorted.reduce((a, b) => a + b, 0), 1)} ms`);
+  }
+  const summary = bigSummary(rows);
+  const table: string[][] = Object.entries(summary)
+    .sort((a, b) => b[1].maxMs - a[1].maxMs)
+    .map(([script, s]) => [script, String(s.calls), `${fmt(s.p50Ms, 2)} ms`, `${fmt(s.p99Ms, 2)} ms`, `${fmt(s.maxMs, 2)} ms`, s.phase, isReference(script) ? '(not a script)' : `≤ ${TARGETS.maxScriptCallMs} ms: ${s.maxMs <= TARGETS.maxScriptCallMs ? 'met' : 'MISSED'}`]);
+  const head = ['script', 'calls', 'median', 'p99', 'slowest call', 'slowest in phase', 'target (slowest)'];
+  const w = head.map((h, c) => Math.max(h.length, ...table.map((r) => r[c]!.length)));
+  const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;
+  console.log('');
+  console.log(line(head));
+  console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
+  for (const r of table) console.log(line(r));
+  console.log('');
+}
+
 async function main(): Promise<void> {
   const body = makeBody(1);
   const bodyText = JSON.stringify(body);
@@ -223,6 +405,12 @@ async function main(): Promise<void> {
     };
     console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}`);
     console.log(`counts: ${JSON.stringify(N)}; body ${Buffer.byteLength(bodyText)} bytes of JSON`);
+    if (ONLY_BODIES) {
+      const big = await bigBodies(redis, N.bigJobs, N.bigBodyBytes);
+      printBigBodies(big);
+      console.log(JSON.stringify({ bench: 'engine', step: 'bodies', at: new Date(started).toISOString(), machine, counts: { bigJobs: N.bigJobs, bigBodyBytes: N.bigBodyBytes }, bigBodies: bigSummary(big), targets: { maxScriptCallMs: TARGETS.maxScriptCallMs } }));
+      return;
+    }
 
     // 1. Ceiling: raw HSET + ZADD in one EVALSHA, pipelined by redis-benchmark (-n 1,000,000).
     // The hash and zset grow to about a million members, which slows Redis down; a second run
@@ -380,6 +568,13 @@ async function main(): Promise<void> {
     const claimRate = acked / seconds(claimMs);
     console.log(`6. claim+ack (${N.claimLoops} loops of claim 100 + acks): ${fmt(claimRate)} jobs/s (${fmt(acked)} jobs in ${fmt(claimMs)} ms, ${claims} claim calls); ${claimSplit.text}`);
 
+    // 7. Every script with maximum-size bodies: the slowest single call of each.
+    await redis.flushall();
+    await redis.call('MEMORY', 'PURGE');
+    const big = await bigBodies(redis, N.bigJobs, N.bigBodyBytes);
+    printBigBodies(big);
+    const bigMax = Math.max(...big.filter((r) => !isReference(r.script)).flatMap((r) => r.ms));
+
     const results = {
       ceilingOpsPerSec: Math.round(ceiling),
       batchedAddJobsPerSec: Math.round(addRate),
@@ -399,6 +594,7 @@ async function main(): Promise<void> {
       moveDueEvalshaMaxBucketUs: moveHistogram.maxBucketUs,
       latencyLatest: latencyLatest.map(([event, , latestMs, maxMs]) => ({ event, latestMs, maxMs })),
       claimAckJobsPerSec: Math.round(claimRate),
+      bigBodies: bigSummary(big),
       // share of the wall time spent in Redis scripts (commandstats) and in this Node process's CPU
       busy: { ceiling: ceilingSplit.busy, sameSizeCeiling: sameSize.split.busy, batchedAdd: addSplit.busy, singleAdd: singleSplit.busy, moveDue: moveSplit.busy, claimAck: claimSplit.busy },
     };
@@ -407,6 +603,7 @@ async function main(): Promise<void> {
       moveDueRate: moveRate >= TARGETS.moveJobsPerSec,
       moveDueMaxCall: (slowest?.durationUs ?? 0) <= TARGETS.maxScriptCallMs * 1000,
       memory: bytesPerJob <= TARGETS.bytesPerJob,
+      bigBodiesMaxCall: bigMax <= TARGETS.maxScriptCallMs,
     };
     const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
 
@@ -420,6 +617,7 @@ async function main(): Promise<void> {
       ['  slowest single command (SLOWLOG ≥ 1 ms)', slowest ? `${fmt(slowest.durationUs)} µs (${slowest.command})` : 'none ≥ 1 ms', `≤ ${TARGETS.maxScriptCallMs} ms: ${verdict(pass.moveDueMaxCall)}`],
       ['  EVALSHA mean / histogram max bucket', `${fmt(evalshaUsPerCall, 1)} µs / ≤ ${moveHistogram.maxBucketUs ?? '?'} µs`, ''],
       [`claim(100) + ack, ${N.claimLoops} loops`, `${fmt(claimRate)} jobs/s`, ''],
+      [`slowest script call with ${fmt(N.bigBodyBytes)}-byte bodies (step 7)`, `${fmt(bigMax, 2)} ms`, `≤ ${TARGETS.maxScriptCallMs} ms: ${verdict(pass.bigBodiesMaxCall)}`],
     ];
     const w = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length), ['measure', 'result', 'target'][c]!.length));
     const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;

@@ -16,6 +16,7 @@ export type Key<Holds extends string> = string & { readonly [holds]: Holds };
 
 // What each key holds: see TopicKeys and SweeperKeys.
 export type JobsKey = Key<'jobs'>;
+export type BodiesKey = Key<'bodies'>;
 export type DelayedKey = Key<'delayed'>;
 export type ReadyKey = Key<'ready'>;
 export type RunningKey = Key<'running'>;
@@ -31,8 +32,13 @@ export type LatenessKey = Key<'lateness'>;
 
 /** The keys of one topic in one partition. */
 export interface TopicKeys {
-  /** HASH id -> msgpack header + JSON body */
+  /** HASH id -> msgpack header, followed by the JSON body when it is small (inline) */
   jobs: JobsKey;
+  /**
+   * HASH id -> JSON body of a job whose body is not inline (larger than INLINE_BODY_BYTES in
+   * lua/includes/job.lua): kept apart so a state change, which rewrites the header, never copies it.
+   */
+  bodies: BodiesKey;
   /** ZSET id -> due time (ms) */
   delayed: DelayedKey;
   /** LIST of ready ids, claimed from the head */
@@ -64,6 +70,7 @@ export function topicKeys(partition: number, topic: string): TopicKeys {
   const base = `dq:{p${partition}}:`;
   return {
     jobs: `${base}jobs:${topic}` as JobsKey,
+    bodies: `${base}bodies:${topic}` as BodiesKey,
     delayed: `${base}delayed:${topic}` as DelayedKey,
     ready: `${base}ready:${topic}` as ReadyKey,
     running: `${base}running:${topic}` as RunningKey,

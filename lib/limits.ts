@@ -54,3 +54,14 @@ export const EVENT_OVERHEAD_BYTES = 8192;
 
 /** Largest maxBodyBytes a configuration may set: one job with such a body still fits one event. */
 export const MAX_BODY_BYTES = EVENT_PAYLOAD_BYTES - EVENT_OVERHEAD_BYTES;
+
+/**
+ * Bytes of job records and bodies one script call may read, write or reply, beyond its first job
+ * (which is always done, so a job with a body of MAX_BODY_BYTES always gets through): one handler
+ * event's worth, so one claim replies about as much as the fan-out can send in one event. A call
+ * that reaches it stops and says so; the engine calls again for the rest. Moving a body through a
+ * script costs Redis about 2 ms a MB on the 2-vCPU test machine, so a call with maximum-size bodies
+ * takes a few milliseconds (BENCHMARKS.md, step 7), where a count alone (1,000 jobs of 1 MB) would
+ * let one call copy a gigabyte while Redis serves nobody.
+ */
+export const SCRIPT_CALL_BYTES = EVENT_PAYLOAD_BYTES;

@@ -5,7 +5,7 @@ import { encodeDeadCursor } from './engine/dead';
 import { confirmReplicated, NotReplicatedError } from './engine/durable';
 import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './engine';
 import { HttpError, refusalError } from './errors';
-import { DEAD_PAGE, REDRIVE_COUNT } from './limits';
+import { DEAD_PAGE, REDRIVE_COUNT, SCRIPT_CALL_BYTES } from './limits';
 import { partitionOf } from './keys';
 import { registerScripts } from './scripts';
 import { checkBatchSize, checkDeadCursor, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type NewJob } from './validation';
@@ -188,18 +188,20 @@ export class DelayQueue {
     return engine.serverTime(this.ctx);
   }
 
-  /** moveDue for one topic in one partition (see lua/moveDue-6.lua). */
+  /** moveDue for one topic in one partition (see lua/moveDue-7.lua). */
   async moveDue(topic: string, partition = 0, limit = this.config.moveLimit) {
     return engine.moveDue(this.ctx, requireTopic(this.config, topic), partition, limit);
   }
 
   /**
    * Claims up to `count` ready jobs of a topic for one attempt each, keeping the topic's running
-   * attempts at most `maxRunning` (default: its concurrency). Partitions are visited round-robin.
+   * attempts at most `maxRunning` (default: its concurrency), and stopping once their bodies reach
+   * `maxBytes` (default SCRIPT_CALL_BYTES, one Lambda event's worth; one job always gets through).
+   * Partitions are visited round-robin.
    */
-  async claim(topic: string, count: number, maxRunning?: number): Promise<ClaimedJob[]> {
+  async claim(topic: string, count: number, maxRunning?: number, maxBytes = SCRIPT_CALL_BYTES): Promise<ClaimedJob[]> {
     const t = requireTopic(this.config, topic);
-    return engine.claimJobs(this.ctx, t, count, maxRunning ?? t.concurrency);
+    return engine.claimJobs(this.ctx, t, count, maxRunning ?? t.concurrency, maxBytes);
   }
 
   /**

@@ -1,20 +1,20 @@
 import type { Cluster, Redis } from 'ioredis';
 import common from '../lua/includes/job.lua';
-import ackJob from '../lua/ackJob-3.lua';
-import addJobs from '../lua/addJobs-3.lua';
-import cancelJob from '../lua/cancelJob-4.lua';
-import claimJobs from '../lua/claimJobs-4.lua';
+import ackJob from '../lua/ackJob-4.lua';
+import addJobs from '../lua/addJobs-4.lua';
+import cancelJob from '../lua/cancelJob-5.lua';
+import claimJobs from '../lua/claimJobs-5.lua';
 import endFanout from '../lua/endFanout-1.lua';
-import failJob from '../lua/failJob-4.lua';
+import failJob from '../lua/failJob-5.lua';
 import getJob from '../lua/getJob-2.lua';
 import holdLease from '../lua/holdLease-4.lua';
-import listDead from '../lua/listDead-2.lua';
-import moveDue from '../lua/moveDue-6.lua';
-import redriveJobs from '../lua/redriveJobs-3.lua';
+import listDead from '../lua/listDead-3.lua';
+import moveDue from '../lua/moveDue-7.lua';
+import redriveJobs from '../lua/redriveJobs-4.lua';
 import releaseLease from '../lua/releaseLease-4.lua';
-import releaseJobs from '../lua/releaseJobs-5.lua';
-import rescheduleJob from '../lua/rescheduleJob-2.lua';
-import startAttempts from '../lua/startAttempts-1.lua';
+import releaseJobs from '../lua/releaseJobs-6.lua';
+import rescheduleJob from '../lua/rescheduleJob-3.lua';
+import startAttempts from '../lua/startAttempts-2.lua';
 import startFanout from '../lua/startFanout-1.lua';
 import syncPoint from '../lua/syncPoint-1.lua';
 import recordStarts from '../lua/recordStarts-1.lua';
@@ -22,18 +22,18 @@ import wakeSweeper from '../lua/wakeSweeper-4.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
 export const SCRIPTS = {
-  addJobs: { file: 'addJobs-3.lua', numberOfKeys: 3, source: addJobs },
+  addJobs: { file: 'addJobs-4.lua', numberOfKeys: 4, source: addJobs },
   getJob: { file: 'getJob-2.lua', numberOfKeys: 2, source: getJob },
-  cancelJob: { file: 'cancelJob-4.lua', numberOfKeys: 4, source: cancelJob },
-  rescheduleJob: { file: 'rescheduleJob-2.lua', numberOfKeys: 2, source: rescheduleJob },
-  claimJobs: { file: 'claimJobs-4.lua', numberOfKeys: 4, source: claimJobs },
-  ackJob: { file: 'ackJob-3.lua', numberOfKeys: 3, source: ackJob },
-  failJob: { file: 'failJob-4.lua', numberOfKeys: 4, source: failJob },
-  releaseJobs: { file: 'releaseJobs-5.lua', numberOfKeys: 5, source: releaseJobs },
-  startAttempts: { file: 'startAttempts-1.lua', numberOfKeys: 1, source: startAttempts },
-  moveDue: { file: 'moveDue-6.lua', numberOfKeys: 6, source: moveDue },
-  redriveJobs: { file: 'redriveJobs-3.lua', numberOfKeys: 3, source: redriveJobs },
-  listDead: { file: 'listDead-2.lua', numberOfKeys: 2, source: listDead },
+  cancelJob: { file: 'cancelJob-5.lua', numberOfKeys: 5, source: cancelJob },
+  rescheduleJob: { file: 'rescheduleJob-3.lua', numberOfKeys: 3, source: rescheduleJob },
+  claimJobs: { file: 'claimJobs-5.lua', numberOfKeys: 5, source: claimJobs },
+  ackJob: { file: 'ackJob-4.lua', numberOfKeys: 4, source: ackJob },
+  failJob: { file: 'failJob-5.lua', numberOfKeys: 5, source: failJob },
+  releaseJobs: { file: 'releaseJobs-6.lua', numberOfKeys: 6, source: releaseJobs },
+  startAttempts: { file: 'startAttempts-2.lua', numberOfKeys: 2, source: startAttempts },
+  moveDue: { file: 'moveDue-7.lua', numberOfKeys: 7, source: moveDue },
+  redriveJobs: { file: 'redriveJobs-4.lua', numberOfKeys: 4, source: redriveJobs },
+  listDead: { file: 'listDead-3.lua', numberOfKeys: 3, source: listDead },
   holdLease: { file: 'holdLease-4.lua', numberOfKeys: 4, source: holdLease },
   releaseLease: { file: 'releaseLease-4.lua', numberOfKeys: 4, source: releaseLease },
   wakeSweeper: { file: 'wakeSweeper-4.lua', numberOfKeys: 4, source: wakeSweeper },
@@ -112,6 +112,35 @@ export async function runPipelined<Reply>(client: Client, calls: readonly Script
     if (error) throw error;
     return reply as Reply;
   });
+}
+
+/**
+ * Runs a typed script call and then HGET `field` of hash `key` in one MULTI/EXEC transaction, so
+ * nothing runs between them; replies the script's reply and the field (null when missing). On a
+ * cluster the hash must share the call's slot. Inside a transaction ioredis cannot fall back from
+ * EVALSHA to EVAL, so after a NOSCRIPT (a restarted Redis) the call runs once alone, which loads
+ * the script, and the transaction is sent again: only for a script that changes nothing.
+ */
+export async function runThenHget<Reply>(client: Client, call: ScriptCall<Reply>, key: string, field: string): Promise<[Reply, string | null]> {
+  registerScripts(client);
+  const attempt = async (): Promise<[Reply, string | null]> => {
+    const tx = client.multi();
+    send(tx, call.script, call.keys, call.args);
+    tx.hget(key, field);
+    const replies = (await tx.exec()) ?? [];
+    if (replies.length !== 2) throw new Error(`the transaction of ${call.script} was discarded`);
+    const [[scriptError, reply], [readError, value]] = replies as [[Error | null, unknown], [Error | null, unknown]];
+    if (scriptError) throw scriptError;
+    if (readError) throw readError;
+    return [reply as Reply, value as string | null];
+  };
+  try {
+    return await attempt();
+  } catch (error) {
+    if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
+    await run(client, call);
+    return attempt();
+  }
 }
 
 /**

@@ -2,11 +2,13 @@
 import { randomBytes } from 'node:crypto';
 import type { TopicConfig } from '../config';
 import { jobKeys, partitionOf, topicKeys } from '../keys';
+import { SCRIPT_CALL_BYTES } from '../limits';
 import { run } from '../scripts';
 import type { EngineContext } from './context';
 import { OUTCOME } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
-import { batchesByPartition, forEachPartition } from './partitions';
+import { atLeastOne, batchesByPartition, forEachPartition } from './partitions';
+import { bodiesApart } from './read';
 import * as script from './scripts';
 
 const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about a millisecond of Redis time
@@ -19,22 +21,53 @@ async function runningByPartition(ctx: EngineContext, t: TopicConfig): Promise<n
 
 /**
  * Claims up to `count` ready jobs of topic `t` for one attempt each, keeping its running attempts
- * at most `maxRunning`. Partitions are visited one after another, starting one further each call.
+ * at most `maxRunning`, and stopping before the job whose body would take the claimed bodies past
+ * `maxBytes` (the first job always gets through, whatever its size). Each script call stops at
+ * SCRIPT_CALL_BYTES. Partitions are visited one after another, starting one further each call; a
+ * partition whose claim stopped at its byte budget is asked again before the next.
  */
-export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number): Promise<ClaimedJob[]> {
+export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES): Promise<ClaimedJob[]> {
   const runningBy = await runningByPartition(ctx, t);
   let running = runningBy.reduce((a, b) => a + b, 0);
   const claimed: ClaimedJob[] = [];
+  let bytes = 0;
+  let full = false; // what is left of maxBytes cannot take the next job
   for (const p of ctx.rotation.order(ctx.config.partitions)) {
-    if (claimed.length >= count) break;
     // this partition may fill what the others leave of the cap
     const room = runningBy.length > 0 ? maxRunning - (running - runningBy[p]!) : maxRunning;
-    if (room <= 0) continue;
     const k = topicKeys(p, t.name);
-    const call = script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: ctx.clock(), count: count - claimed.length, maxRunning: room, ttrMs: t.ttrMs, nonce: randomBytes(8).toString('hex') });
-    const [now, , , ...items] = await run(ctx.redis, call);
-    for (const item of items) claimed.push(toClaimed(t, now, item));
-    running += items.length;
+    for (let more = room > 0; more && !full && claimed.length < count; ) {
+      const left = maxBytes - bytes;
+      const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
+      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], {
+        clock: ctx.clock(),
+        count: count - claimed.length,
+        maxRunning: room,
+        ttrMs: t.ttrMs,
+        nonce: randomBytes(8).toString('hex'),
+        maxBytes: Math.max(0, Math.min(SCRIPT_CALL_BYTES, left)),
+        strict,
+      });
+      const [now, , , stopped, ...items] = await run(ctx.redis, call);
+      const apart = items.filter((item) => item[5] === null).map((item) => item[0]);
+      const read = new Map(apart.map((id, i) => [id, i]));
+      const bodies = await bodiesApart(ctx, k.bodies, apart);
+      for (const item of items) {
+        // null only when, since the claim, the job was cancelled without retention (or cancelled
+        // and created anew with a small body): that attempt is no longer live (a handler's start
+        // would refuse it), so it is not handed out
+        const body = item[5] ?? bodies[read.get(item[0])!] ?? null;
+        if (body === null) continue;
+        claimed.push(toClaimed(t, now, item, body));
+        bytes += Buffer.byteLength(body);
+      }
+      running += items.length;
+      more = stopped === 1;
+      // stopped at a budget that was all that was left of maxBytes (not at one call's share)
+      if (more && (left <= SCRIPT_CALL_BYTES || (strict && items.length === 0))) full = true;
+      if (bytes >= maxBytes) full = true;
+    }
+    if (full || claimed.length >= count) break;
   }
   return claimed;
 }
@@ -45,14 +78,14 @@ const attemptArg = (id: string, ref: AttemptRef): script.AttemptArg => ({ id, at
 /** Ends the claimed attempt `ref` of job topic/id as done. */
 export async function ackJob(ctx: EngineContext, topic: string, id: string, ref: AttemptRef): Promise<AckOutcome> {
   const k = jobKeys(topic, id, ctx.config.partitions);
-  const call = script.ackJob([k.jobs, k.running, k.done], { clock: ctx.clock(), retentionMs: ctx.config.retentionMs, ...attemptArg(id, ref) });
+  const call = script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: ctx.clock(), retentionMs: ctx.config.retentionMs, ...attemptArg(id, ref) });
   return toAckOutcome(await run(ctx.redis, call));
 }
 
 /** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */
 export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, ref: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
-  const call = script.failJob([k.jobs, k.running, k.delayed, k.dead], {
+  const call = script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], {
     clock: ctx.clock(),
     ...attemptArg(id, ref),
     error,
@@ -79,16 +112,21 @@ export async function releaseJobs(ctx: EngineContext, jobs: readonly Ref[], reas
       const t = ctx.config.topics.get(batch[0]!.topic);
       if (!t) throw new Error(`release of jobs of unknown topic ${batch[0]!.topic}`);
       const k = topicKeys(partition, t.name);
-      const call = script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], {
-        clock: ctx.clock(),
-        maxAttempts: t.maxAttempts,
-        backoff: t.backoff,
-        random: ctx.random(),
-        reason,
-        jobs: batch.map((j) => attemptArg(j.id, j)),
-      });
-      const [given] = await run(ctx.redis, call);
-      released += given;
+      // a call that reached its byte budget looked at the first `looked`: the rest go in the next
+      for (let rest = batch; rest.length > 0; ) {
+        const call = script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], {
+          clock: ctx.clock(),
+          maxAttempts: t.maxAttempts,
+          backoff: t.backoff,
+          random: ctx.random(),
+          reason,
+          jobs: rest.map((j) => attemptArg(j.id, j)),
+          maxBytes: SCRIPT_CALL_BYTES,
+        });
+        const [given, , , looked] = await run(ctx.redis, call);
+        released += given;
+        rest = rest.slice(atLeastOne(looked, 'releaseJobs'));
+      }
     }
   }
   return released;
@@ -108,8 +146,12 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
   await Promise.all(
     [...byPartition].map(async ([partition, indexes]) => {
       const k = topicKeys(partition, topic);
-      const reply = await run(ctx.redis, script.startAttempts([k.jobs], { clock: ctx.clock(), attempts: indexes.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)) }));
-      reply.forEach((code, j) => (live[indexes[j]!] = code === OUTCOME.STARTED));
+      // a call that reached its byte budget answered for the first attempts: the rest go in the next
+      for (let rest = indexes; rest.length > 0; ) {
+        const reply = await run(ctx.redis, script.startAttempts([k.jobs, k.bodies], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }));
+        reply.forEach((code, j) => (live[rest[j]!] = code === OUTCOME.STARTED));
+        rest = rest.slice(atLeastOne(reply.length, 'startAttempts'));
+      }
     }),
   );
   return live;

@@ -133,9 +133,13 @@ const STATE_NAMES: Record<JobStateCode, JobState> = {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The API's view of a job of topic `t` from the scripts' view. */
-export function toJob(t: TopicConfig, view: JobView): Job {
-  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, body] = view;
+/**
+ * The API's view of a job of topic `t` from the scripts' view; `body`, the JSON text of its body,
+ * when the view leaves it out (a body kept apart, read by the engine; a replaced job's new body).
+ */
+export function toJob(t: TopicConfig, view: JobView, body: string | null = view[12]): Job {
+  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline] = view;
+  if (body === null) throw new Error(`job ${t.name}/${id} has no body: its record says it is kept apart, and the bodies hash has none`);
   return {
     topic: t.name,
     id,
@@ -177,15 +181,16 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
 /** What the add script did with `job` (of topic `t`). */
 export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult): WriteResult {
   if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[2], result[3]) };
+  // a replaced job's body is the one just sent: the script does not send it back
+  if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: toJob(t, result[1], job.body) };
   const existing = toJob(t, result[1]);
-  if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: existing };
   if (result[0] === REFUSAL.JOB_EXISTS) return { status: 'exists', job: existing, refusal: REFUSAL.JOB_EXISTS };
   return { status: 'finished', job: existing, refusal: REFUSAL.JOB_FINISHED };
 }
 
-/** A claimed job of topic `t`, claimed at `now` on the Redis clock. */
-export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem): ClaimedJob {
-  const [id, attempt, runAt, deadline, url, body, max, claim] = item;
+/** A claimed job of topic `t`, claimed at `now` on the Redis clock, with its body (JSON text: the item's, or the one kept apart). */
+export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem, body: string): ClaimedJob {
+  const [id, attempt, runAt, deadline, url, , max, claim] = item;
   return {
     topic: t.name,
     id,
@@ -200,9 +205,9 @@ export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem): Claim
   };
 }
 
-/** A dead job of topic `t` from a listDead entry. */
-export function toDeadJob(t: TopicConfig, [diedAt, view]: DeadEntry): DeadJob {
-  return { ...toJob(t, view), diedAt: iso(diedAt) };
+/** A dead job of topic `t` from a listDead entry, with `body` (JSON text) when the entry leaves it out. */
+export function toDeadJob(t: TopicConfig, [diedAt, view]: DeadEntry, body: string | null = view[12]): DeadJob {
+  return { ...toJob(t, view, body), diedAt: iso(diedAt) };
 }
 
 /** True for an outcome a script refused. */

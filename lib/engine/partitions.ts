@@ -36,16 +36,53 @@ export function chunk<T>(items: readonly T[], size: number): T[][] {
 }
 
 /**
- * Groups items by partition, then by topic within it, and cuts each (partition, topic) group
- * into batches of at most `size`: one script call each. Partitions, groups and items keep the
- * order they first appear in.
+ * Cuts items into runs of at most `size` items and at most `maxBytes` bytes (by `bytes`), keeping
+ * their order; an item over `maxBytes` alone is a run of its own.
  */
-export function batchesByPartition<T>(items: readonly T[], slot: { partition(item: T): number; topic(item: T): string }, size: number): Map<number, T[][]> {
+export function chunkBySize<T>(items: readonly T[], size: number, maxBytes: number, bytes: (item: T) => number): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let used = 0;
+  for (const item of items) {
+    const n = bytes(item);
+    if (current.length > 0 && (current.length >= size || used + n > maxBytes)) {
+      chunks.push(current);
+      current = [];
+      used = 0;
+    }
+    current.push(item);
+    used += n;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/**
+ * Groups items by partition, then by topic within it, and cuts each (partition, topic) group
+ * into batches of at most `size` items (and, given `bytes`, at most `maxBytes` bytes, an item over
+ * it alone): one script call each. Partitions, groups and items keep the order they first appear in.
+ */
+export function batchesByPartition<T>(
+  items: readonly T[],
+  slot: { partition(item: T): number; topic(item: T): string },
+  size: number,
+  bySize?: { maxBytes: number; bytes(item: T): number },
+): Map<number, T[][]> {
   const byPartition = new Map<number, T[][]>();
   for (const [partition, members] of groupBy(items, slot.partition)) {
-    byPartition.set(partition, [...groupBy(members, slot.topic).values()].flatMap((group) => chunk(group, size)));
+    const groups = [...groupBy(members, slot.topic).values()];
+    byPartition.set(partition, groups.flatMap((group) => (bySize ? chunkBySize(group, size, bySize.maxBytes, bySize.bytes) : chunk(group, size))));
   }
   return byPartition;
+}
+
+/**
+ * How many items a script call looked at, when the call stops at its byte budget and the caller
+ * sends the rest again: never 0 (the first item is always looked at), else the loop would not end.
+ */
+export function atLeastOne(looked: number, script: string): number {
+  if (looked < 1) throw new Error(`${script} looked at none of the items it was sent`);
+  return looked;
 }
 
 /**

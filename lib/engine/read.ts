@@ -1,17 +1,29 @@
 /** Reads: one job, and a topic's counts. */
 import type { TopicConfig } from '../config';
-import { jobKeys, topicKeys } from '../keys';
-import { run } from '../scripts';
+import { jobKeys, topicKeys, type BodiesKey } from '../keys';
+import { runThenHget } from '../scripts';
 import type { EngineContext } from './context';
 import { isoOrNull, toJob, type Job, type TopicStats } from './jobs';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
 
-/** Job `id` of topic `t`, or null when there is none (or it was purged after its retention). */
+/**
+ * Job `id` of topic `t`, or null when there is none (or it was purged after its retention). The
+ * script reads the record; a body kept apart comes from a plain HGET in the same transaction.
+ */
 export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Promise<Job | null> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
-  const view = await run(ctx.redis, script.getJob([k.jobs, k.delayed], { id }));
-  return view ? toJob(t, view) : null;
+  const [view, apart] = await runThenHget(ctx.redis, script.getJob([k.jobs, k.delayed], { id }), k.bodies, id);
+  return view ? toJob(t, view, view[12] ?? apart) : null;
+}
+
+/**
+ * The bodies kept apart of jobs `ids` (one partition and topic), in order; null for an id that has
+ * none. A plain HMGET, no script: a script that replies bodies pays about ten times as much per byte
+ * (BENCHMARKS.md, step 7). The scripts that list the ids keep their bodies within SCRIPT_CALL_BYTES.
+ */
+export async function bodiesApart(ctx: EngineContext, key: BodiesKey, ids: readonly string[]): Promise<(string | null)[]> {
+  return ids.length === 0 ? [] : ctx.redis.hmget(key, ...ids);
 }
 
 /** Counts per state and the next due time of a topic, summed over partitions (plain reads, no script). */

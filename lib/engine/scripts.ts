@@ -5,6 +5,7 @@
  * them are named in ./codes.ts. Send a call with run() or runPipelined() from lib/scripts.ts.
  */
 import type {
+  BodiesKey,
   DeadKey,
   DelayedKey,
   DoneKey,
@@ -33,61 +34,78 @@ type Outcome<K extends keyof typeof OUTCOME> = Of<typeof OUTCOME, K>;
 
 const call = <Reply>(script: ScriptName, keys: readonly string[], args: Arg[]): ScriptCall<Reply> => ({ script, keys, args });
 
-/** The 8 ARGV of one job in lua/addJobs-3.lua. */
+/** The 8 ARGV of one job in lua/addJobs-4.lua. */
 function jobArgs(job: NewJob): Arg[] {
   return [job.id, job.when.kind, job.when.ms, job.maxAttempts ?? '', job.ttrMs ?? '', job.backoff ?? '', job.url ?? '', job.body];
 }
 
-/** One job's result in lua/addJobs-3.lua's reply. */
+/**
+ * The byte budget of one script call (ARGV): how many bytes of job records and bodies it may read,
+ * write or reply beyond its first job. The engine passes SCRIPT_CALL_BYTES (lib/limits.ts).
+ */
+export interface Budget {
+  maxBytes: number;
+}
+
+/**
+ * One job's result in lua/addJobs-4.lua's reply. A REPLACED job's view has an empty body: it is
+ * the body the caller sent.
+ */
 export type AddResult =
   | readonly [code: Outcome<'CREATED'>, id: string, runAt: number, createdAt: number]
   | readonly [code: Outcome<'REPLACED'> | Refused<'JOB_EXISTS'> | Refused<'JOB_FINISHED'>, job: JobView];
-/** lua/addJobs-3.lua's reply: whether the delayed head moved earlier, then one result per job. */
+/**
+ * lua/addJobs-4.lua's reply: whether the delayed head moved earlier, then one result per job
+ * done, in order; fewer results than jobs when the byte budget stopped the call.
+ */
 export type AddJobsReply = readonly [headChanged: Flag, ...results: AddResult[]];
 
-/** lua/addJobs-3.lua: adds jobs of one topic and partition ('put': creates or replaces them). */
-export function addJobs(keys: readonly [JobsKey, DelayedKey, DoneKey], a: { clock: ClockArg; mode: 'add' | 'put'; jobs: readonly NewJob[] }): ScriptCall<AddJobsReply> {
-  return call('addJobs', keys, [a.clock, a.mode, ...a.jobs.flatMap(jobArgs)]);
+/** lua/addJobs-4.lua: adds jobs of one topic and partition ('put': creates or replaces them), within the byte budget. */
+export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey], a: { clock: ClockArg; mode: 'add' | 'put'; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {
+  return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, ...a.jobs.flatMap(jobArgs)]);
 }
 
-/** lua/getJob-2.lua: one job, or null. */
+/** lua/getJob-2.lua: one job, or null; a body kept apart is null (read it from the bodies hash in the same transaction). */
 export function getJob(keys: readonly [JobsKey, DelayedKey], a: { id: string }): ScriptCall<JobView | null> {
   return call('getJob', keys, [a.id]);
 }
 
-/** lua/cancelJob-4.lua's reply. */
+/** lua/cancelJob-5.lua's reply. */
 export type CancelReply =
   | readonly [code: Outcome<'CANCELLED'> | Outcome<'ALREADY_CANCELLED'> | Refused<'JOB_FINISHED'>, job: JobView]
   | readonly [code: Refused<'NOT_FOUND'>];
 
-/** lua/cancelJob-4.lua: cancels a pending or running job. */
-export function cancelJob(keys: readonly [JobsKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; retentionMs: number }): ScriptCall<CancelReply> {
+/** lua/cancelJob-5.lua: cancels a pending or running job. */
+export function cancelJob(keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; retentionMs: number }): ScriptCall<CancelReply> {
   return call('cancelJob', keys, [a.clock, a.id, a.retentionMs]);
 }
 
-/** lua/rescheduleJob-2.lua's reply. */
+/** lua/rescheduleJob-3.lua's reply. */
 export type RescheduleReply =
   | readonly [code: Outcome<'RESCHEDULED'>, headChanged: Flag, job: JobView]
   | readonly [code: Refused<'JOB_FINISHED'>, job: JobView]
   | readonly [code: Refused<'NOT_FOUND'>];
 
-/** lua/rescheduleJob-2.lua: changes the due time and/or the body of a pending job. */
-export function rescheduleJob(keys: readonly [JobsKey, DelayedKey], a: { clock: ClockArg; id: string; change: JobChange }): ScriptCall<RescheduleReply> {
+/** lua/rescheduleJob-3.lua: changes the due time and/or the body of a pending job. */
+export function rescheduleJob(keys: readonly [JobsKey, BodiesKey, DelayedKey], a: { clock: ClockArg; id: string; change: JobChange }): ScriptCall<RescheduleReply> {
   const { when, body } = a.change;
   return call('rescheduleJob', keys, [a.clock, a.id, when?.kind ?? '', when?.ms ?? '', body === undefined ? '0' : '1', body ?? '']);
 }
 
-/** One claimed job in lua/claimJobs-4.lua's reply. */
-export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string, maxAttempts: number | null, claim: string];
-/** lua/claimJobs-4.lua's reply. */
-export type ClaimReply = readonly [now: number, popped: number, skipped: number, ...claimed: ClaimedItem[]];
+/** One claimed job in lua/claimJobs-5.lua's reply: its body when inline, else null (read it from the bodies hash). */
+export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string | null, maxAttempts: number | null, claim: string];
+/** lua/claimJobs-5.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids. */
+export type ClaimReply = readonly [now: number, taken: number, skipped: number, more: Flag, ...claimed: ClaimedItem[]];
 
-/** lua/claimJobs-4.lua: claims up to `count` ready jobs of one topic and partition; `nonce` (new each call) makes the claim tokens. */
+/**
+ * lua/claimJobs-5.lua: claims up to `count` ready jobs of one topic and partition, within the byte
+ * budget (`strict`: even the first job must fit it); `nonce` (new each call) makes the claim tokens.
+ */
 export function claimJobs(
-  keys: readonly [ReadyKey, RunningKey, JobsKey, DelayedKey],
-  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number; nonce: string },
+  keys: readonly [ReadyKey, RunningKey, JobsKey, BodiesKey, DelayedKey],
+  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number; nonce: string; strict?: boolean } & Budget,
 ): ScriptCall<ClaimReply> {
-  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce]);
+  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce, a.maxBytes, a.strict ? '1' : '0']);
 }
 
 /** One claimed attempt as ack, fail, start and release name it: '' claim for a claim of older code. */
@@ -97,73 +115,81 @@ export interface AttemptArg {
   claim: string;
 }
 
-/** lua/ackJob-3.lua's reply. */
+/** lua/ackJob-4.lua's reply. */
 export type AckReply = Outcome<'ACKED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>;
 
-/** lua/ackJob-3.lua: ends the attempt claimed as `claim` as done. */
-export function ackJob(keys: readonly [JobsKey, RunningKey, DoneKey], a: { clock: ClockArg; retentionMs: number } & AttemptArg): ScriptCall<AckReply> {
+/** lua/ackJob-4.lua: ends the attempt claimed as `claim` as done. */
+export function ackJob(keys: readonly [JobsKey, BodiesKey, RunningKey, DoneKey], a: { clock: ClockArg; retentionMs: number } & AttemptArg): ScriptCall<AckReply> {
   return call('ackJob', keys, [a.clock, a.id, a.attempt, a.retentionMs, a.claim]);
 }
 
-/** lua/failJob-4.lua's reply. */
+/** lua/failJob-5.lua's reply. */
 export type FailReply =
   | readonly [code: Outcome<'RETRY_SCHEDULED'>, runAt: number, headChanged: Flag]
   | readonly [code: Outcome<'DEAD_LETTERED'>]
   | readonly [code: Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>];
 
-/** lua/failJob-4.lua: ends attempt `attempt` as failed (retry after the backoff, or dead). */
+/** lua/failJob-5.lua: ends attempt `attempt` as failed (retry after the backoff, or dead). */
 export function failJob(
-  keys: readonly [JobsKey, RunningKey, DelayedKey, DeadKey],
+  keys: readonly [JobsKey, BodiesKey, RunningKey, DelayedKey, DeadKey],
   a: { clock: ClockArg; error: string; maxAttempts: number; backoff: string; random: number; retryAfterMs?: number } & AttemptArg,
 ): ScriptCall<FailReply> {
   const retryAfter = a.retryAfterMs === undefined ? '' : Math.max(0, Math.round(a.retryAfterMs));
   return call('failJob', keys, [a.clock, a.id, a.attempt, a.error, a.maxAttempts, a.backoff, a.random, retryAfter, a.claim]);
 }
 
-/** lua/releaseJobs-5.lua's reply: given back uncounted, and counted as failed (after too many give-backs in a row). */
-export type ReleaseReply = readonly [released: number, retried: number, deadLettered: number];
+/**
+ * lua/releaseJobs-6.lua's reply: given back uncounted, counted as failed (after too many give-backs
+ * in a row), and how many of the jobs sent were looked at (the byte budget may stop it before the rest).
+ */
+export type ReleaseReply = readonly [released: number, retried: number, deadLettered: number, looked: number];
 
-/** lua/releaseJobs-5.lua: gives claimed jobs back after a failed invoke (the sixth in a row counts as a failed attempt). */
+/** lua/releaseJobs-6.lua: gives claimed jobs back after a failed invoke (the sixth in a row counts as a failed attempt). */
 export function releaseJobs(
-  keys: readonly [JobsKey, RunningKey, ReadyKey, DelayedKey, DeadKey],
-  a: { clock: ClockArg; maxAttempts: number; backoff: string; random: number; reason: string; jobs: readonly AttemptArg[] },
+  keys: readonly [JobsKey, BodiesKey, RunningKey, ReadyKey, DelayedKey, DeadKey],
+  a: { clock: ClockArg; maxAttempts: number; backoff: string; random: number; reason: string; jobs: readonly AttemptArg[] } & Budget,
 ): ScriptCall<ReleaseReply> {
-  return call('releaseJobs', keys, [a.clock, a.maxAttempts, a.backoff, a.random, a.reason, ...a.jobs.flatMap((j) => [j.id, j.attempt, j.claim])]);
+  return call('releaseJobs', keys, [a.clock, a.maxAttempts, a.backoff, a.random, a.reason, a.maxBytes, ...a.jobs.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
-/** lua/startAttempts-1.lua's reply: one code per attempt, in order. */
+/** lua/startAttempts-2.lua's reply: one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
 export type StartReply = readonly (Outcome<'STARTED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[];
 
-/** lua/startAttempts-1.lua: marks the live attempts of one topic and partition started; says which are live. */
-export function startAttempts(keys: readonly [JobsKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] }): ScriptCall<StartReply> {
-  return call('startAttempts', keys, [a.clock, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
+/** lua/startAttempts-2.lua: marks the live attempts of one topic and partition started; says which are live. */
+export function startAttempts(keys: readonly [JobsKey, BodiesKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget): ScriptCall<StartReply> {
+  return call('startAttempts', keys, [a.clock, a.maxBytes, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
-/** lua/moveDue-6.lua's reply. */
+/** lua/moveDue-7.lua's reply. */
 export type MoveDueReply = readonly [moved: number, retried: number, deadLettered: number, purged: number, more: Flag, nextAt: number | null, now: number, ready: number, givenBack: number];
 
-/** lua/moveDue-6.lua: one bounded sweep step for one topic and partition. */
+/** lua/moveDue-7.lua: one sweep step for one topic and partition, bounded by `limit` jobs per part and by the byte budget. */
 export function moveDue(
-  keys: readonly [DelayedKey, ReadyKey, RunningKey, JobsKey, DeadKey, DoneKey],
-  a: { clock: ClockArg; limit: number; maxAttempts: number; backoff: string; random: number; deadRetentionMs: number },
+  keys: readonly [DelayedKey, ReadyKey, RunningKey, JobsKey, BodiesKey, DeadKey, DoneKey],
+  a: { clock: ClockArg; limit: number; maxAttempts: number; backoff: string; random: number; deadRetentionMs: number } & Budget,
 ): ScriptCall<MoveDueReply> {
-  return call('moveDue', keys, [a.clock, a.limit, a.maxAttempts, a.backoff, a.random, a.deadRetentionMs]);
+  return call('moveDue', keys, [a.clock, a.limit, a.maxAttempts, a.backoff, a.random, a.deadRetentionMs, a.maxBytes]);
 }
 
-/** lua/redriveJobs-3.lua's reply. */
-export type RedriveReply = readonly [redriven: number, headChanged: Flag];
+/**
+ * lua/redriveJobs-4.lua's reply: `looked` counts the ids (given, or oldest dead) looked at, in
+ * order; `more` is 1 when the byte budget stopped it before the rest.
+ */
+export type RedriveReply = readonly [redriven: number, headChanged: Flag, looked: number, more: Flag];
 
-/** lua/redriveJobs-3.lua: moves the given dead jobs, or the `count` oldest, back to delayed. */
-export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey], a: { clock: ClockArg } & ({ ids: readonly string[] } | { count: number })): ScriptCall<RedriveReply> {
-  return call('redriveJobs', keys, 'ids' in a ? [a.clock, a.ids.length, ...a.ids] : [a.clock, a.count]);
+/** lua/redriveJobs-4.lua: moves the given dead jobs, or the `count` oldest, back to delayed, within the byte budget. */
+export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey, BodiesKey], a: { clock: ClockArg } & Budget & ({ ids: readonly string[] } | { count: number })): ScriptCall<RedriveReply> {
+  return call('redriveJobs', keys, 'ids' in a ? [a.clock, a.ids.length, a.maxBytes, ...a.ids] : [a.clock, a.count, a.maxBytes]);
 }
 
-/** One entry of lua/listDead-2.lua's reply. */
+/** One entry of lua/listDead-3.lua's reply; a body kept apart is null (read it from the bodies hash). */
 export type DeadEntry = readonly [diedAt: number, job: JobView];
+/** lua/listDead-3.lua's reply: `more` 1 when the byte budget stopped the page before `limit`. */
+export type ListDeadReply = readonly [more: Flag, ...entries: DeadEntry[]];
 
-/** lua/listDead-2.lua: dead jobs by (time of death, id) after `after`; an `id` of null skips every job that died at `diedAt`. */
-export function listDead(keys: readonly [DeadKey, JobsKey], a: { after?: { diedAt: number; id: string | null }; limit: number }): ScriptCall<DeadEntry[]> {
-  return call('listDead', keys, a.after ? [a.after.diedAt, a.after.id ?? '', a.limit] : ['-inf', '', a.limit]);
+/** lua/listDead-3.lua: dead jobs by (time of death, id) after `after`, within the byte budget; an `id` of null skips every job that died at `diedAt`. */
+export function listDead(keys: readonly [DeadKey, JobsKey, BodiesKey], a: { after?: { diedAt: number; id: string | null }; limit: number } & Budget): ScriptCall<ListDeadReply> {
+  return call('listDead', keys, a.after ? [a.after.diedAt, a.after.id ?? '', a.limit, a.maxBytes] : ['-inf', '', a.limit, a.maxBytes]);
 }
 
 /** The sweeper's keys in the order its four scripts take them. */

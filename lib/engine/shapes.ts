@@ -27,7 +27,8 @@ export interface JobChange {
 
 /**
  * A job as the scripts return it: the mirror of `view()` in lua/includes/job.lua, in its order.
- * A null option follows the topic's configuration; a null url, error or deadline is none.
+ * A null option follows the topic's configuration; a null url, error or deadline is none. A null
+ * body is one kept apart that the script did not read (getJob, listDead: the engine reads it).
  */
 export type JobView = readonly [
   id: string,
@@ -42,5 +43,5 @@ export type JobView = readonly [
   lastError: string | null,
   updatedAt: number,
   deadline: number | null,
-  body: string,
+  body: string | null,
 ];

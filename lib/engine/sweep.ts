@@ -1,6 +1,7 @@
 /** The sweeper's step: time out expired attempts, move due jobs to ready, purge finished ones. */
 import type { TopicConfig } from '../config';
 import { topicKeys } from '../keys';
+import { SCRIPT_CALL_BYTES } from '../limits';
 import { run, runPipelined } from '../scripts';
 import type { EngineContext } from './context';
 import type { SweepResult } from './jobs';
@@ -9,13 +10,14 @@ import * as script from './scripts';
 
 function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
   const k = topicKeys(partition, t.name);
-  return script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead, k.done], {
+  return script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
     clock: ctx.clock(),
     limit,
     maxAttempts: t.maxAttempts,
     backoff: t.backoff,
     random: ctx.random(),
     deadRetentionMs: ctx.config.deadRetentionMs,
+    maxBytes: SCRIPT_CALL_BYTES,
   });
 }
 

@@ -1,39 +1,51 @@
 /** Producer-side changes: add, put, cancel and reschedule jobs. */
 import type { TopicConfig } from '../config';
 import { jobKeys, topicKeys } from '../keys';
+import { SCRIPT_CALL_BYTES } from '../limits';
 import { run, runPipelined } from '../scripts';
 import { REFUSAL } from './codes';
 import type { EngineContext } from './context';
 import { toJob, toWriteResult, type Job, type JobChange, type NewJob, type Refused, type Wake, type WriteResult } from './jobs';
-import { batchesByPartition } from './partitions';
+import { atLeastOne, batchesByPartition } from './partitions';
 import * as script from './scripts';
 
 const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
 
 /**
  * Writes validated jobs through addJobs ('add' refuses an existing id, 'put' replaces a pending
- * job), one result per job in order. Calls are grouped per partition and topic; the partitions
- * run at once, each in one pipeline.
+ * job), one result per job in order. Calls are grouped per partition and topic and cut at
+ * ADD_BATCH jobs and SCRIPT_CALL_BYTES of bodies (a larger body alone); the partitions run at
+ * once, each in one pipeline. A call that reached its byte budget (the jobs it found existing are
+ * replied with their bodies) did its first jobs; the rest go in another call after the pipeline,
+ * so of two adds of one id in one batch, the later may be the one created.
  */
 export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mode: 'add' | 'put'): Promise<{ results: WriteResult[] } & Wake> {
   const results: WriteResult[] = new Array(jobs.length);
   let wake = false;
   const indexes = jobs.map((_, i) => i);
-  const byPartition = batchesByPartition(indexes, { partition: (i) => jobs[i]!.partition, topic: (i) => jobs[i]!.topic }, ADD_BATCH);
+  const slot = { partition: (i: number) => jobs[i]!.partition, topic: (i: number) => jobs[i]!.topic };
+  const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, { maxBytes: SCRIPT_CALL_BYTES, bytes: (i) => Buffer.byteLength(jobs[i]!.body) });
+  const callFor = (partition: number, batch: readonly number[]) => {
+    const k = topicKeys(partition, jobs[batch[0]!]!.topic);
+    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: ctx.clock(), mode, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
+  };
+  /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
+  const record = (batch: readonly number[], [headChanged, ...added]: script.AddJobsReply): number => {
+    if (headChanged === 1) wake = true;
+    added.forEach((result, r) => {
+      const job = jobs[batch[r]!]!;
+      results[batch[r]!] = toWriteResult(ctx.config.topics.get(job.topic)!, job, result);
+    });
+    return added.length;
+  };
   await Promise.all(
     [...byPartition].map(async ([partition, batches]) => {
-      const calls = batches.map((batch) => {
-        const k = topicKeys(partition, jobs[batch[0]!]!.topic);
-        return script.addJobs([k.jobs, k.delayed, k.done], { clock: ctx.clock(), mode, jobs: batch.map((i) => jobs[i]!) });
-      });
-      const replies = await runPipelined(ctx.redis, calls);
-      replies.forEach(([headChanged, ...added], b) => {
-        if (headChanged === 1) wake = true;
-        batches[b]!.forEach((jobIndex, r) => {
-          const job = jobs[jobIndex]!;
-          results[jobIndex] = toWriteResult(ctx.config.topics.get(job.topic)!, job, added[r]!);
-        });
-      });
+      const replies = await runPipelined(ctx.redis, batches.map((batch) => callFor(partition, batch)));
+      for (const [b, reply] of replies.entries()) {
+        for (let rest = batches[b]!.slice(atLeastOne(record(batches[b]!, reply), 'addJobs')); rest.length > 0; ) {
+          rest = rest.slice(atLeastOne(record(rest, await run(ctx.redis, callFor(partition, rest))), 'addJobs'));
+        }
+      }
     }),
   );
   return { results, wake };
@@ -42,7 +54,7 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
 /** Cancels a pending or running job (again is fine); refused when it is missing, done or dead. */
 export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string): Promise<{ job: Job } | Refused> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
-  const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs }));
+  const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs }));
   if (reply[0] === REFUSAL.NOT_FOUND) return { refusal: reply[0] };
   const job = toJob(t, reply[1]);
   return reply[0] === REFUSAL.JOB_FINISHED ? { refusal: reply[0], job } : { job };
@@ -51,7 +63,7 @@ export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string):
 /** Changes the due time and/or the body of a pending job; refused unless it is delayed or ready. */
 export async function rescheduleJob(ctx: EngineContext, t: TopicConfig, id: string, change: JobChange): Promise<({ job: Job } & Wake) | Refused> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
-  const reply = await run(ctx.redis, script.rescheduleJob([k.jobs, k.delayed], { clock: ctx.clock(), id, change }));
+  const reply = await run(ctx.redis, script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: ctx.clock(), id, change }));
   if (reply[0] === REFUSAL.NOT_FOUND) return { refusal: reply[0] };
   if (reply[0] === REFUSAL.JOB_FINISHED) return { refusal: reply[0], job: toJob(t, reply[1]) };
   return { job: toJob(t, reply[2]), wake: reply[1] === 1 };

@@ -1,11 +1,20 @@
 --[[
   Shared helpers, prepended to every script by lib/scripts.ts. Declares and touches no keys.
 
-  A job is one field of the topic's jobs hash: field = id, value = msgpack header .. body (JSON
-  text). Header slots (H_*) below; a slot holding false means "follow the topic's configuration"
+  A job is a record in the topic's jobs hash, field = id, value = msgpack header .. inline body,
+  and, when its body is not inline, the body (JSON text) in the topic's bodies hash under the same
+  id. A body of up to INLINE_BODY_BYTES is inline; a larger one is kept apart, so a state change
+  (which rewrites the header) never copies it: its cost does not grow with the body. A record of
+  older code holds its body inline whatever its size; it is read as it is, and the first rewrite of
+  it moves a large body to the bodies hash (save), so an upgrade needs no migration step.
+  A record without inline bytes has its body apart: a JSON text is never empty.
+  Header slots (H_*) below; a slot holding false means "follow the topic's configuration"
   (max attempts, ttr, backoff) or "none" (url, last error, deadline).
   "Ready" is not stored: a PENDING job that is not in the delayed zset is ready, so moving due
   jobs never rewrites a record.
+  Work in bytes: a script that loops over jobs counts the bytes of the records and bodies it reads
+  or writes against the byte budget its caller passes (SCRIPT_CALL_BYTES in lib/limits.ts), and
+  stops before the job that would pass it (never before its first job), saying so in its reply.
 ]]
 -- Job states, as stored and in views; mirrored by JOB_STATE in lib/engine/codes.ts.
 local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED = 1, 2, 3, 4, 5, 6
@@ -17,6 +26,11 @@ local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, 
 -- counting (released after a failed invoke, or timed out before they started).
 local H_CLAIM, H_STARTED, H_GIVE_BACKS = 12, 13, 14
 local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
+-- Largest body kept inline in its record. Rewriting a record then copies at most this much body
+-- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
+-- a body kept apart costs about 100 bytes more a job (hash entry, id, allocator rounding; 1,456
+-- against 1,558 bytes a job for 1,024- and 1,025-byte bodies, BENCHMARKS.md).
+local INLINE_BODY_BYTES = 1024
 -- Give-backs in a row that cost no attempt; the next counts as a failed attempt, so a job whose
 -- handler can never be reached still fails (and dead-letters) instead of cycling forever.
 local MAX_GIVE_BACKS = 5
@@ -51,18 +65,55 @@ local function clock(fixed)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- A record's header and its inline body, or false when the body is in the bodies hash.
 local function decode(record)
   local offset, header = cmsgpack.unpack_one(record)
   -- slots a record of older code lacks; set, so that the header stays an array when encoded
   if header[H_CLAIM] == nil then header[H_CLAIM] = false end
   if header[H_STARTED] == nil then header[H_STARTED] = false end
   if header[H_GIVE_BACKS] == nil then header[H_GIVE_BACKS] = 0 end
-  if offset < 0 then return header, '' end
+  if offset < 0 then return header, false end
   return header, string.sub(record, offset + 1)
 end
 
-local function encode(header, body)
-  return cmsgpack.pack(header) .. body
+-- The body of job `id`, whose record decoded to `inline`.
+local function loadBody(bodiesKey, id, inline)
+  if inline then return inline end
+  return redis.call('HGET', bodiesKey, id) or ''
+end
+
+-- Bytes of the body of job `id`, whose record decoded to `inline`, without reading it.
+local function bodySize(bodiesKey, id, inline)
+  if inline then return #inline end
+  return redis.call('HSTRLEN', bodiesKey, id)
+end
+
+-- Rewrites job `id`'s record with header `h`, its body staying where it is: an inline body over
+-- INLINE_BODY_BYTES (only a record of older code has one) moves to the bodies hash, once.
+local function save(jobsKey, bodiesKey, id, h, inline)
+  if inline and #inline > INLINE_BODY_BYTES then
+    redis.call('HSET', bodiesKey, id, inline)
+    inline = false
+  end
+  redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. (inline or ''))
+end
+
+-- Writes job `id` with header `h` and a new body: inline when small, else in the bodies hash.
+-- `replacing`: the job had a record, whose body kept apart (if any) is dropped when the new one is inline.
+local function store(jobsKey, bodiesKey, id, h, body, replacing)
+  if #body <= INLINE_BODY_BYTES then
+    redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. body)
+    if replacing then redis.call('HDEL', bodiesKey, id) end
+  else
+    redis.call('HSET', jobsKey, id, cmsgpack.pack(h))
+    redis.call('HSET', bodiesKey, id, body)
+  end
+end
+
+-- Deletes job `id`: its record and its body.
+local function remove(jobsKey, bodiesKey, id)
+  redis.call('HDEL', jobsKey, id)
+  redis.call('HDEL', bodiesKey, id)
 end
 
 local function optional(value)
@@ -91,24 +142,25 @@ local function retryDelay(spec, attempt, rand)
 end
 
 -- Ends a running attempt as failed: schedules the next attempt after the backoff (or after
--- retryAfter ms when given), or dead-letters the job when its attempts are used up.
+-- retryAfter ms when given), or dead-letters the job when its attempts are used up. `k` holds the
+-- script's jobs, bodies, delayed and dead keys; `inline` is what decode gave for the record.
 -- Returns OUTCOME.RETRY_SCHEDULED, dueAt when a retry was scheduled; OUTCOME.DEAD_LETTERED when
 -- the job went dead.
-local function failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, retryAfter)
+local function failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, retryAfter)
   h[H_ERROR] = string.sub(err, 1, MAX_ERROR_BYTES)
   h[H_UPDATED] = now
   h[H_DEADLINE] = false
   if h[H_ATTEMPTS] >= (h[H_MAX] or defaultMax) then
     h[H_STATE] = DEAD
-    redis.call('ZADD', deadKey, now, id)
-    redis.call('HSET', jobsKey, id, encode(h, body))
+    redis.call('ZADD', k.dead, now, id)
+    save(k.jobs, k.bodies, id, h, inline)
     return OUTCOME.DEAD_LETTERED, false
   end
   local due = now + (retryAfter or retryDelay(h[H_BACKOFF] or defaultBackoff, h[H_ATTEMPTS], rand))
   h[H_STATE] = PENDING
   h[H_RUN_AT] = due
-  redis.call('ZADD', delayedKey, due, id)
-  redis.call('HSET', jobsKey, id, encode(h, body))
+  redis.call('ZADD', k.delayed, due, id)
+  save(k.jobs, k.bodies, id, h, inline)
   return OUTCOME.RETRY_SCHEDULED, due
 end
 
@@ -122,20 +174,20 @@ end
 
 -- Gives a running attempt that never started back to the front of the ready list without counting
 -- it (`why` says what happened, for lastError). The give-back after MAX_GIVE_BACKS in a row counts
--- as a failed attempt instead (retry or dead, as failAttempt).
+-- as a failed attempt instead (retry or dead, as failAttempt). `k` as for failAttempt, and k.ready.
 -- Returns OUTCOME.GIVEN_BACK, or failAttempt's reply.
-local function giveBack(jobsKey, readyKey, delayedKey, deadKey, id, h, body, now, why, defaultMax, defaultBackoff, rand)
+local function giveBack(k, id, h, inline, now, why, defaultMax, defaultBackoff, rand)
   local n = h[H_GIVE_BACKS] + 1
   h[H_CLAIM], h[H_STARTED] = false, false
   if n > MAX_GIVE_BACKS then
     h[H_GIVE_BACKS] = 0
     local err = 'attempt ' .. h[H_ATTEMPTS] .. ' ' .. why .. ', ' .. n .. ' claims in a row; counted as a failed attempt'
-    return failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, err, defaultMax, defaultBackoff, rand, false)
+    return failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, false)
   end
   h[H_ERROR] = string.sub('claim of attempt ' .. h[H_ATTEMPTS] .. ' given back: ' .. why .. ' (' .. n .. ' of ' .. MAX_GIVE_BACKS .. ' in a row without counting)', 1, MAX_ERROR_BYTES)
   h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_GIVE_BACKS] = PENDING, h[H_ATTEMPTS] - 1, now, false, n
-  redis.call('HSET', jobsKey, id, encode(h, body))
-  redis.call('LPUSH', readyKey, id)
+  save(k.jobs, k.bodies, id, h, inline)
+  redis.call('LPUSH', k.ready, id)
   return OUTCOME.GIVEN_BACK
 end
 
@@ -151,13 +203,24 @@ local function tally(counts, code)
   end
 end
 
--- The job as the scripts return it: the state with "ready" resolved, the header, then the body.
+-- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
+-- or false for a body kept apart that the script did not read (the caller reads it).
 -- Mirrored by JobView in lib/engine/shapes.ts, in this order.
 local function view(delayedKey, id, h, body)
   local state = h[H_STATE]
   if state == PENDING and not redis.call('ZSCORE', delayedKey, id) then state = READY end
   return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
     h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body }
+end
+
+-- A byte budget: `fits(bytes)` is true while `bytes` more keep the call within `budget`, and
+-- for the call's first job always (unless `strict`); `spend(bytes)` counts them.
+local function byteBudget(budget, strict)
+  local used, jobs = 0, 0
+  return {
+    fits = function(bytes) return (jobs == 0 and not strict) or used + bytes <= budget end,
+    spend = function(bytes) used, jobs = used + bytes, jobs + 1 end,
+  }
 end
 
 -- Score of the zset's first member, or false when it is empty.

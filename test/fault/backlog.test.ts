@@ -74,7 +74,7 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
     let dueAt = 0;
     let loadMs = 0;
     for (const leadMs of LEADS_MS) {
-      await redis.unlink(k.delayed, k.jobs); // a late load's jobs (and the idle phase's), if any
+      await redis.unlink(k.delayed, k.jobs, k.bodies); // a late load's jobs (and the idle phase's), if any
       dueAt = Date.now() + leadMs;
       const loadStarted = Date.now();
       let next = 0;

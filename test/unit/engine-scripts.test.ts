@@ -16,13 +16,15 @@ const lease = [s.lease, s.next, s.wake, s.wakes] as const;
 describe('typed script calls', () => {
   it('a wrong KEYS order does not type-check', () => {
     // @ts-expect-error delayed and jobs swapped
-    script.addJobs([k.delayed, k.jobs, k.done], { clock: '', mode: 'add', jobs: [] });
+    script.addJobs([k.delayed, k.jobs, k.bodies, k.done], { clock: '', mode: 'add', jobs: [], maxBytes: 1 });
     // @ts-expect-error a key of the wrong kind
-    script.ackJob([k.jobs, k.delayed, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 });
+    script.ackJob([k.jobs, k.bodies, k.delayed, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 });
     // @ts-expect-error a plain string is not a key
     script.getJob(['dq:{p2}:jobs:orders', k.delayed], { id: 'a' });
     // @ts-expect-error one key short
-    script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0 });
+    script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 });
+    // @ts-expect-error bodies and jobs swapped
+    script.listDead([k.dead, k.bodies, k.jobs], { limit: 1, maxBytes: 1 });
     // @ts-expect-error wake list and counter swapped
     script.wakeSweeper([s.lease, s.next, s.wakes, s.wake], { clock: '', dueAt: 'now', horizonMs: 1 });
     assert.ok(true, 'checked by tsc');
@@ -30,18 +32,18 @@ describe('typed script calls', () => {
 
   it('every call has as many KEYS as its script takes', () => {
     const calls = [
-      script.addJobs([k.jobs, k.delayed, k.done], { clock: '', mode: 'add', jobs: [] }),
+      script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: '', mode: 'add', jobs: [], maxBytes: 1 }),
       script.getJob([k.jobs, k.delayed], { id: 'a' }),
-      script.cancelJob([k.jobs, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0 }),
-      script.rescheduleJob([k.jobs, k.delayed], { clock: '', id: 'a', change: {} }),
-      script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n' }),
-      script.ackJob([k.jobs, k.running, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
-      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
-      script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [] }),
-      script.startAttempts([k.jobs], { clock: '', attempts: [] }),
-      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0 }),
-      script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1 }),
-      script.listDead([k.dead, k.jobs], { limit: 1 }),
+      script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0 }),
+      script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: {} }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
+      script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
+      script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
+      script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [], maxBytes: 1 }),
+      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
+      script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', count: 1, maxBytes: 1 }),
+      script.listDead([k.dead, k.jobs, k.bodies], { limit: 1, maxBytes: 1 }),
       script.holdLease(lease, { owner: 'o', leaseMs: 1, nextAt: null, clearWake: false }),
       script.releaseLease(lease, { owner: 'o', wakesSeen: 0, force: false }),
       script.wakeSweeper(lease, { clock: '', dueAt: 'now', horizonMs: 1 }),
@@ -56,16 +58,16 @@ describe('typed script calls', () => {
 
   it('every script that reads the clock takes it in ARGV[1]', () => {
     const clocked = [
-      script.addJobs([k.jobs, k.delayed, k.done], { clock: 7, mode: 'put', jobs: [] }),
-      script.cancelJob([k.jobs, k.delayed, k.running, k.done], { clock: 7, id: 'a', retentionMs: 0 }),
-      script.rescheduleJob([k.jobs, k.delayed], { clock: 7, id: 'a', change: { body: '1' } }),
-      script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n' }),
-      script.ackJob([k.jobs, k.running, k.done], { clock: 7, id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
-      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
-      script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [] }),
-      script.startAttempts([k.jobs], { clock: 7, attempts: [] }),
-      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0 }),
-      script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: 7, ids: ['a'] }),
+      script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: 7, mode: 'put', jobs: [], maxBytes: 1 }),
+      script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: 7, id: 'a', retentionMs: 0 }),
+      script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: 7, id: 'a', change: { body: '1' } }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
+      script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: 7, id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
+      script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
+      script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs, k.bodies], { clock: 7, attempts: [], maxBytes: 1 }),
+      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
+      script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: 7, ids: ['a'], maxBytes: 1 }),
       script.wakeSweeper(lease, { clock: 7, dueAt: 'now', horizonMs: 1 }),
     ];
     for (const c of clocked) {
@@ -74,19 +76,36 @@ describe('typed script calls', () => {
     }
   });
 
+  it('every script that loops over jobs takes a byte budget where its contract block says', () => {
+    const budgeted: [script: string, at: number, args: readonly unknown[]][] = [
+      ['addJobs', 3, script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: '', mode: 'add', jobs: [], maxBytes: 4242 }).args],
+      ['claimJobs', 6, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 4242 }).args],
+      ['releaseJobs', 6, script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 4242 }).args],
+      ['startAttempts', 2, script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [], maxBytes: 4242 }).args],
+      ['moveDue', 7, script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 4242 }).args],
+      ['redriveJobs', 3, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', count: 1, maxBytes: 4242 }).args],
+      ['listDead', 4, script.listDead([k.dead, k.jobs, k.bodies], { limit: 1, maxBytes: 4242 }).args],
+    ];
+    for (const [name, at, args] of budgeted) {
+      assert.equal(args[at - 1], 4242, name);
+      assert.match(SCRIPTS[name as keyof typeof SCRIPTS].source, new RegExp(`ARGV\\[${at}\\] byte budget`), `${name}'s contract block names it`);
+    }
+  });
+
   it('puts ARGV where the contract blocks say', () => {
     const job = { topic: 'orders', id: 'a', partition: 2, when: { kind: 'd' as const, ms: 5 }, body: '{}', ttrMs: 3000, url: 'https://x/' };
-    assert.deepEqual(script.addJobs([k.jobs, k.delayed, k.done], { clock: '', mode: 'add', jobs: [job] }).args, ['', 'add', 'a', 'd', 5, '', 3000, '', 'https://x/', '{}']);
-    assert.deepEqual(script.rescheduleJob([k.jobs, k.delayed], { clock: '', id: 'a', change: { when: { kind: 'a', ms: 9 } } }).args, ['', 'a', 'a', 9, '0', '']);
-    assert.deepEqual(script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, ['', 'a', 2, 'x', 3, 'f:0', 0.5, 2, 'c']);
-    assert.deepEqual(script.ackJob([k.jobs, k.running, k.done], { clock: '', id: 'a', attempt: 2, claim: 'c', retentionMs: 9 }).args, ['', 'a', 2, 9, 'c']);
-    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.delayed], { clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n' }).args, ['', 1, 2, 3, 'n']);
-    assert.deepEqual(script.startAttempts([k.jobs], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }] }).args, ['', 'a', 1, 'c']);
-    assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'] }).args, ['', 2, 'a', 'b']);
-    assert.deepEqual(script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 3, backoff: 'f:0', random: 0.5, reason: 'r', jobs: [{ id: 'a', attempt: 1, claim: 'c' }, { id: 'b', attempt: 2, claim: '' }] }).args, ['', 3, 'f:0', 0.5, 'r', 'a', 1, 'c', 'b', 2, '']);
-    assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5 }).args, ['-inf', '', 5]);
-    assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5, after: { diedAt: 9, id: 'a' } }).args, [9, 'a', 5]);
-    assert.deepEqual(script.listDead([k.dead, k.jobs], { limit: 5, after: { diedAt: 9, id: null } }).args, [9, '', 5]);
+    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: '', mode: 'add', jobs: [job], maxBytes: 9 }).args, ['', 'add', 9, 'a', 'd', 5, '', 3000, '', 'https://x/', '{}']);
+    assert.deepEqual(script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: { when: { kind: 'a', ms: 9 } } }).args, ['', 'a', 'a', 9, '0', '']);
+    assert.deepEqual(script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, ['', 'a', 2, 'x', 3, 'f:0', 0.5, 2, 'c']);
+    assert.deepEqual(script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 2, claim: 'c', retentionMs: 9 }).args, ['', 'a', 2, 9, 'c']);
+    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0']);
+    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-1), '1');
+    assert.deepEqual(script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
+    assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, 'a', 'b']);
+    assert.deepEqual(script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 3, backoff: 'f:0', random: 0.5, reason: 'r', jobs: [{ id: 'a', attempt: 1, claim: 'c' }, { id: 'b', attempt: 2, claim: '' }], maxBytes: 9 }).args, ['', 3, 'f:0', 0.5, 'r', 9, 'a', 1, 'c', 'b', 2, '']);
+    assert.deepEqual(script.listDead([k.dead, k.jobs, k.bodies], { limit: 5, maxBytes: 9 }).args, ['-inf', '', 5, 9]);
+    assert.deepEqual(script.listDead([k.dead, k.jobs, k.bodies], { limit: 5, after: { diedAt: 9, id: 'a' }, maxBytes: 9 }).args, [9, 'a', 5, 9]);
+    assert.deepEqual(script.listDead([k.dead, k.jobs, k.bodies], { limit: 5, after: { diedAt: 9, id: null }, maxBytes: 9 }).args, [9, '', 5, 9]);
     assert.deepEqual(script.wakeSweeper(lease, { clock: '', dueAt: 42, horizonMs: 60_000 }).args, ['', 42, 60_000]);
   });
 });

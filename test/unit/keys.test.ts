@@ -5,9 +5,10 @@ import { jobKeys, partitionOf, slotOf, syncKey, topicKeys } from '../../lib/keys
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {
     const keys = Object.values(topicKeys(3, 'orders'));
-    assert.equal(keys.length, 6);
+    assert.equal(keys.length, 7);
     for (const key of keys) assert.match(key, /^dq:\{p3\}:[a-z]+:orders$/);
-    assert.equal(new Set(keys).size, 6);
+    assert.equal(new Set(keys).size, 7);
+    assert.equal(topicKeys(3, 'orders').bodies, 'dq:{p3}:bodies:orders');
   });
 
   it('partitions are stable: the same (topic, id) always lands in the same partition', () => {

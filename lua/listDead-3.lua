@@ -1,16 +1,24 @@
 --[[
   Lists dead jobs after a cursor, in the dead zset's own order: by the time the job died, then by
   id (bytewise), so jobs that died in the same millisecond still have a place to resume from.
-  KEYS[1] dead zset  KEYS[2] jobs hash
+  Replies a body only when it is inline: the caller reads the bodies kept apart with a plain HMGET
+  of the bodies hash (moving a large body through a script costs Redis about ten times a plain
+  read: BENCHMARKS.md, step 7). Stops before the job whose record and body would pass the byte
+  budget (never before the first), so the bodies the caller then reads stay within it too.
+  KEYS[1] dead zset  KEYS[2] jobs hash  KEYS[3] bodies hash
   ARGV[1] the cursor's time of death (ms), or '-inf' for the first page
   ARGV[2] the cursor's job id: lists what sorts after (time, id); '' lists only jobs that died
           after the time (the numeric cursor of earlier versions)
-  ARGV[3] limit
-  Returns { { diedAt, view }... } (views as in includes/job.lua, with the dead state)
-  Mirrored by DeadEntry in lib/engine/scripts.ts.
+  ARGV[3] limit  ARGV[4] byte budget of the records and bodies read
+  Returns { more 0|1, { diedAt, view }... } (views as in includes/job.lua, with the dead state;
+  a body kept apart is false),
+  where more = 1 when the budget stopped the page before the limit: entries after the last one
+  listed were not looked at.
+  Mirrored by ListDeadReply and DeadEntry in lib/engine/scripts.ts.
 ]]
-local deadKey, jobsKey = KEYS[1], KEYS[2]
+local deadKey, jobsKey, bodiesKey = KEYS[1], KEYS[2], KEYS[3]
 local cursorTime, cursorId, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local budget = byteBudget(tonumber(ARGV[4]))
 
 -- Lua's string < follows the server's locale (Redis sets LC_COLLATE); a zset orders members bytewise
 local function bytewiseAfter(a, b)
@@ -40,14 +48,20 @@ end
 
 local start = startRank()
 local entries = redis.call('ZRANGE', deadKey, start, start + limit - 1, 'WITHSCORES')
-local result = {}
+local result = { 0 }
 for i = 1, #entries, 2 do
   local id = entries[i]
   local record = redis.call('HGET', jobsKey, id)
   if record then
-    local h, body = decode(record)
+    local h, inline = decode(record)
+    local size = #record + bodySize(bodiesKey, id, inline)
+    if not budget.fits(size) then
+      result[1] = 1
+      break
+    end
+    budget.spend(size)
     -- dead jobs are never in the delayed zset, so view() needs no real delayed key here
-    result[#result + 1] = { tonumber(entries[i + 1]), view(deadKey, id, h, body) }
+    result[#result + 1] = { tonumber(entries[i + 1]), view(deadKey, id, h, inline) }
   end
 end
 return result

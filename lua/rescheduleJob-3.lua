@@ -1,20 +1,20 @@
 --[[
-  Changes the due time and/or the body of a pending (delayed or ready) job.
-  KEYS[1] jobs hash  KEYS[2] delayed zset
+  Changes the due time and/or the body of a pending (delayed or ready) job. A change of the due
+  time alone rewrites the record's header only; reads the one body for the reply.
+  KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] delayed zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] 'd' (delay ms) | 'a' (absolute ms) | '' (keep)
   ARGV[4] ms  ARGV[5] '1' to replace the body | '0'  ARGV[6] body
   Returns { OUTCOME.RESCHEDULED, headChanged 0|1, view }, { REFUSAL.NOT_FOUND },
           { REFUSAL.JOB_FINISHED, view } (running, done, dead or cancelled: nothing changed)
   Mirrored by RescheduleReply in lib/engine/scripts.ts.
 ]]
-local jobsKey, delayedKey = KEYS[1], KEYS[2]
+local jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3]
 local now, id = clock(ARGV[1]), ARGV[2]
 local record = redis.call('HGET', jobsKey, id)
 if not record then return { REFUSAL.NOT_FOUND } end
-local h, body = decode(record)
-if h[H_STATE] ~= PENDING then return { REFUSAL.JOB_FINISHED, view(delayedKey, id, h, body) } end
+local h, inline = decode(record)
+if h[H_STATE] ~= PENDING then return { REFUSAL.JOB_FINISHED, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)) } end
 
-if ARGV[5] == '1' then body = ARGV[6] end
 h[H_UPDATED] = now
 local headChanged = 0
 if ARGV[3] ~= '' then
@@ -26,5 +26,12 @@ if ARGV[3] ~= '' then
   redis.call('ZADD', delayedKey, due, id)
   if not headBefore or due < headBefore then headChanged = 1 end
 end
-redis.call('HSET', jobsKey, id, encode(h, body))
+local body
+if ARGV[5] == '1' then
+  body = ARGV[6]
+  store(jobsKey, bodiesKey, id, h, body, true)
+else
+  body = loadBody(bodiesKey, id, inline)
+  save(jobsKey, bodiesKey, id, h, inline)
+end
 return { OUTCOME.RESCHEDULED, headChanged, view(delayedKey, id, h, body) }

@@ -1,7 +1,8 @@
 --[[
   Finishes a running attempt as failed: schedules the next attempt after the backoff, or
-  dead-letters the job when its attempts are used up.
-  KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] delayed zset  KEYS[4] dead zset
+  dead-letters the job when its attempts are used up. Rewrites the record's header only.
+  KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] running zset  KEYS[4] delayed zset
+  KEYS[5] dead zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] attempt number the caller ran
   ARGV[4] error message  ARGV[5] the topic's max attempts  ARGV[6] the topic's backoff spec
   ARGV[7] random number in [0, 1) for jitter  ARGV[8] retry after this many ms instead of the
@@ -11,17 +12,18 @@
           or { REFUSAL.NOT_FOUND | REFUSAL.STALE_ATTEMPT | REFUSAL.CANCELLED } (nothing changed)
   Mirrored by FailReply in lib/engine/scripts.ts.
 ]]
-local jobsKey, runningKey, delayedKey, deadKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[4], dead = KEYS[5] }
+local runningKey = KEYS[3]
 local now, id = clock(ARGV[1]), ARGV[2]
-local record = redis.call('HGET', jobsKey, id)
+local record = redis.call('HGET', k.jobs, id)
 if not record then return { REFUSAL.NOT_FOUND } end
-local h, body = decode(record)
+local h, inline = decode(record)
 if h[H_STATE] == CANCELLED then return { REFUSAL.CANCELLED } end
 if not isAttempt(h, ARGV[3], ARGV[9]) then return { REFUSAL.STALE_ATTEMPT } end
 
 redis.call('ZREM', runningKey, id)
-local headBefore = headScore(delayedKey)
-local code, due = failAttempt(jobsKey, delayedKey, deadKey, id, h, body, now, ARGV[4],
+local headBefore = headScore(k.delayed)
+local code, due = failAttempt(k, id, h, inline, now, ARGV[4],
   tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7]), optionalNumber(ARGV[8]))
 if code == OUTCOME.DEAD_LETTERED then return { OUTCOME.DEAD_LETTERED } end
 local headChanged = 0

@@ -1,6 +1,7 @@
 --[[
-  Finishes a running attempt as done.
-  KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] done zset
+  Finishes a running attempt as done. Rewrites the record's header only (never the body kept
+  apart), or deletes record and body.
+  KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] running zset  KEYS[4] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] attempt number the caller ran
   ARGV[4] retention ms (how long the done job stays readable; 0 deletes it now)
   ARGV[5] the attempt's claim token ('' for an attempt claimed before claims had tokens)
@@ -9,20 +10,20 @@
           (cancelled while running): nothing changed.
   Mirrored by AckReply in lib/engine/scripts.ts.
 ]]
-local jobsKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3]
+local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, id, retention = clock(ARGV[1]), ARGV[2], tonumber(ARGV[4])
 local record = redis.call('HGET', jobsKey, id)
 if not record then return REFUSAL.NOT_FOUND end
-local h, body = decode(record)
+local h, inline = decode(record)
 if h[H_STATE] == CANCELLED then return REFUSAL.CANCELLED end
 if not isAttempt(h, ARGV[3], ARGV[5]) then return REFUSAL.STALE_ATTEMPT end
 
 redis.call('ZREM', runningKey, id)
 if retention > 0 then
   h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = DONE, now, false
-  redis.call('HSET', jobsKey, id, encode(h, body))
+  save(jobsKey, bodiesKey, id, h, inline)
   redis.call('ZADD', doneKey, now + retention, id)
 else
-  redis.call('HDEL', jobsKey, id)
+  remove(jobsKey, bodiesKey, id)
 end
 return OUTCOME.ACKED

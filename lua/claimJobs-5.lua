@@ -1,0 +1,62 @@
+--[[
+  Claims up to n ready jobs of one topic and partition for an attempt each: counts the attempt
+  and puts the job in the running zset with its TTR deadline. Each claim gets a token no other
+  claim has (ARGV[5] and its place in this call): ack, fail, start and release present it. Ids
+  whose job is gone, cancelled, rescheduled or already claimed are taken off the list and skipped,
+  never searched for. Rewrites each claimed record's header only, and replies a body only when it
+  is inline: the caller reads the bodies kept apart with a plain HMGET of the bodies hash (moving a
+  large body through a script costs Redis about ten times a plain read: BENCHMARKS.md, step 7).
+  Stops before the job whose record and body would pass the byte budget (never before the first
+  id, unless strict): the ids not looked at stay at the head of the ready list, and the bodies the
+  caller then reads stay within the budget too.
+  KEYS[1] ready list  KEYS[2] running zset  KEYS[3] jobs hash  KEYS[4] bodies hash
+  KEYS[5] delayed zset
+  ARGV[1] fixed clock ms or ''  ARGV[2] n, at most this many ids are taken
+  ARGV[3] max running: claims stop when the running zset holds this many
+  ARGV[4] the topic's ttr ms, for jobs that set none
+  ARGV[5] a random nonce, new for every call (the claim tokens are nonce.i)
+  ARGV[6] byte budget of the records and bodies read
+  ARGV[7] '1': strict, even the first id must fit the budget (a caller that already holds jobs
+          claimed in this round); '0': the first id is always looked at
+  Returns { now, taken, skipped, more 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
+  where taken counts the ids taken off the ready list and more = 1 when the budget stopped the
+  claim before n ids. Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
+]]
+local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local now = clock(ARGV[1])
+local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
+local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
+if n <= 0 then return { now, 0, 0, 0 } end
+-- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
+local ids = redis.call('LRANGE', readyKey, 0, n - 1)
+if #ids == 0 then return { now, 0, 0, 0 } end
+
+local result = { now, 0, 0, 0 }
+local taken = 0
+for i, id in ipairs(ids) do
+  local record = redis.call('HGET', jobsKey, id)
+  local h, inline
+  if record then h, inline = decode(record) end
+  if not h or h[H_STATE] ~= PENDING or redis.call('ZSCORE', delayedKey, id) then
+    local size = record and #record or 0
+    if not budget.fits(size) then result[4] = 1 break end
+    budget.spend(size)
+    result[3] = result[3] + 1
+  else
+    local size = #record + bodySize(bodiesKey, id, inline)
+    if not budget.fits(size) then result[4] = 1 break end
+    budget.spend(size)
+    local deadline = now + (h[H_TTR] or tonumber(ARGV[4]))
+    h[H_ATTEMPTS] = h[H_ATTEMPTS] + 1
+    h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = RUNNING, now, deadline
+    h[H_CLAIM], h[H_STARTED] = ARGV[5] .. '.' .. i, false
+    save(jobsKey, bodiesKey, id, h, inline)
+    redis.call('ZADD', runningKey, deadline, id)
+    -- a record of older code had its body inline whatever its size: it is read already
+    result[#result + 1] = { id, h[H_ATTEMPTS], h[H_RUN_AT], deadline, h[H_URL], inline, h[H_MAX], h[H_CLAIM] }
+  end
+  taken = i
+end
+redis.call('LTRIM', readyKey, taken, -1)
+result[2] = taken
+return result

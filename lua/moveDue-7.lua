@@ -1,0 +1,90 @@
+--[[
+  One sweep step for one topic and partition, each part bounded by the limit, and the parts that
+  read records (1 and 3) together by the byte budget:
+  1. running attempts past their TTR deadline become failed attempts (retry or dead); one that
+     no handler started is given back without counting (see giveBack in job.lua); each rewrites
+     the record's header only;
+  2. due jobs move from the delayed zset to the ready list, oldest due first (no record is read);
+  3. done and cancelled jobs past their retention, and dead jobs older than the dead retention,
+     are deleted, record and body.
+  KEYS[1] delayed zset  KEYS[2] ready list  KEYS[3] running zset  KEYS[4] jobs hash
+  KEYS[5] bodies hash  KEYS[6] dead zset  KEYS[7] done zset
+  ARGV[1] fixed clock ms or ''  ARGV[2] limit per part  ARGV[3] the topic's max attempts
+  ARGV[4] the topic's backoff spec  ARGV[5] random number in [0, 1) for jitter
+  ARGV[6] dead retention ms  ARGV[7] byte budget of the records read (parts 1 and 3)
+  Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready, givenBack }
+  where more = 1 when a part hit its limit or the budget (call again now), nextAt is the earliest
+  of the next due job and the next TTR deadline, ready is the ready list's length after the move
+  (and the give-backs), and givenBack counts the attempts given back without counting.
+  Mirrored by MoveDueReply in lib/engine/scripts.ts.
+]]
+local k = { delayed = KEYS[1], ready = KEYS[2], jobs = KEYS[4], bodies = KEYS[5], dead = KEYS[6] }
+local runningKey, doneKey = KEYS[3], KEYS[7]
+local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
+local defaultMax, defaultBackoff, rand = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local deadRetention = tonumber(ARGV[6])
+local budget = byteBudget(tonumber(ARGV[7]))
+local moved, purged, more = 0, 0, 0
+local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
+
+-- Takes up to `limit` members of zset `key` scored up to `maxScore`, lowest first, and calls
+-- fn(id, record) for each, within the budget; removes the members it took. A member whose
+-- record is gone is just removed.
+local function drain(key, maxScore, fn)
+  local ids = redis.call('ZRANGEBYSCORE', key, '-inf', maxScore, 'LIMIT', 0, limit)
+  local taken = 0
+  for _, id in ipairs(ids) do
+    local record = redis.call('HGET', k.jobs, id)
+    if record then
+      if not budget.fits(#record) then
+        more = 1
+        break
+      end
+      budget.spend(#record)
+      fn(id, record)
+    end
+    taken = taken + 1
+  end
+  if taken > 0 then redis.call('ZREMRANGEBYRANK', key, 0, taken - 1) end
+  if #ids == limit then more = 1 end
+end
+
+drain(runningKey, now, function(id, record)
+  local h, inline = decode(record)
+  if h[H_STATE] ~= RUNNING then return end
+  local code
+  if h[H_CLAIM] and not h[H_STARTED] then
+    -- claimed but never started: the fan-out died, the event was lost or came too late
+    code = giveBack(k, id, h, inline, now, 'never started: no handler took its claim within the ttr', defaultMax, defaultBackoff, rand)
+  else
+    -- started, or a claim of older code (which marks no start): counts as it always did
+    local err = 'attempt ' .. h[H_ATTEMPTS] .. ' timed out: no ack within its ttr'
+    code = failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, false)
+  end
+  tally(ended, code)
+end)
+
+local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
+if #due > 0 then
+  redis.call('ZREMRANGEBYRANK', k.delayed, 0, #due - 1)
+  redis.call('RPUSH', k.ready, unpack(due))
+  moved = #due
+  if #due == limit then more = 1 end
+end
+
+local function purge(state1, state2)
+  return function(id, record)
+    local state = decode(record)[H_STATE]
+    if state == state1 or state == state2 then
+      remove(k.jobs, k.bodies, id)
+      purged = purged + 1
+    end
+  end
+end
+drain(doneKey, now, purge(DONE, CANCELLED))
+drain(k.dead, now - deadRetention, purge(DEAD, DEAD))
+
+local nextAt = headScore(k.delayed)
+local deadline = headScore(runningKey)
+if deadline and (not nextAt or deadline < nextAt) then nextAt = deadline end
+return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, redis.call('LLEN', k.ready), ended.givenBack }

@@ -1,0 +1,49 @@
+--[[
+  Moves dead jobs back to delayed, due now, with their attempts reset to 0 (the last error is
+  kept until the next attempt ends). Rewrites each record's header only, and stops before the job
+  whose record would pass the byte budget (never before the first).
+  KEYS[1] dead zset  KEYS[2] delayed zset  KEYS[3] jobs hash  KEYS[4] bodies hash
+  ARGV[1] fixed clock ms or ''  ARGV[2] n: redrive the n oldest dead jobs, when no ids follow
+  ARGV[3] byte budget of the records read
+  ARGV[4..] ids to redrive (ids that are not dead are skipped)
+  Returns { redriven, headChanged 0|1, looked, more 0|1 } where looked counts the ids (given, or
+  oldest dead) looked at, in order, and more = 1 when the budget stopped the redrive before the
+  rest: the caller redrives those in another call.
+  Mirrored by RedriveReply in lib/engine/scripts.ts.
+]]
+local deadKey, delayedKey, jobsKey, bodiesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local now = clock(ARGV[1])
+local budget = byteBudget(tonumber(ARGV[3]))
+local given = #ARGV > 3
+local ids = {}
+if given then
+  for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
+else
+  ids = redis.call('ZRANGE', deadKey, 0, tonumber(ARGV[2]) - 1)
+end
+if #ids == 0 then return { 0, 0, 0, 0 } end
+
+local headBefore = headScore(delayedKey)
+local redriven, looked, more = 0, 0, 0
+for _, id in ipairs(ids) do
+  if not given or redis.call('ZSCORE', deadKey, id) then
+    local record = redis.call('HGET', jobsKey, id)
+    if record then
+      if not budget.fits(#record) then
+        more = 1
+        break
+      end
+      budget.spend(#record)
+      local h, inline = decode(record)
+      h[H_STATE], h[H_ATTEMPTS], h[H_RUN_AT], h[H_UPDATED] = PENDING, 0, now, now
+      save(jobsKey, bodiesKey, id, h, inline)
+      redis.call('ZADD', delayedKey, now, id)
+      redriven = redriven + 1
+    end
+    redis.call('ZREM', deadKey, id)
+  end
+  looked = looked + 1
+end
+local headChanged = 0
+if redriven > 0 and (not headBefore or now < headBefore) then headChanged = 1 end
+return { redriven, headChanged, looked, more }

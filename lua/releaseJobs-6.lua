@@ -1,0 +1,39 @@
+--[[
+  Gives claimed jobs back after their handler could not be invoked: each goes to the front of its
+  ready list without counting the attempt, unless it was given back MAX_GIVE_BACKS times in a row
+  already; then this give-back counts as a failed attempt (retry after the backoff, or dead) with
+  the reason as its lastError (giveBack in job.lua). Rewrites each record's header only, and stops
+  before the job whose record would pass the byte budget (never before the first).
+  KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] running zset  KEYS[4] ready list
+  KEYS[5] delayed zset  KEYS[6] dead zset
+  ARGV[1] fixed clock ms or ''  ARGV[2] the topic's max attempts  ARGV[3] the topic's backoff spec
+  ARGV[4] random number in [0, 1) for jitter  ARGV[5] why the invoke failed
+  ARGV[6] byte budget of the records read
+  ARGV[7..] triples: id, attempt number that was claimed, claim token ('' for a claim of older code)
+  Returns { released, retried, deadLettered, looked }; an id not running that claim is left as it
+  is. looked counts the triples looked at, in order: the caller sends the rest in another call.
+  Mirrored by ReleaseReply in lib/engine/scripts.ts.
+]]
+local k = { jobs = KEYS[1], bodies = KEYS[2], ready = KEYS[4], delayed = KEYS[5], dead = KEYS[6] }
+local runningKey = KEYS[3]
+local now = clock(ARGV[1])
+local defaultMax, defaultBackoff, rand, reason = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local budget = byteBudget(tonumber(ARGV[6]))
+local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
+local looked = 0
+for i = 7, #ARGV, 3 do
+  local id = ARGV[i]
+  local record = redis.call('HGET', k.jobs, id)
+  if record then
+    if not budget.fits(#record) then break end
+    budget.spend(#record)
+    local h, inline = decode(record)
+    if isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
+      redis.call('ZREM', runningKey, id)
+      local code = giveBack(k, id, h, inline, now, 'could not be invoked: ' .. reason, defaultMax, defaultBackoff, rand)
+      tally(ended, code)
+    end
+  end
+  looked = looked + 1
+end
+return { ended.givenBack, ended.retried, ended.deadLettered, looked }
