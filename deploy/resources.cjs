@@ -21,14 +21,16 @@ const MEMORYDB_ACCESS = [
   '+eval', '+evalsha',
   '+blpop', // the sweeper's wake-up list (lib/sweeper.ts)
   '+time', '+zcard', '+llen', '+zrange', // engine/sweep.ts, attempts.ts, read.ts
+  '+hmget', '+hget', '+multi', '+exec', // bodies kept apart, read beside their script (engine/read.ts, attempts.ts, dead.ts)
+  '+hgetall', // GET /topics: lateness per minute (engine/lateness.ts); LRANGE of the ready heads is in the Lua list below
   '+wait', // durability replica only (lib/engine/durable.ts; DQ_DURABILITY may ask for it)
   '+info', // ioredis' ready check on every connection; durability replica's replica count
   '+cluster|slots', '+cluster|info', '+asking', // ioredis Cluster: slot map, ready check, redirections
   '+client|setinfo', // ioredis names its library on connect (a refusal would count as an ACL failure)
   // Lua (lua/*.lua, lua/includes/job.lua)
   '+del', '+exists', '+get', '+set', '+incr', '+pexpire',
-  '+hget', '+hset', '+hdel',
-  '+lpush', '+rpush', '+lpop', '+ltrim',
+  '+hset', '+hdel', '+hstrlen',
+  '+lpush', '+lrange', '+rpush', '+lpop', '+ltrim',
   '+zadd', '+zrem', '+zscore', '+zrank', '+zcount', '+zrangebyscore', '+zremrangebyrank',
 ].join(' ');
 
