@@ -182,8 +182,16 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
       await stop();
       throw new Error(`serverless offline exited before it was ready (${exitStatus}). Its output:\n${logs.text()}`);
     }
-    // the Lambda API starts first, the HTTP API after it: check both anyway
-    if ((await answers(`${baseUrl}/`)) && (await answers(`${lambdaUrl}/`))) break;
+    // the Lambda API starts first, the HTTP API after it: check both anyway. Offline's own lines
+    // say it bound both ports: an answer alone could come from another server on a port taken
+    // between freePort() and offline's listen (seen in a soak: a test's receiver answered 200).
+    const text = logs.text();
+    const bound = text.includes(`listening on http://127.0.0.1:${lambdaPort}`) && text.includes(`Server ready: http://127.0.0.1:${httpPort}`);
+    if (bound && (await answers(`${baseUrl}/`)) && (await answers(`${lambdaUrl}/`))) break;
+    if (/EADDRINUSE/.test(text)) {
+      await stop();
+      throw new Error(`serverless offline could not bind its ports (${httpPort}, ${lambdaPort}). Its output:\n${text}`);
+    }
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`serverless offline did not answer on ${baseUrl} within ${readyTimeoutMs / 1000} s. Its output:\n${logs.text()}`);
