@@ -17,14 +17,7 @@ import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/config';
 import { DelayQueue } from '../lib/queue';
 import { startPrimaryWithReplica } from '../test/support/redis';
-
-function envInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
-  return n;
-}
+import { envInt } from './env';
 
 const SINGLE = envInt('BENCH_DURABILITY_SINGLE', 2000);
 const BATCHES = envInt('BENCH_DURABILITY_BATCHES', 200);

@@ -32,18 +32,11 @@ import { MAX_BODY_BYTES } from '../lib/limits';
 import { DelayQueue, type ClaimedJob } from '../lib/queue';
 import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
 import { startRedis, type RedisProcess } from '../test/support/redis';
+import { envInt } from './env';
 
 const TOPIC = 'bench';
 const BODY_BYTES = 200;
 const BATCH = 500;
-
-function envInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 const ALL_JOBS = process.env.BENCH_JOBS ? envInt('BENCH_JOBS', 0) : undefined;
 const N = {

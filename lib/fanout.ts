@@ -3,6 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from './config';
 import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from './limits';
 import { FANOUT_MARK } from './engine/codes';
+import { chunkBySize } from './engine/partitions';
 import { endFanout, startFanout } from './engine/scripts';
 import { sweeperKeys } from './keys';
 import type { Invoker } from './lambda';
@@ -102,25 +103,10 @@ export function toWire(job: ClaimedJob): WireJob {
  */
 export function cutBatches(topic: Pick<TopicConfig, 'name' | 'batchSize'>, claimed: readonly ClaimedJob[]): { batches: ClaimedJob[][]; oversized: { job: ClaimedJob; bytes: number }[] } {
   const room = EVENT_PAYLOAD_BYTES - EVENT_ENVELOPE_BYTES;
-  const batches: ClaimedJob[][] = [];
-  const oversized: { job: ClaimedJob; bytes: number }[] = [];
-  let batch: ClaimedJob[] = [];
-  let used = 0;
-  for (const job of claimed) {
-    const bytes = Buffer.byteLength(JSON.stringify(toWire(job))) + 1; // and its comma
-    if (bytes > room) {
-      oversized.push({ job, bytes });
-      continue;
-    }
-    if (batch.length >= topic.batchSize || used + bytes > room) {
-      batches.push(batch);
-      batch = [];
-      used = 0;
-    }
-    batch.push(job);
-    used += bytes;
-  }
-  if (batch.length > 0) batches.push(batch);
+  const sized = claimed.map((job) => ({ job, bytes: Buffer.byteLength(JSON.stringify(toWire(job))) + 1 })); // and its comma
+  const oversized = sized.filter((s) => s.bytes > room);
+  const fitting = sized.filter((s) => s.bytes <= room);
+  const batches = chunkBySize(fitting, topic.batchSize, room, (s) => s.bytes).map((run) => run.map((s) => s.job));
   return { batches, oversized };
 }
 
