@@ -246,13 +246,19 @@ export class DelayQueue {
   /**
    * Counts per state and the next due time of a topic, summed over partitions; how late its
    * attempts started over the last 5 minutes and per minute over the last hour; and how long its
-   * oldest ready job has been due.
+   * oldest ready job has been due. `now` (Redis clock) saves a clock read when the caller has one.
    */
-  async stats(topic: string): Promise<TopicStatsView> {
+  async stats(topic: string, now?: number): Promise<TopicStatsView> {
     const t = requireTopic(this.config, topic);
-    const now = await this.serverTime();
+    now ??= await this.serverTime();
     const [counts, lateness, oldestReadyAgeMs] = await Promise.all([engine.topicStats(this.ctx, topic), engine.latenessStats(this.ctx, topic, now), engine.oldestReadyAgeMs(this.ctx, t, now)]);
     return { ...counts, lateness: lateness.window, oldestReadyAgeMs, lastHour: lateness.lastHour };
+  }
+
+  /** Counts per state and the next due time of a topic only (plain reads; no lateness, no clock). */
+  async counts(topic: string): Promise<TopicStats> {
+    requireTopic(this.config, topic);
+    return engine.topicStats(this.ctx, topic);
   }
 
   /** Records how late attempts of `topic` started (ms), for stats(); advisory, so callers may ignore its failure. */
@@ -262,7 +268,8 @@ export class DelayQueue {
 
   /** Stats of every configured topic. */
   async statsAll(): Promise<TopicStatsView[]> {
-    return Promise.all([...this.config.topics.keys()].map((t) => this.stats(t)));
+    const now = await this.serverTime(); // one clock read for every topic
+    return Promise.all([...this.config.topics.keys()].map((t) => this.stats(t, now)));
   }
 
   /**

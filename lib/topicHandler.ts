@@ -102,7 +102,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
  */
 async function handOnRest(rt: Runtime, topic: TopicConfig, lastBatch: number, log: Logger): Promise<void> {
   try {
-    if (lastBatch === topic.batchSize || (await rt.queue.stats(topic.name)).ready > 0) await requestFanout({ ...rt, timings: rt.config.timings });
+    if (lastBatch === topic.batchSize || (await rt.queue.counts(topic.name)).ready > 0) await requestFanout({ ...rt, timings: rt.config.timings });
   } catch (error) {
     log.warn('could not request a fan-out', { error });
   }
