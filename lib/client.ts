@@ -84,6 +84,10 @@ export interface Job<Body = unknown> {
   lastError: string | null;
   /** The running attempt's time-to-run deadline. */
   deadline: string | null;
+  /** Grows with every change written to the job; its ETag is `"<version>"`. */
+  version: number;
+  /** The job's group, or null. */
+  group: string | null;
   body: Body;
 }
 

@@ -29,7 +29,7 @@ function job(fields: Partial<ClientJob> = {}): ClientJob {
   const now = new Date().toISOString();
   return {
     topic: 'example', id: 'j1', state: 'delayed', runAt: now, createdAt: now, updatedAt: now, attempts: 0, maxAttempts: 5, ttr: 30,
-    backoff: { type: 'fixed', delay: 1 }, url: null, lastError: null, deadline: null, body: null, ...fields,
+    backoff: { type: 'fixed', delay: 1 }, url: null, lastError: null, deadline: null, version: 1, group: null, body: null, ...fields,
   };
 }
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
