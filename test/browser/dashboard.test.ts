@@ -25,13 +25,9 @@ const ARTIFACTS = join(PROJECT_ROOT, 'test-artifacts');
 const HOSTILE = '<img src=x onerror="window.__pwned=1">&amp;<script>window.__pwned=2</script>';
 const ACTIVE = ['delayed', 'ready', 'running'];
 
-/** A job with the fields issue 14 adds (the routes that list and cancel groups answer these). */
-interface GroupedJob extends Job {
-  version: number;
-  group: string | null;
-}
+/** One page of GET /topics/{topic}/jobs or GET /topics/{topic}/groups/{group}. */
 interface JobPage {
-  jobs: GroupedJob[];
+  jobs: Job[];
   next: string | null;
 }
 
@@ -314,19 +310,19 @@ describe('the dashboard in headless Chromium', () => {
     });
     return { status: res.status, body: (await res.json()) as T };
   }
-  async function addJob(job: Record<string, unknown>): Promise<GroupedJob> {
-    const res = await call<{ job: GroupedJob }>('POST', '/jobs', { topic: 'example', ...job });
+  async function addJob(job: Record<string, unknown>): Promise<Job> {
+    const res = await call<{ job: Job }>('POST', '/jobs', { topic: 'example', ...job });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.job;
   }
-  async function jobOf(id: string): Promise<GroupedJob> {
-    const res = await call<{ job: GroupedJob }>('GET', `/jobs/example/${encodeURIComponent(id)}`);
+  async function jobOf(id: string): Promise<Job> {
+    const res = await call<{ job: Job }>('GET', `/jobs/example/${encodeURIComponent(id)}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     return res.body.job;
   }
   /** Every job of a group as the API lists them, following `next`. */
-  async function groupOf(group: string): Promise<GroupedJob[]> {
-    const jobs: GroupedJob[] = [];
+  async function groupOf(group: string): Promise<Job[]> {
+    const jobs: Job[] = [];
     let cursor: string | null = null;
     do {
       const res: { status: number; body: JobPage } = await call<JobPage>('GET', `/topics/example/groups/${encodeURIComponent(group)}?limit=50${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
@@ -473,7 +469,7 @@ describe('the dashboard in headless Chromium', () => {
     const v1 = (await jobOf(up.a)).version;
     assert.equal(await text('[data-testid="job-group"]'), g1);
     assert.equal(await text('[data-testid="job-version"]'), String(v1));
-    const put = await call<{ job: GroupedJob }>('PUT', `/jobs/example/${up.a}`, { delay: 650, group: g1, maxAttempts: 4 });
+    const put = await call<{ job: Job }>('PUT', `/jobs/example/${up.a}`, { delay: 650, group: g1, maxAttempts: 4 });
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.ok(put.body.job.version > v1, `the version grew (${v1} -> ${put.body.job.version})`);
     await until('the new version', async () => (await text('[data-testid="job-version"]')) === String(put.body.job.version));
