@@ -353,10 +353,10 @@ describe('the dashboard in headless Chromium', () => {
     const sfx = String(process.pid);
     const [g1, g2, fill, group] = [`g1-${sfx}`, `g2-${sfx}`, `fill-${sfx}`, `grp-${sfx}`];
     const up = { a: `up-a-${sfx}`, b: `up-b-${sfx}`, c: `up-c-${sfx}`, d: `up-d-${sfx}` };
-    await addJob({ id: up.c, delay: 1500, group: g1 });
+    await addJob({ id: up.c, delay: 1500, group: g1, maxAttempts: 3 });
     await addJob({ id: up.a, delay: 600, group: g1, maxAttempts: 4 });
-    await addJob({ id: up.d, delay: 1800 });
-    await addJob({ id: up.b, delay: 900, group: g2 });
+    await addJob({ id: up.d, delay: 1800, maxAttempts: 3 });
+    await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3 });
     await page.selectOption('#upcoming-topic', 'example');
     await until('the four jobs in the upcoming list', async () => (await rowsOf('upcoming')).filter((r) => Object.values(up).includes(r.id ?? '')).length === 4);
     let rows = await rowsOf('upcoming');
