@@ -16,6 +16,8 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 const spec = parse(readFileSync(join(__dirname, '..', '..', 'openapi.yaml'), 'utf8')) as Json;
 const schemas = spec.components.schemas as Json;
 const jsonBody = (operation: Json) => operation.requestBody.content['application/json'];
+/** An example's value, its `$ref` to components/examples resolved. */
+const exampleValue = (example: Json): Json => (example.$ref ? spec.components.examples[String(example.$ref).split('/').pop()!] : example).value;
 
 /** The error body validation throws for `fn`, as the API sends it. */
 function refusal(fn: () => unknown): Json {
@@ -70,7 +72,7 @@ describe('openapi.yaml states the limits of lib/limits.ts', () => {
     const actual = refusal(() => validateJob({ topic: 'example', delay: -1, dealy: 3 }, config));
     const byPath = (a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path);
     assert.deepEqual({ ...invalid.error, details: [...invalid.error.details].sort(byPath) }, { ...actual.error, details: [...actual.error.details].sort(byPath) });
-    const unknown = spec.components.responses.BadJob.content['application/json'].examples.unknownTopic.value;
+    const unknown = exampleValue(spec.components.responses.BadJob.content['application/json'].examples.unknownTopic);
     assert.deepEqual(unknown, refusal(() => validateJob({ topic: 'nope', delay: 1 }, config)));
     const badId = spec.components.responses.BadRef.content['application/json'].examples.badId.value;
     assert.deepEqual(badId, refusal(() => checkJobRef('example', 'bad id')));
