@@ -88,7 +88,7 @@ export interface Job<Body = unknown> {
   lastError: string | null;
   /** The running attempt's time-to-run deadline. */
   deadline: string | null;
-  /** Grows with every change written to the job (0 for a job written before versions existed): pass it as `ifMatch`. */
+  /** Grows with every change written to the job (0 for a job written before versions existed); its ETag is `"<version>"`: pass it as `ifMatch`. */
   version: number;
   /** The job's group, or null. */
   group: string | null;

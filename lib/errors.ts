@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'JOB_EXISTS'
   | 'JOB_FINISHED'
+  | 'VERSION_MISMATCH'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNKNOWN_TOPIC'
   | 'UNAVAILABLE'
@@ -53,6 +54,8 @@ export function refusalError(refusal: Refusal, topic: string, id: string, detail
       return new HttpError(409, 'JOB_FINISHED', `that attempt of job ${topic}/${id} already ended`, details);
     case REFUSAL.CANCELLED:
       return new HttpError(409, 'JOB_FINISHED', `job ${topic}/${id} was cancelled`, details);
+    case REFUSAL.VERSION_MISMATCH:
+      return new HttpError(412, 'VERSION_MISMATCH', `job ${topic}/${id} does not have the version If-Match names`, details);
   }
 }
 

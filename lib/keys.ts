@@ -29,10 +29,15 @@ export type WakeCounterKey = Key<'wakes'>;
 export type FanoutKey = Key<'fanout'>;
 export type SyncKey = Key<'sync'>;
 export type LatenessKey = Key<'lateness'>;
+export type GroupKey = Key<'group'>;
 
 /** The keys of one topic in one partition. */
 export interface TopicKeys {
-  /** HASH id -> msgpack header, followed by the JSON body when it is small (inline) */
+  /**
+   * HASH id -> msgpack header, followed by the JSON body when it is small (inline); and, under
+   * names no id can take ('#' is not an id character), the topic's version counter (`#seq`) and
+   * the marks of group cancels under way (`#cancel:<group>`): see lua/includes/job.lua.
+   */
   jobs: JobsKey;
   /**
    * HASH id -> JSON body of a job whose body is not inline (larger than INLINE_BODY_BYTES in
@@ -77,6 +82,16 @@ export function topicKeys(partition: number, topic: string): TopicKeys {
     dead: `${base}dead:${topic}` as DeadKey,
     done: `${base}done:${topic}` as DoneKey,
   };
+}
+
+/**
+ * ZSET of the jobs of group `group` of `topic` in `partition`: id -> the version at which the job
+ * joined. The empty group's key (group '') is never written: a script call whose jobs have no
+ * group is passed it. Groups follow the id rules, so may hold ':'; the topic never does, so the
+ * name stays unambiguous.
+ */
+export function groupKey(partition: number, topic: string, group: string): GroupKey {
+  return `dq:{p${partition}}:group:${topic}:${group}` as GroupKey;
 }
 
 /** Keys of the topic of job (topic, id) in the job's partition (of `partitions`). */

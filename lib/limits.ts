@@ -20,6 +20,9 @@ export const REDRIVE_IDS = { min: 1, max: 500 } as const satisfies Range;
 /** Oldest dead jobs one redrive by count moves back; the default also serves a redrive without a body. */
 export const REDRIVE_COUNT = { min: 1, max: 1000, default: 100 } as const satisfies Range;
 
+/** Jobs per page of GET /topics/{topic}/jobs and GET /topics/{topic}/groups/{group}. */
+export const JOBS_PAGE = { min: 1, max: 500, default: 100 } as const satisfies Range;
+
 /** Dead jobs per page of GET /topics/{topic}/dead. */
 export const DEAD_PAGE = { min: 1, max: 100, default: 50 } as const satisfies Range;
 

@@ -5,10 +5,10 @@ import { encodeDeadCursor } from './engine/dead';
 import { confirmReplicated, NotReplicatedError } from './engine/durable';
 import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './engine';
 import { HttpError, refusalError } from './errors';
-import { DEAD_PAGE, REDRIVE_COUNT, SCRIPT_CALL_BYTES } from './limits';
+import { DEAD_PAGE, JOBS_PAGE, REDRIVE_COUNT, SCRIPT_CALL_BYTES } from './limits';
 import { partitionOf } from './keys';
 import { registerScripts } from './scripts';
-import { checkBatchSize, checkDeadCursor, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type NewJob } from './validation';
+import { badCursor, checkBatchSize, checkDeadCursor, checkGroupRef, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type GroupPage, type IfMatch, type JobsQuery, type NewJob } from './validation';
 
 export type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobState, SweepResult, TopicStats, Wake } from './engine';
 
@@ -33,9 +33,13 @@ export interface QueueOptions {
   random?: () => number;
 }
 
-/** A write result with its refusal as the API error it becomes. */
-function toOutcome(result: WriteResult): WriteOutcome {
-  if (!('refusal' in result)) return result;
+/**
+ * A write result with its refusal as the API error it becomes. A put whose If-Match failed throws
+ * 412 VERSION_MISMATCH with the job as it stands (null when there is none).
+ */
+function toOutcome(result: WriteResult, input: NewJob): WriteOutcome {
+  if (result.status === 'mismatch') throw refusalError(result.refusal, input.topic, input.id, { job: result.job });
+  if (!('refusal' in result)) return { status: result.status, job: result.job };
   const { refusal, status, job } = result;
   return { status, job, error: refusalError(refusal, job.topic, job.id) };
 }
@@ -95,7 +99,7 @@ export class DelayQueue {
 
   private async write(jobs: NewJob[], mode: 'add' | 'put'): Promise<{ outcomes: WriteOutcome[] } & Wake> {
     const { results, wake } = await engine.writeJobs(this.ctx, jobs, mode);
-    const outcomes = results.map(toOutcome);
+    const outcomes = results.map((r, i) => toOutcome(r, jobs[i]!));
     const changed = new Set<number>();
     const covering = new Set<number>(); // answers that stand on what the primary had: "exists", "running"
     outcomes.forEach((o, i) => (o.status === 'created' || o.status === 'replaced' ? changed : covering).add(jobs[i]!.partition));
@@ -138,8 +142,11 @@ export class DelayQueue {
    * Creates job topic/id, or replaces it while it is pending (due time, body and options); a
    * cancelled job is created anew. `finished` when it is running, done or dead.
    */
-  async put(topic: string, id: string, input: unknown): Promise<WriteOutcome & Wake> {
-    const { outcomes, wake } = await this.write([validatePut(topic, id, input, this.config, this.clientNow())], 'put');
+  async put(topic: string, id: string, input: unknown, options: { ifMatch?: IfMatch } = {}): Promise<WriteOutcome & Wake> {
+    const job = validatePut(topic, id, input, this.config, this.clientNow());
+    const { ifMatch } = options;
+    if (ifMatch !== undefined) job.ifMatch = ifMatch === '*' ? '*' : ifMatch.version;
+    const { outcomes, wake } = await this.write([job], 'put');
     return { ...outcomes[0]!, wake };
   }
 
@@ -151,11 +158,14 @@ export class DelayQueue {
 
   /**
    * Cancels a pending or running job and returns it (state `cancelled`); cancelling twice is
-   * fine. Throws 404 NOT_FOUND, or 409 JOB_FINISHED for a done or dead job.
+   * fine. Throws 404 NOT_FOUND, 409 JOB_FINISHED for a done or dead job, or 412 VERSION_MISMATCH
+   * (with the job as it stands, or null) when `ifMatch` does not hold.
    */
-  async cancel(topic: string, id: string): Promise<Job> {
+  async cancel(topic: string, id: string, options: { ifMatch?: IfMatch } = {}): Promise<Job> {
     checkJobRef(topic, id);
-    const outcome = await engine.cancelJob(this.ctx, requireTopic(this.config, topic), id);
+    const { ifMatch } = options;
+    const outcome = await engine.cancelJob(this.ctx, requireTopic(this.config, topic), id, ifMatch === undefined ? '' : ifMatch === '*' ? '*' : ifMatch.version);
+    if (isRefused(outcome) && outcome.refusal === engine.REFUSAL.VERSION_MISMATCH) throw refusalError(outcome.refusal, topic, id, { job: outcome.job ?? null });
     const { job } = orThrow(outcome, topic, id);
     const partition = partitionOf(topic, id, this.config.partitions);
     await this.durable([partition], [partition]); // "already cancelled" wrote nothing
@@ -270,6 +280,49 @@ export class DelayQueue {
   async statsAll(): Promise<TopicStatsView[]> {
     const now = await this.serverTime(); // one clock read for every topic
     return Promise.all([...this.config.topics.keys()].map((t) => this.stats(t, now)));
+  }
+
+  /**
+   * Cancels every job of group `group` of topic `topic` that has not finished: delayed and ready
+   * ones (`cancelled`) and running ones (`running`: the attempt under way finishes, but its ack is
+   * dropped and no retry follows). Once it returns, no job of the group that was delayed or ready
+   * starts; jobs added to the group afterwards run normally.
+   */
+  async cancelGroup(topic: string, group: string): Promise<{ cancelled: number; running: number }> {
+    checkGroupRef(topic, group);
+    const t = requireTopic(this.config, topic);
+    const { cancelled, running, partitions } = await engine.cancelGroup(this.ctx, t, group);
+    await this.durable(partitions, partitions);
+    return { cancelled, running };
+  }
+
+  /**
+   * The jobs of group `group` of topic `topic` with their states, at most `limit` (JOBS_PAGE), after
+   * `cursor` (a previous page's `next`). A group without jobs lists empty. `next` is null at the end.
+   */
+  async listGroup(topic: string, group: string, page: GroupPage = {}): Promise<{ jobs: Job[]; next: string | null }> {
+    checkGroupRef(topic, group);
+    const t = requireTopic(this.config, topic);
+    let cursor: engine.GroupCursor | undefined;
+    if (page.cursor !== undefined) cursor = engine.decodeGroupCursor(page.cursor, this.config.partitions) ?? undefined;
+    if (page.cursor !== undefined && !cursor) throw badCursor();
+    const result = await engine.listGroup(this.ctx, t, group, { limit: page.limit ?? JOBS_PAGE.default, ...(cursor ? { cursor } : {}) });
+    return { jobs: result.jobs, next: result.next && engine.encodeGroupCursor(result.next) };
+  }
+
+  /**
+   * Jobs of topic `topic` in one state across all partitions: delayed by due time, running by TTR
+   * deadline, dead by time of death (ties by id), ready in queue order; within [from, to] of that
+   * time; at most `limit` (JOBS_PAGE), after `cursor` (a previous page's `next`, of the same state).
+   */
+  async listJobs(topic: string, query: JobsQuery): Promise<{ jobs: Job[]; next: string | null }> {
+    const t = requireTopic(this.config, topic);
+    const limit = query.limit ?? JOBS_PAGE.default;
+    const cursor = query.cursor === undefined ? undefined : engine.decodeJobsCursor(query.cursor, query.state, this.config.partitions);
+    if (query.cursor !== undefined && !cursor) throw badCursor();
+    const bounds = { ...(query.from !== undefined ? { from: query.from } : {}), ...(query.to !== undefined ? { to: query.to } : {}) };
+    const page = await engine.listJobs(this.ctx, t, query.state, { limit, ...bounds, ...(cursor ? { cursor } : {}) });
+    return { jobs: page.jobs, next: page.next && engine.encodeJobsCursor(page.next) };
   }
 
   /**

@@ -1,14 +1,18 @@
 import type { Cluster, Redis } from 'ioredis';
 import common from '../lua/includes/job.lua';
 import ackJob from '../lua/ackJob-4.lua';
-import addJobs from '../lua/addJobs-4.lua';
+import addJobs from '../lua/addJobs-5.lua';
 import cancelJob from '../lua/cancelJob-5.lua';
-import claimJobs from '../lua/claimJobs-5.lua';
+import cancelGroup from '../lua/cancelGroup-6.lua';
+import claimJobs from '../lua/claimJobs-6.lua';
 import endFanout from '../lua/endFanout-1.lua';
 import failJob from '../lua/failJob-5.lua';
 import getJob from '../lua/getJob-2.lua';
 import holdLease from '../lua/holdLease-4.lua';
-import listDead from '../lua/listDead-3.lua';
+import leaveGroup from '../lua/leaveGroup-2.lua';
+import listGroup from '../lua/listGroup-4.lua';
+import listJobs from '../lua/listJobs-4.lua';
+import listReady from '../lua/listReady-4.lua';
 import moveDue from '../lua/moveDue-7.lua';
 import redriveJobs from '../lua/redriveJobs-4.lua';
 import releaseLease from '../lua/releaseLease-4.lua';
@@ -22,18 +26,22 @@ import wakeSweeper from '../lua/wakeSweeper-4.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
 export const SCRIPTS = {
-  addJobs: { file: 'addJobs-4.lua', numberOfKeys: 4, source: addJobs },
+  addJobs: { file: 'addJobs-5.lua', numberOfKeys: 5, source: addJobs },
   getJob: { file: 'getJob-2.lua', numberOfKeys: 2, source: getJob },
   cancelJob: { file: 'cancelJob-5.lua', numberOfKeys: 5, source: cancelJob },
   rescheduleJob: { file: 'rescheduleJob-3.lua', numberOfKeys: 3, source: rescheduleJob },
-  claimJobs: { file: 'claimJobs-5.lua', numberOfKeys: 5, source: claimJobs },
+  claimJobs: { file: 'claimJobs-6.lua', numberOfKeys: 6, source: claimJobs },
   ackJob: { file: 'ackJob-4.lua', numberOfKeys: 4, source: ackJob },
   failJob: { file: 'failJob-5.lua', numberOfKeys: 5, source: failJob },
   releaseJobs: { file: 'releaseJobs-6.lua', numberOfKeys: 6, source: releaseJobs },
   startAttempts: { file: 'startAttempts-2.lua', numberOfKeys: 2, source: startAttempts },
   moveDue: { file: 'moveDue-7.lua', numberOfKeys: 7, source: moveDue },
   redriveJobs: { file: 'redriveJobs-4.lua', numberOfKeys: 4, source: redriveJobs },
-  listDead: { file: 'listDead-3.lua', numberOfKeys: 3, source: listDead },
+  listJobs: { file: 'listJobs-4.lua', numberOfKeys: 4, source: listJobs },
+  listReady: { file: 'listReady-4.lua', numberOfKeys: 4, source: listReady },
+  cancelGroup: { file: 'cancelGroup-6.lua', numberOfKeys: 6, source: cancelGroup },
+  leaveGroup: { file: 'leaveGroup-2.lua', numberOfKeys: 2, source: leaveGroup },
+  listGroup: { file: 'listGroup-4.lua', numberOfKeys: 4, source: listGroup },
   holdLease: { file: 'holdLease-4.lua', numberOfKeys: 4, source: holdLease },
   releaseLease: { file: 'releaseLease-4.lua', numberOfKeys: 4, source: releaseLease },
   wakeSweeper: { file: 'wakeSweeper-4.lua', numberOfKeys: 4, source: wakeSweeper },

@@ -11,11 +11,11 @@ import { decodeDeadCursor, type DeadCursor } from './engine/dead';
 import type { JobChange, NewJob } from './engine/jobs';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
-import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
+import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
 
 export type { JobChange, NewJob } from './engine/jobs';
 
-const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url'];
+const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url', 'group'];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** A fresh id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
@@ -138,6 +138,16 @@ function checkId(value: unknown, problems: FieldProblem[]): string | undefined {
   return value;
 }
 
+/** A job's group: optional, with the rules of an id. */
+function checkGroup(value: unknown, problems: FieldProblem[]): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
+    problem(problems, 'group', `must match ${ID_PATTERN.source}`);
+    return undefined;
+  }
+  return value;
+}
+
 /** A job's own retry options (backoff, maxAttempts, ttr): those it sets, checked. */
 function checkOptions(job: Record<string, unknown>, config: QueueConfig, problems: FieldProblem[]): Pick<NewJob, 'backoff' | 'maxAttempts' | 'ttrMs'> {
   let backoff: string | undefined;
@@ -216,6 +226,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   const id = checkId(job.id, problems);
   const when = parseWhen(job, config, problems, true, clientNow);
   const options = checkOptions(job, config, problems);
+  const group = checkGroup(job.group, problems);
   const maxTtrMs = topic ? config.topics.get(topic)?.maxTtrMs : undefined;
   if (options.ttrMs !== undefined && maxTtrMs !== undefined && options.ttrMs > maxTtrMs) {
     problem(problems, 'ttr', `must be at most ${maxTtrMs / 1000} seconds: the handler of topic ${topic} times out after ${maxTtrMs / 1000} s`);
@@ -236,6 +247,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
     body: body!,
     ...options,
     ...(url !== undefined ? { url } : {}),
+    ...(group !== undefined ? { group } : {}),
   };
 }
 
@@ -325,6 +337,99 @@ export function checkDeadCursor(after: string | number): DeadCursor {
   const cursor = decodeDeadCursor(after);
   if (!cursor) throw new HttpError(400, 'VALIDATION_FAILED', 'after must be the next of a previous page, or an epoch ms', [{ path: 'after', message: 'must be the `next` of a previous page, or an epoch ms' }]);
   return cursor;
+}
+
+/** An `If-Match` precondition: `*`, or the version a job must have. */
+export type IfMatch = '*' | { version: number };
+
+/**
+ * The `If-Match` header of a PUT or DELETE: `*` or one quoted version (`"12"`, the ETag the API
+ * answers); undefined when absent. A weak tag (`W/"12"`), a list, or anything else is refused with
+ * 400 VALIDATION_FAILED: a version is a strong validator, and a precondition that cannot be
+ * checked must not be ignored.
+ */
+export function parseIfMatch(header: string | undefined): IfMatch | undefined {
+  if (header === undefined) return undefined;
+  const value = header.trim();
+  if (value === '*') return '*';
+  const match = /^"(\d{1,15})"$/.exec(value);
+  if (!match) {
+    const message = 'must be * or one quoted job version, the ETag of the job (for example "12")';
+    throw new HttpError(400, 'VALIDATION_FAILED', `If-Match ${message}`, [{ path: 'If-Match', message }]);
+  }
+  return { version: Number(match[1]) };
+}
+
+/** A time in a query: epoch ms, or ISO-8601; throws 400 VALIDATION_FAILED naming `name` otherwise. */
+function timeParam(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const ms = /^\d{1,16}$/.test(value) ? Number(value) : ISO_8601.test(value) ? Date.parse(value) : NaN;
+  if (!Number.isSafeInteger(ms)) {
+    const message = 'must be a time: epoch milliseconds or ISO-8601 (2027-03-28T01:00:00Z)';
+    throw new HttpError(400, 'VALIDATION_FAILED', `${name} ${message}`, [{ path: name, message }]);
+  }
+  return ms;
+}
+
+/** The states GET /topics/{topic}/jobs lists. */
+export const LISTED_STATES = ['delayed', 'ready', 'running', 'dead'] as const;
+export type ListedState = (typeof LISTED_STATES)[number];
+
+/** A validated query of GET /topics/{topic}/jobs. */
+export interface JobsQuery {
+  state: ListedState;
+  from?: number;
+  to?: number;
+  limit?: number;
+  cursor?: string;
+}
+
+/**
+ * Validates the query of GET /topics/{topic}/jobs: `state` (default delayed), `from` and `to`
+ * (inclusive bounds of the time the state orders by), `limit`, `cursor` (the previous page's
+ * `next`, checked when the page is read). Throws 400 VALIDATION_FAILED naming the field.
+ */
+export function validateJobsQuery(query: Record<string, string | undefined>): JobsQuery {
+  const state = query.state === undefined || query.state === '' ? 'delayed' : query.state;
+  if (!(LISTED_STATES as readonly string[]).includes(state)) {
+    const message = `must be one of ${LISTED_STATES.join(', ')}`;
+    throw new HttpError(400, 'VALIDATION_FAILED', `state ${message}`, [{ path: 'state', message }]);
+  }
+  const from = timeParam(query.from, 'from');
+  const to = timeParam(query.to, 'to');
+  if (from !== undefined && to !== undefined && from > to) {
+    throw new HttpError(400, 'VALIDATION_FAILED', 'from must not be after to', [{ path: 'from', message: 'must not be after to' }]);
+  }
+  const limit = intParam(query.limit, 'limit', JOBS_PAGE);
+  const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
+  return { state: state as ListedState, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}), ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+}
+
+/** A validated query of GET /topics/{topic}/groups/{group}. */
+export interface GroupPage {
+  limit?: number;
+  cursor?: string;
+}
+
+/** Validates the query of a group listing: `limit` and `cursor` (the previous page's `next`, checked when the page is read). */
+export function validateGroupPage(query: Record<string, string | undefined>): GroupPage {
+  const limit = intParam(query.limit, 'limit', JOBS_PAGE);
+  const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
+  return { ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+}
+
+/** Throws 400 VALIDATION_FAILED unless topic and group could name a group. */
+export function checkGroupRef(topic: string, group: string): void {
+  const problems: FieldProblem[] = [];
+  if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `must match ${TOPIC_PATTERN.source}`);
+  checkGroup(group, problems);
+  throwProblems(problems);
+}
+
+/** A cursor that is not the `next` of a previous page of this listing: 400 VALIDATION_FAILED. */
+export function badCursor(): HttpError {
+  const message = 'must be the next of a previous page of this listing';
+  return new HttpError(400, 'VALIDATION_FAILED', `cursor ${message}`, [{ path: 'cursor', message }]);
 }
 
 /** Validates the query of a page of dead jobs: `limit` (jobs per page) and `after` (the previous page's `next`), both optional. */

@@ -3,7 +3,8 @@
   apart), or deletes record and body.
   KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] running zset  KEYS[4] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] attempt number the caller ran
-  ARGV[4] retention ms (how long the done job stays readable; 0 deletes it now)
+  ARGV[4] retention ms (how long the done job stays readable; 0 deletes it now, or at the next
+          sweep when it has a group: the purge takes it out of its group)
   ARGV[5] the attempt's claim token ('' for an attempt claimed before claims had tokens)
   Returns OUTCOME.ACKED, or REFUSAL.NOT_FOUND, REFUSAL.STALE_ATTEMPT (that claim already timed
           out, finished or belongs to an earlier incarnation of the id), REFUSAL.CANCELLED
@@ -19,7 +20,7 @@ if h[H_STATE] == CANCELLED then return REFUSAL.CANCELLED end
 if not isAttempt(h, ARGV[3], ARGV[5]) then return REFUSAL.STALE_ATTEMPT end
 
 redis.call('ZREM', runningKey, id)
-if retention > 0 then
+if retention > 0 or h[H_GROUP] then
   h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = DONE, now, false
   save(jobsKey, bodiesKey, id, h, inline)
   redis.call('ZADD', doneKey, now + retention, id)

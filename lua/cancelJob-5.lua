@@ -6,29 +6,26 @@
   KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] delayed zset  KEYS[4] running zset
   KEYS[5] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] retention ms (how long the cancelled job
-          stays readable; 0 deletes it now)
+          stays readable; 0 deletes it now, or at the next sweep when it has a group)
+  ARGV[4] if-match: '' (none), '*' (any existing job) or the version the job must have
   Returns { OUTCOME.CANCELLED, view }, { OUTCOME.ALREADY_CANCELLED, view },
-          { REFUSAL.NOT_FOUND }, { REFUSAL.JOB_FINISHED, view } (done or dead: nothing changed)
+          { REFUSAL.NOT_FOUND }, { REFUSAL.JOB_FINISHED, view } (done or dead: nothing changed),
+          { REFUSAL.VERSION_MISMATCH, view or nil } (if-match failed: nothing changed)
   Mirrored by CancelReply in lib/engine/scripts.ts.
 ]]
-local jobsKey, bodiesKey, delayedKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local now, id, retention = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-local record = redis.call('HGET', jobsKey, id)
-if not record then return { REFUSAL.NOT_FOUND } end
-local h, inline = decode(record)
-local body = loadBody(bodiesKey, id, inline)
-local state = h[H_STATE]
-if state == CANCELLED then return { OUTCOME.ALREADY_CANCELLED, view(delayedKey, id, h, body) } end
-if state == DONE or state == DEAD then return { REFUSAL.JOB_FINISHED, view(delayedKey, id, h, body) } end
-
-redis.call('ZREM', delayedKey, id)
-redis.call('ZREM', runningKey, id)
-h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
-local result = view(delayedKey, id, h, body)
-if retention > 0 then
-  save(jobsKey, bodiesKey, id, h, inline)
-  redis.call('ZADD', doneKey, now + retention, id)
-else
-  remove(jobsKey, bodiesKey, id)
+local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[3], running = KEYS[4], done = KEYS[5] }
+local now, id, retention, ifMatch = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local record = redis.call('HGET', k.jobs, id)
+if not record then
+  if ifMatch ~= '' then return { REFUSAL.VERSION_MISMATCH } end
+  return { REFUSAL.NOT_FOUND }
 end
-return { OUTCOME.CANCELLED, result }
+local h, inline = decode(record)
+local body = loadBody(k.bodies, id, inline)
+if not matches(ifMatch, h) then return { REFUSAL.VERSION_MISMATCH, view(k.delayed, id, h, body) } end
+local state = h[H_STATE]
+if state == CANCELLED then return { OUTCOME.ALREADY_CANCELLED, view(k.delayed, id, h, body) } end
+if state == DONE or state == DEAD then return { REFUSAL.JOB_FINISHED, view(k.delayed, id, h, body) } end
+
+cancelNow(k, id, h, inline, now, retention)
+return { OUTCOME.CANCELLED, view(k.delayed, id, h, body) }

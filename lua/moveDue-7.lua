@@ -6,13 +6,15 @@
      the record's header only;
   2. due jobs move from the delayed zset to the ready list, oldest due first (no record is read);
   3. done and cancelled jobs past their retention, and dead jobs older than the dead retention,
-     are deleted, record and body.
+     are deleted, record and body; the reply names those that had a group, so that the caller
+     takes them out of their groups' zsets (lua/leaveGroup-2.lua; their keys are not this call's).
   KEYS[1] delayed zset  KEYS[2] ready list  KEYS[3] running zset  KEYS[4] jobs hash
   KEYS[5] bodies hash  KEYS[6] dead zset  KEYS[7] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] limit per part  ARGV[3] the topic's max attempts
   ARGV[4] the topic's backoff spec  ARGV[5] random number in [0, 1) for jitter
   ARGV[6] dead retention ms  ARGV[7] byte budget of the records read (parts 1 and 3)
-  Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready, givenBack }
+  Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready, givenBack,
+            { group, id, group, id, ... } of the purged jobs that had a group }
   where more = 1 when a part hit its limit or the budget (call again now), nextAt is the earliest
   of the next due job and the next TTR deadline, ready is the ready list's length after the move
   (and the give-backs), and givenBack counts the attempts given back without counting.
@@ -72,12 +74,17 @@ if #due > 0 then
   if #due == limit then more = 1 end
 end
 
+local left = {}
 local function purge(state1, state2)
   return function(id, record)
-    local state = decode(record)[H_STATE]
-    if state == state1 or state == state2 then
+    local h = decode(record)
+    if h[H_STATE] == state1 or h[H_STATE] == state2 then
       remove(k.jobs, k.bodies, id)
       purged = purged + 1
+      if h[H_GROUP] then
+        left[#left + 1] = h[H_GROUP]
+        left[#left + 1] = id
+      end
     end
   end
 end
@@ -87,4 +94,4 @@ drain(k.dead, now - deadRetention, purge(DEAD, DEAD))
 local nextAt = headScore(k.delayed)
 local deadline = headScore(runningKey)
 if deadline and (not nextAt or deadline < nextAt) then nextAt = deadline end
-return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, redis.call('LLEN', k.ready), ended.givenBack }
+return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, redis.call('LLEN', k.ready), ended.givenBack, left }

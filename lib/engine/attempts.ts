@@ -39,7 +39,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
     for (let more = room > 0; more && !full && claimed.length < count; ) {
       const left = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
-      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], {
+      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], {
         clock: ctx.clock(),
         count: count - claimed.length,
         maxRunning: room,
@@ -47,6 +47,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
         nonce: randomBytes(8).toString('hex'),
         maxBytes: Math.max(0, Math.min(SCRIPT_CALL_BYTES, left)),
         strict,
+        retentionMs: ctx.config.retentionMs,
       });
       const [now, , , stopped, ...items] = await run(ctx.redis, call);
       const apart = items.filter((item) => item[5] === null).map((item) => item[0]);

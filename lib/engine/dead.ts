@@ -5,10 +5,9 @@ import { SCRIPT_CALL_BYTES } from '../limits';
 import { run } from '../scripts';
 import type { EngineContext } from './context';
 import { toDeadJob, type DeadJob, type Wake } from './jobs';
-import { atLeastOne, forEachPartition, groupBy, partitionsInOrder } from './partitions';
-import { bodiesApart } from './read';
+import { listByScore } from './lists';
+import { atLeastOne, groupBy, partitionsInOrder } from './partitions';
 import * as script from './scripts';
-import type { DeadEntry } from './scripts';
 
 /**
  * Where a page of dead jobs resumes: after the job `id` that died at `diedAt` (epoch ms), in the
@@ -41,52 +40,15 @@ function safeTime(diedAt: number, id: string | null): DeadCursor | null {
   return Number.isSafeInteger(diedAt) ? { diedAt, id } : null;
 }
 
-/** Sorts as the dead zsets do: by time of death, then by id bytewise (ids are ASCII, so UTF-16 order is byte order). */
-function byDeath(a: DeadEntry, b: DeadEntry): number {
-  if (a[0] !== b[0]) return a[0] - b[0];
-  const x = a[1][0];
-  const y = b[1][0];
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /**
  * Dead jobs of topic `t`, oldest first (ties by id), at most `limit`, after the cursor `after`, and
  * at most SCRIPT_CALL_BYTES of bodies (one job always; a page may then hold fewer than `limit`).
  * `next` is the cursor after the last job of the page, or null when no job is left after it.
  */
 export async function listDeadJobs(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: DeadCursor }): Promise<{ jobs: DeadJob[]; next: (DeadCursor & { id: string }) | null }> {
-  const { limit } = page;
-  const pages = await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, t.name);
-    const [stopped, ...entries] = await run(ctx.redis, script.listDead([k.dead, k.jobs, k.bodies], { ...page, maxBytes: SCRIPT_CALL_BYTES }));
-    const apart = entries.filter(([, view]) => view[12] === null).map(([, view]) => view[0]);
-    const read = new Map(apart.map((id, i) => [id, i]));
-    const bodies = await bodiesApart(ctx, k.bodies, apart);
-    // a body read as null: the job left the dead set since the script listed it (purged, or
-    // redriven and changed): it keeps its place for the cursor, and is not shown
-    const listed = entries.map((entry) => ({ entry, body: entry[1][12] ?? bodies[read.get(entry[1][0])!] ?? null }));
-    return { stopped: stopped === 1, listed };
-  });
-  // each partition gave its first `limit` after the cursor, or fewer when its byte budget stopped
-  // it: merged, the first `limit` of all that sort before the earliest such stop are among them
-  const byEntry = (a: { entry: DeadEntry }, b: { entry: DeadEntry }) => byDeath(a.entry, b.entry);
-  let merged = pages.flatMap((p) => p.listed).sort(byEntry);
-  const stops = pages.filter((p) => p.stopped && p.listed.length > 0).map((p) => p.listed.at(-1)!);
-  const stop = stops.sort(byEntry)[0];
-  if (stop) merged = merged.filter((e) => byEntry(e, stop) <= 0);
-  // and all partitions' bodies together within one call's budget (the first job always)
-  let bytes = 0;
-  let taken = 0;
-  while (taken < Math.min(limit, merged.length)) {
-    bytes += Buffer.byteLength(merged[taken]!.body ?? '');
-    if (taken > 0 && bytes > SCRIPT_CALL_BYTES) break;
-    taken += 1;
-  }
-  const jobs = merged.slice(0, taken).flatMap(({ entry, body }) => (body === null ? [] : [toDeadJob(t, entry, body)]));
-  const last = merged[taken - 1]?.entry;
-  const cut = stop !== undefined || taken < Math.min(limit, merged.length);
-  const more = cut || merged.length > limit || (taken === limit && pages.some((p) => p.listed.length === limit));
-  return { jobs, next: more && last ? { diedAt: last[0], id: last[1][0] } : null };
+  const after = page.after ? { score: page.after.diedAt, id: page.after.id } : undefined;
+  const { jobs, next } = await listByScore(ctx, t, (k) => k.dead, { limit: page.limit, ...(after ? { after } : {}) });
+  return { jobs: jobs.map(({ entry, body }) => toDeadJob(t, entry, body)), next: next && { diedAt: next.score, id: next.id } };
 }
 
 /** Moves dead jobs of topic `t` back to delayed, due now: the given ids, or the `count` oldest. */

@@ -11,4 +11,7 @@ export { partitionsInOrder, Rotation } from './partitions';
 export { getJob, topicStats } from './read';
 export { moveDue, serverTime, sweep } from './sweep';
 export { cancelJob, rescheduleJob, writeJobs } from './write';
+export { cancelGroup, decodeGroupCursor, encodeGroupCursor, leaveGroups, listGroup, type GroupCursor } from './groups';
+export { decodeJobsCursor, encodeJobsCursor, listJobs, type JobsCursor, type ListState } from './lists';
+export { REFUSAL } from './codes';
 export { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, type LatenessWindow } from './lateness';

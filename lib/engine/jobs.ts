@@ -5,7 +5,7 @@
 import { describeBackoff, type Backoff } from '../backoff';
 import type { TopicConfig } from '../config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
-import type { AckReply, AddResult, ClaimedItem, DeadEntry, FailReply } from './scripts';
+import type { AckReply, AddResult, ClaimedItem, FailReply, ScoredEntry } from './scripts';
 import type { JobView, NewJob } from './shapes';
 
 export type { JobChange, JobView, NewJob } from './shapes';
@@ -32,6 +32,10 @@ export interface Job {
   lastError: string | null;
   /** TTR deadline of the running attempt. */
   deadline: string | null;
+  /** Grows with every change written to the job (0: written by an older version). Its ETag is `"<version>"`. */
+  version: number;
+  /** The job's group, or null. */
+  group: string | null;
   body: unknown;
 }
 
@@ -102,10 +106,14 @@ export interface Wake {
   wake: boolean;
 }
 
-/** What the add script did with one job; a refused one comes with the job as it stands. */
+/**
+ * What the add script did with one job; a refused one comes with the job as it stands (none for a
+ * version mismatch on a job that does not exist). `left`: the group a put moved the job out of.
+ */
 export type WriteResult =
-  | { status: 'created' | 'replaced'; job: Job }
-  | { status: 'exists' | 'finished'; job: Job; refusal: Refusal };
+  | { status: 'created' | 'replaced'; job: Job; left: string | null }
+  | { status: 'exists' | 'finished'; job: Job; refusal: Refusal }
+  | { status: 'mismatch'; job: Job | null; refusal: Refusal };
 
 /** A script refused a change to one job; `job` is the job as it stands, when there is one. */
 export interface Refused {
@@ -138,7 +146,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * when the view leaves it out (a body kept apart, read by the engine; a replaced job's new body).
  */
 export function toJob(t: TopicConfig, view: JobView, body: string | null = view[12]): Job {
-  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline] = view;
+  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, , version, group] = view;
   if (body === null) throw new Error(`job ${t.name}/${id} has no body: its record says it is kept apart, and the bodies hash has none`);
   return {
     topic: t.name,
@@ -154,12 +162,14 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     url,
     lastError,
     deadline: deadline === null ? null : iso(deadline),
+    version: version ?? 0,
+    group: group ?? null,
     body: JSON.parse(body),
   };
 }
 
-/** A job just created from `job`: the add script returns only its due and creation times. */
-function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: number): Job {
+/** A job just created from `job`: the add script returns only its due and creation times and its version. */
+function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: number, version: number): Job {
   return {
     topic: job.topic,
     id: job.id,
@@ -174,15 +184,18 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
     url: job.url ?? null,
     lastError: null,
     deadline: null,
+    version,
+    group: job.group ?? null,
     body: JSON.parse(job.body),
   };
 }
 
 /** What the add script did with `job` (of topic `t`). */
 export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult): WriteResult {
-  if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[2], result[3]) };
+  if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[2], result[3], result[4]), left: result[5] };
   // a replaced job's body is the one just sent: the script does not send it back
-  if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: toJob(t, result[1], job.body) };
+  if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: toJob(t, result[1], job.body), left: result[2] };
+  if (result[0] === REFUSAL.VERSION_MISMATCH) return { status: 'mismatch', job: result[1] ? toJob(t, result[1]) : null, refusal: REFUSAL.VERSION_MISMATCH };
   const existing = toJob(t, result[1]);
   if (result[0] === REFUSAL.JOB_EXISTS) return { status: 'exists', job: existing, refusal: REFUSAL.JOB_EXISTS };
   return { status: 'finished', job: existing, refusal: REFUSAL.JOB_FINISHED };
@@ -205,8 +218,8 @@ export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem, body: 
   };
 }
 
-/** A dead job of topic `t` from a listDead entry, with `body` (JSON text) when the entry leaves it out. */
-export function toDeadJob(t: TopicConfig, [diedAt, view]: DeadEntry, body: string | null = view[12]): DeadJob {
+/** A dead job of topic `t` from a listJobs entry of its dead zset, with `body` (JSON text) when the entry leaves it out. */
+export function toDeadJob(t: TopicConfig, [diedAt, view]: ScoredEntry, body: string | null = view[12]): DeadJob {
   return { ...toJob(t, view, body), diedAt: iso(diedAt) };
 }
 

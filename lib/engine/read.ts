@@ -3,7 +3,7 @@ import type { TopicConfig } from '../config';
 import { jobKeys, topicKeys, type BodiesKey } from '../keys';
 import { runThenHget } from '../scripts';
 import type { EngineContext } from './context';
-import { isoOrNull, toJob, type Job, type TopicStats } from './jobs';
+import { isoOrNull, toJob, type Job, type JobView, type TopicStats } from './jobs';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
 
@@ -24,6 +24,18 @@ export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Pr
  */
 export async function bodiesApart(ctx: EngineContext, key: BodiesKey, ids: readonly string[]): Promise<(string | null)[]> {
   return ids.length === 0 ? [] : ctx.redis.hmget(key, ...ids);
+}
+
+/**
+ * Views a listing script replied (one partition and topic), each with its body: the inline one, or
+ * the one kept apart (one HMGET for all). A body read as null: the job left since the script
+ * listed it (purged, or changed and its body moved): the caller passes it over.
+ */
+export async function viewsWithBodies(ctx: EngineContext, key: BodiesKey, views: readonly JobView[]): Promise<{ view: JobView; body: string | null }[]> {
+  const apart = views.filter((view) => view[12] === null).map((view) => view[0]);
+  const read = new Map(apart.map((id, i) => [id, i]));
+  const bodies = await bodiesApart(ctx, key, apart);
+  return views.map((view) => ({ view, body: view[12] ?? bodies[read.get(view[0])!] ?? null }));
 }
 
 /** Counts per state and the next due time of a topic, summed over partitions (plain reads, no script). */

@@ -10,6 +10,7 @@ import type {
   DelayedKey,
   DoneKey,
   FanoutKey,
+  GroupKey,
   JobsKey,
   LatenessKey,
   LeaseKey,
@@ -34,9 +35,12 @@ type Outcome<K extends keyof typeof OUTCOME> = Of<typeof OUTCOME, K>;
 
 const call = <Reply>(script: ScriptName, keys: readonly string[], args: Arg[]): ScriptCall<Reply> => ({ script, keys, args });
 
-/** The 8 ARGV of one job in lua/addJobs-4.lua. */
+/** An If-Match precondition as the scripts take it: '' none, '*' any existing job, else the version the job must have. */
+export type IfMatchArg = '' | '*' | number;
+
+/** The 10 ARGV of one job in lua/addJobs-5.lua. */
 function jobArgs(job: NewJob): Arg[] {
-  return [job.id, job.when.kind, job.when.ms, job.maxAttempts ?? '', job.ttrMs ?? '', job.backoff ?? '', job.url ?? '', job.body];
+  return [job.id, job.when.kind, job.when.ms, job.maxAttempts ?? '', job.ttrMs ?? '', job.backoff ?? '', job.url ?? '', job.group ?? '', job.ifMatch ?? '', job.body];
 }
 
 /**
@@ -48,20 +52,23 @@ export interface Budget {
 }
 
 /**
- * One job's result in lua/addJobs-4.lua's reply. A REPLACED job's view has an empty body: it is
- * the body the caller sent.
+ * One job's result in lua/addJobs-5.lua's reply. A REPLACED job's view has an empty body: it is
+ * the body the caller sent. `left`: the group a put moved the job out of (take it out of that
+ * group's zset with leaveGroup), or null.
  */
 export type AddResult =
-  | readonly [code: Outcome<'CREATED'>, id: string, runAt: number, createdAt: number]
-  | readonly [code: Outcome<'REPLACED'> | Refused<'JOB_EXISTS'> | Refused<'JOB_FINISHED'>, job: JobView];
+  | readonly [code: Outcome<'CREATED'>, id: string, runAt: number, createdAt: number, version: number, left: string | null]
+  | readonly [code: Outcome<'REPLACED'>, job: JobView, left: string | null]
+  | readonly [code: Refused<'JOB_EXISTS'> | Refused<'JOB_FINISHED'>, job: JobView]
+  | readonly [code: Refused<'VERSION_MISMATCH'>, job?: JobView];
 /**
- * lua/addJobs-4.lua's reply: whether the delayed head moved earlier, then one result per job
+ * lua/addJobs-5.lua's reply: whether the delayed head moved earlier, then one result per job
  * done, in order; fewer results than jobs when the byte budget stopped the call.
  */
 export type AddJobsReply = readonly [headChanged: Flag, ...results: AddResult[]];
 
-/** lua/addJobs-4.lua: adds jobs of one topic and partition ('put': creates or replaces them), within the byte budget. */
-export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey], a: { clock: ClockArg; mode: 'add' | 'put'; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {
+/** lua/addJobs-5.lua: adds jobs of one topic, partition and group ('put': creates or replaces them), within the byte budget. */
+export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey, GroupKey], a: { clock: ClockArg; mode: 'add' | 'put'; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {
   return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, ...a.jobs.flatMap(jobArgs)]);
 }
 
@@ -73,11 +80,44 @@ export function getJob(keys: readonly [JobsKey, DelayedKey], a: { id: string }):
 /** lua/cancelJob-5.lua's reply. */
 export type CancelReply =
   | readonly [code: Outcome<'CANCELLED'> | Outcome<'ALREADY_CANCELLED'> | Refused<'JOB_FINISHED'>, job: JobView]
+  | readonly [code: Refused<'VERSION_MISMATCH'>, job?: JobView]
   | readonly [code: Refused<'NOT_FOUND'>];
 
-/** lua/cancelJob-5.lua: cancels a pending or running job. */
-export function cancelJob(keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; retentionMs: number }): ScriptCall<CancelReply> {
-  return call('cancelJob', keys, [a.clock, a.id, a.retentionMs]);
+/** lua/cancelJob-5.lua: cancels a pending or running job (when `ifMatch` holds). */
+export function cancelJob(keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; retentionMs: number; ifMatch: IfMatchArg }): ScriptCall<CancelReply> {
+  return call('cancelJob', keys, [a.clock, a.id, a.retentionMs, a.ifMatch]);
+}
+
+/** lua/cancelGroup-6.lua's reply. */
+export type CancelGroupReply = readonly [cancelled: number, running: number, done: Flag, cursor: string, mark: string];
+
+/** lua/cancelGroup-6.lua: one step of cancelling a group in one topic and partition (`mark` '' and cursor '-inf' for the first). */
+export function cancelGroup(
+  keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
+  a: { clock: ClockArg; group: string; mark: string; cursor: string; limit: number; retentionMs: number } & Budget,
+): ScriptCall<CancelGroupReply> {
+  return call('cancelGroup', keys, [a.clock, a.group, a.mark, a.cursor, a.limit, a.maxBytes, a.retentionMs]);
+}
+
+/** lua/leaveGroup-2.lua: takes ids that left the group out of its zset; replies how many left. */
+export function leaveGroup(keys: readonly [JobsKey, GroupKey], a: { group: string; ids: readonly string[] }): ScriptCall<number> {
+  return call('leaveGroup', keys, [a.group, ...a.ids]);
+}
+
+/** lua/listGroup-4.lua's reply: `more` 1 when members may be left after `cursor`. */
+export type ListGroupReply = readonly [more: Flag, cursor: string, ...jobs: JobView[]];
+
+/** lua/listGroup-4.lua: a group's jobs in one topic and partition, in join order, after the cursor (a score; '-inf' first). */
+export function listGroup(keys: readonly [GroupKey, JobsKey, BodiesKey, DelayedKey], a: { group: string; cursor: string; limit: number } & Budget): ScriptCall<ListGroupReply> {
+  return call('listGroup', keys, [a.group, a.cursor, a.limit, a.maxBytes]);
+}
+
+/** lua/listReady-4.lua's reply: `looked` ids looked at from the start position. */
+export type ListReadyReply = readonly [more: Flag, looked: number, ...jobs: JobView[]];
+
+/** lua/listReady-4.lua: ready jobs of one topic and partition in queue order from position `start`, due within [from, to]. */
+export function listReady(keys: readonly [ReadyKey, JobsKey, BodiesKey, DelayedKey], a: { start: number; limit: number; from?: number; to?: number } & Budget): ScriptCall<ListReadyReply> {
+  return call('listReady', keys, [a.start, a.limit, a.maxBytes, a.from ?? '', a.to ?? '']);
 }
 
 /** lua/rescheduleJob-3.lua's reply. */
@@ -92,20 +132,21 @@ export function rescheduleJob(keys: readonly [JobsKey, BodiesKey, DelayedKey], a
   return call('rescheduleJob', keys, [a.clock, a.id, when?.kind ?? '', when?.ms ?? '', body === undefined ? '0' : '1', body ?? '']);
 }
 
-/** One claimed job in lua/claimJobs-5.lua's reply: its body when inline, else null (read it from the bodies hash). */
+/** One claimed job in lua/claimJobs-6.lua's reply: its body when inline, else null (read it from the bodies hash). */
 export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string | null, maxAttempts: number | null, claim: string];
-/** lua/claimJobs-5.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids. */
+/** lua/claimJobs-6.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids. */
 export type ClaimReply = readonly [now: number, taken: number, skipped: number, more: Flag, ...claimed: ClaimedItem[]];
 
 /**
- * lua/claimJobs-5.lua: claims up to `count` ready jobs of one topic and partition, within the byte
+ * lua/claimJobs-6.lua: claims up to `count` ready jobs of one topic and partition, within the byte
  * budget (`strict`: even the first job must fit it); `nonce` (new each call) makes the claim tokens.
+ * A job whose group is being cancelled is cancelled instead (kept `retentionMs`).
  */
 export function claimJobs(
-  keys: readonly [ReadyKey, RunningKey, JobsKey, BodiesKey, DelayedKey],
-  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number; nonce: string; strict?: boolean } & Budget,
+  keys: readonly [ReadyKey, RunningKey, JobsKey, BodiesKey, DelayedKey, DoneKey],
+  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number; nonce: string; strict?: boolean; retentionMs: number } & Budget,
 ): ScriptCall<ClaimReply> {
-  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce, a.maxBytes, a.strict ? '1' : '0']);
+  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce, a.maxBytes, a.strict ? '1' : '0', a.retentionMs]);
 }
 
 /** One claimed attempt as ack, fail, start and release name it: '' claim for a claim of older code. */
@@ -160,8 +201,8 @@ export function startAttempts(keys: readonly [JobsKey, BodiesKey], a: { clock: C
   return call('startAttempts', keys, [a.clock, a.maxBytes, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
-/** lua/moveDue-7.lua's reply. */
-export type MoveDueReply = readonly [moved: number, retried: number, deadLettered: number, purged: number, more: Flag, nextAt: number | null, now: number, ready: number, givenBack: number];
+/** lua/moveDue-7.lua's reply; `left` is group, id, group, id, ... of the purged jobs that had a group. */
+export type MoveDueReply = readonly [moved: number, retried: number, deadLettered: number, purged: number, more: Flag, nextAt: number | null, now: number, ready: number, givenBack: number, left: readonly string[]];
 
 /** lua/moveDue-7.lua: one sweep step for one topic and partition, bounded by `limit` jobs per part and by the byte budget. */
 export function moveDue(
@@ -182,14 +223,21 @@ export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey, Bodies
   return call('redriveJobs', keys, 'ids' in a ? [a.clock, a.ids.length, a.maxBytes, ...a.ids] : [a.clock, a.count, a.maxBytes]);
 }
 
-/** One entry of lua/listDead-3.lua's reply; a body kept apart is null (read it from the bodies hash). */
-export type DeadEntry = readonly [diedAt: number, job: JobView];
-/** lua/listDead-3.lua's reply: `more` 1 when the byte budget stopped the page before `limit`. */
-export type ListDeadReply = readonly [more: Flag, ...entries: DeadEntry[]];
+/** One entry of lua/listJobs-4.lua's reply: the job's score in the zset, and the job (a body kept apart is null: read it from the bodies hash). */
+export type ScoredEntry = readonly [score: number, job: JobView];
+/** lua/listJobs-4.lua's reply: `more` 1 when the byte budget stopped the page before `limit`. */
+export type ListJobsReply = readonly [more: Flag, ...entries: ScoredEntry[]];
 
-/** lua/listDead-3.lua: dead jobs by (time of death, id) after `after`, within the byte budget; an `id` of null skips every job that died at `diedAt`. */
-export function listDead(keys: readonly [DeadKey, JobsKey, BodiesKey], a: { after?: { diedAt: number; id: string | null }; limit: number } & Budget): ScriptCall<ListDeadReply> {
-  return call('listDead', keys, a.after ? [a.after.diedAt, a.after.id ?? '', a.limit, a.maxBytes] : ['-inf', '', a.limit, a.maxBytes]);
+/**
+ * lua/listJobs-4.lua: the jobs of a zset (delayed, running or dead) by (score, id) after `after` and
+ * scored at most `to`, within the byte budget; an `id` of null skips every job scored `score`.
+ */
+export function listJobs(
+  keys: readonly [DelayedKey | RunningKey | DeadKey, JobsKey, BodiesKey, DelayedKey],
+  a: { after?: { score: number; id: string | null }; limit: number; to?: number } & Budget,
+): ScriptCall<ListJobsReply> {
+  const after = a.after ? [a.after.score, a.after.id ?? ''] : ['-inf', ''];
+  return call('listJobs', keys, [...after, a.limit, a.maxBytes, a.to ?? '+inf']);
 }
 
 /** The sweeper's keys in the order its four scripts take them. */

@@ -17,6 +17,10 @@ export interface NewJob {
   ttrMs?: number;
   backoff?: string;
   url?: string;
+  /** The job's group (validated like an id). */
+  group?: string;
+  /** A put's If-Match: '*' (any existing job) or the version the job must have. */
+  ifMatch?: '*' | number;
 }
 
 /** A validated change to a pending job: a new due time and/or a new body. */
@@ -44,4 +48,6 @@ export type JobView = readonly [
   updatedAt: number,
   deadline: number | null,
   body: string | null,
+  version: number,
+  group: string | null,
 ];

@@ -4,6 +4,7 @@ import { topicKeys } from '../keys';
 import { SCRIPT_CALL_BYTES } from '../limits';
 import { run, runPipelined } from '../scripts';
 import type { EngineContext } from './context';
+import { leaveGroups, type LeftGroup } from './groups';
 import type { SweepResult } from './jobs';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
@@ -35,20 +36,37 @@ function tally(result: SweepResult, topic: string, reply: script.MoveDueReply): 
   result.now = Math.max(result.now, now);
 }
 
-/** One bounded sweep step over every topic and partition: one pipeline per partition, all at once. */
+/** The purged jobs of a moveDue reply (topic `topic`, partition `partition`) that had a group. */
+function leftGroups(topic: string, partition: number, left: readonly string[]): LeftGroup[] {
+  const out: LeftGroup[] = [];
+  for (let i = 0; i + 1 < left.length; i += 2) out.push({ topic, partition, group: left[i]!, id: left[i + 1]! });
+  return out;
+}
+
+/**
+ * One bounded sweep step over every topic and partition: one pipeline per partition, all at once;
+ * then the purged jobs that had a group leave their groups' zsets. A sweeper that dies in between
+ * leaves those members behind: a group listing passes over them, and a group cancel removes them.
+ */
 export async function sweep(ctx: EngineContext, limit: number): Promise<SweepResult> {
   const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, givenBack: 0, purged: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
   const topics = [...ctx.config.topics.values()];
+  const left: LeftGroup[] = [];
   await forEachPartition(ctx.config.partitions, async (partition) => {
     const replies = await runPipelined(ctx.redis, topics.map((t) => moveDueCall(ctx, t, partition, limit)));
-    replies.forEach((reply, i) => tally(result, topics[i]!.name, reply));
+    replies.forEach((reply, i) => {
+      tally(result, topics[i]!.name, reply);
+      left.push(...leftGroups(topics[i]!.name, partition, reply[9]));
+    });
   });
+  if (left.length > 0) await leaveGroups(ctx, left);
   return result;
 }
 
-/** moveDue for topic `t` in one partition. */
+/** moveDue for topic `t` in one partition (and the purged jobs' leaving their groups). */
 export async function moveDue(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
-  const [moved, retried, deadLettered, purged, more, nextAt, now, , givenBack] = await run(ctx.redis, moveDueCall(ctx, t, partition, limit));
+  const [moved, retried, deadLettered, purged, more, nextAt, now, , givenBack, left] = await run(ctx.redis, moveDueCall(ctx, t, partition, limit));
+  if (left.length > 0) await leaveGroups(ctx, leftGroups(t.name, partition, left));
   return { moved, retried, deadLettered, givenBack, purged, more: more === 1, nextAt, now };
 }
 

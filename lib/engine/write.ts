@@ -1,11 +1,12 @@
 /** Producer-side changes: add, put, cancel and reschedule jobs. */
 import type { TopicConfig } from '../config';
-import { jobKeys, topicKeys } from '../keys';
+import { groupKey, jobKeys, topicKeys } from '../keys';
 import { SCRIPT_CALL_BYTES } from '../limits';
 import { run, runPipelined } from '../scripts';
 import { REFUSAL } from './codes';
 import type { EngineContext } from './context';
 import { toJob, toWriteResult, type Job, type JobChange, type NewJob, type Refused, type Wake, type WriteResult } from './jobs';
+import { leaveGroups } from './groups';
 import { atLeastOne, batchesByPartition } from './partitions';
 import * as script from './scripts';
 
@@ -13,7 +14,7 @@ const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a mi
 
 /**
  * Writes validated jobs through addJobs ('add' refuses an existing id, 'put' replaces a pending
- * job), one result per job in order. Calls are grouped per partition and topic and cut at
+ * job), one result per job in order. Calls are grouped per partition, topic and group and cut at
  * ADD_BATCH jobs and SCRIPT_CALL_BYTES of bodies (a larger body alone); the partitions run at
  * once, each in one pipeline. A call that reached its byte budget (the jobs it found existing are
  * replied with their bodies) did its first jobs; the rest go in another call after the pipeline,
@@ -23,11 +24,14 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
   const results: WriteResult[] = new Array(jobs.length);
   let wake = false;
   const indexes = jobs.map((_, i) => i);
-  const slot = { partition: (i: number) => jobs[i]!.partition, topic: (i: number) => jobs[i]!.topic };
+  // one group per call: the call joins its jobs to that group's zset, KEYS[5]
+  const slot = { partition: (i: number) => jobs[i]!.partition, topic: (i: number) => `${jobs[i]!.topic} ${jobs[i]!.group ?? ''}` };
   const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, { maxBytes: SCRIPT_CALL_BYTES, bytes: (i) => Buffer.byteLength(jobs[i]!.body) });
   const callFor = (partition: number, batch: readonly number[]) => {
-    const k = topicKeys(partition, jobs[batch[0]!]!.topic);
-    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: ctx.clock(), mode, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
+    const first = jobs[batch[0]!]!;
+    const k = topicKeys(partition, first.topic);
+    const g = groupKey(partition, first.topic, first.group ?? '');
+    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
   };
   /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
   const record = (batch: readonly number[], [headChanged, ...added]: script.AddJobsReply): number => {
@@ -48,14 +52,21 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
       }
     }),
   );
+  // a put that moved jobs out of their groups: take them out of those groups' zsets
+  const left = results.flatMap((r, i) => ('left' in r && r.left !== null ? [{ topic: jobs[i]!.topic, group: r.left, id: jobs[i]!.id, partition: jobs[i]!.partition }] : []));
+  if (left.length > 0) await leaveGroups(ctx, left);
   return { results, wake };
 }
 
-/** Cancels a pending or running job (again is fine); refused when it is missing, done or dead. */
-export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string): Promise<{ job: Job } | Refused> {
+/**
+ * Cancels a pending or running job (again is fine); refused when it is missing, done or dead, or
+ * when `ifMatch` ('*': any existing job; a number: the version it must have) does not hold.
+ */
+export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = ''): Promise<{ job: Job } | Refused> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
-  const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs }));
+  const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs, ifMatch }));
   if (reply[0] === REFUSAL.NOT_FOUND) return { refusal: reply[0] };
+  if (reply[0] === REFUSAL.VERSION_MISMATCH) return reply[1] ? { refusal: reply[0], job: toJob(t, reply[1]) } : { refusal: reply[0] };
   const job = toJob(t, reply[1]);
   return reply[0] === REFUSAL.JOB_FINISHED ? { refusal: reply[0], job } : { job };
 }

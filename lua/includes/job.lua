@@ -25,6 +25,13 @@ local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, 
 -- the attempt, false while it is only claimed. H_GIVE_BACKS: claims in a row given back without
 -- counting (released after a failed invoke, or timed out before they started).
 local H_CLAIM, H_STARTED, H_GIVE_BACKS = 12, 13, 14
+-- H_VERSION: the version the record's last write gave it, from the jobs hash's counter (SEQ_FIELD):
+-- unique and growing within one topic and partition, so a re-created id never repeats an old
+-- version (0: a record of older code). H_GROUP: the job's group, or false.
+local H_VERSION, H_GROUP = 15, 16
+-- Fields of the jobs hash that are not jobs (ids never hold '#'): the version counter, and per
+-- group being cancelled, the version the cancel started at (see lua/cancelGroup-6.lua).
+local SEQ_FIELD, GROUP_CANCEL_FIELD = '#seq', '#cancel:'
 local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
 -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
 -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
@@ -39,7 +46,7 @@ local MAX_GIVE_BACKS = 5
 -- value, by the table of the same name in lib/engine/codes.ts (test/integration/codes.test.ts
 -- checks the two agree).
 -- Refusals: the script changed nothing and says why.
-local REFUSAL = { JOB_EXISTS = -1, NOT_FOUND = -2, JOB_FINISHED = -3, STALE_ATTEMPT = -4, CANCELLED = -5 }
+local REFUSAL = { JOB_EXISTS = -1, NOT_FOUND = -2, JOB_FINISHED = -3, STALE_ATTEMPT = -4, CANCELLED = -5, VERSION_MISMATCH = -6 }
 -- What a job script did.
 local OUTCOME = {
   CREATED = 1, REPLACED = 2,             -- addJobs
@@ -72,6 +79,8 @@ local function decode(record)
   if header[H_CLAIM] == nil then header[H_CLAIM] = false end
   if header[H_STARTED] == nil then header[H_STARTED] = false end
   if header[H_GIVE_BACKS] == nil then header[H_GIVE_BACKS] = 0 end
+  if header[H_VERSION] == nil then header[H_VERSION] = 0 end
+  if header[H_GROUP] == nil then header[H_GROUP] = false end
   if offset < 0 then return header, false end
   return header, string.sub(record, offset + 1)
 end
@@ -88,9 +97,16 @@ local function bodySize(bodiesKey, id, inline)
   return redis.call('HSTRLEN', bodiesKey, id)
 end
 
--- Rewrites job `id`'s record with header `h`, its body staying where it is: an inline body over
--- INLINE_BODY_BYTES (only a record of older code has one) moves to the bodies hash, once.
+-- The next version of the jobs hash `jobsKey` (one topic in one partition).
+local function nextVersion(jobsKey)
+  return redis.call('HINCRBY', jobsKey, SEQ_FIELD, 1)
+end
+
+-- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it
+-- is: an inline body over INLINE_BODY_BYTES (only a record of older code has one) moves to the
+-- bodies hash, once.
 local function save(jobsKey, bodiesKey, id, h, inline)
+  h[H_VERSION] = nextVersion(jobsKey)
   if inline and #inline > INLINE_BODY_BYTES then
     redis.call('HSET', bodiesKey, id, inline)
     inline = false
@@ -98,9 +114,11 @@ local function save(jobsKey, bodiesKey, id, h, inline)
   redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. (inline or ''))
 end
 
--- Writes job `id` with header `h` and a new body: inline when small, else in the bodies hash.
--- `replacing`: the job had a record, whose body kept apart (if any) is dropped when the new one is inline.
+-- Writes job `id` with header `h` (and the next version) and a new body: inline when small, else
+-- in the bodies hash. `replacing`: the job had a record, whose body kept apart (if any) is dropped
+-- when the new one is inline.
 local function store(jobsKey, bodiesKey, id, h, body, replacing)
+  h[H_VERSION] = nextVersion(jobsKey)
   if #body <= INLINE_BODY_BYTES then
     redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. body)
     if replacing then redis.call('HDEL', bodiesKey, id) end
@@ -205,12 +223,42 @@ end
 
 -- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
 -- or false for a body kept apart that the script did not read (the caller reads it).
--- Mirrored by JobView in lib/engine/shapes.ts, in this order.
+-- Then the version and the group. Mirrored by JobView in lib/engine/shapes.ts, in this order.
 local function view(delayedKey, id, h, body)
   local state = h[H_STATE]
   if state == PENDING and not redis.call('ZSCORE', delayedKey, id) then state = READY end
   return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
-    h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body }
+    h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP] }
+end
+
+-- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is
+-- `h` (nil: there is no job) go ahead.
+local function matches(ifMatch, h)
+  if ifMatch == '' then return true end
+  if not h then return false end
+  return ifMatch == '*' or tonumber(ifMatch) == h[H_VERSION]
+end
+
+-- Ends job `id` (pending or running) as cancelled: out of the delayed and running zsets (an id
+-- left in the ready list is skipped by claim), kept readable for `retention` ms, or deleted now
+-- when 0 and it has no group. A job of a group is always deleted by the sweeper's purge, which
+-- then takes it out of its group (lib/engine/sweep.ts). `k`: jobs, bodies, delayed, running, done.
+local function cancelNow(k, id, h, inline, now, retention)
+  redis.call('ZREM', k.delayed, id)
+  redis.call('ZREM', k.running, id)
+  h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
+  if retention > 0 or h[H_GROUP] then
+    save(k.jobs, k.bodies, id, h, inline)
+    redis.call('ZADD', k.done, now + retention, id)
+  else
+    remove(k.jobs, k.bodies, id)
+  end
+end
+
+-- lastError of a job that a claim cancelled because its group's cancel (started at version
+-- `mark`) had not reached it yet: lua/cancelGroup-6.lua counts it as cancelled by that call.
+local function groupCancelError(mark)
+  return 'cancelled with its group (cancel at version ' .. mark .. ') before it could start'
 end
 
 -- A byte budget: `fits(bytes)` is true while `bytes` more keep the call within `budget`, and

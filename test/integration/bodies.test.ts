@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import type * as engine from '../../lib/engine';
 import { OUTCOME } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
-import { partitionOf, topicKeys, type TopicKeys } from '../../lib/keys';
+import { groupKey, partitionOf, topicKeys, type TopicKeys } from '../../lib/keys';
 import type { DelayQueue } from '../../lib/queue';
 import { run } from '../../lib/scripts';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
@@ -301,9 +301,9 @@ describe('bodies apart from their jobs (real redis-server)', () => {
 
     it('addJobs: one result for three jobs; the others are not written', async () => {
       const { topic, clock, redis, k } = setup();
-      const reply = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: clock.now, mode: 'add', jobs: ['a', 'b', 'c'].map((id) => newJob(topic, id)), maxBytes: 1 }));
+      const reply = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '')], { clock: clock.now, mode: 'add', jobs: ['a', 'b', 'c'].map((id) => newJob(topic, id)), maxBytes: 1 }));
       assert.equal(reply.length, 2, 'headChanged and one result');
-      assert.deepEqual(await redis.hkeys(k.jobs), ['a']);
+      assert.deepEqual((await redis.hkeys(k.jobs)).filter((f) => !f.startsWith('#')), ['a'], 'one job (and the version counter)');
     });
 
     it('claimJobs: one job and more = 1, the other ids stay at the head; strict: none', async () => {
@@ -311,7 +311,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
       await q.sweep();
       const claim = (strict: boolean) =>
-        run(redis, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: clock.now, count: 3, maxRunning: 10, ttrMs: 30_000, nonce: 'n', maxBytes: 1, strict }));
+        run(redis, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { clock: clock.now, count: 3, maxRunning: 10, ttrMs: 30_000, nonce: 'n', maxBytes: 1, strict, retentionMs: 0 }));
       const strict = await claim(true);
       assert.deepEqual(strict.slice(1), [0, 0, 1], 'taken 0, skipped 0, more');
       const [, taken, skipped, more, ...items] = await claim(false);
@@ -345,12 +345,12 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       assert.equal(await redis.zcard(k.running), 2, 'the others are still to time out');
     });
 
-    it('redriveJobs and listDead: one dead job of three, more = 1', async () => {
+    it('redriveJobs and listJobs (dead): one dead job of three, more = 1', async () => {
       const { topic, clock, redis, q, k } = setup();
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
       await q.sweep();
       for (const job of await q.claim(topic, 3)) await q.fail(topic, job.id, job, 'x');
-      const [more, ...entries] = await run(redis, script.listDead([k.dead, k.jobs, k.bodies], { limit: 10, maxBytes: 1 }));
+      const [more, ...entries] = await run(redis, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 10, maxBytes: 1 }));
       assert.deepEqual([more, entries.map((e) => e[1][0])], [1, ['a']]);
       assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: clock.now, count: 3, maxBytes: 1 })), [1, 1, 1, 1]);
       assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: clock.now, ids: ['b', 'c'], maxBytes: 1 })), [1, 0, 1, 1]);

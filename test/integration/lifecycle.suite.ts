@@ -7,8 +7,11 @@ import { describe, it } from 'node:test';
 import type { Cluster, Redis } from 'ioredis';
 import type { TopicInput } from '../../lib/config';
 import { HttpError } from '../../lib/errors';
-import { topicKeys, partitionOf } from '../../lib/keys';
-import type { DelayQueue } from '../../lib/queue';
+import * as script from '../../lib/engine/scripts';
+import { groupKey, topicKeys, partitionOf } from '../../lib/keys';
+import type { DelayQueue, Job } from '../../lib/queue';
+import { run } from '../../lib/scripts';
+import type { JobsQuery } from '../../lib/validation';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 
 export interface SuiteTarget {
@@ -524,6 +527,180 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal(second.nextAt, clock.now + 60 * SEC);
       await q.claim(topic, 1);
       assert.equal((await q.sweep()).nextAt, clock.now + 5 * SEC, 'a TTR deadline counts as next');
+    });
+  });
+
+  describe('groups, listings and versions', () => {
+    /** Every job of a group, following `next` from the first page. */
+    async function listWholeGroup(q: DelayQueue, topic: string, group: string, limit: number) {
+      const jobs: Job[] = [];
+      let page = await q.listGroup(topic, group, { limit });
+      jobs.push(...page.jobs);
+      for (let pages = 1; page.next !== null; pages++) {
+        assert.ok(pages <= 100, 'paging ends');
+        page = await q.listGroup(topic, group, { limit, cursor: page.next });
+        jobs.push(...page.jobs);
+      }
+      return jobs;
+    }
+
+    /** Every job of a listing, following `next`. */
+    async function listAll(q: DelayQueue, topic: string, query: JobsQuery) {
+      const jobs: Job[] = [];
+      let page = await q.listJobs(topic, query);
+      jobs.push(...page.jobs);
+      for (let pages = 1; page.next !== null; pages++) {
+        assert.ok(pages <= 100, 'paging ends');
+        page = await q.listJobs(topic, { ...query, cursor: page.next });
+        jobs.push(...page.jobs);
+      }
+      return jobs;
+    }
+
+    it('cancels a whole group: delayed, ready and running jobs, not other groups; a job added afterwards runs', async () => {
+      const { q, topic, clock } = setup({ concurrency: 100 });
+      const ids = Array.from({ length: 30 }, (_, i) => `m-${String(i).padStart(2, '0')}`);
+      for (const [i, id] of ids.entries()) await q.add({ topic, id, delay: i < 10 ? 0 : 60 + i, group: 'meeting-1', body: { i } });
+      await q.add({ topic, id: 'other', delay: 0, group: 'meeting-2' });
+      await q.add({ topic, id: 'loose', delay: 0 });
+      await sweep(q);
+      // the ten due jobs of the group start, and the two others
+      const claimed = await q.claim(topic, 20);
+      const running = claimed.filter((j) => ids.includes(j.id));
+      assert.equal(running.length, 10, 'ten jobs of the group run');
+      const listed = await listWholeGroup(q, topic, 'meeting-1', 7);
+      assert.deepEqual(listed.map((j) => j.id).sort(), ids, 'the listing pages through the whole group, each job once');
+      assert.ok(listed.every((j) => j.group === 'meeting-1'));
+
+      const result = await q.cancelGroup(topic, 'meeting-1');
+      const cancelled = (await listWholeGroup(q, topic, 'meeting-1', 100)).filter((j) => j.state === 'cancelled').length;
+      assert.equal(cancelled, 30, 'every job of the group is cancelled');
+      assert.equal(result.cancelled + result.running, 30);
+      assert.equal(result.running, 10, 'the ten claimed jobs were running');
+      for (const job of running) assert.equal(await q.ack(topic, job.id, job), 'cancelled', 'a running attempt finishes, but its ack is dropped');
+      assert.equal((await q.get(topic, 'other'))?.state, 'running', 'another group is untouched');
+      assert.equal((await q.get(topic, 'loose'))?.state, 'running', 'a job without a group is untouched');
+      for (const job of claimed.filter((j) => !ids.includes(j.id))) assert.equal(await q.ack(topic, job.id, job), 'done');
+
+      clock.advance(HOUR);
+      assert.equal((await sweep(q)).moved, 0, 'no job of the group falls due any more');
+      await q.add({ topic, id: 'after', delay: 0, group: 'meeting-1' });
+      await sweep(q);
+      assert.deepEqual((await q.claim(topic, 10)).map((j) => j.id), ['after'], 'a job added after the cancel runs');
+      assert.deepEqual(await q.cancelGroup(topic, 'meeting-1'), { cancelled: 0, running: 1 }, 'cancelling again finds only the new one');
+      assert.deepEqual(await q.listGroup(topic, 'nobody'), { jobs: [], next: null }, 'a group without jobs lists empty');
+    });
+
+    it('a job of the group that falls due while the cancel is under way does not start', async () => {
+      const { q, topic, clock } = setup({ concurrency: 100 });
+      const ids = Array.from({ length: 12 }, (_, i) => `due-${i}`);
+      for (const id of ids) await q.add({ topic, id, delay: 5, group: 'g' });
+      // the cancel's first step in every partition marks the group and cancels one job; the rest
+      // wait for the next steps, as with a large group while the sweeper and fan-out are busy
+      const steps = [];
+      for (let p = 0; p < target.partitions; p++) {
+        const k = topicKeys(p, topic);
+        const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g')] as const;
+        const [cancelled, running, done, cursor, mark] = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
+        steps.push({ keys, cancelled, running, done, cursor, mark });
+      }
+      clock.advance(10 * SEC);
+      assert.equal((await sweep(q)).moved, ids.length - steps.reduce((n, s) => n + s.cancelled, 0), 'the jobs not yet reached fall due');
+      assert.deepEqual(await q.claim(topic, 100), [], 'none of them starts');
+      const cancelledByClaim = (await Promise.all(ids.map((id) => q.get(topic, id)))).filter((j) => j?.lastError?.startsWith('cancelled with its group'));
+      assert.equal(cancelledByClaim.length, ids.length - steps.reduce((n, s) => n + s.cancelled, 0), 'the claim cancelled them, and says why');
+      // the cancel goes on to the end and counts them
+      let total = 0;
+      for (const step of steps) {
+        total += step.cancelled;
+        let { cursor, done } = step;
+        while (done !== 1) {
+          const reply = await run(target.redis(), script.cancelGroup(step.keys, { clock: clock.now, group: 'g', mark: step.mark, cursor, limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
+          total += reply[0];
+          cursor = reply[3];
+          done = reply[2];
+        }
+      }
+      assert.equal(total, ids.length, 'every job is counted once as cancelled');
+      await q.add({ topic, id: 'later', delay: 0, group: 'g' });
+      await sweep(q);
+      assert.deepEqual((await q.claim(topic, 10)).map((j) => j.id), ['later'], 'the mark is gone: new jobs of the group run');
+    });
+
+    it('a put that moves a job to another group, and the purge of a finished job, take it out of the group', async () => {
+      const { q, topic, clock } = setup({}, { retention: 60 });
+      await q.add({ topic, id: 'mover', delay: 100, group: 'a' });
+      await q.add({ topic, id: 'stayer', delay: 0, group: 'a' });
+      await q.put(topic, 'mover', { delay: 100, group: 'b' });
+      assert.deepEqual((await q.listGroup(topic, 'a')).jobs.map((j) => j.id), ['stayer']);
+      assert.deepEqual((await q.listGroup(topic, 'b')).jobs.map((j) => j.id), ['mover']);
+      const groupSize = async (group: string) => {
+        let n = 0;
+        for (let p = 0; p < target.partitions; p++) n += await target.redis().zcard(groupKey(p, topic, group));
+        return n;
+      };
+      assert.equal(await groupSize('a'), 1, 'the moved job left the old group zset');
+      await sweep(q);
+      const job = await claimOne(q, topic);
+      await q.ack(topic, job.id, job);
+      clock.advance(61 * SEC);
+      assert.equal((await sweep(q)).purged, 1);
+      assert.equal(await groupSize('a'), 0, 'the purged job left its group: no key is left behind');
+      assert.deepEqual((await q.listGroup(topic, 'a')).jobs, []);
+    });
+
+    it('versions grow with every change; put and cancel honour If-Match', async () => {
+      const { q, topic } = setup();
+      const created = (await q.add({ topic, id: 'v', delay: 60 })).job;
+      assert.ok(created.version > 0);
+      assert.equal((await q.get(topic, 'v'))?.version, created.version, 'GET shows the version the add answered');
+      const moved = (await q.reschedule(topic, 'v', { delay: 120 })).job;
+      assert.ok(moved.version > created.version, 'a reschedule is a new version');
+      const stale = await rejects(q.put(topic, 'v', { delay: 5 }, { ifMatch: { version: created.version } }), 412, 'VERSION_MISMATCH');
+      assert.equal((stale.details as { job: Job }).job.version, moved.version, 'the 412 carries the job as it stands');
+      assert.equal((await q.get(topic, 'v'))?.runAt, moved.runAt, 'a refused put changed nothing');
+      const put = await q.put(topic, 'v', { delay: 5, body: 'new' }, { ifMatch: { version: moved.version } });
+      assert.equal(put.status, 'replaced');
+      assert.ok(put.job.version > moved.version);
+      await rejects(q.cancel(topic, 'v', { ifMatch: { version: moved.version } }), 412, 'VERSION_MISMATCH');
+      assert.equal((await q.cancel(topic, 'v', { ifMatch: { version: put.job.version } })).state, 'cancelled');
+      const missing = await rejects(q.cancel(topic, 'nope', { ifMatch: '*' }), 412, 'VERSION_MISMATCH');
+      assert.deepEqual(missing.details, { job: null });
+      await rejects(q.put(topic, 'nope', { delay: 1 }, { ifMatch: '*' }), 412, 'VERSION_MISMATCH');
+      assert.equal(await q.get(topic, 'nope'), null, 'If-Match * creates nothing');
+      // a cancelled job created anew by put gets a version no earlier incarnation had
+      const again = await q.put(topic, 'v', { delay: 5 });
+      assert.equal(again.status, 'created');
+      assert.ok(again.job.version > put.job.version);
+    });
+
+    it('lists upcoming jobs across partitions by due time, paged, within from and to', async () => {
+      const { q, topic, clock } = setup();
+      const dues = Array.from({ length: 40 }, (_, i) => ({ id: `up-${String(i).padStart(2, '0')}`, delay: 10 + (i % 7) * 60 }));
+      for (const d of dues) await q.add({ topic, id: d.id, delay: d.delay, group: d.id.endsWith('3') ? 'g3' : undefined });
+      const expected = [...dues].sort((a, b) => a.delay - b.delay || (a.id < b.id ? -1 : 1)).map((d) => d.id);
+      const all = await listAll(q, topic, { state: 'delayed', limit: 6 });
+      assert.deepEqual(all.map((j) => j.id), expected, 'every delayed job once, by (due time, id)');
+      assert.equal(all.find((j) => j.id === 'up-13')?.group, 'g3');
+      const from = clock.now + 70 * SEC;
+      const to = clock.now + 190 * SEC;
+      const window = await listAll(q, topic, { state: 'delayed', limit: 5, from, to });
+      assert.deepEqual(window.map((j) => j.id), expected.filter((id) => { const d = dues.find((x) => x.id === id)!.delay * SEC + clock.now; return d >= from && d <= to; }));
+      assert.ok(window.length > 0);
+      // ready, running and dead listings
+      clock.advance(75 * SEC);
+      await sweep(q);
+      const ready = await listAll(q, topic, { state: 'ready', limit: 4 });
+      assert.deepEqual(ready.map((j) => j.id).sort(), dues.filter((d) => d.delay <= 75).map((d) => d.id).sort(), 'the ready jobs, each once');
+      assert.ok(ready.every((j) => j.state === 'ready'));
+      const claimed = await q.claim(topic, 3);
+      assert.deepEqual((await listAll(q, topic, { state: 'running', limit: 2 })).map((j) => j.id).sort(), claimed.map((j) => j.id).sort());
+      assert.equal((await listAll(q, topic, { state: 'ready', limit: 100 })).length, ready.length - 3);
+      await rejects(q.listJobs(topic, { state: 'delayed', cursor: 'not-a-cursor!' }), 400, 'VALIDATION_FAILED');
+      const deadPage = await q.listJobs(topic, { state: 'delayed', limit: 1 });
+      await rejects(q.listJobs(topic, { state: 'dead', cursor: deadPage.next! }), 400, 'VALIDATION_FAILED');
+      await rejects(q.listGroup(topic, 'g3', { cursor: deadPage.next! }), 400, 'VALIDATION_FAILED');
+      await rejects(q.listJobs('no-such-topic', { state: 'delayed' }), 400, 'UNKNOWN_TOPIC');
     });
   });
 

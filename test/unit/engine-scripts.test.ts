@@ -6,10 +6,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as script from '../../lib/engine/scripts';
-import { latenessKey, syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
+import { groupKey, latenessKey, syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
 import { SCRIPTS } from '../../lib/scripts';
 
 const k = topicKeys(2, 'orders');
+const g = groupKey(2, 'orders', 'meeting-1');
 const s = sweeperKeys();
 const lease = [s.lease, s.next, s.wake, s.wakes] as const;
 
@@ -24,7 +25,7 @@ describe('typed script calls', () => {
     // @ts-expect-error one key short
     script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 });
     // @ts-expect-error bodies and jobs swapped
-    script.listDead([k.dead, k.bodies, k.jobs], { limit: 1, maxBytes: 1 });
+    script.listJobs([k.dead, k.bodies, k.jobs, k.delayed], { limit: 1, maxBytes: 1 });
     // @ts-expect-error wake list and counter swapped
     script.wakeSweeper([s.lease, s.next, s.wakes, s.wake], { clock: '', dueAt: 'now', horizonMs: 1 });
     assert.ok(true, 'checked by tsc');
@@ -32,18 +33,22 @@ describe('typed script calls', () => {
 
   it('every call has as many KEYS as its script takes', () => {
     const calls = [
-      script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: '', mode: 'add', jobs: [], maxBytes: 1 }),
+      script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', jobs: [], maxBytes: 1 }),
       script.getJob([k.jobs, k.delayed], { id: 'a' }),
-      script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0 }),
+      script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0, ifMatch: '' }),
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: {} }),
-      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
       script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
       script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
       script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
       script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', count: 1, maxBytes: 1 }),
-      script.listDead([k.dead, k.jobs, k.bodies], { limit: 1, maxBytes: 1 }),
+      script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 1 }),
+      script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 0, limit: 1, maxBytes: 1 }),
+      script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 1, retentionMs: 0 }),
+      script.leaveGroup([k.jobs, g], { group: 'g', ids: ['a'] }),
+      script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'g', cursor: '-inf', limit: 1, maxBytes: 1 }),
       script.holdLease(lease, { owner: 'o', leaseMs: 1, nextAt: null, clearWake: false }),
       script.releaseLease(lease, { owner: 'o', wakesSeen: 0, force: false }),
       script.wakeSweeper(lease, { clock: '', dueAt: 'now', horizonMs: 1 }),
@@ -58,16 +63,17 @@ describe('typed script calls', () => {
 
   it('every script that reads the clock takes it in ARGV[1]', () => {
     const clocked = [
-      script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: 7, mode: 'put', jobs: [], maxBytes: 1 }),
-      script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: 7, id: 'a', retentionMs: 0 }),
+      script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: 7, mode: 'put', jobs: [], maxBytes: 1 }),
+      script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: 7, id: 'a', retentionMs: 0, ifMatch: '' }),
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: 7, id: 'a', change: { body: '1' } }),
-      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
       script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: 7, id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
       script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
       script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
       script.startAttempts([k.jobs, k.bodies], { clock: 7, attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: 7, ids: ['a'], maxBytes: 1 }),
+      script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 1, retentionMs: 0 }),
       script.wakeSweeper(lease, { clock: 7, dueAt: 'now', horizonMs: 1 }),
     ];
     for (const c of clocked) {
@@ -78,13 +84,16 @@ describe('typed script calls', () => {
 
   it('every script that loops over jobs takes a byte budget where its contract block says', () => {
     const budgeted: [script: string, at: number, args: readonly unknown[]][] = [
-      ['addJobs', 3, script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: '', mode: 'add', jobs: [], maxBytes: 4242 }).args],
-      ['claimJobs', 6, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 4242 }).args],
+      ['addJobs', 3, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', jobs: [], maxBytes: 4242 }).args],
+      ['claimJobs', 6, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 4242 }).args],
       ['releaseJobs', 6, script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 4242 }).args],
       ['startAttempts', 2, script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [], maxBytes: 4242 }).args],
       ['moveDue', 7, script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 4242 }).args],
       ['redriveJobs', 3, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', count: 1, maxBytes: 4242 }).args],
-      ['listDead', 4, script.listDead([k.dead, k.jobs, k.bodies], { limit: 1, maxBytes: 4242 }).args],
+      ['listJobs', 4, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 4242 }).args],
+      ['listReady', 3, script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 0, limit: 1, maxBytes: 4242 }).args],
+      ['listGroup', 4, script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'g', cursor: '-inf', limit: 1, maxBytes: 4242 }).args],
+      ['cancelGroup', 6, script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 4242, retentionMs: 0 }).args],
     ];
     for (const [name, at, args] of budgeted) {
       assert.equal(args[at - 1], 4242, name);
@@ -94,18 +103,24 @@ describe('typed script calls', () => {
 
   it('puts ARGV where the contract blocks say', () => {
     const job = { topic: 'orders', id: 'a', partition: 2, when: { kind: 'd' as const, ms: 5 }, body: '{}', ttrMs: 3000, url: 'https://x/' };
-    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: '', mode: 'add', jobs: [job], maxBytes: 9 }).args, ['', 'add', 9, 'a', 'd', 5, '', 3000, '', 'https://x/', '{}']);
+    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', jobs: [job], maxBytes: 9 }).args, ['', 'add', 9, 'a', 'd', 5, '', 3000, '', 'https://x/', '', '', '{}']);
+    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'put', jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }], maxBytes: 9 }).args.slice(-3), ['meeting-1', 7, '{}']);
+    assert.deepEqual(script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 9, ifMatch: '*' }).args, ['', 'a', 9, '*']);
     assert.deepEqual(script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: { when: { kind: 'a', ms: 9 } } }).args, ['', 'a', 'a', 9, '0', '']);
     assert.deepEqual(script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, ['', 'a', 2, 'x', 3, 'f:0', 0.5, 2, 'c']);
     assert.deepEqual(script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 2, claim: 'c', retentionMs: 9 }).args, ['', 'a', 2, 9, 'c']);
-    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0']);
-    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed], { clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-1), '1');
+    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0', 0]);
+    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-2), '1');
     assert.deepEqual(script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
     assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, 'a', 'b']);
     assert.deepEqual(script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 3, backoff: 'f:0', random: 0.5, reason: 'r', jobs: [{ id: 'a', attempt: 1, claim: 'c' }, { id: 'b', attempt: 2, claim: '' }], maxBytes: 9 }).args, ['', 3, 'f:0', 0.5, 'r', 9, 'a', 1, 'c', 'b', 2, '']);
-    assert.deepEqual(script.listDead([k.dead, k.jobs, k.bodies], { limit: 5, maxBytes: 9 }).args, ['-inf', '', 5, 9]);
-    assert.deepEqual(script.listDead([k.dead, k.jobs, k.bodies], { limit: 5, after: { diedAt: 9, id: 'a' }, maxBytes: 9 }).args, [9, 'a', 5, 9]);
-    assert.deepEqual(script.listDead([k.dead, k.jobs, k.bodies], { limit: 5, after: { diedAt: 9, id: null }, maxBytes: 9 }).args, [9, '', 5, 9]);
+    assert.deepEqual(script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 5, maxBytes: 9 }).args, ['-inf', '', 5, 9, '+inf']);
+    assert.deepEqual(script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 5, after: { score: 9, id: 'a' }, maxBytes: 9 }).args, [9, 'a', 5, 9, '+inf']);
+    assert.deepEqual(script.listJobs([k.delayed, k.jobs, k.bodies, k.delayed], { limit: 5, after: { score: 9, id: null }, to: 20, maxBytes: 9 }).args, [9, '', 5, 9, 20]);
+    assert.deepEqual(script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 3, limit: 5, maxBytes: 9, to: 20 }).args, [3, 5, 9, '', 20]);
+    assert.deepEqual(script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'meeting-1', mark: '12', cursor: '7', limit: 5, maxBytes: 9, retentionMs: 3 }).args, ['', 'meeting-1', '12', '7', 5, 9, 3]);
+    assert.deepEqual(script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'meeting-1', cursor: '7', limit: 5, maxBytes: 9 }).args, ['meeting-1', '7', 5, 9]);
+    assert.deepEqual(script.leaveGroup([k.jobs, g], { group: 'meeting-1', ids: ['a', 'b'] }).args, ['meeting-1', 'a', 'b']);
     assert.deepEqual(script.wakeSweeper(lease, { clock: '', dueAt: 42, horizonMs: 60_000 }).args, ['', 42, 60_000]);
   });
 });

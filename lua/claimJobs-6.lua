@@ -9,8 +9,11 @@
   Stops before the job whose record and body would pass the byte budget (never before the first
   id, unless strict): the ids not looked at stay at the head of the ready list, and the bodies the
   caller then reads stay within the budget too.
+  A job whose group is being cancelled (lua/cancelGroup-6.lua) and that has not changed since that
+  cancel began is cancelled here instead of claimed (and counted as skipped): the cancel may not
+  have reached it yet, and it must not start.
   KEYS[1] ready list  KEYS[2] running zset  KEYS[3] jobs hash  KEYS[4] bodies hash
-  KEYS[5] delayed zset
+  KEYS[5] delayed zset  KEYS[6] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] n, at most this many ids are taken
   ARGV[3] max running: claims stop when the running zset holds this many
   ARGV[4] the topic's ttr ms, for jobs that set none
@@ -18,11 +21,14 @@
   ARGV[6] byte budget of the records and bodies read
   ARGV[7] '1': strict, even the first id must fit the budget (a caller that already holds jobs
           claimed in this round); '0': the first id is always looked at
+  ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/job.lua)
   Returns { now, taken, skipped, more 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
   where taken counts the ids taken off the ready list and more = 1 when the budget stopped the
   claim before n ids. Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
 ]]
 local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[6] }
+local retention = tonumber(ARGV[8])
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
 local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
@@ -31,13 +37,30 @@ if n <= 0 then return { now, 0, 0, 0 } end
 local ids = redis.call('LRANGE', readyKey, 0, n - 1)
 if #ids == 0 then return { now, 0, 0, 0 } end
 
+-- the version at which a cancel of the job's group began, when one is under way and the job has
+-- not changed since: it must not start
+local function cancelledWithGroup(h)
+  if not h[H_GROUP] then return false end
+  local mark = redis.call('HGET', jobsKey, GROUP_CANCEL_FIELD .. h[H_GROUP])
+  if mark and h[H_VERSION] < tonumber(mark) then return mark end
+  return false
+end
+
 local result = { now, 0, 0, 0 }
 local taken = 0
 for i, id in ipairs(ids) do
   local record = redis.call('HGET', jobsKey, id)
   local h, inline
   if record then h, inline = decode(record) end
-  if not h or h[H_STATE] ~= PENDING or redis.call('ZSCORE', delayedKey, id) then
+  local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, id)
+  local mark = live and cancelledWithGroup(h)
+  if mark then
+    if not budget.fits(#record) then result[4] = 1 break end
+    budget.spend(#record)
+    h[H_ERROR] = groupCancelError(mark)
+    cancelNow(k, id, h, inline, now, retention)
+    result[3] = result[3] + 1
+  elseif not live then
     local size = record and #record or 0
     if not budget.fits(size) then result[4] = 1 break end
     budget.spend(size)

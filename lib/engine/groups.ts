@@ -1,0 +1,125 @@
+/** Groups: cancel a whole group, list its jobs, and keep its zsets to the jobs still in it. */
+import type { TopicConfig } from '../config';
+import { groupKey, topicKeys } from '../keys';
+import { SCRIPT_CALL_BYTES } from '../limits';
+import { run, runPipelined } from '../scripts';
+import type { EngineContext } from './context';
+import { toJob, type Job } from './jobs';
+import { chunk, forEachPartition, groupBy } from './partitions';
+import { viewsWithBodies } from './read';
+import * as script from './scripts';
+
+/** Members a cancelGroup step looks at: each is one HGET and at most a header rewrite, about 2 µs of Redis time. */
+export const CANCEL_GROUP_STEP = 1000;
+const LEAVE_BATCH = 500;
+
+/** What a group cancel did: jobs cancelled before they started, and jobs whose attempt was running. */
+export interface GroupCancel {
+  cancelled: number;
+  running: number;
+}
+
+/**
+ * Cancels every job of group `group` of topic `t` that joined it before the call: in every
+ * partition at once, one bounded step after another (lua/cancelGroup-6.lua). The first step of a
+ * partition marks the group there, so from then on no job of the group that has not changed since
+ * can start (a claim cancels it instead); each step cancels up to CANCEL_GROUP_STEP of its jobs.
+ * Returns once every partition is through: then no job of the group that was delayed or ready
+ * starts any more. Jobs joining the group after a partition's mark are left alone.
+ */
+export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP): Promise<GroupCancel & { partitions: number[] }> {
+  const total: GroupCancel = { cancelled: 0, running: 0 };
+  const touched: number[] = [];
+  await forEachPartition(ctx.config.partitions, async (p) => {
+    const k = topicKeys(p, t.name);
+    const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group)] as const;
+    let mark = '';
+    let cursor = '-inf';
+    for (;;) {
+      const call = script.cancelGroup(keys, { clock: ctx.clock(), group, mark, cursor, limit: step, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs });
+      const [cancelled, running, done, next, m] = await run(ctx.redis, call);
+      total.cancelled += cancelled;
+      total.running += running;
+      mark = m;
+      cursor = next;
+      if (done === 1) break;
+    }
+    touched.push(p);
+  });
+  return { ...total, partitions: touched.sort((a, b) => a - b) };
+}
+
+/** Jobs that left group `group` (purged, or moved by a put), to be taken out of its zset. */
+export interface LeftGroup {
+  topic: string;
+  group: string;
+  id: string;
+  partition: number;
+}
+
+/** Takes jobs that left their groups out of the groups' zsets (lua/leaveGroup-2.lua), pipelined per partition. */
+export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]): Promise<number> {
+  let removed = 0;
+  const byPartition = groupBy(left, (l) => l.partition);
+  await Promise.all(
+    [...byPartition].map(async ([p, members]) => {
+      const calls = [...groupBy(members, (m) => `${m.topic} ${m.group}`).values()].flatMap((same) =>
+        chunk(same, LEAVE_BATCH).map((batch) => {
+          const { topic, group } = batch[0]!;
+          return script.leaveGroup([topicKeys(p, topic).jobs, groupKey(p, topic, group)], { group, ids: batch.map((m) => m.id) });
+        }),
+      );
+      for (const n of await runPipelined(ctx.redis, calls)) removed += n;
+    }),
+  );
+  return removed;
+}
+
+/** Where a page of a group resumes: partition `partition`, after the member that joined at version `after` ('-inf': from its first). */
+export interface GroupCursor {
+  partition: number;
+  after: string;
+}
+
+const GROUP_CURSOR = /^g(\d{1,4}):(-inf|\d{1,16})$/;
+
+/** The opaque `next` string of a group page: base64url of `g<partition>:<version>`. */
+export function encodeGroupCursor(c: GroupCursor): string {
+  return Buffer.from(`g${c.partition}:${c.after}`).toString('base64url');
+}
+
+/** The cursor a `next` string stands for, or null when it is not one (of this deployment's partitions). */
+export function decodeGroupCursor(text: string, partitions: number): GroupCursor | null {
+  if (!/^[A-Za-z0-9_-]{1,40}$/.test(text)) return null;
+  const match = GROUP_CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
+  if (!match || Number(match[1]) >= partitions) return null;
+  return { partition: Number(match[1]), after: match[2]! };
+}
+
+/**
+ * The jobs of group `group` of topic `t`, at most `limit`, after `cursor`: partition by partition,
+ * in the order they joined the group within each; at most SCRIPT_CALL_BYTES of bodies (one job
+ * always). `next` is null when the group has no job after the page.
+ */
+export async function listGroup(ctx: EngineContext, t: TopicConfig, group: string, page: { limit: number; cursor?: GroupCursor }): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
+  const jobs: Job[] = [];
+  let { partition, after } = page.cursor ?? { partition: 0, after: '-inf' };
+  let bytes = 0;
+  while (partition < ctx.config.partitions) {
+    const k = topicKeys(partition, t.name);
+    const left = page.limit - jobs.length;
+    const call = script.listGroup([groupKey(partition, t.name, group), k.jobs, k.bodies, k.delayed], { group, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
+    const [more, cursor, ...views] = await run(ctx.redis, call);
+    for (const { view, body } of await viewsWithBodies(ctx, k.bodies, views)) {
+      if (body === null) continue; // purged since the script listed it
+      jobs.push(toJob(t, view, body));
+      bytes += Buffer.byteLength(body);
+    }
+    after = cursor;
+    if (more === 1) return { jobs, next: { partition, after } };
+    partition += 1;
+    after = '-inf';
+    if (jobs.length >= page.limit || bytes >= SCRIPT_CALL_BYTES) break;
+  }
+  return { jobs, next: partition < ctx.config.partitions ? { partition, after } : null };
+}

@@ -1,0 +1,183 @@
+/**
+ * Listings of a topic's jobs across partitions: by score from the delayed, running or dead zsets
+ * (due time, TTR deadline, time of death), or in queue order from the ready lists. A page costs
+ * the same whatever the zsets hold: each partition gives at most `limit` jobs after the cursor
+ * (O(log N + limit) in Redis), and the pages are merged here.
+ */
+import type { TopicConfig } from '../config';
+import { topicKeys, type DeadKey, type DelayedKey, type RunningKey, type TopicKeys } from '../keys';
+import { SCRIPT_CALL_BYTES } from '../limits';
+import { run } from '../scripts';
+import type { EngineContext } from './context';
+import { toJob, type Job } from './jobs';
+import { forEachPartition } from './partitions';
+import { viewsWithBodies } from './read';
+import * as script from './scripts';
+import type { ScoredEntry } from './scripts';
+
+/** Where a page by score resumes: after job `id` scored `score`, in (score, id bytewise) order; `id` null resumes after every job scored `score`. */
+export interface ScoreCursor {
+  score: number;
+  id: string | null;
+}
+
+/** A job listed with its score and its body (JSON text). */
+export interface Scored {
+  entry: ScoredEntry;
+  body: string;
+}
+
+/** Sorts as the zsets do: by score, then by id bytewise (ids are ASCII, so UTF-16 order is byte order). */
+function byScore(a: { entry: ScoredEntry }, b: { entry: ScoredEntry }): number {
+  if (a.entry[0] !== b.entry[0]) return a.entry[0] - b.entry[0];
+  const x = a.entry[1][0];
+  const y = b.entry[1][0];
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** Takes the first items of a merged page while their bodies stay within SCRIPT_CALL_BYTES (the first always). */
+function withinBytes<T>(items: readonly T[], limit: number, body: (item: T) => string | null): number {
+  let bytes = 0;
+  let taken = 0;
+  while (taken < Math.min(limit, items.length)) {
+    bytes += Buffer.byteLength(body(items[taken]!) ?? '');
+    if (taken > 0 && bytes > SCRIPT_CALL_BYTES) break;
+    taken += 1;
+  }
+  return taken;
+}
+
+/**
+ * Jobs of topic `t` in the zset `zset` picks (delayed, running or dead) of every partition, by
+ * (score, id), at most `limit`, after `after` and scored at most `to`, and at most
+ * SCRIPT_CALL_BYTES of bodies (one job always; a page may then hold fewer than `limit`). `next`
+ * is the cursor after the last job of the page, or null when no job is left after it.
+ */
+export async function listByScore(
+  ctx: EngineContext,
+  t: TopicConfig,
+  zset: (k: TopicKeys) => DelayedKey | RunningKey | DeadKey,
+  page: { limit: number; after?: ScoreCursor; to?: number },
+): Promise<{ jobs: Scored[]; next: (ScoreCursor & { id: string }) | null }> {
+  const { limit } = page;
+  const pages = await forEachPartition(ctx.config.partitions, async (p) => {
+    const k = topicKeys(p, t.name);
+    const [stopped, ...entries] = await run(ctx.redis, script.listJobs([zset(k), k.jobs, k.bodies, k.delayed], { ...page, maxBytes: SCRIPT_CALL_BYTES }));
+    const bodies = await viewsWithBodies(ctx, k.bodies, entries.map(([, view]) => view));
+    // a body read as null: the job left since the script listed it (purged, or changed): it
+    // keeps its place for the cursor, and is not shown
+    const listed = entries.map((entry, i) => ({ entry, body: bodies[i]!.body }));
+    return { stopped: stopped === 1, listed };
+  });
+  // each partition gave its first `limit` after the cursor, or fewer when its byte budget stopped
+  // it: merged, the first `limit` of all that sort before the earliest such stop are among them
+  let merged = pages.flatMap((p) => p.listed).sort(byScore);
+  const stop = pages
+    .filter((p) => p.stopped && p.listed.length > 0)
+    .map((p) => p.listed.at(-1)!)
+    .sort(byScore)[0];
+  if (stop) merged = merged.filter((e) => byScore(e, stop) <= 0);
+  // and all partitions' bodies together within one call's budget (the first job always)
+  const taken = withinBytes(merged, limit, (e) => e.body);
+  const jobs = merged.slice(0, taken).flatMap(({ entry, body }) => (body === null ? [] : [{ entry, body }]));
+  const last = merged[taken - 1]?.entry;
+  const cut = stop !== undefined || taken < Math.min(limit, merged.length);
+  const more = cut || merged.length > limit || (taken === limit && pages.some((p) => p.listed.length === limit));
+  return { jobs, next: more && last ? { score: last[0], id: last[1][0] } : null };
+}
+
+/** Where a page of ready jobs resumes: a position in each partition's ready list. */
+export type ReadyCursor = number[];
+
+/**
+ * Ready jobs of topic `t` due within [from, to], at most `limit`: from each partition's ready list
+ * in queue order (the order claims take them), merged by due time. Positions move as claims take
+ * jobs off the lists' heads, so while the topic is being worked, a page may show a job again or
+ * pass one over: a view of the queue, not a snapshot.
+ */
+export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limit: number; from?: number; to?: number; cursor?: ReadyCursor }): Promise<{ jobs: Job[]; next: ReadyCursor | null }> {
+  const start = page.cursor ?? new Array<number>(ctx.config.partitions).fill(0);
+  const pages = await forEachPartition(ctx.config.partitions, async (p) => {
+    const k = topicKeys(p, t.name);
+    const call = script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: start[p]!, limit: page.limit, maxBytes: SCRIPT_CALL_BYTES, ...(page.from !== undefined ? { from: page.from } : {}), ...(page.to !== undefined ? { to: page.to } : {}) });
+    const [more, looked, ...views] = await run(ctx.redis, call);
+    return { more: more === 1, looked, listed: await viewsWithBodies(ctx, k.bodies, views) };
+  });
+  // merge by due time, each partition's jobs staying in their queue order
+  const heads = pages.map(() => 0);
+  const out: { p: number; body: string | null; job: Job | null }[] = [];
+  while (out.length < page.limit) {
+    let best = -1;
+    pages.forEach((pg, p) => {
+      const next = pg.listed[heads[p]!];
+      if (next && (best < 0 || next.view[2] < pages[best]!.listed[heads[best]!]!.view[2])) best = p;
+    });
+    if (best < 0) break;
+    const { view, body } = pages[best]!.listed[heads[best]!]!;
+    heads[best]! += 1;
+    out.push({ p: best, body, job: body === null ? null : toJob(t, view, body) });
+  }
+  const taken = withinBytes(out, page.limit, (o) => o.body);
+  const shown = out.slice(0, taken);
+  // a partition whose listed jobs were all shown moves past every id it looked at; one cut short
+  // moves on by the jobs it showed: never past a job not shown (the ids the script skipped before
+  // them are looked at again, so a job may show twice, never not at all)
+  const next = pages.map((pg, p) => {
+    const used = shown.filter((o) => o.p === p).length;
+    return start[p]! + (used === pg.listed.length ? pg.looked : used);
+  });
+  const more = pages.some((pg, p) => next[p]! < start[p]! + pg.looked || pg.more);
+  return { jobs: shown.flatMap((o) => (o.job ? [o.job] : [])), next: more ? next : null };
+}
+
+
+/** The states a listing shows; each but ready is a zset ordered by a time. */
+export type ListState = 'delayed' | 'ready' | 'running' | 'dead';
+
+/** Where a page of GET /topics/{topic}/jobs resumes: the state's own kind of cursor. */
+export type JobsCursor = { state: 'delayed' | 'running' | 'dead'; after: ScoreCursor & { id: string } } | { state: 'ready'; positions: ReadyCursor };
+
+const ZSET_OF = { delayed: (k: TopicKeys) => k.delayed, running: (k: TopicKeys) => k.running, dead: (k: TopicKeys) => k.dead } as const;
+
+/** The opaque `next` string of a jobs page: base64url of `<state>:<score>:<id>`, or `ready:<position>,<position>,...`. */
+export function encodeJobsCursor(c: JobsCursor): string {
+  const text = c.state === 'ready' ? `ready:${c.positions.join(',')}` : `${c.state}:${c.after.score}:${c.after.id}`;
+  return Buffer.from(text).toString('base64url');
+}
+
+/** The cursor a `next` string stands for when it is one of a page of `state` (of this deployment's partitions); else null. */
+export function decodeJobsCursor(text: string, state: ListState, partitions: number): JobsCursor | null {
+  if (!/^[A-Za-z0-9_-]{1,12000}$/.test(text)) return null;
+  const value = Buffer.from(text, 'base64url').toString('latin1');
+  if (state === 'ready') {
+    const match = /^ready:(\d{1,15}(?:,\d{1,15})*)$/.exec(value);
+    const positions = match ? match[1]!.split(',').map(Number) : [];
+    return positions.length === partitions ? { state, positions } : null;
+  }
+  const match = /^(delayed|running|dead):(\d{1,16}):([A-Za-z0-9._:-]{1,128})$/.exec(value);
+  if (!match || match[1] !== state || !Number.isSafeInteger(Number(match[2]))) return null;
+  return { state, after: { score: Number(match[2]), id: match[3]! } };
+}
+
+/**
+ * A page of topic `t`'s jobs in `state`, due (or timing out, or dead) within [from, to], at most
+ * `limit`, after `cursor`; `next` is null when no job is left after the page.
+ */
+export async function listJobs(
+  ctx: EngineContext,
+  t: TopicConfig,
+  state: ListState,
+  page: { limit: number; from?: number; to?: number; cursor?: JobsCursor },
+): Promise<{ jobs: Job[]; next: JobsCursor | null }> {
+  const { limit, from, to, cursor } = page;
+  const bounds = { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) };
+  if (state === 'ready') {
+    const positions = cursor?.state === 'ready' ? cursor.positions : undefined;
+    const result = await listReady(ctx, t, { limit, ...bounds, ...(positions ? { cursor: positions } : {}) });
+    return { jobs: result.jobs, next: result.next && { state, positions: result.next } };
+  }
+  // no cursor: from `from` on (the jobs scored after from - 1 ms: scores are whole ms)
+  const after = cursor && cursor.state !== 'ready' ? cursor.after : from !== undefined ? { score: from - 1, id: null } : undefined;
+  const result = await listByScore(ctx, t, ZSET_OF[state], { limit, ...(after ? { after } : {}), ...(to !== undefined ? { to } : {}) });
+  return { jobs: result.jobs.map(({ entry, body }) => toJob(t, entry[1], body)), next: result.next && { state, after: result.next } };
+}

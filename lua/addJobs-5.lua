@@ -1,0 +1,106 @@
+--[[
+  Adds jobs of one topic and partition, or (mode 'put') creates-or-replaces them.
+  KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] delayed zset  KEYS[4] done zset (retention of
+          finished jobs)  KEYS[5] group zset of the jobs' group (every job of one call has the same
+          group, or none: then KEYS[5] is the empty group's key, never written)
+  ARGV[1] fixed clock ms or ''  ARGV[2] 'add' | 'put'
+  ARGV[3] byte budget: the bodies written and the records and bodies read for replies stop at it
+          (the first job is always done); the caller sends the jobs left in another call
+  ARGV[4..] 10 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
+            backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
+            version the job must have; put only), body
+  A job with a group joins its group zset (member id, score: its version when it joined; a job
+  already in it keeps its place). A job a put moves out of its group is not taken out of the old
+  group's zset here (its key is not this call's): the reply names the group it left, and the
+  caller calls lua/leaveGroup-2.lua.
+  Returns { headChanged 0|1, results... } with one result per job done, in order (fewer results
+  than jobs: the budget was reached, the rest were not looked at):
+    { OUTCOME.CREATED, id, runAt, createdAt, version, left group|false }  add; put of a new or
+                                               cancelled job
+    { OUTCOME.REPLACED, view, left group|false } put of a pending job: runAt, body, group and
+                                               options; the view's body is '' (it is the one the
+                                               caller sent)
+    { REFUSAL.JOB_EXISTS, view }               add of an existing id: nothing changed
+    { REFUSAL.JOB_FINISHED, view }             put of a running, done or dead job: nothing changed
+    { REFUSAL.VERSION_MISMATCH, view or nil }  put whose if-match failed: nothing changed
+  Mirrored by AddJobsReply in lib/engine/scripts.ts.
+]]
+local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local now = clock(ARGV[1])
+local put = ARGV[2] == 'put'
+local budget = byteBudget(tonumber(ARGV[3]))
+local headBefore = headScore(delayedKey)
+local results = {}
+
+-- the group `group` (or none) of job `id`, whose header is `h`, that was in `old` (or none):
+-- joins the group's zset; returns the group it left, or false
+local function join(id, h, group, old)
+  if group then redis.call('ZADD', groupKey, 'NX', h[H_VERSION], id) end
+  if old and old ~= group then return old end
+  return false
+end
+
+for i = 4, #ARGV, 10 do
+  local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local due = whenMs
+  if whenKind == 'd' then due = now + whenMs end
+  local max, ttr, backoff, url, group, ifMatch, body =
+    optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
+    optional(ARGV[i + 7]), ARGV[i + 8], ARGV[i + 9]
+
+  local record = redis.call('HGET', jobsKey, id)
+  if not record then
+    if not put or matches(ifMatch, nil) then
+      if not budget.fits(#body) then break end
+      budget.spend(#body)
+      local h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group }
+      store(jobsKey, bodiesKey, id, h, body, false)
+      redis.call('ZADD', delayedKey, due, id)
+      join(id, h, group, false)
+      results[#results + 1] = { OUTCOME.CREATED, id, due, now, h[H_VERSION], false }
+    else
+      results[#results + 1] = { REFUSAL.VERSION_MISMATCH }
+    end
+  else
+    local h, inline = decode(record)
+    local state = h[H_STATE]
+    if put and (state == PENDING or state == CANCELLED) and matches(ifMatch, h) then
+      if not budget.fits(#record + #body) then break end
+      budget.spend(#record + #body)
+      local old = h[H_GROUP]
+      local code = OUTCOME.REPLACED
+      if state == CANCELLED then
+        code = OUTCOME.CREATED
+        h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group }
+        redis.call('ZREM', doneKey, id)
+      else
+        h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP] = due, max, ttr, backoff, url, now, group
+      end
+      store(jobsKey, bodiesKey, id, h, body, true)
+      redis.call('ZADD', delayedKey, due, id)
+      local left = join(id, h, group, old)
+      if code == OUTCOME.CREATED then
+        results[#results + 1] = { OUTCOME.CREATED, id, due, now, h[H_VERSION], left }
+      else
+        results[#results + 1] = { OUTCOME.REPLACED, view(delayedKey, id, h, ''), left }
+      end
+    else
+      -- refused: the reply carries the job as it stands, body included
+      local size = #record + bodySize(bodiesKey, id, inline)
+      if not budget.fits(size) then break end
+      budget.spend(size)
+      local code = REFUSAL.JOB_FINISHED
+      if not put then
+        code = REFUSAL.JOB_EXISTS
+      elseif not matches(ifMatch, h) then
+        code = REFUSAL.VERSION_MISMATCH
+      end
+      results[#results + 1] = { code, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)) }
+    end
+  end
+end
+
+local headAfter = headScore(delayedKey)
+local headChanged = 0
+if headAfter and (not headBefore or headAfter < headBefore) then headChanged = 1 end
+return { headChanged, unpack(results) }

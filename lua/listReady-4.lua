@@ -1,0 +1,40 @@
+--[[
+  Lists ready jobs of one topic and partition in queue order (the order claims take them), from a
+  position in the ready list. Ids that are not ready jobs (cancelled, rescheduled: claim skips
+  them) and ids already listed on this page are passed over. Replies a body only when it is
+  inline (the caller reads the bodies kept apart with a plain HMGET). Stops before the job whose
+  record and body would pass the byte budget (never before the first).
+  KEYS[1] ready list  KEYS[2] jobs hash  KEYS[3] bodies hash  KEYS[4] delayed zset
+  ARGV[1] position to start at  ARGV[2] limit (ids looked at)  ARGV[3] byte budget
+  ARGV[4] lowest and ARGV[5] highest due time listed (ms), or '' for no bound
+  Returns { more 0|1, looked, view... } where looked counts the ids looked at (the next page starts
+  that much further) and more = 1 when ids may be left after them.
+  Mirrored by ListReadyReply in lib/engine/scripts.ts.
+]]
+local readyKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local start, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local budget = byteBudget(tonumber(ARGV[3]))
+local from, to = optionalNumber(ARGV[4]), optionalNumber(ARGV[5])
+local ids = redis.call('LRANGE', readyKey, start, start + limit - 1)
+local result = { 0, 0 }
+if #ids == limit then result[1] = 1 end
+local seen = {}
+for i, id in ipairs(ids) do
+  local record = redis.call('HGET', jobsKey, id)
+  local h, inline
+  if record then h, inline = decode(record) end
+  local ready = h and not seen[id] and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, id)
+  if ready and ((from and h[H_RUN_AT] < from) or (to and h[H_RUN_AT] > to)) then ready = false end
+  if ready then
+    local size = #record + bodySize(bodiesKey, id, inline)
+    if not budget.fits(size) then
+      result[1] = 1
+      break
+    end
+    budget.spend(size)
+    seen[id] = true
+    result[#result + 1] = view(delayedKey, id, h, inline)
+  end
+  result[2] = i
+end
+return result
