@@ -431,8 +431,8 @@ export class DelayQueueClient {
   /**
    * Cancels every job of a group: no job of it that was delayed or ready when this returns starts
    * afterwards; a running attempt finishes, but its result is dropped and the job is not retried.
-   * Jobs added to the group later run normally. Returns how many were cancelled and how many of
-   * those were running.
+   * Jobs added to the group later run normally. Returns how many delayed or ready jobs were
+   * cancelled (`cancelled`) and how many running ones (`running`).
    */
   async cancelGroup(topic: string, group: string, options?: CallOptions): Promise<{ cancelled: number; running: number }> {
     return this.call('DELETE', path('topics', topic, 'groups', group), undefined, options, false, (reply) => {
