@@ -29,7 +29,7 @@ const MEMORYDB_ACCESS = [
   '+client|setinfo', // ioredis names its library on connect (a refusal would count as an ACL failure)
   // Lua (lua/*.lua, lua/includes/job.lua)
   '+del', '+exists', '+get', '+set', '+incr', '+pexpire',
-  '+hset', '+hdel', '+hstrlen',
+  '+hset', '+hdel', '+hstrlen', '+hincrby', // hincrby: a record write takes the next version from the jobs hash's #seq
   '+lpush', '+lrange', '+rpush', '+lpop', '+ltrim',
   '+zadd', '+zrem', '+zscore', '+zrank', '+zcount', '+zrangebyscore', '+zremrangebyrank',
 ].join(' ');

@@ -1,9 +1,9 @@
 import { HttpError } from './errors';
-import { errorBody, type ApiRequest, type ApiResponse } from './http';
+import { errorBody, jobHeaders, type ApiRequest, type ApiResponse } from './http';
 import type { Job, WriteOutcome } from './queue';
 import type { Runtime } from './runtime';
 import { wakeSweeper } from './sweeper';
-import { validateBatch, validateDeadPage, validateRedrive } from './validation';
+import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive } from './validation';
 
 /** The routes of the HTTP API; each takes a parsed request and returns status and body. */
 
@@ -12,12 +12,12 @@ const location = (job: Job) => `/jobs/${encodeURIComponent(job.topic)}/${encodeU
 function writeResponse(outcome: WriteOutcome): ApiResponse {
   switch (outcome.status) {
     case 'created':
-      return { status: 201, body: { job: outcome.job }, headers: { location: location(outcome.job) } };
+      return { status: 201, body: { job: outcome.job }, headers: { location: location(outcome.job), ...jobHeaders(outcome.job) } };
     case 'replaced':
-      return { status: 200, body: { job: outcome.job } };
+      return { status: 200, body: { job: outcome.job }, headers: jobHeaders(outcome.job) };
     case 'exists':
     case 'finished':
-      return { status: 409, body: errorBody(outcome.error, { job: outcome.job }) };
+      return { status: 409, body: errorBody(outcome.error, { job: outcome.job }), headers: jobHeaders(outcome.job) };
   }
 }
 
@@ -52,21 +52,24 @@ export async function getJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse>
   const { topic = '', id = '' } = req.params;
   const job = await rt.queue.get(topic, id);
   if (!job) throw new HttpError(404, 'NOT_FOUND', `job ${topic}/${id} not found`);
-  return { status: 200, body: { job } };
+  return { status: 200, body: { job }, headers: jobHeaders(job) };
 }
 
-/** PUT /jobs/{topic}/{id}: create, or replace a pending job. */
+/** PUT /jobs/{topic}/{id}: create, or replace a pending job; with If-Match only while the job is at that version (else 412). */
 export async function putJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
-  const outcome = await rt.queue.put(topic, id, req.json());
+  const ifMatch = parseIfMatch(req.headers['if-match']);
+  const outcome = await rt.queue.put(topic, id, req.json(), ifMatch === undefined ? undefined : { ifMatch });
   await wakeFor(rt, outcome.wake, outcome.job.runAt);
   return writeResponse(outcome);
 }
 
-/** DELETE /jobs/{topic}/{id} */
+/** DELETE /jobs/{topic}/{id}; with If-Match only while the job is at that version (else 412). */
 export async function deleteJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
-  return { status: 200, body: { job: await rt.queue.cancel(topic, id) } };
+  const ifMatch = parseIfMatch(req.headers['if-match']);
+  const job = await rt.queue.cancel(topic, id, ifMatch === undefined ? undefined : { ifMatch });
+  return { status: 200, body: { job }, headers: jobHeaders(job) };
 }
 
 /** GET /topics */
@@ -85,4 +88,21 @@ export async function redrive(req: ApiRequest, rt: Runtime): Promise<ApiResponse
   const result = await rt.queue.redrive(req.params.topic ?? '', validateRedrive(req.hasBody ? req.json() : undefined));
   if (result.wake) await wakeSweeper(rt, 'now');
   return { status: 200, body: { redriven: result.redriven } };
+}
+
+/** DELETE /topics/{topic}/groups/{group}: cancels every pending job of the group; { cancelled, running }. */
+export async function cancelGroup(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  return { status: 200, body: await rt.queue.cancelGroup(req.params.topic ?? '', req.params.group ?? '') };
+}
+
+/** GET /topics/{topic}/groups/{group}?limit=&cursor=: one page of the group's jobs; { jobs, next }. */
+export async function listGroup(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const page = validateGroupPage(req.query);
+  return { status: 200, body: await rt.queue.listGroup(req.params.topic ?? '', req.params.group ?? '', page) };
+}
+
+/** GET /topics/{topic}/jobs?state=&from=&to=&limit=&cursor=: one page of a topic's jobs in one state, in that state's time order; { jobs, next }. */
+export async function listJobs(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const query = validateJobsQuery(req.query);
+  return { status: 200, body: await rt.queue.listJobs(req.params.topic ?? '', query) };
 }

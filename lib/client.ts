@@ -11,8 +11,8 @@
  * Adds are retried on network errors, timeouts and 5xx answers (with backoff, honouring
  * Retry-After). Every job gets an id before the first try (the caller's, else a random UUID), so
  * a retry cannot add the job twice: a retry that meets `409 JOB_EXISTS` with the same body is the
- * earlier try's success. Reads (`get`, `topics`, `dead`) are retried the same way; `put`,
- * `cancel` and `redrive` are sent once.
+ * earlier try's success. Reads (`get`, `topics`, `dead`, `listJobs`, `listGroup`) are retried the
+ * same way; `put`, `cancel`, `cancelGroup` and `redrive` are sent once.
  */
 
 /** Error codes of the API (`{ "error": { "code" } }`). */
@@ -23,9 +23,11 @@ export type ApiErrorCode =
   | 'NOT_FOUND'
   | 'JOB_EXISTS'
   | 'JOB_FINISHED'
+  | 'VERSION_MISMATCH'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNKNOWN_TOPIC'
   | 'UNAVAILABLE'
+  | 'NOT_REPLICATED'
   | 'INTERNAL';
 
 /** Codes the client itself raises: no answer, no answer in time, an answer that is not the API's. */
@@ -61,6 +63,8 @@ export interface NewJob<Body = unknown> {
   ttr?: number;
   /** Webhook topics: where the body is POSTed. */
   url?: string;
+  /** A group to list or cancel the job with (`[A-Za-z0-9._:-]{1,128}`). */
+  group?: string;
 }
 
 /** A new version of job topic/id for `put`: the fields of NewJob without topic and id. */
@@ -84,7 +88,7 @@ export interface Job<Body = unknown> {
   lastError: string | null;
   /** The running attempt's time-to-run deadline. */
   deadline: string | null;
-  /** Grows with every change written to the job; its ETag is `"<version>"`. */
+  /** Grows with every change written to the job (0 for a job written before versions existed); its ETag is `"<version>"`: pass it as `ifMatch`. */
   version: number;
   /** The job's group, or null. */
   group: string | null;
@@ -118,6 +122,18 @@ export interface DeadPage<Body = unknown> {
   next: string | null;
 }
 
+/** One page of jobs; `next` is the `cursor` of the next page (an opaque string), or null. */
+export interface JobPage<Body = unknown> {
+  jobs: Job<Body>[];
+  next: string | null;
+}
+
+/** The states `listJobs` lists. */
+export type ListedState = 'delayed' | 'ready' | 'running' | 'dead';
+
+/** A time bound of `listJobs`: a Date, epoch ms, or ISO-8601 with a zone. */
+export type TimeBound = Date | number | string;
+
 /** One job's result in `addMany`, in the order given. */
 export type BatchResult<Body = unknown> =
   | { ok: true; status: 201; job: Job<Body> }
@@ -144,6 +160,15 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Options of a change to one job (`put`, `cancel`). */
+export interface ChangeOptions extends CallOptions {
+  /**
+   * Make the change only while the job is at this version (a Job's `version`), or with `'*'` only
+   * if it exists; otherwise the call throws VERSION_MISMATCH (412) with the job as it is now.
+   */
+  ifMatch?: number | '*';
+}
+
 interface ErrorFields {
   status: number;
   code: ApiErrorCode | ClientErrorCode;
@@ -160,7 +185,7 @@ export class DelayQueueError extends Error {
   readonly code: ApiErrorCode | ClientErrorCode;
   /** For VALIDATION_FAILED: `[{ path, message }]`, every problem found. */
   readonly details?: unknown;
-  /** For 409s: the job as it is. */
+  /** For 409s and 412s: the job as it is (a 412 about a job that does not exist has none). */
   readonly job?: Job;
   /** How many HTTP requests the call made. */
   readonly attempts: number;
@@ -210,6 +235,20 @@ function apiError(reply: Reply, attempts: number): DelayQueueError {
   });
 }
 
+/** The If-Match header for `ifMatch`: `"<version>"` or `*`; none without it. */
+function ifMatchHeader(ifMatch: number | '*' | undefined): Record<string, string> {
+  if (ifMatch === undefined) return {};
+  if (ifMatch === '*') return { 'if-match': '*' };
+  if (!Number.isSafeInteger(ifMatch) || ifMatch < 0) throw new TypeError(`ifMatch must be a job's version (an integer ≥ 0) or '*', not ${String(ifMatch)}`);
+  return { 'if-match': `"${ifMatch}"` };
+}
+
+/** A time bound as the API reads it: epoch ms for a Date or a number, a string as it is. */
+function timeParam(bound: TimeBound | undefined): string | undefined {
+  if (bound === undefined) return undefined;
+  return String(bound instanceof Date ? bound.getTime() : bound);
+}
+
 function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('aborted', 'AbortError');
 }
@@ -250,7 +289,7 @@ export class DelayQueueClient {
   }
 
   /** One HTTP request; throws DelayQueueError NETWORK_ERROR or TIMEOUT when no answer comes. */
-  private async request(method: string, target: string, body: unknown, signal: AbortSignal | undefined): Promise<Reply> {
+  private async request(method: string, target: string, body: unknown, signal: AbortSignal | undefined, extraHeaders: Record<string, string>): Promise<Reply> {
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let res: Response;
@@ -258,7 +297,7 @@ export class DelayQueueClient {
     try {
       res = await this.fetchFn(this.baseUrl + target, {
         method,
-        headers: { authorization: `Bearer ${this.token}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: { ...extraHeaders, authorization: `Bearer ${this.token}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: combined,
       });
@@ -282,13 +321,13 @@ export class DelayQueueClient {
    * Sends a request, retrying (when `retry`) on no answer and on 5xx. `accept(reply, tries)`
    * turns an answer into a result, or returns undefined to make it an error.
    */
-  private async call<T>(method: string, target: string, body: unknown, options: CallOptions | undefined, retry: boolean, accept: (reply: Reply, tries: number) => T | undefined): Promise<T> {
+  private async call<T>(method: string, target: string, body: unknown, options: CallOptions | undefined, retry: boolean, accept: (reply: Reply, tries: number) => T | undefined, headers: Record<string, string> = {}): Promise<T> {
     const maxTries = retry ? this.retries + 1 : 1;
     for (let tries = 1; ; tries++) {
       let reply: Reply | undefined;
       let failure: DelayQueueError;
       try {
-        reply = await this.request(method, target, body, options?.signal);
+        reply = await this.request(method, target, body, options?.signal, headers);
       } catch (error) {
         if (!(error instanceof DelayQueueError)) throw error; // the caller's abort
         failure = error;
@@ -365,21 +404,69 @@ export class DelayQueueClient {
 
   /**
    * Creates job topic/id, or replaces it while it is pending (due time, body and options).
-   * `created` tells which. Throws JOB_FINISHED (with `job`) when it is running, done or dead.
+   * `created` tells which. Throws JOB_FINISHED (with `job`) when it is running, done or dead, and
+   * with `ifMatch` VERSION_MISMATCH (with the job as it is now) when it is at another version.
    */
-  async put<Body = unknown>(topic: string, id: string, job: JobReplacement<Body>, options?: CallOptions): Promise<{ job: Job<Body>; created: boolean }> {
+  async put<Body = unknown>(topic: string, id: string, job: JobReplacement<Body>, options?: ChangeOptions): Promise<{ job: Job<Body>; created: boolean }> {
+    const headers = ifMatchHeader(options?.ifMatch);
     return this.call('PUT', path('jobs', topic, id), job, options, false, (reply) => {
       const body = reply.body as { job?: Job<Body> } | undefined;
       if ((reply.status === 200 || reply.status === 201) && body?.job) return { job: body.job, created: reply.status === 201 };
       return undefined;
-    });
+    }, headers);
   }
 
-  /** Cancels a pending or running job; returns it with state `cancelled`. Throws NOT_FOUND, JOB_FINISHED. */
-  async cancel<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Job<Body>> {
+  /**
+   * Cancels a pending or running job; returns it with state `cancelled`. Throws NOT_FOUND,
+   * JOB_FINISHED, and with `ifMatch` VERSION_MISMATCH (with the job as it is now).
+   */
+  async cancel<Body = unknown>(topic: string, id: string, options?: ChangeOptions): Promise<Job<Body>> {
+    const headers = ifMatchHeader(options?.ifMatch);
     return this.call('DELETE', path('jobs', topic, id), undefined, options, false, (reply) => {
       const body = reply.body as { job?: Job<Body> } | undefined;
       return reply.status === 200 && body?.job ? body.job : undefined;
+    }, headers);
+  }
+
+  /**
+   * Cancels every job of a group: no job of it that was delayed or ready when this returns starts
+   * afterwards; a running attempt finishes, but its result is dropped and the job is not retried.
+   * Jobs added to the group later run normally. Returns how many delayed or ready jobs were
+   * cancelled (`cancelled`) and how many running ones (`running`).
+   */
+  async cancelGroup(topic: string, group: string, options?: CallOptions): Promise<{ cancelled: number; running: number }> {
+    return this.call('DELETE', path('topics', topic, 'groups', group), undefined, options, false, (reply) => {
+      const body = reply.body as { cancelled?: number; running?: number } | undefined;
+      return reply.status === 200 && typeof body?.cancelled === 'number' && typeof body.running === 'number' ? { cancelled: body.cancelled, running: body.running } : undefined;
+    });
+  }
+
+  /** One page of a group's jobs (`limit` 1–500, default 100; `cursor`: the previous page's `next`). */
+  async listGroup<Body = unknown>(topic: string, group: string, page: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<JobPage<Body>> {
+    return this.page(path('topics', topic, 'groups', group), { limit: page.limit, cursor: page.cursor }, options);
+  }
+
+  /**
+   * One page of a topic's jobs in one state (default `delayed`), in that state's time order: due
+   * time, time-to-run deadline, time of death, or claim order for `ready`; ties by id. `from` and
+   * `to` bound that time (inclusive). `limit` 1–500, default 100; `cursor`: the previous page's `next`.
+   */
+  async listJobs<Body = unknown>(
+    topic: string,
+    query: { state?: ListedState; from?: TimeBound; to?: TimeBound; limit?: number; cursor?: string } = {},
+    options?: CallOptions,
+  ): Promise<JobPage<Body>> {
+    const { state, from, to, limit, cursor } = query;
+    return this.page(path('topics', topic, 'jobs'), { state, from: timeParam(from), to: timeParam(to), limit, cursor }, options);
+  }
+
+  /** GET `target` with the query parameters that are set; a JobPage, retried as reads are. */
+  private async page<Body>(target: string, params: Record<string, string | number | undefined>, options: CallOptions | undefined): Promise<JobPage<Body>> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(params)) if (value !== undefined) query.set(name, String(value));
+    return this.call('GET', target + (query.toString() ? `?${query}` : ''), undefined, options, true, (reply) => {
+      const body = reply.body as JobPage<Body> | undefined;
+      return reply.status === 200 && Array.isArray(body?.jobs) && (typeof body.next === 'string' || body.next === null) ? body : undefined;
     });
   }
 

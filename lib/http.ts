@@ -11,6 +11,8 @@ export interface ApiRequest {
   path: string;
   params: Record<string, string>;
   query: Record<string, string>;
+  /** The request's headers, names lower-cased (`if-match`, `content-type`). */
+  headers: Record<string, string>;
   requestId: string;
   /** True when the request has a non-empty body. */
   hasBody: boolean;
@@ -39,16 +41,26 @@ export function authorized(header: string | undefined, token: string): boolean {
   return timingSafeEqual(digest(match?.[1] ?? ''), digest(token)) && match !== null;
 }
 
+/** The job a refusal is about, when its details hold only `{ job }` (a Job, or null for "no such job"); else undefined. */
+function refusedJob(error: HttpError): unknown {
+  const details = error.details as { job?: unknown } | undefined;
+  return details && typeof details === 'object' && Object.keys(details).length === 1 ? details.job : undefined;
+}
+
 /**
  * The JSON error body for an HttpError. A refusal about an existing job (its details hold only
- * `{ job }`) carries that job at the top level, as every 409 does.
+ * `{ job }`) carries that job at the top level, as every 409 and 412 does.
  */
 export function errorBody(error: HttpError, extra: Record<string, unknown> = {}): unknown {
-  const details = error.details as { job?: unknown } | undefined;
-  if (details && typeof details === 'object' && Object.keys(details).length === 1 && details.job !== undefined) {
-    return { error: { code: error.code, message: error.message }, job: details.job, ...extra };
-  }
+  const job = refusedJob(error);
+  if (job !== undefined) return { error: { code: error.code, message: error.message }, job, ...extra };
   return { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) }, ...extra };
+}
+
+/** The headers of an answer that carries one job: `ETag: "<version>"`, the job's version as a strong entity tag (none for no job). */
+export function jobHeaders(job: unknown): Record<string, string> {
+  const version = job && typeof job === 'object' ? (job as { version?: unknown }).version : undefined;
+  return typeof version === 'number' && Number.isSafeInteger(version) ? { etag: `"${version}"` } : {};
 }
 
 function respond(status: number, body: unknown, headers: Record<string, string> = {}): APIGatewayProxyResultV2 {
@@ -86,7 +98,7 @@ export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<A
     const method = event.requestContext?.http?.method ?? 'GET';
     const path = event.rawPath ?? '/';
     const log = rt.log.child({ function_request_id: requestId, cold_start: takeColdStart(), method, path: event.routeKey ?? path });
-    const headers = Object.fromEntries(Object.entries(event.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    const headers = Object.fromEntries(Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])));
     if (!authorized(headers.authorization, rt.config.apiToken)) {
       log.warn('unauthorized request', { status: 401 });
       return respond(401, { error: { code: 'UNAUTHORIZED', message: 'send Authorization: Bearer <token>' } }, { 'www-authenticate': 'Bearer' });
@@ -97,6 +109,7 @@ export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<A
       path,
       params: Object.fromEntries(Object.entries(event.pathParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
       query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
+      headers,
       requestId,
       hasBody: (event.body ?? '').trim() !== '',
       json: () => (parsed ??= { value: parseBody(event) }).value,
@@ -108,7 +121,8 @@ export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<A
     } catch (error) {
       if (error instanceof HttpError && error.expose) {
         log.warn('request refused', { status: error.status, code: error.code });
-        return respond(error.status, errorBody(error), error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) });
+        const retryAfter: Record<string, string> = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) };
+        return respond(error.status, errorBody(error), { ...retryAfter, ...jobHeaders(refusedJob(error)) });
       }
       if (isUnavailable(error)) {
         log.error('redis unavailable', { status: 503, error });

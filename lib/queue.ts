@@ -304,10 +304,10 @@ export class DelayQueue {
     checkGroupRef(topic, group);
     const t = requireTopic(this.config, topic);
     let cursor: engine.GroupCursor | undefined;
-    if (page.cursor !== undefined) cursor = engine.decodeGroupCursor(page.cursor, this.config.partitions) ?? undefined;
+    if (page.cursor !== undefined) cursor = engine.decodeGroupCursor(page.cursor, this.config.partitions, topic, group) ?? undefined;
     if (page.cursor !== undefined && !cursor) throw badCursor();
     const result = await engine.listGroup(this.ctx, t, group, { limit: page.limit ?? JOBS_PAGE.default, ...(cursor ? { cursor } : {}) });
-    return { jobs: result.jobs, next: result.next && engine.encodeGroupCursor(result.next) };
+    return { jobs: result.jobs, next: result.next && engine.encodeGroupCursor(result.next, topic, group) };
   }
 
   /**

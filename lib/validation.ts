@@ -360,13 +360,13 @@ export function parseIfMatch(header: string | undefined): IfMatch | undefined {
   return { version: Number(match[1]) };
 }
 
-/** A time in a query: epoch ms, or ISO-8601; throws 400 VALIDATION_FAILED naming `name` otherwise. */
-function timeParam(value: string | undefined, name: string): number | undefined {
+/** A time in a query: epoch ms, or ISO-8601; adds a problem naming `name` otherwise. */
+function timeParam(value: string | undefined, name: string, problems: FieldProblem[]): number | undefined {
   if (value === undefined || value === '') return undefined;
   const ms = /^\d{1,16}$/.test(value) ? Number(value) : ISO_8601.test(value) ? Date.parse(value) : NaN;
   if (!Number.isSafeInteger(ms)) {
-    const message = 'must be a time: epoch milliseconds or ISO-8601 (2027-03-28T01:00:00Z)';
-    throw new HttpError(400, 'VALIDATION_FAILED', `${name} ${message}`, [{ path: name, message }]);
+    problem(problems, name, 'must be a time: epoch milliseconds or ISO-8601 (2027-03-28T01:00:00Z)');
+    return undefined;
   }
   return ms;
 }
@@ -384,25 +384,39 @@ export interface JobsQuery {
   cursor?: string;
 }
 
+/** Throws 400 VALIDATION_FAILED listing every problem of a query. */
+function throwQueryProblems(problems: FieldProblem[]): void {
+  if (problems.length > 0) {
+    const n = problems.length;
+    throw new HttpError(400, 'VALIDATION_FAILED', `the query has ${n} invalid parameter${n > 1 ? 's' : ''}: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+  }
+}
+
 /**
  * Validates the query of GET /topics/{topic}/jobs: `state` (default delayed), `from` and `to`
  * (inclusive bounds of the time the state orders by), `limit`, `cursor` (the previous page's
- * `next`, checked when the page is read). Throws 400 VALIDATION_FAILED naming the field.
+ * `next`, checked when the page is read). Throws 400 VALIDATION_FAILED naming every bad parameter.
  */
 export function validateJobsQuery(query: Record<string, string | undefined>): JobsQuery {
+  const problems: FieldProblem[] = [];
   const state = query.state === undefined || query.state === '' ? 'delayed' : query.state;
-  if (!(LISTED_STATES as readonly string[]).includes(state)) {
-    const message = `must be one of ${LISTED_STATES.join(', ')}`;
-    throw new HttpError(400, 'VALIDATION_FAILED', `state ${message}`, [{ path: 'state', message }]);
-  }
-  const from = timeParam(query.from, 'from');
-  const to = timeParam(query.to, 'to');
-  if (from !== undefined && to !== undefined && from > to) {
-    throw new HttpError(400, 'VALIDATION_FAILED', 'from must not be after to', [{ path: 'from', message: 'must not be after to' }]);
-  }
-  const limit = intParam(query.limit, 'limit', JOBS_PAGE);
+  if (!(LISTED_STATES as readonly string[]).includes(state)) problem(problems, 'state', `must be one of ${LISTED_STATES.join(', ')}`);
+  const from = timeParam(query.from, 'from', problems);
+  const to = timeParam(query.to, 'to', problems);
+  if (from !== undefined && to !== undefined && from > to) problem(problems, 'from', 'must not be after to');
+  const limit = limitParam(query.limit, problems);
+  throwQueryProblems(problems);
   const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
   return { state: state as ListedState, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}), ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+}
+
+/** The `limit` of a listing (JOBS_PAGE), or a problem. */
+function limitParam(value: string | undefined, problems: FieldProblem[]): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (isIntegerIn(n, JOBS_PAGE)) return n;
+  problem(problems, 'limit', `must be an integer from ${JOBS_PAGE.min} to ${JOBS_PAGE.max}`);
+  return undefined;
 }
 
 /** A validated query of GET /topics/{topic}/groups/{group}. */
@@ -413,7 +427,9 @@ export interface GroupPage {
 
 /** Validates the query of a group listing: `limit` and `cursor` (the previous page's `next`, checked when the page is read). */
 export function validateGroupPage(query: Record<string, string | undefined>): GroupPage {
-  const limit = intParam(query.limit, 'limit', JOBS_PAGE);
+  const problems: FieldProblem[] = [];
+  const limit = limitParam(query.limit, problems);
+  throwQueryProblems(problems);
   const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
   return { ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
 }
@@ -423,7 +439,7 @@ export function checkGroupRef(topic: string, group: string): void {
   const problems: FieldProblem[] = [];
   if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `must match ${TOPIC_PATTERN.source}`);
   checkGroup(group, problems);
-  throwProblems(problems);
+  if (problems.length > 0) throw new HttpError(400, 'VALIDATION_FAILED', `the path names no group: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
 }
 
 /** A cursor that is not the `next` of a previous page of this listing: 400 VALIDATION_FAILED. */

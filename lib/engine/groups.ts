@@ -81,18 +81,26 @@ export interface GroupCursor {
   after: string;
 }
 
-const GROUP_CURSOR = /^g(\d{1,4}):(-inf|\d{1,16})$/;
+const GROUP_CURSOR = /^g(\d{1,4}):(-inf|\d{1,16}):([0-9a-f]{8})$/;
 
-/** The opaque `next` string of a group page: base64url of `g<partition>:<version>`. */
-export function encodeGroupCursor(c: GroupCursor): string {
-  return Buffer.from(`g${c.partition}:${c.after}`).toString('base64url');
+/** Which group a cursor belongs to: FNV-1a (32-bit) of `topic/group`, so one group's cursor is refused by another. */
+function groupTag(topic: string, group: string): string {
+  let hash = 0x811c9dc5;
+  const text = `${topic}/${group}`;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return (hash >>> 0).toString(16).padStart(8, '0');
 }
 
-/** The cursor a `next` string stands for, or null when it is not one (of this deployment's partitions). */
-export function decodeGroupCursor(text: string, partitions: number): GroupCursor | null {
-  if (!/^[A-Za-z0-9_-]{1,40}$/.test(text)) return null;
+/** The opaque `next` string of a page of group `group` of `topic`: base64url of `g<partition>:<version>:<group tag>`. */
+export function encodeGroupCursor(c: GroupCursor, topic: string, group: string): string {
+  return Buffer.from(`g${c.partition}:${c.after}:${groupTag(topic, group)}`).toString('base64url');
+}
+
+/** The cursor a `next` string stands for, or null when it is not one of a page of this group (and of this deployment's partitions). */
+export function decodeGroupCursor(text: string, partitions: number, topic: string, group: string): GroupCursor | null {
+  if (!/^[A-Za-z0-9_-]{1,60}$/.test(text)) return null;
   const match = GROUP_CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
-  if (!match || Number(match[1]) >= partitions) return null;
+  if (!match || Number(match[1]) >= partitions || match[3] !== groupTag(topic, group)) return null;
   return { partition: Number(match[1]), after: match[2]! };
 }
 

@@ -104,6 +104,54 @@ describe('the client against the stack', () => {
     assert.equal(receiver.of(id).length, 2);
   });
 
+  it('groups and listings: listGroup pages with a cursor, listJobs in runAt order with Date, epoch ms and ISO bounds, cancelGroup', async () => {
+    const group = uid('cgrp');
+    const ids = Array.from({ length: 5 }, (_, i) => `${group}-${i}`);
+    const base = Date.now() + 100 * 86_400_000; // after every other job of this file
+    const added = await queue.addMany(ids.map((id, i) => ({ topic: 'example', id, runAt: base + (4 - i) * 1000, group })));
+    assert.ok(added.every((r) => r.ok));
+
+    const first = await queue.listGroup('example', group, { limit: 2 });
+    assert.equal(first.jobs.length, 2);
+    assert.equal(typeof first.next, 'string');
+    const rest = await queue.listGroup('example', group, { limit: 10, cursor: first.next! });
+    assert.equal(rest.next, null);
+    assert.deepEqual([...first.jobs, ...rest.jobs].map((j) => j.id).sort(), ids);
+    assert.ok([...first.jobs, ...rest.jobs].every((j) => j.group === group && j.state === 'delayed'));
+
+    const byTime = [...ids].reverse();
+    assert.deepEqual((await queue.listJobs('example', { state: 'delayed', from: new Date(base), to: base + 4000 })).jobs.map((j) => j.id), byTime);
+    assert.deepEqual((await queue.listJobs('example', { from: new Date(base + 1000).toISOString(), to: new Date(base + 3000) })).jobs.map((j) => j.id), byTime.slice(1, 4));
+    const paged = await queue.listJobs('example', { from: base, limit: 3 });
+    assert.deepEqual(paged.jobs.map((j) => j.id), byTime.slice(0, 3));
+    assert.deepEqual((await queue.listJobs('example', { from: base, limit: 3, cursor: paged.next! })).jobs.map((j) => j.id), byTime.slice(3));
+    const invalid = await queue.listJobs('example', { from: base + 1, to: base }).catch((e: unknown) => e);
+    assert.ok(invalid instanceof DelayQueueError);
+    assert.deepEqual([invalid.code, (invalid.details as { path: string }[]).map((d) => d.path)], ['VALIDATION_FAILED', ['from']]);
+
+    assert.deepEqual(await queue.cancelGroup('example', group), { cancelled: 5, running: 0 });
+    assert.ok((await queue.listGroup('example', group)).jobs.every((j) => j.state === 'cancelled'));
+    assert.deepEqual(await queue.cancelGroup('example', group), { cancelled: 0, running: 0 });
+  });
+
+  it('ifMatch: a put or cancel of another version is VERSION_MISMATCH with the current job; of the current one it goes through', async () => {
+    const added = await queue.add({ topic: 'example', delay: 3600, body: 1 });
+    const stale = await queue.put('example', added.id, { delay: 60, body: 'stale' }, { ifMatch: added.version + 1 }).catch((e: unknown) => e);
+    assert.ok(stale instanceof DelayQueueError);
+    assert.deepEqual([stale.status, stale.code, stale.job], [412, 'VERSION_MISMATCH', await queue.get('example', added.id)]);
+
+    const { job: replaced } = await queue.put('example', added.id, { delay: 60, body: 2 }, { ifMatch: added.version });
+    assert.ok(replaced.version > added.version);
+    const notCancelled = await queue.cancel('example', added.id, { ifMatch: added.version }).catch((e: unknown) => e);
+    assert.ok(notCancelled instanceof DelayQueueError);
+    assert.deepEqual([notCancelled.code, notCancelled.job?.version, notCancelled.job?.body], ['VERSION_MISMATCH', replaced.version, 2]);
+    assert.equal((await queue.cancel('example', added.id, { ifMatch: replaced.version })).state, 'cancelled');
+
+    const absent = await queue.put('example', uid('absent'), { delay: 60 }, { ifMatch: '*' }).catch((e: unknown) => e);
+    assert.ok(absent instanceof DelayQueueError);
+    assert.deepEqual([absent.code, absent.job], ['VERSION_MISMATCH', undefined]);
+  });
+
   it('an add during a Redis outage is retried (503, Retry-After) until Redis is back, and stored once', async () => {
     const port = redisServer.port;
     await redisServer.stop();

@@ -33,13 +33,16 @@ describe('openapi.yaml matches what the stack answers', () => {
   let seq = 0;
   const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
 
-  /** A real request; its answer is checked against the document before it is returned. */
-  async function call(method: string, url: string, body?: unknown, options: { token?: string | null; raw?: string } = {}): Promise<Reply> {
+  /**
+   * A real request; its answer is checked against the document before it is returned, and an
+   * answer that carries one job must send that job's version as its ETag.
+   */
+  async function call(method: string, url: string, body?: unknown, options: { token?: string | null; raw?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
     const token = options.token === undefined ? offline.token : options.token;
     const payload = options.raw ?? (body !== undefined ? JSON.stringify(body) : undefined);
     const res = await fetch(offline.baseUrl + url, {
       method,
-      headers: { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: { ...options.headers, ...(token !== null ? { authorization: `Bearer ${token}` } : {}), ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
       ...(payload !== undefined ? { body: payload } : {}),
     });
     const text = await res.text();
@@ -50,7 +53,31 @@ describe('openapi.yaml matches what the stack answers', () => {
     } catch {
       parsed = text;
     }
+    const job = (parsed as { job?: { version?: unknown } | null } | null)?.job;
+    if (job !== undefined) assert.equal(res.headers.get('etag'), job === null ? null : `"${String(job.version)}"`, `${method} ${url} → ${res.status}: ETag of ${text.slice(0, 300)}`);
     return { status: res.status, body: parsed, headers: res.headers };
+  }
+
+  /** Every page of a listing (`url` without cursor), following `next`; the pages' sizes and their jobs in order. */
+  async function allPages(url: string): Promise<{ sizes: number[]; jobs: { id: string; state: string; runAt: string; group: string | null }[] }> {
+    const sizes: number[] = [];
+    const jobs = [];
+    let next: string | null = null;
+    do {
+      const page: Reply = await call('GET', next === null ? url : `${url}${url.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(next)}`);
+      assert.equal(page.status, 200, JSON.stringify(page.body));
+      sizes.push(page.body.jobs.length);
+      jobs.push(...page.body.jobs);
+      next = page.body.next;
+      if (sizes.length > 100) assert.fail(`${url}: more than 100 pages`);
+    } while (next !== null);
+    return { sizes, jobs };
+  }
+
+  /** The details paths of a 400 VALIDATION_FAILED. */
+  function invalidPaths(reply: Reply): string[] {
+    expectError(reply, 400, 'VALIDATION_FAILED');
+    return reply.body.error.details.map((d: { path: string }) => d.path);
   }
 
   async function waitForState(topic: string, id: string, state: string): Promise<void> {
@@ -205,6 +232,157 @@ describe('openapi.yaml matches what the stack answers', () => {
     expectError(await call('POST', '/topics/webhook/dead/redrive', {}, { token: null }), 401, 'UNAUTHORIZED');
   });
 
+  it('versions: ETag "<version>" on single-job answers; If-Match on PUT and DELETE: 200, 412 VERSION_MISMATCH with the current job, 400 naming If-Match', async () => {
+    const id = uid('ver');
+    const created = await call('POST', '/jobs', { topic: 'example', id, delay: 3600, group: 'ver-group', body: { v: 1 } });
+    assert.equal(created.status, 201);
+    assert.deepEqual([typeof created.body.job.version, created.body.job.group], ['number', 'ver-group']);
+    const v1: number = created.body.job.version;
+    const got = await call('GET', `/jobs/example/${id}`);
+    assert.equal(got.headers.get('etag'), `"${v1}"`);
+    const exists = await call('POST', '/jobs', { topic: 'example', id, delay: 1 });
+    assert.deepEqual([exists.status, exists.headers.get('etag')], [409, `"${v1}"`]);
+
+    const stale = await call('PUT', `/jobs/example/${id}`, { delay: 60, body: { v: 'stale' } }, { headers: { 'if-match': `"${v1 + 1}"` } });
+    expectError(stale, 412, 'VERSION_MISMATCH');
+    assert.deepEqual(stale.body.job, got.body.job, 'the job as it is, unchanged');
+    assert.deepEqual((await call('GET', `/jobs/example/${id}`)).body.job, got.body.job);
+
+    const replaced = await call('PUT', `/jobs/example/${id}`, { delay: 7200, body: { v: 2 } }, { headers: { 'if-match': `"${v1}"` } });
+    assert.deepEqual([replaced.status, replaced.body.job.body], [200, { v: 2 }]);
+    const v2: number = replaced.body.job.version;
+    assert.ok(v2 > v1, `version ${v1} -> ${v2}`);
+    const any = await call('PUT', `/jobs/example/${id}`, { delay: 7200, body: { v: 3 } }, { headers: { 'if-match': '*' } });
+    assert.equal(any.status, 200);
+    const v3: number = any.body.job.version;
+    assert.ok(v3 > v2, `version ${v2} -> ${v3}`);
+
+    const absent = uid('ver-absent');
+    const none = await call('PUT', `/jobs/example/${absent}`, { delay: 60 }, { headers: { 'if-match': '*' } });
+    expectError(none, 412, 'VERSION_MISMATCH');
+    assert.equal(none.body.job, null);
+    expectError(await call('GET', `/jobs/example/${absent}`), 404, 'NOT_FOUND');
+
+    const notCancelled = await call('DELETE', `/jobs/example/${id}`, undefined, { headers: { 'if-match': `"${v2}"` } });
+    expectError(notCancelled, 412, 'VERSION_MISMATCH');
+    assert.deepEqual([notCancelled.body.job.state, notCancelled.body.job.version], ['delayed', v3]);
+    const cancelled = await call('DELETE', `/jobs/example/${id}`, undefined, { headers: { 'if-match': `"${v3}"` } });
+    assert.deepEqual([cancelled.status, cancelled.body.job.state], [200, 'cancelled']);
+    assert.ok(cancelled.body.job.version > v3);
+
+    for (const value of ['3', 'W/"3"', '"abc"', '"3", "4"', '**']) {
+      assert.deepEqual(invalidPaths(await call('PUT', `/jobs/example/${id}`, { delay: 1 }, { headers: { 'if-match': value } })), ['If-Match'], `PUT If-Match: ${value}`);
+      assert.deepEqual(invalidPaths(await call('DELETE', `/jobs/example/${id}`, undefined, { headers: { 'if-match': value } })), ['If-Match'], `DELETE If-Match: ${value}`);
+    }
+    assert.equal((await call('GET', `/jobs/example/${id}`)).body.job.state, 'cancelled', 'a refused If-Match changed nothing');
+    expectError(await call('PUT', `/jobs/example/${id}`, { delay: 1, group: 'bad group' }), 400, 'VALIDATION_FAILED');
+  });
+
+  it('groups: a cancel of 50 answers cancelled 50 and they end cancelled; a job added afterwards runs; pages with a cursor; 400, 401', async () => {
+    const group = uid('grp');
+    const ids = Array.from({ length: 50 }, (_, i) => `${group}-${String(i).padStart(2, '0')}`);
+    const batch = await call('POST', '/jobs/batch', { jobs: ids.map((id) => ({ topic: 'example', id, delay: 3600, group, body: { id } })) });
+    assert.deepEqual(batch.body.results.map((r: { status: number }) => r.status), ids.map(() => 201));
+
+    const before = await allPages(`/topics/example/groups/${group}?limit=20`);
+    assert.ok(before.sizes.length >= 3 && before.sizes.every((n) => n <= 20), `page sizes ${before.sizes}`);
+    assert.deepEqual(before.jobs.map((j) => j.id).sort(), ids, 'every job once');
+    assert.ok(before.jobs.every((j) => j.group === group && j.state === 'delayed'));
+
+    const cancel = await call('DELETE', `/topics/example/groups/${group}`);
+    assert.deepEqual([cancel.status, cancel.body], [200, { cancelled: 50, running: 0 }]);
+    const after = await allPages(`/topics/example/groups/${group}?limit=500`);
+    assert.deepEqual(after.jobs.map((j) => [j.id, j.state]).sort(), ids.map((id) => [id, 'cancelled']));
+    assert.deepEqual((await call('DELETE', `/topics/example/groups/${group}`)).body, { cancelled: 0, running: 0 }, 'cancelling twice is fine');
+
+    const later = `${group}-later`;
+    assert.equal((await call('POST', '/jobs', { topic: 'example', id: later, delay: 0, group })).status, 201);
+    await waitForState('example', later, 'done');
+    const final = await allPages(`/topics/example/groups/${group}`);
+    assert.deepEqual(final.jobs.map((j) => [j.id, j.state]).sort(), [...ids.map((id) => [id, 'cancelled']), [later, 'done']].sort());
+
+    assert.deepEqual((await call('GET', `/topics/example/groups/${uid('empty')}`)).body, { jobs: [], next: null });
+    assert.deepEqual((await call('DELETE', `/topics/example/groups/${uid('empty')}`)).body, { cancelled: 0, running: 0 });
+    assert.deepEqual(invalidPaths(await call('GET', '/topics/example/groups/bad%20group')), ['group']);
+    assert.deepEqual(invalidPaths(await call('DELETE', '/topics/example/groups/bad%20group')), ['group']);
+    assert.deepEqual(invalidPaths(await call('GET', `/topics/example/groups/${'g'.repeat(129)}`)), ['group']);
+    for (const limit of ['0', '501', 'ten']) assert.deepEqual(invalidPaths(await call('GET', `/topics/example/groups/${group}?limit=${limit}`)), ['limit'], `limit=${limit}`);
+    for (const cursor of ['%25%25%25', 'not-a-cursor']) assert.deepEqual(invalidPaths(await call('GET', `/topics/example/groups/${group}?cursor=${cursor}`)), ['cursor'], `cursor=${cursor}`);
+    expectError(await call('GET', `/topics/nope/groups/${group}`), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('DELETE', `/topics/nope/groups/${group}`), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('GET', `/topics/example/groups/${group}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
+    expectError(await call('DELETE', `/topics/example/groups/${group}`, undefined, { token: 'wrong' }), 401, 'UNAUTHORIZED');
+  });
+
+  it('groups: no job of a cancelled group due in 3 s is delivered (but a job of another group due then is)', async () => {
+    const group = uid('hooks');
+    const ids = Array.from({ length: 10 }, (_, i) => `${group}-${i}`);
+    const control = uid('control');
+    const batch = await call('POST', '/jobs/batch', {
+      jobs: [...ids.map((id) => ({ topic: 'webhook', id, delay: 3, group, url: `${receiver.url}/ok/${id}` })), { topic: 'webhook', id: control, delay: 3, group: `${group}-other`, url: `${receiver.url}/ok/${control}` }],
+    });
+    assert.ok(batch.body.results.every((r: { status: number }) => r.status === 201));
+    const cancel = await call('DELETE', `/topics/webhook/groups/${group}`);
+    assert.equal(cancel.status, 200);
+    assert.equal(cancel.body.cancelled + cancel.body.running, ids.length, JSON.stringify(cancel.body));
+
+    await waitForState('webhook', control, 'done'); // the pipeline delivered jobs due then
+    await sleep(2000); // and a little longer, for any wrongly claimed job of the group to arrive
+    const delivered = ids.filter((id) => receiver.of(id).length > 0);
+    assert.ok(delivered.length <= cancel.body.running, `delivered ${delivered.length}, running at the cancel ${cancel.body.running}`);
+    const states = await allPages(`/topics/webhook/groups/${group}`);
+    assert.deepEqual(states.jobs.map((j) => j.state), ids.map(() => 'cancelled'));
+  });
+
+  it('listing a topic by state: delayed jobs page in runAt order (ties by id) within from..to inclusive; 400 per field, 401', async () => {
+    const base = Date.now() + 200 * 86_400_000; // far after every other job of this file
+    const prefix = uid('list');
+    const jobs = Array.from({ length: 25 }, (_, i) => ({ id: `${prefix}-${String((i * 7) % 25).padStart(2, '0')}`, runAt: base + ((i * 7) % 25 % 12) * 1000 }));
+    const outside = [
+      { id: `${prefix}-before`, runAt: base - 1 },
+      { id: `${prefix}-after`, runAt: base + 11_001 },
+    ];
+    const batch = await call('POST', '/jobs/batch', { jobs: [...jobs, ...outside].map((j) => ({ topic: 'example', ...j })) });
+    assert.ok(batch.body.results.every((r: { status: number }) => r.status === 201));
+    const expected = [...jobs].sort((a, b) => a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((j) => [j.id, new Date(j.runAt).toISOString()]);
+
+    const bounds = `from=${encodeURIComponent(new Date(base).toISOString())}&to=${base + 11_000}`;
+    const listed = await allPages(`/topics/example/jobs?state=delayed&${bounds}&limit=10`);
+    assert.ok(listed.sizes.length >= 3 && listed.sizes.every((n) => n <= 10), `page sizes ${listed.sizes}`);
+    assert.deepEqual(listed.jobs.map((j) => [j.id, j.runAt]), expected);
+    assert.ok(listed.jobs.every((j) => j.state === 'delayed'));
+    const byDefault = await call('GET', `/topics/example/jobs?${bounds}&limit=500`);
+    assert.deepEqual([byDefault.body.jobs.map((j: { id: string }) => j.id), byDefault.body.next], [expected.map(([id]) => id), null], 'state defaults to delayed');
+    for (const state of ['ready', 'running', 'dead']) {
+      const page = await call('GET', `/topics/example/jobs?state=${state}`);
+      assert.equal(page.status, 200);
+      assert.ok(page.body.jobs.every((j: { state: string }) => j.state === state), state);
+    }
+
+    const first = await call('GET', `/topics/example/jobs?${bounds}&limit=5`);
+    await call('POST', '/jobs/batch', { jobs: [1, 2].map(() => ({ topic: 'example', delay: 3600, group: `${prefix}-g` })) });
+    const groupPage = await call('GET', `/topics/example/groups/${prefix}-g?limit=1`);
+    assert.equal(typeof groupPage.body.next, 'string');
+    for (const [query, field] of [
+      ['state=done', 'state'],
+      ['state=everything', 'state'],
+      ['from=yesterday', 'from'],
+      ['to=2027-13-45T00:00:00Z', 'to'],
+      [`from=${base + 1000}&to=${base}`, 'from'],
+      ['limit=0', 'limit'],
+      ['limit=501', 'limit'],
+      ['limit=1.5', 'limit'],
+      ['cursor=%25%25%25', 'cursor'],
+      ['cursor=not-a-cursor', 'cursor'],
+      [`state=dead&cursor=${encodeURIComponent(first.body.next)}`, 'cursor'],
+      [`cursor=${encodeURIComponent(groupPage.body.next ?? 'none')}`, 'cursor'],
+    ] as const) {
+      assert.deepEqual(invalidPaths(await call('GET', `/topics/example/jobs?${query}`)), [field], query);
+    }
+    expectError(await call('GET', '/topics/nope/jobs'), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('GET', '/topics/example/jobs', undefined, { token: null }), 401, 'UNAUTHORIZED');
+  });
+
   it('the dashboard page: 200 text/html without a token, with its CSP and nosniff', async () => {
     const page = await call('GET', '/dashboard', undefined, { token: null });
     assert.equal(page.status, 200);
@@ -217,6 +395,9 @@ describe('openapi.yaml matches what the stack answers', () => {
     expectError(await call('GET', '/topics'), 503, 'UNAVAILABLE');
     expectError(await call('POST', '/jobs', { topic: 'example', delay: 1 }), 503, 'UNAVAILABLE');
     expectError(await call('GET', '/jobs/example/x'), 503, 'UNAVAILABLE');
+    expectError(await call('GET', '/topics/example/jobs'), 503, 'UNAVAILABLE');
+    expectError(await call('GET', '/topics/example/groups/g'), 503, 'UNAVAILABLE');
+    expectError(await call('DELETE', '/topics/example/groups/g'), 503, 'UNAVAILABLE');
     redisServer = await startRedis({ port });
 
     const missing = contract.operations().filter((op) => !contract.seen.has(op));
@@ -226,11 +407,14 @@ describe('openapi.yaml matches what the stack answers', () => {
       'POST /jobs': [201, 400, 401, 409, 413, 503],
       'POST /jobs/batch': [200, 400, 401],
       'GET /jobs/{topic}/{id}': [200, 400, 401, 404, 503],
-      'PUT /jobs/{topic}/{id}': [200, 201, 400, 401, 409, 413],
-      'DELETE /jobs/{topic}/{id}': [200, 400, 401, 404, 409],
+      'PUT /jobs/{topic}/{id}': [200, 201, 400, 401, 409, 412, 413],
+      'DELETE /jobs/{topic}/{id}': [200, 400, 401, 404, 409, 412],
       'GET /topics': [200, 401, 503],
       'GET /topics/{topic}/dead': [200, 400, 401],
       'POST /topics/{topic}/dead/redrive': [200, 400, 401],
+      'GET /topics/{topic}/jobs': [200, 400, 401, 503],
+      'GET /topics/{topic}/groups/{group}': [200, 400, 401, 503],
+      'DELETE /topics/{topic}/groups/{group}': [200, 400, 401, 503],
       'GET /dashboard': [200],
     });
   });

@@ -241,6 +241,98 @@ describe('DelayQueueClient', () => {
     assert.equal(await c.redrive('example'), 100);
   });
 
+  it('put and cancel with ifMatch send If-Match "<version>" or *, and none without it; a bad ifMatch sends nothing', async () => {
+    script = (req, res) => json(res, 200, { job: job({ id: 'j1', version: 4, state: req.method === 'DELETE' ? 'cancelled' : 'delayed' }) });
+    const c = client();
+    await c.put('example', 'j1', { delay: 1 }, { ifMatch: 3 });
+    await c.put('example', 'j1', { delay: 1 }, { ifMatch: 0 });
+    await c.cancel('example', 'j1', { ifMatch: '*' });
+    await c.cancel('example', 'j1', { ifMatch: 12 });
+    await c.put('example', 'j1', { delay: 1 });
+    await c.cancel('example', 'j1');
+    assert.deepEqual(seen.map((s) => [s.method, s.headers['if-match']]), [
+      ['PUT', '"3"'],
+      ['PUT', '"0"'],
+      ['DELETE', '*'],
+      ['DELETE', '"12"'],
+      ['PUT', undefined],
+      ['DELETE', undefined],
+    ]);
+    seen = [];
+    for (const ifMatch of [-1, 1.5, Number.NaN, '3' as unknown as number]) {
+      await assert.rejects(c.put('example', 'j1', { delay: 1 }, { ifMatch }), TypeError, String(ifMatch));
+      await assert.rejects(c.cancel('example', 'j1', { ifMatch }), TypeError, String(ifMatch));
+    }
+    assert.equal(seen.length, 0);
+  });
+
+  it('a 412 is VERSION_MISMATCH carrying the current job (none when the job does not exist), not retried', async () => {
+    const current = job({ id: 'j1', version: 5, body: { v: 5 } });
+    script = (req, res) =>
+      req.url === '/jobs/example/gone'
+        ? json(res, 412, { error: { code: 'VERSION_MISMATCH', message: 'job example/gone does not exist' }, job: null })
+        : json(res, 412, { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 is at version 5' }, job: current }, { etag: '"5"' });
+    const c = client();
+    for (const call of [() => c.put('example', 'j1', { delay: 1 }, { ifMatch: 4 }), () => c.cancel('example', 'j1', { ifMatch: 4 })]) {
+      seen = [];
+      const error = await call().catch((e: unknown) => e);
+      assert.ok(error instanceof DelayQueueError);
+      assert.deepEqual([error.status, error.code, error.job, error.retryable, error.message], [412, 'VERSION_MISMATCH', current, false, 'job example/j1 is at version 5']);
+      assert.equal(seen.length, 1);
+    }
+    const gone = await c.cancel('example', 'gone', { ifMatch: '*' }).catch((e: unknown) => e);
+    assert.ok(gone instanceof DelayQueueError);
+    assert.deepEqual([gone.status, gone.code, gone.job], [412, 'VERSION_MISMATCH', undefined]);
+  });
+
+  it('cancelGroup is sent once; listGroup and listJobs are reads (retried), with their query', async () => {
+    const page = { jobs: [job({ id: 'a', group: 'g:1' })], next: 'c2' };
+    script = (req, res, n) => {
+      if (req.method === 'DELETE') return n === 1 ? apiError(res, 503, 'UNAVAILABLE') : json(res, 200, { cancelled: 50, running: 2 });
+      if (n % 2 === 1) return apiError(res, 503, 'UNAVAILABLE'); // every read fails once first
+      json(res, 200, page);
+    };
+    const c = client();
+    const once = await c.cancelGroup('example', 'g:1').catch((e: unknown) => e);
+    assert.ok(once instanceof DelayQueueError);
+    assert.deepEqual([once.code, seen.length], ['UNAVAILABLE', 1]);
+    assert.deepEqual(await c.cancelGroup('example', 'g:1'), { cancelled: 50, running: 2 });
+    assert.deepEqual(seen.at(-1)!.url, '/topics/example/groups/g%3A1');
+
+    seen = [];
+    assert.deepEqual(await c.listGroup('example', 'g:1'), page);
+    assert.deepEqual(await c.listGroup('example', 'g:1', { limit: 20, cursor: 'c1' }), page);
+    const at = new Date('2027-01-02T03:04:05.678Z');
+    assert.deepEqual(await c.listJobs('example'), page);
+    assert.deepEqual(await c.listJobs('example', { state: 'dead', from: at, to: at.getTime() + 1000, limit: 500, cursor: 'a_b-c' }), page);
+    assert.deepEqual(await c.listJobs('example', { state: 'running', from: '2027-01-02T03:04:05Z', to: '2027-01-03T00:00:00+01:00' }), page);
+    assert.deepEqual(seen.map((s) => `${s.method} ${s.url}`), [
+      'GET /topics/example/groups/g%3A1',
+      'GET /topics/example/groups/g%3A1',
+      'GET /topics/example/groups/g%3A1?limit=20&cursor=c1',
+      'GET /topics/example/groups/g%3A1?limit=20&cursor=c1',
+      'GET /topics/example/jobs',
+      'GET /topics/example/jobs',
+      `GET /topics/example/jobs?state=dead&from=${at.getTime()}&to=${at.getTime() + 1000}&limit=500&cursor=a_b-c`,
+      `GET /topics/example/jobs?state=dead&from=${at.getTime()}&to=${at.getTime() + 1000}&limit=500&cursor=a_b-c`,
+      'GET /topics/example/jobs?state=running&from=2027-01-02T03%3A04%3A05Z&to=2027-01-03T00%3A00%3A00%2B01%3A00',
+      'GET /topics/example/jobs?state=running&from=2027-01-02T03%3A04%3A05Z&to=2027-01-03T00%3A00%3A00%2B01%3A00',
+    ]);
+  });
+
+  it('a listing that is not a page is BAD_RESPONSE; a 400 names the field', async () => {
+    script = (_req, res) => json(res, 200, { jobs: 'nope' });
+    const bad = await client({ retries: 0 }).listJobs('example').catch((e: unknown) => e);
+    assert.ok(bad instanceof DelayQueueError);
+    assert.deepEqual([bad.status, bad.code], [200, 'BAD_RESPONSE']);
+    const details = [{ path: 'state', message: 'must be one of delayed, ready, running, dead' }];
+    script = (_req, res) => apiError(res, 400, 'VALIDATION_FAILED', {}, details);
+    seen = [];
+    const invalid = await client().listJobs('example', { state: 'done' as 'dead' }).catch((e: unknown) => e);
+    assert.ok(invalid instanceof DelayQueueError);
+    assert.deepEqual([invalid.code, invalid.details, seen.length], ['VALIDATION_FAILED', details, 1]);
+  });
+
   it('addMany: ids made on the client, requests of at most 500, results in order; JOB_EXISTS with the same body after a retry counts as added', async () => {
     const stored = new Map<string, unknown>();
     let lose = true;

@@ -16,8 +16,8 @@ function fakeRuntime(lines: string[]): () => Runtime {
   return () => rt;
 }
 
-function event(options: { token?: string | null; body?: string; base64?: boolean } = {}): APIGatewayProxyEventV2 {
-  const headers: Record<string, string> = {};
+function event(options: { token?: string | null; body?: string; base64?: boolean; headers?: Record<string, string> } = {}): APIGatewayProxyEventV2 {
+  const headers: Record<string, string> = { ...options.headers };
   if (options.token !== null) headers.Authorization = `Bearer ${options.token ?? TOKEN}`;
   return {
     rawPath: '/jobs',
@@ -89,6 +89,31 @@ describe('httpRoute maps failures to HTTP answers', () => {
       assert.equal(res.headers['retry-after'], '1');
       assert.ok(lines.some((l) => l.includes('redis unavailable')), 'logged');
     }
+  });
+
+  it('the route sees the request headers under lower-cased names', async () => {
+    let seen: Record<string, string> = {};
+    const route = async (req: ApiRequest): Promise<ApiResponse> => ((seen = req.headers), { status: 200, body: {} });
+    await call(route, event({ headers: { 'If-Match': '"3"', 'X-Trace-ID': 'abc' } }));
+    assert.equal(seen['if-match'], '"3"');
+    assert.equal(seen['x-trace-id'], 'abc');
+    assert.ok(Object.keys(seen).every((k) => k === k.toLowerCase()), Object.keys(seen).join(', '));
+  });
+
+  it('a refusal about one job carries it at the top level, with ETag "<version>"; none when the job is null', async () => {
+    const job = { topic: 'example', id: 'j1', version: 7 };
+    const conflict = await call(async () => {
+      throw new HttpError(412, 'VERSION_MISMATCH', 'job example/j1 is at version 7', { job });
+    }, event());
+    assert.deepEqual([conflict.status, conflict.body, conflict.headers.etag], [412, { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 is at version 7' }, job }, '"7"']);
+    const gone = await call(async () => {
+      throw new HttpError(412, 'VERSION_MISMATCH', 'job example/j1 does not exist', { job: null });
+    }, event());
+    assert.deepEqual([gone.status, gone.body, gone.headers.etag], [412, { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 does not exist' }, job: null }, undefined]);
+    const invalid = await call(async () => {
+      throw new HttpError(400, 'VALIDATION_FAILED', 'bad', [{ path: 'If-Match', message: 'must be a quoted version' }]);
+    }, event());
+    assert.equal(invalid.headers.etag, undefined);
   });
 
   it('500 INTERNAL with the request id and nothing of the error, which is logged with its stack', async () => {

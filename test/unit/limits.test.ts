@@ -8,14 +8,17 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../lib/config';
-import { HttpError } from '../../lib/errors';
-import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/limits';
-import { checkJobRef, validateBatch, validateJob } from '../../lib/validation';
+import { REFUSAL } from '../../lib/engine/codes';
+import { HttpError, refusalError } from '../../lib/errors';
+import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/limits';
+import { badCursor, checkGroupRef, checkJobRef, LISTED_STATES, parseIfMatch, validateBatch, validateJob, validateJobsQuery } from '../../lib/validation';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const spec = parse(readFileSync(join(__dirname, '..', '..', 'openapi.yaml'), 'utf8')) as Json;
 const schemas = spec.components.schemas as Json;
 const jsonBody = (operation: Json) => operation.requestBody.content['application/json'];
+/** An example's value, its `$ref` to components/examples resolved. */
+const exampleValue = (example: Json): Json => (example.$ref ? spec.components.examples[String(example.$ref).split('/').pop()!] : example).value;
 
 /** The error body validation throws for `fn`, as the API sends it. */
 function refusal(fn: () => unknown): Json {
@@ -53,6 +56,17 @@ describe('openapi.yaml states the limits of lib/limits.ts', () => {
     assert.deepEqual([limit.minimum, limit.maximum, limit.default], [DEAD_PAGE.min, DEAD_PAGE.max, DEAD_PAGE.default]);
   });
 
+  it('a page of a listing (a state, a group): limit and its default; the states listed', () => {
+    const limit = spec.components.parameters.PageLimit.schema;
+    assert.deepEqual([limit.minimum, limit.maximum, limit.default], [JOBS_PAGE.min, JOBS_PAGE.max, JOBS_PAGE.default]);
+    const state = (spec.paths['/topics/{topic}/jobs'].get.parameters as Json[]).find((p) => p.name === 'state')!.schema;
+    assert.deepEqual([state.enum, state.default], [[...LISTED_STATES], 'delayed']);
+    for (const path of ['/topics/{topic}/jobs', '/topics/{topic}/groups/{group}']) {
+      const refs = (spec.paths[path].get.parameters as Json[]).map((p) => p.$ref ?? p.name);
+      assert.ok(refs.includes('#/components/parameters/PageLimit') && refs.includes('#/components/parameters/PageCursor'), path);
+    }
+  });
+
   it("a job's fields: ttr, maxAttempts, url, runAt, delay, topic and id", () => {
     const job = schemas.JobOptions.properties;
     assert.deepEqual([job.ttr.minimum, job.ttr.maximum], [TTR_SECONDS.min, TTR_SECONDS.max]);
@@ -62,6 +76,8 @@ describe('openapi.yaml states the limits of lib/limits.ts', () => {
     assert.equal(job.delay.maximum, DEFAULTS.maxDelay);
     assert.equal(schemas.TopicName.pattern, TOPIC_PATTERN.source);
     assert.equal(schemas.JobId.pattern, ID_PATTERN.source);
+    assert.equal(schemas.GroupName.pattern, ID_PATTERN.source);
+    assert.equal(schemas.JobFields.properties.group.pattern, ID_PATTERN.source);
   });
 
   it('its example errors are the ones validation gives', () => {
@@ -70,10 +86,25 @@ describe('openapi.yaml states the limits of lib/limits.ts', () => {
     const actual = refusal(() => validateJob({ topic: 'example', delay: -1, dealy: 3 }, config));
     const byPath = (a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path);
     assert.deepEqual({ ...invalid.error, details: [...invalid.error.details].sort(byPath) }, { ...actual.error, details: [...actual.error.details].sort(byPath) });
-    const unknown = spec.components.responses.BadJob.content['application/json'].examples.unknownTopic.value;
+    const unknown = exampleValue(spec.components.responses.BadJob.content['application/json'].examples.unknownTopic);
     assert.deepEqual(unknown, refusal(() => validateJob({ topic: 'nope', delay: 1 }, config)));
     const badId = spec.components.responses.BadRef.content['application/json'].examples.badId.value;
     assert.deepEqual(badId, refusal(() => checkJobRef('example', 'bad id')));
+
+    const badIfMatch = spec.components.examples.BadIfMatch.value;
+    for (const header of ['W/"3"', '3', '"3", "4"']) assert.deepEqual(badIfMatch, refusal(() => parseIfMatch(header)), header);
+    const badGroup = spec.components.responses.BadGroup.content['application/json'].examples;
+    assert.deepEqual(badGroup.badGroup.value, refusal(() => checkGroupRef('example', 'bad group')));
+    assert.deepEqual(badGroup.badCursor.value, refusal(() => {
+      throw badCursor();
+    }));
+    const listing = spec.paths['/topics/{topic}/jobs'].get.responses['400'].content['application/json'].examples;
+    assert.deepEqual(listing.badState.value, refusal(() => validateJobsQuery({ state: 'done' })));
+    assert.deepEqual(listing.fromAfterTo.value, refusal(() => validateJobsQuery({ from: '2027-01-01T00:00:01Z', to: '2027-01-01T00:00:00Z' })));
+    const mismatch = spec.components.responses.VersionMismatch.content['application/json'].examples;
+    const version = refusalError(REFUSAL.VERSION_MISMATCH, 'example', 'close-order-7');
+    assert.deepEqual([version.status, version.code], [412, 'VERSION_MISMATCH']);
+    for (const example of [mismatch.changed.value, mismatch.gone.value]) assert.deepEqual(example.error, { code: version.code, message: version.message });
   });
 });
 

@@ -55,6 +55,13 @@ describe('listing queries', () => {
     assert.equal(fieldOf(() => validateJobsQuery({ limit: '0' })), 'limit');
     assert.equal(fieldOf(() => validateJobsQuery({ limit: String(JOBS_PAGE.max + 1) })), 'limit');
     assert.equal(fieldOf(() => validateGroupPage({ limit: '1.5' })), 'limit');
+    // every bad parameter at once, not only the first
+    try {
+      validateJobsQuery({ state: 'done', from: 'x', limit: '0' });
+      assert.fail('expected a 400');
+    } catch (error) {
+      assert.deepEqual(((error as HttpError).details as { path: string }[]).map((p) => p.path), ['state', 'from', 'limit']);
+    }
     assert.equal(fieldOf(() => checkGroupRef('orders', 'has space')), 'group');
     assert.equal(fieldOf(() => checkGroupRef('orders', 'x'.repeat(129))), 'group');
     assert.doesNotThrow(() => checkGroupRef('orders', 'meeting:42.a_b-c'));
@@ -74,10 +81,12 @@ describe('page cursors', () => {
     for (const junk of ['', '!!', 'bm90IGEgY3Vyc29y', Buffer.from('delayed:12:bad id').toString('base64url')]) assert.equal(decodeJobsCursor(junk, 'delayed', 1), null, junk);
   });
 
-  it('a group cursor round-trips within the partitions', () => {
-    const c = encodeGroupCursor({ partition: 2, after: '41' });
-    assert.deepEqual(decodeGroupCursor(c, 3), { partition: 2, after: '41' });
-    assert.equal(decodeGroupCursor(c, 2), null, 'partition 2 of a 2-partition deployment does not exist');
-    assert.equal(decodeGroupCursor(encodeJobsCursor({ state: 'delayed', after: { score: 1, id: 'a' } }), 3), null, 'a jobs cursor is not a group cursor');
+  it('a group cursor round-trips within the partitions, for its own group only', () => {
+    const c = encodeGroupCursor({ partition: 2, after: '41' }, 'orders', 'meeting-1');
+    assert.deepEqual(decodeGroupCursor(c, 3, 'orders', 'meeting-1'), { partition: 2, after: '41' });
+    assert.equal(decodeGroupCursor(c, 2, 'orders', 'meeting-1'), null, 'partition 2 of a 2-partition deployment does not exist');
+    assert.equal(decodeGroupCursor(c, 3, 'orders', 'meeting-2'), null, "another group's cursor");
+    assert.equal(decodeGroupCursor(c, 3, 'invoices', 'meeting-1'), null, "another topic's cursor");
+    assert.equal(decodeGroupCursor(encodeJobsCursor({ state: 'delayed', after: { score: 1, id: 'a' } }), 3, 'orders', 'meeting-1'), null, 'a jobs cursor is not a group cursor');
   });
 });

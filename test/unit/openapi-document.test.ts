@@ -32,6 +32,8 @@ const job = {
   url: null,
   lastError: null,
   deadline: null,
+  version: 1,
+  group: null,
   body: { orderId: 7 },
 };
 const dead = { ...job, state: 'dead', diedAt: '2026-11-21T15:32:00.000Z' };
@@ -89,6 +91,8 @@ describe('openapi.yaml, the document', () => {
   it('the schemas accept and refuse what the API does', () => {
     const redrive = jsonSchema(doc.paths['/topics/{topic}/dead/redrive'].post.requestBody);
     const responses = doc.components.responses as Json;
+    const cancelled = jsonSchema(doc.paths['/topics/{topic}/groups/{group}'].delete.responses['200']);
+    const ifMatch = doc.components.parameters.IfMatch.schema;
     const cases: [string, unknown, unknown, boolean][] = [
       ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1 }, true],
       ['NewJob', schemaRef('NewJob'), { topic: 'example', id: 'a-1', delay: 0, body: [1], ttr: 5, maxAttempts: 2, backoff: '15s 1m' }, true],
@@ -106,6 +110,38 @@ describe('openapi.yaml, the document', () => {
       ['Job', schemaRef('Job'), job, true],
       ['Job', schemaRef('Job'), { ...job, extra: 1 }, false],
       ['Job', schemaRef('Job'), { ...job, body: undefined }, false],
+      ['Job', schemaRef('Job'), { ...job, group: 'order-7', version: 12 }, true],
+      ['Job', schemaRef('Job'), { ...job, version: undefined }, false],
+      ['Job', schemaRef('Job'), { ...job, group: undefined }, false],
+      ['Job', schemaRef('Job'), { ...job, version: -1 }, false],
+      ['Job', schemaRef('Job'), { ...job, version: 1.5 }, false],
+      ['Job', schemaRef('Job'), { ...job, group: 'has space' }, false],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, group: 'order-7' }, true],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, group: 'has space' }, false],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, group: null }, false],
+      ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, version: 1 }, false],
+      ['JobReplacement', schemaRef('JobReplacement'), { delay: 1, group: 'g.1:a-b_c' }, true],
+      ['JobReplacement', schemaRef('JobReplacement'), { delay: 1, group: '' }, false],
+      ['JobPage', schemaRef('JobPage'), { jobs: [job], next: 'abc' }, true],
+      ['JobPage', schemaRef('JobPage'), { jobs: [], next: null }, true],
+      ['JobPage', schemaRef('JobPage'), { jobs: [dead], next: null }, false],
+      ['JobPage', schemaRef('JobPage'), { jobs: [] }, false],
+      ['VersionMismatch', schemaRef('VersionMismatch'), { ...error('VERSION_MISMATCH'), job }, true],
+      ['VersionMismatch', schemaRef('VersionMismatch'), { ...error('VERSION_MISMATCH'), job: null }, true],
+      ['VersionMismatch', schemaRef('VersionMismatch'), error('VERSION_MISMATCH'), false],
+      ['VersionMismatch', schemaRef('VersionMismatch'), { ...error('JOB_FINISHED'), job }, false],
+      ['EntityTag', schemaRef('EntityTag'), '"12"', true],
+      ['EntityTag', schemaRef('EntityTag'), '"0"', true],
+      ['EntityTag', schemaRef('EntityTag'), '12', false],
+      ['EntityTag', schemaRef('EntityTag'), 'W/"12"', false],
+      ['If-Match', ifMatch, '"12"', true],
+      ['If-Match', ifMatch, '*', true],
+      ['If-Match', ifMatch, 'W/"12"', false],
+      ['If-Match', ifMatch, '"1234567890123456"', false],
+      ['If-Match', ifMatch, '"a"', false],
+      ['cancelGroup 200', cancelled, { cancelled: 50, running: 0 }, true],
+      ['cancelGroup 200', cancelled, { cancelled: 50 }, false],
+      ['cancelGroup 200', cancelled, { cancelled: -1, running: 0 }, false],
       ['DeadJob', schemaRef('DeadJob'), dead, true],
       ['DeadJob', schemaRef('DeadJob'), { ...dead, diedAt: undefined }, false],
       ['DeadJob', schemaRef('DeadJob'), { ...dead, state: 'ready' }, false],

@@ -1,0 +1,5 @@
+import { listJobs } from '../lib/api';
+import { httpRoute } from '../lib/http';
+
+/** GET /topics/{topic}/jobs: one page of a topic's delayed, ready, running or dead jobs, in time order. */
+export const handler = httpRoute(listJobs);
