@@ -3,7 +3,9 @@
  * against the local stack: redis-server + serverless offline + a webhook receiver. Signs in,
  * watches a job added through the API appear in the counts, watches a job die, redrives it with
  * a click and sees it finish. Then the per-topic start lateness, oldest ready age and last-hour
- * chart, live and from a faked GET /topics. Screenshots (desktop and phone) go to test-artifacts/.
+ * chart, live and from a faked GET /topics. Then the upcoming jobs, a group's jobs page by page,
+ * a group cancel behind its confirmation, and a job's group and version, all against the live API.
+ * Screenshots (desktop and phone) go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { DelayQueueClient, type TopicStats } from '../../lib/client';
+import { DelayQueueClient, type Job, type TopicStats } from '../../lib/client';
 import { PROJECT_ROOT, startOffline, type OfflineProcess } from '../support/offline';
 import { Contract } from '../support/openapi';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -21,6 +23,13 @@ const SECRET = 'browser-webhook-secret';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ARTIFACTS = join(PROJECT_ROOT, 'test-artifacts');
 const HOSTILE = '<img src=x onerror="window.__pwned=1">&amp;<script>window.__pwned=2</script>';
+const ACTIVE = ['delayed', 'ready', 'running'];
+
+/** One page of GET /topics/{topic}/jobs or GET /topics/{topic}/groups/{group}. */
+interface JobPage {
+  jobs: Job[];
+  next: string | null;
+}
 
 describe('the dashboard in headless Chromium', () => {
   let redisServer: RedisProcess;
@@ -289,6 +298,201 @@ describe('the dashboard in headless Chromium', () => {
     await page.setViewportSize({ width: 1280, height: 860 });
     await page.unroute('**/topics');
 
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
+
+  /** One request to the API with this stack's token; the parsed JSON answer. */
+  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+    const res = await fetch(offline.baseUrl + path, {
+      method,
+      headers: { authorization: `Bearer ${offline.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    return { status: res.status, body: (await res.json()) as T };
+  }
+  async function addJob(job: Record<string, unknown>): Promise<Job> {
+    const res = await call<{ job: Job }>('POST', '/jobs', { topic: 'example', ...job });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.job;
+  }
+  async function jobOf(id: string): Promise<Job> {
+    const res = await call<{ job: Job }>('GET', `/jobs/example/${encodeURIComponent(id)}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body.job;
+  }
+  /** Every job of a group as the API lists them, following `next`. */
+  async function groupOf(group: string): Promise<Job[]> {
+    const jobs: Job[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { status: number; body: JobPage } = await call<JobPage>('GET', `/topics/example/groups/${encodeURIComponent(group)}?limit=50${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      jobs.push(...res.body.jobs);
+      cursor = res.body.next;
+    } while (cursor !== null);
+    return jobs;
+  }
+  /** The rows of a table of the page: each row's data-id and data-run-at, and its cells' text. */
+  const rowsOf = (table: string) =>
+    page.locator(`#${table} tbody tr`).evaluateAll((trs) =>
+      trs.map((tr) => ({ id: tr.getAttribute('data-id'), runAt: tr.getAttribute('data-run-at'), cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()) })),
+    );
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+  it('lists the next 50 upcoming jobs with their groups, shows a group page by page, cancels it only after a confirmation, and shows a job\'s group and version', async () => {
+    await page.goto(`${offline.baseUrl}/dashboard`);
+    if (await page.locator('#login').isVisible()) {
+      await page.fill('#token', offline.token);
+      await page.click('#login-form button[type=submit]');
+    }
+    await page.waitForSelector('#topics tr[data-topic="example"]');
+    await page.selectOption('#interval', '2000');
+
+    // upcoming: jobs added out of order are listed by due time, with their group (these are due
+    // before anything the earlier tests left in example, so they are the first rows)
+    const sfx = String(process.pid);
+    const [g1, g2, fill, group] = [`g1-${sfx}`, `g2-${sfx}`, `fill-${sfx}`, `grp-${sfx}`];
+    const up = { a: `up-a-${sfx}`, b: `up-b-${sfx}`, c: `up-c-${sfx}`, d: `up-d-${sfx}` };
+    await addJob({ id: up.c, delay: 1500, group: g1, maxAttempts: 3 });
+    await addJob({ id: up.a, delay: 600, group: g1, maxAttempts: 4 });
+    await addJob({ id: up.d, delay: 1800, maxAttempts: 3 });
+    await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3 });
+    await page.selectOption('#upcoming-topic', 'example');
+    await until('the four jobs in the upcoming list', async () => (await rowsOf('upcoming')).filter((r) => Object.values(up).includes(r.id ?? '')).length === 4);
+    let rows = await rowsOf('upcoming');
+    assert.deepEqual(rows.slice(0, 4).map((r) => [r.id, r.cells[1], r.cells[2], r.cells[3]]), [
+      [up.a, up.a, g1, '0 of 4'],
+      [up.b, up.b, g2, '0 of 3'],
+      [up.c, up.c, g1, '0 of 3'],
+      [up.d, up.d, '—', '0 of 3'],
+    ]);
+    assert.match(rows[0]!.cells[0]!, /\d:\d\d.*in \d+ min \d+ s$/, 'the due time, and how far off');
+    const listed = await call<JobPage>('GET', '/topics/example/jobs?state=delayed&limit=50');
+    assert.deepEqual(rows.map((r) => [r.id, r.runAt]), listed.body.jobs.map((j) => [j.id, j.runAt]), 'what the API lists, in its order');
+    assert.ok(rows.every((r, i) => i === 0 || Date.parse(r.runAt!) >= Date.parse(rows[i - 1]!.runAt!)), 'soonest first');
+
+    // at most 50: 60 more (one group, due later) fill the list, and the rest is counted
+    const batch = await call<{ results: { status: number }[] }>('POST', '/jobs/batch', {
+      jobs: Array.from({ length: 60 }, (_, i) => ({ topic: 'example', id: `${fill}-${String(i).padStart(2, '0')}`, delay: 2400 + i, group: fill })),
+    });
+    assert.equal(batch.status, 200);
+    assert.deepEqual(batch.body.results.map((r) => r.status), Array(60).fill(201));
+    await until('50 rows, the fillers among them', async () => {
+      const now = await rowsOf('upcoming');
+      return now.length === 50 && now.some((r) => r.id === `${fill}-00`) && /^The next 50 delayed jobs of example \(\d+ in all\)/.test(await text('#upcoming-summary'));
+    });
+    const full = await call<JobPage>('GET', '/topics/example/jobs?state=delayed&limit=50');
+    assert.notEqual(full.body.next, null, 'the API has more than 50');
+    await until('the page to list what the API lists', async () => same((await rowsOf('upcoming')).map((r) => r.id), full.body.jobs.map((j) => j.id)));
+    await page.locator('#upcoming-card').screenshot({ path: join(ARTIFACTS, 'dashboard-upcoming.png') });
+
+    // a group of 60, page by page: its link in the upcoming list opens it, "Show more" reads on
+    await page.locator(`#upcoming tbody tr[data-id="${fill}-00"] [data-testid="upcoming-group"] button`).click();
+    await until('the first page of the group', async () => (await rowsOf('group-jobs')).length === 50 && (await page.locator('#group-more').isVisible()));
+    assert.match(await text('#group-summary'), new RegExp(`^The first 50 jobs in group ${fill} of example: 50 delayed`));
+    assert.equal(await page.inputValue('#group-name'), fill);
+    await page.click('#group-more');
+    await until('the whole group', async () => (await rowsOf('group-jobs')).length === 60);
+    assert.equal(await page.locator('#group-more').isVisible(), false);
+    const fillJobs = await groupOf(fill);
+    assert.deepEqual((await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1]]), fillJobs.map((j) => [j.id, j.state]), 'the API\'s jobs, in its order, with their states');
+    assert.equal(await text('#group-summary'), `60 jobs in group ${fill} of example: 60 delayed.`);
+
+    // a group with three delayed jobs and one done, looked up by name
+    const members = [`${group}-1`, `${group}-2`, `${group}-3`];
+    for (const [i, id] of members.entries()) await addJob({ id, delay: 3000 + i * 100, group });
+    const ran = `${group}-ran`;
+    await addJob({ id: ran, delay: 0, group });
+    await until('the group job due now to run', async () => (await jobOf(ran)).state === 'done');
+    await page.selectOption('#group-topic', 'example');
+    await page.fill('#group-name', group);
+    await page.click('#group-form button[type=submit]');
+    await until('the group\'s four jobs', async () => (await rowsOf('group-jobs')).length === 4);
+    const before = await groupOf(group);
+    assert.deepEqual(before.map((j) => j.id).sort(), [...members, ran].sort());
+    assert.deepEqual((await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1], r.cells[3]]), before.map((j) => [j.id, j.state, `${j.attempts} of ${j.maxAttempts}`]));
+    assert.match(await text('#group-summary'), new RegExp(`^4 jobs in group ${group} of example: (3 delayed, 1 done|1 done, 3 delayed)\\.$`));
+    const states = async () => Promise.all(members.map(async (id) => (await jobOf(id)).state));
+
+    // "Cancel group" alone cancels nothing: it asks, "Keep them" backs out
+    await page.click('#group-cancel');
+    assert.equal(await text('#group-confirm'), 'Confirm cancel 3 jobs');
+    assert.equal(await page.locator('#group-cancel').isVisible(), false);
+    await page.waitForTimeout(1000);
+    assert.deepEqual(await states(), ['delayed', 'delayed', 'delayed'], 'nothing cancelled before the confirmation');
+    await page.click('#group-keep');
+    assert.deepEqual([await page.locator('#group-confirm').isVisible(), await page.locator('#group-cancel').isVisible()], [false, true]);
+    // nor does a double click on it: the second click lands on "Keep them" or a confirm not yet enabled
+    await page.dblclick('#group-cancel');
+    await page.waitForTimeout(1000);
+    assert.deepEqual(await states(), ['delayed', 'delayed', 'delayed'], 'nothing cancelled by a double click');
+    if (await page.locator('#group-keep').isVisible()) await page.click('#group-keep');
+
+    // confirmed: the API cancels the three, the page shows its answer and the new states
+    await page.click('#group-cancel');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-group-confirm.png') });
+    const answering = page.waitForResponse((r) => r.request().method() === 'DELETE' && r.url().endsWith(`/topics/example/groups/${group}`));
+    await page.click('#group-confirm');
+    const answer = await answering;
+    assert.equal(answer.status(), 200);
+    assert.deepEqual(await answer.json(), { cancelled: 3, running: 0 });
+    await until('the outcome', async () => (await text('[data-testid="group-cancelled"]')) === '3');
+    assert.equal(await text('[data-testid="group-running"]'), '0');
+    assert.deepEqual(await states(), ['cancelled', 'cancelled', 'cancelled'], 'the API has them cancelled');
+    assert.equal((await jobOf(ran)).state, 'done', 'a finished job stays as it was');
+    assert.equal((await jobOf(up.a)).state, 'delayed', 'other groups are untouched');
+    const after = await groupOf(group);
+    await until('the page to show the states the API lists', async () => same((await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1]]), after.map((j) => [j.id, j.state])));
+    assert.equal(await page.isDisabled('#group-cancel'), !after.some((j) => ACTIVE.includes(j.state)), 'nothing left to cancel: the button is off');
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-group-cancelled.png'), fullPage: true });
+
+    // running attempts are shown with what happens to them (faked: no example job runs that long)
+    const fake = JSON.stringify({ cancelled: 1, running: 2 });
+    const fakeHeaders = { 'content-type': 'application/json', date: new Date().toUTCString() };
+    new Contract().check({ method: 'DELETE', url: `/topics/example/groups/${g1}`, status: 200, headers: new Headers(fakeHeaders), text: fake }); // the fake is what the API may answer
+    await page.route(`**/topics/example/groups/${g1}`, (route) => (route.request().method() === 'DELETE' ? route.fulfill({ status: 200, headers: fakeHeaders, body: fake }) : route.fallback()));
+    await page.fill('#group-name', g1);
+    await page.click('#group-form button[type=submit]');
+    await until('group g1', async () => (await rowsOf('group-jobs')).length === 2);
+    await page.click('#group-cancel');
+    assert.equal(await text('#group-confirm'), 'Confirm cancel 2 jobs');
+    await page.click('#group-confirm');
+    await until('the faked outcome', async () => (await text('[data-testid="group-running"]')) === '2');
+    assert.match(await text('#group-outcome'), /1 cancelled, 2 running \(they finish the attempt they are in, then stay cancelled: no retry\)/);
+    await page.unroute(`**/topics/example/groups/${g1}`);
+
+    // the job view: group (a link to it) and version, which grows with a change
+    await page.selectOption('#lookup-topic', 'example');
+    await page.fill('#lookup-id', up.a);
+    await page.click('#lookup-form button[type=submit]');
+    await until('the job', async () => (await text('[data-testid="job-state"]')) === 'delayed');
+    const v1 = (await jobOf(up.a)).version;
+    assert.equal(await text('[data-testid="job-group"]'), g1);
+    assert.equal(await text('[data-testid="job-version"]'), String(v1));
+    const put = await call<{ job: Job }>('PUT', `/jobs/example/${up.a}`, { delay: 650, group: g1, maxAttempts: 4 });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    assert.ok(put.body.job.version > v1, `the version grew (${v1} -> ${put.body.job.version})`);
+    await until('the new version', async () => (await text('[data-testid="job-version"]')) === String(put.body.job.version));
+    assert.equal(await text('[data-testid="job-group"]'), g1);
+    await page.fill('#lookup-id', members[0]!);
+    await page.click('#lookup-form button[type=submit]');
+    await until('the cancelled job', async () => (await text('[data-testid="job-state"]')) === 'cancelled');
+    assert.deepEqual([await text('[data-testid="job-group"]'), await text('[data-testid="job-version"]')], [group, String((await jobOf(members[0]!)).version)]);
+    await page.fill('#lookup-id', up.d);
+    await page.click('#lookup-form button[type=submit]');
+    await until('the job without a group', async () => (await text('[data-testid="job-group"]')) === 'none');
+    assert.equal(await text('[data-testid="job-version"]'), String((await jobOf(up.d)).version));
+    // its group link opens the group
+    await page.fill('#lookup-id', up.b);
+    await page.click('#lookup-form button[type=submit]');
+    await until('job b', async () => (await text('[data-testid="job-group"]')) === g2);
+    await page.click('[data-testid="job-group"]');
+    await until('group g2', async () => same((await rowsOf('group-jobs')).map((r) => r.id), [up.b]));
+    assert.equal(await page.inputValue('#group-name'), g2);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-groups-phone.png'), fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 860 });
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
 });
