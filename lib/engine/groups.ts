@@ -5,13 +5,17 @@ import { SCRIPT_CALL_BYTES } from '../limits';
 import { run, runPipelined } from '../scripts';
 import type { EngineContext } from './context';
 import { toJob, type Job } from './jobs';
-import { chunk, forEachPartition, groupBy } from './partitions';
+import { chunk, groupBy, partitionsInOrder } from './partitions';
 import { viewsWithBodies } from './read';
 import * as script from './scripts';
 
-/** Members a cancelGroup step looks at: each is one HGET and at most a header rewrite, about 2 µs of Redis time. */
-export const CANCEL_GROUP_STEP = 1000;
-const LEAVE_BATCH = 500;
+/**
+ * Members a cancelGroup step looks at. Each costs a read, a decode and a header rewrite plus three
+ * zset changes: 33–87 µs on this 2-core machine under a CI soak (BENCHMARKS.md), so a step of 100
+ * keeps a call near the 10 ms every other script stays under, even on a busy machine.
+ */
+export const CANCEL_GROUP_STEP = 100;
+const LEAVE_BATCH = 500; // ids per leaveGroup call: a read and at most a ZREM each
 
 /** What a group cancel did: jobs cancelled before they started, and jobs whose attempt was running. */
 export interface GroupCancel {
@@ -20,33 +24,31 @@ export interface GroupCancel {
 }
 
 /**
- * Cancels every job of group `group` of topic `t` that joined it before the call: in every
- * partition at once, one bounded step after another (lua/cancelGroup-6.lua). The first step of a
- * partition marks the group there, so from then on no job of the group that has not changed since
- * can start (a claim cancels it instead); each step cancels up to CANCEL_GROUP_STEP of its jobs.
- * Returns once every partition is through: then no job of the group that was delayed or ready
- * starts any more. Jobs joining the group after a partition's mark are left alone.
+ * Cancels every job of group `group` of topic `t` that joined it before the call, one bounded
+ * step at a time (lua/cancelGroup-6.lua), the partitions in turn with one step in flight, so that
+ * claims and sweeps on the same Redis wait for at most one step, never for one per partition.
+ * The first round's steps mark the group in every partition: from then on no job of the group
+ * that has not changed since can start there (a claim cancels it instead); each step cancels up
+ * to `step` of its jobs. Returns once every partition is through: then no job of the group that
+ * was delayed or ready starts any more. Jobs joining the group after a partition's mark are left alone.
  */
 export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP): Promise<GroupCancel & { partitions: number[] }> {
   const total: GroupCancel = { cancelled: 0, running: 0 };
-  const touched: number[] = [];
-  await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, t.name);
-    const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group)] as const;
-    let mark = '';
-    let cursor = '-inf';
-    for (;;) {
-      const call = script.cancelGroup(keys, { clock: ctx.clock(), group, mark, cursor, limit: step, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs });
-      const [cancelled, running, done, next, m] = await run(ctx.redis, call);
+  const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', cursor: '-inf' }));
+  while (left.length > 0) {
+    for (const part of [...left]) {
+      const k = topicKeys(part.p, t.name);
+      const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(part.p, t.name, group)] as const;
+      const call = script.cancelGroup(keys, { clock: ctx.clock(), group, mark: part.mark, cursor: part.cursor, limit: step, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs });
+      const [cancelled, running, done, cursor, mark] = await run(ctx.redis, call);
       total.cancelled += cancelled;
       total.running += running;
-      mark = m;
-      cursor = next;
-      if (done === 1) break;
+      part.mark = mark;
+      part.cursor = cursor;
+      if (done === 1) left.splice(left.indexOf(part), 1);
     }
-    touched.push(p);
-  });
-  return { ...total, partitions: touched.sort((a, b) => a - b) };
+  }
+  return { ...total, partitions: partitionsInOrder(ctx.config.partitions) };
 }
 
 /** Jobs that left group `group` (purged, or moved by a put), to be taken out of its zset. */

@@ -244,8 +244,8 @@ end
 -- when 0 and it has no group. A job of a group is always deleted by the sweeper's purge, which
 -- then takes it out of its group (lib/engine/sweep.ts). `k`: jobs, bodies, delayed, running, done.
 local function cancelNow(k, id, h, inline, now, retention)
-  redis.call('ZREM', k.delayed, id)
-  redis.call('ZREM', k.running, id)
+  -- a pending job is in the delayed zset (or the ready list), a running one in the running zset
+  if h[H_STATE] == RUNNING then redis.call('ZREM', k.running, id) else redis.call('ZREM', k.delayed, id) end
   h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
   if retention > 0 or h[H_GROUP] then
     save(k.jobs, k.bodies, id, h, inline)
