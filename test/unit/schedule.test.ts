@@ -186,6 +186,6 @@ describe('schedule validation: 400 naming the field', () => {
     assert.equal(s.body, '{"r":1}');
     assert.equal(s.ttrMs, 5000);
     assert.equal(s.group, 'g');
-    assert.equal(validateSchedule('reports', 'd', { cron: '0 9 * * *', timezone: 'europe/berlin', catchUp: 'none', paused: true }, config, now).spec.timezone, 'Europe/Berlin');
+    assert.deepEqual(validateSchedule('reports', 'd', { cron: '0 9 * * *', timezone: 'europe/berlin', catchUp: 'none', paused: true }, config, now).spec, { cron: '0 9 * * *', timezone: 'Europe/Berlin', catchUp: 'none', paused: true });
   });
 });
