@@ -82,8 +82,17 @@ export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule 
     updatedAt: iso(updatedAt),
     pending: next !== null && nextId !== null ? { id: nextId, runAt: iso(next) } : null,
     lastRunAt: last === null ? null : iso(last),
-    nextRuns: next === null ? [] : [next, ...nextRuns(spec, next, NEXT_RUNS_SHOWN - 1)].map(iso),
+    nextRuns: next === null ? [] : [next, ...laterRuns(spec, next)].map(iso),
   };
+}
+
+/** The run times shown after the pending one; none for a definition this code cannot compute (see advanceDue). */
+function laterRuns(spec: ScheduleSpec, after: number): number[] {
+  try {
+    return nextRuns(spec, after, NEXT_RUNS_SHOWN - 1);
+  } catch {
+    return [];
+  }
 }
 
 const occurrence = (scheduleId: string, ms: number | null): script.OccurrenceArg | null => (ms === null ? null : { id: occurrenceId(scheduleId, ms), ms });
@@ -282,6 +291,8 @@ export interface ScheduleStep {
   advanced: number;
   /** Occurrences created (next ones, and caught-up ones). */
   created: number;
+  /** Due schedules whose definition could not be computed (left as they are). */
+  unplanned: number;
   /** Due schedules left for another step (limit or byte budget). */
   more: boolean;
   /** Earliest time a schedule needs the sweeper again (a pending occurrence, or a caught-up one due now), or null. */
@@ -294,7 +305,7 @@ export interface ScheduleStep {
  * advance refused because the schedule changed since it was read is left to the next sweep.
  */
 export async function advanceDue(ctx: EngineContext, partition: number, topics: readonly string[], replies: readonly script.DueSchedulesReply[]): Promise<ScheduleStep> {
-  const step: ScheduleStep = { advanced: 0, created: 0, more: false, nextAt: null };
+  const step: ScheduleStep = { advanced: 0, created: 0, unplanned: 0, more: false, nextAt: null };
   const earliest = (ms: number | null) => {
     if (ms !== null && (step.nextAt === null || ms < step.nextAt)) step.nextAt = ms;
   };
@@ -302,7 +313,15 @@ export async function advanceDue(ctx: EngineContext, partition: number, topics: 
   replies.forEach(([now, more, head, ...due], i) => {
     if (more === 1) step.more = true;
     earliest(head);
-    for (const view of due) plans.push(planAdvance(topics[i]!, partition, view, now));
+    for (const view of due) {
+      try {
+        plans.push(planAdvance(topics[i]!, partition, view, now));
+      } catch {
+        // a definition this code cannot compute (validated when put; a library upgrade could
+        // refuse it): skipped, so one schedule never stops the sweep of every job
+        step.unplanned += 1;
+      }
+    }
   });
   if (plans.length === 0) return step;
   const results = await runPipelined(ctx.redis, plans.map((plan) => advanceCall(ctx, plan)));

@@ -305,6 +305,21 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(await liveJobs(q, topic), [...claimed.map((j) => j.id), occurrenceId('crash', clock.now + MIN)].sort());
     });
 
+    it('a schedule whose definition cannot be computed does not stop the sweep of the others', async () => {
+      const { q, topic, clock, ctx } = setup();
+      await q.putSchedule(topic, 'good', { every: 60 });
+      const p = partitionOf(topic, 'broken', target.partitions);
+      const sk = scheduleKeys(p, topic);
+      const k = topicKeys(p, topic);
+      const record: script.ScheduleRecordArg = { spec: JSON.stringify({ cron: '61 * * * *', timezone: 'UTC', catchUp: 'latest', paused: false }), body: '1' };
+      await run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], { clock: clock.now, id: 'broken', seen: 0, pending: 'replace', last: null, run: null, next: { id: occurrenceId('broken', clock.now + MIN), ms: clock.now + MIN }, record }));
+      clock.advance(MIN);
+      const swept = await q.sweep();
+      assert.equal(swept.schedulesAdvanced, 1);
+      assert.equal((await q.getSchedule(topic, 'good'))?.pending?.runAt, iso(clock.now + MIN));
+      assert.deepEqual((await q.listSchedules(topic)).schedules.map((x) => [x.id, x.nextRuns.length]), [['broken', 1], ['good', 5]], 'listed, with the runs that can be computed');
+    });
+
     it('every reply code of the schedule scripts', async () => {
       const { q, topic, clock, ctx } = setup();
       const p = partitionOf(topic, 'codes', target.partitions);
