@@ -30,6 +30,9 @@ export type FanoutKey = Key<'fanout'>;
 export type SyncKey = Key<'sync'>;
 export type LatenessKey = Key<'lateness'>;
 export type GroupKey = Key<'group'>;
+export type SchedulesKey = Key<'schedules'>;
+export type ScheduleIdsKey = Key<'schedule-ids'>;
+export type ScheduleNextKey = Key<'schedule-next'>;
 
 /** The keys of one topic in one partition. */
 export interface TopicKeys {
@@ -81,6 +84,29 @@ export function topicKeys(partition: number, topic: string): TopicKeys {
     running: `${base}running:${topic}` as RunningKey,
     dead: `${base}dead:${topic}` as DeadKey,
     done: `${base}done:${topic}` as DoneKey,
+  };
+}
+
+/** The schedule keys of one topic in one partition (lib/engine/schedules.ts, lua/*Schedule*.lua). */
+export interface ScheduleKeys {
+  /**
+   * HASH schedule id -> msgpack record (its definition, job options, body, version, pending
+   * occurrence and last run: see lua/includes/job.lua), and under `#seq` the versions' counter.
+   */
+  schedules: SchedulesKey;
+  /** ZSET of every schedule id, all scored 0: the listing by id (ZRANGEBYLEX). */
+  ids: ScheduleIdsKey;
+  /** ZSET schedule id -> time (ms) of its pending occurrence; a paused or ended schedule has none. */
+  next: ScheduleNextKey;
+}
+
+/** Schedule keys of `topic` in `partition`. */
+export function scheduleKeys(partition: number, topic: string): ScheduleKeys {
+  const base = `dq:{p${partition}}:`;
+  return {
+    schedules: `${base}schedules:${topic}` as SchedulesKey,
+    ids: `${base}schedule-ids:${topic}` as ScheduleIdsKey,
+    next: `${base}schedule-next:${topic}` as ScheduleNextKey,
   };
 }
 
@@ -150,13 +176,30 @@ export function slotOf(key: string): number {
 }
 
 /**
- * Partition of job (topic, id): FNV-1a (32-bit) of `topic:id` modulo `count`. Stable across
- * processes and versions: changing it, or `count`, strands existing jobs.
+ * Trailing occurrence suffixes `:<YYYYMMDDTHHMMSSZ>`: a schedule's occurrence `<schedule id>:<UTC
+ * time>` (lib/schedule.ts) is routed by its schedule's id, so it lives in its schedule's partition.
+ */
+const OCCURRENCE_SUFFIXES = /^(.+?)(?::\d{8}T\d{6}Z)+$/;
+
+/**
+ * The part of `id` that places it: the id without its trailing occurrence suffixes (an occurrence
+ * `daily:20270328T010000Z` is placed as `daily`), else the id.
+ */
+export function routingId(id: string): string {
+  return OCCURRENCE_SUFFIXES.exec(id)?.[1] ?? id;
+}
+
+/**
+ * Partition of job (topic, id): FNV-1a (32-bit) of `topic:<routingId(id)>` modulo `count`, so a
+ * schedule and each of its occurrences share a partition and one script can create the next
+ * occurrence as it advances the schedule. Stable across processes and versions: changing it, or
+ * `count`, strands existing jobs (with several partitions, a job added before schedules existed
+ * whose id ends in `:<YYYYMMDDTHHMMSSZ>` was placed by its whole id, and is no longer found).
  */
 export function partitionOf(topic: string, id: string, count: number): number {
   if (count === 1) return 0;
   let hash = 0x811c9dc5;
-  const text = `${topic}:${id}`;
+  const text = `${topic}:${routingId(id)}`;
   for (let i = 0; i < text.length; i++) {
     hash ^= text.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);

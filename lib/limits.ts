@@ -23,6 +23,9 @@ export const REDRIVE_COUNT = { min: 1, max: 1000, default: 100 } as const satisf
 /** Jobs per page of GET /topics/{topic}/jobs and GET /topics/{topic}/groups/{group}. */
 export const JOBS_PAGE = { min: 1, max: 500, default: 100 } as const satisfies Range;
 
+/** Schedules per page of a schedule listing (DelayQueue.listSchedules). */
+export const SCHEDULES_PAGE = { min: 1, max: 100, default: 50 } as const satisfies Range;
+
 /** Dead jobs per page of GET /topics/{topic}/dead. */
 export const DEAD_PAGE = { min: 1, max: 100, default: 50 } as const satisfies Range;
 

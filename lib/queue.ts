@@ -5,12 +5,13 @@ import { encodeDeadCursor } from './engine/dead';
 import { confirmReplicated, NotReplicatedError } from './engine/durable';
 import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './engine';
 import { HttpError, refusalError } from './errors';
-import { DEAD_PAGE, JOBS_PAGE, REDRIVE_COUNT, SCRIPT_CALL_BYTES } from './limits';
+import { DEAD_PAGE, JOBS_PAGE, REDRIVE_COUNT, SCHEDULES_PAGE, SCRIPT_CALL_BYTES } from './limits';
+import { validateSchedule } from './schedule';
 import { partitionOf } from './keys';
 import { registerScripts } from './scripts';
 import { badCursor, checkBatchSize, checkDeadCursor, checkGroupRef, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type GroupPage, type IfMatch, type JobsQuery, type NewJob } from './validation';
 
-export type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobState, SweepResult, TopicStats, Wake } from './engine';
+export type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobState, Schedule, SweepResult, TopicStats, Wake } from './engine';
 
 /** What an add or put of one job did (invalid input throws instead). */
 export type WriteOutcome =
@@ -336,5 +337,53 @@ export class DelayQueue {
     const after = options.after === undefined ? undefined : checkDeadCursor(options.after);
     const page = await engine.listDeadJobs(this.ctx, t, { limit, ...(after ? { after } : {}) });
     return { jobs: page.jobs, next: page.next && encodeDeadCursor(page.next) };
+  }
+
+  /**
+   * Creates or replaces schedule topic/id (API input, validated here: 400 VALIDATION_FAILED naming
+   * each bad field, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE) and, in the same script, its pending
+   * occurrence: a pending one not yet due is replaced, one already due runs as it was. `wake`: an
+   * occurrence became the earliest due job of its partition (wake the sweeper).
+   */
+  async putSchedule(topic: string, id: string, input: unknown): Promise<{ status: 'created' | 'replaced'; schedule: engine.Schedule } & Wake> {
+    const s = validateSchedule(topic, id, input, this.config, this.clientNow());
+    const result = await engine.putSchedule(this.ctx, requireTopic(this.config, topic), s);
+    await this.durable([s.partition]);
+    return result;
+  }
+
+  /** Schedule topic/id with its next 5 run times, or null when there is none. */
+  async getSchedule(topic: string, id: string): Promise<engine.Schedule | null> {
+    checkJobRef(topic, id);
+    return engine.getSchedule(this.ctx, requireTopic(this.config, topic), partitionOf(topic, id, this.config.partitions), id);
+  }
+
+  /**
+   * Deletes schedule topic/id and withdraws its pending occurrence (an occurrence already running
+   * runs on). Throws 404 NOT_FOUND when there is no such schedule.
+   */
+  async deleteSchedule(topic: string, id: string): Promise<void> {
+    checkJobRef(topic, id);
+    const partition = partitionOf(topic, id, this.config.partitions);
+    const deleted = await engine.deleteSchedule(this.ctx, requireTopic(this.config, topic), partition, id);
+    if (!deleted) throw new HttpError(404, 'NOT_FOUND', `schedule ${topic}/${id} not found`);
+    await this.durable([partition]);
+  }
+
+  /**
+   * Schedules of topic `topic` by id, at most `limit` (SCHEDULES_PAGE), after `cursor` (a previous
+   * page's `next`). `next` is null at the end.
+   */
+  async listSchedules(topic: string, page: { limit?: number; cursor?: string } = {}): Promise<{ schedules: engine.Schedule[]; next: string | null }> {
+    const t = requireTopic(this.config, topic);
+    const limit = page.limit ?? SCHEDULES_PAGE.default;
+    if (!Number.isInteger(limit) || limit < SCHEDULES_PAGE.min || limit > SCHEDULES_PAGE.max) {
+      const message = `must be an integer from ${SCHEDULES_PAGE.min} to ${SCHEDULES_PAGE.max}`;
+      throw new HttpError(400, 'VALIDATION_FAILED', `limit ${message}`, [{ path: 'limit', message }]);
+    }
+    const after = page.cursor === undefined ? undefined : engine.decodeScheduleCursor(page.cursor);
+    if (after === null) throw badCursor();
+    const result = await engine.listSchedules(this.ctx, t, { limit, ...(after !== undefined ? { after } : {}) });
+    return { schedules: result.schedules, next: result.next && engine.encodeScheduleCursor(result.next) };
   }
 }

@@ -23,6 +23,12 @@ import startFanout from '../lua/startFanout-1.lua';
 import syncPoint from '../lua/syncPoint-1.lua';
 import recordStarts from '../lua/recordStarts-1.lua';
 import wakeSweeper from '../lua/wakeSweeper-4.lua';
+import putSchedule from '../lua/putSchedule-9.lua';
+import advanceSchedule from '../lua/advanceSchedule-8.lua';
+import deleteSchedule from '../lua/deleteSchedule-8.lua';
+import dueSchedules from '../lua/dueSchedules-2.lua';
+import getSchedule from '../lua/getSchedule-1.lua';
+import listSchedules from '../lua/listSchedules-2.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
 export const SCRIPTS = {
@@ -49,6 +55,12 @@ export const SCRIPTS = {
   endFanout: { file: 'endFanout-1.lua', numberOfKeys: 1, source: endFanout },
   syncPoint: { file: 'syncPoint-1.lua', numberOfKeys: 1, source: syncPoint },
   recordStarts: { file: 'recordStarts-1.lua', numberOfKeys: 1, source: recordStarts },
+  putSchedule: { file: 'putSchedule-9.lua', numberOfKeys: 9, source: putSchedule },
+  advanceSchedule: { file: 'advanceSchedule-8.lua', numberOfKeys: 8, source: advanceSchedule },
+  deleteSchedule: { file: 'deleteSchedule-8.lua', numberOfKeys: 8, source: deleteSchedule },
+  dueSchedules: { file: 'dueSchedules-2.lua', numberOfKeys: 2, source: dueSchedules },
+  getSchedule: { file: 'getSchedule-1.lua', numberOfKeys: 1, source: getSchedule },
+  listSchedules: { file: 'listSchedules-2.lua', numberOfKeys: 2, source: listSchedules },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

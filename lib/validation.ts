@@ -175,6 +175,24 @@ function checkOptions(job: Record<string, unknown>, config: QueueConfig, problem
   return { ...(maxAttempts !== undefined ? { maxAttempts } : {}), ...(ttrMs !== undefined ? { ttrMs } : {}), ...(backoff !== undefined ? { backoff } : {}) };
 }
 
+/**
+ * The options a job (or a schedule, for each of its occurrences) may set besides its time and
+ * body, checked for topic `topic` (when known): backoff, maxAttempts, ttr (within the handler's
+ * timeout), url (required for a webhook topic) and group. Adds a problem per bad field.
+ */
+export function checkJobOptions(fields: Record<string, unknown>, topic: string | undefined, config: QueueConfig, problems: FieldProblem[]): Pick<NewJob, 'backoff' | 'maxAttempts' | 'ttrMs' | 'url' | 'group'> {
+  const options = checkOptions(fields, config, problems);
+  const group = checkGroup(fields.group, problems);
+  const maxTtrMs = topic ? config.topics.get(topic)?.maxTtrMs : undefined;
+  if (options.ttrMs !== undefined && maxTtrMs !== undefined && options.ttrMs > maxTtrMs) {
+    problem(problems, 'ttr', `must be at most ${maxTtrMs / 1000} seconds: the handler of topic ${topic} times out after ${maxTtrMs / 1000} s`);
+  }
+  let url: string | undefined;
+  if (fields.url !== undefined) url = checkUrl(fields.url, problems);
+  else if (topic && config.topics.get(topic)?.kind === 'webhook') problem(problems, 'url', 'is required for a webhook topic');
+  return { ...options, ...(url !== undefined ? { url } : {}), ...(group !== undefined ? { group } : {}) };
+}
+
 /** Throws the 400 for the problems found, if any. */
 function throwProblems(problems: FieldProblem[]): void {
   if (problems.length > 0) {
@@ -183,7 +201,7 @@ function throwProblems(problems: FieldProblem[]): void {
 }
 
 /** Throws 413 PAYLOAD_TOO_LARGE when a body's JSON text is over the limit. */
-function checkBodySize(body: string, config: QueueConfig, details: boolean): void {
+export function checkBodySize(body: string, config: QueueConfig, details: boolean): void {
   const bytes = Buffer.byteLength(body);
   if (bytes <= config.maxBodyBytes) return;
   const message = `the body is ${bytes} bytes; the limit is ${config.maxBodyBytes}`;

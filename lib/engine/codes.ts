@@ -14,9 +14,9 @@ export type Refusal = (typeof REFUSAL)[keyof typeof REFUSAL];
 
 /** What a job script did, when it did something; the script that says each is named beside it. */
 export const OUTCOME = {
-  /** addJobs: a new job (or a cancelled one made anew by put) */
+  /** addJobs: a new job (or a cancelled one made anew by put); putSchedule: a new schedule */
   CREATED: 1,
-  /** addJobs: put replaced a pending job */
+  /** addJobs: put replaced a pending job; putSchedule: replaced a schedule */
   REPLACED: 2,
   /** cancelJob */
   CANCELLED: 1,
@@ -34,6 +34,10 @@ export const OUTCOME = {
   GIVEN_BACK: 2,
   /** startAttempts: the attempt is live and now marked started: run it */
   STARTED: 1,
+  /** advanceSchedule: the schedule moved on to its next occurrence */
+  ADVANCED: 1,
+  /** deleteSchedule */
+  DELETED: 1,
 } as const;
 
 /** holdLease and releaseLease (holdLease otherwise returns the wake counter, ≥ 0). */

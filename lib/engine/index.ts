@@ -15,3 +15,19 @@ export { cancelGroup, decodeGroupCursor, encodeGroupCursor, leaveGroups, listGro
 export { decodeJobsCursor, encodeJobsCursor, listJobs, type JobsCursor, type ListState } from './lists';
 export { REFUSAL } from './codes';
 export { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, type LatenessWindow } from './lateness';
+export {
+  advanceDue,
+  commitAdvance,
+  decodeScheduleCursor,
+  deleteSchedule,
+  dueCall,
+  encodeScheduleCursor,
+  getSchedule,
+  listSchedules,
+  planAdvance,
+  planPut,
+  putSchedule,
+  readSchedule,
+  type AdvancePlan,
+  type Schedule,
+} from './schedules';

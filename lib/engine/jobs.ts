@@ -90,6 +90,8 @@ export interface SweepResult {
   /** Attempts that timed out before a handler started them, given back without counting. */
   givenBack: number;
   purged: number;
+  /** Schedules moved on from a due occurrence to their next (lib/engine/schedules.ts). */
+  schedulesAdvanced: number;
   /** Topics with ready jobs after the sweep (newly moved or waiting), with how many. */
   readyByTopic: Record<string, number>;
   /** True when some step hit its limit: sweep again at once. */

@@ -17,6 +17,9 @@ import type {
   NextKey,
   ReadyKey,
   RunningKey,
+  ScheduleIdsKey,
+  ScheduleNextKey,
+  SchedulesKey,
   SyncKey,
   WakeCounterKey,
   WakeListKey,
@@ -276,4 +279,119 @@ export function syncPoint(keys: readonly [SyncKey]): ScriptCall<number> {
 /** lua/recordStarts-1.lua: adds started attempts' lateness (ms) to the current minute of a topic's stats; replies the minute's count. */
 export function recordStarts(keys: readonly [LatenessKey], a: { clock: ClockArg; latenessMs: readonly number[] }): ScriptCall<number> {
   return call('recordStarts', keys, [a.clock, ...a.latenessMs.map((ms) => Math.max(0, Math.round(ms)))]);
+}
+
+/**
+ * A schedule's record as the schedule scripts reply it (`scheduleView` in lua/includes/job.lua, in
+ * its order): null next/nextId when none is pending, null last before the first run, null options
+ * follow the topic's configuration; `spec` is the definition lib/engine/schedules.ts wrote (JSON);
+ * `body` null where the script leaves it out (dueSchedules).
+ */
+export type ScheduleView = readonly [
+  id: string,
+  version: number,
+  next: number | null,
+  nextId: string | null,
+  last: number | null,
+  maxAttempts: number | null,
+  ttrMs: number | null,
+  backoff: string | null,
+  url: string | null,
+  group: string | null,
+  createdAt: number,
+  updatedAt: number,
+  spec: string,
+  body: string | null,
+];
+
+/** An occurrence to create: its job id and due time (epoch ms). */
+export interface OccurrenceArg {
+  id: string;
+  ms: number;
+}
+
+const occurrenceArgs = (o: OccurrenceArg | null): Arg[] => (o ? [o.id, o.ms] : ['', '']);
+
+/** What each occurrence of a schedule gets, and the schedule's definition, as putSchedule stores them. */
+export interface ScheduleRecordArg {
+  maxAttempts?: number;
+  ttrMs?: number;
+  backoff?: string;
+  url?: string;
+  group?: string;
+  /** The definition (JSON), opaque to the script. */
+  spec: string;
+  /** Each occurrence's body (JSON text). */
+  body: string;
+}
+
+/** lua/putSchedule-9.lua's reply. */
+export type PutScheduleReply =
+  | readonly [code: Outcome<'CREATED'> | Outcome<'REPLACED'>, version: number, headChanged: Flag]
+  | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
+
+/**
+ * lua/putSchedule-9.lua: creates or replaces a schedule read at version `seen` (0: none), replacing
+ * its pending occurrence ('keep' leaves a due one to run), creating `run` (a caught-up occurrence)
+ * and `next` (the new pending one).
+ */
+export function putSchedule(
+  keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
+  a: { clock: ClockArg; id: string; seen: number; pending: 'keep' | 'replace'; last: number | null; run: OccurrenceArg | null; next: OccurrenceArg | null; record: ScheduleRecordArg },
+): ScriptCall<PutScheduleReply> {
+  const r = a.record;
+  return call('putSchedule', keys, [
+    a.clock, a.id, a.seen, a.pending, a.last ?? '', ...occurrenceArgs(a.run), ...occurrenceArgs(a.next),
+    r.maxAttempts ?? '', r.ttrMs ?? '', r.backoff ?? '', r.url ?? '', r.group ?? '', r.spec, r.body,
+  ]);
+}
+
+/** lua/advanceSchedule-8.lua's reply. */
+export type AdvanceReply =
+  | readonly [code: Outcome<'ADVANCED'>, version: number, created: number]
+  | readonly [code: Refused<'NOT_FOUND'>]
+  | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
+
+/**
+ * lua/advanceSchedule-8.lua: moves a schedule read at version `seen` on from its due pending
+ * occurrence: `run` is the occurrence that runs for the runs due (the pending one, or a later one
+ * replacing it), `next` the new pending one, `last` the latest handed over.
+ */
+export function advanceSchedule(
+  keys: readonly [SchedulesKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
+  a: { clock: ClockArg; id: string; seen: number; run: OccurrenceArg | null; next: OccurrenceArg | null; last: number },
+): ScriptCall<AdvanceReply> {
+  return call('advanceSchedule', keys, [a.clock, a.id, a.seen, ...occurrenceArgs(a.run), ...occurrenceArgs(a.next), a.last]);
+}
+
+/** lua/deleteSchedule-8.lua's reply: `withdrawn` 1 when a pending occurrence was withdrawn. */
+export type DeleteScheduleReply = readonly [code: Outcome<'DELETED'>, withdrawn: Flag] | readonly [code: Refused<'NOT_FOUND'>];
+
+/** lua/deleteSchedule-8.lua: deletes a schedule and withdraws its pending occurrence. */
+export function deleteSchedule(
+  keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey],
+  a: { clock: ClockArg; id: string },
+): ScriptCall<DeleteScheduleReply> {
+  return call('deleteSchedule', keys, [a.clock, a.id]);
+}
+
+/** lua/dueSchedules-2.lua's reply: the Redis clock, `more` 1 when due schedules were left, the next pending time after them, the due ones (bodies null). */
+export type DueSchedulesReply = readonly [now: number, more: Flag, head: number | null, ...due: ScheduleView[]];
+
+/** lua/dueSchedules-2.lua: up to `limit` schedules of one topic and partition whose pending occurrence is due, within the byte budget. */
+export function dueSchedules(keys: readonly [ScheduleNextKey, SchedulesKey], a: { clock: ClockArg; limit: number } & Budget): ScriptCall<DueSchedulesReply> {
+  return call('dueSchedules', keys, [a.clock, a.limit, a.maxBytes]);
+}
+
+/** lua/getSchedule-1.lua: one schedule, with its body, or null. */
+export function getSchedule(keys: readonly [SchedulesKey], a: { id: string }): ScriptCall<ScheduleView | null> {
+  return call('getSchedule', keys, [a.id]);
+}
+
+/** lua/listSchedules-2.lua's reply: `more` 1 when the byte budget stopped it before `limit`. */
+export type ListSchedulesReply = readonly [more: Flag, ...schedules: ScheduleView[]];
+
+/** lua/listSchedules-2.lua: up to `limit` schedules of one topic and partition by id after `after` ('' from the first), within the byte budget. */
+export function listSchedules(keys: readonly [ScheduleIdsKey, SchedulesKey], a: { after: string; limit: number } & Budget): ScriptCall<ListSchedulesReply> {
+  return call('listSchedules', keys, [a.after, a.limit, a.maxBytes]);
 }

@@ -7,6 +7,7 @@ import type { EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';
 import type { SweepResult } from './jobs';
 import { forEachPartition } from './partitions';
+import { advanceDue, dueCall } from './schedules';
 import * as script from './scripts';
 
 function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
@@ -44,20 +45,31 @@ function leftGroups(topic: string, partition: number, left: readonly string[]): 
 }
 
 /**
- * One bounded sweep step over every topic and partition: one pipeline per partition, all at once;
- * then the purged jobs that had a group leave their groups' zsets. A sweeper that dies in between
- * leaves those members behind: a group listing passes over them, and a group cancel removes them.
+ * One bounded sweep step over every topic and partition: per partition, one pipeline of moveDue
+ * and one reading the due schedules, all at once; then the due schedules move on to their next
+ * occurrences (one pipeline per partition), and the purged jobs that had a group leave their
+ * groups' zsets. A sweeper that dies in between leaves those members behind: a group listing
+ * passes over them, and a group cancel removes them; a schedule not moved on is moved by the next
+ * sweep.
  */
 export async function sweep(ctx: EngineContext, limit: number): Promise<SweepResult> {
-  const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, givenBack: 0, purged: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
+  const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, givenBack: 0, purged: 0, schedulesAdvanced: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
   const topics = [...ctx.config.topics.values()];
+  const names = topics.map((t) => t.name);
   const left: LeftGroup[] = [];
   await forEachPartition(ctx.config.partitions, async (partition) => {
-    const replies = await runPipelined(ctx.redis, topics.map((t) => moveDueCall(ctx, t, partition, limit)));
+    const [replies, due] = await Promise.all([
+      runPipelined(ctx.redis, topics.map((t) => moveDueCall(ctx, t, partition, limit))),
+      runPipelined(ctx.redis, names.map((name) => dueCall(ctx, name, partition, limit))),
+    ]);
     replies.forEach((reply, i) => {
       tally(result, topics[i]!.name, reply);
       left.push(...leftGroups(topics[i]!.name, partition, reply[9]));
     });
+    const step = await advanceDue(ctx, partition, names, due);
+    result.schedulesAdvanced += step.advanced;
+    if (step.more) result.more = true;
+    if (step.nextAt !== null && (result.nextAt === null || step.nextAt < result.nextAt)) result.nextAt = step.nextAt;
   });
   if (left.length > 0) await leaveGroups(ctx, left);
   return result;

@@ -55,7 +55,8 @@ local OUTCOME = {
   ACKED = 1,                             -- ackJob
   RETRY_SCHEDULED = 1, DEAD_LETTERED = 0, -- failJob, failAttempt
   GIVEN_BACK = 2,                         -- giveBack: back to the ready list, no attempt counted
-  STARTED = 1                             -- startAttempts: live, marked started; run it
+  STARTED = 1,                            -- startAttempts: live, marked started; run it
+  ADVANCED = 1, DELETED = 1               -- advanceSchedule, deleteSchedule (putSchedule: CREATED, REPLACED)
 }
 -- holdLease (which otherwise replies the wake counter) and releaseLease.
 local LEASE = { NOT_OWNER = -1, KEPT = 0, RELEASED = 1 }
@@ -276,4 +277,60 @@ local function headScore(key)
   local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   if head[2] then return tonumber(head[2]) end
   return false
+end
+
+-- Creates job `id` due at `due` with options `o` ({ max, ttr, backoff, url, group }, false:
+-- the topic's) and body `body`, as lua/addJobs-5.lua adds one, joining group zset `groupKey` when
+-- it has a group; unless a job of that id exists that is not cancelled (a cancelled one is made
+-- anew). `k`: jobs, bodies, delayed, done. Returns true when it created the job.
+local function createJob(k, groupKey, id, due, now, o, body)
+  local record = redis.call('HGET', k.jobs, id)
+  if record then
+    local h = decode(record)
+    if h[H_STATE] ~= CANCELLED then return false end
+    redis.call('ZREM', k.done, id)
+  end
+  local h = { PENDING, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group }
+  store(k.jobs, k.bodies, id, h, body, record ~= false)
+  redis.call('ZADD', k.delayed, due, id)
+  if o.group then redis.call('ZADD', groupKey, 'NX', h[H_VERSION], id) end
+  return true
+end
+
+-- Withdraws job `id` while it is pending (delayed or ready): cancelled and deleted now (at the next
+-- sweep when it has a group, see cancelNow). `k`: jobs, bodies, delayed, running, done. Returns
+-- false when the job started (running, done or dead: it runs on), true otherwise (withdrawn, gone,
+-- or cancelled before).
+local function withdraw(k, id, now)
+  local record = redis.call('HGET', k.jobs, id)
+  if not record then return true end
+  local h, inline = decode(record)
+  if h[H_STATE] == PENDING then
+    cancelNow(k, id, h, inline, now, 0)
+    return true
+  end
+  return h[H_STATE] == CANCELLED
+end
+
+-- Schedule records (lua/*Schedule*.lua): in the schedules hash, per schedule id, a msgpack array
+-- in these slots. The version comes from the hash's counter (SEQ_FIELD), as a job's does. NEXT and
+-- NEXT_ID: the pending occurrence's time and job id (false: paused, or no run left). LAST: the
+-- latest occurrence handed over (due, so left to run, or skipped). MAX..GROUP: each occurrence's
+-- options, as a job header holds them. SPEC: the definition as lib/engine/schedules.ts writes it
+-- (JSON, opaque here). BODY: each occurrence's body (JSON text).
+local S_VERSION, S_NEXT, S_NEXT_ID, S_LAST, S_MAX, S_TTR, S_BACKOFF, S_URL, S_GROUP, S_CREATED, S_UPDATED, S_SPEC, S_BODY =
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+
+-- The options record `r` gives each occurrence, as createJob takes them.
+local function occurrenceOptions(r)
+  return { max = r[S_MAX], ttr = r[S_TTR], backoff = r[S_BACKOFF], url = r[S_URL], group = r[S_GROUP] }
+end
+
+-- Schedule `id`'s record as the scripts reply it: the id, then the slots in order (body false
+-- when `withBody` is not set). Mirrored by ScheduleView in lib/engine/scripts.ts.
+local function scheduleView(id, r, withBody)
+  local body = false
+  if withBody then body = r[S_BODY] end
+  return { id, r[S_VERSION], r[S_NEXT], r[S_NEXT_ID], r[S_LAST], r[S_MAX], r[S_TTR], r[S_BACKOFF], r[S_URL], r[S_GROUP],
+    r[S_CREATED], r[S_UPDATED], r[S_SPEC], body }
 end

@@ -6,13 +6,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as script from '../../lib/engine/scripts';
-import { groupKey, latenessKey, syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
+import { groupKey, latenessKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
 import { SCRIPTS } from '../../lib/scripts';
 
 const k = topicKeys(2, 'orders');
 const g = groupKey(2, 'orders', 'meeting-1');
 const s = sweeperKeys();
 const lease = [s.lease, s.next, s.wake, s.wakes] as const;
+const sk = scheduleKeys(2, 'orders');
+const record = { spec: '{}', body: '1' };
 
 describe('typed script calls', () => {
   it('a wrong KEYS order does not type-check', () => {
@@ -56,6 +58,12 @@ describe('typed script calls', () => {
       script.endFanout([s.fanout], { token: 't' }),
       script.syncPoint([syncKey(2)]),
       script.recordStarts([latenessKey('orders')], { clock: '', latenessMs: [1] }),
+      script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 0, pending: 'replace', last: null, run: null, next: null, record }),
+      script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 1, run: null, next: null, last: 1 }),
+      script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a' }),
+      script.dueSchedules([sk.next, sk.schedules], { clock: '', limit: 1, maxBytes: 1 }),
+      script.getSchedule([sk.schedules], { id: 'a' }),
+      script.listSchedules([sk.ids, sk.schedules], { after: '', limit: 1, maxBytes: 1 }),
     ];
     assert.deepEqual(calls.map((c) => c.script).sort(), Object.keys(SCRIPTS).sort(), 'one wrapper per script');
     for (const c of calls) assert.equal(c.keys.length, SCRIPTS[c.script].numberOfKeys, c.script);
@@ -75,6 +83,10 @@ describe('typed script calls', () => {
       script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: 7, ids: ['a'], maxBytes: 1 }),
       script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 1, retentionMs: 0 }),
       script.wakeSweeper(lease, { clock: 7, dueAt: 'now', horizonMs: 1 }),
+      script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, id: 'a', seen: 0, pending: 'replace', last: null, run: null, next: null, record }),
+      script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, id: 'a', seen: 1, run: null, next: null, last: 1 }),
+      script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: 7, id: 'a' }),
+      script.dueSchedules([sk.next, sk.schedules], { clock: 7, limit: 1, maxBytes: 1 }),
     ];
     for (const c of clocked) {
       assert.equal(c.args[0], 7, c.script);
@@ -94,6 +106,8 @@ describe('typed script calls', () => {
       ['listReady', 3, script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 0, limit: 1, maxBytes: 4242 }).args],
       ['listGroup', 4, script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'g', cursor: '-inf', limit: 1, maxBytes: 4242 }).args],
       ['cancelGroup', 6, script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 4242, retentionMs: 0 }).args],
+      ['dueSchedules', 3, script.dueSchedules([sk.next, sk.schedules], { clock: '', limit: 1, maxBytes: 4242 }).args],
+      ['listSchedules', 3, script.listSchedules([sk.ids, sk.schedules], { after: '', limit: 1, maxBytes: 4242 }).args],
     ];
     for (const [name, at, args] of budgeted) {
       assert.equal(args[at - 1], 4242, name);
@@ -122,5 +136,14 @@ describe('typed script calls', () => {
     assert.deepEqual(script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'meeting-1', cursor: '7', limit: 5, maxBytes: 9 }).args, ['meeting-1', '7', 5, 9]);
     assert.deepEqual(script.leaveGroup([k.jobs, g], { group: 'meeting-1', ids: ['a', 'b'] }).args, ['meeting-1', 'a', 'b']);
     assert.deepEqual(script.wakeSweeper(lease, { clock: '', dueAt: 42, horizonMs: 60_000 }).args, ['', 42, 60_000]);
+    assert.deepEqual(
+      script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], {
+        clock: '', id: 'a', seen: 3, pending: 'keep', last: 10, run: { id: 'a:r', ms: 11 }, next: { id: 'a:n', ms: 12 },
+        record: { maxAttempts: 2, ttrMs: 3000, backoff: 'f:0', url: 'https://x/', group: 'g', spec: '{"every":1}', body: '"b"' },
+      }).args,
+      ['', 'a', 3, 'keep', 10, 'a:r', 11, 'a:n', 12, 2, 3000, 'f:0', 'https://x/', 'g', '{"every":1}', '"b"'],
+    );
+    assert.deepEqual(script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 4, run: null, next: { id: 'a:n', ms: 12 }, last: 10 }).args, ['', 'a', 4, '', '', 'a:n', 12, 10]);
+    assert.deepEqual(script.listSchedules([sk.ids, sk.schedules], { after: 'x', limit: 5, maxBytes: 9 }).args, ['x', 5, 9]);
   });
 });

@@ -1,0 +1,338 @@
+/**
+ * Recurring schedules on the engine. A schedule lives in the partition of (topic, schedule id):
+ * a record in the topic's schedules hash, and its pending occurrence's time in the schedule-next
+ * zset. Each occurrence is an ordinary job of the topic (id `<schedule id>:<YYYYMMDDTHHMMSSZ>`,
+ * placed in the same partition: lib/keys.ts routingId), so retries, ttr, dead letters and groups
+ * apply. TypeScript computes the run times (lib/schedule.ts); one Lua script commits each change,
+ * guarded by the version the caller read, so a change computed from a stale read changes nothing.
+ */
+import { describeBackoff, type Backoff } from '../backoff';
+import type { TopicConfig } from '../config';
+import { groupKey, scheduleKeys, topicKeys } from '../keys';
+import { SCRIPT_CALL_BYTES } from '../limits';
+import { catchUpPlan, nextRuns, occurrenceId, type NewSchedule, type ScheduleSpec } from '../schedule';
+import { run, runPipelined } from '../scripts';
+import { OUTCOME, REFUSAL } from './codes';
+import type { EngineContext } from './context';
+import type { Wake } from './jobs';
+import { forEachPartition } from './partitions';
+import * as script from './scripts';
+import { serverTime } from './sweep';
+
+/** A schedule as the API shows it; times are ISO-8601, durations seconds. */
+export interface Schedule {
+  topic: string;
+  id: string;
+  cron?: string;
+  timezone?: string;
+  every?: number;
+  catchUp: ScheduleSpec['catchUp'];
+  paused: boolean;
+  /** Each occurrence's body. */
+  body: unknown;
+  maxAttempts: number;
+  ttr: number;
+  backoff: Backoff;
+  url: string | null;
+  group: string | null;
+  /** Grows with every change of the schedule, its advances included. */
+  version: number;
+  createdAt: string;
+  /** When its definition last changed (a put). */
+  updatedAt: string;
+  /** The occurrence waiting to fall due (a job of the topic), or null (paused, or no run left). */
+  pending: { id: string; runAt: string } | null;
+  /** The latest occurrence handed over (run, or skipped as missed), or null. */
+  lastRunAt: string | null;
+  /** The next 5 run times, the pending occurrence's first; none while paused. */
+  nextRuns: string[];
+}
+
+/** How many run times a schedule view lists. */
+export const NEXT_RUNS_SHOWN = 5;
+/** Rounds of read, compute, commit a put tries while the schedule keeps changing under it (the sweeper advancing it). */
+const PUT_ROUNDS = 5;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The definition a record holds. */
+export function specOf(view: script.ScheduleView): ScheduleSpec {
+  return JSON.parse(view[12]) as ScheduleSpec;
+}
+
+/** The API's view of schedule `view` of topic `t` (its body read, so not null). */
+export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule {
+  const [id, version, next, nextId, last, max, ttr, backoff, url, group, createdAt, updatedAt, , body] = view;
+  const spec = specOf(view);
+  const recurrence = 'every' in spec ? { every: spec.every } : { cron: spec.cron, timezone: spec.timezone };
+  return {
+    topic: t.name,
+    id,
+    ...recurrence,
+    catchUp: spec.catchUp,
+    paused: spec.paused,
+    body: JSON.parse(body ?? 'null'),
+    maxAttempts: max ?? t.maxAttempts,
+    ttr: (ttr ?? t.ttrMs) / 1000,
+    backoff: describeBackoff(backoff ?? t.backoff),
+    url,
+    group,
+    version,
+    createdAt: iso(createdAt),
+    updatedAt: iso(updatedAt),
+    pending: next !== null && nextId !== null ? { id: nextId, runAt: iso(next) } : null,
+    lastRunAt: last === null ? null : iso(last),
+    nextRuns: next === null ? [] : [next, ...laterRuns(spec, next)].map(iso),
+  };
+}
+
+/** The run times shown after the pending one; none for a definition this code cannot compute (see advanceDue). */
+function laterRuns(spec: ScheduleSpec, after: number): number[] {
+  try {
+    return nextRuns(spec, after, NEXT_RUNS_SHOWN - 1);
+  } catch {
+    return [];
+  }
+}
+
+const occurrence = (scheduleId: string, ms: number | null): script.OccurrenceArg | null => (ms === null ? null : { id: occurrenceId(scheduleId, ms), ms });
+
+function readCall(t: string, partition: number, id: string) {
+  return script.getSchedule([scheduleKeys(partition, t).schedules], { id });
+}
+
+/** Schedule `id` of topic `t` as stored, or null. */
+export function readSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<script.ScheduleView | null> {
+  return run(ctx.redis, readCall(t.name, partition, id));
+}
+
+/** What a put commits, computed from the schedule as read (`current`, or null) at `now`. */
+export interface PutPlan {
+  seen: number;
+  pending: 'keep' | 'replace';
+  last: number | null;
+  run: number | null;
+  next: number | null;
+}
+
+/**
+ * The plan of putting `s` over `current` at `now`: a pending occurrence already due is left to
+ * run (it counts as the last run); one not yet due is replaced by the new definition's first run
+ * after `now`. Resuming a paused schedule catches up on what the pause missed, by its catchUp.
+ * Paused: nothing pending.
+ */
+export function planPut(s: NewSchedule, current: script.ScheduleView | null, now: number): PutPlan {
+  const pendingAt = current?.[2] ?? null;
+  const keep = pendingAt !== null && pendingAt <= now;
+  let last = keep ? pendingAt : (current?.[4] ?? null);
+  let runAt: number | null = null;
+  let next: number | null = null;
+  if (!s.spec.paused) {
+    const resumed = current !== null && specOf(current).paused;
+    const [from] = resumed && last !== null ? nextRuns(s.spec, last, 1) : [];
+    if (from !== undefined) {
+      const plan = catchUpPlan(s.spec, from, now);
+      runAt = plan.run;
+      next = plan.next;
+      if (plan.latest !== null) last = plan.latest;
+    } else {
+      next = nextRuns(s.spec, now, 1)[0] ?? null;
+    }
+  }
+  return { seen: current?.[1] ?? 0, pending: keep ? 'keep' : 'replace', last, run: runAt, next };
+}
+
+/**
+ * Creates or replaces schedule `s` and, in the same script, its pending occurrence. Reads the
+ * schedule and the clock, computes, commits; when the schedule changed in between (the sweeper
+ * advanced it), computes again from a fresh read.
+ */
+export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSchedule): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
+  const sk = scheduleKeys(s.partition, t.name);
+  const k = topicKeys(s.partition, t.name);
+  const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(s.partition, t.name, s.group ?? '')] as const;
+  const record: script.ScheduleRecordArg = {
+    ...(s.maxAttempts !== undefined ? { maxAttempts: s.maxAttempts } : {}),
+    ...(s.ttrMs !== undefined ? { ttrMs: s.ttrMs } : {}),
+    ...(s.backoff !== undefined ? { backoff: s.backoff } : {}),
+    ...(s.url !== undefined ? { url: s.url } : {}),
+    ...(s.group !== undefined ? { group: s.group } : {}),
+    spec: JSON.stringify(s.spec),
+    body: s.body,
+  };
+  for (let round = 0; round < PUT_ROUNDS; round++) {
+    const [current, now] = await Promise.all([readSchedule(ctx, t, s.partition, s.id), serverTime(ctx)]);
+    const plan = planPut(s, current, now);
+    const reply = await run(
+      ctx.redis,
+      script.putSchedule(keys, { clock: ctx.clock(), id: s.id, seen: plan.seen, pending: plan.pending, last: plan.last, run: occurrence(s.id, plan.run), next: occurrence(s.id, plan.next), record }),
+    );
+    if (reply[0] === REFUSAL.VERSION_MISMATCH) continue;
+    const stored = await readSchedule(ctx, t, s.partition, s.id);
+    if (!stored) continue; // deleted right after: put it again
+    return { status: reply[0] === OUTCOME.CREATED ? 'created' : 'replaced', schedule: toSchedule(t, stored), wake: reply[2] === 1 };
+  }
+  throw new Error(`schedule ${t.name}/${s.id} changed under ${PUT_ROUNDS} puts in a row`);
+}
+
+/** Deletes schedule `id` of topic `t` (in `partition`) and withdraws its pending occurrence; false when there was none. */
+export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<boolean> {
+  const sk = scheduleKeys(partition, t.name);
+  const k = topicKeys(partition, t.name);
+  const reply = await run(ctx.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id }));
+  return reply[0] === OUTCOME.DELETED;
+}
+
+/** Schedule `id` of topic `t` (in `partition`) with its next run times, or null. */
+export async function getSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<Schedule | null> {
+  const view = await readSchedule(ctx, t, partition, id);
+  return view && toSchedule(t, view);
+}
+
+/**
+ * Schedules of topic `t` by id, at most `limit`, after id `after`: every partition read at once,
+ * merged. A partition whose page was cut (by `limit` or the byte budget) bounds the page, so no
+ * schedule is passed over. `next` is the last id of the page, or null at the end.
+ */
+export async function listSchedules(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: string }): Promise<{ schedules: Schedule[]; next: string | null }> {
+  const pages = await forEachPartition(ctx.config.partitions, async (p) => {
+    const sk = scheduleKeys(p, t.name);
+    const [more, ...views] = await run(ctx.redis, script.listSchedules([sk.ids, sk.schedules], { after: page.after ?? '', limit: page.limit, maxBytes: SCRIPT_CALL_BYTES }));
+    return { views, cut: more === 1 || views.length >= page.limit };
+  });
+  let bound: string | null = null;
+  for (const { views, cut } of pages) {
+    const lastId = views.at(-1)?.[0];
+    if (cut && lastId !== undefined && (bound === null || lastId < bound)) bound = lastId;
+  }
+  const merged = pages.flatMap((p) => p.views).filter((v) => bound === null || v[0] <= bound).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const taken = merged.slice(0, page.limit);
+  const more = merged.length > page.limit || pages.some((p) => p.cut);
+  return { schedules: taken.map((v) => toSchedule(t, v)), next: more && taken.length > 0 ? taken.at(-1)![0] : null };
+}
+
+const CURSOR = /^s:([A-Za-z0-9._:-]{1,128})$/;
+
+/** The opaque `next` string of a page of schedules: base64url of `s:<last id>`. */
+export function encodeScheduleCursor(after: string): string {
+  return Buffer.from(`s:${after}`).toString('base64url');
+}
+
+/** The id a schedule page's `next` stands for, or null when it is not one. */
+export function decodeScheduleCursor(text: string): string | null {
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(text)) return null;
+  return CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'))?.[1] ?? null;
+}
+
+/** What the sweeper commits for one due schedule: computed from the record it read at `now`. */
+export interface AdvancePlan {
+  topic: string;
+  partition: number;
+  id: string;
+  seen: number;
+  group: string | null;
+  /** The pending occurrence's id as read. */
+  pendingId: string | null;
+  run: script.OccurrenceArg | null;
+  next: script.OccurrenceArg | null;
+  last: number;
+}
+
+/**
+ * The advance of due schedule `view` (topic `topic`, partition `partition`) at `now`: the latest
+ * run due runs once (its pending occurrence, when that is the latest), unless catchUp `none`
+ * skips it as missed; the next pending occurrence is the first run after `now`.
+ */
+export function planAdvance(topic: string, partition: number, view: script.ScheduleView, now: number): AdvancePlan {
+  const [id, seen, pendingAt, pendingId, last, , , , , group] = view;
+  const from = pendingAt ?? now;
+  const plan = catchUpPlan(specOf(view), from, now);
+  return {
+    topic,
+    partition,
+    id,
+    seen,
+    group,
+    pendingId,
+    run: occurrence(id, plan.run),
+    next: occurrence(id, plan.next),
+    last: plan.latest ?? last ?? from,
+  };
+}
+
+/** The advanceSchedule call that commits `plan`. */
+export function advanceCall(ctx: EngineContext, plan: AdvancePlan) {
+  const sk = scheduleKeys(plan.partition, plan.topic);
+  const k = topicKeys(plan.partition, plan.topic);
+  return script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(plan.partition, plan.topic, plan.group ?? '')], {
+    clock: ctx.clock(),
+    id: plan.id,
+    seen: plan.seen,
+    run: plan.run,
+    next: plan.next,
+    last: plan.last,
+  });
+}
+
+/** Commits one advance; see lua/advanceSchedule-8.lua for its refusals (nothing changed). */
+export function commitAdvance(ctx: EngineContext, plan: AdvancePlan): Promise<script.AdvanceReply> {
+  return run(ctx.redis, advanceCall(ctx, plan));
+}
+
+/** The dueSchedules call of topic `topic` in `partition`. */
+export function dueCall(ctx: EngineContext, topic: string, partition: number, limit: number) {
+  const sk = scheduleKeys(partition, topic);
+  return script.dueSchedules([sk.next, sk.schedules], { clock: ctx.clock(), limit, maxBytes: SCRIPT_CALL_BYTES });
+}
+
+/** What one partition's schedule step did. */
+export interface ScheduleStep {
+  /** Schedules moved on. */
+  advanced: number;
+  /** Occurrences created (next ones, and caught-up ones). */
+  created: number;
+  /** Due schedules whose definition could not be computed (left as they are). */
+  unplanned: number;
+  /** Due schedules left for another step (limit or byte budget). */
+  more: boolean;
+  /** Earliest time a schedule needs the sweeper again (a pending occurrence, or a caught-up one due now), or null. */
+  nextAt: number | null;
+}
+
+/**
+ * The sweeper's schedule step for the due schedules `replies` read (one dueSchedules reply per
+ * topic of `topics`, in `partition`): computes each advance and commits them in one pipeline. An
+ * advance refused because the schedule changed since it was read is left to the next sweep.
+ */
+export async function advanceDue(ctx: EngineContext, partition: number, topics: readonly string[], replies: readonly script.DueSchedulesReply[]): Promise<ScheduleStep> {
+  const step: ScheduleStep = { advanced: 0, created: 0, unplanned: 0, more: false, nextAt: null };
+  const earliest = (ms: number | null) => {
+    if (ms !== null && (step.nextAt === null || ms < step.nextAt)) step.nextAt = ms;
+  };
+  const plans: AdvancePlan[] = [];
+  replies.forEach(([now, more, head, ...due], i) => {
+    if (more === 1) step.more = true;
+    earliest(head);
+    for (const view of due) {
+      try {
+        plans.push(planAdvance(topics[i]!, partition, view, now));
+      } catch {
+        // a definition this code cannot compute (validated when put; a library upgrade could
+        // refuse it): skipped, so one schedule never stops the sweep of every job
+        step.unplanned += 1;
+      }
+    }
+  });
+  if (plans.length === 0) return step;
+  const results = await runPipelined(ctx.redis, plans.map((plan) => advanceCall(ctx, plan)));
+  results.forEach((reply, i) => {
+    if (reply[0] !== OUTCOME.ADVANCED) return;
+    step.advanced += 1;
+    step.created += reply[2];
+    const { run: caughtUp, next, pendingId } = plans[i]!;
+    earliest(next?.ms ?? null);
+    // a caught-up occurrence replacing the pending one is due now: sweep again to move it
+    if (caughtUp && caughtUp.id !== pendingId && reply[2] > 0) earliest(caughtUp.ms);
+  });
+  return step;
+}

@@ -1,0 +1,283 @@
+/**
+ * Recurring schedules, pure: validation of a schedule as the API receives it, and the arithmetic
+ * of its run times. No Redis here (lib/engine/schedules.ts commits what this computes).
+ *
+ * A schedule runs on a cron expression in a time zone, or every N seconds. Croner matches the
+ * expression's fields; the time zone is applied here, by our rules rather than the library's:
+ *   - a local time that does not exist (the clock springs forward over it) runs once, at the first
+ *     valid instant after it (the instant of the jump: 02:30 on a day Berlin skips 02:00-03:00 runs
+ *     at 03:00 CEST); several such times of one gap run once together;
+ *   - a local time that occurs twice (the clock falls back) runs once, at its first occurrence;
+ *   - so a cron schedule in a zone with daylight saving skips the second pass of a repeated hour
+ *     even when it runs every minute or second: `every` is the fixed rate in real time.
+ * `every` runs at the multiples of its period since the epoch (UTC): `every: 60` on the minute.
+ */
+import { Cron } from 'croner';
+import type { QueueConfig } from './config';
+import { ID_PATTERN, TOPIC_PATTERN } from './config';
+import { HttpError, type FieldProblem } from './errors';
+import { partitionOf } from './keys';
+import type { NewJob } from './engine/shapes';
+import { checkBodySize, checkJobOptions, requireTopic } from './validation';
+
+/** Longest id of a job (ID_PATTERN). */
+const ID_MAX = 128;
+/** `:YYYYMMDDTHHMMSSZ`, the suffix an occurrence's id adds to its schedule's id. */
+export const OCCURRENCE_SUFFIX_LENGTH = 17;
+/** Longest schedule id: its occurrences' ids must still be ids. */
+export const SCHEDULE_ID_MAX = ID_MAX - OCCURRENCE_SUFFIX_LENGTH;
+/**
+ * How late an occurrence may be and still run under catchUp `none`: the sweeper's tick period, so
+ * a sweeper that was merely busy or cold-starting does not skip runs; later than this, the queue
+ * was down (or the schedule paused) and the occurrence counts as missed.
+ */
+export const CATCH_UP_GRACE_MS = 60_000;
+
+/** What happens to occurrences missed while the queue was down or the schedule paused. */
+export type CatchUp = 'latest' | 'none';
+
+/** When a schedule runs: a cron expression in an IANA time zone, or a fixed period. */
+export type Recurrence = { cron: string; timezone: string } | { every: number };
+
+/** A schedule's definition as stored (JSON in its record): the recurrence, catch-up, paused. */
+export type ScheduleSpec = Recurrence & { catchUp: CatchUp; paused: boolean };
+
+/** A validated schedule, as the engine takes it; the options apply to each occurrence. */
+export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'backoff' | 'url' | 'group'> {
+  topic: string;
+  id: string;
+  partition: number;
+  spec: ScheduleSpec;
+  /** JSON text of each occurrence's body. */
+  body: string;
+}
+
+const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group'];
+const IANA_ZONE = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The canonical name of IANA time zone `name`, or undefined when there is none. */
+export function canonicalZone(name: string): string | undefined {
+  if (!IANA_ZONE.test(name)) return undefined;
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Croner matching `cron` in wall-clock time (as if UTC: no daylight saving); throws on a bad expression. */
+function wallCron(cron: string): Cron {
+  return new Cron(cron, { utcOffset: 0, mode: '5-or-6-parts' });
+}
+
+/** The problem with cron expression `cron`, or undefined when it is one of 5 or 6 fields. */
+function cronProblem(cron: unknown): string | undefined {
+  const usage = 'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first)';
+  if (typeof cron !== 'string' || cron.length > 256) return usage;
+  const fields = cron.trim().split(/\s+/).length;
+  if (fields !== 5 && fields !== 6) return `${usage}; it has ${fields}`;
+  try {
+    wallCron(cron);
+  } catch (error) {
+    return `${usage}: ${(error as Error).message.replace(/^CronPattern: /, '')}`;
+  }
+  return undefined;
+}
+
+/**
+ * Validates a put of schedule topic/id and returns it normalised. Reports every problem at once:
+ * 400 VALIDATION_FAILED naming each field, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE. `now` (epoch
+ * ms) only serves to refuse an expression that never matches a date after it.
+ */
+export function validateSchedule(topic: string, id: string, input: unknown, config: QueueConfig, now = Date.now()): NewSchedule {
+  if (!isObject(input)) {
+    throw new HttpError(400, 'VALIDATION_FAILED', 'the schedule must be a JSON object', [{ path: '', message: 'must be an object' }]);
+  }
+  const problems: FieldProblem[] = [];
+  const problem = (path: string, message: string) => problems.push({ path, message });
+  for (const key of Object.keys(input)) {
+    if (!SCHEDULE_FIELDS.includes(key)) problem(key, `is not a schedule field (fields: ${SCHEDULE_FIELDS.join(', ')})`);
+  }
+  const topicOk = TOPIC_PATTERN.test(topic);
+  if (!topicOk) problem('topic', `must match ${TOPIC_PATTERN.source}`);
+  if (!ID_PATTERN.test(id)) problem('id', `must match ${ID_PATTERN.source}`);
+  else if (id.length > SCHEDULE_ID_MAX) {
+    problem('id', `must be at most ${SCHEDULE_ID_MAX} characters: an occurrence's id adds ${OCCURRENCE_SUFFIX_LENGTH} (":YYYYMMDDTHHMMSSZ") and ids have at most ${ID_MAX}`);
+  }
+
+  let recurrence: Recurrence | undefined;
+  const { cron, every, timezone } = input;
+  if (cron !== undefined && every !== undefined) problem('cron', 'give either cron or every, not both');
+  else if (cron === undefined && every === undefined) problem('cron', 'give cron (an expression) or every (seconds)');
+  else if (cron !== undefined) {
+    let zone: string | undefined = 'UTC';
+    if (timezone !== undefined) {
+      zone = typeof timezone === 'string' ? canonicalZone(timezone) : undefined;
+      if (!zone) problem('timezone', 'must be an IANA time zone, like Europe/Berlin or America/New_York');
+    }
+    const bad = cronProblem(cron);
+    if (bad) problem('cron', bad);
+    else if (zone) {
+      recurrence = { cron: (cron as string).trim(), timezone: zone };
+      if (nextRuns(recurrence, now, 1).length === 0) problem('cron', 'never matches a date from now on');
+    }
+  } else {
+    const maxEvery = Math.floor(config.maxDelayMs / 1000);
+    if (typeof every !== 'number' || !Number.isInteger(every) || every < 1 || every > maxEvery) {
+      problem('every', `must be a whole number of seconds from 1 to ${maxEvery}`);
+    } else recurrence = { every };
+    if (timezone !== undefined) problem('timezone', 'applies to cron only: every counts seconds in real time');
+  }
+  let catchUp: CatchUp = 'latest';
+  if (input.catchUp !== undefined) {
+    if (input.catchUp === 'latest' || input.catchUp === 'none') catchUp = input.catchUp;
+    else problem('catchUp', 'must be "latest" (run the latest missed occurrence once) or "none"');
+  }
+  if (input.paused !== undefined && typeof input.paused !== 'boolean') problem('paused', 'must be true or false');
+  const options = checkJobOptions(input, topicOk ? topic : undefined, config, problems);
+  let body: string | undefined;
+  try {
+    const text = JSON.stringify(input.body === undefined ? null : input.body);
+    if (typeof text === 'string') body = text;
+  } catch {
+    body = undefined;
+  }
+  if (body === undefined) problem('body', 'must be a JSON value');
+  if (problems.length > 0) {
+    throw new HttpError(400, 'VALIDATION_FAILED', `the schedule has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
+  }
+  requireTopic(config, topic);
+  checkBodySize(body!, config, true);
+  return {
+    topic,
+    id,
+    partition: partitionOf(topic, id, config.partitions),
+    spec: { ...recurrence!, catchUp, paused: input.paused === true },
+    body: body!,
+    ...options,
+  };
+}
+
+/** The id of schedule `scheduleId`'s occurrence at `ms`: `<schedule id>:<UTC time as YYYYMMDDTHHMMSSZ>`. */
+export function occurrenceId(scheduleId: string, ms: number): string {
+  return `${scheduleId}:${new Date(ms).toISOString().slice(0, 19).replace(/[-:]/g, '')}Z`;
+}
+
+// ---- time zones: wall-clock times are written as epoch ms of the same reading in UTC ----
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(zone: string): Intl.DateTimeFormat {
+  let f = formatters.get(zone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    formatters.set(zone, f);
+  }
+  return f;
+}
+
+/** The wall-clock reading in `zone` at instant `t`. */
+export function wallAt(t: number, zone: string): number {
+  const parts: Record<string, number> = {};
+  for (const p of formatter(zone).formatToParts(new Date(t))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  const ms = ((t % 1000) + 1000) % 1000;
+  return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!) + ms;
+}
+
+const HOUR = 3_600_000;
+/** Offsets run from -12 h to +14 h: every instant a wall reading can stand for is within this of it. */
+const OFFSET_SPAN = 15 * HOUR;
+
+/** Smallest instant in [lo, hi] (lo failing, hi passing) where `passes` turns true, to the millisecond. */
+function firstPassing(lo: number, hi: number, passes: (t: number) => boolean): number {
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (passes(mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+/**
+ * The instant at which wall reading `w` in `zone` runs, by our rules: the reading's instant; its
+ * first when it occurs twice; the first valid instant after it (the jump) when it does not exist.
+ */
+export function instantOf(w: number, zone: string): number {
+  const offsets = new Set([wallAt(w - OFFSET_SPAN, zone) - (w - OFFSET_SPAN), wallAt(w + OFFSET_SPAN, zone) - (w + OFFSET_SPAN)]);
+  const valid = [...offsets].map((o) => w - o).filter((t) => wallAt(t, zone) === w);
+  if (valid.length > 0) return Math.min(...valid);
+  // in a gap: before the jump the clock reads earlier than w, from the jump on later
+  const [lo, hi] = [w - Math.max(...offsets), w - Math.min(...offsets)];
+  return firstPassing(lo, hi, (t) => wallAt(t, zone) > w);
+}
+
+/**
+ * The latest wall reading in `zone` whose instant (instantOf) is at or before `t`. It is the
+ * reading at `t`, except in the second pass of a repeated hour: the readings still to come in it
+ * ran in the first pass, so it is the last reading before the clock fell back.
+ */
+function wallBound(t: number, zone: string): number {
+  const w = wallAt(t, zone);
+  const first = instantOf(w, zone);
+  if (first === t) return w;
+  const fellBack = firstPassing(first, t, (x) => wallAt(x, zone) - x === wallAt(t, zone) - t);
+  return wallAt(fellBack - 1, zone);
+}
+
+/**
+ * The next `n` run times (epoch ms) of `recurrence` strictly after `after`, in order; fewer when
+ * the expression has no more.
+ */
+export function nextRuns(recurrence: Recurrence, after: number, n: number): number[] {
+  if ('every' in recurrence) {
+    const period = recurrence.every * 1000;
+    const first = (Math.floor(after / period) + 1) * period;
+    return Array.from({ length: n }, (_, i) => first + i * period);
+  }
+  const cron = wallCron(recurrence.cron);
+  const zone = recurrence.timezone;
+  const runs: number[] = [];
+  let w = wallBound(after, zone);
+  // each step yields a new run, but for readings of a gap that meet at its end: then it jumps past the gap
+  for (let steps = 0; runs.length < n && steps < 4 * n + 8; steps++) {
+    const next = cron.nextRun(new Date(w));
+    if (!next) break;
+    const wn = next.getTime();
+    const t = instantOf(wn, zone);
+    if (t > after && (runs.length === 0 || t > runs[runs.length - 1]!)) runs.push(t);
+    w = Math.max(wn, wallAt(t, zone));
+  }
+  return runs;
+}
+
+/** The latest run time (epoch ms) of `recurrence` at or before `at`, or null when there is none. */
+export function latestRun(recurrence: Recurrence, at: number): number | null {
+  if ('every' in recurrence) {
+    const period = recurrence.every * 1000;
+    return Math.floor(at / period) * period;
+  }
+  const cron = wallCron(recurrence.cron);
+  const bound = wallBound(at, recurrence.timezone);
+  const [previous] = cron.previousRuns(1, new Date(bound + 1));
+  return previous ? instantOf(previous.getTime(), recurrence.timezone) : null;
+}
+
+/**
+ * What a schedule does about the runs due by `now`, the earliest of which is `from` (its pending
+ * occurrence, or the first run after its last one): `latest` is the latest run due (null when
+ * `from` is after `now`: none is due); `run` the one occurrence to run now: that latest one, or
+ * under catchUp `none` only when it is at most CATCH_UP_GRACE_MS late, else null; `next` the first
+ * run after `now`, or null when there is none. Never more than one run at or before `now`: missed
+ * occurrences never come in a burst.
+ */
+export function catchUpPlan(spec: ScheduleSpec, from: number, now: number): { run: number | null; latest: number | null; next: number | null } {
+  const [next = null] = nextRuns(spec, now, 1);
+  if (from > now) return { run: null, latest: null, next };
+  const latest = Math.max(from, latestRun(spec, now) ?? from);
+  const run = spec.catchUp === 'latest' || now - latest <= CATCH_UP_GRACE_MS ? latest : null;
+  return { run, latest, next };
+}

@@ -1,0 +1,51 @@
+--[[
+  Moves a schedule on from its pending occurrence, which is due: creates the next occurrence and
+  records the move, in one step. The caller (the sweeper, lib/engine/schedules.ts) read the
+  schedule, computed with the cron arithmetic which occurrence runs and when the next is, and
+  passes the version it read: a schedule changed since (advanced already, put, deleted) refuses,
+  so a second call with what the first saw changes nothing, and a sweeper killed before or after
+  this call neither loses nor doubles an occurrence.
+  KEYS[1] schedules hash  KEYS[2] schedule next zset  KEYS[3] jobs hash  KEYS[4] bodies hash
+  KEYS[5] delayed zset  KEYS[6] running zset  KEYS[7] done zset
+  KEYS[8] group zset of the schedule's group (the empty group's key when it has none)
+  ARGV[1] fixed clock ms or ''  ARGV[2] schedule id  ARGV[3] version the caller read
+  ARGV[4] id and ARGV[5] ms of the occurrence that runs for the runs now due, or '' for none.
+          The pending one runs when it is that one; otherwise it is withdrawn while still pending
+          and the one named is created, due at once, unless the pending one started (then it is
+          the one that runs: never two for one catch-up)
+  ARGV[6] id and ARGV[7] ms of the next occurrence, or '' when there is none
+  ARGV[8] ms of the latest occurrence handed over (the one that runs, or the latest skipped)
+  Returns { OUTCOME.ADVANCED, version, occurrences created }, { REFUSAL.NOT_FOUND } or
+          { REFUSAL.VERSION_MISMATCH, version now }: nothing changed.
+  Mirrored by AdvanceReply in lib/engine/scripts.ts.
+]]
+local k = { jobs = KEYS[3], bodies = KEYS[4], delayed = KEYS[5], running = KEYS[6], done = KEYS[7] }
+local schedulesKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[8]
+local now, id, seen = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local runId, nextId = ARGV[4], ARGV[6]
+
+local record = redis.call('HGET', schedulesKey, id)
+if not record then return { REFUSAL.NOT_FOUND } end
+local r = cmsgpack.unpack(record)
+if r[S_VERSION] ~= seen then return { REFUSAL.VERSION_MISMATCH, r[S_VERSION] } end
+
+local options = occurrenceOptions(r)
+local created = 0
+local pending = r[S_NEXT_ID]
+if runId ~= pending then
+  local free = true
+  if pending then free = withdraw(k, pending, now) end
+  if runId ~= '' and free and createJob(k, groupKey, runId, tonumber(ARGV[5]), now, options, r[S_BODY]) then created = created + 1 end
+end
+if nextId ~= '' then
+  r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[7]), nextId
+  if createJob(k, groupKey, nextId, r[S_NEXT], now, options, r[S_BODY]) then created = created + 1 end
+  redis.call('ZADD', nextKey, r[S_NEXT], id)
+else
+  r[S_NEXT], r[S_NEXT_ID] = false, false
+  redis.call('ZREM', nextKey, id)
+end
+r[S_LAST] = tonumber(ARGV[8])
+r[S_VERSION] = nextVersion(schedulesKey)
+redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
+return { OUTCOME.ADVANCED, r[S_VERSION], created }

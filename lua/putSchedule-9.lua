@@ -1,0 +1,59 @@
+--[[
+  Creates or replaces a schedule of one topic and partition, and replaces its pending occurrence in
+  the same step. The caller (lib/engine/schedules.ts) read the schedule, computed the run times
+  with the cron arithmetic, and passes them; it passes the version it read, so a schedule changed
+  since (put, advanced, deleted) refuses and the caller reads and computes again.
+  KEYS[1] schedules hash  KEYS[2] schedule ids zset  KEYS[3] schedule next zset  KEYS[4] jobs hash
+  KEYS[5] bodies hash  KEYS[6] delayed zset  KEYS[7] running zset  KEYS[8] done zset
+  KEYS[9] group zset of the schedule's group (the empty group's key when it has none)
+  ARGV[1] fixed clock ms or ''  ARGV[2] schedule id
+  ARGV[3] version the caller read: 0 when there was no schedule
+  ARGV[4] 'keep': the pending occurrence is due, so it is left to run; 'replace': it is withdrawn
+          while still pending (one that started runs on)
+  ARGV[5] the latest occurrence handed over, ms or ''
+  ARGV[6] id and ARGV[7] ms of an occurrence to create now (a missed one caught up on resume), or ''
+  ARGV[8] id and ARGV[9] ms of the next occurrence (the new pending one), or '' (paused, or none)
+  ARGV[10] maxAttempts|''  ARGV[11] ttr ms|''  ARGV[12] backoff spec|''  ARGV[13] url|''
+  ARGV[14] group|''  ARGV[15] definition (JSON)  ARGV[16] body (JSON text)
+  An occurrence whose id is taken by a job that is not cancelled is not created again: that job
+  is the occurrence (deterministic ids: an occurrence is never doubled).
+  Returns { OUTCOME.CREATED | OUTCOME.REPLACED, version, headChanged 0|1 } or
+          { REFUSAL.VERSION_MISMATCH, version now (0: none) }: nothing changed.
+  Mirrored by PutScheduleReply in lib/engine/scripts.ts.
+]]
+local k = { jobs = KEYS[4], bodies = KEYS[5], delayed = KEYS[6], running = KEYS[7], done = KEYS[8] }
+local schedulesKey, idsKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[9]
+local now, id, seen = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+
+local record = redis.call('HGET', schedulesKey, id)
+local old = false
+if record then old = cmsgpack.unpack(record) end
+local version = 0
+if old then version = old[S_VERSION] end
+if version ~= seen then return { REFUSAL.VERSION_MISMATCH, version } end
+
+local headBefore = headScore(k.delayed)
+if old and old[S_NEXT_ID] and ARGV[4] == 'replace' then withdraw(k, old[S_NEXT_ID], now) end
+
+local r = { false, false, false, optionalNumber(ARGV[5]), optionalNumber(ARGV[10]), optionalNumber(ARGV[11]),
+  optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16] }
+if old then r[S_CREATED] = old[S_CREATED] end
+local options = occurrenceOptions(r)
+if ARGV[6] ~= '' then createJob(k, groupKey, ARGV[6], tonumber(ARGV[7]), now, options, r[S_BODY]) end
+if ARGV[8] ~= '' then
+  r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[9]), ARGV[8]
+  createJob(k, groupKey, ARGV[8], r[S_NEXT], now, options, r[S_BODY])
+  redis.call('ZADD', nextKey, r[S_NEXT], id)
+else
+  redis.call('ZREM', nextKey, id)
+end
+r[S_VERSION] = nextVersion(schedulesKey)
+redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
+redis.call('ZADD', idsKey, 0, id)
+
+local headAfter = headScore(k.delayed)
+local headChanged = 0
+if headAfter and (not headBefore or headAfter < headBefore) then headChanged = 1 end
+local code = OUTCOME.CREATED
+if old then code = OUTCOME.REPLACED end
+return { code, r[S_VERSION], headChanged }

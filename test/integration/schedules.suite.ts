@@ -1,0 +1,347 @@
+/**
+ * Recurring schedules on the engine, on whatever Redis the caller provides (a single node, or a
+ * cluster with several partitions): put, get, list, delete, the sweeper's advance, catch-up after
+ * downtime and pause, and an advance killed between computing and committing. Fixed clock.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Cluster, Redis } from 'ioredis';
+import type { TopicInput } from '../../lib/config';
+import * as engine from '../../lib/engine';
+import { OUTCOME, REFUSAL } from '../../lib/engine/codes';
+import * as script from '../../lib/engine/scripts';
+import { HttpError } from '../../lib/errors';
+import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/keys';
+import type { DelayQueue } from '../../lib/queue';
+import { occurrenceId } from '../../lib/schedule';
+import { run } from '../../lib/scripts';
+import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+
+export interface ScheduleSuiteTarget {
+  redis(): Redis | Cluster;
+  partitions: number;
+}
+
+const SEC = 1000;
+const MIN = 60 * SEC;
+const HOUR = 60 * MIN;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<HttpError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof HttpError, `expected HttpError, got ${String(error)}`);
+    assert.equal(error.status, status);
+    assert.equal(error.code, code);
+    return error;
+  }
+  assert.fail(`expected ${status} ${code}, but it succeeded`);
+}
+
+export function schedulesSuite(target: ScheduleSuiteTarget): void {
+  function setup(topic: TopicInput = {}, extra: { retention?: number } = {}) {
+    const name = uniqueTopic('sched');
+    // 2030-01-01T00:00:00Z, on the hour
+    const clock = new TestClock();
+    const q = makeQueue(target.redis(), { [name]: { ttr: 30, maxAttempts: 3, backoff: { type: 'fixed', delay: 10 }, concurrency: 1000, ...topic } }, {
+      clock,
+      config: { partitions: target.partitions, ...extra },
+    });
+    const ctx: engine.EngineContext = { redis: target.redis(), config: q.config, clock: () => clock.now, random: () => 0, rotation: new engine.Rotation() };
+    return { q, topic: name, clock, ctx };
+  }
+
+  /** Every job of the topic that is delayed, ready or running, by id (across partitions). */
+  async function liveJobs(q: DelayQueue, topic: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (const state of ['delayed', 'ready', 'running'] as const) {
+      let page = await q.listJobs(topic, { state, limit: 500 });
+      ids.push(...page.jobs.map((j) => j.id));
+      while (page.next) {
+        page = await q.listJobs(topic, { state, limit: 500, cursor: page.next });
+        ids.push(...page.jobs.map((j) => j.id));
+      }
+    }
+    return ids.sort();
+  }
+
+  /** Sweeps, then claims and acks every ready job; returns the ids run, sorted. */
+  async function sweepAndRun(q: DelayQueue, topic: string): Promise<string[]> {
+    for (let i = 0; i < 10 && (await q.sweep()).more; i++);
+    const claimed = await q.claim(topic, 1000);
+    for (const job of claimed) assert.equal(await q.ack(topic, job.id, job), 'done');
+    return claimed.map((j) => j.id).sort();
+  }
+
+  describe('schedules', () => {
+    it('put creates the schedule and its first occurrence, an ordinary job of the topic, found by GET', async () => {
+      const { q, topic, clock } = setup();
+      const put = await q.putSchedule(topic, 'report', { cron: '0 9 * * *', timezone: 'Europe/Berlin', body: { kind: 'daily' }, maxAttempts: 7, group: 'reports' });
+      assert.equal(put.status, 'created');
+      assert.equal(put.wake, true);
+      const first = Date.parse('2030-01-01T08:00:00Z'); // 09:00 CET
+      assert.deepEqual(put.schedule.pending, { id: 'report:20300101T080000Z', runAt: iso(first) });
+      assert.deepEqual(put.schedule.nextRuns, [0, 1, 2, 3, 4].map((d) => iso(first + d * 24 * HOUR)));
+      assert.equal(put.schedule.cron, '0 9 * * *');
+      assert.equal(put.schedule.timezone, 'Europe/Berlin');
+      assert.equal(put.schedule.paused, false);
+      assert.equal(put.schedule.catchUp, 'latest');
+      assert.equal(put.schedule.lastRunAt, null);
+      const job = await q.get(topic, 'report:20300101T080000Z');
+      assert.equal(job?.state, 'delayed');
+      assert.equal(job?.runAt, iso(first));
+      assert.equal(job?.maxAttempts, 7);
+      assert.equal(job?.group, 'reports');
+      assert.deepEqual(job?.body, { kind: 'daily' });
+      const got = await q.getSchedule(topic, 'report');
+      assert.deepEqual(got, put.schedule);
+      assert.equal(await q.getSchedule(topic, 'nope'), null);
+      assert.deepEqual((await q.listGroup(topic, 'reports')).jobs.map((j) => j.id), ['report:20300101T080000Z']);
+      assert.equal(clock.now, Date.parse('2030-01-01T00:00:00Z'));
+    });
+
+    it('the sweeper runs each occurrence once and creates the next in the same step: every second for 20 s, none missed, none doubled', async () => {
+      const { q, topic, clock } = setup();
+      await q.putSchedule(topic, 'tick', { every: 1, body: 't' });
+      const ran: string[] = [];
+      for (let s = 1; s <= 20; s++) {
+        clock.advance(SEC);
+        const before = await q.getSchedule(topic, 'tick');
+        assert.equal(before?.pending?.runAt, iso(clock.now), 'the pending occurrence is the one due now');
+        ran.push(...(await sweepAndRun(q, topic)));
+        const after = await q.getSchedule(topic, 'tick');
+        assert.equal(after?.pending?.runAt, iso(clock.now + SEC), 'moved on to the next second');
+        assert.equal(after?.lastRunAt, iso(clock.now));
+        assert.ok(after!.version > before!.version);
+      }
+      const start = Date.parse('2030-01-01T00:00:00Z');
+      assert.deepEqual(ran, Array.from({ length: 20 }, (_, i) => occurrenceId('tick', start + (i + 1) * SEC)));
+      assert.deepEqual(await liveJobs(q, topic), [occurrenceId('tick', start + 21 * SEC)], 'only the next occurrence is pending');
+      assert.equal((await q.get(topic, ran[0]!))?.state, 'done', 'an occurrence is an ordinary job: acked, done');
+    });
+
+    it('an occurrence is retried on its backoff and dead-lettered like any job, while the schedule moves on', async () => {
+      const { q, topic, clock } = setup({ maxAttempts: 2 });
+      await q.putSchedule(topic, 'flaky', { every: 60 });
+      clock.advance(MIN);
+      await q.sweep();
+      const [first] = await q.claim(topic, 10);
+      assert.equal(first?.id, occurrenceId('flaky', clock.now));
+      assert.equal((await q.fail(topic, first!.id, first!, 'boom')).outcome, 'retry');
+      clock.advance(10 * SEC);
+      await q.sweep();
+      const [second] = await q.claim(topic, 10);
+      assert.deepEqual([second?.id, second?.attempt], [first!.id, 2]);
+      assert.equal((await q.fail(topic, second!.id, second!, 'boom')).outcome, 'dead');
+      assert.deepEqual((await q.listDead(topic)).jobs.map((j) => j.id), [first!.id]);
+      assert.equal((await q.getSchedule(topic, 'flaky'))?.pending?.runAt, iso(Date.parse('2030-01-01T00:02:00Z')));
+    });
+
+    it('editing replaces the pending occurrence atomically; an occurrence already due runs as it was', async () => {
+      const { q, topic, clock } = setup();
+      await q.putSchedule(topic, 'edit', { cron: '0 * * * *', body: 'v1' });
+      const first = occurrenceId('edit', Date.parse('2030-01-01T01:00:00Z'));
+      const edited = await q.putSchedule(topic, 'edit', { cron: '30 * * * *', body: 'v2', ttr: 5 });
+      assert.equal(edited.status, 'replaced');
+      const second = occurrenceId('edit', Date.parse('2030-01-01T00:30:00Z'));
+      assert.equal(edited.schedule.pending?.id, second);
+      assert.equal(await q.get(topic, first), null, 'the replaced occurrence is gone');
+      assert.deepEqual((await q.get(topic, second))?.body, 'v2');
+      assert.equal((await q.get(topic, second))?.ttr, 5);
+      assert.deepEqual(await liveJobs(q, topic), [second]);
+      // due, not yet swept: the edit leaves it to run, and the new definition starts after now
+      clock.advance(30 * MIN + 5 * SEC);
+      const late = await q.putSchedule(topic, 'edit', { cron: '45 * * * *', body: 'v3' });
+      assert.equal(late.schedule.lastRunAt, iso(Date.parse('2030-01-01T00:30:00Z')));
+      const third = occurrenceId('edit', Date.parse('2030-01-01T00:45:00Z'));
+      assert.equal(late.schedule.pending?.id, third);
+      assert.deepEqual(await sweepAndRun(q, topic), [second]);
+      assert.deepEqual((await q.get(topic, second))?.body, 'v2', 'it ran with the body it had');
+      assert.deepEqual(await liveJobs(q, topic), [third]);
+      assert.deepEqual((await q.get(topic, third))?.body, 'v3');
+    });
+
+    it('the queue was down for hours: catchUp latest runs the latest missed occurrence once', async () => {
+      const { q, topic, clock } = setup();
+      await q.putSchedule(topic, 'hourly', { cron: '0 * * * *' });
+      clock.advance(4 * HOUR + 20 * MIN); // 01:00, 02:00, 03:00 and 04:00 missed
+      assert.deepEqual(await sweepAndRun(q, topic), [], 'the pending 01:00 was withdrawn, 04:00 is created due now');
+      assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('hourly', Date.parse('2030-01-01T04:00:00Z'))]);
+      assert.deepEqual(await sweepAndRun(q, topic), [], 'no burst');
+      assert.equal(await q.get(topic, occurrenceId('hourly', Date.parse('2030-01-01T01:00:00Z'))), null);
+      const s = await q.getSchedule(topic, 'hourly');
+      assert.equal(s?.lastRunAt, iso(Date.parse('2030-01-01T04:00:00Z')));
+      assert.equal(s?.pending?.id, occurrenceId('hourly', Date.parse('2030-01-01T05:00:00Z')));
+      assert.deepEqual(await liveJobs(q, topic), [s!.pending!.id]);
+    });
+
+    it('the queue was down for hours: catchUp none skips the missed occurrences; one at most a minute late still runs', async () => {
+      const { q, topic, clock } = setup();
+      await q.putSchedule(topic, 'skip', { cron: '0 * * * *', catchUp: 'none' });
+      clock.advance(4 * HOUR + 20 * MIN);
+      assert.deepEqual(await sweepAndRun(q, topic), []);
+      assert.deepEqual(await sweepAndRun(q, topic), []);
+      assert.deepEqual(await liveJobs(q, topic), [occurrenceId('skip', Date.parse('2030-01-01T05:00:00Z'))]);
+      assert.equal((await q.getSchedule(topic, 'skip'))?.lastRunAt, iso(Date.parse('2030-01-01T04:00:00Z')), 'skipped up to the latest missed');
+      clock.advance(40 * MIN + 30 * SEC); // 05:00:30: 30 s late, within the grace
+      assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('skip', Date.parse('2030-01-01T05:00:00Z'))]);
+    });
+
+    it('paused: nothing pending; resumed: latest catches up once, none does not', async () => {
+      const { q, topic, clock } = setup();
+      for (const [id, catchUp] of [['p-latest', 'latest'], ['p-none', 'none']] as const) {
+        await q.putSchedule(topic, id, { cron: '*/10 * * * *', catchUp });
+      }
+      clock.advance(10 * MIN);
+      assert.deepEqual(await sweepAndRun(q, topic), ['p-latest:20300101T001000Z', 'p-none:20300101T001000Z']);
+      for (const [id, catchUp] of [['p-latest', 'latest'], ['p-none', 'none']] as const) {
+        const paused = await q.putSchedule(topic, id, { cron: '*/10 * * * *', catchUp, paused: true });
+        assert.equal(paused.schedule.pending, null);
+        assert.deepEqual(paused.schedule.nextRuns, []);
+      }
+      assert.deepEqual(await liveJobs(q, topic), [], 'the pending occurrences were withdrawn');
+      clock.advance(HOUR + 5 * MIN); // 01:15: 00:20 to 01:10 missed, 01:10 by 5 minutes
+      assert.deepEqual(await sweepAndRun(q, topic), [], 'nothing runs while paused');
+      for (const [id, catchUp] of [['p-latest', 'latest'], ['p-none', 'none']] as const) {
+        const resumed = await q.putSchedule(topic, id, { cron: '*/10 * * * *', catchUp, paused: false });
+        assert.equal(resumed.schedule.pending?.id, `${id}:20300101T012000Z`);
+      }
+      assert.deepEqual(await sweepAndRun(q, topic), ['p-latest:20300101T011000Z'], 'latest: the latest missed (01:10) once; none: nothing');
+      assert.deepEqual(await sweepAndRun(q, topic), []);
+    });
+
+    it('delete removes the schedule and withdraws its pending occurrence; a second delete is 404', async () => {
+      const { q, topic, clock } = setup();
+      await q.putSchedule(topic, 'gone', { every: 3600, group: 'g' });
+      await q.putSchedule(topic, 'kept', { every: 3600 });
+      await q.deleteSchedule(topic, 'gone');
+      assert.equal(await q.getSchedule(topic, 'gone'), null);
+      assert.deepEqual(await liveJobs(q, topic), [occurrenceId('kept', clock.now + HOUR)]);
+      await rejects(q.deleteSchedule(topic, 'gone'), 404, 'NOT_FOUND');
+      clock.advance(HOUR);
+      assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('kept', clock.now)]);
+      assert.deepEqual((await q.listSchedules(topic)).schedules.map((s) => s.id), ['kept']);
+      assert.deepEqual((await q.listGroup(topic, 'g')).jobs.filter((j) => j.state !== 'cancelled'), [], 'the withdrawn occurrence left its group');
+    });
+
+    it('lists every schedule once, by id, paged across partitions', async () => {
+      const { q, topic } = setup();
+      const ids = Array.from({ length: 23 }, (_, i) => `s-${String(i).padStart(2, '0')}`);
+      for (const id of [...ids].reverse()) await q.putSchedule(topic, id, { every: 60 + ids.indexOf(id) });
+      const seen: string[] = [];
+      let page = await q.listSchedules(topic, { limit: 4 });
+      seen.push(...page.schedules.map((s) => s.id));
+      for (let n = 0; page.next !== null; n++) {
+        assert.ok(n < 20, 'paging ends');
+        page = await q.listSchedules(topic, { limit: 4, cursor: page.next });
+        seen.push(...page.schedules.map((s) => s.id));
+      }
+      assert.deepEqual(seen, ids);
+      if (target.partitions > 1) assert.ok(new Set(ids.map((id) => partitionOf(topic, id, target.partitions))).size > 1, 'spread over partitions');
+      await rejects(q.listSchedules(topic, { cursor: 'bogus!' }), 400, 'VALIDATION_FAILED');
+      await rejects(q.listSchedules(topic, { limit: 0 }), 400, 'VALIDATION_FAILED');
+    });
+
+    it('through both Berlin transitions of 2026, following the sweeper: the gap runs once at the jump, the repeated hour once', async () => {
+      const { q, topic, clock } = setup();
+      clock.now = Date.parse('2026-03-28T23:40:00Z');
+      await q.putSchedule(topic, 'spring', { cron: '30 * * * *', timezone: 'Europe/Berlin' });
+      const ran: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        clock.now = Date.parse((await q.getSchedule(topic, 'spring'))!.pending!.runAt);
+        ran.push(...(await sweepAndRun(q, topic)));
+      }
+      // 01:30 CET, then 02:30 (missing) at the jump to 03:00 CEST, then 03:30 CEST
+      assert.deepEqual(ran, ['spring:20260329T003000Z', 'spring:20260329T010000Z', 'spring:20260329T013000Z']);
+      await q.deleteSchedule(topic, 'spring');
+      clock.now = Date.parse('2026-10-24T23:30:00Z');
+      await q.putSchedule(topic, 'fall', { cron: '0 * * * *', timezone: 'Europe/Berlin' });
+      ran.length = 0;
+      for (let i = 0; i < 3; i++) {
+        clock.now = Date.parse((await q.getSchedule(topic, 'fall'))!.pending!.runAt);
+        ran.push(...(await sweepAndRun(q, topic)));
+      }
+      // 02:00 CEST, (02:00 CET skipped: its second occurrence), 03:00 CET, 04:00 CET
+      assert.deepEqual(ran, ['fall:20261025T000000Z', 'fall:20261025T020000Z', 'fall:20261025T030000Z']);
+    });
+
+    it('bad input gets a 400 naming the field, and writes nothing', async () => {
+      const { q, topic } = setup();
+      const error = await rejects(q.putSchedule(topic, 'bad', { cron: '61 * * * *', timezone: 'Nowhere/City' }), 400, 'VALIDATION_FAILED');
+      assert.deepEqual((error.details as { path: string }[]).map((d) => d.path).sort(), ['cron', 'timezone']);
+      await rejects(q.putSchedule('not-configured', 'bad', { every: 5 }), 400, 'UNKNOWN_TOPIC');
+      await rejects(q.putSchedule(topic, 'x'.repeat(112), { every: 5 }), 400, 'VALIDATION_FAILED');
+      assert.deepEqual((await q.listSchedules(topic)).schedules, []);
+    });
+
+    it('an advance killed between computing and committing neither loses nor doubles an occurrence; a second advance changes nothing', async () => {
+      const { q, topic, clock, ctx } = setup();
+      await q.putSchedule(topic, 'crash', { every: 60, body: 'c' });
+      const partition = partitionOf(topic, 'crash', target.partitions);
+      clock.advance(MIN);
+      // a sweeper reads the due schedule and computes its advance, then dies before committing
+      const [now, , , ...due] = await run(ctx.redis, engine.dueCall(ctx, topic, partition, 10));
+      assert.equal(due.length, 1);
+      const plan = engine.planAdvance(topic, partition, due[0]!, now);
+      assert.deepEqual([plan.run?.id, plan.next?.id], [occurrenceId('crash', clock.now), occurrenceId('crash', clock.now + MIN)]);
+      // the next sweeper (lease expired) advances it
+      const swept = await q.sweep();
+      assert.equal(swept.schedulesAdvanced, 1);
+      // the dead sweeper's plan, committed late (a zombie), or a retried commit, changes nothing
+      const stale = await engine.commitAdvance(ctx, plan);
+      assert.equal(stale[0], REFUSAL.VERSION_MISMATCH);
+      // a plan from a fresh read, committed twice: the second is refused
+      clock.advance(MIN);
+      const [now2, , , ...due2] = await run(ctx.redis, engine.dueCall(ctx, topic, partition, 10));
+      const plan2 = engine.planAdvance(topic, partition, due2[0]!, now2);
+      const first = await engine.commitAdvance(ctx, plan2);
+      assert.deepEqual([first[0], first[0] === OUTCOME.ADVANCED && first[2]], [OUTCOME.ADVANCED, 1]);
+      const again = await engine.commitAdvance(ctx, plan2);
+      assert.equal(again[0], REFUSAL.VERSION_MISMATCH);
+      assert.equal((await q.sweep()).schedulesAdvanced, 0, 'nothing left to advance');
+      const claimed = await q.claim(topic, 100);
+      assert.deepEqual(claimed.map((j) => j.id).sort(), [occurrenceId('crash', clock.now - MIN), occurrenceId('crash', clock.now)], 'each occurrence once');
+      assert.deepEqual(await liveJobs(q, topic), [...claimed.map((j) => j.id), occurrenceId('crash', clock.now + MIN)].sort());
+    });
+
+    it('a schedule whose definition cannot be computed does not stop the sweep of the others', async () => {
+      const { q, topic, clock, ctx } = setup();
+      await q.putSchedule(topic, 'good', { every: 60 });
+      const p = partitionOf(topic, 'broken', target.partitions);
+      const sk = scheduleKeys(p, topic);
+      const k = topicKeys(p, topic);
+      const record: script.ScheduleRecordArg = { spec: JSON.stringify({ cron: '61 * * * *', timezone: 'UTC', catchUp: 'latest', paused: false }), body: '1' };
+      await run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], { clock: clock.now, id: 'broken', seen: 0, pending: 'replace', last: null, run: null, next: { id: occurrenceId('broken', clock.now + MIN), ms: clock.now + MIN }, record }));
+      clock.advance(MIN);
+      const swept = await q.sweep();
+      assert.equal(swept.schedulesAdvanced, 1);
+      assert.equal((await q.getSchedule(topic, 'good'))?.pending?.runAt, iso(clock.now + MIN));
+      assert.deepEqual((await q.listSchedules(topic)).schedules.map((x) => [x.id, x.nextRuns.length]), [['broken', 1], ['good', 5]], 'listed, with the runs that can be computed');
+    });
+
+    it('every reply code of the schedule scripts', async () => {
+      const { q, topic, clock, ctx } = setup();
+      const p = partitionOf(topic, 'codes', target.partitions);
+      const sk = scheduleKeys(p, topic);
+      const k = topicKeys(p, topic);
+      const g = groupKey(p, topic, '');
+      const record: script.ScheduleRecordArg = { spec: JSON.stringify({ every: 60, catchUp: 'latest', paused: false }), body: '1' };
+      const put = (seen: number) =>
+        run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: clock.now, id: 'codes', seen, pending: 'replace', last: null, run: null, next: { id: occurrenceId('codes', clock.now + MIN), ms: clock.now + MIN }, record }));
+      const created = await put(0);
+      assert.equal(created[0], OUTCOME.CREATED);
+      assert.deepEqual(await put(0), [REFUSAL.VERSION_MISMATCH, created[1]], 'a put computed from a stale read');
+      const replaced = await put(created[1]);
+      assert.equal(replaced[0], OUTCOME.REPLACED);
+      assert.deepEqual(await liveJobs(q, topic), [occurrenceId('codes', clock.now + MIN)], 'the same occurrence id is not doubled');
+      const advance = (seen: number, id = 'codes') =>
+        run(ctx.redis, script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: clock.now, id, seen, run: null, next: null, last: clock.now }));
+      assert.deepEqual(await advance(1, 'missing'), [REFUSAL.NOT_FOUND]);
+      const del = (id: string) => run(ctx.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: clock.now, id }));
+      assert.deepEqual(await del('codes'), [OUTCOME.DELETED, 1]);
+      assert.deepEqual(await del('codes'), [REFUSAL.NOT_FOUND]);
+      assert.equal(await run(ctx.redis, script.getSchedule([sk.schedules], { id: 'codes' })), null);
+    });
+  });
+}
