@@ -11,7 +11,7 @@
   KEYS[5] done zset  KEYS[6] group zset
   ARGV[1] fixed clock ms or ''  ARGV[2] the group  ARGV[3] the mark, '' for the first step
   ARGV[4] cursor: the score of the last member looked at, '-inf' for the first step
-  ARGV[5] limit (members looked at)  ARGV[6] byte budget of the records read
+  ARGV[5] limit (members looked at; 0 only marks the group)  ARGV[6] byte budget of the records read
   ARGV[7] retention ms of a cancelled job (see cancelNow in includes/job.lua)
   Returns { cancelled, running, done 0|1, cursor, mark } where cancelled counts the delayed and
   ready jobs this step cancelled (and those a claim cancelled for this mark), running the running
@@ -29,6 +29,7 @@ if mark == '' then
   redis.call('HSET', k.jobs, markField, mark)
 end
 
+if limit == 0 then return { 0, 0, 0, cursor, mark } end
 local members = redis.call('ZRANGEBYSCORE', groupKey, '(' .. cursor, mark, 'WITHSCORES', 'LIMIT', 0, limit)
 local cancelled, running, stopped = 0, 0, false
 local claimError = groupCancelError(mark)

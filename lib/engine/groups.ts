@@ -2,7 +2,7 @@
 import type { TopicConfig } from '../config';
 import { groupKey, topicKeys } from '../keys';
 import { SCRIPT_CALL_BYTES } from '../limits';
-import { run, runPipelined } from '../scripts';
+import { run, runPipelined, type ScriptCall } from '../scripts';
 import type { EngineContext } from './context';
 import { toJob, type Job } from './jobs';
 import { chunk, groupBy, partitionsInOrder } from './partitions';
@@ -27,19 +27,25 @@ export interface GroupCancel {
  * Cancels every job of group `group` of topic `t` that joined it before the call, one bounded
  * step at a time (lua/cancelGroup-6.lua), the partitions in turn with one step in flight, so that
  * claims and sweeps on the same Redis wait for at most one step, never for one per partition.
- * The first round's steps mark the group in every partition: from then on no job of the group
- * that has not changed since can start there (a claim cancels it instead); each step cancels up
- * to `step` of its jobs. Returns once every partition is through: then no job of the group that
+ * First the group is marked in every partition (all at once, no member looked at): from then on
+ * no job of the group that has not changed since can start there (a claim cancels it instead),
+ * even if this call stops half-way; then each step cancels up to `step` of its jobs. Returns once every partition is through: then no job of the group that
  * was delayed or ready starts any more. Jobs joining the group after a partition's mark are left alone.
  */
 export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP): Promise<GroupCancel & { partitions: number[] }> {
   const total: GroupCancel = { cancelled: 0, running: 0 };
   const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', cursor: '-inf' }));
+  const keysOf = (p: number) => {
+    const k = topicKeys(p, t.name);
+    return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group)] as const;
+  };
+  // first mark the group in every partition (a step of 0 members): from here on, if this call
+  // stops half-way, the jobs it has not reached still cannot start
+  const marks = await runPipelinedPerPartition(ctx, left.map((part) => ({ p: part.p, call: script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: '', cursor: '-inf', limit: 0, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs }) })));
+  for (const part of left) part.mark = marks.get(part.p)![4];
   while (left.length > 0) {
     for (const part of [...left]) {
-      const k = topicKeys(part.p, t.name);
-      const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(part.p, t.name, group)] as const;
-      const call = script.cancelGroup(keys, { clock: ctx.clock(), group, mark: part.mark, cursor: part.cursor, limit: step, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs });
+      const call = script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: part.mark, cursor: part.cursor, limit: step, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs });
       const [cancelled, running, done, cursor, mark] = await run(ctx.redis, call);
       total.cancelled += cancelled;
       total.running += running;
@@ -49,6 +55,12 @@ export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: str
     }
   }
   return { ...total, partitions: partitionsInOrder(ctx.config.partitions) };
+}
+
+/** Runs one call per partition, all at once; the replies by partition. */
+async function runPipelinedPerPartition<R>(ctx: EngineContext, calls: readonly { p: number; call: ScriptCall<R> }[]): Promise<Map<number, R>> {
+  const replies = await Promise.all(calls.map(({ call }) => run(ctx.redis, call)));
+  return new Map(calls.map(({ p }, i) => [p, replies[i]!]));
 }
 
 /** Jobs that left group `group` (purged, or moved by a put), to be taken out of its zset. */
