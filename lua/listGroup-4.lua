@@ -23,12 +23,10 @@ for i = 1, #members, 2 do
   local h, inline
   if record then h, inline = decode(record) end
   if h and h[H_GROUP] == group then
-    local size = #record + bodySize(bodiesKey, id, inline)
-    if not budget.fits(size) then
+    if not fitsListing(budget, bodiesKey, id, record, inline) then
       result[1] = 1
       break
     end
-    budget.spend(size)
     result[#result + 1] = view(delayedKey, id, h, inline)
   end
   result[2] = members[i + 1]

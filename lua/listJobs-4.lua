@@ -58,12 +58,10 @@ for i = 1, #entries, 2 do
   local record = redis.call('HGET', jobsKey, id)
   if record then
     local h, inline = decode(record)
-    local size = #record + bodySize(bodiesKey, id, inline)
-    if not budget.fits(size) then
+    if not fitsListing(budget, bodiesKey, id, record, inline) then
       result[1] = 1
       break
     end
-    budget.spend(size)
     result[#result + 1] = { tonumber(entries[i + 1]), view(delayedKey, id, h, inline) }
   end
 end

@@ -26,12 +26,10 @@ for i, id in ipairs(ids) do
   local ready = h and not seen[id] and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, id)
   if ready and ((from and h[H_RUN_AT] < from) or (to and h[H_RUN_AT] > to)) then ready = false end
   if ready then
-    local size = #record + bodySize(bodiesKey, id, inline)
-    if not budget.fits(size) then
+    if not fitsListing(budget, bodiesKey, id, record, inline) then
       result[1] = 1
       break
     end
-    budget.spend(size)
     seen[id] = true
     result[#result + 1] = view(delayedKey, id, h, inline)
   end

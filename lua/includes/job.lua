@@ -272,6 +272,15 @@ local function byteBudget(budget, strict)
   }
 end
 
+-- Counts a listed job's record and body against `budget` (a listing's); false when they would
+-- pass it: the listing stops before this job and says so.
+local function fitsListing(budget, bodiesKey, id, record, inline)
+  local size = #record + bodySize(bodiesKey, id, inline)
+  if not budget.fits(size) then return false end
+  budget.spend(size)
+  return true
+end
+
 -- Score of the zset's first member, or false when it is empty.
 local function headScore(key)
   local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
