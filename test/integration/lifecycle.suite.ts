@@ -6,13 +6,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Cluster, Redis } from 'ioredis';
 import type { TopicInput } from '../../lib/config';
-import { HttpError } from '../../lib/errors';
 import * as script from '../../lib/engine/scripts';
 import { groupKey, topicKeys, partitionOf } from '../../lib/keys';
 import type { DelayQueue, Job } from '../../lib/queue';
 import { run } from '../../lib/scripts';
 import type { JobsQuery } from '../../lib/validation';
-import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 
 export interface SuiteTarget {
   redis(): Redis | Cluster;
@@ -24,18 +23,6 @@ export interface SuiteTarget {
 const SEC = 1000;
 const MIN = 60 * SEC;
 const HOUR = 60 * MIN;
-
-async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<HttpError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof HttpError, `expected HttpError, got ${String(error)}`);
-    assert.equal(error.status, status);
-    assert.equal(error.code, code);
-    return error;
-  }
-  assert.fail(`expected ${status} ${code}, but it succeeded`);
-}
 
 export function lifecycleSuite(target: SuiteTarget): void {
   function setup(topic: TopicInput = {}, extra: { retention?: number; deadRetention?: number } = {}) {

@@ -10,12 +10,11 @@ import type { TopicInput } from '../../lib/config';
 import * as engine from '../../lib/engine';
 import { OUTCOME, REFUSAL } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
-import { HttpError } from '../../lib/errors';
 import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/keys';
 import type { DelayQueue } from '../../lib/queue';
 import { occurrenceId } from '../../lib/schedule';
 import { run } from '../../lib/scripts';
-import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 
 export interface ScheduleSuiteTarget {
   redis(): Redis | Cluster;
@@ -26,18 +25,6 @@ const SEC = 1000;
 const MIN = 60 * SEC;
 const HOUR = 60 * MIN;
 const iso = (ms: number) => new Date(ms).toISOString();
-
-async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<HttpError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof HttpError, `expected HttpError, got ${String(error)}`);
-    assert.equal(error.status, status);
-    assert.equal(error.code, code);
-    return error;
-  }
-  assert.fail(`expected ${status} ${code}, but it succeeded`);
-}
 
 export function schedulesSuite(target: ScheduleSuiteTarget): void {
   function setup(topic: TopicInput = {}, extra: { retention?: number } = {}) {

@@ -1,6 +1,5 @@
-import { after, before, describe } from 'node:test';
-import { type Cluster } from 'ioredis';
-import { startRedisCluster, useRedisServer, type RedisClusterProcess } from '../support/redis';
+import { describe } from 'node:test';
+import { useRedisCluster, useRedisServer } from '../support/redis';
 import { schedulesSuite } from './schedules.suite';
 
 describe('schedules on a single redis-server', () => {
@@ -9,15 +8,6 @@ describe('schedules on a single redis-server', () => {
 });
 
 describe('schedules on a 3-master Redis Cluster with 6 partitions', () => {
-  let cluster: RedisClusterProcess;
-  let redis: Cluster;
-  before(async () => {
-    cluster = await startRedisCluster(3);
-    redis = cluster.client();
-  });
-  after(async () => {
-    redis?.disconnect();
-    await cluster?.stop();
-  });
-  schedulesSuite({ redis: () => redis, partitions: 6 });
+  const cluster = useRedisCluster(3);
+  schedulesSuite({ redis: () => cluster.client(), partitions: 6 });
 });

@@ -1,6 +1,8 @@
 /** Helpers that build engines for tests: unique topics, a fixed clock, fixed jitter. */
+import assert from 'node:assert/strict';
 import type { Cluster, Redis } from 'ioredis';
 import { resolveQueueConfig, type QueueConfigInput, type TopicInput } from '../../lib/config';
+import { HttpError } from '../../lib/errors';
 import { DelayQueue } from '../../lib/queue';
 
 let counter = 0;
@@ -31,4 +33,17 @@ export function makeQueue(
     ...(options.clock ? { clock: () => options.clock!.now } : {}),
     random: () => options.random ?? 0,
   });
+}
+
+/** Awaits `promise` and checks it fails with HttpError `status` `code`; returns the error. */
+export async function rejects(promise: Promise<unknown>, status: number, code: string): Promise<HttpError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof HttpError, `expected HttpError, got ${String(error)}`);
+    assert.equal(error.status, status);
+    assert.equal(error.code, code);
+    return error;
+  }
+  assert.fail(`expected ${status} ${code}, but it succeeded`);
 }

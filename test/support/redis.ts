@@ -188,3 +188,24 @@ export function useRedisServer(options: Parameters<typeof startRedis>[0] = {}): 
     client: () => client ?? assert.fail('the redis-server is not started yet'),
   };
 }
+
+/**
+ * Gives the enclosing suite a Redis Cluster of its own (`masters` masters): started in a `before`
+ * hook, stopped in an `after` hook, with one cluster client. Call at the top of a describe().
+ */
+export function useRedisCluster(masters = 3): { cluster(): RedisClusterProcess; client(): Cluster } {
+  let cluster: RedisClusterProcess | undefined;
+  let client: Cluster | undefined;
+  before(async () => {
+    cluster = await startRedisCluster(masters);
+    client = cluster.client();
+  });
+  after(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+  return {
+    cluster: () => cluster ?? assert.fail('the cluster is not started yet'),
+    client: () => client ?? assert.fail('the cluster is not started yet'),
+  };
+}
