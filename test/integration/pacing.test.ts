@@ -41,43 +41,46 @@ function busiestSpan(times: number[], spanMs: number): number {
 describe('pacing (real redis-server)', () => {
   const server = useRedisServer();
 
-  it('two queues claiming at once on a fixed clock share count per per: 10, then none until a window has passed', async () => {
+  it('two queues claiming at once on a fixed clock share count per per, spread over the window: one slot (10 ms) at a time, then none until a slot leaves', async () => {
     const topic = uniqueTopic('pace');
     const clock = new TestClock();
     const topics = { [topic]: { concurrency: 1000, rateLimit: { count: 10, per: 1 } } };
     const [a, b] = [makeQueue(server.client(), topics, { clock }), makeQueue(server.client(), topics, { clock })];
     for (let i = 0; i < 35; i++) await a.add({ topic, id: `j${i}`, delay: 0, body: i });
     await a.sweep();
-    const t0 = clock.now;
+    const t0 = clock.now; // a multiple of the 10-ms slot
+    const claimed: ClaimedJob[] = [];
     const claimAll = async () => {
-      const got: ClaimedJob[] = [];
-      for (;;) {
+      for (let got = 0; ; ) {
         const round = await Promise.all([a.claimPaced(topic, 4), b.claimPaced(topic, 4), a.claimPaced(topic, 4), b.claimPaced(topic, 4)]);
         const jobs = round.flatMap((r) => r.jobs);
-        got.push(...jobs);
+        claimed.push(...jobs);
+        got += jobs.length;
         if (jobs.length === 0) return { got, waits: round.map((r) => r.waitMs) };
       }
     };
-    const first = await claimAll();
-    assert.equal(first.got.length, 10, 'exactly count within the first window');
-    // NOW is a multiple of the 10-ms slot: the first slot leaves the window 1,010 ms later
-    assert.deepEqual(first.waits, [1010, 1010, 1010, 1010]);
-    clock.advance(500);
-    const half = await claimAll();
-    assert.equal(half.got.length, 0, 'nothing more half a window later');
-    assert.deepEqual(half.waits, [510, 510, 510, 510]);
+    assert.deepEqual(await claimAll(), { got: 1, waits: [10, 10, 10, 10] }, 'ceil(10 / 100 slots) = 1 a slot: no herd at the start');
+    for (let k = 1; k < 10; k++) {
+      clock.now = t0 + 10 * k;
+      assert.equal((await claimAll()).got, 1);
+    }
+    clock.now = t0 + 100;
+    assert.deepEqual(await claimAll(), { got: 0, waits: [910, 910, 910, 910] }, 'count reached: none until the first slot leaves the window at +1010');
+    clock.now = t0 + 500;
+    assert.deepEqual(await claimAll(), { got: 0, waits: [510, 510, 510, 510] });
     clock.now = t0 + 1010;
-    assert.equal((await claimAll()).got.length, 10, 'the next 10 once the first slot left the window');
-    clock.now = t0 + 3030;
-    const rest = await claimAll();
-    assert.equal(rest.got.length, 10, 'and never more than count, however long it waited (no burst)');
-    clock.advance(1010);
-    assert.equal((await claimAll()).got.length, 5);
-    const ids = new Set([...first.got, ...rest.got].map((j) => j.id));
-    assert.equal(ids.size, 20);
+    assert.equal((await claimAll()).got, 1, 'the first slot left the window');
+    clock.now = t0 + 5000;
+    assert.equal((await claimAll()).got, 1, 'after a long idle, still one slot at a time (no burst)');
+    while (claimed.length < 35) {
+      clock.advance(10);
+      await claimAll();
+    }
+    assert.equal(new Set(claimed.map((j) => j.id)).size, 35, 'every job claimed once, none lost');
+    assert.equal(busiestSpan(claimed.map((j) => j.runAt + j.latenessMs), 1000), 10, 'never more than count in any second');
     const stats = await a.stats(topic);
     assert.equal(stats.ready, 0);
-    assert.equal(stats.running, 35, 'every job claimed once, none lost');
+    assert.equal(stats.running, 35);
   });
 
   it('two claim loops on the Redis clock never start more than count in any span of per; all jobs start, later ones late', async () => {
