@@ -24,9 +24,10 @@ async function runningByPartition(ctx: EngineContext, t: TopicConfig): Promise<n
  * at most `maxRunning`, and stopping before the job whose body would take the claimed bodies past
  * `maxBytes` (the first job always gets through, whatever its size). Each script call stops at
  * SCRIPT_CALL_BYTES. Partitions are visited one after another, starting one further each call; a
- * partition whose claim stopped at its byte budget is asked again before the next.
+ * partition whose claim stopped at its byte budget is asked again before the next. `at`: the Redis
+ * time (ms) the claim counts as made, instead of the clock at each call.
  */
-export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES): Promise<ClaimedJob[]> {
+export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, at?: number): Promise<ClaimedJob[]> {
   const runningBy = await runningByPartition(ctx, t);
   let running = runningBy.reduce((a, b) => a + b, 0);
   const claimed: ClaimedJob[] = [];
@@ -40,7 +41,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
       const left = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
       const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], {
-        clock: ctx.clock(),
+        clock: at ?? ctx.clock(),
         count: count - claimed.length,
         maxRunning: room,
         ttrMs: t.ttrMs,
@@ -82,16 +83,19 @@ export interface PacedClaim {
 
 /**
  * claimJobs within topic `t`'s rate limit, shared by every caller through Redis: takes up to
- * `count` start tokens first (one script call), claims at most that many, and gives the unused
- * back. A topic without a rate limit is claimed exactly as by claimJobs (no further calls).
+ * `count` start tokens first (one script call), claims at most that many as of the grant's time,
+ * and gives the unused back. A topic without a rate limit is claimed exactly as by claimJobs (no
+ * further calls).
  */
 export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES): Promise<PacedClaim> {
   if (!t.rateLimit || count <= 0) return { jobs: await claimJobs(ctx, t, count, maxRunning, maxBytes), waitMs: null };
   const key = [rateKey(t.name)] as const;
-  const [granted, slot, waitMs] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
+  const [granted, slot, waitMs, grantedAt] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
   if (granted === 0) return { jobs: [], waitMs: Math.max(1, waitMs) };
-  // a claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow side
-  const jobs = await claimJobs(ctx, t, granted, maxRunning, maxBytes);
+  // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),
+  // so the starts the window counts are the starts the jobs record, whatever the claim's own delay.
+  // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow side.
+  const jobs = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt);
   const unused = granted - jobs.length;
   if (unused > 0) await run(ctx.redis, script.returnTokens(key, { slot, n: unused }));
   // fewer jobs than tokens: what stopped the claim was not the limit

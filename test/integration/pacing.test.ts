@@ -41,7 +41,7 @@ function busiestSpan(times: number[], spanMs: number): number {
 describe('pacing (real redis-server)', () => {
   const server = useRedisServer();
 
-  it('two queues claiming at once on a fixed clock share count per per, spread over the window: one slot (10 ms) at a time, then none until a slot leaves', async () => {
+  it('two queues claiming at once on a fixed clock share count per per, paced one start per per/count, then none until a slot leaves', async () => {
     const topic = uniqueTopic('pace');
     const clock = new TestClock();
     const topics = { [topic]: { concurrency: 1000, rateLimit: { count: 10, per: 1 } } };
@@ -59,21 +59,21 @@ describe('pacing (real redis-server)', () => {
         if (jobs.length === 0) return { got, waits: round.map((r) => r.waitMs) };
       }
     };
-    assert.deepEqual(await claimAll(), { got: 1, waits: [10, 10, 10, 10] }, 'ceil(10 / 100 slots) = 1 a slot: no herd at the start');
+    assert.deepEqual(await claimAll(), { got: 1, waits: [100, 100, 100, 100] }, 'one start per 100 ms: no herd at the start');
     for (let k = 1; k < 10; k++) {
-      clock.now = t0 + 10 * k;
+      clock.now = t0 + 100 * k;
       assert.equal((await claimAll()).got, 1);
     }
-    clock.now = t0 + 100;
-    assert.deepEqual(await claimAll(), { got: 0, waits: [910, 910, 910, 910] }, 'count reached: none until the first slot leaves the window at +1010');
-    clock.now = t0 + 500;
-    assert.deepEqual(await claimAll(), { got: 0, waits: [510, 510, 510, 510] });
+    clock.now = t0 + 950;
+    assert.deepEqual(await claimAll(), { got: 0, waits: [60, 60, 60, 60] }, 'count reached: none until the first slot leaves the window at +1010');
+    clock.now = t0 + 1000;
+    assert.deepEqual(await claimAll(), { got: 0, waits: [10, 10, 10, 10] }, 'the pace allows one, the window does not');
     clock.now = t0 + 1010;
     assert.equal((await claimAll()).got, 1, 'the first slot left the window');
     clock.now = t0 + 5000;
-    assert.equal((await claimAll()).got, 1, 'after a long idle, still one slot at a time (no burst)');
+    assert.equal((await claimAll()).got, 1, 'after a long idle, still one at a time (no burst)');
     while (claimed.length < 35) {
-      clock.advance(10);
+      clock.advance(50);
       await claimAll();
     }
     assert.equal(new Set(claimed.map((j) => j.id)).size, 35, 'every job claimed once, none lost');
@@ -126,7 +126,7 @@ describe('pacing (real redis-server)', () => {
 
   it('a fan-out out of time hands the waiting jobs to a new fan-out; they stay ready', async () => {
     const topic = uniqueTopic('pace');
-    const queue = makeQueue(server.client(), { [topic]: { handler: 'h', concurrency: 1000, rateLimit: { count: 5, per: 60 } } });
+    const queue = makeQueue(server.client(), { [topic]: { handler: 'h', concurrency: 1000, rateLimit: { count: 5, per: 60 } } }); // one start per 12 s
     for (let i = 0; i < 12; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: i });
     await queue.sweep();
     const invoker = new RecordingInvoker();
@@ -135,11 +135,11 @@ describe('pacing (real redis-server)', () => {
     await r.del(sweeperKeys().fanout);
     await r.set(sweeperKeys().fanout, 'mine', 'PX', 30_000);
     await runFanout({ queue, redis: r, invoker, log, remainingMs: () => 10_000 }, { token: 'mine', topics: [topic] });
-    assert.equal(invoker.jobs().length, 5, 'the budget of the window');
+    assert.equal(invoker.jobs().length, 1, 'the first start; the next is 12 s away, beyond its time');
     assert.equal(invoker.calls.filter((c) => c.name === 'fanout').length, 1, 'a new fan-out was invoked');
     assert.notEqual(await r.get(sweeperKeys().fanout), 'mine', 'its own mark cleared, the new one set');
     const stats = await queue.stats(topic);
-    assert.equal(stats.ready, 7, 'the rest wait, ready');
+    assert.equal(stats.ready, 11, 'the rest wait, ready');
     await r.del(sweeperKeys().fanout);
   });
 
