@@ -97,7 +97,7 @@ export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: numb
   // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow side.
   const jobs = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt);
   const unused = granted - jobs.length;
-  if (unused > 0) await run(ctx.redis, script.returnTokens(key, { slot, n: unused }));
+  if (unused > 0) await run(ctx.redis, script.returnTokens(key, { slot, n: unused, intervalMs: t.rateLimit.perMs / t.rateLimit.count }));
   // fewer jobs than tokens: what stopped the claim was not the limit
   return { jobs, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
 }

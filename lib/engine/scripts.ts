@@ -405,7 +405,7 @@ export function takeTokens(keys: readonly [RateKey], a: { clock: ClockArg; count
   return call('takeTokens', keys, [a.clock, a.count, a.perMs, a.wanted]);
 }
 
-/** lua/returnTokens-1.lua: gives `n` unused tokens granted in `slot` back; replies what the slot holds after. */
-export function returnTokens(keys: readonly [RateKey], a: { slot: number; n: number }): ScriptCall<number> {
-  return call('returnTokens', keys, [a.slot, a.n]);
+/** lua/returnTokens-1.lua: gives `n` unused tokens granted in `slot` back to the window and the pace (`intervalMs` = perMs / count); replies what the slot holds after. */
+export function returnTokens(keys: readonly [RateKey], a: { slot: number; n: number; intervalMs: number }): ScriptCall<number> {
+  return call('returnTokens', keys, [a.slot, a.n, a.intervalMs]);
 }

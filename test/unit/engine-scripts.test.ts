@@ -65,7 +65,7 @@ describe('typed script calls', () => {
       script.getSchedule([sk.schedules], { id: 'a' }),
       script.listSchedules([sk.ids, sk.schedules], { after: '', limit: 1, maxBytes: 1 }),
       script.takeTokens([rateKey('orders')], { clock: '', count: 1, perMs: 1000, wanted: 1 }),
-      script.returnTokens([rateKey('orders')], { slot: 1, n: 1 }),
+      script.returnTokens([rateKey('orders')], { slot: 1, n: 1, intervalMs: 1 }),
     ];
     assert.deepEqual(calls.map((c) => c.script).sort(), Object.keys(SCRIPTS).sort(), 'one wrapper per script');
     for (const c of calls) assert.equal(c.keys.length, SCRIPTS[c.script].numberOfKeys, c.script);
