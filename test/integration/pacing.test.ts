@@ -143,6 +143,24 @@ describe('pacing (real redis-server)', () => {
     await r.del(sweeperKeys().fanout);
   });
 
+  it('tokens a claim did not use go back to the window and the pace (returnTokens), and a slot that left the window takes none', async () => {
+    const topic = uniqueTopic('pace');
+    const clock = new TestClock();
+    const queue = makeQueue(server.client(), { [topic]: { concurrency: 1000, rateLimit: { count: 1000, per: 1 } } }, { clock });
+    for (let i = 0; i < 2; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: i });
+    await queue.sweep();
+    const r = server.client();
+    const got = await queue.claimPaced(topic, 50);
+    assert.deepEqual([got.jobs.length, got.waitMs], [2, null], 'two ready: the other 48 tokens were not the limit');
+    const slot = String(Math.floor((clock.now * 100) / 1000));
+    assert.deepEqual(await r.hgetall(rateKey(topic)), { [slot]: '2', tat: String(clock.now + 2) }, 'the window holds 2, the pace moved by 2 ms');
+    const { runScript } = await import('../../lib/scripts');
+    assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], [slot, 1, 1]), 1);
+    assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], [slot, 5, 1]), 0, 'never below 0; the emptied slot is deleted');
+    assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], ['12', 1, 1]), 0, 'a slot no longer held');
+    assert.deepEqual(await r.hgetall(rateKey(topic)), { tat: String(clock.now + 2 - 7) }, 'the pace takes back all 7');
+  });
+
   it('a topic without rateLimit claims as before and never touches a rate key', async () => {
     const topic = uniqueTopic('free');
     const queue = makeQueue(server.client(), { [topic]: { concurrency: 1000 } });
