@@ -211,7 +211,7 @@ describe('the client against the stack', () => {
     assert.deepEqual(final.map((j) => j.id).filter((x) => !atDelete.has(x)), [], 'no occurrence created after the delete answered');
     for (const job of final) {
       assert.ok(Date.parse(job.runAt) <= answeredAt + 1000, `${job.id}: at most the pending occurrence was due after the delete`);
-      if (Date.parse(job.runAt) > answeredAt) assert.equal(job.state, 'cancelled', `${job.id} was pending: withdrawn`);
+      if (Date.parse(job.runAt) > answeredAt) assert.equal(job.state, 'cancelled', `${job.id} was pending: withdrawn (kept cancelled for its group until purged)`);
     }
     const again = await queue.deleteSchedule('example', id).catch((e: unknown) => e);
     assert.ok(again instanceof DelayQueueError);
@@ -228,11 +228,13 @@ describe('the client against the stack', () => {
     const after = edited.schedule.pending!;
     assert.notEqual(after.id, before.id);
     assert.deepEqual([edited.schedule.cron, edited.schedule.timezone, edited.schedule.every, edited.schedule.nextRuns.length], ['0 0 1 1 *', 'America/New_York', undefined, 5]);
-    assert.equal((await queue.get('example', before.id))?.state, 'cancelled', 'the old pending occurrence is withdrawn');
+    const withdrawn = await queue.get('example', before.id); // removed, or cancelled until the sweeper purges it
+    assert.ok(withdrawn === null || withdrawn.state === 'cancelled', `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn)}`);
     const pending = await queue.get('example', after.id);
     assert.deepEqual([pending?.state, pending?.runAt, pending?.body], ['delayed', after.runAt, 2]);
     await queue.deleteSchedule('example', id);
-    assert.equal((await queue.get('example', after.id))?.state, 'cancelled');
+    const gone = await queue.get('example', after.id);
+    assert.ok(gone === null || gone.state === 'cancelled', `the delete withdrew the pending occurrence: ${JSON.stringify(gone)}`);
   });
 
   it('schedules: every bad input the issue lists is a 400 naming its field', async () => {

@@ -400,7 +400,8 @@ describe('openapi.yaml matches what the stack answers', () => {
     const replaced = await call('PUT', `/schedules/example/${id}`, { every: 3600, body: { report: 'hourly' } });
     assert.equal(replaced.status, 200);
     assert.notEqual(replaced.body.schedule.pending.id, schedule.pending.id);
-    assert.equal((await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`)).body.job.state, 'cancelled', 'the old pending occurrence is withdrawn');
+    const withdrawn = await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`); // cancelled until the sweeper purges it
+    assert.ok(withdrawn.status === 404 || withdrawn.body.job.state === 'cancelled', `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn.body)}`);
     const paused = await call('PUT', `/schedules/example/${id}`, { every: 60, paused: true });
     assert.deepEqual([paused.status, paused.body.schedule.pending, paused.body.schedule.nextRuns], [200, null, []]);
 
