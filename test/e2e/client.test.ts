@@ -218,7 +218,7 @@ describe('the client against the stack', () => {
     assert.deepEqual([again.status, again.code], [404, 'NOT_FOUND']);
   });
 
-  it('schedules: a put replaces the pending occurrence (the old one cancelled, the new one delayed)', async () => {
+  it('schedules: a put replaces the pending occurrence (the old one withdrawn, the new one delayed)', async () => {
     const id = uid('edit');
     const first = await queue.putSchedule('example', id, { every: 3600, body: 1 });
     const before = first.schedule.pending!;
