@@ -3,7 +3,7 @@ import { errorBody, jobHeaders, type ApiRequest, type ApiResponse } from './http
 import type { Job, WriteOutcome } from './queue';
 import type { Runtime } from './runtime';
 import { wakeSweeper } from './sweeper';
-import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive } from './validation';
+import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive, validateSchedulesQuery } from './validation';
 
 /** The routes of the HTTP API; each takes a parsed request and returns status and body. */
 
@@ -105,4 +105,43 @@ export async function listGroup(req: ApiRequest, rt: Runtime): Promise<ApiRespon
 export async function listJobs(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const query = validateJobsQuery(req.query);
   return { status: 200, body: await rt.queue.listJobs(req.params.topic ?? '', query) };
+}
+
+/**
+ * PUT /schedules/{topic}/{id}: creates the schedule (201) or replaces it (200), its pending
+ * occurrence with it; `{ schedule }`. When an occurrence became the earliest due job of its
+ * partition, wakes the sweeper for the earliest one the put may have created: the pending
+ * occurrence, or a missed one caught up on resume (due now, at `lastRunAt`). Waking early costs
+ * one sweep that finds nothing; waking late would make the occurrence late.
+ */
+export async function putSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const { topic = '', id = '' } = req.params;
+  const { status, schedule, wake } = await rt.queue.putSchedule(topic, id, req.json());
+  if (wake) {
+    const times = [schedule.pending?.runAt, schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
+    await wakeSweeper(rt, times.length > 0 ? Math.min(...times) : 'now');
+  }
+  if (status === 'replaced') return { status: 200, body: { schedule } };
+  return { status: 201, body: { schedule }, headers: { location: `/schedules/${encodeURIComponent(topic)}/${encodeURIComponent(id)}` } };
+}
+
+/** GET /schedules/{topic}/{id}: `{ schedule }` with its next 5 run times, pending occurrence and last run; 404 when there is none. */
+export async function getSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const { topic = '', id = '' } = req.params;
+  const schedule = await rt.queue.getSchedule(topic, id);
+  if (!schedule) throw new HttpError(404, 'NOT_FOUND', `schedule ${topic}/${id} not found`);
+  return { status: 200, body: { schedule } };
+}
+
+/** DELETE /schedules/{topic}/{id}: deletes the schedule and withdraws its pending occurrence; `{ deleted: true }`, 404 when there is none. */
+export async function deleteSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const { topic = '', id = '' } = req.params;
+  await rt.queue.deleteSchedule(topic, id);
+  return { status: 200, body: { deleted: true } };
+}
+
+/** GET /schedules?topic=&limit=&cursor=: one page of a topic's schedules by id; `{ schedules, next }`. */
+export async function listSchedules(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const { topic, ...page } = validateSchedulesQuery(req.query);
+  return { status: 200, body: await rt.queue.listSchedules(topic, page) };
 }

@@ -11,8 +11,9 @@
  * Adds are retried on network errors, timeouts and 5xx answers (with backoff, honouring
  * Retry-After). Every job gets an id before the first try (the caller's, else a random UUID), so
  * a retry cannot add the job twice: a retry that meets `409 JOB_EXISTS` with the same body is the
- * earlier try's success. Reads (`get`, `topics`, `dead`, `listJobs`, `listGroup`) are retried the
- * same way; `put`, `cancel`, `cancelGroup` and `redrive` are sent once.
+ * earlier try's success. Reads (`get`, `topics`, `dead`, `listJobs`, `listGroup`, `getSchedule`,
+ * `listSchedules`) are retried the same way; `put`, `cancel`, `cancelGroup`, `redrive`,
+ * `putSchedule` and `deleteSchedule` are sent once.
  */
 
 /** Error codes of the API (`{ "error": { "code" } }`). */
@@ -138,6 +139,60 @@ export type TimeBound = Date | number | string;
 export type BatchResult<Body = unknown> =
   | { ok: true; status: 201; job: Job<Body> }
   | { ok: false; status: number; error: DelayQueueError };
+
+/**
+ * A recurring schedule to put: `cron` (5 fields, or 6 with seconds first) in `timezone` (IANA,
+ * default UTC), or `every` (seconds), not both; each occurrence is a job with `body` and the options.
+ */
+export interface ScheduleInput<Body = unknown> {
+  cron?: string;
+  timezone?: string;
+  every?: number;
+  /** Missed occurrences (queue down, schedule paused): `latest` runs the latest once (default), `none` none. */
+  catchUp?: 'latest' | 'none';
+  paused?: boolean;
+  body?: Body;
+  maxAttempts?: number;
+  backoff?: BackoffInput;
+  ttr?: number;
+  url?: string;
+  group?: string;
+}
+
+/** A schedule as the API returns it; times are ISO-8601, durations seconds. */
+export interface Schedule<Body = unknown> {
+  topic: string;
+  id: string;
+  cron?: string;
+  timezone?: string;
+  every?: number;
+  catchUp: 'latest' | 'none';
+  paused: boolean;
+  /** Each occurrence's body. */
+  body: Body;
+  maxAttempts: number;
+  ttr: number;
+  backoff: Backoff;
+  url: string | null;
+  group: string | null;
+  /** Grows with every change of the schedule, its advances included. */
+  version: number;
+  createdAt: string;
+  /** When its definition last changed (a put). */
+  updatedAt: string;
+  /** The occurrence waiting to fall due (a job of the topic, id `<schedule id>:<YYYYMMDDTHHMMSSZ>`), or null (paused, or no run left). */
+  pending: { id: string; runAt: string } | null;
+  /** The latest occurrence handed over (run, or skipped as missed), or null. */
+  lastRunAt: string | null;
+  /** The next 5 run times, the pending occurrence's first; none while paused. */
+  nextRuns: string[];
+}
+
+/** One page of a topic's schedules, by id; `next` is the `cursor` of the next page, or null. */
+export interface SchedulePage<Body = unknown> {
+  schedules: Schedule<Body>[];
+  next: string | null;
+}
 
 export interface DelayQueueClientOptions {
   /** The API's base URL, e.g. `https://abc.execute-api.eu-west-1.amazonaws.com` (no trailing path needed). */
@@ -467,6 +522,48 @@ export class DelayQueueClient {
     return this.call('GET', target + (query.toString() ? `?${query}` : ''), undefined, options, true, (reply) => {
       const body = reply.body as JobPage<Body> | undefined;
       return reply.status === 200 && Array.isArray(body?.jobs) && (typeof body.next === 'string' || body.next === null) ? body : undefined;
+    });
+  }
+
+  /**
+   * Creates schedule topic/id, or replaces it and its pending occurrence (`created` tells which).
+   * Throws VALIDATION_FAILED naming each bad field (`cron`, `timezone`, `every`, `id`, …),
+   * UNKNOWN_TOPIC, PAYLOAD_TOO_LARGE.
+   */
+  async putSchedule<Body = unknown>(topic: string, id: string, schedule: ScheduleInput<Body>, options?: CallOptions): Promise<{ schedule: Schedule<Body>; created: boolean }> {
+    return this.call('PUT', path('schedules', topic, id), schedule, options, false, (reply) => {
+      const body = reply.body as { schedule?: Schedule<Body> } | undefined;
+      if ((reply.status === 200 || reply.status === 201) && body?.schedule) return { schedule: body.schedule, created: reply.status === 201 };
+      return undefined;
+    });
+  }
+
+  /** Schedule topic/id with its pending occurrence, last run and next 5 run times, or null when there is none. */
+  async getSchedule<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Schedule<Body> | null> {
+    return this.call('GET', path('schedules', topic, id), undefined, options, true, (reply) => {
+      const body = reply.body as { schedule?: Schedule<Body>; error?: { code?: string } } | undefined;
+      if (reply.status === 200 && body?.schedule) return body.schedule;
+      if (reply.status === 404 && body?.error?.code === 'NOT_FOUND') return null;
+      return undefined;
+    });
+  }
+
+  /** Deletes schedule topic/id and withdraws its pending occurrence. Throws NOT_FOUND when there is none. */
+  async deleteSchedule(topic: string, id: string, options?: CallOptions): Promise<void> {
+    await this.call('DELETE', path('schedules', topic, id), undefined, options, false, (reply) => {
+      const body = reply.body as { deleted?: boolean } | undefined;
+      return reply.status === 200 && body?.deleted === true ? true : undefined;
+    });
+  }
+
+  /** One page of a topic's schedules by id (`limit` 1–100, default 50; `cursor`: the previous page's `next`). */
+  async listSchedules<Body = unknown>(topic: string, page: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SchedulePage<Body>> {
+    const query = new URLSearchParams({ topic });
+    if (page.limit !== undefined) query.set('limit', String(page.limit));
+    if (page.cursor !== undefined) query.set('cursor', page.cursor);
+    return this.call('GET', `/schedules?${query}`, undefined, options, true, (reply) => {
+      const body = reply.body as SchedulePage<Body> | undefined;
+      return reply.status === 200 && Array.isArray(body?.schedules) && (typeof body.next === 'string' || body.next === null) ? body : undefined;
     });
   }
 

@@ -12,7 +12,7 @@ import type { JobChange, NewJob } from './engine/jobs';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
 import { jitterOffsetMs } from './pacing';
-import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
+import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
 
 export type { JobChange, NewJob } from './engine/jobs';
 
@@ -475,4 +475,24 @@ export function validateDeadPage(query: Record<string, string | undefined>): { l
   const after = query.after === undefined || query.after === '' ? undefined : query.after;
   if (after !== undefined) checkDeadCursor(after);
   return { ...(limit !== undefined ? { limit } : {}), ...(after !== undefined ? { after } : {}) };
+}
+
+/**
+ * Validates the query of GET /schedules: `topic` (required), `limit` (SCHEDULES_PAGE) and `cursor`
+ * (the previous page's `next`, checked when the page is read). Throws 400 VALIDATION_FAILED naming
+ * every bad parameter.
+ */
+export function validateSchedulesQuery(query: Record<string, string | undefined>): { topic: string; limit?: number; cursor?: string } {
+  const problems: FieldProblem[] = [];
+  const topic = query.topic ?? '';
+  if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `is required and must match ${TOPIC_PATTERN.source}`);
+  let limit: number | undefined;
+  if (query.limit !== undefined && query.limit !== '') {
+    const n = Number(query.limit);
+    if (isIntegerIn(n, SCHEDULES_PAGE)) limit = n;
+    else problem(problems, 'limit', `must be an integer from ${SCHEDULES_PAGE.min} to ${SCHEDULES_PAGE.max}`);
+  }
+  throwQueryProblems(problems);
+  const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
+  return { topic, ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
 }

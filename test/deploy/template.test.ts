@@ -30,7 +30,7 @@ function invokeTargets(t: Template, roleId: string): string[] {
 
 /** Who invokes whom, from the code (grep invokeAsync, nudgeSweeper, requestFanout in lib/). */
 function expectedInvokes(t: Template, key: string): string[] {
-  if (['addJob', 'addJobs', 'putJob', 'redrive'].includes(key)) return ['sweeper']; // lib/api.ts nudgeSweeper
+  if (['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule'].includes(key)) return ['sweeper']; // lib/api.ts nudgeSweeper
   if (key === 'sweeper') return ['fanout', 'sweeper']; // hand-over, requestFanout
   if (key === 'fanout') return topicHandlers(t); // one invoke per batch
   if (topicHandlers(t).includes(key)) return ['fanout', 'sweeper']; // lib/topicHandler.ts
@@ -276,7 +276,7 @@ describe('network options (serverless print)', () => {
       .map(([id]) => id)
       .sort();
     assert.deepEqual(invokers, ['DqFanoutRole', 'DqSweeperRole']);
-    for (const name of ['addJob', 'addJobs', 'putJob', 'redrive', 'exampleHandler', 'webhookHandler']) {
+    for (const name of ['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'exampleHandler', 'webhookHandler']) {
       assert.equal(config.functions[name].role, 'DqFunctionRole', name);
     }
     assert.equal(config.provider.environment.DQ_WAKE_INVOKES, 'false');

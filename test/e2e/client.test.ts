@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DelayQueueClient, DelayQueueError, type Job } from '../../lib/client';
+import { DelayQueueClient, DelayQueueError, type Job, type ScheduleInput } from '../../lib/client';
 import { startOffline, type OfflineProcess } from '../support/offline';
 import { checkingFetch, Contract } from '../support/openapi';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -150,6 +150,113 @@ describe('the client against the stack', () => {
     const absent = await queue.put('example', uid('absent'), { delay: 60 }, { ifMatch: '*' }).catch((e: unknown) => e);
     assert.ok(absent instanceof DelayQueueError);
     assert.deepEqual([absent.code, absent.job], ['VERSION_MISMATCH', undefined]);
+  });
+
+  /** Every job of group `group` of the example topic, all pages. */
+  async function groupJobs(group: string): Promise<Job[]> {
+    const jobs: Job[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { jobs: Job[]; next: string | null } = await queue.listGroup('example', group, { limit: 500, ...(cursor ? { cursor } : {}) });
+      jobs.push(...page.jobs);
+      cursor = page.next;
+    } while (cursor !== null);
+    return jobs;
+  }
+
+  /** The id of schedule `id`'s occurrence at ISO time `at`. */
+  const occurrenceId = (id: string, at: string) => `${id}:${at.slice(0, 19).replace(/[-:]/g, '')}Z`;
+
+  it('schedules: every second on the example topic, each occurrence delivered once as <id>:<YYYYMMDDTHHMMSSZ>; GET shows the next 5 runs; a delete stops it', async () => {
+    const id = uid('tick');
+    const group = `${id}-g`;
+    const { schedule, created } = await queue.putSchedule('example', id, { every: 1, body: { tick: true }, group });
+    assert.equal(created, true);
+    assert.equal(schedule.nextRuns.length, 5);
+    assert.equal(schedule.pending?.runAt, schedule.nextRuns[0]);
+    assert.equal(schedule.pending?.id, occurrenceId(id, schedule.nextRuns[0]!));
+    const gaps = schedule.nextRuns.slice(1).map((t, i) => Date.parse(t) - Date.parse(schedule.nextRuns[i]!));
+    assert.deepEqual(gaps, [1000, 1000, 1000, 1000]);
+
+    const deadline = Date.now() + 90_000; // generous: the machine may be busy
+    let jobs = await groupJobs(group);
+    while (jobs.filter((j) => j.state === 'done').length < 3) {
+      if (Date.now() > deadline) assert.fail(`fewer than 3 occurrences done in 90 s: ${JSON.stringify(jobs.map((j) => [j.id, j.state]))}`);
+      await sleep(250);
+      jobs = await groupJobs(group);
+    }
+    for (const job of jobs) {
+      assert.equal(job.id, occurrenceId(id, job.runAt), 'an occurrence is named by its run time');
+      assert.deepEqual(job.body, { tick: true });
+    }
+    assert.equal(new Set(jobs.map((j) => j.runAt)).size, jobs.length, 'one job per run time');
+    for (const job of jobs.filter((j) => j.state === 'done')) assert.equal(job.attempts, 1, `${job.id} ran once`);
+
+    const got = await queue.getSchedule('example', id);
+    assert.equal(got?.nextRuns.length, 5);
+    assert.ok(got!.lastRunAt !== null && Date.parse(got!.lastRunAt) >= Date.parse(schedule.nextRuns[0]!), 'it ran');
+    assert.equal(got!.pending?.runAt, got!.nextRuns[0]);
+    assert.deepEqual(got!.nextRuns.slice(1).map((t, i) => Date.parse(t) - Date.parse(got!.nextRuns[i]!)), [1000, 1000, 1000, 1000]);
+    assert.ok((await queue.listSchedules('example', { limit: 100 })).schedules.some((x) => x.id === id));
+
+    await queue.deleteSchedule('example', id);
+    const answeredAt = Date.now();
+    assert.equal(await queue.getSchedule('example', id), null);
+    const atDelete = new Set((await groupJobs(group)).map((j) => j.id));
+    // let the pipeline run past the cadence: a job due 2 s after the delete is done first
+    const control = await queue.add({ topic: 'example', id: uid('after-delete'), delay: 2 });
+    await until(control.id, () => queue.get('example', control.id), 'done');
+    await sleep(1500);
+    const final = await groupJobs(group);
+    assert.deepEqual(final.map((j) => j.id).filter((x) => !atDelete.has(x)), [], 'no occurrence created after the delete answered');
+    for (const job of final) {
+      assert.ok(Date.parse(job.runAt) <= answeredAt + 1000, `${job.id}: at most the pending occurrence was due after the delete`);
+      if (Date.parse(job.runAt) > answeredAt) assert.equal(job.state, 'cancelled', `${job.id} was pending: withdrawn (kept cancelled for its group until purged)`);
+    }
+    const again = await queue.deleteSchedule('example', id).catch((e: unknown) => e);
+    assert.ok(again instanceof DelayQueueError);
+    assert.deepEqual([again.status, again.code], [404, 'NOT_FOUND']);
+  });
+
+  it('schedules: a put replaces the pending occurrence (the old one withdrawn, the new one delayed)', async () => {
+    const id = uid('edit');
+    const first = await queue.putSchedule('example', id, { every: 3600, body: 1 });
+    const before = first.schedule.pending!;
+    assert.equal((await queue.get('example', before.id))?.state, 'delayed');
+    const edited = await queue.putSchedule('example', id, { cron: '0 0 1 1 *', timezone: 'America/New_York', body: 2 });
+    assert.equal(edited.created, false);
+    const after = edited.schedule.pending!;
+    assert.notEqual(after.id, before.id);
+    assert.deepEqual([edited.schedule.cron, edited.schedule.timezone, edited.schedule.every, edited.schedule.nextRuns.length], ['0 0 1 1 *', 'America/New_York', undefined, 5]);
+    const withdrawn = await queue.get('example', before.id); // removed, or cancelled until the sweeper purges it
+    assert.ok(withdrawn === null || withdrawn.state === 'cancelled', `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn)}`);
+    const pending = await queue.get('example', after.id);
+    assert.deepEqual([pending?.state, pending?.runAt, pending?.body], ['delayed', after.runAt, 2]);
+    await queue.deleteSchedule('example', id);
+    const gone = await queue.get('example', after.id);
+    assert.ok(gone === null || gone.state === 'cancelled', `the delete withdrew the pending occurrence: ${JSON.stringify(gone)}`);
+  });
+
+  it('schedules: every bad input the issue lists is a 400 naming its field', async () => {
+    const cases: [string, string, ScheduleInput, string][] = [
+      ['example', uid('bad'), { cron: '61 * * * *' }, 'cron'],
+      ['example', uid('bad'), { cron: '0 9 * * *', timezone: 'Mars/Olympus' }, 'timezone'],
+      ['example', uid('bad'), { cron: '0 9 * * *', every: 60 }, 'cron'],
+      ['example', uid('bad'), { body: 1 }, 'cron'],
+      ['example', uid('bad'), { every: 0 }, 'every'],
+      ['example', uid('bad'), { every: 0.5 }, 'every'],
+      ['example', 'x'.repeat(112), { every: 5 }, 'id'],
+    ];
+    for (const [topic, id, input, field] of cases) {
+      const error = await queue.putSchedule(topic, id, input).catch((e: unknown) => e);
+      assert.ok(error instanceof DelayQueueError, JSON.stringify(input));
+      assert.deepEqual([error.status, error.code, (error.details as { path: string }[]).map((d) => d.path)], [400, 'VALIDATION_FAILED', [field]], JSON.stringify(input));
+      assert.equal(await queue.getSchedule(topic, id), null, 'nothing was written');
+    }
+    const unknown = await queue.putSchedule('nope', uid('bad'), { every: 5 }).catch((e: unknown) => e);
+    assert.ok(unknown instanceof DelayQueueError);
+    assert.deepEqual([unknown.status, unknown.code], [400, 'UNKNOWN_TOPIC']);
+    assert.match(unknown.message, /topic "nope" is not configured/);
   });
 
   it('an add during a Redis outage is retried (503, Retry-After) until Redis is back, and stored once', async () => {

@@ -383,6 +383,84 @@ describe('openapi.yaml matches what the stack answers', () => {
     expectError(await call('GET', '/topics/example/jobs', undefined, { token: null }), 401, 'UNAUTHORIZED');
   });
 
+  it('schedules: put 201 then 200 (the pending occurrence replaced), get with its next 5 runs, pages by id, delete; 400 naming each field, 404, 401, 413', async () => {
+    const compact = (at: string) => `${at.slice(0, 19).replace(/[-:]/g, '')}Z`;
+    const prefix = uid('sched');
+    const id = `${prefix}-a`;
+    const created = await call('PUT', `/schedules/example/${id}`, { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', body: { report: 'daily' }, catchUp: 'none', maxAttempts: 2, backoff: '15s 1m', ttr: 5, group: `${prefix}-g` });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal(created.headers.get('location'), `/schedules/example/${id}`);
+    const schedule = created.body.schedule;
+    assert.equal(schedule.nextRuns.length, 5);
+    assert.deepEqual(schedule.pending, { id: `${id}:${compact(schedule.nextRuns[0])}`, runAt: schedule.nextRuns[0] });
+    const got = await call('GET', `/schedules/example/${id}`);
+    assert.deepEqual([got.status, got.body.schedule], [200, schedule]);
+    assert.equal((await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`)).body.job.state, 'delayed');
+
+    const replaced = await call('PUT', `/schedules/example/${id}`, { every: 3600, body: { report: 'hourly' } });
+    assert.equal(replaced.status, 200);
+    assert.notEqual(replaced.body.schedule.pending.id, schedule.pending.id);
+    const withdrawn = await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`); // cancelled until the sweeper purges it
+    assert.ok(withdrawn.status === 404 || withdrawn.body.job.state === 'cancelled', `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn.body)}`);
+    const paused = await call('PUT', `/schedules/example/${id}`, { every: 60, paused: true });
+    assert.deepEqual([paused.status, paused.body.schedule.pending, paused.body.schedule.nextRuns], [200, null, []]);
+
+    const ids = [id, ...['b', 'c', 'd', 'e'].map((x) => `${prefix}-${x}`)];
+    for (const other of ids.slice(1)) assert.equal((await call('PUT', `/schedules/example/${other}`, { every: 86400 })).status, 201);
+    const listed: string[] = [];
+    const sizes: number[] = [];
+    let next: string | null = null;
+    do {
+      const page: Reply = await call('GET', `/schedules?topic=example&limit=2${next === null ? '' : `&cursor=${encodeURIComponent(next)}`}`);
+      assert.equal(page.status, 200, JSON.stringify(page.body));
+      sizes.push(page.body.schedules.length);
+      listed.push(...page.body.schedules.map((x: { id: string }) => x.id));
+      next = page.body.next;
+      if (sizes.length > 20) assert.fail('more than 20 pages');
+    } while (next !== null);
+    assert.deepEqual(listed, ids, 'every schedule once, by id');
+    assert.ok(sizes.length >= 3 && sizes.every((n) => n <= 2), `page sizes ${sizes}`);
+    assert.deepEqual((await call('GET', '/schedules?topic=webhook')).body, { schedules: [], next: null });
+
+    const deleted = await call('DELETE', `/schedules/example/${ids[1]}`);
+    assert.deepEqual([deleted.status, deleted.body], [200, { deleted: true }]);
+    expectError(await call('GET', `/schedules/example/${ids[1]}`), 404, 'NOT_FOUND');
+    expectError(await call('DELETE', `/schedules/example/${ids[1]}`), 404, 'NOT_FOUND');
+
+    for (const [body, field] of [
+      [{ cron: '61 * * * *' }, 'cron'],
+      [{ cron: '0 9 * * *', timezone: 'Mars/Olympus' }, 'timezone'],
+      [{ cron: '0 9 * * *', every: 60 }, 'cron'],
+      [{ body: 1 }, 'cron'],
+      [{ every: 0 }, 'every'],
+      [{ every: 5, timezone: 'UTC' }, 'timezone'],
+      [{ every: 5, delay: 1 }, 'delay'],
+    ] as const) {
+      assert.deepEqual(invalidPaths(await call('PUT', `/schedules/example/${prefix}-bad`, body)), [field], JSON.stringify(body));
+    }
+    assert.deepEqual(invalidPaths(await call('PUT', `/schedules/example/${'x'.repeat(112)}`, { every: 5 })), ['id']);
+    assert.deepEqual(invalidPaths(await call('PUT', '/schedules/example/bad%20id', { every: 5 })), ['id']);
+    expectError(await call('GET', `/schedules/example/${prefix}-bad`), 404, 'NOT_FOUND');
+    const unknown = await call('PUT', `/schedules/nope/${prefix}`, { every: 5 });
+    expectError(unknown, 400, 'UNKNOWN_TOPIC');
+    assert.match(unknown.body.error.message, /topic "nope"/);
+    expectError(await call('PUT', `/schedules/example/${id}`, undefined, { raw: '{' }), 400, 'INVALID_JSON');
+    expectError(await call('PUT', `/schedules/example/${id}`, { every: 5, body: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE');
+    assert.deepEqual(invalidPaths(await call('GET', '/schedules/example/bad%20id')), ['id']);
+    assert.deepEqual(invalidPaths(await call('DELETE', '/schedules/example/bad%20id')), ['id']);
+    expectError(await call('GET', `/schedules/nope/${id}`), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('DELETE', `/schedules/nope/${id}`), 400, 'UNKNOWN_TOPIC');
+    assert.deepEqual(invalidPaths(await call('GET', '/schedules')), ['topic']);
+    for (const limit of ['0', '101', 'ten']) assert.deepEqual(invalidPaths(await call('GET', `/schedules?topic=example&limit=${limit}`)), ['limit'], `limit=${limit}`);
+    for (const cursor of ['%25%25%25', 'not-a-cursor']) assert.deepEqual(invalidPaths(await call('GET', `/schedules?topic=example&cursor=${cursor}`)), ['cursor'], `cursor=${cursor}`);
+    expectError(await call('GET', '/schedules?topic=nope'), 400, 'UNKNOWN_TOPIC');
+    expectError(await call('PUT', `/schedules/example/${id}`, { every: 5 }, { token: null }), 401, 'UNAUTHORIZED');
+    expectError(await call('GET', `/schedules/example/${id}`, undefined, { token: 'wrong' }), 401, 'UNAUTHORIZED');
+    expectError(await call('DELETE', `/schedules/example/${id}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
+    expectError(await call('GET', '/schedules?topic=example', undefined, { token: null }), 401, 'UNAUTHORIZED');
+    assert.deepEqual((await call('GET', `/schedules/example/${id}`)).body.schedule.every, 60, 'refused puts changed nothing');
+  });
+
   it('the dashboard page: 200 text/html without a token, with its CSP and nosniff', async () => {
     const page = await call('GET', '/dashboard', undefined, { token: null });
     assert.equal(page.status, 200);
@@ -398,6 +476,10 @@ describe('openapi.yaml matches what the stack answers', () => {
     expectError(await call('GET', '/topics/example/jobs'), 503, 'UNAVAILABLE');
     expectError(await call('GET', '/topics/example/groups/g'), 503, 'UNAVAILABLE');
     expectError(await call('DELETE', '/topics/example/groups/g'), 503, 'UNAVAILABLE');
+    expectError(await call('PUT', '/schedules/example/s', { every: 5 }), 503, 'UNAVAILABLE');
+    expectError(await call('GET', '/schedules/example/s'), 503, 'UNAVAILABLE');
+    expectError(await call('DELETE', '/schedules/example/s'), 503, 'UNAVAILABLE');
+    expectError(await call('GET', '/schedules?topic=example'), 503, 'UNAVAILABLE');
     redisServer = await startRedis({ port });
 
     const missing = contract.operations().filter((op) => !contract.seen.has(op));
@@ -415,6 +497,10 @@ describe('openapi.yaml matches what the stack answers', () => {
       'GET /topics/{topic}/jobs': [200, 400, 401, 503],
       'GET /topics/{topic}/groups/{group}': [200, 400, 401, 503],
       'DELETE /topics/{topic}/groups/{group}': [200, 400, 401, 503],
+      'PUT /schedules/{topic}/{id}': [200, 201, 400, 401, 413, 503],
+      'GET /schedules/{topic}/{id}': [200, 400, 401, 404, 503],
+      'DELETE /schedules/{topic}/{id}': [200, 400, 401, 404, 503],
+      'GET /schedules': [200, 400, 401, 503],
       'GET /dashboard': [200],
     });
   });

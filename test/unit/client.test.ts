@@ -6,14 +6,16 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { DelayQueueClient, DelayQueueError, type Job as ClientJob, type NewJob, type TopicStats as ClientTopicStats } from '../../lib/client';
-import type { Job, TopicStatsView as TopicStats } from '../../lib/queue';
+import { DelayQueueClient, DelayQueueError, type Job as ClientJob, type NewJob, type Schedule as ClientSchedule, type TopicStats as ClientTopicStats } from '../../lib/client';
+import type { Job, Schedule, TopicStatsView as TopicStats } from '../../lib/queue';
 
 // The client repeats the API's types so it can be copied alone; these keep the two in step.
 const sameJob: [ClientJob extends Job ? true : false, Job extends ClientJob ? true : false] = [true, true];
 const sameStats: [ClientTopicStats extends TopicStats ? true : false, TopicStats extends ClientTopicStats ? true : false] = [true, true];
+const sameSchedule: [ClientSchedule extends Schedule ? true : false, Schedule extends ClientSchedule ? true : false] = [true, true];
 void sameJob;
 void sameStats;
+void sameSchedule;
 
 interface Seen {
   method: string;
@@ -30,6 +32,13 @@ function job(fields: Partial<ClientJob> = {}): ClientJob {
   return {
     topic: 'example', id: 'j1', state: 'delayed', runAt: now, createdAt: now, updatedAt: now, attempts: 0, maxAttempts: 5, ttr: 30,
     backoff: { type: 'fixed', delay: 1 }, url: null, lastError: null, deadline: null, version: 1, group: null, body: null, ...fields,
+  };
+}
+function schedule(fields: Partial<ClientSchedule> = {}): ClientSchedule {
+  const now = new Date().toISOString();
+  return {
+    topic: 'example', id: 's1', every: 10, catchUp: 'latest', paused: false, body: null, maxAttempts: 5, ttr: 30, backoff: { type: 'fixed', delay: 1 },
+    url: null, group: null, version: 1, createdAt: now, updatedAt: now, pending: null, lastRunAt: null, nextRuns: [], ...fields,
   };
 }
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
@@ -318,6 +327,62 @@ describe('DelayQueueClient', () => {
       'GET /topics/example/jobs?state=running&from=2027-01-02T03%3A04%3A05Z&to=2027-01-03T00%3A00%3A00%2B01%3A00',
       'GET /topics/example/jobs?state=running&from=2027-01-02T03%3A04%3A05Z&to=2027-01-03T00%3A00%3A00%2B01%3A00',
     ]);
+  });
+
+  it('schedules: putSchedule (created or replaced) and deleteSchedule are sent once; getSchedule (null on NOT_FOUND) and listSchedules are reads, retried; paths, bodies, query', async () => {
+    let failed = false;
+    script = (req, res) => {
+      const route = `${req.method} ${req.url}`;
+      if (!failed && req.method === 'GET') {
+        failed = true;
+        return apiError(res, 503, 'UNAVAILABLE'); // the first read fails once
+      }
+      if (route === 'PUT /schedules/example/daily%3Areport') return json(res, 201, { schedule: schedule({ id: 'daily:report', cron: req.body.cron, timezone: req.body.timezone, every: undefined }) });
+      if (route === 'PUT /schedules/example/s1') return json(res, 200, { schedule: schedule({ every: req.body.every }) });
+      if (route === 'PUT /schedules/example/bad') return apiError(res, 400, 'VALIDATION_FAILED', {}, [{ path: 'cron', message: 'must be a cron expression' }]);
+      if (route === 'PUT /schedules/example/down') return apiError(res, 503, 'UNAVAILABLE');
+      if (route === 'GET /schedules/example/s1') return json(res, 200, { schedule: schedule() });
+      if (route === 'GET /schedules/example/gone') return apiError(res, 404, 'NOT_FOUND');
+      if (route === 'DELETE /schedules/example/s1') return json(res, 200, { deleted: true });
+      if (route === 'DELETE /schedules/example/down') return apiError(res, 503, 'UNAVAILABLE');
+      if (route.startsWith('GET /schedules?')) return json(res, 200, { schedules: [schedule()], next: 'c2' });
+      apiError(res, 404, 'NOT_FOUND');
+    };
+    const c = client();
+    const created = await c.putSchedule('example', 'daily:report', { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', body: { r: 1 } });
+    assert.deepEqual([created.created, created.schedule.cron, created.schedule.timezone], [true, '0 9 * * 1-5', 'Europe/Berlin']);
+    assert.deepEqual(seen.at(-1)!.body, { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', body: { r: 1 } });
+    assert.deepEqual(await c.putSchedule('example', 's1', { every: 5 }).then((r) => [r.created, r.schedule.every]), [false, 5]);
+    const invalid = await c.putSchedule('example', 'bad', { cron: '61 * * * *' }).catch((e: unknown) => e);
+    assert.ok(invalid instanceof DelayQueueError);
+    assert.deepEqual([invalid.code, (invalid.details as { path: string }[])[0]!.path], ['VALIDATION_FAILED', 'cron']);
+
+    seen = [];
+    assert.equal((await c.getSchedule('example', 's1'))?.id, 's1');
+    assert.equal(await c.getSchedule('example', 'gone'), null);
+    assert.equal(await c.deleteSchedule('example', 's1'), undefined);
+    const missing = await c.deleteSchedule('example', 'gone').catch((e: unknown) => e);
+    assert.ok(missing instanceof DelayQueueError);
+    assert.deepEqual([missing.status, missing.code], [404, 'NOT_FOUND']);
+    const listed = await c.listSchedules('example');
+    assert.deepEqual([listed.schedules.map((x) => x.id), listed.next], [['s1'], 'c2']);
+    await c.listSchedules('my-topic', { limit: 20, cursor: 'c2' });
+    assert.deepEqual(seen.map((x) => `${x.method} ${x.url}`), [
+      'GET /schedules/example/s1',
+      'GET /schedules/example/s1',
+      'GET /schedules/example/gone',
+      'DELETE /schedules/example/s1',
+      'DELETE /schedules/example/gone',
+      'GET /schedules?topic=example',
+      'GET /schedules?topic=my-topic&limit=20&cursor=c2',
+    ]);
+
+    for (const call of [() => c.putSchedule('example', 'down', { every: 1 }), () => c.deleteSchedule('example', 'down')]) {
+      seen = [];
+      const error = await call().catch((e: unknown) => e);
+      assert.ok(error instanceof DelayQueueError);
+      assert.deepEqual([error.code, seen.length], ['UNAVAILABLE', 1]);
+    }
   });
 
   it('a listing that is not a page is BAD_RESPONSE; a 400 names the field', async () => {

@@ -10,8 +10,9 @@ import { parse } from 'yaml';
 import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../lib/config';
 import { REFUSAL } from '../../lib/engine/codes';
 import { HttpError, refusalError } from '../../lib/errors';
-import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/limits';
-import { badCursor, checkGroupRef, checkJobRef, LISTED_STATES, parseIfMatch, validateBatch, validateJob, validateJobsQuery } from '../../lib/validation';
+import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/limits';
+import { SCHEDULE_ID_MAX, validateSchedule } from '../../lib/schedule';
+import { badCursor, checkGroupRef, checkJobRef, LISTED_STATES, parseIfMatch, validateBatch, validateJob, validateJobsQuery, validateSchedulesQuery } from '../../lib/validation';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const spec = parse(readFileSync(join(__dirname, '..', '..', 'openapi.yaml'), 'utf8')) as Json;
@@ -65,6 +66,34 @@ describe('openapi.yaml states the limits of lib/limits.ts', () => {
       const refs = (spec.paths[path].get.parameters as Json[]).map((p) => p.$ref ?? p.name);
       assert.ok(refs.includes('#/components/parameters/PageLimit') && refs.includes('#/components/parameters/PageCursor'), path);
     }
+  });
+
+  it('a page of schedules: limit and its default; a schedule id leaves room for the occurrence suffix; every at most maxDelay', () => {
+    const parameters = spec.paths['/schedules'].get.parameters as Json[];
+    const limit = parameters.find((p) => p.name === 'limit')!.schema;
+    assert.deepEqual([limit.minimum, limit.maximum, limit.default], [SCHEDULES_PAGE.min, SCHEDULES_PAGE.max, SCHEDULES_PAGE.default]);
+    assert.ok(parameters.some((p) => p.$ref === '#/components/parameters/PageCursor'));
+    assert.equal(schemas.ScheduleId.pattern, `^[A-Za-z0-9._:-]{1,${SCHEDULE_ID_MAX}}$`);
+    assert.match(spec.paths['/schedules/{topic}/{id}'].put.responses['400'].description, new RegExp(`over ${SCHEDULE_ID_MAX} characters`));
+    assert.deepEqual([schemas.ScheduleInput.properties.every.minimum, schemas.ScheduleInput.properties.every.maximum], [1, DEFAULTS.maxDelay]);
+  });
+
+  it('its example schedule errors are the ones validation gives', () => {
+    const config = resolveQueueConfig({ topics: { example: {}, webhook: { kind: 'webhook' } } });
+    const put = spec.paths['/schedules/{topic}/{id}'].put.responses['400'].content['application/json'].examples;
+    const cases: [string, string, string, unknown][] = [
+      ['badCron', 'example', 'r', { cron: '61 * * * *' }],
+      ['badTimezone', 'example', 'r', { cron: '0 9 * * *', timezone: 'Mars/Olympus' }],
+      ['cronAndEvery', 'example', 'r', { cron: '0 9 * * *', every: 60 }],
+      ['neither', 'example', 'r', { body: 1 }],
+      ['everyTooSmall', 'example', 'r', { every: 0 }],
+      ['idTooLong', 'example', 'x'.repeat(SCHEDULE_ID_MAX + 1), { every: 5 }],
+      ['unknownTopic', 'nope', 'r', { every: 5 }],
+    ];
+    for (const [name, topic, id, input] of cases) assert.deepEqual(exampleValue(put[name]), refusal(() => validateSchedule(topic, id, input, config)), name);
+    const list = spec.paths['/schedules'].get.responses['400'].content['application/json'].examples;
+    assert.deepEqual(list.noTopic.value, refusal(() => validateSchedulesQuery({})));
+    assert.deepEqual(list.badLimit.value, refusal(() => validateSchedulesQuery({ topic: 'example', limit: String(SCHEDULES_PAGE.max + 1) })));
   });
 
   it("a job's fields: ttr, maxAttempts, url, runAt, delay, topic and id", () => {

@@ -37,6 +37,26 @@ const job = {
   body: { orderId: 7 },
 };
 const dead = { ...job, state: 'dead', diedAt: '2026-11-21T15:32:00.000Z' };
+const schedule = {
+  topic: 'example',
+  id: 'daily-report',
+  cron: '0 9 * * 1-5',
+  timezone: 'Europe/Berlin',
+  catchUp: 'latest',
+  paused: false,
+  body: null,
+  maxAttempts: 5,
+  ttr: 30,
+  backoff: { type: 'fixed', delay: 5 },
+  url: null,
+  group: null,
+  version: 3,
+  createdAt: '2026-11-23T10:00:00.000Z',
+  updatedAt: '2026-11-23T10:00:00.000Z',
+  pending: { id: 'daily-report:20261124T080000Z', runAt: '2026-11-24T08:00:00.000Z' },
+  lastRunAt: null,
+  nextRuns: ['2026-11-24T08:00:00.000Z'],
+};
 const error = (code: string, extra: Json = {}) => ({ error: { code, message: 'm', ...extra } });
 
 describe('openapi.yaml, the document', () => {
@@ -116,6 +136,21 @@ describe('openapi.yaml, the document', () => {
       ['Job', schemaRef('Job'), { ...job, version: -1 }, false],
       ['Job', schemaRef('Job'), { ...job, version: 1.5 }, false],
       ['Job', schemaRef('Job'), { ...job, group: 'has space' }, false],
+      ['ScheduleInput', schemaRef('ScheduleInput'), { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', body: { r: 1 } }, true],
+      ['ScheduleInput', schemaRef('ScheduleInput'), { every: 1, paused: true, catchUp: 'none', maxAttempts: 2, backoff: '15s 1m', ttr: 5, group: 'g' }, true],
+      ['ScheduleInput', schemaRef('ScheduleInput'), { cron: '* * * * *', every: 1 }, false],
+      ['ScheduleInput', schemaRef('ScheduleInput'), { body: 1 }, false],
+      ['ScheduleInput', schemaRef('ScheduleInput'), { every: 0 }, false],
+      ['ScheduleInput', schemaRef('ScheduleInput'), { every: 5, timezone: 'UTC' }, false],
+      ['ScheduleInput', schemaRef('ScheduleInput'), { every: 5, delay: 1 }, false],
+      ['ScheduleInput', schemaRef('ScheduleInput'), { every: 5, catchUp: 'all' }, false],
+      ['Schedule', schemaRef('Schedule'), schedule, true],
+      ['Schedule', schemaRef('Schedule'), { ...schedule, cron: undefined, timezone: undefined, every: 10, pending: null, nextRuns: [] }, true],
+      ['Schedule', schemaRef('Schedule'), { ...schedule, every: 10 }, false],
+      ['Schedule', schemaRef('Schedule'), { ...schedule, timezone: undefined }, false],
+      ['Schedule', schemaRef('Schedule'), { ...schedule, extra: 1 }, false],
+      ['Schedule', schemaRef('Schedule'), { ...schedule, pending: { id: 'r:20261124T080000Z' } }, false],
+      ['Schedule', schemaRef('Schedule'), { ...schedule, id: 'x'.repeat(112) }, false],
       ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, group: 'order-7' }, true],
       ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, group: 'has space' }, false],
       ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, group: null }, false],
