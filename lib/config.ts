@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { parseBackoff } from './backoff';
-import { MAX_ATTEMPTS, MAX_BODY_BYTES, TTR_SECONDS } from './limits';
+import { JITTER_SECONDS, MAX_ATTEMPTS, MAX_BODY_BYTES, TTR_SECONDS } from './limits';
 
 /** A topic as the engine uses it: every default resolved. */
 export interface TopicConfig {
@@ -21,6 +21,16 @@ export interface TopicConfig {
   handler?: string;
   /** Longest ttr a job of this topic may set (ms): its handler function's timeout, when known. */
   maxTtrMs: number;
+  /** At most `count` attempts of this topic start per `perMs`, across every fan-out; none when unset. */
+  rateLimit?: RateLimit;
+  /** Spread of a job's first run time (ms) for jobs that set no jitter: see lib/pacing.ts. 0: none. */
+  jitterMs: number;
+}
+
+/** A topic's pacing: at most `count` attempts start in any span of `perMs` (lua/takeTokens-1.lua). */
+export interface RateLimit {
+  count: number;
+  perMs: number;
 }
 
 /** The engine's configuration. */
@@ -67,6 +77,10 @@ export interface TopicInput {
   handler?: string;
   /** seconds: the handler function's timeout, added by scripts/serverless-vars.cjs from serverless.yml */
   handlerTimeout?: number;
+  /** `count` attempts started per `per` seconds (default 1), across every fan-out. */
+  rateLimit?: { count?: number; per?: number };
+  /** seconds: each job's first run time is spread over [runAt, runAt + jitter), for jobs that set none. */
+  jitter?: number;
 }
 
 /** What a caller may write for the engine; see QueueConfig for the meaning of each field. */
@@ -113,6 +127,8 @@ export const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_MOVE_LIMIT = 5000;
 /** Range of the replica wait (ms): long enough for a cross-AZ round trip, shorter than the client's command timeout. */
 export const DURABILITY_TIMEOUT_MS = { min: 10, max: 1500 } as const;
+/** A rate limit's range: `count` starts per `per` seconds (per at least 0.1 s: a window of 100 slots of 1 ms or more). */
+export const RATE_LIMIT = { count: { min: 1, max: 1_000_000 }, perSeconds: { min: 0.1, max: 86_400, default: 1 } } as const;
 const DURABILITY_MODES = ['replica', 'none'] as const; // moveDue passes this many ids to one RPUSH (Lua's stack allows ~8000)
 
 function integer(value: unknown, name: string, min: number, max: number): number {
@@ -158,6 +174,8 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
       concurrency: integer(t.concurrency ?? DEFAULTS.topic.concurrency, `${where}.concurrency`, 1, 10_000),
       kind,
       ...(t.handler ? { handler: t.handler } : {}),
+      ...(t.rateLimit !== undefined ? { rateLimit: rateLimit(t.rateLimit, `${where}.rateLimit`) } : {}),
+      jitterMs: seconds(t.jitter ?? 0, `${where}.jitter`, JITTER_SECONDS.min, JITTER_SECONDS.max),
     });
   }
   return {
@@ -173,6 +191,18 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
       timeoutMs: seconds(input.durabilityTimeout ?? DEFAULTS.durabilityTimeout, 'durabilityTimeout', DURABILITY_TIMEOUT_MS.min / 1000, DURABILITY_TIMEOUT_MS.max / 1000),
     },
   };
+}
+
+function rateLimit(value: unknown, name: string): RateLimit {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(`${name} must be an object { count, per }: count jobs started per per seconds, got ${JSON.stringify(value)}`);
+  }
+  const { count, per, ...rest } = value as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length > 0) throw new Error(`${name}.${extra[0]} is not a rateLimit field (fields: count, per)`);
+  if (count === undefined) throw new Error(`${name}.count is required: the jobs started per per seconds`);
+  const { count: c, perSeconds: p } = RATE_LIMIT;
+  return { count: integer(count, `${name}.count`, c.min, c.max), perMs: seconds(per ?? p.default, `${name}.per`, p.min, p.max) };
 }
 
 function durabilityMode(value: unknown, name: string): Durability['mode'] {

@@ -41,6 +41,9 @@ export interface WireJob {
 const INVOKES_IN_FLIGHT = 8; // parallel Event invokes per topic: each is one HTTPS call
 const MAX_ROUNDS = 50; // claims per topic in one pass; more work comes back via the sweeper
 const MAX_PASSES = 20; // passes over every topic by one fan-out invocation
+// Kept in hand when a rate-limited topic waits for tokens: time to clear the mark and invoke the
+// next fan-out (two Redis calls and one Event invoke, well under a second even on a cold client).
+const HANDOVER_RESERVE_MS = 3_000;
 
 export interface FanoutDeps {
   queue: DelayQueue;
@@ -49,6 +52,11 @@ export interface FanoutDeps {
   log: Logger;
   /** config.timings (fanoutMarkMs); DEFAULT_TIMINGS when left out. */
   timings?: Timings;
+  /**
+   * Time left to this invocation (ms), which bounds waiting for a rate-limited topic's tokens.
+   * Without it, the fan-out counts its mark's life (timings.fanoutMarkMs, its function timeout) from its start.
+   */
+  remainingMs?: () => number;
 }
 
 const newToken = () => randomBytes(8).toString('hex');
@@ -110,14 +118,15 @@ export function cutBatches(topic: Pick<TopicConfig, 'name' | 'batchSize'>, claim
   return { batches, oversized };
 }
 
-async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutReport): Promise<void> {
-  if (!topic.handler) return;
+/** Claims and invokes one topic's ready jobs; returns the ms until its rate limit allows more when it held the topic back, else null. */
+async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutReport): Promise<number | null> {
+  if (!topic.handler) return null;
   const handler = topic.handler;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // as many jobs, and bodies, as the invokes in flight carry: a round claims fewer than
     // batchSize × INVOKES_IN_FLIGHT when their bodies fill INVOKES_IN_FLIGHT events first
-    const claimed = await deps.queue.claim(topic.name, topic.batchSize * INVOKES_IN_FLIGHT, undefined, INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES);
-    if (claimed.length === 0) return;
+    const { jobs: claimed, waitMs } = await deps.queue.claimPaced(topic.name, topic.batchSize * INVOKES_IN_FLIGHT, undefined, INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES);
+    if (claimed.length === 0) return waitMs;
     report.claimed += claimed.length;
     emitMetrics({ topic: topic.name }, {
       claimed: { unit: 'Count', value: claimed.length },
@@ -147,26 +156,36 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     );
     if (failed.length > 0) {
       report.released += await deps.queue.release(failed, reason);
-      return; // the invoke API is failing: stop, the next sweep tries again
+      return null; // the invoke API is failing: stop, the next sweep tries again
     }
+    if (waitMs !== null) return waitMs;
     // fewer than asked for need not mean drained (the claim stops at its bytes): the next round says
   }
+  return null;
 }
 
-/** One pass: claims and invokes every topic's ready jobs, up to each topic's concurrency. */
-async function pass(deps: FanoutDeps, names: string[], reports: Record<string, FanoutReport>): Promise<void> {
+/**
+ * One pass: claims and invokes every topic's ready jobs, up to each topic's concurrency and rate
+ * limit. Returns the soonest a rate-limited topic that was held back may claim again (ms), or null.
+ */
+async function pass(deps: FanoutDeps, names: string[], reports: Record<string, FanoutReport>): Promise<number | null> {
   const config = deps.queue.config;
-  await Promise.all(
+  const waits = await Promise.all(
     names.map(async (name) => {
       const report = (reports[name] ??= { claimed: 0, invoked: 0, released: 0 });
       try {
-        await fanoutTopic(deps, config.topics.get(name)!, report);
+        return await fanoutTopic(deps, config.topics.get(name)!, report);
       } catch (error) {
         deps.log.error('fan-out failed for a topic', { error, topic: name });
+        return null;
       }
     }),
   );
+  const held = waits.filter((w): w is number => w !== null);
+  return held.length > 0 ? Math.min(...held) : null;
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** True when some topic has ready jobs and room under its concurrency. */
 async function claimable(queue: DelayQueue): Promise<boolean> {
@@ -187,9 +206,28 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
   const reports: Record<string, FanoutReport> = {};
   const mark = sweeperKeys().fanout;
   const markMs = (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs;
+  const endsAt = Date.now() + markMs;
+  const remainingMs = deps.remainingMs ?? (() => endsAt - Date.now());
   let token = options.token;
   for (let i = 0; i < MAX_PASSES; i++) {
-    await pass(deps, names, reports);
+    const waitMs = await pass(deps, names, reports);
+    if (waitMs !== null) {
+      // a rate-limited topic has ready jobs waiting for tokens: wait for them while time allows
+      // (such a pass is not counted), else hand over to a new fan-out rather than to the next tick
+      if (remainingMs() > waitMs + HANDOVER_RESERVE_MS) {
+        i -= 1;
+        await sleep(waitMs);
+        continue;
+      }
+      if (!token) return reports;
+      await run(deps.redis, endFanout([mark], { token }));
+      try {
+        await requestFanout(deps);
+      } catch (error) {
+        deps.log.error('could not hand the paced topics over to a new fan-out; the sweeper starts one', { error });
+      }
+      return reports;
+    }
     if (!token) return reports;
     await run(deps.redis, endFanout([mark], { token }));
     if (!(await claimable(deps.queue))) return reports;

@@ -33,6 +33,7 @@ export type GroupKey = Key<'group'>;
 export type SchedulesKey = Key<'schedules'>;
 export type ScheduleIdsKey = Key<'schedule-ids'>;
 export type ScheduleNextKey = Key<'schedule-next'>;
+export type RateKey = Key<'rate'>;
 
 /** The keys of one topic in one partition. */
 export interface TopicKeys {
@@ -157,6 +158,15 @@ export function latenessKey(topic: string): LatenessKey {
 }
 
 /**
+ * HASH of topic `topic`'s rate limit: starts granted per slot of its window
+ * (lua/takeTokens-1.lua). One key per topic, all in the `{rate}` slot, so every fan-out and
+ * handler that claims shares it.
+ */
+export function rateKey(topic: string): RateKey {
+  return `dq:{rate}:${topic}` as RateKey;
+}
+
+/**
  * Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the text between the first `{`
  * and the next `}`, when not empty), else of the whole key, modulo 16384.
  */
@@ -198,11 +208,15 @@ export function routingId(id: string): string {
  */
 export function partitionOf(topic: string, id: string, count: number): number {
   if (count === 1) return 0;
+  return fnv1a(`${topic}:${routingId(id)}`) % count;
+}
+
+/** FNV-1a (32-bit, over UTF-16 code units) of `text`, as an unsigned integer. Stable: partitions and jitter depend on it. */
+export function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
-  const text = `${topic}:${routingId(id)}`;
   for (let i = 0; i < text.length; i++) {
     hash ^= text.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
-  return (hash >>> 0) % count;
+  return hash >>> 0;
 }

@@ -36,6 +36,9 @@ export const DEAD_PAGE = { min: 1, max: 100, default: 50 } as const satisfies Ra
  */
 export const TTR_SECONDS = { min: 1, max: 86_400 } as const satisfies Range;
 
+/** Jitter of a job's first run time in seconds, of a job and of a topic: up to a day. */
+export const JITTER_SECONDS = { min: 0, max: 86_400 } as const satisfies Range;
+
 /** Attempts of one job, of a job and of a topic. */
 export const MAX_ATTEMPTS = { min: 1, max: 1000 } as const satisfies Range;
 

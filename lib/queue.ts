@@ -208,11 +208,19 @@ export class DelayQueue {
    * Claims up to `count` ready jobs of a topic for one attempt each, keeping the topic's running
    * attempts at most `maxRunning` (default: its concurrency), and stopping once their bodies reach
    * `maxBytes` (default SCRIPT_CALL_BYTES, one Lambda event's worth; one job always gets through).
-   * Partitions are visited round-robin.
+   * Partitions are visited round-robin. A topic with a rateLimit claims only as many as it allows.
    */
   async claim(topic: string, count: number, maxRunning?: number, maxBytes = SCRIPT_CALL_BYTES): Promise<ClaimedJob[]> {
+    return (await this.claimPaced(topic, count, maxRunning, maxBytes)).jobs;
+  }
+
+  /**
+   * As claim, and says how long the topic's rateLimit holds further claims back (`waitMs`, when it
+   * granted fewer than `count`; null otherwise, and always for a topic without one).
+   */
+  async claimPaced(topic: string, count: number, maxRunning?: number, maxBytes = SCRIPT_CALL_BYTES): Promise<engine.PacedClaim> {
     const t = requireTopic(this.config, topic);
-    return engine.claimJobs(this.ctx, t, count, maxRunning ?? t.concurrency, maxBytes);
+    return engine.claimPaced(this.ctx, t, count, maxRunning ?? t.concurrency, maxBytes);
   }
 
   /**

@@ -29,6 +29,8 @@ import deleteSchedule from '../lua/deleteSchedule-8.lua';
 import dueSchedules from '../lua/dueSchedules-2.lua';
 import getSchedule from '../lua/getSchedule-1.lua';
 import listSchedules from '../lua/listSchedules-2.lua';
+import takeTokens from '../lua/takeTokens-1.lua';
+import returnTokens from '../lua/returnTokens-1.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
 export const SCRIPTS = {
@@ -61,6 +63,8 @@ export const SCRIPTS = {
   dueSchedules: { file: 'dueSchedules-2.lua', numberOfKeys: 2, source: dueSchedules },
   getSchedule: { file: 'getSchedule-1.lua', numberOfKeys: 1, source: getSchedule },
   listSchedules: { file: 'listSchedules-2.lua', numberOfKeys: 2, source: listSchedules },
+  takeTokens: { file: 'takeTokens-1.lua', numberOfKeys: 1, source: takeTokens },
+  returnTokens: { file: 'returnTokens-1.lua', numberOfKeys: 1, source: returnTokens },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -11,6 +11,7 @@ import { decodeDeadCursor, type DeadCursor } from './engine/dead';
 import type { JobChange, NewJob } from './engine/jobs';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
+import { jitterOffsetMs } from './pacing';
 import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
 
 export type { JobChange, NewJob } from './engine/jobs';
@@ -255,13 +256,15 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   const body = bodyText(job.body);
   if (body === undefined) problem(problems, 'body', 'must be a JSON value');
   throwProblems(problems);
-  requireTopic(config, topic!);
+  const t = requireTopic(config, topic!);
   checkBodySize(body!, config, true);
+  // the first run only: a retry's time comes from the backoff
+  const offset = jitterOffsetMs(topic!, id!, t.jitterMs);
   return {
     topic: topic!,
     id: id!,
     partition: partitionOf(topic!, id!, config.partitions),
-    when: when!,
+    when: { kind: when!.kind, ms: when!.ms + offset },
     body: body!,
     ...options,
     ...(url !== undefined ? { url } : {}),

@@ -1,7 +1,7 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
 import { randomBytes } from 'node:crypto';
 import type { TopicConfig } from '../config';
-import { jobKeys, partitionOf, topicKeys } from '../keys';
+import { jobKeys, partitionOf, rateKey, topicKeys } from '../keys';
 import { SCRIPT_CALL_BYTES } from '../limits';
 import { run } from '../scripts';
 import type { EngineContext } from './context';
@@ -24,9 +24,10 @@ async function runningByPartition(ctx: EngineContext, t: TopicConfig): Promise<n
  * at most `maxRunning`, and stopping before the job whose body would take the claimed bodies past
  * `maxBytes` (the first job always gets through, whatever its size). Each script call stops at
  * SCRIPT_CALL_BYTES. Partitions are visited one after another, starting one further each call; a
- * partition whose claim stopped at its byte budget is asked again before the next.
+ * partition whose claim stopped at its byte budget is asked again before the next. `at`: the Redis
+ * time (ms) the claim counts as made, instead of the clock at each call.
  */
-export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES): Promise<ClaimedJob[]> {
+export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, at?: number): Promise<ClaimedJob[]> {
   const runningBy = await runningByPartition(ctx, t);
   let running = runningBy.reduce((a, b) => a + b, 0);
   const claimed: ClaimedJob[] = [];
@@ -40,7 +41,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
       const left = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
       const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], {
-        clock: ctx.clock(),
+        clock: at ?? ctx.clock(),
         count: count - claimed.length,
         maxRunning: room,
         ttrMs: t.ttrMs,
@@ -71,6 +72,34 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
     if (full || claimed.length >= count) break;
   }
   return claimed;
+}
+
+/** What a paced claim got: the jobs, and when the rate limit held it back, the ms until more tokens are due. */
+export interface PacedClaim {
+  jobs: ClaimedJob[];
+  /** ms until the rate limit grants more starts, when it granted fewer than asked for; null when it did not hold the claim back (or the topic has none). */
+  waitMs: number | null;
+}
+
+/**
+ * claimJobs within topic `t`'s rate limit, shared by every caller through Redis: takes up to
+ * `count` start tokens first (one script call), claims at most that many as of the grant's time,
+ * and gives the unused back. A topic without a rate limit is claimed exactly as by claimJobs (no
+ * further calls).
+ */
+export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES): Promise<PacedClaim> {
+  if (!t.rateLimit || count <= 0) return { jobs: await claimJobs(ctx, t, count, maxRunning, maxBytes), waitMs: null };
+  const key = [rateKey(t.name)] as const;
+  const [granted, slot, waitMs, grantedAt] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
+  if (granted === 0) return { jobs: [], waitMs: Math.max(1, waitMs) };
+  // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),
+  // so the starts the window counts are the starts the jobs record, whatever the claim's own delay.
+  // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow side.
+  const jobs = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt);
+  const unused = granted - jobs.length;
+  if (unused > 0) await run(ctx.redis, script.returnTokens(key, { slot, n: unused, intervalMs: t.rateLimit.perMs / t.rateLimit.count }));
+  // fewer jobs than tokens: what stopped the claim was not the limit
+  return { jobs, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
 }
 
 /** The script arguments naming attempt `ref` of job `id`. */

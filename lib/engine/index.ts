@@ -3,7 +3,7 @@
  * wrapper (./scripts.ts). It takes validated input (lib/validation.ts) and reports refusals as
  * codes (./codes.ts); lib/queue.ts turns them into API errors.
  */
-export { claimJobs, ackJob, failJob, releaseJobs, startAttempts } from './attempts';
+export { claimJobs, claimPaced, type PacedClaim, ackJob, failJob, releaseJobs, startAttempts } from './attempts';
 export type { EngineContext } from './context';
 export { listDeadJobs, redriveJobs } from './dead';
 export * from './jobs';

@@ -15,6 +15,7 @@ import type {
   LatenessKey,
   LeaseKey,
   NextKey,
+  RateKey,
   ReadyKey,
   RunningKey,
   ScheduleIdsKey,
@@ -394,4 +395,17 @@ export type ListSchedulesReply = readonly [more: Flag, ...schedules: ScheduleVie
 /** lua/listSchedules-2.lua: up to `limit` schedules of one topic and partition by id after `after` ('' from the first), within the byte budget. */
 export function listSchedules(keys: readonly [ScheduleIdsKey, SchedulesKey], a: { after: string; limit: number } & Budget): ScriptCall<ListSchedulesReply> {
   return call('listSchedules', keys, [a.after, a.limit, a.maxBytes]);
+}
+
+/** lua/takeTokens-1.lua's reply: `waitMs` until more tokens are due when fewer than wanted were granted, else -1. */
+export type TakeTokensReply = readonly [granted: number, slot: number, waitMs: number, now: number];
+
+/** lua/takeTokens-1.lua: takes up to `wanted` start tokens of a topic's rate limit (`count` starts per `perMs`). */
+export function takeTokens(keys: readonly [RateKey], a: { clock: ClockArg; count: number; perMs: number; wanted: number }): ScriptCall<TakeTokensReply> {
+  return call('takeTokens', keys, [a.clock, a.count, a.perMs, a.wanted]);
+}
+
+/** lua/returnTokens-1.lua: gives `n` unused tokens granted in `slot` back to the window and the pace (`intervalMs` = perMs / count); replies what the slot holds after. */
+export function returnTokens(keys: readonly [RateKey], a: { slot: number; n: number; intervalMs: number }): ScriptCall<number> {
+  return call('returnTokens', keys, [a.slot, a.n, a.intervalMs]);
 }

@@ -10,7 +10,7 @@ describe('queue configuration', () => {
     assert.equal(c.maxDelayMs, 365 * 86_400_000);
     assert.equal(c.retentionMs, 86_400_000);
     assert.equal(c.moveLimit, 1000);
-    assert.deepEqual(c.topics.get('orders'), { name: 'orders', maxAttempts: 5, backoff: 'e:5000:3600000:200', ttrMs: 30_000, batchSize: 1, concurrency: 10, kind: 'function', maxTtrMs: 86_400_000 });
+    assert.deepEqual(c.topics.get('orders'), { name: 'orders', maxAttempts: 5, backoff: 'e:5000:3600000:200', ttrMs: 30_000, batchSize: 1, concurrency: 10, kind: 'function', maxTtrMs: 86_400_000, jitterMs: 0 });
   });
 
   it('names the bad field', () => {

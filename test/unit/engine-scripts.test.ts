@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as script from '../../lib/engine/scripts';
-import { groupKey, latenessKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
+import { groupKey, latenessKey, rateKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
 import { SCRIPTS } from '../../lib/scripts';
 
 const k = topicKeys(2, 'orders');
@@ -64,6 +64,8 @@ describe('typed script calls', () => {
       script.dueSchedules([sk.next, sk.schedules], { clock: '', limit: 1, maxBytes: 1 }),
       script.getSchedule([sk.schedules], { id: 'a' }),
       script.listSchedules([sk.ids, sk.schedules], { after: '', limit: 1, maxBytes: 1 }),
+      script.takeTokens([rateKey('orders')], { clock: '', count: 1, perMs: 1000, wanted: 1 }),
+      script.returnTokens([rateKey('orders')], { slot: 1, n: 1, intervalMs: 1 }),
     ];
     assert.deepEqual(calls.map((c) => c.script).sort(), Object.keys(SCRIPTS).sort(), 'one wrapper per script');
     for (const c of calls) assert.equal(c.keys.length, SCRIPTS[c.script].numberOfKeys, c.script);
@@ -87,6 +89,7 @@ describe('typed script calls', () => {
       script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, id: 'a', seen: 1, run: null, next: null, last: 1 }),
       script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: 7, id: 'a' }),
       script.dueSchedules([sk.next, sk.schedules], { clock: 7, limit: 1, maxBytes: 1 }),
+      script.takeTokens([rateKey('orders')], { clock: 7, count: 1, perMs: 1000, wanted: 1 }),
     ];
     for (const c of clocked) {
       assert.equal(c.args[0], 7, c.script);
