@@ -32,6 +32,7 @@ const MEMORYDB_ACCESS = [
   '+hset', '+hdel', '+hstrlen', '+hincrby', // hincrby: a record write takes the next version from the jobs hash's #seq
   '+lpush', '+lrange', '+rpush', '+lpop', '+ltrim',
   '+zadd', '+zrem', '+zscore', '+zrank', '+zcount', '+zrangebyscore', '+zremrangebyrank',
+  '+zrangebylex', // schedules: listSchedules-2 pages the schedule ids by name
 ].join(' ');
 
 function merge(into, fragment) {
