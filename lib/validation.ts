@@ -12,11 +12,11 @@ import type { JobChange, NewJob } from './engine/jobs';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
 import { jitterOffsetMs } from './pacing';
-import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
+import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
 
 export type { JobChange, NewJob } from './engine/jobs';
 
-const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url', 'group'];
+const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** A fresh id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
@@ -194,6 +194,16 @@ export function checkJobOptions(fields: Record<string, unknown>, topic: string |
   return { ...options, ...(url !== undefined ? { url } : {}), ...(group !== undefined ? { group } : {}) };
 }
 
+/** A job's own jitter (ms), or undefined when it sets none; adds a problem when it is not seconds in JITTER_SECONDS. */
+function checkJitter(value: unknown, problems: FieldProblem[]): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < JITTER_SECONDS.min || value > JITTER_SECONDS.max) {
+    problem(problems, 'jitter', `must be a number of seconds from ${JITTER_SECONDS.min} to ${JITTER_SECONDS.max}`);
+    return undefined;
+  }
+  return Math.round(value * 1000);
+}
+
 /** Throws the 400 for the problems found, if any. */
 function throwProblems(problems: FieldProblem[]): void {
   if (problems.length > 0) {
@@ -253,13 +263,14 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   let url: string | undefined;
   if (job.url !== undefined) url = checkUrl(job.url, problems);
   else if (topic && config.topics.get(topic)?.kind === 'webhook') problem(problems, 'url', 'is required for a webhook topic');
+  const jitterMs = checkJitter(job.jitter, problems);
   const body = bodyText(job.body);
   if (body === undefined) problem(problems, 'body', 'must be a JSON value');
   throwProblems(problems);
   const t = requireTopic(config, topic!);
   checkBodySize(body!, config, true);
   // the first run only: a retry's time comes from the backoff
-  const offset = jitterOffsetMs(topic!, id!, t.jitterMs);
+  const offset = jitterOffsetMs(topic!, id!, jitterMs ?? t.jitterMs);
   return {
     topic: topic!,
     id: id!,

@@ -1,11 +1,22 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/config';
+import { HttpError } from '../../lib/errors';
 import { jitterOffsetMs } from '../../lib/pacing';
 import { validateJob } from '../../lib/validation';
 
 const NOW = Date.UTC(2030, 0, 1);
 const config = resolveQueueConfig({ topics: { plain: {}, spread: { jitter: 60 }, paced: { rateLimit: { count: 1000 } } } });
+
+function problems(fn: () => unknown): { path: string; message: string }[] {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof HttpError, String(error));
+    return error.details as { path: string; message: string }[];
+  }
+  return assert.fail('expected a 400');
+}
 
 describe('pacing: rateLimit in the configuration', () => {
   it('resolves count and per (seconds, default 1) to count per perMs', () => {
@@ -45,14 +56,24 @@ describe('pacing: jitter', () => {
     assert.notDeepEqual(ids.map((id) => jitterOffsetMs('orders', id, 10_000)), ids.map((id) => jitterOffsetMs('invoices', id, 10_000)), 'the topic is part of the hash');
   });
 
-  it("moves a job's run time by its topic's jitter; the same on every add", () => {
+  it("moves a job's run time by its own jitter, else its topic's; the same on every add", () => {
     const runAt = NOW + 60_000;
     const job = (input: Record<string, unknown>) => validateJob({ id: 'j-1', body: null, runAt, ...input }, config, NOW);
     assert.deepEqual(job({ topic: 'plain' }).when, { kind: 'a', ms: runAt });
-    const spread = job({ topic: 'spread' }).when;
-    assert.deepEqual(spread, { kind: 'a', ms: runAt + jitterOffsetMs('spread', 'j-1', 60_000) });
-    assert.deepEqual(job({ topic: 'spread' }).when, spread, 'a retried add computes the same run time');
-    const delayed = validateJob({ topic: 'spread', id: 'j-2', body: null, delay: 5 }, config, NOW).when;
-    assert.deepEqual(delayed, { kind: 'd', ms: 5000 + jitterOffsetMs('spread', 'j-2', 60_000) });
+    const own = job({ topic: 'plain', jitter: 30 }).when;
+    assert.deepEqual(own, { kind: 'a', ms: runAt + jitterOffsetMs('plain', 'j-1', 30_000) });
+    assert.deepEqual(job({ topic: 'plain', jitter: 30 }).when, own, 'a retried add computes the same run time');
+    assert.deepEqual(job({ topic: 'spread' }).when, { kind: 'a', ms: runAt + jitterOffsetMs('spread', 'j-1', 60_000) });
+    assert.deepEqual(job({ topic: 'spread', jitter: 0 }).when, { kind: 'a', ms: runAt }, "a job's jitter 0 overrides its topic's");
+    const delayed = validateJob({ topic: 'plain', id: 'j-2', body: null, delay: 5, jitter: 2 }, config, NOW).when;
+    assert.deepEqual(delayed, { kind: 'd', ms: 5000 + jitterOffsetMs('plain', 'j-2', 2000) });
+  });
+
+  it('names jitter when it is bad, with the other problems', () => {
+    for (const jitter of [-1, 'soon', 86_401, Number.NaN]) {
+      const found = problems(() => validateJob({ topic: 'plain', body: null, delay: -1, jitter }, config, NOW));
+      assert.deepEqual(found.map((p) => p.path).sort(), ['delay', 'jitter']);
+      assert.equal(found.find((p) => p.path === 'jitter')!.message, 'must be a number of seconds from 0 to 86400');
+    }
   });
 });
