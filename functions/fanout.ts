@@ -8,7 +8,9 @@ export async function handler(event: { token?: string; topics?: string[] } | und
   const rt = runtime();
   const log = rt.log.child({ function_request_id: context.awsRequestId, cold_start: takeColdStart() });
   try {
-    const reports = await runFanout({ ...rt, log, timings: rt.config.timings }, {
+    // a paced topic's wait for its next start is bounded by what is left of this invocation
+    const remainingMs = typeof context.getRemainingTimeInMillis === 'function' ? () => context.getRemainingTimeInMillis() : undefined;
+    const reports = await runFanout({ ...rt, log, timings: rt.config.timings, ...(remainingMs ? { remainingMs } : {}) }, {
       ...(typeof event?.token === 'string' ? { token: event.token } : {}),
       ...(Array.isArray(event?.topics) ? { topics: event.topics } : {}),
     });
