@@ -254,15 +254,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   const topic = checkTopic(job.topic, problems);
   const id = checkId(job.id, problems);
   const when = parseWhen(job, config, problems, true, clientNow);
-  const options = checkOptions(job, config, problems);
-  const group = checkGroup(job.group, problems);
-  const maxTtrMs = topic ? config.topics.get(topic)?.maxTtrMs : undefined;
-  if (options.ttrMs !== undefined && maxTtrMs !== undefined && options.ttrMs > maxTtrMs) {
-    problem(problems, 'ttr', `must be at most ${maxTtrMs / 1000} seconds: the handler of topic ${topic} times out after ${maxTtrMs / 1000} s`);
-  }
-  let url: string | undefined;
-  if (job.url !== undefined) url = checkUrl(job.url, problems);
-  else if (topic && config.topics.get(topic)?.kind === 'webhook') problem(problems, 'url', 'is required for a webhook topic');
+  const options = checkJobOptions(job, topic, config, problems);
   const jitterMs = checkJitter(job.jitter, problems);
   const body = bodyText(job.body);
   if (body === undefined) problem(problems, 'body', 'must be a JSON value');
@@ -278,8 +270,6 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
     when: { kind: when!.kind, ms: when!.ms + offset },
     body: body!,
     ...options,
-    ...(url !== undefined ? { url } : {}),
-    ...(group !== undefined ? { group } : {}),
   };
 }
 
