@@ -23,7 +23,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem, type as osType, release as osRelease } from 'node:os';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/config';
@@ -32,7 +32,7 @@ import { MAX_BODY_BYTES } from '../lib/limits';
 import { DelayQueue, type ClaimedJob } from '../lib/queue';
 import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { envInt } from './env';
+import { describeMachine, envInt, info } from './env';
 
 const TOPIC = 'bench';
 const BODY_BYTES = 200;
@@ -75,10 +75,6 @@ const pad6 = (n: number) => String(n).padStart(6, '0');
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const seconds = (ms: number) => ms / 1000;
 
-function info(text: string, field: string): string | undefined {
-  const m = new RegExp(`^${field}:(.*)$`, 'm').exec(text);
-  return m?.[1]?.trim();
-}
 
 /** Runs `count` tasks with at most `inFlight` running at once. */
 async function pool(count: number, inFlight: number, task: (i: number) => Promise<void>): Promise<void> {
@@ -387,15 +383,7 @@ async function main(): Promise<void> {
     redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
     const queue = new DelayQueue(redis, config);
     const serverInfo = await redis.info('server');
-    const machine = {
-      cpus: cpus().length,
-      cpuModel: cpus()[0]?.model ?? 'unknown',
-      memoryGiB: Math.round(totalmem() / 2 ** 30),
-      os: `${osType()} ${osRelease()}`,
-      node: process.version,
-      redis: info(serverInfo, 'redis_version') ?? 'unknown',
-      redisPid: server.pid,
-    };
+    const machine = describeMachine(serverInfo, server.pid);
     console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}`);
     console.log(`counts: ${JSON.stringify(N)}; body ${Buffer.byteLength(bodyText)} bytes of JSON`);
     if (ONLY_BODIES) {

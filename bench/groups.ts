@@ -33,7 +33,7 @@
  * runs one step. Results are in BENCHMARKS.md.
  */
 import { createHash } from 'node:crypto';
-import { cpus, loadavg, totalmem, type as osType, release as osRelease } from 'node:os';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -43,7 +43,7 @@ import { groupKey, topicKeys } from '../lib/keys';
 import { DelayQueue, type ClaimedJob, type Job } from '../lib/queue';
 import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { envInt } from './env';
+import { describeMachine, envInt, info } from './env';
 
 const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200); // 200 as bench/engine.ts, so the no-group figure compares with its step 4
 const N = {
@@ -75,9 +75,6 @@ const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
 const median = (values: readonly number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
 
-function info(text: string, field: string): string | undefined {
-  return new RegExp(`^${field}:(.*)$`, 'm').exec(text)?.[1]?.trim();
-}
 
 /** Runs `count` tasks with at most `inFlight` running at once. */
 async function pool(count: number, inFlight: number, task: (i: number) => Promise<void>): Promise<void> {
@@ -475,13 +472,7 @@ async function main(): Promise<void> {
     admin = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
     const serverInfo = await admin.info('server');
     const machine = {
-      cpus: cpus().length,
-      cpuModel: cpus()[0]?.model ?? 'unknown',
-      memoryGiB: Math.round(totalmem() / 2 ** 30),
-      os: `${osType()} ${osRelease()}`,
-      node: process.version,
-      redis: info(serverInfo, 'redis_version') ?? 'unknown',
-      redisPid: server.pid,
+      ...describeMachine(serverInfo, server.pid),
       zsetMaxListpackEntries: Number(((await admin.config('GET', 'zset-max-listpack-entries')) as string[])[1]),
     };
     console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`);
