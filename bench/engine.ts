@@ -21,7 +21,6 @@
  * Results are in BENCHMARKS.md.
  */
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -30,9 +29,8 @@ import { resolveQueueConfig } from '../lib/config';
 import { topicKeys } from '../lib/keys';
 import { MAX_BODY_BYTES } from '../lib/limits';
 import { DelayQueue, type ClaimedJob } from '../lib/queue';
-import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info } from './env';
+import { describeMachine, envInt, info, scriptNamer } from './env';
 
 const TOPIC = 'bench';
 const BODY_BYTES = 200;
@@ -231,20 +229,11 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
   // EVALSHA names its script by digest; an EVAL (ioredis sends one for a script's first call on a
   // connection) carries the text, which SLOWLOG cuts to 128 bytes and "... (N more bytes)": every
   // script starts with the same helpers, so the text's length names it
-  const byDigest = new Map<string, ScriptName>();
-  const byLength = new Map<number, ScriptName | 'ambiguous'>();
-  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-    const text = scriptText(name);
-    byDigest.set(createHash('sha1').update(text).digest('hex'), name);
-    const length = Buffer.byteLength(text);
-    byLength.set(length, byLength.has(length) ? 'ambiguous' : name);
-  }
+  const names = scriptNamer();
   const scriptOf = ([command, first]: string[]): string | undefined => {
-    if (/^evalsha$/i.test(command ?? '')) return byDigest.get(String(first).toLowerCase()) ?? `unknown ${String(first).slice(0, 8)}`;
+    if (/^evalsha$/i.test(command ?? '')) return names.bySha(String(first)) ?? `unknown ${String(first).slice(0, 8)}`;
     if (!/^eval$/i.test(command ?? '')) return undefined;
-    const more = /\.\.\. \((\d+) more bytes\)$/.exec(String(first));
-    const name = byLength.get(128 + Number(more?.[1] ?? NaN));
-    return name && name !== 'ambiguous' ? name : 'unknown EVAL';
+    return names.byEvalText(String(first)) ?? 'unknown EVAL';
   };
   await redis.config('SET', 'slowlog-log-slower-than', '0');
   await redis.config('SET', 'slowlog-max-len', '100000');

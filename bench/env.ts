@@ -1,5 +1,7 @@
 /** The benchmarks' environment knobs, and how they describe the machine. */
+import { createHash } from 'node:crypto';
 import { cpus, totalmem, type as osType, release as osRelease } from 'node:os';
+import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
 
 /** Positive integer environment variable `name`, or `fallback` when unset or empty; throws naming it otherwise. */
 export function envInt(name: string, fallback: number): number {
@@ -25,5 +27,28 @@ export function describeMachine(serverInfo: string, redisPid: number) {
     node: process.version,
     redis: info(serverInfo, 'redis_version') ?? 'unknown',
     redisPid,
+  };
+}
+
+/**
+ * Names the script of a SLOWLOG entry: an EVALSHA by its digest, an EVAL (ioredis sends one for a
+ * script's first call on a connection) by its text's length, since SLOWLOG cuts the text to 128
+ * bytes and "... (N more bytes)" (every script starts with the same helpers). Undefined when unknown.
+ */
+export function scriptNamer(): { bySha(sha: string): ScriptName | undefined; byEvalText(text: string): ScriptName | undefined } {
+  const byDigest = new Map<string, ScriptName>();
+  const byLength = new Map<number, ScriptName | 'ambiguous'>();
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+    const text = scriptText(name);
+    byDigest.set(createHash('sha1').update(text).digest('hex'), name);
+    const length = Buffer.byteLength(text);
+    byLength.set(length, byLength.has(length) ? 'ambiguous' : name);
+  }
+  return {
+    bySha: (sha) => byDigest.get(sha.toLowerCase()),
+    byEvalText: (text) => {
+      const name = byLength.get(128 + Number(/\.\.\. \((\d+) more bytes\)$/.exec(text)?.[1] ?? NaN));
+      return name && name !== 'ambiguous' ? name : undefined;
+    },
   };
 }

@@ -32,7 +32,6 @@
  * BENCH_BATCHES_IN_FLIGHT (4) how many addMany calls run at once. BENCH_ONLY=cancel|list|memory
  * runs one step. Results are in BENCHMARKS.md.
  */
-import { createHash } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,9 +40,8 @@ import { resolveQueueConfig } from '../lib/config';
 import { CANCEL_GROUP_STEP } from '../lib/engine/groups';
 import { groupKey, topicKeys } from '../lib/keys';
 import { DelayQueue, type ClaimedJob, type Job } from '../lib/queue';
-import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info } from './env';
+import { describeMachine, envInt, info, scriptNamer } from './env';
 
 const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200); // 200 as bench/engine.ts, so the no-group figure compares with its step 4
 const N = {
@@ -124,23 +122,16 @@ interface Logged {
  * logged from a client with no address.
  */
 function slowlogReader() {
-  const byDigest = new Map<string, ScriptName>();
-  const byLength = new Map<number, ScriptName | 'ambiguous'>();
-  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-    const text = scriptText(name);
-    byDigest.set(createHash('sha1').update(text).digest('hex'), name);
-    const length = Buffer.byteLength(text);
-    byLength.set(length, byLength.has(length) ? 'ambiguous' : name);
-  }
+  const names = scriptNamer();
   return async (redis: Redis): Promise<Logged[]> => {
     const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string][];
     return entries.map(([, , us, [command = '?', first = ''], client]) => {
       const fromClient = /^\d[\d.]*:\d+$/.test(client ?? '');
       let name = command.toUpperCase();
-      if (name === 'EVALSHA') name = byDigest.get(first.toLowerCase()) ?? `EVALSHA ${first.slice(0, 8)}`;
+      if (name === 'EVALSHA') name = names.bySha(first) ?? `EVALSHA ${first.slice(0, 8)}`;
       if (name === 'EVAL') {
-        const script = byLength.get(128 + Number(/\.\.\. \((\d+) more bytes\)$/.exec(first)?.[1] ?? NaN));
-        name = script && script !== 'ambiguous' ? `${script} (EVAL: compiles it)` : 'EVAL';
+        const script = names.byEvalText(first);
+        name = script ? `${script} (EVAL: compiles it)` : 'EVAL';
       }
       return { us, name, fromClient };
     });
