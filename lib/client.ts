@@ -157,6 +157,8 @@ export interface ScheduleInput<Body = unknown> {
   ttr?: number;
   url?: string;
   group?: string;
+  /** Seconds: each occurrence starts at a point of [run time, run time + jitter), fixed per occurrence (default: the topic's jitter). */
+  jitter?: number;
 }
 
 /** A schedule as the API returns it; times are ISO-8601, durations seconds. */
@@ -175,6 +177,8 @@ export interface Schedule<Body = unknown> {
   backoff: Backoff;
   url: string | null;
   group: string | null;
+  /** Its own jitter (seconds), or null: the topic's applies. Each occurrence starts within [run time, run time + jitter). */
+  jitter: number | null;
   /** Grows with every change of the schedule, its advances included. */
   version: number;
   createdAt: string;

@@ -11,6 +11,7 @@
  *   - so a cron schedule in a zone with daylight saving skips the second pass of a repeated hour
  *     even when it runs every minute or second: `every` is the fixed rate in real time.
  * `every` runs at the multiples of its period since the epoch (UTC): `every: 60` on the minute.
+ * A schedule's jitter moves its occurrences' jobs, not its run times (lib/engine/schedules.ts).
  */
 import { Cron } from 'croner';
 import type { QueueConfig } from './config';
@@ -18,7 +19,7 @@ import { ID_PATTERN, TOPIC_PATTERN } from './config';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
 import type { NewJob } from './engine/shapes';
-import { checkBodySize, checkJobOptions, requireTopic } from './validation';
+import { checkBodySize, checkJitter, checkJobOptions, requireTopic } from './validation';
 
 /** Longest id of a job (ID_PATTERN). */
 const ID_MAX = 128;
@@ -39,8 +40,11 @@ export type CatchUp = 'latest' | 'none';
 /** When a schedule runs: a cron expression in an IANA time zone, or a fixed period. */
 export type Recurrence = { cron: string; timezone: string } | { every: number };
 
-/** A schedule's definition as stored (JSON in its record): the recurrence, catch-up, paused. */
-export type ScheduleSpec = Recurrence & { catchUp: CatchUp; paused: boolean };
+/**
+ * A schedule's definition as stored (JSON in its record): the recurrence, catch-up, paused, and
+ * its own jitter (ms; absent: the topic's applies).
+ */
+export type ScheduleSpec = Recurrence & { catchUp: CatchUp; paused: boolean; jitterMs?: number };
 
 /** A validated schedule, as the engine takes it; the options apply to each occurrence. */
 export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'backoff' | 'url' | 'group'> {
@@ -52,7 +56,7 @@ export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'bac
   body: string;
 }
 
-const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group'];
+const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
 const IANA_ZONE = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -139,6 +143,7 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
   }
   if (input.paused !== undefined && typeof input.paused !== 'boolean') problem('paused', 'must be true or false');
   const options = checkJobOptions(input, topicOk ? topic : undefined, config, problems);
+  const jitterMs = checkJitter(input.jitter, problems);
   let body: string | undefined;
   try {
     const text = JSON.stringify(input.body === undefined ? null : input.body);
@@ -156,7 +161,7 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
     topic,
     id,
     partition: partitionOf(topic, id, config.partitions),
-    spec: { ...recurrence!, catchUp, paused: input.paused === true },
+    spec: { ...recurrence!, catchUp, paused: input.paused === true, ...(jitterMs !== undefined ? { jitterMs } : {}) },
     body: body!,
     ...options,
   };

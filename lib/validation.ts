@@ -194,8 +194,8 @@ export function checkJobOptions(fields: Record<string, unknown>, topic: string |
   return { ...options, ...(url !== undefined ? { url } : {}), ...(group !== undefined ? { group } : {}) };
 }
 
-/** A job's own jitter (ms), or undefined when it sets none; adds a problem when it is not seconds in JITTER_SECONDS. */
-function checkJitter(value: unknown, problems: FieldProblem[]): number | undefined {
+/** A job's (or schedule's) own jitter (ms), or undefined when it sets none; adds a problem when it is not seconds in JITTER_SECONDS. */
+export function checkJitter(value: unknown, problems: FieldProblem[]): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < JITTER_SECONDS.min || value > JITTER_SECONDS.max) {
     problem(problems, 'jitter', `must be a number of seconds from ${JITTER_SECONDS.min} to ${JITTER_SECONDS.max}`);

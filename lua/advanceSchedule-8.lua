@@ -9,11 +9,12 @@
   KEYS[5] delayed zset  KEYS[6] running zset  KEYS[7] done zset
   KEYS[8] group zset of the schedule's group (the empty group's key when it has none)
   ARGV[1] fixed clock ms or ''  ARGV[2] schedule id  ARGV[3] version the caller read
-  ARGV[4] id and ARGV[5] ms of the occurrence that runs for the runs now due, or '' for none.
+  ARGV[4] id and ARGV[5] due time (ms) of the occurrence that runs for the runs now due, or '' for none.
           The pending one runs when it is that one; otherwise it is withdrawn while still pending
           and the one named is created, due at once, unless the pending one started (then it is
           the one that runs: never two for one catch-up)
-  ARGV[6] id and ARGV[7] ms of the next occurrence, or '' when there is none
+  ARGV[6] id and ARGV[7] run time (ms) of the next occurrence, or '' when there is none;
+          ARGV[9] its due time (the run time plus its jitter offset)
   ARGV[8] ms of the latest occurrence handed over (the one that runs, or the latest skipped)
   Returns { OUTCOME.ADVANCED, version, occurrences created }, { REFUSAL.NOT_FOUND } or
           { REFUSAL.VERSION_MISMATCH, version now }: nothing changed.
@@ -39,7 +40,7 @@ if runId ~= pending then
 end
 if nextId ~= '' then
   r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[7]), nextId
-  if createJob(k, groupKey, nextId, r[S_NEXT], now, options, r[S_BODY]) then created = created + 1 end
+  if createJob(k, groupKey, nextId, tonumber(ARGV[9]), now, options, r[S_BODY]) then created = created + 1 end
   redis.call('ZADD', nextKey, r[S_NEXT], id)
 else
   r[S_NEXT], r[S_NEXT_ID] = false, false

@@ -11,8 +11,10 @@
   ARGV[4] 'keep': the pending occurrence is due, so it is left to run; 'replace': it is withdrawn
           while still pending (one that started runs on)
   ARGV[5] the latest occurrence handed over, ms or ''
-  ARGV[6] id and ARGV[7] ms of an occurrence to create now (a missed one caught up on resume), or ''
-  ARGV[8] id and ARGV[9] ms of the next occurrence (the new pending one), or '' (paused, or none)
+  ARGV[6] id and ARGV[7] due time (ms) of an occurrence to create now (a missed one caught up on
+          resume), or ''
+  ARGV[8] id and ARGV[9] run time (ms) of the next occurrence (the new pending one), or '' (paused,
+          or none); ARGV[17] its due time (the run time plus its jitter offset)
   ARGV[10] maxAttempts|''  ARGV[11] ttr ms|''  ARGV[12] backoff spec|''  ARGV[13] url|''
   ARGV[14] group|''  ARGV[15] definition (JSON)  ARGV[16] body (JSON text)
   An occurrence whose id is taken by a job that is not cancelled is not created again: that job
@@ -42,7 +44,7 @@ local options = occurrenceOptions(r)
 if ARGV[6] ~= '' then createJob(k, groupKey, ARGV[6], tonumber(ARGV[7]), now, options, r[S_BODY]) end
 if ARGV[8] ~= '' then
   r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[9]), ARGV[8]
-  createJob(k, groupKey, ARGV[8], r[S_NEXT], now, options, r[S_BODY])
+  createJob(k, groupKey, ARGV[8], tonumber(ARGV[17]), now, options, r[S_BODY])
   redis.call('ZADD', nextKey, r[S_NEXT], id)
 else
   redis.call('ZREM', nextKey, id)

@@ -10,6 +10,7 @@ import { describeBackoff, type Backoff } from '../backoff';
 import type { TopicConfig } from '../config';
 import { groupKey, scheduleKeys, topicKeys } from '../keys';
 import { SCRIPT_CALL_BYTES } from '../limits';
+import { jitterOffsetMs } from '../pacing';
 import { catchUpPlan, nextRuns, occurrenceId, type NewSchedule, type ScheduleSpec } from '../schedule';
 import { run, runPipelined } from '../scripts';
 import { OUTCOME, REFUSAL } from './codes';
@@ -35,12 +36,17 @@ export interface Schedule {
   backoff: Backoff;
   url: string | null;
   group: string | null;
+  /** Its own jitter (seconds), or null: the topic's applies. Each occurrence starts within [run time, run time + jitter). */
+  jitter: number | null;
   /** Grows with every change of the schedule, its advances included. */
   version: number;
   createdAt: string;
   /** When its definition last changed (a put). */
   updatedAt: string;
-  /** The occurrence waiting to fall due (a job of the topic), or null (paused, or no run left). */
+  /**
+   * The occurrence waiting to fall due (a job of the topic), or null (paused, or no run left).
+   * `runAt` is its run time by the schedule; its job's runAt adds the jitter offset.
+   */
   pending: { id: string; runAt: string } | null;
   /** The latest occurrence handed over (run, or skipped as missed), or null. */
   lastRunAt: string | null;
@@ -77,6 +83,7 @@ export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule 
     backoff: describeBackoff(backoff ?? t.backoff),
     url,
     group,
+    jitter: spec.jitterMs === undefined ? null : spec.jitterMs / 1000,
     version,
     createdAt: iso(createdAt),
     updatedAt: iso(updatedAt),
@@ -95,7 +102,20 @@ function laterRuns(spec: ScheduleSpec, after: number): number[] {
   }
 }
 
-const occurrence = (scheduleId: string, ms: number | null): script.OccurrenceArg | null => (ms === null ? null : { id: occurrenceId(scheduleId, ms), ms });
+/** The jitter (ms) of schedule `spec`'s occurrences: its own, else its topic's. */
+export function occurrenceJitterMs(spec: ScheduleSpec, t: Pick<TopicConfig, 'jitterMs'> | undefined): number {
+  return spec.jitterMs ?? t?.jitterMs ?? 0;
+}
+
+/**
+ * Schedule `scheduleId`'s occurrence at run time `ms` of topic `topic`: its id, and its due time
+ * moved by its jitter offset (deterministic in topic and occurrence id, as a job's is).
+ */
+function occurrence(topic: string, scheduleId: string, ms: number | null, jitterMs: number): script.OccurrenceArg | null {
+  if (ms === null) return null;
+  const id = occurrenceId(scheduleId, ms);
+  return { id, ms, due: ms + jitterOffsetMs(topic, id, jitterMs) };
+}
 
 function readCall(t: string, partition: number, id: string) {
   return script.getSchedule([scheduleKeys(partition, t).schedules], { id });
@@ -163,9 +183,19 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
   for (let round = 0; round < PUT_ROUNDS; round++) {
     const [current, now] = await Promise.all([readSchedule(ctx, t, s.partition, s.id), serverTime(ctx)]);
     const plan = planPut(s, current, now);
+    const jitterMs = occurrenceJitterMs(s.spec, t);
     const reply = await run(
       ctx.redis,
-      script.putSchedule(keys, { clock: ctx.clock(), id: s.id, seen: plan.seen, pending: plan.pending, last: plan.last, run: occurrence(s.id, plan.run), next: occurrence(s.id, plan.next), record }),
+      script.putSchedule(keys, {
+        clock: ctx.clock(),
+        id: s.id,
+        seen: plan.seen,
+        pending: plan.pending,
+        last: plan.last,
+        run: occurrence(t.name, s.id, plan.run, jitterMs),
+        next: occurrence(t.name, s.id, plan.next, jitterMs),
+        record,
+      }),
     );
     if (reply[0] === REFUSAL.VERSION_MISMATCH) continue;
     const stored = await readSchedule(ctx, t, s.partition, s.id);
@@ -241,12 +271,15 @@ export interface AdvancePlan {
 /**
  * The advance of due schedule `view` (topic `topic`, partition `partition`) at `now`: the latest
  * run due runs once (its pending occurrence, when that is the latest), unless catchUp `none`
- * skips it as missed; the next pending occurrence is the first run after `now`.
+ * skips it as missed; the next pending occurrence is the first run after `now`. Occurrences are
+ * moved by their jitter offset within the schedule's jitter, else `topicJitterMs`.
  */
-export function planAdvance(topic: string, partition: number, view: script.ScheduleView, now: number): AdvancePlan {
+export function planAdvance(topic: string, partition: number, view: script.ScheduleView, now: number, topicJitterMs = 0): AdvancePlan {
   const [id, seen, pendingAt, pendingId, last, , , , , group] = view;
   const from = pendingAt ?? now;
-  const plan = catchUpPlan(specOf(view), from, now);
+  const spec = specOf(view);
+  const jitterMs = occurrenceJitterMs(spec, { jitterMs: topicJitterMs });
+  const plan = catchUpPlan(spec, from, now);
   return {
     topic,
     partition,
@@ -254,8 +287,8 @@ export function planAdvance(topic: string, partition: number, view: script.Sched
     seen,
     group,
     pendingId,
-    run: occurrence(id, plan.run),
-    next: occurrence(id, plan.next),
+    run: occurrence(topic, id, plan.run, jitterMs),
+    next: occurrence(topic, id, plan.next, jitterMs),
     last: plan.latest ?? last ?? from,
   };
 }
@@ -315,7 +348,7 @@ export async function advanceDue(ctx: EngineContext, partition: number, topics: 
     earliest(head);
     for (const view of due) {
       try {
-        plans.push(planAdvance(topics[i]!, partition, view, now));
+        plans.push(planAdvance(topics[i]!, partition, view, now, ctx.config.topics.get(topics[i]!)?.jitterMs));
       } catch {
         // a definition this code cannot compute (validated when put; a library upgrade could
         // refuse it): skipped, so one schedule never stops the sweep of every job
@@ -331,8 +364,8 @@ export async function advanceDue(ctx: EngineContext, partition: number, topics: 
     step.created += reply[2];
     const { run: caughtUp, next, pendingId } = plans[i]!;
     earliest(next?.ms ?? null);
-    // a caught-up occurrence replacing the pending one is due now: sweep again to move it
-    if (caughtUp && caughtUp.id !== pendingId && reply[2] > 0) earliest(caughtUp.ms);
+    // a caught-up occurrence replacing the pending one is due now (or at its jitter offset): sweep again to move it
+    if (caughtUp && caughtUp.id !== pendingId && reply[2] > 0) earliest(caughtUp.due);
   });
   return step;
 }

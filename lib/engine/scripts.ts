@@ -305,13 +305,21 @@ export type ScheduleView = readonly [
   body: string | null,
 ];
 
-/** An occurrence to create: its job id and due time (epoch ms). */
+/**
+ * An occurrence to create: its job id, its run time by the schedule (epoch ms, in the id) and the
+ * time its job falls due: the run time plus its jitter offset (lib/pacing.ts).
+ */
 export interface OccurrenceArg {
   id: string;
   ms: number;
+  due: number;
 }
 
-const occurrenceArgs = (o: OccurrenceArg | null): Arg[] => (o ? [o.id, o.ms] : ['', '']);
+/** An occurrence created now: its id and due time. */
+const runArgs = (o: OccurrenceArg | null): Arg[] => (o ? [o.id, o.due] : ['', '']);
+/** The new pending occurrence: its id and run time; its due time goes last (nextDueArg). */
+const nextArgs = (o: OccurrenceArg | null): Arg[] => (o ? [o.id, o.ms] : ['', '']);
+const nextDueArg = (o: OccurrenceArg | null): Arg => (o ? o.due : '');
 
 /** What each occurrence of a schedule gets, and the schedule's definition, as putSchedule stores them. */
 export interface ScheduleRecordArg {
@@ -342,8 +350,8 @@ export function putSchedule(
 ): ScriptCall<PutScheduleReply> {
   const r = a.record;
   return call('putSchedule', keys, [
-    a.clock, a.id, a.seen, a.pending, a.last ?? '', ...occurrenceArgs(a.run), ...occurrenceArgs(a.next),
-    r.maxAttempts ?? '', r.ttrMs ?? '', r.backoff ?? '', r.url ?? '', r.group ?? '', r.spec, r.body,
+    a.clock, a.id, a.seen, a.pending, a.last ?? '', ...runArgs(a.run), ...nextArgs(a.next),
+    r.maxAttempts ?? '', r.ttrMs ?? '', r.backoff ?? '', r.url ?? '', r.group ?? '', r.spec, r.body, nextDueArg(a.next),
   ]);
 }
 
@@ -362,7 +370,7 @@ export function advanceSchedule(
   keys: readonly [SchedulesKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
   a: { clock: ClockArg; id: string; seen: number; run: OccurrenceArg | null; next: OccurrenceArg | null; last: number },
 ): ScriptCall<AdvanceReply> {
-  return call('advanceSchedule', keys, [a.clock, a.id, a.seen, ...occurrenceArgs(a.run), ...occurrenceArgs(a.next), a.last]);
+  return call('advanceSchedule', keys, [a.clock, a.id, a.seen, ...runArgs(a.run), ...nextArgs(a.next), a.last, nextDueArg(a.next)]);
 }
 
 /** lua/deleteSchedule-8.lua's reply: `withdrawn` 1 when a pending occurrence was withdrawn. */

@@ -246,6 +246,7 @@ describe('the client against the stack', () => {
       ['example', uid('bad'), { every: 0 }, 'every'],
       ['example', uid('bad'), { every: 0.5 }, 'every'],
       ['example', 'x'.repeat(112), { every: 5 }, 'id'],
+      ['example', uid('bad'), { every: 5, jitter: -1 }, 'jitter'],
     ];
     for (const [topic, id, input, field] of cases) {
       const error = await queue.putSchedule(topic, id, input).catch((e: unknown) => e);

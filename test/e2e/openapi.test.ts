@@ -397,9 +397,13 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.deepEqual([got.status, got.body.schedule], [200, schedule]);
     assert.equal((await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`)).body.job.state, 'delayed');
 
-    const replaced = await call('PUT', `/schedules/example/${id}`, { every: 3600, body: { report: 'hourly' } });
+    const replaced = await call('PUT', `/schedules/example/${id}`, { every: 3600, body: { report: 'hourly' }, jitter: 600 });
     assert.equal(replaced.status, 200);
     assert.notEqual(replaced.body.schedule.pending.id, schedule.pending.id);
+    assert.equal(replaced.body.schedule.jitter, 600);
+    const occurrence = (await call('GET', `/jobs/example/${encodeURIComponent(replaced.body.schedule.pending.id)}`)).body.job;
+    const offset = Date.parse(occurrence.runAt) - Date.parse(replaced.body.schedule.pending.runAt);
+    assert.ok(offset >= 0 && offset < 600_000, `the occurrence's job moves within the jitter: ${offset} ms`);
     const withdrawn = await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`); // cancelled until the sweeper purges it
     assert.ok(withdrawn.status === 404 || withdrawn.body.job.state === 'cancelled', `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn.body)}`);
     const paused = await call('PUT', `/schedules/example/${id}`, { every: 60, paused: true });

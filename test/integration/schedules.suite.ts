@@ -12,6 +12,7 @@ import { OUTCOME, REFUSAL } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
 import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/keys';
 import type { DelayQueue } from '../../lib/queue';
+import { jitterOffsetMs } from '../../lib/pacing';
 import { occurrenceId } from '../../lib/schedule';
 import { run } from '../../lib/scripts';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
@@ -106,6 +107,42 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(ran, Array.from({ length: 20 }, (_, i) => occurrenceId('tick', start + (i + 1) * SEC)));
       assert.deepEqual(await liveJobs(q, topic), [occurrenceId('tick', start + 21 * SEC)], 'only the next occurrence is pending');
       assert.equal((await q.get(topic, ran[0]!))?.state, 'done', 'an occurrence is an ordinary job: acked, done');
+    });
+
+    it('jitter (the schedule\'s, else the topic\'s) moves each occurrence by its deterministic offset; each runs once, even with a jitter longer than the period', async () => {
+      const { q, topic, clock } = setup({ jitter: 600 });
+      const start = clock.now;
+      const own = await q.putSchedule(topic, 'spread', { every: 10, jitter: 30, body: 's' });
+      const inherited = await q.putSchedule(topic, 'herd', { cron: '0 * * * *', body: 'h' });
+      assert.equal(own.schedule.jitter, 30);
+      assert.equal(inherited.schedule.jitter, null, 'none of its own: the topic\'s applies');
+      // the schedule's run times stay nominal; the occurrence (a job) carries the offset
+      assert.deepEqual(own.schedule.pending, { id: occurrenceId('spread', start + 10 * SEC), runAt: iso(start + 10 * SEC) });
+      const due = (id: string, nominal: number, jitterMs: number) => nominal + jitterOffsetMs(topic, id, jitterMs);
+      const herdId = occurrenceId('herd', start + HOUR);
+      assert.equal((await q.get(topic, herdId))?.runAt, iso(due(herdId, start + HOUR, 600_000)));
+      const offsets = new Set<number>();
+      const ran = new Map<string, number>();
+      for (let s = 1; s <= 120; s++) {
+        clock.advance(SEC);
+        for (const id of await sweepAndRun(q, topic)) {
+          assert.ok(!ran.has(id), `${id} ran twice`);
+          ran.set(id, clock.now);
+        }
+      }
+      const expected: string[] = [];
+      for (let nominal = start + 10 * SEC; nominal <= clock.now; nominal += 10 * SEC) {
+        const id = occurrenceId('spread', nominal);
+        const at = due(id, nominal, 30_000);
+        offsets.add(at - nominal);
+        if (at > clock.now) continue; // not due yet
+        expected.push(id);
+        assert.ok(ran.has(id), `${id} never ran`);
+        assert.ok(ran.get(id)! >= at && ran.get(id)! < at + SEC, `${id} ran at ${iso(ran.get(id)!)}, due ${iso(at)}`);
+      }
+      assert.ok(expected.length >= 9, `${expected.length} occurrences due`);
+      assert.ok(offsets.size > 1, 'the offsets differ from one occurrence to the next');
+      assert.deepEqual([...ran.keys()].sort(), expected.sort(), 'each due occurrence ran once, and nothing else');
     });
 
     it('an occurrence is retried on its backoff and dead-lettered like any job, while the schedule moves on', async () => {
@@ -299,7 +336,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const sk = scheduleKeys(p, topic);
       const k = topicKeys(p, topic);
       const record: script.ScheduleRecordArg = { spec: JSON.stringify({ cron: '61 * * * *', timezone: 'UTC', catchUp: 'latest', paused: false }), body: '1' };
-      await run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], { clock: clock.now, id: 'broken', seen: 0, pending: 'replace', last: null, run: null, next: { id: occurrenceId('broken', clock.now + MIN), ms: clock.now + MIN }, record }));
+      await run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], { clock: clock.now, id: 'broken', seen: 0, pending: 'replace', last: null, run: null, next: { id: occurrenceId('broken', clock.now + MIN), ms: clock.now + MIN, due: clock.now + MIN }, record }));
       clock.advance(MIN);
       const swept = await q.sweep();
       assert.equal(swept.schedulesAdvanced, 1);
@@ -315,7 +352,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const g = groupKey(p, topic, '');
       const record: script.ScheduleRecordArg = { spec: JSON.stringify({ every: 60, catchUp: 'latest', paused: false }), body: '1' };
       const put = (seen: number) =>
-        run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: clock.now, id: 'codes', seen, pending: 'replace', last: null, run: null, next: { id: occurrenceId('codes', clock.now + MIN), ms: clock.now + MIN }, record }));
+        run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: clock.now, id: 'codes', seen, pending: 'replace', last: null, run: null, next: { id: occurrenceId('codes', clock.now + MIN), ms: clock.now + MIN, due: clock.now + MIN }, record }));
       const created = await put(0);
       assert.equal(created[0], OUTCOME.CREATED);
       assert.deepEqual(await put(0), [REFUSAL.VERSION_MISMATCH, created[1]], 'a put computed from a stale read');

@@ -38,7 +38,7 @@ function schedule(fields: Partial<ClientSchedule> = {}): ClientSchedule {
   const now = new Date().toISOString();
   return {
     topic: 'example', id: 's1', every: 10, catchUp: 'latest', paused: false, body: null, maxAttempts: 5, ttr: 30, backoff: { type: 'fixed', delay: 1 },
-    url: null, group: null, version: 1, createdAt: now, updatedAt: now, pending: null, lastRunAt: null, nextRuns: [], ...fields,
+    url: null, group: null, jitter: null, version: 1, createdAt: now, updatedAt: now, pending: null, lastRunAt: null, nextRuns: [], ...fields,
   };
 }
 const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>

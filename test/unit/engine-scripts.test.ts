@@ -141,12 +141,12 @@ describe('typed script calls', () => {
     assert.deepEqual(script.wakeSweeper(lease, { clock: '', dueAt: 42, horizonMs: 60_000 }).args, ['', 42, 60_000]);
     assert.deepEqual(
       script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], {
-        clock: '', id: 'a', seen: 3, pending: 'keep', last: 10, run: { id: 'a:r', ms: 11 }, next: { id: 'a:n', ms: 12 },
+        clock: '', id: 'a', seen: 3, pending: 'keep', last: 10, run: { id: 'a:r', ms: 11, due: 11.5 }, next: { id: 'a:n', ms: 12, due: 13 },
         record: { maxAttempts: 2, ttrMs: 3000, backoff: 'f:0', url: 'https://x/', group: 'g', spec: '{"every":1}', body: '"b"' },
       }).args,
-      ['', 'a', 3, 'keep', 10, 'a:r', 11, 'a:n', 12, 2, 3000, 'f:0', 'https://x/', 'g', '{"every":1}', '"b"'],
+      ['', 'a', 3, 'keep', 10, 'a:r', 11.5, 'a:n', 12, 2, 3000, 'f:0', 'https://x/', 'g', '{"every":1}', '"b"', 13],
     );
-    assert.deepEqual(script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 4, run: null, next: { id: 'a:n', ms: 12 }, last: 10 }).args, ['', 'a', 4, '', '', 'a:n', 12, 10]);
+    assert.deepEqual(script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 4, run: { id: 'a:r', ms: 9, due: 9.5 }, next: { id: 'a:n', ms: 12, due: 13 }, last: 10 }).args, ['', 'a', 4, 'a:r', 9.5, 'a:n', 12, 10, 13]);
     assert.deepEqual(script.listSchedules([sk.ids, sk.schedules], { after: 'x', limit: 5, maxBytes: 9 }).args, ['x', 5, 9]);
   });
 });

@@ -167,6 +167,9 @@ describe('schedule validation: 400 naming the field', () => {
     assert.deepEqual(fails({ every: 0.5 }), ['every']);
     assert.deepEqual(fails({ every: 60, timezone: 'UTC' }), ['timezone']);
     assert.deepEqual(fails({ every: 60, catchUp: 'all', paused: 'no', ttr: -1, colour: 1 }), ['catchUp', 'colour', 'paused', 'ttr']);
+    assert.deepEqual(fails({ every: 60, jitter: -1 }), ['jitter']);
+    assert.deepEqual(fails({ every: 60, jitter: '5s' }), ['jitter']);
+    assert.deepEqual(fails({ every: 60, jitter: 86_401 }), ['jitter']);
   });
 
   it('refuses an id too long to leave room for the occurrence suffix', () => {
@@ -187,5 +190,6 @@ describe('schedule validation: 400 naming the field', () => {
     assert.equal(s.ttrMs, 5000);
     assert.equal(s.group, 'g');
     assert.deepEqual(validateSchedule('reports', 'd', { cron: '0 9 * * *', timezone: 'europe/berlin', catchUp: 'none', paused: true }, config, now).spec, { cron: '0 9 * * *', timezone: 'Europe/Berlin', catchUp: 'none', paused: true });
+    assert.deepEqual(validateSchedule('reports', 'j', { every: 60, jitter: 2.5 }, config, now).spec, { every: 60, catchUp: 'latest', paused: false, jitterMs: 2500 }, 'its own jitter, in ms');
   });
 });
