@@ -362,7 +362,7 @@ export class DelayQueue {
 
   /** Schedule topic/id with its next 5 run times, or null when there is none. */
   async getSchedule(topic: string, id: string): Promise<engine.Schedule | null> {
-    checkJobRef(topic, id);
+    checkJobRef(topic, id, 'schedule');
     return engine.getSchedule(this.ctx, requireTopic(this.config, topic), partitionOf(topic, id, this.config.partitions), id);
   }
 
@@ -371,7 +371,7 @@ export class DelayQueue {
    * runs on). Throws 404 NOT_FOUND when there is no such schedule.
    */
   async deleteSchedule(topic: string, id: string): Promise<void> {
-    checkJobRef(topic, id);
+    checkJobRef(topic, id, 'schedule');
     const partition = partitionOf(topic, id, this.config.partitions);
     const deleted = await engine.deleteSchedule(this.ctx, requireTopic(this.config, topic), partition, id);
     if (!deleted) throw new HttpError(404, 'NOT_FOUND', `schedule ${topic}/${id} not found`);

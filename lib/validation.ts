@@ -204,10 +204,10 @@ export function checkJitter(value: unknown, problems: FieldProblem[]): number | 
   return Math.round(value * 1000);
 }
 
-/** Throws the 400 for the problems found, if any. */
-function throwProblems(problems: FieldProblem[]): void {
+/** Throws the 400 for the problems found in a `what` (a job, a schedule), if any. */
+function throwProblems(problems: FieldProblem[], what = 'job'): void {
   if (problems.length > 0) {
-    throw new HttpError(400, 'VALIDATION_FAILED', `the job has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
+    throw new HttpError(400, 'VALIDATION_FAILED', `the ${what} has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
   }
 }
 
@@ -229,12 +229,12 @@ export function requireTopic(config: QueueConfig, topic: string): TopicConfig {
   return t;
 }
 
-/** Throws 400 VALIDATION_FAILED unless topic and id could name a job. */
-export function checkJobRef(topic: string, id: string): void {
+/** Throws 400 VALIDATION_FAILED unless topic and id could name a job (or, `what`, a schedule). */
+export function checkJobRef(topic: string, id: string, what: 'job' | 'schedule' = 'job'): void {
   const problems: FieldProblem[] = [];
   if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `must match ${TOPIC_PATTERN.source}`);
   if (!ID_PATTERN.test(id)) problem(problems, 'id', `must match ${ID_PATTERN.source}`);
-  throwProblems(problems);
+  throwProblems(problems, what);
 }
 
 /**

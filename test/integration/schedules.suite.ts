@@ -296,6 +296,11 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual((error.details as { path: string }[]).map((d) => d.path).sort(), ['cron', 'timezone']);
       await rejects(q.putSchedule('not-configured', 'bad', { every: 5 }), 400, 'UNKNOWN_TOPIC');
       await rejects(q.putSchedule(topic, 'x'.repeat(112), { every: 5 }), 400, 'VALIDATION_FAILED');
+      for (const call of [q.getSchedule(topic, 'bad id'), q.deleteSchedule(topic, 'bad id')]) {
+        const refused = await rejects(call, 400, 'VALIDATION_FAILED');
+        assert.equal(refused.message, 'the schedule has 1 invalid field', 'the message speaks of a schedule, not a job');
+        assert.deepEqual((refused.details as { path: string }[]).map((d) => d.path), ['id']);
+      }
       assert.deepEqual((await q.listSchedules(topic)).schedules, []);
     });
 
