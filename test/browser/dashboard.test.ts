@@ -5,6 +5,7 @@
  * a click and sees it finish. Then the per-topic start lateness, oldest ready age and last-hour
  * chart, live and from a faked GET /topics. Then the upcoming jobs, a group's jobs page by page,
  * a group cancel behind its confirmation, and a job's group and version, all against the live API.
+ * Then a topic's schedules page by page, an empty topic, an API error and hostile text in a schedule.
  * Screenshots (desktop and phone) go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { DelayQueueClient, type Job, type TopicStats } from '../../lib/client';
+import { DelayQueueClient, type Job, type Schedule, type SchedulePage, type TopicStats } from '../../lib/client';
 import { PROJECT_ROOT, startOffline, type OfflineProcess } from '../support/offline';
 import { Contract } from '../support/openapi';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -493,6 +494,138 @@ describe('the dashboard in headless Chromium', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-groups-phone.png'), fullPage: true });
     await page.setViewportSize({ width: 1280, height: 860 });
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
+
+  async function putSchedule(id: string, schedule: Record<string, unknown>, status: number): Promise<Schedule> {
+    const res = await call<{ schedule: Schedule }>('PUT', `/schedules/example/${id}`, schedule);
+    assert.equal(res.status, status, JSON.stringify(res.body));
+    return res.body.schedule;
+  }
+  /** Every schedule of example as the API lists them, following `next`. */
+  async function schedulesOf(): Promise<Schedule[]> {
+    const schedules: Schedule[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { status: number; body: SchedulePage } = await call<SchedulePage>('GET', `/schedules?topic=example&limit=100${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      schedules.push(...res.body.schedules);
+      cursor = res.body.next;
+    } while (cursor !== null);
+    return schedules;
+  }
+  /** The rows of the schedules table: id, first next run, the next runs and last run shown (datetime), and each cell's text. */
+  const scheduleRows = () =>
+    page.locator('#schedules tbody tr').evaluateAll((trs) =>
+      trs.map((tr) => ({
+        id: tr.getAttribute('data-id'),
+        nextRun: tr.getAttribute('data-next-run'),
+        next: [...tr.querySelectorAll('[data-testid="schedule-next"] time')].map((t) => t.getAttribute('datetime')),
+        last: tr.querySelector('[data-testid="schedule-last"] time')?.getAttribute('datetime') ?? null,
+        cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()),
+      })),
+    );
+  /** What the schedules table should show for `s`: id, recurrence, first 3 next runs, last run, paused, pending occurrence. */
+  const expectedRow = (s: Schedule) => ({
+    id: s.id,
+    nextRun: s.nextRuns[0] ?? null,
+    next: s.nextRuns.slice(0, 3),
+    last: s.lastRunAt,
+    cells: [s.id, s.every !== undefined ? `every ${s.every} s` : `${s.cron} (${s.timezone})`, s.paused ? 'none while paused' : undefined, s.lastRunAt === null ? 'never' : undefined, s.paused ? 'yes' : 'no', s.pending?.id ?? '—'],
+  });
+  /** A row's cells with those whose text holds a time ("in 3 h 12 min") left out, as expectedRow leaves them. */
+  const timeless = (rows: Awaited<ReturnType<typeof scheduleRows>>, expected: ReturnType<typeof expectedRow>[]) =>
+    rows.map((r, i) => ({ ...r, cells: r.cells.map((c, j) => (expected[i]?.cells[j] === undefined ? undefined : c)) }));
+
+  it('lists a topic\'s schedules (recurrence, next runs, last run, paused, pending occurrence) page by page, an empty topic and an API error, and shows hostile text as text', async () => {
+    await page.goto(`${offline.baseUrl}/dashboard`);
+    if (await page.locator('#login').isVisible()) {
+      await page.fill('#token', offline.token);
+      await page.click('#login-form button[type=submit]');
+    }
+    await page.waitForSelector('#topics tr[data-topic="example"]');
+    await page.selectOption('#interval', '2000');
+
+    // a cron schedule in a time zone, an `every` one, and a paused one that ran once first
+    const sfx = String(process.pid);
+    const ids = { cron: `s-a-cron-${sfx}`, every: `s-b-every-${sfx}`, paused: `s-c-paused-${sfx}` };
+    await putSchedule(ids.cron, { cron: '30 9 * * 1-5', timezone: 'America/New_York', body: { note: HOSTILE } }, 201);
+    await putSchedule(ids.every, { every: 7200 }, 201);
+    await putSchedule(ids.paused, { every: 1 }, 201);
+    await until('the every-second schedule to run once', async () => (await client.getSchedule('example', ids.paused))?.lastRunAt != null);
+    assert.equal((await putSchedule(ids.paused, { every: 1, paused: true }, 200)).paused, true);
+    // an occurrence already due when it was paused runs as it was: wait until it is handed over
+    await until('the paused schedule to have nothing pending', async () => (await client.getSchedule('example', ids.paused))?.pending === null);
+
+    await page.selectOption('#schedules-topic', 'example');
+    let listed = await schedulesOf();
+    assert.deepEqual(listed.map((s) => s.id), Object.values(ids), 'nothing else has schedules in example');
+    await until('the three schedules as the API lists them', async () => {
+      const expected = listed.map(expectedRow);
+      return same(timeless(await scheduleRows(), expected), expected);
+    });
+    const rows = await scheduleRows();
+    assert.deepEqual(rows.map((r) => [r.cells[1], r.cells[4]]), [['30 9 * * 1-5 (America/New_York)', 'no'], ['every 7200 s', 'no'], ['every 1 s', 'yes']]);
+    assert.deepEqual(rows.map((r) => r.next.length), [3, 3, 0], 'the first three next runs; none while paused');
+    assert.match(rows[0]!.cells[2]!, /\(in \d+ (s|min|h|days)/, 'the next run, and how far off');
+    assert.match(rows[2]!.cells[3]!, /\((now|\d.* ago)\)$/, 'the paused one ran, and how long ago');
+    assert.equal(await text('#schedules-summary'), '3 schedules in example, by id.');
+    assert.equal(await page.locator('#schedules-more').isVisible(), false);
+    await page.locator('#schedules-card').screenshot({ path: join(ARTIFACTS, 'dashboard-schedules.png') });
+
+    // the pending occurrence opens the job (its hostile body shown as text)
+    await page.locator(`#schedules tbody tr[data-id="${ids.cron}"] [data-testid="schedule-pending"] button`).click();
+    await until('the occurrence in the lookup', async () => (await text('[data-testid="job-state"]')) === 'delayed');
+    assert.equal(await text('#lookup-result p code'), `example / ${listed[0]!.pending!.id}`);
+    assert.match(await text('#lookup-result pre'), /<img src=x onerror=/);
+
+    // 50 a page: 50 more (paused, so no jobs) and "Show more" reads on
+    const fillers = Array.from({ length: 50 }, (_, i) => `s-d-fill-${sfx}-${String(i).padStart(2, '0')}`);
+    for (let i = 0; i < fillers.length; i += 10) await Promise.all(fillers.slice(i, i + 10).map((id) => putSchedule(id, { every: 60, paused: true }, 201)));
+    await until('the first page', async () => (await scheduleRows()).length === 50 && (await page.locator('#schedules-more').isVisible()));
+    assert.equal(await text('#schedules-summary'), 'The first 50 schedules of example, by id; "Show more" reads on.');
+    await page.click('#schedules-more');
+    listed = await schedulesOf();
+    assert.equal(listed.length, 53);
+    await until('all 53, as the API lists them', async () => same((await scheduleRows()).map((r) => r.id), listed.map((s) => s.id)));
+    assert.equal(await page.locator('#schedules-more').isVisible(), false);
+    assert.equal(await text('#schedules-summary'), '53 schedules in example, by id.');
+
+    // a topic without schedules (clicking a topic selects it here too)
+    await page.click('#topics tr[data-topic="webhook"] .topic-link');
+    await until('the empty state', async () => (await text('#schedules-summary')) === 'No schedules in webhook.');
+    assert.equal(await page.inputValue('#schedules-topic'), 'webhook');
+    assert.equal((await scheduleRows()).length, 0);
+
+    // an API error is shown like the other views' (Chromium logs the failed request: expected here)
+    const mark = problems.length;
+    const isList = (url: URL) => url.pathname.endsWith('/schedules');
+    await page.route(isList, (route) =>
+      route.fulfill({ status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' }, body: JSON.stringify({ error: { code: 'UNAVAILABLE', message: 'the queue store is unavailable' } }) }),
+    );
+    await page.selectOption('#schedules-topic', 'example');
+    await until('the error', async () => (await text('#schedules-summary')) === 'Could not read the schedules: the queue store is unavailable');
+    assert.equal(await page.locator('#schedules .error-text, #schedules-summary .error-text').count(), 1);
+    assert.equal((await scheduleRows()).length, 0);
+    await page.unroute(isList);
+
+    // hostile text in every field shown is text (faked, and outside the contract: the API refuses
+    // such ids, cron expressions and zones, and the page must not rely on that)
+    const runAt = new Date(Date.now() + 3_600_000).toISOString();
+    const hostile = {
+      topic: 'example', id: HOSTILE, cron: HOSTILE, timezone: HOSTILE, catchUp: 'latest', paused: false, body: { note: HOSTILE }, maxAttempts: 5, ttr: 30,
+      backoff: { type: 'fixed', delay: 5 }, url: null, group: null, version: 1, createdAt: runAt, updatedAt: runAt, pending: { id: HOSTILE, runAt }, lastRunAt: null, nextRuns: [runAt],
+    };
+    await page.route(isList, (route) => route.fulfill({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ schedules: [hostile], next: null }) }));
+    await until('the hostile row', async () => (await scheduleRows()).some((r) => r.id === HOSTILE));
+    const [row] = await scheduleRows();
+    assert.deepEqual([row!.cells[0], row!.cells[1], row!.cells[5]], [HOSTILE, `${HOSTILE} (${HOSTILE})`, HOSTILE]);
+    assert.equal(await page.evaluate('window.__pwned'), undefined);
+    assert.equal(await page.locator('#schedules img, #schedules script').count(), 0);
+    await page.unroute(isList);
+    const during = problems.splice(mark); // late enough that the faked 503s have all been answered
+    assert.ok(during.every((p) => /status of 503/.test(p)), during.join('\n'));
+
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
 });
