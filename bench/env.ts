@@ -1,4 +1,5 @@
 /** The benchmarks' environment knobs, and how they describe the machine. */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpus, totalmem, type as osType, release as osRelease } from 'node:os';
 import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
@@ -51,4 +52,20 @@ export function scriptNamer(): { bySha(sha: string): ScriptName | undefined; byE
       return name && name !== 'ambiguous' ? name : undefined;
     },
   };
+}
+
+/**
+ * BENCH_REDIS_NICE (e.g. -20, which needs root): the redis-server a bench started (`pid`) is
+ * reniced to it, so that on a machine shared with CPU hogs its commands are timed without being
+ * preempted, as on a cache node with its own vCPU. The bench's clients keep their priority. Returns
+ * the niceness set, or null when unset; throws when renice fails.
+ */
+export function reniceRedis(pid: number): number | null {
+  const raw = process.env.BENCH_REDIS_NICE;
+  if (raw === undefined || raw === '') return null;
+  const nice = Number(raw);
+  if (!Number.isInteger(nice) || nice < -20 || nice > 19) throw new Error(`BENCH_REDIS_NICE must be an integer from -20 to 19, got ${JSON.stringify(raw)}`);
+  const result = spawnSync('renice', ['-n', String(nice), '-p', String(pid)], { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`renice ${nice} of redis-server ${pid} failed: ${result.stderr || result.error?.message}`);
+  return nice;
 }

@@ -5,6 +5,7 @@
  *
  *   npm run bench:groups
  *   # quick: BENCH_GROUP_JOBS=5000 BENCH_LIST_JOBS=20000 BENCH_MEMORY_JOBS=5000 npm run bench:groups
+ *   # Redis on a CPU of its own, as a cache node: BENCH_REDIS_NICE=-20 (root; see bench/env.ts)
  *
  * 1. Cancel of a BENCH_GROUP_JOBS (100,000) job group, all added with addMany (500 a batch), due
  *    over the next hour, with `partitions` 1 and then 4. A loop on its own connection sweeps,
@@ -41,7 +42,7 @@ import { CANCEL_GROUP_STEP } from '../lib/engine/groups';
 import { groupKey, topicKeys } from '../lib/keys';
 import { DelayQueue, type ClaimedJob, type Job } from '../lib/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info, scriptNamer } from './env';
+import { describeMachine, envInt, info, reniceRedis, scriptNamer } from './env';
 
 const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200); // 200 as bench/engine.ts, so the no-group figure compares with its step 4
 const N = {
@@ -464,9 +465,10 @@ async function main(): Promise<void> {
     const serverInfo = await admin.info('server');
     const machine = {
       ...describeMachine(serverInfo, server.pid),
+      redisNice: reniceRedis(server.pid),
       zsetMaxListpackEntries: Number(((await admin.config('GET', 'zset-max-listpack-entries')) as string[])[1]),
     };
-    console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`);
+    console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}${machine.redisNice === null ? '' : ` (reniced to ${machine.redisNice})`}; load average ${load()}`);
     console.log(`counts: ${JSON.stringify(N)}`);
     const readSlowlog = slowlogReader();
     await admin.config('SET', 'slowlog-log-slower-than', '-1'); // on only while a step measures
