@@ -1,0 +1,722 @@
+/**
+ * Schedules benchmark (issue 15, "Measure"; not a test): prints a table per step and one JSON
+ * line, with the load average at every result (this machine is often shared with a soak).
+ *
+ *   npm run bench:schedules
+ *   # quick: BENCH_SCHEDULES=1000 BENCH_PRECISION_SECONDS=10 npm run bench:schedules
+ *   # one step: BENCH_ONLY=sweep or BENCH_ONLY=precision
+ *
+ * 1. Sweep (own redis-server, nothing persisted, stopped by PID also on error). BENCH_SCHEDULES
+ *    (10,000) schedules through DelayQueue.putSchedule, half `every: 60`, half cron `*\/5 * * * *`
+ *    in Europe/Berlin, each with a BENCH_BODY_BYTES (200) JSON body, BENCH_PUTS_IN_FLIGHT (32) at
+ *    once, on the engine's fixed clock (QueueOptions.clock, ARGV[1] of every script) set 30 s before
+ *    a 5-minute boundary B, so every schedule's pending occurrence is due at B. Memory: INFO
+ *    used_memory before and after the puts, divided by the schedules (a schedule and its pending
+ *    occurrence, a job), and MEMORY USAGE (every element) of each key, which separates the two.
+ *    Then the clock is set to B and `sweep()` runs until it says nothing more is due: wall time and
+ *    calls, with SLOWLOG off. Everything is done again from empty with `slowlog-log-slower-than 0`,
+ *    SLOWLOG read (and reset) after each sweep call: Redis time per sweep call (the sum of the
+ *    commands the client sent; a script's own commands are inside its time) and the slowest
+ *    command. After each run the bench checks that every schedule advanced exactly once: sweep
+ *    reports BENCH_SCHEDULES advances and moved occurrences; the jobs hash holds, per schedule,
+ *    exactly its occurrence at B (in the ready list, once) and the next one (every: B + 60 s, cron:
+ *    B + 5 min, in the delayed zset), and nothing else; each schedule's view names that next one as
+ *    pending and B as its last run.
+ * 2. Precision (the real stack: `npm run dev`, its own redis-server and serverless offline, on
+ *    free ports, in its own process group, stopped with SIGTERM to that group, also on error and
+ *    Ctrl-C, and its children by PID if they outlive it). After a warm-up (3 rounds of 100 jobs of
+ *    the `example` topic due in 0.5 s, as bench/e2e.ts), BENCH_PRECISION_SCHEDULES (100) schedules
+ *    `every: 1` on the `example` topic through PUT /schedules (10 at once); they fire for
+ *    BENCH_PRECISION_SECONDS (60) after the last put answered, then are deleted (DELETE, 10 at
+ *    once), and the bench waits until the topic has nothing delayed, ready or running (at most
+ *    30 s). A start is the handler's "job started" log line (written by lib/topicHandler.ts after the
+ *    attempt was marked started, right before the job function runs); its `timestamp` minus the
+ *    nominal time in the occurrence id (`<schedule id>:YYYYMMDDTHHMMSSZ`) is the lateness.
+ *    Expected: for each schedule, every whole second from its first occurrence (the put's
+ *    `pending.runAt`) up to 1 s before the deletes began; the occurrences after that are in a
+ *    margin (the delete may withdraw one not yet advanced) and counted apart. Missed: an expected
+ *    time with no start; doubled: an occurrence with more than one start. Where the time goes: the
+ *    fan-out's claim lateness (its EMF `lateness` metric), and the lateness of each second's first
+ *    and last start. Goal (issue 15): p99 ≤ 100 ms, missed 0, doubled 0.
+ *
+ * Results are in BENCHMARKS.md.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { resolveQueueConfig } from '../lib/config';
+import { scheduleKeys, topicKeys } from '../lib/keys';
+import { DelayQueue, type Schedule } from '../lib/queue';
+import { catchUpPlan, occurrenceId } from '../lib/schedule';
+import { exited, freePort, groupGone, signalGroup } from '../scripts/support/process';
+import { startRedis, type RedisProcess } from '../test/support/redis';
+import { describeMachine, envInt, info, scriptNamer } from './env';
+
+const ROOT = resolve(__dirname, '..');
+const N = {
+  schedules: envInt('BENCH_SCHEDULES', 10_000),
+  putsInFlight: envInt('BENCH_PUTS_IN_FLIGHT', 32),
+  bodyBytes: envInt('BENCH_BODY_BYTES', 200), // as bench/engine.ts, so the occurrence's bytes compare with its step 4
+  settleMs: envInt('BENCH_SETTLE_MS', 1_000),
+  precisionSchedules: envInt('BENCH_PRECISION_SCHEDULES', 100),
+  precisionSeconds: envInt('BENCH_PRECISION_SECONDS', 60),
+  devReadySeconds: envInt('BENCH_DEV_READY_SECONDS', 600),
+};
+const ONLY = process.env.BENCH_ONLY;
+if (ONLY !== undefined && !['sweep', 'precision'].includes(ONLY)) throw new Error(`BENCH_ONLY must be sweep or precision, got ${JSON.stringify(ONLY)}`);
+
+const TARGETS = { p99Ms: 100, missed: 0, doubled: 0 };
+const TOPIC = 'bench-sched';
+const PRECISION_TOPIC = 'example'; // serverless.yml's topic with a no-op handler
+const FIVE_MIN = 300_000;
+const CRON = { cron: '*/5 * * * *', timezone: 'Europe/Berlin' } as const; // Berlin's offset is whole hours: due on UTC's 5-minute boundaries too
+const EVERY = { every: 60 } as const;
+const IN_FLIGHT_HTTP = 10;
+const DRAIN_MS = 30_000;
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const loadNow = () => loadavg().map((l) => Number(l.toFixed(2)));
+const load = () => loadNow().join(' / ');
+const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+/** The `q` quantile (0..1) of sorted `values`, nearest rank. */
+const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
+const sortNum = (values: readonly number[]) => [...values].sort((a, b) => a - b);
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
+/** Runs `count` tasks with at most `inFlight` running at once. */
+async function pool(count: number, inFlight: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, count) }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+}
+
+/** A JSON body whose text is exactly `bytes` bytes. */
+function makeBody(n: number, bytes: number): { report: string; note: string } {
+  const base = { report: `r-${pad(n, 9)}`, note: '' };
+  const body = { ...base, note: 'x'.repeat(Math.max(0, bytes - Buffer.byteLength(JSON.stringify(base)))) };
+  if (Buffer.byteLength(JSON.stringify(body)) !== bytes) throw new Error(`body is not ${bytes} bytes`);
+  return body;
+}
+
+function printTable(rows: [string, string, string][]): void {
+  const w = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length), ['measure', 'result', 'target'][c]!.length));
+  const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;
+  console.log('');
+  console.log(line(['measure', 'result', 'target']));
+  console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
+  for (const r of rows) console.log(line(r));
+  console.log('');
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. 10,000 schedules due at once
+
+const scheduleId = (i: number) => `sched-${pad(i, 6)}`;
+const specOf = (i: number) => (i % 2 === 0 ? EVERY : CRON);
+
+async function usedMemory(redis: Redis): Promise<number> {
+  return Number(info(await redis.info('memory'), 'used_memory'));
+}
+
+async function redisCpuMs(redis: Redis): Promise<number> {
+  const text = await redis.info('cpu');
+  return (Number(info(text, 'used_cpu_user')) + Number(info(text, 'used_cpu_sys'))) * 1000;
+}
+
+async function memoryUsage(redis: Redis, key: string): Promise<number> {
+  return Number((await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) ?? 0);
+}
+
+interface Logged {
+  us: number;
+  name: string;
+  fromClient: boolean;
+}
+
+/** SLOWLOG entries named (a script by digest or, for an EVAL, its text's length); commands a script ran have no client address. */
+function slowlogReader() {
+  const names = scriptNamer();
+  return async (redis: Redis): Promise<Logged[]> => {
+    const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string][];
+    return entries.map(([, , us, [command = '?', first = ''], client]) => {
+      let name = command.toUpperCase();
+      if (name === 'EVALSHA') name = names.bySha(first) ?? `EVALSHA ${first.slice(0, 8)}`;
+      if (name === 'EVAL') name = `${names.byEvalText(first) ?? '?'} (EVAL: compiles it)`;
+      return { us, name, fromClient: /^\d[\d.]*:\d+$/.test(client ?? '') };
+    });
+  };
+}
+
+interface SweepRun {
+  slowlog: boolean;
+  putMs: number;
+  putsPerSecond: number;
+  calls: number;
+  wallMs: number;
+  /** CPU time over the sweep calls: this Node process (the client computing the advances), and redis-server (INFO used_cpu_*). */
+  clientCpuMs: number;
+  redisCpuMs: number;
+  advanced: number;
+  moved: number;
+  /** With SLOWLOG: Redis time (µs) of each sweep call, the commands the client sent. */
+  redisMsPerCall: number[];
+  commandsPerCall: number[];
+  slowest: { ms: number; name: string } | null;
+  byScript: Record<string, { calls: number; p50Ms: number; maxMs: number }>;
+  loggedInside: number;
+  slowlogOverflow: boolean;
+  check: { ok: boolean; problems: string[] };
+  load: number[];
+}
+
+interface MemoryResult {
+  bytesPerSchedule: number;
+  keys: Record<string, number>;
+  scheduleAlone: number;
+  occurrence: number;
+  recordBytes: number;
+}
+
+/** Puts every schedule at `t0`; throws unless each is created with its pending occurrence at `due`. */
+async function putAll(queue: DelayQueue, due: number): Promise<number> {
+  const t = performance.now();
+  await pool(N.schedules, N.putsInFlight, async (i) => {
+    const { status, schedule } = await queue.putSchedule(TOPIC, scheduleId(i), { ...specOf(i), body: makeBody(i, N.bodyBytes) });
+    if (status !== 'created' || schedule.pending?.runAt !== new Date(due).toISOString()) throw new Error(`schedule ${scheduleId(i)}: ${status}, pending ${JSON.stringify(schedule.pending)}`);
+  });
+  return performance.now() - t;
+}
+
+/** Every schedule advanced exactly once at `due` (see the file's header); the problems found, the first 10 of each kind. */
+async function checkAdvanced(queue: DelayQueue, admin: Redis, due: number, swept: { advanced: number; moved: number }): Promise<{ ok: boolean; problems: string[] }> {
+  const problems: string[] = [];
+  const k = topicKeys(0, TOPIC);
+  if (swept.advanced !== N.schedules) problems.push(`sweep advanced ${swept.advanced}, not ${N.schedules}`);
+  if (swept.moved !== N.schedules) problems.push(`sweep moved ${swept.moved} occurrences, not ${N.schedules}`);
+  const nextOf = (i: number) => due + (specOf(i) === EVERY ? 60_000 : FIVE_MIN);
+  const jobIds = new Set<string>();
+  let cursor = '0';
+  do {
+    const [next, fields] = await admin.hscan(k.jobs, cursor, 'COUNT', 1000);
+    cursor = next;
+    for (let j = 0; j < fields.length; j += 2) if (!fields[j]!.startsWith('#')) jobIds.add(fields[j]!);
+  } while (cursor !== '0');
+  const ready = await admin.lrange(k.ready, 0, -1);
+  const readySet = new Set(ready);
+  if (ready.length !== readySet.size) problems.push(`the ready list holds ${ready.length - readySet.size} ids twice`);
+  const delayed = new Map<string, number>();
+  const scored = await admin.zrange(k.delayed, 0, -1, 'WITHSCORES');
+  for (let j = 0; j < scored.length; j += 2) delayed.set(scored[j]!, Number(scored[j + 1]));
+  const expected = new Set<string>();
+  const bad: string[] = [];
+  for (let i = 0; i < N.schedules; i++) {
+    const ran = occurrenceId(scheduleId(i), due);
+    const next = occurrenceId(scheduleId(i), nextOf(i));
+    expected.add(ran).add(next);
+    if (!jobIds.has(ran) || !readySet.has(ran)) bad.push(`${ran} not a ready job`);
+    if (!jobIds.has(next) || delayed.get(next) !== nextOf(i)) bad.push(`${next} not delayed to ${new Date(nextOf(i)).toISOString()}`);
+  }
+  if (bad.length) problems.push(`${bad.length} occurrences wrong: ${bad.slice(0, 10).join('; ')}`);
+  const extra = [...jobIds].filter((id) => !expected.has(id));
+  if (extra.length) problems.push(`${extra.length} jobs that should not exist: ${extra.slice(0, 10).join(', ')}`);
+  if (jobIds.size !== 2 * N.schedules) problems.push(`${jobIds.size} jobs, not ${2 * N.schedules}`);
+  // through the API: each schedule's pending occurrence and last run
+  const views: Schedule[] = [];
+  let page: string | undefined;
+  do {
+    const { schedules, next } = await queue.listSchedules(TOPIC, { limit: 100, ...(page ? { cursor: page } : {}) });
+    views.push(...schedules);
+    page = next ?? undefined;
+  } while (page);
+  if (views.length !== N.schedules) problems.push(`listSchedules shows ${views.length} schedules`);
+  const wrong = views.filter((v) => {
+    const i = Number(v.id.slice('sched-'.length));
+    return v.pending?.id !== occurrenceId(v.id, nextOf(i)) || v.lastRunAt !== new Date(due).toISOString();
+  });
+  if (wrong.length) problems.push(`${wrong.length} schedule views with another pending occurrence or last run: ${wrong.slice(0, 5).map((v) => `${v.id} ${JSON.stringify(v.pending)} ${v.lastRunAt}`).join('; ')}`);
+  return { ok: problems.length === 0, problems };
+}
+
+async function sweepRun(server: RedisProcess, admin: Redis, withSlowlog: boolean): Promise<{ run: SweepRun; memory: MemoryResult }> {
+  const due = Math.ceil((Date.now() + 10 * 60_000) / FIVE_MIN) * FIVE_MIN;
+  let clock = due - 30_000; // every: 60 and */5 both have their next run at `due`
+  const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
+  try {
+    const queue = new DelayQueue(redis, resolveQueueConfig({ topics: { [TOPIC]: {} } }), { clock: () => clock });
+    // a first put loads the scripts and sizes the client's buffers; then nothing is left of it
+    await queue.putSchedule(TOPIC, 'warm-up', { ...EVERY, body: makeBody(0, N.bodyBytes) });
+    await admin.flushall();
+    await admin.call('MEMORY', 'PURGE');
+    await sleep(N.settleMs);
+    const before = await usedMemory(admin);
+    const putMs = await putAll(queue, due);
+    await sleep(N.settleMs);
+    const after = await usedMemory(admin);
+    const sk = scheduleKeys(0, TOPIC);
+    const k = topicKeys(0, TOPIC);
+    const keys: Record<string, number> = {};
+    for (const [name, key] of [['schedules hash', sk.schedules], ['schedule-ids zset', sk.ids], ['schedule-next zset', sk.next], ['jobs hash', k.jobs], ['delayed zset', k.delayed]] as const) {
+      keys[name] = round((await memoryUsage(admin, key)) / N.schedules, 1);
+    }
+    const sample = ((await admin.call('HRANDFIELD', sk.schedules, '1000')) as string[]).filter((f) => !f.startsWith('#'));
+    const lengths = await Promise.all(sample.map((f) => admin.hstrlen(sk.schedules, f)));
+    const memory: MemoryResult = {
+      bytesPerSchedule: round((after - before) / N.schedules, 1),
+      keys,
+      scheduleAlone: round(keys['schedules hash']! + keys['schedule-ids zset']! + keys['schedule-next zset']!, 1),
+      occurrence: round(keys['jobs hash']! + keys['delayed zset']!, 1),
+      recordBytes: round(lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.length), 1),
+    };
+    console.log(`1. ${fmt(N.schedules)} schedules put in ${fmt(putMs / 1000, 1)} s (${fmt((N.schedules / putMs) * 1000)}/s); ${fmt(memory.bytesPerSchedule, 1)} bytes each with its occurrence; load average ${load()}`);
+
+    // all due at once
+    clock = due;
+    const readSlowlog = slowlogReader();
+    if (withSlowlog) {
+      await admin.config('SET', 'slowlog-max-len', '1000000');
+      await admin.config('SET', 'slowlog-log-slower-than', '0');
+    }
+    const run: SweepRun = { slowlog: withSlowlog, putMs: Math.round(putMs), putsPerSecond: Math.round((N.schedules / putMs) * 1000), calls: 0, wallMs: 0, clientCpuMs: 0, redisCpuMs: 0, advanced: 0, moved: 0, redisMsPerCall: [], commandsPerCall: [], slowest: null, byScript: {}, loggedInside: 0, slowlogOverflow: false, check: { ok: false, problems: [] }, load: [] };
+    const byScript = new Map<string, number[]>();
+    for (let more = true; more; ) {
+      if (withSlowlog) await admin.call('SLOWLOG', 'RESET');
+      const redisCpu = await redisCpuMs(admin);
+      const cpu = process.cpuUsage();
+      const t = performance.now();
+      const result = await queue.sweep();
+      run.wallMs += performance.now() - t;
+      const used = process.cpuUsage(cpu);
+      run.clientCpuMs += (used.user + used.system) / 1000;
+      run.redisCpuMs += (await redisCpuMs(admin)) - redisCpu;
+      run.calls += 1;
+      run.advanced += result.schedulesAdvanced;
+      run.moved += result.moved;
+      more = result.more;
+      if (withSlowlog) {
+        const logged = await readSlowlog(admin);
+        if (logged.length >= 1_000_000) run.slowlogOverflow = true;
+        const sent = logged.filter((l) => l.fromClient && l.name !== 'SLOWLOG');
+        run.loggedInside += logged.length - logged.filter((l) => l.fromClient).length;
+        run.redisMsPerCall.push(round(sent.reduce((s, l) => s + l.us, 0) / 1000));
+        run.commandsPerCall.push(sent.length);
+        for (const l of sent) {
+          byScript.set(l.name, [...(byScript.get(l.name) ?? []), l.us / 1000]);
+          if (!run.slowest || l.us / 1000 > run.slowest.ms) run.slowest = { ms: l.us / 1000, name: l.name };
+        }
+      }
+      if (run.calls > 10 * Math.ceil(N.schedules / 1000) + 10) throw new Error(`sweep still says more after ${run.calls} calls`);
+    }
+    if (withSlowlog) await admin.config('SET', 'slowlog-log-slower-than', '-1');
+    run.wallMs = round(run.wallMs, 1);
+    run.clientCpuMs = round(run.clientCpuMs, 1);
+    run.redisCpuMs = round(run.redisCpuMs, 1);
+    for (const [name, ms] of byScript) {
+      const sorted = sortNum(ms);
+      run.byScript[name] = { calls: ms.length, p50Ms: round(quantile(sorted, 0.5)), maxMs: round(sorted.at(-1)!) };
+    }
+    run.check = await checkAdvanced(queue, admin, due, run);
+    run.load = loadNow();
+    return { run, memory };
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Mean µs of one catchUpPlan (the client's arithmetic for one due schedule) of `spec` at `due`, over 2,000 calls: wall and CPU. */
+function planMicros(spec: typeof EVERY | typeof CRON, due: number): { wall: number; cpu: number } {
+  const full = { ...spec, catchUp: 'latest' as const, paused: false };
+  const calls = 2_000;
+  catchUpPlan(full, due, due);
+  const cpu = process.cpuUsage();
+  const t = performance.now();
+  for (let i = 0; i < calls; i++) catchUpPlan(full, due, due);
+  const wall = performance.now() - t;
+  const used = process.cpuUsage(cpu);
+  return { wall: round((wall * 1000) / calls, 1), cpu: round((used.user + used.system) / calls, 1) };
+}
+
+async function sweepStep(): Promise<{ memory: MemoryResult; runs: SweepRun[]; planUs: { every: { wall: number; cpu: number }; cron: { wall: number; cpu: number } }; machine: ReturnType<typeof describeMachine> }> {
+  let server: RedisProcess | undefined;
+  let admin: Redis | undefined;
+  try {
+    server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
+    admin = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
+    const machine = describeMachine(await admin.info('server'), server.pid);
+    console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`);
+    await admin.config('SET', 'slowlog-log-slower-than', '-1');
+    const first = await sweepRun(server, admin, false);
+    printSweep(first.run);
+    const second = await sweepRun(server, admin, true);
+    printSweep(second.run);
+    const due = Math.ceil(Date.now() / FIVE_MIN) * FIVE_MIN;
+    const planUs = { every: planMicros(EVERY, due), cron: planMicros(CRON, due) };
+    console.log(`1. one advance planned in ${planUs.every.wall} µs wall, ${planUs.every.cpu} µs CPU (every: 60), ${planUs.cron.wall} µs wall, ${planUs.cron.cpu} µs CPU (cron in Berlin); load average ${load()}`);
+    return { memory: first.memory, runs: [first.run, second.run], planUs, machine };
+  } finally {
+    admin?.disconnect();
+    await server?.stop();
+  }
+}
+
+function printSweep(r: SweepRun): void {
+  const perCall = sortNum(r.redisMsPerCall);
+  console.log(
+    `1. sweep ${r.slowlog ? 'with SLOWLOG at 0' : 'without SLOWLOG'}: ${r.calls} calls, ${fmt(r.wallMs, 1)} ms wall (CPU: client ${fmt(r.clientCpuMs)} ms, redis-server ${fmt(r.redisCpuMs)} ms), advanced ${fmt(r.advanced)}, moved ${fmt(r.moved)}` +
+      (r.slowlog ? `; Redis time per call median ${fmt(quantile(perCall, 0.5), 2)} ms, max ${fmt(perCall.at(-1) ?? NaN, 2)} ms; slowest command ${r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : 'none'}` : '') +
+      `; check ${r.check.ok ? 'passed' : `FAILED: ${r.check.problems.join(' | ')}`}; load average ${r.load.join(' / ')}`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Precision through `npm run dev`
+
+interface Start {
+  id: string;
+  at: number;
+  latenessMs: number;
+  attempt: number;
+  requestId: string | undefined;
+  coldStart: boolean;
+}
+
+/** What the bench reads from the stack's output, line by line. */
+class DevOutput {
+  starts: Start[] = [];
+  claims: { at: number; lateness: number[] }[] = [];
+  redisPid: number | undefined;
+  private tail: string[] = [];
+  private partial = new Map<string, string>();
+  constructor(private readonly prefix: string) {}
+  push(stream: string, chunk: Buffer): void {
+    const parts = ((this.partial.get(stream) ?? '') + chunk.toString('utf8')).split('\n');
+    this.partial.set(stream, parts.pop() ?? '');
+    for (const line of parts) this.line(line);
+  }
+  private line(line: string): void {
+    const pid = /\[dev\] redis-server .* \(pid (\d+)/.exec(line);
+    if (pid) this.redisPid = Number(pid[1]);
+    if (line.startsWith('{')) {
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      if (entry.message === 'job started' && typeof entry.jobId === 'string' && entry.jobId.startsWith(this.prefix)) {
+        this.starts.push({ id: entry.jobId, at: Date.parse(String(entry.timestamp)), latenessMs: Number(entry.latenessMs), attempt: Number(entry.attempt), requestId: entry.function_request_id as string | undefined, coldStart: entry.cold_start === true });
+      } else if (entry._aws && entry.topic === PRECISION_TOPIC && Array.isArray(entry.lateness)) {
+        this.claims.push({ at: Number((entry._aws as { Timestamp: number }).Timestamp), lateness: entry.lateness as number[] });
+      }
+      return;
+    }
+    if (line.trim() === '') return;
+    this.tail.push(line);
+    if (this.tail.length > 60) this.tail.shift();
+  }
+  lastLines(): string {
+    return this.tail.join('\n');
+  }
+}
+
+/** PIDs and process groups of every descendant of `root` (Linux /proc). */
+function descendants(root: number): { pid: number; pgid: number }[] {
+  const procs: { pid: number; ppid: number; pgid: number }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.push({ pid: Number(entry), ppid: Number(fields[1]), pgid: Number(fields[2]) });
+    } catch {} // ended meanwhile
+  }
+  const out: { pid: number; pgid: number }[] = [];
+  const queue = [root];
+  while (queue.length) {
+    const parent = queue.shift()!;
+    for (const p of procs) {
+      if (p.ppid === parent) {
+        out.push({ pid: p.pid, pgid: p.pgid });
+        queue.push(p.pid);
+      }
+    }
+  }
+  return out;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** `npm run dev` on free ports, in its own process group. */
+class DevStack {
+  readonly child: ChildProcess;
+  readonly baseUrl: string;
+  readonly token = randomBytes(16).toString('hex');
+  private known: { pid: number; pgid: number }[] = [];
+  private stopped: Promise<void> | undefined;
+  constructor(
+    readonly ports: { http: number; lambda: number; redis: number },
+    readonly output: DevOutput,
+  ) {
+    this.baseUrl = `http://127.0.0.1:${ports.http}`;
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(ports.http), LAMBDA_PORT: String(ports.lambda), DEV_REDIS_PORT: String(ports.redis), API_TOKEN: this.token, LOG_LEVEL: 'info' };
+    delete env.REDIS_URL; // npm run dev starts its own redis-server
+    this.child = spawn('npm', ['run', 'dev'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child.stdout!.on('data', (chunk: Buffer) => output.push('out', chunk));
+    this.child.stderr!.on('data', (chunk: Buffer) => output.push('err', chunk));
+  }
+  async api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const res = await fetch(this.baseUrl + path, { method, headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' }, signal: AbortSignal.timeout(30_000), ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  }
+  /** Resolves once GET /topics answers 200; throws when the stack exits or is not ready in time. */
+  async ready(timeoutMs: number): Promise<number> {
+    const started = Date.now();
+    for (;;) {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) throw new Error(`npm run dev exited before it was ready. Its last lines:\n${this.output.lastLines()}`);
+      try {
+        if ((await this.api('GET', '/topics')).status === 200) break;
+      } catch {}
+      if (Date.now() - started > timeoutMs) throw new Error(`npm run dev was not ready within ${timeoutMs / 1000} s. Its last lines:\n${this.output.lastLines()}`);
+      await sleep(500);
+    }
+    this.known = descendants(this.child.pid!);
+    return Date.now() - started;
+  }
+  /**
+   * SIGTERM to npm's process group (scripts/dev.ts then stops serverless offline and its
+   * redis-server); whatever of its children is left after 30 s gets SIGKILL by PID or group.
+   */
+  stop(): Promise<void> {
+    return (this.stopped ??= (async () => {
+      const pgid = this.child.pid!;
+      const known = [...this.known, ...descendants(pgid)];
+      signalGroup(pgid, 'SIGTERM');
+      await Promise.race([exited(this.child), sleep(30_000)]);
+      if (!groupGone(pgid)) signalGroup(pgid, 'SIGKILL');
+      for (const p of known) {
+        if (p.pgid !== pgid && !groupGone(p.pgid)) signalGroup(p.pgid, 'SIGKILL');
+        if (alive(p.pid)) process.kill(p.pid, 'SIGKILL');
+      }
+      if (this.output.redisPid && alive(this.output.redisPid)) process.kill(this.output.redisPid, 'SIGKILL');
+    })());
+  }
+}
+
+interface PrecisionResult {
+  schedules: number;
+  seconds: number;
+  readyMs: number;
+  expected: number;
+  started: number;
+  missed: number;
+  doubled: number;
+  retried: number;
+  marginNominal: number;
+  marginStarted: number;
+  unexpectedStarts: number;
+  latenessMs: { p50: number; p90: number; p99: number; max: number; min: number };
+  /** Largest difference between the log line's latenessMs (Redis clock) and timestamp − nominal. */
+  latenessFieldDiffMaxMs: number;
+  claimLatenessMs: { claims: number; p50: number; p99: number; max: number };
+  /** Median over the nominal seconds of the lateness of that second's first, 10th, 50th and last start. */
+  byRankP50Ms: { first: number; tenth: number; fiftieth: number; last: number };
+  handlerInvocationsPerSecond: number;
+  coldStarts: number;
+  putMs: number;
+  deleteMs: number;
+  drained: boolean;
+  load: { start: number[]; during: number[][]; end: number[] };
+}
+
+async function precisionStep(): Promise<PrecisionResult> {
+  const tag = Date.now().toString(36);
+  const prefix = `prec-${tag}-`;
+  const output = new DevOutput(prefix);
+  const http = await freePort();
+  let lambda = await freePort();
+  while (lambda === http) lambda = await freePort();
+  let redisPort = await freePort();
+  while (redisPort === http || redisPort === lambda) redisPort = await freePort();
+  const stack = new DevStack({ http, lambda, redis: redisPort }, output);
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`got ${signal}: stopping npm run dev`);
+    void stack.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const loadStart = loadNow();
+  try {
+    console.log(`2. npm run dev on ports ${http} (HTTP), ${lambda} (Lambda), ${redisPort} (redis); waiting for it (load average ${load()})`);
+    const readyMs = await stack.ready(N.devReadySeconds * 1000);
+    console.log(`2. ready in ${fmt(readyMs / 1000, 1)} s; warming up (load average ${load()})`);
+    const pending = async () => {
+      const { body } = await stack.api('GET', '/topics');
+      const t = (body.topics as { topic: string; delayed: number; ready: number; running: number }[]).find((s) => s.topic === PRECISION_TOPIC);
+      return t ? t.delayed + t.ready + t.running : 0;
+    };
+    for (let r = 0; r < 3; r++) {
+      const jobs = Array.from({ length: 100 }, (_, i) => ({ topic: PRECISION_TOPIC, id: `warm-${tag}-${r}-${i}`, delay: 0.5 }));
+      const { status } = await stack.api('POST', '/jobs/batch', { jobs });
+      if (status !== 200) throw new Error(`warm-up batch: ${status}`);
+      const end = Date.now() + 60_000;
+      while ((await pending()) > 0 && Date.now() < end) await sleep(200);
+    }
+
+    const ids = Array.from({ length: N.precisionSchedules }, (_, i) => `${prefix}${pad(i, 3)}`);
+    const first = new Map<string, number>();
+    const putStart = Date.now();
+    await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
+      const { status, body } = await stack.api('PUT', `/schedules/${PRECISION_TOPIC}/${ids[i]}`, { every: 1, body: { n: i } });
+      if (status !== 201 || !body.schedule.pending) throw new Error(`PUT schedule ${ids[i]}: ${status} ${JSON.stringify(body)}`);
+      first.set(ids[i]!, Date.parse(body.schedule.pending.runAt));
+    });
+    const putMs = Date.now() - putStart;
+    console.log(`2. ${ids.length} schedules every 1 s put in ${putMs} ms; firing for ${N.precisionSeconds} s (load average ${load()})`);
+    const during: number[][] = [];
+    for (let left = N.precisionSeconds * 1000; left > 0; left -= 10_000) {
+      await sleep(Math.min(10_000, left));
+      during.push(loadNow());
+      if (stack.child.exitCode !== null) throw new Error(`npm run dev exited. Its last lines:\n${output.lastLines()}`);
+    }
+    const deleteStart = Date.now();
+    await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
+      const { status } = await stack.api('DELETE', `/schedules/${PRECISION_TOPIC}/${ids[i]}`);
+      if (status !== 200) throw new Error(`DELETE schedule ${ids[i]}: ${status}`);
+    });
+    const deleteEnd = Date.now();
+    const drainEnd = Date.now() + DRAIN_MS;
+    let drained = false;
+    while (!(drained = (await pending()) === 0) && Date.now() < drainEnd) await sleep(250);
+    await sleep(2_000); // the last log lines
+    const loadEnd = loadNow();
+
+    // expected occurrences, and the starts of each
+    const cut = deleteStart - 1_000;
+    const expected = new Map<string, number>(); // occurrence id -> nominal ms
+    const margin = new Set<string>();
+    for (const id of ids) {
+      for (let s = first.get(id)!; s <= deleteEnd + 1_000; s += 1_000) (s <= cut ? expected.set(occurrenceId(id, s), s) : margin.add(occurrenceId(id, s)));
+    }
+    const startsOf = new Map<string, Start[]>();
+    for (const s of output.starts) startsOf.set(s.id, [...(startsOf.get(s.id) ?? []), s]);
+    const lateness: number[] = [];
+    let fieldDiff = 0;
+    const perSecond = new Map<number, number[]>();
+    const requestsPerSecond = new Map<number, Set<string>>();
+    for (const [id, nominal] of expected) {
+      const s = startsOf.get(id)?.[0];
+      if (!s) continue;
+      const late = s.at - nominal;
+      lateness.push(late);
+      fieldDiff = Math.max(fieldDiff, Math.abs(s.latenessMs - late));
+      perSecond.set(nominal, [...(perSecond.get(nominal) ?? []), late]);
+      if (s.requestId) requestsPerSecond.set(nominal, (requestsPerSecond.get(nominal) ?? new Set()).add(s.requestId));
+    }
+    const sorted = sortNum(lateness);
+    const rank = (r: number | 'last') => {
+      const values = [...perSecond.values()].filter((v) => v.length >= N.precisionSchedules).map((v) => sortNum(v)[r === 'last' ? v.length - 1 : r - 1]!);
+      return quantile(sortNum(values), 0.5);
+    };
+    const firstNominal = Math.min(...first.values());
+    const claimValues = sortNum(output.claims.filter((c) => c.at >= firstNominal && c.at <= deleteStart).flatMap((c) => c.lateness));
+    const inWindow = output.starts.filter((s) => expected.has(s.id));
+    const result: PrecisionResult = {
+      schedules: ids.length,
+      seconds: N.precisionSeconds,
+      readyMs,
+      expected: expected.size,
+      started: lateness.length,
+      missed: [...expected.keys()].filter((id) => !startsOf.has(id)).length,
+      doubled: [...startsOf.values()].filter((s) => s.length > 1).length,
+      retried: output.starts.filter((s) => s.attempt > 1).length,
+      marginNominal: margin.size,
+      marginStarted: [...margin].filter((id) => startsOf.has(id)).length,
+      unexpectedStarts: [...startsOf.keys()].filter((id) => !expected.has(id) && !margin.has(id)).length,
+      latenessMs: { p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9), p99: quantile(sorted, 0.99), max: sorted.at(-1) ?? NaN, min: sorted[0] ?? NaN },
+      latenessFieldDiffMaxMs: fieldDiff,
+      claimLatenessMs: { claims: claimValues.length, p50: quantile(claimValues, 0.5), p99: quantile(claimValues, 0.99), max: claimValues.at(-1) ?? NaN },
+      byRankP50Ms: { first: rank(1), tenth: rank(10), fiftieth: rank(Math.min(50, N.precisionSchedules)), last: rank('last') },
+      handlerInvocationsPerSecond: round([...requestsPerSecond.values()].reduce((a, s) => a + s.size, 0) / Math.max(1, requestsPerSecond.size), 1),
+      coldStarts: inWindow.filter((s) => s.coldStart).length,
+      putMs,
+      deleteMs: deleteEnd - deleteStart,
+      drained,
+      load: { start: loadStart, during, end: loadEnd },
+    };
+    return result;
+  } finally {
+    await stack.stop();
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const at = new Date();
+  const loadAtStart = loadNow();
+  console.log(`counts: ${JSON.stringify(N)}; load average ${load()}`);
+  const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+  let sweep: Awaited<ReturnType<typeof sweepStep>> | undefined;
+  if (!ONLY || ONLY === 'sweep') {
+    sweep = await sweepStep();
+    const [plain, logged] = sweep.runs as [SweepRun, SweepRun];
+    const perCall = sortNum(logged.redisMsPerCall);
+    const m = sweep.memory;
+    const rows: [string, string, string][] = [
+      [`put ${fmt(N.schedules)} schedules (putSchedule, ${N.putsInFlight} in flight)`, `${fmt(plain.putMs / 1000, 1)} s = ${fmt(plain.putsPerSecond)}/s; ${fmt(logged.putMs / 1000, 1)} s = ${fmt(logged.putsPerSecond)}/s`, ''],
+      ['memory per schedule with its pending occurrence (used_memory)', `${fmt(m.bytesPerSchedule, 1)} bytes`, ''],
+      ['  the schedule alone: schedules hash + ids zset + next zset (MEMORY USAGE)', `${fmt(m.scheduleAlone, 1)} = ${fmt(m.keys['schedules hash']!, 1)} + ${fmt(m.keys['schedule-ids zset']!, 1)} + ${fmt(m.keys['schedule-next zset']!, 1)} bytes (record ${fmt(m.recordBytes, 1)} bytes)`, ''],
+      ['  its occurrence: jobs hash + delayed zset (MEMORY USAGE)', `${fmt(m.occurrence, 1)} = ${fmt(m.keys['jobs hash']!, 1)} + ${fmt(m.keys['delayed zset']!, 1)} bytes`, ''],
+      [`sweep, all ${fmt(N.schedules)} due at once, SLOWLOG off: wall / calls`, `${fmt(plain.wallMs, 1)} ms / ${plain.calls} calls (load ${plain.load.join(' / ')})`, ''],
+      ['  CPU over those calls: client (Node) / redis-server', `${fmt(plain.clientCpuMs)} / ${fmt(plain.redisCpuMs)} ms`, ''],
+      ['  client: one advance planned (catchUpPlan), every: 60 / cron in Berlin, CPU', `${fmt(sweep.planUs.every.cpu, 1)} / ${fmt(sweep.planUs.cron.cpu, 1)} µs (wall ${fmt(sweep.planUs.every.wall, 1)} / ${fmt(sweep.planUs.cron.wall, 1)})`, ''],
+      ['sweep with SLOWLOG at 0: wall / calls', `${fmt(logged.wallMs, 1)} ms / ${logged.calls} calls (load ${logged.load.join(' / ')})`, ''],
+      ['  CPU over those calls: client (Node) / redis-server', `${fmt(logged.clientCpuMs)} / ${fmt(logged.redisCpuMs)} ms`, ''],
+      ['  Redis time per sweep call: median / max / total', `${fmt(quantile(perCall, 0.5), 2)} / ${fmt(perCall.at(-1) ?? NaN, 2)} / ${fmt(perCall.reduce((a, b) => a + b, 0), 1)} ms`, ''],
+      ['  commands sent per sweep call: median / max', `${quantile(sortNum(logged.commandsPerCall), 0.5)} / ${Math.max(...logged.commandsPerCall)}`, ''],
+      ...Object.entries(logged.byScript).sort((a, b) => b[1].maxMs - a[1].maxMs).map(([name, s]): [string, string, string] => [`  ${name}: calls, median / slowest`, `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`, '']),
+      ['  slowest single command', logged.slowest ? `${fmt(logged.slowest.ms, 2)} ms (${logged.slowest.name})` : 'none', ''],
+      ['every schedule advanced exactly once (both runs)', plain.check.ok && logged.check.ok ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled` : `NO: ${[...plain.check.problems, ...logged.check.problems].join(' | ')}`, `all: ${verdict(plain.check.ok && logged.check.ok)}`],
+    ];
+    printTable(rows);
+  }
+  let precision: PrecisionResult | undefined;
+  if (!ONLY || ONLY === 'precision') {
+    precision = await precisionStep();
+    const p = precision;
+    const rows: [string, string, string][] = [
+      [`${p.schedules} schedules every 1 s for ${p.seconds} s: occurrences expected`, fmt(p.expected), ''],
+      ['  started / missed / doubled', `${fmt(p.started)} / ${fmt(p.missed)} / ${fmt(p.doubled)}`, `missed 0, doubled 0: ${verdict(p.missed === 0 && p.doubled === 0)}`],
+      ['  lateness (job started − nominal): p50 / p90 / p99 / max', `${p.latenessMs.p50} / ${p.latenessMs.p90} / ${p.latenessMs.p99} / ${p.latenessMs.max} ms (min ${p.latenessMs.min})`, `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.latenessMs.p99 <= TARGETS.p99Ms)}`],
+      ['  fan-out claim lateness (EMF): p50 / p99 / max', `${p.claimLatenessMs.p50} / ${p.claimLatenessMs.p99} / ${p.claimLatenessMs.max} ms (${fmt(p.claimLatenessMs.claims)} claimed)`, ''],
+      ["  each second's 1st / 10th / 50th / last start, median", `${p.byRankP50Ms.first} / ${p.byRankP50Ms.tenth} / ${p.byRankP50Ms.fiftieth} / ${p.byRankP50Ms.last} ms`, ''],
+      ['  handler invocations per second; cold starts', `${p.handlerInvocationsPerSecond}; ${p.coldStarts}`, ''],
+      ['  margin (nominal after deletes − 1 s): started of', `${p.marginStarted} of ${p.marginNominal}; unexpected starts ${p.unexpectedStarts}; retried ${p.retried}`, ''],
+      ['  load average start / end', `${p.load.start.join(' / ')} → ${p.load.end.join(' / ')}`, ''],
+    ];
+    printTable(rows);
+  }
+  console.log(JSON.stringify({ bench: 'schedules', at: at.toISOString(), machine: sweep?.machine, loadAverage: { start: loadAtStart, end: loadNow() }, counts: N, results: { sweep: sweep && { memory: sweep.memory, planUs: sweep.planUs, runs: sweep.runs }, precision }, targets: TARGETS }));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
