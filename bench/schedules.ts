@@ -33,11 +33,15 @@
  *    attempt was marked started, right before the job function runs); its `timestamp` minus the
  *    nominal time in the occurrence id (`<schedule id>:YYYYMMDDTHHMMSSZ`) is the lateness.
  *    Expected: for each schedule, every whole second from its first occurrence (the put's
- *    `pending.runAt`) up to 1 s before the deletes began; the occurrences after that are in a
- *    margin (the delete may withdraw one not yet advanced) and counted apart. Missed: an expected
- *    time with no start; doubled: an occurrence with more than one start. Where the time goes: the
- *    fan-out's claim lateness (its EMF `lateness` metric), and the lateness of each second's first
- *    and last start. Goal (issue 15): p99 ≤ 100 ms, missed 0, doubled 0.
+ *    `pending.runAt`) up to 1 s before its own DELETE was sent; the later ones, up to the DELETE's
+ *    answer, are a margin (the delete may withdraw one not yet advanced), counted apart. "Steady"
+ *    are the expected ones due at least 1 s before the first DELETE. Missed: an expected time with
+ *    no start; doubled: an occurrence with more than one start.
+ *    Where the time goes: the fan-out's claim lateness (its EMF `lateness` metric: claim − due,
+ *    Redis clock; the handler's own further claims log none), the lateness of each second's first,
+ *    10th, 50th and last start, and, while the schedules fire, how long the stack's threads ran on a
+ *    CPU and waited on a run queue for one (/proc/<pid>/task/<tid>/schedstat).
+ *    Goal (issue 15): p99 ≤ 100 ms, missed 0, doubled 0.
  *
  * Results are in BENCHMARKS.md.
  */
@@ -460,6 +464,8 @@ const alive = (pid: number) => {
   }
 };
 
+type StackKind = 'offline' | 'redis' | 'other';
+
 /** `npm run dev` on free ports, in its own process group. */
 class DevStack {
   readonly child: ChildProcess;
@@ -498,6 +504,25 @@ class DevStack {
     return Date.now() - started;
   }
   /**
+   * Seconds the stack's threads have run on a CPU and waited on a run queue for one so far
+   * (/proc/<pid>/task/<tid>/schedstat), by process kind. Threads that ended are not counted.
+   */
+  cpu(): Record<StackKind, { run: number; wait: number }> {
+    const out: Record<StackKind, { run: number; wait: number }> = { offline: { run: 0, wait: 0 }, redis: { run: 0, wait: 0 }, other: { run: 0, wait: 0 } };
+    for (const { pid } of descendants(this.child.pid!)) {
+      try {
+        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        const kind: StackKind = cmd.includes('redis-server') ? 'redis' : cmd.includes('serverless') ? 'offline' : 'other';
+        for (const tid of readdirSync(`/proc/${pid}/task`)) {
+          const [run = '0', wait = '0'] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ');
+          out[kind].run += Number(run) / 1e9;
+          out[kind].wait += Number(wait) / 1e9;
+        }
+      } catch {} // ended meanwhile
+    }
+    return out;
+  }
+  /**
    * SIGTERM to npm's process group (scripts/dev.ts then stops serverless offline and its
    * redis-server); whatever of its children is left after 30 s gets SIGKILL by PID or group.
    */
@@ -524,6 +549,8 @@ interface PrecisionResult {
   expected: number;
   started: number;
   missed: number;
+  /** Missed occurrences by whole seconds from their nominal time to their schedule's DELETE. */
+  missedBySecondsBeforeDelete: Record<string, number>;
   doubled: number;
   retried: number;
   marginNominal: number;
@@ -533,6 +560,16 @@ interface PrecisionResult {
   /** Largest difference between the log line's latenessMs (Redis clock) and timestamp − nominal. */
   latenessFieldDiffMaxMs: number;
   claimLatenessMs: { claims: number; p50: number; p99: number; max: number };
+  /** The same over the occurrences due at least 1 s before the first DELETE was sent (steady firing, no deletes under way). */
+  steady: { expected: number; missed: number; latenessMs: { p50: number; p90: number; p99: number; max: number } };
+  /**
+   * While the schedules fired, per second: seconds the stack's threads ran on a CPU and waited on
+   * a run queue (ready to run, but the CPUs were busy): serverless offline (its Lambdas run in
+   * it), redis-server, the rest (npm, scripts/dev.ts, esbuild).
+   */
+  stackCpu: Record<StackKind, { run: number; wait: number }>;
+  /** Missed occurrences whose schedule's previous occurrence started 1 s late or more (the sweeper was a second behind). */
+  missedAfterLag: number;
   /** Median over the nominal seconds of the lateness of that second's first, 10th, 50th and last start. */
   byRankP50Ms: { first: number; tenth: number; fiftieth: number; last: number };
   handlerInvocationsPerSecond: number;
@@ -587,16 +624,27 @@ async function precisionStep(): Promise<PrecisionResult> {
     });
     const putMs = Date.now() - putStart;
     console.log(`2. ${ids.length} schedules every 1 s put in ${putMs} ms; firing for ${N.precisionSeconds} s (load average ${load()})`);
+    const cpuBefore = stack.cpu();
+    const firingStart = performance.now();
     const during: number[][] = [];
     for (let left = N.precisionSeconds * 1000; left > 0; left -= 10_000) {
       await sleep(Math.min(10_000, left));
       during.push(loadNow());
       if (stack.child.exitCode !== null) throw new Error(`npm run dev exited. Its last lines:\n${output.lastLines()}`);
     }
+    const cpuAfter = stack.cpu();
+    const firingS = (performance.now() - firingStart) / 1000;
+    const stackCpu = cpuAfter;
+    for (const kind of ['offline', 'redis', 'other'] as const) {
+      stackCpu[kind] = { run: round((cpuAfter[kind].run - cpuBefore[kind].run) / firingS, 2), wait: round((cpuAfter[kind].wait - cpuBefore[kind].wait) / firingS, 2) };
+    }
     const deleteStart = Date.now();
+    const deleted = new Map<string, { start: number; end: number }>();
     await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
+      const start = Date.now();
       const { status } = await stack.api('DELETE', `/schedules/${PRECISION_TOPIC}/${ids[i]}`);
       if (status !== 200) throw new Error(`DELETE schedule ${ids[i]}: ${status}`);
+      deleted.set(ids[i]!, { start, end: Date.now() });
     });
     const deleteEnd = Date.now();
     const drainEnd = Date.now() + DRAIN_MS;
@@ -605,12 +653,18 @@ async function precisionStep(): Promise<PrecisionResult> {
     await sleep(2_000); // the last log lines
     const loadEnd = loadNow();
 
-    // expected occurrences, and the starts of each
-    const cut = deleteStart - 1_000;
+    // expected occurrences (up to 1 s before their schedule's DELETE was sent), the margin after, and the starts of each
     const expected = new Map<string, number>(); // occurrence id -> nominal ms
     const margin = new Set<string>();
+    const deleteOf = new Map<string, number>(); // occurrence id -> its schedule's DELETE start
     for (const id of ids) {
-      for (let s = first.get(id)!; s <= deleteEnd + 1_000; s += 1_000) (s <= cut ? expected.set(occurrenceId(id, s), s) : margin.add(occurrenceId(id, s)));
+      const { start, end } = deleted.get(id)!;
+      for (let s = first.get(id)!; s <= end; s += 1_000) {
+        const occurrence = occurrenceId(id, s);
+        if (s <= start - 1_000) expected.set(occurrence, s);
+        else margin.add(occurrence);
+        deleteOf.set(occurrence, start);
+      }
     }
     const startsOf = new Map<string, Start[]>();
     for (const s of output.starts) startsOf.set(s.id, [...(startsOf.get(s.id) ?? []), s]);
@@ -634,6 +688,22 @@ async function precisionStep(): Promise<PrecisionResult> {
     };
     const firstNominal = Math.min(...first.values());
     const claimValues = sortNum(output.claims.filter((c) => c.at >= firstNominal && c.at <= deleteStart).flatMap((c) => c.lateness));
+    const steadyIds = [...expected].filter(([, nominal]) => nominal <= deleteStart - 1_000).map(([id]) => id);
+    const steadyLate = sortNum(steadyIds.flatMap((id) => {
+      const s = startsOf.get(id)?.[0];
+      return s ? [s.at - expected.get(id)!] : [];
+    }));
+    const missedIds = [...expected.keys()].filter((id) => !startsOf.has(id));
+    const lateBefore = (id: string) => {
+      const before = expected.get(id)! - 1_000;
+      const previous = startsOf.get(occurrenceId(id.slice(0, id.lastIndexOf(':')), before))?.[0];
+      return previous !== undefined && previous.at - before >= 1_000;
+    };
+    const missedBy: Record<string, number> = {};
+    for (const id of missedIds) {
+      const key = String(Math.floor((deleteOf.get(id)! - expected.get(id)!) / 1000));
+      missedBy[key] = (missedBy[key] ?? 0) + 1;
+    }
     const inWindow = output.starts.filter((s) => expected.has(s.id));
     const result: PrecisionResult = {
       schedules: ids.length,
@@ -641,7 +711,9 @@ async function precisionStep(): Promise<PrecisionResult> {
       readyMs,
       expected: expected.size,
       started: lateness.length,
-      missed: [...expected.keys()].filter((id) => !startsOf.has(id)).length,
+      missed: missedIds.length,
+      missedBySecondsBeforeDelete: missedBy,
+      missedAfterLag: missedIds.filter(lateBefore).length,
       doubled: [...startsOf.values()].filter((s) => s.length > 1).length,
       retried: output.starts.filter((s) => s.attempt > 1).length,
       marginNominal: margin.size,
@@ -650,6 +722,12 @@ async function precisionStep(): Promise<PrecisionResult> {
       latenessMs: { p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9), p99: quantile(sorted, 0.99), max: sorted.at(-1) ?? NaN, min: sorted[0] ?? NaN },
       latenessFieldDiffMaxMs: fieldDiff,
       claimLatenessMs: { claims: claimValues.length, p50: quantile(claimValues, 0.5), p99: quantile(claimValues, 0.99), max: claimValues.at(-1) ?? NaN },
+      steady: {
+        expected: steadyIds.length,
+        missed: steadyIds.filter((id) => !startsOf.has(id)).length,
+        latenessMs: { p50: quantile(steadyLate, 0.5), p90: quantile(steadyLate, 0.9), p99: quantile(steadyLate, 0.99), max: steadyLate.at(-1) ?? NaN },
+      },
+      stackCpu,
       byRankP50Ms: { first: rank(1), tenth: rank(10), fiftieth: rank(Math.min(50, N.precisionSchedules)), last: rank('last') },
       handlerInvocationsPerSecond: round([...requestsPerSecond.values()].reduce((a, s) => a + s.size, 0) / Math.max(1, requestsPerSecond.size), 1),
       coldStarts: inWindow.filter((s) => s.coldStart).length,
@@ -705,6 +783,12 @@ async function main(): Promise<void> {
       [`${p.schedules} schedules every 1 s for ${p.seconds} s: occurrences expected`, fmt(p.expected), ''],
       ['  started / missed / doubled', `${fmt(p.started)} / ${fmt(p.missed)} / ${fmt(p.doubled)}`, `missed 0, doubled 0: ${verdict(p.missed === 0 && p.doubled === 0)}`],
       ['  lateness (job started − nominal): p50 / p90 / p99 / max', `${p.latenessMs.p50} / ${p.latenessMs.p90} / ${p.latenessMs.p99} / ${p.latenessMs.max} ms (min ${p.latenessMs.min})`, `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.latenessMs.p99 <= TARGETS.p99Ms)}`],
+      ['  missed, by seconds from nominal to its DELETE', Object.entries(p.missedBySecondsBeforeDelete).map(([k, v]) => `${k} s: ${v}`).join(', ') || 'none', ''],
+      [`  steady (due ≥ 1 s before the first DELETE): expected / missed`, `${fmt(p.steady.expected)} / ${fmt(p.steady.missed)}`, ''],
+      ['  steady: lateness p50 / p90 / p99 / max', `${p.steady.latenessMs.p50} / ${p.steady.latenessMs.p90} / ${p.steady.latenessMs.p99} / ${p.steady.latenessMs.max} ms`, `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.steady.latenessMs.p99 <= TARGETS.p99Ms)}`],
+      ['  missed right after a start ≥ 1 s late (the sweeper a second behind)', `${fmt(p.missedAfterLag)} of ${fmt(p.missed)}`, ''],
+      ['  stack threads per s while firing, offline / redis-server / rest: on CPU', `${p.stackCpu.offline.run} / ${p.stackCpu.redis.run} / ${p.stackCpu.other.run} s`, ''],
+      ['  the same, waiting for a CPU (run queue)', `${p.stackCpu.offline.wait} / ${p.stackCpu.redis.wait} / ${p.stackCpu.other.wait} s`, ''],
       ['  fan-out claim lateness (EMF): p50 / p99 / max', `${p.claimLatenessMs.p50} / ${p.claimLatenessMs.p99} / ${p.claimLatenessMs.max} ms (${fmt(p.claimLatenessMs.claims)} claimed)`, ''],
       ["  each second's 1st / 10th / 50th / last start, median", `${p.byRankP50Ms.first} / ${p.byRankP50Ms.tenth} / ${p.byRankP50Ms.fiftieth} / ${p.byRankP50Ms.last} ms`, ''],
       ['  handler invocations per second; cold starts', `${p.handlerInvocationsPerSecond}; ${p.coldStarts}`, ''],
