@@ -13,11 +13,14 @@
  *    a 5-minute boundary B, so every schedule's pending occurrence is due at B. Memory: INFO
  *    used_memory before and after the puts, divided by the schedules (a schedule and its pending
  *    occurrence, a job), and MEMORY USAGE (every element) of each key, which separates the two.
- *    Then the clock is set to B and `sweep()` runs until it says nothing more is due: wall time and
- *    calls, with SLOWLOG off. Everything is done again from empty with `slowlog-log-slower-than 0`,
- *    SLOWLOG read (and reset) after each sweep call: Redis time per sweep call (the sum of the
- *    commands the client sent; a script's own commands are inside its time) and the slowest
- *    command. After each run the bench checks that every schedule advanced exactly once: sweep
+ *    Then the clock is set to B and `sweep()` runs until it says nothing more is due: wall time,
+ *    calls, CPU of this process (the client plans each advance: croner for a cron) and of
+ *    redis-server (INFO cpu), Redis script time per sweep call (INFO commandstats, eval and
+ *    evalsha), and the slowest command from SLOWLOG at 1 ms (read and reset after each call).
+ *    Everything is done again from empty with `slowlog-log-slower-than 0`, which names every
+ *    command's time (a script's own commands are logged too, and inside its time), at a cost: the
+ *    logging of a script's own commands lengthens it. Also timed: one catchUpPlan (the client's
+ *    arithmetic per due schedule) for each kind. After each run the bench checks that every schedule advanced exactly once: sweep
  *    reports BENCH_SCHEDULES advances and moved occurrences; the jobs hash holds, per schedule,
  *    exactly its occurrence at B (in the ready list, once) and the next one (every: B + 60 s, cron:
  *    B + 5 min, in the delayed zset), and nothing else; each schedule's view names that next one as
@@ -82,6 +85,7 @@ const CRON = { cron: '*/5 * * * *', timezone: 'Europe/Berlin' } as const; // Ber
 const EVERY = { every: 60 } as const;
 const IN_FLIGHT_HTTP = 10;
 const DRAIN_MS = 30_000;
+const SLOWLOG_LIGHT_US = 1_000; // the first sweep logs only commands of 1 ms or more: a script's own commands (µs each) stay out, and cost nothing
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const loadNow = () => loadavg().map((l) => Number(l.toFixed(2)));
@@ -130,6 +134,14 @@ async function usedMemory(redis: Redis): Promise<number> {
   return Number(info(await redis.info('memory'), 'used_memory'));
 }
 
+/** Microseconds Redis has spent in script calls (EVAL, EVALSHA and their _RO forms), from INFO commandstats. */
+async function scriptUsec(redis: Redis): Promise<number> {
+  const text = await redis.info('commandstats');
+  let usec = 0;
+  for (const m of text.matchAll(/^cmdstat_(?:eval|evalsha|eval_ro|evalsha_ro):calls=\d+,usec=(\d+),/gm)) usec += Number(m[1]);
+  return usec;
+}
+
 async function redisCpuMs(redis: Redis): Promise<number> {
   const text = await redis.info('cpu');
   return (Number(info(text, 'used_cpu_user')) + Number(info(text, 'used_cpu_sys'))) * 1000;
@@ -160,7 +172,8 @@ function slowlogReader() {
 }
 
 interface SweepRun {
-  slowlog: boolean;
+  /** slowlog-log-slower-than during the sweep, µs. */
+  slowlogUs: number;
   putMs: number;
   putsPerSecond: number;
   calls: number;
@@ -170,10 +183,13 @@ interface SweepRun {
   redisCpuMs: number;
   advanced: number;
   moved: number;
-  /** With SLOWLOG: Redis time (µs) of each sweep call, the commands the client sent. */
+  /** Redis time of each sweep call: its script calls' time from INFO commandstats (eval, evalsha), ms. */
   redisMsPerCall: number[];
+  /** The same from SLOWLOG (only complete at slowlog-log-slower-than 0), ms. */
+  slowlogMsPerCall: number[];
   commandsPerCall: number[];
   slowest: { ms: number; name: string } | null;
+  /** Commands the client sent that SLOWLOG logged (all at 0), by script. */
   byScript: Record<string, { calls: number; p50Ms: number; maxMs: number }>;
   loggedInside: number;
   slowlogOverflow: boolean;
@@ -249,7 +265,7 @@ async function checkAdvanced(queue: DelayQueue, admin: Redis, due: number, swept
   return { ok: problems.length === 0, problems };
 }
 
-async function sweepRun(server: RedisProcess, admin: Redis, withSlowlog: boolean): Promise<{ run: SweepRun; memory: MemoryResult }> {
+async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): Promise<{ run: SweepRun; memory: MemoryResult }> {
   const due = Math.ceil((Date.now() + 10 * 60_000) / FIVE_MIN) * FIVE_MIN;
   let clock = due - 30_000; // every: 60 and */5 both have their next run at `due`
   const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
@@ -284,15 +300,14 @@ async function sweepRun(server: RedisProcess, admin: Redis, withSlowlog: boolean
     // all due at once
     clock = due;
     const readSlowlog = slowlogReader();
-    if (withSlowlog) {
-      await admin.config('SET', 'slowlog-max-len', '1000000');
-      await admin.config('SET', 'slowlog-log-slower-than', '0');
-    }
-    const run: SweepRun = { slowlog: withSlowlog, putMs: Math.round(putMs), putsPerSecond: Math.round((N.schedules / putMs) * 1000), calls: 0, wallMs: 0, clientCpuMs: 0, redisCpuMs: 0, advanced: 0, moved: 0, redisMsPerCall: [], commandsPerCall: [], slowest: null, byScript: {}, loggedInside: 0, slowlogOverflow: false, check: { ok: false, problems: [] }, load: [] };
+    await admin.config('SET', 'slowlog-max-len', '1000000');
+    await admin.config('SET', 'slowlog-log-slower-than', String(slowlogUs));
+    const run: SweepRun = { slowlogUs, slowlogMsPerCall: [], putMs: Math.round(putMs), putsPerSecond: Math.round((N.schedules / putMs) * 1000), calls: 0, wallMs: 0, clientCpuMs: 0, redisCpuMs: 0, advanced: 0, moved: 0, redisMsPerCall: [], commandsPerCall: [], slowest: null, byScript: {}, loggedInside: 0, slowlogOverflow: false, check: { ok: false, problems: [] }, load: [] };
     const byScript = new Map<string, number[]>();
     for (let more = true; more; ) {
-      if (withSlowlog) await admin.call('SLOWLOG', 'RESET');
+      await admin.call('SLOWLOG', 'RESET');
       const redisCpu = await redisCpuMs(admin);
+      const scripts = await scriptUsec(admin);
       const cpu = process.cpuUsage();
       const t = performance.now();
       const result = await queue.sweep();
@@ -300,25 +315,24 @@ async function sweepRun(server: RedisProcess, admin: Redis, withSlowlog: boolean
       const used = process.cpuUsage(cpu);
       run.clientCpuMs += (used.user + used.system) / 1000;
       run.redisCpuMs += (await redisCpuMs(admin)) - redisCpu;
+      run.redisMsPerCall.push(round(((await scriptUsec(admin)) - scripts) / 1000));
       run.calls += 1;
       run.advanced += result.schedulesAdvanced;
       run.moved += result.moved;
       more = result.more;
-      if (withSlowlog) {
-        const logged = await readSlowlog(admin);
-        if (logged.length >= 1_000_000) run.slowlogOverflow = true;
-        const sent = logged.filter((l) => l.fromClient && l.name !== 'SLOWLOG');
-        run.loggedInside += logged.length - logged.filter((l) => l.fromClient).length;
-        run.redisMsPerCall.push(round(sent.reduce((s, l) => s + l.us, 0) / 1000));
-        run.commandsPerCall.push(sent.length);
-        for (const l of sent) {
-          byScript.set(l.name, [...(byScript.get(l.name) ?? []), l.us / 1000]);
-          if (!run.slowest || l.us / 1000 > run.slowest.ms) run.slowest = { ms: l.us / 1000, name: l.name };
-        }
+      const logged = await readSlowlog(admin);
+      if (logged.length >= 1_000_000) run.slowlogOverflow = true;
+      const sent = logged.filter((l) => l.fromClient && !['SLOWLOG', 'INFO', 'CONFIG'].includes(l.name)); // not the bench's own
+      run.loggedInside += logged.length - logged.filter((l) => l.fromClient).length;
+      run.slowlogMsPerCall.push(round(sent.reduce((s, l) => s + l.us, 0) / 1000));
+      run.commandsPerCall.push(sent.length);
+      for (const l of sent) {
+        byScript.set(l.name, [...(byScript.get(l.name) ?? []), l.us / 1000]);
+        if (!run.slowest || l.us / 1000 > run.slowest.ms) run.slowest = { ms: l.us / 1000, name: l.name };
       }
       if (run.calls > 10 * Math.ceil(N.schedules / 1000) + 10) throw new Error(`sweep still says more after ${run.calls} calls`);
     }
-    if (withSlowlog) await admin.config('SET', 'slowlog-log-slower-than', '-1');
+    await admin.config('SET', 'slowlog-log-slower-than', '-1');
     run.wallMs = round(run.wallMs, 1);
     run.clientCpuMs = round(run.clientCpuMs, 1);
     run.redisCpuMs = round(run.redisCpuMs, 1);
@@ -356,9 +370,9 @@ async function sweepStep(): Promise<{ memory: MemoryResult; runs: SweepRun[]; pl
     const machine = describeMachine(await admin.info('server'), server.pid);
     console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`);
     await admin.config('SET', 'slowlog-log-slower-than', '-1');
-    const first = await sweepRun(server, admin, false);
+    const first = await sweepRun(server, admin, SLOWLOG_LIGHT_US);
     printSweep(first.run);
-    const second = await sweepRun(server, admin, true);
+    const second = await sweepRun(server, admin, 0);
     printSweep(second.run);
     const due = Math.ceil(Date.now() / FIVE_MIN) * FIVE_MIN;
     const planUs = { every: planMicros(EVERY, due), cron: planMicros(CRON, due) };
@@ -373,8 +387,8 @@ async function sweepStep(): Promise<{ memory: MemoryResult; runs: SweepRun[]; pl
 function printSweep(r: SweepRun): void {
   const perCall = sortNum(r.redisMsPerCall);
   console.log(
-    `1. sweep ${r.slowlog ? 'with SLOWLOG at 0' : 'without SLOWLOG'}: ${r.calls} calls, ${fmt(r.wallMs, 1)} ms wall (CPU: client ${fmt(r.clientCpuMs)} ms, redis-server ${fmt(r.redisCpuMs)} ms), advanced ${fmt(r.advanced)}, moved ${fmt(r.moved)}` +
-      (r.slowlog ? `; Redis time per call median ${fmt(quantile(perCall, 0.5), 2)} ms, max ${fmt(perCall.at(-1) ?? NaN, 2)} ms; slowest command ${r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : 'none'}` : '') +
+    `1. sweep with slowlog-log-slower-than ${r.slowlogUs}: ${r.calls} calls, ${fmt(r.wallMs, 1)} ms wall (CPU: client ${fmt(r.clientCpuMs)} ms, redis-server ${fmt(r.redisCpuMs)} ms), advanced ${fmt(r.advanced)}, moved ${fmt(r.moved)}` +
+      `; Redis script time per call median ${fmt(quantile(perCall, 0.5), 2)} ms, max ${fmt(perCall.at(-1) ?? NaN, 2)} ms; slowest command ${r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : 'none logged'}` +
       `; check ${r.check.ok ? 'passed' : `FAILED: ${r.check.problems.join(' | ')}`}; load average ${r.load.join(' / ')}`,
   );
 }
@@ -754,25 +768,29 @@ async function main(): Promise<void> {
   let sweep: Awaited<ReturnType<typeof sweepStep>> | undefined;
   if (!ONLY || ONLY === 'sweep') {
     sweep = await sweepStep();
-    const [plain, logged] = sweep.runs as [SweepRun, SweepRun];
-    const perCall = sortNum(logged.redisMsPerCall);
+    const [light, every] = sweep.runs as [SweepRun, SweepRun];
     const m = sweep.memory;
+    const perCall = (r: SweepRun) => {
+      const sorted = sortNum(r.redisMsPerCall);
+      return `${fmt(quantile(sorted, 0.5), 2)} / ${fmt(sorted.at(-1) ?? NaN, 2)} / ${fmt(sorted.reduce((a, b) => a + b, 0), 1)} ms`;
+    };
+    const slowest = (r: SweepRun) => (r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none of ${r.slowlogUs} µs or more`);
     const rows: [string, string, string][] = [
-      [`put ${fmt(N.schedules)} schedules (putSchedule, ${N.putsInFlight} in flight)`, `${fmt(plain.putMs / 1000, 1)} s = ${fmt(plain.putsPerSecond)}/s; ${fmt(logged.putMs / 1000, 1)} s = ${fmt(logged.putsPerSecond)}/s`, ''],
+      [`put ${fmt(N.schedules)} schedules (putSchedule, ${N.putsInFlight} in flight), run 1; run 2`, `${fmt(light.putMs / 1000, 1)} s = ${fmt(light.putsPerSecond)}/s; ${fmt(every.putMs / 1000, 1)} s = ${fmt(every.putsPerSecond)}/s`, ''],
       ['memory per schedule with its pending occurrence (used_memory)', `${fmt(m.bytesPerSchedule, 1)} bytes`, ''],
       ['  the schedule alone: schedules hash + ids zset + next zset (MEMORY USAGE)', `${fmt(m.scheduleAlone, 1)} = ${fmt(m.keys['schedules hash']!, 1)} + ${fmt(m.keys['schedule-ids zset']!, 1)} + ${fmt(m.keys['schedule-next zset']!, 1)} bytes (record ${fmt(m.recordBytes, 1)} bytes)`, ''],
       ['  its occurrence: jobs hash + delayed zset (MEMORY USAGE)', `${fmt(m.occurrence, 1)} = ${fmt(m.keys['jobs hash']!, 1)} + ${fmt(m.keys['delayed zset']!, 1)} bytes`, ''],
-      [`sweep, all ${fmt(N.schedules)} due at once, SLOWLOG off: wall / calls`, `${fmt(plain.wallMs, 1)} ms / ${plain.calls} calls (load ${plain.load.join(' / ')})`, ''],
-      ['  CPU over those calls: client (Node) / redis-server', `${fmt(plain.clientCpuMs)} / ${fmt(plain.redisCpuMs)} ms`, ''],
-      ['  client: one advance planned (catchUpPlan), every: 60 / cron in Berlin, CPU', `${fmt(sweep.planUs.every.cpu, 1)} / ${fmt(sweep.planUs.cron.cpu, 1)} µs (wall ${fmt(sweep.planUs.every.wall, 1)} / ${fmt(sweep.planUs.cron.wall, 1)})`, ''],
-      ['sweep with SLOWLOG at 0: wall / calls', `${fmt(logged.wallMs, 1)} ms / ${logged.calls} calls (load ${logged.load.join(' / ')})`, ''],
-      ['  CPU over those calls: client (Node) / redis-server', `${fmt(logged.clientCpuMs)} / ${fmt(logged.redisCpuMs)} ms`, ''],
-      ['  Redis time per sweep call: median / max / total', `${fmt(quantile(perCall, 0.5), 2)} / ${fmt(perCall.at(-1) ?? NaN, 2)} / ${fmt(perCall.reduce((a, b) => a + b, 0), 1)} ms`, ''],
-      ['  commands sent per sweep call: median / max', `${quantile(sortNum(logged.commandsPerCall), 0.5)} / ${Math.max(...logged.commandsPerCall)}`, ''],
-      ...Object.entries(logged.byScript).sort((a, b) => b[1].maxMs - a[1].maxMs).map(([name, s]): [string, string, string] => [`  ${name}: calls, median / slowest`, `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`, '']),
-      ['  slowest single command', logged.slowest ? `${fmt(logged.slowest.ms, 2)} ms (${logged.slowest.name})` : 'none', ''],
-      ['every schedule advanced exactly once (both runs)', plain.check.ok && logged.check.ok ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled` : `NO: ${[...plain.check.problems, ...logged.check.problems].join(' | ')}`, `all: ${verdict(plain.check.ok && logged.check.ok)}`],
     ];
+    for (const [label, r] of [[`run 1, SLOWLOG from ${SLOWLOG_LIGHT_US} µs`, light], ['run 2, SLOWLOG at 0 (every command)', every]] as const) {
+      rows.push([`sweep, all ${fmt(N.schedules)} due at once, ${label}: wall / calls`, `${fmt(r.wallMs, 1)} ms / ${r.calls} calls (load ${r.load.join(' / ')})`, '']);
+      rows.push(['  CPU over those calls: client (Node) / redis-server', `${fmt(r.clientCpuMs)} / ${fmt(r.redisCpuMs)} ms`, '']);
+      rows.push(['  Redis script time per sweep call (commandstats): median / max / total', perCall(r), '']);
+      rows.push(['  slowest single command', slowest(r), '']);
+    }
+    rows.push(['  run 2: commands sent per sweep call: median / max', `${quantile(sortNum(every.commandsPerCall), 0.5)} / ${Math.max(...every.commandsPerCall)}`, '']);
+    rows.push(...Object.entries(every.byScript).sort((a, b) => b[1].maxMs - a[1].maxMs).map(([name, s]): [string, string, string] => [`  run 2: ${name}: calls, median / slowest`, `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`, '']));
+    rows.push(['client: one advance planned (catchUpPlan), every: 60 / cron in Berlin, CPU', `${fmt(sweep.planUs.every.cpu, 1)} / ${fmt(sweep.planUs.cron.cpu, 1)} µs (wall ${fmt(sweep.planUs.every.wall, 1)} / ${fmt(sweep.planUs.cron.wall, 1)})`, '']);
+    rows.push(['every schedule advanced exactly once (both runs)', light.check.ok && every.check.ok ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled` : `NO: ${[...light.check.problems, ...every.check.problems].join(' | ')}`, `all: ${verdict(light.check.ok && every.check.ok)}`]);
     printTable(rows);
   }
   let precision: PrecisionResult | undefined;
