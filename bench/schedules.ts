@@ -410,6 +410,8 @@ class DevOutput {
   starts: Start[] = [];
   claims: { at: number; lateness: number[] }[] = [];
   redisPid: number | undefined;
+  /** Log lines of level WARN or ERROR, by message: how many, and the first few. */
+  warnings = new Map<string, { count: number; samples: string[] }>();
   private tail: string[] = [];
   private partial = new Map<string, string>();
   constructor(private readonly prefix: string) {}
@@ -427,6 +429,13 @@ class DevOutput {
         entry = JSON.parse(line) as Record<string, unknown>;
       } catch {
         return;
+      }
+      if (entry.level === 'WARN' || entry.level === 'ERROR') {
+        const key = `${entry.level} ${String(entry.message)}`;
+        const seen = this.warnings.get(key) ?? { count: 0, samples: [] };
+        seen.count += 1;
+        if (seen.samples.length < 3) seen.samples.push(line.slice(0, 600));
+        this.warnings.set(key, seen);
       }
       if (entry.message === 'job started' && typeof entry.jobId === 'string' && entry.jobId.startsWith(this.prefix)) {
         this.starts.push({ id: entry.jobId, at: Date.parse(String(entry.timestamp)), latenessMs: Number(entry.latenessMs), attempt: Number(entry.attempt), requestId: entry.function_request_id as string | undefined, coldStart: entry.cold_start === true });
@@ -582,12 +591,20 @@ interface PrecisionResult {
    * it), redis-server, the rest (npm, scripts/dev.ts, esbuild).
    */
   stackCpu: Record<StackKind, { run: number; wait: number }>;
-  /** Missed occurrences whose schedule's previous occurrence started 1 s late or more (the sweeper was a second behind). */
-  missedAfterLag: number;
+  /**
+   * Missed occurrences that were their schedule's first, and those whose schedule's next
+   * occurrence started (the schedule moved on past them), with the median lateness of that start.
+   */
+  missedFirst: number;
+  missedNextStarted: { count: number; p50Ms: number };
+  /** The first 20 missed: their id, whether it was its schedule's first occurrence, and how late the schedule's next one started. */
+  missedSamples: { id: string; first: boolean; nextLatenessMs: number | null }[];
   /** Median over the nominal seconds of the lateness of that second's first, 10th, 50th and last start. */
   byRankP50Ms: { first: number; tenth: number; fiftieth: number; last: number };
   handlerInvocationsPerSecond: number;
   coldStarts: number;
+  /** The stack's WARN and ERROR log lines over the whole run, by message. */
+  warnings: Record<string, { count: number; samples: string[] }>;
   putMs: number;
   deleteMs: number;
   drained: boolean;
@@ -708,11 +725,12 @@ async function precisionStep(): Promise<PrecisionResult> {
       return s ? [s.at - expected.get(id)!] : [];
     }));
     const missedIds = [...expected.keys()].filter((id) => !startsOf.has(id));
-    const lateBefore = (id: string) => {
-      const before = expected.get(id)! - 1_000;
-      const previous = startsOf.get(occurrenceId(id.slice(0, id.lastIndexOf(':')), before))?.[0];
-      return previous !== undefined && previous.at - before >= 1_000;
+    const nextStart = (id: string) => {
+      const nominal = expected.get(id)! + 1_000;
+      const s = startsOf.get(occurrenceId(id.slice(0, id.lastIndexOf(':')), nominal))?.[0];
+      return s ? s.at - nominal : null;
     };
+    const nextLateness = sortNum(missedIds.flatMap((id) => nextStart(id) ?? []));
     const missedBy: Record<string, number> = {};
     for (const id of missedIds) {
       const key = String(Math.floor((deleteOf.get(id)! - expected.get(id)!) / 1000));
@@ -727,7 +745,9 @@ async function precisionStep(): Promise<PrecisionResult> {
       started: lateness.length,
       missed: missedIds.length,
       missedBySecondsBeforeDelete: missedBy,
-      missedAfterLag: missedIds.filter(lateBefore).length,
+      missedFirst: missedIds.filter((id) => first.get(id.slice(0, id.lastIndexOf(':'))) === expected.get(id)).length,
+      missedNextStarted: { count: nextLateness.length, p50Ms: quantile(nextLateness, 0.5) },
+      missedSamples: missedIds.slice(0, 20).map((id) => ({ id, first: first.get(id.slice(0, id.lastIndexOf(':'))) === expected.get(id), nextLatenessMs: nextStart(id) })),
       doubled: [...startsOf.values()].filter((s) => s.length > 1).length,
       retried: output.starts.filter((s) => s.attempt > 1).length,
       marginNominal: margin.size,
@@ -745,6 +765,7 @@ async function precisionStep(): Promise<PrecisionResult> {
       byRankP50Ms: { first: rank(1), tenth: rank(10), fiftieth: rank(Math.min(50, N.precisionSchedules)), last: rank('last') },
       handlerInvocationsPerSecond: round([...requestsPerSecond.values()].reduce((a, s) => a + s.size, 0) / Math.max(1, requestsPerSecond.size), 1),
       coldStarts: inWindow.filter((s) => s.coldStart).length,
+      warnings: Object.fromEntries(output.warnings),
       putMs,
       deleteMs: deleteEnd - deleteStart,
       drained,
@@ -804,13 +825,14 @@ async function main(): Promise<void> {
       ['  missed, by seconds from nominal to its DELETE', Object.entries(p.missedBySecondsBeforeDelete).map(([k, v]) => `${k} s: ${v}`).join(', ') || 'none', ''],
       [`  steady (due ≥ 1 s before the first DELETE): expected / missed`, `${fmt(p.steady.expected)} / ${fmt(p.steady.missed)}`, ''],
       ['  steady: lateness p50 / p90 / p99 / max', `${p.steady.latenessMs.p50} / ${p.steady.latenessMs.p90} / ${p.steady.latenessMs.p99} / ${p.steady.latenessMs.max} ms`, `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.steady.latenessMs.p99 <= TARGETS.p99Ms)}`],
-      ['  missed right after a start ≥ 1 s late (the sweeper a second behind)', `${fmt(p.missedAfterLag)} of ${fmt(p.missed)}`, ''],
+      ["  missed: its schedule's first occurrence; its schedule's next one started (median lateness)", `${fmt(p.missedFirst)}; ${fmt(p.missedNextStarted.count)} (${p.missedNextStarted.p50Ms} ms)`, ''],
       ['  stack threads per s while firing, offline / redis-server / rest: on CPU', `${p.stackCpu.offline.run} / ${p.stackCpu.redis.run} / ${p.stackCpu.other.run} s`, ''],
       ['  the same, waiting for a CPU (run queue)', `${p.stackCpu.offline.wait} / ${p.stackCpu.redis.wait} / ${p.stackCpu.other.wait} s`, ''],
       ['  fan-out claim lateness (EMF): p50 / p99 / max', `${p.claimLatenessMs.p50} / ${p.claimLatenessMs.p99} / ${p.claimLatenessMs.max} ms (${fmt(p.claimLatenessMs.claims)} claimed)`, ''],
       ["  each second's 1st / 10th / 50th / last start, median", `${p.byRankP50Ms.first} / ${p.byRankP50Ms.tenth} / ${p.byRankP50Ms.fiftieth} / ${p.byRankP50Ms.last} ms`, ''],
       ['  handler invocations per second; cold starts', `${p.handlerInvocationsPerSecond}; ${p.coldStarts}`, ''],
       ['  margin (nominal after deletes − 1 s): started of', `${p.marginStarted} of ${p.marginNominal}; unexpected starts ${p.unexpectedStarts}; retried ${p.retried}`, ''],
+      ['  WARN / ERROR lines of the stack', Object.entries(p.warnings).map(([m, w]) => `${w.count}× ${m}`).join('; ') || 'none', ''],
       ['  load average start / end', `${p.load.start.join(' / ')} → ${p.load.end.join(' / ')}`, ''],
     ];
     printTable(rows);
