@@ -565,6 +565,29 @@ class DevStack {
   }
 }
 
+/** Deletes schedules `ids` of the precision topic, 10 at once; `done` is called with each id and when its DELETE was sent. */
+async function deleteAll(stack: DevStack, ids: readonly string[], done: (id: string, sentAt: number) => void): Promise<void> {
+  await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
+    const start = Date.now();
+    const { status } = await stack.api('DELETE', `/schedules/${PRECISION_TOPIC}/${ids[i]}`);
+    if (status !== 200 && status !== 404) throw new Error(`DELETE schedule ${ids[i]}: ${status}`);
+    done(ids[i]!, start);
+  });
+}
+
+/** Schedules of the precision topic named like this bench's (`prec-…`): left by a run that was killed before deleting them. */
+async function leftoverSchedules(stack: DevStack): Promise<string[]> {
+  const found: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const { status, body } = await stack.api('GET', `/schedules?topic=${PRECISION_TOPIC}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    if (status !== 200) throw new Error(`GET /schedules: ${status}`);
+    found.push(...(body.schedules as { id: string }[]).map((s) => s.id).filter((id) => id.startsWith('prec-')));
+    cursor = body.next as string | null;
+  } while (cursor);
+  return found;
+}
+
 interface PrecisionResult {
   schedules: number;
   seconds: number;
@@ -621,9 +644,13 @@ async function precisionStep(): Promise<PrecisionResult> {
   let redisPort = await freePort();
   while (redisPort === http || redisPort === lambda) redisPort = await freePort();
   const stack = new DevStack({ http, lambda, redis: redisPort }, output);
+  const ids = Array.from({ length: N.precisionSchedules }, (_, i) => `${prefix}${pad(i, 3)}`);
+  let putAny = false;
   const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`got ${signal}: stopping npm run dev`);
-    void stack.stop().finally(() => process.exit(130));
+    console.error(`got ${signal}: deleting the bench's schedules (at most 15 s), then stopping npm run dev`);
+    // npm run dev keeps its Redis data (.data/redis): schedules left there would fire in the next run
+    const removed = putAny ? Promise.race([deleteAll(stack, ids, () => undefined).catch(() => undefined), sleep(15_000)]) : Promise.resolve();
+    void removed.then(() => stack.stop()).finally(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
@@ -631,6 +658,11 @@ async function precisionStep(): Promise<PrecisionResult> {
   try {
     console.log(`2. npm run dev on ports ${http} (HTTP), ${lambda} (Lambda), ${redisPort} (redis); waiting for it (load average ${load()})`);
     const readyMs = await stack.ready(N.devReadySeconds * 1000);
+    const leftover = await leftoverSchedules(stack);
+    if (leftover.length > 0) {
+      await deleteAll(stack, leftover, () => undefined);
+      console.log(`2. deleted ${leftover.length} schedules an interrupted earlier run left in npm run dev's Redis`);
+    }
     console.log(`2. ready in ${fmt(readyMs / 1000, 1)} s; warming up (load average ${load()})`);
     const pending = async () => {
       const { body } = await stack.api('GET', '/topics');
@@ -645,8 +677,8 @@ async function precisionStep(): Promise<PrecisionResult> {
       while ((await pending()) > 0 && Date.now() < end) await sleep(200);
     }
 
-    const ids = Array.from({ length: N.precisionSchedules }, (_, i) => `${prefix}${pad(i, 3)}`);
     const first = new Map<string, number>();
+    putAny = true;
     const putStart = Date.now();
     await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
       const { status, body } = await stack.api('PUT', `/schedules/${PRECISION_TOPIC}/${ids[i]}`, { every: 1, body: { n: i } });
@@ -671,12 +703,7 @@ async function precisionStep(): Promise<PrecisionResult> {
     }
     const deleteStart = Date.now();
     const deleted = new Map<string, { start: number; end: number }>();
-    await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
-      const start = Date.now();
-      const { status } = await stack.api('DELETE', `/schedules/${PRECISION_TOPIC}/${ids[i]}`);
-      if (status !== 200) throw new Error(`DELETE schedule ${ids[i]}: ${status}`);
-      deleted.set(ids[i]!, { start, end: Date.now() });
-    });
+    await deleteAll(stack, ids, (id, start) => deleted.set(id, { start, end: Date.now() }));
     const deleteEnd = Date.now();
     const drainEnd = Date.now() + DRAIN_MS;
     let drained = false;
