@@ -27,7 +27,9 @@
  *    pending and B as its last run.
  * 2. Precision (the real stack: `npm run dev`, its own redis-server and serverless offline, on
  *    free ports, in its own process group, stopped with SIGTERM to that group, also on error and
- *    Ctrl-C, and its children by PID if they outlive it). After a warm-up (3 rounds of 100 jobs of
+ *    Ctrl-C, and its children by PID if they outlive it). npm run dev keeps its Redis data
+ *    (.data/redis): on Ctrl-C the bench deletes its schedules first (at most 15 s), and each run
+ *    deletes the `prec-*` schedules a killed run left there. After a warm-up (3 rounds of 100 jobs of
  *    the `example` topic due in 0.5 s, as bench/e2e.ts), BENCH_PRECISION_SCHEDULES (100) schedules
  *    `every: 1` on the `example` topic through PUT /schedules (10 at once); they fire for
  *    BENCH_PRECISION_SECONDS (60) after the last put answered, then are deleted (DELETE, 10 at
