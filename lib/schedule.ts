@@ -28,9 +28,9 @@ export const OCCURRENCE_SUFFIX_LENGTH = 17;
 /** Longest schedule id: its occurrences' ids must still be ids. */
 export const SCHEDULE_ID_MAX = ID_MAX - OCCURRENCE_SUFFIX_LENGTH;
 /**
- * How late an occurrence may be and still run under catchUp `none`: the sweeper's tick period, so
- * a sweeper that was merely busy or cold-starting does not skip runs; later than this, the queue
- * was down (or the schedule paused) and the occurrence counts as missed.
+ * How late an occurrence may be and still count as late rather than missed: the sweeper's tick
+ * period, so a sweeper that was merely busy or cold-starting skips no run (see advancePlan); later
+ * than this, the queue was down (or the schedule paused) and catchUp decides.
  */
 export const CATCH_UP_GRACE_MS = 60_000;
 
@@ -285,4 +285,18 @@ export function catchUpPlan(spec: ScheduleSpec, from: number, now: number): { ru
   const latest = Math.max(from, latestRun(spec, now) ?? from);
   const run = spec.catchUp === 'latest' || now - latest <= CATCH_UP_GRACE_MS ? latest : null;
   return { run, latest, next };
+}
+
+/**
+ * What the sweeper does with a schedule whose pending occurrence, at `pending`, is due at `now`.
+ * At most CATCH_UP_GRACE_MS late, it is late, not missed (a busy or cold-starting sweeper): it
+ * runs, and the next pending occurrence is the run right after it, even when that one is due too,
+ * so the sweeper moves on again at once and each late occurrence runs once, in order (at most a
+ * grace's worth). Later than that, the queue was down: catchUpPlan decides, and missed
+ * occurrences never come in a burst.
+ */
+export function advancePlan(spec: ScheduleSpec, pending: number, now: number): { run: number | null; latest: number | null; next: number | null } {
+  if (pending > now || now - pending > CATCH_UP_GRACE_MS) return catchUpPlan(spec, pending, now);
+  const [next = null] = nextRuns(spec, pending, 1);
+  return { run: pending, latest: pending, next };
 }

@@ -11,7 +11,7 @@ import type { TopicConfig } from '../config';
 import { groupKey, scheduleKeys, topicKeys } from '../keys';
 import { SCRIPT_CALL_BYTES } from '../limits';
 import { jitterOffsetMs } from '../pacing';
-import { catchUpPlan, nextRuns, occurrenceId, type NewSchedule, type ScheduleSpec } from '../schedule';
+import { advancePlan, catchUpPlan, nextRuns, occurrenceId, type NewSchedule, type ScheduleSpec } from '../schedule';
 import { run, runPipelined } from '../scripts';
 import { OUTCOME, REFUSAL } from './codes';
 import type { EngineContext } from './context';
@@ -269,9 +269,10 @@ export interface AdvancePlan {
 }
 
 /**
- * The advance of due schedule `view` (topic `topic`, partition `partition`) at `now`: the latest
- * run due runs once (its pending occurrence, when that is the latest), unless catchUp `none`
- * skips it as missed; the next pending occurrence is the first run after `now`. Occurrences are
+ * The advance of due schedule `view` (topic `topic`, partition `partition`) at `now`, by
+ * advancePlan: a pending occurrence at most a grace late runs, and the next is the run after it;
+ * one later than that was missed, and the latest run due runs once (unless catchUp `none` skips
+ * it), the next being the first run after `now`. Occurrences are
  * moved by their jitter offset within the schedule's jitter, else `topicJitterMs`.
  */
 export function planAdvance(topic: string, partition: number, view: script.ScheduleView, now: number, topicJitterMs = 0): AdvancePlan {
@@ -279,7 +280,7 @@ export function planAdvance(topic: string, partition: number, view: script.Sched
   const from = pendingAt ?? now;
   const spec = specOf(view);
   const jitterMs = occurrenceJitterMs(spec, { jitterMs: topicJitterMs });
-  const plan = catchUpPlan(spec, from, now);
+  const plan = pendingAt === null ? catchUpPlan(spec, from, now) : advancePlan(spec, pendingAt, now);
   return {
     topic,
     partition,

@@ -186,6 +186,20 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual((await q.get(topic, third))?.body, 'v3');
     });
 
+    it('a sweeper seconds late (busy, cold-starting) is late, not down: each late occurrence runs once, in order, none withdrawn', async () => {
+      for (const catchUp of ['latest', 'none'] as const) {
+        const { q, topic, clock } = setup();
+        const start = clock.now;
+        await q.putSchedule(topic, 'late', { every: 1, catchUp });
+        clock.advance(3 * SEC + 500); // the first occurrence 2.5 s late, the next two due too
+        const ran: string[] = [];
+        for (let i = 0; i < 6; i++) ran.push(...(await sweepAndRun(q, topic)));
+        assert.deepEqual(ran, [1, 2, 3].map((n) => occurrenceId('late', start + n * SEC)), `catchUp ${catchUp}: none missed, none doubled`);
+        assert.deepEqual(await liveJobs(q, topic), [occurrenceId('late', start + 4 * SEC)]);
+        assert.equal((await q.getSchedule(topic, 'late'))?.lastRunAt, iso(start + 3 * SEC));
+      }
+    });
+
     it('the queue was down for hours: catchUp latest runs the latest missed occurrence once', async () => {
       const { q, topic, clock } = setup();
       await q.putSchedule(topic, 'hourly', { cron: '0 * * * *' });

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/config';
 import { HttpError } from '../../lib/errors';
 import { partitionOf, routingId } from '../../lib/keys';
-import { catchUpPlan, CATCH_UP_GRACE_MS, instantOf, latestRun, nextRuns, occurrenceId, SCHEDULE_ID_MAX, validateSchedule, type Recurrence, type ScheduleSpec } from '../../lib/schedule';
+import { advancePlan, catchUpPlan, CATCH_UP_GRACE_MS, instantOf, latestRun, nextRuns, occurrenceId, SCHEDULE_ID_MAX, validateSchedule, type Recurrence, type ScheduleSpec } from '../../lib/schedule';
 
 const at = (text: string) => Date.parse(text);
 const isos = (runs: number[]) => runs.map((ms) => new Date(ms).toISOString().replace('.000Z', 'Z'));
@@ -138,6 +138,26 @@ describe('catch-up: at most one run for the runs due, never a burst', () => {
 
   it('nothing due: no run', () => {
     assert.deepEqual(catchUpPlan(hourly('latest'), at('2026-05-01T11:00:00Z'), at('2026-05-01T10:30:00Z')), { run: null, latest: null, next: at('2026-05-01T11:00:00Z') });
+  });
+});
+
+describe('the sweeper\'s advance: late is not missed', () => {
+  const everySecond = (catchUp: 'latest' | 'none'): ScheduleSpec => ({ every: 1, catchUp, paused: false });
+  const t0 = at('2026-05-01T10:00:00Z');
+
+  it('a pending occurrence up to the grace late runs, and the next is the run right after it, even when due', () => {
+    for (const catchUp of ['latest', 'none'] as const) {
+      assert.deepEqual(advancePlan(everySecond(catchUp), t0, t0 + 2500), { run: t0, latest: t0, next: t0 + 1000 }, catchUp);
+      assert.deepEqual(advancePlan(everySecond(catchUp), t0, t0 + CATCH_UP_GRACE_MS), { run: t0, latest: t0, next: t0 + 1000 }, catchUp);
+    }
+  });
+
+  it('later than the grace the queue was down, and catch-up decides: latest once, or none', () => {
+    const now = t0 + CATCH_UP_GRACE_MS + 500;
+    assert.deepEqual(advancePlan(everySecond('latest'), t0, now), catchUpPlan(everySecond('latest'), t0, now));
+    assert.deepEqual(advancePlan(everySecond('latest'), t0, now), { run: t0 + CATCH_UP_GRACE_MS, latest: t0 + CATCH_UP_GRACE_MS, next: t0 + CATCH_UP_GRACE_MS + 1000 });
+    assert.equal(advancePlan(everySecond('none'), t0, now).run, t0 + CATCH_UP_GRACE_MS, 'none: the latest run is only 0.5 s late, so it runs');
+    assert.equal(advancePlan({ every: 3600, catchUp: 'none', paused: false }, t0, t0 + 3600_000 + CATCH_UP_GRACE_MS + 1).run, null, 'none: every run due is older than the grace');
   });
 });
 
