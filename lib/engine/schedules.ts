@@ -313,10 +313,18 @@ export function commitAdvance(ctx: EngineContext, plan: AdvancePlan): Promise<sc
   return run(ctx.redis, advanceCall(ctx, plan));
 }
 
-/** The dueSchedules call of topic `topic` in `partition`. */
+/**
+ * Most due schedules one dueSchedules call reads (and so one sweep advances per topic and
+ * partition). Each costs the call a record read and decode, 10-15 µs under load (BENCHMARKS.md,
+ * "Schedules"): 200 keep a call within a few ms where 1,000 took 10-50 ms. A sweep with more due
+ * says `more`, and the sweeper sweeps again at once.
+ */
+export const DUE_SCHEDULES_STEP = 200;
+
+/** The dueSchedules call of topic `topic` in `partition`: at most `limit` schedules, and DUE_SCHEDULES_STEP. */
 export function dueCall(ctx: EngineContext, topic: string, partition: number, limit: number) {
   const sk = scheduleKeys(partition, topic);
-  return script.dueSchedules([sk.next, sk.schedules], { clock: ctx.clock(), limit, maxBytes: SCRIPT_CALL_BYTES });
+  return script.dueSchedules([sk.next, sk.schedules], { clock: ctx.clock(), limit: Math.min(limit, DUE_SCHEDULES_STEP), maxBytes: SCRIPT_CALL_BYTES });
 }
 
 /** What one partition's schedule step did. */
