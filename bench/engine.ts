@@ -30,7 +30,7 @@ import { topicKeys } from '../lib/keys';
 import { MAX_BODY_BYTES } from '../lib/limits';
 import { DelayQueue, type ClaimedJob } from '../lib/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info, scriptNamer } from './env';
+import { describeMachine, envInt, info, printTable, scriptNamer } from './env';
 
 const TOPIC = 'bench';
 const BODY_BYTES = 200;
@@ -350,13 +350,7 @@ function printBigBodies(rows: ScriptCalls[]): void {
     .sort((a, b) => b[1].maxMs - a[1].maxMs)
     .map(([script, s]) => [script, String(s.calls), `${fmt(s.p50Ms, 2)} ms`, `${fmt(s.p99Ms, 2)} ms`, `${fmt(s.maxMs, 2)} ms`, s.phase, isReference(script) ? '(not a script)' : `≤ ${TARGETS.maxScriptCallMs} ms: ${s.maxMs <= TARGETS.maxScriptCallMs ? 'met' : 'MISSED'}`]);
   const head = ['script', 'calls', 'median', 'p99', 'slowest call', 'slowest in phase', 'target (slowest)'];
-  const w = head.map((h, c) => Math.max(h.length, ...table.map((r) => r[c]!.length)));
-  const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;
-  console.log('');
-  console.log(line(head));
-  console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
-  for (const r of table) console.log(line(r));
-  console.log('');
+  printTable(table, head);
 }
 
 async function main(): Promise<void> {
@@ -589,13 +583,7 @@ async function main(): Promise<void> {
       [`claim(100) + ack, ${N.claimLoops} loops`, `${fmt(claimRate)} jobs/s`, ''],
       [`slowest script call with ${fmt(N.bigBodyBytes)}-byte bodies (step 7)`, `${fmt(bigMax, 2)} ms`, `≤ ${TARGETS.maxScriptCallMs} ms: ${verdict(pass.bigBodiesMaxCall)}`],
     ];
-    const w = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length), ['measure', 'result', 'target'][c]!.length));
-    const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;
-    console.log('');
-    console.log(line(['measure', 'result', 'target']));
-    console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
-    for (const r of rows) console.log(line(r));
-    console.log('');
+    printTable(rows);
     console.log(JSON.stringify({ bench: 'engine', at: new Date(started).toISOString(), machine, counts: N, bodyBytes: BODY_BYTES, results, targets: TARGETS, pass }));
   } finally {
     redis?.disconnect();

@@ -1,6 +1,7 @@
 /** The benchmarks' environment knobs, and how they describe the machine. */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import { cpus, totalmem, type as osType, release as osRelease } from 'node:os';
 import { SCRIPTS, scriptText, type ScriptName } from '../lib/scripts';
 
@@ -68,4 +69,43 @@ export function reniceRedis(pid: number): number | null {
   const result = spawnSync('renice', ['-n', String(nice), '-p', String(pid)], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`renice ${nice} of redis-server ${pid} failed: ${result.stderr || result.error?.message}`);
   return nice;
+}
+
+/** Prints `rows` as a Markdown table under `head` (default: measure, result, target), padded to its widest cells. */
+export function printTable(rows: readonly string[][], head: readonly string[] = ['measure', 'result', 'target']): void {
+  const w = head.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
+  const line = (r: readonly string[]) => `| ${w.map((n, c) => (r[c] ?? '').padEnd(n)).join(' | ')} |`;
+  console.log('');
+  console.log(line(head));
+  console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
+  for (const r of rows) console.log(line(r));
+  console.log('');
+}
+
+/** One SLOWLOG entry: its duration, its name (a script's, by scriptNamer), and whether a client sent it (not a script). */
+export interface Logged {
+  us: number;
+  name: string;
+  fromClient: boolean;
+}
+
+/**
+ * Reads SLOWLOG back, every entry named: an EVALSHA by its script's digest, an EVAL (ioredis sends
+ * one for a script's first call on a connection, which compiles it) as "<script> (EVAL: compiles
+ * it)". Commands a script ran are logged from a client with no address (fromClient false).
+ */
+export function slowlogReader(): (redis: Redis) => Promise<Logged[]> {
+  const names = scriptNamer();
+  return async (redis) => {
+    const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string][];
+    return entries.map(([, , us, [command = '?', first = ''], client]) => {
+      let name = command.toUpperCase();
+      if (name === 'EVALSHA') name = names.bySha(first) ?? `EVALSHA ${first.slice(0, 8)}`;
+      if (name === 'EVAL') {
+        const script = names.byEvalText(first);
+        name = script ? `${script} (EVAL: compiles it)` : 'EVAL';
+      }
+      return { us, name, fromClient: /^\d[\d.]*:\d+$/.test(client ?? '') };
+    });
+  };
 }

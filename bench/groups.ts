@@ -42,7 +42,7 @@ import { CANCEL_GROUP_STEP } from '../lib/engine/groups';
 import { groupKey, topicKeys } from '../lib/keys';
 import { DelayQueue, type ClaimedJob, type Job } from '../lib/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info, reniceRedis, scriptNamer } from './env';
+import { describeMachine, envInt, info, printTable, reniceRedis, slowlogReader, type Logged } from './env';
 
 const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200); // 200 as bench/engine.ts, so the no-group figure compares with its step 4
 const N = {
@@ -108,36 +108,6 @@ async function addAll(queue: DelayQueue, count: number, job: (i: number) => obje
 
 /** A spread of i over [0, 1) that does not follow i (a prime stride), so consecutive adds are due far apart. */
 const spread = (i: number, n: number) => ((i * 7919) % n) / n;
-
-/** One logged command: its duration, its name (a script's, by digest or text length), and whether a client sent it (not a script). */
-interface Logged {
-  us: number;
-  name: string;
-  fromClient: boolean;
-}
-
-/**
- * Reads SLOWLOG back. An EVALSHA is named by the SHA1 of each script's text; an EVAL (ioredis
- * sends one for a script's first call on a connection, which compiles it) by its text's length,
- * since SLOWLOG cuts the text to 128 bytes and "... (N more bytes)". Commands a script ran are
- * logged from a client with no address.
- */
-function slowlogReader() {
-  const names = scriptNamer();
-  return async (redis: Redis): Promise<Logged[]> => {
-    const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string][];
-    return entries.map(([, , us, [command = '?', first = ''], client]) => {
-      const fromClient = /^\d[\d.]*:\d+$/.test(client ?? '');
-      let name = command.toUpperCase();
-      if (name === 'EVALSHA') name = names.bySha(first) ?? `EVALSHA ${first.slice(0, 8)}`;
-      if (name === 'EVAL') {
-        const script = names.byEvalText(first);
-        name = script ? `${script} (EVAL: compiles it)` : 'EVAL';
-      }
-      return { us, name, fromClient };
-    });
-  };
-}
 
 type ReadSlowlog = ReturnType<typeof slowlogReader>;
 
@@ -526,13 +496,7 @@ async function main(): Promise<void> {
       const extra = base && m !== base ? m.bytesPerJob - base.bytesPerJob : null;
       rows.push([`memory per job, ${m.label}`, `${fmt(m.bytesPerJob, 1)} bytes${extra === null ? '' : ` (${extra >= 0 ? '+' : ''}${fmt(extra, 1)})`}`, extra === null ? '' : `≤ +${TARGETS.groupBytesPerJob}: ${verdict(extra <= TARGETS.groupBytesPerJob)}`]);
     }
-    const w = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length), ['measure', 'result', 'target'][c]!.length));
-    const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;
-    console.log('');
-    console.log(line(['measure', 'result', 'target']));
-    console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
-    for (const r of rows) console.log(line(r));
-    console.log('');
+    printTable(rows);
     console.log(
       JSON.stringify({
         bench: 'groups',

@@ -28,7 +28,7 @@ import type { Invoker } from '../lib/lambda';
 import { createLogger } from '../lib/log';
 import { DelayQueue } from '../lib/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { envInt } from './env';
+import { envInt, printTable } from './env';
 
 const N = {
   jobs: envInt('BENCH_PACING_JOBS', 50_000),
@@ -194,13 +194,7 @@ async function main(): Promise<void> {
       rows.push(['  lost / started twice', `${r.lost} / ${r.doubled}`, `0 / 0: ${verdict(r.lost === 0 && r.doubled === 0)}`]);
       rows.push(['  lateness of the last start', `${(r.maxLatenessMs / 1000).toFixed(1)} s`, '']);
     }
-    const w = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length), ['measure', 'result', 'target'][c]!.length));
-    const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;
-    console.log('');
-    console.log(line(['measure', 'result', 'target']));
-    console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
-    for (const r of rows) console.log(line(r));
-    console.log('');
+    printTable(rows);
     console.log(JSON.stringify({ bench: 'pacing', at: at.toISOString(), loadAverage: { start: loadAtStart, end: loadavg() }, counts: N, results: runs }));
   } finally {
     admin?.disconnect();

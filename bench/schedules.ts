@@ -64,7 +64,7 @@ import { DelayQueue, type Schedule } from '../lib/queue';
 import { catchUpPlan, occurrenceId } from '../lib/schedule';
 import { exited, freePort, groupGone, signalGroup } from '../scripts/support/process';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info, scriptNamer } from './env';
+import { describeMachine, envInt, info, printTable, slowlogReader, type Logged } from './env';
 
 const ROOT = resolve(__dirname, '..');
 const N = {
@@ -116,15 +116,6 @@ function makeBody(n: number, bytes: number): { report: string; note: string } {
   return body;
 }
 
-function printTable(rows: [string, string, string][]): void {
-  const w = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length), ['measure', 'result', 'target'][c]!.length));
-  const line = (r: string[]) => `| ${r.map((cell, c) => cell.padEnd(w[c]!)).join(' | ')} |`;
-  console.log('');
-  console.log(line(['measure', 'result', 'target']));
-  console.log(`|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`);
-  for (const r of rows) console.log(line(r));
-  console.log('');
-}
 
 // ---------------------------------------------------------------------------------------------
 // 1. 10,000 schedules due at once
@@ -151,26 +142,6 @@ async function redisCpuMs(redis: Redis): Promise<number> {
 
 async function memoryUsage(redis: Redis, key: string): Promise<number> {
   return Number((await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) ?? 0);
-}
-
-interface Logged {
-  us: number;
-  name: string;
-  fromClient: boolean;
-}
-
-/** SLOWLOG entries named (a script by digest or, for an EVAL, its text's length); commands a script ran have no client address. */
-function slowlogReader() {
-  const names = scriptNamer();
-  return async (redis: Redis): Promise<Logged[]> => {
-    const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string][];
-    return entries.map(([, , us, [command = '?', first = ''], client]) => {
-      let name = command.toUpperCase();
-      if (name === 'EVALSHA') name = names.bySha(first) ?? `EVALSHA ${first.slice(0, 8)}`;
-      if (name === 'EVAL') name = `${names.byEvalText(first) ?? '?'} (EVAL: compiles it)`;
-      return { us, name, fromClient: /^\d[\d.]*:\d+$/.test(client ?? '') };
-    });
-  };
 }
 
 interface SweepRun {
