@@ -210,14 +210,19 @@ describe('the dashboard in headless Chromium', () => {
     };
   }
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-
-  it('shows per topic how late attempts started (p50/p99/max over 5 min), the oldest ready age and a last-hour chart', async () => {
+  /** Opens the page (signing in unless the session's token is still there) and waits for `topic`'s row; `fast`: refresh every 2 s. */
+  async function openDashboard(topic: string, fast: boolean): Promise<void> {
     await page.goto(`${offline.baseUrl}/dashboard`);
     if (await page.locator('#login').isVisible()) {
       await page.fill('#token', offline.token);
       await page.click('#login-form button[type=submit]');
     }
-    await page.waitForSelector('#topics tr[data-topic="webhook"]');
+    await page.waitForSelector(`#topics tr[data-topic="${topic}"]`);
+    if (fast) await page.selectOption('#interval', '2000');
+  }
+
+  it('shows per topic how late attempts started (p50/p99/max over 5 min), the oldest ready age and a last-hour chart', async () => {
+    await openDashboard('webhook', false);
 
     // live: a webhook job runs; the page shows what GET /topics says, formatted
     const id = `timed-${process.pid}`;
@@ -341,13 +346,7 @@ describe('the dashboard in headless Chromium', () => {
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
   it('lists the next 50 upcoming jobs with their groups, shows a group page by page, cancels it only after a confirmation, and shows a job\'s group and version', async () => {
-    await page.goto(`${offline.baseUrl}/dashboard`);
-    if (await page.locator('#login').isVisible()) {
-      await page.fill('#token', offline.token);
-      await page.click('#login-form button[type=submit]');
-    }
-    await page.waitForSelector('#topics tr[data-topic="example"]');
-    await page.selectOption('#interval', '2000');
+    await openDashboard('example', true);
 
     // upcoming: jobs added out of order are listed by due time, with their group (these are due
     // before anything the earlier tests left in example, so they are the first rows)
@@ -538,13 +537,7 @@ describe('the dashboard in headless Chromium', () => {
     rows.map((r, i) => ({ ...r, cells: r.cells.map((c, j) => (expected[i]?.cells[j] === undefined ? undefined : c)) }));
 
   it('lists a topic\'s schedules (recurrence, next runs, last run, paused, pending occurrence) page by page, an empty topic and an API error, and shows hostile text as text', async () => {
-    await page.goto(`${offline.baseUrl}/dashboard`);
-    if (await page.locator('#login').isVisible()) {
-      await page.fill('#token', offline.token);
-      await page.click('#login-form button[type=submit]');
-    }
-    await page.waitForSelector('#topics tr[data-topic="example"]');
-    await page.selectOption('#interval', '2000');
+    await openDashboard('example', true);
 
     // a cron schedule in a time zone, an `every` one, and a paused one that ran once first
     const sfx = String(process.pid);
