@@ -186,6 +186,24 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual((await q.get(topic, third))?.body, 'v3');
     });
 
+    it('an occurrence whose run time passed is handed over: while its jitter holds it back, a delete of the schedule leaves it to run', async () => {
+      const { q, topic, clock } = setup();
+      const start = clock.now;
+      // an id whose offset within a 600-s jitter is over 2 s, so it is still delayed after its run time
+      const id = ['held', 'held-b', 'held-c', 'held-d', 'held-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + MIN), 600_000) > 2 * SEC)!;
+      await q.putSchedule(topic, id, { every: 60, jitter: 600 });
+      const first = occurrenceId(id, start + MIN);
+      clock.advance(MIN + SEC);
+      assert.deepEqual(await sweepAndRun(q, topic), [], 'its run time passed, its jitter holds it back');
+      assert.equal((await q.getSchedule(topic, id))?.pending?.id, occurrenceId(id, start + 2 * MIN), 'the schedule moved on');
+      await q.deleteSchedule(topic, id);
+      assert.ok(['gone', 'cancelled'].includes((await q.get(topic, occurrenceId(id, start + 2 * MIN)))?.state ?? 'gone'), 'the pending one is withdrawn');
+      const held = await q.get(topic, first);
+      assert.equal(held?.state, 'delayed', 'the handed-over one is not');
+      clock.now = Date.parse(held!.runAt);
+      assert.deepEqual(await sweepAndRun(q, topic), [first], 'and runs at its jittered time');
+    });
+
     it('a sweeper seconds late (busy, cold-starting) is late, not down: each late occurrence runs once, in order, none withdrawn', async () => {
       for (const catchUp of ['latest', 'none'] as const) {
         const { q, topic, clock } = setup();
