@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis } from 'ioredis';
 import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from './config';
 import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from './limits';
@@ -185,8 +186,6 @@ async function pass(deps: FanoutDeps, names: string[], reports: Record<string, F
   return held.length > 0 ? Math.min(...held) : null;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** True when some topic has ready jobs and room under its concurrency. */
 async function claimable(queue: DelayQueue): Promise<boolean> {
   const stats = await queue.statsAll();
@@ -211,16 +210,16 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
   let token = options.token;
   for (let i = 0; i < MAX_PASSES; i++) {
     const waitMs = await pass(deps, names, reports);
+    // a rate-limited topic has ready jobs waiting for tokens: wait for them while time allows
+    // (such a pass is not counted), else hand over to a new fan-out rather than to the next tick
+    if (waitMs !== null && remainingMs() > waitMs + HANDOVER_RESERVE_MS) {
+      i -= 1;
+      await sleep(waitMs);
+      continue;
+    }
+    if (!token) return reports;
+    await run(deps.redis, endFanout([mark], { token }));
     if (waitMs !== null) {
-      // a rate-limited topic has ready jobs waiting for tokens: wait for them while time allows
-      // (such a pass is not counted), else hand over to a new fan-out rather than to the next tick
-      if (remainingMs() > waitMs + HANDOVER_RESERVE_MS) {
-        i -= 1;
-        await sleep(waitMs);
-        continue;
-      }
-      if (!token) return reports;
-      await run(deps.redis, endFanout([mark], { token }));
       try {
         await requestFanout(deps);
       } catch (error) {
@@ -228,8 +227,6 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
       }
       return reports;
     }
-    if (!token) return reports;
-    await run(deps.redis, endFanout([mark], { token }));
     if (!(await claimable(deps.queue))) return reports;
     const next = newToken();
     token = next;
