@@ -453,9 +453,14 @@ export class DelayQueueClient {
 
   /** The job, or null when there is none (never added, or deleted after its retention). */
   async get<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Job<Body> | null> {
-    return this.call('GET', path('jobs', topic, id), undefined, options, true, (reply) => {
-      const body = reply.body as { job?: Job<Body>; error?: { code?: string } } | undefined;
-      if (reply.status === 200 && body?.job) return body.job;
+    return this.readOrNull<Job<Body>>(path('jobs', topic, id), 'job', options);
+  }
+
+  /** GET of one resource, answered as `{ [field]: … }`; null on 404 NOT_FOUND. Retried as every read. */
+  private readOrNull<T>(target: string, field: 'job' | 'schedule', options: CallOptions | undefined): Promise<T | null> {
+    return this.call('GET', target, undefined, options, true, (reply) => {
+      const body = reply.body as ({ error?: { code?: string } } & Record<string, unknown>) | undefined;
+      if (reply.status === 200 && body?.[field]) return body[field] as T;
       if (reply.status === 404 && body?.error?.code === 'NOT_FOUND') return null;
       return undefined;
     });
@@ -544,12 +549,7 @@ export class DelayQueueClient {
 
   /** Schedule topic/id with its pending occurrence, last run and next 5 run times, or null when there is none. */
   async getSchedule<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Schedule<Body> | null> {
-    return this.call('GET', path('schedules', topic, id), undefined, options, true, (reply) => {
-      const body = reply.body as { schedule?: Schedule<Body>; error?: { code?: string } } | undefined;
-      if (reply.status === 200 && body?.schedule) return body.schedule;
-      if (reply.status === 404 && body?.error?.code === 'NOT_FOUND') return null;
-      return undefined;
-    });
+    return this.readOrNull<Schedule<Body>>(path('schedules', topic, id), 'schedule', options);
   }
 
   /** Deletes schedule topic/id and withdraws its pending occurrence. Throws NOT_FOUND when there is none. */
