@@ -19,7 +19,7 @@ import { ID_PATTERN, TOPIC_PATTERN } from './config';
 import { HttpError, type FieldProblem } from './errors';
 import { partitionOf } from './keys';
 import type { NewJob } from './engine/shapes';
-import { checkBodySize, checkJitter, checkJobOptions, requireTopic } from './validation';
+import { checkBodySize, checkJitter, checkJobOptions, requireTopic, throwProblems } from './validation';
 
 /** Longest id of a job (ID_PATTERN). */
 const ID_MAX = 128;
@@ -152,9 +152,7 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
     body = undefined;
   }
   if (body === undefined) problem('body', 'must be a JSON value');
-  if (problems.length > 0) {
-    throw new HttpError(400, 'VALIDATION_FAILED', `the schedule has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
-  }
+  throwProblems(problems, 'schedule');
   requireTopic(config, topic);
   checkBodySize(body!, config, true);
   return {

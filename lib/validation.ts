@@ -205,7 +205,7 @@ export function checkJitter(value: unknown, problems: FieldProblem[]): number | 
 }
 
 /** Throws the 400 for the problems found in a `what` (a job, a schedule), if any. */
-function throwProblems(problems: FieldProblem[], what = 'job'): void {
+export function throwProblems(problems: FieldProblem[], what: 'job' | 'schedule' = 'job'): void {
   if (problems.length > 0) {
     throw new HttpError(400, 'VALIDATION_FAILED', `the ${what} has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
   }

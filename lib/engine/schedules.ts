@@ -102,9 +102,9 @@ function laterRuns(spec: ScheduleSpec, after: number): number[] {
   }
 }
 
-/** The jitter (ms) of schedule `spec`'s occurrences: its own, else its topic's. */
-export function occurrenceJitterMs(spec: ScheduleSpec, t: Pick<TopicConfig, 'jitterMs'> | undefined): number {
-  return spec.jitterMs ?? t?.jitterMs ?? 0;
+/** The jitter (ms) of schedule `spec`'s occurrences: its own, else its topic's (`topicJitterMs`). */
+export function occurrenceJitterMs(spec: ScheduleSpec, topicJitterMs: number): number {
+  return spec.jitterMs ?? topicJitterMs;
 }
 
 /**
@@ -183,7 +183,7 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
   for (let round = 0; round < PUT_ROUNDS; round++) {
     const [current, now] = await Promise.all([readSchedule(ctx, t, s.partition, s.id), serverTime(ctx)]);
     const plan = planPut(s, current, now);
-    const jitterMs = occurrenceJitterMs(s.spec, t);
+    const jitterMs = occurrenceJitterMs(s.spec, t.jitterMs);
     const reply = await run(
       ctx.redis,
       script.putSchedule(keys, {
@@ -272,14 +272,14 @@ export interface AdvancePlan {
  * The advance of due schedule `view` (topic `topic`, partition `partition`) at `now`, by
  * advancePlan: a pending occurrence at most a grace late runs, and the next is the run after it;
  * one later than that was missed, and the latest run due runs once (unless catchUp `none` skips
- * it), the next being the first run after `now`. Occurrences are
- * moved by their jitter offset within the schedule's jitter, else `topicJitterMs`.
+ * it), the next being the first run after `now`. Occurrences are moved by their jitter offset
+ * within the schedule's jitter, else `topicJitterMs`.
  */
 export function planAdvance(topic: string, partition: number, view: script.ScheduleView, now: number, topicJitterMs = 0): AdvancePlan {
   const [id, seen, pendingAt, pendingId, last, , , , , group] = view;
   const from = pendingAt ?? now;
   const spec = specOf(view);
-  const jitterMs = occurrenceJitterMs(spec, { jitterMs: topicJitterMs });
+  const jitterMs = occurrenceJitterMs(spec, topicJitterMs);
   const plan = pendingAt === null ? catchUpPlan(spec, from, now) : advancePlan(spec, pendingAt, now);
   return {
     topic,
@@ -357,7 +357,7 @@ export async function advanceDue(ctx: EngineContext, partition: number, topics: 
     earliest(head);
     for (const view of due) {
       try {
-        plans.push(planAdvance(topics[i]!, partition, view, now, ctx.config.topics.get(topics[i]!)?.jitterMs));
+        plans.push(planAdvance(topics[i]!, partition, view, now, ctx.config.topics.get(topics[i]!)?.jitterMs ?? 0));
       } catch {
         // a definition this code cannot compute (validated when put; a library upgrade could
         // refuse it): skipped, so one schedule never stops the sweep of every job
