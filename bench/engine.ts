@@ -30,7 +30,7 @@ import { topicKeys } from '../lib/keys';
 import { MAX_BODY_BYTES } from '../lib/limits';
 import { DelayQueue, type ClaimedJob } from '../lib/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info, printTable, scriptNamer } from './env';
+import { describeMachine, envInt, fmt, info, pool, printTable, scriptNamer } from './env';
 
 const TOPIC = 'bench';
 const BODY_BYTES = 200;
@@ -70,22 +70,8 @@ function makeBody(n: number): { orderId: string; customer: string; items: number
 }
 
 const pad6 = (n: number) => String(n).padStart(6, '0');
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const seconds = (ms: number) => ms / 1000;
 
-
-/** Runs `count` tasks with at most `inFlight` running at once. */
-async function pool(count: number, inFlight: number, task: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(inFlight, count) }, async () => {
-      while (next < count) {
-        const i = next++;
-        await task(i);
-      }
-    }),
-  );
-}
 
 /** Runs a child process to completion; kills it by PID if this process is interrupted meanwhile. */
 function run(cmd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

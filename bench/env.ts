@@ -109,3 +109,23 @@ export function slowlogReader(): (redis: Redis) => Promise<Logged[]> {
     });
   };
 }
+
+/** Runs `task(0)` … `task(count - 1)`, at most `inFlight` at a time. */
+export async function pool(count: number, inFlight: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, count) }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+}
+
+/** `n` with thousands separators and exactly `digits` decimals. */
+export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+/** `n` rounded to `digits` decimals, as a number (for JSON). */
+export const round = (n: number, digits = 3) => Number(n.toFixed(digits));
+
+/** INFO memory's used_memory, bytes. */
+export async function usedMemory(redis: Redis): Promise<number> {
+  return Number(info(await redis.info('memory'), 'used_memory'));
+}

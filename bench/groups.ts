@@ -42,7 +42,7 @@ import { CANCEL_GROUP_STEP } from '../lib/engine/groups';
 import { groupKey, topicKeys } from '../lib/keys';
 import { DelayQueue, type ClaimedJob, type Job } from '../lib/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info, printTable, reniceRedis, slowlogReader, type Logged } from './env';
+import { describeMachine, envInt, fmt, info, pool, printTable, reniceRedis, round, slowlogReader, usedMemory, type Logged } from './env';
 
 const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200); // 200 as bench/engine.ts, so the no-group figure compares with its step 4
 const N = {
@@ -67,23 +67,11 @@ const BATCH = 500; // addMany's largest batch (BATCH_JOBS.max)
 const HOUR_S = 3600;
 const GROUP_SIZES = [1, 3, 100] as const; // and one group of every job
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' / ');
-const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 /** The `q` quantile (0..1) of sorted `values`, nearest rank. */
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
 const median = (values: readonly number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
 
-
-/** Runs `count` tasks with at most `inFlight` running at once. */
-async function pool(count: number, inFlight: number, task: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(inFlight, count) }, async () => {
-      while (next < count) await task(next++);
-    }),
-  );
-}
 
 /** A JSON body whose text is exactly BODY_BYTES bytes. */
 function makeBody(n: number): { orderId: string; note: string } {
@@ -110,10 +98,6 @@ async function addAll(queue: DelayQueue, count: number, job: (i: number) => obje
 const spread = (i: number, n: number) => ((i * 7919) % n) / n;
 
 type ReadSlowlog = ReturnType<typeof slowlogReader>;
-
-async function usedMemory(redis: Redis): Promise<number> {
-  return Number(info(await redis.info('memory'), 'used_memory'));
-}
 
 /** MEMORY USAGE (every element counted) of each key, pipelined. */
 async function memoryUsage(redis: Redis, keys: readonly string[]): Promise<number> {

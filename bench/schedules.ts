@@ -64,7 +64,7 @@ import { DelayQueue, type Schedule } from '../lib/queue';
 import { catchUpPlan, occurrenceId } from '../lib/schedule';
 import { exited, freePort, groupGone, signalGroup } from '../scripts/support/process';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, info, printTable, slowlogReader, type Logged } from './env';
+import { describeMachine, envInt, fmt, info, pool, printTable, round, slowlogReader, usedMemory, type Logged } from './env';
 
 const ROOT = resolve(__dirname, '..');
 const N = {
@@ -89,24 +89,12 @@ const IN_FLIGHT_HTTP = 10;
 const DRAIN_MS = 30_000;
 const SLOWLOG_LIGHT_US = 1_000; // the first sweep logs only commands of 1 ms or more: a script's own commands (µs each) stay out, and cost nothing
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const loadNow = () => loadavg().map((l) => Number(l.toFixed(2)));
 const load = () => loadNow().join(' / ');
-const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 /** The `q` quantile (0..1) of sorted `values`, nearest rank. */
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
 const sortNum = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
-
-/** Runs `count` tasks with at most `inFlight` running at once. */
-async function pool(count: number, inFlight: number, task: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(inFlight, count) }, async () => {
-      while (next < count) await task(next++);
-    }),
-  );
-}
 
 /** A JSON body whose text is exactly `bytes` bytes. */
 function makeBody(n: number, bytes: number): { report: string; note: string } {
@@ -122,10 +110,6 @@ function makeBody(n: number, bytes: number): { report: string; note: string } {
 
 const scheduleId = (i: number) => `sched-${pad(i, 6)}`;
 const specOf = (i: number) => (i % 2 === 0 ? EVERY : CRON);
-
-async function usedMemory(redis: Redis): Promise<number> {
-  return Number(info(await redis.info('memory'), 'used_memory'));
-}
 
 /** Microseconds Redis has spent in script calls (EVAL, EVALSHA and their _RO forms), from INFO commandstats. */
 async function scriptUsec(redis: Redis): Promise<number> {
