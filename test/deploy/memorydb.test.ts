@@ -151,9 +151,9 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
   });
 });
 
-describe('engine=memorydb options (serverless print)', () => {
-  it('puts the cluster in the given VPC subnets and security group rules', () => {
-    const { status, config, output } = printConfig(['--stage', 'prod', '--param=engine=memorydb', '--param=vpcId=vpc-0abc', '--param=subnetIds=subnet-0aaa,subnet-0bbb', '--param=lambdaSecurityGroupId=sg-0ccc', '--param=vpcEndpoints=false']);
+describe('engine=memorydb options (serverless print)', { concurrency: true }, () => {
+  it('puts the cluster in the given VPC subnets and security group rules', async () => {
+    const { status, config, output } = await printConfig(['--stage', 'prod', '--param=engine=memorydb', '--param=vpcId=vpc-0abc', '--param=subnetIds=subnet-0aaa,subnet-0bbb', '--param=lambdaSecurityGroupId=sg-0ccc', '--param=vpcEndpoints=false']);
     assert.equal(status, 0, output);
     const resources = config.resources.Resources as Record<string, Json>;
     assert.deepEqual(resources.DqMemoryDbSubnetGroup.Properties.SubnetIds, ['subnet-0aaa', 'subnet-0bbb']);
@@ -161,8 +161,8 @@ describe('engine=memorydb options (serverless print)', () => {
     assert.equal(resources.DqRedisIngressFromLambdas.Properties.SourceSecurityGroupId, 'sg-0ccc');
   });
 
-  it('refuses an ElastiCache node type, naming the parameter', () => {
-    const { status, output } = printConfig(['--stage', 'prod', '--param=engine=memorydb', '--param=nodeType=cache.t4g.micro']);
+  it('refuses an ElastiCache node type, naming the parameter', async () => {
+    const { status, output } = await printConfig(['--stage', 'prod', '--param=engine=memorydb', '--param=nodeType=cache.t4g.micro']);
     assert.notEqual(status, 0);
     assert.match(output, /param nodeType cache\.t4g\.micro is not a node type of engine memorydb/);
   });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { cfnLint, functionKey, functions, hasCfnLint, type Json, ofType, packageStage, printConfig, projectCopy, queueConfig, type Template, text, topicHandlers } from '../support/stack';
+import { cfnLint, functionKey, functions, hasCfnLint, type Json, ofType, packageStage, projectCopy, queueConfig, type Template, text, topicHandlers } from '../support/stack';
 
 /** Function names an IAM role may invoke, read from its inline policies' Fn::Sub ARNs. */
 function invokeTargets(t: Template, roleId: string): string[] {
@@ -243,78 +243,5 @@ describe('AWS stages (serverless package, dummy credentials)', () => {
       const lint = cfnLint(path);
       assert.equal(lint.status, 0, `cfn-lint ${path}:\n${lint.output}`);
     }
-  });
-});
-
-describe('network options (serverless print)', () => {
-  it('uses the given VPC, subnets and security group, and creates no network of its own', () => {
-    const { status, config, output } = printConfig(['--stage', 'prod', '--param=vpcId=vpc-0abc', '--param=subnetIds=subnet-0aaa, subnet-0bbb', '--param=lambdaSecurityGroupId=sg-0ccc', '--param=vpcEndpoints=false', '--param=reservedConcurrency=false']);
-    assert.equal(status, 0, output);
-    assert.deepEqual(config.provider.vpc, { securityGroupIds: ['sg-0ccc'], subnetIds: ['subnet-0aaa', 'subnet-0bbb'] });
-    const resources = config.resources.Resources as Record<string, Json>;
-    for (const id of ['DqVpc', 'DqNatGateway', 'DqLambdaEndpoint', 'DqLambdaSecurityGroup']) assert.equal(resources[id], undefined, id);
-    assert.deepEqual(resources.DqRedisSubnetGroup.Properties.SubnetIds, ['subnet-0aaa', 'subnet-0bbb']);
-    assert.equal(resources.DqRedisSecurityGroup.Properties.VpcId, 'vpc-0abc');
-    assert.equal(resources.DqRedisIngressFromLambdas.Properties.SourceSecurityGroupId, 'sg-0ccc');
-    assert.equal(config.functions.sweeper.reservedConcurrency ?? null, null);
-  });
-
-  it('builds its own VPC without a NAT gateway when asked (no webhooks)', () => {
-    const { status, config, output } = printConfig(['--stage', 'prod', '--param=natGateway=false']);
-    assert.equal(status, 0, output);
-    const resources = config.resources.Resources as Record<string, Json>;
-    assert.ok(resources.DqVpc && resources.DqLambdaEndpoint);
-    for (const id of ['DqNatGateway', 'DqInternetGateway', 'DqPublicSubnet', 'DqPrivateDefaultRoute']) assert.equal(resources[id], undefined, id);
-  });
-
-  it('with wakeInvokes=false, only the sweeper and the fan-out may invoke functions', () => {
-    const { status, config, output } = printConfig(['--stage', 'prod', '--param=wakeInvokes=false']);
-    assert.equal(status, 0, output);
-    const resources = config.resources.Resources as Record<string, Json>;
-    const invokers = Object.entries(resources)
-      .filter(([, r]) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.Policies ?? []).includes('lambda:InvokeFunction'))
-      .map(([id]) => id)
-      .sort();
-    assert.deepEqual(invokers, ['DqFanoutRole', 'DqSweeperRole']);
-    for (const name of ['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'exampleHandler', 'webhookHandler']) {
-      assert.equal(config.functions[name].role, 'DqFunctionRole', name);
-    }
-    assert.equal(config.provider.environment.DQ_WAKE_INVOKES, 'false');
-  });
-
-  it('replicas: more replicas per shard, on every engine; at least one (durability replica needs it)', () => {
-    const redisOf = (params: string[]) => {
-      const { status, config, output } = printConfig(['--stage', 'prod', ...params.map((p) => `--param=${p}`)]);
-      assert.equal(status, 0, output);
-      return (config.resources.Resources as Record<string, Json>);
-    };
-    assert.equal(redisOf([]).DqRedis!.Properties.NumCacheClusters, 2, 'default: a primary and one replica');
-    assert.equal(redisOf(['replicas=2']).DqRedis!.Properties.NumCacheClusters, 3);
-    assert.equal(redisOf(['replicas=2', 'cluster=true']).DqRedis!.Properties.ReplicasPerNodeGroup, 2);
-    assert.equal(redisOf(['replicas=2', 'engine=memorydb']).DqMemoryDb!.Properties.NumReplicasPerShard, 2);
-    for (const bad of ['0', '6', 'two']) {
-      const { status, output } = printConfig(['--stage', 'prod', `--param=replicas=${bad}`]);
-      assert.notEqual(status, 0, bad);
-      assert.match(output, /param replicas must be an integer from 1 to 5/);
-    }
-  });
-
-  it('refuses a VPC without its subnets', () => {
-    const { status, output } = printConfig(['--stage', 'prod', '--param=vpcId=vpc-0abc']);
-    assert.notEqual(status, 0);
-    assert.match(output, /param vpcId needs subnetIds/);
-  });
-});
-
-describe('the local stage', () => {
-  it('has no AWS settings: no VPC, roles, resources', () => {
-    const { status, config, output } = printConfig(['--stage', 'local']);
-    assert.equal(status, 0, output);
-    assert.equal(config.resources ?? null, null);
-    assert.equal(config.provider.vpc ?? null, null);
-    assert.equal(config.provider.iam ?? null, null);
-    for (const [name, fn] of Object.entries(config.functions as Record<string, Json>)) assert.equal(fn.role ?? null, null, name);
-    assert.match(config.provider.environment.REDIS_URL, /^redis:\/\//);
-    assert.equal(config.provider.environment.REDIS_CLUSTER, 'false');
   });
 });

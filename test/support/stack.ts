@@ -31,15 +31,19 @@ export function projectCopy(): string {
   return dir;
 }
 
-/** Runs the framework in `cwd` with `args`; resolves with its exit code and everything it printed. */
-export function runServerless(cwd: string, args: string[]): Promise<{ code: number | null; output: string }> {
+/** Runs the framework in `cwd` with `args`; resolves with its exit code, its stdout, and everything it printed. */
+export function runServerless(cwd: string, args: string[]): Promise<{ code: number | null; stdout: string; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [SERVERLESS, ...args], { cwd, env: { ...process.env, ...DUMMY_AWS, SLS_TELEMETRY_DISABLED: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
     let output = '';
-    child.stdout.on('data', (d) => (output += d));
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      output += d;
+    });
     child.stderr.on('data', (d) => (output += d));
     child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, output }));
+    child.once('close', (code) => resolve({ code, stdout, output }));
   });
 }
 
@@ -52,12 +56,15 @@ export async function packageStage(dir: string, params: string[]): Promise<{ tem
   return { template: JSON.parse(readFileSync(path, 'utf8')) as Template, path };
 }
 
-/** `serverless print --format json`: the resolved configuration, without building anything. */
-export function printConfig(args: string[]): { status: number | null; config?: Json; output: string } {
-  const print = spawnSync(process.execPath, [SERVERLESS, 'print', '--format', 'json', ...args], { cwd: PROJECT_ROOT, encoding: 'utf8', env: { ...process.env, ...DUMMY_AWS, SLS_TELEMETRY_DISABLED: '1' } });
-  const output = print.stdout + print.stderr;
-  if (print.status !== 0) return { status: print.status, output };
-  return { status: 0, config: JSON.parse(print.stdout.slice(print.stdout.indexOf('{'))), output };
+/**
+ * `serverless print --format json`: the resolved configuration, without building anything. Each
+ * print is a separate framework process (about 4 s of CPU, mostly loading it); the deploy suites
+ * start theirs together (describe concurrency, Promise.all) instead of one after another.
+ */
+export async function printConfig(args: string[]): Promise<{ status: number | null; config?: Json; output: string }> {
+  const { code, stdout, output } = await runServerless(PROJECT_ROOT, ['print', '--format', 'json', ...args]);
+  if (code !== 0) return { status: code, output };
+  return { status: 0, config: JSON.parse(stdout.slice(stdout.indexOf('{'))), output };
 }
 
 /** The resources of `t` of CloudFormation type `type`, as [logical id, resource]. */
