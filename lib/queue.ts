@@ -188,10 +188,11 @@ export class DelayQueue {
 
   /**
    * One bounded sweep step over every topic and partition: times out expired attempts, moves due
-   * jobs to ready, purges expired finished jobs. One pipeline per partition.
+   * jobs to ready, purges expired finished jobs. One pipeline per partition. `onReady` runs as
+   * soon as jobs are ready, before the due schedules are moved on (engine/sweep.ts).
    */
-  sweep(limit = this.config.moveLimit): Promise<SweepResult> {
-    return engine.sweep(this.ctx, limit);
+  sweep(limit = this.config.moveLimit, onReady?: engine.OnReady): Promise<SweepResult> {
+    return engine.sweep(this.ctx, limit, onReady);
   }
 
   /** The clock every due time and deadline is on: the fixed test clock, else Redis TIME (epoch ms). */

@@ -103,6 +103,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   if (!(await takeLease(deps, t, () => hold(null, true)))) return { ...report, outcome: 'busy' };
   const waker = new Waker(redis, keys.wake, t.sweeperMaxWaitMs);
   let wakes = 0; // the wake counter seen before the latest sweep
+  let asked = false; // the latest sweep invoked the fan-out (or found one running)
   try {
     for (;;) {
       if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, lease, report);
@@ -113,14 +114,18 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
           log.warn('sweeper lost its lease to another sweeper');
           return { ...report, outcome: 'busy' };
         }
-        result = await queue.sweep();
+        // the fan-out is invoked as soon as jobs are ready, beside the schedules' advance
+        asked = false;
+        result = await queue.sweep(undefined, async (ready) => {
+          asked = await fanOut(deps, t, ready, report);
+        });
       } catch (error) {
         log.error('sweep failed; retrying', { error });
         emitMetrics({}, { sweeperErrors: { unit: 'Count', value: 1 } });
         await pause(t.sweeperErrorPauseMs);
         continue;
       }
-      await afterSweep(deps, t, result, report);
+      await afterSweep(deps, t, result, report, asked);
       if (result.more) continue;
 
       const waitMs = result.nextAt === null ? Infinity : result.nextAt - result.now;
@@ -154,20 +159,30 @@ async function takeLease(deps: SweeperDeps, t: Timings, hold: () => Promise<numb
   }
 }
 
-/** Counts a sweep into the report, invokes the fan-out when jobs became ready, writes the metrics. */
-async function afterSweep(deps: SweeperDeps, t: Timings, result: SweepResult, report: SweeperReport): Promise<void> {
+/**
+ * Invokes the fan-out for jobs that became ready (`ready`: per topic) unless one is running;
+ * false when that failed (logged: the jobs stay ready, the next sweep or tick tries again).
+ */
+async function fanOut(deps: SweeperDeps, t: Timings, ready: Readonly<Record<string, number>>, report: SweeperReport): Promise<boolean> {
+  try {
+    if (await requestFanout({ redis: deps.redis, invoker: deps.invoker, timings: t })) report.fanouts += 1;
+    return true;
+  } catch (error) {
+    deps.log.error('could not invoke the fan-out', { error, ready });
+    return false;
+  }
+}
+
+/**
+ * Counts a sweep into the report, invokes the fan-out when jobs became ready unless the sweep
+ * invoked it already (`asked`; a failed try there is tried again here), writes the metrics.
+ */
+async function afterSweep(deps: SweeperDeps, t: Timings, result: SweepResult, report: SweeperReport, asked: boolean): Promise<void> {
   report.sweeps += 1;
   report.moved += result.moved;
   report.retried += result.retried;
   report.deadLettered += result.deadLettered;
-  if (Object.keys(result.readyByTopic).length > 0) {
-    try {
-      if (await requestFanout({ redis: deps.redis, invoker: deps.invoker, timings: t })) report.fanouts += 1;
-    } catch (error) {
-      // the jobs stay ready; the next sweep or tick invokes the fan-out again
-      deps.log.error('could not invoke the fan-out', { error, ready: result.readyByTopic });
-    }
-  }
+  if (!asked && Object.keys(result.readyByTopic).length > 0) await fanOut(deps, t, result.readyByTopic, report);
   if (result.moved + result.retried + result.deadLettered > 0) {
     emitMetrics({}, {
       moved: { unit: 'Count', value: result.moved },

@@ -9,7 +9,7 @@ export { listDeadJobs, redriveJobs } from './dead';
 export * from './jobs';
 export { partitionsInOrder, Rotation } from './partitions';
 export { getJob, topicStats } from './read';
-export { moveDue, serverTime, sweep } from './sweep';
+export { moveDue, type OnReady, serverTime, sweep } from './sweep';
 export { cancelJob, rescheduleJob, writeJobs } from './write';
 export { cancelGroup, decodeGroupCursor, encodeGroupCursor, leaveGroups, listGroup, type GroupCursor } from './groups';
 export { decodeJobsCursor, encodeJobsCursor, listJobs, type JobsCursor, type ListState } from './lists';

@@ -44,19 +44,25 @@ function leftGroups(topic: string, partition: number, left: readonly string[]): 
   return out;
 }
 
+/** Called by a sweep as soon as a partition's moveDue replies show ready jobs, at most once. */
+export type OnReady = (readyByTopic: Readonly<Record<string, number>>) => Promise<void>;
+
 /**
  * One bounded sweep step over every topic and partition: per partition, one pipeline of moveDue
  * and one reading the due schedules, all at once; then the due schedules move on to their next
  * occurrences (one pipeline per partition), and the purged jobs that had a group leave their
  * groups' zsets. A sweeper that dies in between leaves those members behind: a group listing
  * passes over them, and a group cancel removes them; a schedule not moved on is moved by the next
- * sweep.
+ * sweep. `onReady` runs beside the rest of the step as soon as jobs are ready (the sweeper invokes
+ * the fan-out there, so that due jobs do not wait for the schedules' advance); the step awaits it
+ * before it returns, and it must not throw.
  */
-export async function sweep(ctx: EngineContext, limit: number): Promise<SweepResult> {
+export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady): Promise<SweepResult> {
   const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, givenBack: 0, purged: 0, schedulesAdvanced: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
   const topics = [...ctx.config.topics.values()];
   const names = topics.map((t) => t.name);
   const left: LeftGroup[] = [];
+  let readyCalled: Promise<void> | undefined;
   await forEachPartition(ctx.config.partitions, async (partition) => {
     const [replies, due] = await Promise.all([
       runPipelined(ctx.redis, topics.map((t) => moveDueCall(ctx, t, partition, limit))),
@@ -66,12 +72,14 @@ export async function sweep(ctx: EngineContext, limit: number): Promise<SweepRes
       tally(result, topics[i]!.name, reply);
       left.push(...leftGroups(topics[i]!.name, partition, reply[9]));
     });
+    if (onReady && !readyCalled && Object.keys(result.readyByTopic).length > 0) readyCalled = onReady({ ...result.readyByTopic });
     const step = await advanceDue(ctx, partition, names, due);
     result.schedulesAdvanced += step.advanced;
     if (step.more) result.more = true;
     if (step.nextAt !== null && (result.nextAt === null || step.nextAt < result.nextAt)) result.nextAt = step.nextAt;
   });
   if (left.length > 0) await leaveGroups(ctx, left);
+  await readyCalled;
   return result;
 }
 

@@ -109,6 +109,30 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.equal((await q.get(topic, ran[0]!))?.state, 'done', 'an occurrence is an ordinary job: acked, done');
     });
 
+    it('a sweep hands its ready jobs to onReady before it moves the due schedules on (the sweeper invokes the fan-out there), once', async () => {
+      const { q, topic, clock } = setup();
+      await q.putSchedule(topic, 'tick', { every: 1, body: 't' });
+      clock.advance(SEC);
+      const seen: { ready: Record<string, number>; pending: string | undefined }[] = [];
+      const swept = await q.sweep(undefined, async (ready) => {
+        // sent at once, on the connection the advance uses after it: Redis answers it first
+        const read = q.getSchedule(topic, 'tick');
+        seen.push({ ready: { ...ready }, pending: (await read)?.pending?.runAt });
+      });
+      assert.equal(seen.length, 1, 'called once');
+      assert.deepEqual(seen[0]!.ready, { [topic]: 1 });
+      assert.equal(seen[0]!.pending, iso(clock.now), 'called before the schedule moved on');
+      assert.equal(swept.schedulesAdvanced, 1);
+      assert.equal((await q.getSchedule(topic, 'tick'))?.pending?.runAt, iso(clock.now + SEC), 'the same sweep then moved it on');
+      const [job] = await q.claim(topic, 10);
+      assert.equal(await q.ack(topic, job!.id, job!), 'done');
+      let calls = 0;
+      await q.sweep(undefined, async () => {
+        calls += 1;
+      });
+      assert.equal(calls, 0, 'not called when nothing is ready');
+    });
+
     it('jitter (the schedule\'s, else the topic\'s) moves each occurrence by its deterministic offset; each runs once, even with a jitter longer than the period', async () => {
       const { q, topic, clock } = setup({ jitter: 600 });
       const start = clock.now;
