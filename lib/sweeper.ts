@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { Cluster, type Redis } from 'ioredis';
 import { requestFanout } from './fanout';
 import { sweeperKeys } from './keys';
@@ -108,6 +109,9 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
     for (;;) {
       if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, lease, report);
       let result: SweepResult;
+      // the sweep's Redis time `now` is read soon after this: the wait for `nextAt` counts from here,
+      // less what the sweep and the fan-out's invoke took (else every wake-up was late by them)
+      const sweptFrom = performance.now();
       try {
         wakes = await hold(null, true);
         if (wakes === LEASE.NOT_OWNER) {
@@ -128,15 +132,15 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
       await afterSweep(deps, t, result, report, asked);
       if (result.more) continue;
 
-      const waitMs = result.nextAt === null ? Infinity : result.nextAt - result.now;
-      if (waitMs > t.sweeperHorizonMs) {
+      const waitFor = () => (result.nextAt === null ? Infinity : result.nextAt - result.now - (performance.now() - sweptFrom));
+      if (waitFor() > t.sweeperHorizonMs) {
         const released = await run(redis, releaseLease(lease, { owner, wakesSeen: wakes, force: false })).catch(() => LEASE.KEPT);
         if (released === LEASE.RELEASED || released === LEASE.NOT_OWNER) return { ...report, outcome: 'idle' };
         continue; // a wake-up arrived since the sweep
       }
       await hold(result.nextAt, false).catch(() => 0);
       const budget = deps.remainingMs() - t.sweeperReserveMs;
-      await waker.wait(Math.min(waitMs, t.sweeperMaxWaitMs, Math.max(0, budget)));
+      await waker.wait(Math.min(waitFor(), t.sweeperMaxWaitMs, Math.max(0, budget)));
     }
   } finally {
     waker.close();
