@@ -109,9 +109,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
     for (;;) {
       if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, lease, report);
       let result: SweepResult;
-      // the sweep's Redis time `now` is read soon after this: the wait for `nextAt` counts from here,
-      // less what the sweep and the fan-out's invoke took (else every wake-up was late by them)
-      const sweptFrom = performance.now();
+      let sweptFrom = 0;
       try {
         wakes = await hold(null, true);
         if (wakes === LEASE.NOT_OWNER) {
@@ -120,6 +118,9 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
         }
         // the fan-out is invoked as soon as jobs are ready, beside the schedules' advance
         asked = false;
+        // the sweep reads Redis's time `now` right after this: the wait for `nextAt` counts from
+        // here, less what the sweep and the fan-out's invoke took (else every wake-up is late by them)
+        sweptFrom = performance.now();
         result = await queue.sweep(undefined, async (ready) => {
           asked = await fanOut(deps, t, ready, report);
         });
