@@ -104,12 +104,12 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   if (!(await takeLease(deps, t, () => hold(null, true)))) return { ...report, outcome: 'busy' };
   const waker = new Waker(redis, keys.wake, t.sweeperMaxWaitMs);
   let wakes = 0; // the wake counter seen before the latest sweep
-  let asked = false; // the latest sweep invoked the fan-out (or found one running)
   try {
     for (;;) {
       if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, lease, report);
       let result: SweepResult;
       let sweptFrom = 0;
+      let asked = false; // this sweep invoked the fan-out (or found one running)
       try {
         wakes = await hold(null, true);
         if (wakes === LEASE.NOT_OWNER) {
@@ -117,7 +117,6 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
           return { ...report, outcome: 'busy' };
         }
         // the fan-out is invoked as soon as jobs are ready, beside the schedules' advance
-        asked = false;
         // the sweep reads Redis's time `now` right after this: the wait for `nextAt` counts from
         // here, less what the sweep and the fan-out's invoke took (else every wake-up is late by them)
         sweptFrom = performance.now();
