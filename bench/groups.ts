@@ -27,7 +27,10 @@
  *    per key kind says where the bytes are.
  *
  *    BENCH_BODY_BYTES (200) sets the body size: whether a group's name in each record moves it
- *    into jemalloc's next size class depends on it.
+ *    into jemalloc's next size class depends on it. BENCH_BODY_SPREAD (0) spreads the sizes
+ *    evenly over BENCH_BODY_BYTES ± BENCH_BODY_SPREAD/2 (job i gets the same size in every row),
+ *    so that the size classes average out: the record's share of a group's cost is then about the
+ *    bytes the group name adds to it.
  *
  * BENCH_AFTER_MS (2000) is how long the loop goes on after the cancel answered;
  * BENCH_BATCHES_IN_FLIGHT (4) how many addMany calls run at once. BENCH_ONLY=cancel|list|memory
@@ -45,6 +48,7 @@ import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, reniceRedis, round, slowlogReader, usedMemory, type Logged } from './env';
 
 const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200); // 200 as bench/engine.ts, so the no-group figure compares with its step 4
+const BODY_SPREAD = envInt('BENCH_BODY_SPREAD', 0);
 const N = {
   groupJobs: envInt('BENCH_GROUP_JOBS', 100_000),
   backgroundJobs: envInt('BENCH_BACKGROUND_JOBS', 20_000),
@@ -57,6 +61,7 @@ const N = {
   memoryJobs: envInt('BENCH_MEMORY_JOBS', 100_000),
   settleMs: envInt('BENCH_SETTLE_MS', 1_000),
   bodyBytes: BODY_BYTES,
+  bodySpread: BODY_SPREAD,
   batchesInFlight: envInt('BENCH_BATCHES_IN_FLIGHT', 4),
 };
 const ONLY = process.env.BENCH_ONLY;
@@ -73,11 +78,12 @@ const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorte
 const median = (values: readonly number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
 
 
-/** A JSON body whose text is exactly BODY_BYTES bytes. */
+/** A JSON body whose text is exactly BODY_BYTES bytes; with BODY_SPREAD, job n's size within BODY_BYTES ± BODY_SPREAD/2 (the same in every row). */
 function makeBody(n: number): { orderId: string; note: string } {
+  const bytes = BODY_SPREAD === 0 ? BODY_BYTES : BODY_BYTES - Math.floor(BODY_SPREAD / 2) + ((n * 7919) % (BODY_SPREAD + 1));
   const base = { orderId: `order-${String(n).padStart(11, '0')}`, note: '' };
-  const body = { ...base, note: 'x'.repeat(BODY_BYTES - Buffer.byteLength(JSON.stringify(base))) };
-  if (Buffer.byteLength(JSON.stringify(body)) !== BODY_BYTES) throw new Error(`body is not ${BODY_BYTES} bytes`);
+  const body = { ...base, note: 'x'.repeat(bytes - Buffer.byteLength(JSON.stringify(base))) };
+  if (Buffer.byteLength(JSON.stringify(body)) !== bytes) throw new Error(`body is not ${bytes} bytes`);
   return body;
 }
 
@@ -98,6 +104,18 @@ async function addAll(queue: DelayQueue, count: number, job: (i: number) => obje
 const spread = (i: number, n: number) => ((i * 7919) % n) / n;
 
 type ReadSlowlog = ReturnType<typeof slowlogReader>;
+
+/** Every key matching `pattern` (SCAN). */
+async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return keys;
+}
 
 /** MEMORY USAGE (every element counted) of each key, pipelined. */
 async function memoryUsage(redis: Redis, keys: readonly string[]): Promise<number> {
@@ -360,6 +378,8 @@ interface MemoryRow {
   jobsHash: number;
   delayedZset: number;
   groupZsets: number;
+  /** How many zsets the groups have, and their encodings ("100 listpack, 3 skiplist"). */
+  groupZsetCount: number;
   groupEncoding: string | null;
   /** Mean length of a job's record (msgpack header and inline body), over a sample. */
   recordBytes: number;
@@ -385,7 +405,14 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
     const after = await usedMemory(admin);
     const k = topicKeys(0, topic);
     const groups = groupSize === null ? [] : [...new Set(Array.from({ length: jobs }, (_, i) => groupOf(i)!))];
-    const groupKeys = groups.map((g) => groupKey(0, topic, g));
+    // every zset of every group: its key, and the further ones of a group past 128 jobs (`<key>#n`)
+    const groupKeys = groupSize === null ? [] : await scanKeys(admin, `${groupKey(0, topic, '')}*`);
+    const encodings = new Map<string, number>();
+    for (let i = 0; i < groupKeys.length; i += 1000) {
+      const pipeline = admin.pipeline();
+      for (const key of groupKeys.slice(i, i + 1000)) pipeline.object('ENCODING', key);
+      for (const [, e] of (await pipeline.exec()) ?? []) encodings.set(String(e), (encodings.get(String(e)) ?? 0) + 1);
+    }
     // mean record length over up to 1000 jobs picked at random (HRANDFIELD)
     const sample = ((await admin.call('HRANDFIELD', k.jobs, '1000')) as string[]).filter((f) => f.startsWith('order-'));
     const lengths = await Promise.all(sample.map((f) => admin.hstrlen(k.jobs, f)));
@@ -397,7 +424,8 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
       jobsHash: round((await memoryUsage(admin, [k.jobs])) / jobs, 1),
       delayedZset: round((await memoryUsage(admin, [k.delayed])) / jobs, 1),
       groupZsets: round((await memoryUsage(admin, groupKeys)) / jobs, 1),
-      groupEncoding: groupKeys[0] ? String(await admin.object('ENCODING', groupKeys[0])) : null,
+      groupZsetCount: groupKeys.length,
+      groupEncoding: encodings.size === 0 ? null : [...encodings].map(([e, n]) => `${fmt(n)} ${e}`).join(', '),
       recordBytes: round(lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.length), 1),
     };
   } finally {
@@ -433,7 +461,7 @@ async function main(): Promise<void> {
         const row = await memoryRun(server, admin, size);
         memory.push(row);
         console.log(
-          `3. memory, ${row.label}: ${fmt(row.bytesPerJob, 1)} bytes/job (${fmt(row.groups)} groups${row.groupEncoding ? `, ${row.groupEncoding}` : ''}); ` +
+          `3. memory, ${row.label}: ${fmt(row.bytesPerJob, 1)} bytes/job (${fmt(row.groups)} groups${row.groupEncoding ? ` in ${fmt(row.groupZsetCount)} zsets: ${row.groupEncoding}` : ''}); ` +
             `MEMORY USAGE per job: jobs hash ${fmt(row.jobsHash, 1)}, delayed zset ${fmt(row.delayedZset, 1)}, group zsets ${fmt(row.groupZsets, 1)}; mean record ${fmt(row.recordBytes, 1)} bytes; load average ${load()}`,
         );
       }

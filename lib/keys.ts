@@ -112,13 +112,21 @@ export function scheduleKeys(partition: number, topic: string): ScheduleKeys {
 }
 
 /**
- * ZSET of the jobs of group `group` of `topic` in `partition`: id -> the version at which the job
- * joined. The empty group's key (group '') is never written: a script call whose jobs have no
- * group is passed it. Groups follow the id rules, so may hold ':'; the topic never does, so the
- * name stays unambiguous.
+ * ZSET of the jobs of group `group` of `topic` in `partition`: id -> its place in the order the
+ * jobs joined; the first of the group's zsets (chunk 0), and the key the scripts are passed. A group
+ * with more than GROUP_CHUNK_SIZE jobs (lua/includes/job.lua) in a partition goes on in further
+ * zsets, `<key>#1`, `<key>#2`, ... (groupChunkKey), each small enough to stay a listpack; the
+ * scripts derive their names from this key, so they share its hash slot. The empty group's key
+ * (group '') is never written: a script call whose jobs have no group is passed it. Groups follow
+ * the id rules, so may hold ':' but never '#'; the topic never holds ':', so names stay unambiguous.
  */
 export function groupKey(partition: number, topic: string, group: string): GroupKey {
   return `dq:{p${partition}}:group:${topic}:${group}` as GroupKey;
+}
+
+/** Zset `chunk` of a group whose first zset is `key` (chunk 0 is `key` itself), as lua/includes/job.lua names it. */
+export function groupChunkKey(key: GroupKey, chunk: number): string {
+  return chunk === 0 ? key : `${key}#${chunk}`;
 }
 
 /** Keys of the topic of job (topic, id) in the job's partition (of `partitions`). */

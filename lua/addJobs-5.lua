@@ -1,23 +1,23 @@
 --[[
   Adds jobs of one topic and partition, or (mode 'put') creates-or-replaces them.
   KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] delayed zset  KEYS[4] done zset (retention of
-          finished jobs)  KEYS[5] group zset of the jobs' group (every job of one call has the same
-          group, or none: then KEYS[5] is the empty group's key, never written)
+          finished jobs)  KEYS[5] the key of the jobs' group (its first zset; every job of one call
+          has the same group, or none: then KEYS[5] is the empty group's key, never written)
   ARGV[1] fixed clock ms or ''  ARGV[2] 'add' | 'put'
   ARGV[3] byte budget: the bodies written and the records and bodies read for replies stop at it
           (the first job is always done); the caller sends the jobs left in another call
   ARGV[4..] 10 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
             version the job must have; put only), body
-  A job with a group joins its group zset (member id, score: its version when it joined; a job
-  already in it keeps its place). A job a put moves out of its group is not taken out of the old
-  group's zset here (its key is not this call's): the reply names the group it left, and the
-  caller calls lua/leaveGroup-2.lua.
+  A job with a group joins the group's newest zset, after its members (see "Groups" in
+  includes/job.lua; a job already in the group keeps its place). A job a put moves
+  out of its group is not taken out of the old group's zset here (its key is not this call's): the
+  reply names the group and the chunk it left, and the caller calls lua/leaveGroup-2.lua.
   Returns { headChanged 0|1, results... } with one result per job done, in order (fewer results
   than jobs: the budget was reached, the rest were not looked at):
-    { OUTCOME.CREATED, id, runAt, createdAt, version, left group|false }  add; put of a new or
-                                               cancelled job
-    { OUTCOME.REPLACED, view, left group|false } put of a pending job: runAt, body, group and
+    { OUTCOME.CREATED, id, runAt, createdAt, version, left }  add; put of a new or cancelled job
+                                               (left: { group, chunk } the job left, or false)
+    { OUTCOME.REPLACED, view, left }           put of a pending job: runAt, body, group and
                                                options; the view's body is '' (it is the one the
                                                caller sent)
     { REFUSAL.JOB_EXISTS, view }               add of an existing id: nothing changed
@@ -32,11 +32,11 @@ local budget = byteBudget(tonumber(ARGV[3]))
 local headBefore = headScore(delayedKey)
 local results = {}
 
--- the group `group` (or none) of job `id`, whose header is `h`, that was in `old` (or none):
--- joins the group's zset; returns the group it left, or false
-local function join(id, h, group, old)
-  if group then redis.call('ZADD', groupKey, 'NX', h[H_VERSION], id) end
-  if old and old ~= group then return old end
+-- { group, chunk } that job `id`, stored with header `h`, left (its record had group `old` in
+-- chunk `oldChunk`), or false; joins the new group (placed by placeInGroup before the store)
+local function join(id, h, old, oldChunk)
+  addToGroup(groupKey, id, h)
+  if old and old ~= h[H_GROUP] then return { old, oldChunk or 0 } end
   return false
 end
 
@@ -54,9 +54,10 @@ for i = 4, #ARGV, 10 do
       if not budget.fits(#body) then break end
       budget.spend(#body)
       local h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group }
+      placeInGroup(jobsKey, groupKey, h, false, nil)
       store(jobsKey, bodiesKey, id, h, body, false)
       redis.call('ZADD', delayedKey, due, id)
-      join(id, h, group, false)
+      join(id, h, false, nil)
       results[#results + 1] = { OUTCOME.CREATED, id, due, now, h[H_VERSION], false }
     else
       results[#results + 1] = { REFUSAL.VERSION_MISMATCH }
@@ -67,7 +68,7 @@ for i = 4, #ARGV, 10 do
     if put and (state == PENDING or state == CANCELLED) and matches(ifMatch, h) then
       if not budget.fits(#record + #body) then break end
       budget.spend(#record + #body)
-      local old = h[H_GROUP]
+      local old, oldChunk = h[H_GROUP], h[H_CHUNK]
       local code = OUTCOME.REPLACED
       if state == CANCELLED then
         code = OUTCOME.CREATED
@@ -76,9 +77,10 @@ for i = 4, #ARGV, 10 do
       else
         h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP] = due, max, ttr, backoff, url, now, group
       end
+      placeInGroup(jobsKey, groupKey, h, old, oldChunk)
       store(jobsKey, bodiesKey, id, h, body, true)
       redis.call('ZADD', delayedKey, due, id)
-      local left = join(id, h, group, old)
+      local left = join(id, h, old, oldChunk)
       if code == OUTCOME.CREATED then
         results[#results + 1] = { OUTCOME.CREATED, id, due, now, h[H_VERSION], left }
       else

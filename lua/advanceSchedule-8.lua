@@ -7,7 +7,7 @@
   this call neither loses nor doubles an occurrence.
   KEYS[1] schedules hash  KEYS[2] schedule next zset  KEYS[3] jobs hash  KEYS[4] bodies hash
   KEYS[5] delayed zset  KEYS[6] running zset  KEYS[7] done zset
-  KEYS[8] group zset of the schedule's group (the empty group's key when it has none)
+  KEYS[8] the key of the schedule's group (its first zset; the empty group's key when it has none)
   ARGV[1] fixed clock ms or ''  ARGV[2] schedule id  ARGV[3] version the caller read
   ARGV[4] id and ARGV[5] due time (ms) of the occurrence that runs for the runs now due, or '' for none.
           The pending one runs when it is that one; otherwise it is withdrawn while still pending

@@ -1,17 +1,21 @@
 --[[
-  Takes jobs out of a group's zset when they are no longer in the group: their record is gone
-  (purged) or names another group (moved by a put) or none. A job still in the group stays.
-  KEYS[1] jobs hash  KEYS[2] group zset
-  ARGV[1] the group  ARGV[2..] ids (at most the caller's batch, a few hundred)
-  Returns how many ids left the zset.
+  Takes jobs out of a group's zsets when they are no longer in the group: their record is gone
+  (purged), names another group (moved by a put) or none, or places the job in another of the
+  group's zsets (it joined again since). A job still in the group stays. When zsets are left
+  empty, the group's range moves on (tidyGroup in includes/job.lua): an emptied group leaves no key.
+  KEYS[1] jobs hash  KEYS[2] the group's key (its first zset; the others' names derive from it)
+  ARGV[1] the group  ARGV[2..] id, chunk, id, chunk, ... (the chunk the job was in; at most the
+  caller's batch, a few hundred jobs)
+  Returns how many ids left a zset.
 ]]
 local jobsKey, groupKey, group = KEYS[1], KEYS[2], ARGV[1]
 local removed = 0
-for i = 2, #ARGV do
-  local id = ARGV[i]
+for i = 2, #ARGV, 2 do
+  local id, chunk = ARGV[i], tonumber(ARGV[i + 1])
   local record = redis.call('HGET', jobsKey, id)
-  if not record or decode(record)[H_GROUP] ~= group then
-    removed = removed + redis.call('ZREM', groupKey, id)
-  end
+  local h
+  if record then h = decode(record) end
+  if not inChunk(h, group, chunk) then removed = removed + redis.call('ZREM', chunkKey(groupKey, chunk), id) end
 end
+if removed > 0 then tidyGroup(jobsKey, groupKey, group) end
 return removed

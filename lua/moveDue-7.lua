@@ -14,7 +14,7 @@
   ARGV[4] the topic's backoff spec  ARGV[5] random number in [0, 1) for jitter
   ARGV[6] dead retention ms  ARGV[7] byte budget of the records read (parts 1 and 3)
   Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready, givenBack,
-            { group, id, group, id, ... } of the purged jobs that had a group }
+            { group, id, chunk, group, id, chunk, ... } of the purged jobs that had a group }
   where more = 1 when a part hit its limit or the budget (call again now), nextAt is the earliest
   of the next due job and the next TTR deadline, ready is the ready list's length after the move
   (and the give-backs), and givenBack counts the attempts given back without counting.
@@ -84,6 +84,7 @@ local function purge(state1, state2)
       if h[H_GROUP] then
         left[#left + 1] = h[H_GROUP]
         left[#left + 1] = id
+        left[#left + 1] = h[H_CHUNK] or 0
       end
     end
   end

@@ -5,7 +5,7 @@
   since (put, advanced, deleted) refuses and the caller reads and computes again.
   KEYS[1] schedules hash  KEYS[2] schedule ids zset  KEYS[3] schedule next zset  KEYS[4] jobs hash
   KEYS[5] bodies hash  KEYS[6] delayed zset  KEYS[7] running zset  KEYS[8] done zset
-  KEYS[9] group zset of the schedule's group (the empty group's key when it has none)
+  KEYS[9] the key of the schedule's group (its first zset; the empty group's key when it has none)
   ARGV[1] fixed clock ms or ''  ARGV[2] schedule id
   ARGV[3] version the caller read: 0 when there was no schedule
   ARGV[4] 'keep': the pending occurrence is due, so it is left to run; 'replace': it is withdrawn

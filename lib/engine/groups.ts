@@ -1,4 +1,9 @@
-/** Groups: cancel a whole group, list its jobs, and keep its zsets to the jobs still in it. */
+/**
+ * Groups: cancel a whole group, list its jobs, and keep its zsets to the jobs still in it. A
+ * group's jobs in one topic and partition are members of one or more zsets of at most 128 (its
+ * chunks, see "Groups" in lua/includes/job.lua), so that a large group costs about 25 bytes a job
+ * in them, not a skiplist's 120.
+ */
 import type { TopicConfig } from '../config';
 import { groupKey, topicKeys } from '../keys';
 import { SCRIPT_CALL_BYTES } from '../limits';
@@ -34,23 +39,22 @@ export interface GroupCancel {
  */
 export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP): Promise<GroupCancel & { partitions: number[] }> {
   const total: GroupCancel = { cancelled: 0, running: 0 };
-  const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', cursor: '-inf' }));
+  const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' }));
   const keysOf = (p: number) => {
     const k = topicKeys(p, t.name);
     return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group)] as const;
   };
   // first mark the group in every partition (a step of 0 members): from here on, if this call
   // stops half-way, the jobs it has not reached still cannot start
-  const marks = await runPipelinedPerPartition(ctx, left.map((part) => ({ p: part.p, call: script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: '', cursor: '-inf', limit: 0, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs }) })));
-  for (const part of left) part.mark = marks.get(part.p)![4];
+  const marks = await runPipelinedPerPartition(ctx, left.map((part) => ({ p: part.p, call: script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs }) })));
+  for (const part of left) [, , , part.chunk, part.cursor, part.mark, part.last] = marks.get(part.p)!;
   while (left.length > 0) {
     for (const part of [...left]) {
-      const call = script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: part.mark, cursor: part.cursor, limit: step, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs });
-      const [cancelled, running, done, cursor, mark] = await run(ctx.redis, call);
+      const call = script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: part.mark, chunk: part.chunk, cursor: part.cursor, last: part.last, limit: step, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs });
+      const [cancelled, running, done, chunk, cursor, mark, last] = await run(ctx.redis, call);
       total.cancelled += cancelled;
       total.running += running;
-      part.mark = mark;
-      part.cursor = cursor;
+      Object.assign(part, { chunk, cursor, mark, last });
       if (done === 1) left.splice(left.indexOf(part), 1);
     }
   }
@@ -63,11 +67,12 @@ async function runPipelinedPerPartition<R>(ctx: EngineContext, calls: readonly {
   return new Map(calls.map(({ p }, i) => [p, replies[i]!]));
 }
 
-/** Jobs that left group `group` (purged, or moved by a put), to be taken out of its zset. */
+/** Jobs that left group `group` (purged, or moved by a put), to be taken out of the zset (chunk) they were in. */
 export interface LeftGroup {
   topic: string;
   group: string;
   id: string;
+  chunk: number;
   partition: number;
 }
 
@@ -80,7 +85,7 @@ export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]
       const calls = [...groupBy(members, (m) => `${m.topic} ${m.group}`).values()].flatMap((same) =>
         chunk(same, LEAVE_BATCH).map((batch) => {
           const { topic, group } = batch[0]!;
-          return script.leaveGroup([topicKeys(p, topic).jobs, groupKey(p, topic, group)], { group, ids: batch.map((m) => m.id) });
+          return script.leaveGroup([topicKeys(p, topic).jobs, groupKey(p, topic, group)], { group, members: batch });
         }),
       );
       for (const n of await runPipelined(ctx.redis, calls)) removed += n;
@@ -89,13 +94,18 @@ export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]
   return removed;
 }
 
-/** Where a page of a group resumes: partition `partition`, after the member that joined at version `after` ('-inf': from its first). */
+/**
+ * Where a page of a group resumes: partition `partition`, zset (chunk) `chunk` of the group there,
+ * after the member whose score there is `after` ('-inf': from its first).
+ */
 export interface GroupCursor {
   partition: number;
+  chunk: number;
   after: string;
 }
 
-const GROUP_CURSOR = /^g(\d{1,4}):(-inf|\d{1,16}):([0-9a-f]{8})$/;
+// `g<partition>:<chunk>.<score>:<tag>`; a cursor of older code has no chunk (it means 0)
+const GROUP_CURSOR = /^g(\d{1,4}):(?:(\d{1,9})\.)?(-inf|\d{1,16}):([0-9a-f]{8})$/;
 
 /** Which group a cursor belongs to: FNV-1a (32-bit) of `topic/group`, so one group's cursor is refused by another. */
 function groupTag(topic: string, group: string): string {
@@ -105,17 +115,17 @@ function groupTag(topic: string, group: string): string {
   return (hash >>> 0).toString(16).padStart(8, '0');
 }
 
-/** The opaque `next` string of a page of group `group` of `topic`: base64url of `g<partition>:<version>:<group tag>`. */
+/** The opaque `next` string of a page of group `group` of `topic`: base64url of `g<partition>:<chunk>.<score>:<group tag>`. */
 export function encodeGroupCursor(c: GroupCursor, topic: string, group: string): string {
-  return Buffer.from(`g${c.partition}:${c.after}:${groupTag(topic, group)}`).toString('base64url');
+  return Buffer.from(`g${c.partition}:${c.chunk}.${c.after}:${groupTag(topic, group)}`).toString('base64url');
 }
 
 /** The cursor a `next` string stands for, or null when it is not one of a page of this group (and of this deployment's partitions). */
 export function decodeGroupCursor(text: string, partitions: number, topic: string, group: string): GroupCursor | null {
   if (!/^[A-Za-z0-9_-]{1,60}$/.test(text)) return null;
   const match = GROUP_CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
-  if (!match || Number(match[1]) >= partitions || match[3] !== groupTag(topic, group)) return null;
-  return { partition: Number(match[1]), after: match[2]! };
+  if (!match || Number(match[1]) >= partitions || match[4] !== groupTag(topic, group)) return null;
+  return { partition: Number(match[1]), chunk: Number(match[2] ?? 0), after: match[3]! };
 }
 
 /**
@@ -126,22 +136,23 @@ export function decodeGroupCursor(text: string, partitions: number, topic: strin
 export async function listGroup(ctx: EngineContext, t: TopicConfig, group: string, page: { limit: number; cursor?: GroupCursor }): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
   const jobs: Job[] = [];
   let { partition, after } = page.cursor ?? { partition: 0, after: '-inf' };
+  let chunk: number | '' = page.cursor?.chunk ?? '';
   let bytes = 0;
   while (partition < ctx.config.partitions) {
     const k = topicKeys(partition, t.name);
     const left = page.limit - jobs.length;
-    const call = script.listGroup([groupKey(partition, t.name, group), k.jobs, k.bodies, k.delayed], { group, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
-    const [more, cursor, ...views] = await run(ctx.redis, call);
+    const call = script.listGroup([groupKey(partition, t.name, group), k.jobs, k.bodies, k.delayed], { group, chunk, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
+    const [more, nextChunk, cursor, ...views] = await run(ctx.redis, call);
     for (const { view, body } of await viewsWithBodies(ctx, k.bodies, views)) {
       if (body === null) continue; // purged since the script listed it
       jobs.push(toJob(t, view, body));
       bytes += Buffer.byteLength(body);
     }
-    after = cursor;
-    if (more === 1) return { jobs, next: { partition, after } };
+    if (more === 1) return { jobs, next: { partition, chunk: nextChunk, after: cursor } };
     partition += 1;
+    chunk = '';
     after = '-inf';
     if (jobs.length >= page.limit || bytes >= SCRIPT_CALL_BYTES) break;
   }
-  return { jobs, next: partition < ctx.config.partitions ? { partition, after } : null };
+  return { jobs, next: partition < ctx.config.partitions ? { partition, chunk: chunk === '' ? 0 : chunk, after } : null };
 }

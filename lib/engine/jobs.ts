@@ -5,7 +5,7 @@
 import { describeBackoff, type Backoff } from '../backoff';
 import type { TopicConfig } from '../config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
-import type { AckReply, AddResult, ClaimedItem, FailReply, ScoredEntry } from './scripts';
+import type { AckReply, AddResult, ClaimedItem, FailReply, LeftChunk, ScoredEntry } from './scripts';
 import type { JobView, NewJob } from './shapes';
 
 export type { JobChange, JobView, NewJob } from './shapes';
@@ -113,7 +113,7 @@ export interface Wake {
  * version mismatch on a job that does not exist). `left`: the group a put moved the job out of.
  */
 export type WriteResult =
-  | { status: 'created' | 'replaced'; job: Job; left: string | null }
+  | { status: 'created' | 'replaced'; job: Job; left: LeftChunk | null }
   | { status: 'exists' | 'finished'; job: Job; refusal: Refusal }
   | { status: 'mismatch'; job: Job | null; refusal: Refusal };
 

@@ -55,14 +55,16 @@ export interface Budget {
   maxBytes: number;
 }
 
+/** A group a job left, and which of the group's zsets (chunks) it was in: take it out with leaveGroup. */
+export type LeftChunk = readonly [group: string, chunk: number];
+
 /**
  * One job's result in lua/addJobs-5.lua's reply. A REPLACED job's view has an empty body: it is
- * the body the caller sent. `left`: the group a put moved the job out of (take it out of that
- * group's zset with leaveGroup), or null.
+ * the body the caller sent. `left`: the group a put moved the job out of, or null.
  */
 export type AddResult =
-  | readonly [code: Outcome<'CREATED'>, id: string, runAt: number, createdAt: number, version: number, left: string | null]
-  | readonly [code: Outcome<'REPLACED'>, job: JobView, left: string | null]
+  | readonly [code: Outcome<'CREATED'>, id: string, runAt: number, createdAt: number, version: number, left: LeftChunk | null]
+  | readonly [code: Outcome<'REPLACED'>, job: JobView, left: LeftChunk | null]
   | readonly [code: Refused<'JOB_EXISTS'> | Refused<'JOB_FINISHED'>, job: JobView]
   | readonly [code: Refused<'VERSION_MISMATCH'>, job?: JobView];
 /**
@@ -92,28 +94,34 @@ export function cancelJob(keys: readonly [JobsKey, BodiesKey, DelayedKey, Runnin
   return call('cancelJob', keys, [a.clock, a.id, a.retentionMs, a.ifMatch]);
 }
 
-/** lua/cancelGroup-6.lua's reply. */
-export type CancelGroupReply = readonly [cancelled: number, running: number, done: Flag, cursor: string, mark: string];
+/** lua/cancelGroup-6.lua's reply: the counts, then where the next step goes on (`chunk`, `cursor`, `mark`, `last`). */
+export type CancelGroupReply = readonly [cancelled: number, running: number, done: Flag, chunk: number, cursor: string, mark: string, last: string];
 
-/** lua/cancelGroup-6.lua: one step of cancelling a group in one topic and partition (`mark` '' and cursor '-inf' for the first). */
+/**
+ * lua/cancelGroup-6.lua: one step of cancelling a group in one topic and partition. The first step
+ * passes `mark`, `chunk` and `last` '' and cursor '-inf'; each next step passes what the previous replied.
+ */
 export function cancelGroup(
   keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
-  a: { clock: ClockArg; group: string; mark: string; cursor: string; limit: number; retentionMs: number } & Budget,
+  a: { clock: ClockArg; group: string; mark: string; chunk: number | ''; cursor: string; last: string; limit: number; retentionMs: number } & Budget,
 ): ScriptCall<CancelGroupReply> {
-  return call('cancelGroup', keys, [a.clock, a.group, a.mark, a.cursor, a.limit, a.maxBytes, a.retentionMs]);
+  return call('cancelGroup', keys, [a.clock, a.group, a.mark, a.chunk, a.cursor, a.last, a.limit, a.maxBytes, a.retentionMs]);
 }
 
-/** lua/leaveGroup-2.lua: takes ids that left the group out of its zset; replies how many left. */
-export function leaveGroup(keys: readonly [JobsKey, GroupKey], a: { group: string; ids: readonly string[] }): ScriptCall<number> {
-  return call('leaveGroup', keys, [a.group, ...a.ids]);
+/** lua/leaveGroup-2.lua: takes jobs that left the group out of the zsets (chunks) they were in; replies how many left. */
+export function leaveGroup(keys: readonly [JobsKey, GroupKey], a: { group: string; members: readonly { id: string; chunk: number }[] }): ScriptCall<number> {
+  return call('leaveGroup', keys, [a.group, ...a.members.flatMap((m) => [m.id, m.chunk])]);
 }
 
-/** lua/listGroup-4.lua's reply: `more` 1 when members may be left after `cursor`. */
-export type ListGroupReply = readonly [more: Flag, cursor: string, ...jobs: JobView[]];
+/** lua/listGroup-4.lua's reply: `more` 1 when members may be left after (`chunk`, `cursor`). */
+export type ListGroupReply = readonly [more: Flag, chunk: number, cursor: string, ...jobs: JobView[]];
 
-/** lua/listGroup-4.lua: a group's jobs in one topic and partition, in join order, after the cursor (a score; '-inf' first). */
-export function listGroup(keys: readonly [GroupKey, JobsKey, BodiesKey, DelayedKey], a: { group: string; cursor: string; limit: number } & Budget): ScriptCall<ListGroupReply> {
-  return call('listGroup', keys, [a.group, a.cursor, a.limit, a.maxBytes]);
+/**
+ * lua/listGroup-4.lua: a group's jobs in one topic and partition, in join order, from zset `chunk`
+ * ('' first: the oldest) after `cursor` (a score; '-inf' first).
+ */
+export function listGroup(keys: readonly [GroupKey, JobsKey, BodiesKey, DelayedKey], a: { group: string; chunk: number | ''; cursor: string; limit: number } & Budget): ScriptCall<ListGroupReply> {
+  return call('listGroup', keys, [a.group, a.chunk, a.cursor, a.limit, a.maxBytes]);
 }
 
 /** lua/listReady-4.lua's reply: `looked` ids looked at from the start position. */
@@ -205,8 +213,8 @@ export function startAttempts(keys: readonly [JobsKey, BodiesKey], a: { clock: C
   return call('startAttempts', keys, [a.clock, a.maxBytes, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
-/** lua/moveDue-7.lua's reply; `left` is group, id, group, id, ... of the purged jobs that had a group. */
-export type MoveDueReply = readonly [moved: number, retried: number, deadLettered: number, purged: number, more: Flag, nextAt: number | null, now: number, ready: number, givenBack: number, left: readonly string[]];
+/** lua/moveDue-7.lua's reply; `left` is group, id, chunk, group, id, chunk, ... of the purged jobs that had a group. */
+export type MoveDueReply = readonly [moved: number, retried: number, deadLettered: number, purged: number, more: Flag, nextAt: number | null, now: number, ready: number, givenBack: number, left: readonly (string | number)[]];
 
 /** lua/moveDue-7.lua: one sweep step for one topic and partition, bounded by `limit` jobs per part and by the byte budget. */
 export function moveDue(

@@ -38,9 +38,9 @@ function tally(result: SweepResult, topic: string, reply: script.MoveDueReply): 
 }
 
 /** The purged jobs of a moveDue reply (topic `topic`, partition `partition`) that had a group. */
-function leftGroups(topic: string, partition: number, left: readonly string[]): LeftGroup[] {
+function leftGroups(topic: string, partition: number, left: readonly (string | number)[]): LeftGroup[] {
   const out: LeftGroup[] = [];
-  for (let i = 0; i + 1 < left.length; i += 2) out.push({ topic, partition, group: left[i]!, id: left[i + 1]! });
+  for (let i = 0; i + 2 < left.length; i += 3) out.push({ topic, partition, group: String(left[i]), id: String(left[i + 1]), chunk: Number(left[i + 2]) });
   return out;
 }
 

@@ -24,7 +24,7 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
   const results: WriteResult[] = new Array(jobs.length);
   let wake = false;
   const indexes = jobs.map((_, i) => i);
-  // one group per call: the call joins its jobs to that group's zset, KEYS[5]
+  // one group per call: the call joins its jobs to that group (KEYS[5], its first zset)
   const slot = { partition: (i: number) => jobs[i]!.partition, topic: (i: number) => `${jobs[i]!.topic} ${jobs[i]!.group ?? ''}` };
   const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, { maxBytes: SCRIPT_CALL_BYTES, bytes: (i) => Buffer.byteLength(jobs[i]!.body) });
   const callFor = (partition: number, batch: readonly number[]) => {
@@ -53,7 +53,7 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
     }),
   );
   // a put that moved jobs out of their groups: take them out of those groups' zsets
-  const left = results.flatMap((r, i) => ('left' in r && r.left !== null ? [{ topic: jobs[i]!.topic, group: r.left, id: jobs[i]!.id, partition: jobs[i]!.partition }] : []));
+  const left = results.flatMap((r, i) => ('left' in r && r.left !== null ? [{ topic: jobs[i]!.topic, group: r.left[0], chunk: r.left[1], id: jobs[i]!.id, partition: jobs[i]!.partition }] : []));
   if (left.length > 0) await leaveGroups(ctx, left);
   return { results, wake };
 }

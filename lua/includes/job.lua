@@ -29,9 +29,16 @@ local H_CLAIM, H_STARTED, H_GIVE_BACKS = 12, 13, 14
 -- unique and growing within one topic and partition, so a re-created id never repeats an old
 -- version (0: a record of older code). H_GROUP: the job's group, or false.
 local H_VERSION, H_GROUP = 15, 16
--- Fields of the jobs hash that are not jobs (ids never hold '#'): the version counter, and per
--- group being cancelled, the version the cancel started at (see lua/cancelGroup-6.lua).
-local SEQ_FIELD, GROUP_CANCEL_FIELD = '#seq', '#cancel:'
+-- H_CHUNK: which of its group's zsets the job is a member of (see "Groups" below); nil (not
+-- stored) for the first, and for a job without a group.
+local H_CHUNK = 17
+-- Fields of the jobs hash that are not jobs (ids never hold '#'): the version counter, per group
+-- being cancelled the version the cancel started at (see lua/cancelGroup-6.lua), and per group
+-- with more than one zset the range of its zsets (see "Groups" below).
+local SEQ_FIELD, GROUP_CANCEL_FIELD, GROUP_CHUNKS_FIELD = '#seq', '#cancel:', '#chunks:'
+-- Members of one zset of a group: at most zset-max-listpack-entries (128 by default), so that it
+-- stays a listpack (about 25 bytes a member) and never becomes a skiplist (about 120).
+local GROUP_CHUNK_SIZE = 128
 local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
 -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
 -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
@@ -288,21 +295,109 @@ local function headScore(key)
   return false
 end
 
+-- Groups. The jobs of a group in one topic and partition are members of the group's zsets, its
+-- chunks: the group's key (chunk 0, the key a script is passed), then `<key>#1`, `<key>#2`, ...
+-- (ids and groups never hold '#'). A job joins the newest chunk, or opens the next when that one
+-- holds GROUP_CHUNK_SIZE, so every chunk stays a listpack; its score is one more than the chunk's
+-- highest (a small number: 2 bytes a member where a version takes 5 or 6; a chunk of older code
+-- holds versions, which this continues). So the chunks in turn, each by score, hold the jobs in the
+-- order they joined. The jobs hash field
+-- GROUP_CHUNKS_FIELD .. group holds 'low cur': the oldest chunk that may have members, and the
+-- newest; only while the group has chunks past the first (absent: both 0). A job's record says
+-- which chunk it is in (H_CHUNK), so that it leaves the right one. The chunks' names derive from
+-- the key the script is passed: they hash to its slot (the `{p<n>}` tag).
+
+-- The name of chunk `c` of the group whose key is `base`.
+local function chunkKey(base, c)
+  if c == 0 then return base end
+  return base .. '#' .. c
+end
+
+-- The oldest chunk of group `group` that may have members, and the newest.
+local function groupChunks(jobsKey, group)
+  local range = redis.call('HGET', jobsKey, GROUP_CHUNKS_FIELD .. group)
+  if not range then return 0, 0 end
+  local low, cur = string.match(range, '^(%d+) (%d+)$')
+  return tonumber(low), tonumber(cur)
+end
+
+-- Sets h[H_CHUNK] for a job about to be stored with header `h`, whose record had group `old` and
+-- chunk `oldChunk` (false, nil: none, 0): a job that stays in its group keeps its place; one that
+-- joins a group goes to the newest chunk, or opens the next when that is full. Then store the
+-- record, then addToGroup.
+local function placeInGroup(jobsKey, base, h, old, oldChunk)
+  local group = h[H_GROUP]
+  local c
+  if not group then
+    c = 0
+  elseif old == group then
+    c = oldChunk or 0
+  else
+    local low, cur = groupChunks(jobsKey, group)
+    c = cur
+    if redis.call('ZCARD', chunkKey(base, cur)) >= GROUP_CHUNK_SIZE then
+      c = cur + 1
+      redis.call('HSET', jobsKey, GROUP_CHUNKS_FIELD .. group, low .. ' ' .. c)
+    end
+  end
+  if c == 0 then h[H_CHUNK] = nil else h[H_CHUNK] = c end
+end
+
+-- The highest score in chunk `key`, 0 when it is empty.
+local function lastPlace(key)
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  return tonumber(last[2] or 0)
+end
+
+-- Makes stored job `id` (header `h`, placed by placeInGroup) a member of its group's chunk, after
+-- the members there; a job already in it keeps its place.
+local function addToGroup(base, id, h)
+  if not h[H_GROUP] then return end
+  local key = chunkKey(base, h[H_CHUNK] or 0)
+  if redis.call('ZSCORE', key, id) then return end
+  redis.call('ZADD', key, lastPlace(key) + 1, id)
+end
+
+-- True when member `id` of chunk `c` of group `group` stands for job record `h` (nil: none):
+-- false once the job left the group (purged, or moved by a put) or joined it again elsewhere.
+local function inChunk(h, group, c)
+  return h ~= nil and h[H_GROUP] == group and (h[H_CHUNK] or 0) == c
+end
+
+-- After members of group `group` were taken out: moves the group's oldest chunk past the chunks
+-- left empty, and drops the range when no chunk is left, so an emptied group leaves no key
+-- behind. Each chunk is passed once over the group's life.
+local function tidyGroup(jobsKey, base, group)
+  local low, cur = groupChunks(jobsKey, group)
+  if cur == 0 then return end
+  local from = low
+  while low < cur and redis.call('EXISTS', chunkKey(base, low)) == 0 do low = low + 1 end
+  if low == cur and redis.call('EXISTS', chunkKey(base, cur)) == 0 then
+    redis.call('HDEL', jobsKey, GROUP_CHUNKS_FIELD .. group)
+  elseif low ~= from then
+    redis.call('HSET', jobsKey, GROUP_CHUNKS_FIELD .. group, low .. ' ' .. cur)
+  end
+end
+
 -- Creates job `id` due at `due` with options `o` ({ max, ttr, backoff, url, group }, false:
--- the topic's) and body `body`, as lua/addJobs-5.lua adds one, joining group zset `groupKey` when
--- it has a group; unless a job of that id exists that is not cancelled (a cancelled one is made
--- anew). `k`: jobs, bodies, delayed, done. Returns true when it created the job.
+-- the topic's) and body `body`, as lua/addJobs-5.lua adds one, joining the group whose key is
+-- `groupKey` when it has a group; unless a job of that id exists that is not cancelled (a
+-- cancelled one is made anew; in the same group it keeps its place). `k`: jobs, bodies, delayed,
+-- done. Returns true when it created the job.
 local function createJob(k, groupKey, id, due, now, o, body)
   local record = redis.call('HGET', k.jobs, id)
+  local old, oldChunk = false, nil
   if record then
     local h = decode(record)
     if h[H_STATE] ~= CANCELLED then return false end
     redis.call('ZREM', k.done, id)
+    old, oldChunk = h[H_GROUP], h[H_CHUNK]
   end
   local h = { PENDING, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group }
+  placeInGroup(k.jobs, groupKey, h, old, oldChunk)
   store(k.jobs, k.bodies, id, h, body, record ~= false)
   redis.call('ZADD', k.delayed, due, id)
-  if o.group then redis.call('ZADD', groupKey, 'NX', h[H_VERSION], id) end
+  addToGroup(groupKey, id, h)
   return true
 end
 

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import type { Cluster, Redis } from 'ioredis';
 import type { TopicInput } from '../../lib/config';
 import * as script from '../../lib/engine/scripts';
-import { groupKey, topicKeys, partitionOf } from '../../lib/keys';
+import { groupChunkKey, groupKey, topicKeys, partitionOf } from '../../lib/keys';
 import type { DelayQueue, Job } from '../../lib/queue';
 import { run } from '../../lib/scripts';
 import type { JobsQuery } from '../../lib/validation';
@@ -588,8 +588,8 @@ export function lifecycleSuite(target: SuiteTarget): void {
       for (let p = 0; p < target.partitions; p++) {
         const k = topicKeys(p, topic);
         const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g')] as const;
-        const [cancelled, running, done, cursor, mark] = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
-        steps.push({ keys, cancelled, running, done, cursor, mark });
+        const [cancelled, running, done, chunk, cursor, mark, last] = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
+        steps.push({ keys, cancelled, running, done, chunk, cursor, mark, last });
       }
       clock.advance(10 * SEC);
       assert.equal((await sweep(q)).moved, ids.length - steps.reduce((n, s) => n + s.cancelled, 0), 'the jobs not yet reached fall due');
@@ -600,12 +600,11 @@ export function lifecycleSuite(target: SuiteTarget): void {
       let total = 0;
       for (const step of steps) {
         total += step.cancelled;
-        let { cursor, done } = step;
+        let { chunk, cursor, done } = step;
         while (done !== 1) {
-          const reply = await run(target.redis(), script.cancelGroup(step.keys, { clock: clock.now, group: 'g', mark: step.mark, cursor, limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
+          const reply = await run(target.redis(), script.cancelGroup(step.keys, { clock: clock.now, group: 'g', mark: step.mark, chunk, cursor, last: step.last, limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
           total += reply[0];
-          cursor = reply[3];
-          done = reply[2];
+          [, , done, chunk, cursor] = reply;
         }
       }
       assert.equal(total, ids.length, 'every job is counted once as cancelled');
@@ -634,6 +633,109 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal((await sweep(q)).purged, 1);
       assert.equal(await groupSize('a'), 0, 'the purged job left its group: no key is left behind');
       assert.deepEqual((await q.listGroup(topic, 'a')).jobs, []);
+    });
+
+    it('a group of more than 128 jobs per partition is kept in zsets of at most 128 (listpacks, never a skiplist); list, put, cancel and purge go through all of them and leave no key behind', async () => {
+      const { q, topic, clock } = setup({ concurrency: 10_000 }, { retention: 60 });
+      const n = 300 * target.partitions;
+      const ids = Array.from({ length: n }, (_, i) => `big-${String(i).padStart(5, '0')}`);
+      for (let i = 0; i < n; i += 100) {
+        const { outcomes } = await q.addMany(ids.slice(i, i + 100).map((id, j) => ({ topic, id, delay: 5 + i + j, group: 'big' })));
+        assert.ok(outcomes.every((o) => o.status === 'created'));
+      }
+      const redis = target.redis();
+      /** The group's zsets in partition `p`: its key, then `<key>#1`, `<key>#2`, ... while they exist. */
+      const zsets = async (p: number) => {
+        const found: { key: string; size: number; encoding: string }[] = [];
+        for (let c = 0; c < 64; c++) {
+          const key = groupChunkKey(groupKey(p, topic, 'big'), c);
+          const size = await redis.zcard(key);
+          if (size === 0) continue;
+          found.push({ key, size, encoding: String(await redis.object('ENCODING', key)) });
+        }
+        return found;
+      };
+      let stored = 0;
+      for (let p = 0; p < target.partitions; p++) {
+        const found = await zsets(p);
+        for (const z of found) {
+          assert.ok(z.size <= 128, `${z.key} holds ${z.size} members, more than 128`);
+          assert.equal(z.encoding, 'listpack', `${z.key} is a ${z.encoding}`);
+        }
+        assert.ok(found.length >= 2, `partition ${p}: ${found.length} zset(s) for ${ids.filter((id) => partitionOf(topic, id, target.partitions) === p).length} jobs`);
+        stored += found.reduce((sum, z) => sum + z.size, 0);
+      }
+      assert.equal(stored, n, 'every job of the group is a member of one of its zsets, once');
+
+      const listed = await listWholeGroup(q, topic, 'big', 70);
+      assert.equal(listed.length, n);
+      assert.deepEqual([...listed.map((j) => j.id)].sort(), ids, 'the listing goes through every zset of the group, each job once');
+      for (let p = 0; p < target.partitions; p++) {
+        const inP = listed.filter((j) => partitionOf(topic, j.id, target.partitions) === p).map((j) => j.id);
+        assert.deepEqual(inP, [...inP].sort(), `partition ${p}: in the order the jobs joined`);
+      }
+
+      // a put moves the last job (in the newest zset) to another group; the first five start
+      const moved = ids[n - 1]!;
+      await q.put(topic, moved, { delay: 60, group: 'elsewhere' });
+      assert.deepEqual((await q.listGroup(topic, 'elsewhere')).jobs.map((j) => j.id), [moved]);
+      clock.advance(9 * SEC);
+      await sweep(q);
+      const running = await q.claim(topic, 100);
+      assert.deepEqual(running.map((j) => j.id).sort(), ids.slice(0, 5));
+
+      const result = await q.cancelGroup(topic, 'big');
+      assert.deepEqual(result, { cancelled: n - 6, running: 5 }, 'every job of the group, in every zset, once; not the one that moved');
+      const after = await listWholeGroup(q, topic, 'big', 500);
+      assert.equal(after.length, n - 1);
+      assert.ok(after.every((j) => j.state === 'cancelled'));
+      for (const job of running) assert.equal(await q.ack(topic, job.id, job), 'cancelled');
+
+      clock.advance(61 * SEC);
+      let purged = 0;
+      for (let i = 0; i < 100; i++) {
+        const swept = await sweep(q);
+        purged += swept.purged;
+        if (swept.purged === 0 && !swept.more) break;
+      }
+      assert.equal(purged, n - 1, 'every cancelled job of the group is purged');
+      for (let p = 0; p < target.partitions; p++) {
+        assert.deepEqual(await zsets(p), [], `partition ${p}: no zset of the group is left behind`);
+        assert.equal(await redis.hlen(topicKeys(p, topic).jobs) - (await redis.hexists(topicKeys(p, topic).jobs, '#seq')), p === partitionOf(topic, moved, target.partitions) ? 1 : 0, `partition ${p}: nothing but the moved job and the version counter in the jobs hash`);
+      }
+      await q.add({ topic, id: 'again', delay: 0, group: 'big' });
+      assert.deepEqual((await q.listGroup(topic, 'big')).jobs.map((j) => j.id), ['again'], 'the group starts over');
+    });
+
+    it('a job purged and added to its group again before it left the old zset is listed once; the leave takes out only the old member', async () => {
+      const { q, topic, clock } = setup({}, { retention: 60 });
+      // 130 jobs of one partition: 128 in the group's first zset, 2 in the second
+      const ids: string[] = [];
+      for (let i = 0; ids.length < 130; i++) if (partitionOf(topic, `re-${i}`, target.partitions) === 0) ids.push(`re-${i}`);
+      await q.addMany(ids.slice(0, 100).map((id) => ({ topic, id, delay: 600, group: 'g' })));
+      await q.addMany(ids.slice(100).map((id) => ({ topic, id, delay: 600, group: 'g' })));
+      const base = groupKey(0, topic, 'g');
+      const first = ids[0]!;
+      assert.equal(await target.redis().zcard(base), 128);
+      assert.equal(await target.redis().zcard(groupChunkKey(base, 1)), 2);
+      // the first job is cancelled, and purged by a moveDue whose leave has not run yet
+      await q.cancel(topic, first);
+      clock.advance(61 * SEC);
+      const k = topicKeys(0, topic);
+      const reply = await run(target.redis(), script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: clock.now, limit: 100, maxAttempts: 3, backoff: 'f:10', random: 0, deadRetentionMs: HOUR, maxBytes: 1 << 20 }));
+      assert.deepEqual(reply[9], ['g', first, 0], 'the purge names the group and the zset the job was in');
+      // added again: it joins the newest zset, while its old member is still in the first
+      await q.add({ topic, id: first, delay: 600, group: 'g' });
+      assert.notEqual(await target.redis().zscore(base, first), null);
+      assert.notEqual(await target.redis().zscore(groupChunkKey(base, 1), first), null);
+      const listed = (await q.listGroup(topic, 'g', { limit: 500 })).jobs.map((j) => j.id);
+      assert.equal(listed.filter((id) => id === first).length, 1, 'listed once, where it joined last');
+      assert.equal(listed.at(-1), first);
+      // the leave the sweeper would have run takes out the old member only
+      assert.equal(await run(target.redis(), script.leaveGroup([k.jobs, base], { group: 'g', members: [{ id: first, chunk: 0 }] })), 1);
+      assert.equal(await target.redis().zscore(base, first), null);
+      assert.notEqual(await target.redis().zscore(groupChunkKey(base, 1), first), null, 'the job stays in the group');
+      assert.deepEqual(await q.cancelGroup(topic, 'g'), { cancelled: 130, running: 0 });
     });
 
     it('versions grow with every change; put and cancel honour If-Match', async () => {

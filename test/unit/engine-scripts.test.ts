@@ -48,9 +48,9 @@ describe('typed script calls', () => {
       script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', count: 1, maxBytes: 1 }),
       script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 1 }),
       script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 0, limit: 1, maxBytes: 1 }),
-      script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 1, retentionMs: 0 }),
-      script.leaveGroup([k.jobs, g], { group: 'g', ids: ['a'] }),
-      script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'g', cursor: '-inf', limit: 1, maxBytes: 1 }),
+      script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1, retentionMs: 0 }),
+      script.leaveGroup([k.jobs, g], { group: 'g', members: [{ id: 'a', chunk: 0 }] }),
+      script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'g', chunk: '', cursor: '-inf', limit: 1, maxBytes: 1 }),
       script.holdLease(lease, { owner: 'o', leaseMs: 1, nextAt: null, clearWake: false }),
       script.releaseLease(lease, { owner: 'o', wakesSeen: 0, force: false }),
       script.wakeSweeper(lease, { clock: '', dueAt: 'now', horizonMs: 1 }),
@@ -83,7 +83,7 @@ describe('typed script calls', () => {
       script.startAttempts([k.jobs, k.bodies], { clock: 7, attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: 7, ids: ['a'], maxBytes: 1 }),
-      script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 1, retentionMs: 0 }),
+      script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1, retentionMs: 0 }),
       script.wakeSweeper(lease, { clock: 7, dueAt: 'now', horizonMs: 1 }),
       script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, id: 'a', seen: 0, pending: 'replace', last: null, run: null, next: null, record }),
       script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, id: 'a', seen: 1, run: null, next: null, last: 1 }),
@@ -107,8 +107,8 @@ describe('typed script calls', () => {
       ['redriveJobs', 3, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', count: 1, maxBytes: 4242 }).args],
       ['listJobs', 4, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 4242 }).args],
       ['listReady', 3, script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 0, limit: 1, maxBytes: 4242 }).args],
-      ['listGroup', 4, script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'g', cursor: '-inf', limit: 1, maxBytes: 4242 }).args],
-      ['cancelGroup', 6, script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'g', mark: '', cursor: '-inf', limit: 1, maxBytes: 4242, retentionMs: 0 }).args],
+      ['listGroup', 5, script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'g', chunk: '', cursor: '-inf', limit: 1, maxBytes: 4242 }).args],
+      ['cancelGroup', 8, script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 4242, retentionMs: 0 }).args],
       ['dueSchedules', 3, script.dueSchedules([sk.next, sk.schedules], { clock: '', limit: 1, maxBytes: 4242 }).args],
       ['listSchedules', 3, script.listSchedules([sk.ids, sk.schedules], { after: '', limit: 1, maxBytes: 4242 }).args],
     ];
@@ -135,9 +135,9 @@ describe('typed script calls', () => {
     assert.deepEqual(script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 5, after: { score: 9, id: 'a' }, maxBytes: 9 }).args, [9, 'a', 5, 9, '+inf']);
     assert.deepEqual(script.listJobs([k.delayed, k.jobs, k.bodies, k.delayed], { limit: 5, after: { score: 9, id: null }, to: 20, maxBytes: 9 }).args, [9, '', 5, 9, 20]);
     assert.deepEqual(script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 3, limit: 5, maxBytes: 9, to: 20 }).args, [3, 5, 9, '', 20]);
-    assert.deepEqual(script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'meeting-1', mark: '12', cursor: '7', limit: 5, maxBytes: 9, retentionMs: 3 }).args, ['', 'meeting-1', '12', '7', 5, 9, 3]);
-    assert.deepEqual(script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'meeting-1', cursor: '7', limit: 5, maxBytes: 9 }).args, ['meeting-1', '7', 5, 9]);
-    assert.deepEqual(script.leaveGroup([k.jobs, g], { group: 'meeting-1', ids: ['a', 'b'] }).args, ['meeting-1', 'a', 'b']);
+    assert.deepEqual(script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'meeting-1', mark: '12', chunk: 2, cursor: '7', last: '4.90', limit: 5, maxBytes: 9, retentionMs: 3 }).args, ['', 'meeting-1', '12', 2, '7', '4.90', 5, 9, 3]);
+    assert.deepEqual(script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'meeting-1', chunk: 2, cursor: '7', limit: 5, maxBytes: 9 }).args, ['meeting-1', 2, '7', 5, 9]);
+    assert.deepEqual(script.leaveGroup([k.jobs, g], { group: 'meeting-1', members: [{ id: 'a', chunk: 0 }, { id: 'b', chunk: 3 }] }).args, ['meeting-1', 'a', 0, 'b', 3]);
     assert.deepEqual(script.wakeSweeper(lease, { clock: '', dueAt: 42, horizonMs: 60_000 }).args, ['', 42, 60_000]);
     assert.deepEqual(
       script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], {

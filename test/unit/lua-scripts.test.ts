@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { groupChunkKey, type GroupKey } from '../../lib/keys';
 import { SCRIPTS } from '../../lib/scripts';
 
 const dir = join(__dirname, '..', '..', 'lua');
@@ -10,6 +11,14 @@ const files = readdirSync(dir).filter((f) => f.endsWith('.lua'));
 describe('lua/ scripts', () => {
   it('every script file is registered, under its own name', () => {
     assert.deepEqual(files.sort(), Object.values(SCRIPTS).map((s) => s.file).sort());
+  });
+
+  it("lua/includes/job.lua builds one kind of key name only: a group's further zsets, from the group's key (as groupChunkKey in lib/keys.ts)", () => {
+    const code = readFileSync(join(dir, 'includes', 'job.lua'), 'utf8').replace(/--[^\n]*/g, '');
+    assert.doesNotMatch(code, /['"]dq:/);
+    assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]), [".. '#' .. c"]);
+    assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 3), 'dq:{p0}:group:t:g#3');
+    assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 0), 'dq:{p0}:group:t:g');
   });
 
   for (const file of files) {
@@ -26,7 +35,7 @@ describe('lua/ scripts', () => {
 
     it(`${file}: opens with a contract block and builds no key names`, () => {
       assert.match(source, /^--\[\[\n  \S[\s\S]*?KEYS\[1\][\s\S]*?\n\]\]/);
-      assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"]:/, 'key names are built in lib/keys.ts only');
+      assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"][:#]/, 'key names are built in lib/keys.ts only (and chunkKey in lua/includes/job.lua)');
       assert.doesNotMatch(code, /'KEYS'|"KEYS"|'SCAN'|'LREM'|ZRANGE[^\n]*0,\s*-1/, 'no unbounded commands');
     });
 
