@@ -3,7 +3,8 @@
   group as being cancelled at a new version (the mark): from then on, a claim cancels instead of
   starting any job of the group that has not changed since (lua/claimJobs-6.lua). Each step then
   cancels, in the order they joined (the group's zsets in turn, see "Groups" in includes/job.lua),
-  up to `limit` jobs of the group that joined before the mark (delayed, ready and running
+  up to `limit` jobs of the group that joined before the mark, which are the members of its
+  chunks up to the newest at the mark (delayed, ready and running
   ones; a running attempt keeps running, but its ack is dropped and no retry follows), and takes
   out of the zsets the members that left the group. The step that reaches the end clears the mark
   (unless a newer cancel replaced it). Jobs that join after the mark are not looked at: they run.
@@ -12,8 +13,8 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] the group  ARGV[3] the mark, '' for the first step
   ARGV[4] the zset (chunk) the step starts in, '' for the first step: the group's oldest
   ARGV[5] cursor in it: the score of the last member looked at, '-inf' for its first
-  ARGV[6] where the jobs that joined before the mark end, '<chunk>.<score>', '' for the first
-          step: the newest chunk at the mark and its highest score (later members joined after)
+  ARGV[6] the last chunk to look at, '' for the first step: the newest at the mark, which the
+          mark closes (see closeChunks in includes/job.lua: later jobs join later chunks)
   ARGV[7] limit: members looked at, an empty zset counting as one (0 only marks the group)
   ARGV[8] byte budget of the records read  ARGV[9] retention ms of a cancelled job (see cancelNow)
   Returns { cancelled, running, done 0|1, chunk, cursor, mark, last } where cancelled counts the
@@ -25,7 +26,7 @@
 local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[3], running = KEYS[4], done = KEYS[5] }
 local groupKey = KEYS[6]
 local now, group, mark = clock(ARGV[1]), ARGV[2], ARGV[3]
-local chunk, cursor, last = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local chunk, cursor, last = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 local limit, budget, retention = tonumber(ARGV[7]), byteBudget(tonumber(ARGV[8])), tonumber(ARGV[9])
 local markField = GROUP_CANCEL_FIELD .. group
 
@@ -33,25 +34,19 @@ if mark == '' then
   mark = tostring(nextVersion(k.jobs))
   redis.call('HSET', k.jobs, markField, mark)
 end
-if not chunk or last == '' then
+if not chunk or not last then
   local low, cur = groupChunks(k.jobs, group)
   chunk = chunk or low
-  if last == '' then last = cur .. '.' .. lastPlace(chunkKey(groupKey, cur)) end
+  if not last then last = closeChunks(k.jobs, groupKey, group, low, cur) end
 end
 if limit == 0 then return { 0, 0, 0, chunk, cursor, mark, last } end
-local lastChunk, lastScore = string.match(last, '^(%d+)%.(%d+)$')
-lastChunk = tonumber(lastChunk)
 
 local cancelled, running, stopped, tidy = 0, 0, false, false
 local claimError = groupCancelError(mark)
 local left = limit
-while left > 0 and chunk <= lastChunk do
+while left > 0 and chunk <= last do
   local key = chunkKey(groupKey, chunk)
-  -- no job joins a chunk before the newest; the newest's members past its last score at the mark
-  -- joined after the mark
-  local upTo = '+inf'
-  if chunk == lastChunk then upTo = lastScore end
-  local members = redis.call('ZRANGEBYSCORE', key, '(' .. cursor, upTo, 'WITHSCORES', 'LIMIT', 0, left)
+  local members = redis.call('ZRANGEBYSCORE', key, '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, left)
   for i = 1, #members, 2 do
     local id = members[i]
     local record = redis.call('HGET', k.jobs, id)
@@ -81,15 +76,18 @@ while left > 0 and chunk <= lastChunk do
   end
   if stopped then break end
   local n = #members / 2
-  -- fewer than asked for: this zset holds no more members that joined before the mark
+  -- fewer than asked for: this zset holds no more members
   if n < left then chunk, cursor = chunk + 1, '-inf' end
   left = left - math.max(n, 1)
 end
 if tidy then tidyGroup(k.jobs, groupKey, group) end
 
 local done = 0
-if chunk > lastChunk then
+if chunk > last then
   done = 1
-  if redis.call('HGET', k.jobs, markField) == mark then redis.call('HDEL', k.jobs, markField) end
+  if redis.call('HGET', k.jobs, markField) == mark then
+    redis.call('HDEL', k.jobs, markField)
+    tidyGroup(k.jobs, groupKey, group)
+  end
 end
 return { cancelled, running, done, chunk, cursor, mark, last }

@@ -39,7 +39,7 @@ export interface GroupCancel {
  */
 export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP): Promise<GroupCancel & { partitions: number[] }> {
   const total: GroupCancel = { cancelled: 0, running: 0 };
-  const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' }));
+  const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
   const keysOf = (p: number) => {
     const k = topicKeys(p, t.name);
     return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group)] as const;

@@ -95,7 +95,7 @@ export function cancelJob(keys: readonly [JobsKey, BodiesKey, DelayedKey, Runnin
 }
 
 /** lua/cancelGroup-6.lua's reply: the counts, then where the next step goes on (`chunk`, `cursor`, `mark`, `last`). */
-export type CancelGroupReply = readonly [cancelled: number, running: number, done: Flag, chunk: number, cursor: string, mark: string, last: string];
+export type CancelGroupReply = readonly [cancelled: number, running: number, done: Flag, chunk: number, cursor: string, mark: string, last: number];
 
 /**
  * lua/cancelGroup-6.lua: one step of cancelling a group in one topic and partition. The first step
@@ -103,7 +103,7 @@ export type CancelGroupReply = readonly [cancelled: number, running: number, don
  */
 export function cancelGroup(
   keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
-  a: { clock: ClockArg; group: string; mark: string; chunk: number | ''; cursor: string; last: string; limit: number; retentionMs: number } & Budget,
+  a: { clock: ClockArg; group: string; mark: string; chunk: number | ''; cursor: string; last: number | ''; limit: number; retentionMs: number } & Budget,
 ): ScriptCall<CancelGroupReply> {
   return call('cancelGroup', keys, [a.clock, a.group, a.mark, a.chunk, a.cursor, a.last, a.limit, a.maxBytes, a.retentionMs]);
 }

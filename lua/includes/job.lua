@@ -301,9 +301,11 @@ end
 -- holds GROUP_CHUNK_SIZE, so every chunk stays a listpack; its score is one more than the chunk's
 -- highest (a small number: 2 bytes a member where a version takes 5 or 6; a chunk of older code
 -- holds versions, which this continues). So the chunks in turn, each by score, hold the jobs in the
--- order they joined. The jobs hash field
+-- order they joined. A group cancel closes the newest chunk at its mark (closeChunks): the jobs
+-- that joined before the mark are the members of the chunks up to that one. The jobs hash field
 -- GROUP_CHUNKS_FIELD .. group holds 'low cur': the oldest chunk that may have members, and the
--- newest; only while the group has chunks past the first (absent: both 0). A job's record says
+-- newest; only while the group has chunks past the first, or a cancel under way has closed its
+-- first (absent: both 0). A job's record says
 -- which chunk it is in (H_CHUNK), so that it leaves the right one. The chunks' names derive from
 -- the key the script is passed: they hash to its slot (the `{p<n>}` tag).
 
@@ -364,19 +366,30 @@ local function inChunk(h, group, c)
   return h ~= nil and h[H_GROUP] == group and (h[H_CHUNK] or 0) == c
 end
 
--- After members of group `group` were taken out: moves the group's oldest chunk past the chunks
--- left empty, and drops the range when no chunk is left, so an emptied group leaves no key
--- behind. Each chunk is passed once over the group's life.
+-- After members of group `group` were taken out, or its cancel ended: moves the group's oldest
+-- chunk past the chunks left empty, and drops the range when no chunk is left and no cancel is
+-- under way (whose chunks must keep their numbers), so an emptied group leaves no key behind.
+-- Each chunk is passed once over the group's life.
 local function tidyGroup(jobsKey, base, group)
   local low, cur = groupChunks(jobsKey, group)
   if cur == 0 then return end
   local from = low
   while low < cur and redis.call('EXISTS', chunkKey(base, low)) == 0 do low = low + 1 end
-  if low == cur and redis.call('EXISTS', chunkKey(base, cur)) == 0 then
+  if low == cur and redis.call('EXISTS', chunkKey(base, cur)) == 0
+    and redis.call('HEXISTS', jobsKey, GROUP_CANCEL_FIELD .. group) == 0 then
     redis.call('HDEL', jobsKey, GROUP_CHUNKS_FIELD .. group)
   elseif low ~= from then
     redis.call('HSET', jobsKey, GROUP_CHUNKS_FIELD .. group, low .. ' ' .. cur)
   end
+end
+
+-- At a cancel's mark: the last chunk of group `group` (whose range is low, cur) that holds jobs
+-- that joined before the mark, -1 when none does. A newest chunk with members is closed: the next
+-- job to join opens the one after it, so every later job is in a later chunk.
+local function closeChunks(jobsKey, base, group, low, cur)
+  if redis.call('EXISTS', chunkKey(base, cur)) == 0 then return cur - 1 end
+  redis.call('HSET', jobsKey, GROUP_CHUNKS_FIELD .. group, low .. ' ' .. (cur + 1))
+  return cur
 end
 
 -- Creates job `id` due at `due` with options `o` ({ max, ttr, backoff, url, group }, false:

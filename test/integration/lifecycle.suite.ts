@@ -738,6 +738,34 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.deepEqual(await q.cancelGroup(topic, 'g'), { cancelled: 130, running: 0 });
     });
 
+    it('a cancel under way leaves alone the jobs that join after its mark, even when the group emptied in between and starts over', async () => {
+      const { q, topic, clock } = setup();
+      const inP0 = (prefix: string, n: number) => {
+        const ids: string[] = [];
+        for (let i = 0; ids.length < n; i++) if (partitionOf(topic, `${prefix}-${i}`, target.partitions) === 0) ids.push(`${prefix}-${i}`);
+        return ids;
+      };
+      const before = inP0('before', 3);
+      for (const id of before) await q.add({ topic, id, delay: 60, group: 'r' });
+      const k = topicKeys(0, topic);
+      const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(0, topic, 'r')] as const;
+      // the cancel marks the group in partition 0 (a step of 0 members), then waits
+      let [, , done, chunk, cursor, mark, last] = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'r', mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: 1 << 20, retentionMs: HOUR }));
+      // every job of the group leaves it (a put moves it), and new ones join the emptied group
+      for (const id of before) await q.put(topic, id, { delay: 60, group: 'elsewhere' });
+      assert.deepEqual((await q.listGroup(topic, 'r')).jobs, []);
+      const after = inP0('after', 3);
+      for (const id of after) await q.add({ topic, id, delay: 60, group: 'r' });
+      let cancelled = 0;
+      while (done !== 1) {
+        const reply = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'r', mark, chunk, cursor, last, limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
+        cancelled += reply[0];
+        [, , done, chunk, cursor, mark, last] = reply;
+      }
+      assert.equal(cancelled, 0, 'the cancel found none of the jobs that were in the group at its mark');
+      for (const id of after) assert.equal((await q.get(topic, id))?.state, 'delayed', `${id} joined after the mark: it runs`);
+    });
+
     it('versions grow with every change; put and cancel honour If-Match', async () => {
       const { q, topic } = setup();
       const created = (await q.add({ topic, id: 'v', delay: 60 })).job;
