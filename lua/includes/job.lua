@@ -376,7 +376,7 @@ local function tidyGroup(jobsKey, base, group)
   local from = low
   while low < cur and redis.call('EXISTS', chunkKey(base, low)) == 0 do low = low + 1 end
   if low == cur and redis.call('EXISTS', chunkKey(base, cur)) == 0
-    and redis.call('HEXISTS', jobsKey, GROUP_CANCEL_FIELD .. group) == 0 then
+    and not redis.call('HGET', jobsKey, GROUP_CANCEL_FIELD .. group) then
     redis.call('HDEL', jobsKey, GROUP_CHUNKS_FIELD .. group)
   elseif low ~= from then
     redis.call('HSET', jobsKey, GROUP_CHUNKS_FIELD .. group, low .. ' ' .. cur)
