@@ -69,13 +69,19 @@ describe('scenario 4: Redis SIGKILLed and restarted with its AOF during load', (
       }
     };
     const producers = Promise.all([producer(), producer()]);
+    // each phase lasts 5 s, and longer until it has seen what the checks below need: counts, not
+    // time, so that a busy machine (few requests in 5 s) makes the run longer, not red
     await sleep(5000);
+    await until(() => acceptedBeforeKill.size > 50, 120_000, 50);
     phase = 'down';
     await redis.stop('SIGKILL');
     await sleep(5000);
+    await until(() => (statusesWhileDown[503] ?? 0) > 0, 60_000, 50);
     redis = await startRedis({ dir, port: redis.port, args: AOF });
     phase = 'after';
+    const acceptedBeforeRestart = ledger.size;
     await sleep(5000);
+    await until(() => ledger.size > acceptedBeforeRestart, 120_000, 50);
     producing = false;
     await producers;
 
