@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { report } from './support/harness';
+import { report, until } from './support/harness';
 import { Stack } from './support/stack';
 
 const KILLS = Number(process.env.FAULT_KILLS ?? 50);
@@ -55,6 +55,8 @@ describe('scenario 1: sweeper killed with SIGKILL at random points', () => {
       await stack.sweeper.restart();
       kinds.random += 1;
     }
+    // the adds go on until more than 500 were accepted: a busy machine makes fewer in the kill loop
+    await until(() => stack.ledger.size > 500, 120_000, 50);
     producing = false;
     await producer;
 
