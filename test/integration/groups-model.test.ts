@@ -10,8 +10,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { topicKeys } from '../../lib/keys';
-import type { DelayQueue, Job } from '../../lib/queue';
-import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+import type { DelayQueue } from '../../lib/queue';
+import { listWholeGroup, makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
 const SEC = 1000;
@@ -58,18 +58,6 @@ describe('groups against a model', () => {
     };
     const context = (step: number, what: string) => `seed ${seed}, step ${step} (${what})`;
 
-    async function listWhole(group: string, limit: number): Promise<Job[]> {
-      const jobs: Job[] = [];
-      let page = await q.listGroup(topic, group, { limit });
-      jobs.push(...page.jobs);
-      for (let pages = 1; page.next !== null; pages++) {
-        assert.ok(pages <= 5000, 'paging ends');
-        page = await q.listGroup(topic, group, { limit, cursor: page.next });
-        jobs.push(...page.jobs);
-      }
-      return jobs;
-    }
-
     /** The highest zset number group a reached in each partition (the jobs hash's `#chunks:a`, 'low cur'). */
     const newestZset = Array.from({ length: partitions }, () => 0);
     async function checkListings(step: number, what: string) {
@@ -78,7 +66,7 @@ describe('groups against a model', () => {
         if (range) newestZset[p] = Math.max(newestZset[p]!, Number(range.split(' ')[1]));
       }
       for (const group of GROUPS) {
-        const listed = await listWhole(group, 1 + Math.floor(random() * 150));
+        const listed = await listWholeGroup(q, topic, group, 1 + Math.floor(random() * 150), 5000);
         const listedIds = listed.map((j) => j.id);
         assert.equal(new Set(listedIds).size, listedIds.length, `${context(step, what)}: group ${group} lists a job twice`);
         const expected = [...model].filter(([, m]) => m.group === group).map(([id]) => id).sort();

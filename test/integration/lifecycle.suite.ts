@@ -11,7 +11,7 @@ import { groupChunkKey, groupKey, topicKeys, partitionOf } from '../../lib/keys'
 import type { DelayQueue, Job } from '../../lib/queue';
 import { run } from '../../lib/scripts';
 import type { JobsQuery } from '../../lib/validation';
-import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
+import { listWholeGroup, makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 
 export interface SuiteTarget {
   redis(): Redis | Cluster;
@@ -518,19 +518,6 @@ export function lifecycleSuite(target: SuiteTarget): void {
   });
 
   describe('groups, listings and versions', () => {
-    /** Every job of a group, following `next` from the first page. */
-    async function listWholeGroup(q: DelayQueue, topic: string, group: string, limit: number) {
-      const jobs: Job[] = [];
-      let page = await q.listGroup(topic, group, { limit });
-      jobs.push(...page.jobs);
-      for (let pages = 1; page.next !== null; pages++) {
-        assert.ok(pages <= 100, 'paging ends');
-        page = await q.listGroup(topic, group, { limit, cursor: page.next });
-        jobs.push(...page.jobs);
-      }
-      return jobs;
-    }
-
     /** Every job of a listing, following `next`. */
     async function listAll(q: DelayQueue, topic: string, query: JobsQuery) {
       const jobs: Job[] = [];

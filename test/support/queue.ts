@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Cluster, Redis } from 'ioredis';
 import { resolveQueueConfig, type QueueConfigInput, type TopicInput } from '../../lib/config';
 import { HttpError } from '../../lib/errors';
-import { DelayQueue } from '../../lib/queue';
+import { DelayQueue, type Job } from '../../lib/queue';
 
 let counter = 0;
 
@@ -46,4 +46,17 @@ export async function rejects(promise: Promise<unknown>, status: number, code: s
     return error;
   }
   assert.fail(`expected ${status} ${code}, but it succeeded`);
+}
+
+/** Every job of group `group`, following `next` from the first page of `limit`; fails past `maxPages` pages. */
+export async function listWholeGroup(q: DelayQueue, topic: string, group: string, limit: number, maxPages = 100): Promise<Job[]> {
+  const jobs: Job[] = [];
+  let page = await q.listGroup(topic, group, { limit });
+  jobs.push(...page.jobs);
+  for (let pages = 1; page.next !== null; pages++) {
+    assert.ok(pages <= maxPages, 'paging ends');
+    page = await q.listGroup(topic, group, { limit, cursor: page.next });
+    jobs.push(...page.jobs);
+  }
+  return jobs;
 }
