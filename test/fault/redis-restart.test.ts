@@ -40,7 +40,10 @@ describe('scenario 4: Redis SIGKILLed and restarted with its AOF during load', (
     const ledger = new Set<string>();
     const acceptedBeforeKill = new Set<string>();
     const statusesWhileDown: Record<number, number> = {};
-    let phase: 'before' | 'down' | 'after' = 'before';
+    // 'killing' spans the kill itself: a request sent then may still reach Redis and be answered
+    // 201 (it is in the ledger and must be delivered) but it says nothing about the outage;
+    // 'down' starts only once the Redis process has exited
+    let phase: 'before' | 'killing' | 'down' | 'after' = 'before';
     let seq = 0;
     let producing = true;
     const producer = async () => {
@@ -73,8 +76,9 @@ describe('scenario 4: Redis SIGKILLed and restarted with its AOF during load', (
     // time, so that a busy machine (few requests in 5 s) makes the run longer, not red
     await sleep(5000);
     await until(() => acceptedBeforeKill.size > 50, 120_000, 50);
-    phase = 'down';
+    phase = 'killing';
     await redis.stop('SIGKILL');
+    phase = 'down';
     await sleep(5000);
     await until(() => (statusesWhileDown[503] ?? 0) > 0, 60_000, 50);
     redis = await startRedis({ dir, port: redis.port, args: AOF });
