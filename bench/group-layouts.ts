@@ -1,0 +1,119 @@
+/**
+ * What a group's index costs per job in Redis, by layout, measured on raw structures (no engine,
+ * no records): the lower bound a storage form for groups can reach, beside what the engine uses.
+ * It backs the "Memory per job" section of BENCHMARKS.md (why small groups miss ≤ 40 bytes).
+ *
+ *   npm run bench:group-layouts
+ *
+ * BENCH_LAYOUT_JOBS (100,000) jobs per row, ids `order-00000000123` (17 bytes) and group names
+ * `meeting-000123` (14 bytes), as bench/groups.ts. Each row starts from an empty Redis
+ * (FLUSHALL), adds every job's group membership, waits BENCH_SETTLE_MS (1000 ms) and reports the
+ * `used_memory` delta per job and the encodings of the keys it made. Layouts:
+ * - `zsets`: the engine's (lua/includes/job.lua, "Groups"): per group and partition, zsets of at
+ *   most 128 members (the key, then `<key>#1`, ...), the id as member, its place (1-128) as score.
+ * - `buckets`: a form for small groups the engine does not have: hashes of 128 groups each
+ *   (`hash-max-listpack-entries`), the group's name as field and its ids, space-separated, as
+ *   value; at most 3 ids, since a value longer than 64 bytes (`hash-max-listpack-value`) turns the
+ *   hash into a hashtable. Every bucket is full: the best case, which no real bucket scheme
+ *   (buckets that split as groups come) keeps.
+ * A job's group also costs its record the group's name (about 13-16 bytes a job; `bench:groups`
+ * measures it with the engine), which neither layout here includes.
+ */
+import { Redis } from 'ioredis';
+import { startRedis } from '../test/support/redis';
+import { envInt, fmt, info, printTable, usedMemory } from './env';
+
+const JOBS = envInt('BENCH_LAYOUT_JOBS', 100_000);
+const SETTLE_MS = envInt('BENCH_SETTLE_MS', 1_000);
+const CHUNK = 128; // zset-max-listpack-entries and hash-max-listpack-entries, by default
+const BUCKET_IDS = 3; // 3 ids of 17 bytes and 2 spaces: 53 bytes, within hash-max-listpack-value (64)
+
+const id = (i: number) => `order-${String(i).padStart(11, '0')}`;
+const group = (g: number) => `meeting-${String(g).padStart(6, '0')}`;
+const groupKey = (name: string) => `dq:{p0}:group:example:${name}`;
+const bucketKey = (b: number) => `dq:{p0}:groups:example:${b}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Sends `commands` pipelined, 1,000 a round trip. */
+async function send(redis: Redis, commands: Iterable<(string | number)[]>): Promise<void> {
+  let batch: (string | number)[][] = [];
+  const flush = async () => {
+    const pipeline = redis.pipeline();
+    for (const [name, ...args] of batch) pipeline.call(String(name), ...args);
+    for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+    batch = [];
+  };
+  for (const command of commands) {
+    batch.push(command);
+    if (batch.length === 1000) await flush();
+  }
+  if (batch.length > 0) await flush();
+}
+
+/** The engine's layout: groups of `size` jobs, each in zsets of at most CHUNK members. */
+function* zsets(size: number): Generator<(string | number)[]> {
+  for (let i = 0; i < JOBS; i++) {
+    const inGroup = i % size;
+    const chunk = Math.floor(inGroup / CHUNK);
+    const base = groupKey(group(Math.floor(i / size)));
+    yield ['ZADD', chunk === 0 ? base : `${base}#${chunk}`, (inGroup % CHUNK) + 1, id(i)];
+  }
+}
+
+/** Shared buckets: groups of `size` (≤ BUCKET_IDS) jobs, CHUNK groups a hash, name → ids. */
+function* buckets(size: number): Generator<(string | number)[]> {
+  if (size > BUCKET_IDS) throw new Error(`a bucket value holds at most ${BUCKET_IDS} ids`);
+  const groups = Math.ceil(JOBS / size);
+  for (let g = 0; g < groups; g++) {
+    const ids = [];
+    for (let i = g * size; i < Math.min(JOBS, (g + 1) * size); i++) ids.push(id(i));
+    yield ['HSET', bucketKey(Math.floor(g / CHUNK)), group(g), ids.join(' ')];
+  }
+}
+
+async function encodings(redis: Redis): Promise<string> {
+  const counts = new Map<string, number>();
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'COUNT', 1000);
+    cursor = next;
+    const pipeline = redis.pipeline();
+    for (const key of keys) pipeline.object('ENCODING', key);
+    for (const [error, encoding] of (await pipeline.exec()) ?? []) {
+      if (error) throw error;
+      counts.set(String(encoding), (counts.get(String(encoding)) ?? 0) + 1);
+    }
+  } while (cursor !== '0');
+  return [...counts].map(([encoding, n]) => `${fmt(n)} ${encoding}`).join(', ');
+}
+
+async function main() {
+  const server = await startRedis();
+  const redis = new Redis(server.port, { lazyConnect: true });
+  try {
+    await redis.connect();
+    const serverInfo = await redis.info('server');
+    console.log(`redis ${info(serverInfo, 'redis_version')}, ${fmt(JOBS)} jobs a row, ids of ${id(0).length} bytes, group names of ${group(0).length}`);
+    const rows: string[][] = [];
+    const measure = async (layout: string, size: number, commands: Iterable<(string | number)[]>) => {
+      await redis.flushall();
+      await sleep(SETTLE_MS);
+      const before = await usedMemory(redis);
+      await send(redis, commands);
+      await sleep(SETTLE_MS);
+      const perJob = ((await usedMemory(redis)) - before) / JOBS;
+      rows.push([layout, size === JOBS ? `one of ${fmt(JOBS)}` : String(size), fmt(perJob, 1), await encodings(redis)]);
+    };
+    for (const size of [1, 3, 100, JOBS]) await measure('zsets (the engine)', size, zsets(size));
+    for (const size of [1, 3]) await measure('buckets, full', size, buckets(size));
+    printTable(rows, ['layout', 'group size', 'bytes a job', 'keys']);
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
