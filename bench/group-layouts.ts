@@ -16,9 +16,13 @@
  *   value; at most 3 ids, since a value longer than 64 bytes (`hash-max-listpack-value`) turns the
  *   hash into a hashtable. Every bucket is full: the best case, which no real bucket scheme
  *   (buckets that split as groups come) keeps.
+ * - `buckets, hashed names`: the same with 4 bytes of a hash of the name as field instead of the
+ *   name (the records name the group, so a listing could drop the ids of another group whose
+ *   name hashes alike): the least text an index by name can hold.
  * A job's group also costs its record the group's name (about 13-16 bytes a job; `bench:groups`
  * measures it with the engine), which neither layout here includes.
  */
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis';
 import { envInt, fmt, info, printTable, usedMemory } from './env';
@@ -35,8 +39,8 @@ const bucketKey = (b: number) => `dq:{p0}:groups:example:${b}`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Sends `commands` pipelined, 1,000 a round trip. */
-async function send(redis: Redis, commands: Iterable<(string | number)[]>): Promise<void> {
-  let batch: (string | number)[][] = [];
+async function send(redis: Redis, commands: Iterable<(string | Buffer | number)[]>): Promise<void> {
+  let batch: (string | Buffer | number)[][] = [];
   const flush = async () => {
     const pipeline = redis.pipeline();
     for (const [name, ...args] of batch) pipeline.call(String(name), ...args);
@@ -60,14 +64,17 @@ function* zsets(size: number): Generator<(string | number)[]> {
   }
 }
 
-/** Shared buckets: groups of `size` (≤ BUCKET_IDS) jobs, CHUNK groups a hash, name → ids. */
-function* buckets(size: number): Generator<(string | number)[]> {
+/** 4 bytes of a hash of `name`, as a binary string. */
+const nameHash = (name: string) => createHash('sha1').update(name).digest().subarray(0, 4).toString('latin1');
+
+/** Shared buckets: groups of `size` (≤ BUCKET_IDS) jobs, CHUNK groups a hash, name (or its hash) → ids. */
+function* buckets(size: number, hashed = false): Generator<(string | Buffer | number)[]> {
   if (size > BUCKET_IDS) throw new Error(`a bucket value holds at most ${BUCKET_IDS} ids`);
   const groups = Math.ceil(JOBS / size);
   for (let g = 0; g < groups; g++) {
     const ids = [];
     for (let i = g * size; i < Math.min(JOBS, (g + 1) * size); i++) ids.push(id(i));
-    yield ['HSET', bucketKey(Math.floor(g / CHUNK)), group(g), ids.join(' ')];
+    yield ['HSET', bucketKey(Math.floor(g / CHUNK)), hashed ? Buffer.from(nameHash(group(g)), 'latin1') : group(g), ids.join(' ')];
   }
 }
 
@@ -95,7 +102,7 @@ async function main() {
     const serverInfo = await redis.info('server');
     console.log(`redis ${info(serverInfo, 'redis_version')}, ${fmt(JOBS)} jobs a row, ids of ${id(0).length} bytes, group names of ${group(0).length}`);
     const rows: string[][] = [];
-    const measure = async (layout: string, size: number, commands: Iterable<(string | number)[]>) => {
+    const measure = async (layout: string, size: number, commands: Iterable<(string | Buffer | number)[]>) => {
       await redis.flushall();
       await sleep(SETTLE_MS);
       const before = await usedMemory(redis);
@@ -106,6 +113,7 @@ async function main() {
     };
     for (const size of [1, 3, 100, JOBS]) await measure('zsets (the engine)', size, zsets(size));
     for (const size of [1, 3]) await measure('buckets, full', size, buckets(size));
+    for (const size of [1, 3]) await measure('buckets, full, hashed names', size, buckets(size, true));
     printTable(rows, ['layout', 'group size', 'bytes a job', 'keys']);
   } finally {
     redis.disconnect();
