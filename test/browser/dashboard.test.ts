@@ -621,4 +621,28 @@ describe('the dashboard in headless Chromium', () => {
 
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
+
+  it('a click is not lost when a refresh lands between the press and the release: the answers wait for the release before the page is redrawn', async () => {
+    await openDashboard('webhook', true);
+    await page.click('#topics tr[data-topic="example"] .topic-link');
+    await until('example to be selected', async () => (await page.inputValue('#schedules-topic')) === 'example');
+    // press the webhook link and hold it through a whole refresh (GET /topics answered); mark the
+    // pressed element, to tell whether the table was drawn anew under it
+    const link = page.locator('#topics tr[data-topic="webhook"] .topic-link');
+    const box = await link.boundingBox();
+    assert.ok(box, 'the webhook link is on screen');
+    const [x, y] = [box.x + box.width / 2, box.y + box.height / 2];
+    await page.mouse.move(x, y);
+    await page.mouse.down();
+    await page.evaluate(`document.elementFromPoint(${x}, ${y}).dataset.pressed = "1"`);
+    await page.waitForResponse((r) => new URL(r.url()).pathname.endsWith('/topics'), { timeout: 60_000 });
+    await page.waitForTimeout(500); // what a refresh needs to draw its rows, had it not waited
+    const sameElement = await page.locator('#topics tr[data-topic="webhook"] .topic-link[data-pressed]').count();
+    await page.mouse.up();
+    assert.equal(sameElement, 1, 'the table was not drawn anew under the pressed link');
+    await until('the click to select webhook', async () => (await page.inputValue('#schedules-topic')) === 'webhook' && (await text('#schedules-summary')) === 'No schedules in webhook.');
+    // once released, the refresh draws (the mark goes with the old element)
+    await until('the table drawn again after the release', async () => (await page.locator('#topics tr[data-topic="webhook"] .topic-link[data-pressed]').count()) === 0);
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
 });
