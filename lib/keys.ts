@@ -129,6 +129,15 @@ export function groupChunkKey(key: GroupKey, chunk: number): string {
   return chunk === 0 ? key : `${key}#${chunk}`;
 }
 
+/**
+ * HASH bucket `n` of the small groups of the topic and partition whose jobs hash is `jobs`: 4 bytes
+ * of the SHA-1 of a group's name -> the ids of its first chunk, while that holds at most 3 jobs
+ * (see "Small groups" in lua/includes/job.lua, which names them so). In the jobs hash's slot.
+ */
+export function groupBucketKey(jobs: JobsKey, n: number): string {
+  return `${jobs}#gb${n}`;
+}
+
 /** Keys of the topic of job (topic, id) in the job's partition (of `partitions`). */
 export function jobKeys(topic: string, id: string, partitions: number): TopicKeys {
   return topicKeys(partitionOf(topic, id, partitions), topic);

@@ -35,7 +35,7 @@ local results = {}
 -- { group, chunk } that job `id`, stored with header `h`, left (its record had group `old` in
 -- chunk `oldChunk`), or false; joins the new group (placed by placeInGroup before the store)
 local function join(id, h, old, oldChunk)
-  addToGroup(groupKey, id, h)
+  addToGroup(jobsKey, groupKey, id, h)
   if old and old ~= h[H_GROUP] then return { old, oldChunk or 0 } end
   return false
 end

@@ -45,15 +45,14 @@ local cancelled, running, stopped, tidy = 0, 0, false, false
 local claimError = groupCancelError(mark)
 local left = limit
 while left > 0 and chunk <= last do
-  local key = chunkKey(groupKey, chunk)
-  local members = redis.call('ZRANGEBYSCORE', key, '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, left)
+  local members = chunkMembers(k.jobs, groupKey, group, chunk, cursor, left)
   for i = 1, #members, 2 do
     local id = members[i]
     local record = redis.call('HGET', k.jobs, id)
     local h, inline
     if record then h, inline = decode(record) end
     if not inChunk(h, group, chunk) then
-      redis.call('ZREM', key, id)
+      leaveChunk(k.jobs, groupKey, group, chunk, id)
       tidy = true
     else
       if not budget.fits(#record) then

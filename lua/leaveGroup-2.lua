@@ -1,7 +1,7 @@
 --[[
-  Takes jobs out of a group's zsets when they are no longer in the group: their record is gone
-  (purged), names another group (moved by a put) or none, or places the job in another of the
-  group's zsets (it joined again since). A job still in the group stays. When zsets are left
+  Takes jobs out of a group's zsets (or its bucket, for a small group's first chunk) when they are
+  no longer in the group: their record is gone (purged), names another group (moved by a put) or
+  none, or places the job in another of the group's zsets (it joined again since). A job still in the group stays. When zsets are left
   empty, the group's range moves on (tidyGroup in includes/job.lua): an emptied group leaves no key.
   KEYS[1] jobs hash  KEYS[2] the group's key (its first zset; the others' names derive from it)
   ARGV[1] the group  ARGV[2..] id, chunk, id, chunk, ... (the chunk the job was in; at most the
@@ -15,7 +15,7 @@ for i = 2, #ARGV, 2 do
   local record = redis.call('HGET', jobsKey, id)
   local h
   if record then h = decode(record) end
-  if not inChunk(h, group, chunk) then removed = removed + redis.call('ZREM', chunkKey(groupKey, chunk), id) end
+  if not inChunk(h, group, chunk) then removed = removed + leaveChunk(jobsKey, groupKey, group, chunk, id) end
 end
 if removed > 0 then tidyGroup(jobsKey, groupKey, group) end
 return removed

@@ -28,7 +28,7 @@ while chunk <= cur and not stopped do
     result[1] = 1
     break
   end
-  local members = redis.call('ZRANGEBYSCORE', chunkKey(groupKey, chunk), '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, left)
+  local members = chunkMembers(jobsKey, groupKey, group, chunk, cursor, left)
   for i = 1, #members, 2 do
     local id = members[i]
     local record = redis.call('HGET', jobsKey, id)

@@ -39,6 +39,13 @@ local SEQ_FIELD, GROUP_CANCEL_FIELD, GROUP_CHUNKS_FIELD = '#seq', '#cancel:', '#
 -- Members of one zset of a group: at most zset-max-listpack-entries (128 by default), so that it
 -- stays a listpack (about 25 bytes a member) and never becomes a skiplist (about 120).
 local GROUP_CHUNK_SIZE = 128
+-- A small group's first chunk kept in a shared bucket (see "Small groups" below): at most this
+-- many jobs, in a value of at most hash-max-listpack-value (64) bytes, so that a bucket stays a
+-- listpack; buckets split when they hold this many groups on average (of at most 128, the
+-- listpack's hash-max-listpack-entries). The jobs hash field GROUP_BUCKETS_FIELD holds
+-- 'level split count' (absent: no group in a bucket).
+local BUCKET_SLOTS, BUCKET_VALUE_BYTES, BUCKET_LOAD = 3, 64, 96
+local GROUP_BUCKETS_FIELD = '#gbuckets'
 local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
 -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
 -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
@@ -315,6 +322,107 @@ local function chunkKey(base, c)
   return base .. '#' .. c
 end
 
+-- Small groups. While a group's first chunk holds few jobs (BUCKET_SLOTS, and their ids fit in
+-- BUCKET_VALUE_BYTES), it is kept not in a zset of its own (about 120 bytes of key for a group of
+-- 1) but in a bucket shared with other small groups of the topic and partition: a hash whose
+-- field is 4 bytes of the SHA-1 of the group's name, and whose value lists the ids comma-separated
+-- in slots (ids never hold ','). A job's place there is its slot, 1 to BUCKET_SLOTS; a slot
+-- emptied by a leave stays empty until the field empties. Chunk 0 of a group is in its bucket
+-- exactly when its zset (the group's key) does not exist. A job that would not fit, and the first
+-- step of a cancel (closeChunks), move the group's jobs to its zset at the places they had
+-- (promote), so cursors carry over. Groups whose names hash alike share a field: the one that
+-- finds the field holding another group's jobs goes to its zset at once. Each job's record names
+-- its group, so a member that is not the group's (or no longer in it) is told apart as in a zset
+-- (inChunk). Buckets are `<jobs key>#gb<n>` and split one at a time as they fill (linear hashing:
+-- bucket `split` of 2^level splits into itself and `split + 2^level`), so they stay listpacks.
+
+-- The group's 4-byte field in its bucket, and the 32-bit number it stands for.
+local function bucketField(group)
+  local n = tonumber(string.sub(redis.sha1hex(group), 1, 8), 16)
+  return string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256), n
+end
+
+local function fieldNumber(field)
+  local a, b, c, d = string.byte(field, 1, 4)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+-- level, split, count: the buckets are 2^level + split; count: fields in all of them.
+local function bucketState(jobsKey)
+  local state = redis.call('HGET', jobsKey, GROUP_BUCKETS_FIELD)
+  if not state then return 0, 0, 0 end
+  local level, split, count = string.match(state, '^(%d+) (%d+) (%d+)$')
+  return tonumber(level), tonumber(split), tonumber(count)
+end
+
+-- The name of bucket `b` of the jobs hash `jobsKey`.
+local function bucketName(jobsKey, b)
+  return jobsKey .. '#gb' .. b
+end
+
+-- The bucket of the field whose number is `n`.
+local function bucketKey(jobsKey, n, level, split)
+  local b = n % 2 ^ level
+  if b < split then b = n % 2 ^ (level + 1) end
+  return bucketName(jobsKey, b)
+end
+
+-- The bucket key and field of group `group`, and the field's slots ({} when it has none).
+local function bucketOf(jobsKey, group)
+  local field, n = bucketField(group)
+  local level, split = bucketState(jobsKey)
+  local key = bucketKey(jobsKey, n, level, split)
+  local slots = {}
+  local value = redis.call('HGET', key, field)
+  if value then
+    for id in string.gmatch(value .. ',', '([^,]*),') do slots[#slots + 1] = id end
+  end
+  return key, field, slots
+end
+
+-- Splits bucket `split` (of level `level`): the fields whose number says so move to bucket
+-- split + 2^level. At most the bucket's fields (about BUCKET_LOAD).
+local function splitBucket(jobsKey, level, split)
+  local from = bucketName(jobsKey, split)
+  local to = bucketName(jobsKey, split + 2 ^ level)
+  local entries = redis.call('HGETALL', from)
+  for i = 1, #entries, 2 do
+    if fieldNumber(entries[i]) % 2 ^ (level + 1) ~= split then
+      redis.call('HSET', to, entries[i], entries[i + 1])
+      redis.call('HDEL', from, entries[i])
+    end
+  end
+end
+
+-- Writes the slots of field `field` of bucket `key` (`existed`: the field was there), deleting the
+-- field when no slot holds an id; keeps the count of fields, and splits a bucket when they are
+-- more than BUCKET_LOAD a bucket.
+local function writeSlots(jobsKey, key, field, slots, existed)
+  local used = false
+  for _, id in ipairs(slots) do
+    if id ~= '' then used = true end
+  end
+  if used then redis.call('HSET', key, field, table.concat(slots, ',')) end
+  if used == existed then return end
+  if not used then redis.call('HDEL', key, field) end
+  local level, split, count = bucketState(jobsKey)
+  if used then
+    count = count + 1
+    if count > BUCKET_LOAD * (2 ^ level + split) then
+      splitBucket(jobsKey, level, split)
+      split = split + 1
+      if split == 2 ^ level then level, split = level + 1, 0 end
+    end
+  else
+    count = count - 1
+  end
+  if count > 0 then
+    redis.call('HSET', jobsKey, GROUP_BUCKETS_FIELD, level .. ' ' .. split .. ' ' .. count)
+  else
+    redis.call('HDEL', jobsKey, GROUP_BUCKETS_FIELD)
+  end
+end
+
 -- The oldest chunk of group `group` that may have members, and the newest.
 local function groupChunks(jobsKey, group)
   local range = redis.call('HGET', jobsKey, GROUP_CHUNKS_FIELD .. group)
@@ -351,19 +459,126 @@ local function lastPlace(key)
   return tonumber(last[2] or 0)
 end
 
--- Makes stored job `id` (header `h`, placed by placeInGroup) a member of its group's chunk, after
--- the members there; a job already in it keeps its place.
-local function addToGroup(base, id, h)
-  if not h[H_GROUP] then return end
-  local key = chunkKey(base, h[H_CHUNK] or 0)
-  if redis.call('ZSCORE', key, id) then return end
-  redis.call('ZADD', key, lastPlace(key) + 1, id)
-end
-
 -- True when member `id` of chunk `c` of group `group` stands for job record `h` (nil: none):
 -- false once the job left the group (purged, or moved by a put) or joined it again elsewhere.
 local function inChunk(h, group, c)
   return h ~= nil and h[H_GROUP] == group and (h[H_CHUNK] or 0) == c
+end
+
+-- The header of job `id`'s record, nil when there is none.
+local function header(jobsKey, id)
+  local record = redis.call('HGET', jobsKey, id)
+  if record then return (decode(record)) end
+  return nil
+end
+
+-- The key of group `other` of the same topic and partition as group `group`, whose key is `base`.
+local function siblingKey(base, group, other)
+  return string.sub(base, 1, #base - #group) .. other
+end
+
+-- Whose slot `id` of bucket field `field` is, seen from group `group` (key `base`), when the
+-- group's first chunk is in the bucket: 'mine' (a job of that chunk), 'other' (of another group's
+-- first chunk kept in the bucket, whose name hashes alike) or 'stale' (a job no longer there:
+-- purged, or moved to another group or to a zset).
+local function slotOwner(jobsKey, base, field, group, id)
+  local h = header(jobsKey, id)
+  if inChunk(h, group, 0) then return 'mine' end
+  local other = h and h[H_GROUP]
+  if other and (h[H_CHUNK] or 0) == 0 and bucketField(other) == field
+    and redis.call('EXISTS', siblingKey(base, group, other)) == 0 then return 'other' end
+  return 'stale'
+end
+
+-- Moves the jobs of group `group` kept in its bucket to its first zset `base`, each at its place
+-- (its slot), and empties the slots of jobs no longer there. At most BUCKET_SLOTS jobs.
+local function promote(jobsKey, base, group)
+  local key, field, slots = bucketOf(jobsKey, group)
+  if #slots == 0 then return end
+  for i, id in ipairs(slots) do
+    if id ~= '' then
+      local owner = slotOwner(jobsKey, base, field, group, id)
+      if owner == 'mine' then redis.call('ZADD', base, i, id) end
+      if owner ~= 'other' then slots[i] = '' end
+    end
+  end
+  writeSlots(jobsKey, key, field, slots, true)
+end
+
+-- Makes stored job `id` (header `h`, placed by placeInGroup) a member of its group's chunk, after
+-- the members there; a job already in it keeps its place. The first chunk stays in the group's
+-- bucket while the job fits there (see "Small groups"), else goes to its zset.
+local function addToGroup(jobsKey, base, id, h)
+  local group = h[H_GROUP]
+  if not group then return end
+  local c = h[H_CHUNK] or 0
+  if c == 0 and redis.call('EXISTS', base) == 0 then
+    local key, field, slots = bucketOf(jobsKey, group)
+    local existed, other, present, kept = #slots > 0, false, false, false
+    for i, slot in ipairs(slots) do
+      if slot ~= '' then
+        local owner = slotOwner(jobsKey, base, field, group, slot)
+        if owner == 'stale' then
+          slots[i] = ''
+        else
+          kept = true
+          if owner == 'other' then other = true elseif slot == id then present = true end
+        end
+      end
+    end
+    if not kept then slots = {} end -- every slot empty: the places start over, as in an emptied zset
+    local value = table.concat(slots, ',')
+    if present then
+      writeSlots(jobsKey, key, field, slots, existed)
+      return
+    end
+    if not other and #slots < BUCKET_SLOTS and #value + 1 + #id <= BUCKET_VALUE_BYTES then
+      slots[#slots + 1] = id
+      writeSlots(jobsKey, key, field, slots, existed)
+      return
+    end
+    writeSlots(jobsKey, key, field, slots, existed)
+    if not other then promote(jobsKey, base, group) end
+  end
+  local key = chunkKey(base, c)
+  if redis.call('ZSCORE', key, id) then return end
+  redis.call('ZADD', key, lastPlace(key) + 1, id)
+end
+
+-- Takes `id`, which is no longer a member (not inChunk), out of chunk `c` of group `group`: out
+-- of the chunk's zset, and for the first chunk out of its slot in the group's bucket too (unless
+-- the slot is now another group's). Returns 1 when it was in either, else 0.
+local function leaveChunk(jobsKey, base, group, c, id)
+  local removed = redis.call('ZREM', chunkKey(base, c), id)
+  if c ~= 0 then return removed end
+  local key, field, slots = bucketOf(jobsKey, group)
+  for i, slot in ipairs(slots) do
+    if slot == id and slotOwner(jobsKey, base, field, group, id) == 'stale' then
+      slots[i] = ''
+      writeSlots(jobsKey, key, field, slots, true)
+      return 1
+    end
+  end
+  return removed
+end
+
+-- The members of chunk `c` of group `group` after place `cursor` ('-inf': from the first), at
+-- most `limit`, as ZRANGEBYSCORE ... WITHSCORES replies them: id, place, id, place, ... Members
+-- may have left the group since (the caller checks with inChunk).
+local function chunkMembers(jobsKey, base, group, c, cursor, limit)
+  if c ~= 0 or redis.call('EXISTS', base) == 1 then
+    return redis.call('ZRANGEBYSCORE', chunkKey(base, c), '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+  end
+  local _, _, slots = bucketOf(jobsKey, group)
+  local after = tonumber(cursor) or 0
+  local members = {}
+  for i, id in ipairs(slots) do
+    if i > after and id ~= '' and #members < 2 * limit then
+      members[#members + 1] = id
+      members[#members + 1] = tostring(i)
+    end
+  end
+  return members
 end
 
 -- After members of group `group` were taken out, or its cancel ended: moves the group's oldest
@@ -387,6 +602,8 @@ end
 -- that joined before the mark, -1 when none does. A newest chunk with members is closed: the next
 -- job to join opens the one after it, so every later job is in a later chunk.
 local function closeChunks(jobsKey, base, group, low, cur)
+  -- a first chunk kept in the bucket moves to its zset, where the cancel's steps find it
+  if cur == 0 and redis.call('EXISTS', base) == 0 then promote(jobsKey, base, group) end
   if redis.call('EXISTS', chunkKey(base, cur)) == 0 then return cur - 1 end
   redis.call('HSET', jobsKey, GROUP_CHUNKS_FIELD .. group, low .. ' ' .. (cur + 1))
   return cur
@@ -410,7 +627,7 @@ local function createJob(k, groupKey, id, due, now, o, body)
   placeInGroup(k.jobs, groupKey, h, old, oldChunk)
   store(k.jobs, k.bodies, id, h, body, record ~= false)
   redis.call('ZADD', k.delayed, due, id)
-  addToGroup(groupKey, id, h)
+  addToGroup(k.jobs, groupKey, id, h)
   return true
 end
 

@@ -4,19 +4,25 @@
  * and a fixed clock. After every step that can change a group, the listing of each group must be
  * exactly the model's members of it (each once, in its state); a group cancel must count what the
  * model says; and at the end, once every job of a group is purged, no zset of any group and no
- * group field of the jobs hash is left. One group grows past 128 jobs per partition, so its jobs
- * span several zsets (see "Groups" in lua/includes/job.lua) while they come and go.
+ * group field or bucket is left. One group grows past 128 jobs per partition, so its jobs span
+ * several zsets (see "Groups" in lua/includes/job.lua) while they come and go; 60 small groups
+ * keep a few jobs a partition, so their first chunk moves between a shared bucket and a zset
+ * ("Small groups").
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { topicKeys } from '../../lib/keys';
+import { firstChunk } from '../support/group-layout';
 import type { DelayQueue } from '../../lib/queue';
 import { listWholeGroup, makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
 const SEC = 1000;
 const RETENTION_S = 60;
-const GROUPS = ['a', 'b', 'c'] as const;
+// small groups (a few jobs a partition: their first chunk in a shared bucket, moved to a zset
+// when a 4th joins); 'gwuw' and 'g2whj' share a bucket field (the first 4 bytes of their SHA-1)
+const SMALL = ['gwuw', 'g2whj', ...Array.from({ length: 58 }, (_, i) => `s${i}`)];
+const GROUPS = ['a', 'b', 'c', ...SMALL];
 
 /** A small seeded PRNG (mulberry32): the same seed, the same run. */
 function prng(seed: number): () => number {
@@ -51,21 +57,35 @@ describe('groups against a model', () => {
     // a running attempt never times out here (the clock moves about 2 h in all): the model has no retries
     const model = new Map<string, ModelJob>();
     const ids = Array.from({ length: 1200 }, (_, i) => `j-${i}`);
-    // group a gets most jobs (several zsets per partition), b and c a few, some none
+    // group a gets most jobs (several zsets per partition), b and c a few dozen, the small groups
+    // a few each, some none
     const groupFor = () => {
       const r = random();
-      return r < 0.7 ? 'a' : r < 0.82 ? 'b' : r < 0.94 ? 'c' : undefined;
+      return r < 0.7 ? 'a' : r < 0.76 ? 'b' : r < 0.82 ? 'c' : r < 0.96 ? pick(SMALL) : undefined;
     };
     const context = (step: number, what: string) => `seed ${seed}, step ${step} (${what})`;
 
     /** The highest zset number group a reached in each partition (the jobs hash's `#chunks:a`, 'low cur'). */
     const newestZset = Array.from({ length: partitions }, () => 0);
-    async function checkListings(step: number, what: string) {
+    /** How often a small group's first chunk was seen in its bucket, and in its zset, by the checks. */
+    const smallForms = { bucket: 0, zset: 0 };
+    /**
+     * Checks the listings of groups a, b and c, of `also`, and of 8 small groups picked at random;
+     * of every group when `all` (every 100th step, and at the end).
+     */
+    async function checkListings(step: number, what: string, also: readonly (string | undefined)[] = [], all = step % 100 === 0) {
+      const checked = new Set<string>(all ? GROUPS : ['a', 'b', 'c', ...Array.from({ length: 8 }, () => pick(SMALL))]);
+      for (const group of also) if (group) checked.add(group);
       for (let p = 0; p < partitions; p++) {
         const range = await redis.client().hget(topicKeys(p, topic).jobs, '#chunks:a');
         if (range) newestZset[p] = Math.max(newestZset[p]!, Number(range.split(' ')[1]));
+        for (const group of SMALL) {
+          if (!checked.has(group)) continue;
+          const { form } = await firstChunk(redis.client(), p, topic, group);
+          if (form !== 'none') smallForms[form] += 1;
+        }
       }
-      for (const group of GROUPS) {
+      for (const group of checked) {
         const listed = await listWholeGroup(q, topic, group, 1 + Math.floor(random() * 150), 5000);
         const listedIds = listed.map((j) => j.id);
         assert.equal(new Set(listedIds).size, listedIds.length, `${context(step, what)}: group ${group} lists a job twice`);
@@ -108,7 +128,7 @@ describe('groups against a model', () => {
         } else {
           assert.ok(outcome.status === 'created' || outcome.status === 'replaced', context(step, `put ${id}: ${outcome.status}`));
           model.set(id, { group, state: 'pending' });
-          if (group !== before?.group) await checkListings(step, `put ${id} from ${before?.group} to ${group}`);
+          if (group !== before?.group) await checkListings(step, `put ${id} from ${before?.group} to ${group}`, [before?.group, group]);
         }
       } else if (r < 0.65) {
         const id = pick(ids);
@@ -137,7 +157,7 @@ describe('groups against a model', () => {
           }
         }
       } else if (r < 0.96) {
-        const group = pick(GROUPS);
+        const group = random() < 0.5 ? pick(['a', 'b', 'c']) : pick(SMALL);
         const members = [...model].filter(([, m]) => m.group === group);
         const result = await q.cancelGroup(topic, group);
         const expected = {
@@ -148,14 +168,32 @@ describe('groups against a model', () => {
         for (const [id, m] of members) {
           if (m.state === 'pending' || m.state === 'running') model.set(id, { ...m, state: 'cancelled', purgeAt: clock.now + RETENTION_S * SEC });
         }
-        await checkListings(step, `cancelGroup ${group}`);
+        await checkListings(step, `cancelGroup ${group}`, [group]);
       } else {
         await checkListings(step, 'check');
       }
     }
 
+    // the small groups were seen in both forms
+    assert.ok(smallForms.bucket > 0 && smallForms.zset > 0, `small groups seen in a bucket ${smallForms.bucket} times, in a zset ${smallForms.zset} times`);
     // the big group spans several zsets in each partition, each a listpack of at most 128
     const client = redis.client();
+    const buckets = async () => {
+      const keys: string[] = [];
+      for (let p = 0; p < partitions; p++) {
+        let cursor = '0';
+        do {
+          const [next, batch] = await client.scan(cursor, 'MATCH', `${topicKeys(p, topic).jobs}#gb*`, 'COUNT', 1000);
+          keys.push(...batch);
+          cursor = next;
+        } while (cursor !== '0');
+      }
+      return keys;
+    };
+    for (const key of await buckets()) {
+      assert.ok((await client.hlen(key)) <= 128, key);
+      assert.equal(await client.object('ENCODING', key), 'listpack', key);
+    }
     const groupZsets = async () => {
       const keys: string[] = [];
       let cursor = '0';
@@ -183,11 +221,12 @@ describe('groups against a model', () => {
     // the end: every group cancelled, the running attempts acked (dropped), everything purged
     for (const group of GROUPS) await q.cancelGroup(topic, group);
     for (const [id, m] of model) if (m.group && (m.state === 'pending' || m.state === 'running')) model.set(id, { ...m, state: 'cancelled', purgeAt: clock.now + RETENTION_S * SEC });
-    await checkListings(3000, 'the final cancels');
+    await checkListings(3000, 'the final cancels', [], true);
     clock.advance((RETENTION_S + 1) * SEC);
     await sweepAll(q);
     for (const group of GROUPS) assert.deepEqual((await q.listGroup(topic, group)).jobs, [], `group ${group} is empty`);
     assert.deepEqual(await groupZsets(), [], 'no zset of any group is left');
-    assert.deepEqual(await fieldsLeft(), [], 'no #chunks: or #cancel: field is left');
+    assert.deepEqual(await buckets(), [], 'no bucket of small groups is left');
+    assert.deepEqual(await fieldsLeft(), [], 'no #chunks:, #cancel: or #gbuckets field is left');
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { groupChunkKey, type GroupKey } from '../../lib/keys';
+import { groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/keys';
 import { SCRIPTS } from '../../lib/scripts';
 
 const dir = join(__dirname, '..', '..', 'lua');
@@ -13,12 +13,13 @@ describe('lua/ scripts', () => {
     assert.deepEqual(files.sort(), Object.values(SCRIPTS).map((s) => s.file).sort());
   });
 
-  it("lua/includes/job.lua builds one kind of key name only: a group's further zsets, from the group's key (as groupChunkKey in lib/keys.ts)", () => {
+  it("lua/includes/job.lua builds two kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets, from the jobs hash's (as groupChunkKey and groupBucketKey in lib/keys.ts)", () => {
     const code = readFileSync(join(dir, 'includes', 'job.lua'), 'utf8').replace(/--[^\n]*/g, '');
     assert.doesNotMatch(code, /['"]dq:/);
-    assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]), [".. '#' .. c"]);
+    assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]), [".. '#' .. c", ".. '#gb' .. b"]);
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 3), 'dq:{p0}:group:t:g#3');
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 0), 'dq:{p0}:group:t:g');
+    assert.equal(groupBucketKey(topicKeys(0, 't').jobs, 5), `${topicKeys(0, 't').jobs}#gb5`);
   });
 
   for (const file of files) {
