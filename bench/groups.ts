@@ -379,13 +379,17 @@ interface MemoryRow {
   groupSize: number | null;
   groups: number;
   bytesPerJob: number;
-  /** MEMORY USAGE per job: the jobs hash, the delayed zset, the group zsets. */
+  /** MEMORY USAGE per job: the jobs hash, the delayed zset, the group zsets, the small groups' buckets. */
   jobsHash: number;
   delayedZset: number;
   groupZsets: number;
+  groupBuckets: number;
   /** How many zsets the groups have, and their encodings ("100 listpack, 3 skiplist"). */
   groupZsetCount: number;
   groupEncoding: string | null;
+  /** How many buckets the small groups are in, and their encodings. */
+  groupBucketCount: number;
+  bucketEncoding: string | null;
   /** Mean length of a job's record (msgpack header and inline body), over a sample. */
   recordBytes: number;
 }
@@ -412,12 +416,17 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
     const groups = groupSize === null ? [] : [...new Set(Array.from({ length: jobs }, (_, i) => groupOf(i)!))];
     // every zset of every group: its key, and the further ones of a group past 128 jobs (`<key>#n`)
     const groupKeys = groupSize === null ? [] : await scanKeys(admin, `${groupKey(0, topic, '')}*`);
-    const encodings = new Map<string, number>();
-    for (let i = 0; i < groupKeys.length; i += 1000) {
-      const pipeline = admin.pipeline();
-      for (const key of groupKeys.slice(i, i + 1000)) pipeline.object('ENCODING', key);
-      for (const [, e] of (await pipeline.exec()) ?? []) encodings.set(String(e), (encodings.get(String(e)) ?? 0) + 1);
-    }
+    // the buckets of small groups (`<jobs key>#gb<n>`, see "Small groups" in lua/includes/job.lua)
+    const bucketKeys = groupSize === null ? [] : await scanKeys(admin, `${k.jobs}#gb*`);
+    const encodingsOf = async (keys: readonly string[]) => {
+      const encodings = new Map<string, number>();
+      for (let i = 0; i < keys.length; i += 1000) {
+        const pipeline = admin.pipeline();
+        for (const key of keys.slice(i, i + 1000)) pipeline.object('ENCODING', key);
+        for (const [, e] of (await pipeline.exec()) ?? []) encodings.set(String(e), (encodings.get(String(e)) ?? 0) + 1);
+      }
+      return encodings.size === 0 ? null : [...encodings].map(([e, n]) => `${fmt(n)} ${e}`).join(', ');
+    };
     // mean record length over up to 1000 jobs picked at random (HRANDFIELD)
     const sample = ((await admin.call('HRANDFIELD', k.jobs, '1000')) as string[]).filter((f) => f.startsWith('order-'));
     const lengths = await Promise.all(sample.map((f) => admin.hstrlen(k.jobs, f)));
@@ -429,8 +438,11 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
       jobsHash: round((await memoryUsage(admin, [k.jobs])) / jobs, 1),
       delayedZset: round((await memoryUsage(admin, [k.delayed])) / jobs, 1),
       groupZsets: round((await memoryUsage(admin, groupKeys)) / jobs, 1),
+      groupBuckets: round((await memoryUsage(admin, bucketKeys)) / jobs, 1),
       groupZsetCount: groupKeys.length,
-      groupEncoding: encodings.size === 0 ? null : [...encodings].map(([e, n]) => `${fmt(n)} ${e}`).join(', '),
+      groupEncoding: await encodingsOf(groupKeys),
+      groupBucketCount: bucketKeys.length,
+      bucketEncoding: await encodingsOf(bucketKeys),
       recordBytes: round(lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.length), 1),
     };
   } finally {
@@ -466,8 +478,8 @@ async function main(): Promise<void> {
         const row = await memoryRun(server, admin, size);
         memory.push(row);
         console.log(
-          `3. memory, ${row.label}: ${fmt(row.bytesPerJob, 1)} bytes/job (${fmt(row.groups)} groups${row.groupEncoding ? ` in ${fmt(row.groupZsetCount)} zsets: ${row.groupEncoding}` : ''}); ` +
-            `MEMORY USAGE per job: jobs hash ${fmt(row.jobsHash, 1)}, delayed zset ${fmt(row.delayedZset, 1)}, group zsets ${fmt(row.groupZsets, 1)}; mean record ${fmt(row.recordBytes, 1)} bytes; load average ${load()}`,
+          `3. memory, ${row.label}: ${fmt(row.bytesPerJob, 1)} bytes/job (${fmt(row.groups)} groups${row.groupEncoding ? ` in ${fmt(row.groupZsetCount)} zsets: ${row.groupEncoding}` : ''}${row.bucketEncoding ? ` in ${fmt(row.groupBucketCount)} buckets: ${row.bucketEncoding}` : ''}); ` +
+            `MEMORY USAGE per job: jobs hash ${fmt(row.jobsHash, 1)}, delayed zset ${fmt(row.delayedZset, 1)}, group zsets ${fmt(row.groupZsets, 1)}, group buckets ${fmt(row.groupBuckets, 1)}; mean record ${fmt(row.recordBytes, 1)} bytes; load average ${load()}`,
         );
       }
     }
