@@ -2,7 +2,8 @@
  * Groups: cancel a whole group, list its jobs, and keep its zsets to the jobs still in it. A
  * group's jobs in one topic and partition are members of one or more zsets of at most 128 (its
  * chunks, see "Groups" in lua/includes/job.lua), so that a large group costs about 25 bytes a job
- * in them, not a skiplist's 120.
+ * in them, not a skiplist's 120; while the first holds at most 3 jobs, it is kept as slots in a
+ * bucket shared with other small groups instead of a key of its own ("Small groups" there).
  */
 import type { TopicConfig } from '../config';
 import { groupKey, topicKeys } from '../keys';
