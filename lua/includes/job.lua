@@ -538,7 +538,10 @@ local function addToGroup(jobsKey, base, id, h)
       return
     end
     writeSlots(jobsKey, key, field, slots, existed)
-    if not other then promote(jobsKey, base, group) end
+    -- to the zset, with every job of the group kept in the bucket: also when the field holds
+    -- another group's slots too (a job that moved there from this group keeps its slot), or the
+    -- jobs left in the bucket would be seen by no list and no cancel once the zset exists
+    promote(jobsKey, base, group)
   end
   local key = chunkKey(base, c)
   if redis.call('ZSCORE', key, id) then return end

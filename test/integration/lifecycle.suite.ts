@@ -908,6 +908,34 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => [j.id, j.state]), [[a1, 'cancelled'], [b1, 'cancelled']]);
     });
 
+    it('two small groups whose names hash alike, both kept in one bucket field: the next job of either moves its group whole to its zset, so the group lists and cancels every job', async () => {
+      // a job of the bucket group 'gwuw' moves to 'g2whj', which has no zset: it keeps its slot,
+      // now 'g2whj''s, beside a job of 'gwuw'. The next join of 'gwuw' cannot append to a field
+      // holding another group's slots; it goes to the group's zset and must take the group's
+      // slots along, or the job left in the bucket is seen by no list and no cancel.
+      const { q, topic, clock } = setup();
+      const redis = target.redis();
+      const [a1, a2, a3, b2] = inPartition0(topic, 'hm', 4) as [string, string, string, string];
+      await q.add({ topic, id: a1, delay: 600, group: 'gwuw' });
+      await q.add({ topic, id: a2, delay: 1, group: 'gwuw' });
+      await q.put(topic, a1, { delay: 600, group: 'g2whj' });
+      assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw'), [a1, a2], "the moved job's slot is now the other group's");
+      assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id), [a2]);
+      assert.deepEqual((await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id), [a1]);
+      await q.add({ topic, id: a3, delay: 600, group: 'gwuw' });
+      await q.add({ topic, id: b2, delay: 600, group: 'g2whj' });
+      assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id), [a2, a3]);
+      assert.deepEqual((await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id), [a1, b2]);
+      assert.deepEqual(await firstChunk(redis, 0, topic, 'gwuw'), { form: 'zset', ids: [a2, a3] });
+      assert.deepEqual(await firstChunk(redis, 0, topic, 'g2whj'), { form: 'bucket', ids: [a1, b2] }, "the field is the other group's alone again: its job joins it there");
+      assert.deepEqual(await q.cancelGroup(topic, 'gwuw'), { cancelled: 2, running: 0 });
+      clock.advance(2 * SEC);
+      await sweep(q);
+      assert.deepEqual(await q.claim(topic, 10), [], 'no job of the cancelled group starts');
+      assert.equal((await q.get(topic, a2))?.state, 'cancelled');
+      assert.deepEqual(await q.cancelGroup(topic, 'g2whj'), { cancelled: 2, running: 0 });
+    });
+
     it('a job of a small group purged and added to it again before its leave ran keeps one slot; a slot whose job is gone is emptied by the next join', async () => {
       const { q, topic, clock } = setup({}, { retention: 60 });
       const redis = target.redis();
