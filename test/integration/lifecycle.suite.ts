@@ -876,6 +876,49 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.deepEqual(await bucketsOf(topic), { level: 0, split: 0, count: 0, found: [] }, 'no bucket, no count');
     });
 
+    it('buckets stay listpacks at every fill, not only when a round of splits ends: after every 50 groups no bucket holds more than 128, and a bucket whose turn to split has not come is no exception', async () => {
+      // linear hashing: a bucket not yet split this round holds twice the groups of one that was,
+      // so the split rule must keep twice its load under Redis's hash-max-listpack-entries (128),
+      // or the fullest buckets turn into hashtables (several times the bytes), for good
+      const { q, topic } = setup();
+      const ids = inPartition0(topic, 'lf', 1200);
+      let most = 0;
+      for (let i = 0; i < ids.length; i += 50) {
+        const { outcomes } = await q.addMany(ids.slice(i, i + 50).map((id, j) => ({ topic, id, delay: 600, group: `f-${i + j}` })));
+        assert.ok(outcomes.every((o) => o.status === 'created'));
+        const buckets = await bucketsOf(topic);
+        assert.equal(buckets.count, i + 50);
+        for (const b of buckets.found) {
+          most = Math.max(most, b.fields);
+          assert.ok(b.fields <= 128, `${i + 50} groups in ${buckets.found.length} buckets: ${b.key} holds ${b.fields}`);
+          assert.equal(b.encoding, 'listpack', `${i + 50} groups: ${b.key} (${b.fields} groups)`);
+        }
+      }
+      assert.ok(most > 64, `the buckets fill (the fullest held ${most} groups)`);
+    });
+
+    it('a bucket that went past the listpack limit anyway is a listpack again once it splits', async () => {
+      const { q, topic } = setup();
+      const redis = target.redis();
+      const ids = inPartition0(topic, 'lh', 300);
+      await q.add({ topic, id: ids[0]!, delay: 600, group: 'h-0' });
+      const bucket = groupBucketKey(topicKeys(0, topic).jobs, 0);
+      // a value longer than hash-max-listpack-value turns the hash into a hashtable, for good
+      await redis.hset(bucket, 'x', 'x'.repeat(100));
+      await redis.hdel(bucket, 'x');
+      assert.equal(await redis.object('ENCODING', bucket), 'hashtable');
+      let added = 1;
+      while ((await bucketsOf(topic)).found.length < 2) {
+        assert.ok(added < ids.length, `${added} groups and still one bucket`);
+        await q.add({ topic, id: ids[added]!, delay: 600, group: `h-${added}` });
+        added++;
+      }
+      const buckets = await bucketsOf(topic);
+      assert.deepEqual(buckets.found.map((b) => b.encoding), ['listpack', 'listpack'], `split at ${added} groups`);
+      assert.equal(buckets.count, added);
+      for (let i = 0; i < added; i++) assert.deepEqual((await q.listGroup(topic, `h-${i}`)).jobs.map((j) => j.id), [ids[i]]);
+    });
+
     it('two small groups whose names hash alike share a bucket field: the second to come goes to its zset; each lists, moves and cancels only its own jobs', async () => {
       // 'gwuw' and 'g2whj': the same first 4 bytes of SHA-1 (9356a5fc)
       const { q, topic } = setup();
