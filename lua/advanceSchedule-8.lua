@@ -16,7 +16,10 @@
   ARGV[6] id and ARGV[7] run time (ms) of the next occurrence, or '' when there is none;
           ARGV[9] its due time (the run time plus its jitter offset)
   ARGV[8] ms of the latest occurrence handed over (the one that runs, or the latest skipped)
-  Returns { OUTCOME.ADVANCED, version, occurrences created }, { REFUSAL.NOT_FOUND } or
+  An occurrence made anew from a cancelled job of another group is not taken out of the old group
+  here (its key is not this call's): the reply lists it, and the caller calls lua/leaveGroup-2.lua.
+  Returns { OUTCOME.ADVANCED, version, occurrences created, left } (left: { id, group, chunk } per
+  occurrence that left a group), { REFUSAL.NOT_FOUND } or
           { REFUSAL.VERSION_MISMATCH, version now }: nothing changed.
   Mirrored by AdvanceReply in lib/engine/scripts.ts.
 ]]
@@ -31,16 +34,16 @@ local r = cmsgpack.unpack(record)
 if r[S_VERSION] ~= seen then return { REFUSAL.VERSION_MISMATCH, r[S_VERSION] } end
 
 local options = occurrenceOptions(r)
-local created = 0
+local created, lefts = 0, {}
 local pending = r[S_NEXT_ID]
 if runId ~= pending then
   local free = true
   if pending then free = withdraw(k, pending, now) end
-  if runId ~= '' and free and createJob(k, groupKey, runId, tonumber(ARGV[5]), now, options, r[S_BODY]) then created = created + 1 end
+  if runId ~= '' and free and noteLeft(lefts, runId, createJob(k, groupKey, runId, tonumber(ARGV[5]), now, options, r[S_BODY])) then created = created + 1 end
 end
 if nextId ~= '' then
   r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[7]), nextId
-  if createJob(k, groupKey, nextId, tonumber(ARGV[9]), now, options, r[S_BODY]) then created = created + 1 end
+  if noteLeft(lefts, nextId, createJob(k, groupKey, nextId, tonumber(ARGV[9]), now, options, r[S_BODY])) then created = created + 1 end
   redis.call('ZADD', nextKey, r[S_NEXT], id)
 else
   r[S_NEXT], r[S_NEXT_ID] = false, false
@@ -49,4 +52,4 @@ end
 r[S_LAST] = tonumber(ARGV[8])
 r[S_VERSION] = nextVersion(schedulesKey)
 redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
-return { OUTCOME.ADVANCED, r[S_VERSION], created }
+return { OUTCOME.ADVANCED, r[S_VERSION], created, lefts }

@@ -19,7 +19,12 @@
   ARGV[14] group|''  ARGV[15] definition (JSON)  ARGV[16] body (JSON text)
   An occurrence whose id is taken by a job that is not cancelled is not created again: that job
   is the occurrence (deterministic ids: an occurrence is never doubled).
-  Returns { OUTCOME.CREATED | OUTCOME.REPLACED, version, headChanged 0|1 } or
+  An occurrence made anew from a cancelled job of another group (a put that changed the group
+  withdraws the pending occurrence and creates it again under the same id) is not taken out of the
+  old group here (its key is not this call's): the reply lists it, and the caller calls
+  lua/leaveGroup-2.lua.
+  Returns { OUTCOME.CREATED | OUTCOME.REPLACED, version, headChanged 0|1, left } (left: { id,
+          group, chunk } per occurrence that left a group) or
           { REFUSAL.VERSION_MISMATCH, version now (0: none) }: nothing changed.
   Mirrored by PutScheduleReply in lib/engine/scripts.ts.
 ]]
@@ -41,10 +46,11 @@ local r = { false, false, false, optionalNumber(ARGV[5]), optionalNumber(ARGV[10
   optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16] }
 if old then r[S_CREATED] = old[S_CREATED] end
 local options = occurrenceOptions(r)
-if ARGV[6] ~= '' then createJob(k, groupKey, ARGV[6], tonumber(ARGV[7]), now, options, r[S_BODY]) end
+local lefts = {}
+if ARGV[6] ~= '' then noteLeft(lefts, ARGV[6], createJob(k, groupKey, ARGV[6], tonumber(ARGV[7]), now, options, r[S_BODY])) end
 if ARGV[8] ~= '' then
   r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[9]), ARGV[8]
-  createJob(k, groupKey, ARGV[8], tonumber(ARGV[17]), now, options, r[S_BODY])
+  noteLeft(lefts, ARGV[8], createJob(k, groupKey, ARGV[8], tonumber(ARGV[17]), now, options, r[S_BODY]))
   redis.call('ZADD', nextKey, r[S_NEXT], id)
 else
   redis.call('ZREM', nextKey, id)
@@ -58,4 +64,4 @@ local headChanged = 0
 if headAfter and (not headBefore or headAfter < headBefore) then headChanged = 1 end
 local code = OUTCOME.CREATED
 if old then code = OUTCOME.REPLACED end
-return { code, r[S_VERSION], headChanged }
+return { code, r[S_VERSION], headChanged, lefts }

@@ -15,6 +15,7 @@ import { advancePlan, catchUpPlan, nextRuns, occurrenceId, type NewSchedule, typ
 import { run, runPipelined } from '../scripts';
 import { OUTCOME, REFUSAL } from './codes';
 import type { EngineContext } from './context';
+import { leaveGroups, type LeftGroup } from './groups';
 import type { Wake } from './jobs';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
@@ -198,6 +199,8 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
       }),
     );
     if (reply[0] === REFUSAL.VERSION_MISMATCH) continue;
+    // an occurrence made anew in the new group (the group changed): out of the old group's zset or bucket
+    if (reply[3].length > 0) await leaveGroups(ctx, leftOccurrences(t.name, s.partition, reply[3]));
     const stored = await readSchedule(ctx, t, s.partition, s.id);
     if (!stored) continue; // deleted right after: put it again
     return { status: reply[0] === OUTCOME.CREATED ? 'created' : 'replaced', schedule: toSchedule(t, stored), wake: reply[2] === 1 };
@@ -294,6 +297,11 @@ export function planAdvance(topic: string, partition: number, view: script.Sched
   };
 }
 
+/** Occurrences `left` (of a schedule script's reply) as leaveGroups takes them. */
+function leftOccurrences(topic: string, partition: number, left: readonly script.LeftOccurrence[]): LeftGroup[] {
+  return left.map(([id, group, chunk]) => ({ topic, group, id, chunk, partition }));
+}
+
 /** The advanceSchedule call that commits `plan`. */
 export function advanceCall(ctx: EngineContext, plan: AdvancePlan) {
   const sk = scheduleKeys(plan.partition, plan.topic);
@@ -309,8 +317,10 @@ export function advanceCall(ctx: EngineContext, plan: AdvancePlan) {
 }
 
 /** Commits one advance; see lua/advanceSchedule-8.lua for its refusals (nothing changed). */
-export function commitAdvance(ctx: EngineContext, plan: AdvancePlan): Promise<script.AdvanceReply> {
-  return run(ctx.redis, advanceCall(ctx, plan));
+export async function commitAdvance(ctx: EngineContext, plan: AdvancePlan): Promise<script.AdvanceReply> {
+  const reply = await run(ctx.redis, advanceCall(ctx, plan));
+  if (reply[0] === OUTCOME.ADVANCED && reply[3].length > 0) await leaveGroups(ctx, leftOccurrences(plan.topic, plan.partition, reply[3]));
+  return reply;
 }
 
 /**
@@ -367,8 +377,10 @@ export async function advanceDue(ctx: EngineContext, partition: number, topics: 
   });
   if (plans.length === 0) return step;
   const results = await runPipelined(ctx.redis, plans.map((plan) => advanceCall(ctx, plan)));
+  const left: LeftGroup[] = [];
   results.forEach((reply, i) => {
     if (reply[0] !== OUTCOME.ADVANCED) return;
+    left.push(...leftOccurrences(plans[i]!.topic, partition, reply[3]));
     step.advanced += 1;
     step.created += reply[2];
     const { run: caughtUp, next, pendingId } = plans[i]!;
@@ -376,5 +388,7 @@ export async function advanceDue(ctx: EngineContext, partition: number, topics: 
     // a caught-up occurrence replacing the pending one is due now (or at its jitter offset): sweep again to move it
     if (caughtUp && caughtUp.id !== pendingId && reply[2] > 0) earliest(caughtUp.due);
   });
+  // occurrences made anew from a cancelled job of another group: out of that group
+  if (left.length > 0) await leaveGroups(ctx, left);
   return step;
 }

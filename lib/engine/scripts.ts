@@ -342,9 +342,12 @@ export interface ScheduleRecordArg {
   body: string;
 }
 
+/** An occurrence a schedule script made anew from a cancelled job of another group: take it out of that group's chunk with leaveGroup. */
+export type LeftOccurrence = readonly [id: string, group: string, chunk: number];
+
 /** lua/putSchedule-9.lua's reply. */
 export type PutScheduleReply =
-  | readonly [code: Outcome<'CREATED'> | Outcome<'REPLACED'>, version: number, headChanged: Flag]
+  | readonly [code: Outcome<'CREATED'> | Outcome<'REPLACED'>, version: number, headChanged: Flag, left: readonly LeftOccurrence[]]
   | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
 
 /**
@@ -365,7 +368,7 @@ export function putSchedule(
 
 /** lua/advanceSchedule-8.lua's reply. */
 export type AdvanceReply =
-  | readonly [code: Outcome<'ADVANCED'>, version: number, created: number]
+  | readonly [code: Outcome<'ADVANCED'>, version: number, created: number, left: readonly LeftOccurrence[]]
   | readonly [code: Refused<'NOT_FOUND'>]
   | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
 

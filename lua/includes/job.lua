@@ -627,7 +627,9 @@ end
 -- the topic's) and body `body`, as lua/addJobs-5.lua adds one, joining the group whose key is
 -- `groupKey` when it has a group; unless a job of that id exists that is not cancelled (a
 -- cancelled one is made anew; in the same group it keeps its place). `k`: jobs, bodies, delayed,
--- done. Returns true when it created the job.
+-- done. Returns true when it created the job, and then, when it made anew a cancelled job of another
+-- group (or of a group when it has none now), { group, chunk } it left (false otherwise): that
+-- group's key is not the call's, so the caller takes the job out with lua/leaveGroup-2.lua.
 local function createJob(k, groupKey, id, due, now, o, body)
   local record = redis.call('HGET', k.jobs, id)
   local old, oldChunk = false, nil
@@ -642,7 +644,15 @@ local function createJob(k, groupKey, id, due, now, o, body)
   store(k.jobs, k.bodies, id, h, body, record ~= false)
   redis.call('ZADD', k.delayed, due, id)
   addToGroup(k.jobs, groupKey, id, h)
-  return true
+  if old and old ~= h[H_GROUP] then return true, { old, oldChunk or 0 } end
+  return true, false
+end
+
+-- Appends { id, group, chunk } to `lefts` when createJob (which made job `id`) says the job left a
+-- group; passes `created` on.
+local function noteLeft(lefts, id, created, left)
+  if left then lefts[#lefts + 1] = { id, left[1], left[2] } end
+  return created
 end
 
 -- Withdraws job `id` while it is pending (delayed or ready): cancelled and deleted now (at the next

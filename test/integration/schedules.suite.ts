@@ -15,6 +15,7 @@ import type { DelayQueue } from '../../lib/queue';
 import { jitterOffsetMs } from '../../lib/pacing';
 import { occurrenceId } from '../../lib/schedule';
 import { run } from '../../lib/scripts';
+import { bucketState, firstChunk } from '../support/group-layout';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 
 export interface ScheduleSuiteTarget {
@@ -303,6 +304,25 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('kept', clock.now)]);
       assert.deepEqual((await q.listSchedules(topic)).schedules.map((s) => s.id), ['kept']);
       assert.deepEqual((await q.listGroup(topic, 'g')).jobs.filter((j) => j.state !== 'cancelled'), [], 'the withdrawn occurrence left its group');
+    });
+
+    it('a put that moves the schedule to another group takes its pending occurrence out of the old group: nothing of the old group is left', async () => {
+      // the put withdraws the pending occurrence and creates it anew under the same id, now in the
+      // new group: the old group's slot (or zset member) must go too, or it stays for good
+      const { q, topic, clock } = setup();
+      const redis = target.redis();
+      const p = partitionOf(topic, 'moved', target.partitions);
+      const pending = occurrenceId('moved', clock.now + HOUR);
+      await q.putSchedule(topic, 'moved', { every: 3600, group: 'old-g' });
+      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g'), { form: 'bucket', ids: [pending] });
+      const put = await q.putSchedule(topic, 'moved', { every: 3600, group: 'new-g' });
+      assert.equal(put.schedule.pending?.id, pending, 'the same occurrence, made anew');
+      assert.equal((await q.get(topic, pending))?.group, 'new-g');
+      assert.deepEqual((await q.listGroup(topic, 'new-g')).jobs.map((j) => j.id), [pending]);
+      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g'), { form: 'none', ids: [] }, 'no slot of the old group is left');
+      assert.equal((await bucketState(redis, p, topic)).count, 1, 'one small group in the buckets: the new one');
+      clock.advance(HOUR);
+      assert.deepEqual(await sweepAndRun(q, topic), [pending]);
     });
 
     it('lists every schedule once, by id, paged across partitions', async () => {
