@@ -41,10 +41,10 @@ local SEQ_FIELD, GROUP_CANCEL_FIELD, GROUP_CHUNKS_FIELD = '#seq', '#cancel:', '#
 local GROUP_CHUNK_SIZE = 128
 -- A small group's first chunk kept in a shared bucket (see "Small groups" below): at most this
 -- many jobs, in a value of at most hash-max-listpack-value (64) bytes, so that a bucket stays a
--- listpack; buckets split when they hold this many groups on average (of at most 128, the
--- listpack's hash-max-listpack-entries). The jobs hash field GROUP_BUCKETS_FIELD holds
--- 'level split count' (absent: no group in a bucket).
-local BUCKET_SLOTS, BUCKET_VALUE_BYTES, BUCKET_LOAD = 3, 64, 40
+-- listpack; buckets split when they hold this many groups on average (the fullest hold about
+-- twice as many, far under hash-max-listpack-entries, 512 by default: see "Small groups"). The
+-- jobs hash field GROUP_BUCKETS_FIELD holds 'level split count' (absent: no group in a bucket).
+local BUCKET_SLOTS, BUCKET_VALUE_BYTES, BUCKET_LOAD = 3, 64, 96
 local GROUP_BUCKETS_FIELD = '#gbuckets'
 local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
 -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
@@ -336,11 +336,12 @@ end
 -- (inChunk). Buckets are `<jobs key>#gb<n>` and split one at a time as they fill (linear hashing:
 -- bucket `split` of 2^level splits into itself and `split + 2^level`), so they stay listpacks:
 -- a bucket whose turn to split has not come holds twice the groups of one that split this round,
--- up to 2 * BUCKET_LOAD on average, which must stay under hash-max-listpack-entries (128, the
--- default; a hash past it turns into a hashtable, several times the bytes a field, and stays one).
--- With 40, the fullest bucket seen while 1,000,000 groups of 1 came one by one held 107 (a
--- simulation of this rule; 96 put 22% of the groups in buckets of more than 128, 48 reached 126).
--- A split writes both halves anew, so a bucket that went past anyway is a listpack again after.
+-- up to 2 * BUCKET_LOAD on average, which must stay under hash-max-listpack-entries (512 by
+-- default in Redis, ElastiCache and MemoryDB; zsets' limit is 128): a hash past it turns into a
+-- hashtable, several times the bytes a field, and stays one. With 96 the fullest bucket seen while
+-- 1,000,000 groups of 1 came one by one held 232 (a simulation of this rule). A split writes both
+-- halves anew, so a bucket that went past a lower limit (a server set to less) is a listpack again
+-- after its split.
 
 -- The group's 4-byte field in its bucket, and the 32-bit number it stands for.
 local function bucketField(group)
