@@ -11,8 +11,8 @@
  * `used_memory` delta per job and the encodings of the keys it made. Layouts:
  * - `zsets`: the engine's (lua/includes/job.lua, "Groups"): per group and partition, zsets of at
  *   most 128 members (the key, then `<key>#1`, ...), the id as member, its place (1-128) as score.
- * - `buckets`: a form for small groups the engine does not have: hashes of 128 groups each
- *   (`hash-max-listpack-entries`), the group's name as field and its ids, space-separated, as
+ * - `buckets`: a form for small groups: hashes of BENCH_BUCKET_GROUPS (128) groups each (a hash
+ *   stays a listpack up to `hash-max-listpack-entries`, 512 by default), the group's name as field and its ids, space-separated, as
  *   value; at most 3 ids, since a value longer than 64 bytes (`hash-max-listpack-value`) turns the
  *   hash into a hashtable. Every bucket is full: the best case, which no real bucket scheme
  *   (buckets that split as groups come) keeps.
@@ -29,7 +29,10 @@ import { envInt, fmt, info, printTable, usedMemory } from './env';
 
 const JOBS = envInt('BENCH_LAYOUT_JOBS', 100_000);
 const SETTLE_MS = envInt('BENCH_SETTLE_MS', 1_000);
-const CHUNK = 128; // zset-max-listpack-entries and hash-max-listpack-entries, by default
+const CHUNK = 128; // zset-max-listpack-entries, by default
+// groups a shared bucket holds: 128 by default, as the engine's zsets; a hash stays a listpack up to
+// hash-max-listpack-entries, 512 by default, so BENCH_BUCKET_GROUPS=512 gives the fullest buckets possible
+const BUCKET_GROUPS = envInt('BENCH_BUCKET_GROUPS', 128);
 const BUCKET_IDS = 3; // 3 ids of 17 bytes and 2 spaces: 53 bytes, within hash-max-listpack-value (64)
 
 const id = (i: number) => `order-${String(i).padStart(11, '0')}`;
@@ -67,14 +70,14 @@ function* zsets(size: number): Generator<(string | number)[]> {
 /** 4 bytes of a hash of `name`, as a binary string. */
 const nameHash = (name: string) => createHash('sha1').update(name).digest().subarray(0, 4).toString('latin1');
 
-/** Shared buckets: groups of `size` (≤ BUCKET_IDS) jobs, CHUNK groups a hash, name (or its hash) → ids. */
+/** Shared buckets: groups of `size` (≤ BUCKET_IDS) jobs, BUCKET_GROUPS groups a hash, name (or its hash) → ids. */
 function* buckets(size: number, hashed = false): Generator<(string | Buffer | number)[]> {
   if (size > BUCKET_IDS) throw new Error(`a bucket value holds at most ${BUCKET_IDS} ids`);
   const groups = Math.ceil(JOBS / size);
   for (let g = 0; g < groups; g++) {
     const ids = [];
     for (let i = g * size; i < Math.min(JOBS, (g + 1) * size); i++) ids.push(id(i));
-    yield ['HSET', bucketKey(Math.floor(g / CHUNK)), hashed ? Buffer.from(nameHash(group(g)), 'latin1') : group(g), ids.join(' ')];
+    yield ['HSET', bucketKey(Math.floor(g / BUCKET_GROUPS)), hashed ? Buffer.from(nameHash(group(g)), 'latin1') : group(g), ids.join(' ')];
   }
 }
 
@@ -100,7 +103,7 @@ async function main() {
   try {
     await redis.connect();
     const serverInfo = await redis.info('server');
-    console.log(`redis ${info(serverInfo, 'redis_version')}, ${fmt(JOBS)} jobs a row, ids of ${id(0).length} bytes, group names of ${group(0).length}`);
+    console.log(`redis ${info(serverInfo, 'redis_version')}, ${fmt(JOBS)} jobs a row, ids of ${id(0).length} bytes, group names of ${group(0).length}, ${BUCKET_GROUPS} groups a shared bucket`);
     const rows: string[][] = [];
     const measure = async (layout: string, size: number, commands: Iterable<(string | Buffer | number)[]>) => {
       await redis.flushall();
