@@ -31,7 +31,10 @@ import { Stack } from './support/stack';
 type Mode = 'replica' | 'none';
 type Variant = 'kill' | 'demote';
 
+// each phase lasts this long, and then until it has seen what the checks need: counts, not time,
+// so that a busy machine (few requests a second) makes the run longer, not red
 const PHASE_MS = { before: 2000, cut: 2500, after: 4000 };
+const PHASE_LIMIT_MS = 60_000;
 // A new replica syncs at once instead of after Redis's default 5 s wait for more replicas to join
 // (ElastiCache takes minutes to bring a replacement; the figure here is the stack's part only).
 const SYNC_NOW = ['--repl-diskless-sync-delay', '0'];
@@ -132,9 +135,13 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
     };
     const producers = Promise.all([producer(1), producer(2)]);
     await sleep(PHASE_MS.before);
+    await until(() => added.size > 10, PHASE_LIMIT_MS, 50);
     phase = 'cut';
     link.cut(); // the replica stops hearing from the primary; both stay up
     await sleep(PHASE_MS.cut);
+    // an add sent and answered during the cut: 503 with durability replica (the checks fail on a
+    // 201), 201 without it (the writes the replica lacks)
+    await until(() => (addsDuringCut[mode === 'replica' ? 503 : 201] ?? 0) > 0, PHASE_LIMIT_MS, 50);
     const promote = new Redis(replica.port);
     try {
       if (variant === 'kill') await primary.stop('SIGKILL');
@@ -154,6 +161,7 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
     }
     phase = 'after';
     await sleep(PHASE_MS.after);
+    await until(() => firstCreatedAfter > 0 && added.size > 20 && deleted.size > 5, PHASE_LIMIT_MS, 50);
     producing = false;
     await producers;
 
