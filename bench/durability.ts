@@ -14,8 +14,8 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/config';
-import { DelayQueue } from '../lib/queue';
+import { resolveQueueConfig } from '../lib/rules/config';
+import { DelayQueue } from '../lib/edge/queue';
 import { startPrimaryWithReplica } from '../test/support/redis';
 import { envInt } from './env';
 

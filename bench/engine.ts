@@ -25,10 +25,10 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/config';
-import { topicKeys } from '../lib/keys';
-import { MAX_BODY_BYTES } from '../lib/limits';
-import { DelayQueue, type ClaimedJob } from '../lib/queue';
+import { resolveQueueConfig } from '../lib/rules/config';
+import { topicKeys } from '../lib/engine/keys';
+import { MAX_BODY_BYTES } from '../lib/rules/limits';
+import { DelayQueue, type ClaimedJob } from '../lib/edge/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, scriptNamer } from './env';
 

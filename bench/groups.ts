@@ -40,10 +40,10 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/config';
+import { resolveQueueConfig } from '../lib/rules/config';
 import { CANCEL_GROUP_STEP } from '../lib/engine/groups';
-import { groupKey, topicKeys } from '../lib/keys';
-import { DelayQueue, type ClaimedJob, type Job } from '../lib/queue';
+import { groupKey, topicKeys } from '../lib/engine/keys';
+import { DelayQueue, type ClaimedJob, type Job } from '../lib/edge/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, reniceRedis, round, slowlogReader, usedMemory, type Logged } from './env';
 

@@ -22,11 +22,11 @@
 import { cpus, loadavg, totalmem, type as osType, release as osRelease } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/config';
-import { runFanout, type HandlerEvent } from '../lib/fanout';
-import type { Invoker } from '../lib/lambda';
-import { createLogger } from '../lib/log';
-import { DelayQueue } from '../lib/queue';
+import { resolveQueueConfig } from '../lib/rules/config';
+import { runFanout, type HandlerEvent } from '../lib/roles/fanout';
+import type { Invoker } from '../lib/platform/lambda';
+import { createLogger } from '../lib/platform/log';
+import { DelayQueue } from '../lib/edge/queue';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { envInt, printTable } from './env';
 

@@ -1,5 +1,5 @@
 // Every alarm of an AWS stage, and where alarms go. Most watch the EMF metrics the functions write
-// (namespace DelayQueue, lib/log.ts); missing data is normal there: an idle queue writes no
+// (namespace DelayQueue, lib/platform/log.ts); missing data is normal there: an idle queue writes no
 // metrics. Actions: an SNS topic mailing --param="alarmEmail=...", or --param="alarmTopicArn=...".
 
 const upperFirst = (s) => s.charAt(0).toUpperCase() + s.slice(1);

@@ -10,16 +10,16 @@ const functionArn = (service, stage, name) => ({
 
 /**
  * Access string of the MemoryDB user: the queue's keys and the commands it sends, nothing else.
- * Every key is built in lib/keys.ts as dq:{...}:...; commands a Lua script calls are checked
+ * Every key is built in lib/engine/keys.ts as dq:{...}:...; commands a Lua script calls are checked
  * against the caller's ACL too, so they are listed with the ones the client sends.
  */
 const MEMORYDB_ACCESS = [
   'on',
-  '~dq:*', // lib/keys.ts builds every key under dq:
+  '~dq:*', // lib/engine/keys.ts builds every key under dq:
   '-@all',
   // client (ioredis 5): scripts are sent as EVAL on a connection's first use, then EVALSHA (no SCRIPT LOAD)
   '+eval', '+evalsha',
-  '+blpop', // the sweeper's wake-up list (lib/sweeper.ts)
+  '+blpop', // the sweeper's wake-up list (lib/roles/sweeper.ts)
   '+time', '+zcard', '+llen', '+zrange', // engine/sweep.ts, attempts.ts, read.ts
   '+hmget', '+hget', '+multi', '+exec', // bodies kept apart, read beside their script (engine/read.ts, attempts.ts, dead.ts)
   '+hgetall', // GET /topics: lateness per minute (engine/lateness.ts); LRANGE of the ready heads is in the Lua list below

@@ -1,5 +1,5 @@
-import { deleteJob } from '../lib/api';
-import { httpRoute } from '../lib/http';
+import { deleteJob } from '../lib/edge/routes';
+import { httpRoute } from '../lib/edge/http';
 
 /** DELETE /jobs/{topic}/{id}: cancels a pending or running job. */
 export const handler = httpRoute(deleteJob);

@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
-import { runFanout } from '../lib/fanout';
-import { takeColdStart } from '../lib/log';
-import { runtime } from '../lib/runtime';
+import { runFanout } from '../lib/roles/fanout';
+import { takeColdStart } from '../lib/platform/log';
+import { runtime } from '../lib/platform/runtime';
 
 /** The fan-out: claims ready jobs of the given topics and invokes their handlers asynchronously. */
 export async function handler(event: { token?: string; topics?: string[] } | undefined, context: Context): Promise<unknown> {

@@ -1,5 +1,5 @@
-import { redrive } from '../lib/api';
-import { httpRoute } from '../lib/http';
+import { redrive } from '../lib/edge/routes';
+import { httpRoute } from '../lib/edge/http';
 
 /** POST /topics/{topic}/dead/redrive: moves dead jobs back to delayed, due now. */
 export const handler = httpRoute(redrive);

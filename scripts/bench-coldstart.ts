@@ -15,7 +15,7 @@
  * "Load ms" is the time of that require()/import() alone, median over the runs; "bytes at load"
  * are the bundle plus the chunks it imports statically (what Node reads and parses at cold start);
  * chunks behind a dynamic import (the Lambda SDK) are listed apart. What the first invoke costs is
- * measured once, on a probe built like a function from lib/lambda.ts: load, then one
+ * measured once, on a probe built like a function from lib/platform/lambda.ts: load, then one
  * `invokeAsync` against a local endpoint answering 202, before and after.
  * Results are in BENCHMARKS.md.
  */
@@ -148,7 +148,7 @@ process.stdout.write(JSON.stringify({ loadMs, invokeMs }));
 process.exit(0);
 `;
 
-/** The probe: lib/lambda.ts as a function would bundle it, with a hook for one invoke. */
+/** The probe: lib/platform/lambda.ts as a function would bundle it, with a hook for one invoke. */
 const probeSource = (root: string) => `import { createInvoker } from ${JSON.stringify(join(root, 'lib', 'lambda'))};
 export const handler = () => undefined;
 export function firstInvoke(endpoint: string): Promise<void> {
@@ -246,7 +246,7 @@ async function main(): Promise<void> {
     const [lb, la, ib, ia] = [median(pt.before), median(pt.after), median(invokes.before), median(invokes.after)];
     lines.push('');
     lines.push(`API functions that bundled the SDK: bytes at load ${range('bytesRatio')} (goal ≤ ${GOAL.bytes}×), load time ${range('msRatio')} (goal ≤ ${GOAL.ms}×).`);
-    lines.push(`First invoke (probe: lib/lambda.ts alone, load then one invokeAsync against a local 202 endpoint): load ${lb.toFixed(1)} → ${la.toFixed(1)} ms, first invoke ${ib.toFixed(1)} → ${ia.toFixed(1)} ms, sum ${(lb + ib).toFixed(1)} → ${(la + ia).toFixed(1)} ms.`);
+    lines.push(`First invoke (probe: lib/platform/lambda.ts alone, load then one invokeAsync against a local 202 endpoint): load ${lb.toFixed(1)} → ${la.toFixed(1)} ms, first invoke ${ib.toFixed(1)} → ${ia.toFixed(1)} ms, sum ${(lb + ib).toFixed(1)} → ${(la + ia).toFixed(1)} ms.`);
     console.log(lines.join('\n'));
     console.log(`\nBENCH-COLDSTART ${JSON.stringify({ base: baseCommit, head: headCommit, dirty, runs: args.runs, node: process.version, loadavg: [load0, load1], functions: summary, probe: { loadMs: [lb, la], firstInvokeMs: [ib, ia] } })}`);
   } finally {

@@ -1,9 +1,9 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
 import { randomBytes } from 'node:crypto';
-import type { TopicConfig } from '../config';
-import { jobKeys, partitionOf, rateKey, topicKeys } from '../keys';
-import { SCRIPT_CALL_BYTES } from '../limits';
-import { run } from '../scripts';
+import type { TopicConfig } from '../rules/config';
+import { jobKeys, partitionOf, rateKey, topicKeys } from './keys';
+import { SCRIPT_CALL_BYTES } from '../rules/limits';
+import { run } from './lua';
 import type { EngineContext } from './context';
 import { OUTCOME } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';

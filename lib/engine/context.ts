@@ -1,5 +1,5 @@
-import type { QueueConfig } from '../config';
-import type { Client } from '../scripts';
+import type { QueueConfig } from '../rules/config';
+import type { Client } from './lua';
 import type { Rotation } from './partitions';
 import type { ClockArg } from './scripts';
 

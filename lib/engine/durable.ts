@@ -1,5 +1,5 @@
 /**
- * Durability `replica` (lib/config.ts): a change the API acknowledges has reached a replica, so a
+ * Durability `replica` (lib/rules/config.ts): a change the API acknowledges has reached a replica, so a
  * failover to that replica keeps it. After the change's script replied, the connection that wrote
  * it sends `WAIT 1 <timeoutMs>`: Redis answers once a replica has every write this connection made
  * so far, or after the timeout with 0. On a cluster the wait goes to the primary that owns the
@@ -11,8 +11,8 @@
  * counter (lua/syncPoint-1.lua), and the wait then covers everything the primary had before it.
  */
 import { Cluster, type Redis } from 'ioredis';
-import { slotOf, syncKey } from '../keys';
-import { run } from '../scripts';
+import { slotOf, syncKey } from './keys';
+import { run } from './lua';
 import type { EngineContext } from './context';
 import * as script from './scripts';
 

@@ -5,10 +5,10 @@
  * in them, not a skiplist's 120; while the first holds at most 3 jobs, it is kept as slots in a
  * bucket shared with other small groups instead of a key of its own ("Small groups" there).
  */
-import type { TopicConfig } from '../config';
-import { groupKey, topicKeys } from '../keys';
-import { SCRIPT_CALL_BYTES } from '../limits';
-import { run, runPipelined, type ScriptCall } from '../scripts';
+import type { TopicConfig } from '../rules/config';
+import { groupKey, topicKeys } from './keys';
+import { SCRIPT_CALL_BYTES } from '../rules/limits';
+import { run, runPipelined, type ScriptCall } from './lua';
 import type { EngineContext } from './context';
 import { toJob, type Job } from './jobs';
 import { chunk, groupBy, partitionsInOrder } from './partitions';

@@ -1,7 +1,7 @@
 /**
  * The engine: every state change of a job is one Lua script call (lua/), built by its typed
- * wrapper (./scripts.ts). It takes validated input (lib/validation.ts) and reports refusals as
- * codes (./codes.ts); lib/queue.ts turns them into API errors.
+ * wrapper (./scripts.ts). It takes validated input (lib/edge/validation.ts) and reports refusals as
+ * codes (./codes.ts); lib/edge/queue.ts turns them into API errors.
  */
 export { claimJobs, claimPaced, type PacedClaim, ackJob, failJob, releaseJobs, startAttempts } from './attempts';
 export type { EngineContext } from './context';

@@ -2,8 +2,8 @@
  * The engine's job types, and the decoding of script replies into them. Replies arrive typed as
  * lib/engine/scripts.ts declares them (each the mirror of its script's contract block).
  */
-import { describeBackoff, type Backoff } from '../backoff';
-import type { TopicConfig } from '../config';
+import { describeBackoff, type Backoff } from '../rules/backoff';
+import type { TopicConfig } from '../rules/config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
 import type { AckReply, AddResult, ClaimedItem, FailReply, LeftChunk, ScoredEntry } from './scripts';
 import type { JobView, NewJob } from './shapes';

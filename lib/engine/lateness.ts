@@ -3,9 +3,9 @@
  * time), kept per topic for the last hour in one small hash (lua/recordStarts-1.lua), and read
  * back as the last 5 minutes' p50 / p99 / max and a per-minute series for the dashboard.
  */
-import type { TopicConfig } from '../config';
-import { latenessKey, topicKeys } from '../keys';
-import { run } from '../scripts';
+import type { TopicConfig } from '../rules/config';
+import { latenessKey, topicKeys } from './keys';
+import { run } from './lua';
 import type { EngineContext } from './context';
 import { forEachPartition } from './partitions';
 import { getJob } from './read';

@@ -4,10 +4,10 @@
  * the same whatever the zsets hold: each partition gives at most `limit` jobs after the cursor
  * (O(log N + limit) in Redis), and the pages are merged here.
  */
-import type { TopicConfig } from '../config';
-import { topicKeys, type DeadKey, type DelayedKey, type RunningKey, type TopicKeys } from '../keys';
-import { SCRIPT_CALL_BYTES } from '../limits';
-import { run } from '../scripts';
+import type { TopicConfig } from '../rules/config';
+import { topicKeys, type DeadKey, type DelayedKey, type RunningKey, type TopicKeys } from './keys';
+import { SCRIPT_CALL_BYTES } from '../rules/limits';
+import { run } from './lua';
 import type { EngineContext } from './context';
 import { toJob, type Job } from './jobs';
 import { forEachPartition } from './partitions';

@@ -1,7 +1,7 @@
 /** Reads: one job, and a topic's counts. */
-import type { TopicConfig } from '../config';
-import { jobKeys, topicKeys, type BodiesKey } from '../keys';
-import { runThenHget } from '../scripts';
+import type { TopicConfig } from '../rules/config';
+import { jobKeys, topicKeys, type BodiesKey } from './keys';
+import { runThenHget } from './lua';
 import type { EngineContext } from './context';
 import { isoOrNull, toJob, type Job, type JobView, type TopicStats } from './jobs';
 import { forEachPartition } from './partitions';

@@ -2,17 +2,17 @@
  * Recurring schedules on the engine. A schedule lives in the partition of (topic, schedule id):
  * a record in the topic's schedules hash, and its pending occurrence's time in the schedule-next
  * zset. Each occurrence is an ordinary job of the topic (id `<schedule id>:<YYYYMMDDTHHMMSSZ>`,
- * placed in the same partition: lib/keys.ts routingId), so retries, ttr, dead letters and groups
- * apply. TypeScript computes the run times (lib/schedule.ts); one Lua script commits each change,
+ * placed in the same partition: lib/engine/keys.ts routingId), so retries, ttr, dead letters and groups
+ * apply. TypeScript computes the run times (lib/rules/schedule.ts); one Lua script commits each change,
  * guarded by the version the caller read, so a change computed from a stale read changes nothing.
  */
-import { describeBackoff, type Backoff } from '../backoff';
-import type { TopicConfig } from '../config';
-import { groupKey, scheduleKeys, topicKeys } from '../keys';
-import { SCRIPT_CALL_BYTES } from '../limits';
-import { jitterOffsetMs } from '../pacing';
-import { advancePlan, catchUpPlan, nextRuns, occurrenceId, type NewSchedule, type ScheduleSpec } from '../schedule';
-import { run, runPipelined } from '../scripts';
+import { describeBackoff, type Backoff } from '../rules/backoff';
+import type { TopicConfig } from '../rules/config';
+import { groupKey, scheduleKeys, topicKeys } from './keys';
+import { SCRIPT_CALL_BYTES } from '../rules/limits';
+import { jitterOffsetMs } from '../rules/pacing';
+import { advancePlan, catchUpPlan, nextRuns, occurrenceId, type NewSchedule, type ScheduleSpec } from '../rules/schedule';
+import { run, runPipelined } from './lua';
 import { OUTCOME, REFUSAL } from './codes';
 import type { EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';

@@ -4,7 +4,7 @@
  */
 import type { JobStateCode } from './codes';
 
-/** A job that passed validation (lib/validation.ts), as the add script takes it. */
+/** A job that passed validation (lib/edge/validation.ts), as the add script takes it. */
 export interface NewJob {
   topic: string;
   id: string;

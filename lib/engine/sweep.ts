@@ -1,8 +1,8 @@
 /** The sweeper's step: time out expired attempts, move due jobs to ready, purge finished ones. */
-import type { TopicConfig } from '../config';
-import { topicKeys } from '../keys';
-import { SCRIPT_CALL_BYTES } from '../limits';
-import { run, runPipelined } from '../scripts';
+import type { TopicConfig } from '../rules/config';
+import { topicKeys } from './keys';
+import { SCRIPT_CALL_BYTES } from '../rules/limits';
+import { run, runPipelined } from './lua';
 import type { EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';
 import type { SweepResult } from './jobs';

@@ -1,8 +1,8 @@
 /** Producer-side changes: add, put, cancel and reschedule jobs. */
-import type { TopicConfig } from '../config';
-import { groupKey, jobKeys, topicKeys } from '../keys';
-import { SCRIPT_CALL_BYTES } from '../limits';
-import { run, runPipelined } from '../scripts';
+import type { TopicConfig } from '../rules/config';
+import { groupKey, jobKeys, topicKeys } from './keys';
+import { SCRIPT_CALL_BYTES } from '../rules/limits';
+import { run, runPipelined } from './lua';
 import { REFUSAL } from './codes';
 import type { EngineContext } from './context';
 import { toJob, toWriteResult, type Job, type JobChange, type NewJob, type Refused, type Wake, type WriteResult } from './jobs';

@@ -1,5 +1,5 @@
 --[[
-  Shared helpers, prepended to every script by lib/scripts.ts. Declares and touches no keys.
+  Shared helpers, prepended to every script by lib/engine/lua.ts. Declares and touches no keys.
 
   A job is a record in the topic's jobs hash, field = id, value = msgpack header .. inline body,
   and, when its body is not inline, the body (JSON text) in the topic's bodies hash under the same
@@ -13,7 +13,7 @@
   "Ready" is not stored: a PENDING job that is not in the delayed zset is ready, so moving due
   jobs never rewrites a record.
   Work in bytes: a script that loops over jobs counts the bytes of the records and bodies it reads
-  or writes against the byte budget its caller passes (SCRIPT_CALL_BYTES in lib/limits.ts), and
+  or writes against the byte budget its caller passes (SCRIPT_CALL_BYTES in lib/rules/limits.ts), and
   stops before the job that would pass it (never before its first job), saying so in its reply.
 ]]
 -- Job states, as stored and in views; mirrored by JOB_STATE in lib/engine/codes.ts.

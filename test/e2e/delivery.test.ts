@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { sweeperKeys } from '../../lib/keys';
+import { sweeperKeys } from '../../lib/engine/keys';
 import { invokeFunction, startOffline, type OfflineProcess } from '../support/offline';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startRedis, type RedisProcess } from '../support/redis';

@@ -15,9 +15,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../lib/config';
-import { topicKeys } from '../../lib/keys';
-import { DelayQueue } from '../../lib/queue';
+import { loadConfig } from '../../lib/rules/config';
+import { topicKeys } from '../../lib/engine/keys';
+import { DelayQueue } from '../../lib/edge/queue';
 import { invokeFunction, startOffline, type OfflineProcess } from '../support/offline';
 import { startRedis, type RedisProcess } from '../support/redis';
 

@@ -11,8 +11,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { topicKeys } from '../../lib/keys';
-import { CATCH_UP_GRACE_MS } from '../../lib/schedule';
+import { topicKeys } from '../../lib/engine/keys';
+import { CATCH_UP_GRACE_MS } from '../../lib/rules/schedule';
 import { report, until } from './support/harness';
 import { Stack } from './support/stack';
 

@@ -14,10 +14,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { toWire } from '../../lib/fanout';
-import type { DelayQueue } from '../../lib/queue';
-import { runtime, type Runtime } from '../../lib/runtime';
-import { topicHandler } from '../../lib/topicHandler';
+import { toWire } from '../../lib/roles/fanout';
+import type { DelayQueue } from '../../lib/edge/queue';
+import { runtime, type Runtime } from '../../lib/platform/runtime';
+import { topicHandler } from '../../lib/roles/handler';
 import { makeQueue, TestClock } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 

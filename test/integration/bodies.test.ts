@@ -11,9 +11,9 @@ import type { Redis } from 'ioredis';
 import type * as engine from '../../lib/engine';
 import { OUTCOME } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
-import { groupKey, partitionOf, topicKeys, type TopicKeys } from '../../lib/keys';
-import type { DelayQueue } from '../../lib/queue';
-import { run } from '../../lib/scripts';
+import { groupKey, partitionOf, topicKeys, type TopicKeys } from '../../lib/engine/keys';
+import type { DelayQueue } from '../../lib/edge/queue';
+import { run } from '../../lib/engine/lua';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -15,8 +15,8 @@ import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { EVENT_PAYLOAD_BYTES } from '../../lib/limits';
-import type { ClaimedJob, DelayQueue } from '../../lib/queue';
+import { EVENT_PAYLOAD_BYTES } from '../../lib/rules/limits';
+import type { ClaimedJob, DelayQueue } from '../../lib/edge/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/config';
-import { DelayQueue } from '../../lib/queue';
+import { resolveQueueConfig } from '../../lib/rules/config';
+import { DelayQueue } from '../../lib/edge/queue';
 import { uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { topicKeys } from '../../lib/keys';
+import { topicKeys } from '../../lib/engine/keys';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 

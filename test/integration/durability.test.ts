@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { Redis, type Cluster } from 'ioredis';
-import { addJob } from '../../lib/api';
-import { HttpError } from '../../lib/errors';
-import { httpRoute } from '../../lib/http';
-import { createRuntime } from '../../lib/runtime';
-import { partitionOf, slotOf, syncKey } from '../../lib/keys';
-import type { DelayQueue } from '../../lib/queue';
+import { addJob } from '../../lib/edge/routes';
+import { HttpError } from '../../lib/edge/errors';
+import { httpRoute } from '../../lib/edge/http';
+import { createRuntime } from '../../lib/platform/runtime';
+import { partitionOf, slotOf, syncKey } from '../../lib/engine/keys';
+import type { DelayQueue } from '../../lib/edge/queue';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { startPrimaryWithReplica, startRedisCluster, type PrimaryWithReplica, type RedisClusterProcess } from '../support/redis';
 

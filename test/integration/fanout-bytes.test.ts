@@ -7,9 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { runFanout } from '../../lib/fanout';
-import type { Invoker } from '../../lib/lambda';
-import { createLogger } from '../../lib/log';
+import { runFanout } from '../../lib/roles/fanout';
+import type { Invoker } from '../../lib/platform/lambda';
+import { createLogger } from '../../lib/platform/log';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

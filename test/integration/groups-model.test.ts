@@ -11,9 +11,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { topicKeys } from '../../lib/keys';
+import { topicKeys } from '../../lib/engine/keys';
 import { firstChunk } from '../support/group-layout';
-import type { DelayQueue } from '../../lib/queue';
+import type { DelayQueue } from '../../lib/edge/queue';
 import { listWholeGroup, makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as engine from '../../lib/engine';
-import type { ClaimedJob } from '../../lib/queue';
+import type { ClaimedJob } from '../../lib/edge/queue';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { toWire } from '../../lib/fanout';
-import type { Runtime } from '../../lib/runtime';
-import { topicHandler } from '../../lib/topicHandler';
+import { toWire } from '../../lib/roles/fanout';
+import type { Runtime } from '../../lib/platform/runtime';
+import { topicHandler } from '../../lib/roles/handler';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';
 

@@ -9,10 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { toWire } from '../../lib/fanout';
-import { TTR_SECONDS } from '../../lib/limits';
-import type { Runtime } from '../../lib/runtime';
-import { topicHandler } from '../../lib/topicHandler';
+import { toWire } from '../../lib/roles/fanout';
+import { TTR_SECONDS } from '../../lib/rules/limits';
+import type { Runtime } from '../../lib/platform/runtime';
+import { topicHandler } from '../../lib/roles/handler';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';
 

@@ -5,10 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { toWire } from '../../lib/fanout';
-import { latenessKey } from '../../lib/keys';
-import type { Runtime } from '../../lib/runtime';
-import { topicHandler } from '../../lib/topicHandler';
+import { toWire } from '../../lib/roles/fanout';
+import { latenessKey } from '../../lib/engine/keys';
+import type { Runtime } from '../../lib/platform/runtime';
+import { topicHandler } from '../../lib/roles/handler';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';

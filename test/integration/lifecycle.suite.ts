@@ -5,13 +5,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Cluster, Redis } from 'ioredis';
-import type { TopicInput } from '../../lib/config';
+import type { TopicInput } from '../../lib/rules/config';
 import * as script from '../../lib/engine/scripts';
-import { groupBucketKey, groupChunkKey, groupKey, topicKeys, partitionOf } from '../../lib/keys';
+import { groupBucketKey, groupChunkKey, groupKey, topicKeys, partitionOf } from '../../lib/engine/keys';
 import { bucketField, bucketSlots, bucketState, firstChunk } from '../support/group-layout';
-import type { DelayQueue, Job } from '../../lib/queue';
-import { run } from '../../lib/scripts';
-import type { JobsQuery } from '../../lib/validation';
+import type { DelayQueue, Job } from '../../lib/edge/queue';
+import { run } from '../../lib/engine/lua';
+import type { JobsQuery } from '../../lib/edge/validation';
 import { listWholeGroup, makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 
 export interface SuiteTarget {

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { runFanout, type HandlerEvent } from '../../lib/fanout';
-import { rateKey } from '../../lib/keys';
-import type { Invoker } from '../../lib/lambda';
-import { createLogger } from '../../lib/log';
-import { jitterOffsetMs } from '../../lib/pacing';
-import type { ClaimedJob } from '../../lib/queue';
+import { runFanout, type HandlerEvent } from '../../lib/roles/fanout';
+import { rateKey } from '../../lib/engine/keys';
+import type { Invoker } from '../../lib/platform/lambda';
+import { createLogger } from '../../lib/platform/log';
+import { jitterOffsetMs } from '../../lib/rules/pacing';
+import type { ClaimedJob } from '../../lib/edge/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -131,7 +131,7 @@ describe('pacing (real redis-server)', () => {
     await queue.sweep();
     const invoker = new RecordingInvoker();
     const r = server.client();
-    const { sweeperKeys } = await import('../../lib/keys');
+    const { sweeperKeys } = await import('../../lib/engine/keys');
     await r.del(sweeperKeys().fanout);
     await r.set(sweeperKeys().fanout, 'mine', 'PX', 30_000);
     await runFanout({ queue, redis: r, invoker, log, remainingMs: () => 10_000 }, { token: 'mine', topics: [topic] });
@@ -154,7 +154,7 @@ describe('pacing (real redis-server)', () => {
     assert.deepEqual([got.jobs.length, got.waitMs], [2, null], 'two ready: the other 48 tokens were not the limit');
     const slot = String(Math.floor((clock.now * 100) / 1000));
     assert.deepEqual(await r.hgetall(rateKey(topic)), { [slot]: '2', tat: String(clock.now + 2) }, 'the window holds 2, the pace moved by 2 ms');
-    const { runScript } = await import('../../lib/scripts');
+    const { runScript } = await import('../../lib/engine/lua');
     assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], [slot, 1, 1]), 1);
     assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], [slot, 5, 1]), 0, 'never below 0; the emptied slot is deleted');
     assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], ['12', 1, 1]), 0, 'a slot no longer held');

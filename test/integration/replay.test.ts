@@ -9,10 +9,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
-import { requestFanout } from '../../lib/fanout';
-import { sweeperKeys } from '../../lib/keys';
-import type { Invoker } from '../../lib/lambda';
-import { createRedis } from '../../lib/redis';
+import { requestFanout } from '../../lib/roles/fanout';
+import { sweeperKeys } from '../../lib/engine/keys';
+import type { Invoker } from '../../lib/platform/lambda';
+import { createRedis } from '../../lib/platform/redis';
 import { startReplyDroppingProxy, type ReplyDroppingProxy } from '../support/proxy';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';

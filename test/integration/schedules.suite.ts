@@ -6,15 +6,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Cluster, Redis } from 'ioredis';
-import type { TopicInput } from '../../lib/config';
+import type { TopicInput } from '../../lib/rules/config';
 import * as engine from '../../lib/engine';
 import { OUTCOME, REFUSAL } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
-import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/keys';
-import type { DelayQueue } from '../../lib/queue';
-import { jitterOffsetMs } from '../../lib/pacing';
-import { occurrenceId } from '../../lib/schedule';
-import { run } from '../../lib/scripts';
+import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/engine/keys';
+import type { DelayQueue } from '../../lib/edge/queue';
+import { jitterOffsetMs } from '../../lib/rules/pacing';
+import { occurrenceId } from '../../lib/rules/schedule';
+import { run } from '../../lib/engine/lua';
 import { bucketState, firstChunk } from '../support/group-layout';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { requestFanout, runFanout } from '../../lib/fanout';
-import { sweeperKeys } from '../../lib/keys';
-import type { Invoker } from '../../lib/lambda';
-import { createLogger } from '../../lib/log';
-import { runScript } from '../../lib/scripts';
-import { nudgeSweeper, runSweeper } from '../../lib/sweeper';
-import { DEFAULT_TIMINGS } from '../../lib/config';
+import { requestFanout, runFanout } from '../../lib/roles/fanout';
+import { sweeperKeys } from '../../lib/engine/keys';
+import type { Invoker } from '../../lib/platform/lambda';
+import { createLogger } from '../../lib/platform/log';
+import { runScript } from '../../lib/engine/lua';
+import { nudgeSweeper, runSweeper } from '../../lib/roles/sweeper';
+import { DEFAULT_TIMINGS } from '../../lib/rules/config';
 import { makeQueue, uniqueTopic } from '../support/queue';
-import { createRedis } from '../../lib/redis';
+import { createRedis } from '../../lib/platform/redis';
 import { freePort, startRedis, useRedisServer } from '../support/redis';
 
 /** Records invokes instead of calling the Lambda API; fails them while `failing` is set. */

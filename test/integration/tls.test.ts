@@ -1,7 +1,7 @@
 /**
  * The engine over TLS with AUTH, as the AWS stages run it (ElastiCache with TransitEncryption and
  * an AUTH token): a local redis-server with only a TLS port and `requirepass`, certificates made
- * here with openssl, and the client from lib/redis.ts built from a rediss:// URL exactly as on
+ * here with openssl, and the client from lib/platform/redis.ts built from a rediss:// URL exactly as on
  * AWS, plus this test's CA.
  */
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
-import { createRedis } from '../../lib/redis';
+import { createRedis } from '../../lib/platform/redis';
 import { freePort } from '../support/redis';
 import { lifecycleSuite } from './lifecycle.suite';
 

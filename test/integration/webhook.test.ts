@@ -4,7 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
-import { RetryLater } from '../../lib/errors';
+import { RetryLater } from '../../lib/edge/errors';
 import {
   ATTEMPT_HEADER,
   deliverWebhook,
@@ -15,7 +15,7 @@ import {
   verifyWebhook,
   WEBHOOK_USER_AGENT,
   type WebhookJob,
-} from '../../lib/webhook';
+} from '../../lib/roles/webhook';
 
 interface Recorded {
   method: string;

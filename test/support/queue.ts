@@ -1,9 +1,9 @@
 /** Helpers that build engines for tests: unique topics, a fixed clock, fixed jitter. */
 import assert from 'node:assert/strict';
 import type { Cluster, Redis } from 'ioredis';
-import { resolveQueueConfig, type QueueConfigInput, type TopicInput } from '../../lib/config';
-import { HttpError } from '../../lib/errors';
-import { DelayQueue, type Job } from '../../lib/queue';
+import { resolveQueueConfig, type QueueConfigInput, type TopicInput } from '../../lib/rules/config';
+import { HttpError } from '../../lib/edge/errors';
+import { DelayQueue, type Job } from '../../lib/edge/queue';
 
 let counter = 0;
 

@@ -5,7 +5,7 @@
  * request with its arrival time and whether its signature verified.
  */
 import { createServer, type Server } from 'node:http';
-import { verifyWebhook } from '../../lib/webhook';
+import { verifyWebhook } from '../../lib/roles/webhook';
 
 export interface Delivery {
   path: string;

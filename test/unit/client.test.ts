@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { DelayQueueClient, DelayQueueError, type Job as ClientJob, type NewJob, type Schedule as ClientSchedule, type TopicStats as ClientTopicStats } from '../../lib/client';
-import type { Job, Schedule, TopicStatsView as TopicStats } from '../../lib/queue';
+import type { Job, Schedule, TopicStatsView as TopicStats } from '../../lib/edge/queue';
 
 // The client repeats the API's types so it can be copied alone; these keep the two in step.
 const sameJob: [ClientJob extends Job ? true : false, Job extends ClientJob ? true : false] = [true, true];

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as script from '../../lib/engine/scripts';
-import { groupKey, latenessKey, rateKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/keys';
-import { SCRIPTS } from '../../lib/scripts';
+import { groupKey, latenessKey, rateKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/engine/keys';
+import { SCRIPTS } from '../../lib/engine/lua';
 
 const k = topicKeys(2, 'orders');
 const g = groupKey(2, 'orders', 'meeting-1');

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { HttpError } from '../../lib/errors';
-import { httpRoute, type ApiRequest, type ApiResponse } from '../../lib/http';
-import { createLogger } from '../../lib/log';
-import type { Runtime } from '../../lib/runtime';
+import { HttpError } from '../../lib/edge/errors';
+import { httpRoute, type ApiRequest, type ApiResponse } from '../../lib/edge/http';
+import { createLogger } from '../../lib/platform/log';
+import type { Runtime } from '../../lib/platform/runtime';
 
 const TOKEN = 'unit-token';
 

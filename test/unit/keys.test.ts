@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jobKeys, partitionOf, slotOf, syncKey, topicKeys } from '../../lib/keys';
+import { jobKeys, partitionOf, slotOf, syncKey, topicKeys } from '../../lib/engine/keys';
 
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {

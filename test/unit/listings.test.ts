@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeGroupCursor, decodeJobsCursor, encodeGroupCursor, encodeJobsCursor } from '../../lib/engine';
-import { HttpError } from '../../lib/errors';
-import { JOBS_PAGE } from '../../lib/limits';
-import { checkGroupRef, parseIfMatch, validateGroupPage, validateJobsQuery } from '../../lib/validation';
+import { HttpError } from '../../lib/edge/errors';
+import { JOBS_PAGE } from '../../lib/rules/limits';
+import { checkGroupRef, parseIfMatch, validateGroupPage, validateJobsQuery } from '../../lib/edge/validation';
 
 /** The field a 400 names. */
 function fieldOf(fn: () => unknown): string {

@@ -3,7 +3,7 @@
 // contract with the alarms in deploy/alarms.cjs, so they are checked too.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { emitMetrics, EMF_MAX_VALUES, setMetricsService } from '../../lib/log';
+import { emitMetrics, EMF_MAX_VALUES, setMetricsService } from '../../lib/platform/log';
 
 interface EmfLine {
   _aws: { Timestamp: number; CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[] };

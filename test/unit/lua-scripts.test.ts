@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/keys';
-import { SCRIPTS } from '../../lib/scripts';
+import { groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/engine/keys';
+import { SCRIPTS } from '../../lib/engine/lua';
 
 const dir = join(__dirname, '..', '..', 'lua');
 const files = readdirSync(dir).filter((f) => f.endsWith('.lua'));
@@ -13,7 +13,7 @@ describe('lua/ scripts', () => {
     assert.deepEqual(files.sort(), Object.values(SCRIPTS).map((s) => s.file).sort());
   });
 
-  it("lua/includes/job.lua builds two kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets, from the jobs hash's (as groupChunkKey and groupBucketKey in lib/keys.ts)", () => {
+  it("lua/includes/job.lua builds two kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets, from the jobs hash's (as groupChunkKey and groupBucketKey in lib/engine/keys.ts)", () => {
     const code = readFileSync(join(dir, 'includes', 'job.lua'), 'utf8').replace(/--[^\n]*/g, '');
     assert.doesNotMatch(code, /['"]dq:/);
     assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]), [".. '#' .. c", ".. '#gb' .. b"]);
@@ -36,7 +36,7 @@ describe('lua/ scripts', () => {
 
     it(`${file}: opens with a contract block and builds no key names`, () => {
       assert.match(source, /^--\[\[\n  \S[\s\S]*?KEYS\[1\][\s\S]*?\n\]\]/);
-      assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"][:#]/, 'key names are built in lib/keys.ts only (and chunkKey in lua/includes/job.lua)');
+      assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"][:#]/, 'key names are built in lib/engine/keys.ts only (and chunkKey in lua/includes/job.lua)');
       assert.doesNotMatch(code, /'KEYS'|"KEYS"|'SCAN'|'LREM'|ZRANGE[^\n]*0,\s*-1/, 'no unbounded commands');
     });
 

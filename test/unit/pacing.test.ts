@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/config';
-import { HttpError } from '../../lib/errors';
-import { jitterOffsetMs } from '../../lib/pacing';
-import { validateJob } from '../../lib/validation';
+import { resolveQueueConfig } from '../../lib/rules/config';
+import { HttpError } from '../../lib/edge/errors';
+import { jitterOffsetMs } from '../../lib/rules/pacing';
+import { validateJob } from '../../lib/edge/validation';
 
 const NOW = Date.UTC(2030, 0, 1);
 const config = resolveQueueConfig({ topics: { plain: {}, spread: { jitter: 60 }, paced: { rateLimit: { count: 1000 } } } });

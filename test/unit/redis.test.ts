@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isUnavailable } from '../../lib/redis';
+import { isUnavailable } from '../../lib/platform/redis';
 
 describe('isUnavailable: which Redis errors answer 503', () => {
   it('counts unreachable, loading, failover and full (noeviction) as unavailable', () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/config';
-import { HttpError } from '../../lib/errors';
+import { resolveQueueConfig } from '../../lib/rules/config';
+import { HttpError } from '../../lib/edge/errors';
 import { encodeDeadCursor } from '../../lib/engine/dead';
-import { BATCH_JOBS, DEAD_PAGE, REDRIVE_COUNT, REDRIVE_IDS } from '../../lib/limits';
-import { checkDeadCursor, requireTopic, validateBatch, validateChange, validateDeadPage, validateJob, validatePut, validateRedrive } from '../../lib/validation';
+import { BATCH_JOBS, DEAD_PAGE, REDRIVE_COUNT, REDRIVE_IDS } from '../../lib/rules/limits';
+import { checkDeadCursor, requireTopic, validateBatch, validateChange, validateDeadPage, validateJob, validatePut, validateRedrive } from '../../lib/edge/validation';
 
 const config = resolveQueueConfig({ topics: { orders: {}, hooks: { kind: 'webhook' } }, maxBodyBytes: 100 });
 const NOW = Date.UTC(2030, 0, 1);

@@ -5,11 +5,11 @@
  * schedule, every `tickMs`).
  */
 import { Redis } from 'ioredis';
-import { loadConfig, type Timings } from '../../../lib/config';
-import { createInvoker } from '../../../lib/lambda';
-import { createLogger } from '../../../lib/log';
-import { DelayQueue } from '../../../lib/queue';
-import { nudgeSweeper } from '../../../lib/sweeper';
+import { loadConfig, type Timings } from '../../../lib/rules/config';
+import { createInvoker } from '../../../lib/platform/lambda';
+import { createLogger } from '../../../lib/platform/log';
+import { DelayQueue } from '../../../lib/edge/queue';
+import { nudgeSweeper } from '../../../lib/roles/sweeper';
 import { startRedis, type RedisProcess } from '../../support/redis';
 import { FAULT_PREFIX, HostSlot, lambdaEnv, Recorder, Router, tally, until, type Tally } from './harness';
 

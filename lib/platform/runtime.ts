@@ -1,9 +1,9 @@
 import { Cluster, type Redis } from 'ioredis';
-import { connectedReplicas } from './engine/durable';
-import { loadConfig, type AppConfig } from './config';
+import { connectedReplicas } from '../engine/durable';
+import { loadConfig, type AppConfig } from '../rules/config';
 import { createInvoker, type Invoker } from './lambda';
 import { createLogger, setMetricsService, type Logger } from './log';
-import { DelayQueue } from './queue';
+import { DelayQueue } from '../edge/queue';
 import { createRedis } from './redis';
 
 /** What every Lambda of the stack shares within one process: created once, at first use. */

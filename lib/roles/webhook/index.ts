@@ -2,8 +2,8 @@
  * Webhooks, as the rest of the code imports them: signing and verifying (webhook/sign.ts), which
  * addresses may receive a delivery (webhook/address.ts), and the delivery itself (webhook/deliver.ts).
  */
-export { SIGNATURE_HEADER, signWebhook, TIMESTAMP_HEADER, verifyWebhook, type VerifyWebhookOptions, type VerifyWebhookResult } from './webhook/sign';
-export { isForbiddenAddress } from './webhook/address';
+export { SIGNATURE_HEADER, signWebhook, TIMESTAMP_HEADER, verifyWebhook, type VerifyWebhookOptions, type VerifyWebhookResult } from './sign';
+export { isForbiddenAddress } from './address';
 export {
   ATTEMPT_HEADER,
   deliverWebhook,
@@ -13,4 +13,4 @@ export {
   type DeliverWebhookOptions,
   type DeliveryResult,
   type WebhookJob,
-} from './webhook/deliver';
+} from './deliver';

@@ -1,17 +1,17 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { QueueConfig } from './config';
-import * as engine from './engine';
-import { encodeDeadCursor } from './engine/dead';
-import { confirmReplicated, NotReplicatedError } from './engine/durable';
-import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './engine';
+import type { QueueConfig } from '../rules/config';
+import * as engine from '../engine';
+import { encodeDeadCursor } from '../engine/dead';
+import { confirmReplicated, NotReplicatedError } from '../engine/durable';
+import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from '../engine';
 import { HttpError, refusalError } from './errors';
-import { DEAD_PAGE, JOBS_PAGE, REDRIVE_COUNT, SCHEDULES_PAGE, SCRIPT_CALL_BYTES } from './limits';
-import { validateSchedule } from './schedule';
-import { partitionOf } from './keys';
-import { registerScripts } from './scripts';
+import { DEAD_PAGE, JOBS_PAGE, REDRIVE_COUNT, SCHEDULES_PAGE, SCRIPT_CALL_BYTES } from '../rules/limits';
+import { validateSchedule } from '../rules/schedule';
+import { partitionOf } from '../engine/keys';
+import { registerScripts } from '../engine/lua';
 import { badCursor, checkBatchSize, checkDeadCursor, checkGroupRef, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type GroupPage, type IfMatch, type JobsQuery, type NewJob } from './validation';
 
-export type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobState, Schedule, SweepResult, TopicStats, Wake } from './engine';
+export type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobState, Schedule, SweepResult, TopicStats, Wake } from '../engine';
 
 /** What an add or put of one job did (invalid input throws instead). */
 export type WriteOutcome =
@@ -52,9 +52,9 @@ function orThrow<T extends object>(outcome: T | Refused, topic: string, id: stri
 }
 
 /**
- * The delay queue: validates its input (lib/validation.ts), runs the engine (lib/engine/: every
+ * The delay queue: validates its input (lib/edge/validation.ts), runs the engine (lib/engine/: every
  * state change is one Lua script call), and turns the engine's refusals into API errors
- * (HttpError, lib/errors.ts).
+ * (HttpError, lib/edge/errors.ts).
  */
 export class DelayQueue {
   private readonly ctx: engine.EngineContext;

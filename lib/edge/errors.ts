@@ -1,4 +1,4 @@
-import { REFUSAL, type Refusal } from './engine/codes';
+import { REFUSAL, type Refusal } from '../engine/codes';
 
 /** Error codes of the API, as they appear in `{ "error": { "code" } }`. */
 export type ErrorCode =

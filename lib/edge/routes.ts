@@ -1,8 +1,8 @@
 import { HttpError } from './errors';
 import { errorBody, jobHeaders, type ApiRequest, type ApiResponse } from './http';
 import type { Job, WriteOutcome } from './queue';
-import type { Runtime } from './runtime';
-import { wakeSweeper } from './sweeper';
+import type { Runtime } from '../platform/runtime';
+import { wakeSweeper } from '../roles/sweeper';
 import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive, validateSchedulesQuery } from './validation';
 
 /** The routes of the HTTP API; each takes a parsed request and returns status and body. */

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { AppConfig } from './config';
+import type { AppConfig } from '../rules/config';
 
 /**
  * Client settings for a Lambda: a command fails within about 2 s when Redis is unreachable

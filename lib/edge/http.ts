@@ -1,9 +1,9 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import { HttpError } from './errors';
-import { takeColdStart } from './log';
-import { isUnavailable } from './redis';
-import { runtime, type Runtime } from './runtime';
+import { takeColdStart } from '../platform/log';
+import { isUnavailable } from '../platform/redis';
+import { runtime, type Runtime } from '../platform/runtime';
 
 /** A request as a route sees it. */
 export interface ApiRequest {

@@ -7,7 +7,7 @@ export interface TopicConfig {
   name: string;
   /** Attempts before a job goes dead, for jobs that set none. */
   maxAttempts: number;
-  /** Compact backoff spec (lib/backoff.ts), for jobs that set none. */
+  /** Compact backoff spec (lib/rules/backoff.ts), for jobs that set none. */
   backoff: string;
   /** Time-to-run of one attempt (ms), for jobs that set none. */
   ttrMs: number;
@@ -23,7 +23,7 @@ export interface TopicConfig {
   maxTtrMs: number;
   /** At most `count` attempts of this topic start per `perMs`, across every fan-out; none when unset. */
   rateLimit?: RateLimit;
-  /** Spread of a job's first run time (ms) for jobs that set no jitter: see lib/pacing.ts. 0: none. */
+  /** Spread of a job's first run time (ms) for jobs that set no jitter: see lib/rules/pacing.ts. 0: none. */
   jitterMs: number;
 }
 
@@ -110,7 +110,7 @@ export const DEFAULTS = {
   moveLimit: 1000, // one moveDue call then stays around a millisecond of Redis time (BENCHMARKS.md)
   durability: 'none',
   // A replica in the same region confirms within a millisecond or two; a second means it is cut
-  // off or far behind. Below the client's 2 s command timeout (lib/redis.ts), so the WAIT itself
+  // off or far behind. Below the client's 2 s command timeout (lib/platform/redis.ts), so the WAIT itself
   // never times out as a command.
   durabilityTimeout: 1,
   topic: {

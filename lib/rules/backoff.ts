@@ -1,4 +1,4 @@
-import type { FieldProblem } from './errors';
+import type { FieldProblem } from '../edge/errors';
 
 /**
  * Backoff between attempts. Users write one of

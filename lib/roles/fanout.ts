@@ -1,16 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cluster, Redis } from 'ioredis';
-import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from './config';
-import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from './limits';
-import { FANOUT_MARK } from './engine/codes';
-import { chunkBySize } from './engine/partitions';
-import { endFanout, startFanout } from './engine/scripts';
-import { sweeperKeys } from './keys';
-import type { Invoker } from './lambda';
-import { emitMetrics, type Logger } from './log';
-import type { ClaimedJob, DelayQueue } from './queue';
-import { run } from './scripts';
+import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from '../rules/config';
+import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from '../rules/limits';
+import { FANOUT_MARK } from '../engine/codes';
+import { chunkBySize } from '../engine/partitions';
+import { endFanout, startFanout } from '../engine/scripts';
+import { sweeperKeys } from '../engine/keys';
+import type { Invoker } from '../platform/lambda';
+import { emitMetrics, type Logger } from '../platform/log';
+import type { ClaimedJob, DelayQueue } from '../edge/queue';
+import { run } from '../engine/lua';
 
 /** The event a topic handler receives: a batch of jobs of one topic, each claimed for one attempt. */
 export interface HandlerEvent {

@@ -204,7 +204,7 @@ export function slotOf(key: string): number {
 
 /**
  * Trailing occurrence suffixes `:<YYYYMMDDTHHMMSSZ>`: a schedule's occurrence `<schedule id>:<UTC
- * time>` (lib/schedule.ts) is routed by its schedule's id, so it lives in its schedule's partition.
+ * time>` (lib/rules/schedule.ts) is routed by its schedule's id, so it lives in its schedule's partition.
  */
 const OCCURRENCE_SUFFIXES = /^(.+?)(?::\d{8}T\d{6}Z)+$/;
 

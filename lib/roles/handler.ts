@@ -1,10 +1,10 @@
 import type { Context } from 'aws-lambda';
-import type { TopicConfig } from './config';
-import { RetryLater } from './errors';
+import type { TopicConfig } from '../rules/config';
+import { RetryLater } from '../edge/errors';
 import { requestFanout, toWire, type HandlerEvent, type WireJob } from './fanout';
-import { emitMetrics, takeColdStart, type Logger } from './log';
-import type { FailOutcome } from './queue';
-import { runtime, type Runtime } from './runtime';
+import { emitMetrics, takeColdStart, type Logger } from '../platform/log';
+import type { FailOutcome } from '../edge/queue';
+import { runtime, type Runtime } from '../platform/runtime';
 import { wakeSweeper } from './sweeper';
 
 /** What the user's function gets besides the job. */

@@ -32,7 +32,7 @@ export const DEAD_PAGE = { min: 1, max: 100, default: 50 } as const satisfies Ra
 /**
  * Time-to-run of one attempt in seconds, of a job and of a topic. At least 1 s: the ttr counts from
  * the claim (so it includes invoking the handler) and the handler ends an attempt 250 ms before
- * its deadline (SAFETY_MS in lib/topicHandler.ts); below that no attempt could succeed.
+ * its deadline (SAFETY_MS in lib/roles/handler.ts); below that no attempt could succeed.
  */
 export const TTR_SECONDS = { min: 1, max: 86_400 } as const satisfies Range;
 

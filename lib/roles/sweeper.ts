@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Cluster, type Redis } from 'ioredis';
 import { requestFanout } from './fanout';
-import { sweeperKeys } from './keys';
-import type { Invoker } from './lambda';
-import { DEFAULT_TIMINGS, type AppConfig, type Timings } from './config';
-import { LEASE, WAKE } from './engine/codes';
-import { holdLease, releaseLease, wakeSweeper as wakeScript, type LeaseKeys } from './engine/scripts';
-import { emitMetrics, type Logger } from './log';
-import type { DelayQueue, SweepResult } from './queue';
-import { run } from './scripts';
+import { sweeperKeys } from '../engine/keys';
+import type { Invoker } from '../platform/lambda';
+import { DEFAULT_TIMINGS, type AppConfig, type Timings } from '../rules/config';
+import { LEASE, WAKE } from '../engine/codes';
+import { holdLease, releaseLease, wakeSweeper as wakeScript, type LeaseKeys } from '../engine/scripts';
+import { emitMetrics, type Logger } from '../platform/log';
+import type { DelayQueue, SweepResult } from '../edge/queue';
+import { run } from '../engine/lua';
 
 export interface SweeperDeps {
   queue: DelayQueue;

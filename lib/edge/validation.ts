@@ -2,19 +2,19 @@
  * All request validation: a job, a change to one, a put's path, a batch, a redrive, a page of
  * dead jobs. Each reports every problem at once as an HttpError (400 VALIDATION_FAILED with each
  * field and what is wrong, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE) and returns the input
- * normalised for the engine, which checks nothing itself. Limits come from lib/limits.ts.
+ * normalised for the engine, which checks nothing itself. Limits come from lib/rules/limits.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { ladderLength, parseBackoff } from './backoff';
-import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from './config';
-import { decodeDeadCursor, type DeadCursor } from './engine/dead';
-import type { JobChange, NewJob } from './engine/jobs';
+import { ladderLength, parseBackoff } from '../rules/backoff';
+import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../rules/config';
+import { decodeDeadCursor, type DeadCursor } from '../engine/dead';
+import type { JobChange, NewJob } from '../engine/jobs';
 import { HttpError, type FieldProblem } from './errors';
-import { partitionOf } from './keys';
-import { jitterOffsetMs } from './pacing';
-import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from './limits';
+import { partitionOf } from '../engine/keys';
+import { jitterOffsetMs } from '../rules/pacing';
+import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from '../rules/limits';
 
-export type { JobChange, NewJob } from './engine/jobs';
+export type { JobChange, NewJob } from '../engine/jobs';
 
 const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;

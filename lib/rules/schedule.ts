@@ -16,10 +16,10 @@
 import { Cron } from 'croner';
 import type { QueueConfig } from './config';
 import { ID_PATTERN, TOPIC_PATTERN } from './config';
-import { HttpError, type FieldProblem } from './errors';
-import { partitionOf } from './keys';
-import type { NewJob } from './engine/shapes';
-import { checkBodySize, checkJitter, checkJobOptions, requireTopic, throwProblems } from './validation';
+import { HttpError, type FieldProblem } from '../edge/errors';
+import { partitionOf } from '../engine/keys';
+import type { NewJob } from '../engine/shapes';
+import { checkBodySize, checkJitter, checkJobOptions, requireTopic, throwProblems } from '../edge/validation';
 
 /** Longest id of a job (ID_PATTERN). */
 const ID_MAX = 128;
