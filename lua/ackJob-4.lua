@@ -11,6 +11,10 @@
           (cancelled while running): nothing changed.
   Mirrored by AckReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "job"
+--- @include "attempts"
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, id, retention = clock(ARGV[1]), ARGV[2], tonumber(ARGV[4])
 local record = redis.call('HGET', jobsKey, id)

@@ -10,7 +10,7 @@
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
             version the job must have; put only), body
   A job with a group joins the group's newest zset, after its members (see "Groups" in
-  includes/job.lua; a job already in the group keeps its place). A job a put moves
+  includes/groups.lua; a job already in the group keeps its place). A job a put moves
   out of its group is not taken out of the old group's zset here (its key is not this call's): the
   reply names the group and the chunk it left, and the caller calls lua/leaveGroup-2.lua.
   Returns { headChanged 0|1, results... } with one result per job done, in order (fewer results
@@ -25,6 +25,13 @@
     { REFUSAL.VERSION_MISMATCH, view or nil }  put whose if-match failed: nothing changed
   Mirrored by AddJobsReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "argv"
+--- @include "budget"
+--- @include "head"
+--- @include "job"
+--- @include "groups"
 local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = clock(ARGV[1])
 local put = ARGV[2] == 'put'

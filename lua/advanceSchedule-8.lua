@@ -23,6 +23,12 @@
           { REFUSAL.VERSION_MISMATCH, version now }: nothing changed.
   Mirrored by AdvanceReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "job"
+--- @include "cancel"
+--- @include "schedules"
+--- @include "occurrences"
 local k = { jobs = KEYS[3], bodies = KEYS[4], delayed = KEYS[5], running = KEYS[6], done = KEYS[7] }
 local schedulesKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[8]
 local now, id, seen = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])

@@ -2,8 +2,8 @@
   One step of cancelling a group's jobs in one topic and partition. The first step marks the
   group as being cancelled at a new version (the mark): from then on, a claim cancels instead of
   starting any job of the group that has not changed since (lua/claimJobs-6.lua). Each step then
-  cancels, in the order they joined (the group's zsets in turn, see "Groups" in includes/job.lua),
-  up to `limit` jobs of the group that joined before the mark, which are the members of its
+  cancels, in the order they joined (the group's zsets in turn, see "Groups" in
+  includes/groups.lua), up to `limit` jobs of the group that joined before the mark, which are the members of its
   chunks up to the newest at the mark (delayed, ready and running
   ones; a running attempt keeps running, but its ack is dropped and no retry follows), and takes
   out of the zsets the members that left the group. The step that reaches the end clears the mark
@@ -14,7 +14,7 @@
   ARGV[4] the zset (chunk) the step starts in, '' for the first step: the group's oldest
   ARGV[5] cursor in it: the score of the last member looked at, '-inf' for its first
   ARGV[6] the last chunk to look at, '' for the first step: the newest at the mark, which the
-          mark closes (see closeChunks in includes/job.lua: later jobs join later chunks)
+          mark closes (see closeChunks in includes/groups.lua: later jobs join later chunks)
   ARGV[7] limit: members looked at, an empty zset counting as one (0 only marks the group)
   ARGV[8] byte budget of the records read  ARGV[9] retention ms of a cancelled job (see cancelNow)
   Returns { cancelled, running, done 0|1, chunk, cursor, mark, last } where cancelled counts the
@@ -23,6 +23,13 @@
   and chunk, cursor, mark and last are what the next step passes.
   Mirrored by CancelGroupReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "budget"
+--- @include "job"
+--- @include "cancel"
+--- @include "groupCancel"
+--- @include "groups"
 local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[3], running = KEYS[4], done = KEYS[5] }
 local groupKey = KEYS[6]
 local now, group, mark = clock(ARGV[1]), ARGV[2], ARGV[3]

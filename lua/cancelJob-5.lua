@@ -13,6 +13,10 @@
           { REFUSAL.VERSION_MISMATCH, view or nil } (if-match failed: nothing changed)
   Mirrored by CancelReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "job"
+--- @include "cancel"
 local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[3], running = KEYS[4], done = KEYS[5] }
 local now, id, retention, ifMatch = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local record = redis.call('HGET', k.jobs, id)

@@ -21,11 +21,17 @@
   ARGV[6] byte budget of the records and bodies read
   ARGV[7] '1': strict, even the first id must fit the budget (a caller that already holds jobs
           claimed in this round); '0': the first id is always looked at
-  ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/job.lua)
+  ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/cancel.lua)
   Returns { now, taken, skipped, more 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
   where taken counts the ids taken off the ready list and more = 1 when the budget stopped the
   claim before n ids. Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "budget"
+--- @include "job"
+--- @include "cancel"
+--- @include "groupCancel"
 local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[6] }
 local retention = tonumber(ARGV[8])

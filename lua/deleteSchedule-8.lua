@@ -6,6 +6,11 @@
   Returns { OUTCOME.DELETED, 1 when a pending occurrence was withdrawn else 0 } or
           { REFUSAL.NOT_FOUND }. Mirrored by DeleteScheduleReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "job"
+--- @include "cancel"
+--- @include "schedules"
 local k = { jobs = KEYS[4], bodies = KEYS[5], delayed = KEYS[6], running = KEYS[7], done = KEYS[8] }
 local now, id = clock(ARGV[1]), ARGV[2]
 local record = redis.call('HGET', KEYS[1], id)

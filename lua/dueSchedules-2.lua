@@ -5,10 +5,13 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] most schedules to reply
   ARGV[3] byte budget of the records read (the first is always read)
   Returns { now, more 0|1, next pending time after those replied or nil, views... } with a view
-  (includes/job.lua scheduleView, body nil) per due schedule, earliest first; `more` 1 when the
-  limit or the budget stopped it before every due one. Mirrored by DueSchedulesReply in
+  (includes/schedules.lua scheduleView, body nil) per due schedule, earliest first; `more` 1 when
+  the limit or the budget stopped it before every due one. Mirrored by DueSchedulesReply in
   lib/engine/scripts.ts.
 ]]
+--- @include "clock"
+--- @include "budget"
+--- @include "schedules"
 local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
 local budget = byteBudget(tonumber(ARGV[3]))
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit + 1)

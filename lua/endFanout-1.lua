@@ -5,6 +5,7 @@
   Returns FANOUT_MARK.CLEARED, or FANOUT_MARK.NOT_OURS: the mark was another's or had expired
           (nothing changed). Mirrored by endFanout in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return FANOUT_MARK.CLEARED

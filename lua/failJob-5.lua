@@ -12,6 +12,12 @@
           or { REFUSAL.NOT_FOUND | REFUSAL.STALE_ATTEMPT | REFUSAL.CANCELLED } (nothing changed)
   Mirrored by FailReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "argv"
+--- @include "head"
+--- @include "job"
+--- @include "attempts"
 local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[4], dead = KEYS[5] }
 local runningKey = KEYS[3]
 local now, id = clock(ARGV[1]), ARGV[2]

@@ -7,6 +7,7 @@
   Returns the job's view (see includes/job.lua; its body is false when kept apart), or nil when
   there is no such job. Mirrored by getJob's reply type in lib/engine/scripts.ts.
 ]]
+--- @include "job"
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 if not record then return false end
 local h, inline = decode(record)

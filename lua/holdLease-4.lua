@@ -8,6 +8,7 @@
   it (nothing changed). The caller passes the counter seen before its sweep to releaseLease.
   Mirrored by holdLease in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
 local owner = redis.call('GET', KEYS[1])
 if owner and owner ~= ARGV[1] then return LEASE.NOT_OWNER end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])

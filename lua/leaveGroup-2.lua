@@ -2,12 +2,14 @@
   Takes jobs out of a group's zsets (or its bucket, for a small group's first chunk) when they are
   no longer in the group: their record is gone (purged), names another group (moved by a put) or
   none, or places the job in another of the group's zsets (it joined again since). A job still in the group stays. When zsets are left
-  empty, the group's range moves on (tidyGroup in includes/job.lua): an emptied group leaves no key.
+  empty, the group's range moves on (tidyGroup in includes/groups.lua): an emptied group leaves no key.
   KEYS[1] jobs hash  KEYS[2] the group's key (its first zset; the others' names derive from it)
   ARGV[1] the group  ARGV[2..] id, chunk, id, chunk, ... (the chunk the job was in; at most the
   caller's batch, a few hundred jobs)
   Returns how many ids left a zset.
 ]]
+--- @include "job"
+--- @include "groups"
 local jobsKey, groupKey, group = KEYS[1], KEYS[2], ARGV[1]
 local removed = 0
 for i = 2, #ARGV, 2 do

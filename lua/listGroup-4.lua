@@ -1,7 +1,7 @@
 --[[
   Lists a group's jobs in one topic and partition, in the order they joined it (the group's zsets
-  in turn, see "Groups" in includes/job.lua), after a cursor. Members that left the group (purged,
-  or moved by a put) are passed over. Replies a body only when it is inline: the caller reads the
+  in turn, see "Groups" in includes/groups.lua), after a cursor. Members that left the group
+  (purged, or moved by a put) are passed over. Replies a body only when it is inline: the caller reads the
   bodies kept apart with a plain HMGET of the bodies hash. Stops before the job whose record and
   body would pass the byte budget (never before the first).
   KEYS[1] the group's key (its first zset; the others' names derive from it)  KEYS[2] jobs hash
@@ -15,6 +15,9 @@
   starts (views as in includes/job.lua; a body kept apart is false).
   Mirrored by ListGroupReply in lib/engine/scripts.ts.
 ]]
+--- @include "budget"
+--- @include "job"
+--- @include "groups"
 local groupKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local group, chunk, cursor, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local budget = byteBudget(tonumber(ARGV[5]))

@@ -19,6 +19,8 @@
   listed were not looked at.
   Mirrored by ListJobsReply and ScoredEntry in lib/engine/scripts.ts.
 ]]
+--- @include "budget"
+--- @include "job"
 local zsetKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local cursorTime, cursorId, limit, maxScore = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[5]
 local budget = byteBudget(tonumber(ARGV[4]))

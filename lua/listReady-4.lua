@@ -11,6 +11,10 @@
   that much further) and more = 1 when ids may be left after them.
   Mirrored by ListReadyReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "argv"
+--- @include "budget"
+--- @include "job"
 local readyKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local start, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local budget = byteBudget(tonumber(ARGV[3]))

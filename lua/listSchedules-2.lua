@@ -3,10 +3,12 @@
   KEYS[1] schedule ids zset  KEYS[2] schedules hash
   ARGV[1] id to list after, or '' from the first  ARGV[2] most schedules to reply
   ARGV[3] byte budget of the records replied (the first is always replied)
-  Returns { more 0|1, views... }: a view (includes/job.lua scheduleView, with the body) per
-  schedule; `more` 1 when the budget stopped it before `limit`. Mirrored by ListSchedulesReply in
-  lib/engine/scripts.ts.
+  Returns { more 0|1, views... }: a view (includes/schedules.lua scheduleView, with the body)
+  per schedule; `more` 1 when the budget stopped it before `limit`. Mirrored by
+  ListSchedulesReply in lib/engine/scripts.ts.
 ]]
+--- @include "budget"
+--- @include "schedules"
 local from = '-'
 if ARGV[1] ~= '' then from = '(' .. ARGV[1] end
 local budget = byteBudget(tonumber(ARGV[3]))

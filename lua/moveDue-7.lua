@@ -2,8 +2,8 @@
   One sweep step for one topic and partition, each part bounded by the limit, and the parts that
   read records (1 and 3) together by the byte budget:
   1. running attempts past their TTR deadline become failed attempts (retry or dead); one that
-     no handler started is given back without counting (see giveBack in job.lua); each rewrites
-     the record's header only;
+     no handler started is given back without counting (see giveBack in includes/attempts.lua);
+     each rewrites the record's header only;
   2. due jobs move from the delayed zset to the ready list, oldest due first (no record is read);
   3. done and cancelled jobs past their retention, and dead jobs older than the dead retention,
      are deleted, record and body; the reply names those that had a group, so that the caller
@@ -20,6 +20,12 @@
   (and the give-backs), and givenBack counts the attempts given back without counting.
   Mirrored by MoveDueReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "budget"
+--- @include "head"
+--- @include "job"
+--- @include "attempts"
 local k = { delayed = KEYS[1], ready = KEYS[2], jobs = KEYS[4], bodies = KEYS[5], dead = KEYS[6] }
 local runningKey, doneKey = KEYS[3], KEYS[7]
 local now, limit = clock(ARGV[1]), tonumber(ARGV[2])

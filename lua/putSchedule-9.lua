@@ -28,6 +28,14 @@
           { REFUSAL.VERSION_MISMATCH, version now (0: none) }: nothing changed.
   Mirrored by PutScheduleReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "argv"
+--- @include "head"
+--- @include "job"
+--- @include "cancel"
+--- @include "schedules"
+--- @include "occurrences"
 local k = { jobs = KEYS[4], bodies = KEYS[5], delayed = KEYS[6], running = KEYS[7], done = KEYS[8] }
 local schedulesKey, idsKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[9]
 local now, id, seen = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])

@@ -11,6 +11,7 @@
   Field value: '<minute>|<count>|<max ms>|<bin>=<count>,...' (bins ascending).
   Returns the minute's count after the call.
 ]]
+--- @include "clock"
 local key = KEYS[1]
 local now = clock(ARGV[1])
 local minute = math.floor(now / 60000)

@@ -11,6 +11,11 @@
   rest: the caller redrives those in another call.
   Mirrored by RedriveReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "budget"
+--- @include "head"
+--- @include "job"
 local deadKey, delayedKey, jobsKey, bodiesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[3]))

@@ -2,8 +2,8 @@
   Gives claimed jobs back after their handler could not be invoked: each goes to the front of its
   ready list without counting the attempt, unless it was given back MAX_GIVE_BACKS times in a row
   already; then this give-back counts as a failed attempt (retry after the backoff, or dead) with
-  the reason as its lastError (giveBack in job.lua). Rewrites each record's header only, and stops
-  before the job whose record would pass the byte budget (never before the first).
+  the reason as its lastError (giveBack in includes/attempts.lua). Rewrites each record's header
+  only, and stops before the job whose record would pass the byte budget (never before the first).
   KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] running zset  KEYS[4] ready list
   KEYS[5] delayed zset  KEYS[6] dead zset
   ARGV[1] fixed clock ms or ''  ARGV[2] the topic's max attempts  ARGV[3] the topic's backoff spec
@@ -14,6 +14,10 @@
   is. looked counts the triples looked at, in order: the caller sends the rest in another call.
   Mirrored by ReleaseReply in lib/engine/scripts.ts.
 ]]
+--- @include "clock"
+--- @include "budget"
+--- @include "job"
+--- @include "attempts"
 local k = { jobs = KEYS[1], bodies = KEYS[2], ready = KEYS[4], delayed = KEYS[5], dead = KEYS[6] }
 local runningKey = KEYS[3]
 local now = clock(ARGV[1])

@@ -8,6 +8,10 @@
           { REFUSAL.JOB_FINISHED, view } (running, done, dead or cancelled: nothing changed)
   Mirrored by RescheduleReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "head"
+--- @include "job"
 local jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3]
 local now, id = clock(ARGV[1]), ARGV[2]
 local record = redis.call('HGET', jobsKey, id)

@@ -13,6 +13,11 @@
           deadline, or started already): do not run it.
   Mirrored by StartReply in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
+--- @include "budget"
+--- @include "job"
+--- @include "attempts"
 local jobsKey, bodiesKey = KEYS[1], KEYS[2]
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[2]))

@@ -8,6 +8,7 @@
   Safe to retry with the same token after a lost reply: the mark is already the caller's, so
   it answers MARKED again (and renews it).
 ]]
+--- @include "codes"
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return FANOUT_MARK.MARKED end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])

@@ -14,6 +14,7 @@
   Returns { granted, slot, waitMs, now }: granted <= n; slot to name when giving unused tokens
   back (lua/returnTokens-1.lua); when granted < n, waitMs until more can be granted, else -1.
 ]]
+--- @include "clock"
 local SLOTS = 100 -- slots per window: a grant waits at most one slot longer than an exact window
 local key = KEYS[1]
 local now = clock(ARGV[1])

@@ -7,6 +7,8 @@
           sweeper was woken), or WAKE.START_SWEEPER (no sweeper runs and the job is due within
           the horizon: invoke one). Mirrored by wakeSweeper in lib/engine/scripts.ts.
 ]]
+--- @include "codes"
+--- @include "clock"
 local now = clock(ARGV[1])
 local due, horizon = tonumber(ARGV[2]) or now, tonumber(ARGV[3])
 if redis.call('EXISTS', KEYS[1]) == 1 then

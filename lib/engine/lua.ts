@@ -1,5 +1,17 @@
 import type { Cluster, Redis } from 'ioredis';
-import common from '../../lua/includes/job.lua';
+import argv from '../../lua/includes/argv.lua';
+import attempts from '../../lua/includes/attempts.lua';
+import budget from '../../lua/includes/budget.lua';
+import buckets from '../../lua/includes/buckets.lua';
+import cancel from '../../lua/includes/cancel.lua';
+import clock from '../../lua/includes/clock.lua';
+import codes from '../../lua/includes/codes.lua';
+import groupCancel from '../../lua/includes/groupCancel.lua';
+import groups from '../../lua/includes/groups.lua';
+import head from '../../lua/includes/head.lua';
+import job from '../../lua/includes/job.lua';
+import occurrences from '../../lua/includes/occurrences.lua';
+import schedules from '../../lua/includes/schedules.lua';
 import ackJob from '../../lua/ackJob-4.lua';
 import addJobs from '../../lua/addJobs-5.lua';
 import cancelJob from '../../lua/cancelJob-5.lua';
@@ -86,9 +98,37 @@ export interface ScriptCall<Reply> {
 const PREFIX = 'dq_';
 const registered = new WeakSet<Client>();
 
-/** The full text Redis runs for a script: the shared helpers, then the script. */
+/** Every file of lua/includes/, by the name a script includes it by: `--- @include "name"`. */
+export const INCLUDES: Readonly<Record<string, string>> = {
+  argv, attempts, budget, buckets, cancel, clock, codes, groupCancel, groups, head, job, occurrences, schedules,
+};
+
+/**
+ * The includes a Lua text names on its `--- @include "name"` lines, and theirs, each once and each
+ * after those it includes: the order they go before the text. Throws on an unknown name or a cycle.
+ */
+export function includeOrder(text: string, includes: Readonly<Record<string, string>> = INCLUDES, from = 'the script'): string[] {
+  const order: string[] = [];
+  const open: string[] = [];
+  const visit = (source: string, by: string): void => {
+    for (const [, name] of source.matchAll(/^--- @include "([^"]*)"[ \t]*$/gm)) {
+      if (order.includes(name!)) continue;
+      if (open.includes(name!)) throw new Error(`lua includes go round: ${[...open, name].join(' -> ')}`);
+      if (!Object.hasOwn(includes, name!)) throw new Error(`${by} includes "${name}", which is not in lua/includes/`);
+      open.push(name!);
+      visit(includes[name!]!, `includes/${name}.lua`);
+      open.pop();
+      order.push(name!);
+    }
+  };
+  visit(text, from);
+  return order;
+}
+
+/** The full text Redis runs for a script: the includes it names (see includeOrder), then the script. */
 export function scriptText(name: ScriptName): string {
-  return `${common}\n${SCRIPTS[name].source}`;
+  const { file, source } = SCRIPTS[name];
+  return [...includeOrder(source, INCLUDES, file).map((include) => INCLUDES[include]), source].join('\n');
 }
 
 /**

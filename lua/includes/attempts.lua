@@ -1,0 +1,88 @@
+--[[
+  A running attempt's end: who holds it (its number and claim token), failed (retry after the
+  backoff, or dead), or given back without counting.
+]]
+--- @include "codes"
+--- @include "job"
+
+local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
+-- Give-backs in a row that cost no attempt; the next counts as a failed attempt, so a job whose
+-- handler can never be reached still fails (and dead-letters) instead of cycling forever.
+local MAX_GIVE_BACKS = 5
+
+-- Delay in ms before retrying after failed attempt number `attempt` (1-based).
+-- spec: 'f:<ms>' | 'e:<baseMs>:<capMs>:<jitterPermille>' | 'l:<ms>,<ms>,...'; rand in [0, 1).
+local function retryDelay(spec, attempt, rand)
+  local kind = string.sub(spec, 1, 1)
+  if kind == 'f' then return tonumber(string.sub(spec, 3)) end
+  if kind == 'e' then
+    local base, cap, jitter = string.match(spec, '^e:(%d+):(%d+):(%d+)$')
+    local d = math.min(tonumber(cap), tonumber(base) * 2 ^ (attempt - 1))
+    return math.floor(d - d * (tonumber(jitter) / 1000) * rand)
+  end
+  local steps = {}
+  for step in string.gmatch(string.sub(spec, 3), '%d+') do steps[#steps + 1] = tonumber(step) end
+  return steps[math.min(attempt, #steps)]
+end
+
+-- Ends a running attempt as failed: schedules the next attempt after the backoff (or after
+-- retryAfter ms when given), or dead-letters the job when its attempts are used up. `k` holds the
+-- script's jobs, bodies, delayed and dead keys; `inline` is what decode gave for the record.
+-- Returns OUTCOME.RETRY_SCHEDULED, dueAt when a retry was scheduled; OUTCOME.DEAD_LETTERED when
+-- the job went dead.
+local function failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, retryAfter)
+  h[H_ERROR] = string.sub(err, 1, MAX_ERROR_BYTES)
+  h[H_UPDATED] = now
+  h[H_DEADLINE] = false
+  if h[H_ATTEMPTS] >= (h[H_MAX] or defaultMax) then
+    h[H_STATE] = DEAD
+    redis.call('ZADD', k.dead, now, id)
+    save(k.jobs, k.bodies, id, h, inline)
+    return OUTCOME.DEAD_LETTERED, false
+  end
+  local due = now + (retryAfter or retryDelay(h[H_BACKOFF] or defaultBackoff, h[H_ATTEMPTS], rand))
+  h[H_STATE] = PENDING
+  h[H_RUN_AT] = due
+  redis.call('ZADD', k.delayed, due, id)
+  save(k.jobs, k.bodies, id, h, inline)
+  return OUTCOME.RETRY_SCHEDULED, due
+end
+
+-- True when the job is running the attempt the caller holds: number `attempt` claimed with token
+-- `claim`. An attempt claimed before claims had tokens is known by its number alone.
+local function isAttempt(h, attempt, claim)
+  if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(attempt) then return false end
+  if h[H_CLAIM] then return h[H_CLAIM] == claim end
+  return true
+end
+
+-- Gives a running attempt that never started back to the front of the ready list without counting
+-- it (`why` says what happened, for lastError). The give-back after MAX_GIVE_BACKS in a row counts
+-- as a failed attempt instead (retry or dead, as failAttempt). `k` as for failAttempt, and k.ready.
+-- Returns OUTCOME.GIVEN_BACK, or failAttempt's reply.
+local function giveBack(k, id, h, inline, now, why, defaultMax, defaultBackoff, rand)
+  local n = h[H_GIVE_BACKS] + 1
+  h[H_CLAIM], h[H_STARTED] = false, false
+  if n > MAX_GIVE_BACKS then
+    h[H_GIVE_BACKS] = 0
+    local err = 'attempt ' .. h[H_ATTEMPTS] .. ' ' .. why .. ', ' .. n .. ' claims in a row; counted as a failed attempt'
+    return failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, false)
+  end
+  h[H_ERROR] = string.sub('claim of attempt ' .. h[H_ATTEMPTS] .. ' given back: ' .. why .. ' (' .. n .. ' of ' .. MAX_GIVE_BACKS .. ' in a row without counting)', 1, MAX_ERROR_BYTES)
+  h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_GIVE_BACKS] = PENDING, h[H_ATTEMPTS] - 1, now, false, n
+  save(k.jobs, k.bodies, id, h, inline)
+  redis.call('LPUSH', k.ready, id)
+  return OUTCOME.GIVEN_BACK
+end
+
+-- Counts an attempt's end in `counts` ({ givenBack, retried, deadLettered }) by its outcome code
+-- (giveBack's or failAttempt's).
+local function tally(counts, code)
+  if code == OUTCOME.GIVEN_BACK then
+    counts.givenBack = counts.givenBack + 1
+  elseif code == OUTCOME.RETRY_SCHEDULED then
+    counts.retried = counts.retried + 1
+  else
+    counts.deadLettered = counts.deadLettered + 1
+  end
+end

@@ -1,0 +1,36 @@
+--[[
+  Cancelling a job: at once (cancelNow), or only while it is pending (withdraw).
+]]
+--- @include "codes"
+--- @include "job"
+
+-- Ends job `id` (pending or running) as cancelled: out of the delayed and running zsets (an id
+-- left in the ready list is skipped by claim), kept readable for `retention` ms, or deleted now
+-- when 0 and it has no group. A job of a group is always deleted by the sweeper's purge, which
+-- then takes it out of its group (lib/engine/sweep.ts). `k`: jobs, bodies, delayed, running, done.
+local function cancelNow(k, id, h, inline, now, retention)
+  -- a pending job is in the delayed zset (or the ready list), a running one in the running zset
+  if h[H_STATE] == RUNNING then redis.call('ZREM', k.running, id) else redis.call('ZREM', k.delayed, id) end
+  h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
+  if retention > 0 or h[H_GROUP] then
+    save(k.jobs, k.bodies, id, h, inline)
+    redis.call('ZADD', k.done, now + retention, id)
+  else
+    remove(k.jobs, k.bodies, id)
+  end
+end
+
+-- Withdraws job `id` while it is pending (delayed or ready): cancelled and deleted now (at the next
+-- sweep when it has a group, see cancelNow). `k`: jobs, bodies, delayed, running, done. Returns
+-- false when the job started (running, done or dead: it runs on), true otherwise (withdrawn, gone,
+-- or cancelled before).
+local function withdraw(k, id, now)
+  local record = redis.call('HGET', k.jobs, id)
+  if not record then return true end
+  local h, inline = decode(record)
+  if h[H_STATE] == PENDING then
+    cancelNow(k, id, h, inline, now, 0)
+    return true
+  end
+  return h[H_STATE] == CANCELLED
+end

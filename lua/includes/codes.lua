@@ -1,0 +1,26 @@
+--[[
+  The numbers scripts share with TypeScript: the job states, and every code a script replies with,
+  by name. Each table is mirrored, name for name and value for value, by the table of the same
+  name in lib/engine/codes.ts (test/integration/codes.test.ts checks the two agree).
+]]
+-- Job states, as stored and in views; mirrored by JOB_STATE in lib/engine/codes.ts.
+local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED = 1, 2, 3, 4, 5, 6
+-- Refusals: the script changed nothing and says why.
+local REFUSAL = { JOB_EXISTS = -1, NOT_FOUND = -2, JOB_FINISHED = -3, STALE_ATTEMPT = -4, CANCELLED = -5, VERSION_MISMATCH = -6 }
+-- What a job script did.
+local OUTCOME = {
+  CREATED = 1, REPLACED = 2,             -- addJobs
+  CANCELLED = 1, ALREADY_CANCELLED = 0,  -- cancelJob
+  RESCHEDULED = 1,                       -- rescheduleJob
+  ACKED = 1,                             -- ackJob
+  RETRY_SCHEDULED = 1, DEAD_LETTERED = 0, -- failJob, failAttempt
+  GIVEN_BACK = 2,                         -- giveBack: back to the ready list, no attempt counted
+  STARTED = 1,                            -- startAttempts: live, marked started; run it
+  ADVANCED = 1, DELETED = 1               -- advanceSchedule, deleteSchedule (putSchedule: CREATED, REPLACED)
+}
+-- holdLease (which otherwise replies the wake counter) and releaseLease.
+local LEASE = { NOT_OWNER = -1, KEPT = 0, RELEASED = 1 }
+-- wakeSweeper.
+local WAKE = { NOTHING = 0, WOKEN = 1, START_SWEEPER = 2 }
+-- startFanout (MARKED, ALREADY_RUNNING) and endFanout (CLEARED, NOT_OURS).
+local FANOUT_MARK = { MARKED = 1, ALREADY_RUNNING = 0, CLEARED = 1, NOT_OURS = 0 }

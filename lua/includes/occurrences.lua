@@ -1,0 +1,44 @@
+--[[
+  A schedule's occurrences: the jobs lua/putSchedule-9.lua and lua/advanceSchedule-8.lua create.
+]]
+--- @include "codes"
+--- @include "job"
+--- @include "groups"
+--- @include "schedules"
+
+-- Creates job `id` due at `due` with options `o` ({ max, ttr, backoff, url, group }, false:
+-- the topic's) and body `body`, as lua/addJobs-5.lua adds one, joining the group whose key is
+-- `groupKey` when it has a group; unless a job of that id exists that is not cancelled (a
+-- cancelled one is made anew; in the same group it keeps its place). `k`: jobs, bodies, delayed,
+-- done. Returns true when it created the job, and then, when it made anew a cancelled job of another
+-- group (or of a group when it has none now), { group, chunk } it left (false otherwise): that
+-- group's key is not the call's, so the caller takes the job out with lua/leaveGroup-2.lua.
+local function createJob(k, groupKey, id, due, now, o, body)
+  local record = redis.call('HGET', k.jobs, id)
+  local old, oldChunk = false, nil
+  if record then
+    local h = decode(record)
+    if h[H_STATE] ~= CANCELLED then return false end
+    redis.call('ZREM', k.done, id)
+    old, oldChunk = h[H_GROUP], h[H_CHUNK]
+  end
+  local h = { PENDING, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group }
+  placeInGroup(k.jobs, groupKey, h, old, oldChunk)
+  store(k.jobs, k.bodies, id, h, body, record ~= false)
+  redis.call('ZADD', k.delayed, due, id)
+  addToGroup(k.jobs, groupKey, id, h)
+  if old and old ~= h[H_GROUP] then return true, { old, oldChunk or 0 } end
+  return true, false
+end
+
+-- Appends { id, group, chunk } to `lefts` when createJob (which made job `id`) says the job left a
+-- group; passes `created` on.
+local function noteLeft(lefts, id, created, left)
+  if left then lefts[#lefts + 1] = { id, left[1], left[2] } end
+  return created
+end
+
+-- The options record `r` gives each occurrence, as createJob takes them.
+local function occurrenceOptions(r)
+  return { max = r[S_MAX], ttr = r[S_TTR], backoff = r[S_BACKOFF], url = r[S_URL], group = r[S_GROUP] }
+end
