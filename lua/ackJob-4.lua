@@ -5,7 +5,7 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] attempt number the caller ran
   ARGV[4] retention ms (how long the done job stays readable; 0 deletes it now, or at the next
           sweep when it has a group: the purge takes it out of its group)
-  ARGV[5] the attempt's claim token ('' for an attempt claimed before claims had tokens)
+  ARGV[5] the attempt's claim token
   Returns OUTCOME.ACKED, or REFUSAL.NOT_FOUND, REFUSAL.STALE_ATTEMPT (that claim already timed
           out, finished or belongs to an earlier incarnation of the id), REFUSAL.CANCELLED
           (cancelled while running): nothing changed.
@@ -26,7 +26,7 @@ if not isAttempt(h, ARGV[3], ARGV[5]) then return REFUSAL.STALE_ATTEMPT end
 redis.call('ZREM', runningKey, id)
 if retention > 0 or h[H_GROUP] then
   h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = DONE, now, false
-  save(jobsKey, bodiesKey, id, h, inline)
+  save(jobsKey, id, h, inline)
   redis.call('ZADD', doneKey, now + retention, id)
 else
   remove(jobsKey, bodiesKey, id)

@@ -79,9 +79,8 @@ for i, id in ipairs(ids) do
     h[H_ATTEMPTS] = h[H_ATTEMPTS] + 1
     h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = RUNNING, now, deadline
     h[H_CLAIM], h[H_STARTED] = ARGV[5] .. '.' .. i, false
-    save(jobsKey, bodiesKey, id, h, inline)
+    save(jobsKey, id, h, inline)
     redis.call('ZADD', runningKey, deadline, id)
-    -- a record of older code had its body inline whatever its size: it is read already
     result[#result + 1] = { id, h[H_ATTEMPTS], h[H_RUN_AT], deadline, h[H_URL], inline, h[H_MAX], h[H_CLAIM] }
   end
   taken = i

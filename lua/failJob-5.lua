@@ -1,13 +1,13 @@
 --[[
   Finishes a running attempt as failed: schedules the next attempt after the backoff, or
   dead-letters the job when its attempts are used up. Rewrites the record's header only.
-  KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] running zset  KEYS[4] delayed zset
+  KEYS[1] jobs hash  KEYS[2] bodies hash (not touched)  KEYS[3] running zset  KEYS[4] delayed zset
   KEYS[5] dead zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] attempt number the caller ran
   ARGV[4] error message  ARGV[5] the topic's max attempts  ARGV[6] the topic's backoff spec
   ARGV[7] random number in [0, 1) for jitter  ARGV[8] retry after this many ms instead of the
           backoff, or ''
-  ARGV[9] the attempt's claim token ('' for an attempt claimed before claims had tokens)
+  ARGV[9] the attempt's claim token
   Returns { OUTCOME.RETRY_SCHEDULED, runAt, headChanged 0|1 }, { OUTCOME.DEAD_LETTERED },
           or { REFUSAL.NOT_FOUND | REFUSAL.STALE_ATTEMPT | REFUSAL.CANCELLED } (nothing changed)
   Mirrored by FailReply in lib/engine/scripts.ts.

@@ -10,7 +10,7 @@
           state)
   ARGV[1] the cursor's score (ms), or '-inf' for the first page
   ARGV[2] the cursor's job id: lists what sorts after (score, id); '' lists only jobs scored
-          after the score (the numeric cursor of earlier versions)
+          after the score (a listing from a time on)
   ARGV[3] limit  ARGV[4] byte budget of the records and bodies read
   ARGV[5] highest score listed, or '+inf'
   Returns { more 0|1, { score, view }... } (views as in includes/job.lua; a body kept apart is

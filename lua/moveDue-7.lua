@@ -61,11 +61,11 @@ drain(runningKey, now, function(id, record)
   local h, inline = decode(record)
   if h[H_STATE] ~= RUNNING then return end
   local code
-  if h[H_CLAIM] and not h[H_STARTED] then
+  if not h[H_STARTED] then
     -- claimed but never started: the fan-out died, the event was lost or came too late
     code = giveBack(k, id, h, inline, now, 'never started: no handler took its claim within the ttr', defaultMax, defaultBackoff, rand)
   else
-    -- started, or a claim of older code (which marks no start): counts as it always did
+    -- started: the handler did not answer in time, a failed attempt
     local err = 'attempt ' .. h[H_ATTEMPTS] .. ' timed out: no ack within its ttr'
     code = failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, false)
   end

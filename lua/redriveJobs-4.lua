@@ -2,7 +2,7 @@
   Moves dead jobs back to delayed, due now, with their attempts reset to 0 (the last error is
   kept until the next attempt ends). Rewrites each record's header only, and stops before the job
   whose record would pass the byte budget (never before the first).
-  KEYS[1] dead zset  KEYS[2] delayed zset  KEYS[3] jobs hash  KEYS[4] bodies hash
+  KEYS[1] dead zset  KEYS[2] delayed zset  KEYS[3] jobs hash  KEYS[4] bodies hash (not touched)
   ARGV[1] fixed clock ms or ''  ARGV[2] n: redrive the n oldest dead jobs, when no ids follow
   ARGV[3] byte budget of the records read
   ARGV[4..] ids to redrive (ids that are not dead are skipped)
@@ -41,7 +41,7 @@ for _, id in ipairs(ids) do
       budget.spend(#record)
       local h, inline = decode(record)
       h[H_STATE], h[H_ATTEMPTS], h[H_RUN_AT], h[H_UPDATED] = PENDING, 0, now, now
-      save(jobsKey, bodiesKey, id, h, inline)
+      save(jobsKey, id, h, inline)
       redis.call('ZADD', delayedKey, now, id)
       redriven = redriven + 1
     end

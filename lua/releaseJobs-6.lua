@@ -4,12 +4,12 @@
   already; then this give-back counts as a failed attempt (retry after the backoff, or dead) with
   the reason as its lastError (giveBack in includes/attempts.lua). Rewrites each record's header
   only, and stops before the job whose record would pass the byte budget (never before the first).
-  KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] running zset  KEYS[4] ready list
+  KEYS[1] jobs hash  KEYS[2] bodies hash (not touched)  KEYS[3] running zset  KEYS[4] ready list
   KEYS[5] delayed zset  KEYS[6] dead zset
   ARGV[1] fixed clock ms or ''  ARGV[2] the topic's max attempts  ARGV[3] the topic's backoff spec
   ARGV[4] random number in [0, 1) for jitter  ARGV[5] why the invoke failed
   ARGV[6] byte budget of the records read
-  ARGV[7..] triples: id, attempt number that was claimed, claim token ('' for a claim of older code)
+  ARGV[7..] triples: id, attempt number that was claimed, claim token
   Returns { released, retried, deadLettered, looked }; an id not running that claim is left as it
   is. looked counts the triples looked at, in order: the caller sends the rest in another call.
   Mirrored by ReleaseReply in lib/engine/scripts.ts.

@@ -36,6 +36,6 @@ if ARGV[5] == '1' then
   store(jobsKey, bodiesKey, id, h, body, true)
 else
   body = loadBody(bodiesKey, id, inline)
-  save(jobsKey, bodiesKey, id, h, inline)
+  save(jobsKey, id, h, inline)
 end
 return { OUTCOME.RESCHEDULED, headChanged, view(delayedKey, id, h, body) }

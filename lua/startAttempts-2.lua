@@ -4,9 +4,9 @@
   claim, before its deadline, and not started already (a duplicate event of the same attempt).
   Rewrites each record's header only, and stops before the job whose record would pass the byte
   budget (never before the first).
-  KEYS[1] jobs hash  KEYS[2] bodies hash
+  KEYS[1] jobs hash  KEYS[2] bodies hash (not touched)
   ARGV[1] fixed clock ms or ''  ARGV[2] byte budget of the records read
-  ARGV[3..] triples: id, attempt number, claim token ('' for a claim of older code)
+  ARGV[3..] triples: id, attempt number, claim token
   Returns one code per triple looked at, in order (fewer codes than triples: the budget was
           reached, and the caller sends the rest in another call): OUTCOME.STARTED (run it), or
           REFUSAL.NOT_FOUND, REFUSAL.CANCELLED, REFUSAL.STALE_ATTEMPT (ended, re-created, past its
@@ -36,7 +36,7 @@ for i = 3, #ARGV, 3 do
       code = REFUSAL.STALE_ATTEMPT
     else
       h[H_STARTED], h[H_GIVE_BACKS] = now, 0
-      save(jobsKey, bodiesKey, id, h, inline)
+      save(jobsKey, id, h, inline)
       code = OUTCOME.STARTED
     end
   end

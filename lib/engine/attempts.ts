@@ -103,7 +103,7 @@ export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: numb
 }
 
 /** The script arguments naming attempt `ref` of job `id`. */
-const attemptArg = (id: string, ref: AttemptRef): script.AttemptArg => ({ id, attempt: ref.attempt, claim: ref.claim ?? '' });
+const attemptArg = (id: string, ref: AttemptRef): script.AttemptArg => ({ id, attempt: ref.attempt, claim: ref.claim });
 
 /** Ends the claimed attempt `ref` of job topic/id as done. */
 export async function ackJob(ctx: EngineContext, topic: string, id: string, ref: AttemptRef): Promise<AckOutcome> {

@@ -1,6 +1,6 @@
 /**
  * Every number the Lua scripts and TypeScript agree on, by name. Each table here has a twin of
- * the same name and values in lua/includes/job.lua (the job states are its PENDING..CANCELLED
+ * the same name and values in lua/includes/codes.lua (the job states are its PENDING..CANCELLED
  * locals); test/integration/codes.test.ts runs that file in Redis and checks the two agree.
  */
 

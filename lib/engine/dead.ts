@@ -11,33 +11,26 @@ import * as script from './scripts';
 
 /**
  * Where a page of dead jobs resumes: after the job `id` that died at `diedAt` (epoch ms), in the
- * order (diedAt, id bytewise) every dead zset keeps. `id` null resumes after every job that died
- * at `diedAt` (the bare-timestamp cursor of earlier versions, still accepted).
+ * order (diedAt, id bytewise) every dead zset keeps.
  */
 export interface DeadCursor {
   diedAt: number;
-  id: string | null;
+  id: string;
 }
 
 const CURSOR = /^(\d{1,16}):(.*)$/s;
-const LEGACY_CURSOR = /^\d{1,16}$/; // never an encoded cursor: base64 of a leading digit starts with 'M'
 
 /** The opaque `next` string of a cursor: base64url (URL-safe, no padding) of `<diedAt>:<id>`. */
-export function encodeDeadCursor(cursor: DeadCursor & { id: string }): string {
+export function encodeDeadCursor(cursor: DeadCursor): string {
   return Buffer.from(`${cursor.diedAt}:${cursor.id}`).toString('base64url');
 }
 
-/** The cursor a `next` string (or a bare epoch ms, from earlier versions) stands for; null when it is neither. */
-export function decodeDeadCursor(text: string | number): DeadCursor | null {
-  const value = String(text);
-  if (LEGACY_CURSOR.test(value)) return safeTime(Number(value), null);
-  if (!/^[A-Za-z0-9_-]{1,200}$/.test(value)) return null; // 194 chars hold a 16-digit ms and a 128-char id
-  const match = CURSOR.exec(Buffer.from(value, 'base64url').toString('latin1'));
-  return match && ID_PATTERN.test(match[2]!) ? safeTime(Number(match[1]), match[2]!) : null;
-}
-
-function safeTime(diedAt: number, id: string | null): DeadCursor | null {
-  return Number.isSafeInteger(diedAt) ? { diedAt, id } : null;
+/** The cursor a `next` string stands for; null when it is not one. */
+export function decodeDeadCursor(text: string): DeadCursor | null {
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(text)) return null; // 194 chars hold a 16-digit ms and a 128-char id
+  const match = CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
+  if (!match || !ID_PATTERN.test(match[2]!) || !Number.isSafeInteger(Number(match[1]))) return null;
+  return { diedAt: Number(match[1]), id: match[2]! };
 }
 
 /**
@@ -45,7 +38,7 @@ function safeTime(diedAt: number, id: string | null): DeadCursor | null {
  * at most SCRIPT_CALL_BYTES of bodies (one job always; a page may then hold fewer than `limit`).
  * `next` is the cursor after the last job of the page, or null when no job is left after it.
  */
-export async function listDeadJobs(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: DeadCursor }): Promise<{ jobs: DeadJob[]; next: (DeadCursor & { id: string }) | null }> {
+export async function listDeadJobs(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: DeadCursor }): Promise<{ jobs: DeadJob[]; next: DeadCursor | null }> {
   const after = page.after ? { score: page.after.diedAt, id: page.after.id } : undefined;
   const { jobs, next } = await listByScore(ctx, t, (k) => k.dead, { limit: page.limit, ...(after ? { after } : {}) });
   return { jobs: jobs.map(({ entry, body }) => toDeadJob(t, entry, body)), next: next && { diedAt: next.score, id: next.id } };

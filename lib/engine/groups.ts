@@ -1,9 +1,9 @@
 /**
  * Groups: cancel a whole group, list its jobs, and keep its zsets to the jobs still in it. A
  * group's jobs in one topic and partition are members of one or more zsets of at most 128 (its
- * chunks, see "Groups" in lua/includes/job.lua), so that a large group costs about 25 bytes a job
- * in them, not a skiplist's 120; while the first holds at most 3 jobs, it is kept as slots in a
- * bucket shared with other small groups instead of a key of its own ("Small groups" there).
+ * chunks, see lua/includes/groups.lua), so that a large group costs about 25 bytes a job in them,
+ * not a skiplist's 120; while the first holds at most 3 jobs, it is kept as slots in a bucket
+ * shared with other small groups instead of a key of its own (lua/includes/buckets.lua).
  */
 import type { TopicConfig } from '../rules/config';
 import { groupKey, topicKeys } from './keys';
@@ -105,8 +105,8 @@ export interface GroupCursor {
   after: string;
 }
 
-// `g<partition>:<chunk>.<score>:<tag>`; a cursor of older code has no chunk (it means 0)
-const GROUP_CURSOR = /^g(\d{1,4}):(?:(\d{1,9})\.)?(-inf|\d{1,16}):([0-9a-f]{8})$/;
+// `g<partition>:<chunk>.<score>:<tag>`
+const GROUP_CURSOR = /^g(\d{1,4}):(\d{1,9})\.(-inf|\d{1,16}):([0-9a-f]{8})$/;
 
 /** Which group a cursor belongs to: FNV-1a (32-bit) of `topic/group`, so one group's cursor is refused by another. */
 function groupTag(topic: string, group: string): string {
@@ -126,7 +126,7 @@ export function decodeGroupCursor(text: string, partitions: number, topic: strin
   if (!/^[A-Za-z0-9_-]{1,60}$/.test(text)) return null;
   const match = GROUP_CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
   if (!match || Number(match[1]) >= partitions || match[4] !== groupTag(topic, group)) return null;
-  return { partition: Number(match[1]), chunk: Number(match[2] ?? 0), after: match[3]! };
+  return { partition: Number(match[1]), chunk: Number(match[2]), after: match[3]! };
 }
 
 /**

@@ -32,7 +32,7 @@ export interface Job {
   lastError: string | null;
   /** TTR deadline of the running attempt. */
   deadline: string | null;
-  /** Grows with every change written to the job (0: written by an older version). Its ETag is `"<version>"`. */
+  /** Grows with every change written to the job. Its ETag is `"<version>"`. */
   version: number;
   /** The job's group, or null. */
   group: string | null;
@@ -57,13 +57,10 @@ export interface ClaimedJob {
   claim: string;
 }
 
-/**
- * One claimed attempt, as ack, fail and start name it: its number and its claim token. `claim` is
- * missing only from an event of older code, whose attempt is then known by its number alone.
- */
+/** One claimed attempt, as ack, fail and start name it: its number and its claim token. */
 export interface AttemptRef {
   attempt: number;
-  claim?: string;
+  claim: string;
 }
 
 /** A dead job, with when it died. */
@@ -153,7 +150,7 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
   return {
     topic: t.name,
     id,
-    state: STATE_NAMES[state] ?? 'delayed',
+    state: STATE_NAMES[state],
     runAt: iso(runAt),
     createdAt: iso(createdAt),
     updatedAt: iso(updatedAt),
@@ -164,8 +161,8 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     url,
     lastError,
     deadline: deadline === null ? null : iso(deadline),
-    version: version ?? 0,
-    group: group ?? null,
+    version,
+    group,
     body: JSON.parse(body),
   };
 }

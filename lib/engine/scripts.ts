@@ -161,7 +161,7 @@ export function claimJobs(
   return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce, a.maxBytes, a.strict ? '1' : '0', a.retentionMs]);
 }
 
-/** One claimed attempt as ack, fail, start and release name it: '' claim for a claim of older code. */
+/** One claimed attempt as ack, fail, start and release name it: the job, the attempt's number and its claim token. */
 export interface AttemptArg {
   id: string;
   attempt: number;
@@ -291,7 +291,7 @@ export function recordStarts(keys: readonly [LatenessKey], a: { clock: ClockArg;
 }
 
 /**
- * A schedule's record as the schedule scripts reply it (`scheduleView` in lua/includes/job.lua, in
+ * A schedule's record as the schedule scripts reply it (`scheduleView` in lua/includes/schedules.lua, in
  * its order): null next/nextId when none is pending, null last before the first run, null options
  * follow the topic's configuration; `spec` is the definition lib/engine/schedules.ts wrote (JSON);
  * `body` null where the script leaves it out (dueSchedules).

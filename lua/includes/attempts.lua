@@ -27,7 +27,7 @@ end
 
 -- Ends a running attempt as failed: schedules the next attempt after the backoff (or after
 -- retryAfter ms when given), or dead-letters the job when its attempts are used up. `k` holds the
--- script's jobs, bodies, delayed and dead keys; `inline` is what decode gave for the record.
+-- script's jobs, delayed and dead keys; `inline` is what decode gave for the record.
 -- Returns OUTCOME.RETRY_SCHEDULED, dueAt when a retry was scheduled; OUTCOME.DEAD_LETTERED when
 -- the job went dead.
 local function failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, retryAfter)
@@ -37,23 +37,21 @@ local function failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackof
   if h[H_ATTEMPTS] >= (h[H_MAX] or defaultMax) then
     h[H_STATE] = DEAD
     redis.call('ZADD', k.dead, now, id)
-    save(k.jobs, k.bodies, id, h, inline)
+    save(k.jobs, id, h, inline)
     return OUTCOME.DEAD_LETTERED, false
   end
   local due = now + (retryAfter or retryDelay(h[H_BACKOFF] or defaultBackoff, h[H_ATTEMPTS], rand))
   h[H_STATE] = PENDING
   h[H_RUN_AT] = due
   redis.call('ZADD', k.delayed, due, id)
-  save(k.jobs, k.bodies, id, h, inline)
+  save(k.jobs, id, h, inline)
   return OUTCOME.RETRY_SCHEDULED, due
 end
 
 -- True when the job is running the attempt the caller holds: number `attempt` claimed with token
--- `claim`. An attempt claimed before claims had tokens is known by its number alone.
+-- `claim`.
 local function isAttempt(h, attempt, claim)
-  if h[H_STATE] ~= RUNNING or h[H_ATTEMPTS] ~= tonumber(attempt) then return false end
-  if h[H_CLAIM] then return h[H_CLAIM] == claim end
-  return true
+  return h[H_STATE] == RUNNING and h[H_ATTEMPTS] == tonumber(attempt) and h[H_CLAIM] == claim
 end
 
 -- Gives a running attempt that never started back to the front of the ready list without counting
@@ -70,7 +68,7 @@ local function giveBack(k, id, h, inline, now, why, defaultMax, defaultBackoff, 
   end
   h[H_ERROR] = string.sub('claim of attempt ' .. h[H_ATTEMPTS] .. ' given back: ' .. why .. ' (' .. n .. ' of ' .. MAX_GIVE_BACKS .. ' in a row without counting)', 1, MAX_ERROR_BYTES)
   h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_GIVE_BACKS] = PENDING, h[H_ATTEMPTS] - 1, now, false, n
-  save(k.jobs, k.bodies, id, h, inline)
+  save(k.jobs, id, h, inline)
   redis.call('LPUSH', k.ready, id)
   return OUTCOME.GIVEN_BACK
 end

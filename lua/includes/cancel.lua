@@ -13,7 +13,7 @@ local function cancelNow(k, id, h, inline, now, retention)
   if h[H_STATE] == RUNNING then redis.call('ZREM', k.running, id) else redis.call('ZREM', k.delayed, id) end
   h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
   if retention > 0 or h[H_GROUP] then
-    save(k.jobs, k.bodies, id, h, inline)
+    save(k.jobs, id, h, inline)
     redis.call('ZADD', k.done, now + retention, id)
   else
     remove(k.jobs, k.bodies, id)

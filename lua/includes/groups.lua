@@ -3,8 +3,7 @@
   chunks: the group's key (chunk 0, the key a script is passed), then `<key>#1`, `<key>#2`, ...
   (ids and groups never hold '#'). A job joins the newest chunk, or opens the next when that one
   holds GROUP_CHUNK_SIZE, so every chunk stays a listpack; its score is one more than the chunk's
-  highest (a small number: 2 bytes a member where a version takes 5 or 6; a chunk of older code
-  holds versions, which this continues). So the chunks in turn, each by score, hold the jobs in the
+  highest (a small number: 2 bytes a member where a version takes 5 or 6). So the chunks in turn, each by score, hold the jobs in the
   order they joined. A group cancel closes the newest chunk at its mark (closeChunks): the jobs
   that joined before the mark are the members of the chunks up to that one. The jobs hash field
   GROUP_CHUNKS_FIELD .. group holds 'low cur': the oldest chunk that may have members, and the

@@ -2,9 +2,7 @@
   The job record. A job is a record in the topic's jobs hash, field = id, value = msgpack header ..
   inline body, and, when its body is not inline, the body (JSON text) in the topic's bodies hash
   under the same id. A body of up to INLINE_BODY_BYTES is inline; a larger one is kept apart, so a
-  state change (which rewrites the header) never copies it: its cost does not grow with the body. A
-  record of older code holds its body inline whatever its size; it is read as it is, and the first
-  rewrite of it moves a large body to the bodies hash (save), so an upgrade needs no migration step.
+  state change (which rewrites the header) never copies it: its cost does not grow with the body.
   A record without inline bytes has its body apart: a JSON text is never empty.
   Header slots (H_*) below; a slot holding false means "follow the topic's configuration"
   (max attempts, ttr, backoff) or "none" (url, last error, deadline).
@@ -22,7 +20,7 @@ local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, 
 local H_CLAIM, H_STARTED, H_GIVE_BACKS = 12, 13, 14
 -- H_VERSION: the version the record's last write gave it, from the jobs hash's counter (SEQ_FIELD):
 -- unique and growing within one topic and partition, so a re-created id never repeats an old
--- version (0: a record of older code). H_GROUP: the job's group, or false.
+-- version. H_GROUP: the job's group, or false.
 local H_VERSION, H_GROUP = 15, 16
 -- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
 -- stored) for the first, and for a job without a group.
@@ -38,12 +36,6 @@ local INLINE_BODY_BYTES = 1024
 -- A record's header and its inline body, or false when the body is in the bodies hash.
 local function decode(record)
   local offset, header = cmsgpack.unpack_one(record)
-  -- slots a record of older code lacks; set, so that the header stays an array when encoded
-  if header[H_CLAIM] == nil then header[H_CLAIM] = false end
-  if header[H_STARTED] == nil then header[H_STARTED] = false end
-  if header[H_GIVE_BACKS] == nil then header[H_GIVE_BACKS] = 0 end
-  if header[H_VERSION] == nil then header[H_VERSION] = 0 end
-  if header[H_GROUP] == nil then header[H_GROUP] = false end
   if offset < 0 then return header, false end
   return header, string.sub(record, offset + 1)
 end
@@ -81,15 +73,9 @@ local function nextVersion(jobsKey)
   return redis.call('HINCRBY', jobsKey, SEQ_FIELD, 1)
 end
 
--- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it
--- is: an inline body over INLINE_BODY_BYTES (only a record of older code has one) moves to the
--- bodies hash, once.
-local function save(jobsKey, bodiesKey, id, h, inline)
+-- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it is.
+local function save(jobsKey, id, h, inline)
   h[H_VERSION] = nextVersion(jobsKey)
-  if inline and #inline > INLINE_BODY_BYTES then
-    redis.call('HSET', bodiesKey, id, inline)
-    inline = false
-  end
   redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. (inline or ''))
 end
 

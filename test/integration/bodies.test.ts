@@ -1,9 +1,8 @@
 /**
  * Where bodies live (issue 12, finding 7), against a real redis-server: a body of up to 1 KiB
- * inline in its job's record, a larger one in the topic's bodies hash; records written by older
- * code (header and body of any size in one value) read as they are and moved to the new layout
- * the first time a script rewrites them; no path that deletes a job leaves its body behind; and
- * every script that loops over jobs stops at its byte budget and says so.
+ * inline in its job's record, a larger one in the topic's bodies hash; no path that deletes a job
+ * leaves its body behind; and every script that loops over jobs stops at its byte budget and says
+ * so.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -20,11 +19,6 @@ import { useRedisServer } from '../support/redis';
 const BIG = { pad: 'b'.repeat(65_000) };
 const SMALL = { n: 1 };
 const INLINE_BODY_BYTES = 1024; // lua/includes/job.lua
-
-/** A record as code before this change wrote it: an 11-slot msgpack header, then the body, whatever its size. */
-async function writeOldRecord(redis: Redis, k: TopicKeys, id: string, header: (number | string | false)[], body: unknown): Promise<void> {
-  await redis.eval("redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack(cjson.decode(ARGV[2])) .. ARGV[3])", 1, k.jobs, id, JSON.stringify(header), JSON.stringify(body));
-}
 
 /**
  * How job `id` is stored: its record's length and inline bytes (what follows the header), and
@@ -149,103 +143,6 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const cap = 1_048_576 + 30_000; // one call's budget holds 17 bodies; what is left, 58 KB, holds none
       const claimed = await q.claim(topic, 40, 1000, cap);
       assert.equal(claimed.length, 17, `${claimed.length} claimed`);
-    });
-  });
-
-  describe('records written by older code', () => {
-    function setup() {
-      const topic = uniqueTopic('old');
-      const clock = new TestClock();
-      const redis = server.client();
-      const q = makeQueue(redis, { [topic]: { maxAttempts: 1, ttr: 30, concurrency: 100 } }, { clock, config: { retention: 3600 } });
-      return { topic, clock, redis, q, k: topicKeys(0, topic) };
-    }
-    const header = (state: number, now: number, attempts = 0, deadline: number | false = false): (number | false)[] => [state, now, now, attempts, false, false, false, false, false, now, deadline];
-    const PENDING = 1;
-    const RUNNING = 3;
-    const DEAD = 5;
-
-    it('a pending one is read as it is, and its large body moves apart when its claim rewrites it', async () => {
-      const { topic, clock, redis, q, k } = setup();
-      await writeOldRecord(redis, k, 'p', header(PENDING, clock.now), BIG);
-      await writeOldRecord(redis, k, 's', header(PENDING, clock.now), SMALL);
-      await redis.zadd(k.delayed, clock.now, 'p', clock.now, 's');
-      assert.deepEqual((await stored(redis, k, 'p')).inline, Buffer.byteLength(JSON.stringify(BIG)));
-      assert.deepEqual((await q.get(topic, 'p'))?.body, BIG);
-      assert.equal((await stored(redis, k, 'p')).apart, 0, 'a read changes nothing');
-
-      await q.sweep();
-      const claimed = await q.claim(topic, 10);
-      assert.deepEqual(Object.fromEntries(claimed.map((j) => [j.id, j.body])), { p: BIG, s: SMALL });
-      assert.deepEqual([(await stored(redis, k, 'p')).inline, (await stored(redis, k, 'p')).apart], [0, Buffer.byteLength(JSON.stringify(BIG))], 'moved apart');
-      assert.deepEqual([(await stored(redis, k, 's')).inline, (await stored(redis, k, 's')).apart], [7, 0], 'a small one stays inline');
-      for (const job of claimed) assert.equal(await q.ack(topic, job.id, job), 'done');
-      assert.deepEqual((await q.get(topic, 'p'))?.body, BIG);
-      assert.deepEqual(await orphans(redis, k), []);
-    });
-
-    it('a dead one is listed as it is, and a redrive moves its body apart', async () => {
-      const { topic, clock, redis, q, k } = setup();
-      await writeOldRecord(redis, k, 'd', header(DEAD, clock.now, 1), BIG);
-      await redis.zadd(k.dead, clock.now, 'd');
-      const page = await q.listDead(topic);
-      assert.deepEqual(page.jobs.map((j) => [j.id, j.body]), [['d', BIG]]);
-      assert.equal((await q.redrive(topic, { ids: ['d'] })).redriven, 1);
-      assert.deepEqual([(await stored(redis, k, 'd')).inline, (await stored(redis, k, 'd')).apart], [0, Buffer.byteLength(JSON.stringify(BIG))]);
-      const job = await q.get(topic, 'd');
-      assert.deepEqual([job?.state, job?.attempts, job?.body], ['delayed', 0, BIG]);
-    });
-
-    it('running ones time out within the byte budget: several sweeps of bounded calls, each says there is more', async () => {
-      const { topic, clock, redis, q, k } = setup();
-      const ids = Array.from({ length: 40 }, (_, i) => `r-${String(i).padStart(2, '0')}`);
-      for (const id of ids) {
-        await writeOldRecord(redis, k, id, header(RUNNING, clock.now, 1, clock.now + 30_000), BIG); // 40 × 65 KB: 2.6 MB
-        await redis.zadd(k.running, clock.now + 30_000, id);
-      }
-      clock.advance(31_000);
-      const first = await q.sweep();
-      assert.ok(first.more, 'the first call stopped at its budget');
-      assert.ok(first.deadLettered >= 1 && first.deadLettered < 40, `first call timed out ${first.deadLettered} of 40 (1 MiB holds 16)`);
-      let dead = first.deadLettered;
-      for (let i = 0; i < 40 && dead < 40; i++) dead += (await q.sweep()).deadLettered;
-      assert.equal(dead, 40);
-      for (const id of ids) assert.equal((await stored(redis, k, id)).apart, Buffer.byteLength(JSON.stringify(BIG)), `${id} moved apart`);
-      assert.deepEqual((await q.get(topic, 'r-39'))?.body, BIG);
-    });
-
-    it('release, start and redrive of 40 of them each, with 65 KB bodies (2.6 MB): calls stop at the budget, the engine sends the rest', async () => {
-      const { topic, clock, redis, q, k } = setup();
-      const write = async (prefix: string, state: number) => {
-        const ids = Array.from({ length: 40 }, (_, i) => `${prefix}-${String(i).padStart(2, '0')}`);
-        for (const id of ids) {
-          await writeOldRecord(redis, k, id, header(state, clock.now, 1, state === RUNNING ? clock.now + 30_000 : false), BIG);
-          await redis.zadd(state === RUNNING ? k.running : k.dead, state === RUNNING ? clock.now + 30_000 : clock.now, id);
-        }
-        return ids;
-      };
-      // claims of older code had no token: the attempt is known by its number
-      const attempts = (ids: string[]) => ids.map((id) => ({ topic, id, attempt: 1 }));
-      const released = await write('released', RUNNING);
-      assert.equal(await q.release(attempts(released), 'test'), 40);
-      assert.equal((await q.stats(topic)).ready, 40);
-      const started = await write('started', RUNNING);
-      assert.deepEqual(await q.start(topic, attempts(started)), started.map(() => true));
-      const dead = await write('dead', DEAD);
-      assert.equal((await q.redrive(topic, { ids: dead.slice(0, 20) })).redriven, 20);
-      assert.equal((await q.redrive(topic, { count: 40 })).redriven, 20);
-      for (const id of [...released, ...started, ...dead]) assert.equal((await stored(redis, k, id)).inline, 0, `${id} moved apart`);
-      assert.deepEqual(await orphans(redis, k), []);
-    });
-
-    it('a done one past its retention is purged, record and all', async () => {
-      const { topic, clock, redis, q, k } = setup();
-      await writeOldRecord(redis, k, 'old-done', header(4, clock.now, 1), BIG);
-      await redis.zadd(k.done, clock.now + 1000, 'old-done');
-      clock.advance(2000);
-      assert.equal((await q.sweep()).purged, 1);
-      assert.equal(await q.get(topic, 'old-done'), null);
-      assert.deepEqual([await redis.hexists(k.jobs, 'old-done'), await redis.hexists(k.bodies, 'old-done')], [0, 0]);
     });
   });
 
