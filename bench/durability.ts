@@ -15,7 +15,8 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/rules/config';
-import { DelayQueue } from '../lib/edge/queue';
+import { Queue } from '../lib/edge/queue';
+import { Engine } from '../lib/engine';
 import { startPrimaryWithReplica } from '../test/support/redis';
 import { envInt } from './env';
 
@@ -37,11 +38,11 @@ async function main(): Promise<void> {
   const pair = await startPrimaryWithReplica();
   const clients: Redis[] = [];
   try {
-    const queues = {} as Record<Mode, DelayQueue>;
+    const queues = {} as Record<Mode, Queue>;
     for (const mode of ['none', 'replica'] as const) {
       const redis = new Redis(pair.primary.url);
       clients.push(redis);
-      queues[mode] = new DelayQueue(redis, resolveQueueConfig({ topics: { bench: {} }, durability: mode }));
+      queues[mode] = new Queue(new Engine(redis, resolveQueueConfig({ topics: { bench: {} }, durability: mode })));
     }
     let seq = 0;
     const latencies: Record<Mode, number[]> = { none: [], replica: [] };

@@ -28,7 +28,9 @@ import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/rules/config';
 import { topicKeys } from '../lib/engine/keys';
 import { MAX_BODY_BYTES } from '../lib/rules/limits';
-import { DelayQueue, type ClaimedJob } from '../lib/edge/queue';
+import { Queue } from '../lib/edge/queue';
+import { Engine } from '../lib/engine';
+import { type ClaimedJob } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, scriptNamer } from './env';
 
@@ -209,7 +211,7 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
   const topic = 'bench-big';
   let now = Date.UTC(2030, 0, 1);
   const config = resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, maxAttempts: 1, ttr: 30 } }, maxBodyBytes: bodyBytes, retention: 3600 });
-  const queue = new DelayQueue(redis, config, { clock: () => now, random: () => 0 });
+  const queue = new Queue(new Engine(redis, config, { clock: () => now, random: () => 0 }));
   const body = { pad: 'x'.repeat(bodyBytes - Buffer.byteLength(JSON.stringify({ pad: '' }))) };
   if (Buffer.byteLength(JSON.stringify(body)) !== bodyBytes) throw new Error('big body has the wrong size');
   // EVALSHA names its script by digest; an EVAL (ioredis sends one for a script's first call on a
@@ -245,7 +247,7 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
   const claimAll = async () => {
     const claimed: ClaimedJob[] = [];
     for (let i = 0; i <= jobs && claimed.length < jobs; i++) {
-      const got = await queue.claim(topic, jobs - claimed.length, 1e9);
+      const got = await queue.engine.claim(topic, jobs - claimed.length, 1e9);
       if (got.length === 0) break;
       claimed.push(...got);
     }
@@ -253,7 +255,7 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
     return claimed;
   };
   const sweepAll = async () => {
-    for (let i = 0; i < 1000; i++) if (!(await queue.sweep()).more) return;
+    for (let i = 0; i < 1000; i++) if (!(await queue.engine.sweep()).more) return;
   };
   let claimed: ClaimedJob[] = [];
   const third = Math.floor(jobs / 3);
@@ -277,13 +279,13 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
   await redis.del(reference);
   await phase('claim every job', async () => void (claimed = await claimAll()));
   await phase('start every attempt', async () => {
-    if (!(await queue.start(topic, claimed)).every(Boolean)) throw new Error('an attempt was not live');
+    if (!(await queue.engine.start(topic, claimed)).every(Boolean)) throw new Error('an attempt was not live');
   });
   await phase('ack a third', async () => {
-    for (const j of claimed.slice(0, third)) if ((await queue.ack(topic, j.id, j)) !== 'done') throw new Error('ack refused');
+    for (const j of claimed.slice(0, third)) if ((await queue.engine.ack(topic, j.id, j)) !== 'done') throw new Error('ack refused');
   });
   await phase('fail a third (dead: maxAttempts 1)', async () => {
-    for (const j of claimed.slice(third, 2 * third)) if ((await queue.fail(topic, j.id, j, 'bench')).outcome !== 'dead') throw new Error('fail refused');
+    for (const j of claimed.slice(third, 2 * third)) if ((await queue.engine.fail(topic, j.id, j, 'bench')).outcome !== 'dead') throw new Error('fail refused');
   });
   now += 31_000; // past the ttr of the last third
   await phase('moveDue: the last third times out', sweepAll);
@@ -301,8 +303,8 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
   await phase('moveDue: redriven jobs to ready', sweepAll);
   await phase('claim, then release after a failed invoke', async () => {
     const again = [];
-    for (let got = await queue.claim(topic, jobs, 1e9); got.length > 0; got = await queue.claim(topic, jobs, 1e9)) again.push(...got);
-    if ((await queue.release(again, 'bench')) !== again.length) throw new Error('release missed jobs');
+    for (let got = await queue.engine.claim(topic, jobs, 1e9); got.length > 0; got = await queue.engine.claim(topic, jobs, 1e9)) again.push(...got);
+    if ((await queue.engine.release(again, 'bench')) !== again.length) throw new Error('release missed jobs');
   });
   await phase('reschedule with a new body, then cancel', async () => {
     await queue.reschedule(topic, ids.at(-1)!, { delay: 60, body });
@@ -350,7 +352,7 @@ async function main(): Promise<void> {
   try {
     server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
     redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
-    const queue = new DelayQueue(redis, config);
+    const queue = new Queue(new Engine(redis, config));
     const serverInfo = await redis.info('server');
     const machine = describeMachine(serverInfo, server.pid);
     console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}`);
@@ -473,7 +475,7 @@ async function main(): Promise<void> {
     m = await mark(redis); // also resets commandstats and LATENCY HISTOGRAM
 
     for (;;) {
-      const r = await queue.sweep();
+      const r = await queue.engine.sweep();
       sweeps++;
       moved += r.moved;
       if (!r.more && r.moved === 0) break;
@@ -504,10 +506,10 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: N.claimLoops }, async () => {
         for (;;) {
-          const claimed: ClaimedJob[] = await queue.claim(TOPIC, 100, 1e9);
+          const claimed: ClaimedJob[] = await queue.engine.claim(TOPIC, 100, 1e9);
           claims++;
           if (claimed.length === 0) break;
-          const outcomes = await Promise.all(claimed.map((j) => queue.ack(j.topic, j.id, j)));
+          const outcomes = await Promise.all(claimed.map((j) => queue.engine.ack(j.topic, j.id, j)));
           for (const o of outcomes) o === 'done' ? acked++ : notDone++;
         }
       }),

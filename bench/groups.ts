@@ -1,6 +1,6 @@
 /**
  * Groups, listings and versions benchmark (issue 14; not a test): starts its own redis-server
- * (nothing persisted), drives the real DelayQueue API, prints a table and one JSON line, and stops
+ * (nothing persisted), drives the real Queue API, prints a table and one JSON line, and stops
  * redis by PID (also on error).
  *
  *   npm run bench:groups
@@ -43,7 +43,9 @@ import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/rules/config';
 import { CANCEL_GROUP_STEP } from '../lib/engine/groups';
 import { groupKey, topicKeys } from '../lib/engine/keys';
-import { DelayQueue, type ClaimedJob, type Job } from '../lib/edge/queue';
+import { Queue } from '../lib/edge/queue';
+import { Engine } from '../lib/engine';
+import { type ClaimedJob, type Job } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, reniceRedis, round, slowlogReader, usedMemory, type Logged } from './env';
 
@@ -88,7 +90,7 @@ function makeBody(n: number): { orderId: string; note: string } {
 }
 
 /** Adds `count` jobs built by `job(i)` through addMany, BATCH a call, several in flight; throws unless every one is created. */
-async function addAll(queue: DelayQueue, count: number, job: (i: number) => object): Promise<number> {
+async function addAll(queue: Queue, count: number, job: (i: number) => object): Promise<number> {
   const t0 = performance.now();
   await pool(Math.ceil(count / BATCH), N.batchesInFlight, async (b) => {
     const jobs = [];
@@ -170,8 +172,8 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
   try {
     await admin.flushall();
     await admin.call('MEMORY', 'PURGE');
-    const q = new DelayQueue(cancelRedis, config);
-    const worker = new DelayQueue(loopRedis, config);
+    const q = new Queue(new Engine(cancelRedis, config));
+    const worker = new Queue(new Engine(loopRedis, config));
     const addStart = Date.now();
     const addMs = await addAll(q, N.groupJobs, (i) => ({ topic, id: `g-${String(i).padStart(9, '0')}`, group, delay: spread(i, N.groupJobs) * HOUR_S, body: { i } }));
     const delayOf = (i: number) => spread(i, N.groupJobs) * HOUR_S * 1000;
@@ -209,12 +211,12 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
     let stop = false;
     const loop = (async () => {
       while (!stop) {
-        const swept = await worker.sweep();
+        const swept = await worker.engine.sweep();
         sweeps++;
         const began = performance.now();
-        const jobs: ClaimedJob[] = await worker.claim(topic, 100, 10_000);
+        const jobs: ClaimedJob[] = await worker.engine.claim(topic, 100, 10_000);
         claims.push({ began, ms: performance.now() - began, ids: jobs.filter((j) => j.id.startsWith('g-')).map((j) => j.id) });
-        const acks = await Promise.all(jobs.filter((j) => j.id.startsWith('bg-')).map((j) => worker.ack(topic, j.id, j)));
+        const acks = await Promise.all(jobs.filter((j) => j.id.startsWith('bg-')).map((j) => worker.engine.ack(topic, j.id, j)));
         backgroundAcked += acks.filter((a) => a === 'done').length;
         if (jobs.length === 0 && !swept.more) await sleep(2); // nothing due: a sweeper would wait too
       }
@@ -327,7 +329,7 @@ function pageSummary(rows: readonly { ms: number; commands: number }[]): { p50Ms
   return { p50Ms: round(median(rows.map((r) => r.ms))), maxMs: round(Math.max(...rows.map((r) => r.ms))), commands: Math.max(...rows.map((r) => r.commands)) };
 }
 
-async function listingRun(admin: Redis, readSlowlog: ReadSlowlog, queue: DelayQueue, topic: string, jobs: number, setupMs: number): Promise<PageStats> {
+async function listingRun(admin: Redis, readSlowlog: ReadSlowlog, queue: Queue, topic: string, jobs: number, setupMs: number): Promise<PageStats> {
   const limit = 100;
   await queue.listJobs(topic, { state: 'delayed', limit }); // the script's first call on this connection compiles it
   const first: { ms: number; commands: number }[] = [];
@@ -353,7 +355,7 @@ async function listings(server: RedisProcess, admin: Redis, readSlowlog: ReadSlo
   try {
     await admin.flushall();
     await admin.call('MEMORY', 'PURGE');
-    const queue = new DelayQueue(redis, config);
+    const queue = new Queue(new Engine(redis, config));
     // small bodies; due over the next hour from a minute on, so none is due while this runs
     const job = (topic: string, n: number) => (i: number) => ({ topic, id: `job-${String(i).padStart(9, '0')}`, delay: 60 + spread(i, n) * HOUR_S, body: { i } });
     const smallMs = await addAll(queue, N.listSmallJobs, job(small, N.listSmallJobs));
@@ -400,7 +402,7 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
   const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
   const jobs = N.memoryJobs;
   try {
-    const queue = new DelayQueue(redis, config);
+    const queue = new Queue(new Engine(redis, config));
     const groupOf = (i: number) => (groupSize === null ? undefined : `meeting-${String(Math.floor(i / groupSize)).padStart(6, '0')}`);
     const job = (i: number) => ({ topic, id: `order-${String(i).padStart(11, '0')}`, delay: 60 + Math.random() * HOUR_S, body: makeBody(i), ...(groupSize === null ? {} : { group: groupOf(i) }) });
     // a first batch loads the scripts and sizes the client's buffers; then nothing is left of it

@@ -1,6 +1,6 @@
 /**
  * Pacing benchmark (issue 15, item 4; not a test): starts its own redis-server (nothing
- * persisted), drives the real DelayQueue API, prints a table and one JSON line, and stops redis by
+ * persisted), drives the real Queue API, prints a table and one JSON line, and stops redis by
  * PID (also on error).
  *
  *   npm run bench:pacing
@@ -8,11 +8,11 @@
  *
  * 1. BENCH_PACING_JOBS (50,000) jobs due at once (addMany, 500 a batch, delay 0, moved to ready by
  *    sweeps) on a topic with `rateLimit: { count: BENCH_RATE (1000), per: 1 }` and a concurrency
- *    that never binds, drained by two claim loops, each with its own DelayQueue and connection:
+ *    that never binds, drained by two claim loops, each with its own Queue and connection:
  *    `claimPaced(topic, 100)`, sleeping the `waitMs` it answers. Each job's start is its claim
  *    time on the Redis clock (runAt + latenessMs).
  * 2. The same through the fan-out code path: BENCH_FANOUT_JOBS (20,000) jobs, two concurrent
- *    runFanout calls (each its own DelayQueue and connection, batchSize 10) with an invoker that
+ *    runFanout calls (each its own Queue and connection, batchSize 10) with an invoker that
  *    records the events (no Lambda); starts are the events' claimedAt.
  * Measured for each: the delivered rate per second (jobs over the span from first to last start),
  * the starts in each whole 1-s window from the first start (min, max), the busiest span of 1 s
@@ -26,7 +26,8 @@ import { resolveQueueConfig } from '../lib/rules/config';
 import { runFanout, type HandlerEvent } from '../lib/roles/fanout';
 import type { Invoker } from '../lib/platform/lambda';
 import { createLogger } from '../lib/platform/log';
-import { DelayQueue } from '../lib/edge/queue';
+import { Queue } from '../lib/edge/queue';
+import { Engine } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { envInt, printTable } from './env';
 
@@ -89,19 +90,19 @@ function summarise(path: string, jobs: number, starts: { id: string; at: number;
   };
 }
 
-async function fill(queue: DelayQueue, topic: string, jobs: number): Promise<void> {
+async function fill(queue: Queue, topic: string, jobs: number): Promise<void> {
   for (let i = 0; i < jobs; i += 500) {
     const batch = Array.from({ length: Math.min(500, jobs - i) }, (_, j) => ({ topic, id: `job-${i + j}`, delay: 0, body: { n: i + j } }));
     await queue.addMany(batch);
   }
-  for (let result = await queue.sweep(); result.more; result = await queue.sweep());
+  for (let result = await queue.engine.sweep(); result.more; result = await queue.engine.sweep());
 }
 
-function queueOn(port: number, topic: string, handler?: string): { queue: DelayQueue; redis: Redis } {
+function queueOn(port: number, topic: string, handler?: string): { queue: Queue; redis: Redis } {
   const redis = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null });
   // concurrency 10,000 never binds: the claim loops pass a higher maxRunning, the fan-outs' handler acks
   const config = resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, batchSize: 10, rateLimit: { count: N.rate, per: 1 }, ...(handler ? { handler } : {}) } } });
-  return { queue: new DelayQueue(redis, config), redis };
+  return { queue: new Queue(new Engine(redis, config)), redis };
 }
 
 async function claimLoops(port: number): Promise<Run> {
@@ -112,9 +113,9 @@ async function claimLoops(port: number): Promise<Run> {
     await fill(a.queue, topic, N.jobs);
     const starts: { id: string; at: number; latenessMs: number }[] = [];
     const begun = performance.now();
-    const loop = async (queue: DelayQueue) => {
+    const loop = async (queue: Queue) => {
       for (;;) {
-        const { jobs, waitMs } = await queue.claimPaced(topic, 100, 1e9); // running never binds
+        const { jobs, waitMs } = await queue.engine.claimPaced(topic, 100, 1e9); // running never binds
         for (const j of jobs) starts.push({ id: j.id, at: j.runAt + j.latenessMs, latenessMs: j.latenessMs });
         if (jobs.length === 0 && waitMs === null) return; // drained
         if (waitMs !== null) await sleep(waitMs);
@@ -132,12 +133,12 @@ async function claimLoops(port: number): Promise<Run> {
 class AckingInvoker implements Invoker {
   starts: { id: string; at: number; latenessMs: number }[] = [];
   acks: Promise<unknown>[] = [];
-  constructor(private readonly queue: DelayQueue) {}
+  constructor(private readonly queue: Queue) {}
   async invokeAsync(_name: string, payload: unknown): Promise<void> {
     const event = payload as HandlerEvent;
     for (const j of event.jobs) {
       this.starts.push({ id: j.id, at: j.claimedAt, latenessMs: j.claimedAt - j.runAt });
-      this.acks.push(this.queue.ack(event.topic, j.id, { attempt: j.attempt, claim: j.claim! }));
+      this.acks.push(this.queue.engine.ack(event.topic, j.id, { attempt: j.attempt, claim: j.claim! }));
     }
   }
 }
@@ -153,7 +154,7 @@ async function fanouts(port: number): Promise<Run> {
     const remainingMs = () => 900_000; // a fan-out with Lambda's longest timeout: this bench measures the pace, not the hand-over
     const begun = performance.now();
     for (let left = N.fanoutJobs; left > 0; ) {
-      await Promise.all([runFanout({ queue: a.queue, redis: a.redis, invoker, log, remainingMs }, { topics: [topic] }), runFanout({ queue: b.queue, redis: b.redis, invoker, log, remainingMs }, { topics: [topic] })]);
+      await Promise.all([runFanout({ engine: a.queue.engine, invoker, log, remainingMs }, { topics: [topic] }), runFanout({ engine: b.queue.engine, invoker, log, remainingMs }, { topics: [topic] })]);
       const stats = await a.queue.stats(topic);
       if (stats.ready === left) break; // nothing moved: report what was delivered
       left = stats.ready;

@@ -7,7 +7,7 @@
  *   # one step: BENCH_ONLY=sweep or BENCH_ONLY=precision
  *
  * 1. Sweep (own redis-server, nothing persisted, stopped by PID also on error). BENCH_SCHEDULES
- *    (10,000) schedules through DelayQueue.putSchedule, half `every: 60`, half cron `*\/5 * * * *`
+ *    (10,000) schedules through Queue.putSchedule, half `every: 60`, half cron `*\/5 * * * *`
  *    in Europe/Berlin, each with a BENCH_BODY_BYTES (200) JSON body, BENCH_PUTS_IN_FLIGHT (32) at
  *    once, on the engine's fixed clock (QueueOptions.clock, ARGV[1] of every script) set 30 s before
  *    a 5-minute boundary B, so every schedule's pending occurrence is due at B. Memory: INFO
@@ -61,7 +61,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/rules/config';
 import { scheduleKeys, topicKeys } from '../lib/engine/keys';
-import { DelayQueue, type Schedule } from '../lib/edge/queue';
+import { Queue } from '../lib/edge/queue';
+import { Engine } from '../lib/engine';
+import { type Schedule } from '../lib/engine';
 import { catchUpPlan, occurrenceId } from '../lib/rules/schedule';
 import { exited, freePort, groupGone, signalGroup } from '../scripts/support/process';
 import { startRedis, type RedisProcess } from '../test/support/redis';
@@ -164,7 +166,7 @@ interface MemoryResult {
 }
 
 /** Puts every schedule at `t0`; throws unless each is created with its pending occurrence at `due`. */
-async function putAll(queue: DelayQueue, due: number): Promise<number> {
+async function putAll(queue: Queue, due: number): Promise<number> {
   const t = performance.now();
   await pool(N.schedules, N.putsInFlight, async (i) => {
     const { status, schedule } = await queue.putSchedule(TOPIC, scheduleId(i), { ...specOf(i), body: makeBody(i, N.bodyBytes) });
@@ -174,7 +176,7 @@ async function putAll(queue: DelayQueue, due: number): Promise<number> {
 }
 
 /** Every schedule advanced exactly once at `due` (see the file's header); the problems found, the first 10 of each kind. */
-async function checkAdvanced(queue: DelayQueue, admin: Redis, due: number, swept: { advanced: number; moved: number }): Promise<{ ok: boolean; problems: string[] }> {
+async function checkAdvanced(queue: Queue, admin: Redis, due: number, swept: { advanced: number; moved: number }): Promise<{ ok: boolean; problems: string[] }> {
   const problems: string[] = [];
   const k = topicKeys(0, TOPIC);
   if (swept.advanced !== N.schedules) problems.push(`sweep advanced ${swept.advanced}, not ${N.schedules}`);
@@ -228,7 +230,7 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
   let clock = due - 30_000; // every: 60 and */5 both have their next run at `due`
   const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
   try {
-    const queue = new DelayQueue(redis, resolveQueueConfig({ topics: { [TOPIC]: {} } }), { clock: () => clock });
+    const queue = new Queue(new Engine(redis, resolveQueueConfig({ topics: { [TOPIC]: {} } }), { clock: () => clock }));
     // a first put loads the scripts and sizes the client's buffers; then nothing is left of it
     await queue.putSchedule(TOPIC, 'warm-up', { ...EVERY, body: makeBody(0, N.bodyBytes) });
     await admin.flushall();
@@ -268,7 +270,7 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
       const scripts = await scriptUsec(admin);
       const cpu = process.cpuUsage();
       const t = performance.now();
-      const result = await queue.sweep();
+      const result = await queue.engine.sweep();
       run.wallMs += performance.now() - t;
       const used = process.cpuUsage(cpu);
       run.clientCpuMs += (used.user + used.system) / 1000;

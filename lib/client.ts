@@ -581,12 +581,12 @@ export class DelayQueueClient {
 
   /**
    * One page of a topic's dead jobs, oldest first (`limit` 1–100, default 50; `after`: the previous
-   * page's `next`, or an epoch ms for the jobs that died after it).
+   * page's `next`).
    */
-  async dead<Body = unknown>(topic: string, page: { limit?: number; after?: string | number } = {}, options?: CallOptions): Promise<DeadPage<Body>> {
+  async dead<Body = unknown>(topic: string, page: { limit?: number; after?: string } = {}, options?: CallOptions): Promise<DeadPage<Body>> {
     const query = new URLSearchParams();
     if (page.limit !== undefined) query.set('limit', String(page.limit));
-    if (page.after !== undefined) query.set('after', String(page.after));
+    if (page.after !== undefined) query.set('after', page.after);
     const target = path('topics', topic, 'dead') + (query.toString() ? `?${query}` : '');
     return this.call('GET', target, undefined, options, true, (reply) => {
       const body = reply.body as DeadPage<Body> | undefined;

@@ -1,4 +1,4 @@
-import { REFUSAL, type Refusal } from '../engine/codes';
+import { REFUSAL, type Refusal } from '../engine';
 
 /** Error codes of the API, as they appear in `{ "error": { "code" } }`. */
 export type ErrorCode =
@@ -16,10 +16,7 @@ export type ErrorCode =
   | 'INTERNAL';
 
 /** One problem with one input field; `path` is dotted (`jobs.3.delay`). */
-export interface FieldProblem {
-  path: string;
-  message: string;
-}
+export type { FieldProblem } from '../rules/backoff';
 
 /**
  * The one error class: an HTTP status, a stable code, a message safe to show the caller. A 4xx,
@@ -56,19 +53,5 @@ export function refusalError(refusal: Refusal, topic: string, id: string, detail
       return new HttpError(409, 'JOB_FINISHED', `job ${topic}/${id} was cancelled`, details);
     case REFUSAL.VERSION_MISMATCH:
       return new HttpError(412, 'VERSION_MISMATCH', `job ${topic}/${id} does not have the version If-Match names`, details);
-  }
-}
-
-/**
- * Thrown by a topic handler's function to fail the attempt and ask for the next one after
- * `retryAfterMs` instead of the backoff (a 429 or 503 with Retry-After, say).
- */
-export class RetryLater extends Error {
-  constructor(
-    message: string,
-    readonly retryAfterMs: number,
-  ) {
-    super(message);
-    this.name = 'RetryLater';
   }
 }

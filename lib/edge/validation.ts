@@ -7,14 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { ladderLength, parseBackoff } from '../rules/backoff';
 import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../rules/config';
-import { decodeDeadCursor, type DeadCursor } from '../engine/dead';
-import type { JobChange, NewJob } from '../engine/jobs';
+import { partitionOf, type JobChange, type NewJob } from '../engine';
 import { HttpError, type FieldProblem } from './errors';
-import { partitionOf } from '../engine/keys';
 import { jitterOffsetMs } from '../rules/pacing';
 import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from '../rules/limits';
 
-export type { JobChange, NewJob } from '../engine/jobs';
+export type { JobChange, NewJob } from '../engine';
 
 const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
@@ -354,13 +352,6 @@ function intParam(value: string | undefined, name: string, range: Range): number
   return n;
 }
 
-/** The cursor `after` names: a page's `next`, or a bare epoch ms (earlier versions' cursor); throws 400 VALIDATION_FAILED when it is neither. */
-export function checkDeadCursor(after: string | number): DeadCursor {
-  const cursor = decodeDeadCursor(after);
-  if (!cursor) throw new HttpError(400, 'VALIDATION_FAILED', 'after must be the next of a previous page, or an epoch ms', [{ path: 'after', message: 'must be the `next` of a previous page, or an epoch ms' }]);
-  return cursor;
-}
-
 /** An `If-Match` precondition: `*`, or the version a job must have. */
 export type IfMatch = '*' | { version: number };
 
@@ -465,16 +456,15 @@ export function checkGroupRef(topic: string, group: string): void {
 }
 
 /** A cursor that is not the `next` of a previous page of this listing: 400 VALIDATION_FAILED. */
-export function badCursor(): HttpError {
+export function badCursor(path: 'cursor' | 'after' = 'cursor'): HttpError {
   const message = 'must be the next of a previous page of this listing';
-  return new HttpError(400, 'VALIDATION_FAILED', `cursor ${message}`, [{ path: 'cursor', message }]);
+  return new HttpError(400, 'VALIDATION_FAILED', `${path} ${message}`, [{ path, message }]);
 }
 
 /** Validates the query of a page of dead jobs: `limit` (jobs per page) and `after` (the previous page's `next`), both optional. */
 export function validateDeadPage(query: Record<string, string | undefined>): { limit?: number; after?: string } {
   const limit = intParam(query.limit, 'limit', DEAD_PAGE);
-  const after = query.after === undefined || query.after === '' ? undefined : query.after;
-  if (after !== undefined) checkDeadCursor(after);
+  const after = query.after === undefined || query.after === '' ? undefined : query.after; // decoded by Queue.listDead
   return { ...(limit !== undefined ? { limit } : {}), ...(after !== undefined ? { after } : {}) };
 }
 

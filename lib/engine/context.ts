@@ -14,3 +14,11 @@ export interface EngineContext {
   /** Where the next claim starts its round of the partitions. */
   readonly rotation: Rotation;
 }
+
+/** The clock every due time and deadline is on: the fixed test clock, else Redis TIME (epoch ms). */
+export async function serverTime(ctx: EngineContext): Promise<number> {
+  const fixed = ctx.clock();
+  if (fixed !== '') return fixed;
+  const [seconds, micros] = await ctx.redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}

@@ -1,33 +1,23 @@
 /**
- * The engine: every state change of a job is one Lua script call (lua/), built by its typed
- * wrapper (./scripts.ts). It takes validated input (lib/edge/validation.ts) and reports refusals as
- * codes (./codes.ts); lib/edge/queue.ts turns them into API errors.
+ * The engine's door: what the HTTP edge, the Lambda roles and the runtime may use. Every state
+ * change is one Lua script call (lua/), built by its typed wrapper (./scripts.ts) and sent by
+ * ./lua.ts; the Engine class (./engine.ts) takes validated input and answers typed results and
+ * refusal codes (./codes.ts), never HTTP errors.
  */
-export { claimJobs, claimPaced, type PacedClaim, ackJob, failJob, releaseJobs, startAttempts } from './attempts';
+export { Engine, type EngineOptions, type TopicStatsView } from './engine';
 export type { EngineContext } from './context';
-export { listDeadJobs, redriveJobs } from './dead';
-export * from './jobs';
-export { partitionsInOrder, Rotation } from './partitions';
-export { getJob, topicStats } from './read';
-export { moveDue, type OnReady, serverTime, sweep } from './sweep';
-export { cancelJob, rescheduleJob, writeJobs } from './write';
-export { cancelGroup, decodeGroupCursor, encodeGroupCursor, leaveGroups, listGroup, type GroupCursor } from './groups';
-export { decodeJobsCursor, encodeJobsCursor, listJobs, type JobsCursor, type ListState } from './lists';
-export { REFUSAL } from './codes';
-export { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, type LatenessWindow } from './lateness';
-export {
-  advanceDue,
-  commitAdvance,
-  decodeScheduleCursor,
-  deleteSchedule,
-  dueCall,
-  encodeScheduleCursor,
-  getSchedule,
-  listSchedules,
-  planAdvance,
-  planPut,
-  putSchedule,
-  readSchedule,
-  type AdvancePlan,
-  type Schedule,
-} from './schedules';
+export type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobChange, JobState, NewJob, Refused, SweepResult, TopicStats, Wake, WriteResult } from './jobs';
+export type { NewSchedule } from './shapes';
+export { isRefused } from './jobs';
+export { REFUSAL, type Refusal } from './codes';
+export { NotReplicatedError, connectedReplicas } from './durable';
+export { partitionOf, routingId } from './keys';
+export { chunkBySize } from './partitions';
+export type { PacedClaim } from './attempts';
+export type { OnReady } from './sweep';
+export { decodeDeadCursor, encodeDeadCursor, type DeadCursor } from './dead';
+export { decodeGroupCursor, encodeGroupCursor, type GroupCursor } from './groups';
+export { decodeJobsCursor, encodeJobsCursor, type JobsCursor, type ListState } from './lists';
+export { decodeScheduleCursor, encodeScheduleCursor, type Schedule } from './schedules';
+export type { LatenessMinute, LatenessWindow } from './lateness';
+export { holdSweeperLease, LEASE, markFanout, releaseSweeperLease, unmarkFanout, wakeListKey } from './coordination';

@@ -5,6 +5,7 @@
  * Topics are validated (`[A-Za-z0-9_-]`) before they reach here, so `{`, `}`, `:` and
  * whitespace never do.
  */
+import { fnv1a } from '../rules/hash';
 
 declare const holds: unique symbol;
 
@@ -226,14 +227,4 @@ export function routingId(id: string): string {
 export function partitionOf(topic: string, id: string, count: number): number {
   if (count === 1) return 0;
   return fnv1a(`${topic}:${routingId(id)}`) % count;
-}
-
-/** FNV-1a (32-bit, over UTF-16 code units) of `text`, as an unsigned integer. Stable: partitions and jitter depend on it. */
-export function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
 }

@@ -11,7 +11,8 @@ import type { TopicConfig } from '../rules/config';
 import { groupKey, scheduleKeys, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { jitterOffsetMs } from '../rules/pacing';
-import { advancePlan, catchUpPlan, nextRuns, occurrenceId, type NewSchedule, type ScheduleSpec } from '../rules/schedule';
+import { advancePlan, catchUpPlan, nextRuns, occurrenceId, type ScheduleSpec } from '../rules/schedule';
+import type { NewSchedule } from './shapes';
 import { run, runPipelined } from './lua';
 import { OUTCOME, REFUSAL } from './codes';
 import type { EngineContext } from './context';
@@ -19,7 +20,7 @@ import { leaveGroups, type LeftGroup } from './groups';
 import type { Wake } from './jobs';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
-import { serverTime } from './sweep';
+import { serverTime } from './context';
 
 /** A schedule as the API shows it; times are ISO-8601, durations seconds. */
 export interface Schedule {

@@ -2,6 +2,7 @@
  * The per-job shapes the Lua scripts take and return, apart from the decoding in ./jobs.ts so that
  * ./scripts.ts (the typed calls) and ./jobs.ts (which decodes their replies) need not import each other.
  */
+import type { ScheduleSpec } from '../rules/schedule';
 import type { JobStateCode } from './codes';
 
 /** A job that passed validation (lib/edge/validation.ts), as the add script takes it. */
@@ -51,3 +52,13 @@ export type JobView = readonly [
   version: number,
   group: string | null,
 ];
+
+/** A validated schedule, as the engine takes it; the options apply to each occurrence. */
+export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'backoff' | 'url' | 'group'> {
+  topic: string;
+  id: string;
+  partition: number;
+  spec: ScheduleSpec;
+  /** JSON text of each occurrence's body. */
+  body: string;
+}

@@ -89,11 +89,3 @@ export async function moveDue(ctx: EngineContext, t: TopicConfig, partition: num
   if (left.length > 0) await leaveGroups(ctx, leftGroups(t.name, partition, left));
   return { moved, retried, deadLettered, givenBack, purged, more: more === 1, nextAt, now };
 }
-
-/** The clock every due time and deadline is on: the fixed test clock, else Redis TIME (epoch ms). */
-export async function serverTime(ctx: EngineContext): Promise<number> {
-  const fixed = ctx.clock();
-  if (fixed !== '') return fixed;
-  const [seconds, micros] = await ctx.redis.time();
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-}

@@ -1,16 +1,15 @@
 import { Cluster, type Redis } from 'ioredis';
-import { connectedReplicas } from '../engine/durable';
+import { connectedReplicas, Engine } from '../engine';
 import { loadConfig, type AppConfig } from '../rules/config';
 import { createInvoker, type Invoker } from './lambda';
 import { createLogger, setMetricsService, type Logger } from './log';
-import { DelayQueue } from '../edge/queue';
 import { createRedis } from './redis';
 
 /** What every Lambda of the stack shares within one process: created once, at first use. */
 export interface Runtime {
   config: AppConfig;
   redis: Redis | Cluster;
-  queue: DelayQueue;
+  engine: Engine;
   invoker: Invoker;
   log: Logger;
 }
@@ -28,7 +27,11 @@ export function createRuntime(env: NodeJS.ProcessEnv): Runtime {
   const log = createLogger('delay-queue', { function_name: env.AWS_LAMBDA_FUNCTION_NAME }, config.logLevel);
   redis.on('error', (error: Error) => log.warn('redis connection error', { error }));
   if (config.queue.durability.mode === 'replica') warnWithoutReplica(redis, log);
-  return { config, redis, queue: new DelayQueue(redis, config.queue), invoker: createInvoker(config), log };
+  const invoker = createInvoker(config);
+  // the engine wakes the sweeper after a change that made a job due first; it starts one only where wake-ups may invoke
+  const startSweeper = config.wakeInvokes ? () => invoker.invokeAsync('sweeper', { source: 'wake' }) : undefined;
+  const wake = { horizonMs: config.timings.sweeperHorizonMs, onError: (error: unknown) => log.warn('could not wake the sweeper', { error }), ...(startSweeper ? { startSweeper } : {}) };
+  return { config, redis, engine: new Engine(redis, config.queue, { wake }), invoker, log };
 }
 
 /**

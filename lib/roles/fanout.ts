@@ -1,16 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Cluster, Redis } from 'ioredis';
 import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from '../rules/config';
 import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from '../rules/limits';
-import { FANOUT_MARK } from '../engine/codes';
-import { chunkBySize } from '../engine/partitions';
-import { endFanout, startFanout } from '../engine/scripts';
-import { sweeperKeys } from '../engine/keys';
+import { chunkBySize, markFanout, unmarkFanout, type ClaimedJob, type Engine } from '../engine';
 import type { Invoker } from '../platform/lambda';
 import { emitMetrics, type Logger } from '../platform/log';
-import type { ClaimedJob, DelayQueue } from '../edge/queue';
-import { run } from '../engine/lua';
 
 /** The event a topic handler receives: a batch of jobs of one topic, each claimed for one attempt. */
 export interface HandlerEvent {
@@ -35,7 +29,7 @@ export interface WireJob {
    * again): the handler presents it to start, ack and fail the attempt. Missing only in an event
    * of older code. Never log it.
    */
-  claim?: string;
+  claim: string;
   url?: string;
 }
 
@@ -47,8 +41,7 @@ const MAX_PASSES = 20; // passes over every topic by one fan-out invocation
 const HANDOVER_RESERVE_MS = 3_000;
 
 export interface FanoutDeps {
-  queue: DelayQueue;
-  redis: Redis | Cluster;
+  engine: Engine;
   invoker: Invoker;
   log: Logger;
   /** config.timings (fanoutMarkMs); DEFAULT_TIMINGS when left out. */
@@ -66,20 +59,14 @@ const newToken = () => randomBytes(8).toString('hex');
  * Invokes the fan-out unless one is running already (that one drains every topic and looks
  * again before it stops). Returns true when it invoked one.
  */
-export async function requestFanout(deps: Pick<FanoutDeps, 'redis' | 'invoker' | 'timings'>): Promise<boolean> {
-  const mark = sweeperKeys().fanout;
+export async function requestFanout(deps: Pick<FanoutDeps, 'engine' | 'invoker' | 'timings'>): Promise<boolean> {
   const token = newToken();
-  const markMs = (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs;
-  const start = () => run(deps.redis, startFanout([mark], { token, markMs }));
-  // A lost reply may hide a mark that was set: ask again with the same token (the script answers
-  // MARKED when the mark is already ours), else the mark would block fan-outs until it expires.
-  const marked = await start().catch(start);
-  if (marked !== FANOUT_MARK.MARKED) return false;
+  if (!(await markFanout(deps.engine.ctx, token, (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs))) return false;
   try {
     await deps.invoker.invokeAsync('fanout', { token });
     return true;
   } catch (error) {
-    await run(deps.redis, endFanout([mark], { token })).catch(() => FANOUT_MARK.NOT_OURS);
+    await unmarkFanout(deps.engine.ctx, token).catch(() => false);
     throw error;
   }
 }
@@ -126,7 +113,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // as many jobs, and bodies, as the invokes in flight carry: a round claims fewer than
     // batchSize × INVOKES_IN_FLIGHT when their bodies fill INVOKES_IN_FLIGHT events first
-    const { jobs: claimed, waitMs } = await deps.queue.claimPaced(topic.name, topic.batchSize * INVOKES_IN_FLIGHT, undefined, INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES);
+    const { jobs: claimed, waitMs } = await deps.engine.claimPaced(topic.name, topic.batchSize * INVOKES_IN_FLIGHT, undefined, INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES);
     if (claimed.length === 0) return waitMs;
     report.claimed += claimed.length;
     emitMetrics({ topic: topic.name }, {
@@ -138,7 +125,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
       // only a job stored under an older, larger maxBodyBytes: it can never be delivered
       const error = `the job is ${bytes} bytes as a Lambda event, over the ${EVENT_PAYLOAD_BYTES}-byte limit; it cannot be delivered`;
       deps.log.error('job too large for a handler event; failing its attempt', { topic: topic.name, jobId: job.id, bytes });
-      await deps.queue.fail(topic.name, job.id, job, error);
+      await deps.engine.fail(topic.name, job.id, job, error);
     }
     const failed: ClaimedJob[] = [];
     let reason: string | undefined;
@@ -156,7 +143,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
       }),
     );
     if (failed.length > 0) {
-      report.released += await deps.queue.release(failed, reason);
+      report.released += await deps.engine.release(failed, reason);
       return null; // the invoke API is failing: stop, the next sweep tries again
     }
     if (waitMs !== null) return waitMs;
@@ -170,7 +157,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
  * limit. Returns the soonest a rate-limited topic that was held back may claim again (ms), or null.
  */
 async function pass(deps: FanoutDeps, names: string[], reports: Record<string, FanoutReport>): Promise<number | null> {
-  const config = deps.queue.config;
+  const config = deps.engine.config;
   const waits = await Promise.all(
     names.map(async (name) => {
       const report = (reports[name] ??= { claimed: 0, invoked: 0, released: 0 });
@@ -187,9 +174,9 @@ async function pass(deps: FanoutDeps, names: string[], reports: Record<string, F
 }
 
 /** True when some topic has ready jobs and room under its concurrency. */
-async function claimable(queue: DelayQueue): Promise<boolean> {
-  const stats = await queue.statsAll();
-  return stats.some((t) => t.ready > 0 && t.running < queue.config.topics.get(t.topic)!.concurrency);
+async function claimable(engine: Engine): Promise<boolean> {
+  const counts = await Promise.all([...engine.config.topics.values()].map(async (t) => ({ t, c: await engine.counts(t.name) })));
+  return counts.some(({ t, c }) => c.ready > 0 && c.running < t.concurrency);
 }
 
 /**
@@ -200,10 +187,9 @@ async function claimable(queue: DelayQueue): Promise<boolean> {
  * ready meanwhile is never left waiting.
  */
 export async function runFanout(deps: FanoutDeps, options: { token?: string; topics?: string[] } = {}): Promise<Record<string, FanoutReport>> {
-  const config = deps.queue.config;
+  const config = deps.engine.config;
   const names = (options.topics ?? [...config.topics.keys()]).filter((t) => config.topics.has(t));
   const reports: Record<string, FanoutReport> = {};
-  const mark = sweeperKeys().fanout;
   const markMs = (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs;
   const endsAt = Date.now() + markMs;
   const remainingMs = deps.remainingMs ?? (() => endsAt - Date.now());
@@ -218,7 +204,7 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
       continue;
     }
     if (!token) return reports;
-    await run(deps.redis, endFanout([mark], { token }));
+    await unmarkFanout(deps.engine.ctx, token);
     if (waitMs !== null) {
       try {
         await requestFanout(deps);
@@ -227,12 +213,10 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
       }
       return reports;
     }
-    if (!(await claimable(deps.queue))) return reports;
-    const next = newToken();
-    token = next;
-    const start = () => run(deps.redis, startFanout([mark], { token: next, markMs }));
-    if ((await start().catch(start)) !== FANOUT_MARK.MARKED) return reports; // retried as in requestFanout
+    if (!(await claimable(deps.engine))) return reports;
+    token = newToken();
+    if (!(await markFanout(deps.engine.ctx, token, markMs))) return reports;
   }
-  if (token) await run(deps.redis, endFanout([mark], { token }));
+  if (token) await unmarkFanout(deps.engine.ctx, token);
   return reports;
 }

@@ -1,11 +1,10 @@
 import type { Context } from 'aws-lambda';
 import type { TopicConfig } from '../rules/config';
-import { RetryLater } from '../edge/errors';
+import { RetryLater } from './retry-later';
 import { requestFanout, toWire, type HandlerEvent, type WireJob } from './fanout';
 import { emitMetrics, takeColdStart, type Logger } from '../platform/log';
-import type { FailOutcome } from '../edge/queue';
+import type { FailOutcome } from '../engine';
 import { runtime, type Runtime } from '../platform/runtime';
-import { wakeSweeper } from './sweeper';
 
 /** What the user's function gets besides the job. */
 export interface JobContext {
@@ -69,7 +68,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   }
   const durationMs = Date.now() - startedAt;
   if (failure === undefined) {
-    const outcome = await rt.queue.ack(topic, job.id, job);
+    const outcome = await rt.engine.ack(topic, job.id, job);
     if (outcome === 'done') {
       report.done += 1;
       jobLog.info('job done', { durationMs });
@@ -81,11 +80,10 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   }
   const message = failure instanceof Error ? failure.message || failure.name : String(failure);
   const retryAfterMs = failure instanceof RetryLater ? failure.retryAfterMs : undefined;
-  const result: FailOutcome = await rt.queue.fail(topic, job.id, job, message, retryAfterMs);
+  const result: FailOutcome = await rt.engine.fail(topic, job.id, job, message, retryAfterMs);
   if (result.outcome === 'retry') {
     report.retried += 1;
     jobLog.warn('job failed; retry scheduled', { reason: message, retryAt: new Date(result.runAt).toISOString(), durationMs });
-    if (result.wake) await wakeSweeper(rt, result.runAt);
   } else if (result.outcome === 'dead') {
     report.dead += 1;
     jobLog.error('job failed for the last time; dead-lettered', { reason: message, durationMs });
@@ -102,7 +100,7 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
  */
 async function handOnRest(rt: Runtime, topic: TopicConfig, lastBatch: number, log: Logger): Promise<void> {
   try {
-    if (lastBatch === topic.batchSize || (await rt.queue.counts(topic.name)).ready > 0) await requestFanout({ ...rt, timings: rt.config.timings });
+    if (lastBatch === topic.batchSize || (await rt.engine.counts(topic.name)).ready > 0) await requestFanout({ engine: rt.engine, invoker: rt.invoker, timings: rt.config.timings });
   } catch (error) {
     log.warn('could not request a fan-out', { error });
   }
@@ -131,11 +129,11 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
       for (let round = 0; jobs.length > 0; round++) {
         // one TIME per round: a host clock minutes off must not expire (or stretch) every attempt
         const before = Date.now();
-        const offsetMs = (await rt.queue.serverTime()) - before;
+        const offsetMs = (await rt.engine.serverTime()) - before;
         const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
         // An Event invoke can start late, or twice: run only the attempts still live, marking them
         // started (one script call per partition of the batch, all at once).
-        const live = await rt.queue.start(topic.name, jobs);
+        const live = await rt.engine.start(topic.name, jobs);
         const batch = jobs.filter((job, i) => {
           if (!live[i]) {
             report.stale += 1;
@@ -145,14 +143,14 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         });
         // how late each started, for GET /topics and the dashboard (advisory: a failure only logs)
         const startedAt = Date.now() + offsetMs;
-        const recorded = rt.queue.recordStarts(topic.name, batch.map((job) => startedAt - job.runAt)).catch((error: unknown) => log.warn('could not record lateness', { error }));
+        const recorded = rt.engine.recordStarts(topic.name, batch.map((job) => startedAt - job.runAt)).catch((error: unknown) => log.warn('could not record lateness', { error }));
         await Promise.all([...batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)), recorded]);
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
           if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, log);
           break;
         }
-        jobs = (await rt.queue.claim(topic.name, topic.batchSize)).map(toWire);
+        jobs = (await rt.engine.claim(topic.name, topic.batchSize)).map(toWire);
       }
       emitMetrics({ topic: topic.name }, {
         done: { unit: 'Count', value: report.done },

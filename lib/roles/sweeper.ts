@@ -1,19 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Cluster, type Redis } from 'ioredis';
+import { holdSweeperLease, LEASE, releaseSweeperLease, wakeListKey, type Engine, type SweepResult } from '../engine';
 import { requestFanout } from './fanout';
-import { sweeperKeys } from '../engine/keys';
 import type { Invoker } from '../platform/lambda';
 import { DEFAULT_TIMINGS, type AppConfig, type Timings } from '../rules/config';
-import { LEASE, WAKE } from '../engine/codes';
-import { holdLease, releaseLease, wakeSweeper as wakeScript, type LeaseKeys } from '../engine/scripts';
 import { emitMetrics, type Logger } from '../platform/log';
-import type { DelayQueue, SweepResult } from '../edge/queue';
-import { run } from '../engine/lua';
 
 export interface SweeperDeps {
-  queue: DelayQueue;
-  redis: Redis | Cluster;
+  engine: Engine;
   invoker: Invoker;
   log: Logger;
   /** Milliseconds left in this invocation. */
@@ -93,20 +88,18 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * one sweeper runs at a time; invokes the fan-out whenever jobs became ready.
  */
 export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
-  const { queue, redis, log } = deps;
+  const { engine, log } = deps;
   const t = deps.timings ?? DEFAULT_TIMINGS;
-  const keys = sweeperKeys();
-  const lease: LeaseKeys = [keys.lease, keys.next, keys.wake, keys.wakes];
   const owner = randomBytes(8).toString('hex');
   const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
-  const hold = (nextAt: number | null, clearWake: boolean) => run(redis, holdLease(lease, { owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake }));
+  const hold = (nextAt: number | null, clearWake: boolean) => holdSweeperLease(engine.ctx, { owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake });
 
   if (!(await takeLease(deps, t, () => hold(null, true)))) return { ...report, outcome: 'busy' };
-  const waker = new Waker(redis, keys.wake, t.sweeperMaxWaitMs);
+  const waker = new Waker(engine.ctx.redis, wakeListKey(), t.sweeperMaxWaitMs);
   let wakes = 0; // the wake counter seen before the latest sweep
   try {
     for (;;) {
-      if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, lease, report);
+      if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, report);
       let result: SweepResult;
       let sweptFrom = 0;
       let asked = false; // this sweep invoked the fan-out (or found one running)
@@ -120,7 +113,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
         // the sweep reads Redis's time `now` right after this: the wait for `nextAt` counts from
         // here, less what the sweep and the fan-out's invoke took (else every wake-up is late by them)
         sweptFrom = performance.now();
-        result = await queue.sweep(undefined, async (ready) => {
+        result = await engine.sweep(undefined, async (ready) => {
           asked = await fanOut(deps, t, ready, report);
         });
       } catch (error) {
@@ -134,7 +127,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
 
       const waitFor = () => (result.nextAt === null ? Infinity : result.nextAt - result.now - (performance.now() - sweptFrom));
       if (waitFor() > t.sweeperHorizonMs) {
-        const released = await run(redis, releaseLease(lease, { owner, wakesSeen: wakes, force: false })).catch(() => LEASE.KEPT);
+        const released = await releaseSweeperLease(engine.ctx, { owner, wakesSeen: wakes, force: false }).catch(() => LEASE.KEPT);
         if (released === LEASE.RELEASED || released === LEASE.NOT_OWNER) return { ...report, outcome: 'idle' };
         continue; // a wake-up arrived since the sweep
       }
@@ -169,7 +162,7 @@ async function takeLease(deps: SweeperDeps, t: Timings, hold: () => Promise<numb
  */
 async function fanOut(deps: SweeperDeps, t: Timings, ready: Readonly<Record<string, number>>, report: SweeperReport): Promise<boolean> {
   try {
-    if (await requestFanout({ redis: deps.redis, invoker: deps.invoker, timings: t })) report.fanouts += 1;
+    if (await requestFanout({ engine: deps.engine, invoker: deps.invoker, timings: t })) report.fanouts += 1;
     return true;
   } catch (error) {
     deps.log.error('could not invoke the fan-out', { error, ready });
@@ -196,8 +189,8 @@ async function afterSweep(deps: SweeperDeps, t: Timings, result: SweepResult, re
   }
 }
 
-async function handOver(deps: SweeperDeps, owner: string, lease: LeaseKeys, report: SweeperReport): Promise<SweeperReport> {
-  await run(deps.redis, releaseLease(lease, { owner, wakesSeen: 0, force: true })).catch(() => LEASE.KEPT);
+async function handOver(deps: SweeperDeps, owner: string, report: SweeperReport): Promise<SweeperReport> {
+  await releaseSweeperLease(deps.engine.ctx, { owner, wakesSeen: 0, force: true }).catch(() => LEASE.KEPT);
   try {
     await deps.invoker.invokeAsync('sweeper', { source: 'handover' });
     return { ...report, outcome: 'handed_over' };
@@ -205,26 +198,4 @@ async function handOver(deps: SweeperDeps, owner: string, lease: LeaseKeys, repo
     deps.log.error('could not hand over to a new sweeper; the tick will start one', { error });
     return { ...report, outcome: 'out_of_time' };
   }
-}
-
-/**
- * After a job became the earliest due of its topic: wakes the running sweeper if it would look
- * too late, or starts one if none runs and the job is due within the horizon ('now': due on
- * Redis's clock now). With mayInvoke false it only wakes a running one; the tick starts the next.
- */
-export async function nudgeSweeper(deps: Pick<SweeperDeps, 'redis' | 'invoker' | 'log' | 'timings'> & { mayInvoke?: boolean }, dueAt: number | 'now'): Promise<void> {
-  const keys = sweeperKeys();
-  const horizonMs = (deps.timings ?? DEFAULT_TIMINGS).sweeperHorizonMs;
-  try {
-    const action = await run(deps.redis, wakeScript([keys.lease, keys.next, keys.wake, keys.wakes], { clock: '', dueAt, horizonMs }));
-    if (action === WAKE.START_SWEEPER && deps.mayInvoke !== false) await deps.invoker.invokeAsync('sweeper', { source: 'wake' });
-  } catch (error) {
-    // the job is stored; the tick bounds its lateness to about a minute
-    deps.log.warn('could not wake the sweeper', { error });
-  }
-}
-
-/** nudgeSweeper under this deployment's policy: it may start a sweeper only when wakeInvokes is on. */
-export function wakeSweeper(rt: Pick<SweeperDeps, 'redis' | 'invoker' | 'log'> & { config: Pick<AppConfig, 'wakeInvokes' | 'timings'> }, dueAt: number | 'now'): Promise<void> {
-  return nudgeSweeper({ ...rt, mayInvoke: rt.config.wakeInvokes, timings: rt.config.timings }, dueAt);
 }

@@ -1,4 +1,8 @@
-import type { FieldProblem } from '../edge/errors';
+/** One problem with one input field; `path` is dotted (`jobs.3.backoff`). The edge's FieldProblem has this shape. */
+export interface FieldProblem {
+  path: string;
+  message: string;
+}
 
 /**
  * Backoff between attempts. Users write one of

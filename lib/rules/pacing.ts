@@ -1,5 +1,5 @@
 /** Pacing's pure parts: a job's deterministic jitter. The rate limit itself is lua/takeTokens-1.lua. */
-import { fnv1a } from '../engine/keys';
+import { fnv1a } from './hash';
 
 /**
  * How far (ms) job topic/id's first run is moved within a jitter of `jitterMs`: FNV-1a of

@@ -1,6 +1,7 @@
 /**
- * Recurring schedules, pure: validation of a schedule as the API receives it, and the arithmetic
- * of its run times. No Redis here (lib/engine/schedules.ts commits what this computes).
+ * Recurring schedules, pure: the arithmetic of their run times, and what makes a cron expression
+ * valid. No Redis here (lib/engine/schedules.ts commits what this computes; lib/edge/schedule-input.ts
+ * validates a schedule as the API receives it).
  *
  * A schedule runs on a cron expression in a time zone, or every N seconds. Croner matches the
  * expression's fields; the time zone is applied here, by our rules rather than the library's:
@@ -14,15 +15,9 @@
  * A schedule's jitter moves its occurrences' jobs, not its run times (lib/engine/schedules.ts).
  */
 import { Cron } from 'croner';
-import type { QueueConfig } from './config';
-import { ID_PATTERN, TOPIC_PATTERN } from './config';
-import { HttpError, type FieldProblem } from '../edge/errors';
-import { partitionOf } from '../engine/keys';
-import type { NewJob } from '../engine/shapes';
-import { checkBodySize, checkJitter, checkJobOptions, requireTopic, throwProblems } from '../edge/validation';
 
 /** Longest id of a job (ID_PATTERN). */
-const ID_MAX = 128;
+export const ID_MAX = 128;
 /** `:YYYYMMDDTHHMMSSZ`, the suffix an occurrence's id adds to its schedule's id. */
 export const OCCURRENCE_SUFFIX_LENGTH = 17;
 /** Longest schedule id: its occurrences' ids must still be ids. */
@@ -46,22 +41,7 @@ export type Recurrence = { cron: string; timezone: string } | { every: number };
  */
 export type ScheduleSpec = Recurrence & { catchUp: CatchUp; paused: boolean; jitterMs?: number };
 
-/** A validated schedule, as the engine takes it; the options apply to each occurrence. */
-export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'backoff' | 'url' | 'group'> {
-  topic: string;
-  id: string;
-  partition: number;
-  spec: ScheduleSpec;
-  /** JSON text of each occurrence's body. */
-  body: string;
-}
-
-const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
 const IANA_ZONE = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The canonical name of IANA time zone `name`, or undefined when there is none. */
 export function canonicalZone(name: string): string | undefined {
@@ -79,7 +59,7 @@ function wallCron(cron: string): Cron {
 }
 
 /** The problem with cron expression `cron`, or undefined when it is one of 5 or 6 fields. */
-function cronProblem(cron: unknown): string | undefined {
+export function cronProblem(cron: unknown): string | undefined {
   const usage = 'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first)';
   if (typeof cron !== 'string' || cron.length > 256) return usage;
   const fields = cron.trim().split(/\s+/).length;
@@ -90,79 +70,6 @@ function cronProblem(cron: unknown): string | undefined {
     return `${usage}: ${(error as Error).message.replace(/^CronPattern: /, '')}`;
   }
   return undefined;
-}
-
-/**
- * Validates a put of schedule topic/id and returns it normalised. Reports every problem at once:
- * 400 VALIDATION_FAILED naming each field, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE. `now` (epoch
- * ms) only serves to refuse an expression that never matches a date after it.
- */
-export function validateSchedule(topic: string, id: string, input: unknown, config: QueueConfig, now = Date.now()): NewSchedule {
-  if (!isObject(input)) {
-    throw new HttpError(400, 'VALIDATION_FAILED', 'the schedule must be a JSON object', [{ path: '', message: 'must be an object' }]);
-  }
-  const problems: FieldProblem[] = [];
-  const problem = (path: string, message: string) => problems.push({ path, message });
-  for (const key of Object.keys(input)) {
-    if (!SCHEDULE_FIELDS.includes(key)) problem(key, `is not a schedule field (fields: ${SCHEDULE_FIELDS.join(', ')})`);
-  }
-  const topicOk = TOPIC_PATTERN.test(topic);
-  if (!topicOk) problem('topic', `must match ${TOPIC_PATTERN.source}`);
-  if (!ID_PATTERN.test(id)) problem('id', `must match ${ID_PATTERN.source}`);
-  else if (id.length > SCHEDULE_ID_MAX) {
-    problem('id', `must be at most ${SCHEDULE_ID_MAX} characters: an occurrence's id adds ${OCCURRENCE_SUFFIX_LENGTH} (":YYYYMMDDTHHMMSSZ") and ids have at most ${ID_MAX}`);
-  }
-
-  let recurrence: Recurrence | undefined;
-  const { cron, every, timezone } = input;
-  if (cron !== undefined && every !== undefined) problem('cron', 'give either cron or every, not both');
-  else if (cron === undefined && every === undefined) problem('cron', 'give cron (an expression) or every (seconds)');
-  else if (cron !== undefined) {
-    let zone: string | undefined = 'UTC';
-    if (timezone !== undefined) {
-      zone = typeof timezone === 'string' ? canonicalZone(timezone) : undefined;
-      if (!zone) problem('timezone', 'must be an IANA time zone, like Europe/Berlin or America/New_York');
-    }
-    const bad = cronProblem(cron);
-    if (bad) problem('cron', bad);
-    else if (zone) {
-      recurrence = { cron: (cron as string).trim(), timezone: zone };
-      if (nextRuns(recurrence, now, 1).length === 0) problem('cron', 'never matches a date from now on');
-    }
-  } else {
-    const maxEvery = Math.floor(config.maxDelayMs / 1000);
-    if (typeof every !== 'number' || !Number.isInteger(every) || every < 1 || every > maxEvery) {
-      problem('every', `must be a whole number of seconds from 1 to ${maxEvery}`);
-    } else recurrence = { every };
-    if (timezone !== undefined) problem('timezone', 'applies to cron only: every counts seconds in real time');
-  }
-  let catchUp: CatchUp = 'latest';
-  if (input.catchUp !== undefined) {
-    if (input.catchUp === 'latest' || input.catchUp === 'none') catchUp = input.catchUp;
-    else problem('catchUp', 'must be "latest" (run the latest missed occurrence once) or "none"');
-  }
-  if (input.paused !== undefined && typeof input.paused !== 'boolean') problem('paused', 'must be true or false');
-  const options = checkJobOptions(input, topicOk ? topic : undefined, config, problems);
-  const jitterMs = checkJitter(input.jitter, problems);
-  let body: string | undefined;
-  try {
-    const text = JSON.stringify(input.body === undefined ? null : input.body);
-    if (typeof text === 'string') body = text;
-  } catch {
-    body = undefined;
-  }
-  if (body === undefined) problem('body', 'must be a JSON value');
-  throwProblems(problems, 'schedule');
-  requireTopic(config, topic);
-  checkBodySize(body!, config, true);
-  return {
-    topic,
-    id,
-    partition: partitionOf(topic, id, config.partitions),
-    spec: { ...recurrence!, catchUp, paused: input.paused === true, ...(jitterMs !== undefined ? { jitterMs } : {}) },
-    body: body!,
-    ...options,
-  };
 }
 
 /** The id of schedule `scheduleId`'s occurrence at `ms`: `<schedule id>:<UTC time as YYYYMMDDTHHMMSSZ>`. */

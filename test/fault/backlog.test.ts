@@ -17,7 +17,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../lib/rules/config';
 import { topicKeys } from '../../lib/engine/keys';
-import { DelayQueue } from '../../lib/edge/queue';
+import { Queue } from '../../lib/edge/queue';
+import { Engine } from '../../lib/engine';
 import { invokeFunction, startOffline, type OfflineProcess } from '../support/offline';
 import { startRedis, type RedisProcess } from '../support/redis';
 
@@ -68,7 +69,7 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
     idle.sort((a, b) => a - b);
 
     const config = loadConfig({ DQ_CONFIG: JSON.stringify({ topics: { example: { handler: 'exampleHandler', batchSize: 10, concurrency: 10 }, webhook: { kind: 'webhook', handler: 'webhookHandler' } } }), REDIS_URL: server.url, API_TOKEN: 'x', WEBHOOK_SECRET: 'x', DQ_FUNCTION_PREFIX: 'x' });
-    const queue = new DelayQueue(redis, config.queue);
+    const queue = new Queue(new Engine(redis, config.queue));
     const k = topicKeys(0, 'example');
     const body = { order: 'x'.repeat(180) };
     let dueAt = 0;

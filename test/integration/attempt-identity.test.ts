@@ -15,10 +15,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/roles/fanout';
-import type { DelayQueue } from '../../lib/edge/queue';
+import type { Queue } from '../../lib/edge/queue';
 import { runtime, type Runtime } from '../../lib/platform/runtime';
 import { topicHandler } from '../../lib/roles/handler';
-import { makeQueue, TestClock } from '../support/queue';
+import { makeQueue, TestClock , apiOf } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 
 const TOPICS = {
@@ -49,14 +49,14 @@ describe('attempt identity and delivery (real redis-server)', () => {
   });
 
   /** An engine on the same Redis whose clock the test moves (for ttr expiry and backoff). */
-  function clocked(): { q: DelayQueue; clock: TestClock } {
+  function clocked(): { q: Queue; clock: TestClock } {
     const clock = new TestClock(Date.now());
     return { q: makeQueue(rt.redis, TOPICS, { clock, config: { retention: 3600 } }), clock };
   }
 
-  async function claimOne(q: DelayQueue, topic: string) {
-    await q.sweep();
-    const claimed = await q.claim(topic, 1);
+  async function claimOne(q: Queue, topic: string) {
+    await q.engine.sweep();
+    const claimed = await q.engine.claim(topic, 1);
     assert.equal(claimed.length, 1, 'expected one job to claim');
     return claimed[0]!;
   }
@@ -78,36 +78,36 @@ describe('attempt identity and delivery (real redis-server)', () => {
 
   describe('finding 1: a claim has an identity a re-created job never reuses', () => {
     it("the old incarnation's ack does not complete the job made anew with the same id", async () => {
-      await rt.queue.add({ topic: 'keep', id: 'f1-ack', delay: 0, body: { v: 1 } });
-      const old = await claimOne(rt.queue, 'keep');
+      await apiOf(rt).add({ topic: 'keep', id: 'f1-ack', delay: 0, body: { v: 1 } });
+      const old = await claimOne(apiOf(rt), 'keep');
       const held = runHeld(old, 'resolve');
       await held.running;
-      await rt.queue.cancel('keep', 'f1-ack');
-      await rt.queue.put('keep', 'f1-ack', { delay: 0, body: { v: 2 } });
-      const fresh = await claimOne(rt.queue, 'keep');
+      await apiOf(rt).cancel('keep', 'f1-ack');
+      await apiOf(rt).put('keep', 'f1-ack', { delay: 0, body: { v: 2 } });
+      const fresh = await claimOne(apiOf(rt), 'keep');
       assert.equal(fresh.attempt, 1, 'the new incarnation starts at attempt 1 again');
       held.finish();
       assert.equal((await held.report).stale, 1, "the old handler's ack is refused");
-      const job = await rt.queue.get('keep', 'f1-ack');
+      const job = await apiOf(rt).get('keep', 'f1-ack');
       assert.equal(job?.state, 'running', 'the new incarnation is still running, not done by the old handler');
       assert.deepEqual(job?.body, { v: 2 });
       // and the new incarnation's own handler finishes it
       const report = await topicHandler(async () => undefined)({ topic: 'keep', jobs: [toWire(fresh)] }, lambda);
       assert.equal(report.done, 1);
-      assert.equal((await rt.queue.get('keep', 'f1-ack'))?.state, 'done');
+      assert.equal((await apiOf(rt).get('keep', 'f1-ack'))?.state, 'done');
     });
 
     it("the old incarnation's failure does not put the job made anew into a retry", async () => {
-      await rt.queue.add({ topic: 'keep', id: 'f1-fail', delay: 0, body: { v: 1 } });
-      const old = await claimOne(rt.queue, 'keep');
+      await apiOf(rt).add({ topic: 'keep', id: 'f1-fail', delay: 0, body: { v: 1 } });
+      const old = await claimOne(apiOf(rt), 'keep');
       const held = runHeld(old, 'throw');
       await held.running;
-      await rt.queue.cancel('keep', 'f1-fail');
-      await rt.queue.put('keep', 'f1-fail', { delay: 0, body: { v: 2 } });
-      const fresh = await claimOne(rt.queue, 'keep');
+      await apiOf(rt).cancel('keep', 'f1-fail');
+      await apiOf(rt).put('keep', 'f1-fail', { delay: 0, body: { v: 2 } });
+      const fresh = await claimOne(apiOf(rt), 'keep');
       held.finish();
       assert.equal((await held.report).stale, 1, "the old handler's fail is refused");
-      const job = await rt.queue.get('keep', 'f1-fail');
+      const job = await apiOf(rt).get('keep', 'f1-fail');
       assert.equal(job?.state, 'running');
       assert.equal(job?.lastError, null, 'no error of the old body is recorded on the new job');
       const report = await topicHandler(async () => undefined)({ topic: 'keep', jobs: [toWire(fresh)] }, lambda);
@@ -121,7 +121,7 @@ describe('attempt identity and delivery (real redis-server)', () => {
       await q.add({ topic: 'keep', id: 'f3-late', delay: 0 });
       const first = await claimOne(q, 'keep');
       clock.advance(31_000); // past the ttr: the sweep ends attempt 1
-      await q.sweep();
+      await q.engine.sweep();
       clock.advance(60_000); // past any backoff
       await claimOne(q, 'keep'); // the live attempt, running elsewhere
       let ran = 0;
@@ -132,9 +132,9 @@ describe('attempt identity and delivery (real redis-server)', () => {
     });
 
     it('does not run an event for a job that was cancelled after its claim', async () => {
-      await rt.queue.add({ topic: 'keep', id: 'f3-cancelled', delay: 0 });
-      const claimed = await claimOne(rt.queue, 'keep');
-      await rt.queue.cancel('keep', 'f3-cancelled');
+      await apiOf(rt).add({ topic: 'keep', id: 'f3-cancelled', delay: 0 });
+      const claimed = await claimOne(apiOf(rt), 'keep');
+      await apiOf(rt).cancel('keep', 'f3-cancelled');
       let ran = 0;
       const report = await topicHandler(async () => void (ran += 1))({ topic: 'keep', jobs: [toWire(claimed)] }, lambda);
       assert.equal(ran, 0, 'a job DELETE answered "cancelled" for is not run');
@@ -148,7 +148,7 @@ describe('attempt identity and delivery (real redis-server)', () => {
       await q.add({ topic: 'once', id: 'f11-lost', delay: 0 });
       await claimOne(q, 'once'); // the fan-out dies here: no invoke
       clock.advance(31_000);
-      await q.sweep();
+      await q.engine.sweep();
       const job = await q.get('once', 'f11-lost');
       assert.equal(job?.state, 'ready', 'given back, not dead-lettered as timed out');
       assert.equal(job?.attempts, 0, 'the undelivered claim did not count');
@@ -164,12 +164,12 @@ describe('attempt identity and delivery (real redis-server)', () => {
       for (let i = 0; i < 5; i++) {
         await claimOne(q, 'once');
         clock.advance(31_000);
-        await q.sweep();
+        await q.engine.sweep();
         assert.equal((await q.get('once', 'f11-loop'))?.state, 'ready', `give-back ${i + 1}`);
       }
       await claimOne(q, 'once');
       clock.advance(31_000);
-      await q.sweep();
+      await q.engine.sweep();
       const job = await q.get('once', 'f11-loop');
       assert.equal(job?.state, 'dead');
       assert.equal(job?.attempts, 1);
@@ -190,7 +190,7 @@ describe('attempt identity and delivery (real redis-server)', () => {
       })({ topic: 'once', jobs: [toWire(claimed)] }, lambda);
       await running; // the handler started it; its ack will come too late
       clock.advance(31_000);
-      await q.sweep();
+      await q.engine.sweep();
       const job = await q.get('once', 'f11-started');
       assert.equal(job?.state, 'dead', 'a started attempt that timed out counts');
       assert.match(String(job?.lastError), /timed out/);
@@ -205,13 +205,13 @@ describe('attempt identity and delivery (real redis-server)', () => {
       await q.add({ topic: 'once', id: 'f4-release', delay: 0 });
       for (let i = 0; i < 5; i++) {
         const claimed = await claimOne(q, 'once');
-        assert.equal(await q.release([claimed]), 1);
+        assert.equal(await q.engine.release([claimed]), 1);
         const job = await q.get('once', 'f4-release');
         assert.equal(job?.state, 'ready', `release ${i + 1} gives it back`);
         assert.equal(job?.attempts, 0);
       }
       const claimed = await claimOne(q, 'once');
-      await q.release([claimed]);
+      await q.engine.release([claimed]);
       const job = await q.get('once', 'f4-release');
       assert.equal(job?.state, 'dead', 'the sixth release in a row counts as its only attempt');
       assert.match(String(job?.lastError), /could not be invoked/);

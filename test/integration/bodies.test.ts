@@ -11,7 +11,7 @@ import type * as engine from '../../lib/engine';
 import { OUTCOME } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
 import { groupKey, partitionOf, topicKeys, type TopicKeys } from '../../lib/engine/keys';
-import type { DelayQueue } from '../../lib/edge/queue';
+import type { Queue } from '../../lib/edge/queue';
 import { run } from '../../lib/engine/lua';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
@@ -45,11 +45,11 @@ async function orphans(redis: Redis, k: TopicKeys): Promise<string[]> {
 }
 
 /** Kills every job of `topic` (maxAttempts 1) and lists the dead pages; each holds at most 1 MiB of bodies. */
-async function pages(q: DelayQueue, topic: string): Promise<string[]> {
-  await q.sweep();
+async function pages(q: Queue, topic: string): Promise<string[]> {
+  await q.engine.sweep();
   const claimed = [];
-  for (let got = await q.claim(topic, 100); got.length > 0; got = await q.claim(topic, 100)) claimed.push(...got);
-  for (const job of claimed) await q.fail(topic, job.id, job, 'x');
+  for (let got = await q.engine.claim(topic, 100); got.length > 0; got = await q.engine.claim(topic, 100)) claimed.push(...got);
+  for (const job of claimed) await q.engine.fail(topic, job.id, job, 'x');
   const listed: string[] = [];
   let next: string | null = null;
   for (let page = 0; page < 100; page++) {
@@ -92,10 +92,10 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       assert.deepEqual([big.inline, big.apart], [0, Buffer.byteLength(JSON.stringify(BIG))]);
       assert.ok(big.record < 100, `the record is the header alone: ${big.record} bytes`);
 
-      await q.sweep();
-      const claimed = await q.claim(topic, 10);
+      await q.engine.sweep();
+      const claimed = await q.engine.claim(topic, 10);
       assert.deepEqual(Object.fromEntries(claimed.map((j) => [j.id, j.body])), { small: SMALL, edge, over, big: BIG });
-      for (const job of claimed) assert.equal((await q.fail(topic, job.id, job, 'x')).outcome, 'retry');
+      for (const job of claimed) assert.equal((await q.engine.fail(topic, job.id, job, 'x')).outcome, 'retry');
       assert.deepEqual((await q.get(topic, 'big'))?.body, BIG);
       assert.equal((await stored(redis, k, 'big')).inline, 0, 'still apart');
       assert.equal((await stored(redis, k, 'small')).inline, 7, 'still inline');
@@ -124,14 +124,14 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const q = makeQueue(server.client(), { [topic]: { concurrency: 1000 } }, { config: { partitions: 4 } });
       const body = { pad: 'c'.repeat(60_000) };
       await q.addMany(Array.from({ length: 100 }, (_, i) => ({ topic, id: `c-${i}`, delay: 0, body })));
-      await q.sweep();
+      await q.engine.sweep();
       const bytes = (jobs: { body: unknown }[]) => jobs.reduce((n, j) => n + Buffer.byteLength(JSON.stringify(j.body)), 0);
-      const capped = await q.claim(topic, 100, 1000, 3_000_000);
+      const capped = await q.engine.claim(topic, 100, 1000, 3_000_000);
       assert.ok(bytes(capped) <= 3_000_000, `${capped.length} jobs, ${bytes(capped)} bytes of bodies`);
       assert.ok(bytes(capped) > 3_000_000 - 60_010, `filled to within one body: ${bytes(capped)} bytes`);
-      const counted = await q.claim(topic, 10, 1000, 100_000_000);
+      const counted = await q.engine.claim(topic, 10, 1000, 100_000_000);
       assert.equal(counted.length, 10);
-      const one = await q.claim(topic, 10, 1000, 1);
+      const one = await q.engine.claim(topic, 10, 1000, 1);
       assert.equal(one.length, 1, 'the first job gets through whatever the cap');
     });
 
@@ -139,9 +139,9 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const topic = uniqueTopic('cap');
       const q = makeQueue(server.client(), { [topic]: { concurrency: 1000 } });
       await q.addMany(Array.from({ length: 40 }, (_, i) => ({ topic, id: `c-${i}`, delay: 0, body: { pad: 'c'.repeat(60_000) } })));
-      await q.sweep();
+      await q.engine.sweep();
       const cap = 1_048_576 + 30_000; // one call's budget holds 17 bodies; what is left, 58 KB, holds none
-      const claimed = await q.claim(topic, 40, 1000, cap);
+      const claimed = await q.engine.claim(topic, 40, 1000, cap);
       assert.equal(claimed.length, 17, `${claimed.length} claimed`);
     });
   });
@@ -159,12 +159,12 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await keep.addMany(ids.map((id) => ({ topic, id, delay: id.startsWith('rescheduled') || id === 'put-small' || id === 'live' || id.includes('cancelled') ? 60 : 0, body: id === 'rescheduled-big' ? SMALL : BIG })));
       assert.equal(await redis.hlen(k.bodies), ids.length - 1);
 
-      await keep.sweep();
-      const claimed = new Map((await keep.claim(topic, 10)).map((j) => [j.id, j]));
+      await keep.engine.sweep();
+      const claimed = new Map((await keep.engine.claim(topic, 10)).map((j) => [j.id, j]));
       assert.deepEqual([...claimed.keys()].sort(), ['acked-kept', 'acked-now', 'dead-kept']);
-      assert.equal(await drop.ack(topic, 'acked-now', claimed.get('acked-now')!), 'done');
-      assert.equal(await keep.ack(topic, 'acked-kept', claimed.get('acked-kept')!), 'done');
-      assert.equal((await keep.fail(topic, 'dead-kept', claimed.get('dead-kept')!, 'x')).outcome, 'dead');
+      assert.equal(await drop.engine.ack(topic, 'acked-now', claimed.get('acked-now')!), 'done');
+      assert.equal(await keep.engine.ack(topic, 'acked-kept', claimed.get('acked-kept')!), 'done');
+      assert.equal((await keep.engine.fail(topic, 'dead-kept', claimed.get('dead-kept')!, 'x')).outcome, 'dead');
       await drop.cancel(topic, 'cancelled-now');
       await keep.cancel(topic, 'cancelled-kept');
       await keep.cancel(topic, 'put-over-cancelled');
@@ -176,9 +176,9 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       assert.deepEqual((await redis.hkeys(k.bodies)).sort(), ['acked-kept', 'cancelled-kept', 'dead-kept', 'live', 'rescheduled-big']);
 
       clock.advance(11_000); // past the retention of done and cancelled jobs
-      assert.equal((await keep.sweep()).purged, 2);
+      assert.equal((await keep.engine.sweep()).purged, 2);
       clock.advance(10_000); // past the dead retention
-      assert.equal((await keep.sweep()).purged, 1);
+      assert.equal((await keep.engine.sweep()).purged, 1);
       assert.deepEqual(await orphans(redis, k), []);
       assert.deepEqual((await redis.hkeys(k.bodies)).sort(), ['live', 'rescheduled-big']);
       assert.deepEqual((await keep.get(topic, 'rescheduled-big'))?.body, BIG);
@@ -206,7 +206,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
     it('claimJobs: one job and more = 1, the other ids stay at the head; strict: none', async () => {
       const { topic, clock, redis, q, k } = setup();
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
-      await q.sweep();
+      await q.engine.sweep();
       const claim = (strict: boolean) =>
         run(redis, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { clock: clock.now, count: 3, maxRunning: 10, ttrMs: 30_000, nonce: 'n', maxBytes: 1, strict, retentionMs: 0 }));
       const strict = await claim(true);
@@ -219,22 +219,22 @@ describe('bodies apart from their jobs (real redis-server)', () => {
     it('startAttempts, releaseJobs: one of three looked at', async () => {
       const { topic, clock, redis, q, k } = setup();
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
-      await q.sweep();
-      const claimed = await q.claim(topic, 3);
+      await q.engine.sweep();
+      const claimed = await q.engine.claim(topic, 3);
       const attempts = claimed.map((j) => ({ id: j.id, attempt: j.attempt, claim: j.claim }));
       assert.deepEqual(await run(redis, script.startAttempts([k.jobs, k.bodies], { clock: clock.now, attempts, maxBytes: 1 })), [OUTCOME.STARTED]);
       const release = await run(redis, script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: clock.now, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: attempts.slice(1), maxBytes: 1 }));
       assert.deepEqual(release, [1, 0, 0, 1], 'released 1, looked at 1');
       assert.deepEqual((await q.stats(topic)).running, 2);
       // the engine sends the rest itself
-      assert.deepEqual(await q.start(topic, claimed.slice(2)), [true]);
+      assert.deepEqual(await q.engine.start(topic, claimed.slice(2)), [true]);
     });
 
     it('moveDue: one timeout of three, more = 1', async () => {
       const { topic, clock, redis, q, k } = setup();
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
-      await q.sweep();
-      await q.start(topic, await q.claim(topic, 3));
+      await q.engine.sweep();
+      await q.engine.start(topic, await q.engine.claim(topic, 3));
       clock.advance(31_000);
       const reply = await run(redis, script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: clock.now, limit: 100, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 1000, maxBytes: 1 }));
       const [, , deadLettered, , more] = reply;
@@ -245,8 +245,8 @@ describe('bodies apart from their jobs (real redis-server)', () => {
     it('redriveJobs and listJobs (dead): one dead job of three, more = 1', async () => {
       const { topic, clock, redis, q, k } = setup();
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
-      await q.sweep();
-      for (const job of await q.claim(topic, 3)) await q.fail(topic, job.id, job, 'x');
+      await q.engine.sweep();
+      for (const job of await q.engine.claim(topic, 3)) await q.engine.fail(topic, job.id, job, 'x');
       const [more, ...entries] = await run(redis, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 10, maxBytes: 1 }));
       assert.deepEqual([more, entries.map((e) => e[1][0])], [1, ['a']]);
       assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: clock.now, count: 3, maxBytes: 1 })), [1, 1, 1, 1]);

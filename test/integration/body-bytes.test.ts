@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { EVENT_PAYLOAD_BYTES } from '../../lib/rules/limits';
-import type { ClaimedJob, DelayQueue } from '../../lib/edge/queue';
+import type { Queue } from '../../lib/edge/queue';
+import type { ClaimedJob } from '../../lib/engine';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 
@@ -101,10 +102,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
     return writeBlocks(text);
   }
 
-  async function claimAll(q: DelayQueue, topic: string, expected: number): Promise<ClaimedJob[]> {
+  async function claimAll(q: Queue, topic: string, expected: number): Promise<ClaimedJob[]> {
     const claimed: ClaimedJob[] = [];
     for (let calls = 0; claimed.length < expected && calls < expected + 1; calls++) {
-      const batch = await q.claim(topic, expected, 10_000); // running attempts are no limit here
+      const batch = await q.engine.claim(topic, expected, 10_000); // running attempts are no limit here
       if (batch.length === 0) break;
       claimed.push(...batch);
     }
@@ -112,10 +113,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
     return claimed;
   }
 
-  async function sweepAll(q: DelayQueue) {
+  async function sweepAll(q: Queue) {
     const total = { moved: 0, deadLettered: 0 };
     for (let i = 0; i < 100; i++) {
-      const r = await q.sweep();
+      const r = await q.engine.sweep();
       total.moved += r.moved;
       total.deadLettered += r.deadLettered;
       if (!r.more) break;
@@ -126,7 +127,7 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
   describe('a state change writes the job, not its body: 1,000 jobs with 65 KB bodies', () => {
     const topic = uniqueTopic('bodies');
     const clock = new TestClock();
-    let q: DelayQueue;
+    let q: Queue;
     let claimed: ClaimedJob[] = [];
 
     before(async () => {
@@ -148,7 +149,7 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
 
     it('failing them (dead-lettered: maxAttempts 1)', async (t) => {
       const { bytes } = await aofGrowth(async () => {
-        for (const job of claimed) assert.equal((await q.fail(topic, job.id, job, 'boom')).outcome, 'dead');
+        for (const job of claimed) assert.equal((await q.engine.fail(topic, job.id, job, 'boom')).outcome, 'dead');
       });
       t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW, `${JOBS} fails wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
@@ -165,7 +166,7 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
     it('starting their next attempts', async (t) => {
       assert.equal((await sweepAll(q)).moved, JOBS);
       claimed = await claimAll(q, topic, JOBS);
-      const { bytes, result } = await aofGrowth(() => q.start(topic, claimed));
+      const { bytes, result } = await aofGrowth(() => q.engine.start(topic, claimed));
       assert.ok(result.every(Boolean));
       t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW, `starting ${JOBS} attempts wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
@@ -174,7 +175,7 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
     it('acking half of them (kept readable: retention 3600 s)', async (t) => {
       const half = claimed.slice(0, JOBS / 2);
       const { bytes } = await aofGrowth(async () => {
-        for (const job of half) assert.equal(await q.ack(topic, job.id, job), 'done');
+        for (const job of half) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
       });
       t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW / 2, `${half.length} acks wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES / 2)}`);
@@ -194,10 +195,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
   describe('a call replies, or writes, at most about one Lambda event of bodies (1 MiB)', () => {
     const big = { pad: 'y'.repeat(60_000) };
 
-    async function deadJobs(q: DelayQueue, topic: string, n: number) {
+    async function deadJobs(q: Queue, topic: string, n: number) {
       await q.addMany(Array.from({ length: n }, (_, i) => ({ topic, id: `d-${String(i).padStart(3, '0')}`, delay: 0, body: big })));
       await sweepAll(q);
-      for (const job of await claimAll(q, topic, n)) await q.fail(topic, job.id, job, 'boom');
+      for (const job of await claimAll(q, topic, n)) await q.engine.fail(topic, job.id, job, 'boom');
     }
 
     it('one claim of 100 ready jobs with 60 KB bodies replies at most 1 MiB of them; the rest stay ready', async () => {
@@ -205,7 +206,7 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
       const q = makeQueue(redis, { [topic]: { concurrency: 100 } });
       await q.addMany(Array.from({ length: 100 }, (_, i) => ({ topic, id: `c-${i}`, delay: 0, body: big })));
       await sweepAll(q);
-      const first = await q.claim(topic, 100, 100);
+      const first = await q.engine.claim(topic, 100, 100);
       assert.ok(first.length >= 1, 'at least one job always fits');
       assert.ok(bytesOf(first) <= EVENT_PAYLOAD_BYTES, `one claim replied ${first.length} jobs with ${mb(bytesOf(first))} of bodies, over ${mb(EVENT_PAYLOAD_BYTES)}`);
       assert.equal((await q.stats(topic)).ready, 100 - first.length, 'what was not claimed is still ready');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/rules/config';
-import { DelayQueue } from '../../lib/edge/queue';
+import { Queue } from '../../lib/edge/queue';
+import { Engine } from '../../lib/engine';
 import { uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -16,7 +17,7 @@ describe('due times come from the Redis clock', () => {
   for (const skewMin of [10, -10]) {
     it(`a job added by a client whose clock is ${skewMin} minutes off is due on Redis's clock`, async (t) => {
       const topic = uniqueTopic('skew');
-      const q = new DelayQueue(server.client(), resolveQueueConfig({ topics: { [topic]: {} } }));
+      const q = new Queue(new Engine(server.client(), resolveQueueConfig({ topics: { [topic]: {} } })));
       const realNow = Date.now();
       t.mock.timers.enable({ apis: ['Date'], now: realNow + skewMin * 60_000 });
       assert.ok(Math.abs(Date.now() - realNow - skewMin * 60_000) < 1000, 'the client clock is skewed');
@@ -26,9 +27,9 @@ describe('due times come from the Redis clock', () => {
       t.mock.timers.reset();
       const runAt = Date.parse(added.job.runAt);
       assert.ok(runAt >= before + 600_000 && runAt <= afterAdd + 600_000, `runAt ${runAt} within Redis [${before}, ${afterAdd}] + 600 s`);
-      assert.equal((await q.sweep()).moved, 0, 'not due now on the Redis clock');
-      const later = new DelayQueue(server.client(), resolveQueueConfig({ topics: { [topic]: {} } }), { clock: () => runAt });
-      assert.equal((await later.sweep()).moved, 1, 'due once the Redis clock reaches runAt');
+      assert.equal((await q.engine.sweep()).moved, 0, 'not due now on the Redis clock');
+      const later = new Queue(new Engine(server.client(), resolveQueueConfig({ topics: { [topic]: {} } }), { clock: () => runAt }));
+      assert.equal((await later.engine.sweep()).moved, 1, 'due once the Redis clock reaches runAt');
     });
   }
 });

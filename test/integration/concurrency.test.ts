@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { topicKeys } from '../../lib/engine/keys';
+import { moveDue } from '../../lib/engine/sweep'; // one partition's step, raced on purpose
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 
@@ -37,7 +38,7 @@ describe('engine under concurrency (real redis-server)', () => {
     const mover = makeQueue(connect(), { [topic]: {} });
     let moved = 0;
     for (;;) {
-      const r = await mover.sweep(5000);
+      const r = await mover.engine.sweep(5000);
       moved += r.moved;
       if (!r.more) break;
     }
@@ -48,7 +49,7 @@ describe('engine under concurrency (real redis-server)', () => {
       const q = makeQueue(connect(), { [topic]: { concurrency: 10_000 } });
       let mine = 0;
       for (;;) {
-        const batch = await q.claim(topic, 37, Number.MAX_SAFE_INTEGER);
+        const batch = await q.engine.claim(topic, 37, Number.MAX_SAFE_INTEGER);
         if (batch.length === 0) return mine;
         mine += batch.length;
         for (const job of batch) seen.set(job.id, (seen.get(job.id) ?? 0) + 1);
@@ -71,7 +72,7 @@ describe('engine under concurrency (real redis-server)', () => {
       const q = makeQueue(connect(), { [topic]: {} });
       let mine = 0;
       for (;;) {
-        const r = await q.moveDue(topic, 0, 100);
+        const r = await moveDue(q.engine.ctx, q.engine.topic(topic), 0, 100);
         mine += r.moved;
         if (!r.more) return mine;
       }

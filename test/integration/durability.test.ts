@@ -14,7 +14,7 @@ import { HttpError } from '../../lib/edge/errors';
 import { httpRoute } from '../../lib/edge/http';
 import { createRuntime } from '../../lib/platform/runtime';
 import { partitionOf, slotOf, syncKey } from '../../lib/engine/keys';
-import type { DelayQueue } from '../../lib/edge/queue';
+import type { Queue } from '../../lib/edge/queue';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { startPrimaryWithReplica, startRedisCluster, type PrimaryWithReplica, type RedisClusterProcess } from '../support/redis';
 
@@ -35,8 +35,8 @@ describe('durability replica on a primary with one replica', () => {
   let redis: Redis;
   let replicaClient: Redis;
   const topic = uniqueTopic('dur');
-  let durable: DelayQueue;
-  let fast: DelayQueue;
+  let durable: Queue;
+  let fast: Queue;
 
   before(async () => {
     pair = await startPrimaryWithReplica();
@@ -108,10 +108,10 @@ describe('durability replica on a primary with one replica', () => {
     const dead = uniqueTopic('dur-dead');
     const q = makeQueue(redis, { [dead]: { maxAttempts: 1 } }, { config: { durability: 'replica', durabilityTimeout: TIMEOUT_S } });
     await q.add({ topic: dead, id: 'd1', delay: 0 });
-    await q.sweep();
-    const [claimed] = await q.claim(dead, 1);
+    await q.engine.sweep();
+    const [claimed] = await q.engine.claim(dead, 1);
     assert.ok(claimed);
-    await q.fail(dead, 'd1', claimed, 'boom');
+    await q.engine.fail(dead, 'd1', claimed, 'boom');
     pair.pauseReplica();
     try {
       await refusedNotReplicated(q.redrive(dead, { ids: ['d1'] }));
@@ -166,7 +166,7 @@ describe('durability replica on a cluster: the wait reaches the shard that owns 
   let client: Cluster;
   const topic = uniqueTopic('dur-c');
   const partitions = 12;
-  let q: DelayQueue;
+  let q: Queue;
 
   before(async () => {
     cluster = await startRedisCluster(3, 1);

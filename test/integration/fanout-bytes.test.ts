@@ -40,9 +40,9 @@ describe('fan-out batches by bytes (real redis-server)', () => {
     const queue = makeQueue(server.client(), { [topic]: { handler: 'h', batchSize: 20, concurrency: 20 } });
     const body = { pad: 'x'.repeat(60_000) };
     for (let i = 0; i < 20; i++) await queue.add({ topic, id: `big${i}`, delay: 0, body });
-    await queue.sweep();
+    await queue.engine.sweep();
     const invoker = new SizeCheckingInvoker();
-    const reports = await runFanout({ queue, redis: server.client(), invoker, log }, { topics: [topic] });
+    const reports = await runFanout({ engine: queue.engine, invoker, log }, { topics: [topic] });
     assert.equal(invoker.refused, 0, `refused payloads: ${invoker.refused}`);
     assert.equal(invoker.jobs, 20, 'every job was delivered');
     assert.equal(reports[topic]!.released, 0);

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { topicKeys } from '../../lib/engine/keys';
 import { firstChunk } from '../support/group-layout';
-import type { DelayQueue } from '../../lib/edge/queue';
+import type { Queue } from '../../lib/edge/queue';
 import { listWholeGroup, makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -101,8 +101,8 @@ describe('groups against a model', () => {
     }
 
     /** Sweeps until nothing is left to do now; the model drops the finished jobs past their retention. */
-    async function sweepAll(q: DelayQueue) {
-      for (let i = 0; i < 1000; i++) if (!(await q.sweep()).more) break;
+    async function sweepAll(q: Queue) {
+      for (let i = 0; i < 1000; i++) if (!(await q.engine.sweep()).more) break;
       for (const [id, m] of model) if (m.purgeAt !== undefined && m.purgeAt <= clock.now) model.delete(id);
     }
 
@@ -146,11 +146,11 @@ describe('groups against a model', () => {
         await sweepAll(q);
         await checkListings(step, 'sweep');
       } else if (r < 0.92) {
-        for (const job of await q.claim(topic, 20)) {
+        for (const job of await q.engine.claim(topic, 20)) {
           const m = model.get(job.id);
           assert.equal(m?.state, 'pending', context(step, `claimed ${job.id}`));
           if (random() < 0.5) {
-            assert.equal(await q.ack(topic, job.id, job), 'done');
+            assert.equal(await q.engine.ack(topic, job.id, job), 'done');
             model.set(job.id, { ...m!, state: 'done', purgeAt: clock.now + RETENTION_S * SEC });
           } else {
             model.set(job.id, { ...m!, state: 'running' });

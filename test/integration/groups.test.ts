@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import * as engine from '../../lib/engine';
-import type { ClaimedJob } from '../../lib/edge/queue';
+import { cancelGroup } from '../../lib/engine/groups'; // with a small step, to make the cancel last
+import type { ClaimedJob } from '../../lib/engine';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -20,7 +20,7 @@ describe('group cancel under load', () => {
     const topic = uniqueTopic('groups');
     const partitions = 3;
     const q = makeQueue(redis.client(), { [topic]: { ttr: 300, concurrency: 10_000 } }, { config: { partitions } });
-    const ctx: engine.EngineContext = { redis: redis.client(), config: q.config, clock: () => '', random: Math.random, rotation: new engine.Rotation() };
+    const ctx = q.engine.ctx;
 
     const N = 6000;
     const ids = Array.from({ length: N }, (_, i) => `big-${i}`);
@@ -36,18 +36,18 @@ describe('group cancel under load', () => {
     let stop = false;
     const worker = (async () => {
       while (!stop) {
-        await q.sweep();
+        await q.engine.sweep();
         const began = performance.now();
-        const jobs = await q.claim(topic, 200, 10_000);
+        const jobs = await q.engine.claim(topic, 200, 10_000);
         claims.push({ began, jobs });
-        for (const job of jobs) if (job.id.startsWith('other-')) await q.ack(topic, job.id, job);
+        for (const job of jobs) if (job.id.startsWith('other-')) await q.engine.ack(topic, job.id, job);
         if (jobs.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
       }
     })();
 
     await new Promise((resolve) => setTimeout(resolve, 300)); // let some start before the cancel
     // small steps (50 jobs a call) so that the cancel lasts while jobs fall due
-    const result = await engine.cancelGroup(ctx, q.config.topics.get(topic)!, 'big', 50);
+    const result = await cancelGroup(ctx, q.config.topics.get(topic)!, 'big', 50);
     const answered = performance.now();
     await new Promise((resolve) => setTimeout(resolve, 3500)); // every job of the group is due by now
     stop = true;

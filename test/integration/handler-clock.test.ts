@@ -3,6 +3,7 @@
  * as Redis counts it. It used to compare its own clock with the claim time (Redis clock), so a
  * host 5 minutes fast saw every attempt as already expired and failed it at once.
  */
+import { apiOf } from '../support/queue';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/roles/fanout';
@@ -27,11 +28,11 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
 
   for (const skewMs of [5 * 60_000, -5 * 60_000]) {
     it(`acks a job that takes 200 ms with the host clock ${skewMs > 0 ? '5 min fast' : '5 min slow'}`, async () => {
-      const { queue } = rt;
+      const queue = apiOf(rt);
       const id = `job-${skewMs}`;
       await queue.add({ topic: 'skewed', id, delay: 0 });
-      await queue.sweep();
-      const claimed = await queue.claim('skewed', 1);
+      await queue.engine.sweep();
+      const claimed = await queue.engine.claim('skewed', 1);
       assert.equal(claimed.length, 1);
       const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 200)), () => rt);
       Date.now = () => realNow() + skewMs;

@@ -4,6 +4,7 @@
  * but batches are also cut by bytes (finding 4): a short batch does not mean the topic is empty,
  * and the jobs left ready then waited for the next sweep or tick.
  */
+import { apiOf } from '../support/queue';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/roles/fanout';
@@ -34,10 +35,10 @@ describe('a handler out of time hands the rest of its topic to a fan-out (real r
   });
 
   it('asks for a fan-out after a short batch (cut by bytes) when jobs are left ready', async () => {
-    const { queue } = rt;
+    const queue = apiOf(rt);
     for (let i = 0; i < 6; i++) await queue.add({ topic: 'orders', id: `o${i}`, delay: 0 });
-    await queue.sweep();
-    const claimed = await queue.claim('orders', 2); // a batch of 2 of batchSize 5, as a byte cut leaves it
+    await queue.engine.sweep();
+    const claimed = await queue.engine.claim('orders', 2); // a batch of 2 of batchSize 5, as a byte cut leaves it
     const handler = topicHandler(async () => undefined, () => rt);
     // 1.2 s left: under ttr + 2 x 250 ms after the batch, so it stops instead of claiming more
     const report = await handler({ topic: 'orders', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1200 });

@@ -7,6 +7,7 @@
  * handler ends an attempt 250 ms before its deadline (so its ack is not late); with ttr 0.1 s
  * accepted, every attempt of a 20 ms job timed out at once and the job went dead.
  */
+import { apiOf } from '../support/queue';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/roles/fanout';
@@ -29,10 +30,10 @@ describe('the smallest ttr (real redis-server)', () => {
   });
 
   it('is enough for a job that takes 20 ms: done on its only attempt', async () => {
-    const { queue } = rt;
+    const queue = apiOf(rt);
     await queue.add({ topic: 'quick', id: 'q1', delay: 0, ttr: TTR_SECONDS.min });
-    await queue.sweep();
-    const claimed = await queue.claim('quick', 1);
+    await queue.engine.sweep();
+    const claimed = await queue.engine.claim('quick', 1);
     assert.equal(claimed.length, 1);
     const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 20)), () => rt);
     const report = await handler({ topic: 'quick', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
@@ -41,10 +42,10 @@ describe('the smallest ttr (real redis-server)', () => {
   });
 
   it('fails an attempt when the invocation runs out before the ttr, and schedules the retry', { timeout: 20_000 }, async () => {
-    const { queue } = rt;
+    const queue = apiOf(rt);
     await queue.add({ topic: 'long', id: 'l1', delay: 0 });
-    await queue.sweep();
-    const claimed = await queue.claim('long', 1);
+    await queue.engine.sweep();
+    const claimed = await queue.engine.claim('long', 1);
     assert.equal(claimed.length, 1);
     let aborted = false;
     // runs until told to stop, as a well-behaved function does

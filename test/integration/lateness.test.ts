@@ -9,7 +9,7 @@ import { toWire } from '../../lib/roles/fanout';
 import { latenessKey } from '../../lib/engine/keys';
 import type { Runtime } from '../../lib/platform/runtime';
 import { topicHandler } from '../../lib/roles/handler';
-import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+import { makeQueue, TestClock, uniqueTopic , apiOf } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';
 import { Redis } from 'ioredis';
@@ -30,11 +30,11 @@ describe('lateness stats (real redis-server)', () => {
     const topic = uniqueTopic('late');
     const clock = new TestClock(Date.UTC(2030, 0, 1, 12, 0, 0));
     const q = makeQueue(redis, { [topic]: {} }, { clock });
-    await q.recordStarts(topic, [10_000]); // 12:00, leaves the 5-minute window by 12:10
+    await q.engine.recordStarts(topic, [10_000]); // 12:00, leaves the 5-minute window by 12:10
     clock.advance(10 * 60_000);
-    await q.recordStarts(topic, Array.from({ length: 100 }, (_, i) => i + 1)); // 12:10: 1..100 ms
+    await q.engine.recordStarts(topic, Array.from({ length: 100 }, (_, i) => i + 1)); // 12:10: 1..100 ms
     clock.advance(60_000);
-    await q.recordStarts(topic, [5]); // 12:11
+    await q.engine.recordStarts(topic, [5]); // 12:11
     const s = await q.stats(topic);
     assert.equal(s.lateness.started, 101);
     assert.equal(s.lateness.maxMs, 100, 'exact max; the 10 s start is outside the window');
@@ -53,11 +53,11 @@ describe('lateness stats (real redis-server)', () => {
     const q = makeQueue(redis, { [topic]: {} }, { clock });
     for (let minute = 0; minute < 24 * 60; minute += 7) {
       clock.now = Date.UTC(2030, 0, 2) + minute * 60_000;
-      await q.recordStarts(topic, Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000));
+      await q.engine.recordStarts(topic, Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000));
     }
     for (let minute = 0; minute < 60; minute++) {
       clock.now = Date.UTC(2030, 0, 3) + minute * 60_000;
-      await q.recordStarts(topic, Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000));
+      await q.engine.recordStarts(topic, Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000));
     }
     assert.equal(await redis.hlen(latenessKey(topic)), 60);
     const bytes = Number(await redis.call('MEMORY', 'USAGE', latenessKey(topic)));
@@ -71,13 +71,13 @@ describe('lateness stats (real redis-server)', () => {
     const topic = uniqueTopic('late');
     const rt: Runtime = testRuntime(server.url, { [topic]: { handler: 'h', batchSize: 5 } });
     try {
-      const { queue } = rt;
+      const queue = apiOf(rt);
       for (let i = 0; i < 3; i++) await queue.add({ topic, id: `r${i}`, delay: 0 });
-      await queue.sweep();
+      await queue.engine.sweep();
       await new Promise((resolve) => setTimeout(resolve, 50));
       const before = await queue.stats(topic);
       assert.ok(before.oldestReadyAgeMs !== null && before.oldestReadyAgeMs >= 50, `oldest ready ${before.oldestReadyAgeMs}`);
-      const claimed = await queue.claim(topic, 5);
+      const claimed = await queue.engine.claim(topic, 5);
       await topicHandler(async () => undefined, () => rt)({ topic, jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
       const after = await queue.stats(topic);
       assert.equal(after.lateness.started, 3);

@@ -9,7 +9,8 @@ import type { TopicInput } from '../../lib/rules/config';
 import * as script from '../../lib/engine/scripts';
 import { groupBucketKey, groupChunkKey, groupKey, topicKeys, partitionOf } from '../../lib/engine/keys';
 import { bucketField, bucketSlots, bucketState, firstChunk } from '../support/group-layout';
-import type { DelayQueue, Job } from '../../lib/edge/queue';
+import type { Queue } from '../../lib/edge/queue';
+import type { Job } from '../../lib/engine';
 import { run } from '../../lib/engine/lua';
 import type { JobsQuery } from '../../lib/edge/validation';
 import { listWholeGroup, makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
@@ -36,15 +37,15 @@ export function lifecycleSuite(target: SuiteTarget): void {
     return { q, topic: name, clock };
   }
 
-  async function claimOne(q: DelayQueue, topic: string) {
-    const claimed = await q.claim(topic, 1);
+  async function claimOne(q: Queue, topic: string) {
+    const claimed = await q.engine.claim(topic, 1);
     assert.equal(claimed.length, 1, 'expected one job to claim');
     return claimed[0]!;
   }
 
   /** Moves due jobs of every partition of the queue's topics. */
-  async function sweep(q: DelayQueue) {
-    return q.sweep();
+  async function sweep(q: Queue) {
+    return q.engine.sweep();
   }
 
   describe('add, get, claim, ack', () => {
@@ -65,7 +66,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
 
       clock.advance(MIN - 1);
       assert.equal((await sweep(q)).moved, 0, 'not due 1 ms early');
-      assert.deepEqual(await q.claim(topic, 10), []);
+      assert.deepEqual(await q.engine.claim(topic, 10), []);
       clock.advance(1);
       const swept = await sweep(q);
       assert.equal(swept.moved, 1);
@@ -84,14 +85,14 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal(got?.attempts, 1);
       assert.equal(got?.deadline, new Date(job.deadline).toISOString());
 
-      assert.equal(await q.ack(topic, 'order-1', job), 'done');
+      assert.equal(await q.engine.ack(topic, 'order-1', job), 'done');
       got = await q.get(topic, 'order-1');
       assert.equal(got?.state, 'done');
       assert.equal(got?.deadline, null);
-      assert.equal(await q.ack(topic, 'order-1', job), 'stale', 'an attempt is finished at most once');
-      assert.deepEqual((await q.fail(topic, 'order-1', job, 'late')).outcome, 'stale');
-      assert.equal(await q.ack(topic, 'nope', job), 'not_found');
-      assert.deepEqual((await q.fail(topic, 'nope', job, 'x')).outcome, 'not_found');
+      assert.equal(await q.engine.ack(topic, 'order-1', job), 'stale', 'an attempt is finished at most once');
+      assert.deepEqual((await q.engine.fail(topic, 'order-1', job, 'late')).outcome, 'stale');
+      assert.equal(await q.engine.ack(topic, 'nope', job), 'not_found');
+      assert.deepEqual((await q.engine.fail(topic, 'nope', job, 'x')).outcome, 'not_found');
       assert.equal(await q.get(topic, 'nope'), null);
     });
 
@@ -165,7 +166,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal((await q.cancel(topic, 'c')).state, 'cancelled', 'cancelling twice is fine');
       clock.advance(HOUR);
       assert.equal((await sweep(q)).moved, 0);
-      assert.deepEqual(await q.claim(topic, 10), []);
+      assert.deepEqual(await q.engine.claim(topic, 10), []);
       assert.equal((await q.get(topic, 'c'))?.state, 'cancelled');
     });
 
@@ -175,7 +176,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'r2', delay: 0 });
       await sweep(q);
       await q.cancel(topic, 'r1');
-      const claimed = await q.claim(topic, 10);
+      const claimed = await q.engine.claim(topic, 10);
       assert.deepEqual(claimed.map((j) => j.id), ['r2']);
       assert.equal((await q.stats(topic)).ready, 0);
     });
@@ -186,8 +187,8 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await sweep(q);
       const job = await claimOne(q, topic);
       await q.cancel(topic, 'run');
-      assert.equal(await q.ack(topic, 'run', job), 'cancelled');
-      assert.equal((await q.fail(topic, 'run', job, 'boom')).outcome, 'cancelled');
+      assert.equal(await q.engine.ack(topic, 'run', job), 'cancelled');
+      assert.equal((await q.engine.fail(topic, 'run', job, 'boom')).outcome, 'cancelled');
       clock.advance(HOUR);
       const swept = await sweep(q);
       assert.equal(swept.retried + swept.moved, 0);
@@ -199,9 +200,9 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'd', delay: 0 });
       await q.add({ topic, id: 'x', delay: 0 });
       await sweep(q);
-      const [a, b] = await q.claim(topic, 2);
-      await q.ack(topic, a!.id, a!);
-      assert.equal((await q.fail(topic, b!.id, b!, 'no')).outcome, 'dead');
+      const [a, b] = await q.engine.claim(topic, 2);
+      await q.engine.ack(topic, a!.id, a!);
+      assert.equal((await q.engine.fail(topic, b!.id, b!, 'no')).outcome, 'dead');
       const err = await rejects(q.cancel(topic, a!.id), 409, 'JOB_FINISHED');
       assert.equal((err.details as { job: { state: string } }).job.state, 'done');
       await rejects(q.cancel(topic, b!.id), 409, 'JOB_FINISHED');
@@ -238,7 +239,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await sweep(q);
       await q.reschedule(topic, 'back', { delay: 30 });
       assert.equal((await q.get(topic, 'back'))?.state, 'delayed');
-      assert.deepEqual(await q.claim(topic, 5), []);
+      assert.deepEqual(await q.engine.claim(topic, 5), []);
       clock.advance(30 * SEC);
       await sweep(q);
       assert.equal((await claimOne(q, topic)).id, 'back');
@@ -286,13 +287,13 @@ export function lifecycleSuite(target: SuiteTarget): void {
 
   describe('retries and backoff', () => {
     /** Fails attempt after attempt; returns the delays (ms) between each failure and the retry. */
-    async function failAll(q: DelayQueue, topic: string, clock: TestClock, id: string): Promise<{ delays: number[]; final: string }> {
+    async function failAll(q: Queue, topic: string, clock: TestClock, id: string): Promise<{ delays: number[]; final: string }> {
       const delays: number[] = [];
       for (;;) {
         await sweep(q);
         const job = await claimOne(q, topic);
         assert.equal(job.id, id);
-        const failed = await q.fail(topic, id, job, `attempt ${job.attempt} failed`);
+        const failed = await q.engine.fail(topic, id, job, `attempt ${job.attempt} failed`);
         if (failed.outcome === 'dead') return { delays, final: 'dead' };
         assert.equal(failed.outcome, 'retry');
         delays.push(failed.runAt - clock.now);
@@ -355,7 +356,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'ra', delay: 0 });
       await sweep(q);
       const job = await claimOne(q, topic);
-      const failed = await q.fail(topic, 'ra', job, '429', 42_000);
+      const failed = await q.engine.fail(topic, 'ra', job, '429', 42_000);
       assert.ok(failed.outcome === 'retry' && failed.runAt === clock.now + 42_000);
     });
 
@@ -363,9 +364,9 @@ export function lifecycleSuite(target: SuiteTarget): void {
       const { q, topic, clock } = setup({ maxAttempts: 1 });
       for (const id of ['d1', 'd2', 'd3']) await q.add({ topic, id, delay: 0 });
       await sweep(q);
-      for (const job of (await q.claim(topic, 3)).sort((a, b) => a.id.localeCompare(b.id))) {
+      for (const job of (await q.engine.claim(topic, 3)).sort((a, b) => a.id.localeCompare(b.id))) {
         clock.advance(1);
-        assert.equal((await q.fail(topic, job.id, job, `broke ${job.id}`)).outcome, 'dead');
+        assert.equal((await q.engine.fail(topic, job.id, job, `broke ${job.id}`)).outcome, 'dead');
       }
       const page = await q.listDead(topic, { limit: 2 });
       assert.deepEqual(page.jobs.map((j) => [j.id, j.lastError, j.state]), [['d1', 'broke d1', 'dead'], ['d2', 'broke d2', 'dead']]);
@@ -383,9 +384,9 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal((await q.stats(topic)).dead, 0);
       assert.equal((await q.redrive(topic)).redriven, 0);
       await sweep(q);
-      const again = await q.claim(topic, 3);
+      const again = await q.engine.claim(topic, 3);
       assert.deepEqual(again.map((j) => j.attempt), [1, 1, 1]);
-      for (const job of again) assert.equal(await q.ack(topic, job.id, job), 'done');
+      for (const job of again) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
     });
   });
 
@@ -395,8 +396,8 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'slow', delay: 0 });
       await sweep(q);
       const first = await claimOne(q, topic);
-      assert.deepEqual(await q.start(topic, [first]), [true], 'a handler started it');
-      assert.deepEqual(await q.start(topic, [first]), [false], 'a duplicate event of the same attempt does not run it again');
+      assert.deepEqual(await q.engine.start(topic, [first]), [true], 'a handler started it');
+      assert.deepEqual(await q.engine.start(topic, [first]), [false], 'a duplicate event of the same attempt does not run it again');
       clock.advance(30 * SEC - 1);
       assert.equal((await sweep(q)).retried, 0, 'not expired 1 ms before the deadline');
       clock.advance(1);
@@ -406,9 +407,9 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal(timedOut?.state, 'delayed');
       assert.equal(timedOut?.runAt, new Date(clock.now + 5 * SEC).toISOString());
       assert.match(timedOut?.lastError ?? '', /timed out/);
-      assert.equal(await q.ack(topic, 'slow', first), 'stale', 'the late ack of the timed-out attempt changes nothing');
-      assert.equal((await q.fail(topic, 'slow', first, 'late')).outcome, 'stale');
-      assert.deepEqual(await q.start(topic, [first, { id: 'gone', attempt: 1, claim: 'x' }]), [false, false], 'ended, or not found');
+      assert.equal(await q.engine.ack(topic, 'slow', first), 'stale', 'the late ack of the timed-out attempt changes nothing');
+      assert.equal((await q.engine.fail(topic, 'slow', first, 'late')).outcome, 'stale');
+      assert.deepEqual(await q.engine.start(topic, [first, { id: 'gone', attempt: 1, claim: 'x' }]), [false, false], 'ended, or not found');
 
       clock.advance(5 * SEC);
       await sweep(q);
@@ -421,8 +422,8 @@ export function lifecycleSuite(target: SuiteTarget): void {
       const third = await claimOne(q, topic);
       assert.equal(third.attempt, 2);
       assert.notEqual(third.claim, second.claim, 'every claim has its own token');
-      assert.equal(await q.ack(topic, 'slow', second), 'stale', 'the given-back claim is stale');
-      assert.deepEqual(await q.start(topic, [third]), [true]);
+      assert.equal(await q.engine.ack(topic, 'slow', second), 'stale', 'the given-back claim is stale');
+      assert.deepEqual(await q.engine.start(topic, [third]), [true]);
       clock.advance(30 * SEC);
       const last = await sweep(q);
       assert.equal(last.deadLettered, 1);
@@ -442,13 +443,13 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'r1', delay: 0 });
       await q.add({ topic, id: 'r2', delay: 0 });
       await sweep(q);
-      const claimed = await q.claim(topic, 2);
-      assert.equal(await q.release(claimed), 2);
-      assert.equal(await q.release(claimed), 0, 'a second release finds nothing running');
+      const claimed = await q.engine.claim(topic, 2);
+      assert.equal(await q.engine.release(claimed), 2);
+      assert.equal(await q.engine.release(claimed), 0, 'a second release finds nothing running');
       const stats = await q.stats(topic);
       assert.equal(stats.ready, 2);
       assert.equal(stats.running, 0);
-      const again = await q.claim(topic, 2);
+      const again = await q.engine.claim(topic, 2);
       assert.deepEqual(again.map((j) => j.attempt).sort(), [1, 1]);
     });
 
@@ -456,11 +457,11 @@ export function lifecycleSuite(target: SuiteTarget): void {
       const { q, topic } = setup({ concurrency: 3 });
       for (let i = 0; i < 5; i++) await q.add({ topic, id: `c${i}`, delay: 0 });
       await sweep(q);
-      const first = await q.claim(topic, 10);
+      const first = await q.engine.claim(topic, 10);
       assert.equal(first.length, 3);
-      assert.deepEqual(await q.claim(topic, 10), []);
-      await q.ack(topic, first[0]!.id, first[0]!);
-      assert.equal((await q.claim(topic, 10)).length, 1);
+      assert.deepEqual(await q.engine.claim(topic, 10), []);
+      await q.engine.ack(topic, first[0]!.id, first[0]!);
+      assert.equal((await q.engine.claim(topic, 10)).length, 1);
     });
 
     it('purges done and cancelled jobs after the retention, dead ones after the dead retention', async () => {
@@ -469,9 +470,9 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'bad', delay: 0 });
       await q.add({ topic, id: 'cx', delay: 100 });
       await sweep(q);
-      for (const job of await q.claim(topic, 2)) {
-        if (job.id === 'ok') await q.ack(topic, job.id, job);
-        else await q.fail(topic, job.id, job, 'x');
+      for (const job of await q.engine.claim(topic, 2)) {
+        if (job.id === 'ok') await q.engine.ack(topic, job.id, job);
+        else await q.engine.fail(topic, job.id, job, 'x');
       }
       await q.cancel(topic, 'cx');
       clock.advance(60 * SEC);
@@ -492,7 +493,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 's2', delay: 0 });
       await q.add({ topic, id: 's3', delay: 50 });
       await sweep(q);
-      await q.claim(topic, 1);
+      await q.engine.claim(topic, 1);
       const { lateness, oldestReadyAgeMs, lastHour, ...counts } = await q.stats(topic);
       assert.deepEqual(counts, { topic, delayed: 1, ready: 1, running: 1, dead: 0, nextDueAt: new Date(clock.now + 50 * SEC).toISOString() });
       assert.equal(oldestReadyAgeMs, 0, 'the ready job fell due at the (fixed) present');
@@ -506,21 +507,21 @@ export function lifecycleSuite(target: SuiteTarget): void {
       const ids = Array.from({ length: 500 }, (_, i) => `n${i}`).filter((id) => partitionOf(topic, id, target.partitions) === 0);
       for (const id of ids.slice(0, 5)) await q.add({ topic, id, delay: 0 });
       await q.add({ topic, id: ids[5]!, delay: 60 });
-      const first = await q.sweep(3);
+      const first = await q.engine.sweep(3);
       assert.equal(first.moved, 3);
       assert.equal(first.more, true);
-      const second = await q.sweep(3);
+      const second = await q.engine.sweep(3);
       assert.equal(second.moved, 2);
       assert.equal(second.more, false);
       assert.equal(second.nextAt, clock.now + 60 * SEC);
-      await q.claim(topic, 1);
-      assert.equal((await q.sweep()).nextAt, clock.now + 5 * SEC, 'a TTR deadline counts as next');
+      await q.engine.claim(topic, 1);
+      assert.equal((await q.engine.sweep()).nextAt, clock.now + 5 * SEC, 'a TTR deadline counts as next');
     });
   });
 
   describe('groups, listings and versions', () => {
     /** Every job of a listing, following `next`. */
-    async function listAll(q: DelayQueue, topic: string, query: JobsQuery) {
+    async function listAll(q: Queue, topic: string, query: JobsQuery) {
       const jobs: Job[] = [];
       let page = await q.listJobs(topic, query);
       jobs.push(...page.jobs);
@@ -540,7 +541,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await q.add({ topic, id: 'loose', delay: 0 });
       await sweep(q);
       // the ten due jobs of the group start, and the two others
-      const claimed = await q.claim(topic, 20);
+      const claimed = await q.engine.claim(topic, 20);
       const running = claimed.filter((j) => ids.includes(j.id));
       assert.equal(running.length, 10, 'ten jobs of the group run');
       const listed = await listWholeGroup(q, topic, 'meeting-1', 7);
@@ -552,16 +553,16 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal(cancelled, 30, 'every job of the group is cancelled');
       assert.equal(result.cancelled + result.running, 30);
       assert.equal(result.running, 10, 'the ten claimed jobs were running');
-      for (const job of running) assert.equal(await q.ack(topic, job.id, job), 'cancelled', 'a running attempt finishes, but its ack is dropped');
+      for (const job of running) assert.equal(await q.engine.ack(topic, job.id, job), 'cancelled', 'a running attempt finishes, but its ack is dropped');
       assert.equal((await q.get(topic, 'other'))?.state, 'running', 'another group is untouched');
       assert.equal((await q.get(topic, 'loose'))?.state, 'running', 'a job without a group is untouched');
-      for (const job of claimed.filter((j) => !ids.includes(j.id))) assert.equal(await q.ack(topic, job.id, job), 'done');
+      for (const job of claimed.filter((j) => !ids.includes(j.id))) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
 
       clock.advance(HOUR);
       assert.equal((await sweep(q)).moved, 0, 'no job of the group falls due any more');
       await q.add({ topic, id: 'after', delay: 0, group: 'meeting-1' });
       await sweep(q);
-      assert.deepEqual((await q.claim(topic, 10)).map((j) => j.id), ['after'], 'a job added after the cancel runs');
+      assert.deepEqual((await q.engine.claim(topic, 10)).map((j) => j.id), ['after'], 'a job added after the cancel runs');
       assert.deepEqual(await q.cancelGroup(topic, 'meeting-1'), { cancelled: 0, running: 1 }, 'cancelling again finds only the new one');
       assert.deepEqual(await q.listGroup(topic, 'nobody'), { jobs: [], next: null }, 'a group without jobs lists empty');
     });
@@ -581,7 +582,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       }
       clock.advance(10 * SEC);
       assert.equal((await sweep(q)).moved, ids.length - steps.reduce((n, s) => n + s.cancelled, 0), 'the jobs not yet reached fall due');
-      assert.deepEqual(await q.claim(topic, 100), [], 'none of them starts');
+      assert.deepEqual(await q.engine.claim(topic, 100), [], 'none of them starts');
       const cancelledByClaim = (await Promise.all(ids.map((id) => q.get(topic, id)))).filter((j) => j?.lastError?.startsWith('cancelled with its group'));
       assert.equal(cancelledByClaim.length, ids.length - steps.reduce((n, s) => n + s.cancelled, 0), 'the claim cancelled them, and says why');
       // the cancel goes on to the end and counts them
@@ -598,7 +599,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal(total, ids.length, 'every job is counted once as cancelled');
       await q.add({ topic, id: 'later', delay: 0, group: 'g' });
       await sweep(q);
-      assert.deepEqual((await q.claim(topic, 10)).map((j) => j.id), ['later'], 'the mark is gone: new jobs of the group run');
+      assert.deepEqual((await q.engine.claim(topic, 10)).map((j) => j.id), ['later'], 'the mark is gone: new jobs of the group run');
     });
 
     it('a put that moves a job to another group, and the purge of a finished job, take it out of the group', async () => {
@@ -616,7 +617,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.equal(await groupSize('a'), 1, 'the moved job left the old group (its bucket slot)');
       await sweep(q);
       const job = await claimOne(q, topic);
-      await q.ack(topic, job.id, job);
+      await q.engine.ack(topic, job.id, job);
       clock.advance(61 * SEC);
       assert.equal((await sweep(q)).purged, 1);
       assert.equal(await groupSize('a'), 0, 'the purged job left its group: no key is left behind');
@@ -669,7 +670,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.deepEqual((await q.listGroup(topic, 'elsewhere')).jobs.map((j) => j.id), [moved]);
       clock.advance(9 * SEC);
       await sweep(q);
-      const running = await q.claim(topic, 100);
+      const running = await q.engine.claim(topic, 100);
       assert.deepEqual(running.map((j) => j.id).sort(), ids.slice(0, 5));
 
       const result = await q.cancelGroup(topic, 'big');
@@ -677,7 +678,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       const after = await listWholeGroup(q, topic, 'big', 500);
       assert.equal(after.length, n - 1);
       assert.ok(after.every((j) => j.state === 'cancelled'));
-      for (const job of running) assert.equal(await q.ack(topic, job.id, job), 'cancelled');
+      for (const job of running) assert.equal(await q.engine.ack(topic, job.id, job), 'cancelled');
 
       clock.advance(61 * SEC);
       let purged = 0;
@@ -829,13 +830,13 @@ export function lifecycleSuite(target: SuiteTarget): void {
       await sweep(q);
       assert.equal((await firstChunk(redis, 0, topic, 'sg')).form, 'bucket');
       assert.deepEqual(await q.cancelGroup(topic, 'sg'), { cancelled: 3, running: 0 });
-      assert.deepEqual(await q.claim(topic, 10), [], 'no job of the cancelled group starts');
+      assert.deepEqual(await q.engine.claim(topic, 10), [], 'no job of the cancelled group starts');
       assert.equal((await q.get(topic, other))?.state, 'delayed', 'another small group is left alone');
       await q.add({ topic, id: after, delay: 0, group: 'sg' });
       await sweep(q);
       const job = await claimOne(q, topic);
       assert.equal(job.id, after, 'a job that joined after the cancel runs');
-      assert.equal(await q.ack(topic, job.id, job), 'done');
+      assert.equal(await q.engine.ack(topic, job.id, job), 'done');
       assert.deepEqual((await q.listGroup(topic, 'sg')).jobs.map((j) => [j.id, j.state]), [[due1, 'cancelled'], [due2, 'cancelled'], [later, 'cancelled'], [after, 'done']]);
       assert.deepEqual(await q.cancelGroup(topic, 'og'), { cancelled: 1, running: 0 });
       clock.advance(61 * SEC);
@@ -974,7 +975,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       assert.deepEqual(await q.cancelGroup(topic, 'gwuw'), { cancelled: 2, running: 0 });
       clock.advance(2 * SEC);
       await sweep(q);
-      assert.deepEqual(await q.claim(topic, 10), [], 'no job of the cancelled group starts');
+      assert.deepEqual(await q.engine.claim(topic, 10), [], 'no job of the cancelled group starts');
       assert.equal((await q.get(topic, a2))?.state, 'cancelled');
       assert.deepEqual(await q.cancelGroup(topic, 'g2whj'), { cancelled: 2, running: 0 });
     });
@@ -1051,7 +1052,7 @@ export function lifecycleSuite(target: SuiteTarget): void {
       const ready = await listAll(q, topic, { state: 'ready', limit: 4 });
       assert.deepEqual(ready.map((j) => j.id).sort(), dues.filter((d) => d.delay <= 75).map((d) => d.id).sort(), 'the ready jobs, each once');
       assert.ok(ready.every((j) => j.state === 'ready'));
-      const claimed = await q.claim(topic, 3);
+      const claimed = await q.engine.claim(topic, 3);
       assert.deepEqual((await listAll(q, topic, { state: 'running', limit: 2 })).map((j) => j.id).sort(), claimed.map((j) => j.id).sort());
       assert.equal((await listAll(q, topic, { state: 'ready', limit: 100 })).length, ready.length - 3);
       await rejects(q.listJobs(topic, { state: 'delayed', cursor: 'not-a-cursor!' }), 400, 'VALIDATION_FAILED');
@@ -1068,10 +1069,10 @@ export function lifecycleSuite(target: SuiteTarget): void {
     await target.flushScripts();
     await q.add({ topic, id: 'f', delay: 0 });
     assert.equal((await sweep(q)).moved, 2);
-    const claimed = await q.claim(topic, 2);
+    const claimed = await q.engine.claim(topic, 2);
     assert.equal(claimed.length, 2);
     await target.flushScripts();
-    for (const job of claimed) assert.equal(await q.ack(topic, job.id, job), 'done');
+    for (const job of claimed) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
     assert.equal((await q.get(topic, 'f'))?.state, 'done');
   });
 

@@ -1,5 +1,5 @@
 /**
- * Issue 15, item 4: a topic's rateLimit holds across every claimer (two DelayQueue instances,
+ * Issue 15, item 4: a topic's rateLimit holds across every claimer (two Queue instances,
  * two fan-outs), jobs over the budget stay ready and start later, none lost; jitter is
  * deterministic; a topic without rateLimit touches no rate key.
  */
@@ -10,7 +10,7 @@ import { rateKey } from '../../lib/engine/keys';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
 import { jitterOffsetMs } from '../../lib/rules/pacing';
-import type { ClaimedJob } from '../../lib/edge/queue';
+import type { ClaimedJob } from '../../lib/engine';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -47,12 +47,12 @@ describe('pacing (real redis-server)', () => {
     const topics = { [topic]: { concurrency: 1000, rateLimit: { count: 10, per: 1 } } };
     const [a, b] = [makeQueue(server.client(), topics, { clock }), makeQueue(server.client(), topics, { clock })];
     for (let i = 0; i < 35; i++) await a.add({ topic, id: `j${i}`, delay: 0, body: i });
-    await a.sweep();
+    await a.engine.sweep();
     const t0 = clock.now; // a multiple of the 10-ms slot
     const claimed: ClaimedJob[] = [];
     const claimAll = async () => {
       for (let got = 0; ; ) {
-        const round = await Promise.all([a.claimPaced(topic, 4), b.claimPaced(topic, 4), a.claimPaced(topic, 4), b.claimPaced(topic, 4)]);
+        const round = await Promise.all([a.engine.claimPaced(topic, 4), b.engine.claimPaced(topic, 4), a.engine.claimPaced(topic, 4), b.engine.claimPaced(topic, 4)]);
         const jobs = round.flatMap((r) => r.jobs);
         claimed.push(...jobs);
         got += jobs.length;
@@ -88,11 +88,11 @@ describe('pacing (real redis-server)', () => {
     const topics = { [topic]: { concurrency: 1000, rateLimit: { count: 20, per: 1 } } };
     const [a, b] = [makeQueue(server.client(), topics), makeQueue(server.client(), topics)];
     for (let i = 0; i < 70; i++) await a.add({ topic, id: `j${i}`, delay: 0, body: i });
-    await a.sweep();
+    await a.engine.sweep();
     const claimed: ClaimedJob[] = [];
     const loop = async (queue: typeof a) => {
       for (let idle = 0; idle < 3; ) {
-        const { jobs, waitMs } = await queue.claimPaced(topic, 7);
+        const { jobs, waitMs } = await queue.engine.claimPaced(topic, 7);
         claimed.push(...jobs);
         if (jobs.length === 0 && waitMs === null) idle += 1;
         if (waitMs !== null) await sleep(waitMs);
@@ -112,10 +112,10 @@ describe('pacing (real redis-server)', () => {
     const topics = { [topic]: { handler: 'h', batchSize: 2, concurrency: 1000, rateLimit: { count: 10, per: 1 } } };
     const [a, b] = [makeQueue(server.client(), topics), makeQueue(server.client(), topics)];
     for (let i = 0; i < 30; i++) await a.add({ topic, id: `j${i}`, delay: 0, body: i });
-    await a.sweep();
+    await a.engine.sweep();
     const invoker = new RecordingInvoker();
-    const deps = { redis: server.client(), invoker, log, remainingMs: () => 20_000 };
-    const [ra, rb] = await Promise.all([runFanout({ ...deps, queue: a }, { topics: [topic] }), runFanout({ ...deps, queue: b }, { topics: [topic] })]);
+    const deps = { invoker, log, remainingMs: () => 20_000 };
+    const [ra, rb] = await Promise.all([runFanout({ ...deps, engine: a.engine }, { topics: [topic] }), runFanout({ ...deps, engine: b.engine }, { topics: [topic] })]);
     const jobs = invoker.jobs();
     assert.equal(ra[topic]!.claimed + rb[topic]!.claimed, 30);
     assert.equal(new Set(jobs.map((j) => j.id)).size, 30, 'every job delivered once');
@@ -128,13 +128,13 @@ describe('pacing (real redis-server)', () => {
     const topic = uniqueTopic('pace');
     const queue = makeQueue(server.client(), { [topic]: { handler: 'h', concurrency: 1000, rateLimit: { count: 5, per: 60 } } }); // one start per 12 s
     for (let i = 0; i < 12; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: i });
-    await queue.sweep();
+    await queue.engine.sweep();
     const invoker = new RecordingInvoker();
     const r = server.client();
     const { sweeperKeys } = await import('../../lib/engine/keys');
     await r.del(sweeperKeys().fanout);
     await r.set(sweeperKeys().fanout, 'mine', 'PX', 30_000);
-    await runFanout({ queue, redis: r, invoker, log, remainingMs: () => 10_000 }, { token: 'mine', topics: [topic] });
+    await runFanout({ engine: queue.engine, invoker, log, remainingMs: () => 10_000 }, { token: 'mine', topics: [topic] });
     assert.equal(invoker.jobs().length, 1, 'the first start; the next is 12 s away, beyond its time');
     assert.equal(invoker.calls.filter((c) => c.name === 'fanout').length, 1, 'a new fan-out was invoked');
     assert.notEqual(await r.get(sweeperKeys().fanout), 'mine', 'its own mark cleared, the new one set');
@@ -148,9 +148,9 @@ describe('pacing (real redis-server)', () => {
     const clock = new TestClock();
     const queue = makeQueue(server.client(), { [topic]: { concurrency: 1000, rateLimit: { count: 1000, per: 1 } } }, { clock });
     for (let i = 0; i < 2; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: i });
-    await queue.sweep();
+    await queue.engine.sweep();
     const r = server.client();
-    const got = await queue.claimPaced(topic, 50);
+    const got = await queue.engine.claimPaced(topic, 50);
     assert.deepEqual([got.jobs.length, got.waitMs], [2, null], 'two ready: the other 48 tokens were not the limit');
     const slot = String(Math.floor((clock.now * 100) / 1000));
     assert.deepEqual(await r.hgetall(rateKey(topic)), { [slot]: '2', tat: String(clock.now + 2) }, 'the window holds 2, the pace moved by 2 ms');
@@ -165,8 +165,8 @@ describe('pacing (real redis-server)', () => {
     const topic = uniqueTopic('free');
     const queue = makeQueue(server.client(), { [topic]: { concurrency: 1000 } });
     for (let i = 0; i < 30; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: i });
-    await queue.sweep();
-    const { jobs, waitMs } = await queue.claimPaced(topic, 50);
+    await queue.engine.sweep();
+    const { jobs, waitMs } = await queue.engine.claimPaced(topic, 50);
     assert.equal(jobs.length, 30);
     assert.equal(waitMs, null);
     assert.equal(await server.client().exists(rateKey(topic)), 0);

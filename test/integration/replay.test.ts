@@ -38,10 +38,10 @@ describe('a lost script reply (real redis-server behind a reply-dropping proxy)'
     const queue = makeQueue(proxied, { [topic]: { handler: 'h' } });
     await queue.add({ topic, id: 'a', delay: 0 });
     await queue.add({ topic, id: 'b', delay: 0 });
-    await queue.sweep();
+    await queue.engine.sweep();
     const before = proxy.dropped;
     proxy.dropReplyTo(`${topic}`);
-    const outcome = await settle(queue.claim(topic, 2));
+    const outcome = await settle(queue.engine.claim(topic, 2));
     assert.equal(proxy.dropped, before + 1, 'the reply was dropped');
     assert.ok('error' in outcome, `a lost reply surfaces as an error, not as another answer: got ${JSON.stringify(outcome)}`);
     const direct = makeQueue(server.client(), { [topic]: { handler: 'h' } });
@@ -64,11 +64,11 @@ describe('a lost script reply (real redis-server behind a reply-dropping proxy)'
     const calls: unknown[] = [];
     const invoker: Invoker = { invokeAsync: async (_name, payload) => void calls.push(payload) };
     await server.client().del(sweeperKeys().fanout);
-    await requestFanout({ redis: proxied, invoker }).catch(() => false); // warm the script
+    await requestFanout({ engine: makeQueue(proxied, { fanout: {} }).engine, invoker }).catch(() => false); // warm the script
     await server.client().del(sweeperKeys().fanout);
     calls.length = 0;
     proxy.dropReplyTo('fanout');
-    const outcome = await settle(requestFanout({ redis: proxied, invoker }));
+    const outcome = await settle(requestFanout({ engine: makeQueue(proxied, { fanout: {} }).engine, invoker }));
     assert.deepEqual(outcome, { value: true }, 'it marked and invoked');
     assert.equal(calls.length, 1);
     const mark = await server.client().get(sweeperKeys().fanout);

@@ -6,8 +6,9 @@ import { sweeperKeys } from '../../lib/engine/keys';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
 import { runScript } from '../../lib/engine/lua';
-import { nudgeSweeper, runSweeper } from '../../lib/roles/sweeper';
-import { DEFAULT_TIMINGS } from '../../lib/rules/config';
+import { runSweeper } from '../../lib/roles/sweeper';
+import { Engine } from '../../lib/engine';
+import { DEFAULT_TIMINGS, resolveQueueConfig } from '../../lib/rules/config';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { createRedis } from '../../lib/platform/redis';
 import { freePort, startRedis, useRedisServer } from '../support/redis';
@@ -27,6 +28,17 @@ class RecordingInvoker implements Invoker {
 
 const lines: string[] = [];
 const log = createLogger('test', {}, 'debug', (line) => lines.push(line));
+
+/** An engine on `r` that wakes the sweeper as the runtime's does, starting one through `invoker`. */
+function waking(r: Redis, invoker: Invoker): Engine {
+  const startSweeper = () => invoker.invokeAsync('sweeper', { source: 'wake' });
+  return new Engine(r, resolveQueueConfig({ topics: { wake: {} } }), { wake: { horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs, startSweeper, onError: (error) => log.warn('wake failed', { error }) } });
+}
+
+/** As waking, on a deployment whose wake-ups may not invoke (wakeInvokes off): it only wakes a running sweeper. */
+function wakeOnly(r: Redis): Engine {
+  return new Engine(r, resolveQueueConfig({ topics: { wake: {} } }), { wake: { horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs, onError: (error) => log.warn('wake failed', { error }) } });
+}
 
 describe('sweeper and fan-out (real redis-server)', () => {
   const server = useRedisServer();
@@ -48,7 +60,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const queue = makeQueue(r, { [topic]: { handler: 'h' } });
       await queue.add({ topic, id: 'far', delay: 3600 });
       const invoker = new RecordingInvoker();
-      const report = await runSweeper({ queue, redis: r, invoker, log, remainingMs: () => 60_000 });
+      const report = await runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000 });
       assert.equal(report.outcome, 'idle');
       assert.equal(report.sweeps, 1);
       assert.equal(invoker.calls.length, 0);
@@ -64,7 +76,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
       await queue.add({ topic, id: 'after-next-tick', delay: 90 });
       const invoker = new RecordingInvoker();
       let remaining = 7_000; // each look at the clock spends 500 ms: it waits a little, then hands over
-      const report = await runSweeper({ queue, redis: r, invoker, log, remainingMs: () => (remaining -= 500) });
+      const report = await runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => (remaining -= 500) });
       assert.equal(report.outcome, 'handed_over', 'with the default horizon it waits for the job, handing over to a fresh invocation');
       assert.equal(invoker.named('sweeper').length, 1);
       assert.ok(DEFAULT_TIMINGS.sweeperHorizonMs >= 2 * 60_000, 'the horizon covers a tick up to a whole period late');
@@ -76,7 +88,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const queue = makeQueue(r, { [topic]: { handler: 'h' } });
       await queue.add({ topic, id: 'soon', delay: 0.3 });
       const invoker = new RecordingInvoker();
-      const report = await runSweeper({ queue, redis: r, invoker, log, remainingMs: () => 60_000 });
+      const report = await runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000 });
       assert.equal(report.outcome, 'idle');
       assert.equal(report.moved, 1);
       assert.ok(report.sweeps >= 2, 'it looked again after sleeping');
@@ -90,9 +102,9 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const topic = uniqueTopic();
       const queue = makeQueue(r, { [topic]: { handler: 'h' } });
       await queue.add({ topic, id: 'x', delay: 0.5 });
-      const first = runSweeper({ queue, redis: r, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+      const first = runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const second = await runSweeper({ queue, redis: r, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+      const second = await runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
       assert.equal(second.outcome, 'busy');
       assert.equal((await first).moved, 1);
     }));
@@ -104,11 +116,11 @@ describe('sweeper and fan-out (real redis-server)', () => {
       await queue.add({ topic, id: 'later', delay: 30 });
       const invoker = new RecordingInvoker();
       let remaining = 60_000;
-      const running = runSweeper({ queue, redis: r, invoker, log, remainingMs: () => remaining });
+      const running = runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => remaining });
       await new Promise((resolve) => setTimeout(resolve, 200));
       const added = await queue.add({ topic, id: 'now', delay: 0 });
       assert.equal(added.wake, true);
-      await nudgeSweeper({ redis: r, invoker, log }, Date.parse(added.job.runAt));
+      await waking(r, invoker).wake(Date.parse(added.job.runAt));
       // the sweeper moves the new job long before the 30 s one is due; then we let it go
       for (let i = 0; i < 100 && invoker.named('fanout').length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
       assert.equal(invoker.named('fanout').length, 1);
@@ -126,13 +138,13 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const invoker = new RecordingInvoker();
       const [s, us] = await r.time();
       const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
-      await nudgeSweeper({ redis: r, invoker, log }, now + DEFAULT_TIMINGS.sweeperHorizonMs + 10_000);
+      await waking(r, invoker).wake(now + DEFAULT_TIMINGS.sweeperHorizonMs + 10_000);
       assert.equal(invoker.named('sweeper').length, 0, 'the tick covers a far job');
-      await nudgeSweeper({ redis: r, invoker, log }, now + 1000);
+      await waking(r, invoker).wake(now + 1000);
       assert.equal(invoker.named('sweeper').length, 1);
-      await nudgeSweeper({ redis: r, invoker, log }, 'now');
+      await waking(r, invoker).wake('now');
       assert.equal(invoker.named('sweeper').length, 2);
-      await nudgeSweeper({ redis: r, invoker, log, mayInvoke: false }, 'now');
+      await wakeOnly(r).wake('now');
       assert.equal(invoker.named('sweeper').length, 2, 'without invoke rights it leaves the start to the tick');
     }));
 
@@ -140,9 +152,9 @@ describe('sweeper and fan-out (real redis-server)', () => {
     const topic = uniqueTopic();
     const queue = makeQueue(server.client(), { [topic]: { handler: 'myHandler', batchSize: 3, concurrency: 7 } });
     for (let i = 0; i < 10; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: { i } });
-    await queue.sweep();
+    await queue.engine.sweep();
     const invoker = new RecordingInvoker();
-    const reports = await runFanout({ queue, redis: server.client(), invoker, log }, { topics: [topic] });
+    const reports = await runFanout({ engine: queue.engine, invoker, log }, { topics: [topic] });
     assert.deepEqual(reports[topic], { claimed: 7, invoked: 3, released: 0 });
     const batches = invoker.named('myHandler').map((c) => c.payload as { topic: string; jobs: { id: string; attempt: number; claimedAt: number; deadline: number }[] });
     assert.deepEqual(batches.map((b) => b.jobs.length).sort(), [1, 3, 3]);
@@ -160,10 +172,10 @@ describe('sweeper and fan-out (real redis-server)', () => {
     const topic = uniqueTopic();
     const queue = makeQueue(server.client(), { [topic]: { handler: 'h', batchSize: 2 } });
     for (let i = 0; i < 4; i++) await queue.add({ topic, id: `k${i}`, delay: 0 });
-    await queue.sweep();
+    await queue.engine.sweep();
     const invoker = new RecordingInvoker();
     invoker.failing = true;
-    const reports = await runFanout({ queue, redis: server.client(), invoker, log }, { topics: [topic] });
+    const reports = await runFanout({ engine: queue.engine, invoker, log }, { topics: [topic] });
     assert.equal(reports[topic]!.released, 4);
     const stats = await queue.stats(topic);
     assert.equal(stats.running, 0);
@@ -176,15 +188,15 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const topic = uniqueTopic();
       const queue = makeQueue(r, { [topic]: { handler: 'h', batchSize: 2, concurrency: 100 } });
       for (let i = 0; i < 5; i++) await queue.add({ topic, id: `f${i}`, delay: 0 });
-      await queue.sweep();
+      await queue.engine.sweep();
       const invoker = new RecordingInvoker();
-      assert.equal(await requestFanout({ redis: r, invoker }), true);
-      assert.equal(await requestFanout({ redis: r, invoker }), false, 'one is marked running already');
+      assert.equal(await requestFanout({ engine: queue.engine, invoker }), true);
+      assert.equal(await requestFanout({ engine: queue.engine, invoker }), false, 'one is marked running already');
       const { token } = invoker.named('fanout')[0]!.payload as { token: string };
-      const reports = await runFanout({ queue, redis: r, invoker, log }, { token });
+      const reports = await runFanout({ engine: queue.engine, invoker, log }, { token });
       assert.deepEqual(reports[topic], { claimed: 5, invoked: 3, released: 0 });
       assert.equal(await r.exists(sweeperKeys().fanout), 0, 'the mark is cleared when it stops');
-      assert.equal(await requestFanout({ redis: r, invoker }), true);
+      assert.equal(await requestFanout({ engine: queue.engine, invoker }), true);
       assert.equal(invoker.named('fanout').length, 2);
     }));
 
@@ -217,17 +229,17 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const invoker = new RecordingInvoker();
       let sweeps = 0;
       const queue = Object.create(real) as typeof real;
-      queue.sweep = async (limit?: number) => {
-        const result = await real.sweep(limit);
+      queue.engine.sweep = async (limit?: number) => {
+        const result = await real.engine.sweep(limit);
         sweeps += 1;
         if (sweeps === 2) {
           // the second sweep (it moved a) has read its plan: b, 8 s ahead. Now c, due in 0.2 s.
           const added = await real.add({ topic, id: 'c', delay: 0.2 });
-          if (added.wake) await nudgeSweeper({ redis: r, invoker, log }, Date.parse(added.job.runAt));
+          if (added.wake) await waking(r, invoker).wake(Date.parse(added.job.runAt));
         }
         return result;
       };
-      const running = runSweeper({ queue, redis: r, invoker, log, remainingMs: () => 60_000 });
+      const running = runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000 });
       try {
         let c = await real.get(topic, 'c');
         while (c === null || c.state === 'delayed') {
@@ -249,7 +261,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
     const topic = uniqueTopic();
     const queue = makeQueue(r, { [topic]: { handler: 'h' } });
     const before = lines.length;
-    const running = runSweeper({ queue, redis: r, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+    const running = runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
     await new Promise((resolve) => setTimeout(resolve, 800));
     const redisLater = await startRedis({ port });
     try {

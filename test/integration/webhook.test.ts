@@ -4,7 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
-import { RetryLater } from '../../lib/edge/errors';
+import { RetryLater } from '../../lib/roles/retry-later';
 import {
   ATTEMPT_HEADER,
   deliverWebhook,

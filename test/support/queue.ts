@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import type { Cluster, Redis } from 'ioredis';
 import { resolveQueueConfig, type QueueConfigInput, type TopicInput } from '../../lib/rules/config';
 import { HttpError } from '../../lib/edge/errors';
-import { DelayQueue, type Job } from '../../lib/edge/queue';
+import { Engine, type Job } from '../../lib/engine';
+import { Queue } from '../../lib/edge/queue';
 
 let counter = 0;
 
@@ -22,17 +23,22 @@ export class TestClock {
   }
 }
 
-/** An engine on `redis` with the given topics; a fixed clock when `clock` is given. */
+/**
+ * The API's operations (lib/edge/queue.ts) over an engine on `redis` with the given topics, a fixed
+ * clock when `clock` is given: tests add with raw input as the API does, and drive attempts with
+ * `q.engine` (the engine's door), the one way tests reach the engine.
+ */
 export function makeQueue(
   redis: Redis | Cluster,
   topics: Record<string, TopicInput>,
   options: { clock?: TestClock; random?: number; config?: Omit<QueueConfigInput, 'topics'> } = {},
-): DelayQueue {
+): Queue {
   const config = resolveQueueConfig({ ...options.config, topics });
-  return new DelayQueue(redis, config, {
+  const engine = new Engine(redis, config, {
     ...(options.clock ? { clock: () => options.clock!.now } : {}),
     random: () => options.random ?? 0,
   });
+  return new Queue(engine);
 }
 
 /** Awaits `promise` and checks it fails with HttpError `status` `code`; returns the error. */
@@ -49,7 +55,7 @@ export async function rejects(promise: Promise<unknown>, status: number, code: s
 }
 
 /** Every job of group `group`, following `next` from the first page of `limit`; fails past `maxPages` pages. */
-export async function listWholeGroup(q: DelayQueue, topic: string, group: string, limit: number, maxPages = 100): Promise<Job[]> {
+export async function listWholeGroup(q: Queue, topic: string, group: string, limit: number, maxPages = 100): Promise<Job[]> {
   const jobs: Job[] = [];
   let page = await q.listGroup(topic, group, { limit });
   jobs.push(...page.jobs);
@@ -59,4 +65,9 @@ export async function listWholeGroup(q: DelayQueue, topic: string, group: string
     jobs.push(...page.jobs);
   }
   return jobs;
+}
+
+/** The API's operations over a runtime's engine, as the routes use them. */
+export function apiOf(rt: { engine: Engine }): Queue {
+  return new Queue(rt.engine);
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { DelayQueueClient, DelayQueueError, type Job as ClientJob, type NewJob, type Schedule as ClientSchedule, type TopicStats as ClientTopicStats } from '../../lib/client';
-import type { Job, Schedule, TopicStatsView as TopicStats } from '../../lib/edge/queue';
+import type { Job, Schedule, TopicStatsView as TopicStats } from '../../lib/engine';
 
 // The client repeats the API's types so it can be copied alone; these keep the two in step.
 const sameJob: [ClientJob extends Job ? true : false, Job extends ClientJob ? true : false] = [true, true];
@@ -225,7 +225,7 @@ describe('DelayQueueClient', () => {
       if (route === 'DELETE /jobs/example/old') return json(res, 200, { job: job({ id: 'old', state: 'cancelled' }) });
       if (route === 'DELETE /jobs/example/done') return json(res, 409, { error: { code: 'JOB_FINISHED', message: 'no' }, job: job({ id: 'done', state: 'done' }) });
       if (route === 'GET /topics') return json(res, 200, { topics: stats });
-      if (route === 'GET /topics/example/dead?limit=10&after=123') return json(res, 200, { jobs: [{ ...job({ state: 'dead' }), diedAt: new Date().toISOString() }], next: null });
+      if (route === 'GET /topics/example/dead?limit=10&after=MTIz') return json(res, 200, { jobs: [{ ...job({ state: 'dead' }), diedAt: new Date().toISOString() }], next: null });
       if (route === 'POST /topics/example/dead/redrive') return json(res, 200, { redriven: req.body.ids?.length ?? req.body.count });
       apiError(res, 404, 'NOT_FOUND');
     };
@@ -243,7 +243,7 @@ describe('DelayQueueClient', () => {
     assert.ok(notCancelled instanceof DelayQueueError);
     assert.deepEqual([notCancelled.code, notCancelled.job?.state], ['JOB_FINISHED', 'done'], 'a 409 on cancel carries the job too');
     assert.deepEqual(await c.topics(), stats);
-    const page = await c.dead('example', { limit: 10, after: 123 });
+    const page = await c.dead('example', { limit: 10, after: 'MTIz' });
     assert.deepEqual([page.jobs.length, page.next], [1, null]);
     assert.equal(await c.redrive('example', { ids: ['x', 'y'] }), 2);
     assert.equal(await c.redrive('example', { count: 7 }), 7);

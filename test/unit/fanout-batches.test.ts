@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/rules/config';
 import { cutBatches } from '../../lib/roles/fanout';
 import { EVENT_PAYLOAD_BYTES, MAX_BODY_BYTES } from '../../lib/rules/limits';
-import type { ClaimedJob } from '../../lib/edge/queue';
+import type { ClaimedJob } from '../../lib/engine';
 
 const job = (id: string, bodyChars: number): ClaimedJob => ({ topic: 't', id, attempt: 1, maxAttempts: 3, runAt: 1, deadline: 30_001, body: { pad: 'x'.repeat(bodyChars) }, latenessMs: 0, claim: 'c' });
 const eventBytes = (jobs: ClaimedJob[]) => Buffer.byteLength(JSON.stringify({ topic: 't', jobs }));

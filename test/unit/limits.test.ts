@@ -11,7 +11,8 @@ import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../l
 import { REFUSAL } from '../../lib/engine/codes';
 import { HttpError, refusalError } from '../../lib/edge/errors';
 import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/rules/limits';
-import { SCHEDULE_ID_MAX, validateSchedule } from '../../lib/rules/schedule';
+import { SCHEDULE_ID_MAX } from '../../lib/rules/schedule';
+import { validateSchedule } from '../../lib/edge/schedule-input';
 import { badCursor, checkGroupRef, checkJobRef, LISTED_STATES, parseIfMatch, validateBatch, validateJob, validateJobsQuery, validateSchedulesQuery } from '../../lib/edge/validation';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -12,7 +12,8 @@ import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/rules/config';
 import { HttpError } from '../../lib/edge/errors';
 import { partitionOf, routingId } from '../../lib/engine/keys';
-import { advancePlan, catchUpPlan, CATCH_UP_GRACE_MS, instantOf, latestRun, nextRuns, occurrenceId, SCHEDULE_ID_MAX, validateSchedule, type Recurrence, type ScheduleSpec } from '../../lib/rules/schedule';
+import { advancePlan, catchUpPlan, CATCH_UP_GRACE_MS, instantOf, latestRun, nextRuns, occurrenceId, SCHEDULE_ID_MAX, type Recurrence, type ScheduleSpec } from '../../lib/rules/schedule';
+import { validateSchedule } from '../../lib/edge/schedule-input';
 
 const at = (text: string) => Date.parse(text);
 const isos = (runs: number[]) => runs.map((ms) => new Date(ms).toISOString().replace('.000Z', 'Z'));

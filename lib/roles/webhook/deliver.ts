@@ -6,8 +6,8 @@ import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
 import https, { type RequestOptions } from 'node:https';
 import net from 'node:net';
 import type { LookupAddress } from 'node:dns';
-import { RetryLater } from '../../edge/errors';
-import type { ClaimedJob } from '../../edge/queue';
+import { RetryLater } from '../retry-later';
+import type { ClaimedJob } from '../../engine';
 import { checkedAddresses, pinnedLookup } from './address';
 import { SIGNATURE_HEADER, signWebhook, TIMESTAMP_HEADER } from './sign';
 

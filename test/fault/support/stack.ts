@@ -8,8 +8,8 @@ import { Redis } from 'ioredis';
 import { loadConfig, type Timings } from '../../../lib/rules/config';
 import { createInvoker } from '../../../lib/platform/lambda';
 import { createLogger } from '../../../lib/platform/log';
-import { DelayQueue } from '../../../lib/edge/queue';
-import { nudgeSweeper } from '../../../lib/roles/sweeper';
+import { Queue } from '../../../lib/edge/queue';
+import { Engine } from '../../../lib/engine';
 import { startRedis, type RedisProcess } from '../../support/redis';
 import { FAULT_PREFIX, HostSlot, lambdaEnv, Recorder, Router, tally, until, type Tally } from './harness';
 
@@ -24,7 +24,7 @@ export interface StackOptions {
 export class Stack {
   redisServer: RedisProcess | undefined;
   redis!: Redis;
-  queue!: DelayQueue;
+  queue!: Queue;
   router = new Router();
   recorder = new Recorder();
   sweeper!: HostSlot;
@@ -58,9 +58,12 @@ export class Stack {
     await Promise.all([this.sweeper.start(), this.fanout.start(), this.handler.start()]);
     for (const slot of [this.sweeper, this.fanout, this.handler]) this.router.route(slot);
     const config = loadConfig(env);
-    this.queue = new DelayQueue(this.redis, config.queue);
     this.timings = config.timings;
-    this.invoker = createInvoker({ functionPrefix: FAULT_PREFIX, lambdaEndpoint: this.router.url, region: 'us-east-1' });
+    const invoker = createInvoker({ functionPrefix: FAULT_PREFIX, lambdaEndpoint: this.router.url, region: 'us-east-1' });
+    this.invoker = invoker;
+    // adds wake the sweeper the way the API's do (the runtime gives its engine the same wake-up)
+    const wake = { horizonMs: config.timings.sweeperHorizonMs, startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }), onError: () => undefined };
+    this.queue = new Queue(new Engine(this.redis, config.queue, { wake }));
     const tickMs = this.options.tickMs ?? 2000;
     this.ticker = setInterval(() => void this.tick(), tickMs);
   }
@@ -77,7 +80,6 @@ export class Stack {
       const outcome = await this.queue.add({ topic: 'webhook', id, delay: delayS, url: `${this.recorder.url}/hook/${id}`, body: { id } });
       if (outcome.status !== 'created') throw new Error(`add answered ${outcome.status}`);
       this.ledger.set(id, Date.parse(outcome.job.runAt));
-      if (outcome.wake) await nudgeSweeper({ redis: this.redis, invoker: this.invoker, log: this.log, timings: this.timings }, Date.parse(outcome.job.runAt));
       return id;
     } catch {
       this.addErrors += 1;

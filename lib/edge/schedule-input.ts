@@ -1,0 +1,90 @@
+/**
+ * Validation of a schedule as PUT /schedules/{topic}/{id} receives it: every problem at once, then
+ * the schedule normalised for the engine. The arithmetic of run times is lib/rules/schedule.ts.
+ */
+import type { NewSchedule } from '../engine';
+import { partitionOf } from '../engine';
+import type { QueueConfig } from '../rules/config';
+import { ID_PATTERN, TOPIC_PATTERN } from '../rules/config';
+import { canonicalZone, cronProblem, ID_MAX, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, type CatchUp, type Recurrence } from '../rules/schedule';
+import { HttpError, type FieldProblem } from './errors';
+import { checkBodySize, checkJitter, checkJobOptions, requireTopic, throwProblems } from './validation';
+
+const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Validates a put of schedule topic/id and returns it normalised. Reports every problem at once:
+ * 400 VALIDATION_FAILED naming each field, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE. `now` (epoch
+ * ms) only serves to refuse an expression that never matches a date after it.
+ */
+export function validateSchedule(topic: string, id: string, input: unknown, config: QueueConfig, now = Date.now()): NewSchedule {
+  if (!isObject(input)) {
+    throw new HttpError(400, 'VALIDATION_FAILED', 'the schedule must be a JSON object', [{ path: '', message: 'must be an object' }]);
+  }
+  const problems: FieldProblem[] = [];
+  const problem = (path: string, message: string) => problems.push({ path, message });
+  for (const key of Object.keys(input)) {
+    if (!SCHEDULE_FIELDS.includes(key)) problem(key, `is not a schedule field (fields: ${SCHEDULE_FIELDS.join(', ')})`);
+  }
+  const topicOk = TOPIC_PATTERN.test(topic);
+  if (!topicOk) problem('topic', `must match ${TOPIC_PATTERN.source}`);
+  if (!ID_PATTERN.test(id)) problem('id', `must match ${ID_PATTERN.source}`);
+  else if (id.length > SCHEDULE_ID_MAX) {
+    problem('id', `must be at most ${SCHEDULE_ID_MAX} characters: an occurrence's id adds ${OCCURRENCE_SUFFIX_LENGTH} (":YYYYMMDDTHHMMSSZ") and ids have at most ${ID_MAX}`);
+  }
+
+  let recurrence: Recurrence | undefined;
+  const { cron, every, timezone } = input;
+  if (cron !== undefined && every !== undefined) problem('cron', 'give either cron or every, not both');
+  else if (cron === undefined && every === undefined) problem('cron', 'give cron (an expression) or every (seconds)');
+  else if (cron !== undefined) {
+    let zone: string | undefined = 'UTC';
+    if (timezone !== undefined) {
+      zone = typeof timezone === 'string' ? canonicalZone(timezone) : undefined;
+      if (!zone) problem('timezone', 'must be an IANA time zone, like Europe/Berlin or America/New_York');
+    }
+    const bad = cronProblem(cron);
+    if (bad) problem('cron', bad);
+    else if (zone) {
+      recurrence = { cron: (cron as string).trim(), timezone: zone };
+      if (nextRuns(recurrence, now, 1).length === 0) problem('cron', 'never matches a date from now on');
+    }
+  } else {
+    const maxEvery = Math.floor(config.maxDelayMs / 1000);
+    if (typeof every !== 'number' || !Number.isInteger(every) || every < 1 || every > maxEvery) {
+      problem('every', `must be a whole number of seconds from 1 to ${maxEvery}`);
+    } else recurrence = { every };
+    if (timezone !== undefined) problem('timezone', 'applies to cron only: every counts seconds in real time');
+  }
+  let catchUp: CatchUp = 'latest';
+  if (input.catchUp !== undefined) {
+    if (input.catchUp === 'latest' || input.catchUp === 'none') catchUp = input.catchUp;
+    else problem('catchUp', 'must be "latest" (run the latest missed occurrence once) or "none"');
+  }
+  if (input.paused !== undefined && typeof input.paused !== 'boolean') problem('paused', 'must be true or false');
+  const options = checkJobOptions(input, topicOk ? topic : undefined, config, problems);
+  const jitterMs = checkJitter(input.jitter, problems);
+  let body: string | undefined;
+  try {
+    const text = JSON.stringify(input.body === undefined ? null : input.body);
+    if (typeof text === 'string') body = text;
+  } catch {
+    body = undefined;
+  }
+  if (body === undefined) problem('body', 'must be a JSON value');
+  throwProblems(problems, 'schedule');
+  requireTopic(config, topic);
+  checkBodySize(body!, config, true);
+  return {
+    topic,
+    id,
+    partition: partitionOf(topic, id, config.partitions),
+    spec: { ...recurrence!, catchUp, paused: input.paused === true, ...(jitterMs !== undefined ? { jitterMs } : {}) },
+    body: body!,
+    ...options,
+  };
+}

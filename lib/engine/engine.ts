@@ -1,0 +1,265 @@
+/**
+ * The engine's door: every operation on jobs, attempts, groups, listings and schedules, as one
+ * object over a Redis client and a resolved configuration. It takes validated input (the HTTP
+ * edge validates; the Lambda roles pass what the engine gave them), runs the Lua scripts through
+ * the operation modules beside it, and answers typed results and refusal codes; it never throws
+ * an HTTP error. A change returns once it is as durable as the configuration asks (durability
+ * `replica`: else NotReplicatedError), and an add that became the earliest due job wakes the
+ * sweeper itself (`wake` in the options).
+ */
+import type { QueueConfig, TopicConfig } from '../rules/config';
+import { DEAD_PAGE, JOBS_PAGE, REDRIVE_COUNT, SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../rules/limits';
+import type { NewSchedule } from './shapes';
+import { ackJob, claimPaced, failJob, releaseJobs, startAttempts, type PacedClaim } from './attempts';
+import { WAKE, wakeForDue } from './coordination';
+import { serverTime, type EngineContext } from './context';
+import { listDeadJobs, redriveJobs, type DeadCursor } from './dead';
+import { confirmReplicated } from './durable';
+import { cancelGroup, listGroup, type GroupCursor } from './groups';
+import type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobChange, NewJob, Refused, SweepResult, TopicStats, Wake, WriteResult } from './jobs';
+import { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, type LatenessWindow } from './lateness';
+import { listJobs, type JobsCursor, type ListState } from './lists';
+import { partitionOf } from './keys';
+import { partitionsInOrder, Rotation } from './partitions';
+import { getJob, topicStats } from './read';
+import { deleteSchedule, getSchedule, listSchedules, putSchedule, type Schedule } from './schedules';
+import { sweep, type OnReady } from './sweep';
+import { cancelJob, rescheduleJob, writeJobs } from './write';
+
+/** What an engine is built with besides its client and configuration. */
+export interface EngineOptions {
+  /** Fixed clock for tests (epoch ms), passed to every script; undefined uses Redis TIME. */
+  clock?: () => number | undefined;
+  /** Source of jitter in [0, 1). */
+  random?: () => number;
+  /**
+   * Wake-ups: when a change made a job the earliest due of its partition, the engine wakes the
+   * running sweeper, or calls `startSweeper` when none runs and the job is due within
+   * `horizonMs`. Left out (tests), no wake-up is sent: the caller sweeps.
+   */
+  wake?: { horizonMs: number; startSweeper?: () => Promise<unknown>; onError: (error: unknown) => void };
+}
+
+/** A topic's stats with its lateness, as GET /topics shows them. */
+export type TopicStatsView = TopicStats & { lateness: LatenessWindow; oldestReadyAgeMs: number | null; lastHour: LatenessMinute[] };
+
+export class Engine {
+  readonly ctx: EngineContext;
+
+  constructor(
+    redis: EngineContext['redis'],
+    readonly config: QueueConfig,
+    private readonly options: EngineOptions = {},
+  ) {
+    const fixed = options.clock ?? (() => undefined);
+    this.ctx = { redis, config, clock: () => fixed() ?? '', random: options.random ?? Math.random, rotation: new Rotation() };
+  }
+
+  /** The configuration of topic `name`, which the caller has validated. */
+  topic(name: string): TopicConfig {
+    const t = this.config.topics.get(name);
+    if (!t) throw new Error(`unknown topic ${name}: the caller validates topics`);
+    return t;
+  }
+
+  /** The partition of job (or schedule) `topic`/`id`. */
+  partitionOf(topic: string, id: string): number {
+    return partitionOf(topic, id, this.config.partitions);
+  }
+
+  /** The clock every due time is on: the fixed test clock, else Redis TIME (epoch ms). */
+  serverTime(): Promise<number> {
+    return serverTime(this.ctx);
+  }
+
+  /** The fixed test clock, or undefined on Redis's. */
+  fixedNow(): number | undefined {
+    return this.options.clock?.();
+  }
+
+  /**
+   * With durability `replica`, returns once a replica has this engine's changes in `partitions`
+   * and, for `covering`, every change their primary had (answers that wrote nothing but report
+   * state); throws NotReplicatedError when none confirmed in time.
+   */
+  private async durable(partitions: Iterable<number>, covering: Iterable<number> = []): Promise<void> {
+    const { mode, timeoutMs } = this.config.durability;
+    if (mode === 'replica') await confirmReplicated(this.ctx, partitions, covering, timeoutMs);
+  }
+
+  /**
+   * Makes sure a sweeper looks in time for a job due at `dueAt` ('now': due on Redis's clock now):
+   * wakes the running one, or starts one (`wake.startSweeper`) when none runs and the job is due
+   * within the horizon. Never throws: the job is stored, and the tick bounds its lateness.
+   */
+  async wake(dueAt: number | 'now'): Promise<void> {
+    const wake = this.options.wake;
+    if (!wake) return;
+    try {
+      if ((await wakeForDue(this.ctx, dueAt, wake.horizonMs)) === WAKE.START_SWEEPER && wake.startSweeper) await wake.startSweeper();
+    } catch (error) {
+      wake.onError(error);
+    }
+  }
+
+  // Producers' changes: durable before they return; wake the sweeper when they made a job due first.
+
+  /** Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order. */
+  async write(jobs: readonly NewJob[], mode: 'add' | 'put'): Promise<{ results: WriteResult[] } & Wake> {
+    const { results, wake } = await writeJobs(this.ctx, jobs, mode);
+    const changed = new Set<number>();
+    const covering = new Set<number>(); // answers that stand on what the primary had: exists, running, mismatch
+    results.forEach((r, i) => (r.status === 'created' || r.status === 'replaced' ? changed : covering).add(jobs[i]!.partition));
+    await this.durable(changed, covering);
+    if (wake) {
+      const due = results.flatMap((r) => (r.status === 'created' || r.status === 'replaced' ? [Date.parse(r.job.runAt)] : []));
+      if (due.length > 0) await this.wake(Math.min(...due));
+    }
+    return { results, wake };
+  }
+
+  /** Cancels a pending or running job (`ifMatch`: '' none, '*' any version, or a version). */
+  async cancel(topic: string, id: string, ifMatch: '' | '*' | number = ''): Promise<{ job: Job } | Refused> {
+    const outcome = await cancelJob(this.ctx, this.topic(topic), id, ifMatch);
+    const p = this.partitionOf(topic, id);
+    await this.durable([p], [p]); // "already cancelled" wrote nothing
+    return outcome;
+  }
+
+  /** Changes the due time and/or body of a pending job. */
+  async reschedule(topic: string, id: string, change: JobChange): Promise<({ job: Job } & Wake) | Refused> {
+    const outcome = await rescheduleJob(this.ctx, this.topic(topic), id, change);
+    await this.durable([this.partitionOf(topic, id)]);
+    if ('wake' in outcome && outcome.wake) await this.wake(Date.parse(outcome.job.runAt));
+    return outcome;
+  }
+
+  /** Moves dead jobs back to delayed, due now: the given ids, or the `count` oldest. */
+  async redrive(topic: string, which: { ids: readonly string[] } | { count: number } = { count: REDRIVE_COUNT.default }): Promise<{ redriven: number } & Wake> {
+    const result = await redriveJobs(this.ctx, this.topic(topic), which);
+    if (result.redriven > 0) await this.durable('ids' in which ? which.ids.map((id) => this.partitionOf(topic, id)) : partitionsInOrder(this.config.partitions));
+    if (result.wake) await this.wake('now');
+    return result;
+  }
+
+  /** Cancels every unfinished job of a group: { cancelled, running }. */
+  async cancelGroup(topic: string, group: string): Promise<{ cancelled: number; running: number }> {
+    const { cancelled, running, partitions } = await cancelGroup(this.ctx, this.topic(topic), group);
+    await this.durable(partitions, partitions);
+    return { cancelled, running };
+  }
+
+  /** Creates or replaces a validated schedule and its pending occurrence. */
+  async putSchedule(topic: string, s: NewSchedule): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
+    const result = await putSchedule(this.ctx, this.topic(topic), s);
+    await this.durable([s.partition]);
+    if (result.wake) {
+      // the pending occurrence, or a missed one caught up on resume (due now, at lastRunAt)
+      const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
+      await this.wake(times.length > 0 ? Math.min(...times) : 'now');
+    }
+    return result;
+  }
+
+  /** Deletes a schedule and withdraws its pending occurrence; false when there was none. */
+  async deleteSchedule(topic: string, id: string): Promise<boolean> {
+    const p = this.partitionOf(topic, id);
+    const deleted = await deleteSchedule(this.ctx, this.topic(topic), p, id);
+    if (deleted) await this.durable([p]);
+    return deleted;
+  }
+
+  // Reads.
+
+  get(topic: string, id: string): Promise<Job | null> {
+    return getJob(this.ctx, this.topic(topic), id);
+  }
+
+  listGroup(topic: string, group: string, page: { limit?: number; cursor?: GroupCursor } = {}): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
+    return listGroup(this.ctx, this.topic(topic), group, { limit: JOBS_PAGE.default, ...page });
+  }
+
+  listJobs(topic: string, state: ListState, page: { limit?: number; from?: number; to?: number; cursor?: JobsCursor } = {}) {
+    return listJobs(this.ctx, this.topic(topic), state, { limit: JOBS_PAGE.default, ...page });
+  }
+
+  listDead(topic: string, page: { limit?: number; after?: DeadCursor } = {}): Promise<{ jobs: DeadJob[]; next: (DeadCursor & { id: string }) | null }> {
+    return listDeadJobs(this.ctx, this.topic(topic), { limit: DEAD_PAGE.default, ...page });
+  }
+
+  getSchedule(topic: string, id: string): Promise<Schedule | null> {
+    return getSchedule(this.ctx, this.topic(topic), this.partitionOf(topic, id), id);
+  }
+
+  listSchedules(topic: string, page: { limit?: number; after?: string } = {}): Promise<{ schedules: Schedule[]; next: string | null }> {
+    return listSchedules(this.ctx, this.topic(topic), { limit: SCHEDULES_PAGE.default, ...page });
+  }
+
+  /** Counts per state and the next due time of a topic (plain reads). */
+  counts(topic: string): Promise<TopicStats> {
+    return topicStats(this.ctx, this.topic(topic).name);
+  }
+
+  /** Counts, lateness over the last 5 minutes and per minute over the last hour, and the oldest ready job's age. */
+  async stats(topic: string, now?: number): Promise<TopicStatsView> {
+    const t = this.topic(topic);
+    now ??= await this.serverTime();
+    const [counts, lateness, oldest] = await Promise.all([topicStats(this.ctx, t.name), latenessStats(this.ctx, t.name, now), oldestReadyAgeMs(this.ctx, t, now)]);
+    return { ...counts, lateness: lateness.window, oldestReadyAgeMs: oldest, lastHour: lateness.lastHour };
+  }
+
+  /** Stats of every configured topic, on one clock read. */
+  async statsAll(): Promise<TopicStatsView[]> {
+    const now = await this.serverTime();
+    return Promise.all([...this.config.topics.keys()].map((t) => this.stats(t, now)));
+  }
+
+  // Attempts: the sweeper, the fan-out and the topic handlers.
+
+  /** One bounded sweep step over every topic and partition (lib/engine/sweep.ts); `onReady` runs as soon as jobs are ready. */
+  sweep(limit = this.config.moveLimit, onReady?: OnReady): Promise<SweepResult> {
+    return sweep(this.ctx, limit, onReady);
+  }
+
+  /**
+   * Claims up to `count` ready jobs for one attempt each, keeping the topic's running attempts at
+   * most `maxRunning` (default: its concurrency) and the bodies under `maxBytes`; `waitMs`: how long
+   * the topic's rateLimit holds further claims back (null when it does not).
+   */
+  claimPaced(topic: string, count: number, maxRunning?: number, maxBytes = SCRIPT_CALL_BYTES): Promise<PacedClaim> {
+    const t = this.topic(topic);
+    return claimPaced(this.ctx, t, count, maxRunning ?? t.concurrency, maxBytes);
+  }
+
+  /** As claimPaced, the jobs only. */
+  async claim(topic: string, count: number, maxRunning?: number, maxBytes = SCRIPT_CALL_BYTES): Promise<ClaimedJob[]> {
+    return (await this.claimPaced(topic, count, maxRunning, maxBytes)).jobs;
+  }
+
+  /** Marks claimed attempts still live as started; says, in order, which are (run only those). */
+  start(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
+    return startAttempts(this.ctx, this.topic(topic).name, jobs);
+  }
+
+  /** Ends a claimed attempt as done; `stale` when that claim already ended. */
+  ack(topic: string, id: string, attempt: AttemptRef): Promise<AckOutcome> {
+    return ackJob(this.ctx, topic, id, attempt);
+  }
+
+  /** Ends a claimed attempt as failed: a retry after the backoff (or `retryAfterMs`), or dead; wakes the sweeper for the retry. */
+  async fail(topic: string, id: string, attempt: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
+    const outcome = await failJob(this.ctx, this.topic(topic), id, attempt, error, retryAfterMs);
+    if (outcome.outcome === 'retry' && outcome.wake) await this.wake(outcome.runAt);
+    return outcome;
+  }
+
+  /** Gives claimed jobs back to the front of their ready lists without counting the attempt. */
+  release(jobs: (Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef)[], reason?: string): Promise<number> {
+    return releaseJobs(this.ctx, jobs, reason);
+  }
+
+  /** Records how late attempts started (ms), for stats; advisory. */
+  recordStarts(topic: string, latenessMs: readonly number[]): Promise<void> {
+    return recordStarts(this.ctx, topic, latenessMs);
+  }
+}

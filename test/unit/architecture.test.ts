@@ -1,0 +1,107 @@
+/**
+ * The walls between the wings (DESIGN.md, "Wings and doors"), read from the imports of every file
+ * under lib/ and functions/: which wing may import which, the engine entered only by its door
+ * (lib/engine/index.ts), no Lua run outside the engine, and no import circle.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+
+const ROOT = resolve(__dirname, '../..');
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+    .map((f) => join(dir, f));
+}
+
+/** The project files a file imports (relative specifiers only), as paths from the root. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g)].map((m) => m[1] ?? m[2]!);
+  return specs.map((spec) => {
+    const base = resolve(ROOT, dirname(file), spec);
+    const found = [base, `${base}.ts`, join(base, 'index.ts')].find((p) => existsSync(p) && statSync(p).isFile());
+    assert.ok(found, `${file} imports ${spec}, which does not exist`);
+    return relative(ROOT, found);
+  });
+}
+
+type Wing = 'functions' | 'edge' | 'engine' | 'roles' | 'rules' | 'platform' | 'client' | 'lua' | 'other';
+
+function wingOf(file: string): Wing {
+  if (file.startsWith('functions/')) return 'functions';
+  if (file === 'lib/client.ts') return 'client';
+  if (file.startsWith('lua/')) return 'lua';
+  const m = /^lib\/(edge|engine|roles|rules|platform)\//.exec(file);
+  return m ? (m[1] as Wing) : 'other';
+}
+
+/** Which wings each wing may import (its own included where listed). */
+const ALLOWED: Record<Wing, readonly Wing[]> = {
+  functions: ['edge', 'roles', 'platform'],
+  edge: ['edge', 'engine', 'rules', 'platform'],
+  roles: ['roles', 'engine', 'rules', 'platform'],
+  platform: ['platform', 'engine', 'rules'],
+  engine: ['engine', 'rules', 'lua'],
+  rules: ['rules'],
+  client: [],
+  lua: [],
+  other: [],
+};
+
+const DOORS: Partial<Record<Wing, (target: string) => boolean>> = {
+  engine: (t) => t === 'lib/engine/index.ts',
+  edge: (t) => ['lib/edge/http.ts', 'lib/edge/routes.ts', 'lib/edge/dashboard.ts'].includes(t), // what functions/ may import
+};
+
+const files = [...sources('lib'), ...sources('functions')];
+const graph = new Map(files.map((f) => [f, importsOf(f)]));
+
+describe('architecture: the wings and their doors', () => {
+  it('every file under lib/ is in a wing (lib/client.ts apart)', () => {
+    assert.deepEqual(files.filter((f) => wingOf(f) === 'other'), []);
+  });
+
+  it('each wing imports only the wings it may, and the engine and the edge only through their doors', () => {
+    const broken: string[] = [];
+    for (const [file, targets] of graph) {
+      const from = wingOf(file);
+      for (const target of targets) {
+        const to = wingOf(target);
+        if (!ALLOWED[from].includes(to)) broken.push(`${file} -> ${target} (${from} may not import ${to})`);
+        else if (to !== from && DOORS[to] && !DOORS[to]!(target)) broken.push(`${file} -> ${target} (past the ${to}'s door)`);
+      }
+    }
+    assert.deepEqual(broken, []);
+  });
+
+  it('only the engine runs Lua', () => {
+    const outside = files.filter((f) => wingOf(f) !== 'engine' && /\.(evalsha|eval|defineCommand|script)\s*\(/.test(readFileSync(join(ROOT, f), 'utf8')));
+    assert.deepEqual(outside, []);
+  });
+
+  it('no import circle', () => {
+    const state = new Map<string, 'open' | 'done'>();
+    const circles: string[] = [];
+    const visit = (file: string, path: string[]) => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'open') {
+        circles.push([...path.slice(path.indexOf(file)), file].join(' -> '));
+        return;
+      }
+      state.set(file, 'open');
+      for (const target of graph.get(file) ?? []) if (graph.has(target)) visit(target, [...path, file]);
+      state.set(file, 'done');
+    };
+    for (const file of graph.keys()) visit(file, []);
+    assert.deepEqual(circles, []);
+  });
+
+  it('the test itself sees a broken wall (a rules file importing the engine)', () => {
+    assert.equal(ALLOWED.rules.includes('engine'), false);
+    assert.equal(DOORS.engine!('lib/engine/lua.ts'), false);
+  });
+});
