@@ -206,12 +206,3 @@ export async function runThenHget<Reply>(client: Client, call: ScriptCall<Reply>
     return attempt();
   }
 }
-
-/**
- * Runs a script by name with untyped KEYS and ARGV (registering the scripts first if needed).
- * Prefer the typed calls of lib/engine/scripts.ts with run(): they fix the KEYS order and reply type.
- */
-export function runScript<T = unknown>(client: Client, name: ScriptName, keys: readonly string[], args: readonly Arg[]): Promise<T> {
-  registerScripts(client);
-  return send<Promise<T>>(client, name, keys, args);
-}

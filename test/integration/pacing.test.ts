@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { runFanout, type HandlerEvent } from '../../lib/roles/fanout';
 import { rateKey } from '../../lib/engine/keys';
+import { run } from '../../lib/engine/lua';
+import { returnTokens } from '../../lib/engine/scripts';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
 import { jitterOffsetMs } from '../../lib/rules/pacing';
@@ -154,10 +156,9 @@ describe('pacing (real redis-server)', () => {
     assert.deepEqual([got.jobs.length, got.waitMs], [2, null], 'two ready: the other 48 tokens were not the limit');
     const slot = String(Math.floor((clock.now * 100) / 1000));
     assert.deepEqual(await r.hgetall(rateKey(topic)), { [slot]: '2', tat: String(clock.now + 2) }, 'the window holds 2, the pace moved by 2 ms');
-    const { runScript } = await import('../../lib/engine/lua');
-    assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], [slot, 1, 1]), 1);
-    assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], [slot, 5, 1]), 0, 'never below 0; the emptied slot is deleted');
-    assert.equal(await runScript(r, 'returnTokens', [rateKey(topic)], ['12', 1, 1]), 0, 'a slot no longer held');
+    assert.equal(await run(r, returnTokens([rateKey(topic)], { slot: Number(slot), n: 1, intervalMs: 1 })), 1);
+    assert.equal(await run(r, returnTokens([rateKey(topic)], { slot: Number(slot), n: 5, intervalMs: 1 })), 0, 'never below 0; the emptied slot is deleted');
+    assert.equal(await run(r, returnTokens([rateKey(topic)], { slot: 12, n: 1, intervalMs: 1 })), 0, 'a slot no longer held');
     assert.deepEqual(await r.hgetall(rateKey(topic)), { tat: String(clock.now + 2 - 7) }, 'the pace takes back all 7');
   });
 

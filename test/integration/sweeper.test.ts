@@ -5,7 +5,8 @@ import { requestFanout, runFanout } from '../../lib/roles/fanout';
 import { sweeperKeys } from '../../lib/engine/keys';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
-import { runScript } from '../../lib/engine/lua';
+import { run } from '../../lib/engine/lua';
+import * as script from '../../lib/engine/scripts';
 import { runSweeper } from '../../lib/roles/sweeper';
 import { Engine } from '../../lib/engine';
 import { DEFAULT_TIMINGS, resolveQueueConfig } from '../../lib/rules/config';
@@ -203,19 +204,19 @@ describe('sweeper and fan-out (real redis-server)', () => {
   it('does not release its lease over a wake-up, even one its pending BLPOP already consumed', () =>
     isolated(async (r) => {
       const k = sweeperKeys();
-      const lease = [k.lease, k.next, k.wake, k.wakes];
-      const seen = await runScript<number>(r, 'holdLease', lease, ['me', 30_000, '', '1']);
-      assert.equal(await runScript<number>(r, 'holdLease', lease, ['someone-else', 30_000, '', '1']), -1);
+      const lease = [k.lease, k.next, k.wake, k.wakes] as const;
+      const seen = await run(r, script.holdLease(lease, { owner: 'me', leaseMs: 30_000, nextAt: null, clearWake: true }));
+      assert.equal(await run(r, script.holdLease(lease, { owner: 'someone-else', leaseMs: 30_000, nextAt: null, clearWake: true })), -1);
       const [s, us] = await r.time();
       const due = Number(s) * 1000 + Math.floor(Number(us) / 1000) + 5000;
-      assert.equal(await runScript<number>(r, 'wakeSweeper', lease, ['', due, DEFAULT_TIMINGS.sweeperHorizonMs]), 1, 'the running sweeper is woken');
+      assert.equal(await run(r, script.wakeSweeper(lease, { clock: '', dueAt: due, horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs })), 1, 'the running sweeper is woken');
       assert.equal(await r.lpop(k.wake), String(due), 'its pending BLPOP takes the wake-up...');
-      assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', seen, '0']), 0, '...and it still may not leave');
-      const now = await runScript<number>(r, 'holdLease', lease, ['me', 30_000, '', '1']);
+      assert.equal(await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: seen, force: false })), 0, '...and it still may not leave');
+      const now = await run(r, script.holdLease(lease, { owner: 'me', leaseMs: 30_000, nextAt: null, clearWake: true }));
       assert.equal(now, seen + 1);
-      assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', now, '0']), 1, 'after sweeping again it may');
+      assert.equal(await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: now, force: false })), 1, 'after sweeping again it may');
       assert.equal(await r.exists(k.lease), 0);
-      assert.equal(await runScript<number>(r, 'releaseLease', lease, ['me', now, '0']), -1, 'not the owner any more');
+      assert.equal(await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: now, force: false })), -1, 'not the owner any more');
     }));
 
   // Issue 12, finding 2: a wait that ended by its timer left its BLPOP pending; a wake-up sent while
@@ -228,8 +229,8 @@ describe('sweeper and fan-out (real redis-server)', () => {
       await real.add({ topic, id: 'b', delay: 9 });
       const invoker = new RecordingInvoker();
       let sweeps = 0;
-      const queue = Object.create(real) as typeof real;
-      queue.engine.sweep = async (limit?: number) => {
+      const engine = Object.create(real.engine) as typeof real.engine;
+      engine.sweep = async (limit?: number) => {
         const result = await real.engine.sweep(limit);
         sweeps += 1;
         if (sweeps === 2) {
@@ -239,7 +240,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
         }
         return result;
       };
-      const running = runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000 });
+      const running = runSweeper({ engine, invoker, log, remainingMs: () => 60_000 });
       try {
         let c = await real.get(topic, 'c');
         while (c === null || c.state === 'delayed') {
