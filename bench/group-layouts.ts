@@ -9,7 +9,7 @@
  * `meeting-000123` (14 bytes), as bench/groups.ts. Each row starts from an empty Redis
  * (FLUSHALL), adds every job's group membership, waits BENCH_SETTLE_MS (1000 ms) and reports the
  * `used_memory` delta per job and the encodings of the keys it made. Layouts:
- * - `zsets`: the engine's (lua/includes/job.lua, "Groups"): per group and partition, zsets of at
+ * - `zsets`: the engine's (lua/includes/groups.lua): per group and partition, zsets of at
  *   most 128 members (the key, then `<key>#1`, ...), the id as member, its place (1-128) as score.
  * - `buckets`: a form for small groups: hashes of BENCH_BUCKET_GROUPS (128) groups each (a hash
  *   stays a listpack up to `hash-max-listpack-entries`, 512 by default), the group's name as field and its ids, space-separated, as

@@ -418,7 +418,7 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
     const groups = groupSize === null ? [] : [...new Set(Array.from({ length: jobs }, (_, i) => groupOf(i)!))];
     // every zset of every group: its key, and the further ones of a group past 128 jobs (`<key>#n`)
     const groupKeys = groupSize === null ? [] : await scanKeys(admin, `${groupKey(0, topic, '')}*`);
-    // the buckets of small groups (`<jobs key>#gb<n>`, see "Small groups" in lua/includes/job.lua)
+    // the buckets of small groups (`<jobs key>#gb<n>`, see lua/includes/buckets.lua)
     const bucketKeys = groupSize === null ? [] : await scanKeys(admin, `${k.jobs}#gb*`);
     const encodingsOf = async (keys: readonly string[]) => {
       const encodings = new Map<string, number>();

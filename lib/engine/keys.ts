@@ -41,7 +41,7 @@ export interface TopicKeys {
   /**
    * HASH id -> msgpack header, followed by the JSON body when it is small (inline); and, under
    * names no id can take ('#' is not an id character), the topic's version counter (`#seq`) and
-   * the marks of group cancels under way (`#cancel:<group>`): see lua/includes/job.lua.
+   * the marks of group cancels under way (`#cancel:<group>`): see lua/includes/groupCancel.lua.
    */
   jobs: JobsKey;
   /**
@@ -93,7 +93,7 @@ export function topicKeys(partition: number, topic: string): TopicKeys {
 export interface ScheduleKeys {
   /**
    * HASH schedule id -> msgpack record (its definition, job options, body, version, pending
-   * occurrence and last run: see lua/includes/job.lua), and under `#seq` the versions' counter.
+   * occurrence and last run: see lua/includes/schedules.lua), and under `#seq` the versions' counter.
    */
   schedules: SchedulesKey;
   /** ZSET of every schedule id, all scored 0: the listing by id (ZRANGEBYLEX). */
@@ -115,7 +115,7 @@ export function scheduleKeys(partition: number, topic: string): ScheduleKeys {
 /**
  * ZSET of the jobs of group `group` of `topic` in `partition`: id -> its place in the order the
  * jobs joined; the first of the group's zsets (chunk 0), and the key the scripts are passed. A group
- * with more than GROUP_CHUNK_SIZE jobs (lua/includes/job.lua) in a partition goes on in further
+ * with more than GROUP_CHUNK_SIZE jobs (lua/includes/groups.lua) in a partition goes on in further
  * zsets, `<key>#1`, `<key>#2`, ... (groupChunkKey), each small enough to stay a listpack; the
  * scripts derive their names from this key, so they share its hash slot. The empty group's key
  * (group '') is never written: a script call whose jobs have no group is passed it. Groups follow
@@ -125,7 +125,7 @@ export function groupKey(partition: number, topic: string, group: string): Group
   return `dq:{p${partition}}:group:${topic}:${group}` as GroupKey;
 }
 
-/** Zset `chunk` of a group whose first zset is `key` (chunk 0 is `key` itself), as lua/includes/job.lua names it. */
+/** Zset `chunk` of a group whose first zset is `key` (chunk 0 is `key` itself), as lua/includes/groups.lua names it. */
 export function groupChunkKey(key: GroupKey, chunk: number): string {
   return chunk === 0 ? key : `${key}#${chunk}`;
 }
@@ -133,7 +133,7 @@ export function groupChunkKey(key: GroupKey, chunk: number): string {
 /**
  * HASH bucket `n` of the small groups of the topic and partition whose jobs hash is `jobs`: 4 bytes
  * of the SHA-1 of a group's name -> the ids of its first chunk, while that holds at most 3 jobs
- * (see "Small groups" in lua/includes/job.lua, which names them so). In the jobs hash's slot.
+ * (see lua/includes/buckets.lua, which names them so). In the jobs hash's slot.
  */
 export function groupBucketKey(jobs: JobsKey, n: number): string {
   return `${jobs}#gb${n}`;

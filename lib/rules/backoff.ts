@@ -12,7 +12,7 @@ export interface FieldProblem {
  *   { "type": "ladder", "delays": [15, 180, 600] }                    attempt n waits step n;
  *                                                                      later ones the last step
  *   "15s 3m 10m 30m 30m 1h 2h 6h 15h"                                 the same ladder, as text
- * It is stored per job as a compact spec that the Lua scripts evaluate (lua/includes/job.lua):
+ * It is stored per job as a compact spec that the Lua scripts evaluate (lua/includes/attempts.lua):
  *   'f:<ms>' | 'e:<baseMs>:<capMs>:<jitterPermille>' | 'l:<ms>,<ms>,…'
  */
 export type Backoff =

@@ -5,7 +5,7 @@
  * exactly the model's members of it (each once, in its state); a group cancel must count what the
  * model says; and at the end, once every job of a group is purged, no zset of any group and no
  * group field or bucket is left. One group grows past 128 jobs per partition, so its jobs span
- * several zsets (see "Groups" in lua/includes/job.lua) while they come and go; 60 small groups
+ * several zsets (see lua/includes/groups.lua) while they come and go; 60 small groups
  * keep a few jobs a partition, so their first chunk moves between a shared bucket and a zset
  * ("Small groups").
  */

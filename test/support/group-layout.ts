@@ -1,5 +1,5 @@
 /**
- * Reads a group's first chunk as lua/includes/job.lua stores it ("Small groups"): its zset when
+ * Reads a group's first chunk as lua/includes/buckets.lua stores it: its zset when
  * that exists, else its slots in the topic's shared bucket. Raw, as stored: ids whose jobs have
  * left since are not filtered out (the engine tells them apart by their records).
  */

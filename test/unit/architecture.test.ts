@@ -1,12 +1,15 @@
 /**
  * The walls between the wings (DESIGN.md, "Wings and doors"), read from the imports of every file
  * under lib/ and functions/: which wing may import which, the engine entered only by its door
- * (lib/engine/index.ts), no Lua run outside the engine, and no import circle.
+ * (lib/engine/index.ts), no Lua run outside the engine, and no import circle; and the sizes that
+ * keep each room readable: no class over 250 lines (the users' client aside), and no function over
+ * 60 lines but the few below, each with its reason.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import ts from 'typescript';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -58,6 +61,30 @@ const DOORS: Partial<Record<Wing, (target: string) => boolean>> = {
 };
 
 const files = [...sources('lib'), ...sources('functions')];
+
+/** Functions allowed over 60 lines, and why. At most 3. */
+const LONG_FUNCTIONS: Record<string, string> = {
+  'lib/roles/webhook/deliver.ts post': 'one HTTP request and every way it can end (answer, redirect, timeout, abort, socket error), as one promise',
+  'lib/edge/schedule-input.ts validateSchedule': 'one field after another, each problem collected so a PUT reports them all at once',
+};
+
+/** Classes and functions of a file with their lengths in lines. */
+function sizes(file: string): { kind: 'class' | 'function'; name: string; lines: number }[] {
+  const src = ts.createSourceFile(file, readFileSync(join(ROOT, file), 'utf8'), ts.ScriptTarget.ES2022, true);
+  const out: { kind: 'class' | 'function'; name: string; lines: number }[] = [];
+  const visit = (node: ts.Node) => {
+    const lines = src.getLineAndCharacterOfPosition(node.getEnd()).line - src.getLineAndCharacterOfPosition(node.getStart(src)).line + 1;
+    if (ts.isClassDeclaration(node)) out.push({ kind: 'class', name: node.name?.text ?? '(anonymous)', lines });
+    else if (ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isArrowFunction(node) || ts.isFunctionExpression(node)) {
+      const named = (node as { name?: ts.Node }).name;
+      const name = named ? named.getText(src) : ts.isVariableDeclaration(node.parent) ? node.parent.name.getText(src) : '(anonymous)';
+      out.push({ kind: 'function', name, lines });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(src);
+  return out;
+}
 const graph = new Map(files.map((f) => [f, importsOf(f)]));
 
 describe('architecture: the wings and their doors', () => {
@@ -98,6 +125,14 @@ describe('architecture: the wings and their doors', () => {
     };
     for (const file of graph.keys()) visit(file, []);
     assert.deepEqual(circles, []);
+  });
+
+  it('no class over 250 lines (lib/client.ts apart), no function over 60 lines but those with a reason', () => {
+    const found = files.flatMap((file) => sizes(file).map((s) => ({ ...s, where: `${file} ${s.name}` })));
+    assert.deepEqual(found.filter((s) => s.kind === 'class' && s.lines > 250 && !s.where.startsWith('lib/client.ts ')).map((s) => `${s.where}: ${s.lines} lines`), []);
+    const long = found.filter((s) => s.kind === 'function' && s.lines > 60);
+    assert.deepEqual(long.filter((s) => !LONG_FUNCTIONS[s.where]).map((s) => `${s.where}: ${s.lines} lines`), []);
+    assert.ok(Object.keys(LONG_FUNCTIONS).length <= 3);
   });
 
   it('the test itself sees a broken wall (a rules file importing the engine)', () => {

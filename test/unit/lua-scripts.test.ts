@@ -69,7 +69,7 @@ describe('lua/ scripts', () => {
 
     it(`${file}: opens with a contract block and builds no key names`, () => {
       assert.match(source, /^--\[\[\n  \S[\s\S]*?KEYS\[1\][\s\S]*?\n\]\]/);
-      assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"][:#]/, 'key names are built in lib/engine/keys.ts only (and chunkKey in lua/includes/job.lua)');
+      assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"][:#]/, 'key names are built in lib/engine/keys.ts only (and chunkKey in lua/includes/groups.lua)');
       assert.doesNotMatch(code, /'KEYS'|"KEYS"|'SCAN'|'LREM'|ZRANGE[^\n]*0,\s*-1/, 'no unbounded commands');
     });
 
