@@ -1,11 +1,14 @@
 /**
  * Cold-start benchmark (not a test): builds every function of serverless.yml twice with esbuild,
  * once with the `custom.esbuild` settings of a baseline commit and once with the working tree's,
- * both from the working tree's sources (so only the build settings differ), then loads each
+ * both from the working tree's sources (so only the build settings differ; with `--sources base`,
+ * the baseline is built from the base commit's own sources, checked out in a temporary worktree,
+ * so the code's change is measured too), then loads each
  * bundle in fresh Node processes, before and after interleaved, and prints a Markdown table.
  *
  *   npm run bench:coldstart                      # baseline: BASELINE below
  *   npm run bench:coldstart -- --base <git ref> --runs 15
+ *   npm run bench:coldstart -- --base <git ref> --sources base   # the base's sources too
  *
  * Bundles are built the way serverless-esbuild 1.57 builds them (one esbuild build per handler
  * file, `outdir` = the handler's folder, plugin-only keys dropped, `exclude` added to `external`),
@@ -20,7 +23,7 @@
  * Results are in BENCHMARKS.md.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
@@ -36,16 +39,19 @@ interface Args {
   base: string;
   runs: number;
   only: string[] | undefined;
+  /** Which sources the baseline is built from: the working tree's (only the settings differ) or the base commit's. */
+  sources: 'tree' | 'base';
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { base: BASELINE, runs: 11, only: undefined };
+  const args: Args = { base: BASELINE, runs: 11, only: undefined, sources: 'tree' };
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1];
     if (argv[i] === '--base' && value) (args.base = value), i++;
     else if (argv[i] === '--runs' && value && Number(value) >= 1) (args.runs = Number(value)), i++;
     else if (argv[i] === '--only' && value) (args.only = value.split(',')), i++;
-    else throw new Error(`usage: bench-coldstart [--base <git ref>] [--runs <n>] [--only fn1,fn2]; got ${argv[i]}`);
+    else if (argv[i] === '--sources' && (value === 'tree' || value === 'base')) (args.sources = value), i++;
+    else throw new Error(`usage: bench-coldstart [--base <git ref>] [--runs <n>] [--only fn1,fn2] [--sources tree|base]; got ${argv[i]}`);
   }
   return args;
 }
@@ -96,16 +102,16 @@ function closure(meta: Metafile, entryOut: string): { load: Set<string>; lazy: S
   return { load, lazy };
 }
 
-/** `entries`: handler files, relative to the project (or absolute, for the probe). */
-async function buildVariant(dir: string, custom: Record<string, unknown>, entries: string[]): Promise<Map<string, Bundle>> {
+/** `entries`: handler files, relative to `root` (or absolute, for the probe); `root`: the sources' checkout. */
+async function buildVariant(dir: string, custom: Record<string, unknown>, entries: string[], root = ROOT): Promise<Map<string, Bundle>> {
   const { options, ext } = esbuildOptions(custom);
   const bundles = new Map<string, Bundle>();
   // one build per handler file into the handler's folder, like the plugin (chunks land beside them)
   for (const entry of entries) {
-    const rel = relative(ROOT, resolve(ROOT, entry));
+    const rel = relative(root, resolve(root, entry));
     const outdir = join(dir, rel.startsWith('..') ? 'probe' : dirname(rel));
     mkdirSync(outdir, { recursive: true });
-    const result = await build({ ...options, entryPoints: [resolve(ROOT, entry)], outdir, metafile: true, logLevel: 'warning', absWorkingDir: ROOT });
+    const result = await build({ ...options, entryPoints: [resolve(root, entry)], outdir, metafile: true, logLevel: 'warning', absWorkingDir: root });
     const meta = result.metafile!;
     const entryOut = Object.entries(meta.outputs).find(([, o]) => o.entryPoint === rel)?.[0];
     if (!entryOut) throw new Error(`no output for ${entry}`);
@@ -114,7 +120,7 @@ async function buildVariant(dir: string, custom: Record<string, unknown>, entrie
     const format = options.format ?? 'cjs';
     bundles.set(entry, {
       hasSdk: Object.keys(meta.inputs).some((p) => p.includes('node_modules/@aws-sdk/client-lambda/')),
-      file: join(ROOT, entryOut),
+      file: join(root, entryOut),
       loadBytes: size(load),
       lazyBytes: size(lazy),
       mode: ext === '.mjs' || (format === 'esm' && ext !== '.cjs') ? 'import' : 'require',
@@ -148,8 +154,9 @@ process.stdout.write(JSON.stringify({ loadMs, invokeMs }));
 process.exit(0);
 `;
 
-/** The probe: lib/platform/lambda.ts as a function would bundle it, with a hook for one invoke. */
-const probeSource = (root: string) => `import { createInvoker } from ${JSON.stringify(join(root, 'lib', 'lambda'))};
+/** The probe: the Lambda invoker (lib/platform/lambda.ts) as a function would bundle it, with a hook for one invoke. */
+const lambdaModule = (root: string) => (existsSync(join(root, 'lib', 'platform', 'lambda.ts')) ? join(root, 'lib', 'platform', 'lambda') : join(root, 'lib', 'lambda'));
+const probeSource = (root: string) => `import { createInvoker } from ${JSON.stringify(lambdaModule(root))};
 export const handler = () => undefined;
 export function firstInvoke(endpoint: string): Promise<void> {
   return createInvoker({ functionPrefix: 'bench-', lambdaEndpoint: endpoint, region: 'us-east-1' }).invokeAsync('probe', {});
@@ -191,10 +198,22 @@ async function main(): Promise<void> {
   const entries = [...new Set(functions.map((f) => f.entry))];
 
   const dir = mkdtempSync(join(tmpdir(), 'dq-bench-coldstart-'));
+  const baseRoot = join(dir, 'base-sources');
   try {
-    const probe = join(dir, 'lambdaProbe.ts');
+    if (args.sources === 'base') {
+      git('worktree', 'add', '--detach', '--quiet', baseRoot, args.base);
+      symlinkSync(join(ROOT, 'node_modules'), join(baseRoot, 'node_modules'));
+    }
+    const root = args.sources === 'base' ? baseRoot : ROOT;
+    // one probe file per sources' checkout, outside both (esbuild resolves its import by absolute path)
+    const probeBefore = join(dir, 'probe-before', 'lambdaProbe.ts');
+    const probe = join(dir, 'probe-after', 'lambdaProbe.ts');
+    mkdirSync(dirname(probeBefore), { recursive: true });
+    mkdirSync(dirname(probe), { recursive: true });
+    writeFileSync(probeBefore, probeSource(root));
     writeFileSync(probe, probeSource(ROOT));
-    const before = await buildVariant(join(dir, 'before'), baseline.custom?.esbuild ?? {}, [...entries, probe]);
+    const beforeBuilt = await buildVariant(join(dir, 'before'), baseline.custom?.esbuild ?? {}, [...entries, probeBefore], root);
+    const before = new Map([...beforeBuilt].map(([e, b]) => [e === probeBefore ? probe : e, b]));
     const after = await buildVariant(join(dir, 'after'), current.custom?.esbuild ?? {}, [...entries, probe]);
     const harness = join(dir, 'harness.mjs');
     writeFileSync(harness, HARNESS);
@@ -219,7 +238,8 @@ async function main(): Promise<void> {
     const avg = (l: number[]) => l.map((x) => x.toFixed(1)).join(' / ');
 
     const lines: string[] = [];
-    lines.push(`Before: \`custom.esbuild\` of ${baseCommit}; after: the working tree's (HEAD ${headCommit}${dirty ? ', with uncommitted changes' : ''}); sources: the working tree for both.`);
+    const sources = args.sources === 'base' ? `sources: ${baseCommit}'s before, the working tree's after` : 'sources: the working tree for both';
+    lines.push(`Before: \`custom.esbuild\` of ${baseCommit}; after: the working tree's (HEAD ${headCommit}${dirty ? ', with uncommitted changes' : ''}); ${sources}.`);
     lines.push(`${args.runs} runs, interleaved; Node ${process.version}; ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}; load average (1/5/15 min) ${avg(load0)} at start, ${avg(load1)} at end; ${((Date.now() - started) / 1000).toFixed(0)} s.`);
     lines.push('');
     lines.push('| function | KB at load before | after | ratio | load ms before | after | ratio | SDK chunks, read at first invoke | goal |');
@@ -250,6 +270,7 @@ async function main(): Promise<void> {
     console.log(lines.join('\n'));
     console.log(`\nBENCH-COLDSTART ${JSON.stringify({ base: baseCommit, head: headCommit, dirty, runs: args.runs, node: process.version, loadavg: [load0, load1], functions: summary, probe: { loadMs: [lb, la], firstInvokeMs: [ib, ia] } })}`);
   } finally {
+    if (args.sources === 'base') execFileSync('git', ['worktree', 'remove', '--force', baseRoot], { cwd: ROOT, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -26,8 +26,7 @@ export interface WireJob {
   claimedAt: number;
   /**
    * The claim's token, unique to this claim (a job cancelled and created anew never gets it
-   * again): the handler presents it to start, ack and fail the attempt. Missing only in an event
-   * of older code. Never log it.
+   * again): the handler presents it to start, ack and fail the attempt. Never log it.
    */
   claim: string;
   url?: string;
@@ -122,7 +121,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     });
     const { batches, oversized } = cutBatches(topic, claimed);
     for (const { job, bytes } of oversized) {
-      // only a job stored under an older, larger maxBodyBytes: it can never be delivered
+      // only a job stored while maxBodyBytes was set larger: it can never be delivered
       const error = `the job is ${bytes} bytes as a Lambda event, over the ${EVENT_PAYLOAD_BYTES}-byte limit; it cannot be delivered`;
       deps.log.error('job too large for a handler event; failing its attempt', { topic: topic.name, jobId: job.id, bytes });
       await deps.engine.fail(topic.name, job.id, job, error);
