@@ -51,7 +51,12 @@ export async function markFanout(ctx: EngineContext, token: string, markMs: numb
   return (await start().catch(start)) === FANOUT_MARK.MARKED;
 }
 
-/** Clears the fan-out mark of `token`; true when it was ours. */
+/**
+ * Clears the fan-out mark of `token`; true when it was ours. A failed call is asked again once (the
+ * script changes nothing when the mark is not ours), so one lost reply or one TRYAGAIN does not
+ * leave the mark to block fan-outs until it expires.
+ */
 export async function unmarkFanout(ctx: EngineContext, token: string): Promise<boolean> {
-  return (await run(ctx.redis, endFanout([sweeperKeys().fanout], { token }))) === FANOUT_MARK.CLEARED;
+  const end = () => run(ctx.redis, endFanout([sweeperKeys().fanout], { token }));
+  return (await end().catch(end)) === FANOUT_MARK.CLEARED;
 }

@@ -192,30 +192,39 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
   const markMs = (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs;
   const endsAt = Date.now() + markMs;
   const remainingMs = deps.remainingMs ?? (() => endsAt - Date.now());
-  let token = options.token;
-  for (let i = 0; i < MAX_PASSES; i++) {
-    const waitMs = await pass(deps, names, reports);
-    // a rate-limited topic has ready jobs waiting for tokens: wait for them while time allows
-    // (such a pass is not counted), else hand over to a new fan-out rather than to the next tick
-    if (waitMs !== null && remainingMs() > waitMs + HANDOVER_RESERVE_MS) {
-      i -= 1;
-      await sleep(waitMs);
-      continue;
-    }
-    if (!token) return reports;
-    await unmarkFanout(deps.engine.ctx, token);
-    if (waitMs !== null) {
-      try {
-        await requestFanout(deps);
-      } catch (error) {
-        deps.log.error('could not hand the paced topics over to a new fan-out; the sweeper starts one', { error });
+  let token = options.token; // the mark this fan-out holds, until it clears it
+  try {
+    for (let i = 0; i < MAX_PASSES; i++) {
+      const waitMs = await pass(deps, names, reports);
+      // a rate-limited topic has ready jobs waiting for tokens: wait for them while time allows
+      // (such a pass is not counted), else hand over to a new fan-out rather than to the next tick
+      if (waitMs !== null && remainingMs() > waitMs + HANDOVER_RESERVE_MS) {
+        i -= 1;
+        await sleep(waitMs);
+        continue;
       }
-      return reports;
+      if (!token) return reports;
+      await unmarkFanout(deps.engine.ctx, token);
+      token = undefined;
+      if (waitMs !== null) {
+        try {
+          await requestFanout(deps);
+        } catch (error) {
+          deps.log.error('could not hand the paced topics over to a new fan-out; the sweeper starts one', { error });
+        }
+        return reports;
+      }
+      if (!(await claimable(deps.engine))) return reports;
+      const next = newToken();
+      token = next; // held from here: a lost reply may hide a mark that was set
+      if (!(await markFanout(deps.engine.ctx, next, markMs))) {
+        token = undefined;
+        return reports;
+      }
     }
-    if (!(await claimable(deps.engine))) return reports;
-    token = newToken();
-    if (!(await markFanout(deps.engine.ctx, token, markMs))) return reports;
+    return reports;
+  } finally {
+    // however it ends (done, or a call that threw), it leaves no mark of its own behind
+    if (token) await unmarkFanout(deps.engine.ctx, token).catch((error: unknown) => deps.log.error('could not clear the fan-out mark; it expires by itself', { error }));
   }
-  if (token) await unmarkFanout(deps.engine.ctx, token);
-  return reports;
 }
