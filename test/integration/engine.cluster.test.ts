@@ -1,7 +1,7 @@
 import { describe } from 'node:test';
 import { Redis } from 'ioredis';
 import { useRedisCluster } from '../support/redis';
-import { lifecycleSuite } from './lifecycle.suite';
+import { lifecycleSuite } from './lifecycle';
 
 describe('engine on a 3-master Redis Cluster with 6 partitions', () => {
   const cluster = useRedisCluster(3);

@@ -1,6 +1,6 @@
 import { describe } from 'node:test';
 import { useRedisServer } from '../support/redis';
-import { lifecycleSuite } from './lifecycle.suite';
+import { lifecycleSuite } from './lifecycle';
 
 describe('engine on a single redis-server', () => {
   const redis = useRedisServer();

@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../../lib/platform/redis';
 import { freePort } from '../support/redis';
-import { lifecycleSuite } from './lifecycle.suite';
+import { lifecycleSuite } from './lifecycle';
 
 function openssl(dir: string, args: string[]): void {
   const result = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
