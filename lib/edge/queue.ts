@@ -160,10 +160,10 @@ export class Queue {
   async listJobs(topic: string, query: JobsQuery): Promise<{ jobs: Job[]; next: string | null }> {
     requireTopic(this.config, topic);
     const { state, cursor: text, ...bounds } = query;
-    const cursor = text === undefined ? undefined : decodeJobsCursor(text, state, this.config.partitions);
+    const cursor = text === undefined ? undefined : decodeJobsCursor(text, state, this.config.partitions, topic);
     if (cursor === null) throw badCursor();
     const page = await this.engine.listJobs(topic, state, { ...bounds, ...(cursor ? { cursor } : {}) });
-    return { jobs: page.jobs, next: page.next && encodeJobsCursor(page.next) };
+    return { jobs: page.jobs, next: page.next && encodeJobsCursor(page.next, topic) };
   }
 
   /** Dead jobs of a topic, oldest first, after `after` (a previous page's `next`). */

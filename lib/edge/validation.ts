@@ -341,15 +341,16 @@ export function validateRedrive(body: unknown): RedriveRequest {
   return ids !== undefined ? { ids: ids as string[] } : { count: (count as number | undefined) ?? REDRIVE_COUNT.default };
 }
 
-/** An optional integer query parameter in `range`; throws 400 VALIDATION_FAILED when it is not one. */
-function intParam(value: string | undefined, name: string, range: Range): number | undefined {
+/**
+ * An optional integer query parameter in `range`, written as plain decimal digits (not `1e2`,
+ * `0x10`, `10.0` or with spaces); adds a problem naming `name` when it is not one.
+ */
+function intParam(value: string | undefined, name: string, range: Range, problems: FieldProblem[]): number | undefined {
   if (value === undefined || value === '') return undefined;
-  const n = Number(value);
-  if (!isIntegerIn(n, range)) {
-    const allowed = `an integer from ${range.min} to ${range.max}`;
-    throw new HttpError(400, 'VALIDATION_FAILED', `${name} must be ${allowed}`, [{ path: name, message: `must be ${allowed}` }]);
-  }
-  return n;
+  const n = /^\d{1,15}$/.test(value) ? Number(value) : NaN;
+  if (isIntegerIn(n, range)) return n;
+  problem(problems, name, `must be an integer from ${range.min} to ${range.max}`);
+  return undefined;
 }
 
 /** An `If-Match` precondition: `*`, or the version a job must have. */
@@ -376,9 +377,9 @@ export function parseIfMatch(header: string | undefined): IfMatch | undefined {
 /** A time in a query: epoch ms, or ISO-8601; adds a problem naming `name` otherwise. */
 function timeParam(value: string | undefined, name: string, problems: FieldProblem[]): number | undefined {
   if (value === undefined || value === '') return undefined;
-  const ms = /^\d{1,16}$/.test(value) ? Number(value) : ISO_8601.test(value) ? Date.parse(value) : NaN;
+  const ms = /^\d{1,16}$/.test(value) ? Number(value) : ISO_8601.test(value) && isCalendarDate(value) ? Date.parse(value) : NaN;
   if (!Number.isSafeInteger(ms)) {
-    problem(problems, name, 'must be a time: epoch milliseconds or ISO-8601 (2027-03-28T01:00:00Z)');
+    problem(problems, name, 'must be a time: epoch milliseconds or ISO-8601 of a date that exists (2027-03-28T01:00:00Z)');
     return undefined;
   }
   return ms;
@@ -417,19 +418,10 @@ export function validateJobsQuery(query: Record<string, string | undefined>): Jo
   const from = timeParam(query.from, 'from', problems);
   const to = timeParam(query.to, 'to', problems);
   if (from !== undefined && to !== undefined && from > to) problem(problems, 'from', 'must not be after to');
-  const limit = limitParam(query.limit, problems);
+  const limit = intParam(query.limit, 'limit', JOBS_PAGE, problems);
   throwQueryProblems(problems);
   const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
   return { state: state as ListedState, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}), ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
-}
-
-/** The `limit` of a listing (JOBS_PAGE), or a problem. */
-function limitParam(value: string | undefined, problems: FieldProblem[]): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const n = Number(value);
-  if (isIntegerIn(n, JOBS_PAGE)) return n;
-  problem(problems, 'limit', `must be an integer from ${JOBS_PAGE.min} to ${JOBS_PAGE.max}`);
-  return undefined;
 }
 
 /** A validated query of GET /topics/{topic}/groups/{group}. */
@@ -441,7 +433,7 @@ export interface GroupPage {
 /** Validates the query of a group listing: `limit` and `cursor` (the previous page's `next`, checked when the page is read). */
 export function validateGroupPage(query: Record<string, string | undefined>): GroupPage {
   const problems: FieldProblem[] = [];
-  const limit = limitParam(query.limit, problems);
+  const limit = intParam(query.limit, 'limit', JOBS_PAGE, problems);
   throwQueryProblems(problems);
   const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
   return { ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
@@ -463,7 +455,9 @@ export function badCursor(path: 'cursor' | 'after' = 'cursor'): HttpError {
 
 /** Validates the query of a page of dead jobs: `limit` (jobs per page) and `after` (the previous page's `next`), both optional. */
 export function validateDeadPage(query: Record<string, string | undefined>): { limit?: number; after?: string } {
-  const limit = intParam(query.limit, 'limit', DEAD_PAGE);
+  const problems: FieldProblem[] = [];
+  const limit = intParam(query.limit, 'limit', DEAD_PAGE, problems);
+  if (problems.length > 0) throw new HttpError(400, 'VALIDATION_FAILED', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems);
   const after = query.after === undefined || query.after === '' ? undefined : query.after; // decoded by Queue.listDead
   return { ...(limit !== undefined ? { limit } : {}), ...(after !== undefined ? { after } : {}) };
 }
@@ -477,12 +471,7 @@ export function validateSchedulesQuery(query: Record<string, string | undefined>
   const problems: FieldProblem[] = [];
   const topic = query.topic ?? '';
   if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `is required and must match ${TOPIC_PATTERN.source}`);
-  let limit: number | undefined;
-  if (query.limit !== undefined && query.limit !== '') {
-    const n = Number(query.limit);
-    if (isIntegerIn(n, SCHEDULES_PAGE)) limit = n;
-    else problem(problems, 'limit', `must be an integer from ${SCHEDULES_PAGE.min} to ${SCHEDULES_PAGE.max}`);
-  }
+  const limit = intParam(query.limit, 'limit', SCHEDULES_PAGE, problems);
   throwQueryProblems(problems);
   const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
   return { topic, ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };

@@ -4,6 +4,7 @@
  * the same whatever the zsets hold: each partition gives at most `limit` jobs after the cursor
  * (O(log N + limit) in Redis), and the pages are merged here.
  */
+import { fnv1a } from '../rules/hash';
 import type { TopicConfig } from '../rules/config';
 import { topicKeys, type DeadKey, type DelayedKey, type RunningKey, type TopicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
@@ -139,16 +140,26 @@ export type JobsCursor = { state: 'delayed' | 'running' | 'dead'; after: ScoreCu
 
 const ZSET_OF = { delayed: (k: TopicKeys) => k.delayed, running: (k: TopicKeys) => k.running, dead: (k: TopicKeys) => k.dead } as const;
 
-/** The opaque `next` string of a jobs page: base64url of `<state>:<score>:<id>`, or `ready:<position>,<position>,...`. */
-export function encodeJobsCursor(c: JobsCursor): string {
-  const text = c.state === 'ready' ? `ready:${c.positions.join(',')}` : `${c.state}:${c.after.score}:${c.after.id}`;
-  return Buffer.from(text).toString('base64url');
+/** The check a jobs cursor carries: 8 hex digits of FNV-1a over its topic and its text. */
+function cursorTag(topic: string, text: string): string {
+  return fnv1a(`${topic}\n${text}`).toString(16).padStart(8, '0');
 }
 
-/** The cursor a `next` string stands for when it is one of a page of `state` (of this deployment's partitions); else null. */
-export function decodeJobsCursor(text: string, state: ListState, partitions: number): JobsCursor | null {
+/**
+ * The opaque `next` string of a page of `topic`'s jobs: base64url of `<state>:<score>:<id>`, or
+ * `ready:<position>,<position>,...`, then `:<tag>` tying it to the topic and to what a page wrote.
+ */
+export function encodeJobsCursor(c: JobsCursor, topic: string): string {
+  const text = c.state === 'ready' ? `ready:${c.positions.join(',')}` : `${c.state}:${c.after.score}:${c.after.id}`;
+  return Buffer.from(`${text}:${cursorTag(topic, text)}`).toString('base64url');
+}
+
+/** The cursor a `next` string stands for when a page of `topic`'s jobs in `state` gave it (with this deployment's partitions); else null. */
+export function decodeJobsCursor(text: string, state: ListState, partitions: number, topic: string): JobsCursor | null {
   if (!/^[A-Za-z0-9_-]{1,12000}$/.test(text)) return null;
-  const value = Buffer.from(text, 'base64url').toString('latin1');
+  const tagged = /^(.*):([0-9a-f]{8})$/s.exec(Buffer.from(text, 'base64url').toString('latin1'));
+  if (!tagged || tagged[2] !== cursorTag(topic, tagged[1]!)) return null;
+  const value = tagged[1]!;
   if (state === 'ready') {
     const match = /^ready:(\d{1,15}(?:,\d{1,15})*)$/.exec(value);
     const positions = match ? match[1]!.split(',').map(Number) : [];

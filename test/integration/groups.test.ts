@@ -4,7 +4,7 @@
  * small steps. What must hold is an ordering, not a timing: no claim that begins after the cancel
  * answered hands out a job of the group, and every job of the group ends cancelled (counted as
  * `cancelled`, or as `running` when its attempt had started before the cancel reached it).
- * The fixed-clock version of the same promise, step by step, is in lifecycle.suite.ts.
+ * The fixed-clock version of the same promise, step by step, is in lifecycle/groups.ts and lifecycle/small-groups.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -71,7 +71,7 @@ describe('group cancel under load', () => {
     assert.equal(result.cancelled + result.running, N, 'each job counted once');
     assert.equal(result.running, startedBefore.size, 'running counts the jobs whose attempt began before the cancel reached them');
     // how many fell due during the cancel and were cancelled by the claim that found them depends
-    // on the machine's speed: reported, not asserted (lifecycle.suite.ts asserts it step by step)
+    // on the machine's speed: reported, not asserted (lifecycle/groups.ts and lifecycle/small-groups.ts asserts it step by step)
     t.diagnostic(`cancelled ${result.cancelled} (${cancelledByClaim} of them by a claim), running ${result.running}, claims after the answer ${claims.filter((c) => c.began > answered).length}`);
     const others = await Promise.all(Array.from({ length: 200 }, (_, i) => q.get(topic, `other-${i}`)));
     assert.ok(others.every((j) => j?.state === 'done'), 'the other group ran');

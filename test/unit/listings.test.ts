@@ -69,16 +69,19 @@ describe('listing queries', () => {
 });
 
 describe('page cursors', () => {
-  it('a jobs cursor round-trips, and only for its own state and partition count', () => {
-    const delayed = encodeJobsCursor({ state: 'delayed', after: { score: 1_800_000_000_000, id: 'order:1' } });
+  it('a jobs cursor round-trips, and only for its own topic, state and partition count', () => {
+    const delayed = encodeJobsCursor({ state: 'delayed', after: { score: 1_800_000_000_000, id: 'order:1' } }, 'orders');
     assert.match(delayed, /^[A-Za-z0-9_-]+$/, 'URL-safe');
-    assert.deepEqual(decodeJobsCursor(delayed, 'delayed', 4), { state: 'delayed', after: { score: 1_800_000_000_000, id: 'order:1' } });
-    assert.equal(decodeJobsCursor(delayed, 'dead', 4), null, "a delayed page's cursor is foreign to dead");
-    const ready = encodeJobsCursor({ state: 'ready', positions: [3, 0, 7] });
-    assert.deepEqual(decodeJobsCursor(ready, 'ready', 3), { state: 'ready', positions: [3, 0, 7] });
-    assert.equal(decodeJobsCursor(ready, 'ready', 4), null, 'positions for another partition count');
-    assert.equal(decodeJobsCursor(ready, 'delayed', 3), null);
-    for (const junk of ['', '!!', 'bm90IGEgY3Vyc29y', Buffer.from('delayed:12:bad id').toString('base64url')]) assert.equal(decodeJobsCursor(junk, 'delayed', 1), null, junk);
+    assert.deepEqual(decodeJobsCursor(delayed, 'delayed', 4, 'orders'), { state: 'delayed', after: { score: 1_800_000_000_000, id: 'order:1' } });
+    assert.equal(decodeJobsCursor(delayed, 'dead', 4, 'orders'), null, "a delayed page's cursor is foreign to dead");
+    const ready = encodeJobsCursor({ state: 'ready', positions: [3, 0, 7] }, 'orders');
+    assert.deepEqual(decodeJobsCursor(ready, 'ready', 3, 'orders'), { state: 'ready', positions: [3, 0, 7] });
+    assert.equal(decodeJobsCursor(ready, 'ready', 4, 'orders'), null, 'positions for another partition count');
+    assert.equal(decodeJobsCursor(ready, 'delayed', 3, 'orders'), null);
+    assert.equal(decodeJobsCursor(delayed, 'delayed', 4, 'invoices'), null, "another topic's cursor");
+    const edited = Buffer.from(Buffer.from(delayed, 'base64url').toString().replace('order:1', 'order:2')).toString('base64url');
+    assert.equal(decodeJobsCursor(edited, 'delayed', 4, 'orders'), null, 'an edited cursor');
+    for (const junk of ['', '!!', 'bm90IGEgY3Vyc29y', Buffer.from('delayed:12:bad id').toString('base64url')]) assert.equal(decodeJobsCursor(junk, 'delayed', 1, 'orders'), null, junk);
   });
 
   it('a group cursor round-trips within the partitions, for its own group only', () => {
@@ -89,6 +92,6 @@ describe('page cursors', () => {
     assert.equal(decodeGroupCursor(c, 2, 'orders', 'meeting-1'), null, 'partition 2 of a 2-partition deployment does not exist');
     assert.equal(decodeGroupCursor(c, 3, 'orders', 'meeting-2'), null, "another group's cursor");
     assert.equal(decodeGroupCursor(c, 3, 'invoices', 'meeting-1'), null, "another topic's cursor");
-    assert.equal(decodeGroupCursor(encodeJobsCursor({ state: 'delayed', after: { score: 1, id: 'a' } }), 3, 'orders', 'meeting-1'), null, 'a jobs cursor is not a group cursor');
+    assert.equal(decodeGroupCursor(encodeJobsCursor({ state: 'delayed', after: { score: 1, id: 'a' } }, 'orders'), 3, 'orders', 'meeting-1'), null, 'a jobs cursor is not a group cursor');
   });
 });

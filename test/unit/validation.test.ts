@@ -5,7 +5,7 @@ import { HttpError } from '../../lib/edge/errors';
 import { encodeDeadCursor } from '../../lib/engine/dead';
 import { BATCH_JOBS, DEAD_PAGE, REDRIVE_COUNT, REDRIVE_IDS } from '../../lib/rules/limits';
 import { decodeDeadCursor } from '../../lib/engine';
-import { requireTopic, validateBatch, validateChange, validateDeadPage, validateJob, validatePut, validateRedrive } from '../../lib/edge/validation';
+import { requireTopic, validateBatch, validateChange, validateDeadPage, validateGroupPage, validateJob, validateJobsQuery, validatePut, validateRedrive, validateSchedulesQuery } from '../../lib/edge/validation';
 
 const config = resolveQueueConfig({ topics: { orders: {}, hooks: { kind: 'webhook' } }, maxBodyBytes: 100 });
 const NOW = Date.UTC(2030, 0, 1);
@@ -159,7 +159,7 @@ describe('request validation', () => {
   it('a page of dead jobs: limit and after, each optional', () => {
     assert.deepEqual(validateDeadPage({}), {});
     assert.deepEqual(validateDeadPage({ limit: '', after: '' }), {});
-    assert.deepEqual(validateDeadPage({ limit: String(DEAD_PAGE.max), after: '0' }), { limit: DEAD_PAGE.max, after: '0' });
+    assert.deepEqual(validateDeadPage({ limit: String(DEAD_PAGE.max), after: 'MTIz' }), { limit: DEAD_PAGE.max, after: 'MTIz' }, 'after is decoded once, by the listing');
     const next = encodeDeadCursor({ diedAt: 1_700_000_000_000, id: 'a.b:c-D_9' });
     assert.match(next, /^[A-Za-z0-9_-]+$/, 'a cursor needs no escaping in a query string');
     assert.deepEqual(validateDeadPage({ after: next }), { after: next });
@@ -172,10 +172,8 @@ describe('request validation', () => {
       paths: ['limit'],
     });
     assert.deepEqual(refused(() => validateDeadPage({ limit: '0' })).paths, ['limit']);
-    assert.deepEqual(refused(() => validateDeadPage({ after: '-1' })).paths, ['after']);
-    assert.deepEqual(refused(() => validateDeadPage({ after: 'x' })).paths, ['after']);
-    for (const after of ['1.5', '1'.repeat(17), `${next}=`, Buffer.from('5:no spaces').toString('base64url'), Buffer.from('x:a').toString('base64url')]) {
-      assert.deepEqual(refused(() => validateDeadPage({ after })).paths, ['after'], after);
+    for (const after of ['-1', 'x', '0', '1.5', '1'.repeat(17), `${next}=`, Buffer.from('5:no spaces').toString('base64url'), Buffer.from('x:a').toString('base64url')]) {
+      assert.equal(decodeDeadCursor(after), null, after);
     }
   });
 });
@@ -189,5 +187,34 @@ describe('a job ttr and its topic handler timeout (issue 12, finding 5)', () => 
       assert.match(JSON.stringify(error.details), /"path":"ttr".*at most 60 seconds: the handler of topic timed times out after 60 s/);
       return true;
     });
+  });
+});
+
+describe('listing queries take only what they say: real dates and plain decimal integers', () => {
+  const refusedPaths = (fn: () => unknown): string[] => {
+    try {
+      fn();
+    } catch (error) {
+      assert.ok(error instanceof HttpError && error.status === 400 && error.code === 'VALIDATION_FAILED', String(error));
+      return ((error.details ?? []) as { path: string }[]).map((p) => p.path);
+    }
+    return assert.fail('accepted');
+  };
+
+  it('refuses a bound on a date that does not exist, as runAt does', () => {
+    assert.deepEqual(refusedPaths(() => validateJobsQuery({ from: '2027-02-30T00:00:00Z' })), ['from']);
+    assert.deepEqual(refusedPaths(() => validateJobsQuery({ to: '2027-04-31T12:00:00+02:00' })), ['to']);
+    assert.equal(validateJobsQuery({ from: '2028-02-29T00:00:00Z' }).from, Date.UTC(2028, 1, 29), 'a leap day exists');
+  });
+
+  it('refuses a limit written as anything but a plain decimal integer', () => {
+    for (const limit of ['1e2', '0x10', '10.0', '+5', ' 5', '5 ', '0b11']) {
+      assert.deepEqual(refusedPaths(() => validateJobsQuery({ limit })), ['limit'], `jobs ${limit}`);
+      assert.deepEqual(refusedPaths(() => validateGroupPage({ limit })), ['limit'], `group ${limit}`);
+      assert.deepEqual(refusedPaths(() => validateDeadPage({ limit })), ['limit'], `dead ${limit}`);
+      assert.deepEqual(refusedPaths(() => validateSchedulesQuery({ topic: 'orders', limit })), ['limit'], `schedules ${limit}`);
+    }
+    assert.equal(validateJobsQuery({ limit: '100' }).limit, 100);
+    assert.equal(validateDeadPage({ limit: '7' }).limit, 7);
   });
 });
