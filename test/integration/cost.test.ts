@@ -1,0 +1,134 @@
+/**
+ * The per-job cost budget of the hot path (DESIGN.md, "Per-job cost budget"), held without timing
+ * anything: a fixed workload on a redis-server of its own, counted by Redis itself (INFO
+ * commandstats, reset before each path): script calls a job costs on each path, and every command
+ * Redis runs for it (those the scripts run included). The counts are deterministic (a fixed clock,
+ * fixed jitter, fixed ids), so this fails exactly when a change makes a path cost more than its
+ * written budget; the timings stay in the benchmarks.
+ */
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import type { Queue } from '../../lib/edge/queue';
+import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+import { useRedisServer } from '../support/redis';
+
+const JOBS = 1000;
+
+/** The budget per job, per path: script calls, and every command Redis runs (inside scripts too). At most. */
+export const BUDGET = {
+  /** POST /jobs: one job per request (addJobs-5: its HSETs, HINCRBY of the version, ZADD, head reads). */
+  addOne: { scriptCalls: 1, commands: 7 },
+  /** POST /jobs/batch: 500 jobs per request, in calls of 100 (ADD_BATCH). */
+  addBatch: { scriptCalls: 0.01, commands: 4.03 },
+  /** The sweep that moves due jobs to ready (moveDue-7, up to moveLimit jobs a call; the record is not touched). */
+  sweep: { scriptCalls: 0.003, commands: 0.017 },
+  /** Claims of 10 jobs (claimJobs-6). */
+  claim: { scriptCalls: 0.1, commands: 5.4 },
+  /** Start marks of 10 attempts (startAttempts-2). */
+  start: { scriptCalls: 0.1, commands: 3.1 },
+  /** Acks, one per job (ackJob-4). */
+  ack: { scriptCalls: 1, commands: 6 },
+} as const;
+
+type Counts = { scriptCalls: number; commands: number; byCommand: Record<string, number> };
+
+/** Calls per command since the last reset, from INFO commandstats (EVAL and EVALSHA are the script calls). */
+async function counted(redis: Redis): Promise<Counts> {
+  const byCommand: Record<string, number> = {};
+  for (const line of (await redis.info('commandstats')).split('\n')) {
+    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
+    if (m) byCommand[m[1]!] = Number(m[2]);
+  }
+  for (const name of Object.keys(byCommand)) if (name === 'info' || name.startsWith('config')) delete byCommand[name]; // this read, and the reset
+  const scriptCalls = (byCommand.evalsha ?? 0) + (byCommand.eval ?? 0);
+  const commands = Object.values(byCommand).reduce((a, b) => a + b, 0);
+  return { scriptCalls, commands, byCommand };
+}
+
+async function measure(redis: Redis, work: () => Promise<unknown>): Promise<Counts> {
+  await redis.config('RESETSTAT');
+  await work();
+  return counted(redis);
+}
+
+const perJob = (c: Counts, jobs: number) => ({ scriptCalls: c.scriptCalls / jobs, commands: c.commands / jobs });
+
+describe('per-job cost budget of the hot path (real redis-server, INFO commandstats)', () => {
+  const server = useRedisServer();
+  let redis: Redis;
+  let q: Queue;
+  let topic: string;
+  let clock: TestClock;
+
+  before(async () => {
+    redis = server.client();
+    clock = new TestClock();
+    topic = uniqueTopic('cost');
+    q = makeQueue(redis, { [topic]: { concurrency: 10_000 } }, { clock });
+    // warm up: every script of the path loaded (the first call of each is an EVAL after NOSCRIPT)
+    await q.add({ topic, id: 'warm', delay: 1, body: { warm: true } });
+    await q.addMany([{ topic, id: 'warm-b', delay: 1 }]);
+    clock.advance(1000);
+    await q.engine.sweep();
+    const claimed = await q.engine.claim(topic, 10);
+    await q.engine.start(topic, claimed);
+    for (const job of claimed) await q.engine.ack(topic, job.id, job);
+  });
+
+  const check = (path: keyof typeof BUDGET, c: Counts, jobs: number) => {
+    const got = perJob(c, jobs);
+    const budget = BUDGET[path];
+    const detail = `${path}: ${got.scriptCalls} script calls and ${got.commands} commands a job (budget ${budget.scriptCalls} and ${budget.commands}); by command: ${JSON.stringify(c.byCommand)}`;
+    console.log(detail);
+    if (got.scriptCalls > budget.scriptCalls + 1e-9 || got.commands > budget.commands + 1e-9) over.push(detail);
+  };
+  const over: string[] = [];
+
+  it('add, sweep, claim, start and ack: a job costs at most its budget on each path', async () => {
+    const body = { order: 'x'.repeat(150) }; // a 150-200 byte body, as the benchmarks use
+    const one = await measure(redis, async () => {
+      for (let i = 0; i < JOBS; i++) assert.equal((await q.add({ topic, id: `one-${i}`, delay: 60, body })).status, 'created');
+    });
+    check('addOne', one, JOBS);
+    const batch = await measure(redis, async () => {
+      for (let i = 0; i < 2 * JOBS; i += 500) {
+        const { outcomes } = await q.addMany(Array.from({ length: 500 }, (_, j) => ({ topic, id: `batch-${i + j}`, delay: 60, body })));
+        assert.ok(outcomes.every((o) => o.status === 'created'));
+      }
+    });
+    check('addBatch', batch, 2 * JOBS);
+
+    const due = 3 * JOBS;
+    clock.advance(60_000);
+    let moved = 0;
+    const swept = await measure(redis, async () => {
+      for (let more = true; more; ) {
+        const r = await q.engine.sweep();
+        moved += r.moved;
+        more = r.more;
+      }
+    });
+    assert.equal(moved, due);
+    check('sweep', swept, due);
+    const claimed: Awaited<ReturnType<typeof q.engine.claim>> = [];
+    const claims = await measure(redis, async () => {
+      while (claimed.length < due) {
+        const batch = await q.engine.claim(topic, 10);
+        assert.ok(batch.length > 0, 'ready jobs are left to claim');
+        claimed.push(...batch);
+      }
+    });
+    assert.equal(claimed.length, due);
+    check('claim', claims, due);
+    const started = await measure(redis, async () => {
+      for (let i = 0; i < claimed.length; i += 10) assert.ok((await q.engine.start(topic, claimed.slice(i, i + 10))).every(Boolean));
+    });
+    check('start', started, due);
+    const acked = await measure(redis, async () => {
+      for (const job of claimed) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
+    });
+    check('ack', acked, due);
+    assert.deepEqual(over, [], 'paths over their budget');
+  });
+});
