@@ -467,7 +467,7 @@ class DevStack {
     this.child.stdout!.on('data', (chunk: Buffer) => output.push('out', chunk));
     this.child.stderr!.on('data', (chunk: Buffer) => output.push('err', chunk));
   }
-  async api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  async api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; the benchmark reads the fields it needs
     const res = await fetch(this.baseUrl + path, { method, headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' }, signal: AbortSignal.timeout(30_000), ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };

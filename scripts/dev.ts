@@ -124,7 +124,7 @@ class Tail {
     const parts = text.split('\n');
     this.partial = parts.pop() ?? '';
     for (const line of parts) {
-      const plain = line.replace(/\x1b\[[0-9;]*m/g, '').trimEnd(); // eslint-disable-line no-control-regex
+      const plain = line.replace(/\x1b\[[0-9;]*m/g, '').trimEnd(); // eslint-disable-line no-control-regex -- \x1b starts the ANSI colour codes this strips
       if (plain.trim() === '') continue;
       this.lines.push(plain);
       this.lastLine = plain.trim();

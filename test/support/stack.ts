@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from './offline';
 
-export type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any -- CloudFormation properties of any resource type; tests read the fields they check
 export interface Template {
   Resources: Record<string, { Type: string; Properties: Json; DependsOn?: string | string[]; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
   Outputs?: Record<string, Json>;

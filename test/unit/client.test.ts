@@ -21,7 +21,7 @@ interface Seen {
   method: string;
   url: string;
   headers: IncomingMessage['headers'];
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- the JSON the test server received; each test reads the fields it checks
 }
 type Script = (req: Seen, res: ServerResponse, n: number) => void;
 

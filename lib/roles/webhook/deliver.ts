@@ -211,7 +211,7 @@ function retryAfterMs(header: string | undefined, nowMs: number): number | undef
 }
 
 function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f\s]+/g, ' ').trim();
+  return text.replace(/[\u0000-\u001f\u007f\s]+/g, ' ').trim(); // eslint-disable-line no-control-regex -- control characters are what this removes, so a receiver's reply becomes one printable line
 }
 
 function snippet(body: Buffer): string {

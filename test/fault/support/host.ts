@@ -19,7 +19,7 @@ import { handler as sweeper } from '../../../functions/sweeper';
 
 const env = process.env;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the handlers take different event types, and a parameter typed unknown would accept none of them
 const handlers: Record<string, (event: any, context: Context) => Promise<unknown>> = { sweeper, fanout, webhookHandler };
 const served = new Set((env.HOST_FUNCTIONS ?? 'sweeper,fanout,webhookHandler').split(','));
 const prefix = env.DQ_FUNCTION_PREFIX ?? '';
