@@ -510,7 +510,8 @@ async function main(): Promise<void> {
           claims++;
           if (claimed.length === 0) break;
           const outcomes = await Promise.all(claimed.map((j) => queue.engine.ack(j.topic, j.id, j)));
-          for (const o of outcomes) o === 'done' ? acked++ : notDone++;
+          for (const o of outcomes) if (o === 'done') acked++;
+        else notDone++;
         }
       }),
     );

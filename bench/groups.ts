@@ -47,7 +47,7 @@ import { Queue } from '../lib/edge/queue';
 import { Engine } from '../lib/engine';
 import { type ClaimedJob, type Job } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, fmt, info, pool, printTable, reniceRedis, round, slowlogReader, usedMemory, type Logged } from './env';
+import { describeMachine, envInt, fmt, pool, printTable, reniceRedis, round, slowlogReader, usedMemory, type Logged } from './env';
 
 const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200); // 200 as bench/engine.ts, so the no-group figure compares with its step 4
 const BODY_SPREAD = envInt('BENCH_BODY_SPREAD', 0);

@@ -67,7 +67,7 @@ import { type Schedule } from '../lib/engine';
 import { catchUpPlan, occurrenceId } from '../lib/rules/schedule';
 import { exited, freePort, groupGone, signalGroup } from '../scripts/support/process';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, fmt, info, pool, printTable, round, slowlogReader, usedMemory, type Logged } from './env';
+import { describeMachine, envInt, fmt, info, pool, printTable, round, slowlogReader, usedMemory } from './env';
 
 const ROOT = resolve(__dirname, '..');
 const N = {

@@ -47,11 +47,12 @@ function parseArgs(argv: string[]): Args {
   const args: Args = { base: BASELINE, runs: 11, only: undefined, sources: 'tree' };
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1];
-    if (argv[i] === '--base' && value) (args.base = value), i++;
-    else if (argv[i] === '--runs' && value && Number(value) >= 1) (args.runs = Number(value)), i++;
-    else if (argv[i] === '--only' && value) (args.only = value.split(',')), i++;
-    else if (argv[i] === '--sources' && (value === 'tree' || value === 'base')) (args.sources = value), i++;
+    if (argv[i] === '--base' && value) args.base = value;
+    else if (argv[i] === '--runs' && value && Number(value) >= 1) args.runs = Number(value);
+    else if (argv[i] === '--only' && value) args.only = value.split(',');
+    else if (argv[i] === '--sources' && (value === 'tree' || value === 'base')) args.sources = value;
     else throw new Error(`usage: bench-coldstart [--base <git ref>] [--runs <n>] [--only fn1,fn2] [--sources tree|base]; got ${argv[i]}`);
+    i++; // every flag takes a value
   }
   return args;
 }

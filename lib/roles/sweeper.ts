@@ -4,7 +4,7 @@ import { Cluster, type Redis } from 'ioredis';
 import { holdSweeperLease, LEASE, releaseSweeperLease, wakeListKey, type Engine, type SweepResult } from '../engine';
 import { requestFanout } from './fanout';
 import type { Invoker } from '../platform/lambda';
-import { DEFAULT_TIMINGS, type AppConfig, type Timings } from '../rules/config';
+import { DEFAULT_TIMINGS, type Timings } from '../rules/config';
 import { emitMetrics, type Logger } from '../platform/log';
 
 export interface SweeperDeps {

@@ -68,7 +68,7 @@ describe('lua/ scripts', () => {
     });
 
     it(`${file}: opens with a contract block and builds no key names`, () => {
-      assert.match(source, /^--\[\[\n  \S[\s\S]*?KEYS\[1\][\s\S]*?\n\]\]/);
+      assert.match(source, /^--\[\[\n {2}\S[\s\S]*?KEYS\[1\][\s\S]*?\n\]\]/);
       assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"][:#]/, 'key names are built in lib/engine/keys.ts only (and chunkKey in lua/includes/groups.lua)');
       assert.doesNotMatch(code, /'KEYS'|"KEYS"|'SCAN'|'LREM'|ZRANGE[^\n]*0,\s*-1/, 'no unbounded commands');
     });
@@ -100,7 +100,7 @@ describe('lua/includes/', () => {
 
   it('each include opens with a comment block, and reads no KEYS and no ARGV (a script passes what it needs)', () => {
     for (const [name, text] of texts) {
-      assert.match(text, /^--\[\[\n  \S[\s\S]*?\n\]\]\n/, name);
+      assert.match(text, /^--\[\[\n {2}\S[\s\S]*?\n\]\]\n/, name);
       assert.doesNotMatch(code(text), /\b(KEYS|ARGV)\b/, name);
     }
   });
