@@ -16,6 +16,9 @@
   ARGV[6] id and ARGV[7] run time (ms) of the next occurrence, or '' when there is none;
           ARGV[9] its due time (the run time plus its jitter offset)
   ARGV[8] ms of the latest occurrence handed over (the one that runs, or the latest skipped)
+  The occurrence that runs is recorded as handed over (includes/schedules.lua S_LAST_ID); the one
+  handed over before it, if its jitter still holds it back, falls due now (includes/occurrences.lua
+  handOver): a schedule never holds back more than one occurrence.
   An occurrence made anew from a cancelled job of another group is not taken out of the old group
   here (its key is not this call's): the reply lists it, and the caller calls lua/leaveGroup-2.lua.
   Returns { OUTCOME.ADVANCED, version, occurrences created, left } (left: { id, group, chunk } per
@@ -42,11 +45,19 @@ if r[S_VERSION] ~= seen then return { REFUSAL.VERSION_MISMATCH, r[S_VERSION] } e
 local options = occurrenceOptions(r)
 local created, lefts = 0, {}
 local pending = r[S_NEXT_ID]
+local handed = pending
 if runId ~= pending then
   local free = true
   if pending then free = withdraw(k, pending, now) end
-  if runId ~= '' and free and noteLeft(lefts, runId, createJob(k, groupKey, runId, tonumber(ARGV[5]), now, options, r[S_BODY])) then created = created + 1 end
+  if free then
+    handed = false
+    if runId ~= '' then
+      handed = runId
+      if noteLeft(lefts, runId, createJob(k, groupKey, runId, tonumber(ARGV[5]), now, options, r[S_BODY])) then created = created + 1 end
+    end
+  end
 end
+if handed then handOver(k, r, handed, now) end
 if nextId ~= '' then
   r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[7]), nextId
   if noteLeft(lefts, nextId, createJob(k, groupKey, nextId, tonumber(ARGV[9]), now, options, r[S_BODY])) then created = created + 1 end

@@ -8,8 +8,12 @@
   KEYS[9] the key of the schedule's group (its first zset; the empty group's key when it has none)
   ARGV[1] fixed clock ms or ''  ARGV[2] schedule id
   ARGV[3] version the caller read: 0 when there was no schedule
-  ARGV[4] 'keep': the pending occurrence is due, so it is left to run; 'replace': it is withdrawn
-          while still pending (one that started runs on)
+  ARGV[4] 'keep': the pending occurrence is due, so it is left to run (handed over); 'replace': it
+          is withdrawn while still pending (one that started runs on). A 'replace' of a pending
+          occurrence whose run time has come (by this script's clock) is refused as a stale read:
+          the plan was computed before it, and by now the occurrence may have been claimed, run and
+          deleted (retention 0), so a resume's catch-up would make it again; the caller reads again
+          and keeps it
   ARGV[5] the latest occurrence handed over, ms or ''
   ARGV[6] id and ARGV[7] due time (ms) of an occurrence to create now (a missed one caught up on
           resume), or ''
@@ -19,13 +23,17 @@
   ARGV[14] group|''  ARGV[15] definition (JSON)  ARGV[16] body (JSON text)
   An occurrence whose id is taken by a job that is not cancelled is not created again: that job
   is the occurrence (deterministic ids: an occurrence is never doubled).
+  The occurrence kept or caught up on is recorded as handed over (includes/schedules.lua
+  S_LAST_ID); the one handed over before it, if its jitter still holds it back, falls due now
+  (includes/occurrences.lua handOver).
   An occurrence made anew from a cancelled job of another group (a put that changed the group
   withdraws the pending occurrence and creates it again under the same id) is not taken out of the
   old group here (its key is not this call's): the reply lists it, and the caller calls
   lua/leaveGroup-2.lua.
   Returns { OUTCOME.CREATED | OUTCOME.REPLACED, version, headChanged 0|1, left } (left: { id,
           group, chunk } per occurrence that left a group) or
-          { REFUSAL.VERSION_MISMATCH, version now (0: none) }: nothing changed.
+          { REFUSAL.VERSION_MISMATCH, version now (0: none) }: nothing changed (the version
+          differs from ARGV[3], or, at the version read, a stale 'replace' as above).
   Mirrored by PutScheduleReply in lib/engine/scripts.ts.
 ]]
 --- @include "codes"
@@ -46,16 +54,23 @@ if record then old = cmsgpack.unpack(record) end
 local version = 0
 if old then version = old[S_VERSION] end
 if version ~= seen then return { REFUSAL.VERSION_MISMATCH, version } end
+-- a plan that withdraws the pending occurrence was computed before its run time: by now it may
+-- have been claimed, even run and deleted, and a resume would make it again
+if old and old[S_NEXT_ID] and ARGV[4] == 'replace' and old[S_NEXT] <= now then return { REFUSAL.VERSION_MISMATCH, version } end
 
 local headBefore = headScore(k.delayed)
 if old and old[S_NEXT_ID] and ARGV[4] == 'replace' then withdraw(k, old[S_NEXT_ID], now) end
 
 local r = { false, false, false, optionalNumber(ARGV[5]), optionalNumber(ARGV[10]), optionalNumber(ARGV[11]),
-  optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16] }
-if old then r[S_CREATED] = old[S_CREATED] end
+  optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false }
+if old then r[S_CREATED], r[S_LAST_ID] = old[S_CREATED], old[S_LAST_ID] or false end
 local options = occurrenceOptions(r)
 local lefts = {}
-if ARGV[6] ~= '' then noteLeft(lefts, ARGV[6], createJob(k, groupKey, ARGV[6], tonumber(ARGV[7]), now, options, r[S_BODY])) end
+if old and old[S_NEXT_ID] and ARGV[4] == 'keep' then handOver(k, r, old[S_NEXT_ID], now) end
+if ARGV[6] ~= '' then
+  noteLeft(lefts, ARGV[6], createJob(k, groupKey, ARGV[6], tonumber(ARGV[7]), now, options, r[S_BODY]))
+  handOver(k, r, ARGV[6], now)
+end
 if ARGV[8] ~= '' then
   r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[9]), ARGV[8]
   noteLeft(lefts, ARGV[8], createJob(k, groupKey, ARGV[8], tonumber(ARGV[17]), now, options, r[S_BODY]))

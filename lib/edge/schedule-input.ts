@@ -6,7 +6,7 @@ import type { NewSchedule } from '../engine';
 import { partitionOf } from '../engine';
 import type { QueueConfig } from '../rules/config';
 import { ID_PATTERN, TOPIC_PATTERN } from '../rules/config';
-import { canonicalZone, cronProblem, ID_MAX, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, type CatchUp, type Recurrence } from '../rules/schedule';
+import { canonicalZone, cronProblem, ID_MAX, JITTER_CHECK_RUNS, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, shortestGapMs, type CatchUp, type Recurrence } from '../rules/schedule';
 import { HttpError, type FieldProblem } from './errors';
 import { checkBodySize, checkJitter, checkJobOptions, requireTopic, throwProblems } from './validation';
 
@@ -14,6 +14,18 @@ const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Refuses a jitter (ms) not smaller than the shortest time between two runs of `recurrence` (for
+ * cron, among its next JITTER_CHECK_RUNS after `now`): it would hold an occurrence back past the
+ * next one's run time.
+ */
+function checkScheduleJitter(jitterMs: number, recurrence: Recurrence, now: number, problems: FieldProblem[]): void {
+  const gap = shortestGapMs(recurrence, now);
+  if (gap === null || jitterMs < gap) return;
+  const between = 'every' in recurrence ? 'its period' : `the shortest time between two of its next ${JITTER_CHECK_RUNS} runs`;
+  problems.push({ path: 'jitter', message: `must be less than ${between}, ${gap / 1000} s: a jitter holds an occurrence back by less than the time to the next run` });
 }
 
 /**
@@ -68,6 +80,7 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
   if (input.paused !== undefined && typeof input.paused !== 'boolean') problem('paused', 'must be true or false');
   const options = checkJobOptions(input, topicOk ? topic : undefined, config, problems);
   const jitterMs = checkJitter(input.jitter, problems);
+  if (jitterMs !== undefined && jitterMs > 0 && recurrence) checkScheduleJitter(jitterMs, recurrence, now, problems);
   let body: string | undefined;
   try {
     const text = JSON.stringify(input.body === undefined ? null : input.body);

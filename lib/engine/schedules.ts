@@ -11,7 +11,7 @@ import type { TopicConfig } from '../rules/config';
 import { groupKey, scheduleKeys, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { jitterOffsetMs } from '../rules/pacing';
-import { advancePlan, catchUpPlan, nextRuns, occurrenceId, type ScheduleSpec } from '../rules/schedule';
+import { advancePlan, catchUpPlan, jitterWindowMs, nextRuns, occurrenceId, type ScheduleSpec } from '../rules/schedule';
 import type { NewSchedule } from './shapes';
 import { run, runPipelined } from './lua';
 import { OUTCOME, REFUSAL } from './codes';
@@ -104,19 +104,24 @@ function laterRuns(spec: ScheduleSpec, after: number): number[] {
   }
 }
 
-/** The jitter (ms) of schedule `spec`'s occurrences: its own, else its topic's (`topicJitterMs`). */
+/**
+ * The jitter (ms) of schedule `spec`'s occurrences: its own, else its topic's (`topicJitterMs`);
+ * each occurrence's window is kept below the time to its next run (jitterWindowMs).
+ */
 export function occurrenceJitterMs(spec: ScheduleSpec, topicJitterMs: number): number {
   return spec.jitterMs ?? topicJitterMs;
 }
 
 /**
  * Schedule `scheduleId`'s occurrence at run time `ms` of topic `topic`: its id, and its due time
- * moved by its jitter offset (deterministic in topic and occurrence id, as a job's is).
+ * moved by its jitter offset (deterministic in topic and occurrence id, as a job's is) within
+ * `jitterMs` but less than the time to the next run (`following`, when known: see jitterWindowMs),
+ * so it falls due before the next occurrence is handed over.
  */
-function occurrence(topic: string, scheduleId: string, ms: number | null, jitterMs: number): script.OccurrenceArg | null {
+function occurrence(topic: string, scheduleId: string, spec: ScheduleSpec, ms: number | null, jitterMs: number, following?: number | null): script.OccurrenceArg | null {
   if (ms === null) return null;
   const id = occurrenceId(scheduleId, ms);
-  return { id, ms, due: ms + jitterOffsetMs(topic, id, jitterMs) };
+  return { id, ms, due: ms + jitterOffsetMs(topic, id, jitterWindowMs(spec, ms, jitterMs, following)) };
 }
 
 function readCall(t: string, partition: number, id: string) {
@@ -133,6 +138,7 @@ export interface PutPlan {
   seen: number;
   pending: 'keep' | 'replace';
   last: number | null;
+  /** A missed run caught up on (resumed); `next` is the run right after it. */
   run: number | null;
   next: number | null;
 }
@@ -182,9 +188,13 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
     spec: JSON.stringify(s.spec),
     body: s.body,
   };
+  // Set when the script refused, at the version read, a plan that withdrew the pending occurrence:
+  // its clock (the partition's) had passed the occurrence's run time where ours (TIME of any node)
+  // had not. That time has come, so the next plan is made at it at the earliest, and keeps it.
+  let floor = 0;
   for (let round = 0; round < PUT_ROUNDS; round++) {
-    const [current, now] = await Promise.all([readSchedule(ctx, t, s.partition, s.id), serverTime(ctx)]);
-    const plan = planPut(s, current, now);
+    const [current, serverNow] = await Promise.all([readSchedule(ctx, t, s.partition, s.id), serverTime(ctx)]);
+    const plan = planPut(s, current, Math.max(serverNow, floor));
     const jitterMs = occurrenceJitterMs(s.spec, t.jitterMs);
     const reply = await run(
       ctx.redis,
@@ -194,12 +204,15 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
         seen: plan.seen,
         pending: plan.pending,
         last: plan.last,
-        run: occurrence(t.name, s.id, plan.run, jitterMs),
-        next: occurrence(t.name, s.id, plan.next, jitterMs),
+        run: occurrence(t.name, s.id, s.spec, plan.run, jitterMs, plan.next),
+        next: occurrence(t.name, s.id, s.spec, plan.next, jitterMs),
         record,
       }),
     );
-    if (reply[0] === REFUSAL.VERSION_MISMATCH) continue;
+    if (reply[0] === REFUSAL.VERSION_MISMATCH) {
+      if (reply[1] === plan.seen && plan.pending === 'replace') floor = current?.[2] ?? floor;
+      continue;
+    }
     // an occurrence made anew in the new group (the group changed): out of the old group's zset or bucket
     if (reply[3].length > 0) await leaveGroups(ctx, leftOccurrences(t.name, s.partition, reply[3]));
     const stored = await readSchedule(ctx, t, s.partition, s.id);
@@ -277,7 +290,7 @@ export interface AdvancePlan {
  * advancePlan: a pending occurrence at most a grace late runs, and the next is the run after it;
  * one later than that was missed, and the latest run due runs once (unless catchUp `none` skips
  * it), the next being the first run after `now`. Occurrences are moved by their jitter offset
- * within the schedule's jitter, else `topicJitterMs`.
+ * within the schedule's jitter, else `topicJitterMs`, and less than the time to their next run.
  */
 export function planAdvance(topic: string, partition: number, view: script.ScheduleView, now: number, topicJitterMs = 0): AdvancePlan {
   const [id, seen, pendingAt, pendingId, last, , , , , group] = view;
@@ -292,8 +305,8 @@ export function planAdvance(topic: string, partition: number, view: script.Sched
     seen,
     group,
     pendingId,
-    run: occurrence(topic, id, plan.run, jitterMs),
-    next: occurrence(topic, id, plan.next, jitterMs),
+    run: occurrence(topic, id, spec, plan.run, jitterMs, plan.next),
+    next: occurrence(topic, id, spec, plan.next, jitterMs),
     last: plan.latest ?? last ?? from,
   };
 }

@@ -12,7 +12,9 @@
  *   - so a cron schedule in a zone with daylight saving skips the second pass of a repeated hour
  *     even when it runs every minute or second: `every` is the fixed rate in real time.
  * `every` runs at the multiples of its period since the epoch (UTC): `every: 60` on the minute.
- * A schedule's jitter moves its occurrences' jobs, not its run times (lib/engine/schedules.ts).
+ * A schedule's jitter moves its occurrences' jobs, not its run times (lib/engine/schedules.ts), and
+ * each by less than the time to the next run (jitterWindowMs), so the jitter never holds back more
+ * than one occurrence of a schedule.
  */
 import { Cron } from 'croner';
 
@@ -205,3 +207,39 @@ export function advancePlan(spec: ScheduleSpec, pending: number, now: number): {
   const [next = null] = nextRuns(spec, pending, 1);
   return { run: pending, latest: pending, next };
 }
+
+/**
+ * How many of a cron schedule's next runs its own jitter is checked against (shortestGapMs): 50
+ * cover the gaps of a day's and a week's pattern, for 5-25 ms of arithmetic a put. A shorter gap
+ * later (one across a spring-forward jump, a month end) is met by jitterWindowMs.
+ */
+export const JITTER_CHECK_RUNS = 50;
+
+/**
+ * The shortest time (ms) between two consecutive run times of `recurrence` after `after`: the period
+ * of `every`; for cron, among its next JITTER_CHECK_RUNS runs. Null with fewer than two runs.
+ */
+export function shortestGapMs(recurrence: Recurrence, after: number): number | null {
+  if ('every' in recurrence) return recurrence.every * 1000;
+  const runs = nextRuns(recurrence, after, JITTER_CHECK_RUNS);
+  let shortest: number | null = null;
+  for (let i = 1; i < runs.length; i++) {
+    const gap = runs[i]! - runs[i - 1]!;
+    if (shortest === null || gap < shortest) shortest = gap;
+  }
+  return shortest;
+}
+
+/**
+ * The window (ms) over which the occurrence at run time `runAt` is moved by its jitter: `jitterMs`,
+ * but less than the time to the next run (`following`, the run after `runAt` when the caller knows
+ * it; computed otherwise), so every occurrence falls due before the next is handed over: the
+ * jitter never holds back two occurrences of one schedule, whatever it is (a topic's default
+ * longer than the period, a gap a spring-forward jump shortens).
+ */
+export function jitterWindowMs(recurrence: Recurrence, runAt: number, jitterMs: number, following?: number | null): number {
+  if (jitterMs <= 0) return 0;
+  const next = following !== undefined && following !== null && following > runAt ? following : nextRuns(recurrence, runAt, 1)[0];
+  return next === undefined ? jitterMs : Math.min(jitterMs, next - runAt);
+}
+

@@ -42,3 +42,23 @@ end
 local function occurrenceOptions(r)
   return { max = r[S_MAX], ttr = r[S_TTR], backoff = r[S_BACKOFF], url = r[S_URL], group = r[S_GROUP] }
 end
+
+-- Records occurrence `id` as the one schedule record `r` hands over now. The one handed over before
+-- it, if its jitter still holds it back (pending, never attempted, due after `now`), falls due now,
+-- so a schedule never holds back more than one occurrence whatever its jitter (each occurrence's
+-- jitter is also kept within the time to its next run: lib/rules/schedule.ts jitterWindowMs).
+-- `k`: jobs, delayed.
+local function handOver(k, r, id, now)
+  local before = r[S_LAST_ID]
+  r[S_LAST_ID] = id
+  if not before or before == id then return end
+  local due = redis.call('ZSCORE', k.delayed, before)
+  if not due or tonumber(due) <= now then return end
+  local record = redis.call('HGET', k.jobs, before)
+  if not record then return end
+  local h, inline = decode(record)
+  if h[H_STATE] ~= PENDING or h[H_ATTEMPTS] ~= 0 then return end
+  h[H_RUN_AT], h[H_UPDATED] = now, now
+  save(k.jobs, before, h, inline)
+  redis.call('ZADD', k.delayed, now, before)
+end

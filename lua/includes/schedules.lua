@@ -5,9 +5,12 @@
   run left). LAST: the latest occurrence handed over (due, so left to run, or skipped). MAX..GROUP:
   each occurrence's options, as a job header holds them. SPEC: the definition as
   lib/engine/schedules.ts writes it (JSON, opaque here). BODY: each occurrence's body (JSON text).
+  LAST_ID: the job id of the occurrence handed over last (false: none yet), which its jitter may
+  still hold back; not in the view.
 ]]
 local S_VERSION, S_NEXT, S_NEXT_ID, S_LAST, S_MAX, S_TTR, S_BACKOFF, S_URL, S_GROUP, S_CREATED, S_UPDATED, S_SPEC, S_BODY =
   1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+local S_LAST_ID = 14
 
 -- Schedule `id`'s record as the scripts reply it: the id, then the slots in order (body false
 -- when `withBody` is not set). Mirrored by ScheduleView in lib/engine/scripts.ts.

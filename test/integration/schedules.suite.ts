@@ -14,6 +14,8 @@ import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/engine
 import type { Queue } from '../../lib/edge/queue';
 import { HttpError } from '../../lib/edge/errors';
 import { validateSchedulesQuery } from '../../lib/edge/validation';
+import { validateSchedule } from '../../lib/edge/schedule-input';
+import { moveDue } from '../../lib/engine/sweep'; // a sweep's steps apart, to claim before the schedule moves on
 import { jitterOffsetMs } from '../../lib/rules/pacing';
 import { occurrenceId } from '../../lib/rules/schedule';
 import { run } from '../../lib/engine/lua';
@@ -136,12 +138,12 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.equal(calls, 0, 'not called when nothing is ready');
     });
 
-    it('jitter (the schedule\'s, else the topic\'s) moves each occurrence by its deterministic offset; each runs once, even with a jitter longer than the period', async () => {
+    it('jitter (the schedule\'s, else the topic\'s) moves each occurrence by its deterministic offset; each runs once', async () => {
       const { q, topic, clock } = setup({ jitter: 600 });
       const start = clock.now;
-      const own = await q.putSchedule(topic, 'spread', { every: 10, jitter: 30, body: 's' });
+      const own = await q.putSchedule(topic, 'spread', { every: 10, jitter: 8, body: 's' });
       const inherited = await q.putSchedule(topic, 'herd', { cron: '0 * * * *', body: 'h' });
-      assert.equal(own.schedule.jitter, 30);
+      assert.equal(own.schedule.jitter, 8);
       assert.equal(inherited.schedule.jitter, null, 'none of its own: the topic\'s applies');
       // the schedule's run times stay nominal; the occurrence (a job) carries the offset
       assert.deepEqual(own.schedule.pending, { id: occurrenceId('spread', start + 10 * SEC), runAt: iso(start + 10 * SEC) });
@@ -160,7 +162,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const expected: string[] = [];
       for (let nominal = start + 10 * SEC; nominal <= clock.now; nominal += 10 * SEC) {
         const id = occurrenceId('spread', nominal);
-        const at = due(id, nominal, 30_000);
+        const at = due(id, nominal, 8_000);
         offsets.add(at - nominal);
         if (at > clock.now) continue; // not due yet
         expected.push(id);
@@ -213,22 +215,92 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual((await q.get(topic, third))?.body, 'v3');
     });
 
-    it('an occurrence whose run time passed is handed over: while its jitter holds it back, a delete of the schedule leaves it to run', async () => {
+    it('an occurrence whose run time passed is handed over, held back by its jitter: a delete withdraws it with the pending one (issue 30 item 4)', async () => {
       const { q, topic, clock } = setup();
       const start = clock.now;
-      // an id whose offset within a 600-s jitter is over 2 s, so it is still delayed after its run time
-      const id = ['held', 'held-b', 'held-c', 'held-d', 'held-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + MIN), 600_000) > 2 * SEC)!;
-      await q.putSchedule(topic, id, { every: 60, jitter: 600 });
+      // an id whose offset within a 50-s jitter is over 2 s, so it is still delayed after its run time
+      const id = ['held', 'held-b', 'held-c', 'held-d', 'held-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + MIN), 50_000) > 2 * SEC)!;
+      await q.putSchedule(topic, id, { every: 60, jitter: 50 });
       const first = occurrenceId(id, start + MIN);
       clock.advance(MIN + SEC);
       assert.deepEqual(await sweepAndRun(q, topic), [], 'its run time passed, its jitter holds it back');
       assert.equal((await q.getSchedule(topic, id))?.pending?.id, occurrenceId(id, start + 2 * MIN), 'the schedule moved on');
+      assert.equal((await q.get(topic, first))?.state, 'delayed', 'handed over, held back');
       await q.deleteSchedule(topic, id);
-      assert.ok(['gone', 'cancelled'].includes((await q.get(topic, occurrenceId(id, start + 2 * MIN)))?.state ?? 'gone'), 'the pending one is withdrawn');
-      const held = await q.get(topic, first);
-      assert.equal(held?.state, 'delayed', 'the handed-over one is not');
-      clock.now = Date.parse(held!.runAt);
-      assert.deepEqual(await sweepAndRun(q, topic), [first], 'and runs at its jittered time');
+      for (const occurrence of [first, occurrenceId(id, start + 2 * MIN)]) {
+        assert.ok(['gone', 'cancelled'].includes((await q.get(topic, occurrence))?.state ?? 'gone'), `${occurrence} is withdrawn`);
+      }
+      assert.deepEqual(await liveJobs(q, topic), [], 'nothing of the schedule is left to run');
+      clock.advance(MIN);
+      assert.deepEqual(await sweepAndRun(q, topic), []);
+    });
+
+    it("a topic's jitter of a period or more (every 1 s, jitter 3600 s) holds back at most one occurrence beside the pending one, each falls due within its period, and a delete leaves none to run (issue 30 item 4)", async () => {
+      const { q, topic, clock } = setup({ jitter: 3600 });
+      const start = clock.now;
+      await q.putSchedule(topic, 'fast', { every: 1 });
+      const ran = new Map<string, number>();
+      for (let s = 1; s <= 120; s++) {
+        clock.advance(SEC);
+        for (const id of await sweepAndRun(q, topic)) {
+          assert.ok(!ran.has(id), `${id} ran twice`);
+          ran.set(id, clock.now);
+        }
+        const waiting = await liveJobs(q, topic);
+        assert.ok(waiting.length <= 2, `after ${s} s, ${waiting.length} occurrences wait: ${waiting.slice(0, 4).join(', ')}…`);
+      }
+      // the topic's jitter applies up to the period: an occurrence falls due within [run time, run time + 1 s)
+      for (let n = 1; n < 120; n++) {
+        const id = occurrenceId('fast', start + n * SEC);
+        const offset = jitterOffsetMs(topic, id, SEC);
+        assert.equal(ran.get(id), start + n * SEC + (offset === 0 ? 0 : SEC), `${id} (offset ${offset} ms) ran at the sweep after it fell due`);
+      }
+      await q.deleteSchedule(topic, 'fast');
+      assert.deepEqual(await liveJobs(q, topic), [], 'the delete withdrew every occurrence that had not started');
+      clock.advance(HOUR);
+      assert.deepEqual(await sweepAndRun(q, topic), []);
+    });
+
+    it('a schedule\'s own jitter of a period or more is 400 VALIDATION_FAILED naming jitter (issue 30 item 4)', async () => {
+      const { q, topic } = setup();
+      for (const input of [{ every: 1, jitter: 3600 }, { every: 1, jitter: 86_400 }, { cron: '* * * * *', jitter: 60 }]) {
+        const error = await rejects(q.putSchedule(topic, 'wide', input), 400, 'VALIDATION_FAILED');
+        assert.deepEqual((error.details as { path: string }[]).map((d) => d.path), ['jitter'], JSON.stringify(input));
+      }
+      assert.equal(await q.getSchedule(topic, 'wide'), null);
+    });
+
+    it('a put that shortens the period: the occurrence handed over under the old definition, still held back by its jitter, falls due when the next is handed over, so never two are held back (issue 30 item 4)', async () => {
+      const { q, topic, clock } = setup();
+      const start = clock.now;
+      // an id whose first occurrence is held back by its 3000-s jitter for more than 2 minutes
+      const id = ['slow', 'slow-b', 'slow-c', 'slow-d', 'slow-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + HOUR), 3_000_000) > 2 * MIN)!;
+      await q.putSchedule(topic, id, { every: 3600, jitter: 3000 });
+      const held = occurrenceId(id, start + HOUR);
+      clock.advance(HOUR + 5 * SEC);
+      assert.deepEqual(await sweepAndRun(q, topic), [], 'handed over, held back');
+      await q.putSchedule(topic, id, { every: 60 });
+      const next = occurrenceId(id, start + HOUR + MIN);
+      assert.deepEqual(await liveJobs(q, topic), [held, next].sort());
+      clock.now = start + HOUR + MIN;
+      const ran = [...(await sweepAndRun(q, topic)), ...(await sweepAndRun(q, topic))].sort();
+      assert.deepEqual(ran, [held, next].sort(), 'the held one fell due when the next was handed over');
+      await q.deleteSchedule(topic, id);
+      assert.deepEqual(await liveJobs(q, topic), []);
+    });
+
+    it('a delete leaves an occurrence that ran and waits for its retry to its backoff: one that started runs on', async () => {
+      const { q, topic, clock } = setup();
+      await q.putSchedule(topic, 'retry', { every: 60 });
+      clock.advance(MIN);
+      await q.engine.sweep();
+      const [job] = await q.engine.claim(topic, 10);
+      assert.equal(job?.id, occurrenceId('retry', clock.now));
+      assert.equal((await q.engine.fail(topic, job!.id, job!, 'boom')).outcome, 'retry');
+      await q.deleteSchedule(topic, 'retry');
+      assert.equal((await q.get(topic, job!.id))?.state, 'delayed', 'its retry stays');
+      clock.advance(10 * SEC);
+      assert.deepEqual(await sweepAndRun(q, topic), [job!.id]);
     });
 
     it('a sweeper seconds late (busy, cold-starting) is late, not down: each late occurrence runs once, in order, none withdrawn', async () => {
@@ -292,6 +364,66 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       }
       assert.deepEqual(await sweepAndRun(q, topic), ['p-latest:20300101T011000Z'], 'latest: the latest missed (01:10) once; none: nothing');
       assert.deepEqual(await sweepAndRun(q, topic), []);
+    });
+
+    it('a pause read just before the run time and committed after the occurrence was claimed does not make it run again on resume (retention 0; issue 30 item 3)', async () => {
+      const { q, topic, clock, ctx } = setup({}, { retention: 0 });
+      const start = clock.now;
+      const t = ctx.config.topics.get(topic)!;
+      const p = partitionOf(topic, 'twice', target.partitions);
+      const sk = scheduleKeys(p, topic);
+      const k = topicKeys(p, topic);
+      await q.putSchedule(topic, 'twice', { every: 60 });
+      clock.advance(MIN);
+      assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('twice', start + MIN)], 'a first run, so a resume has a last run to catch up from');
+      const second = occurrenceId('twice', start + 2 * MIN);
+      // the pause reads the schedule a second before the second occurrence's run time, and plans
+      clock.advance(MIN - SEC);
+      const pause = validateSchedule(topic, 'twice', { every: 60, paused: true }, ctx.config, clock.now);
+      const plan = engine.planPut(pause, await engine.readSchedule(ctx, t, p, 'twice'), clock.now);
+      assert.equal(plan.pending, 'replace', 'read before its run time, the plan withdraws the pending occurrence');
+      // the run time comes; the sweeper moves the job to ready (its schedule not moved on yet), a handler claims and acks it
+      clock.advance(SEC);
+      await moveDue(ctx, t, p, 100);
+      const [job] = await q.engine.claim(topic, 10);
+      assert.equal(job?.id, second);
+      assert.equal(await q.engine.ack(topic, job!.id, job!), 'done');
+      // now the pause commits the plan it made from its read (the engine's call), and reads again when refused
+      const stale = await run(
+        ctx.redis,
+        script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], {
+          clock: ctx.clock(), id: 'twice', seen: plan.seen, pending: plan.pending, last: plan.last, run: null, next: null, record: { spec: JSON.stringify(pause.spec), body: pause.body },
+        }),
+      );
+      if (stale[0] === REFUSAL.VERSION_MISMATCH) await q.putSchedule(topic, 'twice', { every: 60, paused: true });
+      assert.equal((await q.getSchedule(topic, 'twice'))?.paused, true);
+      // resumed 30 s later, before the next run time: nothing was missed
+      clock.advance(30 * SEC);
+      const resumed = await q.putSchedule(topic, 'twice', { every: 60 });
+      const ran = [...(await sweepAndRun(q, topic)), ...(await sweepAndRun(q, topic))];
+      assert.deepEqual(ran, [], `${second} ran once, before the pause; the resume ran ${JSON.stringify(ran)}`);
+      assert.equal(resumed.schedule.lastRunAt, iso(start + 2 * MIN), 'the claimed occurrence counts as run');
+      assert.equal(resumed.schedule.pending?.id, occurrenceId('twice', start + 3 * MIN));
+      assert.equal(stale[0], REFUSAL.VERSION_MISMATCH, 'the stale plan was refused');
+    });
+
+    it('a put whose clock (TIME of another node) lags the partition\'s: refused as stale, it keeps the due occurrence in the next round, not after 5 refusals (issue 30 item 3)', async () => {
+      const { q, topic, clock, ctx } = setup();
+      const start = clock.now;
+      const t = ctx.config.topics.get(topic)!;
+      await q.putSchedule(topic, 'skew', { every: 60 });
+      clock.advance(MIN); // the run time, by the partition's clock
+      // each round reads the engine's time (serverTime) and then builds the script's clock: the first a second behind
+      let calls = 0;
+      const lagging = { ...ctx, clock: () => (calls++ % 2 === 0 ? clock.now - SEC : clock.now) };
+      const pause = validateSchedule(topic, 'skew', { every: 60, paused: true }, ctx.config, clock.now);
+      const put = await engine.putSchedule(lagging, t, pause);
+      assert.equal(calls, 4, 'two rounds');
+      assert.equal(put.schedule.lastRunAt, iso(start + MIN), 'the due occurrence is kept, handed over');
+      assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('skew', start + MIN)]);
+      clock.advance(30 * SEC);
+      await q.putSchedule(topic, 'skew', { every: 60 });
+      assert.deepEqual(await sweepAndRun(q, topic), [], 'the resume runs nothing again');
     });
 
     it('delete removes the schedule and withdraws its pending occurrence; a second delete is 404', async () => {
@@ -442,6 +574,8 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const replaced = await put(created[1]);
       assert.equal(replaced[0], OUTCOME.REPLACED);
       assert.deepEqual(await liveJobs(q, topic), [occurrenceId('codes', clock.now + MIN)], 'the same occurrence id is not doubled');
+      clock.advance(MIN); // the pending occurrence's run time has come: a plan that withdraws it was made from an earlier read
+      assert.deepEqual(await put(replaced[1]), [REFUSAL.VERSION_MISMATCH, replaced[1]], 'a put replacing a pending occurrence whose run time has come');
       const advance = (seen: number, id = 'codes') =>
         run(ctx.redis, script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: clock.now, id, seen, run: null, next: null, last: clock.now }));
       assert.deepEqual(await advance(1, 'missing'), [REFUSAL.NOT_FOUND]);

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/rules/config';
 import { HttpError } from '../../lib/edge/errors';
 import { partitionOf, routingId } from '../../lib/engine/keys';
-import { advancePlan, catchUpPlan, CATCH_UP_GRACE_MS, instantOf, latestRun, nextRuns, occurrenceId, SCHEDULE_ID_MAX, type Recurrence, type ScheduleSpec } from '../../lib/rules/schedule';
+import { advancePlan, catchUpPlan, CATCH_UP_GRACE_MS, instantOf, jitterWindowMs, latestRun, nextRuns, occurrenceId, SCHEDULE_ID_MAX, shortestGapMs, type Recurrence, type ScheduleSpec } from '../../lib/rules/schedule';
 import { validateSchedule } from '../../lib/edge/schedule-input';
 
 const at = (text: string) => Date.parse(text);
@@ -162,6 +162,30 @@ describe('the sweeper\'s advance: late is not missed', () => {
   });
 });
 
+describe('jitter: an occurrence is moved by less than the time to the next run', () => {
+  it('jitterWindowMs: the jitter, cut to the time to the next run (a topic\'s default longer than the period, a spring-forward jump)', () => {
+    assert.equal(jitterWindowMs({ every: 10 }, at('2026-06-01T00:00:10Z'), 600_000), 10_000);
+    assert.equal(jitterWindowMs({ every: 3600 }, at('2026-06-01T01:00:00Z'), 600_000), 600_000);
+    assert.equal(jitterWindowMs({ every: 10 }, at('2026-06-01T00:00:10Z'), 0), 0);
+    // hourly at :30 in Berlin: 01:30 CET (00:30Z) is followed by the jump to 03:00 CEST (01:00Z), 30 minutes on
+    assert.equal(jitterWindowMs(berlin('30 * * * *'), at('2026-03-29T00:30:00Z'), 3_000_000), 1_800_000);
+    assert.equal(jitterWindowMs(berlin('30 * * * *'), at('2026-03-29T00:30:00Z'), 3_000_000, at('2026-03-29T01:00:00Z')), 1_800_000, 'the next run as the caller knows it');
+    assert.equal(jitterWindowMs(berlin('30 * * * *'), at('2026-03-29T01:00:00Z'), 3_000_000), 1_800_000);
+    assert.equal(jitterWindowMs(berlin('30 * * * *'), at('2026-03-29T01:30:00Z'), 3_000_000), 3_000_000);
+    assert.equal(jitterWindowMs({ cron: '0 0 29 2 *', timezone: 'UTC' }, at('2028-02-29T00:00:00Z'), 86_400_000), 86_400_000);
+  });
+
+  it('shortestGapMs: the period of every; for cron the shortest gap among its next runs', () => {
+    const from = at('2026-06-01T00:00:00Z');
+    assert.equal(shortestGapMs({ every: 90 }, from), 90_000);
+    assert.equal(shortestGapMs({ cron: '*/5 * * * *', timezone: 'UTC' }, from), 300_000);
+    assert.equal(shortestGapMs({ cron: '0 0,23 * * *', timezone: 'UTC' }, from), 3_600_000, '23:00 to 00:00');
+    assert.equal(shortestGapMs(berlin('0 9 * * 1-5'), from), 86_400_000);
+    assert.equal(shortestGapMs(berlin('30 1,3 * * *'), at('2026-03-28T12:00:00Z')), 3_600_000, '01:30 CET to 03:30 CEST: 1 h, not 2');
+    assert.equal(shortestGapMs({ cron: '0 0 29 2 *', timezone: 'UTC' }, from), 4 * 365 * 86_400_000 + 86_400_000);
+  });
+});
+
 describe('schedule validation: 400 naming the field', () => {
   const config = resolveQueueConfig({ topics: { reports: {}, hooks: { kind: 'webhook' } } });
   const now = at('2026-06-01T00:00:00Z');
@@ -191,6 +215,18 @@ describe('schedule validation: 400 naming the field', () => {
     assert.deepEqual(fails({ every: 60, jitter: -1 }), ['jitter']);
     assert.deepEqual(fails({ every: 60, jitter: '5s' }), ['jitter']);
     assert.deepEqual(fails({ every: 60, jitter: 86_401 }), ['jitter']);
+  });
+
+  it('refuses a jitter not smaller than the shortest time between two runs, which would hold back more than one occurrence (issue 30 item 4)', () => {
+    assert.deepEqual(fails({ every: 1, jitter: 3600 }), ['jitter']);
+    assert.deepEqual(fails({ every: 1, jitter: 86_400 }), ['jitter']);
+    assert.deepEqual(fails({ every: 60, jitter: 60 }), ['jitter']);
+    assert.deepEqual(fails({ cron: '*/5 * * * *', jitter: 300 }), ['jitter']);
+    assert.deepEqual(fails({ cron: '0 0,23 * * *', jitter: 3600 }), ['jitter'], 'the shortest gap (23:00 to 00:00), not the first (23 h)');
+    assert.deepEqual(fails({ cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', jitter: 86_400 }), ['jitter'], 'a day from one weekday to the next');
+    for (const ok of [{ every: 60, jitter: 59.999 }, { cron: '*/5 * * * *', jitter: 299 }, { cron: '0 0,23 * * *', jitter: 3599 }, { cron: '0 9 * * 1-5', jitter: 86_399 }]) {
+      assert.ok(validateSchedule('reports', 'ok', ok, config, now).spec.jitterMs! > 0, JSON.stringify(ok));
+    }
   });
 
   it('refuses an id too long to leave room for the occurrence suffix', () => {
