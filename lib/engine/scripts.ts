@@ -384,7 +384,7 @@ export function advanceSchedule(
   return call('advanceSchedule', keys, [a.clock, a.id, a.seen, ...runArgs(a.run), ...nextArgs(a.next), a.last, nextDueArg(a.next)]);
 }
 
-/** lua/deleteSchedule-8.lua's reply: `withdrawn` 1 when a pending occurrence was withdrawn. */
+/** lua/deleteSchedule-8.lua's reply: `withdrawn` 1 when an occurrence (the pending one, or the one handed over and not yet started) was withdrawn. */
 export type DeleteScheduleReply = readonly [code: Outcome<'DELETED'>, withdrawn: Flag] | readonly [code: Refused<'NOT_FOUND'>];
 
 /** lua/deleteSchedule-8.lua: deletes a schedule and withdraws its pending occurrence. */
