@@ -44,10 +44,16 @@ export async function listDeadJobs(ctx: EngineContext, t: TopicConfig, page: { l
   return { jobs: jobs.map(({ entry, body }) => toDeadJob(t, entry, body)), next: next && { diedAt: next.score, id: next.id } };
 }
 
-/** Moves dead jobs of topic `t` back to delayed, due now: the given ids, or the `count` oldest. */
-export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { ids: readonly string[] } | { count: number }): Promise<{ redriven: number } & Wake> {
+/**
+ * Moves dead jobs of topic `t` back to delayed, due now: the given ids, or the `count` oldest.
+ * `changed`: the partitions where it redrove jobs; `looked`: those where it looked and redrove
+ * none (its answer stands on their state too).
+ */
+export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { ids: readonly string[] } | { count: number }): Promise<{ redriven: number; changed: number[]; looked: number[] } & Wake> {
   let redriven = 0;
   let wake = false;
+  const changed: number[] = [];
+  const looked: number[] = [];
   /** One partition: calls again while a call stops at its byte budget. */
   const redrive = async (partition: number, args: { ids: readonly string[] } | { count: number }): Promise<void> => {
     const k = topicKeys(partition, t.name);
@@ -62,16 +68,21 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
       else return;
     }
   };
+  const visit = async (partition: number, args: { ids: readonly string[] } | { count: number }): Promise<void> => {
+    const before = redriven;
+    await redrive(partition, args);
+    (redriven > before ? changed : looked).push(partition);
+  };
   if ('ids' in which) {
     const byPartition = groupBy(which.ids, (id) => partitionOf(t.name, id, ctx.config.partitions));
-    for (const [partition, ids] of byPartition) await redrive(partition, { ids });
+    for (const [partition, ids] of byPartition) await visit(partition, { ids });
   } else {
     // the oldest first of partition 0, then of 1, ...: dead jobs of one partition are ordered, not across partitions
     for (const partition of partitionsInOrder(ctx.config.partitions)) {
       const left = which.count - redriven;
       if (left <= 0) break;
-      await redrive(partition, { count: left });
+      await visit(partition, { count: left });
     }
   }
-  return { redriven, wake };
+  return { redriven, wake, changed, looked };
 }

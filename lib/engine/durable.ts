@@ -5,10 +5,11 @@
  * so far, or after the timeout with 0. On a cluster the wait goes to the primary that owns the
  * partition's slot, on the very connection the script went through (each primary has one).
  *
- * WAIT covers only the connection's own writes. An answer that wrote nothing ("this job already
- * exists", "already cancelled") stands on changes another connection made, which may not have
- * reached a replica yet; for those partitions a tiny script first bumps the partition's sync
- * counter (lua/syncPoint-1.lua), and the wait then covers everything the primary had before it.
+ * WAIT covers only the connection's own writes. An answer that wrote nothing (404, 409, 412,
+ * "already cancelled", "redriven: 0") stands on changes another connection made, which may not
+ * have reached a replica yet (the change a 503 refused, then retried by another Lambda); for
+ * those partitions a tiny script first bumps a sync counter (lua/syncPoint-1.lua), once per
+ * primary, and the wait then covers everything that primary had before it.
  */
 import { Cluster, type Redis } from 'ioredis';
 import { slotOf, syncKey } from './keys';
@@ -44,17 +45,22 @@ export async function confirmReplicated(ctx: EngineContext, partitions: Iterable
   const cover = new Set(covering);
   const all = new Set([...partitions, ...cover]);
   if (all.size === 0) return;
-  await Promise.all([...cover].map((p) => run(ctx.redis, script.syncPoint([syncKey(p)]))));
   // one WAIT per connection: on a single node every partition shares one
-  const byConnection = new Map<Redis | undefined, number[]>();
+  const byConnection = new Map<Redis | undefined, { group: number[]; sync?: number }>();
   for (const p of all) {
     const connection = connectionFor(ctx.redis as Redis | Cluster, p);
-    byConnection.set(connection, [...(byConnection.get(connection) ?? []), p]);
+    const entry = byConnection.get(connection) ?? { group: [] };
+    entry.group.push(p);
+    if (cover.has(p)) entry.sync ??= p;
+    byConnection.set(connection, entry);
   }
   const unconfirmed: number[] = [];
   await Promise.all(
-    [...byConnection].map(async ([connection, group]) => {
-      const replicas = connection ? Number(await connection.call('WAIT', 1, timeoutMs)) : 0;
+    [...byConnection].map(async ([connection, { group, sync }]) => {
+      if (!connection) return void unconfirmed.push(...group);
+      // one bump covers every partition of that primary: its replicas follow one stream of its writes
+      if (sync !== undefined) await run(ctx.redis, script.syncPoint([syncKey(sync)]));
+      const replicas = Number(await connection.call('WAIT', 1, timeoutMs));
       if (replicas < 1) unconfirmed.push(...group);
     }),
   );

@@ -16,11 +16,11 @@ import { serverTime, type EngineContext } from './context';
 import { listDeadJobs, redriveJobs, type DeadCursor } from './dead';
 import { confirmReplicated } from './durable';
 import { cancelGroup, listGroup, type GroupCursor } from './groups';
-import type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobChange, NewJob, Refused, SweepResult, TopicStats, Wake, WriteResult } from './jobs';
+import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type JobChange, type NewJob, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './jobs';
 import { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, type LatenessWindow } from './lateness';
 import { listJobs, type JobsCursor, type ListState } from './lists';
 import { partitionOf } from './keys';
-import { partitionsInOrder, Rotation } from './partitions';
+import { Rotation } from './partitions';
 import { getJob, topicStats } from './read';
 import { deleteSchedule, getSchedule, listSchedules, putSchedule, type Schedule } from './schedules';
 import { sweep, type OnReady } from './sweep';
@@ -120,26 +120,27 @@ export class Engine {
 
   /** Cancels a pending or running job (`ifMatch`: '' none, '*' any version, or a version). */
   async cancel(topic: string, id: string, ifMatch: '' | '*' | number = ''): Promise<{ job: Job } | Refused> {
-    const outcome = await cancelJob(this.ctx, this.topic(topic), id, ifMatch);
+    const { outcome, wrote } = await cancelJob(this.ctx, this.topic(topic), id, ifMatch);
     const p = this.partitionOf(topic, id);
-    await this.durable([p], [p]); // "already cancelled" wrote nothing
+    await this.durable([p], wrote ? [] : [p]); // 404, 409, 412 and "already cancelled" wrote nothing
     return outcome;
   }
 
   /** Changes the due time and/or body of a pending job. */
   async reschedule(topic: string, id: string, change: JobChange): Promise<({ job: Job } & Wake) | Refused> {
     const outcome = await rescheduleJob(this.ctx, this.topic(topic), id, change);
-    await this.durable([this.partitionOf(topic, id)]);
+    const p = this.partitionOf(topic, id);
+    await this.durable([p], isRefused(outcome) ? [p] : []);
     if ('wake' in outcome && outcome.wake) await this.wake(Date.parse(outcome.job.runAt));
     return outcome;
   }
 
   /** Moves dead jobs back to delayed, due now: the given ids, or the `count` oldest. */
   async redrive(topic: string, which: { ids: readonly string[] } | { count: number } = { count: REDRIVE_COUNT.default }): Promise<{ redriven: number } & Wake> {
-    const result = await redriveJobs(this.ctx, this.topic(topic), which);
-    if (result.redriven > 0) await this.durable('ids' in which ? which.ids.map((id) => this.partitionOf(topic, id)) : partitionsInOrder(this.config.partitions));
-    if (result.wake) await this.wake('now');
-    return result;
+    const { redriven, wake, changed, looked } = await redriveJobs(this.ctx, this.topic(topic), which);
+    await this.durable(changed, looked); // "redriven: 0" stands on what the primary had
+    if (wake) await this.wake('now');
+    return { redriven, wake };
   }
 
   /** Cancels every unfinished job of a group: { cancelled, running }. */
@@ -152,7 +153,7 @@ export class Engine {
   /** Creates or replaces a validated schedule and its pending occurrence. */
   async putSchedule(topic: string, s: NewSchedule): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
     const result = await putSchedule(this.ctx, this.topic(topic), s);
-    await this.durable([s.partition]);
+    await this.durable([s.partition], [s.partition]); // the answer is the schedule read after the write, another writer's change included
     if (result.wake) {
       // the pending occurrence, or a missed one caught up on resume (due now, at lastRunAt)
       const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
@@ -165,7 +166,7 @@ export class Engine {
   async deleteSchedule(topic: string, id: string): Promise<boolean> {
     const p = this.partitionOf(topic, id);
     const deleted = await deleteSchedule(this.ctx, this.topic(topic), p, id);
-    if (deleted) await this.durable([p]);
+    await this.durable([p], deleted ? [] : [p]); // a 404 stands on what the primary had
     return deleted;
   }
 

@@ -3,7 +3,7 @@ import type { TopicConfig } from '../rules/config';
 import { groupKey, jobKeys, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { run, runPipelined } from './lua';
-import { REFUSAL } from './codes';
+import { OUTCOME, REFUSAL } from './codes';
 import type { EngineContext } from './context';
 import { toJob, toWriteResult, type Job, type JobChange, type NewJob, type Refused, type Wake, type WriteResult } from './jobs';
 import { leaveGroups } from './groups';
@@ -61,14 +61,16 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
 /**
  * Cancels a pending or running job (again is fine); refused when it is missing, done or dead, or
  * when `ifMatch` ('*': any existing job; a number: the version it must have) does not hold.
+ * `wrote`: this call cancelled the job (any other answer changed nothing).
  */
-export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = ''): Promise<{ job: Job } | Refused> {
+export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = ''): Promise<{ outcome: { job: Job } | Refused; wrote: boolean }> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
   const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs, ifMatch }));
-  if (reply[0] === REFUSAL.NOT_FOUND) return { refusal: reply[0] };
-  if (reply[0] === REFUSAL.VERSION_MISMATCH) return reply[1] ? { refusal: reply[0], job: toJob(t, reply[1]) } : { refusal: reply[0] };
+  if (reply[0] === REFUSAL.NOT_FOUND) return { outcome: { refusal: reply[0] }, wrote: false };
+  if (reply[0] === REFUSAL.VERSION_MISMATCH) return { outcome: reply[1] ? { refusal: reply[0], job: toJob(t, reply[1]) } : { refusal: reply[0] }, wrote: false };
   const job = toJob(t, reply[1]);
-  return reply[0] === REFUSAL.JOB_FINISHED ? { refusal: reply[0], job } : { job };
+  if (reply[0] === REFUSAL.JOB_FINISHED) return { outcome: { refusal: reply[0], job }, wrote: false };
+  return { outcome: { job }, wrote: reply[0] === OUTCOME.CANCELLED };
 }
 
 /** Changes the due time and/or the body of a pending job; refused unless it is delayed or ready. */

@@ -104,6 +104,21 @@ describe('durability replica on a primary with one replica', () => {
     assert.equal(await onReplica('c1'), 1);
   });
 
+  it('answers that wrote nothing in many partitions cost one sync bump per primary, not one per partition', async () => {
+    const wide = uniqueTopic('dur-wide');
+    const partitions = 8;
+    const q = makeQueue(redis, { [wide]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: TIMEOUT_S } });
+    const bumps = async () => {
+      const values = await Promise.all(Array.from({ length: partitions }, (_, p) => redis.get(syncKey(p))));
+      return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
+    };
+    const before = await bumps();
+    assert.deepEqual(await q.redrive(wide, { count: 10 }), { redriven: 0, wake: false }, 'looked in all 8 partitions, redrove nothing');
+    assert.equal((await bumps()) - before, 1, 'one bump covers every partition of the one primary');
+    assert.deepEqual(await q.cancelGroup(wide, 'g'), { cancelled: 0, running: 0 });
+    assert.equal((await bumps()) - before, 2, 'a group cancel over 8 partitions: one more');
+  });
+
   it('redrive is acknowledged only once replicated', async () => {
     const dead = uniqueTopic('dur-dead');
     const q = makeQueue(redis, { [dead]: { maxAttempts: 1 } }, { config: { durability: 'replica', durabilityTimeout: TIMEOUT_S } });

@@ -1,0 +1,76 @@
+/**
+ * A primary whose one replica syncs through a link the test can cut (a TCP proxy: both servers stay
+ * up and connected, no byte passes, as on a hung network), and a failover to that replica
+ * (`REPLICAOF NO ONE`, as ElastiCache promotes one), with a fresh replica for the new primary so
+ * that durability `replica` can acknowledge changes there again.
+ */
+import { spawnSync } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { until } from '../../scripts/support/process';
+import { startSwitchProxy, type SwitchProxy } from './proxy';
+import { startRedis, type RedisProcess } from './redis';
+
+// a new replica syncs at once instead of after Redis's default 5 s wait for more replicas to join
+const SYNC_NOW = ['--repl-diskless-sync-delay', '0'];
+
+function replication(port: number): string {
+  return spawnSync('redis-cli', ['-p', String(port), 'info', 'replication'], { encoding: 'utf8' }).stdout;
+}
+
+async function synced(replica: RedisProcess, primary: RedisProcess): Promise<void> {
+  const up = await until(() => /master_link_status:up/.test(replication(replica.port)) && /^slave0:.*state=online/m.test(replication(primary.port)), 30_000, 50);
+  if (!up) throw new Error(`timed out waiting for the replica on ${replica.port} to sync with ${primary.port}`);
+}
+
+export interface CuttableReplica {
+  primary: RedisProcess;
+  replica: RedisProcess;
+  /** Stops every byte between primary and replica; both keep running. */
+  cutLink(): void;
+  /**
+   * Promotes the replica (it lacks whatever the primary wrote after the cut) and gives it a
+   * replica of its own, synced; returns the new primary. The old primary stays up, unreplicated.
+   */
+  failover(): Promise<RedisProcess>;
+  stop(): Promise<void>;
+}
+
+/** Starts a primary and a replica of it through a cuttable link, synced. */
+export async function startCuttableReplica(): Promise<CuttableReplica> {
+  const started: RedisProcess[] = [];
+  const proxies: SwitchProxy[] = [];
+  const stop = async () => {
+    await Promise.all(proxies.map((p) => p.close()));
+    await Promise.all(started.map((s) => s.stop()));
+  };
+  try {
+    const primary = await startRedis({ args: SYNC_NOW });
+    started.push(primary);
+    const link = await startSwitchProxy({ port: primary.port });
+    proxies.push(link);
+    const replica = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(link.port)] });
+    started.push(replica);
+    await synced(replica, primary);
+    return {
+      primary,
+      replica,
+      cutLink: () => link.cut(),
+      async failover() {
+        const promote = new Redis(replica.port);
+        try {
+          await promote.replicaof('NO', 'ONE');
+        } finally {
+          promote.disconnect();
+        }
+        const next = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(replica.port)] });
+        started.push(next);
+        await synced(next, replica);
+        return replica;
+      },
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
