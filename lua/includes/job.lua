@@ -18,14 +18,14 @@ local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, 
 -- the attempt, false while it is only claimed. H_GIVE_BACKS: claims in a row given back without
 -- counting (released after a failed invoke, or timed out before they started).
 local H_CLAIM, H_STARTED, H_GIVE_BACKS = 12, 13, 14
--- H_VERSION: the version the record's last write gave it, from the jobs hash's counter (SEQ_FIELD):
--- unique and growing within one topic and partition, so a re-created id never repeats an old
--- version. H_GROUP: the job's group, or false.
+-- H_VERSION: the version the record's last write gave it (nextVersion, below): growing within one
+-- topic and partition, so a re-created id never repeats an old version, and across failovers.
+-- H_GROUP: the job's group, or false.
 local H_VERSION, H_GROUP = 15, 16
 -- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
 -- stored) for the first, and for a job without a group.
 local H_CHUNK = 17
--- The field of the jobs hash that counts versions (not a job: ids never hold '#').
+-- The field of the jobs hash that holds the last version given (not a job: ids never hold '#').
 local SEQ_FIELD = '#seq'
 -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
 -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
@@ -68,14 +68,38 @@ local function fitsListing(budget, bodiesKey, id, record, inline)
   return true
 end
 
--- The next version of the jobs hash `jobsKey` (one topic in one partition).
-local function nextVersion(jobsKey)
-  return redis.call('HINCRBY', jobsKey, SEQ_FIELD, 1)
+-- The version this call gives to the writes in each hash (by key), once it has given one.
+local callVersions = {}
+
+-- The version of a write to hash `key` (a topic's jobs or schedules in one partition) of a record
+-- whose version was `prev` (nil: a new record). One call takes one version a hash: the larger of
+-- the last one given (SEQ_FIELD) plus 1 and the Redis clock in 20 µs ticks since 2025-01-01
+-- (1735689600 s), real time even under a test's fixed clock. A failover to a replica rolls the
+-- counter back to the replica's value, but not the clock: later writes still get versions larger
+-- than any the failed primary gave or showed, as long as the new primary's clock is not behind
+-- the old one's by more than the failover took (NTP keeps them within milliseconds; a failover
+-- takes seconds) and no hash takes a version more than 50,000 times a second, which would run
+-- the counter ahead of the clock. Below 1e14 (14 digits: tostring and Lua's number format keep it
+-- exact, and If-Match takes it) until 2088. A record written twice in one call gets `prev` + 1.
+local function nextVersion(key, prev)
+  local v = callVersions[key]
+  if not v then
+    local t = redis.call('TIME')
+    local ticks = (tonumber(t[1]) - 1735689600) * 50000 + math.floor(tonumber(t[2]) / 20)
+    v = math.max(tonumber(redis.call('HGET', key, SEQ_FIELD) or 0) + 1, ticks)
+    redis.call('HSET', key, SEQ_FIELD, v)
+  end
+  if prev and prev >= v then
+    v = prev + 1
+    redis.call('HSET', key, SEQ_FIELD, v)
+  end
+  callVersions[key] = v
+  return v
 end
 
 -- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it is.
 local function save(jobsKey, id, h, inline)
-  h[H_VERSION] = nextVersion(jobsKey)
+  h[H_VERSION] = nextVersion(jobsKey, h[H_VERSION])
   redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. (inline or ''))
 end
 
@@ -83,7 +107,7 @@ end
 -- in the bodies hash. `replacing`: the job had a record, whose body kept apart (if any) is dropped
 -- when the new one is inline.
 local function store(jobsKey, bodiesKey, id, h, body, replacing)
-  h[H_VERSION] = nextVersion(jobsKey)
+  h[H_VERSION] = nextVersion(jobsKey, h[H_VERSION])
   if #body <= INLINE_BODY_BYTES then
     redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. body)
     if replacing then redis.call('HDEL', bodiesKey, id) end
