@@ -10,15 +10,19 @@
   KEYS[8] the key of the schedule's group (its first zset; the empty group's key when it has none)
   ARGV[1] fixed clock ms or ''  ARGV[2] schedule id  ARGV[3] version the caller read
   ARGV[4] id and ARGV[5] due time (ms) of the occurrence that runs for the runs now due, or '' for none.
-          The pending one runs when it is that one; otherwise it is withdrawn while still pending
-          and the one named is created, due at once, unless the pending one started (then it is
-          the one that runs: never two for one catch-up)
+          The pending one runs when it is that one; otherwise, while it waits for its first attempt
+          (pending, never attempted), it is withdrawn and the one named is created, due at once.
+          A pending one no longer waiting stands for the runs due and nothing is created (never two
+          for one catch-up): one claimed since the caller's read (running, waiting for a retry,
+          finished), one cancelled, and one gone (deleted when it finished or was cancelled with
+          retention 0: it may have run), so a cancel of the pending occurrence cancels the catch-up
   ARGV[6] id and ARGV[7] run time (ms) of the next occurrence, or '' when there is none;
           ARGV[9] its due time (the run time plus its jitter offset)
   ARGV[8] ms of the latest occurrence handed over (the one that runs, or the latest skipped)
-  The occurrence that runs is recorded as handed over (includes/schedules.lua S_LAST_ID); the one
-  handed over before it, if its jitter still holds it back, falls due now (includes/occurrences.lua
-  handOver): a schedule never holds back more than one occurrence.
+  The occurrence that runs (or stands for the runs due) is recorded as handed over
+  (includes/schedules.lua S_LAST_ID); the one handed over before it, if its jitter still holds it
+  back, falls due now (includes/occurrences.lua handOver): a schedule never holds back more than
+  one occurrence.
   An occurrence made anew from a cancelled job of another group is not taken out of the old group
   here (its key is not this call's): the reply lists it, and the caller calls lua/leaveGroup-2.lua.
   Returns { OUTCOME.ADVANCED, version, occurrences created, left } (left: { id, group, chunk } per
@@ -37,6 +41,17 @@ local schedulesKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[8]
 local now, id, seen = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local runId, nextId = ARGV[4], ARGV[6]
 
+-- Withdraws occurrence `id` while it waits for its first attempt (pending, never attempted), as
+-- includes/cancel.lua withdraw would, and returns true; false when it is not waiting (see ARGV[4]).
+local function withdrawWaiting(id)
+  local job = redis.call('HGET', k.jobs, id)
+  if not job then return false end
+  local h, inline = decode(job)
+  if h[H_STATE] ~= PENDING or h[H_ATTEMPTS] ~= 0 then return false end
+  cancelNow(k, id, h, inline, now, 0)
+  return true
+end
+
 local record = redis.call('HGET', schedulesKey, id)
 if not record then return { REFUSAL.NOT_FOUND } end
 local r = cmsgpack.unpack(record)
@@ -47,9 +62,7 @@ local created, lefts = 0, {}
 local pending = r[S_NEXT_ID]
 local handed = pending
 if runId ~= pending then
-  local free = true
-  if pending then free = withdraw(k, pending, now) end
-  if free then
+  if not pending or withdrawWaiting(pending) then
     handed = false
     if runId ~= '' then
       handed = runId

@@ -289,7 +289,8 @@ export interface AdvancePlan {
  * The advance of due schedule `view` (topic `topic`, partition `partition`) at `now`, by
  * advancePlan: a pending occurrence at most a grace late runs, and the next is the run after it;
  * one later than that was missed, and the latest run due runs once (unless catchUp `none` skips
- * it), the next being the first run after `now`. Occurrences are moved by their jitter offset
+ * it) in its place, unless the pending one was claimed or cancelled by the commit (it stands for
+ * the runs due: lua/advanceSchedule-8.lua), the next being the first run after `now`. Occurrences are moved by their jitter offset
  * within the schedule's jitter, else `topicJitterMs`, and less than the time to their next run.
  */
 export function planAdvance(topic: string, partition: number, view: script.ScheduleView, now: number, topicJitterMs = 0): AdvancePlan {

@@ -544,6 +544,71 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(await liveJobs(q, topic), [...claimed.map((j) => j.id), occurrenceId('crash', clock.now + MIN)].sort());
     });
 
+    it('a catch-up read before the late pending occurrence was claimed, run and deleted (retention 0) and committed after runs no second occurrence (issue 30: no occurrence runs twice)', async () => {
+      const { q, topic, clock, ctx } = setup({}, { retention: 0 });
+      const start = clock.now;
+      const t = ctx.config.topics.get(topic)!;
+      const p = partitionOf(topic, 'c', target.partitions);
+      await q.putSchedule(topic, 'c', { every: 60 });
+      const pending = occurrenceId('c', start + MIN);
+      clock.advance(3 * MIN + 30 * SEC); // 00:03:30: the pending 00:01 is 2.5 min late, past the grace; 00:02 and 00:03 missed
+      // the sweep reads the due schedule and plans the catch-up: the latest missed (00:03) in place of the pending one
+      const [now, , , ...due] = await run(ctx.redis, engine.dueCall(ctx, topic, p, 10));
+      const plan = engine.planAdvance(topic, p, due[0]!, now);
+      assert.deepEqual([plan.pendingId, plan.run?.id, plan.next?.id], [pending, occurrenceId('c', start + 3 * MIN), occurrenceId('c', start + 4 * MIN)]);
+      // beside it the sweep moves the pending occurrence to ready and invokes the fan-out: a handler claims and acks it, and it is deleted
+      await moveDue(ctx, t, p, 100);
+      const [job] = await q.engine.claim(topic, 10);
+      assert.equal(job?.id, pending);
+      assert.equal(await q.engine.ack(topic, job!.id, job!), 'done');
+      assert.equal(await q.get(topic, pending), null, 'retention 0: deleted');
+      // now the advance commits the plan it made from its read
+      assert.equal((await engine.commitAdvance(ctx, plan))[0], OUTCOME.ADVANCED);
+      const ran = [...(await sweepAndRun(q, topic)), ...(await sweepAndRun(q, topic))];
+      assert.deepEqual(ran, [], `${pending} ran for the missed times; the catch-up ran ${JSON.stringify(ran)} as well`);
+      const s = await q.getSchedule(topic, 'c');
+      assert.equal(s?.pending?.id, occurrenceId('c', start + 4 * MIN));
+      assert.deepEqual(await liveJobs(q, topic), [s!.pending!.id]);
+    });
+
+    it('a late pending occurrence cancelled before the catch-up commits stands for the missed times: the catch-up runs nothing (retention 0 and 24 h alike); one still pending is withdrawn and the latest missed runs', async () => {
+      for (const retention of [0, 86_400]) {
+        const { q, topic, clock } = setup({}, { retention });
+        const start = clock.now;
+        for (const id of ['cancelled', 'waiting']) await q.putSchedule(topic, id, { every: 60 });
+        clock.advance(3 * MIN + 30 * SEC);
+        await q.cancel(topic, occurrenceId('cancelled', start + MIN));
+        const ran = [...(await sweepAndRun(q, topic)), ...(await sweepAndRun(q, topic))];
+        assert.deepEqual(ran, [occurrenceId('waiting', start + 3 * MIN)], `retention ${retention}: the cancel of the pending occurrence is a cancel of the catch-up`);
+        for (const id of ['cancelled', 'waiting']) {
+          const s = await q.getSchedule(topic, id);
+          assert.deepEqual([s?.lastRunAt, s?.pending?.id], [iso(start + 3 * MIN), occurrenceId(id, start + 4 * MIN)], `retention ${retention}: ${id} moved on`);
+        }
+        assert.equal(await q.get(topic, occurrenceId('waiting', start + MIN)), null, 'the one still pending was withdrawn');
+      }
+    });
+
+    it('a late pending occurrence that ran and waits for its retry when the catch-up commits keeps its retry, and the catch-up runs nothing else', async () => {
+      const { q, topic, clock, ctx } = setup();
+      const start = clock.now;
+      const t = ctx.config.topics.get(topic)!;
+      const p = partitionOf(topic, 'r', target.partitions);
+      await q.putSchedule(topic, 'r', { every: 60 });
+      const pending = occurrenceId('r', start + MIN);
+      clock.advance(3 * MIN + 30 * SEC);
+      const [now, , , ...due] = await run(ctx.redis, engine.dueCall(ctx, topic, p, 10));
+      const plan = engine.planAdvance(topic, p, due[0]!, now);
+      await moveDue(ctx, t, p, 100);
+      const [job] = await q.engine.claim(topic, 10);
+      assert.equal(job?.id, pending);
+      assert.equal((await q.engine.fail(topic, job!.id, job!, 'boom')).outcome, 'retry');
+      assert.equal((await engine.commitAdvance(ctx, plan))[0], OUTCOME.ADVANCED);
+      assert.equal((await q.get(topic, pending))?.state, 'delayed', 'its retry stays');
+      assert.deepEqual(await sweepAndRun(q, topic), [], 'no catch-up beside it');
+      clock.advance(10 * SEC);
+      assert.deepEqual(await sweepAndRun(q, topic), [pending], 'the retry runs on its backoff');
+    });
+
     it('a schedule whose definition cannot be computed does not stop the sweep of the others', async () => {
       const { q, topic, clock, ctx } = setup();
       await q.putSchedule(topic, 'good', { every: 60 });
