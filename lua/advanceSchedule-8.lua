@@ -22,11 +22,12 @@
   The occurrence that runs (or stands for the runs due) is recorded as handed over
   (includes/schedules.lua S_LAST_ID); the one handed over before it, if its jitter still holds it
   back, falls due now (includes/occurrences.lua handOver): a schedule never holds back more than
-  one occurrence.
+  one occurrence. The reply says when (released), so the sweeper moves it without waiting.
   An occurrence made anew from a cancelled job of another group is not taken out of the old group
   here (its key is not this call's): the reply lists it, and the caller calls lua/leaveGroup-2.lua.
-  Returns { OUTCOME.ADVANCED, version, occurrences created, left } (left: { id, group, chunk } per
-  occurrence that left a group), { REFUSAL.NOT_FOUND } or
+  Returns { OUTCOME.ADVANCED, version, occurrences created, left, released } (left: { id, group,
+  chunk } per occurrence that left a group; released: this call's clock (ms) when it made an
+  occurrence held back fall due now, else nil), { REFUSAL.NOT_FOUND } or
           { REFUSAL.VERSION_MISMATCH, version now }: nothing changed.
   Mirrored by AdvanceReply in lib/engine/scripts.ts.
 ]]
@@ -70,7 +71,8 @@ if runId ~= pending then
     end
   end
 end
-if handed then handOver(k, r, handed, now) end
+local released = false
+if handed and handOver(k, r, handed, now) then released = now end
 if nextId ~= '' then
   r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[7]), nextId
   if noteLeft(lefts, nextId, createJob(k, groupKey, nextId, tonumber(ARGV[9]), now, options, r[S_BODY])) then created = created + 1 end
@@ -82,4 +84,4 @@ end
 r[S_LAST] = tonumber(ARGV[8])
 r[S_VERSION] = nextVersion(schedulesKey)
 redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
-return { OUTCOME.ADVANCED, r[S_VERSION], created, lefts }
+return { OUTCOME.ADVANCED, r[S_VERSION], created, lefts, released }

@@ -362,7 +362,7 @@ export interface ScheduleStep {
   unplanned: number;
   /** Due schedules left for another step (limit or byte budget). */
   more: boolean;
-  /** Earliest time a schedule needs the sweeper again (a pending occurrence, or a caught-up one due now), or null. */
+  /** Earliest time a schedule needs the sweeper again (a pending occurrence, a caught-up one due now, or one a hand-over made due now), or null. */
   nextAt: number | null;
 }
 
@@ -402,6 +402,8 @@ export async function advanceDue(ctx: EngineContext, partition: number, topics: 
     earliest(next?.ms ?? null);
     // a caught-up occurrence replacing the pending one is due now (or at its jitter offset): sweep again to move it
     if (caughtUp && caughtUp.id !== pendingId && reply[2] > 0) earliest(caughtUp.due);
+    // the occurrence handed over before, held back by its jitter, fell due now: sweep again to move it
+    earliest(reply[4]);
   });
   // occurrences made anew from a cancelled job of another group: out of that group
   if (left.length > 0) await leaveGroups(ctx, left);

@@ -366,9 +366,9 @@ export function putSchedule(
   ]);
 }
 
-/** lua/advanceSchedule-8.lua's reply. */
+/** lua/advanceSchedule-8.lua's reply: `released`, the script's clock (ms) when it made an occurrence held back by its jitter fall due now, else null. */
 export type AdvanceReply =
-  | readonly [code: Outcome<'ADVANCED'>, version: number, created: number, left: readonly LeftOccurrence[]]
+  | readonly [code: Outcome<'ADVANCED'>, version: number, created: number, left: readonly LeftOccurrence[], released: number | null]
   | readonly [code: Refused<'NOT_FOUND'>]
   | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
 

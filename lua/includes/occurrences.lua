@@ -47,18 +47,20 @@ end
 -- it, if its jitter still holds it back (pending, never attempted, due after `now`), falls due now,
 -- so a schedule never holds back more than one occurrence whatever its jitter (each occurrence's
 -- jitter is also kept within the time to its next run: lib/rules/schedule.ts jitterWindowMs).
+-- Returns true when it made one fall due (the caller tells the sweeper), false otherwise.
 -- `k`: jobs, delayed.
 local function handOver(k, r, id, now)
   local before = r[S_LAST_ID]
   r[S_LAST_ID] = id
-  if not before or before == id then return end
+  if not before or before == id then return false end
   local due = redis.call('ZSCORE', k.delayed, before)
-  if not due or tonumber(due) <= now then return end
+  if not due or tonumber(due) <= now then return false end
   local record = redis.call('HGET', k.jobs, before)
-  if not record then return end
+  if not record then return false end
   local h, inline = decode(record)
-  if h[H_STATE] ~= PENDING or h[H_ATTEMPTS] ~= 0 then return end
+  if h[H_STATE] ~= PENDING or h[H_ATTEMPTS] ~= 0 then return false end
   h[H_RUN_AT], h[H_UPDATED] = now, now
   save(k.jobs, before, h, inline)
   redis.call('ZADD', k.delayed, now, before)
+  return true
 end

@@ -289,6 +289,22 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(await liveJobs(q, topic), []);
     });
 
+    it('the occurrence the hand-over releases (held back by its jitter when the next is handed over) makes the sweep look again at once, not at the next run time', async () => {
+      const { q, topic, clock } = setup();
+      const start = clock.now;
+      const id = ['slow', 'slow-b', 'slow-c', 'slow-d', 'slow-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + HOUR), 3_000_000) > 2 * MIN)!;
+      await q.putSchedule(topic, id, { every: 3600, jitter: 3000 });
+      const held = occurrenceId(id, start + HOUR);
+      clock.advance(HOUR + 5 * SEC);
+      assert.deepEqual(await sweepAndRun(q, topic), [], 'handed over, held back');
+      await q.putSchedule(topic, id, { every: 60 });
+      clock.now = start + HOUR + MIN;
+      const swept = await q.engine.sweep();
+      assert.equal(swept.schedulesAdvanced, 1);
+      assert.ok(swept.nextAt !== null && swept.nextAt <= swept.now, `the sweep at ${iso(swept.now)} looks again at ${swept.nextAt === null ? 'never' : iso(swept.nextAt)}`);
+      assert.deepEqual(await sweepAndRun(q, topic), [held, occurrenceId(id, start + HOUR + MIN)].sort(), 'the next look moves the released one');
+    });
+
     it('a delete leaves an occurrence that ran and waits for its retry to its backoff: one that started runs on', async () => {
       const { q, topic, clock } = setup();
       await q.putSchedule(topic, 'retry', { every: 60 });
