@@ -1,4 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Cluster, type Redis } from 'ioredis';
 import argv from '../../lua/includes/argv.lua';
 import attempts from '../../lua/includes/attempts.lua';
 import budget from '../../lua/includes/budget.lua';
@@ -157,25 +158,75 @@ function send<T>(target: object, name: ScriptName, keys: readonly string[], args
   return fn.call(target, ...keys, ...args) as T;
 }
 
-/** Runs one typed script call on a client (registering the scripts on it first if needed). */
-export function run<Reply>(client: Client, call: ScriptCall<Reply>): Promise<Reply> {
+// A cluster's refusals of a call it did not run, while a slot moves: MOVED and ASK (the keys are
+// served elsewhere), TRYAGAIN (the keys are split between two primaries), CLUSTERDOWN; NOSCRIPT
+// (ioredis took a script for loaded on a primary when its EVAL there was refused, and after a
+// redirection inside a pipeline it does not fall back to EVAL); and ioredis' refusal, before
+// sending it, of a pipeline whose slots no longer share a node.
+const NOT_RUN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|NOSCRIPT) |^All keys in the pipeline should belong to the same slots allocation group/;
+// How long a refused call is sent again: a partition's slot stays split for the whole time its
+// keys take to MIGRATE (up to ~1.8 s in test/integration/slot-move.test.ts on a busy 2-core
+// machine), and an ack that gives up makes its job run twice. Well inside the API Lambda's 10 s.
+const RESEND_MS = 3000;
+
+/** True when `error` is a cluster's refusal of a call that surely did not run, so it may be sent again. */
+function notRun(client: Client, error: unknown): error is Error {
+  return client instanceof Cluster && error instanceof Error && NOT_RUN.test(error.message);
+}
+
+/**
+ * Sends `call`, refused unrun with `refusal`, again alone in a pipeline of its own, where ioredis
+ * follows a MOVED or ASK and waits out a TRYAGAIN itself (up to maxRedirections), not in an
+ * auto-pipeline shared with other slots; again while refused, for up to RESEND_MS. Throws the
+ * last refusal (Redis unavailable) or any other error.
+ */
+async function resend<Reply>(client: Client, call: ScriptCall<Reply>, refusal: Error): Promise<Reply> {
+  const end = Date.now() + RESEND_MS;
+  for (let attempt = 0; ; attempt++) {
+    if (attempt > 0) await sleep(Math.min(20 * 2 ** attempt, 250));
+    const pipeline = client.pipeline();
+    send(pipeline, call.script, call.keys, call.args);
+    const [[error, reply] = [refusal, null]] = (await pipeline.exec().catch((e: unknown) => [[e, null]])) ?? [];
+    if (!error) return reply as Reply;
+    if (!notRun(client, error) || Date.now() >= end) throw error;
+  }
+}
+
+/**
+ * Runs one typed script call on a client (registering the scripts on it first if needed). On a
+ * cluster, a call refused unrun while its slot moves (MOVED or ASK not followed inside an
+ * auto-pipeline, TRYAGAIN, an auto-pipeline refused by ioredis) is sent again (see resend).
+ */
+export async function run<Reply>(client: Client, call: ScriptCall<Reply>): Promise<Reply> {
   registerScripts(client);
-  return send<Promise<Reply>>(client, call.script, call.keys, call.args);
+  try {
+    return await send<Promise<Reply>>(client, call.script, call.keys, call.args);
+  } catch (error) {
+    if (!notRun(client, error)) throw error;
+    return resend(client, call, error);
+  }
 }
 
 /**
  * Runs typed script calls in one pipeline, replies in call order; throws the first error. On a
- * cluster every call's keys must share a slot (one partition, or the sweeper's keys).
+ * cluster every call's keys must share a slot (one partition, or the sweeper's keys); calls
+ * refused unrun while the slot moves are sent again each alone (see resend), after the others
+ * ran, and the replies of those that ran are kept.
  */
 export async function runPipelined<Reply>(client: Client, calls: readonly ScriptCall<Reply>[]): Promise<Reply[]> {
   registerScripts(client);
   const pipeline = client.pipeline();
   for (const call of calls) send(pipeline, call.script, call.keys, call.args);
-  const replies = (await pipeline.exec()) ?? [];
-  return replies.map(([error, reply]) => {
-    if (error) throw error;
-    return reply as Reply;
-  });
+  let replies: [Error | null, unknown][];
+  try {
+    replies = (await pipeline.exec()) ?? [];
+  } catch (error) {
+    if (!notRun(client, error)) throw error;
+    return Promise.all(calls.map((call) => resend(client, call, error)));
+  }
+  const failed = replies.find(([error]) => error && !notRun(client, error));
+  if (failed) throw failed[0];
+  return Promise.all(replies.map(([error, reply], i) => (error ? resend(client, calls[i]!, error) : (reply as Reply))));
 }
 
 /**
@@ -183,7 +234,8 @@ export async function runPipelined<Reply>(client: Client, calls: readonly Script
  * nothing runs between them; replies the script's reply and the field (null when missing). On a
  * cluster the hash must share the call's slot. Inside a transaction ioredis cannot fall back from
  * EVALSHA to EVAL, so after a NOSCRIPT (a restarted Redis) the call runs once alone, which loads
- * the script, and the transaction is sent again: only for a script that changes nothing.
+ * the script, and the transaction is sent again (twice at most): only for a script that changes
+ * nothing. A transaction refused unrun while its slot moves is sent again for up to RESEND_MS.
  */
 export async function runThenHget<Reply>(client: Client, call: ScriptCall<Reply>, key: string, field: string): Promise<[Reply, string | null]> {
   registerScripts(client);
@@ -198,11 +250,21 @@ export async function runThenHget<Reply>(client: Client, call: ScriptCall<Reply>
     if (readError) throw readError;
     return [reply as Reply, value as string | null];
   };
-  try {
-    return await attempt();
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-    await run(client, call);
-    return attempt();
+  const end = Date.now() + RESEND_MS;
+  for (let tries = 0, loads = 0; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      // once per primary the transaction meets: the first, and the new one after its slot moved
+      if (error instanceof Error && error.message.includes('NOSCRIPT') && loads++ < 2) {
+        await run(client, call);
+        continue;
+      }
+      // the transaction was refused unrun while its slot moved, at EXEC or (EXECABORT) before: again
+      const previous = (error as { previousErrors?: unknown[] }).previousErrors;
+      const why = previous?.length ? previous : [error];
+      if (!why.every((e) => notRun(client, e)) || Date.now() >= end) throw error;
+      await sleep(Math.min(20 * 2 ** tries, 250));
+    }
   }
 }

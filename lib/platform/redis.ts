@@ -40,15 +40,32 @@ export function createRedis(config: AppConfig['redis'], overrides: RedisOptions 
     dnsLookup: (address, callback) => callback(null, address),
     slotsRefreshTimeout: 2000,
     enableAutoPipelining: true,
+    // While a slot moves (a reshard), Redis refuses a call it did not run: ioredis follows MOVED
+    // (the slot's new primary) and ASK at once, and sends a TRYAGAIN (the call's keys are split
+    // between the two primaries until MIGRATE has moved them all) again after 25 ms. At most 16
+    // redirections a call (~0.4 s of TRYAGAIN); what is refused past that, or inside an
+    // auto-pipeline, the engine's runner sends again (lib/engine/lua.ts); then it answers 503.
+    retryDelayOnMoved: 0,
+    retryDelayOnTryAgain: 25,
+    maxRedirections: 16,
   };
   return new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], clusterOptions);
 }
 
 const UNAVAILABLE = /^OOM |^UNBLOCKED |Command aborted due to connection close|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|LOADING|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|Failed to refresh slots cache|None of startup nodes is available/;
+// A slot on the move: a redirection ioredis did not follow (inside an auto-pipeline, or past
+// maxRedirections), or an auto-pipeline ioredis refused before sending it because its slots no
+// longer share a node (it groups an auto-pipeline by node, not by slot).
+const SLOT_MOVING = /^(MOVED|ASK) \d+ |^Too many Cluster redirections|^All keys in the pipeline should belong to the same slots allocation group/;
 
-/** True when an error means Redis could not be reached, is not serving, or is full (answer 503). */
+/**
+ * True when an error means Redis could not be reached, is not serving, is full, or is moving the
+ * slot (answer 503); also a transaction Redis discarded (EXECABORT) for such errors only.
+ */
 export function isUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return true;
-  return UNAVAILABLE.test(error.message);
+  const previous = (error as { previousErrors?: unknown }).previousErrors;
+  if (error.message.startsWith('EXECABORT') && Array.isArray(previous)) return previous.length > 0 && previous.every(isUnavailable);
+  return UNAVAILABLE.test(error.message) || SLOT_MOVING.test(error.message);
 }

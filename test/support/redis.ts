@@ -209,3 +209,50 @@ export function useRedisCluster(masters = 3): { cluster(): RedisClusterProcess; 
     client: () => client ?? assert.fail('the cluster is not started yet'),
   };
 }
+
+/** The index in `cluster.nodes` of the primary that serves hash slot `slot` (CLUSTER SLOTS on the first node). */
+export async function slotOwner(cluster: RedisClusterProcess, slot: number): Promise<number> {
+  const client = new Redis(cluster.nodes[0]!.port, '127.0.0.1');
+  try {
+    const ranges = (await client.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+    const range = ranges.find(([first, last]) => slot >= first && slot <= last);
+    const index = cluster.nodes.findIndex((node) => node.port === range?.[2][1]);
+    if (index < 0) throw new Error(`no primary serves slot ${slot}`);
+    return index;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Moves hash slot `slot` to primary `to` (an index in `cluster.nodes`) as `redis-cli --cluster
+ * reshard` does: the target IMPORTING and the source MIGRATING it, its keys MIGRATEd `batch` at a
+ * time (redis-cli's --cluster-pipeline, 10 by default), then every node told the new owner
+ * (CLUSTER SETSLOT … NODE, the target first). `between` is awaited after each step, while the
+ * slot is split between the two nodes: a test waits there for its load to meet the split.
+ * Resolves how long the slot was split (ms from IMPORTING to the last SETSLOT … NODE).
+ */
+export async function moveSlot(cluster: RedisClusterProcess, slot: number, to: number, options: { batch?: number; between?: (from: number) => Promise<void> } = {}): Promise<number> {
+  const from = await slotOwner(cluster, slot);
+  if (from === to) return 0;
+  const nodes = cluster.nodes.map((node) => new Redis(node.port, '127.0.0.1'));
+  const between = options.between ?? (async () => undefined);
+  try {
+    const ids = await Promise.all(nodes.map(async (node) => String(await node.call('CLUSTER', 'MYID'))));
+    const split = Date.now();
+    await nodes[to]!.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', ids[from]!);
+    await nodes[from]!.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', ids[to]!);
+    await between(from);
+    for (;;) {
+      const keys = (await nodes[from]!.call('CLUSTER', 'GETKEYSINSLOT', slot, options.batch ?? 10)) as string[];
+      if (keys.length === 0) break;
+      await nodes[from]!.call('MIGRATE', '127.0.0.1', cluster.nodes[to]!.port, '', 0, 10_000, 'KEYS', ...keys);
+      await between(from);
+    }
+    const others = nodes.map((_, i) => i).filter((i) => i !== to && i !== from);
+    for (const i of [to, from, ...others]) await nodes[i]!.call('CLUSTER', 'SETSLOT', slot, 'NODE', ids[to]!);
+    return Date.now() - split;
+  } finally {
+    for (const node of nodes) node.disconnect();
+  }
+}
