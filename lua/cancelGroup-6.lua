@@ -38,7 +38,7 @@ local limit, budget, retention = tonumber(ARGV[7]), byteBudget(tonumber(ARGV[8])
 local markField = GROUP_CANCEL_FIELD .. group
 
 if mark == '' then
-  mark = tostring(nextVersion(k.jobs))
+  mark = string.format('%d', nextVersion(k.jobs))
   redis.call('HSET', k.jobs, markField, mark)
 end
 if not chunk or not last then

@@ -10,6 +10,7 @@
   jobs never rewrites a record.
 ]]
 --- @include "codes"
+--- @include "clock"
 
 local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
   1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
@@ -18,14 +19,15 @@ local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, 
 -- the attempt, false while it is only claimed. H_GIVE_BACKS: claims in a row given back without
 -- counting (released after a failed invoke, or timed out before they started).
 local H_CLAIM, H_STARTED, H_GIVE_BACKS = 12, 13, 14
--- H_VERSION: the version the record's last write gave it (nextVersion, below): growing within one
--- topic and partition, so a re-created id never repeats an old version, and across failovers.
+-- H_VERSION: the version the record's last write gave it (nextVersion, below): growing per job, so
+-- a job, a re-created id included, never repeats an old version, across failovers too.
 -- H_GROUP: the job's group, or false.
 local H_VERSION, H_GROUP = 15, 16
 -- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
 -- stored) for the first, and for a job without a group.
 local H_CHUNK = 17
--- The field of the jobs hash that holds the last version given (not a job: ids never hold '#').
+-- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
+-- clock (nextVersion, remove; not a job: ids never hold '#').
 local SEQ_FIELD = '#seq'
 -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
 -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
@@ -33,9 +35,13 @@ local SEQ_FIELD = '#seq'
 -- against 1,558 bytes a job for 1,024- and 1,025-byte bodies, BENCHMARKS.md).
 local INLINE_BODY_BYTES = 1024
 
+-- The largest version of the records this call decoded (remove compares it with the clock).
+local versionsReadTop = 0
+
 -- A record's header and its inline body, or false when the body is in the bodies hash.
 local function decode(record)
   local offset, header = cmsgpack.unpack_one(record)
+  if header[H_VERSION] > versionsReadTop then versionsReadTop = header[H_VERSION] end
   if offset < 0 then return header, false end
   return header, string.sub(record, offset + 1)
 end
@@ -68,46 +74,83 @@ local function fitsListing(budget, bodiesKey, id, record, inline)
   return true
 end
 
--- The version this call gives to the writes in each hash (by key), once it has given one.
-local callVersions = {}
+-- How far a version may run ahead of the clock before SEQ_FIELD must hold it: 50 ticks (1 ms),
+-- more than one job is written within a tick (a record written twice in one call; under a fixed
+-- test clock, a claim, its start and its ack in one ms), far less than a failover takes.
+local AHEAD_TICKS = 50
+
+-- SEQ_FIELD of each hash (by key) as this call read or wrote it; the version this call gave each
+-- record it wrote (by id; a call writes one jobs hash).
+local callSeqs, versionsGiven = {}, {}
+
+-- SEQ_FIELD of hash `key`, read once a call.
+local function seqOf(key)
+  local seq = callSeqs[key]
+  if not seq then
+    seq = tonumber(redis.call('HGET', key, SEQ_FIELD) or 0)
+    callSeqs[key] = seq
+  end
+  return seq
+end
+
+-- Raises SEQ_FIELD of hash `key` to version `v`; never lowers it. '%d': exact past 1e14 too,
+-- where tostring (and a number passed to redis.call) keeps 14 digits.
+local function raiseSeq(key, v)
+  if v > seqOf(key) then
+    redis.call('HSET', key, SEQ_FIELD, string.format('%d', v))
+    callSeqs[key] = v
+  end
+end
 
 -- The version of a write to hash `key` (a topic's jobs or schedules in one partition) of a record
--- whose version was `prev` (nil: a new record). One call takes one version a hash: the larger of
--- the last one given (SEQ_FIELD) plus 1 and the Redis clock in 20 µs ticks since 2025-01-01
--- (1735689600 s), real time even under a test's fixed clock. A failover to a replica rolls the
--- counter back to the replica's value, but not the clock: later writes still get versions larger
--- than any the failed primary gave or showed, as long as the new primary's clock is not behind
--- the old one's by more than the failover took (NTP keeps them within milliseconds; a failover
--- takes seconds) and no hash takes a version more than 50,000 times a second, which would run
--- the counter ahead of the clock. Below 1e14 (14 digits: tostring and Lua's number format keep it
--- exact, and If-Match takes it) until 2088. A record written twice in one call gets `prev` + 1.
+-- whose version was `prev` (0: a new record; nil: not known, as for a schedule or a group cancel's
+-- mark, and then larger than every version the hash gave). The Redis clock in 20 µs ticks since
+-- 2025 (clockTicks: the TIME the call read, or a test's fixed ms × 50), or `prev` + 1 when that is
+-- larger: versions grow per job, and different jobs may share one. A new record's is also larger
+-- than SEQ_FIELD, which remove raises to a deleted record's version when that is not below the
+-- clock, so an id deleted and made again within one tick never repeats a version. SEQ_FIELD is
+-- written only for a version more than AHEAD_TICKS ahead of the clock, so a write costs no command
+-- of its own, and every version a hash gave is at most the larger of SEQ_FIELD and the clock it
+-- was given at plus AHEAD_TICKS (on a clock that does not step back; NTP slews it). A failover to
+-- a replica rolls SEQ_FIELD back but not the clock: later writes get versions larger than any the
+-- failed primary gave or showed, as long as the new primary's clock is not behind the old one's by
+-- more than the failover took (NTP keeps them within milliseconds; a failover takes seconds) and
+-- no job is written more than 50,000 times a second. Below 1e14 (14 digits: tostring and Lua's
+-- number format keep it exact, and If-Match takes it) until 2088.
 local function nextVersion(key, prev)
-  local v = callVersions[key]
-  if not v then
-    local t = redis.call('TIME')
-    local ticks = (tonumber(t[1]) - 1735689600) * 50000 + math.floor(tonumber(t[2]) / 20)
-    v = math.max(tonumber(redis.call('HGET', key, SEQ_FIELD) or 0) + 1, ticks)
-    redis.call('HSET', key, SEQ_FIELD, v)
+  local now = clockTicks()
+  local v
+  if prev == nil then
+    v = math.max(seqOf(key) + 1, now + AHEAD_TICKS + 1)
+  elseif prev == 0 then
+    v = math.max(seqOf(key) + 1, now)
+  else
+    v = math.max(prev + 1, now)
   end
-  if prev and prev >= v then
-    v = prev + 1
-    redis.call('HSET', key, SEQ_FIELD, v)
-  end
-  callVersions[key] = v
+  if v > now + AHEAD_TICKS then raiseSeq(key, v) end
   return v
 end
 
 -- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it is.
 local function save(jobsKey, id, h, inline)
   h[H_VERSION] = nextVersion(jobsKey, h[H_VERSION])
+  versionsGiven[id] = h[H_VERSION]
   redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. (inline or ''))
 end
 
 -- Writes job `id` with header `h` (and the next version) and a new body: inline when small, else
 -- in the bodies hash. `replacing`: the job had a record, whose body kept apart (if any) is dropped
--- when the new one is inline.
+-- when the new one is inline; a header made anew for it (version 0) takes the record's version.
+-- The version is also larger than SEQ_FIELD, which a group cancel's mark raised (includes/
+-- groupCancel.lua): a job that joins a group after the mark is never taken for one before it.
 local function store(jobsKey, bodiesKey, id, h, body, replacing)
-  h[H_VERSION] = nextVersion(jobsKey, h[H_VERSION])
+  local prev = h[H_VERSION]
+  if replacing and prev == 0 then
+    local old = header(jobsKey, id)
+    if old then prev = old[H_VERSION] end
+  end
+  h[H_VERSION] = nextVersion(jobsKey, math.max(prev, seqOf(jobsKey)))
+  versionsGiven[id] = h[H_VERSION]
   if #body <= INLINE_BODY_BYTES then
     redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. body)
     if replacing then redis.call('HDEL', bodiesKey, id) end
@@ -117,8 +160,12 @@ local function store(jobsKey, bodiesKey, id, h, body, replacing)
   end
 end
 
--- Deletes job `id`: its record and its body.
+-- Deletes job `id`: its record and its body. The record is one this call decoded or wrote (every
+-- caller reads it first), so its version is at most the largest of those; when that is not below
+-- the clock, SEQ_FIELD is raised to it, and the id made again within the tick gets a larger one.
 local function remove(jobsKey, bodiesKey, id)
+  local v = math.max(versionsReadTop, versionsGiven[id] or 0)
+  if v >= clockTicks() then raiseSeq(jobsKey, v) end
   redis.call('HDEL', jobsKey, id)
   redis.call('HDEL', bodiesKey, id)
 end

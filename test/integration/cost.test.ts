@@ -17,18 +17,18 @@ const JOBS = 1000;
 
 /** The budget per job, per path: script calls, and every command Redis runs (inside scripts too). At most. */
 export const BUDGET = {
-  /** POST /jobs: one job per request (addJobs-5: its HSETs, HINCRBY of the version, ZADD, head reads). */
+  /** POST /jobs: one job per request (addJobs-5: the record's HGET and HSET, HGET of the versions' #seq, ZADD, head reads). */
   addOne: { scriptCalls: 1, commands: 7 },
   /** POST /jobs/batch: 500 jobs per request, in calls of 100 (ADD_BATCH). */
-  addBatch: { scriptCalls: 0.01, commands: 4.03 },
+  addBatch: { scriptCalls: 0.01, commands: 3.04 },
   /** The sweep that moves due jobs to ready (moveDue-7, up to moveLimit jobs a call; the record is not touched). */
   sweep: { scriptCalls: 0.003, commands: 0.017 },
   /** Claims of 10 jobs (claimJobs-6). */
-  claim: { scriptCalls: 0.1, commands: 5.4 },
+  claim: { scriptCalls: 0.1, commands: 4.4 },
   /** Start marks of 10 attempts (startAttempts-2). */
-  start: { scriptCalls: 0.1, commands: 3.1 },
+  start: { scriptCalls: 0.1, commands: 2.1 },
   /** Acks, one per job (ackJob-4). */
-  ack: { scriptCalls: 1, commands: 6 },
+  ack: { scriptCalls: 1, commands: 5 },
 } as const;
 
 type Counts = { scriptCalls: number; commands: number; byCommand: Record<string, number> };
