@@ -18,11 +18,10 @@
 // Environment: REDIS_URL (use this Redis, start none), DEV_REDIS_PORT, API_TOKEN (default
 // dev-token), WEBHOOK_SECRET, PORT, LAMBDA_PORT, DEV_STALL_SECONDS, DEV_READY_SECONDS.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { groupGone, signalGroup, stopChild, until } from './support/process';
+import { groupCpuTicks, groupGone, OFFLINE_READY_LIMIT_MS, OFFLINE_STALL_MS, signalGroup, stopChild, until, waitWhileProgressing } from './support/process';
 
 const root = resolve(__dirname, '..');
 const env = process.env;
@@ -30,8 +29,8 @@ const token = env.API_TOKEN || 'dev-token';
 const httpPort = intEnv('PORT', 3000, 65535);
 const lambdaPort = intEnv('LAMBDA_PORT', 3002, 65535);
 const redisPort = intEnv('DEV_REDIS_PORT', 6389, 65535);
-const stallMs = intEnv('DEV_STALL_SECONDS', 120, 86_400) * 1000;
-const readyMs = intEnv('DEV_READY_SECONDS', 600, 86_400) * 1000;
+const stallMs = intEnv('DEV_STALL_SECONDS', OFFLINE_STALL_MS / 1000, 86_400) * 1000;
+const readyMs = intEnv('DEV_READY_SECONDS', OFFLINE_READY_LIMIT_MS / 1000, 86_400) * 1000;
 const baseUrl = `http://127.0.0.1:${httpPort}`;
 const TAIL_LINES = 40;
 const REPORT_EVERY_MS = 15_000;
@@ -91,25 +90,6 @@ function redisPing(port: number): Promise<boolean> {
       if (reply.includes('\r\n')) finish(reply.startsWith('+PONG'));
     });
   });
-}
-
-/**
- * CPU time (clock ticks) used so far by the processes of group `pgid`, from /proc; null where
- * there is no /proc (macOS): then only output counts as progress.
- */
-function groupCpuTicks(pgid: number): number | null {
-  if (!existsSync('/proc/self/stat')) return null;
-  let ticks = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on
-      if (Number(fields[2]) !== pgid) continue; // pgrp
-      ticks += Number(fields[11]) + Number(fields[12]); // utime + stime
-    } catch {} // the process ended meanwhile
-  }
-  return ticks;
 }
 
 /** The last lines of a child's output, kept for the report when it does not come up. */
@@ -214,50 +194,44 @@ const PHASES: { pattern: RegExp; say: string; waiting: string }[] = [
 /** Resolves when the HTTP API answers; gives up (and shuts down) when offline stalls or takes too long. */
 async function waitUntilReady(child: ChildProcess, tail: Tail, started: number): Promise<void> {
   let phase = -1;
-  let lastCpu = groupCpuTicks(child.pid!);
-  let lastProgress = Date.now();
   let lastReport = Date.now();
-  let reportCpu = lastCpu ?? 0;
-  for (;;) {
-    if (stopping) return;
-    try {
+  let reportCpu = groupCpuTicks(child.pid!) ?? 0;
+  const outcome = await waitWhileProgressing({
+    pgid: child.pid!,
+    stallMs,
+    limitMs: readyMs - (Date.now() - started),
+    lastOutputAt: () => tail.lastAt,
+    abort: () => (stopping ? 'stopping' : undefined),
+    ready: async () => {
       await fetch(`${baseUrl}/topics`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
-      return; // any HTTP answer: the server is up (the route itself may still fail)
-    } catch {}
-    const now = Date.now();
-    for (let p = phase + 1; p < PHASES.length; p++) {
-      if (PHASES[p]!.pattern.test(tail.text())) {
-        phase = p;
-        say(`${PHASES[p]!.say} (${seconds(now - started)})`);
+      return true; // any HTTP answer: the server is up (the route itself may still fail)
+    },
+    onWait: ({ cpu }) => {
+      const now = Date.now();
+      for (let p = phase + 1; p < PHASES.length; p++) {
+        if (PHASES[p]!.pattern.test(tail.text())) {
+          phase = p;
+          say(`${PHASES[p]!.say} (${seconds(now - started)})`);
+        }
       }
-    }
-    const cpu = groupCpuTicks(child.pid!);
-    if (tail.lastAt > lastProgress || (cpu !== null && lastCpu !== null && cpu > lastCpu)) lastProgress = Math.max(tail.lastAt, now);
-    lastCpu = cpu;
-    if (now - lastReport >= REPORT_EVERY_MS) {
+      if (now - lastReport < REPORT_EVERY_MS) return;
       lastReport = now;
       const busy = cpu === null ? '' : cpu > reportCpu ? ', busy' : ', idle';
       reportCpu = cpu ?? 0;
       const doing = phase < 0 ? 'still loading serverless and building the functions (offline prints when done)' : `still ${PHASES[phase]!.waiting}`;
       say(`${doing}: ${seconds(now - started)} so far${busy}; offline last printed ${tail.lastLine ? `${seconds(now - tail.lastAt)} ago: "${tail.lastLine.slice(0, 100)}"` : 'nothing yet'}`);
-    }
-    const stalled = now - lastProgress > stallMs;
-    if (stalled || now - started > readyMs) {
-      const why = stalled
-        ? `serverless offline printed nothing and used no CPU for ${seconds(stallMs)}`
-        : `the HTTP API did not answer on ${baseUrl} within ${seconds(readyMs)}, although offline kept working`;
-      process.stderr.write(
-        `\n[dev] ${why}. Its last lines:\n${tail.text().replace(/^/gm, '    | ')}\n\n` +
-          '[dev] What to try:\n' +
-          '    - look above for a build error (esbuild) or a port already in use, and fix it;\n' +
-          `    - on a busy machine, wait longer: DEV_STALL_SECONDS=${(stallMs / 1000) * 2} DEV_READY_SECONDS=${(readyMs / 1000) * 2} npm run dev;\n` +
-          '    - run it by hand to see everything: npx serverless offline start --stage local\n',
-      );
-      await shutdown(1, 'giving up');
-      return;
-    }
-    await sleep(250);
-  }
+    },
+  });
+  if (outcome.result === 'ready' || outcome.result === 'aborted') return;
+  const why = outcome.result === 'stalled' ? `serverless offline printed nothing and used no CPU for ${seconds(stallMs)}` : `the HTTP API did not answer on ${baseUrl} within ${seconds(readyMs)}, although offline kept working`;
+  process.stderr.write(
+    `\n[dev] ${why}. Its last lines:\n${tail.text().replace(/^/gm, '    | ')}\n\n` +
+      '[dev] What to try:\n' +
+      '    - look above for a build error (esbuild) or a port already in use, and fix it;\n' +
+      `    - on a busy machine, wait longer: DEV_STALL_SECONDS=${(stallMs / 1000) * 2} DEV_READY_SECONDS=${(readyMs / 1000) * 2} npm run dev;\n` +
+      '    - run it by hand to see everything: npx serverless offline start --stage local\n',
+  );
+  await shutdown(1, 'giving up');
 }
 
 async function main(): Promise<void> {

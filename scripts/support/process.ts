@@ -1,11 +1,12 @@
 /**
  * Process helpers shared by `npm run dev` (scripts/dev.ts), the end-to-end harness
  * (test/support/offline.ts, test/support/redis.ts) and the fault harness (test/fault/support):
- * free ports, polling, and stopping a child or its whole process group with a grace period.
+ * free ports, polling, waiting for a child while it makes progress, and stopping a child or its
+ * whole process group with a grace period.
  * Every child is stopped by its PID or process group, never by name.
  */
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -137,4 +138,87 @@ export function killOnExit(child: ChildProcess, group = false): void {
 /** Forgets a child given to killOnExit (its group was stopped). */
 export function forget(child: ChildProcess): void {
   tracked.delete(child);
+}
+
+/**
+ * CPU time (clock ticks) used so far by the processes of group `pgid`, their reaped children
+ * included (so the sum does not drop when one exits), from /proc; null where there is no /proc
+ * (macOS): then only output counts as progress.
+ */
+export function groupCpuTicks(pgid: number): number | null {
+  if (!existsSync('/proc/self/stat')) return null;
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on
+      if (Number(fields[2]) !== pgid) continue; // pgrp
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]); // utime stime cutime cstime
+    } catch {} // the process ended meanwhile
+  }
+  return ticks;
+}
+
+/** How long serverless offline may print nothing and use no CPU before its start counts as hung. */
+export const OFFLINE_STALL_MS = 120_000;
+/** How long a start of serverless offline may take in all, even while it keeps working. */
+export const OFFLINE_READY_LIMIT_MS = 600_000;
+
+/** What waitWhileProgressing checks, and how long it lets a child be silent and idle. */
+export interface ProgressWait {
+  /** True once what is awaited is there (a check that throws counts as false). */
+  ready: () => boolean | Promise<boolean>;
+  /** The process group whose CPU time counts as progress (a child spawned `detached`: its PID). */
+  pgid: number;
+  /** When the child last printed (Date.now() ms); output counts as progress. */
+  lastOutputAt: () => number;
+  /** Give up after this long with neither output nor CPU used. */
+  stallMs: number;
+  /** Give up after this long in all, even while the child keeps working (default: never). */
+  limitMs?: number;
+  /** A reason to stop waiting now (the child exited, its output says it failed), or undefined. */
+  abort?: () => string | undefined;
+  /** Time between checks (default 250 ms). */
+  everyMs?: number;
+  /** Called after every check that found it not ready: for progress reports. */
+  onWait?: (progress: { elapsedMs: number; idleMs: number; cpu: number | null }) => void;
+  /** Reads the group's CPU time (default groupCpuTicks; tests pass their own). */
+  cpuTicks?: (pgid: number) => number | null;
+}
+
+/** How a progress wait ended: `idleMs` is how long the child had been silent and idle then. */
+export type ProgressOutcome = { result: 'ready'; elapsedMs: number } | { result: 'stalled' | 'overtime'; elapsedMs: number; idleMs: number } | { result: 'aborted'; elapsedMs: number; reason: string };
+
+/**
+ * Waits for `ready` as long as the child makes progress: it prints, or its process group uses
+ * CPU (from /proc). A busy machine makes the wait longer, never a failure; it ends 'stalled'
+ * only after `stallMs` with neither, or 'overtime' after `limitMs`. Shared by `npm run dev`
+ * (scripts/dev.ts) and the end-to-end harness (test/support/offline.ts) for serverless offline.
+ */
+export async function waitWhileProgressing(wait: ProgressWait): Promise<ProgressOutcome> {
+  const { pgid, stallMs, limitMs = Infinity, everyMs = 250, cpuTicks = groupCpuTicks } = wait;
+  const started = Date.now();
+  let lastCpu = cpuTicks(pgid);
+  let lastProgress = started;
+  for (;;) {
+    const reason = wait.abort?.();
+    if (reason !== undefined) return { result: 'aborted', elapsedMs: Date.now() - started, reason };
+    let ready = false;
+    try {
+      ready = await wait.ready();
+    } catch {} // not ready yet
+    if (ready) return { result: 'ready', elapsedMs: Date.now() - started };
+    const now = Date.now();
+    const cpu = cpuTicks(pgid);
+    if (cpu !== null && lastCpu !== null && cpu > lastCpu) lastProgress = now;
+    lastProgress = Math.max(lastProgress, wait.lastOutputAt());
+    lastCpu = cpu;
+    const elapsedMs = now - started;
+    const idleMs = now - lastProgress;
+    if (idleMs > stallMs) return { result: 'stalled', elapsedMs, idleMs };
+    if (elapsedMs > limitMs) return { result: 'overtime', elapsedMs, idleMs };
+    wait.onWait?.({ elapsedMs, idleMs, cpu });
+    await sleep(everyMs);
+  }
 }

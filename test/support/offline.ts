@@ -21,7 +21,7 @@ import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { forget, freePort, killOnExit, stopChild } from '../../scripts/support/process';
+import { forget, freePort, killOnExit, OFFLINE_READY_LIMIT_MS, OFFLINE_STALL_MS, stopChild, waitWhileProgressing } from '../../scripts/support/process';
 
 /** The project root (this file is test/support/offline.ts). */
 export const PROJECT_ROOT = resolve(__dirname, '..', '..');
@@ -38,8 +38,13 @@ export interface OfflineOptions {
   redisUrl: string;
   /** Extra environment for serverless offline (and so for the functions); wins over the defaults. */
   env?: Record<string, string>;
-  /** How long to wait for the HTTP API to answer (default 90 s). */
-  readyTimeoutMs?: number;
+  /**
+   * Give up when offline, still not answering, has printed nothing and used no CPU this long
+   * (default 120 s, as `npm run dev`). A slow machine makes the start slower, not a failure.
+   */
+  stallMs?: number;
+  /** Give up when it does not answer after this long in all, even while it keeps working (default 600 s). */
+  limitMs?: number;
   /** Also copy offline's output to this process's stderr as it comes (default: env DQ_OFFLINE_ECHO=1). */
   echo?: boolean;
   /** Output kept in memory, oldest dropped first (default 5 MB). */
@@ -121,7 +126,8 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
   while (lambdaPort === httpPort) lambdaPort = await freePort();
   const token = options.env?.API_TOKEN ?? randomBytes(16).toString('hex');
   const echo = options.echo ?? process.env.DQ_OFFLINE_ECHO === '1';
-  const readyTimeoutMs = options.readyTimeoutMs ?? 90_000;
+  const stallMs = options.stallMs ?? OFFLINE_STALL_MS;
+  const limitMs = options.limitMs ?? OFFLINE_READY_LIMIT_MS;
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -136,6 +142,7 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
   const serviceDir = makeServiceDir(PROJECT_ROOT);
   const logs = new LogBuffer(options.maxLogBytes ?? MAX_LOG_BYTES);
   const started = Date.now();
+  let lastOutputAt = started;
   let child: ChildProcess;
   try {
     child = spawn(process.execPath, [join(PROJECT_ROOT, 'node_modules', '.bin', 'serverless'), 'offline', 'start', '--stage', 'local'], {
@@ -152,6 +159,7 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
   killOnExit(child, true);
   for (const stream of [child.stdout!, child.stderr!]) {
     stream.on('data', (chunk: Buffer) => {
+      lastOutputAt = Date.now();
       logs.push(chunk);
       if (echo) process.stderr.write(chunk);
     });
@@ -176,27 +184,36 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
 
   const baseUrl = `http://127.0.0.1:${httpPort}`;
   const lambdaUrl = `http://127.0.0.1:${lambdaPort}`;
-  const deadline = started + readyTimeoutMs;
-  for (;;) {
-    if (!alive) {
-      await stop();
-      throw new Error(`serverless offline exited before it was ready (${exitStatus}). Its output:\n${logs.text()}`);
-    }
+  // Waits as `npm run dev` does: while offline prints or uses CPU, however long that takes on a
+  // busy machine; it fails when offline exits, cannot bind, or stalls (a hang).
+  const outcome = await waitWhileProgressing({
+    pgid,
+    stallMs,
+    limitMs,
+    lastOutputAt: () => lastOutputAt,
+    abort: () => {
+      if (!alive) return `serverless offline exited before it was ready (${exitStatus})`;
+      if (/EADDRINUSE/.test(logs.text())) return `serverless offline could not bind its ports (${httpPort}, ${lambdaPort})`;
+      return undefined;
+    },
     // the Lambda API starts first, the HTTP API after it: check both anyway. Offline's own lines
     // say it bound both ports: an answer alone could come from another server on a port taken
     // between freePort() and offline's listen (seen in a soak: a test's receiver answered 200).
-    const text = logs.text();
-    const bound = text.includes(`listening on http://127.0.0.1:${lambdaPort}`) && text.includes(`Server ready: http://127.0.0.1:${httpPort}`);
-    if (bound && (await answers(`${baseUrl}/`)) && (await answers(`${lambdaUrl}/`))) break;
-    if (/EADDRINUSE/.test(text)) {
-      await stop();
-      throw new Error(`serverless offline could not bind its ports (${httpPort}, ${lambdaPort}). Its output:\n${text}`);
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`serverless offline did not answer on ${baseUrl} within ${readyTimeoutMs / 1000} s. Its output:\n${logs.text()}`);
-    }
-    await sleep(100);
+    ready: async () => {
+      const text = logs.text();
+      const bound = text.includes(`listening on http://127.0.0.1:${lambdaPort}`) && text.includes(`Server ready: http://127.0.0.1:${httpPort}`);
+      return bound && (await answers(`${baseUrl}/`)) && (await answers(`${lambdaUrl}/`));
+    },
+  });
+  if (outcome.result !== 'ready') {
+    await stop();
+    const why =
+      outcome.result === 'aborted'
+        ? outcome.reason
+        : outcome.result === 'stalled'
+          ? `serverless offline did not answer on ${baseUrl}: it printed nothing and used no CPU for ${(outcome.idleMs / 1000).toFixed(1)} s (a hang; ${(outcome.elapsedMs / 1000).toFixed(1)} s after its start)`
+          : `serverless offline did not answer on ${baseUrl} within ${limitMs / 1000} s, although it kept working`;
+    throw new Error(`${why}. Its output:\n${logs.text()}`);
   }
 
   return {
