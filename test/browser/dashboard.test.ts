@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type APIResponse, type BrowserContext, type Page, type Route } from 'playwright-core';
 import { DelayQueueClient, type Job, type Schedule, type SchedulePage, type TopicStats } from '../../lib/client';
 import { PROJECT_ROOT, startOffline, type OfflineProcess } from '../support/offline';
 import { Contract } from '../support/openapi';
@@ -626,8 +626,23 @@ describe('the dashboard in headless Chromium', () => {
     await openDashboard('webhook', true);
     await page.click('#topics tr[data-topic="example"] .topic-link');
     await until('example to be selected', async () => (await page.inputValue('#schedules-topic')) === 'example');
-    // press the webhook link and hold it through a whole refresh (GET /topics answered); mark the
-    // pressed element, to tell whether the table was drawn anew under it
+    // Hold the next refresh's GET /topics at the network: its answer is fetched from the API but
+    // not yet handed to the page. Then press the webhook link, mark the pressed element (to tell
+    // whether the table is drawn anew under it), and hand the answer over: that answer reaches the
+    // page between the press and the release, whatever the machine's speed.
+    const isTopics = (url: URL) => url.pathname.endsWith('/topics');
+    let gate!: (held: { route: Route; response: APIResponse }) => void;
+    const held = new Promise<{ route: Route; response: APIResponse }>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no refresh asked for GET /topics within 60 s')), 60_000);
+      gate = (h) => (clearTimeout(timer), resolve(h));
+    });
+    let holding = true;
+    await page.route(isTopics, async (route) => {
+      if (!holding || route.request().method() !== 'GET') return route.fallback(); // later refreshes go to the API
+      holding = false;
+      gate({ route, response: await route.fetch({ timeout: 60_000 }) });
+    });
+    const { route, response } = await held;
     const link = page.locator('#topics tr[data-topic="webhook"] .topic-link');
     const box = await link.boundingBox();
     assert.ok(box, 'the webhook link is on screen');
@@ -635,8 +650,15 @@ describe('the dashboard in headless Chromium', () => {
     await page.mouse.move(x, y);
     await page.mouse.down();
     await page.evaluate(`document.elementFromPoint(${x}, ${y}).dataset.pressed = "1"`);
-    await page.waitForResponse((r) => new URL(r.url()).pathname.endsWith('/topics'), { timeout: 60_000 });
-    await page.waitForTimeout(500); // what a refresh needs to draw its rows, had it not waited
+    await route.fulfill({ response });
+    await (await route.request().response())?.finished(); // the page has the whole answer now
+    await page.unroute(isTopics); // not before: unrouting hands a held request to the API at once
+    // what a refresh needs to draw its rows, had it not waited (a page that does not wait draws
+    // within milliseconds of the answer: this ends as soon as the marked link is gone)
+    await page
+      .locator('[data-pressed]')
+      .waitFor({ state: 'detached', timeout: 1500 })
+      .catch(() => undefined);
     const sameElement = await page.locator('#topics tr[data-topic="webhook"] .topic-link[data-pressed]').count();
     await page.mouse.up();
     assert.equal(sameElement, 1, 'the table was not drawn anew under the pressed link');
