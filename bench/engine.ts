@@ -74,7 +74,6 @@ function makeBody(n: number): { orderId: string; customer: string; items: number
 const pad6 = (n: number) => String(n).padStart(6, '0');
 const seconds = (ms: number) => ms / 1000;
 
-
 /** Runs a child process to completion; kills it by PID if this process is interrupted meanwhile. */
 function run(cmd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -273,9 +272,13 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
   // the same body read with no script: what moving one such body costs Redis on this machine
   const reference = `dq:bench-reference:${topic}`;
   await redis.hset(reference, 'body', JSON.stringify(body));
-  await phase('reference: plain HGET of one body, 100 times', async () => {
-    for (let i = 0; i < 100; i++) await redis.hget(reference, 'body');
-  }, 'HGET');
+  await phase(
+    'reference: plain HGET of one body, 100 times',
+    async () => {
+      for (let i = 0; i < 100; i++) await redis.hget(reference, 'body');
+    },
+    'HGET',
+  );
   await redis.del(reference);
   await phase('claim every job', async () => void (claimed = await claimAll()));
   await phase('start every attempt', async () => {
@@ -328,15 +331,32 @@ function bigSummary(rows: ScriptCalls[]): Record<string, { calls: number; p50Ms:
 }
 
 function printBigBodies(rows: ScriptCalls[]): void {
-  console.log(`7. script calls with ${fmt(N.bigBodyBytes)}-byte bodies, ${fmt(N.bigJobs)} jobs (SLOWLOG, every call); load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}:`);
+  console.log(
+    `7. script calls with ${fmt(N.bigBodyBytes)}-byte bodies, ${fmt(N.bigJobs)} jobs (SLOWLOG, every call); load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}:`,
+  );
   for (const r of rows) {
     const sorted = [...r.ms].sort((a, b) => a - b);
-    console.log(`   ${r.phase}: ${r.script} ${sorted.length} calls, median ${fmt(quantile(sorted, 0.5), 2)} ms, slowest ${fmt(sorted.at(-1) ?? 0, 2)} ms, all ${fmt(sorted.reduce((a, b) => a + b, 0), 1)} ms`);
+    console.log(
+      `   ${r.phase}: ${r.script} ${sorted.length} calls, median ${fmt(quantile(sorted, 0.5), 2)} ms, slowest ${fmt(sorted.at(-1) ?? 0, 2)} ms, all ${fmt(
+        sorted.reduce((a, b) => a + b, 0),
+        1,
+      )} ms`,
+    );
   }
   const summary = bigSummary(rows);
   const table: string[][] = Object.entries(summary)
     .sort((a, b) => b[1].maxMs - a[1].maxMs)
-    .map(([script, s]) => [script, String(s.calls), `${fmt(s.p50Ms, 2)} ms`, `${fmt(s.p99Ms, 2)} ms`, `${fmt(s.maxMs, 2)} ms`, s.phase, isReference(script) ? '(not a script)' : `≤ ${TARGETS.maxScriptCallMs} ms: ${s.maxMs <= TARGETS.maxScriptCallMs ? 'met' : 'MISSED'}`]);
+    .map(([script, s]) => [
+      script,
+      String(s.calls),
+      `${fmt(s.p50Ms, 2)} ms`,
+      `${fmt(s.p99Ms, 2)} ms`,
+      `${fmt(s.maxMs, 2)} ms`,
+      s.phase,
+      isReference(script) ? '(not a script)' : `≤ ${TARGETS.maxScriptCallMs} ms: ${s.maxMs <= TARGETS.maxScriptCallMs ? 'met' : 'MISSED'}`,
+    ]);
   const head = ['script', 'calls', 'median', 'p99', 'slowest call', 'slowest in phase', 'target (slowest)'];
   printTable(table, head);
 }
@@ -360,7 +380,17 @@ async function main(): Promise<void> {
     if (ONLY_BODIES) {
       const big = await bigBodies(redis, N.bigJobs, N.bigBodyBytes);
       printBigBodies(big);
-      console.log(JSON.stringify({ bench: 'engine', step: 'bodies', at: new Date(started).toISOString(), machine, counts: { bigJobs: N.bigJobs, bigBodyBytes: N.bigBodyBytes }, bigBodies: bigSummary(big), targets: { maxScriptCallMs: TARGETS.maxScriptCallMs } }));
+      console.log(
+        JSON.stringify({
+          bench: 'engine',
+          step: 'bodies',
+          at: new Date(started).toISOString(),
+          machine,
+          counts: { bigJobs: N.bigJobs, bigBodyBytes: N.bigBodyBytes },
+          bigBodies: bigSummary(big),
+          targets: { maxScriptCallMs: TARGETS.maxScriptCallMs },
+        }),
+      );
       return;
     }
 
@@ -370,10 +400,7 @@ async function main(): Promise<void> {
     const sha = (await redis.script('LOAD', "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])")) as string;
     const ceilingRun = async (requests: number) => {
       const ceilingMark = await mark(redis!);
-      const rb = await run('redis-benchmark', [
-        '-p', String(server!.port), '-P', '64', '-c', '50', '-n', String(requests), '-r', '100000000', '-q',
-        'evalsha', sha, '2', 'h', 'z', 'm:__rand_int__', bodyText, '__rand_int__',
-      ]);
+      const rb = await run('redis-benchmark', ['-p', String(server!.port), '-P', '64', '-c', '50', '-n', String(requests), '-r', '100000000', '-q', 'evalsha', sha, '2', 'h', 'z', 'm:__rand_int__', bodyText, '__rand_int__']);
       const rates = [...rb.stdout.matchAll(/([\d.]+) requests per second/g)].map((m) => Number(m[1]));
       const opsPerSec = rates.at(-1);
       const split = await measured(redis!, ceilingMark);
@@ -510,8 +537,9 @@ async function main(): Promise<void> {
           claims++;
           if (claimed.length === 0) break;
           const outcomes = await Promise.all(claimed.map((j) => queue.engine.ack(j.topic, j.id, j)));
-          for (const o of outcomes) if (o === 'done') acked++;
-        else notDone++;
+          for (const o of outcomes)
+            if (o === 'done') acked++;
+            else notDone++;
         }
       }),
     );
@@ -563,7 +591,11 @@ async function main(): Promise<void> {
     const rows: [string, string, string][] = [
       [`ceiling: EVALSHA HSET+ZADD (redis-benchmark -P 64 -c 50 -n ${fmt(N.ceilingRequests)})`, `${fmt(ceiling)} ops/s`, ''],
       [`  same-size reference (-n ${fmt(N.addJobs)})`, `${fmt(sameSize.opsPerSec)} ops/s`, ''],
-      [`batched add: addMany(${BATCH}), ${N.batchesInFlight} in flight, ${fmt(N.addJobs)} jobs`, `${fmt(addRate)} jobs/s = ${fmt(addRate / ceiling, 2)}× ceiling (${fmt(addRate / sameSize.opsPerSec, 2)}× same-size)`, `≥ ${TARGETS.addRatioToCeiling}× ceiling: ${verdict(pass.batchedAdd)}`],
+      [
+        `batched add: addMany(${BATCH}), ${N.batchesInFlight} in flight, ${fmt(N.addJobs)} jobs`,
+        `${fmt(addRate)} jobs/s = ${fmt(addRate / ceiling, 2)}× ceiling (${fmt(addRate / sameSize.opsPerSec, 2)}× same-size)`,
+        `≥ ${TARGETS.addRatioToCeiling}× ceiling: ${verdict(pass.batchedAdd)}`,
+      ],
       [`single add: add(), ${N.singleInFlight} in flight, ${fmt(N.singleJobs)} jobs`, `${fmt(singleRate)} jobs/s`, ''],
       [`memory per delayed job (${fmt(N.memoryJobs)} jobs)`, `${fmt(bytesPerJob, 1)} bytes`, `≤ ${TARGETS.bytesPerJob} bytes: ${verdict(pass.memory)}`],
       [`moveDue: ${fmt(N.dueJobs)} jobs due at once, sweep() loop`, `${fmt(moveRate)} jobs/s, ${sweeps} calls`, `≥ ${fmt(TARGETS.moveJobsPerSec)} jobs/s: ${verdict(pass.moveDueRate)}`],

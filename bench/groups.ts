@@ -74,11 +74,17 @@ const BATCH = 500; // addMany's largest batch (BATCH_JOBS.max)
 const HOUR_S = 3600;
 const GROUP_SIZES = [1, 3, 100] as const; // and one group of every job
 
-const load = () => loadavg().map((l) => l.toFixed(1)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ');
 /** The `q` quantile (0..1) of sorted `values`, nearest rank. */
 const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
-const median = (values: readonly number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
-
+const median = (values: readonly number[]) =>
+  quantile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
 
 /** A JSON body whose text is exactly BODY_BYTES bytes; with BODY_SPREAD, job n's size within BODY_BYTES ± BODY_SPREAD/2 (the same in every row). */
 function makeBody(n: number): { orderId: string; note: string } {
@@ -469,7 +475,9 @@ async function main(): Promise<void> {
       redisNice: reniceRedis(server.pid),
       zsetMaxListpackEntries: Number(((await admin.config('GET', 'zset-max-listpack-entries')) as string[])[1]),
     };
-    console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}${machine.redisNice === null ? '' : ` (reniced to ${machine.redisNice})`}; load average ${load()}`);
+    console.log(
+      `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}${machine.redisNice === null ? '' : ` (reniced to ${machine.redisNice})`}; load average ${load()}`,
+    );
     console.log(`counts: ${JSON.stringify(N)}`);
     const readSlowlog = slowlogReader();
     await admin.config('SET', 'slowlog-log-slower-than', '-1'); // on only while a step measures
@@ -496,8 +504,13 @@ async function main(): Promise<void> {
     let list: { big: PageStats; small: PageStats } | undefined;
     if (!ONLY || ONLY === 'list') {
       list = await listings(server, admin, readSlowlog);
-      for (const [name, s] of [['big', list.big], ['small', list.small]] as const) {
-        console.log(`2. listJobs delayed, limit 100, ${fmt(s.jobs)} jobs (${name}): first page median ${fmt(s.first.p50Ms, 3)} ms (slowest ${fmt(s.first.maxMs, 3)}), middle (from) median ${fmt(s.middle.p50Ms, 3)} ms (slowest ${fmt(s.middle.maxMs, 3)}); at most ${Math.max(s.first.commands, s.middle.commands)} commands a page`);
+      for (const [name, s] of [
+        ['big', list.big],
+        ['small', list.small],
+      ] as const) {
+        console.log(
+          `2. listJobs delayed, limit 100, ${fmt(s.jobs)} jobs (${name}): first page median ${fmt(s.first.p50Ms, 3)} ms (slowest ${fmt(s.first.maxMs, 3)}), middle (from) median ${fmt(s.middle.p50Ms, 3)} ms (slowest ${fmt(s.middle.maxMs, 3)}); at most ${Math.max(s.first.commands, s.middle.commands)} commands a page`,
+        );
       }
     }
 
@@ -507,25 +520,52 @@ async function main(): Promise<void> {
     for (const r of cancels) {
       const p = `cancel ${fmt(r.groupJobs)}-job group, partitions ${r.partitions}`;
       rows.push([`${p}: wall time`, `${fmt(r.cancelMs)} ms (cancelled ${fmt(r.answer.cancelled)}, running ${fmt(r.answer.running)})`, '']);
-      rows.push([`  cancelGroup calls (${r.cancelCalls.expected}): median / p99 / slowest`, `${fmt(r.cancelCalls.p50Ms, 2)} / ${fmt(r.cancelCalls.p99Ms, 2)} / ${fmt(r.cancelCalls.maxMs, 2)} ms`, `≤ ${TARGETS.maxCommandMs} ms: ${verdict(r.cancelCalls.maxMs <= TARGETS.maxCommandMs)}`]);
+      rows.push([
+        `  cancelGroup calls (${r.cancelCalls.expected}): median / p99 / slowest`,
+        `${fmt(r.cancelCalls.p50Ms, 2)} / ${fmt(r.cancelCalls.p99Ms, 2)} / ${fmt(r.cancelCalls.maxMs, 2)} ms`,
+        `≤ ${TARGETS.maxCommandMs} ms: ${verdict(r.cancelCalls.maxMs <= TARGETS.maxCommandMs)}`,
+      ]);
       rows.push(['  slowest command while it ran', r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none ≥ ${N.slowlogUs} µs`, `≤ ${TARGETS.maxCommandMs} ms: ${verdict((r.slowest?.ms ?? 0) <= TARGETS.maxCommandMs)}`]);
-      rows.push(['  loop claim calls begun during / after the cancel: median wall', `${fmt(r.claimWall.during.count)} calls ${fmt(r.claimWall.during.p50Ms, 1)} ms / ${fmt(r.claimWall.after.count)} calls ${fmt(r.claimWall.after.p50Ms, 1)} ms`, '']);
+      rows.push([
+        '  loop claim calls begun during / after the cancel: median wall',
+        `${fmt(r.claimWall.during.count)} calls ${fmt(r.claimWall.during.p50Ms, 1)} ms / ${fmt(r.claimWall.after.count)} calls ${fmt(r.claimWall.after.p50Ms, 1)} ms`,
+        '',
+      ]);
       rows.push(['  group jobs claimed before / after the answer', `${fmt(r.claimedBefore)} / ${fmt(r.claimedAfter)} (${fmt(r.claimsAfter)} claims after)`, `after = 0: ${verdict(r.claimedAfter === 0)}`]);
       rows.push(['  answer: cancelled + running = jobs, running = claimed before', r.countsHold ? 'holds' : 'DOES NOT HOLD', '']);
-      rows.push(['  listGroup page of 100 (before the cancel): median / slowest', `${fmt(r.listGroupPage.p50Ms, 3)} / ${fmt(r.listGroupPage.maxMs, 3)} ms`, `median ≤ ${TARGETS.pageMs} ms: ${verdict(r.listGroupPage.p50Ms <= TARGETS.pageMs)}`]);
+      rows.push([
+        '  listGroup page of 100 (before the cancel): median / slowest',
+        `${fmt(r.listGroupPage.p50Ms, 3)} / ${fmt(r.listGroupPage.maxMs, 3)} ms`,
+        `median ≤ ${TARGETS.pageMs} ms: ${verdict(r.listGroupPage.p50Ms <= TARGETS.pageMs)}`,
+      ]);
     }
     if (list) {
-      for (const [name, s] of [['first page', 'first'], ['middle page (from)', 'middle']] as const) {
+      for (const [name, s] of [
+        ['first page', 'first'],
+        ['middle page (from)', 'middle'],
+      ] as const) {
         const ratio = list.big[s].p50Ms / list.small[s].p50Ms;
-        rows.push([`listJobs delayed ${name}, ${fmt(list.big.jobs)} jobs: median / slowest`, `${fmt(list.big[s].p50Ms, 3)} / ${fmt(list.big[s].maxMs, 3)} ms`, `median ≤ ${TARGETS.pageMs} ms: ${verdict(list.big[s].p50Ms <= TARGETS.pageMs)}`]);
-        rows.push([`listJobs delayed ${name}, ${fmt(list.small.jobs)} jobs: median / slowest`, `${fmt(list.small[s].p50Ms, 3)} / ${fmt(list.small[s].maxMs, 3)} ms`, `median ≤ ${TARGETS.pageMs} ms: ${verdict(list.small[s].p50Ms <= TARGETS.pageMs)}`]);
+        rows.push([
+          `listJobs delayed ${name}, ${fmt(list.big.jobs)} jobs: median / slowest`,
+          `${fmt(list.big[s].p50Ms, 3)} / ${fmt(list.big[s].maxMs, 3)} ms`,
+          `median ≤ ${TARGETS.pageMs} ms: ${verdict(list.big[s].p50Ms <= TARGETS.pageMs)}`,
+        ]);
+        rows.push([
+          `listJobs delayed ${name}, ${fmt(list.small.jobs)} jobs: median / slowest`,
+          `${fmt(list.small[s].p50Ms, 3)} / ${fmt(list.small[s].maxMs, 3)} ms`,
+          `median ≤ ${TARGETS.pageMs} ms: ${verdict(list.small[s].p50Ms <= TARGETS.pageMs)}`,
+        ]);
         rows.push([`  ratio of medians, ${name}`, `${fmt(ratio, 2)}×`, '≈ 1']);
       }
     }
     const base = memory.find((m) => m.groupSize === null);
     for (const m of memory) {
       const extra = base && m !== base ? m.bytesPerJob - base.bytesPerJob : null;
-      rows.push([`memory per job, ${m.label}`, `${fmt(m.bytesPerJob, 1)} bytes${extra === null ? '' : ` (${extra >= 0 ? '+' : ''}${fmt(extra, 1)})`}`, extra === null ? '' : `≤ +${TARGETS.groupBytesPerJob}: ${verdict(extra <= TARGETS.groupBytesPerJob)}`]);
+      rows.push([
+        `memory per job, ${m.label}`,
+        `${fmt(m.bytesPerJob, 1)} bytes${extra === null ? '' : ` (${extra >= 0 ? '+' : ''}${fmt(extra, 1)})`}`,
+        extra === null ? '' : `≤ +${TARGETS.groupBytesPerJob}: ${verdict(extra <= TARGETS.groupBytesPerJob)}`,
+      ]);
     }
     printTable(rows);
     console.log(

@@ -30,15 +30,15 @@ function git(...args: string[]): string {
 
 /** The full text of every script at `ref`, by name; null for a script the ref does not have. */
 function textsAt(ref: string): Record<ScriptName, string | null> {
-  const listed = (path: string) => git('ls-tree', '--name-only', `${ref}:${path}`).split('\n').filter((f) => f.endsWith('.lua'));
+  const listed = (path: string) =>
+    git('ls-tree', '--name-only', `${ref}:${path}`)
+      .split('\n')
+      .filter((f) => f.endsWith('.lua'));
   const scripts = new Set(listed('lua'));
   const includes = Object.fromEntries(listed('lua/includes').map((f) => [f.slice(0, -'.lua'.length), git('show', `${ref}:lua/includes/${f}`)]));
-  const sources = Object.fromEntries(
-    (Object.keys(SCRIPTS) as ScriptName[]).map((name) => [name, scripts.has(SCRIPTS[name].file) ? git('show', `${ref}:lua/${SCRIPTS[name].file}`) : null]),
-  ) as Record<ScriptName, string | null>;
+  const sources = Object.fromEntries((Object.keys(SCRIPTS) as ScriptName[]).map((name) => [name, scripts.has(SCRIPTS[name].file) ? git('show', `${ref}:lua/${SCRIPTS[name].file}`) : null])) as Record<ScriptName, string | null>;
   const byConcern = Object.values(sources).some((source) => source?.includes('\n--- @include "'));
-  const full = (name: ScriptName, source: string) =>
-    byConcern ? [...includeOrder(source, includes, SCRIPTS[name].file).map((include) => includes[include]), source].join('\n') : `${includes.job}\n${source}`;
+  const full = (name: ScriptName, source: string) => (byConcern ? [...includeOrder(source, includes, SCRIPTS[name].file).map((include) => includes[include]), source].join('\n') : `${includes.job}\n${source}`);
   return Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, source === null ? null : full(name as ScriptName, source)])) as Record<ScriptName, string | null>;
 }
 
@@ -110,27 +110,36 @@ async function main(): Promise<void> {
     }
     const rows = results.map(({ script, before: b, after: a }) => [
       script,
-      b ? fmtInt(b.bytes) : '—', fmtInt(a.bytes), b ? change(b.bytes, a.bytes) : '',
-      b ? String(b.locals) : '—', String(a.locals),
-      b ? fmtInt(b.redisUs) : '—', fmtInt(a.redisUs), b ? change(b.redisUs, a.redisUs) : '',
-      b ? fmtInt(b.roundTripUs) : '—', fmtInt(a.roundTripUs),
+      b ? fmtInt(b.bytes) : '—',
+      fmtInt(a.bytes),
+      b ? change(b.bytes, a.bytes) : '',
+      b ? String(b.locals) : '—',
+      String(a.locals),
+      b ? fmtInt(b.redisUs) : '—',
+      fmtInt(a.redisUs),
+      b ? change(b.redisUs, a.redisUs) : '',
+      b ? fmtInt(b.roundTripUs) : '—',
+      fmtInt(a.roundTripUs),
     ]);
     const both = results.filter((r) => r.before !== null) as { script: ScriptName; before: Side; after: Side }[];
     const sum = (side: 'before' | 'after', field: keyof Side) => both.reduce((n, r) => n + r[side][field], 0);
     const max = (side: 'before' | 'after') => Math.max(...both.map((r) => r[side].locals));
     rows.push([
       `**total** (${both.length} scripts; locals: max)`,
-      fmtInt(sum('before', 'bytes')), fmtInt(sum('after', 'bytes')), change(sum('before', 'bytes'), sum('after', 'bytes')),
-      String(max('before')), String(max('after')),
-      fmtInt(sum('before', 'redisUs')), fmtInt(sum('after', 'redisUs')), change(sum('before', 'redisUs'), sum('after', 'redisUs')),
-      fmtInt(sum('before', 'roundTripUs')), fmtInt(sum('after', 'roundTripUs')),
+      fmtInt(sum('before', 'bytes')),
+      fmtInt(sum('after', 'bytes')),
+      change(sum('before', 'bytes'), sum('after', 'bytes')),
+      String(max('before')),
+      String(max('after')),
+      fmtInt(sum('before', 'redisUs')),
+      fmtInt(sum('after', 'redisUs')),
+      change(sum('before', 'redisUs'), sum('after', 'redisUs')),
+      fmtInt(sum('before', 'roundTripUs')),
+      fmtInt(sum('after', 'roundTripUs')),
     ]);
     console.log(`SCRIPT LOAD after SCRIPT FLUSH, median of ${LOADS} loads per text; before: ${REF} (${base}), after: the working tree`);
     console.log(`machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.os}, node ${machine.node}, redis ${machine.redis}`);
-    printTable(rows, [
-      'script', 'bytes before', 'bytes after', 'Δ bytes', 'locals before', 'locals after',
-      'LOAD µs before', 'LOAD µs after', 'Δ LOAD', 'round trip µs before', 'round trip µs after',
-    ]);
+    printTable(rows, ['script', 'bytes before', 'bytes after', 'Δ bytes', 'locals before', 'locals after', 'LOAD µs before', 'LOAD µs after', 'Δ LOAD', 'round trip µs before', 'round trip µs after']);
     console.log(JSON.stringify({ bench: 'lua-load', at: new Date().toISOString(), machine, ref: REF, base, loads: LOADS, results }));
   } finally {
     redis?.disconnect();

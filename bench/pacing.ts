@@ -37,7 +37,10 @@ const N = {
   rate: envInt('BENCH_RATE', 1_000),
 };
 const TOLERANCE = 0.05; // the issue's ±5 %
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
 const log = createLogger('bench', {}, 'error', () => undefined);
 
 interface Run {
@@ -153,7 +156,7 @@ async function fanouts(port: number): Promise<Run> {
     const invoker = new AckingInvoker(ackClient.queue);
     const remainingMs = () => 900_000; // a fan-out with Lambda's longest timeout: this bench measures the pace, not the hand-over
     const begun = performance.now();
-    for (let left = N.fanoutJobs; left > 0; ) {
+    for (let left = N.fanoutJobs; left > 0;) {
       await Promise.all([runFanout({ engine: a.queue.engine, invoker, log, remainingMs }, { topics: [topic] }), runFanout({ engine: b.queue.engine, invoker, log, remainingMs }, { topics: [topic] })]);
       const stats = await a.queue.stats(topic);
       if (stats.ready === left) break; // nothing moved: report what was delivered
@@ -178,7 +181,9 @@ async function main(): Promise<void> {
     server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
     admin = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
     const version = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
-    console.log(`machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, ${osType()} ${osRelease()}, node ${process.version}, redis ${version} (pid ${server.pid}); load average ${load()}`);
+    console.log(
+      `machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, ${osType()} ${osRelease()}, node ${process.version}, redis ${version} (pid ${server.pid}); load average ${load()}`,
+    );
     console.log(`counts: ${JSON.stringify(N)}`);
     const runs = [await claimLoops(server.port)];
     console.log(`1. done; load average ${load()}`);

@@ -107,7 +107,6 @@ function makeBody(n: number, bytes: number): { report: string; note: string } {
   return body;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // 1. 10,000 schedules due at once
 
@@ -221,7 +220,13 @@ async function checkAdvanced(queue: Queue, admin: Redis, due: number, swept: { a
     const i = Number(v.id.slice('sched-'.length));
     return v.pending?.id !== occurrenceId(v.id, nextOf(i)) || v.lastRunAt !== new Date(due).toISOString();
   });
-  if (wrong.length) problems.push(`${wrong.length} schedule views with another pending occurrence or last run: ${wrong.slice(0, 5).map((v) => `${v.id} ${JSON.stringify(v.pending)} ${v.lastRunAt}`).join('; ')}`);
+  if (wrong.length)
+    problems.push(
+      `${wrong.length} schedule views with another pending occurrence or last run: ${wrong
+        .slice(0, 5)
+        .map((v) => `${v.id} ${JSON.stringify(v.pending)} ${v.lastRunAt}`)
+        .join('; ')}`,
+    );
   return { ok: problems.length === 0, problems };
 }
 
@@ -243,7 +248,13 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
     const sk = scheduleKeys(0, TOPIC);
     const k = topicKeys(0, TOPIC);
     const keys: Record<string, number> = {};
-    for (const [name, key] of [['schedules hash', sk.schedules], ['schedule-ids zset', sk.ids], ['schedule-next zset', sk.next], ['jobs hash', k.jobs], ['delayed zset', k.delayed]] as const) {
+    for (const [name, key] of [
+      ['schedules hash', sk.schedules],
+      ['schedule-ids zset', sk.ids],
+      ['schedule-next zset', sk.next],
+      ['jobs hash', k.jobs],
+      ['delayed zset', k.delayed],
+    ] as const) {
       keys[name] = round((await memoryUsage(admin, key)) / N.schedules, 1);
     }
     const sample = ((await admin.call('HRANDFIELD', sk.schedules, '1000')) as string[]).filter((f) => !f.startsWith('#'));
@@ -262,9 +273,28 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
     const readSlowlog = slowlogReader();
     await admin.config('SET', 'slowlog-max-len', '1000000');
     await admin.config('SET', 'slowlog-log-slower-than', String(slowlogUs));
-    const run: SweepRun = { slowlogUs, slowlogMsPerCall: [], putMs: Math.round(putMs), putsPerSecond: Math.round((N.schedules / putMs) * 1000), calls: 0, wallMs: 0, clientCpuMs: 0, redisCpuMs: 0, advanced: 0, moved: 0, redisMsPerCall: [], commandsPerCall: [], slowest: null, byScript: {}, loggedInside: 0, slowlogOverflow: false, check: { ok: false, problems: [] }, load: [] };
+    const run: SweepRun = {
+      slowlogUs,
+      slowlogMsPerCall: [],
+      putMs: Math.round(putMs),
+      putsPerSecond: Math.round((N.schedules / putMs) * 1000),
+      calls: 0,
+      wallMs: 0,
+      clientCpuMs: 0,
+      redisCpuMs: 0,
+      advanced: 0,
+      moved: 0,
+      redisMsPerCall: [],
+      commandsPerCall: [],
+      slowest: null,
+      byScript: {},
+      loggedInside: 0,
+      slowlogOverflow: false,
+      check: { ok: false, problems: [] },
+      load: [],
+    };
     const byScript = new Map<string, number[]>();
-    for (let more = true; more; ) {
+    for (let more = true; more;) {
       await admin.call('SLOWLOG', 'RESET');
       const redisCpu = await redisCpuMs(admin);
       const scripts = await scriptUsec(admin);
@@ -398,7 +428,14 @@ class DevOutput {
         this.warnings.set(key, seen);
       }
       if (entry.message === 'job started' && typeof entry.jobId === 'string' && entry.jobId.startsWith(this.prefix)) {
-        this.starts.push({ id: entry.jobId, at: Date.parse(String(entry.timestamp)), latenessMs: Number(entry.latenessMs), attempt: Number(entry.attempt), requestId: entry.function_request_id as string | undefined, coldStart: entry.cold_start === true });
+        this.starts.push({
+          id: entry.jobId,
+          at: Date.parse(String(entry.timestamp)),
+          latenessMs: Number(entry.latenessMs),
+          attempt: Number(entry.attempt),
+          requestId: entry.function_request_id as string | undefined,
+          coldStart: entry.cold_start === true,
+        });
       } else if (entry._aws && entry.topic === PRECISION_TOPIC && Array.isArray(entry.lateness)) {
         this.claims.push({ at: Number((entry._aws as { Timestamp: number }).Timestamp), lateness: entry.lateness as number[] });
       }
@@ -467,8 +504,14 @@ class DevStack {
     this.child.stdout!.on('data', (chunk: Buffer) => output.push('out', chunk));
     this.child.stderr!.on('data', (chunk: Buffer) => output.push('err', chunk));
   }
-  async api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; the benchmark reads the fields it needs
-    const res = await fetch(this.baseUrl + path, { method, headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' }, signal: AbortSignal.timeout(30_000), ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; the benchmark reads the fields it needs
+  async api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(this.baseUrl + path, {
+      method,
+      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+      signal: AbortSignal.timeout(30_000),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   }
@@ -639,7 +682,11 @@ async function precisionStep(): Promise<PrecisionResult> {
     // the deletes at the end go 10 at once: warm 10 deleteSchedule workers now (404s), so that
     // their cold starts do not take the 2 cores from the stack while schedules still fire (on
     // AWS an API function's cold start runs elsewhere). Run E, before this, is in BENCHMARKS.md.
-    await deleteAll(stack, Array.from({ length: IN_FLIGHT_HTTP }, (_, i) => `warm-${tag}-absent-${i}`), () => undefined);
+    await deleteAll(
+      stack,
+      Array.from({ length: IN_FLIGHT_HTTP }, (_, i) => `warm-${tag}-absent-${i}`),
+      () => undefined,
+    );
 
     const first = new Map<string, number>();
     putAny = true;
@@ -711,10 +758,12 @@ async function precisionStep(): Promise<PrecisionResult> {
     const firstNominal = Math.min(...first.values());
     const claimValues = sortNum(output.claims.filter((c) => c.at >= firstNominal && c.at <= deleteStart).flatMap((c) => c.lateness));
     const steadyIds = [...expected].filter(([, nominal]) => nominal <= deleteStart - 1_000).map(([id]) => id);
-    const steadyLate = sortNum(steadyIds.flatMap((id) => {
-      const s = startsOf.get(id)?.[0];
-      return s ? [s.at - expected.get(id)!] : [];
-    }));
+    const steadyLate = sortNum(
+      steadyIds.flatMap((id) => {
+        const s = startsOf.get(id)?.[0];
+        return s ? [s.at - expected.get(id)!] : [];
+      }),
+    );
     const missedIds = [...expected.keys()].filter((id) => !startsOf.has(id));
     const nextStart = (id: string) => {
       const nominal = expected.get(id)! + 1_000;
@@ -784,25 +833,47 @@ async function main(): Promise<void> {
     const m = sweep.memory;
     const perCall = (r: SweepRun) => {
       const sorted = sortNum(r.redisMsPerCall);
-      return `${fmt(quantile(sorted, 0.5), 2)} / ${fmt(sorted.at(-1) ?? NaN, 2)} / ${fmt(sorted.reduce((a, b) => a + b, 0), 1)} ms`;
+      return `${fmt(quantile(sorted, 0.5), 2)} / ${fmt(sorted.at(-1) ?? NaN, 2)} / ${fmt(
+        sorted.reduce((a, b) => a + b, 0),
+        1,
+      )} ms`;
     };
     const slowest = (r: SweepRun) => (r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none of ${r.slowlogUs} µs or more`);
     const rows: [string, string, string][] = [
       [`put ${fmt(N.schedules)} schedules (putSchedule, ${N.putsInFlight} in flight), run 1; run 2`, `${fmt(light.putMs / 1000, 1)} s = ${fmt(light.putsPerSecond)}/s; ${fmt(every.putMs / 1000, 1)} s = ${fmt(every.putsPerSecond)}/s`, ''],
       ['memory per schedule with its pending occurrence (used_memory)', `${fmt(m.bytesPerSchedule, 1)} bytes`, ''],
-      ['  the schedule alone: schedules hash + ids zset + next zset (MEMORY USAGE)', `${fmt(m.scheduleAlone, 1)} = ${fmt(m.keys['schedules hash']!, 1)} + ${fmt(m.keys['schedule-ids zset']!, 1)} + ${fmt(m.keys['schedule-next zset']!, 1)} bytes (record ${fmt(m.recordBytes, 1)} bytes)`, ''],
+      [
+        '  the schedule alone: schedules hash + ids zset + next zset (MEMORY USAGE)',
+        `${fmt(m.scheduleAlone, 1)} = ${fmt(m.keys['schedules hash']!, 1)} + ${fmt(m.keys['schedule-ids zset']!, 1)} + ${fmt(m.keys['schedule-next zset']!, 1)} bytes (record ${fmt(m.recordBytes, 1)} bytes)`,
+        '',
+      ],
       ['  its occurrence: jobs hash + delayed zset (MEMORY USAGE)', `${fmt(m.occurrence, 1)} = ${fmt(m.keys['jobs hash']!, 1)} + ${fmt(m.keys['delayed zset']!, 1)} bytes`, ''],
     ];
-    for (const [label, r] of [[`run 1, SLOWLOG from ${SLOWLOG_LIGHT_US} µs`, light], ['run 2, SLOWLOG at 0 (every command)', every]] as const) {
+    for (const [label, r] of [
+      [`run 1, SLOWLOG from ${SLOWLOG_LIGHT_US} µs`, light],
+      ['run 2, SLOWLOG at 0 (every command)', every],
+    ] as const) {
       rows.push([`sweep, all ${fmt(N.schedules)} due at once, ${label}: wall / calls`, `${fmt(r.wallMs, 1)} ms / ${r.calls} calls (load ${r.load.join(' / ')})`, '']);
       rows.push(['  CPU over those calls: client (Node) / redis-server', `${fmt(r.clientCpuMs)} / ${fmt(r.redisCpuMs)} ms`, '']);
       rows.push(['  Redis script time per sweep call (commandstats): median / max / total', perCall(r), '']);
       rows.push(['  slowest single command', slowest(r), '']);
     }
     rows.push(['  run 2: commands sent per sweep call: median / max', `${quantile(sortNum(every.commandsPerCall), 0.5)} / ${Math.max(...every.commandsPerCall)}`, '']);
-    rows.push(...Object.entries(every.byScript).sort((a, b) => b[1].maxMs - a[1].maxMs).map(([name, s]): [string, string, string] => [`  run 2: ${name}: calls, median / slowest`, `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`, '']));
-    rows.push(['client: one advance planned (catchUpPlan), every: 60 / cron in Berlin, CPU', `${fmt(sweep.planUs.every.cpu, 1)} / ${fmt(sweep.planUs.cron.cpu, 1)} µs (wall ${fmt(sweep.planUs.every.wall, 1)} / ${fmt(sweep.planUs.cron.wall, 1)})`, '']);
-    rows.push(['every schedule advanced exactly once (both runs)', light.check.ok && every.check.ok ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled` : `NO: ${[...light.check.problems, ...every.check.problems].join(' | ')}`, `all: ${verdict(light.check.ok && every.check.ok)}`]);
+    rows.push(
+      ...Object.entries(every.byScript)
+        .sort((a, b) => b[1].maxMs - a[1].maxMs)
+        .map(([name, s]): [string, string, string] => [`  run 2: ${name}: calls, median / slowest`, `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`, '']),
+    );
+    rows.push([
+      'client: one advance planned (catchUpPlan), every: 60 / cron in Berlin, CPU',
+      `${fmt(sweep.planUs.every.cpu, 1)} / ${fmt(sweep.planUs.cron.cpu, 1)} µs (wall ${fmt(sweep.planUs.every.wall, 1)} / ${fmt(sweep.planUs.cron.wall, 1)})`,
+      '',
+    ]);
+    rows.push([
+      'every schedule advanced exactly once (both runs)',
+      light.check.ok && every.check.ok ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled` : `NO: ${[...light.check.problems, ...every.check.problems].join(' | ')}`,
+      `all: ${verdict(light.check.ok && every.check.ok)}`,
+    ]);
     printTable(rows);
   }
   let precision: PrecisionResult | undefined;
@@ -812,10 +883,24 @@ async function main(): Promise<void> {
     const rows: [string, string, string][] = [
       [`${p.schedules} schedules every 1 s for ${p.seconds} s: occurrences expected`, fmt(p.expected), ''],
       ['  started / missed / doubled', `${fmt(p.started)} / ${fmt(p.missed)} / ${fmt(p.doubled)}`, `missed 0, doubled 0: ${verdict(p.missed === 0 && p.doubled === 0)}`],
-      ['  lateness (job started − nominal): p50 / p90 / p99 / max', `${p.latenessMs.p50} / ${p.latenessMs.p90} / ${p.latenessMs.p99} / ${p.latenessMs.max} ms (min ${p.latenessMs.min})`, `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.latenessMs.p99 <= TARGETS.p99Ms)}`],
-      ['  missed, by seconds from nominal to its DELETE', Object.entries(p.missedBySecondsBeforeDelete).map(([k, v]) => `${k} s: ${v}`).join(', ') || 'none', ''],
+      [
+        '  lateness (job started − nominal): p50 / p90 / p99 / max',
+        `${p.latenessMs.p50} / ${p.latenessMs.p90} / ${p.latenessMs.p99} / ${p.latenessMs.max} ms (min ${p.latenessMs.min})`,
+        `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.latenessMs.p99 <= TARGETS.p99Ms)}`,
+      ],
+      [
+        '  missed, by seconds from nominal to its DELETE',
+        Object.entries(p.missedBySecondsBeforeDelete)
+          .map(([k, v]) => `${k} s: ${v}`)
+          .join(', ') || 'none',
+        '',
+      ],
       [`  steady (due ≥ 1 s before the first DELETE): expected / missed`, `${fmt(p.steady.expected)} / ${fmt(p.steady.missed)}`, ''],
-      ['  steady: lateness p50 / p90 / p99 / max', `${p.steady.latenessMs.p50} / ${p.steady.latenessMs.p90} / ${p.steady.latenessMs.p99} / ${p.steady.latenessMs.max} ms`, `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.steady.latenessMs.p99 <= TARGETS.p99Ms)}`],
+      [
+        '  steady: lateness p50 / p90 / p99 / max',
+        `${p.steady.latenessMs.p50} / ${p.steady.latenessMs.p90} / ${p.steady.latenessMs.p99} / ${p.steady.latenessMs.max} ms`,
+        `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.steady.latenessMs.p99 <= TARGETS.p99Ms)}`,
+      ],
       ["  missed: its schedule's first occurrence; its schedule's next one started (median lateness)", `${fmt(p.missedFirst)}; ${fmt(p.missedNextStarted.count)} (${p.missedNextStarted.p50Ms} ms)`, ''],
       ['  stack threads per s while firing, offline / redis-server / rest: on CPU', `${p.stackCpu.offline.run} / ${p.stackCpu.redis.run} / ${p.stackCpu.other.run} s`, ''],
       ['  the same, waiting for a CPU (run queue)', `${p.stackCpu.offline.wait} / ${p.stackCpu.redis.wait} / ${p.stackCpu.other.wait} s`, ''],
@@ -823,12 +908,28 @@ async function main(): Promise<void> {
       ["  each second's 1st / 10th / 50th / last start, median", `${p.byRankP50Ms.first} / ${p.byRankP50Ms.tenth} / ${p.byRankP50Ms.fiftieth} / ${p.byRankP50Ms.last} ms`, ''],
       ['  handler invocations per second; cold starts', `${p.handlerInvocationsPerSecond}; ${p.coldStarts}`, ''],
       ['  margin (nominal after deletes − 1 s): started of', `${p.marginStarted} of ${p.marginNominal}; unexpected starts ${p.unexpectedStarts}; retried ${p.retried}`, ''],
-      ['  WARN / ERROR lines of the stack', Object.entries(p.warnings).map(([m, w]) => `${w.count}× ${m}`).join('; ') || 'none', ''],
+      [
+        '  WARN / ERROR lines of the stack',
+        Object.entries(p.warnings)
+          .map(([m, w]) => `${w.count}× ${m}`)
+          .join('; ') || 'none',
+        '',
+      ],
       ['  load average start / end', `${p.load.start.join(' / ')} → ${p.load.end.join(' / ')}`, ''],
     ];
     printTable(rows);
   }
-  console.log(JSON.stringify({ bench: 'schedules', at: at.toISOString(), machine: sweep?.machine, loadAverage: { start: loadAtStart, end: loadNow() }, counts: N, results: { sweep: sweep && { memory: sweep.memory, planUs: sweep.planUs, runs: sweep.runs }, precision }, targets: TARGETS }));
+  console.log(
+    JSON.stringify({
+      bench: 'schedules',
+      at: at.toISOString(),
+      machine: sweep?.machine,
+      loadAverage: { start: loadAtStart, end: loadNow() },
+      counts: N,
+      results: { sweep: sweep && { memory: sweep.memory, planUs: sweep.planUs, runs: sweep.runs }, precision },
+      targets: TARGETS,
+    }),
+  );
 }
 
 main().catch((error) => {

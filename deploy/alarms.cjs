@@ -66,7 +66,10 @@ function alarms({ service, stage, queue, p }) {
   nodes.forEach((suffix, i) => {
     const shard = nodes.length > 1 ? `Shard${i + 1}` : '';
     const dimensions = memoryDb
-      ? [{ Name: 'ClusterName', Value: p.memoryDbName }, { Name: 'NodeName', Value: `${p.memoryDbName}${suffix}` }]
+      ? [
+          { Name: 'ClusterName', Value: p.memoryDbName },
+          { Name: 'NodeName', Value: `${p.memoryDbName}${suffix}` },
+        ]
       : [{ Name: 'CacheClusterId', Value: { 'Fn::Sub': `\${DqRedis}${suffix}` } }];
     R[`DqRedisMemory${shard}Alarm`] = alarm(
       `${prefix}-redis-memory${shard && `-${shard.toLowerCase()}`}`,

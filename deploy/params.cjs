@@ -65,7 +65,11 @@ const isTrue = (value) => value === 'true';
 const isMemoryDb = (p) => p.engine === 'memorydb';
 /** True when the client must speak Redis Cluster: ElastiCache cluster mode, or MemoryDB (always a cluster). */
 const isCluster = (p) => isMemoryDb(p) || isTrue(p.cluster);
-const list = (value) => value.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (value) =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** Returns the boolean parameter `name` of `p` ('true' or 'false'), or throws naming it. */
 function booleanParam(p, name) {

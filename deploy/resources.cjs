@@ -18,20 +18,47 @@ const MEMORYDB_ACCESS = [
   '~dq:*', // lib/engine/keys.ts builds every key under dq:
   '-@all',
   // client (ioredis 5): scripts are sent as EVAL on a connection's first use, then EVALSHA (no SCRIPT LOAD)
-  '+eval', '+evalsha',
+  '+eval',
+  '+evalsha',
   '+blpop', // the sweeper's wake-up list (lib/roles/sweeper.ts)
-  '+time', '+zcard', '+llen', '+zrange', // engine/sweep.ts, attempts.ts, read.ts
-  '+hmget', '+hget', '+multi', '+exec', // bodies kept apart, read beside their script (engine/read.ts, attempts.ts, dead.ts)
+  '+time',
+  '+zcard',
+  '+llen',
+  '+zrange', // engine/sweep.ts, attempts.ts, read.ts
+  '+hmget',
+  '+hget',
+  '+multi',
+  '+exec', // bodies kept apart, read beside their script (engine/read.ts, attempts.ts, dead.ts)
   '+hgetall', // GET /topics: lateness per minute (engine/lateness.ts); LRANGE of the ready heads is in the Lua list below
   '+wait', // durability replica only (lib/engine/durable.ts; DQ_DURABILITY may ask for it)
   '+info', // ioredis' ready check on every connection; durability replica's replica count
-  '+cluster|slots', '+cluster|info', '+asking', // ioredis Cluster: slot map, ready check, redirections
+  '+cluster|slots',
+  '+cluster|info',
+  '+asking', // ioredis Cluster: slot map, ready check, redirections
   '+client|setinfo', // ioredis names its library on connect (a refusal would count as an ACL failure)
   // Lua (lua/*.lua, lua/includes/job.lua)
-  '+del', '+exists', '+get', '+set', '+incr', '+pexpire',
-  '+hset', '+hdel', '+hstrlen', '+hincrby', // hincrby: a record write takes the next version from the jobs hash's #seq
-  '+lpush', '+lrange', '+rpush', '+lpop', '+ltrim',
-  '+zadd', '+zrem', '+zscore', '+zrank', '+zcount', '+zrangebyscore', '+zremrangebyrank',
+  '+del',
+  '+exists',
+  '+get',
+  '+set',
+  '+incr',
+  '+pexpire',
+  '+hset',
+  '+hdel',
+  '+hstrlen',
+  '+hincrby', // hincrby: a record write takes the next version from the jobs hash's #seq
+  '+lpush',
+  '+lrange',
+  '+rpush',
+  '+lpop',
+  '+ltrim',
+  '+zadd',
+  '+zrem',
+  '+zscore',
+  '+zrank',
+  '+zcount',
+  '+zrangebyscore',
+  '+zremrangebyrank',
   '+zrangebylex', // schedules: listSchedules-2 pages the schedule ids by name
 ].join(' ');
 
@@ -95,7 +122,13 @@ async function resources({ resolveVariable }) {
   }
 
   // The fan-out may invoke exactly the topics' handler functions.
-  const handlers = [...new Set(Object.values(queue.topics).map((t) => t.handler).filter(Boolean))].sort();
+  const handlers = [
+    ...new Set(
+      Object.values(queue.topics)
+        .map((t) => t.handler)
+        .filter(Boolean),
+    ),
+  ].sort();
   R.DqFanoutRole.Properties.Policies[0].PolicyDocument.Statement[0].Resource = handlers.map((h) => functionArn(service, stage, h));
 
   const names = isMemoryDb(p) ? { memoryDbName: memoryDbName(service, stage) } : {};

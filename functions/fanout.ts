@@ -10,10 +10,13 @@ export async function handler(event: { token?: string; topics?: string[] } | und
   try {
     // a paced topic's wait for its next start is bounded by what is left of this invocation
     const remainingMs = typeof context.getRemainingTimeInMillis === 'function' ? () => context.getRemainingTimeInMillis() : undefined;
-    const reports = await runFanout({ ...rt, log, timings: rt.config.timings, ...(remainingMs ? { remainingMs } : {}) }, {
-      ...(typeof event?.token === 'string' ? { token: event.token } : {}),
-      ...(Array.isArray(event?.topics) ? { topics: event.topics } : {}),
-    });
+    const reports = await runFanout(
+      { ...rt, log, timings: rt.config.timings, ...(remainingMs ? { remainingMs } : {}) },
+      {
+        ...(typeof event?.token === 'string' ? { token: event.token } : {}),
+        ...(Array.isArray(event?.topics) ? { topics: event.topics } : {}),
+      },
+    );
     log.info('fan-out finished', { reports });
     return reports;
   } catch (error) {

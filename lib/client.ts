@@ -17,19 +17,7 @@
  */
 
 /** Error codes of the API (`{ "error": { "code" } }`). */
-export type ApiErrorCode =
-  | 'VALIDATION_FAILED'
-  | 'INVALID_JSON'
-  | 'UNAUTHORIZED'
-  | 'NOT_FOUND'
-  | 'JOB_EXISTS'
-  | 'JOB_FINISHED'
-  | 'VERSION_MISMATCH'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNKNOWN_TOPIC'
-  | 'UNAVAILABLE'
-  | 'NOT_REPLICATED'
-  | 'INTERNAL';
+export type ApiErrorCode = 'VALIDATION_FAILED' | 'INVALID_JSON' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'JOB_EXISTS' | 'JOB_FINISHED' | 'VERSION_MISMATCH' | 'PAYLOAD_TOO_LARGE' | 'UNKNOWN_TOPIC' | 'UNAVAILABLE' | 'NOT_REPLICATED' | 'INTERNAL';
 
 /** Codes the client itself raises: no answer, no answer in time, an answer that is not the API's. */
 export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'BAD_RESPONSE';
@@ -37,17 +25,10 @@ export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'BAD_RESPONSE';
 export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
 
 /** A job's retry policy as the API reports it: fixed, exponential (with jitter), or a ladder; seconds. */
-export type Backoff =
-  | { type: 'fixed'; delay: number }
-  | { type: 'exponential'; delay: number; max: number; jitter: number }
-  | { type: 'ladder'; delays: number[] };
+export type Backoff = { type: 'fixed'; delay: number } | { type: 'exponential'; delay: number; max: number; jitter: number } | { type: 'ladder'; delays: number[] };
 
 /** A retry policy to set: a Backoff (exponential's `max` and `jitter` optional), or a ladder as text. */
-export type BackoffInput =
-  | { type: 'fixed'; delay: number }
-  | { type: 'exponential'; delay: number; max?: number; jitter?: number }
-  | { type: 'ladder'; delays: number[] }
-  | string;
+export type BackoffInput = { type: 'fixed'; delay: number } | { type: 'exponential'; delay: number; max?: number; jitter?: number } | { type: 'ladder'; delays: number[] } | string;
 
 /** A job to add. Give exactly one of `delay` (seconds from now) and `runAt` (epoch ms or ISO-8601). */
 export interface NewJob<Body = unknown> {
@@ -136,9 +117,7 @@ export type ListedState = 'delayed' | 'ready' | 'running' | 'dead';
 export type TimeBound = Date | number | string;
 
 /** One job's result in `addMany`, in the order given. */
-export type BatchResult<Body = unknown> =
-  | { ok: true; status: 201; job: Job<Body> }
-  | { ok: false; status: number; error: DelayQueueError };
+export type BatchResult<Body = unknown> = { ok: true; status: 201; job: Job<Body> } | { ok: false; status: number; error: DelayQueueError };
 
 /**
  * A recurring schedule to put: `cron` (5 fields, or 6 with seconds first) in `timezone` (IANA,
@@ -473,11 +452,19 @@ export class DelayQueueClient {
    */
   async put<Body = unknown>(topic: string, id: string, job: JobReplacement<Body>, options?: ChangeOptions): Promise<{ job: Job<Body>; created: boolean }> {
     const headers = ifMatchHeader(options?.ifMatch);
-    return this.call('PUT', path('jobs', topic, id), job, options, false, (reply) => {
-      const body = reply.body as { job?: Job<Body> } | undefined;
-      if ((reply.status === 200 || reply.status === 201) && body?.job) return { job: body.job, created: reply.status === 201 };
-      return undefined;
-    }, headers);
+    return this.call(
+      'PUT',
+      path('jobs', topic, id),
+      job,
+      options,
+      false,
+      (reply) => {
+        const body = reply.body as { job?: Job<Body> } | undefined;
+        if ((reply.status === 200 || reply.status === 201) && body?.job) return { job: body.job, created: reply.status === 201 };
+        return undefined;
+      },
+      headers,
+    );
   }
 
   /**
@@ -486,10 +473,18 @@ export class DelayQueueClient {
    */
   async cancel<Body = unknown>(topic: string, id: string, options?: ChangeOptions): Promise<Job<Body>> {
     const headers = ifMatchHeader(options?.ifMatch);
-    return this.call('DELETE', path('jobs', topic, id), undefined, options, false, (reply) => {
-      const body = reply.body as { job?: Job<Body> } | undefined;
-      return reply.status === 200 && body?.job ? body.job : undefined;
-    }, headers);
+    return this.call(
+      'DELETE',
+      path('jobs', topic, id),
+      undefined,
+      options,
+      false,
+      (reply) => {
+        const body = reply.body as { job?: Job<Body> } | undefined;
+        return reply.status === 200 && body?.job ? body.job : undefined;
+      },
+      headers,
+    );
   }
 
   /**
@@ -515,11 +510,7 @@ export class DelayQueueClient {
    * time, time-to-run deadline, time of death, or claim order for `ready`; ties by id. `from` and
    * `to` bound that time (inclusive). `limit` 1–500, default 100; `cursor`: the previous page's `next`.
    */
-  async listJobs<Body = unknown>(
-    topic: string,
-    query: { state?: ListedState; from?: TimeBound; to?: TimeBound; limit?: number; cursor?: string } = {},
-    options?: CallOptions,
-  ): Promise<JobPage<Body>> {
+  async listJobs<Body = unknown>(topic: string, query: { state?: ListedState; from?: TimeBound; to?: TimeBound; limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<JobPage<Body>> {
     const { state, from, to, limit, cursor } = query;
     return this.page(path('topics', topic, 'jobs'), { state, from: timeParam(from), to: timeParam(to), limit, cursor }, options);
   }

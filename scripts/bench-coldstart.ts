@@ -60,7 +60,27 @@ function parseArgs(argv: string[]): Args {
 type Yaml = { custom?: { esbuild?: Record<string, unknown> }; functions?: Record<string, { handler: string; events?: unknown[] }> };
 
 /** Plugin options serverless-esbuild removes before calling esbuild (dist/bundle.js). */
-const PLUGIN_ONLY = ['concurrency', 'zipConcurrency', 'exclude', 'nativeZip', 'packager', 'packagePath', 'watch', 'keepOutputDirectory', 'packagerOptions', 'installExtraArgs', 'outputFileExtension', 'outputBuildFolder', 'outputWorkFolder', 'nodeExternals', 'skipBuild', 'skipRebuild', 'skipBuildExcludeFns', 'stripEntryResolveExtensions', 'disposeContext'];
+const PLUGIN_ONLY = [
+  'concurrency',
+  'zipConcurrency',
+  'exclude',
+  'nativeZip',
+  'packager',
+  'packagePath',
+  'watch',
+  'keepOutputDirectory',
+  'packagerOptions',
+  'installExtraArgs',
+  'outputFileExtension',
+  'outputBuildFolder',
+  'outputWorkFolder',
+  'nodeExternals',
+  'skipBuild',
+  'skipRebuild',
+  'skipBuildExcludeFns',
+  'stripEntryResolveExtensions',
+  'disposeContext',
+];
 
 /** The esbuild options serverless-esbuild derives from `custom.esbuild` (its defaults merged under them). */
 function esbuildOptions(custom: Record<string, unknown>): { options: BuildOptions; ext: string } {
@@ -241,7 +261,9 @@ async function main(): Promise<void> {
     const lines: string[] = [];
     const sources = args.sources === 'base' ? `sources: ${baseCommit}'s before, the working tree's after` : 'sources: the working tree for both';
     lines.push(`Before: \`custom.esbuild\` of ${baseCommit}; after: the working tree's (HEAD ${headCommit}${dirty ? ', with uncommitted changes' : ''}); ${sources}.`);
-    lines.push(`${args.runs} runs, interleaved; Node ${process.version}; ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}; load average (1/5/15 min) ${avg(load0)} at start, ${avg(load1)} at end; ${((Date.now() - started) / 1000).toFixed(0)} s.`);
+    lines.push(
+      `${args.runs} runs, interleaved; Node ${process.version}; ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}; load average (1/5/15 min) ${avg(load0)} at start, ${avg(load1)} at end; ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+    );
     lines.push('');
     lines.push('| function | KB at load before | after | ratio | load ms before | after | ratio | SDK chunks, read at first invoke | goal |');
     lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---|');
@@ -256,7 +278,18 @@ async function main(): Promise<void> {
       const goal = !fn.api ? '—' : !b.hasSdk ? 'n/a (no SDK before)' : bytesRatio <= GOAL.bytes && msRatio <= GOAL.ms ? 'met' : 'MISSED';
       const kind = fn.api ? '' : fn.entry.includes('/handlers/') ? ' (topic handler)' : ' (invokes)';
       lines.push(`| ${fn.name}${kind} | ${kb(b.loadBytes)} | ${kb(a.loadBytes)} | ${ratio(a.loadBytes, b.loadBytes)} | ${mb.toFixed(1)} | ${ma.toFixed(1)} | ${ratio(ma, mb)} | ${a.lazyBytes ? kb(a.lazyBytes) : '—'} | ${goal} |`);
-      summary.push({ function: fn.name, api: fn.api, sdkBefore: b.hasSdk, bytesBefore: b.loadBytes, bytesAfter: a.loadBytes, lazyBytes: a.lazyBytes, msBefore: +mb.toFixed(2), msAfter: +ma.toFixed(2), bytesRatio: +bytesRatio.toFixed(3), msRatio: +msRatio.toFixed(3) });
+      summary.push({
+        function: fn.name,
+        api: fn.api,
+        sdkBefore: b.hasSdk,
+        bytesBefore: b.loadBytes,
+        bytesAfter: a.loadBytes,
+        lazyBytes: a.lazyBytes,
+        msBefore: +mb.toFixed(2),
+        msAfter: +ma.toFixed(2),
+        bytesRatio: +bytesRatio.toFixed(3),
+        msRatio: +msRatio.toFixed(3),
+      });
     }
     const goalRows = summary.filter((r) => r.api && r.sdkBefore);
     const range = (key: string) => {
@@ -267,9 +300,13 @@ async function main(): Promise<void> {
     const [lb, la, ib, ia] = [median(pt.before), median(pt.after), median(invokes.before), median(invokes.after)];
     lines.push('');
     lines.push(`API functions that bundled the SDK: bytes at load ${range('bytesRatio')} (goal ≤ ${GOAL.bytes}×), load time ${range('msRatio')} (goal ≤ ${GOAL.ms}×).`);
-    lines.push(`First invoke (probe: lib/platform/lambda.ts alone, load then one invokeAsync against a local 202 endpoint): load ${lb.toFixed(1)} → ${la.toFixed(1)} ms, first invoke ${ib.toFixed(1)} → ${ia.toFixed(1)} ms, sum ${(lb + ib).toFixed(1)} → ${(la + ia).toFixed(1)} ms.`);
+    lines.push(
+      `First invoke (probe: lib/platform/lambda.ts alone, load then one invokeAsync against a local 202 endpoint): load ${lb.toFixed(1)} → ${la.toFixed(1)} ms, first invoke ${ib.toFixed(1)} → ${ia.toFixed(1)} ms, sum ${(lb + ib).toFixed(1)} → ${(la + ia).toFixed(1)} ms.`,
+    );
     console.log(lines.join('\n'));
-    console.log(`\nBENCH-COLDSTART ${JSON.stringify({ base: baseCommit, head: headCommit, dirty, runs: args.runs, node: process.version, loadavg: [load0, load1], functions: summary, probe: { loadMs: [lb, la], firstInvokeMs: [ib, ia] } })}`);
+    console.log(
+      `\nBENCH-COLDSTART ${JSON.stringify({ base: baseCommit, head: headCommit, dirty, runs: args.runs, node: process.version, loadavg: [load0, load1], functions: summary, probe: { loadMs: [lb, la], firstInvokeMs: [ib, ia] } })}`,
+    );
   } finally {
     if (args.sources === 'base') execFileSync('git', ['worktree', 'remove', '--force', baseRoot], { cwd: ROOT, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });

@@ -237,7 +237,10 @@ async function waitUntilReady(child: ChildProcess, tail: Tail, started: number):
 async function main(): Promise<void> {
   const serverlessBin = join(root, 'node_modules', '.bin', 'serverless');
   if (!existsSync(serverlessBin)) fail('node_modules/.bin/serverless is missing: run `npm ci` first.');
-  for (const [name, port] of [['PORT', httpPort], ['LAMBDA_PORT', lambdaPort]] as const) {
+  for (const [name, port] of [
+    ['PORT', httpPort],
+    ['LAMBDA_PORT', lambdaPort],
+  ] as const) {
     if (await portBusy(port)) {
       fail(`port ${port} on 127.0.0.1 (${name}) is already in use: stop what runs there, or pick another, e.g. ${name}=${port + 100} npm run dev`);
     }

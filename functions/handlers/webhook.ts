@@ -5,13 +5,16 @@ import { deliverWebhook } from '../../lib/roles/webhook';
 /** The built-in webhook topic handler: POSTs each job's body to its url, signed; 2xx is success. */
 export const handler = topicHandler(async (job, { topic, signal, timeLeftMs, now }) => {
   const { config } = runtime();
-  await deliverWebhook({ ...job, topic }, {
-    secret: config.webhookSecret,
-    allowPrivate: config.webhookAllowPrivate,
-    allowHosts: config.webhookAllowHosts,
-    denyCidrs: config.webhookDenyCidrs,
-    signal,
-    timeoutMs: timeLeftMs(),
-    now, // signatures carry the Redis clock's time: a host with a skewed clock still passes receivers' checks
-  });
+  await deliverWebhook(
+    { ...job, topic },
+    {
+      secret: config.webhookSecret,
+      allowPrivate: config.webhookAllowPrivate,
+      allowHosts: config.webhookAllowHosts,
+      denyCidrs: config.webhookDenyCidrs,
+      signal,
+      timeoutMs: timeLeftMs(),
+      now, // signatures carry the Redis clock's time: a host with a skewed clock still passes receivers' checks
+    },
+  );
 });

@@ -13,11 +13,7 @@ import { validateSchedule } from './schedule-input';
 import { badCursor, checkGroupRef, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type GroupPage, type IfMatch, type JobsQuery, type NewJob, type RedriveRequest } from './validation';
 
 /** What an add or put of one job did (invalid input throws instead). */
-export type WriteOutcome =
-  | { status: 'created'; job: Job }
-  | { status: 'replaced'; job: Job }
-  | { status: 'exists'; job: Job; error: HttpError }
-  | { status: 'finished'; job: Job; error: HttpError };
+export type WriteOutcome = { status: 'created'; job: Job } | { status: 'replaced'; job: Job } | { status: 'exists'; job: Job; error: HttpError } | { status: 'finished'; job: Job; error: HttpError };
 
 /** What the add of one job of a batch did; an invalid one says why. */
 export type AddOutcome = WriteOutcome | { status: 'invalid'; error: HttpError };

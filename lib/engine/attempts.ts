@@ -37,7 +37,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
     // this partition may fill what the others leave of the cap
     const room = runningBy.length > 0 ? maxRunning - (running - runningBy[p]!) : maxRunning;
     const k = topicKeys(p, t.name);
-    for (let more = room > 0; more && !full && claimed.length < count; ) {
+    for (let more = room > 0; more && !full && claimed.length < count;) {
       const left = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
       const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], {
@@ -143,7 +143,7 @@ export async function releaseJobs(ctx: EngineContext, jobs: readonly Ref[], reas
       if (!t) throw new Error(`release of jobs of unknown topic ${batch[0]!.topic}`);
       const k = topicKeys(partition, t.name);
       // a call that reached its byte budget looked at the first `looked`: the rest go in the next
-      for (let rest = batch; rest.length > 0; ) {
+      for (let rest = batch; rest.length > 0;) {
         const call = script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], {
           clock: ctx.clock(),
           maxAttempts: t.maxAttempts,
@@ -177,7 +177,7 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
     [...byPartition].map(async ([partition, indexes]) => {
       const k = topicKeys(partition, topic);
       // a call that reached its byte budget answered for the first attempts: the rest go in the next
-      for (let rest = indexes; rest.length > 0; ) {
+      for (let rest = indexes; rest.length > 0;) {
         const reply = await run(ctx.redis, script.startAttempts([k.jobs, k.bodies], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }));
         reply.forEach((code, j) => (live[rest[j]!] = code === OUTCOME.STARTED));
         rest = rest.slice(atLeastOne(reply.length, 'startAttempts'));

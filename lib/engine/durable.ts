@@ -64,7 +64,11 @@ export async function confirmReplicated(ctx: EngineContext, partitions: Iterable
       if (replicas < 1) unconfirmed.push(...group);
     }),
   );
-  if (unconfirmed.length > 0) throw new NotReplicatedError(unconfirmed.sort((a, b) => a - b), timeoutMs);
+  if (unconfirmed.length > 0)
+    throw new NotReplicatedError(
+      unconfirmed.sort((a, b) => a - b),
+      timeoutMs,
+    );
 }
 
 /** Replicas connected to each primary (one number on a single node), from INFO replication. */

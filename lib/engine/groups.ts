@@ -47,7 +47,10 @@ export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: str
   };
   // first mark the group in every partition (a step of 0 members): from here on, if this call
   // stops half-way, the jobs it has not reached still cannot start
-  const marks = await runPipelinedPerPartition(ctx, left.map((part) => ({ p: part.p, call: script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs }) })));
+  const marks = await runPipelinedPerPartition(
+    ctx,
+    left.map((part) => ({ p: part.p, call: script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs }) })),
+  );
   for (const part of left) [, , , part.chunk, part.cursor, part.mark, part.last] = marks.get(part.p)!;
   while (left.length > 0) {
     for (const part of [...left]) {

@@ -109,10 +109,7 @@ export interface Wake {
  * What the add script did with one job; a refused one comes with the job as it stands (none for a
  * version mismatch on a job that does not exist). `left`: the group a put moved the job out of.
  */
-export type WriteResult =
-  | { status: 'created' | 'replaced'; job: Job; left: LeftChunk | null }
-  | { status: 'exists' | 'finished'; job: Job; refusal: Refusal }
-  | { status: 'mismatch'; job: Job | null; refusal: Refusal };
+export type WriteResult = { status: 'created' | 'replaced'; job: Job; left: LeftChunk | null } | { status: 'exists' | 'finished'; job: Job; refusal: Refusal } | { status: 'mismatch'; job: Job | null; refusal: Refusal };
 
 /** A script refused a change to one job; `job` is the job as it stands, when there is one. */
 export interface Refused {
@@ -123,11 +120,7 @@ export interface Refused {
 /** What an ack did: `stale` when that attempt already ended, `cancelled` when the job was cancelled while running. */
 export type AckOutcome = 'done' | 'stale' | 'cancelled' | 'not_found';
 /** What a fail did: a retry scheduled at `runAt`, dead-lettered, or nothing (the attempt was not running). */
-export type FailOutcome =
-  | { outcome: 'retry'; runAt: number; wake: boolean }
-  | { outcome: 'dead' }
-  | { outcome: 'stale' | 'cancelled' | 'not_found' };
-
+export type FailOutcome = { outcome: 'retry'; runAt: number; wake: boolean } | { outcome: 'dead' } | { outcome: 'stale' | 'cancelled' | 'not_found' };
 
 const STATE_NAMES: Record<JobStateCode, JobState> = {
   [JOB_STATE.PENDING]: 'delayed',

@@ -64,7 +64,11 @@ export async function listByScore(
   const pages = await forEachPartition(ctx.config.partitions, async (p) => {
     const k = topicKeys(p, t.name);
     const [stopped, ...entries] = await run(ctx.redis, script.listJobs([zset(k), k.jobs, k.bodies, k.delayed], { ...page, maxBytes: SCRIPT_CALL_BYTES }));
-    const bodies = await viewsWithBodies(ctx, k.bodies, entries.map(([, view]) => view));
+    const bodies = await viewsWithBodies(
+      ctx,
+      k.bodies,
+      entries.map(([, view]) => view),
+    );
     // a body read as null: the job left since the script listed it (purged, or changed): it
     // keeps its place for the cursor, and is not shown
     const listed = entries.map((entry, i) => ({ entry, body: bodies[i]!.body }));
@@ -100,7 +104,13 @@ export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limi
   const start = page.cursor ?? new Array<number>(ctx.config.partitions).fill(0);
   const pages = await forEachPartition(ctx.config.partitions, async (p) => {
     const k = topicKeys(p, t.name);
-    const call = script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: start[p]!, limit: page.limit, maxBytes: SCRIPT_CALL_BYTES, ...(page.from !== undefined ? { from: page.from } : {}), ...(page.to !== undefined ? { to: page.to } : {}) });
+    const call = script.listReady([k.ready, k.jobs, k.bodies, k.delayed], {
+      start: start[p]!,
+      limit: page.limit,
+      maxBytes: SCRIPT_CALL_BYTES,
+      ...(page.from !== undefined ? { from: page.from } : {}),
+      ...(page.to !== undefined ? { to: page.to } : {}),
+    });
     const [more, looked, ...views] = await run(ctx.redis, call);
     return { more: more === 1, looked, listed: await viewsWithBodies(ctx, k.bodies, views) };
   });
@@ -130,7 +140,6 @@ export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limi
   const more = pages.some((pg, p) => next[p]! < start[p]! + pg.looked || pg.more);
   return { jobs: shown.flatMap((o) => (o.job ? [o.job] : [])), next: more ? next : null };
 }
-
 
 /** The states a listing shows; each but ready is a zset ordered by a time. */
 export type ListState = 'delayed' | 'ready' | 'running' | 'dead';
@@ -174,12 +183,7 @@ export function decodeJobsCursor(text: string, state: ListState, partitions: num
  * A page of topic `t`'s jobs in `state`, due (or timing out, or dead) within [from, to], at most
  * `limit`, after `cursor`; `next` is null when no job is left after the page.
  */
-export async function listJobs(
-  ctx: EngineContext,
-  t: TopicConfig,
-  state: ListState,
-  page: { limit: number; from?: number; to?: number; cursor?: JobsCursor },
-): Promise<{ jobs: Job[]; next: JobsCursor | null }> {
+export async function listJobs(ctx: EngineContext, t: TopicConfig, state: ListState, page: { limit: number; from?: number; to?: number; cursor?: JobsCursor }): Promise<{ jobs: Job[]; next: JobsCursor | null }> {
   const { limit, from, to, cursor } = page;
   const bounds = { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) };
   if (state === 'ready') {

@@ -101,7 +101,19 @@ const registered = new WeakSet<Client>();
 
 /** Every file of lua/includes/, by the name a script includes it by: `--- @include "name"`. */
 export const INCLUDES: Readonly<Record<string, string>> = {
-  argv, attempts, budget, buckets, cancel, clock, codes, groupCancel, groups, head, job, occurrences, schedules,
+  argv,
+  attempts,
+  budget,
+  buckets,
+  cancel,
+  clock,
+  codes,
+  groupCancel,
+  groups,
+  head,
+  job,
+  occurrences,
+  schedules,
 };
 
 /**

@@ -62,16 +62,14 @@ export function chunkBySize<T>(items: readonly T[], size: number, maxBytes: numb
  * into batches of at most `size` items (and, given `bytes`, at most `maxBytes` bytes, an item over
  * it alone): one script call each. Partitions, groups and items keep the order they first appear in.
  */
-export function batchesByPartition<T>(
-  items: readonly T[],
-  slot: { partition(item: T): number; topic(item: T): string },
-  size: number,
-  bySize?: { maxBytes: number; bytes(item: T): number },
-): Map<number, T[][]> {
+export function batchesByPartition<T>(items: readonly T[], slot: { partition(item: T): number; topic(item: T): string }, size: number, bySize?: { maxBytes: number; bytes(item: T): number }): Map<number, T[][]> {
   const byPartition = new Map<number, T[][]>();
   for (const [partition, members] of groupBy(items, slot.partition)) {
     const groups = [...groupBy(members, slot.topic).values()];
-    byPartition.set(partition, groups.flatMap((group) => (bySize ? chunkBySize(group, size, bySize.maxBytes, bySize.bytes) : chunk(group, size))));
+    byPartition.set(
+      partition,
+      groups.flatMap((group) => (bySize ? chunkBySize(group, size, bySize.maxBytes, bySize.bytes) : chunk(group, size))),
+    );
   }
   return byPartition;
 }

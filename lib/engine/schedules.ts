@@ -252,7 +252,10 @@ export async function listSchedules(ctx: EngineContext, t: TopicConfig, page: { 
     const lastId = views.at(-1)?.[0];
     if (cut && lastId !== undefined && (bound === null || lastId < bound)) bound = lastId;
   }
-  const merged = pages.flatMap((p) => p.views).filter((v) => bound === null || v[0] <= bound).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const merged = pages
+    .flatMap((p) => p.views)
+    .filter((v) => bound === null || v[0] <= bound)
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const taken = merged.slice(0, page.limit);
   const more = merged.length > page.limit || pages.some((p) => p.cut);
   return { schedules: taken.map((v) => toSchedule(t, v)), next: more && taken.length > 0 ? taken.at(-1)![0] : null };
@@ -391,7 +394,10 @@ export async function advanceDue(ctx: EngineContext, partition: number, topics: 
     }
   });
   if (plans.length === 0) return step;
-  const results = await runPipelined(ctx.redis, plans.map((plan) => advanceCall(ctx, plan)));
+  const results = await runPipelined(
+    ctx.redis,
+    plans.map((plan) => advanceCall(ctx, plan)),
+  );
   const left: LeftGroup[] = [];
   results.forEach((reply, i) => {
     if (reply[0] !== OUTCOME.ADVANCED) return;

@@ -84,10 +84,7 @@ export function getJob(keys: readonly [JobsKey, DelayedKey], a: { id: string }):
 }
 
 /** lua/cancelJob-5.lua's reply. */
-export type CancelReply =
-  | readonly [code: Outcome<'CANCELLED'> | Outcome<'ALREADY_CANCELLED'> | Refused<'JOB_FINISHED'>, job: JobView]
-  | readonly [code: Refused<'VERSION_MISMATCH'>, job?: JobView]
-  | readonly [code: Refused<'NOT_FOUND'>];
+export type CancelReply = readonly [code: Outcome<'CANCELLED'> | Outcome<'ALREADY_CANCELLED'> | Refused<'JOB_FINISHED'>, job: JobView] | readonly [code: Refused<'VERSION_MISMATCH'>, job?: JobView] | readonly [code: Refused<'NOT_FOUND'>];
 
 /** lua/cancelJob-5.lua: cancels a pending or running job (when `ifMatch` holds). */
 export function cancelJob(keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; retentionMs: number; ifMatch: IfMatchArg }): ScriptCall<CancelReply> {
@@ -133,10 +130,7 @@ export function listReady(keys: readonly [ReadyKey, JobsKey, BodiesKey, DelayedK
 }
 
 /** lua/rescheduleJob-3.lua's reply. */
-export type RescheduleReply =
-  | readonly [code: Outcome<'RESCHEDULED'>, headChanged: Flag, job: JobView]
-  | readonly [code: Refused<'JOB_FINISHED'>, job: JobView]
-  | readonly [code: Refused<'NOT_FOUND'>];
+export type RescheduleReply = readonly [code: Outcome<'RESCHEDULED'>, headChanged: Flag, job: JobView] | readonly [code: Refused<'JOB_FINISHED'>, job: JobView] | readonly [code: Refused<'NOT_FOUND'>];
 
 /** lua/rescheduleJob-3.lua: changes the due time and/or the body of a pending job. */
 export function rescheduleJob(keys: readonly [JobsKey, BodiesKey, DelayedKey], a: { clock: ClockArg; id: string; change: JobChange }): ScriptCall<RescheduleReply> {
@@ -177,10 +171,7 @@ export function ackJob(keys: readonly [JobsKey, BodiesKey, RunningKey, DoneKey],
 }
 
 /** lua/failJob-5.lua's reply. */
-export type FailReply =
-  | readonly [code: Outcome<'RETRY_SCHEDULED'>, runAt: number, headChanged: Flag]
-  | readonly [code: Outcome<'DEAD_LETTERED'>]
-  | readonly [code: Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>];
+export type FailReply = readonly [code: Outcome<'RETRY_SCHEDULED'>, runAt: number, headChanged: Flag] | readonly [code: Outcome<'DEAD_LETTERED'>] | readonly [code: Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>];
 
 /** lua/failJob-5.lua: ends attempt `attempt` as failed (retry after the backoff, or dead). */
 export function failJob(
@@ -244,10 +235,7 @@ export type ListJobsReply = readonly [more: Flag, ...entries: ScoredEntry[]];
  * lua/listJobs-4.lua: the jobs of a zset (delayed, running or dead) by (score, id) after `after` and
  * scored at most `to`, within the byte budget; an `id` of null skips every job scored `score`.
  */
-export function listJobs(
-  keys: readonly [DelayedKey | RunningKey | DeadKey, JobsKey, BodiesKey, DelayedKey],
-  a: { after?: { score: number; id: string | null }; limit: number; to?: number } & Budget,
-): ScriptCall<ListJobsReply> {
+export function listJobs(keys: readonly [DelayedKey | RunningKey | DeadKey, JobsKey, BodiesKey, DelayedKey], a: { after?: { score: number; id: string | null }; limit: number; to?: number } & Budget): ScriptCall<ListJobsReply> {
   const after = a.after ? [a.after.score, a.after.id ?? ''] : ['-inf', ''];
   return call('listJobs', keys, [...after, a.limit, a.maxBytes, a.to ?? '+inf']);
 }
@@ -346,9 +334,7 @@ export interface ScheduleRecordArg {
 export type LeftOccurrence = readonly [id: string, group: string, chunk: number];
 
 /** lua/putSchedule-9.lua's reply. */
-export type PutScheduleReply =
-  | readonly [code: Outcome<'CREATED'> | Outcome<'REPLACED'>, version: number, headChanged: Flag, left: readonly LeftOccurrence[]]
-  | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
+export type PutScheduleReply = readonly [code: Outcome<'CREATED'> | Outcome<'REPLACED'>, version: number, headChanged: Flag, left: readonly LeftOccurrence[]] | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
 
 /**
  * lua/putSchedule-9.lua: creates or replaces a schedule read at version `seen` (0: none), replacing
@@ -361,16 +347,27 @@ export function putSchedule(
 ): ScriptCall<PutScheduleReply> {
   const r = a.record;
   return call('putSchedule', keys, [
-    a.clock, a.id, a.seen, a.pending, a.last ?? '', ...runArgs(a.run), ...nextArgs(a.next),
-    r.maxAttempts ?? '', r.ttrMs ?? '', r.backoff ?? '', r.url ?? '', r.group ?? '', r.spec, r.body, nextDueArg(a.next),
+    a.clock,
+    a.id,
+    a.seen,
+    a.pending,
+    a.last ?? '',
+    ...runArgs(a.run),
+    ...nextArgs(a.next),
+    r.maxAttempts ?? '',
+    r.ttrMs ?? '',
+    r.backoff ?? '',
+    r.url ?? '',
+    r.group ?? '',
+    r.spec,
+    r.body,
+    nextDueArg(a.next),
   ]);
 }
 
 /** lua/advanceSchedule-8.lua's reply: `released`, the script's clock (ms) when it made an occurrence held back by its jitter fall due now, else null. */
 export type AdvanceReply =
-  | readonly [code: Outcome<'ADVANCED'>, version: number, created: number, left: readonly LeftOccurrence[], released: number | null]
-  | readonly [code: Refused<'NOT_FOUND'>]
-  | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
+  readonly [code: Outcome<'ADVANCED'>, version: number, created: number, left: readonly LeftOccurrence[], released: number | null] | readonly [code: Refused<'NOT_FOUND'>] | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
 
 /**
  * lua/advanceSchedule-8.lua: moves a schedule read at version `seen` on from its due pending
@@ -388,10 +385,7 @@ export function advanceSchedule(
 export type DeleteScheduleReply = readonly [code: Outcome<'DELETED'>, withdrawn: Flag] | readonly [code: Refused<'NOT_FOUND'>];
 
 /** lua/deleteSchedule-8.lua: deletes a schedule and withdraws its pending occurrence. */
-export function deleteSchedule(
-  keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey],
-  a: { clock: ClockArg; id: string },
-): ScriptCall<DeleteScheduleReply> {
+export function deleteSchedule(keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string }): ScriptCall<DeleteScheduleReply> {
   return call('deleteSchedule', keys, [a.clock, a.id]);
 }
 

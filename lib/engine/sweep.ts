@@ -65,8 +65,14 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
   let readyCalled: Promise<void> | undefined;
   await forEachPartition(ctx.config.partitions, async (partition) => {
     const [replies, due] = await Promise.all([
-      runPipelined(ctx.redis, topics.map((t) => moveDueCall(ctx, t, partition, limit))),
-      runPipelined(ctx.redis, names.map((name) => dueCall(ctx, name, partition, limit))),
+      runPipelined(
+        ctx.redis,
+        topics.map((t) => moveDueCall(ctx, t, partition, limit)),
+      ),
+      runPipelined(
+        ctx.redis,
+        names.map((name) => dueCall(ctx, name, partition, limit)),
+      ),
     ]);
     replies.forEach((reply, i) => {
       tally(result, topics[i]!.name, reply);

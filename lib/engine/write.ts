@@ -44,9 +44,12 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
   };
   await Promise.all(
     [...byPartition].map(async ([partition, batches]) => {
-      const replies = await runPipelined(ctx.redis, batches.map((batch) => callFor(partition, batch)));
+      const replies = await runPipelined(
+        ctx.redis,
+        batches.map((batch) => callFor(partition, batch)),
+      );
       for (const [b, reply] of replies.entries()) {
-        for (let rest = batches[b]!.slice(atLeastOne(record(batches[b]!, reply), 'addJobs')); rest.length > 0; ) {
+        for (let rest = batches[b]!.slice(atLeastOne(record(batches[b]!, reply), 'addJobs')); rest.length > 0;) {
           rest = rest.slice(atLeastOne(record(rest, await run(ctx.redis, callFor(partition, rest))), 'addJobs'));
         }
       }

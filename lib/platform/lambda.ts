@@ -37,9 +37,7 @@ export function createInvoker(config: Pick<AppConfig, 'functionPrefix' | 'lambda
         client: new LambdaClient({
           region: config.region,
           maxAttempts: 2,
-          ...(config.lambdaEndpoint
-            ? { endpoint: config.lambdaEndpoint, credentials: { accessKeyId: 'offline', secretAccessKey: 'offline' } }
-            : {}),
+          ...(config.lambdaEndpoint ? { endpoint: config.lambdaEndpoint, credentials: { accessKeyId: 'offline', secretAccessKey: 'offline' } } : {}),
         }),
       }),
       (error: unknown) => {

@@ -71,10 +71,13 @@ export function emitMetrics(extraDimensions: Record<string, string>, metrics: Re
     const v = metrics[name]!.value;
     return Array.isArray(v) ? v.length > 0 : true;
   });
-  const longest = Math.max(0, ...names.map((n) => {
-    const v = metrics[n]!.value;
-    return Array.isArray(v) ? v.length : 1;
-  }));
+  const longest = Math.max(
+    0,
+    ...names.map((n) => {
+      const v = metrics[n]!.value;
+      return Array.isArray(v) ? v.length : 1;
+    }),
+  );
   for (let line = 0; line * EMF_MAX_VALUES < longest; line++) {
     const values: Record<string, number | number[]> = {};
     for (const name of names) {

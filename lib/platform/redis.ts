@@ -52,7 +52,8 @@ export function createRedis(config: AppConfig['redis'], overrides: RedisOptions 
   return new Cluster([{ host: url.hostname, port: Number(url.port || 6379) }], clusterOptions);
 }
 
-const UNAVAILABLE = /^OOM |^UNBLOCKED |Command aborted due to connection close|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|LOADING|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|Failed to refresh slots cache|None of startup nodes is available/;
+const UNAVAILABLE =
+  /^OOM |^UNBLOCKED |Command aborted due to connection close|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed|Command timed out|Stream isn't writeable|enableOfflineQueue|LOADING|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|Failed to refresh slots cache|None of startup nodes is available/;
 // A slot on the move: a redirection ioredis did not follow (inside an auto-pipeline, or past
 // maxRedirections), or an auto-pipeline ioredis refused before sending it because its slots no
 // longer share a node (it groups an auto-pipeline by node, not by slot).

@@ -115,10 +115,13 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     const { jobs: claimed, waitMs } = await deps.engine.claimPaced(topic.name, topic.batchSize * INVOKES_IN_FLIGHT, undefined, INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES);
     if (claimed.length === 0) return waitMs;
     report.claimed += claimed.length;
-    emitMetrics({ topic: topic.name }, {
-      claimed: { unit: 'Count', value: claimed.length },
-      lateness: { unit: 'Milliseconds', value: claimed.map((j) => j.latenessMs) },
-    });
+    emitMetrics(
+      { topic: topic.name },
+      {
+        claimed: { unit: 'Count', value: claimed.length },
+        lateness: { unit: 'Milliseconds', value: claimed.map((j) => j.latenessMs) },
+      },
+    );
     const { batches, oversized } = cutBatches(topic, claimed);
     for (const { job, bytes } of oversized) {
       // only a job stored while maxBodyBytes was set larger: it can never be delivered

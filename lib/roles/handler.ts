@@ -46,17 +46,21 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   // if that comes first; then the attempt fails (and is retried) instead of being killed unanswered.
   const deadlineEndsAt = job.deadline - offsetMs - SAFETY_MS;
   const endsAt = Math.min(deadlineEndsAt, invocationEndsAt - SAFETY_MS);
-  const why = endsAt < deadlineEndsAt ? `attempt ${job.attempt} ran out of invocation time (the handler Lambda's timeout) before its ttr of ${Math.round(ttrMs / 1000)}s` : `attempt ${job.attempt} ran past its ttr of ${Math.round(ttrMs / 1000)}s`;
+  const why =
+    endsAt < deadlineEndsAt ? `attempt ${job.attempt} ran out of invocation time (the handler Lambda's timeout) before its ttr of ${Math.round(ttrMs / 1000)}s` : `attempt ${job.attempt} ran past its ttr of ${Math.round(ttrMs / 1000)}s`;
   const jobLog = log.child({ topic, jobId: job.id, attempt: job.attempt });
   const latenessMs = startedAt + offsetMs - job.runAt;
   jobLog.info('job started', { latenessMs, startLatenessMs: latenessMs });
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new TimeoutError(why)); // first: a function that returns when aborted did not finish in time
-      controller.abort();
-    }, Math.max(0, endsAt - Date.now()));
+    timer = setTimeout(
+      () => {
+        reject(new TimeoutError(why)); // first: a function that returns when aborted did not finish in time
+        controller.abort();
+      },
+      Math.max(0, endsAt - Date.now()),
+    );
   });
   let failure: unknown;
   try {
@@ -143,7 +147,12 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         });
         // how late each started, for GET /topics and the dashboard (advisory: a failure only logs)
         const startedAt = Date.now() + offsetMs;
-        const recorded = rt.engine.recordStarts(topic.name, batch.map((job) => startedAt - job.runAt)).catch((error: unknown) => log.warn('could not record lateness', { error }));
+        const recorded = rt.engine
+          .recordStarts(
+            topic.name,
+            batch.map((job) => startedAt - job.runAt),
+          )
+          .catch((error: unknown) => log.warn('could not record lateness', { error }));
         await Promise.all([...batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)), recorded]);
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
@@ -152,11 +161,14 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         }
         jobs = (await rt.engine.claim(topic.name, topic.batchSize)).map(toWire);
       }
-      emitMetrics({ topic: topic.name }, {
-        done: { unit: 'Count', value: report.done },
-        retried: { unit: 'Count', value: report.retried },
-        dead: { unit: 'Count', value: report.dead },
-      });
+      emitMetrics(
+        { topic: topic.name },
+        {
+          done: { unit: 'Count', value: report.done },
+          retried: { unit: 'Count', value: report.retried },
+          dead: { unit: 'Count', value: report.dead },
+        },
+      );
     } catch (error) {
       // Redis unreachable, say: the attempts come back when their TTR expires.
       (rt?.log ?? console).error('topic handler failed; unfinished attempts return after their ttr', { error });

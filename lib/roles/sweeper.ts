@@ -41,12 +41,13 @@ class Waker {
    */
   private missed = false;
   private readonly conn: Redis | Cluster;
-  constructor(redis: Redis | Cluster, private readonly key: string, private readonly maxWaitMs: number) {
+  constructor(
+    redis: Redis | Cluster,
+    private readonly key: string,
+    private readonly maxWaitMs: number,
+  ) {
     // its own connection, without the command timeout: BLPOP blocks on purpose
-    this.conn =
-      redis instanceof Cluster
-        ? redis.duplicate(undefined, { redisOptions: { ...redis.options.redisOptions, commandTimeout: undefined } })
-        : redis.duplicate({ commandTimeout: undefined, enableAutoPipelining: false });
+    this.conn = redis instanceof Cluster ? redis.duplicate(undefined, { redisOptions: { ...redis.options.redisOptions, commandTimeout: undefined } }) : redis.duplicate({ commandTimeout: undefined, enableAutoPipelining: false });
     this.conn.on('error', () => undefined);
   }
   /** Resolves true when woken, false when `ms` passed. */
@@ -181,11 +182,14 @@ async function afterSweep(deps: SweeperDeps, t: Timings, result: SweepResult, re
   report.deadLettered += result.deadLettered;
   if (!asked && Object.keys(result.readyByTopic).length > 0) await fanOut(deps, t, result.readyByTopic, report);
   if (result.moved + result.retried + result.deadLettered > 0) {
-    emitMetrics({}, {
-      moved: { unit: 'Count', value: result.moved },
-      retried: { unit: 'Count', value: result.retried },
-      deadLettered: { unit: 'Count', value: result.deadLettered },
-    });
+    emitMetrics(
+      {},
+      {
+        moved: { unit: 'Count', value: result.moved },
+        retried: { unit: 'Count', value: result.retried },
+        deadLettered: { unit: 'Count', value: result.deadLettered },
+      },
+    );
   }
 }
 

@@ -15,10 +15,7 @@ export interface FieldProblem {
  * It is stored per job as a compact spec that the Lua scripts evaluate (lua/includes/attempts.lua):
  *   'f:<ms>' | 'e:<baseMs>:<capMs>:<jitterPermille>' | 'l:<ms>,<ms>,…'
  */
-export type Backoff =
-  | { type: 'fixed'; delay: number }
-  | { type: 'exponential'; delay: number; max: number; jitter: number }
-  | { type: 'ladder'; delays: number[] };
+export type Backoff = { type: 'fixed'; delay: number } | { type: 'exponential'; delay: number; max: number; jitter: number } | { type: 'ladder'; delays: number[] };
 
 const MAX_LADDER_STEPS = 100; // a longer ladder is a mistake, and every step costs bytes per job
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

@@ -333,7 +333,10 @@ function flag(env: Env, name: string): boolean {
 
 /** A comma-separated list of CIDR blocks (`10.42.0.0/16,2600:1f18::/56`); throws naming the variable and the bad block. */
 function cidrList(env: Env, name: string): string[] {
-  const cidrs = (env[name] ?? '').split(',').map((c) => c.trim()).filter(Boolean);
+  const cidrs = (env[name] ?? '')
+    .split(',')
+    .map((c) => c.trim())
+    .filter(Boolean);
   for (const cidr of cidrs) {
     const [address = '', bits = '', extra] = cidr.split('/');
     const family = net.isIP(address);
@@ -372,7 +375,10 @@ export function loadConfig(env: Env): AppConfig {
     apiToken: env.API_TOKEN ?? '',
     webhookSecret: env.WEBHOOK_SECRET ?? '',
     webhookAllowPrivate: flag(env, 'DQ_WEBHOOK_ALLOW_PRIVATE'),
-    webhookAllowHosts: (env.DQ_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+    webhookAllowHosts: (env.DQ_WEBHOOK_ALLOW_HOSTS ?? '')
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean),
     webhookDenyCidrs: cidrList(env, 'DQ_WEBHOOK_DENY_CIDRS'),
     wakeInvokes: env.DQ_WAKE_INVOKES === undefined || env.DQ_WAKE_INVOKES === '' ? true : flag(env, 'DQ_WAKE_INVOKES'),
     functionPrefix: required(env, 'DQ_FUNCTION_PREFIX'),

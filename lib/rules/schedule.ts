@@ -242,4 +242,3 @@ export function jitterWindowMs(recurrence: Recurrence, runAt: number, jitterMs: 
   const next = following !== undefined && following !== null && following > runAt ? following : nextRuns(recurrence, runAt, 1)[0];
   return next === undefined ? jitterMs : Math.min(jitterMs, next - runAt);
 }
-

@@ -58,7 +58,12 @@ export async function freePort(bus = false): Promise<number> {
 export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    if (await Promise.resolve().then(check).catch(() => false)) return true;
+    if (
+      await Promise.resolve()
+        .then(check)
+        .catch(() => false)
+    )
+      return true;
     if (Date.now() > end) return false;
     await sleep(everyMs);
   }

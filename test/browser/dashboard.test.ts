@@ -82,7 +82,12 @@ describe('the dashboard in headless Chromium', () => {
     if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
-  const text = (selector: string) => page.locator(selector).first().innerText({ timeout: 1000 }).catch(() => '');
+  const text = (selector: string) =>
+    page
+      .locator(selector)
+      .first()
+      .innerText({ timeout: 1000 })
+      .catch(() => '');
   async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
     const end = Date.now() + timeoutMs;
     while (!(await check())) {
@@ -175,10 +180,12 @@ describe('the dashboard in headless Chromium', () => {
       route.fulfill({
         status: 200,
         headers: { 'content-type': 'application/json', date: new Date().toUTCString() },
-        body: JSON.stringify({ topics: [
-          { topic: 'example', delayed: 40, ready: 12, running: 0, dead: 0, nextDueAt: new Date(Date.now() - 95_000).toISOString() },
-          { topic: 'webhook', delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null },
-        ] }),
+        body: JSON.stringify({
+          topics: [
+            { topic: 'example', delayed: 40, ready: 12, running: 0, dead: 0, nextDueAt: new Date(Date.now() - 95_000).toISOString() },
+            { topic: 'webhook', delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null },
+          ],
+        }),
       }),
     );
     await until('the lateness', async () => /^1 min \d+ s late$/.test(await text('[data-testid="example-lateness"]')));
@@ -198,13 +205,12 @@ describe('the dashboard in headless Chromium', () => {
       role: await chart.getAttribute('role', { timeout }),
       title: await chart.locator(':scope > title').textContent({ timeout }),
       markup: await chart.evaluate((node) => node.outerHTML, undefined, { timeout }),
-      bars: await chart.locator(`rect[data-testid="${topic}-bar"]`).evaluateAll((rects) =>
-        rects.map((r) => ({ started: Number(r.getAttribute('data-started')), x: Number(r.getAttribute('x')), height: Number(r.getAttribute('height')) })),
-      ),
-      points: await chart.locator(`circle[data-testid="${topic}-p99-point"]`).evaluateAll((dots) =>
-        dots.map((c) => ({ minute: c.getAttribute('data-minute'), p99: Number(c.getAttribute('data-p99')), cy: Number(c.getAttribute('cy')) })),
-      ),
-      line: await chart.locator(`path[data-testid="${topic}-p99-line"]`).getAttribute('d', { timeout: 1000 }).catch(() => null),
+      bars: await chart.locator(`rect[data-testid="${topic}-bar"]`).evaluateAll((rects) => rects.map((r) => ({ started: Number(r.getAttribute('data-started')), x: Number(r.getAttribute('x')), height: Number(r.getAttribute('height')) }))),
+      points: await chart.locator(`circle[data-testid="${topic}-p99-point"]`).evaluateAll((dots) => dots.map((c) => ({ minute: c.getAttribute('data-minute'), p99: Number(c.getAttribute('data-p99')), cy: Number(c.getAttribute('cy')) }))),
+      line: await chart
+        .locator(`path[data-testid="${topic}-p99-line"]`)
+        .getAttribute('d', { timeout: 1000 })
+        .catch(() => null),
       maxStarted: await chart.locator(`text[data-testid="${topic}-max-started"]`).textContent({ timeout }),
       maxP99: await chart.locator(`text[data-testid="${topic}-max-p99"]`).textContent({ timeout }),
     };
@@ -229,7 +235,7 @@ describe('the dashboard in headless Chromium', () => {
     await client.add({ topic: 'webhook', id, delay: 0, url: `${receiver.url}/ok/${id}`, maxAttempts: 1, body: {} });
     await until('the webhook job to finish', async () => (await client.get('webhook', id))?.state === 'done');
     let live: TopicStats | undefined;
-    await until('the page to show the API\'s webhook starts', async () => {
+    await until("the page to show the API's webhook starts", async () => {
       live = (await client.topics()).find((t) => t.topic === 'webhook');
       if (!live || live.lateness.started < 1) return false;
       const bars = await page.locator('rect[data-testid="webhook-bar"]').evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('data-started'))));
@@ -244,7 +250,10 @@ describe('the dashboard in headless Chromium', () => {
     for (const key of ['p50', 'p99', 'max', 'oldest-ready']) assert.equal(await text(`[data-testid="example-${key}"]`), '—', key);
     const idle = await chartOf('example');
     assert.equal(idle.bars.length, 60);
-    assert.deepEqual(idle.bars.map((b) => b.height), Array(60).fill(0));
+    assert.deepEqual(
+      idle.bars.map((b) => b.height),
+      Array(60).fill(0),
+    );
     assert.deepEqual([idle.points.length, idle.line], [0, null]);
     assert.deepEqual([idle.maxStarted, idle.maxP99, idle.label], ['0/min', 'p99 —', 'example, last hour: no attempts started.']);
     assert.doesNotMatch(idle.markup, /NaN|Infinity|undefined/);
@@ -257,32 +266,70 @@ describe('the dashboard in headless Chromium', () => {
     const busy: TopicStats['lastHour'] = started.map((n, i) => ({ minute: new Date(now - (59 - i) * 60_000).toISOString(), started: n, p99Ms: n > 0 ? 50 + i * 20 : null }));
     const topics: TopicStats[] = [
       { topic: 'example', delayed: 40, ready: 12, running: 3, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 321, p50Ms: 12, p99Ms: 1480, maxMs: 95_000 }, oldestReadyAgeMs: 7_200_000, lastHour: busy },
-      { topic: 'webhook', delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null,
-        lastHour: busy.map((m) => ({ ...m, started: 0, p99Ms: null })) },
-      { topic: 'burst', delayed: 0, ready: 1, running: 0, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 3, p50Ms: 800, p99Ms: 2380, maxMs: 2100 }, oldestReadyAgeMs: 0,
-        lastHour: busy.map((m, i) => ({ ...m, started: i === 59 ? 3 : 0, p99Ms: i === 59 ? 2380 : null })) },
+      {
+        topic: 'webhook',
+        delayed: 0,
+        ready: 0,
+        running: 0,
+        dead: 0,
+        nextDueAt: null,
+        lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null },
+        oldestReadyAgeMs: null,
+        lastHour: busy.map((m) => ({ ...m, started: 0, p99Ms: null })),
+      },
+      {
+        topic: 'burst',
+        delayed: 0,
+        ready: 1,
+        running: 0,
+        dead: 0,
+        nextDueAt: null,
+        lateness: { windowSeconds: 300, started: 3, p50Ms: 800, p99Ms: 2380, maxMs: 2100 },
+        oldestReadyAgeMs: 0,
+        lastHour: busy.map((m, i) => ({ ...m, started: i === 59 ? 3 : 0, p99Ms: i === 59 ? 2380 : null })),
+      },
     ];
     const body = JSON.stringify({ topics });
     const headers = { 'content-type': 'application/json', date: new Date().toUTCString() };
     new Contract().check({ method: 'GET', url: '/topics', status: 200, headers: new Headers(headers), text: body }); // the fake is what the API may answer
     await page.route('**/topics', (route) => route.fulfill({ status: 200, headers, body }));
     await until('the faked numbers', async () => (await text('[data-testid="example-p50"]')) === '12 ms');
-    assert.deepEqual(
-      await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].flatMap((key) => [text(`[data-testid="example-${key}"]`), text(`[data-testid="webhook-${key}"]`)])),
-      ['12 ms', '—', '1.5 s', '—', '1 min 35 s', '—', '2 h 0 min', '—'],
-    );
+    assert.deepEqual(await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].flatMap((key) => [text(`[data-testid="example-${key}"]`), text(`[data-testid="webhook-${key}"]`)])), [
+      '12 ms',
+      '—',
+      '1.5 s',
+      '—',
+      '1 min 35 s',
+      '—',
+      '2 h 0 min',
+      '—',
+    ]);
     assert.deepEqual(await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].map((key) => text(`[data-testid="burst-${key}"]`))), ['800 ms', '2.1 s', '2.1 s', '0 ms']);
 
     const chart = await chartOf('example');
     assert.equal(chart.role, 'img');
-    assert.deepEqual(chart.bars.map((b) => b.started), started, 'one bar per minute, oldest first');
-    assert.ok(chart.bars.every((b, i) => i === 0 || b.x > chart.bars[i - 1]!.x), 'left to right');
+    assert.deepEqual(
+      chart.bars.map((b) => b.started),
+      started,
+      'one bar per minute, oldest first',
+    );
+    assert.ok(
+      chart.bars.every((b, i) => i === 0 || b.x > chart.bars[i - 1]!.x),
+      'left to right',
+    );
     const tallest = Math.max(...chart.bars.map((b) => b.height));
     assert.ok(tallest >= 20, `the busiest minute's bar is tall (${tallest} px)`);
     for (const [i, bar] of chart.bars.entries()) assert.ok(Math.abs(bar.height - (started[i]! / 24) * tallest) < 0.02, `bar ${i}: ${bar.height} px for ${started[i]} started`);
     const timed = busy.filter((m) => m.p99Ms !== null);
-    assert.deepEqual(chart.points.map((p) => [p.minute, p.p99]), timed.map((m) => [m.minute, m.p99Ms]), 'a point per minute with a p99, none for the others');
-    assert.ok(chart.points.every((p, i) => i === 0 || p.cy < chart.points[i - 1]!.cy), 'a higher p99 is drawn higher');
+    assert.deepEqual(
+      chart.points.map((p) => [p.minute, p.p99]),
+      timed.map((m) => [m.minute, m.p99Ms]),
+      'a point per minute with a p99, none for the others',
+    );
+    assert.ok(
+      chart.points.every((p, i) => i === 0 || p.cy < chart.points[i - 1]!.cy),
+      'a higher p99 is drawn higher',
+    );
     assert.equal((chart.line ?? '').match(/M/g)?.length, 4, 'the line breaks at each run of minutes without a p99 (0, 25, 30-34, 50)');
     assert.deepEqual([chart.maxStarted, chart.maxP99], ['24/min', 'p99 1.2 s']);
     assert.match(chart.label ?? '', new RegExp(`^example, last hour: ${sum(started)} attempts started, at most 24 in a minute \\(.+\\); per-minute start lateness p99 at most 1\\.2 s\\.$`));
@@ -290,7 +337,11 @@ describe('the dashboard in headless Chromium', () => {
     assert.doesNotMatch(chart.markup, /NaN|Infinity|undefined/);
 
     const lone = await chartOf('burst');
-    assert.deepEqual(lone.bars.map((b, i) => [i, b.height > 0]).filter(([, drawn]) => drawn), [[59, true]], 'one bar, the current minute');
+    assert.deepEqual(
+      lone.bars.map((b, i) => [i, b.height > 0]).filter(([, drawn]) => drawn),
+      [[59, true]],
+      'one bar, the current minute',
+    );
     assert.deepEqual([lone.points.length, lone.maxStarted, lone.maxP99], [1, '3/min', 'p99 2.4 s'], 'a lone minute is a point');
 
     const never = await chartOf('webhook');
@@ -340,12 +391,10 @@ describe('the dashboard in headless Chromium', () => {
   }
   /** The rows of a table of the page: each row's data-id and data-run-at, and its cells' text. */
   const rowsOf = (table: string) =>
-    page.locator(`#${table} tbody tr`).evaluateAll((trs) =>
-      trs.map((tr) => ({ id: tr.getAttribute('data-id'), runAt: tr.getAttribute('data-run-at'), cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()) })),
-    );
+    page.locator(`#${table} tbody tr`).evaluateAll((trs) => trs.map((tr) => ({ id: tr.getAttribute('data-id'), runAt: tr.getAttribute('data-run-at'), cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()) })));
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-  it('lists the next 50 upcoming jobs with their groups, shows a group page by page, cancels it only after a confirmation, and shows a job\'s group and version', async () => {
+  it("lists the next 50 upcoming jobs with their groups, shows a group page by page, cancels it only after a confirmation, and shows a job's group and version", async () => {
     await openDashboard('example', true);
 
     // upcoming: jobs added out of order are listed by due time, with their group (these are due
@@ -359,31 +408,49 @@ describe('the dashboard in headless Chromium', () => {
     await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3 });
     await page.selectOption('#upcoming-topic', 'example');
     await until('the four jobs in the upcoming list', async () => (await rowsOf('upcoming')).filter((r) => Object.values(up).includes(r.id ?? '')).length === 4);
-    let rows = await rowsOf('upcoming');
-    assert.deepEqual(rows.slice(0, 4).map((r) => [r.id, r.cells[1], r.cells[2], r.cells[3]]), [
-      [up.a, up.a, g1, '0 of 4'],
-      [up.b, up.b, g2, '0 of 3'],
-      [up.c, up.c, g1, '0 of 3'],
-      [up.d, up.d, '—', '0 of 3'],
-    ]);
+    const rows = await rowsOf('upcoming');
+    assert.deepEqual(
+      rows.slice(0, 4).map((r) => [r.id, r.cells[1], r.cells[2], r.cells[3]]),
+      [
+        [up.a, up.a, g1, '0 of 4'],
+        [up.b, up.b, g2, '0 of 3'],
+        [up.c, up.c, g1, '0 of 3'],
+        [up.d, up.d, '—', '0 of 3'],
+      ],
+    );
     assert.match(rows[0]!.cells[0]!, /\d:\d\d.*in \d+ min \d+ s$/, 'the due time, and how far off');
     const listed = await call<JobPage>('GET', '/topics/example/jobs?state=delayed&limit=50');
-    assert.deepEqual(rows.map((r) => [r.id, r.runAt]), listed.body.jobs.map((j) => [j.id, j.runAt]), 'what the API lists, in its order');
-    assert.ok(rows.every((r, i) => i === 0 || Date.parse(r.runAt!) >= Date.parse(rows[i - 1]!.runAt!)), 'soonest first');
+    assert.deepEqual(
+      rows.map((r) => [r.id, r.runAt]),
+      listed.body.jobs.map((j) => [j.id, j.runAt]),
+      'what the API lists, in its order',
+    );
+    assert.ok(
+      rows.every((r, i) => i === 0 || Date.parse(r.runAt!) >= Date.parse(rows[i - 1]!.runAt!)),
+      'soonest first',
+    );
 
     // at most 50: 60 more (one group, due later) fill the list, and the rest is counted
     const batch = await call<{ results: { status: number }[] }>('POST', '/jobs/batch', {
       jobs: Array.from({ length: 60 }, (_, i) => ({ topic: 'example', id: `${fill}-${String(i).padStart(2, '0')}`, delay: 2400 + i, group: fill })),
     });
     assert.equal(batch.status, 200);
-    assert.deepEqual(batch.body.results.map((r) => r.status), Array(60).fill(201));
+    assert.deepEqual(
+      batch.body.results.map((r) => r.status),
+      Array(60).fill(201),
+    );
     await until('50 rows, the fillers among them', async () => {
       const now = await rowsOf('upcoming');
       return now.length === 50 && now.some((r) => r.id === `${fill}-00`) && /^The next 50 delayed jobs of example \(\d+ in all\)/.test(await text('#upcoming-summary'));
     });
     const full = await call<JobPage>('GET', '/topics/example/jobs?state=delayed&limit=50');
     assert.notEqual(full.body.next, null, 'the API has more than 50');
-    await until('the page to list what the API lists', async () => same((await rowsOf('upcoming')).map((r) => r.id), full.body.jobs.map((j) => j.id)));
+    await until('the page to list what the API lists', async () =>
+      same(
+        (await rowsOf('upcoming')).map((r) => r.id),
+        full.body.jobs.map((j) => j.id),
+      ),
+    );
     await page.locator('#upcoming-card').screenshot({ path: join(ARTIFACTS, 'dashboard-upcoming.png') });
 
     // a group of 60, page by page: its link in the upcoming list opens it, "Show more" reads on
@@ -395,7 +462,11 @@ describe('the dashboard in headless Chromium', () => {
     await until('the whole group', async () => (await rowsOf('group-jobs')).length === 60);
     assert.equal(await page.locator('#group-more').isVisible(), false);
     const fillJobs = await groupOf(fill);
-    assert.deepEqual((await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1]]), fillJobs.map((j) => [j.id, j.state]), 'the API\'s jobs, in its order, with their states');
+    assert.deepEqual(
+      (await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1]]),
+      fillJobs.map((j) => [j.id, j.state]),
+      "the API's jobs, in its order, with their states",
+    );
     assert.equal(await text('#group-summary'), `60 jobs in group ${fill} of example: 60 delayed.`);
 
     // a group with three delayed jobs and one done, looked up by name
@@ -407,10 +478,13 @@ describe('the dashboard in headless Chromium', () => {
     await page.selectOption('#group-topic', 'example');
     await page.fill('#group-name', group);
     await page.click('#group-form button[type=submit]');
-    await until('the group\'s four jobs', async () => (await rowsOf('group-jobs')).length === 4);
+    await until("the group's four jobs", async () => (await rowsOf('group-jobs')).length === 4);
     const before = await groupOf(group);
     assert.deepEqual(before.map((j) => j.id).sort(), [...members, ran].sort());
-    assert.deepEqual((await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1], r.cells[3]]), before.map((j) => [j.id, j.state, `${j.attempts} of ${j.maxAttempts}`]));
+    assert.deepEqual(
+      (await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1], r.cells[3]]),
+      before.map((j) => [j.id, j.state, `${j.attempts} of ${j.maxAttempts}`]),
+    );
     assert.match(await text('#group-summary'), new RegExp(`^4 jobs in group ${group} of example: (3 delayed, 1 done|1 done, 3 delayed)\\.$`));
     const states = async () => Promise.all(members.map(async (id) => (await jobOf(id)).state));
 
@@ -442,7 +516,12 @@ describe('the dashboard in headless Chromium', () => {
     assert.equal((await jobOf(ran)).state, 'done', 'a finished job stays as it was');
     assert.equal((await jobOf(up.a)).state, 'delayed', 'other groups are untouched');
     const after = await groupOf(group);
-    await until('the page to show the states the API lists', async () => same((await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1]]), after.map((j) => [j.id, j.state])));
+    await until('the page to show the states the API lists', async () =>
+      same(
+        (await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1]]),
+        after.map((j) => [j.id, j.state]),
+      ),
+    );
     assert.equal(await page.isDisabled('#group-cancel'), !after.some((j) => ACTIVE.includes(j.state)), 'nothing left to cancel: the button is off');
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-group-cancelled.png'), fullPage: true });
 
@@ -487,7 +566,12 @@ describe('the dashboard in headless Chromium', () => {
     await page.click('#lookup-form button[type=submit]');
     await until('job b', async () => (await text('[data-testid="job-group"]')) === g2);
     await page.click('[data-testid="job-group"]');
-    await until('group g2', async () => same((await rowsOf('group-jobs')).map((r) => r.id), [up.b]));
+    await until('group g2', async () =>
+      same(
+        (await rowsOf('group-jobs')).map((r) => r.id),
+        [up.b],
+      ),
+    );
     assert.equal(await page.inputValue('#group-name'), g2);
 
     await page.setViewportSize({ width: 390, height: 844 });
@@ -533,10 +617,9 @@ describe('the dashboard in headless Chromium', () => {
     cells: [s.id, s.every !== undefined ? `every ${s.every} s` : `${s.cron} (${s.timezone})`, s.paused ? 'none while paused' : undefined, s.lastRunAt === null ? 'never' : undefined, s.paused ? 'yes' : 'no', s.pending?.id ?? '—'],
   });
   /** A row's cells with those whose text holds a time ("in 3 h 12 min") left out, as expectedRow leaves them. */
-  const timeless = (rows: Awaited<ReturnType<typeof scheduleRows>>, expected: ReturnType<typeof expectedRow>[]) =>
-    rows.map((r, i) => ({ ...r, cells: r.cells.map((c, j) => (expected[i]?.cells[j] === undefined ? undefined : c)) }));
+  const timeless = (rows: Awaited<ReturnType<typeof scheduleRows>>, expected: ReturnType<typeof expectedRow>[]) => rows.map((r, i) => ({ ...r, cells: r.cells.map((c, j) => (expected[i]?.cells[j] === undefined ? undefined : c)) }));
 
-  it('lists a topic\'s schedules (recurrence, next runs, last run, paused, pending occurrence) page by page, an empty topic and an API error, and shows hostile text as text', async () => {
+  it("lists a topic's schedules (recurrence, next runs, last run, paused, pending occurrence) page by page, an empty topic and an API error, and shows hostile text as text", async () => {
     await openDashboard('example', true);
 
     // a cron schedule in a time zone, an `every` one, and a paused one that ran once first
@@ -552,14 +635,29 @@ describe('the dashboard in headless Chromium', () => {
 
     await page.selectOption('#schedules-topic', 'example');
     let listed = await schedulesOf();
-    assert.deepEqual(listed.map((s) => s.id), Object.values(ids), 'nothing else has schedules in example');
+    assert.deepEqual(
+      listed.map((s) => s.id),
+      Object.values(ids),
+      'nothing else has schedules in example',
+    );
     await until('the three schedules as the API lists them', async () => {
       const expected = listed.map(expectedRow);
       return same(timeless(await scheduleRows(), expected), expected);
     });
     const rows = await scheduleRows();
-    assert.deepEqual(rows.map((r) => [r.cells[1], r.cells[4]]), [['30 9 * * 1-5 (America/New_York)', 'no'], ['every 7200 s', 'no'], ['every 1 s', 'yes']]);
-    assert.deepEqual(rows.map((r) => r.next.length), [3, 3, 0], 'the first three next runs; none while paused');
+    assert.deepEqual(
+      rows.map((r) => [r.cells[1], r.cells[4]]),
+      [
+        ['30 9 * * 1-5 (America/New_York)', 'no'],
+        ['every 7200 s', 'no'],
+        ['every 1 s', 'yes'],
+      ],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.next.length),
+      [3, 3, 0],
+      'the first three next runs; none while paused',
+    );
     assert.match(rows[0]!.cells[2]!, /\(in \d+ (s|min|h|days)/, 'the next run, and how far off');
     assert.match(rows[2]!.cells[3]!, /\((now|\d.* ago)\)$/, 'the paused one ran, and how long ago');
     assert.equal(await text('#schedules-summary'), '3 schedules in example, by id.');
@@ -580,7 +678,12 @@ describe('the dashboard in headless Chromium', () => {
     await page.click('#schedules-more');
     listed = await schedulesOf();
     assert.equal(listed.length, 53);
-    await until('all 53, as the API lists them', async () => same((await scheduleRows()).map((r) => r.id), listed.map((s) => s.id)));
+    await until('all 53, as the API lists them', async () =>
+      same(
+        (await scheduleRows()).map((r) => r.id),
+        listed.map((s) => s.id),
+      ),
+    );
     assert.equal(await page.locator('#schedules-more').isVisible(), false);
     assert.equal(await text('#schedules-summary'), '53 schedules in example, by id.');
 
@@ -606,8 +709,24 @@ describe('the dashboard in headless Chromium', () => {
     // such ids, cron expressions and zones, and the page must not rely on that)
     const runAt = new Date(Date.now() + 3_600_000).toISOString();
     const hostile = {
-      topic: 'example', id: HOSTILE, cron: HOSTILE, timezone: HOSTILE, catchUp: 'latest', paused: false, body: { note: HOSTILE }, maxAttempts: 5, ttr: 30,
-      backoff: { type: 'fixed', delay: 5 }, url: null, group: null, version: 1, createdAt: runAt, updatedAt: runAt, pending: { id: HOSTILE, runAt }, lastRunAt: null, nextRuns: [runAt],
+      topic: 'example',
+      id: HOSTILE,
+      cron: HOSTILE,
+      timezone: HOSTILE,
+      catchUp: 'latest',
+      paused: false,
+      body: { note: HOSTILE },
+      maxAttempts: 5,
+      ttr: 30,
+      backoff: { type: 'fixed', delay: 5 },
+      url: null,
+      group: null,
+      version: 1,
+      createdAt: runAt,
+      updatedAt: runAt,
+      pending: { id: HOSTILE, runAt },
+      lastRunAt: null,
+      nextRuns: [runAt],
     };
     await page.route(isList, (route) => route.fulfill({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ schedules: [hostile], next: null }) }));
     await until('the hostile row', async () => (await scheduleRows()).some((r) => r.id === HOSTILE));
@@ -617,7 +736,10 @@ describe('the dashboard in headless Chromium', () => {
     assert.equal(await page.locator('#schedules img, #schedules script').count(), 0);
     await page.unroute(isList);
     const during = problems.splice(mark); // late enough that the faked 503s have all been answered
-    assert.ok(during.every((p) => /status of 503/.test(p)), during.join('\n'));
+    assert.ok(
+      during.every((p) => /status of 503/.test(p)),
+      during.join('\n'),
+    );
 
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });

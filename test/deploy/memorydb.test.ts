@@ -16,7 +16,9 @@ const secret = '{{resolve:secretsmanager:${DqRedisAuthSecret}:SecretString}}';
 /** Every command the Lua scripts call (redis.call / redis.pcall), lower case. */
 function luaCommands(): string[] {
   const dir = join(PROJECT_ROOT, 'lua');
-  const files = readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith('.lua'));
+  const files = readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('.lua'));
   const commands = new Set<string>();
   for (const file of files) {
     for (const m of readFileSync(join(dir, file), 'utf8').matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'/g)) commands.add(m[1]!.toLowerCase());
@@ -36,10 +38,7 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
   let refused: { code: number | null; output: string };
   before(async () => {
     dirs.push(projectCopy(), projectCopy());
-    [packaged, refused] = await Promise.all([
-      packageStage(dirs[0]!, ['engine=memorydb', `shards=${SHARDS}`]),
-      runServerless(dirs[1]!, ['package', '--stage', 'prod', '--package', join(dirs[1]!, 'package'), '--param=engine=redis']),
-    ]);
+    [packaged, refused] = await Promise.all([packageStage(dirs[0]!, ['engine=memorydb', `shards=${SHARDS}`]), runServerless(dirs[1]!, ['package', '--stage', 'prod', '--package', join(dirs[1]!, 'package'), '--param=engine=redis'])]);
   });
   after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -47,7 +46,12 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
 
   it('builds a MemoryDB cluster and no ElastiCache: TLS, a replica per shard, `shards` shards, the Redis security group, the private subnets', () => {
     const t = packaged.template;
-    assert.deepEqual(Object.values(t.Resources).filter((r) => r.Type.startsWith('AWS::ElastiCache::')).map((r) => r.Type), []);
+    assert.deepEqual(
+      Object.values(t.Resources)
+        .filter((r) => r.Type.startsWith('AWS::ElastiCache::'))
+        .map((r) => r.Type),
+      [],
+    );
     const cluster = one(t, 'AWS::MemoryDB::Cluster');
     assert.equal(cluster.TLSEnabled, true);
     assert.equal(cluster.NumReplicasPerShard, 1);
@@ -59,8 +63,13 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
     assert.ok(cluster.FinalSnapshotName, 'a final snapshot when the stack deletes the cluster');
     // the security group ElastiCache would use, open on 6379 to the Lambdas' group only
     assert.deepEqual(cluster.SecurityGroupIds, [{ Ref: 'DqRedisSecurityGroup' }]);
-    const ingress = ofType(t, 'AWS::EC2::SecurityGroupIngress').map(([, r]) => r.Properties).filter((r) => text(r.GroupId) === text({ Ref: 'DqRedisSecurityGroup' }));
-    assert.deepEqual(ingress.map((r) => [r.IpProtocol, r.FromPort, r.ToPort, r.SourceSecurityGroupId]), [['tcp', 6379, 6379, { Ref: 'DqLambdaSecurityGroup' }]]);
+    const ingress = ofType(t, 'AWS::EC2::SecurityGroupIngress')
+      .map(([, r]) => r.Properties)
+      .filter((r) => text(r.GroupId) === text({ Ref: 'DqRedisSecurityGroup' }));
+    assert.deepEqual(
+      ingress.map((r) => [r.IpProtocol, r.FromPort, r.ToPort, r.SourceSecurityGroupId]),
+      [['tcp', 6379, 6379, { Ref: 'DqLambdaSecurityGroup' }]],
+    );
     // the private subnets the functions run in
     const subnets = one(t, 'AWS::MemoryDB::SubnetGroup');
     assert.equal(cluster.SubnetGroupName, subnets.SubnetGroupName);
@@ -92,7 +101,11 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
 
     const rules = String(user.AccessString).split(' ');
     assert.equal(rules[0], 'on');
-    assert.deepEqual(rules.filter((r) => /^[~%&]/.test(r)), ['~dq:*'], 'keys: dq:* only; no pub/sub channels');
+    assert.deepEqual(
+      rules.filter((r) => /^[~%&]/.test(r)),
+      ['~dq:*'],
+      'keys: dq:* only; no pub/sub channels',
+    );
     assert.ok(rules.includes('-@all') && !rules.some((r) => r.startsWith('+@')), 'no command category granted');
     const granted = new Set(rules.filter((r) => r.startsWith('+')).map((r) => r.slice(1)));
     for (const command of ['eval', 'evalsha', 'blpop', 'time', 'cluster|slots']) assert.ok(granted.has(command), command);
@@ -122,7 +135,10 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
     const t = packaged.template;
     const cluster = one(t, 'AWS::MemoryDB::Cluster').ClusterName;
     const alarms = ofType(t, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
-    assert.deepEqual(alarms.filter((a) => a.Namespace === 'AWS/ElastiCache'), []);
+    assert.deepEqual(
+      alarms.filter((a) => a.Namespace === 'AWS/ElastiCache'),
+      [],
+    );
     const memory = alarms.filter((a) => a.Namespace === 'AWS/MemoryDB' && a.MetricName === 'DatabaseMemoryUsagePercentage');
     assert.deepEqual(
       memory.map((a) => a.Dimensions),
@@ -153,7 +169,15 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
 
 describe('engine=memorydb options (serverless print)', { concurrency: true }, () => {
   it('puts the cluster in the given VPC subnets and security group rules', async () => {
-    const { status, config, output } = await printConfig(['--stage', 'prod', '--param=engine=memorydb', '--param=vpcId=vpc-0abc', '--param=subnetIds=subnet-0aaa,subnet-0bbb', '--param=lambdaSecurityGroupId=sg-0ccc', '--param=vpcEndpoints=false']);
+    const { status, config, output } = await printConfig([
+      '--stage',
+      'prod',
+      '--param=engine=memorydb',
+      '--param=vpcId=vpc-0abc',
+      '--param=subnetIds=subnet-0aaa,subnet-0bbb',
+      '--param=lambdaSecurityGroupId=sg-0ccc',
+      '--param=vpcEndpoints=false',
+    ]);
     assert.equal(status, 0, output);
     const resources = config.resources.Resources as Record<string, Json>;
     assert.deepEqual(resources.DqMemoryDbSubnetGroup.Properties.SubnetIds, ['subnet-0aaa', 'subnet-0bbb']);

@@ -9,7 +9,15 @@ import { type Json, printConfig } from '../support/stack';
 
 describe('network options (serverless print)', { concurrency: true }, () => {
   it('uses the given VPC, subnets and security group, and creates no network of its own', async () => {
-    const { status, config, output } = await printConfig(['--stage', 'prod', '--param=vpcId=vpc-0abc', '--param=subnetIds=subnet-0aaa, subnet-0bbb', '--param=lambdaSecurityGroupId=sg-0ccc', '--param=vpcEndpoints=false', '--param=reservedConcurrency=false']);
+    const { status, config, output } = await printConfig([
+      '--stage',
+      'prod',
+      '--param=vpcId=vpc-0abc',
+      '--param=subnetIds=subnet-0aaa, subnet-0bbb',
+      '--param=lambdaSecurityGroupId=sg-0ccc',
+      '--param=vpcEndpoints=false',
+      '--param=reservedConcurrency=false',
+    ]);
     assert.equal(status, 0, output);
     assert.deepEqual(config.provider.vpc, { securityGroupIds: ['sg-0ccc'], subnetIds: ['subnet-0aaa', 'subnet-0bbb'] });
     const resources = config.resources.Resources as Record<string, Json>;
@@ -50,10 +58,7 @@ describe('network options (serverless print)', { concurrency: true }, () => {
       return config.resources.Resources as Record<string, Json>;
     };
     const bad = ['0', '6', 'two'];
-    const [good, refused] = await Promise.all([
-      prints([[], ['replicas=2'], ['replicas=2', 'cluster=true'], ['replicas=2', 'engine=memorydb']]),
-      prints(bad.map((value) => [`replicas=${value}`])),
-    ]);
+    const [good, refused] = await Promise.all([prints([[], ['replicas=2'], ['replicas=2', 'cluster=true'], ['replicas=2', 'engine=memorydb']]), prints(bad.map((value) => [`replicas=${value}`]))]);
     const [byDefault, two, twoCluster, twoMemoryDb] = good.map(resourcesOf);
     assert.equal(byDefault!.DqRedis!.Properties.NumCacheClusters, 2, 'default: a primary and one replica');
     assert.equal(two!.DqRedis!.Properties.NumCacheClusters, 3);

@@ -125,7 +125,10 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
         assert.notEqual(rule.CidrIpv6, '::/0', text(rule));
       }
       const redisRules = rules.filter((r) => text(r.GroupId) === text({ Ref: 'DqRedisSecurityGroup' }));
-      assert.deepEqual(redisRules.map((r) => [r.IpProtocol, r.FromPort, r.ToPort, r.SourceSecurityGroupId]), [['tcp', 6379, 6379, { Ref: 'DqLambdaSecurityGroup' }]]);
+      assert.deepEqual(
+        redisRules.map((r) => [r.IpProtocol, r.FromPort, r.ToPort, r.SourceSecurityGroupId]),
+        [['tcp', 6379, 6379, { Ref: 'DqLambdaSecurityGroup' }]],
+      );
       const group = ofType(t, 'AWS::ElastiCache::ReplicationGroup')[0]![1];
       assert.deepEqual(group.Properties.SecurityGroupIds, [{ Ref: 'DqRedisSecurityGroup' }]);
     });
@@ -138,7 +141,11 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
       assert.equal(lambda.VpcEndpointType, 'Interface');
       assert.equal(lambda.PrivateDnsEnabled, true);
       assert.equal(lambda.SubnetIds.length, 2);
-      assert.equal(endpoints.some((e) => /secretsmanager/.test(text(e.ServiceName))), cluster, 'the Secrets Manager endpoint follows secretsEndpoint');
+      assert.equal(
+        endpoints.some((e) => /secretsmanager/.test(text(e.ServiceName))),
+        cluster,
+        'the Secrets Manager endpoint follows secretsEndpoint',
+      );
     });
 
     it('grants lambda:InvokeFunction only to the functions that invoke, only on the functions they invoke', () => {
@@ -151,7 +158,11 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
         assert.deepEqual(targets, expectedInvokes(t, functionKey(fn)), `${id} (${role['Fn::GetAtt'][0]}) may invoke`);
         for (const target of targets) assert.ok(keys.includes(target), `${id} may invoke ${target}, which does not exist`);
       }
-      assert.equal(ofType(t, 'AWS::IAM::Role').some(([id]) => id === 'IamRoleLambdaExecution'), false, 'the framework default role is unused');
+      assert.equal(
+        ofType(t, 'AWS::IAM::Role').some(([id]) => id === 'IamRoleLambdaExecution'),
+        false,
+        'the framework default role is unused',
+      );
       for (const [id, role] of ofType(t, 'AWS::IAM::Role')) {
         assert.deepEqual(role.Properties.ManagedPolicyArns, [{ Ref: 'DqFunctionBasePolicy' }], `${id} managed policies`);
       }
@@ -161,7 +172,11 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
         ...ofType(t, 'AWS::IAM::Role').flatMap(([, r]) => (r.Properties.Policies ?? []).flatMap((p: Json) => p.PolicyDocument.Statement)),
       ];
       for (const s of statements) {
-        if ([s.Resource].flat().includes('*')) assert.ok([s.Action].flat().every((a: string) => /^ec2:(Create|Describe|Delete)NetworkInterfaces?$|^ec2:DescribeSubnets$|^ec2:(Assign|Unassign)PrivateIpAddresses$/.test(a)), text(s));
+        if ([s.Resource].flat().includes('*'))
+          assert.ok(
+            [s.Action].flat().every((a: string) => /^ec2:(Create|Describe|Delete)NetworkInterfaces?$|^ec2:DescribeSubnets$|^ec2:(Assign|Unassign)PrivateIpAddresses$/.test(a)),
+            text(s),
+          );
         assert.ok(![s.Action].flat().some((a: string) => a === '*' || a.endsWith(':*')), text(s));
       }
     });
@@ -183,7 +198,7 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
       assert.equal(t.Resources[byKey.get('fanout')!]!.Properties.ReservedConcurrentExecutions, 2);
     });
 
-    it('tells each topic its handler\'s timeout, so a longer ttr is refused (issue 12, finding 5)', () => {
+    it("tells each topic its handler's timeout, so a longer ttr is refused (issue 12, finding 5)", () => {
       const t = get();
       const byKey = new Map(functions(t).map(([, fn]) => [functionKey(fn), fn]));
       for (const [name, topic] of Object.entries(queueConfig(t).topics) as [string, { handler?: string; handlerTimeout?: number }][]) {
@@ -202,8 +217,7 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
     it('alarms on dead letters, lateness p99 per topic, sweeper errors and Redis memory', () => {
       const t = get();
       const alarms = ofType(t, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
-      const find = (metric: string, topic?: string) =>
-        alarms.find((a) => a.Namespace === 'DelayQueue' && a.MetricName === metric && text(a.Dimensions).includes(topic ? `"Value":"${topic}"` : '"service"'));
+      const find = (metric: string, topic?: string) => alarms.find((a) => a.Namespace === 'DelayQueue' && a.MetricName === metric && text(a.Dimensions).includes(topic ? `"Value":"${topic}"` : '"service"'));
       assert.ok(find('sweeperErrors'));
       assert.ok(find('deadLettered'));
       for (const topic of Object.keys(queueConfig(t).topics)) {
@@ -214,7 +228,10 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
       const group = ofType(t, 'AWS::ElastiCache::ReplicationGroup')[0]![1].Properties;
       assert.equal(memory.length, cluster ? group.NumNodeGroups : 1, 'a memory alarm per shard');
       const actions = alarms.map((a) => text(a.AlarmActions));
-      assert.ok(actions.every((a) => a === (cluster ? text([{ Ref: 'DqAlarmTopic' }]) : undefined)), 'alarm actions follow alarmEmail');
+      assert.ok(
+        actions.every((a) => a === (cluster ? text([{ Ref: 'DqAlarmTopic' }]) : undefined)),
+        'alarm actions follow alarmEmail',
+      );
     });
   });
 }
@@ -225,10 +242,7 @@ describe('AWS stages (serverless package, dummy credentials)', () => {
   let cluster: { template: Template; path: string };
   before(async () => {
     dirs.push(projectCopy(), projectCopy());
-    [single, cluster] = await Promise.all([
-      packageStage(dirs[0]!, []),
-      packageStage(dirs[1]!, ['cluster=true', 'alarmEmail=ops@example.com', 'secretsEndpoint=true']),
-    ]);
+    [single, cluster] = await Promise.all([packageStage(dirs[0]!, []), packageStage(dirs[1]!, ['cluster=true', 'alarmEmail=ops@example.com', 'secretsEndpoint=true'])]);
   });
   after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });

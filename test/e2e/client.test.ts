@@ -87,8 +87,15 @@ describe('the client against the stack', () => {
 
   it('addMany, topics, dead and redrive: a webhook that fails once dies, is redriven, and is delivered', async () => {
     const ok = uid('batch');
-    const results = await queue.addMany([{ topic: 'example', id: ok, delay: 3600 }, { topic: 'example', delay: -1 }, { topic: 'example', id: ok, delay: 1 }]);
-    assert.deepEqual(results.map((r) => (r.ok ? r.status : `${r.status} ${r.error.code}`)), [201, '400 VALIDATION_FAILED', '409 JOB_EXISTS']);
+    const results = await queue.addMany([
+      { topic: 'example', id: ok, delay: 3600 },
+      { topic: 'example', delay: -1 },
+      { topic: 'example', id: ok, delay: 1 },
+    ]);
+    assert.deepEqual(
+      results.map((r) => (r.ok ? r.status : `${r.status} ${r.error.code}`)),
+      [201, '400 VALIDATION_FAILED', '409 JOB_EXISTS'],
+    );
 
     const id = uid('healed');
     await queue.add({ topic: 'webhook', id, delay: 0, url: `${receiver.url}/fail-1/${id}`, maxAttempts: 1, body: { orderId: 9 } });
@@ -96,7 +103,10 @@ describe('the client against the stack', () => {
     const stats = (await queue.topics()).find((t) => t.topic === 'webhook');
     assert.equal(stats?.dead, 1);
     const page = await queue.dead('webhook', { limit: 10 });
-    assert.deepEqual(page.jobs.map((j) => [j.id, j.state]), [[id, 'dead']]);
+    assert.deepEqual(
+      page.jobs.map((j) => [j.id, j.state]),
+      [[id, 'dead']],
+    );
     assert.match(page.jobs[0]!.lastError ?? '', /HTTP 500/);
     assert.equal(await queue.redrive('webhook', { ids: [id] }), 1);
     const done = await until(id, () => queue.get('webhook', id), 'done');
@@ -120,11 +130,23 @@ describe('the client against the stack', () => {
     assert.ok([...first.jobs, ...rest.jobs].every((j) => j.group === group && j.state === 'delayed'));
 
     const byTime = [...ids].reverse();
-    assert.deepEqual((await queue.listJobs('example', { state: 'delayed', from: new Date(base), to: base + 4000 })).jobs.map((j) => j.id), byTime);
-    assert.deepEqual((await queue.listJobs('example', { from: new Date(base + 1000).toISOString(), to: new Date(base + 3000) })).jobs.map((j) => j.id), byTime.slice(1, 4));
+    assert.deepEqual(
+      (await queue.listJobs('example', { state: 'delayed', from: new Date(base), to: base + 4000 })).jobs.map((j) => j.id),
+      byTime,
+    );
+    assert.deepEqual(
+      (await queue.listJobs('example', { from: new Date(base + 1000).toISOString(), to: new Date(base + 3000) })).jobs.map((j) => j.id),
+      byTime.slice(1, 4),
+    );
     const paged = await queue.listJobs('example', { from: base, limit: 3 });
-    assert.deepEqual(paged.jobs.map((j) => j.id), byTime.slice(0, 3));
-    assert.deepEqual((await queue.listJobs('example', { from: base, limit: 3, cursor: paged.next! })).jobs.map((j) => j.id), byTime.slice(3));
+    assert.deepEqual(
+      paged.jobs.map((j) => j.id),
+      byTime.slice(0, 3),
+    );
+    assert.deepEqual(
+      (await queue.listJobs('example', { from: base, limit: 3, cursor: paged.next! })).jobs.map((j) => j.id),
+      byTime.slice(3),
+    );
     const invalid = await queue.listJobs('example', { from: base + 1, to: base }).catch((e: unknown) => e);
     assert.ok(invalid instanceof DelayQueueError);
     assert.deepEqual([invalid.code, (invalid.details as { path: string }[]).map((d) => d.path)], ['VALIDATION_FAILED', ['from']]);
@@ -196,7 +218,10 @@ describe('the client against the stack', () => {
     assert.equal(got?.nextRuns.length, 5);
     assert.ok(got!.lastRunAt !== null && Date.parse(got!.lastRunAt) >= Date.parse(schedule.nextRuns[0]!), 'it ran');
     assert.equal(got!.pending?.runAt, got!.nextRuns[0]);
-    assert.deepEqual(got!.nextRuns.slice(1).map((t, i) => Date.parse(t) - Date.parse(got!.nextRuns[i]!)), [1000, 1000, 1000, 1000]);
+    assert.deepEqual(
+      got!.nextRuns.slice(1).map((t, i) => Date.parse(t) - Date.parse(got!.nextRuns[i]!)),
+      [1000, 1000, 1000, 1000],
+    );
     assert.ok((await queue.listSchedules('example', { limit: 100 })).schedules.some((x) => x.id === id));
 
     await queue.deleteSchedule('example', id);
@@ -208,7 +233,11 @@ describe('the client against the stack', () => {
     await until(control.id, () => queue.get('example', control.id), 'done');
     await sleep(1500);
     const final = await groupJobs(group);
-    assert.deepEqual(final.map((j) => j.id).filter((x) => !atDelete.has(x)), [], 'no occurrence created after the delete answered');
+    assert.deepEqual(
+      final.map((j) => j.id).filter((x) => !atDelete.has(x)),
+      [],
+      'no occurrence created after the delete answered',
+    );
     for (const job of final) {
       assert.ok(Date.parse(job.runAt) <= answeredAt + 1000, `${job.id}: at most the pending occurrence was due after the delete`);
       if (Date.parse(job.runAt) > answeredAt) assert.equal(job.state, 'cancelled', `${job.id} was pending: withdrawn (kept cancelled for its group until purged)`);

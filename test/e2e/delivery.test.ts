@@ -116,7 +116,10 @@ describe('the stack under serverless offline', () => {
     const done = await jobIn('webhook', id, 'done');
     assert.equal(done.attempts, 3);
     const got = receiver.of(id);
-    assert.deepEqual(got.map((d) => d.attempt), ['1', '2', '3']);
+    assert.deepEqual(
+      got.map((d) => d.attempt),
+      ['1', '2', '3'],
+    );
     for (let i = 1; i < got.length; i++) assert.ok(got[i]!.at - got[i - 1]!.at >= 1000, `attempt ${i + 1} came ${got[i]!.at - got[i - 1]!.at} ms after attempt ${i}`);
   });
 
@@ -185,9 +188,18 @@ describe('the stack under serverless offline', () => {
     assert.deepEqual((await api('DELETE', `/jobs/example/${doneId}`)).body.error.code, 'JOB_FINISHED');
     assert.equal((await api('DELETE', `/jobs/example/${id}`)).status, 200);
 
-    const batch = await api('POST', '/jobs/batch', { jobs: [{ topic: 'example', id: uid('b'), delay: 3600 }, { topic: 'example', delay: -1 }, { topic: 'example', id, delay: 1 }] });
+    const batch = await api('POST', '/jobs/batch', {
+      jobs: [
+        { topic: 'example', id: uid('b'), delay: 3600 },
+        { topic: 'example', delay: -1 },
+        { topic: 'example', id, delay: 1 },
+      ],
+    });
     assert.equal(batch.status, 200);
-    assert.deepEqual(batch.body.results.map((r: { status: number }) => r.status), [201, 400, 409]);
+    assert.deepEqual(
+      batch.body.results.map((r: { status: number }) => r.status),
+      [201, 400, 409],
+    );
     assert.equal(batch.body.results[1].error.code, 'VALIDATION_FAILED');
     assert.equal((await api('POST', '/jobs/batch', { jobs: [] })).status, 400);
   });

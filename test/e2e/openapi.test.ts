@@ -157,7 +157,10 @@ describe('openapi.yaml matches what the stack answers', () => {
       ],
     });
     assert.equal(batch.status, 200);
-    assert.deepEqual(batch.body.results.map((r: { status: number }) => r.status), [201, 400, 409, 413, 400]);
+    assert.deepEqual(
+      batch.body.results.map((r: { status: number }) => r.status),
+      [201, 400, 409, 413, 400],
+    );
     expectError(await call('POST', '/jobs/batch', { jobs: [] }), 400, 'VALIDATION_FAILED');
     expectError(await call('POST', '/jobs/batch', { jobs: Array.from({ length: 501 }, () => ({ topic: 'example', delay: 1 })) }), 400, 'VALIDATION_FAILED');
     expectError(await call('POST', '/jobs/batch', undefined, { raw: 'jobs' }), 400, 'INVALID_JSON');
@@ -282,7 +285,10 @@ describe('openapi.yaml matches what the stack answers', () => {
     const group = uid('grp');
     const ids = Array.from({ length: 50 }, (_, i) => `${group}-${String(i).padStart(2, '0')}`);
     const batch = await call('POST', '/jobs/batch', { jobs: ids.map((id) => ({ topic: 'example', id, delay: 3600, group, body: { id } })) });
-    assert.deepEqual(batch.body.results.map((r: { status: number }) => r.status), ids.map(() => 201));
+    assert.deepEqual(
+      batch.body.results.map((r: { status: number }) => r.status),
+      ids.map(() => 201),
+    );
 
     const before = await allPages(`/topics/example/groups/${group}?limit=20`);
     assert.ok(before.sizes.length >= 3 && before.sizes.every((n) => n <= 20), `page sizes ${before.sizes}`);
@@ -292,7 +298,10 @@ describe('openapi.yaml matches what the stack answers', () => {
     const cancel = await call('DELETE', `/topics/example/groups/${group}`);
     assert.deepEqual([cancel.status, cancel.body], [200, { cancelled: 50, running: 0 }]);
     const after = await allPages(`/topics/example/groups/${group}?limit=500`);
-    assert.deepEqual(after.jobs.map((j) => [j.id, j.state]).sort(), ids.map((id) => [id, 'cancelled']));
+    assert.deepEqual(
+      after.jobs.map((j) => [j.id, j.state]).sort(),
+      ids.map((id) => [id, 'cancelled']),
+    );
     assert.deepEqual((await call('DELETE', `/topics/example/groups/${group}`)).body, { cancelled: 0, running: 0 }, 'cancelling twice is fine');
 
     const later = `${group}-later`;
@@ -331,13 +340,16 @@ describe('openapi.yaml matches what the stack answers', () => {
     const delivered = ids.filter((id) => receiver.of(id).length > 0);
     assert.ok(delivered.length <= cancel.body.running, `delivered ${delivered.length}, running at the cancel ${cancel.body.running}`);
     const states = await allPages(`/topics/webhook/groups/${group}`);
-    assert.deepEqual(states.jobs.map((j) => j.state), ids.map(() => 'cancelled'));
+    assert.deepEqual(
+      states.jobs.map((j) => j.state),
+      ids.map(() => 'cancelled'),
+    );
   });
 
   it('listing a topic by state: delayed jobs page in runAt order (ties by id) within from..to inclusive; 400 per field, 401', async () => {
     const base = Date.now() + 200 * 86_400_000; // far after every other job of this file
     const prefix = uid('list');
-    const jobs = Array.from({ length: 25 }, (_, i) => ({ id: `${prefix}-${String((i * 7) % 25).padStart(2, '0')}`, runAt: base + ((i * 7) % 25 % 12) * 1000 }));
+    const jobs = Array.from({ length: 25 }, (_, i) => ({ id: `${prefix}-${String((i * 7) % 25).padStart(2, '0')}`, runAt: base + (((i * 7) % 25) % 12) * 1000 }));
     const outside = [
       { id: `${prefix}-before`, runAt: base - 1 },
       { id: `${prefix}-after`, runAt: base + 11_001 },
@@ -349,14 +361,20 @@ describe('openapi.yaml matches what the stack answers', () => {
     const bounds = `from=${encodeURIComponent(new Date(base).toISOString())}&to=${base + 11_000}`;
     const listed = await allPages(`/topics/example/jobs?state=delayed&${bounds}&limit=10`);
     assert.ok(listed.sizes.length >= 3 && listed.sizes.every((n) => n <= 10), `page sizes ${listed.sizes}`);
-    assert.deepEqual(listed.jobs.map((j) => [j.id, j.runAt]), expected);
+    assert.deepEqual(
+      listed.jobs.map((j) => [j.id, j.runAt]),
+      expected,
+    );
     assert.ok(listed.jobs.every((j) => j.state === 'delayed'));
     const byDefault = await call('GET', `/topics/example/jobs?${bounds}&limit=500`);
     assert.deepEqual([byDefault.body.jobs.map((j: { id: string }) => j.id), byDefault.body.next], [expected.map(([id]) => id), null], 'state defaults to delayed');
     for (const state of ['ready', 'running', 'dead']) {
       const page = await call('GET', `/topics/example/jobs?state=${state}`);
       assert.equal(page.status, 200);
-      assert.ok(page.body.jobs.every((j: { state: string }) => j.state === state), state);
+      assert.ok(
+        page.body.jobs.every((j: { state: string }) => j.state === state),
+        state,
+      );
     }
 
     const first = await call('GET', `/topics/example/jobs?${bounds}&limit=5`);

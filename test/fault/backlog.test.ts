@@ -68,7 +68,13 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
     for (let i = 0; i < IDLE_REQUESTS; i++) idle.push(await post(++seq));
     idle.sort((a, b) => a - b);
 
-    const config = loadConfig({ DQ_CONFIG: JSON.stringify({ topics: { example: { handler: 'exampleHandler', batchSize: 10, concurrency: 10 }, webhook: { kind: 'webhook', handler: 'webhookHandler' } } }), REDIS_URL: server.url, API_TOKEN: 'x', WEBHOOK_SECRET: 'x', DQ_FUNCTION_PREFIX: 'x' });
+    const config = loadConfig({
+      DQ_CONFIG: JSON.stringify({ topics: { example: { handler: 'exampleHandler', batchSize: 10, concurrency: 10 }, webhook: { kind: 'webhook', handler: 'webhookHandler' } } }),
+      REDIS_URL: server.url,
+      API_TOKEN: 'x',
+      WEBHOOK_SECRET: 'x',
+      DQ_FUNCTION_PREFIX: 'x',
+    });
     const queue = new Queue(new Engine(redis, config.queue));
     const k = topicKeys(0, 'example');
     const body = { order: 'x'.repeat(180) };
@@ -127,7 +133,10 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
     const info = await redis.info('commandstats');
     const moveCalls = /cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1];
     const all = during.map((d) => d.ms).sort((a, b) => a - b);
-    const sweep = during.filter((d) => movedAt && d.at <= movedAt).map((d) => d.ms).sort((a, b) => a - b);
+    const sweep = during
+      .filter((d) => movedAt && d.at <= movedAt)
+      .map((d) => d.ms)
+      .sort((a, b) => a - b);
     const done = Number(await redis.zcard(topicKeys(0, 'example').done));
     const figures = {
       backlog: BACKLOG,

@@ -25,9 +25,17 @@ describe('fault harness: host slots', () => {
     const pids = [first.pid, ...restarted.map((h) => h.pid)];
     assert.equal(new Set(pids).size, 4, 'every restart started a host of its own');
     assert.equal(slot.restarts, 3);
-    assert.deepEqual(pids.slice(0, 3).filter((pid) => !gone(pid)), [], 'each restart killed the host before it');
+    assert.deepEqual(
+      pids.slice(0, 3).filter((pid) => !gone(pid)),
+      [],
+      'each restart killed the host before it',
+    );
     await slot.stop();
-    assert.deepEqual(pids.filter((pid) => !gone(pid)), [], 'no host of the slot is alive after stop()');
+    assert.deepEqual(
+      pids.filter((pid) => !gone(pid)),
+      [],
+      'no host of the slot is alive after stop()',
+    );
     assert.equal(slot.alive(), 0);
   });
 });

@@ -42,7 +42,10 @@ describe('hostile input and security (serverless offline)', () => {
     redis = new Redis(server.url);
     offline = await startOffline({ redisUrl: server.url });
     // jobs that exist, so refusals have keys they could wrongly touch
-    for (const [topic, id] of [['example', 'seed-1'], ['webhook', 'seed-2']]) {
+    for (const [topic, id] of [
+      ['example', 'seed-1'],
+      ['webhook', 'seed-2'],
+    ]) {
       const res = await send('POST', '/jobs', { body: JSON.stringify({ topic, id, delay: 3600, url: 'https://example.com/hook', body: { a: 1 } }) });
       assert.equal(res.status, 201, res.text);
     }
@@ -158,7 +161,10 @@ describe('hostile input and security (serverless offline)', () => {
     const hostile = ['a{b', 'a}b', '{p0}', 'a:b', 'a*', '*', 'a b', 'a\nb', 'a\r\nDEL x', 't'.repeat(65), 'x'.repeat(129), 'é', '😀', '../x', 'a%7Bb'];
     const refused: string[] = [];
     for (const value of hostile) {
-      for (const [field, other] of [['topic', 'example'], ['id', 'ok-id']] as const) {
+      for (const [field, other] of [
+        ['topic', 'example'],
+        ['id', 'ok-id'],
+      ] as const) {
         const job = field === 'topic' ? { topic: value, id: other, delay: 1 } : { topic: 'example', id: value, delay: 1 };
         if (field === 'id' && (value === 'a:b' || value === 't'.repeat(65))) continue; // valid ids: ':' is allowed (a hash field, never part of a key), and up to 128 characters
         const r = await send('POST', '/jobs', { body: JSON.stringify(job) });
@@ -202,7 +208,11 @@ describe('hostile input and security (serverless offline)', () => {
     ];
     const sent: string[] = [];
     for (const token of wrong) {
-      for (const [method, path] of [['GET', '/topics'], ['POST', '/jobs'], ['DELETE', '/jobs/example/seed-1']]) {
+      for (const [method, path] of [
+        ['GET', '/topics'],
+        ['POST', '/jobs'],
+        ['DELETE', '/jobs/example/seed-1'],
+      ]) {
         const r = await send(method!, path!, { token, body: '{"topic":"example","delay":1}' });
         assert.deepEqual([r.status, r.json?.error?.code], [401, 'UNAUTHORIZED'], `token ${JSON.stringify(token)}`);
         sent.push(token);

@@ -27,7 +27,7 @@ describe('scenario: sweeper killed with SIGKILL while a schedule advances', () =
   it(`neither loses nor doubles an occurrence through ${KILLS} kills`, async (t) => {
     const seed = Number(process.env.FAULT_SEED ?? Date.now() % 1_000_000);
     let state = seed;
-    const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     t.diagnostic(`seed ${seed} (FAULT_SEED=${seed} repeats the kill times)`);
 
     const put = await stack.queue.putSchedule('webhook', 'beat', { every: PERIOD_MS / 1000, url: `${stack.recorder.url}/hook/beat`, body: { beat: true } });
@@ -58,10 +58,14 @@ describe('scenario: sweeper killed with SIGKILL while a schedule advances', () =
     }
     // recovery: the next tick starts a sweeper, which moves the schedule on
     const killedAt = Date.now();
-    await until(async () => {
-      const s = await stack.queue.getSchedule('webhook', 'beat');
-      return s?.lastRunAt !== null && Date.parse(s!.lastRunAt!) > killedAt;
-    }, 30_000, 200);
+    await until(
+      async () => {
+        const s = await stack.queue.getSchedule('webhook', 'beat');
+        return s?.lastRunAt !== null && Date.parse(s!.lastRunAt!) > killedAt;
+      },
+      30_000,
+      200,
+    );
     const alive = await stack.queue.getSchedule('webhook', 'beat');
     assert.ok(alive?.pending && Date.parse(alive.pending.runAt) > killedAt, 'the schedule kept a pending occurrence through every kill');
     await stack.queue.deleteSchedule('webhook', 'beat');
@@ -76,11 +80,17 @@ describe('scenario: sweeper killed with SIGKILL while a schedule advances', () =
     t.diagnostic(JSON.stringify(result));
     assert.ok(ids.length >= 5, `only ${ids.length} occurrences`);
     assert.equal(result.missing, 0, `occurrences created but not delivered: ${result.missingIds.join(', ')}\n${stack.output()}`);
-    assert.ok(times.every((ms) => Number.isFinite(ms) && ms % PERIOD_MS === 0), 'every occurrence is a run time of the schedule');
+    assert.ok(
+      times.every((ms) => Number.isFinite(ms) && ms % PERIOD_MS === 0),
+      'every occurrence is a run time of the schedule',
+    );
     assert.equal(new Set(times).size, times.length, 'one job per occurrence time');
     // none missed: a killed sweeper is back within seconds (lease and tick 2 s), far within the
     // grace, so the occurrences it finds late all run: every run time from the first to the last
-    const gaps = times.slice(1).map((ms, i) => ms - times[i]!).filter((d) => d !== PERIOD_MS);
+    const gaps = times
+      .slice(1)
+      .map((ms, i) => ms - times[i]!)
+      .filter((d) => d !== PERIOD_MS);
     assert.deepEqual(gaps, [], `run times skipped between the first and the last occurrence: ${ids.join(', ')}`);
     assert.ok(ids.length <= Math.ceil((ended - started) / PERIOD_MS) + 1, `${ids.length} occurrences in ${ended - started} ms: more than the schedule has run times`);
     // never a burst of missed ones: an occurrence is created before its run time, or late by at

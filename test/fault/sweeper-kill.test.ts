@@ -21,7 +21,7 @@ describe('scenario 1: sweeper killed with SIGKILL at random points', () => {
   it(`loses no job through ${KILLS} kills`, async (t) => {
     const seed = Number(process.env.FAULT_SEED ?? Date.now() % 1_000_000);
     let state = seed;
-    const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     t.diagnostic(`seed ${seed} (FAULT_SEED=${seed} repeats the kill times)`);
 
     let producing = true;

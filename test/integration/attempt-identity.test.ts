@@ -18,7 +18,7 @@ import { toWire } from '../../lib/roles/fanout';
 import type { Queue } from '../../lib/edge/queue';
 import { runtime, type Runtime } from '../../lib/platform/runtime';
 import { topicHandler } from '../../lib/roles/handler';
-import { makeQueue, TestClock , apiOf } from '../support/queue';
+import { makeQueue, TestClock, apiOf } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 
 const TOPICS = {

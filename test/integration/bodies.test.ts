@@ -112,8 +112,14 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const ids = Array.from({ length: 30 }, (_, i) => `e-${String(i).padStart(2, '0')}`);
       await q.addMany(ids.map((id) => ({ topic, id, delay: 60, body: BIG })));
       const again = await q.addMany(ids.map((id) => ({ topic, id, delay: 60, body: SMALL })));
-      assert.deepEqual(again.outcomes.map((o) => o.status), ids.map(() => 'exists'));
-      assert.ok(again.outcomes.every((o) => 'job' in o && JSON.stringify(o.job.body) === JSON.stringify(BIG)), 'each with its stored body');
+      assert.deepEqual(
+        again.outcomes.map((o) => o.status),
+        ids.map(() => 'exists'),
+      );
+      assert.ok(
+        again.outcomes.every((o) => 'job' in o && JSON.stringify(o.job.body) === JSON.stringify(BIG)),
+        'each with its stored body',
+      );
       assert.equal(await redis.hlen(k.bodies), 30);
     });
   });
@@ -200,7 +206,11 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const { topic, clock, redis, k } = setup();
       const reply = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '')], { clock: clock.now, mode: 'add', jobs: ['a', 'b', 'c'].map((id) => newJob(topic, id)), maxBytes: 1 }));
       assert.equal(reply.length, 2, 'headChanged and one result');
-      assert.deepEqual((await redis.hkeys(k.jobs)).filter((f) => !f.startsWith('#')), ['a'], 'one job (and the version counter)');
+      assert.deepEqual(
+        (await redis.hkeys(k.jobs)).filter((f) => !f.startsWith('#')),
+        ['a'],
+        'one job (and the version counter)',
+      );
     });
 
     it('claimJobs: one job and more = 1, the other ids stay at the head; strict: none', async () => {

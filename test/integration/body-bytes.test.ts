@@ -87,7 +87,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
   /** The write blocks `fn` appended to the AOF (the append-only file of the current incarnation). */
   async function blocksWritten(fn: () => Promise<unknown>): Promise<number[]> {
     const dir = join(server.dir, 'appendonlydir');
-    const file = join(dir, readdirSync(dir).find((f) => f.endsWith('.incr.aof'))!);
+    const file = join(
+      dir,
+      readdirSync(dir).find((f) => f.endsWith('.incr.aof'))!,
+    );
     const from = statSync(file).size;
     await fn();
     await aofSize(); // a round trip: the writes of fn are in the file once Redis answered this
@@ -142,7 +145,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
     it('claiming them', async (t) => {
       const { bytes, result } = await aofGrowth(() => claimAll(q, topic, JOBS));
       claimed = result;
-      assert.ok(claimed.every((j) => bytesOf([j]) === BODY_BYTES), 'each claim carries its body');
+      assert.ok(
+        claimed.every((j) => bytesOf([j]) === BODY_BYTES),
+        'each claim carries its body',
+      );
       t.diagnostic(`AOF +${mb(bytes)}`);
       assert.ok(bytes < FAR_BELOW, `claims of ${JOBS} jobs wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
     });
@@ -227,7 +233,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
         ids.push(...more.jobs.map((j) => j.id));
         next = more.next;
       }
-      assert.deepEqual(ids, Array.from({ length: 100 }, (_, i) => `d-${String(i).padStart(3, '0')}`));
+      assert.deepEqual(
+        ids,
+        Array.from({ length: 100 }, (_, i) => `d-${String(i).padStart(3, '0')}`),
+      );
     });
 
     it('an add of 500 jobs with 60 KB bodies writes at most about 1 MiB of them per script call', async () => {

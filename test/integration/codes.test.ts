@@ -16,7 +16,9 @@ describe('codes shared by Lua and TypeScript', () => {
 
   it('every table of lib/engine/codes.ts has its twin, name for name, in lua/includes/codes.lua', async () => {
     // run the helpers in Redis itself and read the tables back, so Lua parses them, not a regex
-    const states = Object.keys(JOB_STATE).map((name) => `${name} = ${name}`).join(', ');
+    const states = Object.keys(JOB_STATE)
+      .map((name) => `${name} = ${name}`)
+      .join(', ');
     const lua = `${common}\nreturn cjson.encode({ JOB_STATE = { ${states} }, REFUSAL = REFUSAL, OUTCOME = OUTCOME, LEASE = LEASE, WAKE = WAKE, FANOUT_MARK = FANOUT_MARK })`;
     const tables = JSON.parse((await server.client().eval(lua, 0)) as string);
     assert.deepEqual(tables, { JOB_STATE, REFUSAL, OUTCOME, LEASE, WAKE, FANOUT_MARK });

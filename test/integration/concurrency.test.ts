@@ -59,7 +59,10 @@ describe('engine under concurrency (real redis-server)', () => {
     const duplicates = [...seen.values()].filter((n) => n > 1).length;
     assert.equal(duplicates, 0);
     assert.equal(seen.size, total);
-    assert.equal(perClaimer.reduce((a, b) => a + b, 0), total);
+    assert.equal(
+      perClaimer.reduce((a, b) => a + b, 0),
+      total,
+    );
     assert.ok(perClaimer.filter((n) => n > 0).length > 1, `work was shared: ${perClaimer.join(',')}`);
     assert.equal(await clients[0]!.zcard(topicKeys(0, topic).running), total);
   });
@@ -78,7 +81,10 @@ describe('engine under concurrency (real redis-server)', () => {
       }
     });
     const perMover = await Promise.all(moves);
-    assert.equal(perMover.reduce((a, b) => a + b, 0), total);
+    assert.equal(
+      perMover.reduce((a, b) => a + b, 0),
+      total,
+    );
     assert.ok(perMover.filter((n) => n > 0).length > 1, `work was shared: ${perMover.join(',')}`);
     const ready = await clients[0]!.lrange(topicKeys(0, topic).ready, 0, -1);
     assert.equal(ready.length, total);

@@ -103,7 +103,7 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     clock.advance(60_000);
     let moved = 0;
     const swept = await measure(redis, async () => {
-      for (let more = true; more; ) {
+      for (let more = true; more;) {
         const r = await q.engine.sweep();
         moved += r.moved;
         more = r.more;

@@ -35,7 +35,7 @@ describe('dead-job pages', () => {
     }
     clock.advance(2_000);
     let dead = 0;
-    for (let more = true; more; ) {
+    for (let more = true; more;) {
       const swept = await q.engine.sweep();
       dead += swept.deadLettered;
       more = swept.more;
@@ -101,10 +101,16 @@ describe('dead-job pages', () => {
   it('a page cursor stays valid when the job it names is redriven before the next page', async () => {
     const { q, topic } = await deadInOneSweep(10, 1);
     const first = await q.listDead(topic, { limit: 4 });
-    assert.deepEqual(first.jobs.map((j) => j.id), ['job-000', 'job-001', 'job-002', 'job-003']);
+    assert.deepEqual(
+      first.jobs.map((j) => j.id),
+      ['job-000', 'job-001', 'job-002', 'job-003'],
+    );
     assert.equal((await q.redrive(topic, { ids: ['job-003', 'job-002'] })).redriven, 2);
     const rest = await q.listDead(topic, { limit: 50, after: first.next! });
-    assert.deepEqual(rest.jobs.map((j) => j.id), ['job-004', 'job-005', 'job-006', 'job-007', 'job-008', 'job-009']);
+    assert.deepEqual(
+      rest.jobs.map((j) => j.id),
+      ['job-004', 'job-005', 'job-006', 'job-007', 'job-008', 'job-009'],
+    );
     assert.equal(rest.next, null);
   });
 });

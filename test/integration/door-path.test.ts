@@ -70,7 +70,11 @@ describe('POST /jobs: the modules on the way to the script (real redis-server)',
   it('touches these modules in all (every function run during one add, by V8 precise coverage)', async () => {
     const rt = testRuntime(redis.server().url, { example: {} });
     const route = httpRoute(addJob, () => rt);
-    const send = (id: string) => route({ rawPath: '/jobs', routeKey: 'POST /jobs', headers: { authorization: 'Bearer t' }, body: JSON.stringify({ topic: 'example', id, delay: 60 }), requestContext: { http: { method: 'POST' } } } as unknown as APIGatewayProxyEventV2, { awsRequestId: 'r' });
+    const send = (id: string) =>
+      route(
+        { rawPath: '/jobs', routeKey: 'POST /jobs', headers: { authorization: 'Bearer t' }, body: JSON.stringify({ topic: 'example', id, delay: 60 }), requestContext: { http: { method: 'POST' } } } as unknown as APIGatewayProxyEventV2,
+        { awsRequestId: 'r' },
+      );
     const session = new Session();
     session.connect();
     try {

@@ -58,8 +58,14 @@ describe('durability replica on a primary with one replica', () => {
     const added = await durable.add({ topic, id: 'a1', delay: 60, body: { n: 1 } });
     assert.equal(added.status, 'created');
     assert.equal(await onReplica('a1'), 1, 'the replica has the job the moment the add is acknowledged');
-    const batch = await durable.addMany([{ topic, id: 'a2', delay: 60 }, { topic, id: 'a3', delay: 60 }]);
-    assert.deepEqual(batch.outcomes.map((o) => o.status), ['created', 'created']);
+    const batch = await durable.addMany([
+      { topic, id: 'a2', delay: 60 },
+      { topic, id: 'a3', delay: 60 },
+    ]);
+    assert.deepEqual(
+      batch.outcomes.map((o) => o.status),
+      ['created', 'created'],
+    );
     assert.deepEqual([await onReplica('a2'), await onReplica('a3')], [1, 1]);
     await durable.put(topic, 'a4', { delay: 60 });
     assert.equal(await onReplica('a4'), 1);
@@ -214,7 +220,7 @@ describe('durability replica on a cluster: the wait reaches the shard that owns 
     return byPort;
   }
 
-  it('with one shard\'s replica frozen, only that shard\'s changes are refused', async () => {
+  it("with one shard's replica frozen, only that shard's changes are refused", async () => {
     const byPort = await idsByPrimary();
     assert.equal(byPort.size, 3, 'the partitions spread over all three primaries');
     const [frozenPrimary, ...others] = [...byPort.keys()];

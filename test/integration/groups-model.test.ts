@@ -89,7 +89,10 @@ describe('groups against a model', () => {
         const listed = await listWholeGroup(q, topic, group, 1 + Math.floor(random() * 150), 5000);
         const listedIds = listed.map((j) => j.id);
         assert.equal(new Set(listedIds).size, listedIds.length, `${context(step, what)}: group ${group} lists a job twice`);
-        const expected = [...model].filter(([, m]) => m.group === group).map(([id]) => id).sort();
+        const expected = [...model]
+          .filter(([, m]) => m.group === group)
+          .map(([id]) => id)
+          .sort();
         assert.deepEqual([...listedIds].sort(), expected, `${context(step, what)}: group ${group}`);
         for (const job of listed) {
           const m = model.get(job.id)!;

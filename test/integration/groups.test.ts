@@ -54,7 +54,11 @@ describe('group cancel under load', () => {
     await worker;
 
     const startedAfter = claims.filter((c) => c.began > answered).flatMap((c) => c.jobs.filter((j) => j.id.startsWith('big-')));
-    assert.deepEqual(startedAfter.map((j) => j.id), [], 'no job of the group is handed out by a claim that began after the answer');
+    assert.deepEqual(
+      startedAfter.map((j) => j.id),
+      [],
+      'no job of the group is handed out by a claim that began after the answer',
+    );
     const startedBefore = new Set(claims.filter((c) => c.began <= answered).flatMap((c) => c.jobs.filter((j) => j.id.startsWith('big-')).map((j) => j.id)));
     assert.ok(claims.filter((c) => c.began > answered).length > 0, 'claims went on after the answer');
 
@@ -74,7 +78,10 @@ describe('group cancel under load', () => {
     // on the machine's speed: reported, not asserted (lifecycle/groups.ts and lifecycle/small-groups.ts asserts it step by step)
     t.diagnostic(`cancelled ${result.cancelled} (${cancelledByClaim} of them by a claim), running ${result.running}, claims after the answer ${claims.filter((c) => c.began > answered).length}`);
     const others = await Promise.all(Array.from({ length: 200 }, (_, i) => q.get(topic, `other-${i}`)));
-    assert.ok(others.every((j) => j?.state === 'done'), 'the other group ran');
+    assert.ok(
+      others.every((j) => j?.state === 'done'),
+      'the other group ran',
+    );
     const left = (await q.listGroup(topic, 'big', { limit: 500 })).jobs;
     assert.ok(left.length > 0 && left.every((j) => j.state === 'cancelled'), 'the group still lists its cancelled jobs until they are purged');
   });

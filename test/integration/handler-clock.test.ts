@@ -34,7 +34,10 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
       await queue.engine.sweep();
       const claimed = await queue.engine.claim('skewed', 1);
       assert.equal(claimed.length, 1);
-      const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 200)), () => rt);
+      const handler = topicHandler(
+        async () => new Promise((resolve) => setTimeout(resolve, 200)),
+        () => rt,
+      );
       Date.now = () => realNow() + skewMs;
       try {
         const report = await handler({ topic: 'skewed', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });

@@ -39,7 +39,10 @@ describe('a handler out of time hands the rest of its topic to a fan-out (real r
     for (let i = 0; i < 6; i++) await queue.add({ topic: 'orders', id: `o${i}`, delay: 0 });
     await queue.engine.sweep();
     const claimed = await queue.engine.claim('orders', 2); // a batch of 2 of batchSize 5, as a byte cut leaves it
-    const handler = topicHandler(async () => undefined, () => rt);
+    const handler = topicHandler(
+      async () => undefined,
+      () => rt,
+    );
     // 1.2 s left: under ttr + 2 x 250 ms after the batch, so it stops instead of claiming more
     const report = await handler({ topic: 'orders', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1200 });
     assert.deepEqual(report, { done: 2, retried: 0, dead: 0, stale: 0 });

@@ -35,7 +35,10 @@ describe('the smallest ttr (real redis-server)', () => {
     await queue.engine.sweep();
     const claimed = await queue.engine.claim('quick', 1);
     assert.equal(claimed.length, 1);
-    const handler = topicHandler(async () => new Promise((resolve) => setTimeout(resolve, 20)), () => rt);
+    const handler = topicHandler(
+      async () => new Promise((resolve) => setTimeout(resolve, 20)),
+      () => rt,
+    );
     const report = await handler({ topic: 'quick', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
     assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
     assert.equal((await queue.get('quick', 'q1'))?.state, 'done');
@@ -49,7 +52,10 @@ describe('the smallest ttr (real redis-server)', () => {
     assert.equal(claimed.length, 1);
     let aborted = false;
     // runs until told to stop, as a well-behaved function does
-    const handler = topicHandler((_job, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve(undefined)))), () => rt);
+    const handler = topicHandler(
+      (_job, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve(undefined)))),
+      () => rt,
+    );
     const report = await handler({ topic: 'long', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 600 });
     assert.deepEqual(report, { done: 0, retried: 1, dead: 0, stale: 0 });
     assert.ok(aborted, 'the function was told to stop');

@@ -9,7 +9,7 @@ import { toWire } from '../../lib/roles/fanout';
 import { latenessKey } from '../../lib/engine/keys';
 import type { Runtime } from '../../lib/platform/runtime';
 import { topicHandler } from '../../lib/roles/handler';
-import { makeQueue, TestClock, uniqueTopic , apiOf } from '../support/queue';
+import { makeQueue, TestClock, uniqueTopic, apiOf } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';
 import { Redis } from 'ioredis';
@@ -32,7 +32,10 @@ describe('lateness stats (real redis-server)', () => {
     const q = makeQueue(redis, { [topic]: {} }, { clock });
     await q.engine.recordStarts(topic, [10_000]); // 12:00, leaves the 5-minute window by 12:10
     clock.advance(10 * 60_000);
-    await q.engine.recordStarts(topic, Array.from({ length: 100 }, (_, i) => i + 1)); // 12:10: 1..100 ms
+    await q.engine.recordStarts(
+      topic,
+      Array.from({ length: 100 }, (_, i) => i + 1),
+    ); // 12:10: 1..100 ms
     clock.advance(60_000);
     await q.engine.recordStarts(topic, [5]); // 12:11
     const s = await q.stats(topic);
@@ -41,7 +44,10 @@ describe('lateness stats (real redis-server)', () => {
     assert.ok(s.lateness.p50Ms! >= 50 && s.lateness.p50Ms! <= 60, `p50 ${s.lateness.p50Ms}`);
     assert.ok(s.lateness.p99Ms! >= 99 && s.lateness.p99Ms! <= 119, `p99 ${s.lateness.p99Ms}`);
     assert.equal(s.lastHour.length, 60);
-    assert.deepEqual(s.lastHour.slice(-2).map((m) => m.started), [100, 1]);
+    assert.deepEqual(
+      s.lastHour.slice(-2).map((m) => m.started),
+      [100, 1],
+    );
     assert.equal(s.lastHour.find((m) => m.minute === '2030-01-01T12:00:00.000Z')?.started, 1);
     assert.equal(s.lastHour.at(-1)!.p99Ms, 5, 'a percentile is never above the exact max (the bin bound of 5 ms is 6)');
     assert.ok(s.lateness.p99Ms! <= s.lateness.maxMs!);
@@ -53,11 +59,17 @@ describe('lateness stats (real redis-server)', () => {
     const q = makeQueue(redis, { [topic]: {} }, { clock });
     for (let minute = 0; minute < 24 * 60; minute += 7) {
       clock.now = Date.UTC(2030, 0, 2) + minute * 60_000;
-      await q.engine.recordStarts(topic, Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000));
+      await q.engine.recordStarts(
+        topic,
+        Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000),
+      );
     }
     for (let minute = 0; minute < 60; minute++) {
       clock.now = Date.UTC(2030, 0, 3) + minute * 60_000;
-      await q.engine.recordStarts(topic, Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000));
+      await q.engine.recordStarts(
+        topic,
+        Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000),
+      );
     }
     assert.equal(await redis.hlen(latenessKey(topic)), 60);
     const bytes = Number(await redis.call('MEMORY', 'USAGE', latenessKey(topic)));
@@ -67,7 +79,7 @@ describe('lateness stats (real redis-server)', () => {
     assert.ok(ttl > 3_600_000 && ttl <= 3_720_000, `expires an hour after the last start: pttl ${ttl}`);
   });
 
-  it('a handler records its starts; the oldest ready job\'s age is how long it has been due', async () => {
+  it("a handler records its starts; the oldest ready job's age is how long it has been due", async () => {
     const topic = uniqueTopic('late');
     const rt: Runtime = testRuntime(server.url, { [topic]: { handler: 'h', batchSize: 5 } });
     try {
@@ -78,7 +90,10 @@ describe('lateness stats (real redis-server)', () => {
       const before = await queue.stats(topic);
       assert.ok(before.oldestReadyAgeMs !== null && before.oldestReadyAgeMs >= 50, `oldest ready ${before.oldestReadyAgeMs}`);
       const claimed = await queue.engine.claim(topic, 5);
-      await topicHandler(async () => undefined, () => rt)({ topic, jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
+      await topicHandler(
+        async () => undefined,
+        () => rt,
+      )({ topic, jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
       const after = await queue.stats(topic);
       assert.equal(after.lateness.started, 3);
       assert.ok(after.lateness.maxMs! >= 50, `max ${after.lateness.maxMs}`);

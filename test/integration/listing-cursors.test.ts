@@ -21,7 +21,11 @@ describe('jobs listing cursors (real redis-server)', () => {
     const page = await q.listJobs(a, { state: 'delayed', limit: 1 });
     assert.equal(page.jobs[0]?.id, 'j0');
     assert.ok(page.next);
-    assert.deepEqual((await q.listJobs(a, { state: 'delayed', limit: 1, cursor: page.next })).jobs.map((j) => j.id), ['j1'], 'its own listing takes it');
+    assert.deepEqual(
+      (await q.listJobs(a, { state: 'delayed', limit: 1, cursor: page.next })).jobs.map((j) => j.id),
+      ['j1'],
+      'its own listing takes it',
+    );
     await assert.rejects(q.listJobs(b, { state: 'delayed', limit: 1, cursor: page.next }), isBadCursor, "topic B refuses topic A's cursor");
     const job = await q.get(a, 'j1');
     const forged = Buffer.from(`delayed:${Date.parse(job!.runAt)}:j1`).toString('base64url');

@@ -53,7 +53,7 @@ describe('pacing (real redis-server)', () => {
     const t0 = clock.now; // a multiple of the 10-ms slot
     const claimed: ClaimedJob[] = [];
     const claimAll = async () => {
-      for (let got = 0; ; ) {
+      for (let got = 0; ;) {
         const round = await Promise.all([a.engine.claimPaced(topic, 4), b.engine.claimPaced(topic, 4), a.engine.claimPaced(topic, 4), b.engine.claimPaced(topic, 4)]);
         const jobs = round.flatMap((r) => r.jobs);
         claimed.push(...jobs);
@@ -79,7 +79,14 @@ describe('pacing (real redis-server)', () => {
       await claimAll();
     }
     assert.equal(new Set(claimed.map((j) => j.id)).size, 35, 'every job claimed once, none lost');
-    assert.equal(busiestSpan(claimed.map((j) => j.runAt + j.latenessMs), 1000), 10, 'never more than count in any second');
+    assert.equal(
+      busiestSpan(
+        claimed.map((j) => j.runAt + j.latenessMs),
+        1000,
+      ),
+      10,
+      'never more than count in any second',
+    );
     const stats = await a.stats(topic);
     assert.equal(stats.ready, 0);
     assert.equal(stats.running, 35);
@@ -93,7 +100,7 @@ describe('pacing (real redis-server)', () => {
     await a.engine.sweep();
     const claimed: ClaimedJob[] = [];
     const loop = async (queue: typeof a) => {
-      for (let idle = 0; idle < 3; ) {
+      for (let idle = 0; idle < 3;) {
         const { jobs, waitMs } = await queue.engine.claimPaced(topic, 7);
         claimed.push(...jobs);
         if (jobs.length === 0 && waitMs === null) idle += 1;
@@ -121,7 +128,16 @@ describe('pacing (real redis-server)', () => {
     const jobs = invoker.jobs();
     assert.equal(ra[topic]!.claimed + rb[topic]!.claimed, 30);
     assert.equal(new Set(jobs.map((j) => j.id)).size, 30, 'every job delivered once');
-    assert.ok(busiestSpan(jobs.map((j) => j.claimedAt), 1000) <= 10, `busiest second: ${busiestSpan(jobs.map((j) => j.claimedAt), 1000)}`);
+    assert.ok(
+      busiestSpan(
+        jobs.map((j) => j.claimedAt),
+        1000,
+      ) <= 10,
+      `busiest second: ${busiestSpan(
+        jobs.map((j) => j.claimedAt),
+        1000,
+      )}`,
+    );
     assert.ok(Math.max(...jobs.map((j) => j.claimedAt - j.runAt)) >= 2000, 'the last ten started two windows late');
     assert.equal(invoker.calls.filter((c) => c.name === 'fanout').length, 0, 'no hand-over was needed');
   });

@@ -17,7 +17,11 @@ import { startReplyDroppingProxy, type ReplyDroppingProxy } from '../support/pro
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
-const settle = <T>(p: Promise<T>) => p.then((value) => ({ value }), (error: Error) => ({ error }));
+const settle = <T>(p: Promise<T>) =>
+  p.then(
+    (value) => ({ value }),
+    (error: Error) => ({ error }),
+  );
 
 describe('a lost script reply (real redis-server behind a reply-dropping proxy)', () => {
   const server = useRedisServer();
@@ -72,6 +76,6 @@ describe('a lost script reply (real redis-server behind a reply-dropping proxy)'
     assert.deepEqual(outcome, { value: true }, 'it marked and invoked');
     assert.equal(calls.length, 1);
     const mark = await server.client().get(sweeperKeys().fanout);
-    assert.equal(mark, (calls[0] as { token: string }).token, 'the mark is the invoked fan-out\'s own');
+    assert.equal(mark, (calls[0] as { token: string }).token, "the mark is the invoked fan-out's own");
   });
 });

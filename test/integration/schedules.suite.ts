@@ -37,10 +37,14 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
     const name = uniqueTopic('sched');
     // 2030-01-01T00:00:00Z, on the hour
     const clock = new TestClock();
-    const q = makeQueue(target.redis(), { [name]: { ttr: 30, maxAttempts: 3, backoff: { type: 'fixed', delay: 10 }, concurrency: 1000, ...topic } }, {
-      clock,
-      config: { partitions: target.partitions, ...extra },
-    });
+    const q = makeQueue(
+      target.redis(),
+      { [name]: { ttr: 30, maxAttempts: 3, backoff: { type: 'fixed', delay: 10 }, concurrency: 1000, ...topic } },
+      {
+        clock,
+        config: { partitions: target.partitions, ...extra },
+      },
+    );
     const ctx = q.engine.ctx;
     return { q, topic: name, clock, ctx };
   }
@@ -75,7 +79,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.equal(put.wake, true);
       const first = Date.parse('2030-01-01T08:00:00Z'); // 09:00 CET
       assert.deepEqual(put.schedule.pending, { id: 'report:20300101T080000Z', runAt: iso(first) });
-      assert.deepEqual(put.schedule.nextRuns, [0, 1, 2, 3, 4].map((d) => iso(first + d * 24 * HOUR)));
+      assert.deepEqual(
+        put.schedule.nextRuns,
+        [0, 1, 2, 3, 4].map((d) => iso(first + d * 24 * HOUR)),
+      );
       assert.equal(put.schedule.cron, '0 9 * * *');
       assert.equal(put.schedule.timezone, 'Europe/Berlin');
       assert.equal(put.schedule.paused, false);
@@ -90,7 +97,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const got = await q.getSchedule(topic, 'report');
       assert.deepEqual(got, put.schedule);
       assert.equal(await q.getSchedule(topic, 'nope'), null);
-      assert.deepEqual((await q.listGroup(topic, 'reports')).jobs.map((j) => j.id), ['report:20300101T080000Z']);
+      assert.deepEqual(
+        (await q.listGroup(topic, 'reports')).jobs.map((j) => j.id),
+        ['report:20300101T080000Z'],
+      );
       assert.equal(clock.now, Date.parse('2030-01-01T00:00:00Z'));
     });
 
@@ -109,7 +119,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         assert.ok(after!.version > before!.version);
       }
       const start = Date.parse('2030-01-01T00:00:00Z');
-      assert.deepEqual(ran, Array.from({ length: 20 }, (_, i) => occurrenceId('tick', start + (i + 1) * SEC)));
+      assert.deepEqual(
+        ran,
+        Array.from({ length: 20 }, (_, i) => occurrenceId('tick', start + (i + 1) * SEC)),
+      );
       assert.deepEqual(await liveJobs(q, topic), [occurrenceId('tick', start + 21 * SEC)], 'only the next occurrence is pending');
       assert.equal((await q.get(topic, ran[0]!))?.state, 'done', 'an occurrence is an ordinary job: acked, done');
     });
@@ -138,13 +151,13 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.equal(calls, 0, 'not called when nothing is ready');
     });
 
-    it('jitter (the schedule\'s, else the topic\'s) moves each occurrence by its deterministic offset; each runs once', async () => {
+    it("jitter (the schedule's, else the topic's) moves each occurrence by its deterministic offset; each runs once", async () => {
       const { q, topic, clock } = setup({ jitter: 600 });
       const start = clock.now;
       const own = await q.putSchedule(topic, 'spread', { every: 10, jitter: 8, body: 's' });
       const inherited = await q.putSchedule(topic, 'herd', { cron: '0 * * * *', body: 'h' });
       assert.equal(own.schedule.jitter, 8);
-      assert.equal(inherited.schedule.jitter, null, 'none of its own: the topic\'s applies');
+      assert.equal(inherited.schedule.jitter, null, "none of its own: the topic's applies");
       // the schedule's run times stay nominal; the occurrence (a job) carries the offset
       assert.deepEqual(own.schedule.pending, { id: occurrenceId('spread', start + 10 * SEC), runAt: iso(start + 10 * SEC) });
       const due = (id: string, nominal: number, jitterMs: number) => nominal + jitterOffsetMs(topic, id, jitterMs);
@@ -187,7 +200,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const [second] = await q.engine.claim(topic, 10);
       assert.deepEqual([second?.id, second?.attempt], [first!.id, 2]);
       assert.equal((await q.engine.fail(topic, second!.id, second!, 'boom')).outcome, 'dead');
-      assert.deepEqual((await q.listDead(topic)).jobs.map((j) => j.id), [first!.id]);
+      assert.deepEqual(
+        (await q.listDead(topic)).jobs.map((j) => j.id),
+        [first!.id],
+      );
       assert.equal((await q.getSchedule(topic, 'flaky'))?.pending?.runAt, iso(Date.parse('2030-01-01T00:02:00Z')));
     });
 
@@ -261,11 +277,19 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(await sweepAndRun(q, topic), []);
     });
 
-    it('a schedule\'s own jitter of a period or more is 400 VALIDATION_FAILED naming jitter (issue 30 item 4)', async () => {
+    it("a schedule's own jitter of a period or more is 400 VALIDATION_FAILED naming jitter (issue 30 item 4)", async () => {
       const { q, topic } = setup();
-      for (const input of [{ every: 1, jitter: 3600 }, { every: 1, jitter: 86_400 }, { cron: '* * * * *', jitter: 60 }]) {
+      for (const input of [
+        { every: 1, jitter: 3600 },
+        { every: 1, jitter: 86_400 },
+        { cron: '* * * * *', jitter: 60 },
+      ]) {
         const error = await rejects(q.putSchedule(topic, 'wide', input), 400, 'VALIDATION_FAILED');
-        assert.deepEqual((error.details as { path: string }[]).map((d) => d.path), ['jitter'], JSON.stringify(input));
+        assert.deepEqual(
+          (error.details as { path: string }[]).map((d) => d.path),
+          ['jitter'],
+          JSON.stringify(input),
+        );
       }
       assert.equal(await q.getSchedule(topic, 'wide'), null);
     });
@@ -327,7 +351,11 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         clock.advance(3 * SEC + 500); // the first occurrence 2.5 s late, the next two due too
         const ran: string[] = [];
         for (let i = 0; i < 6; i++) ran.push(...(await sweepAndRun(q, topic)));
-        assert.deepEqual(ran, [1, 2, 3].map((n) => occurrenceId('late', start + n * SEC)), `catchUp ${catchUp}: none missed, none doubled`);
+        assert.deepEqual(
+          ran,
+          [1, 2, 3].map((n) => occurrenceId('late', start + n * SEC)),
+          `catchUp ${catchUp}: none missed, none doubled`,
+        );
         assert.deepEqual(await liveJobs(q, topic), [occurrenceId('late', start + 4 * SEC)]);
         assert.equal((await q.getSchedule(topic, 'late'))?.lastRunAt, iso(start + 3 * SEC));
       }
@@ -361,12 +389,18 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
 
     it('paused: nothing pending; resumed: latest catches up once, none does not', async () => {
       const { q, topic, clock } = setup();
-      for (const [id, catchUp] of [['p-latest', 'latest'], ['p-none', 'none']] as const) {
+      for (const [id, catchUp] of [
+        ['p-latest', 'latest'],
+        ['p-none', 'none'],
+      ] as const) {
         await q.putSchedule(topic, id, { cron: '*/10 * * * *', catchUp });
       }
       clock.advance(10 * MIN);
       assert.deepEqual(await sweepAndRun(q, topic), ['p-latest:20300101T001000Z', 'p-none:20300101T001000Z']);
-      for (const [id, catchUp] of [['p-latest', 'latest'], ['p-none', 'none']] as const) {
+      for (const [id, catchUp] of [
+        ['p-latest', 'latest'],
+        ['p-none', 'none'],
+      ] as const) {
         const paused = await q.putSchedule(topic, id, { cron: '*/10 * * * *', catchUp, paused: true });
         assert.equal(paused.schedule.pending, null);
         assert.deepEqual(paused.schedule.nextRuns, []);
@@ -374,7 +408,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(await liveJobs(q, topic), [], 'the pending occurrences were withdrawn');
       clock.advance(HOUR + 5 * MIN); // 01:15: 00:20 to 01:10 missed, 01:10 by 5 minutes
       assert.deepEqual(await sweepAndRun(q, topic), [], 'nothing runs while paused');
-      for (const [id, catchUp] of [['p-latest', 'latest'], ['p-none', 'none']] as const) {
+      for (const [id, catchUp] of [
+        ['p-latest', 'latest'],
+        ['p-none', 'none'],
+      ] as const) {
         const resumed = await q.putSchedule(topic, id, { cron: '*/10 * * * *', catchUp, paused: false });
         assert.equal(resumed.schedule.pending?.id, `${id}:20300101T012000Z`);
       }
@@ -408,7 +445,14 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const stale = await run(
         ctx.redis,
         script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], {
-          clock: ctx.clock(), id: 'twice', seen: plan.seen, pending: plan.pending, last: plan.last, run: null, next: null, record: { spec: JSON.stringify(pause.spec), body: pause.body },
+          clock: ctx.clock(),
+          id: 'twice',
+          seen: plan.seen,
+          pending: plan.pending,
+          last: plan.last,
+          run: null,
+          next: null,
+          record: { spec: JSON.stringify(pause.spec), body: pause.body },
         }),
       );
       if (stale[0] === REFUSAL.VERSION_MISMATCH) await q.putSchedule(topic, 'twice', { every: 60, paused: true });
@@ -423,7 +467,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.equal(stale[0], REFUSAL.VERSION_MISMATCH, 'the stale plan was refused');
     });
 
-    it('a put whose clock (TIME of another node) lags the partition\'s: refused as stale, it keeps the due occurrence in the next round, not after 5 refusals (issue 30 item 3)', async () => {
+    it("a put whose clock (TIME of another node) lags the partition's: refused as stale, it keeps the due occurrence in the next round, not after 5 refusals (issue 30 item 3)", async () => {
       const { q, topic, clock, ctx } = setup();
       const start = clock.now;
       const t = ctx.config.topics.get(topic)!;
@@ -452,8 +496,15 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       await rejects(q.deleteSchedule(topic, 'gone'), 404, 'NOT_FOUND');
       clock.advance(HOUR);
       assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('kept', clock.now)]);
-      assert.deepEqual((await q.listSchedules(topic)).schedules.map((s) => s.id), ['kept']);
-      assert.deepEqual((await q.listGroup(topic, 'g')).jobs.filter((j) => j.state !== 'cancelled'), [], 'the withdrawn occurrence left its group');
+      assert.deepEqual(
+        (await q.listSchedules(topic)).schedules.map((s) => s.id),
+        ['kept'],
+      );
+      assert.deepEqual(
+        (await q.listGroup(topic, 'g')).jobs.filter((j) => j.state !== 'cancelled'),
+        [],
+        'the withdrawn occurrence left its group',
+      );
     });
 
     it('a put that moves the schedule to another group takes its pending occurrence out of the old group: nothing of the old group is left', async () => {
@@ -468,7 +519,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const put = await q.putSchedule(topic, 'moved', { every: 3600, group: 'new-g' });
       assert.equal(put.schedule.pending?.id, pending, 'the same occurrence, made anew');
       assert.equal((await q.get(topic, pending))?.group, 'new-g');
-      assert.deepEqual((await q.listGroup(topic, 'new-g')).jobs.map((j) => j.id), [pending]);
+      assert.deepEqual(
+        (await q.listGroup(topic, 'new-g')).jobs.map((j) => j.id),
+        [pending],
+      );
       assert.deepEqual(await firstChunk(redis, p, topic, 'old-g'), { form: 'none', ids: [] }, 'no slot of the old group is left');
       assert.equal((await bucketState(redis, p, topic)).count, 1, 'one small group in the buckets: the new one');
       clock.advance(HOUR);
@@ -490,7 +544,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(seen, ids);
       if (target.partitions > 1) assert.ok(new Set(ids.map((id) => partitionOf(topic, id, target.partitions))).size > 1, 'spread over partitions');
       await rejects(q.listSchedules(topic, { cursor: 'bogus!' }), 400, 'VALIDATION_FAILED');
-      assert.throws(() => validateSchedulesQuery({ topic, limit: '0' }), (e: unknown) => e instanceof HttpError && e.status === 400 && e.code === 'VALIDATION_FAILED');
+      assert.throws(
+        () => validateSchedulesQuery({ topic, limit: '0' }),
+        (e: unknown) => e instanceof HttpError && e.status === 400 && e.code === 'VALIDATION_FAILED',
+      );
     });
 
     it('through both Berlin transitions of 2026, following the sweeper: the gap runs once at the jump, the repeated hour once', async () => {
@@ -525,7 +582,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       for (const call of [q.getSchedule(topic, 'bad id'), q.deleteSchedule(topic, 'bad id')]) {
         const refused = await rejects(call, 400, 'VALIDATION_FAILED');
         assert.equal(refused.message, 'the schedule has 1 invalid field', 'the message speaks of a schedule, not a job');
-        assert.deepEqual((refused.details as { path: string }[]).map((d) => d.path), ['id']);
+        assert.deepEqual(
+          (refused.details as { path: string }[]).map((d) => d.path),
+          ['id'],
+        );
       }
       assert.deepEqual((await q.listSchedules(topic)).schedules, []);
     });
@@ -632,12 +692,31 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const sk = scheduleKeys(p, topic);
       const k = topicKeys(p, topic);
       const record: script.ScheduleRecordArg = { spec: JSON.stringify({ cron: '61 * * * *', timezone: 'UTC', catchUp: 'latest', paused: false }), body: '1' };
-      await run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], { clock: clock.now, id: 'broken', seen: 0, pending: 'replace', last: null, run: null, next: { id: occurrenceId('broken', clock.now + MIN), ms: clock.now + MIN, due: clock.now + MIN }, record }));
+      await run(
+        ctx.redis,
+        script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], {
+          clock: clock.now,
+          id: 'broken',
+          seen: 0,
+          pending: 'replace',
+          last: null,
+          run: null,
+          next: { id: occurrenceId('broken', clock.now + MIN), ms: clock.now + MIN, due: clock.now + MIN },
+          record,
+        }),
+      );
       clock.advance(MIN);
       const swept = await q.engine.sweep();
       assert.equal(swept.schedulesAdvanced, 1);
       assert.equal((await q.getSchedule(topic, 'good'))?.pending?.runAt, iso(clock.now + MIN));
-      assert.deepEqual((await q.listSchedules(topic)).schedules.map((x) => [x.id, x.nextRuns.length]), [['broken', 1], ['good', 5]], 'listed, with the runs that can be computed');
+      assert.deepEqual(
+        (await q.listSchedules(topic)).schedules.map((x) => [x.id, x.nextRuns.length]),
+        [
+          ['broken', 1],
+          ['good', 5],
+        ],
+        'listed, with the runs that can be computed',
+      );
     });
 
     it('every reply code of the schedule scripts', async () => {
@@ -648,7 +727,19 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const g = groupKey(p, topic, '');
       const record: script.ScheduleRecordArg = { spec: JSON.stringify({ every: 60, catchUp: 'latest', paused: false }), body: '1' };
       const put = (seen: number) =>
-        run(ctx.redis, script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: clock.now, id: 'codes', seen, pending: 'replace', last: null, run: null, next: { id: occurrenceId('codes', clock.now + MIN), ms: clock.now + MIN, due: clock.now + MIN }, record }));
+        run(
+          ctx.redis,
+          script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], {
+            clock: clock.now,
+            id: 'codes',
+            seen,
+            pending: 'replace',
+            last: null,
+            run: null,
+            next: { id: occurrenceId('codes', clock.now + MIN), ms: clock.now + MIN, due: clock.now + MIN },
+            record,
+          }),
+        );
       const created = await put(0);
       assert.equal(created[0], OUTCOME.CREATED);
       assert.deepEqual(await put(0), [REFUSAL.VERSION_MISMATCH, created[1]], 'a put computed from a stale read');

@@ -269,7 +269,10 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const report = await running;
       assert.equal(report.outcome, 'idle');
       assert.equal(report.sweeps, 1);
-      assert.ok(lines.slice(before).some((l) => l.includes('could not take the lease; retrying')), 'it retried while Redis was down');
+      assert.ok(
+        lines.slice(before).some((l) => l.includes('could not take the lease; retrying')),
+        'it retried while Redis was down',
+      );
     } finally {
       r.disconnect();
       await redisLater.stop();

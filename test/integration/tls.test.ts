@@ -47,12 +47,34 @@ describe('engine over TLS with AUTH (the AWS client settings)', () => {
     ca = readFileSync(join(dir, 'ca.crt'));
     const port = await freePort();
     // TLS only: the plain port is off, as on ElastiCache with TransitEncryptionMode required
-    server = spawn('redis-server', [
-      '--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1',
-      '--tls-cert-file', join(dir, 'server.crt'), '--tls-key-file', join(dir, 'server.key'), '--tls-ca-cert-file', join(dir, 'ca.crt'),
-      '--tls-auth-clients', 'no', '--requirepass', password,
-      '--dir', dir, '--save', '', '--appendonly', 'no',
-    ], { stdio: ['ignore', 'ignore', 'inherit'] });
+    server = spawn(
+      'redis-server',
+      [
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--tls-cert-file',
+        join(dir, 'server.crt'),
+        '--tls-key-file',
+        join(dir, 'server.key'),
+        '--tls-ca-cert-file',
+        join(dir, 'ca.crt'),
+        '--tls-auth-clients',
+        'no',
+        '--requirepass',
+        password,
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
     exited = new Promise((resolve) => server!.once('exit', () => resolve()));
     url = `rediss://:${password}@127.0.0.1:${port}`;
     redis = createRedis({ url, cluster: false }, { tls: { ca } }) as Redis;

@@ -248,12 +248,7 @@ export interface InvokeResult {
  * background; a function that throws then kills the whole offline process (a serverless-offline
  * bug, see ../shared/TOOLCHAIN.md).
  */
-export async function invokeFunction(
-  lambdaUrl: string,
-  name: string,
-  payload: unknown = {},
-  invocationType: 'RequestResponse' | 'Event' = 'RequestResponse',
-): Promise<InvokeResult> {
+export async function invokeFunction(lambdaUrl: string, name: string, payload: unknown = {}, invocationType: 'RequestResponse' | 'Event' = 'RequestResponse'): Promise<InvokeResult> {
   const functionName = name.startsWith(FUNCTION_PREFIX) ? name : `${FUNCTION_PREFIX}${name}`;
   const res = await fetch(`${lambdaUrl}/2015-03-31/functions/${encodeURIComponent(functionName)}/invocations`, {
     method: 'POST',

@@ -50,7 +50,14 @@ export class Contract {
     this.ajv.addSchema({ $id: SCHEMA_ID, $defs: defs });
     this.routes = Object.keys(this.doc.paths).map((template) => ({
       template,
-      regex: new RegExp('^' + template.split(/\{[^}]+\}/).map(escape).join('([^/]+)') + '$'),
+      regex: new RegExp(
+        '^' +
+          template
+            .split(/\{[^}]+\}/)
+            .map(escape)
+            .join('([^/]+)') +
+          '$',
+      ),
       literal: template.replace(/\{[^}]+\}/g, '').length,
     }));
     this.routes.sort((a, b) => b.literal - a.literal); // /jobs/batch before /jobs/{topic}/{id}
@@ -84,7 +91,10 @@ export class Contract {
   private resolve(node: Json): Json {
     let n = node;
     while (n && typeof n.$ref === 'string') {
-      const parts = (n.$ref as string).replace(/^#\//, '').split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+      const parts = (n.$ref as string)
+        .replace(/^#\//, '')
+        .split('/')
+        .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
       n = parts.reduce<Json>((o, p) => o?.[p], this.doc);
       if (!n) throw new Error(`unresolved $ref ${node.$ref}`);
     }
@@ -227,7 +237,14 @@ export function refsWithSiblings(node: unknown, where: string[] = []): string[] 
   if (Array.isArray(node)) return node.flatMap((n, i) => refsWithSiblings(n, [...where, String(i)]));
   if (!node || typeof node !== 'object') return [];
   const n = node as Json;
-  const here = '$ref' in n && Object.keys(n).length > 1 ? [`${pointer(...where)} ($ref beside ${Object.keys(n).filter((k) => k !== '$ref').join(', ')})`] : [];
+  const here =
+    '$ref' in n && Object.keys(n).length > 1
+      ? [
+          `${pointer(...where)} ($ref beside ${Object.keys(n)
+            .filter((k) => k !== '$ref')
+            .join(', ')})`,
+        ]
+      : [];
   return [...here, ...Object.entries(n).flatMap(([k, v]) => refsWithSiblings(v, [...where, k]))];
 }
 

@@ -28,11 +28,7 @@ export class TestClock {
  * clock when `clock` is given: tests add with raw input as the API does, and drive attempts with
  * `q.engine` (the engine's door), the one way tests reach the engine.
  */
-export function makeQueue(
-  redis: Redis | Cluster,
-  topics: Record<string, TopicInput>,
-  options: { clock?: TestClock; random?: number; config?: Omit<QueueConfigInput, 'topics'> } = {},
-): Queue {
+export function makeQueue(redis: Redis | Cluster, topics: Record<string, TopicInput>, options: { clock?: TestClock; random?: number; config?: Omit<QueueConfigInput, 'topics'> } = {}): Queue {
   const config = resolveQueueConfig({ ...options.config, topics });
   const engine = new Engine(redis, config, {
     ...(options.clock ? { clock: () => options.clock!.now } : {}),

@@ -77,11 +77,7 @@ async function startRedisOnce(options: { args?: string[]; dir?: string }, port: 
 /** The error for a missing redis-server: what to install, not a stack trace. */
 function missingRedis(error: Error): Error {
   if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return error;
-  return new Error(
-    'redis-server is not installed (the integration, e2e and fault tests start their own). Install it:\n' +
-      '    Debian/Ubuntu: sudo apt-get install -y redis-server\n' +
-      '    macOS:         brew install redis',
-  );
+  return new Error('redis-server is not installed (the integration, e2e and fault tests start their own). Install it:\n' + '    Debian/Ubuntu: sudo apt-get install -y redis-server\n' + '    macOS:         brew install redis');
 }
 
 export interface RedisClusterProcess {

@@ -30,19 +30,50 @@ const TOKEN = 'unit-token';
 function job(fields: Partial<ClientJob> = {}): ClientJob {
   const now = new Date().toISOString();
   return {
-    topic: 'example', id: 'j1', state: 'delayed', runAt: now, createdAt: now, updatedAt: now, attempts: 0, maxAttempts: 5, ttr: 30,
-    backoff: { type: 'fixed', delay: 1 }, url: null, lastError: null, deadline: null, version: 1, group: null, body: null, ...fields,
+    topic: 'example',
+    id: 'j1',
+    state: 'delayed',
+    runAt: now,
+    createdAt: now,
+    updatedAt: now,
+    attempts: 0,
+    maxAttempts: 5,
+    ttr: 30,
+    backoff: { type: 'fixed', delay: 1 },
+    url: null,
+    lastError: null,
+    deadline: null,
+    version: 1,
+    group: null,
+    body: null,
+    ...fields,
   };
 }
 function schedule(fields: Partial<ClientSchedule> = {}): ClientSchedule {
   const now = new Date().toISOString();
   return {
-    topic: 'example', id: 's1', every: 10, catchUp: 'latest', paused: false, body: null, maxAttempts: 5, ttr: 30, backoff: { type: 'fixed', delay: 1 },
-    url: null, group: null, jitter: null, version: 1, createdAt: now, updatedAt: now, pending: null, lastRunAt: null, nextRuns: [], ...fields,
+    topic: 'example',
+    id: 's1',
+    every: 10,
+    catchUp: 'latest',
+    paused: false,
+    body: null,
+    maxAttempts: 5,
+    ttr: 30,
+    backoff: { type: 'fixed', delay: 1 },
+    url: null,
+    group: null,
+    jitter: null,
+    version: 1,
+    createdAt: now,
+    updatedAt: now,
+    pending: null,
+    lastRunAt: null,
+    nextRuns: [],
+    ...fields,
   };
 }
-const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
+const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
 const apiError = (res: ServerResponse, status: number, code: string, extra: Record<string, unknown> = {}, details?: unknown) =>
   json(res, status, { error: { code, message: `${code.toLowerCase()} happened`, ...(details !== undefined ? { details } : {}) }, ...extra });
 
@@ -97,7 +128,10 @@ describe('DelayQueueClient', () => {
     };
     const added = await client().add({ topic: 'example', id: 'order-1', delay: 5 });
     assert.equal(seen.length, 3);
-    assert.deepEqual(seen.map((s) => s.body.id), ['order-1', 'order-1', 'order-1']);
+    assert.deepEqual(
+      seen.map((s) => s.body.id),
+      ['order-1', 'order-1', 'order-1'],
+    );
     assert.equal(added.id, 'order-1');
   });
 
@@ -130,22 +164,31 @@ describe('DelayQueueClient', () => {
 
   it('add: JOB_EXISTS with a different body after a retry, or on the first try, is an error carrying the job', async () => {
     script = (req, res, n) => (n === 1 ? res.destroy() : apiError(res, 409, 'JOB_EXISTS', { job: job({ id: req.body.id, body: { other: true } }) }));
-    const retried = await client().add({ topic: 'example', id: 'taken', delay: 5, body: { mine: true } }).catch((e: unknown) => e);
+    const retried = await client()
+      .add({ topic: 'example', id: 'taken', delay: 5, body: { mine: true } })
+      .catch((e: unknown) => e);
     assert.ok(retried instanceof DelayQueueError);
     assert.deepEqual([retried.status, retried.code, retried.job?.body], [409, 'JOB_EXISTS', { other: true }]);
 
     seen = [];
     script = (req, res) => apiError(res, 409, 'JOB_EXISTS', { job: job({ id: req.body.id, body: { mine: true } }) });
-    const first = await client().add({ topic: 'example', id: 'taken', delay: 5, body: { mine: true } }).catch((e: unknown) => e);
+    const first = await client()
+      .add({ topic: 'example', id: 'taken', delay: 5, body: { mine: true } })
+      .catch((e: unknown) => e);
     assert.ok(first instanceof DelayQueueError);
     assert.equal(first.code, 'JOB_EXISTS');
     assert.equal(seen.length, 1, 'a 409 is not retried');
   });
 
   it('add: a 400 is not retried and carries code, status and every problem', async () => {
-    const details = [{ path: 'delay', message: 'must be ≥ 0' }, { path: 'dealy', message: 'is not a job field' }];
+    const details = [
+      { path: 'delay', message: 'must be ≥ 0' },
+      { path: 'dealy', message: 'is not a job field' },
+    ];
     script = (_req, res) => apiError(res, 400, 'VALIDATION_FAILED', {}, details);
-    const error = await client().add({ topic: 'example', delay: -1 }).catch((e: unknown) => e);
+    const error = await client()
+      .add({ topic: 'example', delay: -1 })
+      .catch((e: unknown) => e);
     assert.ok(error instanceof DelayQueueError);
     assert.deepEqual([error.status, error.code, error.details, error.retryable, error.attempts], [400, 'VALIDATION_FAILED', details, false, 1]);
     assert.equal(error.message, 'validation_failed happened');
@@ -154,12 +197,16 @@ describe('DelayQueueClient', () => {
 
   it('add: gives up after `retries` retries and reports the last failure', async () => {
     script = (_req, res) => apiError(res, 500, 'INTERNAL');
-    const error = await client({ retries: 2 }).add({ topic: 'example', delay: 1 }).catch((e: unknown) => e);
+    const error = await client({ retries: 2 })
+      .add({ topic: 'example', delay: 1 })
+      .catch((e: unknown) => e);
     assert.ok(error instanceof DelayQueueError);
     assert.deepEqual([error.status, error.code, error.attempts], [500, 'INTERNAL', 3]);
     assert.equal(seen.length, 3);
     seen = [];
-    await client({ retries: 0 }).add({ topic: 'example', delay: 1 }).catch(() => undefined);
+    await client({ retries: 0 })
+      .add({ topic: 'example', delay: 1 })
+      .catch(() => undefined);
     assert.equal(seen.length, 1);
   });
 
@@ -175,7 +222,9 @@ describe('DelayQueueClient', () => {
 
     seen = [];
     script = () => undefined;
-    const error = await client({ timeoutMs: 200, retries: 1 }).add({ topic: 'example', delay: 1 }).catch((e: unknown) => e);
+    const error = await client({ timeoutMs: 200, retries: 1 })
+      .add({ topic: 'example', delay: 1 })
+      .catch((e: unknown) => e);
     assert.ok(error instanceof DelayQueueError);
     assert.deepEqual([error.code, error.status, error.attempts, error.retryable], ['TIMEOUT', 0, 2, true]);
   });
@@ -187,7 +236,9 @@ describe('DelayQueueClient', () => {
     assert.deepEqual([refused.code, refused.status, refused.attempts], ['NETWORK_ERROR', 0, 2]);
 
     script = (_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<html>Bad Gateway</html>');
-    const bad = await client({ retries: 1 }).topics().catch((e: unknown) => e);
+    const bad = await client({ retries: 1 })
+      .topics()
+      .catch((e: unknown) => e);
     assert.ok(bad instanceof DelayQueueError);
     assert.deepEqual([bad.code, bad.status, bad.attempts], ['BAD_RESPONSE', 502, 2]);
   });
@@ -196,7 +247,9 @@ describe('DelayQueueClient', () => {
     script = () => undefined;
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('caller gave up')), 100);
-    const error = await client({ timeoutMs: 5000 }).add({ topic: 'example', delay: 1 }, { signal: controller.signal }).catch((e: unknown) => e);
+    const error = await client({ timeoutMs: 5000 })
+      .add({ topic: 'example', delay: 1 }, { signal: controller.signal })
+      .catch((e: unknown) => e);
     assert.equal((error as Error).message, 'caller gave up');
     assert.equal(seen.length, 1);
   });
@@ -214,7 +267,9 @@ describe('DelayQueueClient', () => {
   });
 
   it('get (null on NOT_FOUND), put (created or replaced), cancel, topics, dead, redrive: paths, bodies, results', async () => {
-    const stats: ClientTopicStats[] = [{ topic: 'example', delayed: 1, ready: 0, running: 0, dead: 2, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null, lastHour: [] }];
+    const stats: ClientTopicStats[] = [
+      { topic: 'example', delayed: 1, ready: 0, running: 0, dead: 2, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null, lastHour: [] },
+    ];
     script = (req, res) => {
       const route = `${req.method} ${req.url}`;
       if (route === 'GET /jobs/example/a%3Ab') return json(res, 200, { job: job({ id: 'a:b' }) });
@@ -259,14 +314,17 @@ describe('DelayQueueClient', () => {
     await c.cancel('example', 'j1', { ifMatch: 12 });
     await c.put('example', 'j1', { delay: 1 });
     await c.cancel('example', 'j1');
-    assert.deepEqual(seen.map((s) => [s.method, s.headers['if-match']]), [
-      ['PUT', '"3"'],
-      ['PUT', '"0"'],
-      ['DELETE', '*'],
-      ['DELETE', '"12"'],
-      ['PUT', undefined],
-      ['DELETE', undefined],
-    ]);
+    assert.deepEqual(
+      seen.map((s) => [s.method, s.headers['if-match']]),
+      [
+        ['PUT', '"3"'],
+        ['PUT', '"0"'],
+        ['DELETE', '*'],
+        ['DELETE', '"12"'],
+        ['PUT', undefined],
+        ['DELETE', undefined],
+      ],
+    );
     seen = [];
     for (const ifMatch of [-1, 1.5, Number.NaN, '3' as unknown as number]) {
       await assert.rejects(c.put('example', 'j1', { delay: 1 }, { ifMatch }), TypeError, String(ifMatch));
@@ -315,18 +373,21 @@ describe('DelayQueueClient', () => {
     assert.deepEqual(await c.listJobs('example'), page);
     assert.deepEqual(await c.listJobs('example', { state: 'dead', from: at, to: at.getTime() + 1000, limit: 500, cursor: 'a_b-c' }), page);
     assert.deepEqual(await c.listJobs('example', { state: 'running', from: '2027-01-02T03:04:05Z', to: '2027-01-03T00:00:00+01:00' }), page);
-    assert.deepEqual(seen.map((s) => `${s.method} ${s.url}`), [
-      'GET /topics/example/groups/g%3A1',
-      'GET /topics/example/groups/g%3A1',
-      'GET /topics/example/groups/g%3A1?limit=20&cursor=c1',
-      'GET /topics/example/groups/g%3A1?limit=20&cursor=c1',
-      'GET /topics/example/jobs',
-      'GET /topics/example/jobs',
-      `GET /topics/example/jobs?state=dead&from=${at.getTime()}&to=${at.getTime() + 1000}&limit=500&cursor=a_b-c`,
-      `GET /topics/example/jobs?state=dead&from=${at.getTime()}&to=${at.getTime() + 1000}&limit=500&cursor=a_b-c`,
-      'GET /topics/example/jobs?state=running&from=2027-01-02T03%3A04%3A05Z&to=2027-01-03T00%3A00%3A00%2B01%3A00',
-      'GET /topics/example/jobs?state=running&from=2027-01-02T03%3A04%3A05Z&to=2027-01-03T00%3A00%3A00%2B01%3A00',
-    ]);
+    assert.deepEqual(
+      seen.map((s) => `${s.method} ${s.url}`),
+      [
+        'GET /topics/example/groups/g%3A1',
+        'GET /topics/example/groups/g%3A1',
+        'GET /topics/example/groups/g%3A1?limit=20&cursor=c1',
+        'GET /topics/example/groups/g%3A1?limit=20&cursor=c1',
+        'GET /topics/example/jobs',
+        'GET /topics/example/jobs',
+        `GET /topics/example/jobs?state=dead&from=${at.getTime()}&to=${at.getTime() + 1000}&limit=500&cursor=a_b-c`,
+        `GET /topics/example/jobs?state=dead&from=${at.getTime()}&to=${at.getTime() + 1000}&limit=500&cursor=a_b-c`,
+        'GET /topics/example/jobs?state=running&from=2027-01-02T03%3A04%3A05Z&to=2027-01-03T00%3A00%3A00%2B01%3A00',
+        'GET /topics/example/jobs?state=running&from=2027-01-02T03%3A04%3A05Z&to=2027-01-03T00%3A00%3A00%2B01%3A00',
+      ],
+    );
   });
 
   it('schedules: putSchedule (created or replaced) and deleteSchedule are sent once; getSchedule (null on NOT_FOUND) and listSchedules are reads, retried; paths, bodies, query', async () => {
@@ -367,15 +428,18 @@ describe('DelayQueueClient', () => {
     const listed = await c.listSchedules('example');
     assert.deepEqual([listed.schedules.map((x) => x.id), listed.next], [['s1'], 'c2']);
     await c.listSchedules('my-topic', { limit: 20, cursor: 'c2' });
-    assert.deepEqual(seen.map((x) => `${x.method} ${x.url}`), [
-      'GET /schedules/example/s1',
-      'GET /schedules/example/s1',
-      'GET /schedules/example/gone',
-      'DELETE /schedules/example/s1',
-      'DELETE /schedules/example/gone',
-      'GET /schedules?topic=example',
-      'GET /schedules?topic=my-topic&limit=20&cursor=c2',
-    ]);
+    assert.deepEqual(
+      seen.map((x) => `${x.method} ${x.url}`),
+      [
+        'GET /schedules/example/s1',
+        'GET /schedules/example/s1',
+        'GET /schedules/example/gone',
+        'DELETE /schedules/example/s1',
+        'DELETE /schedules/example/gone',
+        'GET /schedules?topic=example',
+        'GET /schedules?topic=my-topic&limit=20&cursor=c2',
+      ],
+    );
 
     for (const call of [() => c.putSchedule('example', 'down', { every: 1 }), () => c.deleteSchedule('example', 'down')]) {
       seen = [];
@@ -387,13 +451,17 @@ describe('DelayQueueClient', () => {
 
   it('a listing that is not a page is BAD_RESPONSE; a 400 names the field', async () => {
     script = (_req, res) => json(res, 200, { jobs: 'nope' });
-    const bad = await client({ retries: 0 }).listJobs('example').catch((e: unknown) => e);
+    const bad = await client({ retries: 0 })
+      .listJobs('example')
+      .catch((e: unknown) => e);
     assert.ok(bad instanceof DelayQueueError);
     assert.deepEqual([bad.status, bad.code], [200, 'BAD_RESPONSE']);
     const details = [{ path: 'state', message: 'must be one of delayed, ready, running, dead' }];
     script = (_req, res) => apiError(res, 400, 'VALIDATION_FAILED', {}, details);
     seen = [];
-    const invalid = await client().listJobs('example', { state: 'done' as 'dead' }).catch((e: unknown) => e);
+    const invalid = await client()
+      .listJobs('example', { state: 'done' as 'dead' })
+      .catch((e: unknown) => e);
     assert.ok(invalid instanceof DelayQueueError);
     assert.deepEqual([invalid.code, invalid.details, seen.length], ['VALIDATION_FAILED', details, 1]);
   });
@@ -415,15 +483,18 @@ describe('DelayQueueClient', () => {
       json(res, 200, { results });
     };
     stored.set('taken', { someone: 'else' });
-    const jobs: NewJob[] = [
-      ...Array.from({ length: 600 }, (_, i) => ({ topic: 'example', delay: 1, body: { i } })),
-      { topic: 'example', delay: -1 },
-      { topic: 'example', id: 'taken', delay: 1, body: { mine: true } },
-    ];
+    const jobs: NewJob[] = [...Array.from({ length: 600 }, (_, i) => ({ topic: 'example', delay: 1, body: { i } })), { topic: 'example', delay: -1 }, { topic: 'example', id: 'taken', delay: 1, body: { mine: true } }];
     const results = await client().addMany(jobs);
     assert.equal(results.length, 602);
-    assert.deepEqual(seen.map((s) => s.body.jobs.length), [500, 500, 102], 'the first chunk twice (retried), then the rest');
-    assert.deepEqual(seen[0]!.body.jobs.map((j: { id: string }) => j.id), seen[1]!.body.jobs.map((j: { id: string }) => j.id));
+    assert.deepEqual(
+      seen.map((s) => s.body.jobs.length),
+      [500, 500, 102],
+      'the first chunk twice (retried), then the rest',
+    );
+    assert.deepEqual(
+      seen[0]!.body.jobs.map((j: { id: string }) => j.id),
+      seen[1]!.body.jobs.map((j: { id: string }) => j.id),
+    );
     assert.ok(results.slice(0, 600).every((r, i) => r.ok && (r.job.body as { i: number }).i === i));
     const [invalid, taken] = results.slice(600);
     assert.ok(invalid && !invalid.ok && invalid.error.code === 'VALIDATION_FAILED' && invalid.status === 400);

@@ -124,29 +124,81 @@ describe('typed script calls', () => {
     assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'put', jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }], maxBytes: 9 }).args.slice(-3), ['meeting-1', 7, '{}']);
     assert.deepEqual(script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 9, ifMatch: '*' }).args, ['', 'a', 9, '*']);
     assert.deepEqual(script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: { when: { kind: 'a', ms: 9 } } }).args, ['', 'a', 'a', 9, '0', '']);
-    assert.deepEqual(script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, ['', 'a', 2, 'x', 3, 'f:0', 0.5, 2, 'c']);
+    assert.deepEqual(script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, [
+      '',
+      'a',
+      2,
+      'x',
+      3,
+      'f:0',
+      0.5,
+      2,
+      'c',
+    ]);
     assert.deepEqual(script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 2, claim: 'c', retentionMs: 9 }).args, ['', 'a', 2, 9, 'c']);
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0', 0]);
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-2), '1');
     assert.deepEqual(script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
     assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, 'a', 'b']);
-    assert.deepEqual(script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 3, backoff: 'f:0', random: 0.5, reason: 'r', jobs: [{ id: 'a', attempt: 1, claim: 'c' }, { id: 'b', attempt: 2, claim: '' }], maxBytes: 9 }).args, ['', 3, 'f:0', 0.5, 'r', 9, 'a', 1, 'c', 'b', 2, '']);
+    assert.deepEqual(
+      script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], {
+        clock: '',
+        maxAttempts: 3,
+        backoff: 'f:0',
+        random: 0.5,
+        reason: 'r',
+        jobs: [
+          { id: 'a', attempt: 1, claim: 'c' },
+          { id: 'b', attempt: 2, claim: '' },
+        ],
+        maxBytes: 9,
+      }).args,
+      ['', 3, 'f:0', 0.5, 'r', 9, 'a', 1, 'c', 'b', 2, ''],
+    );
     assert.deepEqual(script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 5, maxBytes: 9 }).args, ['-inf', '', 5, 9, '+inf']);
     assert.deepEqual(script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 5, after: { score: 9, id: 'a' }, maxBytes: 9 }).args, [9, 'a', 5, 9, '+inf']);
     assert.deepEqual(script.listJobs([k.delayed, k.jobs, k.bodies, k.delayed], { limit: 5, after: { score: 9, id: null }, to: 20, maxBytes: 9 }).args, [9, '', 5, 9, 20]);
     assert.deepEqual(script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 3, limit: 5, maxBytes: 9, to: 20 }).args, [3, 5, 9, '', 20]);
-    assert.deepEqual(script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'meeting-1', mark: '12', chunk: 2, cursor: '7', last: 4, limit: 5, maxBytes: 9, retentionMs: 3 }).args, ['', 'meeting-1', '12', 2, '7', 4, 5, 9, 3]);
+    assert.deepEqual(script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'meeting-1', mark: '12', chunk: 2, cursor: '7', last: 4, limit: 5, maxBytes: 9, retentionMs: 3 }).args, [
+      '',
+      'meeting-1',
+      '12',
+      2,
+      '7',
+      4,
+      5,
+      9,
+      3,
+    ]);
     assert.deepEqual(script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'meeting-1', chunk: 2, cursor: '7', limit: 5, maxBytes: 9 }).args, ['meeting-1', 2, '7', 5, 9]);
-    assert.deepEqual(script.leaveGroup([k.jobs, g], { group: 'meeting-1', members: [{ id: 'a', chunk: 0 }, { id: 'b', chunk: 3 }] }).args, ['meeting-1', 'a', 0, 'b', 3]);
+    assert.deepEqual(
+      script.leaveGroup([k.jobs, g], {
+        group: 'meeting-1',
+        members: [
+          { id: 'a', chunk: 0 },
+          { id: 'b', chunk: 3 },
+        ],
+      }).args,
+      ['meeting-1', 'a', 0, 'b', 3],
+    );
     assert.deepEqual(script.wakeSweeper(lease, { clock: '', dueAt: 42, horizonMs: 60_000 }).args, ['', 42, 60_000]);
     assert.deepEqual(
       script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], {
-        clock: '', id: 'a', seen: 3, pending: 'keep', last: 10, run: { id: 'a:r', ms: 11, due: 11.5 }, next: { id: 'a:n', ms: 12, due: 13 },
+        clock: '',
+        id: 'a',
+        seen: 3,
+        pending: 'keep',
+        last: 10,
+        run: { id: 'a:r', ms: 11, due: 11.5 },
+        next: { id: 'a:n', ms: 12, due: 13 },
         record: { maxAttempts: 2, ttrMs: 3000, backoff: 'f:0', url: 'https://x/', group: 'g', spec: '{"every":1}', body: '"b"' },
       }).args,
       ['', 'a', 3, 'keep', 10, 'a:r', 11.5, 'a:n', 12, 2, 3000, 'f:0', 'https://x/', 'g', '{"every":1}', '"b"', 13],
     );
-    assert.deepEqual(script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 4, run: { id: 'a:r', ms: 9, due: 9.5 }, next: { id: 'a:n', ms: 12, due: 13 }, last: 10 }).args, ['', 'a', 4, 'a:r', 9.5, 'a:n', 12, 10, 13]);
+    assert.deepEqual(
+      script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 4, run: { id: 'a:r', ms: 9, due: 9.5 }, next: { id: 'a:n', ms: 12, due: 13 }, last: 10 }).args,
+      ['', 'a', 4, 'a:r', 9.5, 'a:n', 12, 10, 13],
+    );
     assert.deepEqual(script.listSchedules([sk.ids, sk.schedules], { after: 'x', limit: 5, maxBytes: 9 }).args, ['x', 5, 9]);
   });
 });

@@ -11,8 +11,14 @@ const eventBytes = (jobs: ClaimedJob[]) => Buffer.byteLength(JSON.stringify({ to
 
 describe('cutBatches', () => {
   it('cuts by batchSize when the jobs are small', () => {
-    const { batches, oversized } = cutBatches({ name: 't', batchSize: 3 }, Array.from({ length: 7 }, (_, i) => job(`j${i}`, 10)));
-    assert.deepEqual(batches.map((b) => b.map((j) => j.id)), [['j0', 'j1', 'j2'], ['j3', 'j4', 'j5'], ['j6']]);
+    const { batches, oversized } = cutBatches(
+      { name: 't', batchSize: 3 },
+      Array.from({ length: 7 }, (_, i) => job(`j${i}`, 10)),
+    );
+    assert.deepEqual(
+      batches.map((b) => b.map((j) => j.id)),
+      [['j0', 'j1', 'j2'], ['j3', 'j4', 'j5'], ['j6']],
+    );
     assert.equal(oversized.length, 0);
   });
 
@@ -21,13 +27,22 @@ describe('cutBatches', () => {
     const { batches } = cutBatches({ name: 't', batchSize: 20 }, jobs);
     assert.ok(batches.length >= 4);
     for (const b of batches) assert.ok(eventBytes(b) <= EVENT_PAYLOAD_BYTES, `${eventBytes(b)} bytes`);
-    assert.deepEqual(batches.flat().map((j) => j.id), jobs.map((j) => j.id));
+    assert.deepEqual(
+      batches.flat().map((j) => j.id),
+      jobs.map((j) => j.id),
+    );
   });
 
   it('sets apart a job that alone is over the limit, and keeps the others', () => {
     const { batches, oversized } = cutBatches({ name: 't', batchSize: 10 }, [job('a', 10), job('huge', EVENT_PAYLOAD_BYTES), job('b', 10)]);
-    assert.deepEqual(batches.map((b) => b.map((j) => j.id)), [['a', 'b']]);
-    assert.deepEqual(oversized.map((o) => o.job.id), ['huge']);
+    assert.deepEqual(
+      batches.map((b) => b.map((j) => j.id)),
+      [['a', 'b']],
+    );
+    assert.deepEqual(
+      oversized.map((o) => o.job.id),
+      ['huge'],
+    );
     assert.ok(oversized[0]!.bytes > EVENT_PAYLOAD_BYTES);
   });
 

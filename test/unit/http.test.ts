@@ -79,15 +79,26 @@ describe('httpRoute maps failures to HTTP answers', () => {
   });
 
   it('503 UNAVAILABLE with Retry-After when Redis cannot be reached', async () => {
-    for (const error of [new Error('connect ECONNREFUSED 127.0.0.1:6379'), Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' }), new Error('READONLY You cannot write against a read only replica.')]) {
+    for (const error of [
+      new Error('connect ECONNREFUSED 127.0.0.1:6379'),
+      Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' }),
+      new Error('READONLY You cannot write against a read only replica.'),
+    ]) {
       const lines: string[] = [];
-      const res = await call(async () => {
-        throw error;
-      }, event(), lines);
+      const res = await call(
+        async () => {
+          throw error;
+        },
+        event(),
+        lines,
+      );
       assert.equal(res.status, 503, error.message);
       assert.equal(res.body.error?.code, 'UNAVAILABLE');
       assert.equal(res.headers['retry-after'], '1');
-      assert.ok(lines.some((l) => l.includes('redis unavailable')), 'logged');
+      assert.ok(
+        lines.some((l) => l.includes('redis unavailable')),
+        'logged',
+      );
     }
   });
 
@@ -97,7 +108,10 @@ describe('httpRoute maps failures to HTTP answers', () => {
     await call(route, event({ headers: { 'If-Match': '"3"', 'X-Trace-ID': 'abc' } }));
     assert.equal(seen['if-match'], '"3"');
     assert.equal(seen['x-trace-id'], 'abc');
-    assert.ok(Object.keys(seen).every((k) => k === k.toLowerCase()), Object.keys(seen).join(', '));
+    assert.ok(
+      Object.keys(seen).every((k) => k === k.toLowerCase()),
+      Object.keys(seen).join(', '),
+    );
   });
 
   it('a refusal about one job carries it at the top level, with ETag "<version>"; none when the job is null', async () => {
@@ -118,9 +132,13 @@ describe('httpRoute maps failures to HTTP answers', () => {
 
   it('500 INTERNAL with the request id and nothing of the error, which is logged with its stack', async () => {
     const lines: string[] = [];
-    const res = await call(async () => {
-      throw new TypeError('secret-detail: cannot read properties of undefined');
-    }, event(), lines);
+    const res = await call(
+      async () => {
+        throw new TypeError('secret-detail: cannot read properties of undefined');
+      },
+      event(),
+      lines,
+    );
     assert.equal(res.status, 500);
     assert.deepEqual(res.body, { error: { code: 'INTERNAL', message: 'internal error (request req-1)' } });
     assert.ok(!res.text.includes('secret-detail') && !res.text.includes('TypeError') && !res.text.includes('at '), res.text);

@@ -14,7 +14,10 @@ describe('keys', () => {
   it('partitions are stable: the same (topic, id) always lands in the same partition', () => {
     // FNV-1a reference values (checked with an independent implementation): changing the hash would strand existing jobs, so this must fail loudly.
     assert.equal(partitionOf('orders', 'order-1', 6), partitionOf('orders', 'order-1', 6));
-    assert.deepEqual(['a', 'b', 'c', 'order-1', 'order-2'].map((id) => partitionOf('orders', id, 16)), [9, 0, 3, 12, 5]);
+    assert.deepEqual(
+      ['a', 'b', 'c', 'order-1', 'order-2'].map((id) => partitionOf('orders', id, 16)),
+      [9, 0, 3, 12, 5],
+    );
     assert.equal(partitionOf('orders', 'anything', 1), 0);
   });
 
@@ -31,13 +34,13 @@ describe('keys', () => {
 });
 
 describe('cluster slots', () => {
-  it('slotOf is Redis Cluster\'s CRC16 of the hash tag (values from the Redis Cluster spec and CLUSTER KEYSLOT)', () => {
+  it("slotOf is Redis Cluster's CRC16 of the hash tag (values from the Redis Cluster spec and CLUSTER KEYSLOT)", () => {
     assert.equal(slotOf('123456789'), 0x31c3 % 16384); // the spec's CRC16 check value
     assert.equal(slotOf('foo'), 12182);
     assert.equal(slotOf('{user1000}.following'), slotOf('user1000'));
     assert.notEqual(slotOf('foo{}{bar}'), slotOf('bar'), 'an empty first tag: the whole key is hashed');
   });
-  it('a partition\'s sync key shares the slot of its job keys', () => {
+  it("a partition's sync key shares the slot of its job keys", () => {
     for (const p of [0, 1, 7, 1023]) assert.equal(slotOf(syncKey(p)), slotOf(topicKeys(p, 'orders').jobs));
   });
 });

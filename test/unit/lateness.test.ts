@@ -6,7 +6,7 @@ import { binUpperMs, parseMinute, percentileMs } from '../../lib/engine/lateness
 const binOf = (ms: number) => Math.floor((4 * Math.log(ms + 1)) / Math.log(2));
 
 describe('lateness histogram (issue 14, item 5)', () => {
-  it('a bin\'s upper bound is at or above every value in it, and at most 19 % (+1 ms) above it', () => {
+  it("a bin's upper bound is at or above every value in it, and at most 19 % (+1 ms) above it", () => {
     for (const ms of [0, 1, 2, 3, 7, 10, 99, 100, 1000, 12_345, 60_000, 3_600_000, 86_400_000]) {
       const upper = binUpperMs(binOf(ms));
       assert.ok(upper >= ms, `${ms} ms: upper ${upper}`);
@@ -25,7 +25,15 @@ describe('lateness histogram (issue 14, item 5)', () => {
   });
 
   it('parses a stored minute, and refuses what is not one', () => {
-    assert.deepEqual(parseMinute('29529000|3|250|0=1,31=2'), { minute: 29529000, n: 3, max: 250, bins: new Map([[0, 1], [31, 2]]) });
+    assert.deepEqual(parseMinute('29529000|3|250|0=1,31=2'), {
+      minute: 29529000,
+      n: 3,
+      max: 250,
+      bins: new Map([
+        [0, 1],
+        [31, 2],
+      ]),
+    });
     assert.deepEqual(parseMinute('29529000|0|0|'), { minute: 29529000, n: 0, max: 0, bins: new Map() });
     assert.equal(parseMinute('garbage'), null);
   });

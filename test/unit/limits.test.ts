@@ -41,7 +41,10 @@ describe('openapi.yaml states the limits of lib/rules/limits.ts', () => {
     assert.equal(batch.summary, `Add up to ${BATCH_JOBS.max} jobs`);
     assert.match(batch.responses['400'].description, new RegExp(`more than ${BATCH_JOBS.max}\\b`));
     const example = batch.responses['400'].content['application/json'].examples.empty.value;
-    assert.deepEqual(example, refusal(() => validateBatch({})));
+    assert.deepEqual(
+      example,
+      refusal(() => validateBatch({})),
+    );
   });
 
   it('a redrive: ids, count and the default count', () => {
@@ -91,10 +94,21 @@ describe('openapi.yaml states the limits of lib/rules/limits.ts', () => {
       ['idTooLong', 'example', 'x'.repeat(SCHEDULE_ID_MAX + 1), { every: 5 }],
       ['unknownTopic', 'nope', 'r', { every: 5 }],
     ];
-    for (const [name, topic, id, input] of cases) assert.deepEqual(exampleValue(put[name]), refusal(() => validateSchedule(topic, id, input, config)), name);
+    for (const [name, topic, id, input] of cases)
+      assert.deepEqual(
+        exampleValue(put[name]),
+        refusal(() => validateSchedule(topic, id, input, config)),
+        name,
+      );
     const list = spec.paths['/schedules'].get.responses['400'].content['application/json'].examples;
-    assert.deepEqual(list.noTopic.value, refusal(() => validateSchedulesQuery({})));
-    assert.deepEqual(list.badLimit.value, refusal(() => validateSchedulesQuery({ topic: 'example', limit: String(SCHEDULES_PAGE.max + 1) })));
+    assert.deepEqual(
+      list.noTopic.value,
+      refusal(() => validateSchedulesQuery({})),
+    );
+    assert.deepEqual(
+      list.badLimit.value,
+      refusal(() => validateSchedulesQuery({ topic: 'example', limit: String(SCHEDULES_PAGE.max + 1) })),
+    );
   });
 
   it("a job's fields: ttr, maxAttempts, url, runAt, delay, topic and id", () => {
@@ -117,20 +131,43 @@ describe('openapi.yaml states the limits of lib/rules/limits.ts', () => {
     const byPath = (a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path);
     assert.deepEqual({ ...invalid.error, details: [...invalid.error.details].sort(byPath) }, { ...actual.error, details: [...actual.error.details].sort(byPath) });
     const unknown = exampleValue(spec.components.responses.BadJob.content['application/json'].examples.unknownTopic);
-    assert.deepEqual(unknown, refusal(() => validateJob({ topic: 'nope', delay: 1 }, config)));
+    assert.deepEqual(
+      unknown,
+      refusal(() => validateJob({ topic: 'nope', delay: 1 }, config)),
+    );
     const badId = spec.components.responses.BadRef.content['application/json'].examples.badId.value;
-    assert.deepEqual(badId, refusal(() => checkJobRef('example', 'bad id')));
+    assert.deepEqual(
+      badId,
+      refusal(() => checkJobRef('example', 'bad id')),
+    );
 
     const badIfMatch = spec.components.examples.BadIfMatch.value;
-    for (const header of ['W/"3"', '3', '"3", "4"']) assert.deepEqual(badIfMatch, refusal(() => parseIfMatch(header)), header);
+    for (const header of ['W/"3"', '3', '"3", "4"'])
+      assert.deepEqual(
+        badIfMatch,
+        refusal(() => parseIfMatch(header)),
+        header,
+      );
     const badGroup = spec.components.responses.BadGroup.content['application/json'].examples;
-    assert.deepEqual(badGroup.badGroup.value, refusal(() => checkGroupRef('example', 'bad group')));
-    assert.deepEqual(badGroup.badCursor.value, refusal(() => {
-      throw badCursor();
-    }));
+    assert.deepEqual(
+      badGroup.badGroup.value,
+      refusal(() => checkGroupRef('example', 'bad group')),
+    );
+    assert.deepEqual(
+      badGroup.badCursor.value,
+      refusal(() => {
+        throw badCursor();
+      }),
+    );
     const listing = spec.paths['/topics/{topic}/jobs'].get.responses['400'].content['application/json'].examples;
-    assert.deepEqual(listing.badState.value, refusal(() => validateJobsQuery({ state: 'done' })));
-    assert.deepEqual(listing.fromAfterTo.value, refusal(() => validateJobsQuery({ from: '2027-01-01T00:00:01Z', to: '2027-01-01T00:00:00Z' })));
+    assert.deepEqual(
+      listing.badState.value,
+      refusal(() => validateJobsQuery({ state: 'done' })),
+    );
+    assert.deepEqual(
+      listing.fromAfterTo.value,
+      refusal(() => validateJobsQuery({ from: '2027-01-01T00:00:01Z', to: '2027-01-01T00:00:00Z' })),
+    );
     const mismatch = spec.components.responses.VersionMismatch.content['application/json'].examples;
     const version = refusalError(REFUSAL.VERSION_MISMATCH, 'example', 'close-order-7');
     assert.deepEqual([version.status, version.code], [412, 'VERSION_MISMATCH']);

@@ -31,7 +31,12 @@ describe('If-Match', () => {
   });
 
   it('refuses anything else, naming If-Match: a bare number, a weak tag, a list, junk', () => {
-    for (const bad of ['12', 'W/"12"', '"1", "2"', '"abc"', '""', '"-1"', '"1e3"', '"12345678901234567"']) assert.equal(fieldOf(() => parseIfMatch(bad)), 'If-Match', bad);
+    for (const bad of ['12', 'W/"12"', '"1", "2"', '"abc"', '""', '"-1"', '"1e3"', '"12345678901234567"'])
+      assert.equal(
+        fieldOf(() => parseIfMatch(bad)),
+        'If-Match',
+        bad,
+      );
   });
 });
 
@@ -48,22 +53,52 @@ describe('listing queries', () => {
   });
 
   it('names the field of every bad input', () => {
-    assert.equal(fieldOf(() => validateJobsQuery({ state: 'done' })), 'state');
-    assert.equal(fieldOf(() => validateJobsQuery({ from: 'yesterday' })), 'from');
-    assert.equal(fieldOf(() => validateJobsQuery({ to: '2027-13-45' })), 'to');
-    assert.equal(fieldOf(() => validateJobsQuery({ from: '2000', to: '1000' })), 'from');
-    assert.equal(fieldOf(() => validateJobsQuery({ limit: '0' })), 'limit');
-    assert.equal(fieldOf(() => validateJobsQuery({ limit: String(JOBS_PAGE.max + 1) })), 'limit');
-    assert.equal(fieldOf(() => validateGroupPage({ limit: '1.5' })), 'limit');
+    assert.equal(
+      fieldOf(() => validateJobsQuery({ state: 'done' })),
+      'state',
+    );
+    assert.equal(
+      fieldOf(() => validateJobsQuery({ from: 'yesterday' })),
+      'from',
+    );
+    assert.equal(
+      fieldOf(() => validateJobsQuery({ to: '2027-13-45' })),
+      'to',
+    );
+    assert.equal(
+      fieldOf(() => validateJobsQuery({ from: '2000', to: '1000' })),
+      'from',
+    );
+    assert.equal(
+      fieldOf(() => validateJobsQuery({ limit: '0' })),
+      'limit',
+    );
+    assert.equal(
+      fieldOf(() => validateJobsQuery({ limit: String(JOBS_PAGE.max + 1) })),
+      'limit',
+    );
+    assert.equal(
+      fieldOf(() => validateGroupPage({ limit: '1.5' })),
+      'limit',
+    );
     // every bad parameter at once, not only the first
     try {
       validateJobsQuery({ state: 'done', from: 'x', limit: '0' });
       assert.fail('expected a 400');
     } catch (error) {
-      assert.deepEqual(((error as HttpError).details as { path: string }[]).map((p) => p.path), ['state', 'from', 'limit']);
+      assert.deepEqual(
+        ((error as HttpError).details as { path: string }[]).map((p) => p.path),
+        ['state', 'from', 'limit'],
+      );
     }
-    assert.equal(fieldOf(() => checkGroupRef('orders', 'has space')), 'group');
-    assert.equal(fieldOf(() => checkGroupRef('orders', 'x'.repeat(129))), 'group');
+    assert.equal(
+      fieldOf(() => checkGroupRef('orders', 'has space')),
+      'group',
+    );
+    assert.equal(
+      fieldOf(() => checkGroupRef('orders', 'x'.repeat(129))),
+      'group',
+    );
     assert.doesNotThrow(() => checkGroupRef('orders', 'meeting:42.a_b-c'));
   });
 });

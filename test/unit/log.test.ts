@@ -67,19 +67,32 @@ test('EMF: every DelayQueue alarm watches a metric that lib/ emits, with the sam
   const { readFileSync, readdirSync } = await import('node:fs');
   const { join } = await import('node:path');
   const { createRequire } = await import('node:module');
-  const { alarms } = createRequire(__filename)('../../deploy/alarms.cjs') as { alarms: (input: unknown) => { Resources: Record<string, { Type: string; Properties: { Namespace: string; MetricName: string; Dimensions: { Name: string }[] } }> } };
+  const { alarms } = createRequire(__filename)('../../deploy/alarms.cjs') as {
+    alarms: (input: unknown) => { Resources: Record<string, { Type: string; Properties: { Namespace: string; MetricName: string; Dimensions: { Name: string }[] } }> };
+  };
   const { Resources } = alarms({ service: 'dq', stage: 'prod', queue: { topics: { orders: {} } }, p: { latenessAlarmMs: '1000', cluster: 'false', shards: '1' } });
   const watched = Object.values(Resources)
     .filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.Namespace === 'DelayQueue')
-    .map((r) => ({ metric: r.Properties.MetricName, dims: r.Properties.Dimensions.map((d) => d.Name).filter((n) => n !== 'service').sort().join(',') }));
+    .map((r) => ({
+      metric: r.Properties.MetricName,
+      dims: r.Properties.Dimensions.map((d) => d.Name)
+        .filter((n) => n !== 'service')
+        .sort()
+        .join(','),
+    }));
   assert.ok(watched.length >= 4, `found ${watched.length} DelayQueue alarms`);
   // Every emitMetrics(<dims>, { name: ..., ... }) call in lib/, read from the source.
   const lib = join(__dirname, '..', '..', 'lib');
   const emitted = new Set<string>();
-  for (const file of readdirSync(lib, { recursive: true }).map(String).filter((f) => f.endsWith('.ts'))) {
+  for (const file of readdirSync(lib, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('.ts'))) {
     const source = readFileSync(join(lib, file), 'utf8');
     for (const call of source.matchAll(/emitMetrics\(\s*\{([^}]*)\}\s*,\s*\{([\s\S]*?)\}\s*\)/g)) {
-      const dims = [...call[1]!.matchAll(/(\w+)\s*:/g)].map((m) => m[1]).sort().join(',');
+      const dims = [...call[1]!.matchAll(/(\w+)\s*:/g)]
+        .map((m) => m[1])
+        .sort()
+        .join(',');
       for (const m of call[2]!.matchAll(/(\w+)\s*:\s*\{\s*unit/g)) emitted.add(`${m[1]}|${dims}`);
     }
   }

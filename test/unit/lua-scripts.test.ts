@@ -11,7 +11,10 @@ const includeFiles = readdirSync(join(dir, 'includes')).filter((f) => f.endsWith
 
 /** Lua text without comments, and with every string literal emptied. */
 function code(text: string): string {
-  return text.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--[^\n]*/g, '').replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"/g, "''");
+  return text
+    .replace(/--\[\[[\s\S]*?\]\]/g, '')
+    .replace(/--[^\n]*/g, '')
+    .replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"/g, "''");
 }
 
 /** The names a Lua text declares at its top level (a statement at the start of a line), in order. */
@@ -43,7 +46,12 @@ function directives(text: string): string[] {
 
 describe('lua/ scripts', () => {
   it('every script file is registered, under its own name', () => {
-    assert.deepEqual(files.sort(), Object.values(SCRIPTS).map((s) => s.file).sort());
+    assert.deepEqual(
+      files.sort(),
+      Object.values(SCRIPTS)
+        .map((s) => s.file)
+        .sort(),
+    );
   });
 
   it("lua/includes/ build two kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets, from the jobs hash's (as groupChunkKey and groupBucketKey in lib/engine/keys.ts)", () => {
@@ -95,7 +103,10 @@ describe('lua/includes/', () => {
   });
 
   it('no two includes declare the same name', () => {
-    assert.deepEqual([...owner].filter(([, by]) => by.includes(',')), []);
+    assert.deepEqual(
+      [...owner].filter(([, by]) => by.includes(',')),
+      [],
+    );
   });
 
   it('each include opens with a comment block, and reads no KEYS and no ARGV (a script passes what it needs)', () => {
@@ -107,19 +118,23 @@ describe('lua/includes/', () => {
 
   it('every include is included by some script', () => {
     const reached = reach(files.flatMap((f) => directives(readFileSync(join(dir, f), 'utf8'))));
-    assert.deepEqual([...texts.keys()].filter((name) => !reached.has(name)), []);
+    assert.deepEqual(
+      [...texts.keys()].filter((name) => !reached.has(name)),
+      [],
+    );
   });
 
-  const pieces = [
-    ...files.map((f) => ({ label: f, text: readFileSync(join(dir, f), 'utf8') })),
-    ...[...texts].map(([name, text]) => ({ label: `includes/${name}.lua`, text })),
-  ];
+  const pieces = [...files.map((f) => ({ label: f, text: readFileSync(join(dir, f), 'utf8') })), ...[...texts].map(([name, text]) => ({ label: `includes/${name}.lua`, text }))];
   for (const { label, text } of pieces) {
     it(`${label}: includes what it uses of the includes, and uses each include it names`, () => {
       const own = declared(text);
       const given = reach(directives(text));
       const missing = [...used(text)].filter((name) => owner.has(name) && !own.has(name) && !given.has(owner.get(name)!));
-      assert.deepEqual(missing.map((name) => `${name} (includes/${owner.get(name)}.lua)`), [], `${label} uses names it does not include`);
+      assert.deepEqual(
+        missing.map((name) => `${name} (includes/${owner.get(name)}.lua)`),
+        [],
+        `${label} uses names it does not include`,
+      );
       const names = used(text);
       const idle = directives(text).filter((include) => !topLevelLocals(texts.get(include) ?? '').some((local) => names.has(local)));
       assert.deepEqual(idle, [], `${label} includes what it does not use`);

@@ -79,7 +79,10 @@ describe('openapi.yaml, the document', () => {
     assert.ok(examples.length >= 32, `only ${examples.length} examples found`);
     const where = examples.map((e) => e.where);
     for (const kind of ['/requestBody/', '/parameters/', '/headers/', '/components/schemas/']) {
-      assert.ok(where.some((w) => w.includes(kind)), `no example found under ${kind}`);
+      assert.ok(
+        where.some((w) => w.includes(kind)),
+        `no example found under ${kind}`,
+      );
     }
     const used = JSON.stringify(doc.paths) + JSON.stringify(doc.components.responses);
     for (const name of Object.keys(doc.components.examples)) {

@@ -48,12 +48,22 @@ describe('pacing: jitter', () => {
     assert.equal(jitterOffsetMs('t', 'a', 0), 0);
     assert.equal(jitterOffsetMs('orders', 'order-1', 10_000), jitterOffsetMs('orders', 'order-1', 10_000));
     const offsets = Array.from({ length: 5000 }, (_, i) => jitterOffsetMs('orders', `id-${i}`, 10_000));
-    assert.ok(offsets.every((o) => Number.isInteger(o) && o >= 0 && o < 10_000), 'every offset in range');
+    assert.ok(
+      offsets.every((o) => Number.isInteger(o) && o >= 0 && o < 10_000),
+      'every offset in range',
+    );
     const tenths = new Array<number>(10).fill(0);
     for (const o of offsets) tenths[Math.floor(o / 1000)]! += 1;
-    assert.ok(tenths.every((n) => n > 400 && n < 600), `spread evenly: ${tenths.join(' ')}`);
+    assert.ok(
+      tenths.every((n) => n > 400 && n < 600),
+      `spread evenly: ${tenths.join(' ')}`,
+    );
     const ids = ['a', 'b', 'c', 'd'];
-    assert.notDeepEqual(ids.map((id) => jitterOffsetMs('orders', id, 10_000)), ids.map((id) => jitterOffsetMs('invoices', id, 10_000)), 'the topic is part of the hash');
+    assert.notDeepEqual(
+      ids.map((id) => jitterOffsetMs('orders', id, 10_000)),
+      ids.map((id) => jitterOffsetMs('invoices', id, 10_000)),
+      'the topic is part of the hash',
+    );
   });
 
   it("moves a job's run time by its own jitter, else its topic's; the same on every add", () => {

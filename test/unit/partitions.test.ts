@@ -4,7 +4,14 @@ import { batchesByPartition, chunk, forEachPartition, groupBy, partitionsInOrder
 
 describe('partition helpers', () => {
   it('groupBy keeps first-seen order of groups and of items', () => {
-    assert.deepEqual([...groupBy([3, 1, 4, 1, 5, 9, 2, 6], (n) => n % 3)], [[0, [3, 9, 6]], [1, [1, 4, 1]], [2, [5, 2]]]);
+    assert.deepEqual(
+      [...groupBy([3, 1, 4, 1, 5, 9, 2, 6], (n) => n % 3)],
+      [
+        [0, [3, 9, 6]],
+        [1, [1, 4, 1]],
+        [2, [5, 2]],
+      ],
+    );
   });
 
   it('chunk cuts runs of at most size', () => {
@@ -23,7 +30,10 @@ describe('partition helpers', () => {
     ];
     const batches = batchesByPartition(items, { partition: (i) => i.p, topic: (i) => i.t }, 2);
     const ns = [...batches].map(([p, bs]) => [p, bs.map((b) => b.map((i) => i.n))]);
-    assert.deepEqual(ns, [[1, [[1, 4], [5], [3]]], [0, [[2, 6]]]]);
+    assert.deepEqual(ns, [
+      [1, [[1, 4], [5], [3]]],
+      [0, [[2, 6]]],
+    ]);
   });
 
   it('forEachPartition runs every partition, results in partition order', async () => {
@@ -33,7 +43,15 @@ describe('partition helpers', () => {
 
   it('a Rotation starts one partition further each time', () => {
     const r = new Rotation();
-    assert.deepEqual([r.order(3), r.order(3), r.order(3), r.order(3)], [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]);
+    assert.deepEqual(
+      [r.order(3), r.order(3), r.order(3), r.order(3)],
+      [
+        [0, 1, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [0, 1, 2],
+      ],
+    );
     assert.deepEqual(new Rotation().order(1), [0]);
   });
 });

@@ -105,7 +105,7 @@ describe('schedule run times: seconds, every, Feb 29', () => {
     assert.deepEqual(runs({ cron: '15 0 0 * * *', timezone: 'UTC' }, '2026-01-01T00:00:00Z', 1), ['2026-01-01T00:00:15Z']);
   });
 
-  it('occurrence ids: <schedule id>:<UTC time as YYYYMMDDTHHMMSSZ>, placed in the schedule\'s partition', () => {
+  it("occurrence ids: <schedule id>:<UTC time as YYYYMMDDTHHMMSSZ>, placed in the schedule's partition", () => {
     assert.equal(occurrenceId('daily-report', at('2027-03-28T01:00:00Z')), 'daily-report:20270328T010000Z');
     assert.equal(routingId('daily-report:20270328T010000Z'), 'daily-report');
     assert.equal(routingId('a:20270101T000000Z:20270328T010000Z'), 'a');
@@ -142,7 +142,7 @@ describe('catch-up: at most one run for the runs due, never a burst', () => {
   });
 });
 
-describe('the sweeper\'s advance: late is not missed', () => {
+describe("the sweeper's advance: late is not missed", () => {
   const everySecond = (catchUp: 'latest' | 'none'): ScheduleSpec => ({ every: 1, catchUp, paused: false });
   const t0 = at('2026-05-01T10:00:00Z');
 
@@ -163,7 +163,7 @@ describe('the sweeper\'s advance: late is not missed', () => {
 });
 
 describe('jitter: an occurrence is moved by less than the time to the next run', () => {
-  it('jitterWindowMs: the jitter, cut to the time to the next run (a topic\'s default longer than the period, a spring-forward jump)', () => {
+  it("jitterWindowMs: the jitter, cut to the time to the next run (a topic's default longer than the period, a spring-forward jump)", () => {
     assert.equal(jitterWindowMs({ every: 10 }, at('2026-06-01T00:00:10Z'), 600_000), 10_000);
     assert.equal(jitterWindowMs({ every: 3600 }, at('2026-06-01T01:00:00Z'), 600_000), 600_000);
     assert.equal(jitterWindowMs({ every: 10 }, at('2026-06-01T00:00:10Z'), 0), 0);
@@ -224,7 +224,12 @@ describe('schedule validation: 400 naming the field', () => {
     assert.deepEqual(fails({ cron: '*/5 * * * *', jitter: 300 }), ['jitter']);
     assert.deepEqual(fails({ cron: '0 0,23 * * *', jitter: 3600 }), ['jitter'], 'the shortest gap (23:00 to 00:00), not the first (23 h)');
     assert.deepEqual(fails({ cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', jitter: 86_400 }), ['jitter'], 'a day from one weekday to the next');
-    for (const ok of [{ every: 60, jitter: 59.999 }, { cron: '*/5 * * * *', jitter: 299 }, { cron: '0 0,23 * * *', jitter: 3599 }, { cron: '0 9 * * 1-5', jitter: 86_399 }]) {
+    for (const ok of [
+      { every: 60, jitter: 59.999 },
+      { cron: '*/5 * * * *', jitter: 299 },
+      { cron: '0 0,23 * * *', jitter: 3599 },
+      { cron: '0 9 * * 1-5', jitter: 86_399 },
+    ]) {
       assert.ok(validateSchedule('reports', 'ok', ok, config, now).spec.jitterMs! > 0, JSON.stringify(ok));
     }
   });
@@ -236,8 +241,14 @@ describe('schedule validation: 400 naming the field', () => {
   });
 
   it('refuses an unknown topic and a webhook schedule without url', () => {
-    assert.throws(() => validateSchedule('nope', 'a', { every: 60 }, config, now), (e: unknown) => e instanceof HttpError && e.code === 'UNKNOWN_TOPIC');
-    assert.throws(() => validateSchedule('hooks', 'a', { every: 60 }, config, now), (e: unknown) => e instanceof HttpError && (e.details as { path: string }[])[0]!.path === 'url');
+    assert.throws(
+      () => validateSchedule('nope', 'a', { every: 60 }, config, now),
+      (e: unknown) => e instanceof HttpError && e.code === 'UNKNOWN_TOPIC',
+    );
+    assert.throws(
+      () => validateSchedule('hooks', 'a', { every: 60 }, config, now),
+      (e: unknown) => e instanceof HttpError && (e.details as { path: string }[])[0]!.path === 'url',
+    );
   });
 
   it('normalises: UTC by default, catchUp latest, not paused, the zone by its canonical name, options for each occurrence', () => {

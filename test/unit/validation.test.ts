@@ -104,7 +104,10 @@ describe('job validation', () => {
     assert.deepEqual(validateChange({ body: null }, config, NOW), { body: 'null' });
     assert.throws(() => validateChange({}, config, NOW), /invalid field/);
     assert.throws(() => validateChange({ topic: 'x', delay: 1 }, config, NOW), /invalid field/);
-    assert.throws(() => validateChange({ body: 'x'.repeat(200) }, config, NOW), (e: unknown) => e instanceof HttpError && e.status === 413);
+    assert.throws(
+      () => validateChange({ body: 'x'.repeat(200) }, config, NOW),
+      (e: unknown) => e instanceof HttpError && e.status === 413,
+    );
   });
 });
 
@@ -121,7 +124,7 @@ function refused(fn: () => unknown): { status: number; code: string; message: st
 }
 
 describe('request validation', () => {
-  it('requireTopic returns the topic\'s configuration, or 400 UNKNOWN_TOPIC', () => {
+  it("requireTopic returns the topic's configuration, or 400 UNKNOWN_TOPIC", () => {
     assert.equal(requireTopic(config, 'orders').name, 'orders');
     assert.equal(refused(() => requireTopic(config, 'nope')).code, 'UNKNOWN_TOPIC');
   });
@@ -138,7 +141,10 @@ describe('request validation', () => {
     const jobs = Array.from({ length: BATCH_JOBS.max }, () => ({}));
     assert.equal(validateBatch({ jobs }), jobs);
     for (const body of [{}, { jobs: [] }, { jobs: {} }, [], null]) {
-      assert.deepEqual(refused(() => validateBatch(body)), { status: 400, code: 'VALIDATION_FAILED', message: 'send { "jobs": [ ... ] } with 1 to 500 jobs', paths: ['jobs'] });
+      assert.deepEqual(
+        refused(() => validateBatch(body)),
+        { status: 400, code: 'VALIDATION_FAILED', message: 'send { "jobs": [ ... ] } with 1 to 500 jobs', paths: ['jobs'] },
+      );
     }
     assert.equal(refused(() => validateBatch({ jobs: [...jobs, {}] })).message, `a batch holds at most ${BATCH_JOBS.max} jobs`);
   });
@@ -165,12 +171,15 @@ describe('request validation', () => {
     assert.deepEqual(validateDeadPage({ after: next }), { after: next });
     assert.deepEqual(decodeDeadCursor(next), { diedAt: 1_700_000_000_000, id: 'a.b:c-D_9' });
     assert.deepEqual(validateDeadPage({ after: '' }), {});
-    assert.deepEqual(refused(() => validateDeadPage({ limit: String(DEAD_PAGE.max + 1) })), {
-      status: 400,
-      code: 'VALIDATION_FAILED',
-      message: `limit must be an integer from ${DEAD_PAGE.min} to ${DEAD_PAGE.max}`,
-      paths: ['limit'],
-    });
+    assert.deepEqual(
+      refused(() => validateDeadPage({ limit: String(DEAD_PAGE.max + 1) })),
+      {
+        status: 400,
+        code: 'VALIDATION_FAILED',
+        message: `limit must be an integer from ${DEAD_PAGE.min} to ${DEAD_PAGE.max}`,
+        paths: ['limit'],
+      },
+    );
     assert.deepEqual(refused(() => validateDeadPage({ limit: '0' })).paths, ['limit']);
     for (const after of ['-1', 'x', '0', '1.5', '1'.repeat(17), `${next}=`, Buffer.from('5:no spaces').toString('base64url'), Buffer.from('x:a').toString('base64url')]) {
       assert.equal(decodeDeadCursor(after), null, after);
@@ -182,11 +191,14 @@ describe('a job ttr and its topic handler timeout (issue 12, finding 5)', () => 
   it('a job may not ask for more time than its handler has', () => {
     const c = resolveQueueConfig({ topics: { timed: { handler: 'h', ttr: 30, handlerTimeout: 60 } } });
     assert.equal(validateJob({ topic: 'timed', delay: 1, ttr: 60 }, c).ttrMs, 60_000);
-    assert.throws(() => validateJob({ topic: 'timed', delay: 1, ttr: 61 }, c), (error: HttpError) => {
-      assert.equal(error.status, 400);
-      assert.match(JSON.stringify(error.details), /"path":"ttr".*at most 60 seconds: the handler of topic timed times out after 60 s/);
-      return true;
-    });
+    assert.throws(
+      () => validateJob({ topic: 'timed', delay: 1, ttr: 61 }, c),
+      (error: HttpError) => {
+        assert.equal(error.status, 400);
+        assert.match(JSON.stringify(error.details), /"path":"ttr".*at most 60 seconds: the handler of topic timed times out after 60 s/);
+        return true;
+      },
+    );
   });
 });
 
@@ -202,17 +214,39 @@ describe('listing queries take only what they say: real dates and plain decimal 
   };
 
   it('refuses a bound on a date that does not exist, as runAt does', () => {
-    assert.deepEqual(refusedPaths(() => validateJobsQuery({ from: '2027-02-30T00:00:00Z' })), ['from']);
-    assert.deepEqual(refusedPaths(() => validateJobsQuery({ to: '2027-04-31T12:00:00+02:00' })), ['to']);
+    assert.deepEqual(
+      refusedPaths(() => validateJobsQuery({ from: '2027-02-30T00:00:00Z' })),
+      ['from'],
+    );
+    assert.deepEqual(
+      refusedPaths(() => validateJobsQuery({ to: '2027-04-31T12:00:00+02:00' })),
+      ['to'],
+    );
     assert.equal(validateJobsQuery({ from: '2028-02-29T00:00:00Z' }).from, Date.UTC(2028, 1, 29), 'a leap day exists');
   });
 
   it('refuses a limit written as anything but a plain decimal integer', () => {
     for (const limit of ['1e2', '0x10', '10.0', '+5', ' 5', '5 ', '0b11']) {
-      assert.deepEqual(refusedPaths(() => validateJobsQuery({ limit })), ['limit'], `jobs ${limit}`);
-      assert.deepEqual(refusedPaths(() => validateGroupPage({ limit })), ['limit'], `group ${limit}`);
-      assert.deepEqual(refusedPaths(() => validateDeadPage({ limit })), ['limit'], `dead ${limit}`);
-      assert.deepEqual(refusedPaths(() => validateSchedulesQuery({ topic: 'orders', limit })), ['limit'], `schedules ${limit}`);
+      assert.deepEqual(
+        refusedPaths(() => validateJobsQuery({ limit })),
+        ['limit'],
+        `jobs ${limit}`,
+      );
+      assert.deepEqual(
+        refusedPaths(() => validateGroupPage({ limit })),
+        ['limit'],
+        `group ${limit}`,
+      );
+      assert.deepEqual(
+        refusedPaths(() => validateDeadPage({ limit })),
+        ['limit'],
+        `dead ${limit}`,
+      );
+      assert.deepEqual(
+        refusedPaths(() => validateSchedulesQuery({ topic: 'orders', limit })),
+        ['limit'],
+        `schedules ${limit}`,
+      );
     }
     assert.equal(validateJobsQuery({ limit: '100' }).limit, 100);
     assert.equal(validateDeadPage({ limit: '7' }).limit, 7);

@@ -60,7 +60,10 @@ export function isForbiddenAddress(ip: string, denyCidrs: readonly string[] = []
 
 /** An IP literal as ipaddr.js sees it, or null. IPv6 goes through the WHATWG serializer first: ipaddr.js reads `::a.b.c.d` as `::ffff:a.b.c.d`. */
 function parse(ip: string): IP | null {
-  const text = ip.trim().replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  const text = ip
+    .trim()
+    .replace(/^\[|\]$/g, '')
+    .replace(/%.*$/, '');
   if (net.isIPv4(text)) return ipaddr.IPv4.parse(text);
   if (!net.isIPv6(text)) return null;
   return ipaddr.IPv6.parse(new URL(`http://[${text}]/`).hostname.slice(1, -1));
@@ -74,9 +77,7 @@ function forbiddenV4(v4: ipaddr.IPv4, deny: readonly Cidr[]): string | null {
 
 function inDenied(address: IP, deny: readonly Cidr[]): string | null {
   const hit = deny.find(([range, bits]) =>
-    address.kind() === 'ipv4'
-      ? range.kind() === 'ipv4' && (address as ipaddr.IPv4).match(range as ipaddr.IPv4, bits)
-      : range.kind() === 'ipv6' && (address as ipaddr.IPv6).match(range as ipaddr.IPv6, bits),
+    address.kind() === 'ipv4' ? range.kind() === 'ipv4' && (address as ipaddr.IPv4).match(range as ipaddr.IPv4, bits) : range.kind() === 'ipv6' && (address as ipaddr.IPv6).match(range as ipaddr.IPv6, bits),
   );
   return hit ? `in the stack's VPC (${hit[0].toString()}/${hit[1]})` : null;
 }

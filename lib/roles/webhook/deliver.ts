@@ -88,15 +88,7 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
  * One POST as a Promise over node's request callbacks (over 60 lines on purpose: the settle, abort,
  * response and error handlers share the request's state; split up, each would need it passed in).
  */
-function post(
-  url: URL,
-  hostname: string,
-  job: WebhookJob,
-  secret: string,
-  now: () => number,
-  pinned: LookupAddress[] | undefined,
-  signal: AbortSignal,
-): Promise<number> {
+function post(url: URL, hostname: string, job: WebhookJob, secret: string, now: () => number, pinned: LookupAddress[] | undefined, signal: AbortSignal): Promise<number> {
   const payload = JSON.stringify(job.body) ?? 'null';
   const timestamp = Math.floor(now() / 1000);
   const headers: OutgoingHttpHeaders = {

@@ -4,13 +4,4 @@
  */
 export { SIGNATURE_HEADER, signWebhook, TIMESTAMP_HEADER, verifyWebhook, type VerifyWebhookOptions, type VerifyWebhookResult } from './sign';
 export { isForbiddenAddress } from './address';
-export {
-  ATTEMPT_HEADER,
-  deliverWebhook,
-  JOB_ID_HEADER,
-  TOPIC_HEADER,
-  WEBHOOK_USER_AGENT,
-  type DeliverWebhookOptions,
-  type DeliveryResult,
-  type WebhookJob,
-} from './deliver';
+export { ATTEMPT_HEADER, deliverWebhook, JOB_ID_HEADER, TOPIC_HEADER, WEBHOOK_USER_AGENT, type DeliverWebhookOptions, type DeliveryResult, type WebhookJob } from './deliver';

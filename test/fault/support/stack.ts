@@ -89,10 +89,14 @@ export class Stack {
 
   /** Waits until every accepted job was delivered (or `timeoutMs`), then tallies. */
   async settle(scenario: string, timeoutMs: number, extra: Record<string, unknown> = {}): Promise<Tally> {
-    await until(() => {
-      const counts = this.recorder.counts();
-      return [...this.ledger.keys()].every((id) => counts.has(id));
-    }, timeoutMs, 200);
+    await until(
+      () => {
+        const counts = this.recorder.counts();
+        return [...this.ledger.keys()].every((id) => counts.has(id));
+      },
+      timeoutMs,
+      200,
+    );
     await new Promise((r) => setTimeout(r, 1000)); // late duplicates, if any, arrive now
     return tally(scenario, this.ledger.keys(), this.recorder.counts(), extra);
   }

@@ -78,7 +78,10 @@ export function addGet(target: SuiteTarget, h: SuiteHelpers): void {
         { topic: 'not-configured', id: 'y', delay: 1 },
       ]);
       assert.equal(wake, true);
-      assert.deepEqual(outcomes.map((o) => o.status), ['created', 'created', 'exists', 'invalid', 'invalid']);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['created', 'created', 'exists', 'invalid', 'invalid'],
+      );
       assert.match(outcomes[0]!.status === 'created' ? outcomes[0]!.job.id : '', /^[A-Za-z0-9_-]{16}$/);
       assert.ok(outcomes[3]!.status === 'invalid' && outcomes[3]!.error.code === 'VALIDATION_FAILED');
       assert.ok(outcomes[4]!.status === 'invalid' && outcomes[4]!.error.code === 'UNKNOWN_TOPIC');

@@ -28,7 +28,10 @@ export function cancelReschedule(_target: SuiteTarget, h: SuiteHelpers): void {
       await sweep(q);
       await q.cancel(topic, 'r1');
       const claimed = await q.engine.claim(topic, 10);
-      assert.deepEqual(claimed.map((j) => j.id), ['r2']);
+      assert.deepEqual(
+        claimed.map((j) => j.id),
+        ['r2'],
+      );
       assert.equal((await q.stats(topic)).ready, 0);
     });
 

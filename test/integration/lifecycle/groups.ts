@@ -44,7 +44,11 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     assert.equal((await sweep(q)).moved, 0, 'no job of the group falls due any more');
     await q.add({ topic, id: 'after', delay: 0, group: 'meeting-1' });
     await sweep(q);
-    assert.deepEqual((await q.engine.claim(topic, 10)).map((j) => j.id), ['after'], 'a job added after the cancel runs');
+    assert.deepEqual(
+      (await q.engine.claim(topic, 10)).map((j) => j.id),
+      ['after'],
+      'a job added after the cancel runs',
+    );
     assert.deepEqual(await q.cancelGroup(topic, 'meeting-1'), { cancelled: 0, running: 1 }, 'cancelling again finds only the new one');
     assert.deepEqual(await q.listGroup(topic, 'nobody'), { jobs: [], next: null }, 'a group without jobs lists empty');
   });
@@ -59,7 +63,10 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     for (let p = 0; p < target.partitions; p++) {
       const k = topicKeys(p, topic);
       const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g')] as const;
-      const [cancelled, running, done, chunk, cursor, mark, last] = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
+      const [cancelled, running, done, chunk, cursor, mark, last] = await run(
+        target.redis(),
+        script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }),
+      );
       steps.push({ keys, cancelled, running, done, chunk, cursor, mark, last });
     }
     clock.advance(10 * SEC);
@@ -81,7 +88,11 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     assert.equal(total, ids.length, 'every job is counted once as cancelled');
     await q.add({ topic, id: 'later', delay: 0, group: 'g' });
     await sweep(q);
-    assert.deepEqual((await q.engine.claim(topic, 10)).map((j) => j.id), ['later'], 'the mark is gone: new jobs of the group run');
+    assert.deepEqual(
+      (await q.engine.claim(topic, 10)).map((j) => j.id),
+      ['later'],
+      'the mark is gone: new jobs of the group run',
+    );
   });
 
   it('a put that moves a job to another group, and the purge of a finished job, take it out of the group', async () => {
@@ -89,8 +100,14 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: 'mover', delay: 100, group: 'a' });
     await q.add({ topic, id: 'stayer', delay: 0, group: 'a' });
     await q.put(topic, 'mover', { delay: 100, group: 'b' });
-    assert.deepEqual((await q.listGroup(topic, 'a')).jobs.map((j) => j.id), ['stayer']);
-    assert.deepEqual((await q.listGroup(topic, 'b')).jobs.map((j) => j.id), ['mover']);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'a')).jobs.map((j) => j.id),
+      ['stayer'],
+    );
+    assert.deepEqual(
+      (await q.listGroup(topic, 'b')).jobs.map((j) => j.id),
+      ['mover'],
+    );
     const groupSize = async (group: string) => {
       let n = 0;
       for (let p = 0; p < target.partitions; p++) n += (await firstChunk(target.redis(), p, topic, group)).ids.length;
@@ -149,7 +166,10 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     // a put moves the last job (in the newest zset) to another group; the first five start
     const moved = ids[n - 1]!;
     await q.put(topic, moved, { delay: 60, group: 'elsewhere' });
-    assert.deepEqual((await q.listGroup(topic, 'elsewhere')).jobs.map((j) => j.id), [moved]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'elsewhere')).jobs.map((j) => j.id),
+      [moved],
+    );
     clock.advance(9 * SEC);
     await sweep(q);
     const running = await q.engine.claim(topic, 100);
@@ -174,11 +194,19 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
       assert.deepEqual(await zsets(p), [], `partition ${p}: no zset of the group is left behind`);
       const home = p === partitionOf(topic, moved, target.partitions);
       const jobsKey = topicKeys(p, topic).jobs;
-      assert.equal(await redis.hlen(jobsKey) - (await redis.hexists(jobsKey, '#seq')) - (await redis.hexists(jobsKey, '#gbuckets')), home ? 1 : 0, `partition ${p}: nothing but the moved job, the version counter and the small groups' bucket count in the jobs hash`);
+      assert.equal(
+        (await redis.hlen(jobsKey)) - (await redis.hexists(jobsKey, '#seq')) - (await redis.hexists(jobsKey, '#gbuckets')),
+        home ? 1 : 0,
+        `partition ${p}: nothing but the moved job, the version counter and the small groups' bucket count in the jobs hash`,
+      );
       assert.equal((await bucketState(redis, p, topic)).count, home ? 1 : 0, `partition ${p}: one small group in a bucket, the moved job's`);
     }
     await q.add({ topic, id: 'again', delay: 0, group: 'big' });
-    assert.deepEqual((await q.listGroup(topic, 'big')).jobs.map((j) => j.id), ['again'], 'the group starts over');
+    assert.deepEqual(
+      (await q.listGroup(topic, 'big')).jobs.map((j) => j.id),
+      ['again'],
+      'the group starts over',
+    );
   });
 
   it('a job purged and added to its group again before it left the old zset is listed once; the leave takes out only the old member', async () => {
@@ -196,7 +224,10 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.cancel(topic, first);
     clock.advance(61 * SEC);
     const k = topicKeys(0, topic);
-    const reply = await run(target.redis(), script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: clock.now, limit: 100, maxAttempts: 3, backoff: 'f:10', random: 0, deadRetentionMs: HOUR, maxBytes: 1 << 20 }));
+    const reply = await run(
+      target.redis(),
+      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: clock.now, limit: 100, maxAttempts: 3, backoff: 'f:10', random: 0, deadRetentionMs: HOUR, maxBytes: 1 << 20 }),
+    );
     assert.deepEqual(reply[9], ['g', first, 0], 'the purge names the group and the zset the job was in');
     // added again: it joins the newest zset, while its old member is still in the first
     await q.add({ topic, id: first, delay: 600, group: 'g' });

@@ -26,10 +26,14 @@ export function lifecycleSuite(target: SuiteTarget): void {
   function setup(topic: TopicInput = {}, extra: { retention?: number; deadRetention?: number } = {}) {
     const name = uniqueTopic();
     const clock = new TestClock();
-    const q = makeQueue(target.redis(), { [name]: { ttr: 30, maxAttempts: 3, backoff: { type: 'fixed', delay: 10 }, ...topic } }, {
-      clock,
-      config: { partitions: target.partitions, ...extra },
-    });
+    const q = makeQueue(
+      target.redis(),
+      { [name]: { ttr: 30, maxAttempts: 3, backoff: { type: 'fixed', delay: 10 }, ...topic } },
+      {
+        clock,
+        config: { partitions: target.partitions, ...extra },
+      },
+    );
     return { q, topic: name, clock };
   }
 

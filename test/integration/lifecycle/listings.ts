@@ -30,18 +30,35 @@ export function listings(_target: SuiteTarget, h: SuiteHelpers): void {
     for (const d of dues) await q.add({ topic, id: d.id, delay: d.delay, group: d.id.endsWith('3') ? 'g3' : undefined });
     const expected = [...dues].sort((a, b) => a.delay - b.delay || (a.id < b.id ? -1 : 1)).map((d) => d.id);
     const all = await listAll(q, topic, { state: 'delayed', limit: 6 });
-    assert.deepEqual(all.map((j) => j.id), expected, 'every delayed job once, by (due time, id)');
+    assert.deepEqual(
+      all.map((j) => j.id),
+      expected,
+      'every delayed job once, by (due time, id)',
+    );
     assert.equal(all.find((j) => j.id === 'up-13')?.group, 'g3');
     const from = clock.now + 70 * SEC;
     const to = clock.now + 190 * SEC;
     const window = await listAll(q, topic, { state: 'delayed', limit: 5, from, to });
-    assert.deepEqual(window.map((j) => j.id), expected.filter((id) => { const d = dues.find((x) => x.id === id)!.delay * SEC + clock.now; return d >= from && d <= to; }));
+    assert.deepEqual(
+      window.map((j) => j.id),
+      expected.filter((id) => {
+        const d = dues.find((x) => x.id === id)!.delay * SEC + clock.now;
+        return d >= from && d <= to;
+      }),
+    );
     assert.ok(window.length > 0);
     // ready, running and dead listings
     clock.advance(75 * SEC);
     await sweep(q);
     const ready = await listAll(q, topic, { state: 'ready', limit: 4 });
-    assert.deepEqual(ready.map((j) => j.id).sort(), dues.filter((d) => d.delay <= 75).map((d) => d.id).sort(), 'the ready jobs, each once');
+    assert.deepEqual(
+      ready.map((j) => j.id).sort(),
+      dues
+        .filter((d) => d.delay <= 75)
+        .map((d) => d.id)
+        .sort(),
+      'the ready jobs, each once',
+    );
     assert.ok(ready.every((j) => j.state === 'ready'));
     const claimed = await q.engine.claim(topic, 3);
     assert.deepEqual((await listAll(q, topic, { state: 'running', limit: 2 })).map((j) => j.id).sort(), claimed.map((j) => j.id).sort());

@@ -93,10 +93,19 @@ export function retriesDead(target: SuiteTarget, h: SuiteHelpers): void {
         assert.equal((await q.engine.fail(topic, job.id, job, `broke ${job.id}`)).outcome, 'dead');
       }
       const page = await q.listDead(topic, { limit: 2 });
-      assert.deepEqual(page.jobs.map((j) => [j.id, j.lastError, j.state]), [['d1', 'broke d1', 'dead'], ['d2', 'broke d2', 'dead']]);
+      assert.deepEqual(
+        page.jobs.map((j) => [j.id, j.lastError, j.state]),
+        [
+          ['d1', 'broke d1', 'dead'],
+          ['d2', 'broke d2', 'dead'],
+        ],
+      );
       assert.ok(page.next !== null);
       const rest = await q.listDead(topic, { limit: 2, after: page.next });
-      assert.deepEqual(rest.jobs.map((j) => j.id), ['d3']);
+      assert.deepEqual(
+        rest.jobs.map((j) => j.id),
+        ['d3'],
+      );
       assert.equal((await q.stats(topic)).dead, 3);
 
       const one = await q.redrive(topic, { ids: ['d2', 'not-dead'] });
@@ -109,7 +118,10 @@ export function retriesDead(target: SuiteTarget, h: SuiteHelpers): void {
       assert.equal((await q.redrive(topic)).redriven, 0);
       await sweep(q);
       const again = await q.engine.claim(topic, 3);
-      assert.deepEqual(again.map((j) => j.attempt), [1, 1, 1]);
+      assert.deepEqual(
+        again.map((j) => j.attempt),
+        [1, 1, 1],
+      );
       for (const job of again) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
     });
   });

@@ -40,17 +40,23 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     for (const id of ids.slice(0, 3)) await q.add({ topic, id, delay: 600, group: 'small' });
     assert.deepEqual(await firstChunk(redis, 0, topic, 'small'), { form: 'bucket', ids: ids.slice(0, 3) });
     assert.equal(await redis.exists(groupKey(0, topic, 'small')), 0, 'no key of its own');
-    assert.deepEqual((await q.listGroup(topic, 'small')).jobs.map((j) => j.id), ids.slice(0, 3));
+    assert.deepEqual(
+      (await q.listGroup(topic, 'small')).jobs.map((j) => j.id),
+      ids.slice(0, 3),
+    );
 
     // a listing reads the first job; then a 4th job joins, and the group moves to its zset
     const first = await q.listGroup(topic, 'small', { limit: 1 });
-    assert.deepEqual(first.jobs.map((j) => j.id), [ids[0]]);
+    assert.deepEqual(
+      first.jobs.map((j) => j.id),
+      [ids[0]],
+    );
     await q.add({ topic, id: ids[3]!, delay: 600, group: 'small' });
     assert.deepEqual(await redis.zrange(groupKey(0, topic, 'small'), 0, -1, 'WITHSCORES'), [ids[0], '1', ids[1], '2', ids[2], '3', ids[3], '4']);
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'small'), [], 'its bucket field is gone');
     assert.equal((await bucketState(redis, 0, topic)).count, 0, 'and counted out');
     const rest: string[] = [];
-    for (let cursor = first.next; cursor !== null; ) {
+    for (let cursor = first.next; cursor !== null;) {
       const page = await q.listGroup(topic, 'small', { limit: 1, cursor });
       rest.push(...page.jobs.map((j) => j.id));
       cursor = page.next;
@@ -68,11 +74,20 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'g'), ['', b], 'the moved job left its slot empty');
     await q.add({ topic, id: c, delay: 600, group: 'g' });
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'g'), ['', b, c]);
-    assert.deepEqual((await q.listGroup(topic, 'g')).jobs.map((j) => j.id), [b, c]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'g')).jobs.map((j) => j.id),
+      [b, c],
+    );
     await q.add({ topic, id: d, delay: 600, group: 'g' });
     assert.deepEqual(await redis.zrange(groupKey(0, topic, 'g'), 0, -1, 'WITHSCORES'), [b, '2', c, '3', d, '4']);
-    assert.deepEqual((await q.listGroup(topic, 'g')).jobs.map((j) => j.id), [b, c, d]);
-    assert.deepEqual((await q.listGroup(topic, 'elsewhere')).jobs.map((j) => j.id), [a]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'g')).jobs.map((j) => j.id),
+      [b, c, d],
+    );
+    assert.deepEqual(
+      (await q.listGroup(topic, 'elsewhere')).jobs.map((j) => j.id),
+      [a],
+    );
   });
 
   it('a cancel of a small group cancels the jobs in its bucket, due or not, and none starts; jobs that join after it run; purged, the group leaves no bucket and no count behind', async () => {
@@ -93,7 +108,15 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const job = await claimOne(q, topic);
     assert.equal(job.id, after, 'a job that joined after the cancel runs');
     assert.equal(await q.engine.ack(topic, job.id, job), 'done');
-    assert.deepEqual((await q.listGroup(topic, 'sg')).jobs.map((j) => [j.id, j.state]), [[due1, 'cancelled'], [due2, 'cancelled'], [later, 'cancelled'], [after, 'done']]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'sg')).jobs.map((j) => [j.id, j.state]),
+      [
+        [due1, 'cancelled'],
+        [due2, 'cancelled'],
+        [later, 'cancelled'],
+        [after, 'done'],
+      ],
+    );
     assert.deepEqual(await q.cancelGroup(topic, 'og'), { cancelled: 1, running: 0 });
     clock.advance(61 * SEC);
     let purged = 0;
@@ -119,13 +142,21 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const buckets = await bucketsOf(topic);
     assert.equal(buckets.count, 300);
     assert.ok(2 ** buckets.level + buckets.split >= 4, `300 groups in ${2 ** buckets.level + buckets.split} bucket(s)`);
-    assert.equal(buckets.found.reduce((sum, b) => sum + b.fields, 0), 300, 'every group in one bucket, once');
+    assert.equal(
+      buckets.found.reduce((sum, b) => sum + b.fields, 0),
+      300,
+      'every group in one bucket, once',
+    );
     for (const b of buckets.found) {
       assert.ok(b.fields < 256, `${b.key} holds ${b.fields} groups`);
       assert.equal(b.encoding, 'listpack', b.key);
     }
     for (let i = 0; i < ids.length; i += 2) {
-      assert.deepEqual((await q.listGroup(topic, groupOf(i))).jobs.map((j) => j.id), [ids[i], ids[i + 1]], groupOf(i));
+      assert.deepEqual(
+        (await q.listGroup(topic, groupOf(i))).jobs.map((j) => j.id),
+        [ids[i], ids[i + 1]],
+        groupOf(i),
+      );
     }
     for (const id of ids) await q.cancel(topic, id);
     clock.advance(61 * SEC);
@@ -171,9 +202,17 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
       added++;
     }
     const buckets = await bucketsOf(topic);
-    assert.deepEqual(buckets.found.map((b) => b.encoding), ['listpack', 'listpack'], `split at ${added} groups`);
+    assert.deepEqual(
+      buckets.found.map((b) => b.encoding),
+      ['listpack', 'listpack'],
+      `split at ${added} groups`,
+    );
     assert.equal(buckets.count, added);
-    for (let i = 0; i < added; i++) assert.deepEqual((await q.listGroup(topic, `h-${i}`)).jobs.map((j) => j.id), [ids[i]]);
+    for (let i = 0; i < added; i++)
+      assert.deepEqual(
+        (await q.listGroup(topic, `h-${i}`)).jobs.map((j) => j.id),
+        [ids[i]],
+      );
   });
 
   it('two small groups whose names hash alike share a bucket field: the second to come goes to its zset; each lists, moves and cancels only its own jobs', async () => {
@@ -187,25 +226,49 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: b1, delay: 600, group: 'g2whj' });
     assert.deepEqual(await firstChunk(redis, 0, topic, 'gwuw'), { form: 'bucket', ids: [a1, a2] });
     assert.deepEqual(await firstChunk(redis, 0, topic, 'g2whj'), { form: 'zset', ids: [b1] });
-    assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id), [a1, a2]);
-    assert.deepEqual((await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id), [b1]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
+      [a1, a2],
+    );
+    assert.deepEqual(
+      (await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id),
+      [b1],
+    );
     // a job of the bucket group moves to the zset group: its slot empties
     await q.put(topic, a2, { delay: 600, group: 'g2whj' });
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw'), [a1, '']);
-    assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id), [a1]);
-    assert.deepEqual((await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id), [b1, a2]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
+      [a1],
+    );
+    assert.deepEqual(
+      (await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id),
+      [b1, a2],
+    );
     // a job of the zset group moves to the bucket group: it takes a slot, which the leave from
     // the zset group leaves alone
     await q.put(topic, b1, { delay: 600, group: 'gwuw' });
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw'), [a1, '', b1]);
-    assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id), [a1, b1]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
+      [a1, b1],
+    );
     await q.add({ topic, id: b2, delay: 600, group: 'g2whj' });
-    assert.deepEqual((await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id), [a2, b2]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id),
+      [a2, b2],
+    );
     assert.deepEqual(await q.cancelGroup(topic, 'gwuw'), { cancelled: 2, running: 0 });
     assert.equal((await q.get(topic, a2))?.state, 'delayed');
     assert.equal((await q.get(topic, b2))?.state, 'delayed');
     assert.deepEqual(await q.cancelGroup(topic, 'g2whj'), { cancelled: 2, running: 0 });
-    assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => [j.id, j.state]), [[a1, 'cancelled'], [b1, 'cancelled']]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'gwuw')).jobs.map((j) => [j.id, j.state]),
+      [
+        [a1, 'cancelled'],
+        [b1, 'cancelled'],
+      ],
+    );
   });
 
   it('two small groups whose names hash alike, both kept in one bucket field: the next job of either moves its group whole to its zset, so the group lists and cancels every job', async () => {
@@ -220,12 +283,24 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: a2, delay: 1, group: 'gwuw' });
     await q.put(topic, a1, { delay: 600, group: 'g2whj' });
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw'), [a1, a2], "the moved job's slot is now the other group's");
-    assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id), [a2]);
-    assert.deepEqual((await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id), [a1]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
+      [a2],
+    );
+    assert.deepEqual(
+      (await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id),
+      [a1],
+    );
     await q.add({ topic, id: a3, delay: 600, group: 'gwuw' });
     await q.add({ topic, id: b2, delay: 600, group: 'g2whj' });
-    assert.deepEqual((await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id), [a2, a3]);
-    assert.deepEqual((await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id), [a1, b2]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
+      [a2, a3],
+    );
+    assert.deepEqual(
+      (await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id),
+      [a1, b2],
+    );
     assert.deepEqual(await firstChunk(redis, 0, topic, 'gwuw'), { form: 'zset', ids: [a2, a3] });
     assert.deepEqual(await firstChunk(redis, 0, topic, 'g2whj'), { form: 'bucket', ids: [a1, b2] }, "the field is the other group's alone again: its job joins it there");
     assert.deepEqual(await q.cancelGroup(topic, 'gwuw'), { cancelled: 2, running: 0 });
@@ -253,13 +328,19 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'st'), [x, y], 'its slot is still there');
     await q.add({ topic, id: x, delay: 600, group: 'st' });
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'st'), [x, y], 'added again: the same slot');
-    assert.deepEqual((await q.listGroup(topic, 'st')).jobs.map((j) => j.id), [x, y]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'st')).jobs.map((j) => j.id),
+      [x, y],
+    );
     const base = groupKey(0, topic, 'st');
     assert.equal(await run(redis, script.leaveGroup([k.jobs, base], { group: 'st', members: [{ id: x, chunk: 0 }] })), 0, 'the late leave leaves it in the group');
     await purgeWithoutLeave(y);
     await q.add({ topic, id: z, delay: 600, group: 'st' });
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'st'), [x, '', z], "the join emptied the gone job's slot");
-    assert.deepEqual((await q.listGroup(topic, 'st')).jobs.map((j) => j.id), [x, z]);
+    assert.deepEqual(
+      (await q.listGroup(topic, 'st')).jobs.map((j) => j.id),
+      [x, z],
+    );
     assert.equal(await run(redis, script.leaveGroup([k.jobs, base], { group: 'st', members: [{ id: y, chunk: 0 }] })), 0);
     assert.deepEqual(await q.cancelGroup(topic, 'st'), { cancelled: 2, running: 0 });
   });
