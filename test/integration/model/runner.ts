@@ -39,6 +39,7 @@ const DURABILITY_TIMEOUT_S = 0.05; // a held-back replica costs each change 50 m
 const GROUPS = ['g0', 'g1', 'g2', 'g3', 'g4', 'g5'];
 const NEVER = '\u0000never matches\u0000';
 const REGISTRY_KEPT = 300_000;
+const BACKLOG = 100; // ready jobs of a topic past which handlers work in batches (long runs stay the same size)
 const HIGHEST_KEPT = 20_000; // jobs whose highest version seen is kept: the latest ones (occurrence ids never end)
 const HELD_KEPT = 60; // attempts a handler holds at most: older ones it "crashed" on (they time out)
 
@@ -516,6 +517,9 @@ export class ModelRun {
   readonly opTime: Record<string, number> = {};
 
   private async pickOp(r: number): Promise<void> {
+    // handlers keep up: a topic whose ready backlog grows past BACKLOG gets a handler batch
+    const behind = this.topics.find((t) => this.model.claimable(t).length > BACKLOG);
+    if (behind !== undefined && this.rng.chance(0.5)) return this.opHandle(behind);
     if (r < 0.16) await this.opAdd();
     else if (r < 0.18) await this.opAddMany();
     else if (r < 0.26) await this.opPut();
@@ -815,6 +819,30 @@ export class ModelRun {
     });
     for (const h of refs) h.started = true;
     this.count('start calls');
+  }
+
+  /** A handler's batch: claim, start, then ack each (or fail one now and then). */
+  private async opHandle(topic: string): Promise<void> {
+    const before = this.held.length;
+    await this.opClaimOf(topic, 20);
+    const batch = this.held.slice(before);
+    if (batch.length === 0) return;
+    const refs = batch.map((h) => ({ id: h.id, attempt: h.attempt, claim: h.claim }));
+    await this.exec<boolean[]>({ desc: `start ${topic} ${batch.length}`, change: false, retry: false, call: () => this.q.engine.start(topic, refs), model: (m, ans, cx) => m.start(topic, refs, ans, cx) });
+    for (const h of batch) {
+      this.endHeld(h);
+      const ref = { attempt: h.attempt, claim: h.claim };
+      if (this.rng.chance(0.9)) await this.exec({ desc: `ack ${topic}/${h.id}#${h.attempt}`, change: false, retry: false, call: () => this.q.engine.ack(topic, h.id, ref), model: (m, ans, cx) => m.ack(topic, h.id, ref, ans, cx) });
+      else
+        await this.exec({
+          desc: `fail ${topic}/${h.id}#${h.attempt}`,
+          change: false,
+          retry: false,
+          call: () => this.q.engine.fail(topic, h.id, ref, 'batch boom'),
+          model: (m, ans, cx) => m.fail(topic, h.id, ref, 'batch boom', undefined, ans, cx),
+        });
+    }
+    this.count('handler batches');
   }
 
   /** The fan-out could not invoke a handler: it gives the claims back (never started ones; sometimes one that ended). */
