@@ -10,8 +10,8 @@
  * append-only file (`appendfsync always`). A violation names its invariant and prints the seed,
  * the step and the tail of the operation history.
  *
- * MODEL_SEEDS=5,7 runs those seeds (each with drops, failovers and restarts) instead, and
- * MODEL_STEPS their length; longer runs: scripts/model.ts.
+ * MODEL_SEEDS=5,7 runs those seeds instead, MODEL_STEPS steps each (default 1000), with the faults
+ * MODEL_FAULTS names (default drops; drops,failover,restart for all); longer runs: scripts/model.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -38,7 +38,9 @@ function cases(): Case[] {
   const seeds = process.env.MODEL_SEEDS;
   if (!seeds) return DEFAULT;
   const steps = Number(process.env.MODEL_STEPS ?? 1000);
-  return seeds.split(',').map((s) => ({ seed: Number(s), steps, faults: { drops: true, failover: true, restart: true } }));
+  const names = (process.env.MODEL_FAULTS ?? 'drops').split(',');
+  const faults = { drops: names.includes('drops'), failover: names.includes('failover'), restart: names.includes('restart') };
+  return seeds.split(',').map((s) => ({ seed: Number(s), steps, faults }));
 }
 
 describe('the engine against a reference model', () => {
