@@ -71,6 +71,22 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
     return claimed.map((j) => j.id).sort();
   }
 
+  /**
+   * A schedule every hour with a 3000-s jitter whose first occurrence (its id picked so that the
+   * jitter holds it back more than 2 minutes) is handed over and held back; then a put shortens
+   * the period to a minute.
+   */
+  async function heldBackThenShortened(q: Queue, topic: string, clock: TestClock): Promise<{ start: number; id: string; held: string }> {
+    const start = clock.now;
+    const id = ['slow', 'slow-b', 'slow-c', 'slow-d', 'slow-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + HOUR), 3_000_000) > 2 * MIN)!;
+    await q.putSchedule(topic, id, { every: 3600, jitter: 3000 });
+    const held = occurrenceId(id, start + HOUR);
+    clock.advance(HOUR + 5 * SEC);
+    assert.deepEqual(await sweepAndRun(q, topic), [], 'handed over, held back');
+    await q.putSchedule(topic, id, { every: 60 });
+    return { start, id, held };
+  }
+
   describe('schedules', () => {
     it('put creates the schedule and its first occurrence, an ordinary job of the topic, found by GET', async () => {
       const { q, topic, clock } = setup();
@@ -296,14 +312,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
 
     it('a put that shortens the period: the occurrence handed over under the old definition, still held back by its jitter, falls due when the next is handed over, so never two are held back (issue 30 item 4)', async () => {
       const { q, topic, clock } = setup();
-      const start = clock.now;
-      // an id whose first occurrence is held back by its 3000-s jitter for more than 2 minutes
-      const id = ['slow', 'slow-b', 'slow-c', 'slow-d', 'slow-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + HOUR), 3_000_000) > 2 * MIN)!;
-      await q.putSchedule(topic, id, { every: 3600, jitter: 3000 });
-      const held = occurrenceId(id, start + HOUR);
-      clock.advance(HOUR + 5 * SEC);
-      assert.deepEqual(await sweepAndRun(q, topic), [], 'handed over, held back');
-      await q.putSchedule(topic, id, { every: 60 });
+      const { start, id, held } = await heldBackThenShortened(q, topic, clock);
       const next = occurrenceId(id, start + HOUR + MIN);
       assert.deepEqual(await liveJobs(q, topic), [held, next].sort());
       clock.now = start + HOUR + MIN;
@@ -315,13 +324,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
 
     it('the occurrence the hand-over releases (held back by its jitter when the next is handed over) makes the sweep look again at once, not at the next run time', async () => {
       const { q, topic, clock } = setup();
-      const start = clock.now;
-      const id = ['slow', 'slow-b', 'slow-c', 'slow-d', 'slow-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + HOUR), 3_000_000) > 2 * MIN)!;
-      await q.putSchedule(topic, id, { every: 3600, jitter: 3000 });
-      const held = occurrenceId(id, start + HOUR);
-      clock.advance(HOUR + 5 * SEC);
-      assert.deepEqual(await sweepAndRun(q, topic), [], 'handed over, held back');
-      await q.putSchedule(topic, id, { every: 60 });
+      const { start, id, held } = await heldBackThenShortened(q, topic, clock);
       clock.now = start + HOUR + MIN;
       const swept = await q.engine.sweep();
       assert.equal(swept.schedulesAdvanced, 1);
