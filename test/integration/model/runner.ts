@@ -1027,6 +1027,7 @@ export class ModelRun {
   }
 
   private dropListing(l: Listing, why: string): void {
+    this.count(`listings given up (${why})`);
     this.listings = this.listings.filter((x) => x !== l);
     this.note(`${this.describeListing(l)} given up: ${why}`);
   }
