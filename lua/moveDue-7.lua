@@ -76,6 +76,7 @@ local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limi
 if #due > 0 then
   redis.call('ZREMRANGEBYRANK', k.delayed, 0, #due - 1)
   redis.call('RPUSH', k.ready, unpack(due))
+  redis.call('HINCRBY', k.jobs, READY_TAIL_FIELD, #due)
   moved = #due
   if #due == limit then more = 1 end
 end

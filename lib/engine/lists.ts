@@ -91,28 +91,30 @@ export async function listByScore(
   return { jobs, next: more && last ? { score: last[0], id: last[1][0] } : null };
 }
 
-/** Where a page of ready jobs resumes: a position in each partition's ready list. */
+/**
+ * Where a page of ready jobs resumes: a place in each partition's ready list, counted over the
+ * list's whole history (claims taking ids off the head do not move the places of the ids after them).
+ */
 export type ReadyCursor = number[];
 
 /**
  * Ready jobs of topic `t` due within [from, to], at most `limit`: from each partition's ready list
- * in queue order (the order claims take them), merged by due time. Positions move as claims take
- * jobs off the lists' heads, so while the topic is being worked, a page may show a job again or
- * pass one over: a view of the queue, not a snapshot.
+ * in queue order (the order claims take them), merged by due time. Paging on while claims take
+ * jobs passes over no job that stayed ready: a page resumes after the last id the one before looked
+ * at (a job that went running and came back to the head of the list in between is not shown again).
  */
 export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limit: number; from?: number; to?: number; cursor?: ReadyCursor }): Promise<{ jobs: Job[]; next: ReadyCursor | null }> {
-  const start = page.cursor ?? new Array<number>(ctx.config.partitions).fill(0);
   const pages = await forEachPartition(ctx.config.partitions, async (p) => {
     const k = topicKeys(p, t.name);
     const call = script.listReady([k.ready, k.jobs, k.bodies, k.delayed], {
-      start: start[p]!,
+      ...(page.cursor ? { start: page.cursor[p]! } : {}),
       limit: page.limit,
       maxBytes: SCRIPT_CALL_BYTES,
       ...(page.from !== undefined ? { from: page.from } : {}),
       ...(page.to !== undefined ? { to: page.to } : {}),
     });
-    const [more, looked, ...views] = await run(ctx.redis, call);
-    return { more: more === 1, looked, listed: await viewsWithBodies(ctx, k.bodies, views) };
+    const [more, at, looked, ...views] = await run(ctx.redis, call);
+    return { more: more === 1, at, looked, listed: await viewsWithBodies(ctx, k.bodies, views) };
   });
   // merge by due time, each partition's jobs staying in their queue order
   const heads = pages.map(() => 0);
@@ -135,9 +137,9 @@ export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limi
   // them are looked at again, so a job may show twice, never not at all)
   const next = pages.map((pg, p) => {
     const used = shown.filter((o) => o.p === p).length;
-    return start[p]! + (used === pg.listed.length ? pg.looked : used);
+    return pg.at + (used === pg.listed.length ? pg.looked : used);
   });
-  const more = pages.some((pg, p) => next[p]! < start[p]! + pg.looked || pg.more);
+  const more = pages.some((pg, p) => next[p]! < pg.at + pg.looked || pg.more);
   return { jobs: shown.flatMap((o) => (o.job ? [o.job] : [])), next: more ? next : null };
 }
 
@@ -170,7 +172,7 @@ export function decodeJobsCursor(text: string, state: ListState, partitions: num
   if (!tagged || tagged[2] !== cursorTag(topic, tagged[1]!)) return null;
   const value = tagged[1]!;
   if (state === 'ready') {
-    const match = /^ready:(\d{1,15}(?:,\d{1,15})*)$/.exec(value);
+    const match = /^ready:(-?\d{1,15}(?:,-?\d{1,15})*)$/.exec(value);
     const positions = match ? match[1]!.split(',').map(Number) : [];
     return positions.length === partitions ? { state, positions } : null;
   }

@@ -121,12 +121,12 @@ export function listGroup(keys: readonly [GroupKey, JobsKey, BodiesKey, DelayedK
   return call('listGroup', keys, [a.group, a.chunk, a.cursor, a.limit, a.maxBytes]);
 }
 
-/** lua/listReady-4.lua's reply: `looked` ids looked at from the start position. */
-export type ListReadyReply = readonly [more: Flag, looked: number, ...jobs: JobView[]];
+/** lua/listReady-4.lua's reply: `looked` ids looked at from place `at` in the ready list's history. */
+export type ListReadyReply = readonly [more: Flag, at: number, looked: number, ...jobs: JobView[]];
 
-/** lua/listReady-4.lua: ready jobs of one topic and partition in queue order from position `start`, due within [from, to]. */
-export function listReady(keys: readonly [ReadyKey, JobsKey, BodiesKey, DelayedKey], a: { start: number; limit: number; from?: number; to?: number } & Budget): ScriptCall<ListReadyReply> {
-  return call('listReady', keys, [a.start, a.limit, a.maxBytes, a.from ?? '', a.to ?? '']);
+/** lua/listReady-4.lua: ready jobs of one topic and partition in queue order from place `start` (absent: the head), due within [from, to]. */
+export function listReady(keys: readonly [ReadyKey, JobsKey, BodiesKey, DelayedKey], a: { start?: number; limit: number; from?: number; to?: number } & Budget): ScriptCall<ListReadyReply> {
+  return call('listReady', keys, [a.start ?? '', a.limit, a.maxBytes, a.from ?? '', a.to ?? '']);
 }
 
 /** lua/rescheduleJob-3.lua's reply. */

@@ -29,6 +29,10 @@ local H_CHUNK = 17
 -- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
 -- clock (nextVersion, remove; not a job: ids never hold '#').
 local SEQ_FIELD = '#seq'
+-- The field of a jobs hash that counts the ids ever pushed to the tail of its ready list (by the
+-- sweep). The tail's place minus the list's length is the head's: a ready listing's cursor names
+-- places counted so, which claims taking ids off the head do not move (lua/listReady-4.lua).
+local READY_TAIL_FIELD = '#tail'
 -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
 -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
 -- a body kept apart costs about 100 bytes more a job (hash entry, id, allocator rounding; 1,456

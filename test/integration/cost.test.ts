@@ -22,7 +22,7 @@ export const BUDGET = {
   /** POST /jobs/batch: 500 jobs per request, in calls of 100 (ADD_BATCH). */
   addBatch: { scriptCalls: 0.01, commands: 3.04 },
   /** The sweep that moves due jobs to ready (moveDue-7, up to moveLimit jobs a call; the record is not touched). */
-  sweep: { scriptCalls: 0.003, commands: 0.017 },
+  sweep: { scriptCalls: 0.003, commands: 0.018 },
   /** Claims of 10 jobs (claimJobs-6). */
   claim: { scriptCalls: 0.1, commands: 4.4 },
   /** Start marks of 10 attempts (startAttempts-2). */

@@ -1,7 +1,8 @@
 /**
  * A jobs listing's cursor belongs to its listing: the `next` of one topic's page is refused by
  * another topic's listing, and a cursor no page gave (forged, or edited) is refused, with 400
- * VALIDATION_FAILED naming `cursor`, as the README says.
+ * VALIDATION_FAILED naming `cursor`, as the README says. A ready listing paged while claims take
+ * jobs off the list's head, or a give-back puts one back there, passes over no job that stayed ready.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -32,5 +33,36 @@ describe('jobs listing cursors (real redis-server)', () => {
     await assert.rejects(q.listJobs(a, { state: 'delayed', limit: 1, cursor: forged }), isBadCursor, 'a cursor no page gave is refused');
     const ready = Buffer.from('ready:0').toString('base64url');
     await assert.rejects(q.listJobs(a, { state: 'ready', limit: 1, cursor: ready }), isBadCursor, 'a forged ready cursor is refused');
+  });
+
+  it('a ready listing paged across claims passes over no job that stayed ready', async () => {
+    const topic = uniqueTopic('list-ready');
+    const q = makeQueue(redis.client(), { [topic]: {} });
+    for (const id of ['a', 'b', 'c', 'd', 'e']) await q.add({ topic, id, delay: 0 });
+    await q.engine.sweep();
+    const first = await q.listJobs(topic, { state: 'ready', limit: 2 });
+    assert.deepEqual(
+      first.jobs.map((j) => j.id),
+      ['a', 'b'],
+    );
+    const claimed = await q.engine.claim(topic, 2);
+    assert.deepEqual(
+      claimed.map((c) => c.id),
+      ['a', 'b'],
+    );
+    const second = await q.listJobs(topic, { state: 'ready', limit: 2, cursor: first.next! });
+    assert.deepEqual(
+      second.jobs.map((j) => j.id),
+      ['c', 'd'],
+      'the jobs after the first page, though claims took the jobs before them',
+    );
+    // a give-back puts a job back at the head: the next page goes on after d all the same
+    assert.equal(await q.engine.release([claimed[0]!]), 1);
+    const third = await q.listJobs(topic, { state: 'ready', limit: 2, cursor: second.next! });
+    assert.deepEqual(
+      third.jobs.map((j) => j.id),
+      ['e'],
+    );
+    assert.equal(third.next, null);
   });
 });
