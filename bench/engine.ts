@@ -467,7 +467,7 @@ async function main(): Promise<void> {
     if (created !== N.memoryJobs) throw new Error(`memory step created ${created} of ${N.memoryJobs}`);
     const usedAfter = Number(info(await redis.info('memory'), 'used_memory'));
     const bytesPerJob = (usedAfter - usedBefore) / N.memoryJobs;
-    const k = topicKeys(0, TOPIC);
+    const k = topicKeys(0, TOPIC, 1);
     const perKey = {
       jobsHash: Number(await redis.call('MEMORY', 'USAGE', k.jobs, 'SAMPLES', '0')) / N.memoryJobs,
       delayedZset: Number(await redis.call('MEMORY', 'USAGE', k.delayed, 'SAMPLES', '0')) / N.memoryJobs,

@@ -188,7 +188,7 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
     await addAll(q, N.backgroundJobs, (i) => ({ topic, id: `bg-${String(i).padStart(9, '0')}`, delay: spread(i, N.backgroundJobs) * N.backgroundSeconds, body: { i } }));
     // the group's zsets in each partition: its key and `<key>#1`, `<key>#2`, ... (128 members each)
     const groupSize = async (p: number) => {
-      const keys = [groupKey(p, topic, group), ...(await scanKeys(admin, `${groupKey(p, topic, group)}#*`))];
+      const keys = [groupKey(p, topic, group, partitions), ...(await scanKeys(admin, `${groupKey(p, topic, group, partitions)}#*`))];
       return (await Promise.all(keys.map((key) => admin.zcard(key)))).reduce((a, b) => a + b, 0);
     };
     const perPartition = await Promise.all(Array.from({ length: partitions }, (_, p) => groupSize(p)));
@@ -340,7 +340,7 @@ async function listingRun(admin: Redis, readSlowlog: ReadSlowlog, queue: Queue, 
   await queue.listJobs(topic, { state: 'delayed', limit }); // the script's first call on this connection compiles it
   const first: { ms: number; commands: number }[] = [];
   const middle: { ms: number; commands: number }[] = [];
-  const delayed = topicKeys(0, topic).delayed;
+  const delayed = topicKeys(0, topic, 1).delayed;
   for (let k = 0; k < N.pages; k++) {
     first.push(await pageMs(admin, readSlowlog, () => queue.listJobs(topic, { state: 'delayed', limit }), Math.min(limit, jobs)));
     // from the due time of a job around the middle: 40% to 60% of the way, a different one each page
@@ -420,10 +420,10 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
     await addAll(queue, jobs, job);
     await sleep(N.settleMs);
     const after = await usedMemory(admin);
-    const k = topicKeys(0, topic);
+    const k = topicKeys(0, topic, 1);
     const groups = groupSize === null ? [] : [...new Set(Array.from({ length: jobs }, (_, i) => groupOf(i)!))];
     // every zset of every group: its key, and the further ones of a group past 128 jobs (`<key>#n`)
-    const groupKeys = groupSize === null ? [] : await scanKeys(admin, `${groupKey(0, topic, '')}*`);
+    const groupKeys = groupSize === null ? [] : await scanKeys(admin, `${groupKey(0, topic, '', 1)}*`);
     // the buckets of small groups (`<jobs key>#gb<n>`, see lua/includes/buckets.lua)
     const bucketKeys = groupSize === null ? [] : await scanKeys(admin, `${k.jobs}#gb*`);
     const encodingsOf = async (keys: readonly string[]) => {

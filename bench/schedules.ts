@@ -177,7 +177,7 @@ async function putAll(queue: Queue, due: number): Promise<number> {
 /** Every schedule advanced exactly once at `due` (see the file's header); the problems found, the first 10 of each kind. */
 async function checkAdvanced(queue: Queue, admin: Redis, due: number, swept: { advanced: number; moved: number }): Promise<{ ok: boolean; problems: string[] }> {
   const problems: string[] = [];
-  const k = topicKeys(0, TOPIC);
+  const k = topicKeys(0, TOPIC, 1);
   if (swept.advanced !== N.schedules) problems.push(`sweep advanced ${swept.advanced}, not ${N.schedules}`);
   if (swept.moved !== N.schedules) problems.push(`sweep moved ${swept.moved} occurrences, not ${N.schedules}`);
   const nextOf = (i: number) => due + (specOf(i) === EVERY ? 60_000 : FIVE_MIN);
@@ -245,8 +245,8 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
     const putMs = await putAll(queue, due);
     await sleep(N.settleMs);
     const after = await usedMemory(admin);
-    const sk = scheduleKeys(0, TOPIC);
-    const k = topicKeys(0, TOPIC);
+    const sk = scheduleKeys(0, TOPIC, 1);
+    const k = topicKeys(0, TOPIC, 1);
     const keys: Record<string, number> = {};
     for (const [name, key] of [
       ['schedules hash', sk.schedules],

@@ -16,7 +16,7 @@ const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about 
 /** Running attempts of topic `t` per partition; empty on a single partition, where the script counts them itself. */
 async function runningByPartition(ctx: EngineContext, t: TopicConfig): Promise<number[]> {
   if (ctx.config.partitions === 1) return [];
-  return forEachPartition(ctx.config.partitions, (p) => ctx.redis.zcard(topicKeys(p, t.name).running));
+  return forEachPartition(ctx.config.partitions, (p) => ctx.redis.zcard(topicKeys(p, t.name, ctx.config.partitions).running));
 }
 
 /**
@@ -36,7 +36,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
   for (const p of ctx.rotation.order(ctx.config.partitions)) {
     // this partition may fill what the others leave of the cap
     const room = runningBy.length > 0 ? maxRunning - (running - runningBy[p]!) : maxRunning;
-    const k = topicKeys(p, t.name);
+    const k = topicKeys(p, t.name, ctx.config.partitions);
     for (let more = room > 0; more && !full && claimed.length < count;) {
       const left = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
@@ -141,7 +141,7 @@ export async function releaseJobs(ctx: EngineContext, jobs: readonly Ref[], reas
     for (const batch of batches) {
       const t = ctx.config.topics.get(batch[0]!.topic);
       if (!t) throw new Error(`release of jobs of unknown topic ${batch[0]!.topic}`);
-      const k = topicKeys(partition, t.name);
+      const k = topicKeys(partition, t.name, ctx.config.partitions);
       // a call that reached its byte budget looked at the first `looked`: the rest go in the next
       for (let rest = batch; rest.length > 0;) {
         const call = script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], {
@@ -175,7 +175,7 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
   });
   await Promise.all(
     [...byPartition].map(async ([partition, indexes]) => {
-      const k = topicKeys(partition, topic);
+      const k = topicKeys(partition, topic, ctx.config.partitions);
       // a call that reached its byte budget answered for the first attempts: the rest go in the next
       for (let rest = indexes; rest.length > 0;) {
         const reply = await run(ctx.redis, script.startAttempts([k.jobs, k.bodies], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }));

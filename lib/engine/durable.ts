@@ -29,9 +29,9 @@ export class NotReplicatedError extends Error {
 }
 
 /** The connection that serves `partition`: the client itself on a single node, else the primary owning its slot (undefined when the slot map has none). */
-function connectionFor(client: Redis | Cluster, partition: number): Redis | undefined {
+function connectionFor(client: Redis | Cluster, partition: number, count: number): Redis | undefined {
   if (!(client instanceof Cluster)) return client;
-  const owner = client.slots[slotOf(syncKey(partition))]?.[0];
+  const owner = client.slots[slotOf(syncKey(partition, count))]?.[0];
   return client.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner);
 }
 
@@ -48,7 +48,7 @@ export async function confirmReplicated(ctx: EngineContext, partitions: Iterable
   // one WAIT per connection: on a single node every partition shares one
   const byConnection = new Map<Redis | undefined, { group: number[]; sync?: number }>();
   for (const p of all) {
-    const connection = connectionFor(ctx.redis as Redis | Cluster, p);
+    const connection = connectionFor(ctx.redis as Redis | Cluster, p, ctx.config.partitions);
     const entry = byConnection.get(connection) ?? { group: [] };
     entry.group.push(p);
     if (cover.has(p)) entry.sync ??= p;
@@ -59,7 +59,7 @@ export async function confirmReplicated(ctx: EngineContext, partitions: Iterable
     [...byConnection].map(async ([connection, { group, sync }]) => {
       if (!connection) return void unconfirmed.push(...group);
       // one bump covers every partition of that primary: its replicas follow one stream of its writes
-      if (sync !== undefined) await run(ctx.redis, script.syncPoint([syncKey(sync)]));
+      if (sync !== undefined) await run(ctx.redis, script.syncPoint([syncKey(sync, ctx.config.partitions)]));
       const replicas = Number(await connection.call('WAIT', 1, timeoutMs));
       if (replicas < 1) unconfirmed.push(...group);
     }),

@@ -42,8 +42,8 @@ export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: str
   const total: GroupCancel = { cancelled: 0, running: 0 };
   const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
   const keysOf = (p: number) => {
-    const k = topicKeys(p, t.name);
-    return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group)] as const;
+    const k = topicKeys(p, t.name, ctx.config.partitions);
+    return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group, ctx.config.partitions)] as const;
   };
   // first mark the group in every partition (a step of 0 members): from here on, if this call
   // stops half-way, the jobs it has not reached still cannot start
@@ -89,7 +89,7 @@ export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]
       const calls = [...groupBy(members, (m) => `${m.topic} ${m.group}`).values()].flatMap((same) =>
         chunk(same, LEAVE_BATCH).map((batch) => {
           const { topic, group } = batch[0]!;
-          return script.leaveGroup([topicKeys(p, topic).jobs, groupKey(p, topic, group)], { group, members: batch });
+          return script.leaveGroup([topicKeys(p, topic, ctx.config.partitions).jobs, groupKey(p, topic, group, ctx.config.partitions)], { group, members: batch });
         }),
       );
       for (const n of await runPipelined(ctx.redis, calls)) removed += n;
@@ -143,9 +143,9 @@ export async function listGroup(ctx: EngineContext, t: TopicConfig, group: strin
   let chunk: number | '' = page.cursor?.chunk ?? '';
   let bytes = 0;
   while (partition < ctx.config.partitions) {
-    const k = topicKeys(partition, t.name);
+    const k = topicKeys(partition, t.name, ctx.config.partitions);
     const left = page.limit - jobs.length;
-    const call = script.listGroup([groupKey(partition, t.name, group), k.jobs, k.bodies, k.delayed], { group, chunk, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
+    const call = script.listGroup([groupKey(partition, t.name, group, ctx.config.partitions), k.jobs, k.bodies, k.delayed], { group, chunk, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
     const [more, nextChunk, cursor, ...views] = await run(ctx.redis, call);
     for (const { view, body } of await viewsWithBodies(ctx, k.bodies, views)) {
       if (body === null) continue; // purged since the script listed it

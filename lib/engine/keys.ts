@@ -1,7 +1,9 @@
 /**
  * The only place Redis key names are built. Every key of a job lives under the hash tag of its
  * partition, so all keys one script touches share a cluster slot:
- *   dq:{p<partition>}:<type>:<topic>
+ *   dq:{<tag>}:<type>:<topic>
+ * where the tag is `p0` for one partition, else one chosen to spread the partitions evenly over the
+ * cluster's slots (partitionTag).
  * Topics are validated (`[A-Za-z0-9_-]`) before they reach here, so `{`, `}`, `:` and
  * whitespace never do.
  */
@@ -75,9 +77,14 @@ export interface SweeperKeys {
   fanout: FanoutKey;
 }
 
-/** Keys of `topic` in `partition`. */
-export function topicKeys(partition: number, topic: string): TopicKeys {
-  const base = `dq:{p${partition}}:`;
+/** The prefix of every key of partition `partition` of `count`: `dq:{<its hash tag>}:`. */
+function partitionBase(partition: number, count: number): string {
+  return `dq:{${partitionTag(partition, count)}}:`;
+}
+
+/** Keys of `topic` in partition `partition` of `count`. */
+export function topicKeys(partition: number, topic: string, count: number): TopicKeys {
+  const base = partitionBase(partition, count);
   return {
     jobs: `${base}jobs:${topic}` as JobsKey,
     bodies: `${base}bodies:${topic}` as BodiesKey,
@@ -102,9 +109,9 @@ export interface ScheduleKeys {
   next: ScheduleNextKey;
 }
 
-/** Schedule keys of `topic` in `partition`. */
-export function scheduleKeys(partition: number, topic: string): ScheduleKeys {
-  const base = `dq:{p${partition}}:`;
+/** Schedule keys of `topic` in partition `partition` of `count`. */
+export function scheduleKeys(partition: number, topic: string, count: number): ScheduleKeys {
+  const base = partitionBase(partition, count);
   return {
     schedules: `${base}schedules:${topic}` as SchedulesKey,
     ids: `${base}schedule-ids:${topic}` as ScheduleIdsKey,
@@ -113,7 +120,7 @@ export function scheduleKeys(partition: number, topic: string): ScheduleKeys {
 }
 
 /**
- * ZSET of the jobs of group `group` of `topic` in `partition`: id -> its place in the order the
+ * ZSET of the jobs of group `group` of `topic` in partition `partition` of `count`: id -> its place in the order the
  * jobs joined; the first of the group's zsets (chunk 0), and the key the scripts are passed. A group
  * with more than GROUP_CHUNK_SIZE jobs (lua/includes/groups.lua) in a partition goes on in further
  * zsets, `<key>#1`, `<key>#2`, ... (groupChunkKey), each small enough to stay a listpack; the
@@ -121,8 +128,8 @@ export function scheduleKeys(partition: number, topic: string): ScheduleKeys {
  * (group '') is never written: a script call whose jobs have no group is passed it. Groups follow
  * the id rules, so may hold ':' but never '#'; the topic never holds ':', so names stay unambiguous.
  */
-export function groupKey(partition: number, topic: string, group: string): GroupKey {
-  return `dq:{p${partition}}:group:${topic}:${group}` as GroupKey;
+export function groupKey(partition: number, topic: string, group: string, count: number): GroupKey {
+  return `${partitionBase(partition, count)}group:${topic}:${group}` as GroupKey;
 }
 
 /** Zset `chunk` of a group whose first zset is `key` (chunk 0 is `key` itself), as lua/includes/groups.lua names it. */
@@ -141,7 +148,7 @@ export function groupBucketKey(jobs: JobsKey, n: number): string {
 
 /** Keys of the topic of job (topic, id) in the job's partition (of `partitions`). */
 export function jobKeys(topic: string, id: string, partitions: number): TopicKeys {
-  return topicKeys(partitionOf(topic, id, partitions), topic);
+  return topicKeys(partitionOf(topic, id, partitions), topic, partitions);
 }
 
 /**
@@ -163,8 +170,8 @@ export function sweeperKeys(): SweeperKeys {
  * this connection did not write (an add answered "exists", a cancel answered "already
  * cancelled"): WAIT covers only the connection's own writes (lib/engine/durable.ts).
  */
-export function syncKey(partition: number): SyncKey {
-  return `dq:{p${partition}}:sync` as SyncKey;
+export function syncKey(partition: number, count: number): SyncKey {
+  return `${partitionBase(partition, count)}sync` as SyncKey;
 }
 
 /**
@@ -184,6 +191,28 @@ export function rateKey(topic: string): RateKey {
   return `dq:{rate}:${topic}` as RateKey;
 }
 
+/** Redis Cluster's number of hash slots. */
+const SLOTS = 16384;
+
+/** CRC16 (XMODEM) table: the checksum Redis Cluster hashes keys with. */
+const CRC16 = Array.from({ length: 256 }, (_, byte) => {
+  let crc = byte << 8;
+  for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  return crc;
+});
+
+/** CRC16 of `bytes`, going on from `crc` (0 to start). */
+function crc16(bytes: Uint8Array, crc = 0): number {
+  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ byte) & 0xff]!;
+  return crc;
+}
+
+/** CRC16 of ASCII `text`, going on from `crc`: crc16 without making a buffer, for the tag search. */
+function crc16Ascii(text: string, crc = 0): number {
+  for (let i = 0; i < text.length; i++) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ text.charCodeAt(i)) & 0xff]!;
+  return crc;
+}
+
 /**
  * Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the text between the first `{`
  * and the next `}`, when not empty), else of the whole key, modulo 16384.
@@ -195,12 +224,57 @@ export function slotOf(key: string): number {
     const close = key.indexOf('}', open + 1);
     if (close > open + 1) text = key.slice(open + 1, close);
   }
-  let crc = 0;
-  for (const byte of Buffer.from(text)) {
-    crc ^= byte << 8;
-    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  return crc16(Buffer.from(text)) % SLOTS;
+}
+
+/** The partitions' hash tags, by partition count (partitionTag). */
+const tagsByCount = new Map<number, readonly string[]>();
+
+/** tagOfSlot[slot]: the least of `t0`, `t1`, `t2`, ... in that slot; filled once, on first need. */
+let tagOfSlot: string[] | undefined;
+
+/**
+ * A hash tag in `slot`: the least `t<n>` whose CRC16 lands there. Every slot is hit before n
+ * reaches 1,000,000; the numbers are walked digit by digit, so each costs one step of the CRC.
+ */
+function tagInSlot(slot: number): string {
+  if (!tagOfSlot) {
+    const table = new Array<string>(SLOTS);
+    let left = SLOTS;
+    const step = (crc: number, digit: number) => ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ (48 + digit)) & 0xff]!;
+    // numbers of `length` digits after `text` (CRC so far `crc`), in increasing order
+    const walk = (text: string, crc: number, length: number): void => {
+      if (length === 0) {
+        if (table[crc % SLOTS] === undefined) {
+          table[crc % SLOTS] = text;
+          left -= 1;
+        }
+        return;
+      }
+      for (let d = text === 't' && length > 1 ? 1 : 0; d <= 9 && left > 0; d++) walk(text + d, step(crc, d), length - 1);
+    };
+    for (let length = 1; left > 0; length++) walk('t', crc16Ascii('t'), length);
+    tagOfSlot = table;
   }
-  return crc % 16384;
+  return tagOfSlot[slot]!;
+}
+
+/**
+ * Hash tag of partition `partition` of `count`: a tag in the middle slot of the partition's share
+ * (shares in order: partition p's is [p, p + 1) × 16384 / count), or `p0` for one partition alone.
+ * So on a cluster whose masters hold equal runs of slots in order (as `redis-cli --cluster create`
+ * and ElastiCache deal them), each master holds count / masters partitions when that divides, and
+ * no two masters' counts differ by more than one when it does not (test/unit/keys.test.ts). The
+ * tags change with `count`: changing it moves every partition.
+ */
+export function partitionTag(partition: number, count: number): string {
+  if (!Number.isInteger(partition) || partition < 0 || partition >= count) throw new RangeError(`partition ${partition} of ${count}`);
+  let tags = tagsByCount.get(count);
+  if (!tags) {
+    tags = Array.from({ length: count }, (_, p) => (count === 1 ? 'p0' : tagInSlot(Math.floor(((p + 0.5) * SLOTS) / count))));
+    tagsByCount.set(count, tags);
+  }
+  return tags[partition]!;
 }
 
 /**

@@ -114,7 +114,7 @@ export async function latenessStats(ctx: EngineContext, topic: string, nowMs: nu
  */
 export async function oldestReadyAgeMs(ctx: EngineContext, t: TopicConfig, nowMs: number): Promise<number | null> {
   const ages = await forEachPartition(ctx.config.partitions, async (p) => {
-    for (const id of await ctx.redis.lrange(topicKeys(p, t.name).ready, 0, 4)) {
+    for (const id of await ctx.redis.lrange(topicKeys(p, t.name, ctx.config.partitions).ready, 0, 4)) {
       const job = await getJob(ctx, t, id);
       if (job?.state === 'ready') return Math.max(0, nowMs - Date.parse(job.runAt));
     }

@@ -62,7 +62,7 @@ export async function listByScore(
 ): Promise<{ jobs: Scored[]; next: (ScoreCursor & { id: string }) | null }> {
   const { limit } = page;
   const pages = await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, t.name);
+    const k = topicKeys(p, t.name, ctx.config.partitions);
     const [stopped, ...entries] = await run(ctx.redis, script.listJobs([zset(k), k.jobs, k.bodies, k.delayed], { ...page, maxBytes: SCRIPT_CALL_BYTES }));
     const bodies = await viewsWithBodies(
       ctx,
@@ -105,7 +105,7 @@ export type ReadyCursor = number[];
  */
 export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limit: number; from?: number; to?: number; cursor?: ReadyCursor }): Promise<{ jobs: Job[]; next: ReadyCursor | null }> {
   const pages = await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, t.name);
+    const k = topicKeys(p, t.name, ctx.config.partitions);
     const call = script.listReady([k.ready, k.jobs, k.bodies, k.delayed], {
       ...(page.cursor ? { start: page.cursor[p]! } : {}),
       limit: page.limit,

@@ -43,7 +43,7 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
   const stats: TopicStats = { topic, delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null };
   let next: number | null = null;
   await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, topic);
+    const k = topicKeys(p, topic, ctx.config.partitions);
     const replies = (await ctx.redis.pipeline().zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES').exec()) ?? [];
     const [delayed, ready, running, dead, head] = replies.map(([err, value]) => {
       if (err) throw err;

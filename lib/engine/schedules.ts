@@ -124,13 +124,13 @@ function occurrence(topic: string, scheduleId: string, spec: ScheduleSpec, ms: n
   return { id, ms, due: ms + jitterOffsetMs(topic, id, jitterWindowMs(spec, ms, jitterMs, following)) };
 }
 
-function readCall(t: string, partition: number, id: string) {
-  return script.getSchedule([scheduleKeys(partition, t).schedules], { id });
+function readCall(t: string, partition: number, count: number, id: string) {
+  return script.getSchedule([scheduleKeys(partition, t, count).schedules], { id });
 }
 
 /** Schedule `id` of topic `t` as stored, or null. */
 export function readSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<script.ScheduleView | null> {
-  return run(ctx.redis, readCall(t.name, partition, id));
+  return run(ctx.redis, readCall(t.name, partition, ctx.config.partitions, id));
 }
 
 /** What a put commits, computed from the schedule as read (`current`, or null) at `now`. */
@@ -176,9 +176,9 @@ export function planPut(s: NewSchedule, current: script.ScheduleView | null, now
  * advanced it), computes again from a fresh read.
  */
 export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSchedule): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
-  const sk = scheduleKeys(s.partition, t.name);
-  const k = topicKeys(s.partition, t.name);
-  const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(s.partition, t.name, s.group ?? '')] as const;
+  const sk = scheduleKeys(s.partition, t.name, ctx.config.partitions);
+  const k = topicKeys(s.partition, t.name, ctx.config.partitions);
+  const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(s.partition, t.name, s.group ?? '', ctx.config.partitions)] as const;
   const record: script.ScheduleRecordArg = {
     ...(s.maxAttempts !== undefined ? { maxAttempts: s.maxAttempts } : {}),
     ...(s.ttrMs !== undefined ? { ttrMs: s.ttrMs } : {}),
@@ -224,8 +224,8 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
 
 /** Deletes schedule `id` of topic `t` (in `partition`) and withdraws its pending occurrence; false when there was none. */
 export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<boolean> {
-  const sk = scheduleKeys(partition, t.name);
-  const k = topicKeys(partition, t.name);
+  const sk = scheduleKeys(partition, t.name, ctx.config.partitions);
+  const k = topicKeys(partition, t.name, ctx.config.partitions);
   const reply = await run(ctx.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id }));
   return reply[0] === OUTCOME.DELETED;
 }
@@ -243,7 +243,7 @@ export async function getSchedule(ctx: EngineContext, t: TopicConfig, partition:
  */
 export async function listSchedules(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: string }): Promise<{ schedules: Schedule[]; next: string | null }> {
   const pages = await forEachPartition(ctx.config.partitions, async (p) => {
-    const sk = scheduleKeys(p, t.name);
+    const sk = scheduleKeys(p, t.name, ctx.config.partitions);
     const [more, ...views] = await run(ctx.redis, script.listSchedules([sk.ids, sk.schedules], { after: page.after ?? '', limit: page.limit, maxBytes: SCRIPT_CALL_BYTES }));
     return { views, cut: more === 1 || views.length >= page.limit };
   });
@@ -322,9 +322,9 @@ function leftOccurrences(topic: string, partition: number, left: readonly script
 
 /** The advanceSchedule call that commits `plan`. */
 export function advanceCall(ctx: EngineContext, plan: AdvancePlan) {
-  const sk = scheduleKeys(plan.partition, plan.topic);
-  const k = topicKeys(plan.partition, plan.topic);
-  return script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(plan.partition, plan.topic, plan.group ?? '')], {
+  const sk = scheduleKeys(plan.partition, plan.topic, ctx.config.partitions);
+  const k = topicKeys(plan.partition, plan.topic, ctx.config.partitions);
+  return script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(plan.partition, plan.topic, plan.group ?? '', ctx.config.partitions)], {
     clock: ctx.clock(),
     id: plan.id,
     seen: plan.seen,
@@ -351,7 +351,7 @@ export const DUE_SCHEDULES_STEP = 200;
 
 /** The dueSchedules call of topic `topic` in `partition`: at most `limit` schedules, and DUE_SCHEDULES_STEP. */
 export function dueCall(ctx: EngineContext, topic: string, partition: number, limit: number) {
-  const sk = scheduleKeys(partition, topic);
+  const sk = scheduleKeys(partition, topic, ctx.config.partitions);
   return script.dueSchedules([sk.next, sk.schedules], { clock: ctx.clock(), limit: Math.min(limit, DUE_SCHEDULES_STEP), maxBytes: SCRIPT_CALL_BYTES });
 }
 

@@ -11,7 +11,7 @@ import { advanceDue, dueCall } from './schedules';
 import * as script from './scripts';
 
 function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
-  const k = topicKeys(partition, t.name);
+  const k = topicKeys(partition, t.name, ctx.config.partitions);
   return script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
     clock: ctx.clock(),
     limit,

@@ -29,8 +29,8 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
   const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, { maxBytes: SCRIPT_CALL_BYTES, bytes: (i) => Buffer.byteLength(jobs[i]!.body) });
   const callFor = (partition: number, batch: readonly number[]) => {
     const first = jobs[batch[0]!]!;
-    const k = topicKeys(partition, first.topic);
-    const g = groupKey(partition, first.topic, first.group ?? '');
+    const k = topicKeys(partition, first.topic, ctx.config.partitions);
+    const g = groupKey(partition, first.topic, first.group ?? '', ctx.config.partitions);
     return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
   };
   /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */

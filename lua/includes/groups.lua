@@ -10,7 +10,7 @@
   newest; only while the group has chunks past the first, or a cancel under way has closed its
   first (absent: both 0). A job's record says which chunk it is in (H_CHUNK), so that it leaves
   the right one. The chunks' names derive from the key the script is passed: they hash to its
-  slot (the `{p<n>}` tag).
+  slot (the partition's tag).
   A small group's first chunk is kept in a bucket instead of its zset: see includes/buckets.lua.
 ]]
 --- @include "job"

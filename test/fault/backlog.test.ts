@@ -76,7 +76,7 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
       DQ_FUNCTION_PREFIX: 'x',
     });
     const queue = new Queue(new Engine(redis, config.queue));
-    const k = topicKeys(0, 'example');
+    const k = topicKeys(0, 'example', 1);
     const body = { order: 'x'.repeat(180) };
     let dueAt = 0;
     let loadMs = 0;
@@ -137,7 +137,7 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
       .filter((d) => movedAt && d.at <= movedAt)
       .map((d) => d.ms)
       .sort((a, b) => a - b);
-    const done = Number(await redis.zcard(topicKeys(0, 'example').done));
+    const done = Number(await redis.zcard(topicKeys(0, 'example', 1).done));
     const figures = {
       backlog: BACKLOG,
       loadMs,

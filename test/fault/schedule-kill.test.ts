@@ -72,7 +72,7 @@ describe('scenario: sweeper killed with SIGKILL while a schedule advances', () =
     const ended = Date.now();
 
     // the ledger: every occurrence job the schedule created (the withdrawn pending one is gone)
-    const ids = (await stack.redis.hkeys(topicKeys(0, 'webhook').jobs)).filter((id) => id.startsWith('beat:')).sort();
+    const ids = (await stack.redis.hkeys(topicKeys(0, 'webhook', 1).jobs)).filter((id) => id.startsWith('beat:')).sort();
     const times = ids.map((id) => Date.parse(id.slice(5).replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z')));
     for (const id of ids) stack.ledger.set(id, 0);
     const result = await stack.settle(`schedule: sweeper SIGKILL x${KILLS}`, 60_000, { kills: stack.sweeper.restarts, ...kinds, occurrences: ids.length });

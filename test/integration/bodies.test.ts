@@ -69,7 +69,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
   describe('layout', () => {
     it('a body of up to 1 KiB stays inline in its record; a larger one is kept apart, and state changes leave it there', async () => {
       const topic = uniqueTopic('layout');
-      const k = topicKeys(0, topic);
+      const k = topicKeys(0, topic, 1);
       const redis = server.client();
       const q = makeQueue(redis, { [topic]: { maxAttempts: 2, backoff: { type: 'fixed', delay: 1 } } }, { clock: new TestClock() });
       const edge = { p: 'e'.repeat(INLINE_BODY_BYTES - 8) }; // {"p":"…"}: exactly 1024 bytes
@@ -108,7 +108,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const topic = uniqueTopic('exists');
       const redis = server.client();
       const q = makeQueue(redis, { [topic]: {} });
-      const k = topicKeys(0, topic);
+      const k = topicKeys(0, topic, 1);
       const ids = Array.from({ length: 30 }, (_, i) => `e-${String(i).padStart(2, '0')}`);
       await q.addMany(ids.map((id) => ({ topic, id, delay: 60, body: BIG })));
       const again = await q.addMany(ids.map((id) => ({ topic, id, delay: 60, body: SMALL })));
@@ -157,7 +157,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const topic = uniqueTopic('orphans');
       const clock = new TestClock();
       const redis = server.client();
-      const k = topicKeys(0, topic);
+      const k = topicKeys(0, topic, 1);
       const topics = { [topic]: { maxAttempts: 1, ttr: 30, concurrency: 100 } };
       const keep = makeQueue(redis, topics, { clock, config: { retention: 10, deadRetention: 20 } });
       const drop = makeQueue(redis, topics, { clock, config: { retention: 0 } });
@@ -198,13 +198,13 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const clock = new TestClock();
       const redis = server.client();
       const q = makeQueue(redis, { [topic]: { maxAttempts: 1, ttr: 30, concurrency: 100, ...topicInput } }, { clock, config: { retention: 3600 } });
-      return { topic, clock, redis, q, k: topicKeys(0, topic) };
+      return { topic, clock, redis, q, k: topicKeys(0, topic, 1) };
     }
     const newJob = (topic: string, id: string): engine.NewJob => ({ topic, id, partition: 0, when: { kind: 'd', ms: 0 }, body: JSON.stringify(SMALL) });
 
     it('addJobs: one result for three jobs; the others are not written', async () => {
       const { topic, clock, redis, k } = setup();
-      const reply = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '')], { clock: clock.now, mode: 'add', jobs: ['a', 'b', 'c'].map((id) => newJob(topic, id)), maxBytes: 1 }));
+      const reply = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '', 1)], { clock: clock.now, mode: 'add', jobs: ['a', 'b', 'c'].map((id) => newJob(topic, id)), maxBytes: 1 }));
       assert.equal(reply.length, 2, 'headChanged and one result');
       assert.deepEqual(
         (await redis.hkeys(k.jobs)).filter((f) => !f.startsWith('#')),

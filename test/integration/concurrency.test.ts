@@ -64,7 +64,7 @@ describe('engine under concurrency (real redis-server)', () => {
       total,
     );
     assert.ok(perClaimer.filter((n) => n > 0).length > 1, `work was shared: ${perClaimer.join(',')}`);
-    assert.equal(await clients[0]!.zcard(topicKeys(0, topic).running), total);
+    assert.equal(await clients[0]!.zcard(topicKeys(0, topic, 1).running), total);
   });
 
   it('moveDue run concurrently from 4 connections moves each due job exactly once', async () => {
@@ -86,9 +86,9 @@ describe('engine under concurrency (real redis-server)', () => {
       total,
     );
     assert.ok(perMover.filter((n) => n > 0).length > 1, `work was shared: ${perMover.join(',')}`);
-    const ready = await clients[0]!.lrange(topicKeys(0, topic).ready, 0, -1);
+    const ready = await clients[0]!.lrange(topicKeys(0, topic, 1).ready, 0, -1);
     assert.equal(ready.length, total);
     assert.equal(new Set(ready).size, total);
-    assert.equal(await clients[0]!.zcard(topicKeys(0, topic).delayed), 0);
+    assert.equal(await clients[0]!.zcard(topicKeys(0, topic, 1).delayed), 0);
   });
 });

@@ -115,7 +115,7 @@ describe('durability replica on a primary with one replica', () => {
     const partitions = 8;
     const q = makeQueue(redis, { [wide]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: TIMEOUT_S } });
     const bumps = async () => {
-      const values = await Promise.all(Array.from({ length: partitions }, (_, p) => redis.get(syncKey(p))));
+      const values = await Promise.all(Array.from({ length: partitions }, (_, p) => redis.get(syncKey(p, partitions))));
       return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
     };
     const before = await bumps();
@@ -187,13 +187,17 @@ describe('durability replica on a cluster: the wait reaches the shard that owns 
   let client: Cluster;
   const topic = uniqueTopic('dur-c');
   const partitions = 12;
+  /** Refuses fast: a frozen replica never answers. */
   let q: Queue;
+  /** For the changes that must be acknowledged: the longest wait allowed (1.5 s), for a busy machine. */
+  let patient: Queue;
 
   before(async () => {
     cluster = await startRedisCluster(3, 1);
     client = cluster.client();
     if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
     q = makeQueue(client, { [topic]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: TIMEOUT_S } });
+    patient = makeQueue(client, { [topic]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: 1.5 } });
   });
   after(async () => {
     for (const node of cluster.nodes) {
@@ -214,7 +218,7 @@ describe('durability replica on a cluster: the wait reaches the shard that owns 
     const byPort = new Map<number, string[]>();
     for (let i = 0; i < 200; i++) {
       const id = `j${i}`;
-      const port = portOf(slotOf(syncKey(partitionOf(topic, id, partitions))));
+      const port = portOf(slotOf(syncKey(partitionOf(topic, id, partitions), partitions)));
       byPort.set(port, [...(byPort.get(port) ?? []), id]);
     }
     return byPort;
@@ -238,17 +242,17 @@ describe('durability replica on a cluster: the wait reaches the shard that owns 
 
     // everything is acknowledged while all replicas answer
     const all = [...byPort.values()].map((ids) => ids[0]!);
-    for (const id of all) assert.equal((await q.add({ topic, id, delay: 60 })).status, 'created');
+    for (const id of all) assert.equal((await patient.add({ topic, id, delay: 60 })).status, 'created');
 
     process.kill(frozenPid, 'SIGSTOP');
     try {
       await refusedNotReplicated(q.add({ topic, id: byPort.get(frozenPrimary!)![1]!, delay: 60 }));
-      for (const port of others) assert.equal((await q.add({ topic, id: byPort.get(port)![1]!, delay: 60 })).status, 'created', `primary ${port}'s replica answers`);
+      for (const port of others) assert.equal((await patient.add({ topic, id: byPort.get(port)![1]!, delay: 60 })).status, 'created', `primary ${port}'s replica answers`);
       // a batch touching every shard is refused as a whole: one of its shards did not confirm
       await refusedNotReplicated(q.addMany([...byPort.values()].map((ids) => ({ topic, id: ids[2]!, delay: 60 }))));
     } finally {
       process.kill(frozenPid, 'SIGCONT');
     }
-    assert.equal((await q.add({ topic, id: byPort.get(frozenPrimary!)![1]!, delay: 60 })).status, 'exists', 'the retry is acknowledged once the replica answers');
+    assert.equal((await patient.add({ topic, id: byPort.get(frozenPrimary!)![1]!, delay: 60 })).status, 'exists', 'the retry is acknowledged once the replica answers');
   });
 });

@@ -427,8 +427,8 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const start = clock.now;
       const t = ctx.config.topics.get(topic)!;
       const p = partitionOf(topic, 'twice', target.partitions);
-      const sk = scheduleKeys(p, topic);
-      const k = topicKeys(p, topic);
+      const sk = scheduleKeys(p, topic, target.partitions);
+      const k = topicKeys(p, topic, target.partitions);
       await q.putSchedule(topic, 'twice', { every: 60 });
       clock.advance(MIN);
       assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('twice', start + MIN)], 'a first run, so a resume has a last run to catch up from');
@@ -447,7 +447,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       // now the pause commits the plan it made from its read (the engine's call), and reads again when refused
       const stale = await run(
         ctx.redis,
-        script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], {
+        script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '', target.partitions)], {
           clock: ctx.clock(),
           id: 'twice',
           seen: plan.seen,
@@ -518,7 +518,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const p = partitionOf(topic, 'moved', target.partitions);
       const pending = occurrenceId('moved', clock.now + HOUR);
       await q.putSchedule(topic, 'moved', { every: 3600, group: 'old-g' });
-      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g'), { form: 'bucket', ids: [pending] });
+      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g', target.partitions), { form: 'bucket', ids: [pending] });
       const put = await q.putSchedule(topic, 'moved', { every: 3600, group: 'new-g' });
       assert.equal(put.schedule.pending?.id, pending, 'the same occurrence, made anew');
       assert.equal((await q.get(topic, pending))?.group, 'new-g');
@@ -526,8 +526,8 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         (await q.listGroup(topic, 'new-g')).jobs.map((j) => j.id),
         [pending],
       );
-      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g'), { form: 'none', ids: [] }, 'no slot of the old group is left');
-      assert.equal((await bucketState(redis, p, topic)).count, 1, 'one small group in the buckets: the new one');
+      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g', target.partitions), { form: 'none', ids: [] }, 'no slot of the old group is left');
+      assert.equal((await bucketState(redis, p, topic, target.partitions)).count, 1, 'one small group in the buckets: the new one');
       clock.advance(HOUR);
       assert.deepEqual(await sweepAndRun(q, topic), [pending]);
     });
@@ -692,12 +692,12 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const { q, topic, clock, ctx } = setup();
       await q.putSchedule(topic, 'good', { every: 60 });
       const p = partitionOf(topic, 'broken', target.partitions);
-      const sk = scheduleKeys(p, topic);
-      const k = topicKeys(p, topic);
+      const sk = scheduleKeys(p, topic, target.partitions);
+      const k = topicKeys(p, topic, target.partitions);
       const record: script.ScheduleRecordArg = { spec: JSON.stringify({ cron: '61 * * * *', timezone: 'UTC', catchUp: 'latest', paused: false }), body: '1' };
       await run(
         ctx.redis,
-        script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '')], {
+        script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '', target.partitions)], {
           clock: clock.now,
           id: 'broken',
           seen: 0,
@@ -725,9 +725,9 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
     it('every reply code of the schedule scripts', async () => {
       const { q, topic, clock, ctx } = setup();
       const p = partitionOf(topic, 'codes', target.partitions);
-      const sk = scheduleKeys(p, topic);
-      const k = topicKeys(p, topic);
-      const g = groupKey(p, topic, '');
+      const sk = scheduleKeys(p, topic, target.partitions);
+      const k = topicKeys(p, topic, target.partitions);
+      const g = groupKey(p, topic, '', target.partitions);
       const record: script.ScheduleRecordArg = { spec: JSON.stringify({ every: 60, catchUp: 'latest', paused: false }), body: '1' };
       const put = (seen: number) =>
         run(

@@ -63,7 +63,7 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
       const topic = uniqueTopic('moved');
       const q = makeQueue(client, { [topic]: { handler: 'h' } }, { config: { partitions: 16 } });
       // two partitions served by one primary (16 partitions over 3 primaries: one serves at least 6)
-      const owners = await Promise.all([...Array(16).keys()].map((p) => slotOwner(cluster, slotOf(syncKey(p)))));
+      const owners = await Promise.all([...Array(16).keys()].map((p) => slotOwner(cluster, slotOf(syncKey(p, 16)))));
       const node = owners.find((o) => owners.filter((x) => x === o).length >= 2)!;
       const [p1, p2] = [...owners.keys()].filter((p) => owners[p] === node);
       const [a, b] = [idIn(q, topic, p1!, 'a'), idIn(q, topic, p2!, 'b')];
@@ -75,7 +75,7 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
       const claimed = await q.engine.claim(topic, 10);
       assert.equal(claimed.length, 2);
       // the slot of b's partition moves; the client's slot map still names the old primary
-      await moveSlot(cluster, slotOf(syncKey(p2!)), (node + 1) % 3);
+      await moveSlot(cluster, slotOf(syncKey(p2!, 16)), (node + 1) % 3);
       // both acks go in one auto-pipeline to the old primary: a's is run, b's answered MOVED
       const outcomes = await Promise.all(claimed.map((job) => q.engine.ack(topic, job.id, job)));
       assert.deepEqual(outcomes, ['done', 'done']);
@@ -89,8 +89,8 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
     const client = createRedis({ url: cluster.nodes[0]!.url, cluster: true }) as Cluster;
     try {
       const p = 2;
-      const counter = syncKey(p);
-      const fresh = `dq:{p${p}}:sync-fresh-${Date.now()}` as SyncKey; // same slot, no such key yet
+      const counter = syncKey(p, 4);
+      const fresh = `${counter}-fresh-${Date.now()}` as SyncKey; // same slot, no such key yet
       await runPipelined(client, [script.syncPoint([counter])]);
       const before = Number(await client.get(counter));
       const from = await slotOwner(cluster, slotOf(counter));
@@ -183,7 +183,7 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
       try {
         assert.ok(await until(() => added.length >= 100, 20_000, 5), 'the load runs');
         for (let p = 0; p < PARTITIONS; p++) {
-          const slot = slotOf(syncKey(p));
+          const slot = slotOf(syncKey(p, PARTITIONS));
           const to = ((await slotOwner(cluster, slot)) + 1) % 3;
           // keys MIGRATEd 10 at a time (redis-cli's default); load meets the slot after each step, while it is split
           splitMs.push(await moveSlot(cluster, slot, to, { between: (from) => loadReaches(direct[from]!, 5, `slot ${slot}`) }));

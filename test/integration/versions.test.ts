@@ -29,7 +29,7 @@ describe('versions within one tick of the clock', () => {
     const clock = new TestClock();
     const topic = uniqueTopic('ver');
     const q = makeQueue(redis, { [topic]: {} }, { clock, config: { retention } });
-    return { redis, clock, topic, q, k: topicKeys(0, topic) };
+    return { redis, clock, topic, q, k: topicKeys(0, topic, 1) };
   };
 
   it("a version is the fixed clock's ticks, and a write at a later tick costs no #seq", async () => {
@@ -86,7 +86,7 @@ describe('versions within one tick of the clock', () => {
   it('a record written twice in one call gets two versions, the second larger; the next call goes on from it', async () => {
     const { redis, clock, topic, q, k } = setup();
     const job = (body: string) => ({ topic, partition: 0, id: 'twice', when: { kind: 'd' as const, ms: 60_000 }, body });
-    const [, first, second] = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '')], { clock: clock.now, mode: 'put', jobs: [job('"one"'), job('"two"')], maxBytes: 1 << 20 }));
+    const [, first, second] = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '', 1)], { clock: clock.now, mode: 'put', jobs: [job('"one"'), job('"two"')], maxBytes: 1 << 20 }));
     assert.ok(first?.[0] === OUTCOME.CREATED && second?.[0] === OUTCOME.REPLACED, 'one put creates the job, the next in the same call replaces it');
     const v1 = first[4];
     const v2 = second[1][13];
@@ -139,10 +139,10 @@ store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
   it("a group cancel's mark within one tick: a job that joined before it does not start, one that joins after it is left alone", async () => {
     const { redis, clock, topic, q } = setup();
     const p = partitionOf(topic, 'before', 1);
-    const k = topicKeys(p, topic);
+    const k = topicKeys(p, topic, 1);
     await q.add({ topic, id: 'before', delay: 0, group: 'g' });
     await q.add({ topic, id: 'moved', delay: 0, group: 'elsewhere' });
-    const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g')] as const;
+    const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g', 1)] as const;
     const [, , , , , mark] = await run(redis, script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: 1 << 20, retentionMs: HOUR }));
     assert.match(mark, /^\d+$/, 'the mark is plain decimal digits');
     await q.add({ topic, id: 'after', delay: 0, group: 'g' });

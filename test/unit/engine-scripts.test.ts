@@ -9,11 +9,11 @@ import * as script from '../../lib/engine/scripts';
 import { groupKey, latenessKey, rateKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/engine/keys';
 import { SCRIPTS } from '../../lib/engine/lua';
 
-const k = topicKeys(2, 'orders');
-const g = groupKey(2, 'orders', 'meeting-1');
+const k = topicKeys(2, 'orders', 4);
+const g = groupKey(2, 'orders', 'meeting-1', 4);
 const s = sweeperKeys();
 const lease = [s.lease, s.next, s.wake, s.wakes] as const;
-const sk = scheduleKeys(2, 'orders');
+const sk = scheduleKeys(2, 'orders', 4);
 const record = { spec: '{}', body: '1' };
 
 describe('typed script calls', () => {
@@ -56,7 +56,7 @@ describe('typed script calls', () => {
       script.wakeSweeper(lease, { clock: '', dueAt: 'now', horizonMs: 1 }),
       script.startFanout([s.fanout], { token: 't', markMs: 1 }),
       script.endFanout([s.fanout], { token: 't' }),
-      script.syncPoint([syncKey(2)]),
+      script.syncPoint([syncKey(2, 4)]),
       script.recordStarts([latenessKey('orders')], { clock: '', latenessMs: [1] }),
       script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 0, pending: 'replace', last: null, run: null, next: null, record }),
       script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 1, run: null, next: null, last: 1 }),

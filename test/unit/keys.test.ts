@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jobKeys, partitionOf, slotOf, syncKey, topicKeys } from '../../lib/engine/keys';
+import { jobKeys, partitionOf, partitionTag, slotOf, syncKey, topicKeys } from '../../lib/engine/keys';
 
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {
-    const keys = Object.values(topicKeys(3, 'orders'));
+    const keys = Object.values(topicKeys(3, 'orders', 8));
     assert.equal(keys.length, 7);
-    for (const key of keys) assert.match(key, /^dq:\{p3\}:[a-z]+:orders$/);
+    const tag = partitionTag(3, 8);
+    for (const key of keys) assert.equal(key.replace(/:[a-z]+:orders$/, ''), `dq:{${tag}}`);
     assert.equal(new Set(keys).size, 7);
-    assert.equal(topicKeys(3, 'orders').bodies, 'dq:{p3}:bodies:orders');
+    assert.equal(topicKeys(3, 'orders', 8).bodies, `dq:{${tag}}:bodies:orders`);
+    assert.equal(topicKeys(0, 'orders', 1).jobs, 'dq:{p0}:jobs:orders', 'one partition: p0');
   });
 
   it('partitions are stable: the same (topic, id) always lands in the same partition', () => {
@@ -28,8 +30,8 @@ describe('keys', () => {
   });
 
   it("jobKeys are the keys of the job's topic in the job's partition", () => {
-    assert.deepEqual(jobKeys('orders', 'order-1', 16), topicKeys(12, 'orders'));
-    assert.deepEqual(jobKeys('orders', 'order-1', 1), topicKeys(0, 'orders'));
+    assert.deepEqual(jobKeys('orders', 'order-1', 16), topicKeys(12, 'orders', 16));
+    assert.deepEqual(jobKeys('orders', 'order-1', 1), topicKeys(0, 'orders', 1));
   });
 });
 
@@ -41,6 +43,46 @@ describe('cluster slots', () => {
     assert.notEqual(slotOf('foo{}{bar}'), slotOf('bar'), 'an empty first tag: the whole key is hashed');
   });
   it("a partition's sync key shares the slot of its job keys", () => {
-    for (const p of [0, 1, 7, 1023]) assert.equal(slotOf(syncKey(p)), slotOf(topicKeys(p, 'orders').jobs));
+    for (const p of [0, 1, 7, 1023]) assert.equal(slotOf(syncKey(p, 1024)), slotOf(topicKeys(p, 'orders', 1024).jobs));
+  });
+
+  /** Slot ranges of `masters` masters as `redis-cli --cluster create` deals them: equal runs, in order. */
+  function masterRanges(masters: number): [number, number][] {
+    const per = 16384 / masters;
+    const ranges: [number, number][] = [];
+    let first = 0;
+    for (let m = 0; m < masters; m++) {
+      const last = m === masters - 1 ? 16383 : Math.max(first, Math.round(per * (m + 1) - 1));
+      ranges.push([first, last]);
+      first = last + 1;
+    }
+    return ranges;
+  }
+
+  it('partitions land evenly on the masters: count / masters each when that divides, never more than one apart', () => {
+    for (let masters = 1; masters <= 16; masters++) {
+      const ranges = masterRanges(masters);
+      for (const count of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 27, 36, 64, 100, 256, 1024]) {
+        const held = ranges.map(() => 0);
+        for (let p = 0; p < count; p++) {
+          const slot = slotOf(`{${partitionTag(p, count)}}`);
+          held[ranges.findIndex(([a, b]) => slot >= a && slot <= b)]! += 1;
+        }
+        const spread = `${count} partitions on ${masters} masters: ${held.join('/')}`;
+        if (count % masters === 0)
+          assert.ok(
+            held.every((n) => n === count / masters),
+            spread,
+          );
+        assert.ok(Math.max(...held) - Math.min(...held) <= 1, spread);
+      }
+    }
+  });
+
+  it("a partition's tag lies in the middle slot of its share of the slots; one partition alone is p0", () => {
+    assert.equal(partitionTag(0, 1), 'p0');
+    for (const count of [2, 12, 1024]) for (let p = 0; p < count; p++) assert.equal(slotOf(`{${partitionTag(p, count)}}`), Math.floor(((p + 0.5) * 16384) / count));
+    assert.equal(new Set(Array.from({ length: 1024 }, (_, p) => partitionTag(p, 1024))).size, 1024);
+    assert.throws(() => partitionTag(4, 4), RangeError);
   });
 });

@@ -60,7 +60,7 @@ describe('lua/ scripts', () => {
     assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]).sort(), [".. '#' .. c", ".. '#gb' .. b"]);
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 3), 'dq:{p0}:group:t:g#3');
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 0), 'dq:{p0}:group:t:g');
-    assert.equal(groupBucketKey(topicKeys(0, 't').jobs, 5), `${topicKeys(0, 't').jobs}#gb5`);
+    assert.equal(groupBucketKey(topicKeys(0, 't', 1).jobs, 5), `${topicKeys(0, 't', 1).jobs}#gb5`);
   });
 
   for (const file of files) {

@@ -61,8 +61,8 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     // wait for the next steps, as with a large group while the sweeper and fan-out are busy
     const steps = [];
     for (let p = 0; p < target.partitions; p++) {
-      const k = topicKeys(p, topic);
-      const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g')] as const;
+      const k = topicKeys(p, topic, target.partitions);
+      const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g', target.partitions)] as const;
       const [cancelled, running, done, chunk, cursor, mark, last] = await run(
         target.redis(),
         script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }),
@@ -110,7 +110,7 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     );
     const groupSize = async (group: string) => {
       let n = 0;
-      for (let p = 0; p < target.partitions; p++) n += (await firstChunk(target.redis(), p, topic, group)).ids.length;
+      for (let p = 0; p < target.partitions; p++) n += (await firstChunk(target.redis(), p, topic, group, target.partitions)).ids.length;
       return n;
     };
     assert.equal(await groupSize('a'), 1, 'the moved job left the old group (its bucket slot)');
@@ -136,7 +136,7 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     const zsets = async (p: number) => {
       const found: { key: string; size: number; encoding: string }[] = [];
       for (let c = 0; c < 64; c++) {
-        const key = groupChunkKey(groupKey(p, topic, 'big'), c);
+        const key = groupChunkKey(groupKey(p, topic, 'big', target.partitions), c);
         const size = await redis.zcard(key);
         if (size === 0) continue;
         found.push({ key, size, encoding: String(await redis.object('ENCODING', key)) });
@@ -193,13 +193,13 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     for (let p = 0; p < target.partitions; p++) {
       assert.deepEqual(await zsets(p), [], `partition ${p}: no zset of the group is left behind`);
       const home = p === partitionOf(topic, moved, target.partitions);
-      const jobsKey = topicKeys(p, topic).jobs;
+      const jobsKey = topicKeys(p, topic, target.partitions).jobs;
       assert.equal(
-        (await redis.hlen(jobsKey)) - (await redis.hexists(jobsKey, '#seq')) - (await redis.hexists(jobsKey, '#gbuckets')),
+        (await redis.hlen(jobsKey)) - (await redis.hexists(jobsKey, '#seq')) - (await redis.hexists(jobsKey, '#gbuckets')) - (await redis.hexists(jobsKey, '#tail')),
         home ? 1 : 0,
-        `partition ${p}: nothing but the moved job, the version counter and the small groups' bucket count in the jobs hash`,
+        `partition ${p}: nothing but the moved job, the version counter, the ready list's count and the small groups' bucket count in the jobs hash`,
       );
-      assert.equal((await bucketState(redis, p, topic)).count, home ? 1 : 0, `partition ${p}: one small group in a bucket, the moved job's`);
+      assert.equal((await bucketState(redis, p, topic, target.partitions)).count, home ? 1 : 0, `partition ${p}: one small group in a bucket, the moved job's`);
     }
     await q.add({ topic, id: 'again', delay: 0, group: 'big' });
     assert.deepEqual(
@@ -216,14 +216,14 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     for (let i = 0; ids.length < 130; i++) if (partitionOf(topic, `re-${i}`, target.partitions) === 0) ids.push(`re-${i}`);
     await q.addMany(ids.slice(0, 100).map((id) => ({ topic, id, delay: 600, group: 'g' })));
     await q.addMany(ids.slice(100).map((id) => ({ topic, id, delay: 600, group: 'g' })));
-    const base = groupKey(0, topic, 'g');
+    const base = groupKey(0, topic, 'g', target.partitions);
     const first = ids[0]!;
     assert.equal(await target.redis().zcard(base), 128);
     assert.equal(await target.redis().zcard(groupChunkKey(base, 1)), 2);
     // the first job is cancelled, and purged by a moveDue whose leave has not run yet
     await q.cancel(topic, first);
     clock.advance(61 * SEC);
-    const k = topicKeys(0, topic);
+    const k = topicKeys(0, topic, target.partitions);
     const reply = await run(
       target.redis(),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: clock.now, limit: 100, maxAttempts: 3, backoff: 'f:10', random: 0, deadRetentionMs: HOUR, maxBytes: 1 << 20 }),
@@ -252,8 +252,8 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     };
     const before = inP0('before', 3);
     for (const id of before) await q.add({ topic, id, delay: 60, group: 'r' });
-    const k = topicKeys(0, topic);
-    const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(0, topic, 'r')] as const;
+    const k = topicKeys(0, topic, target.partitions);
+    const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(0, topic, 'r', target.partitions)] as const;
     // the cancel marks the group in partition 0 (a step of 0 members), then waits
     let [, , done, chunk, cursor, mark, last] = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'r', mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: 1 << 20, retentionMs: HOUR }));
     // every job of the group leaves it (a put moves it), and new ones join the emptied group

@@ -23,10 +23,10 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
 
   /** Every bucket of small groups of `topic` in partition 0, with its fields and encoding. */
   const bucketsOf = async (topic: string) => {
-    const { level, split, count } = await bucketState(target.redis(), 0, topic);
+    const { level, split, count } = await bucketState(target.redis(), 0, topic, target.partitions);
     const found: { key: string; fields: number; encoding: string }[] = [];
     for (let b = 0; b < 2 ** level + split; b++) {
-      const key = groupBucketKey(topicKeys(0, topic).jobs, b);
+      const key = groupBucketKey(topicKeys(0, topic, target.partitions).jobs, b);
       const fields = await target.redis().hlen(key);
       if (fields > 0) found.push({ key, fields, encoding: String(await target.redis().object('ENCODING', key)) });
     }
@@ -38,8 +38,8 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const redis = target.redis();
     const ids = inPartition0(topic, 'sm', 4);
     for (const id of ids.slice(0, 3)) await q.add({ topic, id, delay: 600, group: 'small' });
-    assert.deepEqual(await firstChunk(redis, 0, topic, 'small'), { form: 'bucket', ids: ids.slice(0, 3) });
-    assert.equal(await redis.exists(groupKey(0, topic, 'small')), 0, 'no key of its own');
+    assert.deepEqual(await firstChunk(redis, 0, topic, 'small', target.partitions), { form: 'bucket', ids: ids.slice(0, 3) });
+    assert.equal(await redis.exists(groupKey(0, topic, 'small', target.partitions)), 0, 'no key of its own');
     assert.deepEqual(
       (await q.listGroup(topic, 'small')).jobs.map((j) => j.id),
       ids.slice(0, 3),
@@ -52,9 +52,9 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
       [ids[0]],
     );
     await q.add({ topic, id: ids[3]!, delay: 600, group: 'small' });
-    assert.deepEqual(await redis.zrange(groupKey(0, topic, 'small'), 0, -1, 'WITHSCORES'), [ids[0], '1', ids[1], '2', ids[2], '3', ids[3], '4']);
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'small'), [], 'its bucket field is gone');
-    assert.equal((await bucketState(redis, 0, topic)).count, 0, 'and counted out');
+    assert.deepEqual(await redis.zrange(groupKey(0, topic, 'small', target.partitions), 0, -1, 'WITHSCORES'), [ids[0], '1', ids[1], '2', ids[2], '3', ids[3], '4']);
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'small', target.partitions), [], 'its bucket field is gone');
+    assert.equal((await bucketState(redis, 0, topic, target.partitions)).count, 0, 'and counted out');
     const rest: string[] = [];
     for (let cursor = first.next; cursor !== null;) {
       const page = await q.listGroup(topic, 'small', { limit: 1, cursor });
@@ -71,15 +71,15 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: a, delay: 600, group: 'g' });
     await q.add({ topic, id: b, delay: 600, group: 'g' });
     await q.put(topic, a, { delay: 600, group: 'elsewhere' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'g'), ['', b], 'the moved job left its slot empty');
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'g', target.partitions), ['', b], 'the moved job left its slot empty');
     await q.add({ topic, id: c, delay: 600, group: 'g' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'g'), ['', b, c]);
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'g', target.partitions), ['', b, c]);
     assert.deepEqual(
       (await q.listGroup(topic, 'g')).jobs.map((j) => j.id),
       [b, c],
     );
     await q.add({ topic, id: d, delay: 600, group: 'g' });
-    assert.deepEqual(await redis.zrange(groupKey(0, topic, 'g'), 0, -1, 'WITHSCORES'), [b, '2', c, '3', d, '4']);
+    assert.deepEqual(await redis.zrange(groupKey(0, topic, 'g', target.partitions), 0, -1, 'WITHSCORES'), [b, '2', c, '3', d, '4']);
     assert.deepEqual(
       (await q.listGroup(topic, 'g')).jobs.map((j) => j.id),
       [b, c, d],
@@ -99,7 +99,7 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: later, delay: 600, group: 'sg' });
     await q.add({ topic, id: other, delay: 600, group: 'og' });
     await sweep(q);
-    assert.equal((await firstChunk(redis, 0, topic, 'sg')).form, 'bucket');
+    assert.equal((await firstChunk(redis, 0, topic, 'sg', target.partitions)).form, 'bucket');
     assert.deepEqual(await q.cancelGroup(topic, 'sg'), { cancelled: 3, running: 0 });
     assert.deepEqual(await q.engine.claim(topic, 10), [], 'no job of the cancelled group starts');
     assert.equal((await q.get(topic, other))?.state, 'delayed', 'another small group is left alone');
@@ -128,7 +128,7 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     assert.equal(purged, 5);
     for (const group of ['sg', 'og']) assert.deepEqual((await q.listGroup(topic, group)).jobs, [], group);
     assert.deepEqual(await bucketsOf(topic), { level: 0, split: 0, count: 0, found: [] }, 'no bucket, no count');
-    assert.equal(await redis.exists(groupKey(0, topic, 'sg')), 0, 'no zset');
+    assert.equal(await redis.exists(groupKey(0, topic, 'sg', target.partitions)), 0, 'no zset');
   });
 
   it('buckets split as small groups come, and stay listpacks; every group lists its own jobs; purged, nothing is left', async () => {
@@ -190,7 +190,7 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const redis = target.redis();
     const ids = inPartition0(topic, 'lh', 300);
     await q.add({ topic, id: ids[0]!, delay: 600, group: 'h-0' });
-    const bucket = groupBucketKey(topicKeys(0, topic).jobs, 0);
+    const bucket = groupBucketKey(topicKeys(0, topic, target.partitions).jobs, 0);
     // a value longer than hash-max-listpack-value turns the hash into a hashtable, for good
     await redis.hset(bucket, 'x', 'x'.repeat(100));
     await redis.hdel(bucket, 'x');
@@ -224,8 +224,8 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: a1, delay: 600, group: 'gwuw' });
     await q.add({ topic, id: a2, delay: 600, group: 'gwuw' });
     await q.add({ topic, id: b1, delay: 600, group: 'g2whj' });
-    assert.deepEqual(await firstChunk(redis, 0, topic, 'gwuw'), { form: 'bucket', ids: [a1, a2] });
-    assert.deepEqual(await firstChunk(redis, 0, topic, 'g2whj'), { form: 'zset', ids: [b1] });
+    assert.deepEqual(await firstChunk(redis, 0, topic, 'gwuw', target.partitions), { form: 'bucket', ids: [a1, a2] });
+    assert.deepEqual(await firstChunk(redis, 0, topic, 'g2whj', target.partitions), { form: 'zset', ids: [b1] });
     assert.deepEqual(
       (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
       [a1, a2],
@@ -236,7 +236,7 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     );
     // a job of the bucket group moves to the zset group: its slot empties
     await q.put(topic, a2, { delay: 600, group: 'g2whj' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw'), [a1, '']);
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw', target.partitions), [a1, '']);
     assert.deepEqual(
       (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
       [a1],
@@ -248,7 +248,7 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     // a job of the zset group moves to the bucket group: it takes a slot, which the leave from
     // the zset group leaves alone
     await q.put(topic, b1, { delay: 600, group: 'gwuw' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw'), [a1, '', b1]);
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw', target.partitions), [a1, '', b1]);
     assert.deepEqual(
       (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
       [a1, b1],
@@ -282,7 +282,7 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: a1, delay: 600, group: 'gwuw' });
     await q.add({ topic, id: a2, delay: 1, group: 'gwuw' });
     await q.put(topic, a1, { delay: 600, group: 'g2whj' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw'), [a1, a2], "the moved job's slot is now the other group's");
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw', target.partitions), [a1, a2], "the moved job's slot is now the other group's");
     assert.deepEqual(
       (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
       [a2],
@@ -301,8 +301,8 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
       (await q.listGroup(topic, 'g2whj')).jobs.map((j) => j.id),
       [a1, b2],
     );
-    assert.deepEqual(await firstChunk(redis, 0, topic, 'gwuw'), { form: 'zset', ids: [a2, a3] });
-    assert.deepEqual(await firstChunk(redis, 0, topic, 'g2whj'), { form: 'bucket', ids: [a1, b2] }, "the field is the other group's alone again: its job joins it there");
+    assert.deepEqual(await firstChunk(redis, 0, topic, 'gwuw', target.partitions), { form: 'zset', ids: [a2, a3] });
+    assert.deepEqual(await firstChunk(redis, 0, topic, 'g2whj', target.partitions), { form: 'bucket', ids: [a1, b2] }, "the field is the other group's alone again: its job joins it there");
     assert.deepEqual(await q.cancelGroup(topic, 'gwuw'), { cancelled: 2, running: 0 });
     clock.advance(2 * SEC);
     await sweep(q);
@@ -317,7 +317,7 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const [x, y, z] = inPartition0(topic, 'st', 3) as [string, string, string];
     await q.add({ topic, id: x, delay: 600, group: 'st' });
     await q.add({ topic, id: y, delay: 600, group: 'st' });
-    const k = topicKeys(0, topic);
+    const k = topicKeys(0, topic, target.partitions);
     const purgeWithoutLeave = async (id: string) => {
       await q.cancel(topic, id);
       clock.advance(61 * SEC);
@@ -325,18 +325,18 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
       assert.deepEqual(reply[9], ['st', id, 0], 'the purge names the group and the chunk');
     };
     await purgeWithoutLeave(x);
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'st'), [x, y], 'its slot is still there');
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'st', target.partitions), [x, y], 'its slot is still there');
     await q.add({ topic, id: x, delay: 600, group: 'st' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'st'), [x, y], 'added again: the same slot');
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'st', target.partitions), [x, y], 'added again: the same slot');
     assert.deepEqual(
       (await q.listGroup(topic, 'st')).jobs.map((j) => j.id),
       [x, y],
     );
-    const base = groupKey(0, topic, 'st');
+    const base = groupKey(0, topic, 'st', target.partitions);
     assert.equal(await run(redis, script.leaveGroup([k.jobs, base], { group: 'st', members: [{ id: x, chunk: 0 }] })), 0, 'the late leave leaves it in the group');
     await purgeWithoutLeave(y);
     await q.add({ topic, id: z, delay: 600, group: 'st' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'st'), [x, '', z], "the join emptied the gone job's slot");
+    assert.deepEqual(await bucketSlots(redis, 0, topic, 'st', target.partitions), [x, '', z], "the join emptied the gone job's slot");
     assert.deepEqual(
       (await q.listGroup(topic, 'st')).jobs.map((j) => j.id),
       [x, z],
