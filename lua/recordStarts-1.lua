@@ -6,7 +6,7 @@
   A field found holding an older minute is started afresh. The hash expires an hour after the
   last start, so an idle topic leaves nothing behind. Bounded: at most a batch of values per call,
   at most ~110 bins per field, 60 fields per topic.
-  KEYS[1] stats hash (dq:{stats}:lateness:<topic>)
+  KEYS[1] stats hash of one partition (dq:{<partition's tag>}:lateness:<topic>)
   ARGV[1] fixed clock ms or ''  ARGV[2..] lateness of each started attempt, ms
   Field value: '<minute>|<count>|<max ms>|<bin>=<count>,...' (bins ascending).
   Returns the minute's count after the call.

@@ -13,6 +13,8 @@ export interface EngineContext {
   random(): number;
   /** Where the next claim starts its round of the partitions. */
   readonly rotation: Rotation;
+  /** Which partition's lateness hash the next record of starts goes to (lib/engine/lateness.ts). */
+  readonly statsRotation: Rotation;
 }
 
 /** The clock every due time and deadline is on: the fixed test clock, else Redis TIME (epoch ms). */

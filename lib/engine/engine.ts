@@ -52,7 +52,7 @@ export class Engine {
     private readonly options: EngineOptions = {},
   ) {
     const fixed = options.clock ?? (() => undefined);
-    this.ctx = { redis, config, clock: () => fixed() ?? '', random: options.random ?? Math.random, rotation: new Rotation() };
+    this.ctx = { redis, config, clock: () => fixed() ?? '', random: options.random ?? Math.random, rotation: new Rotation(), statsRotation: new Rotation() };
   }
 
   /** The configuration of topic `name`, which the caller has validated. */

@@ -176,10 +176,11 @@ export function syncKey(partition: number, count: number): SyncKey {
 
 /**
  * HASH of topic `topic`'s lateness at start over the last hour, one field per minute
- * (lua/recordStarts-1.lua). One key per topic, all in the `{stats}` slot.
+ * (lua/recordStarts-1.lua), in partition `partition` of `count`: the starts are recorded in the
+ * partitions in turn, so that on a cluster every shard takes its share, and read from all of them.
  */
-export function latenessKey(topic: string): LatenessKey {
-  return `dq:{stats}:lateness:${topic}` as LatenessKey;
+export function latenessKey(partition: number, topic: string, count: number): LatenessKey {
+  return `${partitionBase(partition, count)}lateness:${topic}` as LatenessKey;
 }
 
 /**

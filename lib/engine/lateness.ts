@@ -1,7 +1,8 @@
 /**
  * Lateness you can see: how late each attempt started (its start on the Redis clock minus its due
- * time), kept per topic for the last hour in one small hash (lua/recordStarts-1.lua), and read
- * back as the last 5 minutes' p50 / p99 / max and a per-minute series for the dashboard.
+ * time), kept per topic for the last hour in a small hash per partition (lua/recordStarts-1.lua;
+ * each record of starts goes to the next partition in turn, so no shard of a cluster takes them
+ * all), and read back, merged, as the last 5 minutes' p50 / p99 / max and a per-minute series.
  */
 import type { TopicConfig } from '../rules/config';
 import { latenessKey, topicKeys } from './keys';
@@ -38,10 +39,11 @@ interface Minute {
   bins: Map<number, number>;
 }
 
-/** Records the lateness of attempts that just started (one script call). */
+/** Records the lateness of attempts that just started (one script call, in the next partition in turn). */
 export async function recordStarts(ctx: EngineContext, topic: string, latenessMs: readonly number[]): Promise<void> {
   if (latenessMs.length === 0) return;
-  await run(ctx.redis, script.recordStarts([latenessKey(topic)], { clock: ctx.clock(), latenessMs }));
+  const partitions = ctx.config.partitions;
+  await run(ctx.redis, script.recordStarts([latenessKey(ctx.statsRotation.take(partitions), topic, partitions)], { clock: ctx.clock(), latenessMs }));
 }
 
 /** The upper bound (ms) of histogram bin `bin` (values with floor(4 * log2(ms + 1)) = bin). */
@@ -79,6 +81,13 @@ function capped(bound: number | null, maxMs: number | null): number | null {
   return bound === null || maxMs === null ? bound : Math.min(bound, maxMs);
 }
 
+/** `a` and `b` (of the same minute) as one. */
+function together(a: Minute, b: Minute): Minute {
+  const bins = new Map(a.bins);
+  for (const [bin, c] of b.bins) bins.set(bin, (bins.get(bin) ?? 0) + c);
+  return { minute: a.minute, n: a.n + b.n, max: Math.max(a.max, b.max), bins };
+}
+
 function merge(minutes: Minute[]): Map<number, number> {
   const bins = new Map<number, number>();
   for (const m of minutes) for (const [b, c] of m.bins) bins.set(b, (bins.get(b) ?? 0) + c);
@@ -87,12 +96,15 @@ function merge(minutes: Minute[]): Map<number, number> {
 
 /** A topic's lateness over the last 5 minutes and per minute over the last hour, at `nowMs` (Redis clock). */
 export async function latenessStats(ctx: EngineContext, topic: string, nowMs: number): Promise<{ window: LatenessWindow; lastHour: LatenessMinute[] }> {
-  const fields = await ctx.redis.hgetall(latenessKey(topic));
+  const partitions = ctx.config.partitions;
+  const hashes = await forEachPartition(partitions, (p) => ctx.redis.hgetall(latenessKey(p, topic, partitions)));
   const current = Math.floor(nowMs / 60_000);
   const byMinute = new Map<number, Minute>();
-  for (const raw of Object.values(fields)) {
+  for (const raw of hashes.flatMap((fields) => Object.values(fields))) {
     const m = parseMinute(raw);
-    if (m && m.minute > current - 60 && m.minute <= current) byMinute.set(m.minute, m);
+    if (!m || m.minute <= current - 60 || m.minute > current) continue;
+    const seen = byMinute.get(m.minute);
+    byMinute.set(m.minute, seen ? together(seen, m) : m);
   }
   const recent = [...byMinute.values()].filter((m) => m.minute > current - 5);
   const bins = merge(recent);

@@ -93,4 +93,8 @@ export class Rotation {
     const start = this.next++ % count;
     return Array.from({ length: count }, (_, i) => (start + i) % count);
   }
+  /** One partition of `count`, one further each call. */
+  take(count: number): number {
+    return this.next++ % count;
+  }
 }

@@ -1,7 +1,9 @@
 /**
  * Issue 14, item 5: lateness you can see. Handlers record how late each attempt started
  * (lua/recordStarts-1.lua); GET /topics shows the last 5 minutes' p50 / p99 / max, the age of the
- * oldest ready job, and a per-minute series over the last hour, kept in bounded space.
+ * oldest ready job, and a per-minute series over the last hour, kept in bounded space. With several
+ * partitions, the records go to the partitions in turn (no shard of a cluster takes them all) and
+ * are read back merged.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -53,6 +55,24 @@ describe('lateness stats (real redis-server)', () => {
     assert.ok(s.lateness.p99Ms! <= s.lateness.maxMs!);
   });
 
+  it('with 4 partitions, records go to each partition in turn and are read back merged', async () => {
+    const topic = uniqueTopic('late');
+    const clock = new TestClock(Date.UTC(2030, 0, 4, 12, 0, 0));
+    const q = makeQueue(redis, { [topic]: {} }, { clock, config: { partitions: 4 } });
+    for (let i = 1; i <= 8; i++) await q.engine.recordStarts(topic, [i, 100 * i]);
+    const perPartition = await Promise.all([0, 1, 2, 3].map((p) => redis.hget(latenessKey(p, topic, 4), `m${(Date.UTC(2030, 0, 4, 12, 0, 0) / 60_000) % 60}`)));
+    assert.deepEqual(
+      perPartition.map((raw) => raw?.split('|')[1]),
+      ['4', '4', '4', '4'],
+      'two records of two starts in each partition',
+    );
+    const s = await q.stats(topic);
+    assert.equal(s.lateness.started, 16);
+    assert.equal(s.lateness.maxMs, 800, 'the largest of all partitions');
+    assert.equal(s.lastHour.at(-1)!.started, 16);
+    assert.ok(s.lateness.p50Ms! >= 8 && s.lateness.p50Ms! <= 119, `p50 ${s.lateness.p50Ms}: between the 8 small and the 8 large values`);
+  });
+
   it('stays bounded: a day of starts every minute keeps at most 60 fields, a few KB', async (t) => {
     const topic = uniqueTopic('late');
     const clock = new TestClock(Date.UTC(2030, 0, 2));
@@ -71,11 +91,11 @@ describe('lateness stats (real redis-server)', () => {
         Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000),
       );
     }
-    assert.equal(await redis.hlen(latenessKey(topic)), 60);
-    const bytes = Number(await redis.call('MEMORY', 'USAGE', latenessKey(topic)));
+    assert.equal(await redis.hlen(latenessKey(0, topic, 1)), 60);
+    const bytes = Number(await redis.call('MEMORY', 'USAGE', latenessKey(0, topic, 1)));
     assert.ok(bytes < 16_384, `${bytes} bytes`);
     t.diagnostic(`lateness hash after an hour of 100 starts a minute spread over 0-100 s: ${bytes} bytes`);
-    const ttl = await redis.pttl(latenessKey(topic));
+    const ttl = await redis.pttl(latenessKey(0, topic, 1));
     assert.ok(ttl > 3_600_000 && ttl <= 3_720_000, `expires an hour after the last start: pttl ${ttl}`);
   });
 
