@@ -29,6 +29,6 @@ if retention > 0 or h[H_GROUP] then
   save(jobsKey, id, h, inline)
   redis.call('ZADD', doneKey, now + retention, id)
 else
-  remove(jobsKey, bodiesKey, id)
+  remove(jobsKey, bodiesKey, id, h)
 end
 return OUTCOME.ACKED

@@ -86,7 +86,7 @@ local function purge(state1, state2)
   return function(id, record)
     local h = decode(record)
     if h[H_STATE] == state1 or h[H_STATE] == state2 then
-      remove(k.jobs, k.bodies, id)
+      remove(k.jobs, k.bodies, id, h)
       purged = purged + 1
       if h[H_GROUP] then
         left[#left + 1] = h[H_GROUP]

@@ -16,7 +16,7 @@ local function cancelNow(k, id, h, inline, now, retention)
     save(k.jobs, id, h, inline)
     redis.call('ZADD', k.done, now + retention, id)
   else
-    remove(k.jobs, k.bodies, id)
+    remove(k.jobs, k.bodies, id, h)
   end
 end
 

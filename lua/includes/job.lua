@@ -39,13 +39,9 @@ local READY_TAIL_FIELD = '#tail'
 -- against 1,558 bytes a job for 1,024- and 1,025-byte bodies, BENCHMARKS.md).
 local INLINE_BODY_BYTES = 1024
 
--- The largest version of the records this call decoded (remove compares it with the clock).
-local versionsReadTop = 0
-
 -- A record's header and its inline body, or false when the body is in the bodies hash.
 local function decode(record)
   local offset, header = cmsgpack.unpack_one(record)
-  if header[H_VERSION] > versionsReadTop then versionsReadTop = header[H_VERSION] end
   if offset < 0 then return header, false end
   return header, string.sub(record, offset + 1)
 end
@@ -83,9 +79,8 @@ end
 -- test clock, a claim, its start and its ack in one ms), far less than a failover takes.
 local AHEAD_TICKS = 50
 
--- SEQ_FIELD of each hash (by key) as this call read or wrote it; the version this call gave each
--- record it wrote (by id; a call writes one jobs hash).
-local callSeqs, versionsGiven = {}, {}
+-- SEQ_FIELD of each hash (by key) as this call read or wrote it.
+local callSeqs = {}
 
 -- SEQ_FIELD of hash `key`, read once a call.
 local function seqOf(key)
@@ -138,7 +133,6 @@ end
 -- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it is.
 local function save(jobsKey, id, h, inline)
   h[H_VERSION] = nextVersion(jobsKey, h[H_VERSION])
-  versionsGiven[id] = h[H_VERSION]
   redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. (inline or ''))
 end
 
@@ -154,7 +148,6 @@ local function store(jobsKey, bodiesKey, id, h, body, replacing)
     if old then prev = old[H_VERSION] end
   end
   h[H_VERSION] = nextVersion(jobsKey, math.max(prev, seqOf(jobsKey)))
-  versionsGiven[id] = h[H_VERSION]
   if #body <= INLINE_BODY_BYTES then
     redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. body)
     if replacing then redis.call('HDEL', bodiesKey, id) end
@@ -164,11 +157,11 @@ local function store(jobsKey, bodiesKey, id, h, body, replacing)
   end
 end
 
--- Deletes job `id`: its record and its body. The record is one this call decoded or wrote (every
--- caller reads it first), so its version is at most the largest of those; when that is not below
--- the clock, SEQ_FIELD is raised to it, and the id made again within the tick gets a larger one.
-local function remove(jobsKey, bodiesKey, id)
-  local v = math.max(versionsReadTop, versionsGiven[id] or 0)
+-- Deletes job `id`, whose record's header is `h` (as this call decoded or last wrote it): its
+-- record and its body. When the record's version is not below the clock, SEQ_FIELD is raised to
+-- it, and the id made again within the tick gets a larger one.
+local function remove(jobsKey, bodiesKey, id, h)
+  local v = h[H_VERSION]
   if v >= clockTicks() then raiseSeq(jobsKey, v) end
   redis.call('HDEL', jobsKey, id)
   redis.call('HDEL', bodiesKey, id)

@@ -123,7 +123,7 @@ describe('versions within one tick of the clock', () => {
 local h = { PENDING, now, now, 0, false, false, false, false, false, now, false, false, false, 0, 0, false }
 store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
     const [v1, v2] = (await redis.eval(
-      lua(`--- @include "job"\n${make}\nlocal v1 = h[H_VERSION]\nsave(KEYS[1], ARGV[2], h, '"x"')\nlocal v2 = h[H_VERSION]\nremove(KEYS[1], KEYS[2], ARGV[2])\nreturn { v1, v2 }`),
+      lua(`--- @include "job"\n${make}\nlocal v1 = h[H_VERSION]\nsave(KEYS[1], ARGV[2], h, '"x"')\nlocal v2 = h[H_VERSION]\nremove(KEYS[1], KEYS[2], ARGV[2], h)\nreturn { v1, v2 }`),
       2,
       k.jobs,
       k.bodies,
