@@ -92,18 +92,8 @@ export interface MJob {
   why: string | null;
 }
 
-export interface MSchedule {
-  topic: string;
-  id: string;
-  everyMs: number;
-  catchUp: 'latest' | 'none';
-  paused: boolean;
-  jitterMs: number | null;
-  group: string | null;
-  body: string;
-  maxAttempts: number | null;
-  ttrMs: number | null;
-  backoff: Backoff | null;
+/** A schedule as the model holds it: its definition (as put), and where its runs stand. */
+export interface MSchedule extends ScheduleSpec {
   pending: { ms: number; id: string } | null;
   last: number | null;
   /** The occurrence handed over last (its job may still wait: held back by jitter, or ready). */
