@@ -72,6 +72,23 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
   }
 
   /**
+   * For `seconds` seconds: advances the clock a second, then sweeps and runs what is ready (and
+   * calls `each` with the seconds gone); asserts no occurrence runs twice. Returns when each ran.
+   */
+  async function runEachSecond(q: Queue, topic: string, clock: TestClock, seconds: number, each?: (s: number) => Promise<void>): Promise<Map<string, number>> {
+    const ran = new Map<string, number>();
+    for (let s = 1; s <= seconds; s++) {
+      clock.advance(SEC);
+      for (const id of await sweepAndRun(q, topic)) {
+        assert.ok(!ran.has(id), `${id} ran twice`);
+        ran.set(id, clock.now);
+      }
+      await each?.(s);
+    }
+    return ran;
+  }
+
+  /**
    * A schedule every hour with a 3000-s jitter whose first occurrence (its id picked so that the
    * jitter holds it back more than 2 minutes) is handed over and held back; then a put shortens
    * the period to a minute.
@@ -180,14 +197,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const herdId = occurrenceId('herd', start + HOUR);
       assert.equal((await q.get(topic, herdId))?.runAt, iso(due(herdId, start + HOUR, 600_000)));
       const offsets = new Set<number>();
-      const ran = new Map<string, number>();
-      for (let s = 1; s <= 120; s++) {
-        clock.advance(SEC);
-        for (const id of await sweepAndRun(q, topic)) {
-          assert.ok(!ran.has(id), `${id} ran twice`);
-          ran.set(id, clock.now);
-        }
-      }
+      const ran = await runEachSecond(q, topic, clock, 120);
       const expected: string[] = [];
       for (let nominal = start + 10 * SEC; nominal <= clock.now; nominal += 10 * SEC) {
         const id = occurrenceId('spread', nominal);
@@ -271,16 +281,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const { q, topic, clock } = setup({ jitter: 3600 });
       const start = clock.now;
       await q.putSchedule(topic, 'fast', { every: 1 });
-      const ran = new Map<string, number>();
-      for (let s = 1; s <= 120; s++) {
-        clock.advance(SEC);
-        for (const id of await sweepAndRun(q, topic)) {
-          assert.ok(!ran.has(id), `${id} ran twice`);
-          ran.set(id, clock.now);
-        }
+      const ran = await runEachSecond(q, topic, clock, 120, async (s) => {
         const waiting = await liveJobs(q, topic);
         assert.ok(waiting.length <= 2, `after ${s} s, ${waiting.length} occurrences wait: ${waiting.slice(0, 4).join(', ')}…`);
-      }
+      });
       // the topic's jitter applies up to the period: an occurrence falls due within [run time, run time + 1 s)
       for (let n = 1; n < 120; n++) {
         const id = occurrenceId('fast', start + n * SEC);
