@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { Redis, type Cluster } from 'ioredis';
 import { addJob } from '../../lib/edge/routes';
 import { HttpError } from '../../lib/edge/errors';
@@ -15,6 +15,7 @@ import { httpRoute } from '../../lib/edge/http';
 import { createRuntime } from '../../lib/platform/runtime';
 import { partitionOf, slotOf, syncKey } from '../../lib/engine/keys';
 import type { Queue } from '../../lib/edge/queue';
+import { postJob } from '../support/failover';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { startPrimaryWithReplica, startRedisCluster, type PrimaryWithReplica, type RedisClusterProcess } from '../support/redis';
 
@@ -154,14 +155,7 @@ describe('durability replica on a primary with one replica', () => {
       DQ_DURABILITY_TIMEOUT_MS: '200',
     });
     const route = httpRoute(addJob, () => rt);
-    const post = async (id: string) =>
-      (await route({
-        rawPath: '/jobs',
-        routeKey: 'POST /jobs',
-        headers: { authorization: 'Bearer t' },
-        requestContext: { http: { method: 'POST' } },
-        body: JSON.stringify({ topic, id, delay: 60 }),
-      } as unknown as APIGatewayProxyEventV2)) as APIGatewayProxyStructuredResultV2;
+    const post = (id: string) => postJob(route, { topic, id, delay: 60 });
     try {
       pair.pauseReplica();
       let res: APIGatewayProxyStructuredResultV2;

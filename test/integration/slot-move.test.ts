@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { Redis, type Cluster } from 'ioredis';
 import { httpRoute } from '../../lib/edge/http';
 import { addJob } from '../../lib/edge/routes';
@@ -20,6 +19,7 @@ import { createLogger } from '../../lib/platform/log';
 import { createRedis, isUnavailable } from '../../lib/platform/redis';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
 import { until } from '../../scripts/support/process';
+import { postJob } from '../support/failover';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { moveSlot, slotOwner, startRedisCluster, type RedisClusterProcess } from '../support/redis';
 
@@ -126,14 +126,7 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
     const log = (line: string) => void (line.includes('"status":500') && errors500.push(String((JSON.parse(line) as { error?: { message?: unknown } }).error?.message)));
     const quiet = { ...rt, log: createLogger('test', {}, 'error', log) };
     const route = httpRoute(addJob, () => quiet);
-    const post = async (topic: string, id: string) =>
-      (await route({
-        rawPath: '/jobs',
-        routeKey: 'POST /jobs',
-        headers: { authorization: 'Bearer t' },
-        requestContext: { http: { method: 'POST' } },
-        body: JSON.stringify({ topic, id, delay: 0 }),
-      } as unknown as APIGatewayProxyEventV2)) as APIGatewayProxyStructuredResultV2;
+    const post = (topic: string, id: string) => postJob(route, { topic, id, delay: 0 });
 
     const statuses = new Map<number, number>();
     const added: [string, string][] = [];

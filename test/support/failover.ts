@@ -2,9 +2,11 @@
  * A primary whose one replica syncs through a link the test can cut (a TCP proxy: both servers stay
  * up and connected, no byte passes, as on a hung network), and a failover to that replica
  * (`REPLICAOF NO ONE`, as ElastiCache promotes one), with a fresh replica for the new primary so
- * that durability `replica` can acknowledge changes there again.
+ * that durability `replica` can acknowledge changes there again. Also the POST /jobs that tests of
+ * a failing or moving store send through the addJob Lambda (postJob).
  */
 import { spawnSync } from 'node:child_process';
+import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { Redis } from 'ioredis';
 import { until } from '../../scripts/support/process';
 import { startSwitchProxy, type SwitchProxy } from './proxy';
@@ -73,4 +75,18 @@ export async function startCuttableReplica(): Promise<CuttableReplica> {
     await stop();
     throw error;
   }
+}
+
+/**
+ * POST /jobs with `job` as its JSON body and bearer token `t`, as API Gateway hands it to `route`
+ * (the addJob Lambda: `httpRoute(addJob, …)`); the Lambda's answer.
+ */
+export async function postJob(route: (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>, job: { topic: string; id: string; delay: number }): Promise<APIGatewayProxyStructuredResultV2> {
+  return (await route({
+    rawPath: '/jobs',
+    routeKey: 'POST /jobs',
+    headers: { authorization: 'Bearer t' },
+    requestContext: { http: { method: 'POST' } },
+    body: JSON.stringify(job),
+  } as unknown as APIGatewayProxyEventV2)) as APIGatewayProxyStructuredResultV2;
 }
