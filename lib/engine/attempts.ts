@@ -115,7 +115,7 @@ export async function ackJob(ctx: EngineContext, topic: string, id: string, ref:
 /** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */
 export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, ref: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
-  const call = script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], {
+  const call = script.failJob([k.jobs, k.running, k.delayed, k.dead], {
     clock: ctx.clock(),
     ...attemptArg(id, ref),
     error,
@@ -144,7 +144,7 @@ export async function releaseJobs(ctx: EngineContext, jobs: readonly Ref[], reas
       const k = topicKeys(partition, t.name, ctx.config.partitions);
       // a call that reached its byte budget looked at the first `looked`: the rest go in the next
       for (let rest = batch; rest.length > 0;) {
-        const call = script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], {
+        const call = script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], {
           clock: ctx.clock(),
           maxAttempts: t.maxAttempts,
           backoff: t.backoff,
@@ -178,7 +178,7 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
       const k = topicKeys(partition, topic, ctx.config.partitions);
       // a call that reached its byte budget answered for the first attempts: the rest go in the next
       for (let rest = indexes; rest.length > 0;) {
-        const reply = await run(ctx.redis, script.startAttempts([k.jobs, k.bodies], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }));
+        const reply = await run(ctx.redis, script.startAttempts([k.jobs], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }));
         reply.forEach((code, j) => (live[rest[j]!] = code === OUTCOME.STARTED));
         rest = rest.slice(atLeastOne(reply.length, 'startAttempts'));
       }

@@ -58,7 +58,7 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
   const redrive = async (partition: number, args: { ids: readonly string[] } | { count: number }): Promise<void> => {
     const k = topicKeys(partition, t.name, ctx.config.partitions);
     for (let rest = args; ;) {
-      const reply: script.RedriveReply = await run(ctx.redis, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: ctx.clock(), maxBytes: SCRIPT_CALL_BYTES, ...rest }));
+      const reply: script.RedriveReply = await run(ctx.redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: ctx.clock(), maxBytes: SCRIPT_CALL_BYTES, ...rest }));
       const [n, headChanged, looked, stopped] = reply;
       redriven += n;
       if (headChanged === 1) wake = true;

@@ -19,7 +19,7 @@ import cancelJob from '../../lua/cancelJob-5.lua';
 import cancelGroup from '../../lua/cancelGroup-6.lua';
 import claimJobs from '../../lua/claimJobs-6.lua';
 import endFanout from '../../lua/endFanout-1.lua';
-import failJob from '../../lua/failJob-5.lua';
+import failJob from '../../lua/failJob-4.lua';
 import getJob from '../../lua/getJob-2.lua';
 import holdLease from '../../lua/holdLease-4.lua';
 import leaveGroup from '../../lua/leaveGroup-2.lua';
@@ -27,11 +27,11 @@ import listGroup from '../../lua/listGroup-4.lua';
 import listJobs from '../../lua/listJobs-4.lua';
 import listReady from '../../lua/listReady-4.lua';
 import moveDue from '../../lua/moveDue-7.lua';
-import redriveJobs from '../../lua/redriveJobs-4.lua';
+import redriveJobs from '../../lua/redriveJobs-3.lua';
 import releaseLease from '../../lua/releaseLease-4.lua';
-import releaseJobs from '../../lua/releaseJobs-6.lua';
+import releaseJobs from '../../lua/releaseJobs-5.lua';
 import rescheduleJob from '../../lua/rescheduleJob-3.lua';
-import startAttempts from '../../lua/startAttempts-2.lua';
+import startAttempts from '../../lua/startAttempts-1.lua';
 import startFanout from '../../lua/startFanout-1.lua';
 import syncPoint from '../../lua/syncPoint-1.lua';
 import recordStarts from '../../lua/recordStarts-1.lua';
@@ -53,11 +53,11 @@ export const SCRIPTS = {
   rescheduleJob: { file: 'rescheduleJob-3.lua', numberOfKeys: 3, source: rescheduleJob },
   claimJobs: { file: 'claimJobs-6.lua', numberOfKeys: 6, source: claimJobs },
   ackJob: { file: 'ackJob-4.lua', numberOfKeys: 4, source: ackJob },
-  failJob: { file: 'failJob-5.lua', numberOfKeys: 5, source: failJob },
-  releaseJobs: { file: 'releaseJobs-6.lua', numberOfKeys: 6, source: releaseJobs },
-  startAttempts: { file: 'startAttempts-2.lua', numberOfKeys: 2, source: startAttempts },
+  failJob: { file: 'failJob-4.lua', numberOfKeys: 4, source: failJob },
+  releaseJobs: { file: 'releaseJobs-5.lua', numberOfKeys: 5, source: releaseJobs },
+  startAttempts: { file: 'startAttempts-1.lua', numberOfKeys: 1, source: startAttempts },
   moveDue: { file: 'moveDue-7.lua', numberOfKeys: 7, source: moveDue },
-  redriveJobs: { file: 'redriveJobs-4.lua', numberOfKeys: 4, source: redriveJobs },
+  redriveJobs: { file: 'redriveJobs-3.lua', numberOfKeys: 3, source: redriveJobs },
   listJobs: { file: 'listJobs-4.lua', numberOfKeys: 4, source: listJobs },
   listReady: { file: 'listReady-4.lua', numberOfKeys: 4, source: listReady },
   cancelGroup: { file: 'cancelGroup-6.lua', numberOfKeys: 6, source: cancelGroup },

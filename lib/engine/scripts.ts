@@ -170,37 +170,34 @@ export function ackJob(keys: readonly [JobsKey, BodiesKey, RunningKey, DoneKey],
   return call('ackJob', keys, [a.clock, a.id, a.attempt, a.retentionMs, a.claim]);
 }
 
-/** lua/failJob-5.lua's reply. */
+/** lua/failJob-4.lua's reply. */
 export type FailReply = readonly [code: Outcome<'RETRY_SCHEDULED'>, runAt: number, headChanged: Flag] | readonly [code: Outcome<'DEAD_LETTERED'>] | readonly [code: Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>];
 
-/** lua/failJob-5.lua: ends attempt `attempt` as failed (retry after the backoff, or dead). */
-export function failJob(
-  keys: readonly [JobsKey, BodiesKey, RunningKey, DelayedKey, DeadKey],
-  a: { clock: ClockArg; error: string; maxAttempts: number; backoff: string; random: number; retryAfterMs?: number } & AttemptArg,
-): ScriptCall<FailReply> {
+/** lua/failJob-4.lua: ends attempt `attempt` as failed (retry after the backoff, or dead). */
+export function failJob(keys: readonly [JobsKey, RunningKey, DelayedKey, DeadKey], a: { clock: ClockArg; error: string; maxAttempts: number; backoff: string; random: number; retryAfterMs?: number } & AttemptArg): ScriptCall<FailReply> {
   const retryAfter = a.retryAfterMs === undefined ? '' : Math.max(0, Math.round(a.retryAfterMs));
   return call('failJob', keys, [a.clock, a.id, a.attempt, a.error, a.maxAttempts, a.backoff, a.random, retryAfter, a.claim]);
 }
 
 /**
- * lua/releaseJobs-6.lua's reply: given back uncounted, counted as failed (after too many give-backs
+ * lua/releaseJobs-5.lua's reply: given back uncounted, counted as failed (after too many give-backs
  * in a row), and how many of the jobs sent were looked at (the byte budget may stop it before the rest).
  */
 export type ReleaseReply = readonly [released: number, retried: number, deadLettered: number, looked: number];
 
-/** lua/releaseJobs-6.lua: gives claimed jobs back after a failed invoke (the sixth in a row counts as a failed attempt). */
+/** lua/releaseJobs-5.lua: gives claimed jobs back after a failed invoke (the sixth in a row counts as a failed attempt). */
 export function releaseJobs(
-  keys: readonly [JobsKey, BodiesKey, RunningKey, ReadyKey, DelayedKey, DeadKey],
+  keys: readonly [JobsKey, RunningKey, ReadyKey, DelayedKey, DeadKey],
   a: { clock: ClockArg; maxAttempts: number; backoff: string; random: number; reason: string; jobs: readonly AttemptArg[] } & Budget,
 ): ScriptCall<ReleaseReply> {
   return call('releaseJobs', keys, [a.clock, a.maxAttempts, a.backoff, a.random, a.reason, a.maxBytes, ...a.jobs.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
-/** lua/startAttempts-2.lua's reply: one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
+/** lua/startAttempts-1.lua's reply: one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
 export type StartReply = readonly (Outcome<'STARTED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[];
 
-/** lua/startAttempts-2.lua: marks the live attempts of one topic and partition started; says which are live. */
-export function startAttempts(keys: readonly [JobsKey, BodiesKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget): ScriptCall<StartReply> {
+/** lua/startAttempts-1.lua: marks the live attempts of one topic and partition started; says which are live. */
+export function startAttempts(keys: readonly [JobsKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget): ScriptCall<StartReply> {
   return call('startAttempts', keys, [a.clock, a.maxBytes, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
@@ -216,13 +213,13 @@ export function moveDue(
 }
 
 /**
- * lua/redriveJobs-4.lua's reply: `looked` counts the ids (given, or oldest dead) looked at, in
+ * lua/redriveJobs-3.lua's reply: `looked` counts the ids (given, or oldest dead) looked at, in
  * order; `more` is 1 when the byte budget stopped it before the rest.
  */
 export type RedriveReply = readonly [redriven: number, headChanged: Flag, looked: number, more: Flag];
 
-/** lua/redriveJobs-4.lua: moves the given dead jobs, or the `count` oldest, back to delayed, within the byte budget. */
-export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey, BodiesKey], a: { clock: ClockArg } & Budget & ({ ids: readonly string[] } | { count: number })): ScriptCall<RedriveReply> {
+/** lua/redriveJobs-3.lua: moves the given dead jobs, or the `count` oldest, back to delayed, within the byte budget. */
+export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey], a: { clock: ClockArg } & Budget & ({ ids: readonly string[] } | { count: number })): ScriptCall<RedriveReply> {
   return call('redriveJobs', keys, 'ids' in a ? [a.clock, a.ids.length, a.maxBytes, ...a.ids] : [a.clock, a.count, a.maxBytes]);
 }
 

@@ -232,8 +232,8 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.engine.sweep();
       const claimed = await q.engine.claim(topic, 3);
       const attempts = claimed.map((j) => ({ id: j.id, attempt: j.attempt, claim: j.claim }));
-      assert.deepEqual(await run(redis, script.startAttempts([k.jobs, k.bodies], { clock: clock.now, attempts, maxBytes: 1 })), [OUTCOME.STARTED]);
-      const release = await run(redis, script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: clock.now, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: attempts.slice(1), maxBytes: 1 }));
+      assert.deepEqual(await run(redis, script.startAttempts([k.jobs], { clock: clock.now, attempts, maxBytes: 1 })), [OUTCOME.STARTED]);
+      const release = await run(redis, script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: clock.now, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: attempts.slice(1), maxBytes: 1 }));
       assert.deepEqual(release, [1, 0, 0, 1], 'released 1, looked at 1');
       assert.deepEqual((await q.stats(topic)).running, 2);
       // the engine sends the rest itself
@@ -259,8 +259,8 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       for (const job of await q.engine.claim(topic, 3)) await q.engine.fail(topic, job.id, job, 'x');
       const [more, ...entries] = await run(redis, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 10, maxBytes: 1 }));
       assert.deepEqual([more, entries.map((e) => e[1][0])], [1, ['a']]);
-      assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: clock.now, count: 3, maxBytes: 1 })), [1, 1, 1, 1]);
-      assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: clock.now, ids: ['b', 'c'], maxBytes: 1 })), [1, 0, 1, 1]);
+      assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: clock.now, count: 3, maxBytes: 1 })), [1, 1, 1, 1]);
+      assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: clock.now, ids: ['b', 'c'], maxBytes: 1 })), [1, 0, 1, 1]);
       assert.equal(await redis.zcard(k.dead), 1);
     });
   });

@@ -25,7 +25,7 @@ export const BUDGET = {
   sweep: { scriptCalls: 0.003, commands: 0.018 },
   /** Claims of 10 jobs (claimJobs-6). */
   claim: { scriptCalls: 0.1, commands: 4.4 },
-  /** Start marks of 10 attempts (startAttempts-2). */
+  /** Start marks of 10 attempts (startAttempts-1). */
   start: { scriptCalls: 0.1, commands: 2.1 },
   /** Acks, one per job (ackJob-4). */
   ack: { scriptCalls: 1, commands: 5 },

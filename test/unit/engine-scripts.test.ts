@@ -41,11 +41,11 @@ describe('typed script calls', () => {
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: {} }),
       script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
       script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
-      script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
-      script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
-      script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [], maxBytes: 1 }),
+      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
+      script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs], { clock: '', attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
-      script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', count: 1, maxBytes: 1 }),
+      script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1, maxBytes: 1 }),
       script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 1 }),
       script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 0, limit: 1, maxBytes: 1 }),
       script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1, retentionMs: 0 }),
@@ -78,11 +78,11 @@ describe('typed script calls', () => {
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: 7, id: 'a', change: { body: '1' } }),
       script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
       script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: 7, id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
-      script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
-      script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
-      script.startAttempts([k.jobs, k.bodies], { clock: 7, attempts: [], maxBytes: 1 }),
+      script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
+      script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs], { clock: 7, attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
-      script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: 7, ids: ['a'], maxBytes: 1 }),
+      script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: 7, ids: ['a'], maxBytes: 1 }),
       script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1, retentionMs: 0 }),
       script.wakeSweeper(lease, { clock: 7, dueAt: 'now', horizonMs: 1 }),
       script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, id: 'a', seen: 0, pending: 'replace', last: null, run: null, next: null, record }),
@@ -101,10 +101,10 @@ describe('typed script calls', () => {
     const budgeted: [script: string, at: number, args: readonly unknown[]][] = [
       ['addJobs', 3, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', jobs: [], maxBytes: 4242 }).args],
       ['claimJobs', 6, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 4242 }).args],
-      ['releaseJobs', 6, script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 4242 }).args],
-      ['startAttempts', 2, script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [], maxBytes: 4242 }).args],
+      ['releaseJobs', 6, script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 4242 }).args],
+      ['startAttempts', 2, script.startAttempts([k.jobs], { clock: '', attempts: [], maxBytes: 4242 }).args],
       ['moveDue', 7, script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 4242 }).args],
-      ['redriveJobs', 3, script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', count: 1, maxBytes: 4242 }).args],
+      ['redriveJobs', 3, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1, maxBytes: 4242 }).args],
       ['listJobs', 4, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 4242 }).args],
       ['listReady', 3, script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 0, limit: 1, maxBytes: 4242 }).args],
       ['listGroup', 5, script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'g', chunk: '', cursor: '-inf', limit: 1, maxBytes: 4242 }).args],
@@ -124,7 +124,7 @@ describe('typed script calls', () => {
     assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'put', jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }], maxBytes: 9 }).args.slice(-3), ['meeting-1', 7, '{}']);
     assert.deepEqual(script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 9, ifMatch: '*' }).args, ['', 'a', 9, '*']);
     assert.deepEqual(script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: { when: { kind: 'a', ms: 9 } } }).args, ['', 'a', 'a', 9, '0', '']);
-    assert.deepEqual(script.failJob([k.jobs, k.bodies, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, [
+    assert.deepEqual(script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, [
       '',
       'a',
       2,
@@ -138,10 +138,10 @@ describe('typed script calls', () => {
     assert.deepEqual(script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 2, claim: 'c', retentionMs: 9 }).args, ['', 'a', 2, 9, 'c']);
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0', 0]);
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-2), '1');
-    assert.deepEqual(script.startAttempts([k.jobs, k.bodies], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
-    assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs, k.bodies], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, 'a', 'b']);
+    assert.deepEqual(script.startAttempts([k.jobs], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
+    assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, 'a', 'b']);
     assert.deepEqual(
-      script.releaseJobs([k.jobs, k.bodies, k.running, k.ready, k.delayed, k.dead], {
+      script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], {
         clock: '',
         maxAttempts: 3,
         backoff: 'f:0',

@@ -1,8 +1,7 @@
 --[[
   Finishes a running attempt as failed: schedules the next attempt after the backoff, or
   dead-letters the job when its attempts are used up. Rewrites the record's header only.
-  KEYS[1] jobs hash  KEYS[2] bodies hash (not touched)  KEYS[3] running zset  KEYS[4] delayed zset
-  KEYS[5] dead zset
+  KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] delayed zset  KEYS[4] dead zset
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] attempt number the caller ran
   ARGV[4] error message  ARGV[5] the topic's max attempts  ARGV[6] the topic's backoff spec
   ARGV[7] random number in [0, 1) for jitter  ARGV[8] retry after this many ms instead of the
@@ -18,8 +17,8 @@
 --- @include "head"
 --- @include "job"
 --- @include "attempts"
-local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[4], dead = KEYS[5] }
-local runningKey = KEYS[3]
+local k = { jobs = KEYS[1], delayed = KEYS[3], dead = KEYS[4] }
+local runningKey = KEYS[2]
 local now, id = clock(ARGV[1]), ARGV[2]
 local record = redis.call('HGET', k.jobs, id)
 if not record then return { REFUSAL.NOT_FOUND } end

@@ -4,7 +4,7 @@
   claim, before its deadline, and not started already (a duplicate event of the same attempt).
   Rewrites each record's header only, and stops before the job whose record would pass the byte
   budget (never before the first).
-  KEYS[1] jobs hash  KEYS[2] bodies hash (not touched)
+  KEYS[1] jobs hash
   ARGV[1] fixed clock ms or ''  ARGV[2] byte budget of the records read
   ARGV[3..] triples: id, attempt number, claim token
   Returns one code per triple looked at, in order (fewer codes than triples: the budget was
@@ -18,7 +18,7 @@
 --- @include "budget"
 --- @include "job"
 --- @include "attempts"
-local jobsKey, bodiesKey = KEYS[1], KEYS[2]
+local jobsKey = KEYS[1]
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[2]))
 local result = {}

@@ -4,8 +4,7 @@
   already; then this give-back counts as a failed attempt (retry after the backoff, or dead) with
   the reason as its lastError (giveBack in includes/attempts.lua). Rewrites each record's header
   only, and stops before the job whose record would pass the byte budget (never before the first).
-  KEYS[1] jobs hash  KEYS[2] bodies hash (not touched)  KEYS[3] running zset  KEYS[4] ready list
-  KEYS[5] delayed zset  KEYS[6] dead zset
+  KEYS[1] jobs hash  KEYS[2] running zset  KEYS[3] ready list  KEYS[4] delayed zset  KEYS[5] dead zset
   ARGV[1] fixed clock ms or ''  ARGV[2] the topic's max attempts  ARGV[3] the topic's backoff spec
   ARGV[4] random number in [0, 1) for jitter  ARGV[5] why the invoke failed
   ARGV[6] byte budget of the records read
@@ -18,8 +17,8 @@
 --- @include "budget"
 --- @include "job"
 --- @include "attempts"
-local k = { jobs = KEYS[1], bodies = KEYS[2], ready = KEYS[4], delayed = KEYS[5], dead = KEYS[6] }
-local runningKey = KEYS[3]
+local k = { jobs = KEYS[1], ready = KEYS[3], delayed = KEYS[4], dead = KEYS[5] }
+local runningKey = KEYS[2]
 local now = clock(ARGV[1])
 local defaultMax, defaultBackoff, rand, reason = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local budget = byteBudget(tonumber(ARGV[6]))

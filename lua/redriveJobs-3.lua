@@ -2,7 +2,7 @@
   Moves dead jobs back to delayed, due now, with their attempts reset to 0 (the last error is
   kept until the next attempt ends). Rewrites each record's header only, and stops before the job
   whose record would pass the byte budget (never before the first).
-  KEYS[1] dead zset  KEYS[2] delayed zset  KEYS[3] jobs hash  KEYS[4] bodies hash (not touched)
+  KEYS[1] dead zset  KEYS[2] delayed zset  KEYS[3] jobs hash
   ARGV[1] fixed clock ms or ''  ARGV[2] n: redrive the n oldest dead jobs, when no ids follow
   ARGV[3] byte budget of the records read
   ARGV[4..] ids to redrive (ids that are not dead are skipped)
@@ -16,7 +16,7 @@
 --- @include "budget"
 --- @include "head"
 --- @include "job"
-local deadKey, delayedKey, jobsKey, bodiesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local deadKey, delayedKey, jobsKey = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[3]))
 local given = #ARGV > 3
