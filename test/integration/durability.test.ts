@@ -19,7 +19,10 @@ import { postJob } from '../support/failover';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { startPrimaryWithReplica, startRedisCluster, type PrimaryWithReplica, type RedisClusterProcess } from '../support/redis';
 
+/** The replica wait of the queues that must refuse: a paused replica never answers, so 200 ms is enough to see it. */
 const TIMEOUT_S = 0.2;
+/** The replica wait of the queues whose changes must be acknowledged: the longest allowed, for a busy machine. */
+const PATIENT_S = 1.5;
 
 async function refusedNotReplicated(promise: Promise<unknown>): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
@@ -36,7 +39,10 @@ describe('durability replica on a primary with one replica', () => {
   let redis: Redis;
   let replicaClient: Redis;
   const topic = uniqueTopic('dur');
+  /** Refuses fast while the replica is paused. */
   let durable: Queue;
+  /** The same durability, for the changes that must be acknowledged (PATIENT_S). */
+  let patient: Queue;
   let fast: Queue;
 
   before(async () => {
@@ -44,6 +50,7 @@ describe('durability replica on a primary with one replica', () => {
     redis = new Redis(pair.primary.url);
     replicaClient = new Redis(pair.replica.url);
     durable = makeQueue(redis, { [topic]: {} }, { config: { durability: 'replica', durabilityTimeout: TIMEOUT_S } });
+    patient = makeQueue(redis, { [topic]: {} }, { config: { durability: 'replica', durabilityTimeout: PATIENT_S } });
     fast = makeQueue(redis, { [topic]: {} }, { config: { durability: 'none' } });
   });
   after(async () => {
@@ -56,10 +63,10 @@ describe('durability replica on a primary with one replica', () => {
   const onReplica = async (id: string) => replicaClient.hexists(`dq:{p0}:jobs:${topic}`, id);
 
   it('an acknowledged add, put, cancel and redrive are on the replica when the call returns', async () => {
-    const added = await durable.add({ topic, id: 'a1', delay: 60, body: { n: 1 } });
+    const added = await patient.add({ topic, id: 'a1', delay: 60, body: { n: 1 } });
     assert.equal(added.status, 'created');
     assert.equal(await onReplica('a1'), 1, 'the replica has the job the moment the add is acknowledged');
-    const batch = await durable.addMany([
+    const batch = await patient.addMany([
       { topic, id: 'a2', delay: 60 },
       { topic, id: 'a3', delay: 60 },
     ]);
@@ -68,9 +75,9 @@ describe('durability replica on a primary with one replica', () => {
       ['created', 'created'],
     );
     assert.deepEqual([await onReplica('a2'), await onReplica('a3')], [1, 1]);
-    await durable.put(topic, 'a4', { delay: 60 });
+    await patient.put(topic, 'a4', { delay: 60 });
     assert.equal(await onReplica('a4'), 1);
-    const cancelled = await durable.cancel(topic, 'a1');
+    const cancelled = await patient.cancel(topic, 'a1');
     assert.equal(cancelled.state, 'cancelled');
   });
 
@@ -90,10 +97,10 @@ describe('durability replica on a primary with one replica', () => {
   });
 
   it('a retry after the replica caught up is acknowledged, and there is exactly one job', async () => {
-    const retried = await durable.add({ topic, id: 'b1', delay: 60 });
+    const retried = await patient.add({ topic, id: 'b1', delay: 60 });
     assert.equal(retried.status, 'exists', 'the 503 changed the primary; the retry finds the job');
     assert.equal(await onReplica('b1'), 1);
-    assert.equal((await durable.cancel(topic, 'a2')).state, 'cancelled', 'cancelling again is acknowledged');
+    assert.equal((await patient.cancel(topic, 'a2')).state, 'cancelled', 'cancelling again is acknowledged');
     assert.equal(await redis.hlen(`dq:{p0}:jobs:${topic}`), await replicaClient.hlen(`dq:{p0}:jobs:${topic}`));
   });
 
@@ -107,14 +114,14 @@ describe('durability replica on a primary with one replica', () => {
     } finally {
       pair.resumeReplica();
     }
-    assert.equal((await durable.add({ topic, id: 'c1', delay: 60 })).status, 'exists');
+    assert.equal((await patient.add({ topic, id: 'c1', delay: 60 })).status, 'exists');
     assert.equal(await onReplica('c1'), 1);
   });
 
   it('answers that wrote nothing in many partitions cost one sync bump per primary, not one per partition', async () => {
     const wide = uniqueTopic('dur-wide');
     const partitions = 8;
-    const q = makeQueue(redis, { [wide]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: TIMEOUT_S } });
+    const q = makeQueue(redis, { [wide]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: PATIENT_S } });
     const bumps = async () => {
       const values = await Promise.all(Array.from({ length: partitions }, (_, p) => redis.get(syncKey(p, partitions))));
       return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
@@ -129,11 +136,12 @@ describe('durability replica on a primary with one replica', () => {
   it('redrive is acknowledged only once replicated', async () => {
     const dead = uniqueTopic('dur-dead');
     const q = makeQueue(redis, { [dead]: { maxAttempts: 1 } }, { config: { durability: 'replica', durabilityTimeout: TIMEOUT_S } });
-    await q.add({ topic: dead, id: 'd1', delay: 0 });
-    await q.engine.sweep();
-    const [claimed] = await q.engine.claim(dead, 1);
+    const setup = makeQueue(redis, { [dead]: { maxAttempts: 1 } }, { config: { durability: 'replica', durabilityTimeout: PATIENT_S } });
+    await setup.add({ topic: dead, id: 'd1', delay: 0 });
+    await setup.engine.sweep();
+    const [claimed] = await setup.engine.claim(dead, 1);
     assert.ok(claimed);
-    await q.engine.fail(dead, 'd1', claimed, 'boom');
+    await setup.engine.fail(dead, 'd1', claimed, 'boom');
     pair.pauseReplica();
     try {
       await refusedNotReplicated(q.redrive(dead, { ids: ['d1'] }));
@@ -152,7 +160,7 @@ describe('durability replica on a primary with one replica', () => {
       DQ_WAKE_INVOKES: 'false',
       LOG_LEVEL: 'error',
       DQ_DURABILITY: 'replica',
-      DQ_DURABILITY_TIMEOUT_MS: '200',
+      DQ_DURABILITY_TIMEOUT_MS: String(PATIENT_S * 1000), // the 503 waits it out; the 409 and 201 after it need it on a busy machine
     });
     const route = httpRoute(addJob, () => rt);
     const post = (id: string) => postJob(route, { topic, id, delay: 60 });
@@ -191,7 +199,7 @@ describe('durability replica on a cluster: the wait reaches the shard that owns 
     client = cluster.client();
     if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
     q = makeQueue(client, { [topic]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: TIMEOUT_S } });
-    patient = makeQueue(client, { [topic]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: 1.5 } });
+    patient = makeQueue(client, { [topic]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: PATIENT_S } });
   });
   after(async () => {
     for (const node of cluster.nodes) {
