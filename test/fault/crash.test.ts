@@ -12,8 +12,13 @@ import { Stack } from './support/stack';
 
 const KILLS = 10;
 
-async function produce(stack: Stack, label: string, count: number): Promise<void> {
-  for (let i = 0; i < count; i++) {
+/**
+ * Adds `count` jobs, one every 25 ms, due within 2 s; then goes on adding until `enough()` (all the
+ * kills made: on a busy machine a restart takes longer and lets more jobs pass meanwhile), at most
+ * ten times `count` in all.
+ */
+async function produce(stack: Stack, label: string, count: number, enough: () => boolean): Promise<void> {
+  for (let i = 0; i < count || (!enough() && i < 10 * count); i++) {
     await stack.add(Math.random() * 2, label);
     await sleep(25);
   }
@@ -39,7 +44,7 @@ describe('scenario 2a: fan-out killed between claim and invoke', () => {
         },
       };
     };
-    await produce(stack, 's2a', 400);
+    await produce(stack, 's2a', 400, () => kills >= KILLS);
     const result = await stack.settle('2a fan-out SIGKILL between claim and invoke', 60_000);
     result.kills = kills; // counted after the settle: kills go on while jobs come back
     report(result);
@@ -65,7 +70,7 @@ describe('scenario 2b: handler killed mid-job', () => {
       void stack.handler.restart().finally(() => (busy = false));
       return true;
     };
-    await produce(stack, 's2b', 400);
+    await produce(stack, 's2b', 400, () => kills >= KILLS);
     const result = await stack.settle('2b handler SIGKILL mid-job', 60_000);
     result.kills = kills; // counted after the settle: kills go on while jobs come back
     report(result);
