@@ -1,0 +1,894 @@
+/**
+ * Cluster benchmark (issue 31, "Redis Cluster that really scales"; not a test): what the engine's
+ * hot path costs Redis on one node and on local Redis Clusters, and whether jobs survive slots
+ * moving under load. Every redis-server and redis-cli it starts is stopped by PID, also on error,
+ * Ctrl-C and SIGTERM; nothing is persisted (`--save '' --appendonly no`).
+ *
+ * 1. Scaling. The same workload through the engine (lib/edge/queue.ts addMany, engine.sweep, claim,
+ *    start, ack) on a single redis-server with 1 partition, on the same with 4 × the smallest
+ *    cluster's masters partitions, and on clusters of 3, 6 and 9 masters (no replicas) with
+ *    4 × masters partitions (the deploy default, DEPLOY.md), each started anew: N jobs with 200-byte
+ *    bodies, all due at once, are added (addMany of 500, 8 in flight), swept to ready (sweep until
+ *    nothing moves), then claimed (100 a call), started and acked by 8 workers in parallel. What
+ *    counts is Redis's own CPU, not wall time: per node, INFO cpu (used_cpu_user + used_cpu_sys,
+ *    and the main thread's) before and after each phase, and INFO commandstats for the commands
+ *    Redis ran (those scripts ran included). Per shard: its partitions and share of the jobs (each
+ *    job's partition, each partition's slot by slotOf, the slot's owner by CLUSTER SLOTS), and its
+ *    Redis CPU per job of the workload (its CPU ÷ N, so the shards' figures add up to the total).
+ *    Per topology: total Redis CPU per job ÷ the single node's, and the projected speed-up: the
+ *    single node's total Redis CPU ÷ the busiest shard's, i.e. how much more throughput the cluster
+ *    allows if Redis CPU is the limit and every shard has a core of its own. Each node's idle CPU
+ *    (cron, cluster bus) is measured for 2 s before and shown as a share of what was counted. Wall
+ *    time is printed, but every shard and the client share the machine's cores: it says little.
+ * 2. Resharding under load. On a 3-master cluster (12 partitions) two adders (addMany of 50, due
+ *    within a second, --rate jobs/s in all, pausing while more than 5,000 added jobs are not acked
+ *    yet), 4 workers (claim 50, start, ack) and a sweeper run while `redis-cli --cluster reshard`
+ *    moves 2,500 slots (those of partitions 0 and 1) from the first master to the second, then a 4th
+ *    master is started, joined with `redis-cli --cluster add-node` and given its share with
+ *    `redis-cli --cluster rebalance --cluster-use-empty-masters`. The adders stop --load-seconds
+ *    after the start, or 5 s after the rebalance if that ends later; then the rest drains. A ledger
+ *    checks that every job whose add was acknowledged (created, or "exists" on a retry of an add
+ *    that threw) was acked: lost (gone from Redis), stuck (still there, not done after the drain),
+ *    run twice (started live more than once), acks and starts refused, and every error the engine
+ *    threw, by kind (Redis unavailable, the API's 503, is allowed: an add that threw is sent again
+ *    with the same ids until it is acknowledged). The topic's ttr is 5 s and its backoff 1 s fixed
+ *    (in step 1 too), so an attempt whose ack was lost would come back within the drain.
+ *
+ *   npm run bench:cluster
+ *   npm run bench:cluster -- --jobs 100000 --masters 3,6,9
+ *   npm run bench:cluster -- --skip-reshard     # step 1 only
+ *   npm run bench:cluster -- --reshard-only     # step 2 only
+ *
+ * Options: --jobs (200,000) and --workers (8) of step 1, --masters (3,6,9), --skip-reshard,
+ * --reshard-only, and step 2's --load-seconds (45), --rate (1,000) and --drain-seconds (90).
+ * Prints tables and one JSON line; exits 1 when step 2's ledger shows a lost or stuck job. On a
+ * machine shared with other work, Redis's CPU per job moves by a tenth or more between runs.
+ * Results are in BENCHMARKS.md.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis, type Cluster } from 'ioredis';
+import { resolveQueueConfig } from '../lib/rules/config';
+import { Queue } from '../lib/edge/queue';
+import { Engine, type ClaimedJob } from '../lib/engine';
+import { slotOf, topicKeys } from '../lib/engine/keys';
+import { createRedis, isUnavailable } from '../lib/platform/redis';
+import { freePort, startRedis, startRedisCluster, type RedisProcess } from '../test/support/redis';
+import { describeMachine, fmt, info, pool, printTable, round } from './env';
+
+const TOPIC = 'bench';
+const BODY = { orderId: 'order-000001', customer: 'customer-1', items: 3, note: 'x'.repeat(130) }; // 200 bytes of JSON
+const ADD_BATCH = 500;
+const ADDS_IN_FLIGHT = 8;
+const CLAIM = 100;
+const PARTITIONS_PER_MASTER = 4; // the deploy default (DEPLOY.md)
+const BACKLOG = 5000; // step 2: adders wait while more jobs than this are added and not acked
+const RESHARD_SLOTS = 2500; // from the first master: slots 0..2499, the slots of partitions 0 and 1 of 12
+const CLUSTER_NODE_ARGS = (port: number) => ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000'];
+// commands of the bench's own measuring and of the cluster client's upkeep, not of the workload
+const ADMIN_COMMANDS = new Set(['info', 'config', 'cluster', 'ping', 'command', 'client', 'hello', 'readonly', 'select', 'role', 'slowlog', 'latency', 'memory']);
+
+// ---------------------------------------------------------------------------------------------
+// options
+
+function parseArgs(argv: string[]) {
+  const opts = { jobs: 200_000, masters: [3, 6, 9], workers: 8, skipReshard: false, reshardOnly: false, loadSeconds: 45, rate: 1000, drainSeconds: 90 };
+  const positive = (name: string, raw: string | undefined) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = () => inline ?? argv[++i];
+    if (name === '--jobs') opts.jobs = positive(name, value());
+    else if (name === '--masters')
+      opts.masters = String(value() ?? '')
+        .split(',')
+        .map((m) => positive(name, m.trim()));
+    else if (name === '--workers') opts.workers = positive(name, value());
+    else if (name === '--load-seconds') opts.loadSeconds = positive(name, value());
+    else if (name === '--rate') opts.rate = positive(name, value());
+    else if (name === '--drain-seconds') opts.drainSeconds = positive(name, value());
+    else if (name === '--skip-reshard') opts.skipReshard = true;
+    else if (name === '--reshard-only') opts.reshardOnly = true;
+    else throw new Error(`unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --load-seconds N, --rate N, --drain-seconds N)`);
+  }
+  if (opts.skipReshard && opts.reshardOnly) throw new Error('--skip-reshard and --reshard-only exclude each other');
+  if (opts.masters.some((m) => m < 3)) throw new Error('--masters: a Redis Cluster needs at least 3 masters');
+  return opts;
+}
+
+const OPTS = parseArgs(process.argv.slice(2));
+
+// ---------------------------------------------------------------------------------------------
+// processes: everything started is stopped by PID in a finally, and on SIGINT
+
+const cleanups = new Set<() => Promise<void>>();
+
+/** Registers `stop` to run at the end (or on Ctrl-C); returns a function that runs it once and forgets it. */
+function track(stop: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  const once = () => (done ??= stop().catch((error: unknown) => console.error('cleanup failed:', error)));
+  cleanups.add(once);
+  return async () => {
+    await once();
+    cleanups.delete(once);
+  };
+}
+
+async function stopEverything(): Promise<void> {
+  await Promise.all([...cleanups].map((stop) => stop()));
+  cleanups.clear();
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\ngot ${signal}: stopping every process this bench started`);
+    void stopEverything().finally(() => process.exit(130));
+  });
+}
+
+/** Runs a child process to completion (stopped by its PID if the bench is interrupted meanwhile). */
+function run(cmd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    const forget = track(async () => {
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGTERM');
+    });
+    child.once('error', (error) => void forget().then(() => reject(error)));
+    child.once('close', (code) => void forget().then(() => resolve({ code, stdout, stderr, ms: performance.now() - started })));
+  });
+}
+
+/** `redis-cli` with `args`; throws with its output when it fails. */
+async function redisCli(args: string[]): Promise<{ stdout: string; ms: number }> {
+  const r = await run('redis-cli', args);
+  if (r.code !== 0) throw new Error(`redis-cli ${args.join(' ')} failed (exit ${r.code}):\n${r.stdout.slice(-3000)}${r.stderr.slice(-2000)}`);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// topologies
+
+interface Topology {
+  label: string;
+  masters: number; // 0: a single redis-server, not a cluster
+  partitions: number;
+  /** Every master, in the order started. */
+  nodes: RedisProcess[];
+  /** A direct client per node (INFO, CLUSTER), same order. */
+  direct: Redis[];
+  /** The engine's client: createRedis, with `cluster: true` on a cluster. */
+  client: Redis | Cluster;
+  stop(): Promise<void>;
+}
+
+async function startTopology(masters: number, partitions: number): Promise<Topology> {
+  const label = masters === 0 ? `single node, ${partitions} partition${partitions === 1 ? '' : 's'}` : `${masters} masters, ${partitions} partitions`;
+  let stopServers: () => Promise<void>;
+  let nodes: RedisProcess[];
+  if (masters === 0) {
+    const server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
+    nodes = [server];
+    stopServers = track(() => server.stop());
+  } else {
+    const cluster = await startRedisCluster(masters, 0);
+    nodes = [...cluster.nodes];
+    stopServers = track(() => Promise.all(nodes.map((n) => n.stop())).then(() => undefined));
+  }
+  const direct = nodes.map((n) => new Redis({ host: '127.0.0.1', port: n.port, maxRetriesPerRequest: null }));
+  const client = createRedis({ url: nodes[0]!.url, cluster: masters > 0 });
+  return {
+    label,
+    masters,
+    partitions,
+    nodes,
+    direct,
+    client,
+    async stop() {
+      client.disconnect();
+      for (const d of direct) d.disconnect();
+      await stopServers();
+    },
+  };
+}
+
+/** The engine (and the API's operations) over `client`, the bench topic's settings. */
+function makeQueue(client: Redis | Cluster, partitions: number): Queue {
+  const config = resolveQueueConfig({ partitions, topics: { [TOPIC]: { concurrency: 10_000, ttr: 5, backoff: { type: 'fixed', delay: 1 }, maxAttempts: 50 } } });
+  return new Queue(new Engine(client, config));
+}
+
+/** Owner (index in `ports`) of each hash slot, from CLUSTER SLOTS; all 0 on a single node. */
+async function slotOwners(t: Pick<Topology, 'masters' | 'direct'>, ports: number[]): Promise<Int16Array> {
+  const owners = new Int16Array(16384);
+  if (t.masters === 0) return owners;
+  owners.fill(-1);
+  const ranges = (await t.direct[0]!.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+  for (const [first, last, [, port]] of ranges) owners.fill(ports.indexOf(Number(port)), first, last + 1);
+  return owners;
+}
+
+/** Shard (index in t.nodes) of each partition: the owner of its keys' slot. */
+async function partitionShards(t: Topology): Promise<number[]> {
+  const owners = await slotOwners(
+    t,
+    t.nodes.map((n) => n.port),
+  );
+  return Array.from({ length: t.partitions }, (_, p) => owners[slotOf(topicKeys(p, TOPIC, t.partitions).jobs)]!);
+}
+
+// ---------------------------------------------------------------------------------------------
+// measuring: Redis CPU and commands per node
+
+interface NodeSample {
+  cpu: number; // s, used_cpu_user + used_cpu_sys
+  cpuMain: number | null; // s, the main thread's, when INFO has it
+  cpuSys: number; // s, used_cpu_sys alone (system calls: reading and writing the clients' sockets, mostly)
+  commands: number; // calls of workload commands (commandstats, admin commands left out)
+  scripts: number; // calls of EVALSHA and EVAL
+  refused: number; // rejected_calls of EVALSHA and EVAL (MOVED, ASK, TRYAGAIN, ...)
+}
+
+async function sampleNode(r: Redis): Promise<NodeSample> {
+  const [cpuText, stats] = await Promise.all([r.info('cpu'), r.info('commandstats')]);
+  const num = (field: string) => {
+    const v = info(cpuText, field);
+    return v === undefined ? null : Number(v);
+  };
+  const user = num('used_cpu_user_main_thread');
+  const sys = num('used_cpu_sys_main_thread');
+  let commands = 0;
+  let scripts = 0;
+  let refused = 0;
+  for (const [, name, calls, rejected] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)(?:.*?rejected_calls=(\d+))?/gm)) {
+    if (name!.includes('|') ? ADMIN_COMMANDS.has(name!.split('|')[0]!) : ADMIN_COMMANDS.has(name!)) continue;
+    commands += Number(calls);
+    if (name === 'evalsha' || name === 'eval') {
+      scripts += Number(calls);
+      refused += Number(rejected ?? 0);
+    }
+  }
+  return { cpu: (num('used_cpu_user') ?? 0) + (num('used_cpu_sys') ?? 0), cpuMain: user === null || sys === null ? null : user + sys, cpuSys: num('used_cpu_sys') ?? 0, commands, scripts, refused };
+}
+
+const sampleAll = (direct: Redis[]) => Promise.all(direct.map(sampleNode));
+
+function diff(a: NodeSample[], b: NodeSample[]): NodeSample[] {
+  return a.map((x, i) => {
+    const y = b[i]!;
+    return {
+      cpu: y.cpu - x.cpu,
+      cpuMain: x.cpuMain === null || y.cpuMain === null ? null : y.cpuMain - x.cpuMain,
+      cpuSys: y.cpuSys - x.cpuSys,
+      commands: y.commands - x.commands,
+      scripts: y.scripts - x.scripts,
+      refused: y.refused - x.refused,
+    };
+  });
+}
+
+/** One phase of step 1 on one topology: per node, what Redis spent; and the wall time. */
+interface Phase {
+  name: string;
+  wallMs: number;
+  perNode: NodeSample[];
+}
+
+async function measure(t: Topology, name: string, fn: () => Promise<void>): Promise<Phase> {
+  const before = await sampleAll(t.direct);
+  const started = performance.now();
+  await fn();
+  const wallMs = performance.now() - started;
+  return { name, wallMs, perNode: diff(before, await sampleAll(t.direct)) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// the ledger: every job's add, starts and acks, and every error, by kind
+
+class Ledger {
+  readonly acknowledged = new Set<string>(); // adds answered created, or exists on a retry
+  readonly attempted = new Set<string>(); // ids whose add was sent
+  readonly starts = new Map<string, number>(); // starts answered live
+  readonly acked = new Map<string, number>(); // acks answered done
+  readonly ackUnknown = new Set<string>(); // acks that threw: done or not, Redis knows
+  readonly refusedAcks = new Map<string, number>(); // ack outcome other than done, by outcome
+  readonly errors = new Map<string, number>();
+  readonly stacks = new Map<string, string>(); // the first error of each kind: where in the engine it came from
+  existsFirstTry = 0; // an add's first try answered exists: a bug (ids are unique)
+  notLive = 0; // claimed attempts start refused
+  addRetries = 0;
+
+  error(where: string, error: unknown): void {
+    const cls = isUnavailable(error) ? 'unavailable (503)' : 'OTHER';
+    const message = (error instanceof Error ? error.message : String(error)).replace(/\d+/g, 'N').replace(/\s+/g, ' ').slice(0, 100);
+    const kind = `${where}: ${cls}: ${message}`;
+    this.errors.set(kind, (this.errors.get(kind) ?? 0) + 1);
+    if (!this.stacks.has(kind) && error instanceof Error && error.stack) this.stacks.set(kind, error.stack.split('\n').slice(0, 8).join('\n'));
+  }
+
+  errorsOfClass(cls: 'unavailable (503)' | 'OTHER'): number {
+    let n = 0;
+    for (const [kind, count] of this.errors) if (kind.includes(`: ${cls}: `)) n += count;
+    return n;
+  }
+
+  runTwice(): number {
+    let n = 0;
+    for (const count of this.starts.values()) if (count > 1) n++;
+    return n;
+  }
+
+  ackedTwice(): number {
+    let n = 0;
+    for (const count of this.acked.values()) if (count > 1) n++;
+    return n;
+  }
+}
+
+const bump = <K>(map: Map<K, number>, key: K) => map.set(key, (map.get(key) ?? 0) + 1);
+
+/** The state of job `id` in Redis (null: gone), asked again while Redis is unavailable. */
+async function stateOf(engine: Engine, id: string): Promise<string | null> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await engine.get(TOPIC, id))?.state ?? null;
+    } catch (error) {
+      if (attempt >= 20) throw error;
+      await sleep(100);
+    }
+  }
+}
+
+/**
+ * Adds `ids` in one addMany (due `delay` s from now); an add that throws was not acknowledged and is
+ * sent again with the same ids (after `pauseMs`) until it answers. Counts created and exists-on-retry
+ * as acknowledged.
+ */
+async function addAcknowledged(q: Queue, ledger: Ledger, ids: string[], delay: () => number, pauseMs = 50): Promise<void> {
+  for (const id of ids) ledger.attempted.add(id);
+  const giveUpAt = Date.now() + 120_000;
+  for (let attempt = 0; ; attempt++) {
+    let outcomes;
+    try {
+      outcomes = (await q.addMany(ids.map((id) => ({ topic: TOPIC, id, delay: delay(), body: BODY })))).outcomes;
+    } catch (error) {
+      ledger.error('add', error);
+      if (Date.now() > giveUpAt) throw new Error(`an add of ${ids.length} jobs kept failing for 120 s`, { cause: error });
+      ledger.addRetries++;
+      await sleep(pauseMs);
+      continue;
+    }
+    outcomes.forEach((o, i) => {
+      if (o.status === 'created' || (o.status === 'exists' && attempt > 0)) ledger.acknowledged.add(ids[i]!);
+      else if (o.status === 'exists') ledger.existsFirstTry++;
+      else throw new Error(`the add of ${ids[i]} answered ${o.status}`);
+    });
+    return;
+  }
+}
+
+/** One round of a worker: claim up to `count`, start them, ack the live ones. Returns how many were claimed. */
+async function workOnce(engine: Engine, ledger: Ledger, count: number): Promise<number> {
+  let jobs: ClaimedJob[];
+  try {
+    jobs = await engine.claim(TOPIC, count);
+  } catch (error) {
+    ledger.error('claim', error); // a claim whose reply was lost: its jobs come back after their ttr
+    return -1;
+  }
+  if (jobs.length === 0) return 0;
+  let live: boolean[];
+  try {
+    live = await engine.start(TOPIC, jobs);
+  } catch (error) {
+    ledger.error('start', error); // as the topic handler does: the attempts come back after their ttr
+    return jobs.length;
+  }
+  await Promise.all(
+    jobs.map(async (job, i) => {
+      if (!live[i]) return void ledger.notLive++;
+      bump(ledger.starts, job.id);
+      try {
+        const outcome = await engine.ack(TOPIC, job.id, job);
+        if (outcome === 'done') {
+          bump(ledger.acked, job.id);
+          ledger.ackUnknown.delete(job.id);
+        } else bump(ledger.refusedAcks, outcome);
+      } catch (error) {
+        ledger.error('ack', error); // the attempt comes back after its ttr unless the ack ran
+        if (!ledger.acked.has(job.id)) ledger.ackUnknown.add(job.id);
+      }
+    }),
+  );
+  return jobs.length;
+}
+
+// ---------------------------------------------------------------------------------------------
+// step 1: the same workload on each topology
+
+interface TopologyResult {
+  label: string;
+  masters: number;
+  partitions: number;
+  ports: number[];
+  partitionsPerShard: number[];
+  jobsPerShard: number[];
+  idleCpuUsPerSec: number[];
+  phases: Phase[];
+  errors: Record<string, number>;
+  sweeps: number;
+  claimCalls: number;
+}
+
+async function runWorkload(masters: number, partitions: number, ids: string[]): Promise<TopologyResult> {
+  const t = await startTopology(masters, partitions);
+  try {
+    const q = makeQueue(t.client, partitions);
+    const engine = q.engine;
+    const shardOf = await partitionShards(t);
+    const partitionsPerShard = t.nodes.map((_, s) => shardOf.filter((x) => x === s).length);
+    const jobsPerShard = t.nodes.map(() => 0);
+    for (const id of ids) jobsPerShard[shardOf[engine.partitionOf(TOPIC, id)]!]!++;
+    console.log(`\n== ${t.label}: ${t.nodes.length} redis-server${t.nodes.length > 1 ? 's' : ''} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per shard ${partitionsPerShard.join('/')}; load average ${load()}`);
+
+    // warm-up: connections up, scripts loaded on every node (a few jobs in every partition), then gone
+    const warmLedger = new Ledger();
+    await addAcknowledged(
+      q,
+      warmLedger,
+      Array.from({ length: 20 * partitions }, (_, i) => `warm-${i}`),
+      () => 0,
+    );
+    for (let more = true; more;) more = (await engine.sweep()).moved > 0;
+    while ((await workOnce(engine, warmLedger, CLAIM)) !== 0) continue;
+    for (const r of t.direct) await r.flushall();
+    const ledger = new Ledger();
+
+    // each node's CPU while idle (serverCron, the cluster bus), to set beside what the phases count
+    const idleBefore = await sampleAll(t.direct);
+    const idleStart = performance.now();
+    await sleep(2000);
+    const idle = diff(idleBefore, await sampleAll(t.direct));
+    const idleSec = (performance.now() - idleStart) / 1000;
+    const idleCpuUsPerSec = idle.map((s) => (s.cpu * 1e6) / idleSec);
+
+    const phases: Phase[] = [];
+    let added = 0;
+    phases.push(
+      await measure(t, 'add', async () => {
+        await pool(Math.ceil(ids.length / ADD_BATCH), ADDS_IN_FLIGHT, async (b) => {
+          await addAcknowledged(q, ledger, ids.slice(b * ADD_BATCH, (b + 1) * ADD_BATCH), () => 0);
+          added = ledger.acknowledged.size;
+        });
+      }),
+    );
+    if (ledger.acknowledged.size !== ids.length) throw new Error(`${t.label}: ${ledger.acknowledged.size} of ${ids.length} adds acknowledged`);
+    console.log(`   add: ${fmt(added)} jobs, ${fmt(phases[0]!.wallMs)} ms wall`);
+
+    let sweeps = 0;
+    let moved = 0;
+    phases.push(
+      await measure(t, 'sweep', async () => {
+        for (;;) {
+          const r = await engine.sweep();
+          sweeps++;
+          moved += r.moved;
+          if (!r.more && r.moved === 0) break;
+        }
+      }),
+    );
+    if (moved !== ids.length) throw new Error(`${t.label}: the sweeps moved ${moved} of ${ids.length} jobs`);
+    console.log(`   sweep: ${fmt(moved)} jobs moved in ${sweeps} sweep calls, ${fmt(phases[1]!.wallMs)} ms wall`);
+
+    let claimCalls = 0;
+    let working = 0; // workers with claimed jobs in hand
+    phases.push(
+      await measure(t, 'claim + start + ack', async () => {
+        const end = Date.now() + 600_000;
+        await Promise.all(
+          Array.from({ length: OPTS.workers }, async () => {
+            for (;;) {
+              claimCalls++;
+              working++;
+              const got = await workOnce(engine, ledger, CLAIM);
+              working--;
+              if (got > 0) continue;
+              if (ledger.acked.size >= ids.length || Date.now() > end) return;
+              if (working > 0) {
+                await sleep(20); // the others' acks are in flight
+                continue;
+              }
+              // nobody holds a job and some are not acked: a reply was lost; its attempt comes back after its ttr
+              await engine.sweep().catch((error: unknown) => ledger.error('sweep', error));
+              await sleep(500);
+            }
+          }),
+        );
+      }),
+    );
+    const acked = ledger.acked.size;
+    if (acked !== ids.length) throw new Error(`${t.label}: ${acked} of ${ids.length} jobs acked`);
+    console.log(
+      `   claim + start + ack: ${fmt(acked)} jobs, ${fmt(claimCalls)} claim calls (${OPTS.workers} workers), ${fmt(phases[2]!.wallMs)} ms wall; run twice ${ledger.runTwice()}, acks refused ${sum([...ledger.refusedAcks.values()])}`,
+    );
+    if (ledger.errors.size > 0) console.log(`   errors: ${JSON.stringify(Object.fromEntries(ledger.errors))}`);
+    return {
+      label: t.label,
+      masters,
+      partitions,
+      ports: t.nodes.map((n) => n.port),
+      partitionsPerShard,
+      jobsPerShard,
+      idleCpuUsPerSec,
+      phases,
+      errors: Object.fromEntries(ledger.errors),
+      sweeps,
+      claimCalls,
+    };
+  } finally {
+    await t.stop();
+  }
+}
+
+const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+
+/** What step 1 reports of one topology, against the single node with one partition (`base`). */
+function summarize(r: TopologyResult, n: number, base: TopologyResult | undefined) {
+  const shards = r.ports.length;
+  const cpuOf = (s: number, phase?: string) => sum(r.phases.filter((p) => !phase || p.name === phase).map((p) => p.perNode[s]!.cpu));
+  const mainOf = (s: number) => {
+    const parts = r.phases.map((p) => p.perNode[s]!.cpuMain);
+    return parts.some((x) => x === null) ? null : sum(parts as number[]);
+  };
+  const wallS = sum(r.phases.map((p) => p.wallMs)) / 1000;
+  const perShard = Array.from({ length: shards }, (_, s) => {
+    const cpu = cpuOf(s);
+    const main = mainOf(s);
+    return {
+      port: r.ports[s]!,
+      partitions: r.partitionsPerShard[s]!,
+      jobShare: r.jobsPerShard[s]! / n,
+      usPerJob: (cpu * 1e6) / n,
+      mainUsPerJob: main === null ? null : (main * 1e6) / n,
+      addUsPerJob: (cpuOf(s, 'add') * 1e6) / n,
+      sweepUsPerJob: (cpuOf(s, 'sweep') * 1e6) / n,
+      deliverUsPerJob: (cpuOf(s, 'claim + start + ack') * 1e6) / n,
+      sysUsPerJob: (sum(r.phases.map((p) => p.perNode[s]!.cpuSys)) * 1e6) / n,
+      usPerOwnJob: r.jobsPerShard[s]! > 0 ? (cpu * 1e6) / r.jobsPerShard[s]! : null,
+      idleShare: cpu > 0 ? (r.idleCpuUsPerSec[s]! * wallS) / (cpu * 1e6) : 0,
+    };
+  });
+  const totalCpu = sum(perShard.map((s) => s.usPerJob)); // µs per job
+  const busiest = Math.max(...perShard.map((s) => s.usPerJob));
+  const baseTotal = base ? (sum(base.ports.map((_, s) => sum(base.phases.map((p) => p.perNode[s]!.cpu)))) * 1e6) / n : null;
+  const commands = sum(r.phases.flatMap((p) => p.perNode.map((x) => x.commands))) / n;
+  const scripts = sum(r.phases.flatMap((p) => p.perNode.map((x) => x.scripts))) / n;
+  const commandsByPhase = Object.fromEntries(r.phases.map((p) => [p.name, round(sum(p.perNode.map((x) => x.commands)) / n, 2)]));
+  return {
+    label: r.label,
+    masters: r.masters,
+    partitions: r.partitions,
+    perShard,
+    totalUsPerJob: totalCpu,
+    busiestUsPerJob: busiest,
+    sysUsPerJob: sum(perShard.map((s) => s.sysUsPerJob)),
+    projectedSpeedUp: baseTotal === null ? null : baseTotal / busiest,
+    totalVsSingle: baseTotal === null ? null : totalCpu / baseTotal,
+    commandsPerJob: commands,
+    commandsByPhase,
+    scriptCallsPerJob: scripts,
+    wallS,
+    wallByPhaseS: Object.fromEntries(r.phases.map((p) => [p.name, round(p.wallMs / 1000, 1)])),
+    idleShare: sum(perShard.map((s) => s.idleShare * s.usPerJob)) / Math.max(1e-9, totalCpu),
+    sweeps: r.sweeps,
+    claimCalls: r.claimCalls,
+    errors: r.errors,
+  };
+}
+
+async function scaling(): Promise<ReturnType<typeof summarize>[]> {
+  const n = OPTS.jobs;
+  const ids = Array.from({ length: n }, (_, i) => `job-${String(i).padStart(7, '0')}`);
+  const smallest = Math.min(...OPTS.masters);
+  const runs: [number, number][] = [[0, 1], [0, PARTITIONS_PER_MASTER * smallest], ...OPTS.masters.map((m): [number, number] => [m, PARTITIONS_PER_MASTER * m])];
+  const results: TopologyResult[] = [];
+  for (const [masters, partitions] of runs) results.push(await runWorkload(masters, partitions, ids));
+  const base = results[0];
+  const summaries = results.map((r) => summarize(r, n, base));
+
+  console.log(`\nstep 1: ${fmt(n)} jobs through add, sweep, claim + start + ack. Redis CPU per job = a shard's INFO cpu (user + sys) ÷ ${fmt(n)}`);
+  const shardRows: string[][] = [];
+  for (const s of summaries) {
+    s.perShard.forEach((x, i) =>
+      shardRows.push([
+        i === 0 ? s.label : '',
+        `${i + 1} (:${x.port})`,
+        String(x.partitions),
+        `${fmt(x.jobShare * 100, 1)}%`,
+        fmt(x.addUsPerJob, 1),
+        fmt(x.sweepUsPerJob, 2),
+        fmt(x.deliverUsPerJob, 1),
+        fmt(x.usPerJob, 1),
+        x.mainUsPerJob === null ? '?' : fmt(x.mainUsPerJob, 1),
+        x.usPerOwnJob === null ? '-' : fmt(x.usPerOwnJob, 1),
+        `${fmt(x.idleShare * 100, 1)}%`,
+      ]),
+    );
+  }
+  printTable(shardRows, ['topology', 'shard', 'partitions', 'share of jobs', 'add µs/job', 'sweep µs/job', 'claim+start+ack µs/job', 'total µs/job', 'main thread µs/job', 'µs per own job', 'idle CPU in it']);
+  const rows = summaries.map((s) => [
+    s.label,
+    fmt(s.totalUsPerJob, 1),
+    fmt(s.sysUsPerJob, 1),
+    fmt(s.busiestUsPerJob, 1),
+    s.totalVsSingle === null ? '-' : `${fmt(s.totalVsSingle, 2)}×`,
+    s.projectedSpeedUp === null ? '-' : `${fmt(s.projectedSpeedUp, 2)}×`,
+    fmt(s.commandsPerJob, 2),
+    fmt(s.scriptCallsPerJob, 3),
+    `${fmt(s.wallS, 1)} s`,
+  ]);
+  printTable(rows, ['topology', 'Redis CPU µs/job, all shards', 'of it sys', 'busiest shard µs/job', 'total ÷ single node (1 partition)', 'projected speed-up', 'commands/job', 'script calls/job', 'wall (not meaningful: 2 cores shared)']);
+  return summaries;
+}
+
+// ---------------------------------------------------------------------------------------------
+// step 2: resharding under load
+
+async function reshardUnderLoad() {
+  const masters = 3;
+  const partitions = PARTITIONS_PER_MASTER * masters;
+  const t = await startTopology(masters, partitions);
+  let extra: RedisProcess | undefined;
+  let stopExtra: (() => Promise<void>) | undefined;
+  const extraDirect: Redis[] = [];
+  try {
+    const q = makeQueue(t.client, partitions);
+    const engine = q.engine;
+    const ledger = new Ledger();
+    const first = `127.0.0.1:${t.nodes[0]!.port}`;
+    const ids = await Promise.all(t.direct.map(async (r) => String(await r.call('CLUSTER', 'MYID'))));
+    const shardsBefore = await partitionShards(t);
+    console.log(`\n== step 2: reshard under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per master ${t.nodes.map((_, s) => shardsBefore.filter((x) => x === s).length).join('/')}; load average ${load()}`);
+    const before = await sampleAll(t.direct);
+
+    let stopAdding = false;
+    let stopWorking = false;
+    let next = 0;
+    const started = Date.now();
+    const adder = async (a: number) => {
+      const batch = 50;
+      const intervalMs = (batch * 1000) / (OPTS.rate / 2); // this adder's share of --rate
+      for (let nextAt = Date.now(); !stopAdding;) {
+        // the workers set the pace when they fall behind: at most BACKLOG jobs wait
+        if (ledger.acknowledged.size - ledger.acked.size > BACKLOG) {
+          await sleep(50);
+          nextAt = Date.now();
+          continue;
+        }
+        const idsNow = Array.from({ length: batch }, () => `rs-${a}-${String(next++).padStart(7, '0')}`);
+        await addAcknowledged(q, ledger, idsNow, () => Math.random());
+        nextAt = Math.max(nextAt + intervalMs, Date.now() - intervalMs);
+        if (nextAt > Date.now()) await sleep(nextAt - Date.now());
+      }
+    };
+    const worker = async () => {
+      while (!stopWorking) {
+        const got = await workOnce(engine, ledger, 50);
+        if (got <= 0) await sleep(20);
+      }
+    };
+    let sweepCalls = 0;
+    const sweeper = async () => {
+      while (!stopWorking) {
+        try {
+          const r = await engine.sweep();
+          sweepCalls++;
+          if (r.moved === 0 && !r.more) await sleep(50);
+        } catch (error) {
+          ledger.error('sweep', error);
+          await sleep(50);
+        }
+      }
+    };
+    const adders = [adder(0), adder(1)];
+    const workers = [...Array.from({ length: 4 }, worker), sweeper()];
+    const events: Record<string, number | string> = {};
+    const at = () => round((Date.now() - started) / 1000, 1);
+    let reshardMs = 0;
+    let addNodeMs = 0;
+    let rebalanceMs = 0;
+    try {
+      await sleep(5000);
+      console.log(`   t=${at()} s: ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked; reshard ${RESHARD_SLOTS} slots from master 1 to master 2`);
+      events.reshardAt = at();
+      const reshard = await redisCli(['--cluster', 'reshard', first, '--cluster-from', ids[0]!, '--cluster-to', ids[1]!, '--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes']);
+      reshardMs = reshard.ms;
+      console.log(`   t=${at()} s: reshard done in ${fmt(reshardMs)} ms; ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`);
+      await sleep(3000);
+
+      const port = await freePort(true);
+      extra = await startRedis({ port, args: CLUSTER_NODE_ARGS(port) });
+      const server = extra;
+      stopExtra = track(() => server.stop());
+      extraDirect.push(new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null }));
+      events.addNodeAt = at();
+      const added = performance.now();
+      await redisCli(['--cluster', 'add-node', `127.0.0.1:${port}`, first]);
+      // rebalance fails while a node does not know the new one yet ("I don't know about node"):
+      // wait until every node lists every other, and redis-cli's check agrees
+      const newId = String(await extraDirect[0]!.call('CLUSTER', 'MYID'));
+      const all = [...t.direct, extraDirect[0]!];
+      const allIds = [...ids, newId];
+      const agreeBy = Date.now() + 60_000;
+      for (;;) {
+        const views = await Promise.all(all.map((r) => r.call('CLUSTER', 'NODES').then(String)));
+        const known = views.every((view) => allIds.every((id) => view.includes(id)));
+        const check = known ? await run('redis-cli', ['--cluster', 'check', first]) : undefined;
+        if (check && check.code === 0 && check.stdout.includes('[OK] All nodes agree about slots configuration') && check.stdout.includes(`127.0.0.1:${port}`)) break;
+        if (Date.now() > agreeBy) throw new Error(`the cluster did not agree on the new node within 60 s:\n${views.join('\n')}`);
+        await sleep(250);
+      }
+      addNodeMs = performance.now() - added;
+      console.log(`   t=${at()} s: 4th master (PID ${extra.pid}, :${port}) joined in ${fmt(addNodeMs)} ms; rebalance --cluster-use-empty-masters`);
+      events.rebalanceAt = at();
+      const rebalance = await redisCli(['--cluster', 'rebalance', first, '--cluster-use-empty-masters']);
+      rebalanceMs = rebalance.ms;
+      console.log(`   t=${at()} s: rebalance done in ${fmt(rebalanceMs)} ms; ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`);
+      const loadEnd = started + OPTS.loadSeconds * 1000;
+      await sleep(Math.max(5000, loadEnd - Date.now()));
+    } finally {
+      stopAdding = true;
+      await Promise.all(adders);
+    }
+    events.addsStoppedAt = at();
+    const loadS = (Date.now() - started) / 1000;
+    console.log(`   t=${at()} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged); draining (at most ${OPTS.drainSeconds} s)`);
+    const drainStart = Date.now();
+    const openIds = () => [...ledger.acknowledged].filter((id) => !ledger.acked.has(id));
+    for (let checked = 0; Date.now() - drainStart < OPTS.drainSeconds * 1000;) {
+      const open = openIds();
+      if (open.length === 0) break;
+      // a job whose ack threw may be done all the same (the ack ran, its reply was lost): Redis knows
+      if (open.length <= 1000 && Date.now() - checked > 2000) {
+        checked = Date.now();
+        const states = await Promise.all(open.map((id) => stateOf(engine, id)));
+        if (states.every((s) => s === 'done')) break;
+      }
+      await sleep(250);
+    }
+    const drainMs = Date.now() - drainStart;
+    stopWorking = true;
+    await Promise.all(workers);
+    events.drainedAt = at();
+    console.log(`   t=${at()} s: drain over after ${fmt(drainMs)} ms; ${fmt(ledger.acked.size)} acked; checking the ledger against Redis`);
+
+    // the ledger against Redis
+    const open = [...ledger.acknowledged].filter((id) => !ledger.acked.has(id));
+    const states: (string | null)[] = new Array(open.length).fill(null);
+    await pool(open.length, 64, async (i) => void (states[i] = await stateOf(engine, open[i]!)));
+    const lost = open.filter((_, i) => states[i] === null);
+    const doneUnseen = open.filter((_, i) => states[i] === 'done');
+    const stuck = open.filter((_, i) => states[i] !== null && states[i] !== 'done');
+    const stuckStates: Record<string, number> = {};
+    for (let i = 0; i < open.length; i++) if (states[i] !== null && states[i] !== 'done') stuckStates[states[i]!] = (stuckStates[states[i]!] ?? 0) + 1;
+    const notAcknowledgedButAcked = [...ledger.acked.keys()].filter((id) => !ledger.acknowledged.has(id)).length;
+    const neverAcknowledged = [...ledger.attempted].filter((id) => !ledger.acknowledged.has(id)).length;
+    const counts = await engine.counts(TOPIC);
+    const nodes = [...t.direct, ...extraDirect];
+    const after = await sampleAll(nodes);
+    const refused = sum(after.map((s) => s.refused)) - sum(before.map((s) => s.refused));
+    const shardsAfter = await (async () => {
+      const owners = await slotOwners({ masters, direct: t.direct }, [...t.nodes.map((n) => n.port), ...(extra ? [extra.port] : [])]);
+      return Array.from({ length: partitions }, (_, p) => owners[slotOf(topicKeys(p, TOPIC, partitions).jobs)]!);
+    })();
+    const partitionsMoved = shardsAfter.filter((s, p) => s !== shardsBefore[p]).length;
+    const result = {
+      masters: `${masters} -> ${masters + 1}`,
+      partitions,
+      loadSeconds: round(loadS, 1),
+      addRate: OPTS.rate,
+      added: ledger.acknowledged.size,
+      addsNeverAcknowledged: neverAcknowledged,
+      addRetries: ledger.addRetries,
+      existsOnFirstTry: ledger.existsFirstTry,
+      acked: ledger.acknowledged.size - open.length + doneUnseen.length,
+      ackedInLedger: [...ledger.acknowledged].filter((id) => ledger.acked.has(id)).length,
+      doneWithLostAckReply: doneUnseen.length,
+      ackedWithoutAcknowledgedAdd: notAcknowledgedButAcked,
+      lost: lost.length,
+      stuck: stuck.length,
+      stuckStates,
+      runTwice: ledger.runTwice(),
+      ackedTwice: ledger.ackedTwice(),
+      startsRefused: ledger.notLive,
+      acksRefused: Object.fromEntries(ledger.refusedAcks),
+      errorsUnavailable: ledger.errorsOfClass('unavailable (503)'),
+      errorsOther: ledger.errorsOfClass('OTHER'),
+      errors: Object.fromEntries(ledger.errors),
+      scriptCallsRefusedByMovingSlots: refused,
+      partitionsMoved,
+      partitionsPerMasterAfter: [...t.nodes, ...(extra ? [extra] : [])].map((_, s) => shardsAfter.filter((x) => x === s).length),
+      reshardMs: Math.round(reshardMs),
+      addNodeMs: Math.round(addNodeMs),
+      rebalanceMs: Math.round(rebalanceMs),
+      drainMs,
+      sweepCalls,
+      countsAtEnd: { delayed: counts.delayed, ready: counts.ready, running: counts.running, dead: counts.dead },
+      events,
+      lostSample: lost.slice(0, 10),
+      stuckSample: stuck.slice(0, 10),
+    };
+    const rows: string[][] = [
+      ['jobs added (acknowledged)', fmt(result.added), `${fmt(result.addRetries)} add calls sent again; ${result.addsNeverAcknowledged} never acknowledged; ${result.existsOnFirstTry} "exists" on a first try`],
+      ['acked (done)', fmt(result.acked), `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`],
+      ['lost', String(result.lost), 'acknowledged, gone from Redis'],
+      ['stuck', String(result.stuck), `acknowledged, in Redis, not done after the drain ${JSON.stringify(stuckStates)}`],
+      ['run twice', String(result.runTwice), `started live more than once; acked twice ${result.ackedTwice}`],
+      ['acks refused', String(sum(Object.values(result.acksRefused))), JSON.stringify(result.acksRefused)],
+      ['starts refused', String(result.startsRefused), 'claimed attempt no longer live'],
+      ['errors: unavailable (503)', fmt(result.errorsUnavailable), 'allowed: an add that threw is sent again, a worker claims again'],
+      ['errors: other', fmt(result.errorsOther), ''],
+      ['script calls refused by moving slots', fmt(refused), 'MOVED/ASK/TRYAGAIN answered by Redis (commandstats rejected_calls)'],
+      ['partitions moved', `${partitionsMoved} of ${partitions}`, `per master after: ${result.partitionsPerMasterAfter.join('/')}`],
+      ['reshard wall time', `${fmt(reshardMs)} ms`, `${RESHARD_SLOTS} slots, master 1 -> master 2`],
+      ['add-node wall time', `${fmt(addNodeMs)} ms`, 'until every node agrees'],
+      ['rebalance wall time', `${fmt(rebalanceMs)} ms`, '--cluster-use-empty-masters'],
+      ['drain', `${fmt(drainMs)} ms`, `load ran ${fmt(loadS, 1)} s`],
+      ['counts at the end', JSON.stringify(result.countsAtEnd), ''],
+    ];
+    printTable(rows, ['ledger', 'value', 'note']);
+    if (ledger.errors.size > 0) console.log(`errors by kind: ${JSON.stringify(result.errors, null, 1)}`);
+    for (const [kind, stack] of ledger.stacks) console.log(`first "${kind}":\n${stack.replace(/^/gm, '    ')}`);
+    if (lost.length > 0) console.log(`lost (first 10): ${lost.slice(0, 10).join(', ')}`);
+    if (stuck.length > 0) console.log(`stuck (first 10): ${stuck.slice(0, 10).join(', ')}`);
+    return result;
+  } finally {
+    for (const r of extraDirect) r.disconnect();
+    await stopExtra?.();
+    await t.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const at = new Date().toISOString();
+  const probe = await startRedis();
+  const stopProbe = track(() => probe.stop());
+  const probeClient = new Redis(probe.port, '127.0.0.1');
+  const machine = describeMachine(await probeClient.info('server'), probe.pid);
+  probeClient.disconnect();
+  await stopProbe();
+  console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`);
+  console.log(`options: ${JSON.stringify(OPTS)}; body ${Buffer.byteLength(JSON.stringify(BODY))} bytes of JSON`);
+  console.log('Wall times below are NOT meaningful on this machine: every shard, the client and other work share its cores. Redis CPU figures come from INFO cpu.');
+
+  const scalingResults = OPTS.reshardOnly ? null : await scaling();
+  const reshard = OPTS.skipReshard ? null : await reshardUnderLoad();
+  console.log(JSON.stringify({ bench: 'cluster', at, machine, options: OPTS, loadAverageEnd: loadavg(), scaling: scalingResults, reshard }));
+  if (reshard && (reshard.lost > 0 || reshard.stuck > 0)) {
+    console.error(`FAILED: the ledger shows ${reshard.lost} lost and ${reshard.stuck} stuck jobs`);
+    process.exitCode = 1;
+  }
+}
+
+main()
+  .catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  .finally(() => stopEverything());
