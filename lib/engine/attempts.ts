@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { TopicConfig } from '../rules/config';
 import { jobKeys, partitionOf, rateKey, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { run } from './lua';
+import { readSlot, run } from './lua';
 import type { EngineContext } from './context';
 import { OUTCOME } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
@@ -16,7 +16,10 @@ const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about 
 /** Running attempts of topic `t` per partition; empty on a single partition, where the script counts them itself. */
 async function runningByPartition(ctx: EngineContext, t: TopicConfig): Promise<number[]> {
   if (ctx.config.partitions === 1) return [];
-  return forEachPartition(ctx.config.partitions, (p) => ctx.redis.zcard(topicKeys(p, t.name, ctx.config.partitions).running));
+  return forEachPartition(ctx.config.partitions, async (p) => {
+    const [running] = await readSlot(ctx.redis, (pipeline) => pipeline.zcard(topicKeys(p, t.name, ctx.config.partitions).running));
+    return running as number;
+  });
 }
 
 /**

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Cluster, type Redis } from 'ioredis';
+import { Cluster, type ChainableCommander, type Redis } from 'ioredis';
 import argv from '../../lua/includes/argv.lua';
 import attempts from '../../lua/includes/attempts.lua';
 import budget from '../../lua/includes/budget.lua';
@@ -239,6 +239,32 @@ export async function runPipelined<Reply>(client: Client, calls: readonly Script
   const failed = replies.find(([error]) => error && !notRun(client, error));
   if (failed) throw failed[0];
   return Promise.all(replies.map(([error, reply], i) => (error ? resend(client, calls[i]!, error) : (reply as Reply))));
+}
+
+/**
+ * Runs plain reads of keys in one slot in a pipeline of their own (`reads` adds them), replies in
+ * order; throws the first error. Reads change nothing, so on a cluster a pipeline refused while its
+ * slot moves (MOVED, ASK, TRYAGAIN, a stale slot map) is sent again, for up to RESEND_MS, as script
+ * calls are (see resend): a claim's running counts and the bodies it reads apart answer during a
+ * reshard instead of failing the claim.
+ */
+export async function readSlot(client: Client, reads: (pipeline: ChainableCommander) => unknown): Promise<unknown[]> {
+  const end = Date.now() + RESEND_MS;
+  for (let attempt = 0; ; attempt++) {
+    if (attempt > 0) await sleep(Math.min(20 * 2 ** attempt, 250));
+    const pipeline = client.pipeline();
+    reads(pipeline);
+    let replies: [Error | null, unknown][];
+    try {
+      replies = (await pipeline.exec()) ?? [];
+    } catch (error) {
+      if (!notRun(client, error) || Date.now() >= end) throw error;
+      continue;
+    }
+    const failed = replies.find(([error]) => error);
+    if (!failed) return replies.map(([, reply]) => reply);
+    if (!notRun(client, failed[0]) || Date.now() >= end) throw failed[0];
+  }
 }
 
 /**

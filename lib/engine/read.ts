@@ -1,7 +1,7 @@
 /** Reads: one job, and a topic's counts. */
 import type { TopicConfig } from '../rules/config';
 import { jobKeys, topicKeys, type BodiesKey } from './keys';
-import { runThenHget } from './lua';
+import { readSlot, runThenHget } from './lua';
 import type { EngineContext } from './context';
 import { isoOrNull, toJob, type Job, type JobView, type TopicStats } from './jobs';
 import { forEachPartition } from './partitions';
@@ -23,7 +23,9 @@ export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Pr
  * (BENCHMARKS.md, step 7). The scripts that list the ids keep their bodies within SCRIPT_CALL_BYTES.
  */
 export async function bodiesApart(ctx: EngineContext, key: BodiesKey, ids: readonly string[]): Promise<(string | null)[]> {
-  return ids.length === 0 ? [] : ctx.redis.hmget(key, ...ids);
+  if (ids.length === 0) return [];
+  const [bodies] = await readSlot(ctx.redis, (pipeline) => pipeline.hmget(key, ...ids));
+  return bodies as (string | null)[];
 }
 
 /**
@@ -44,11 +46,13 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
   let next: number | null = null;
   await forEachPartition(ctx.config.partitions, async (p) => {
     const k = topicKeys(p, topic, ctx.config.partitions);
-    const replies = (await ctx.redis.pipeline().zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES').exec()) ?? [];
-    const [delayed, ready, running, dead, head] = replies.map(([err, value]) => {
-      if (err) throw err;
-      return value;
-    }) as [number, number, number, number, string[]];
+    const [delayed, ready, running, dead, head] = (await readSlot(ctx.redis, (pipeline) => pipeline.zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES'))) as [
+      number,
+      number,
+      number,
+      number,
+      string[],
+    ];
     stats.delayed += delayed;
     stats.ready += ready;
     stats.running += running;

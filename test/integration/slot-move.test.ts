@@ -85,6 +85,32 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
     }
   });
 
+  it('a claim that meets a stale slot map is answered: its plain reads (running counts, bodies kept apart) are sent again too', async () => {
+    const client = createRedis({ url: cluster.nodes[0]!.url, cluster: true }) as Cluster;
+    try {
+      const topic = uniqueTopic('moved-read');
+      const q = makeQueue(client, { [topic]: { handler: 'h' } }, { config: { partitions: 16 } });
+      const owners = await Promise.all([...Array(16).keys()].map((p) => slotOwner(cluster, slotOf(syncKey(p, 16)))));
+      const node = owners.find((o) => owners.filter((x) => x === o).length >= 2)!;
+      const [p1, p2] = [...owners.keys()].filter((p) => owners[p] === node);
+      const [a, b] = [idIn(q, topic, p1!, 'a'), idIn(q, topic, p2!, 'b')];
+      const body = { text: 'x'.repeat(2000) }; // over 1 KiB: kept apart, read with a plain HMGET after the claim
+      await q.addMany([
+        { topic, id: a, delay: 0, body },
+        { topic, id: b, delay: 0, body },
+      ]);
+      await q.engine.sweep();
+      // the slot of b's partition moves; the client's slot map still names the old primary
+      await moveSlot(cluster, slotOf(syncKey(p2!, 16)), (node + 1) % 3);
+      const claimed = await q.engine.claim(topic, 10);
+      assert.deepEqual(claimed.map((job) => job.id).sort(), [a, b].sort());
+      for (const job of claimed) assert.deepEqual(job.body, body);
+      assert.equal((await q.stats(topic)).running, 2);
+    } finally {
+      client.disconnect();
+    }
+  });
+
   it('a pipelined batch keeps the replies of the calls that ran and sends again the ones refused (ASK)', async () => {
     const client = createRedis({ url: cluster.nodes[0]!.url, cluster: true }) as Cluster;
     try {
