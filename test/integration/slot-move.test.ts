@@ -19,6 +19,7 @@ import { createLogger } from '../../lib/platform/log';
 import { createRedis, isUnavailable } from '../../lib/platform/redis';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
 import { until } from '../../scripts/support/process';
+import type { Queue } from '../../lib/edge/queue';
 import { postJob } from '../support/failover';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { moveSlot, slotOwner, startRedisCluster, type RedisClusterProcess } from '../support/redis';
@@ -48,6 +49,14 @@ function idIn(q: { engine: { partitionOf(topic: string, id: string): number } },
   for (let i = 0; ; i++) if (q.engine.partitionOf(topic, `${label}-${i}`) === p) return `${label}-${i}`;
 }
 
+/** Two partitions of 16 served by one primary (16 over 3 primaries: one serves at least 6), and an id of `topic` in each. */
+async function twoOnOneNode(cluster: RedisClusterProcess, q: Queue, topic: string): Promise<{ node: number; p2: number; a: string; b: string }> {
+  const owners = await Promise.all([...Array(16).keys()].map((p) => slotOwner(cluster, slotOf(syncKey(p, 16)))));
+  const node = owners.find((o) => owners.filter((x) => x === o).length >= 2)!;
+  const [p1, p2] = [...owners.keys()].filter((p) => owners[p] === node) as [number, number];
+  return { node, p2, a: idIn(q, topic, p1, 'a'), b: idIn(q, topic, p2, 'b') };
+}
+
 describe('slots moving between primaries (3-master cluster, real redis-servers)', () => {
   let cluster: RedisClusterProcess;
   before(async () => {
@@ -62,11 +71,7 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
     try {
       const topic = uniqueTopic('moved');
       const q = makeQueue(client, { [topic]: { handler: 'h' } }, { config: { partitions: 16 } });
-      // two partitions served by one primary (16 partitions over 3 primaries: one serves at least 6)
-      const owners = await Promise.all([...Array(16).keys()].map((p) => slotOwner(cluster, slotOf(syncKey(p, 16)))));
-      const node = owners.find((o) => owners.filter((x) => x === o).length >= 2)!;
-      const [p1, p2] = [...owners.keys()].filter((p) => owners[p] === node);
-      const [a, b] = [idIn(q, topic, p1!, 'a'), idIn(q, topic, p2!, 'b')];
+      const { node, p2, a, b } = await twoOnOneNode(cluster, q, topic);
       await q.addMany([
         { topic, id: a, delay: 0 },
         { topic, id: b, delay: 0 },
@@ -75,7 +80,7 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
       const claimed = await q.engine.claim(topic, 10);
       assert.equal(claimed.length, 2);
       // the slot of b's partition moves; the client's slot map still names the old primary
-      await moveSlot(cluster, slotOf(syncKey(p2!, 16)), (node + 1) % 3);
+      await moveSlot(cluster, slotOf(syncKey(p2, 16)), (node + 1) % 3);
       // both acks go in one auto-pipeline to the old primary: a's is run, b's answered MOVED
       const outcomes = await Promise.all(claimed.map((job) => q.engine.ack(topic, job.id, job)));
       assert.deepEqual(outcomes, ['done', 'done']);
@@ -90,10 +95,7 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
     try {
       const topic = uniqueTopic('moved-read');
       const q = makeQueue(client, { [topic]: { handler: 'h' } }, { config: { partitions: 16 } });
-      const owners = await Promise.all([...Array(16).keys()].map((p) => slotOwner(cluster, slotOf(syncKey(p, 16)))));
-      const node = owners.find((o) => owners.filter((x) => x === o).length >= 2)!;
-      const [p1, p2] = [...owners.keys()].filter((p) => owners[p] === node);
-      const [a, b] = [idIn(q, topic, p1!, 'a'), idIn(q, topic, p2!, 'b')];
+      const { node, p2, a, b } = await twoOnOneNode(cluster, q, topic);
       const body = { text: 'x'.repeat(2000) }; // over 1 KiB: kept apart, read with a plain HMGET after the claim
       await q.addMany([
         { topic, id: a, delay: 0, body },
@@ -101,7 +103,7 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
       ]);
       await q.engine.sweep();
       // the slot of b's partition moves; the client's slot map still names the old primary
-      await moveSlot(cluster, slotOf(syncKey(p2!, 16)), (node + 1) % 3);
+      await moveSlot(cluster, slotOf(syncKey(p2, 16)), (node + 1) % 3);
       const claimed = await q.engine.claim(topic, 10);
       assert.deepEqual(claimed.map((job) => job.id).sort(), [a, b].sort());
       for (const job of claimed) assert.deepEqual(job.body, body);
