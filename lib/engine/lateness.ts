@@ -83,9 +83,7 @@ function capped(bound: number | null, maxMs: number | null): number | null {
 
 /** `a` and `b` (of the same minute) as one. */
 function together(a: Minute, b: Minute): Minute {
-  const bins = new Map(a.bins);
-  for (const [bin, c] of b.bins) bins.set(bin, (bins.get(bin) ?? 0) + c);
-  return { minute: a.minute, n: a.n + b.n, max: Math.max(a.max, b.max), bins };
+  return { minute: a.minute, n: a.n + b.n, max: Math.max(a.max, b.max), bins: merge([a, b]) };
 }
 
 function merge(minutes: Minute[]): Map<number, number> {
