@@ -253,7 +253,7 @@ async function sampleNode(r: Redis): Promise<NodeSample> {
   for (const [, name, calls, rejected] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)(?:.*?rejected_calls=(\d+))?/gm)) {
     if (name!.includes('|') ? ADMIN_COMMANDS.has(name!.split('|')[0]!) : ADMIN_COMMANDS.has(name!)) continue;
     commands += Number(calls);
-    if (name === 'evalsha' || name === 'eval') {
+    if (name === 'fcall' || name === 'evalsha' || name === 'eval') {
       scripts += Number(calls);
       refused += Number(rejected ?? 0);
     }

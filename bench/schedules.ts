@@ -113,11 +113,11 @@ function makeBody(n: number, bytes: number): { report: string; note: string } {
 const scheduleId = (i: number) => `sched-${pad(i, 6)}`;
 const specOf = (i: number) => (i % 2 === 0 ? EVERY : CRON);
 
-/** Microseconds Redis has spent in script calls (EVAL, EVALSHA and their _RO forms), from INFO commandstats. */
+/** Microseconds Redis has spent in script calls (FCALL, EVAL, EVALSHA and their _RO forms), from INFO commandstats. */
 async function scriptUsec(redis: Redis): Promise<number> {
   const text = await redis.info('commandstats');
   let usec = 0;
-  for (const m of text.matchAll(/^cmdstat_(?:eval|evalsha|eval_ro|evalsha_ro):calls=\d+,usec=(\d+),/gm)) usec += Number(m[1]);
+  for (const m of text.matchAll(/^cmdstat_(?:fcall|fcall_ro|eval|evalsha|eval_ro|evalsha_ro):calls=\d+,usec=(\d+),/gm)) usec += Number(m[1]);
   return usec;
 }
 

@@ -17,7 +17,10 @@ const MEMORYDB_ACCESS = [
   'on',
   '~dq:*', // lib/engine/keys.ts builds every key under dq:
   '-@all',
-  // client (ioredis 5): scripts are sent as EVAL on a connection's first use, then EVALSHA (no SCRIPT LOAD)
+  // scripts (lib/engine/lua.ts): FCALL of the queue's function library, which FUNCTION LOAD puts on a
+  // primary that lacks it; EVAL and EVALSHA when a server refuses functions (no SCRIPT LOAD)
+  '+fcall',
+  '+function|load',
   '+eval',
   '+evalsha',
   '+blpop', // the sweeper's wake-up list (lib/roles/sweeper.ts)

@@ -1,9 +1,11 @@
 --[[
   The scripts' clock: the Redis server's, so that Lambdas with skewed clocks agree.
 ]]
+--- @include "call"
 -- The call's reading of the clock, made by clock: Redis TIME's reply ({ seconds, microseconds }),
 -- or the fixed ms a test passes. clockTicks reuses it, so a call reads TIME at most once.
 local clockReading, clockFixedMs = nil, nil
+onEachCall(function() clockReading, clockFixedMs = nil, nil end)
 
 -- Milliseconds on the Redis server's clock, or the fixed clock a test passes. Every script that
 -- needs the time reads it once, at its start, from ARGV[1]: `local now = clock(ARGV[1])`.

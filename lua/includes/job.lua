@@ -11,6 +11,7 @@
 ]]
 --- @include "codes"
 --- @include "clock"
+--- @include "call"
 
 local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
   1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
@@ -81,6 +82,7 @@ local AHEAD_TICKS = 50
 
 -- SEQ_FIELD of each hash (by key) as this call read or wrote it.
 local callSeqs = {}
+onEachCall(function() callSeqs = {} end)
 
 -- SEQ_FIELD of hash `key`, read once a call.
 local function seqOf(key)

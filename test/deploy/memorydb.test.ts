@@ -108,11 +108,16 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
     );
     assert.ok(rules.includes('-@all') && !rules.some((r) => r.startsWith('+@')), 'no command category granted');
     const granted = new Set(rules.filter((r) => r.startsWith('+')).map((r) => r.slice(1)));
-    for (const command of ['eval', 'evalsha', 'blpop', 'time', 'cluster|slots']) assert.ok(granted.has(command), command);
+    for (const command of ['fcall', 'function|load', 'eval', 'evalsha', 'blpop', 'time', 'cluster|slots']) assert.ok(granted.has(command), command);
     // a command a Lua script calls runs under the caller's ACL: every one must be granted
     const missing = luaCommands().filter((c) => !granted.has(c));
     assert.deepEqual(missing, [], 'commands the Lua scripts call that the user may not run');
     for (const dangerous of ['flushall', 'flushdb', 'keys', 'config', 'script', 'debug', 'shutdown', 'acl']) assert.ok(![...granted].some((c) => c === dangerous || c.startsWith(`${dangerous}|`)), dangerous);
+    assert.deepEqual(
+      [...granted].filter((c) => c === 'function' || c.startsWith('function|')),
+      ['function|load'],
+      'of FUNCTION, only LOAD: never FLUSH, DELETE or RESTORE',
+    );
   });
 
   it('gives the functions the cluster endpoint with the user and password over TLS, the cluster client, 4 partitions per shard, durability none', () => {

@@ -131,7 +131,7 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
     const slow = (await redis.slowlog('GET', 128)) as [number, number, number, string[]][];
     const latency = (await redis.call('LATENCY', 'LATEST')) as unknown[];
     const info = await redis.info('commandstats');
-    const moveCalls = /cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1];
+    const moveCalls = /cmdstat_fcall:calls=(\d+)/.exec(info)?.[1];
     const all = during.map((d) => d.ms).sort((a, b) => a - b);
     const sweep = during
       .filter((d) => movedAt && d.at <= movedAt)
@@ -148,7 +148,7 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
       jobsDoneInWindow: done,
       slowlog: slow.map(([, , micros, args]) => ({ micros, command: args.slice(0, 2).join(' ') })),
       latencyLatest: latency,
-      evalshaCalls: moveCalls,
+      scriptCalls: moveCalls,
     };
     const ratio = pct(all, 99) / pct(idle, 99);
     const targets = {

@@ -11,6 +11,7 @@ describe('engine on a 3-master Redis Cluster with 6 partitions', () => {
     flushScripts: async () => {
       for (const node of cluster.cluster().nodes) {
         const direct = new Redis(node.port, '127.0.0.1');
+        await direct.function('FLUSH');
         await direct.script('FLUSH');
         direct.disconnect();
       }

@@ -8,6 +8,7 @@ describe('engine on a single redis-server', () => {
     redis: () => redis.client(),
     partitions: 1,
     flushScripts: async () => {
+      await redis.client().function('FLUSH');
       await redis.client().script('FLUSH');
     },
   });

@@ -26,12 +26,12 @@ import { moveSlot, slotOwner, startRedisCluster, type RedisClusterProcess } from
 
 const PARTITIONS = 6;
 
-/** Script calls a node has answered so far, run or refused (INFO commandstats of EVAL and EVALSHA). */
+/** Script calls a node has answered so far, run or refused (INFO commandstats of FCALL, EVAL and EVALSHA). */
 async function scriptCalls(node: Redis): Promise<{ answered: number; refused: number }> {
   const stats = await node.info('commandstats');
   let answered = 0;
   let refused = 0;
-  for (const [, calls, rejected, failed] of stats.matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+),.*rejected_calls=(\d+),failed_calls=(\d+)/gm)) {
+  for (const [, calls, rejected, failed] of stats.matchAll(/^cmdstat_(?:fcall|eval|evalsha):calls=(\d+),.*rejected_calls=(\d+),failed_calls=(\d+)/gm)) {
     answered += Number(calls) + Number(rejected) + Number(failed);
     refused += Number(rejected);
   }

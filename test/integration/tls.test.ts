@@ -120,6 +120,7 @@ describe('engine over TLS with AUTH (the AWS client settings)', () => {
     redis: () => redis,
     partitions: 1,
     flushScripts: async () => {
+      await redis.function('FLUSH');
       await redis.script('FLUSH');
     },
   });

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/engine/keys';
-import { INCLUDES, SCRIPTS, includeOrder, scriptText, type ScriptName } from '../../lib/engine/lua';
+import { INCLUDES, SCRIPTS, includeOrder, scriptLibrary, scriptText, type ScriptName } from '../../lib/engine/lua';
 
 const dir = join(__dirname, '..', '..', 'lua');
 const files = readdirSync(dir).filter((f) => f.endsWith('.lua'));
@@ -154,6 +154,21 @@ describe('lua/includes/', () => {
       assert.equal(new Set(locals).size, locals.length, `${name} declares a name twice`);
       assert.ok(locals.length < 200, `${name}: ${locals.length} top-level locals`);
     }
+  });
+
+  it('the library holds every include once, then each script as a function named dq_<version>_<script>, at most 200 locals at its top level', () => {
+    const lib = scriptLibrary();
+    assert.match(lib.name, /^dq_[0-9a-f]{12}$/);
+    assert.ok(lib.text.startsWith(`#!lua name=${lib.name}\n`));
+    for (const [name, text] of Object.entries(INCLUDES)) assert.equal(lib.text.split(text).length, 2, `includes/${name}.lua once`);
+    for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+      assert.equal(lib.functions[name], `${lib.name}_${name}`);
+      assert.ok(lib.text.includes(`function_name = '${lib.functions[name]}'`), name);
+      assert.ok(lib.text.includes(`\nbeginCall()\n${SCRIPTS[name].source}\nend }`), `${name} starts from a clean per-call state`);
+    }
+    const locals = topLevelLocals(lib.text.slice(0, lib.text.indexOf('redis.register_function'))); // the functions' own are theirs
+    assert.equal(new Set(locals).size, locals.length, 'a name declared twice');
+    assert.ok(locals.length < 200, `${locals.length} top-level locals`);
   });
 
   it('the full text of syncPoint-1.lua is the script alone; of getSchedule-1.lua, the schedules include then the script', () => {

@@ -1,4 +1,4 @@
-/** The suite's last two tests: the lifecycle after SCRIPT FLUSH, and every key of a job in one slot. */
+/** The suite's last two tests: the lifecycle after FUNCTION FLUSH, and every key of a job in one slot. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { topicKeys, partitionOf } from '../../../lib/engine/keys';
@@ -8,7 +8,7 @@ import type { SuiteHelpers, SuiteTarget } from './shared';
 export function flushAndSlots(target: SuiteTarget, h: SuiteHelpers): void {
   const { setup, sweep } = h;
 
-  it('runs the lifecycle after SCRIPT FLUSH (EVALSHA falls back to EVAL)', async () => {
+  it('runs the lifecycle after FUNCTION FLUSH (the library is loaded again)', async () => {
     const { q, topic } = setup();
     await q.add({ topic, id: 'warm', delay: 0 });
     await target.flushScripts();

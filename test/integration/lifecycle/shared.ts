@@ -9,7 +9,7 @@ import type { TestClock } from '../../support/queue';
 export interface SuiteTarget {
   redis(): Redis | Cluster;
   partitions: number;
-  /** SCRIPT FLUSH on every node. */
+  /** FUNCTION FLUSH and SCRIPT FLUSH on every node: the library and every script gone. */
   flushScripts(): Promise<void>;
 }
 
