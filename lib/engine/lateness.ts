@@ -32,7 +32,7 @@ export interface LatenessMinute {
   p99Ms: number | null;
 }
 
-interface Minute {
+export interface Minute {
   minute: number;
   n: number;
   max: number;
@@ -51,16 +51,28 @@ export function binUpperMs(bin: number): number {
   return Math.max(0, Math.ceil(2 ** ((bin + 1) / 4) - 1));
 }
 
-/** Parses one field of the stats hash; null when it is not one (never thrown on: stats are advisory). */
-export function parseMinute(raw: string): Minute | null {
-  const match = /^(\d+)\|(\d+)\|(\d+)\|(.*)$/.exec(raw);
-  if (!match) return null;
-  const bins = new Map<number, number>();
-  for (const part of match[4]!.split(',')) {
-    const [b, c] = part.split('=');
-    if (b !== undefined && c !== undefined && b !== '') bins.set(Number(b), Number(c));
+/**
+ * The minutes of one stats hash (lua/recordStarts-1.lua): a field `m<slot>` per minute holding
+ * `<minute>|<count>|<max ms>`, and `m<slot>/<bin>` per histogram bin holding its count. Fields that
+ * are not these are passed over (never thrown on: stats are advisory).
+ */
+export function parseMinutes(fields: Readonly<Record<string, string>>): Minute[] {
+  const minutes = new Map<string, Minute>();
+  const bins = new Map<string, Map<number, number>>();
+  for (const [name, value] of Object.entries(fields)) {
+    const bin = /^m(\d+)\/(\d+)$/.exec(name);
+    if (bin) {
+      const of = bins.get(bin[1]!) ?? new Map<number, number>();
+      of.set(Number(bin[2]), Number(value));
+      bins.set(bin[1]!, of);
+      continue;
+    }
+    const slot = /^m(\d+)$/.exec(name)?.[1];
+    const head = /^(\d+)\|(\d+)\|(\d+)$/.exec(value);
+    if (slot !== undefined && head) minutes.set(slot, { minute: Number(head[1]), n: Number(head[2]), max: Number(head[3]), bins: new Map() });
   }
-  return { minute: Number(match[1]), n: Number(match[2]), max: Number(match[3]), bins };
+  for (const [slot, minute] of minutes) minute.bins = bins.get(slot) ?? new Map();
+  return [...minutes.values()];
 }
 
 /** The p-th percentile (0 < p <= 100) of merged bins, as a bin's upper bound; null when empty. */
@@ -98,9 +110,8 @@ export async function latenessStats(ctx: EngineContext, topic: string, nowMs: nu
   const hashes = await forEachPartition(partitions, (p) => ctx.redis.hgetall(latenessKey(p, topic, partitions)));
   const current = Math.floor(nowMs / 60_000);
   const byMinute = new Map<number, Minute>();
-  for (const raw of hashes.flatMap((fields) => Object.values(fields))) {
-    const m = parseMinute(raw);
-    if (!m || m.minute <= current - 60 || m.minute > current) continue;
+  for (const m of hashes.flatMap(parseMinutes)) {
+    if (m.minute <= current - 60 || m.minute > current) continue;
     const seen = byMinute.get(m.minute);
     byMinute.set(m.minute, seen ? together(seen, m) : m);
   }

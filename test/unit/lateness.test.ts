@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { binUpperMs, parseMinute, percentileMs } from '../../lib/engine/lateness';
+import { binUpperMs, parseMinutes, percentileMs } from '../../lib/engine/lateness';
 
 /** The bin lua/recordStarts-1.lua puts `ms` in. */
 const binOf = (ms: number) => Math.floor((4 * Math.log(ms + 1)) / Math.log(2));
@@ -24,17 +24,19 @@ describe('lateness histogram (issue 14, item 5)', () => {
     assert.equal(percentileMs(new Map(), 99), null);
   });
 
-  it('parses a stored minute, and refuses what is not one', () => {
-    assert.deepEqual(parseMinute('29529000|3|250|0=1,31=2'), {
-      minute: 29529000,
-      n: 3,
-      max: 250,
-      bins: new Map([
-        [0, 1],
-        [31, 2],
-      ]),
-    });
-    assert.deepEqual(parseMinute('29529000|0|0|'), { minute: 29529000, n: 0, max: 0, bins: new Map() });
-    assert.equal(parseMinute('garbage'), null);
+  it('parses the stored minutes of a stats hash, each with its bins, and passes over what is not one', () => {
+    assert.deepEqual(parseMinutes({ m0: '29529000|3|250', 'm0/0': '1', 'm0/31': '2', m1: '29529001|1|4', 'm1/9': '1', 'm2/5': '7', 'm1:3': '1', m3: 'garbage', other: '1' }), [
+      {
+        minute: 29529000,
+        n: 3,
+        max: 250,
+        bins: new Map([
+          [0, 1],
+          [31, 2],
+        ]),
+      },
+      { minute: 29529001, n: 1, max: 4, bins: new Map([[9, 1]]) },
+    ]);
+    assert.deepEqual(parseMinutes({}), []);
   });
 });
