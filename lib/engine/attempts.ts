@@ -1,7 +1,7 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
 import { randomBytes } from 'node:crypto';
 import type { TopicConfig } from '../rules/config';
-import { jobKeys, partitionOf, rateKey, topicKeys } from './keys';
+import { jobKeys, latenessKey, partitionOf, rateKey, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { readSlot, run } from './lua';
 import type { EngineContext } from './context';
@@ -28,9 +28,10 @@ async function runningByPartition(ctx: EngineContext, t: TopicConfig): Promise<n
  * `maxBytes` (the first job always gets through, whatever its size). Each script call stops at
  * SCRIPT_CALL_BYTES. Partitions are visited one after another, starting one further each call; a
  * partition whose claim stopped at its byte budget is asked again before the next. `at`: the Redis
- * time (ms) the claim counts as made, instead of the clock at each call.
+ * time (ms) the claim counts as made, instead of the clock at each call. `start`: the attempts are
+ * started too, in the same script call (for a handler that runs what it claims at once).
  */
-export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, at?: number): Promise<ClaimedJob[]> {
+export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, at?: number, start = false): Promise<ClaimedJob[]> {
   const runningBy = await runningByPartition(ctx, t);
   let running = runningBy.reduce((a, b) => a + b, 0);
   const claimed: ClaimedJob[] = [];
@@ -43,7 +44,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
     for (let more = room > 0; more && !full && claimed.length < count;) {
       const left = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
-      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], {
+      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)], {
         clock: at ?? ctx.clock(),
         count: count - claimed.length,
         maxRunning: room,
@@ -52,6 +53,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
         maxBytes: Math.max(0, Math.min(SCRIPT_CALL_BYTES, left)),
         strict,
         retentionMs: ctx.config.retentionMs,
+        start,
       });
       const [now, , , stopped, ...items] = await run(ctx.redis, call);
       const apart = items.filter((item) => item[5] === null).map((item) => item[0]);
@@ -88,17 +90,17 @@ export interface PacedClaim {
  * claimJobs within topic `t`'s rate limit, shared by every caller through Redis: takes up to
  * `count` start tokens first (one script call), claims at most that many as of the grant's time,
  * and gives the unused back. A topic without a rate limit is claimed exactly as by claimJobs (no
- * further calls).
+ * further calls). `start`: the attempts are started too (see claimJobs).
  */
-export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES): Promise<PacedClaim> {
-  if (!t.rateLimit || count <= 0) return { jobs: await claimJobs(ctx, t, count, maxRunning, maxBytes), waitMs: null };
+export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, start = false): Promise<PacedClaim> {
+  if (!t.rateLimit || count <= 0) return { jobs: await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start), waitMs: null };
   const key = [rateKey(t.name)] as const;
   const [granted, slot, waitMs, grantedAt] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
   if (granted === 0) return { jobs: [], waitMs: Math.max(1, waitMs) };
   // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),
   // so the starts the window counts are the starts the jobs record, whatever the claim's own delay.
   // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow side.
-  const jobs = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt);
+  const jobs = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt, start);
   const unused = granted - jobs.length;
   if (unused > 0) await run(ctx.redis, script.returnTokens(key, { slot, n: unused, intervalMs: t.rateLimit.perMs / t.rateLimit.count }));
   // fewer jobs than tokens: what stopped the claim was not the limit
@@ -181,7 +183,10 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
       const k = topicKeys(partition, topic, ctx.config.partitions);
       // a call that reached its byte budget answered for the first attempts: the rest go in the next
       for (let rest = indexes; rest.length > 0;) {
-        const reply = await run(ctx.redis, script.startAttempts([k.jobs], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }));
+        const reply = await run(
+          ctx.redis,
+          script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.config.partitions)], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
+        );
         reply.forEach((code, j) => (live[rest[j]!] = code === OUTCOME.STARTED));
         rest = rest.slice(atLeastOne(reply.length, 'startAttempts'));
       }

@@ -237,7 +237,16 @@ export class Engine {
     return (await this.claimPaced(topic, count, maxRunning, maxBytes)).jobs;
   }
 
-  /** Marks claimed attempts still live as started; says, in order, which are (run only those). */
+  /**
+   * As claim, and each attempt claimed is started in the same script call (its lateness recorded):
+   * for a handler that runs what it claims at once, so it sends no start of its own.
+   */
+  async claimStarted(topic: string, count: number): Promise<ClaimedJob[]> {
+    const t = this.topic(topic);
+    return (await claimPaced(this.ctx, t, count, t.concurrency, SCRIPT_CALL_BYTES, true)).jobs;
+  }
+
+  /** Marks claimed attempts still live as started and records their lateness; says, in order, which are (run only those). */
   start(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
     return startAttempts(this.ctx, this.topic(topic).name, jobs);
   }

@@ -13,13 +13,14 @@ import groupCancel from '../../lua/includes/groupCancel.lua';
 import groups from '../../lua/includes/groups.lua';
 import head from '../../lua/includes/head.lua';
 import job from '../../lua/includes/job.lua';
+import lateness from '../../lua/includes/lateness.lua';
 import occurrences from '../../lua/includes/occurrences.lua';
 import schedules from '../../lua/includes/schedules.lua';
 import ackJob from '../../lua/ackJob-4.lua';
 import addJobs from '../../lua/addJobs-5.lua';
 import cancelJob from '../../lua/cancelJob-5.lua';
 import cancelGroup from '../../lua/cancelGroup-6.lua';
-import claimJobs from '../../lua/claimJobs-6.lua';
+import claimJobs from '../../lua/claimJobs-7.lua';
 import endFanout from '../../lua/endFanout-1.lua';
 import failJob from '../../lua/failJob-4.lua';
 import getJob from '../../lua/getJob-2.lua';
@@ -33,7 +34,7 @@ import redriveJobs from '../../lua/redriveJobs-3.lua';
 import releaseLease from '../../lua/releaseLease-4.lua';
 import releaseJobs from '../../lua/releaseJobs-5.lua';
 import rescheduleJob from '../../lua/rescheduleJob-3.lua';
-import startAttempts from '../../lua/startAttempts-1.lua';
+import startAttempts from '../../lua/startAttempts-2.lua';
 import startFanout from '../../lua/startFanout-1.lua';
 import syncPoint from '../../lua/syncPoint-1.lua';
 import recordStarts from '../../lua/recordStarts-1.lua';
@@ -53,11 +54,11 @@ export const SCRIPTS = {
   getJob: { file: 'getJob-2.lua', numberOfKeys: 2, source: getJob },
   cancelJob: { file: 'cancelJob-5.lua', numberOfKeys: 5, source: cancelJob },
   rescheduleJob: { file: 'rescheduleJob-3.lua', numberOfKeys: 3, source: rescheduleJob },
-  claimJobs: { file: 'claimJobs-6.lua', numberOfKeys: 6, source: claimJobs },
+  claimJobs: { file: 'claimJobs-7.lua', numberOfKeys: 7, source: claimJobs },
   ackJob: { file: 'ackJob-4.lua', numberOfKeys: 4, source: ackJob },
   failJob: { file: 'failJob-4.lua', numberOfKeys: 4, source: failJob },
   releaseJobs: { file: 'releaseJobs-5.lua', numberOfKeys: 5, source: releaseJobs },
-  startAttempts: { file: 'startAttempts-1.lua', numberOfKeys: 1, source: startAttempts },
+  startAttempts: { file: 'startAttempts-2.lua', numberOfKeys: 2, source: startAttempts },
   moveDue: { file: 'moveDue-7.lua', numberOfKeys: 7, source: moveDue },
   redriveJobs: { file: 'redriveJobs-3.lua', numberOfKeys: 3, source: redriveJobs },
   listJobs: { file: 'listJobs-4.lua', numberOfKeys: 4, source: listJobs },
@@ -115,6 +116,7 @@ export const INCLUDES: Readonly<Record<string, string>> = {
   groups,
   head,
   job,
+  lateness,
   occurrences,
   schedules,
 };

@@ -138,21 +138,22 @@ export function rescheduleJob(keys: readonly [JobsKey, BodiesKey, DelayedKey], a
   return call('rescheduleJob', keys, [a.clock, a.id, when?.kind ?? '', when?.ms ?? '', body === undefined ? '0' : '1', body ?? '']);
 }
 
-/** One claimed job in lua/claimJobs-6.lua's reply: its body when inline, else null (read it from the bodies hash). */
+/** One claimed job in lua/claimJobs-7.lua's reply: its body when inline, else null (read it from the bodies hash). */
 export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string | null, maxAttempts: number | null, claim: string];
-/** lua/claimJobs-6.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids. */
+/** lua/claimJobs-7.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids. */
 export type ClaimReply = readonly [now: number, taken: number, skipped: number, more: Flag, ...claimed: ClaimedItem[]];
 
 /**
- * lua/claimJobs-6.lua: claims up to `count` ready jobs of one topic and partition, within the byte
+ * lua/claimJobs-7.lua: claims up to `count` ready jobs of one topic and partition, within the byte
  * budget (`strict`: even the first job must fit it); `nonce` (new each call) makes the claim tokens.
- * A job whose group is being cancelled is cancelled instead (kept `retentionMs`).
+ * A job whose group is being cancelled is cancelled instead (kept `retentionMs`). `start`: the
+ * attempts are started too (their lateness recorded in the partition's stats hash).
  */
 export function claimJobs(
-  keys: readonly [ReadyKey, RunningKey, JobsKey, BodiesKey, DelayedKey, DoneKey],
-  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number; nonce: string; strict?: boolean; retentionMs: number } & Budget,
+  keys: readonly [ReadyKey, RunningKey, JobsKey, BodiesKey, DelayedKey, DoneKey, LatenessKey],
+  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number; nonce: string; strict?: boolean; retentionMs: number; start?: boolean } & Budget,
 ): ScriptCall<ClaimReply> {
-  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce, a.maxBytes, a.strict ? '1' : '0', a.retentionMs]);
+  return call('claimJobs', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce, a.maxBytes, a.strict ? '1' : '0', a.retentionMs, a.start ? '1' : '0']);
 }
 
 /** One claimed attempt as ack, fail, start and release name it: the job, the attempt's number and its claim token. */
@@ -193,11 +194,11 @@ export function releaseJobs(
   return call('releaseJobs', keys, [a.clock, a.maxAttempts, a.backoff, a.random, a.reason, a.maxBytes, ...a.jobs.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
-/** lua/startAttempts-1.lua's reply: one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
+/** lua/startAttempts-2.lua's reply: one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
 export type StartReply = readonly (Outcome<'STARTED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[];
 
-/** lua/startAttempts-1.lua: marks the live attempts of one topic and partition started; says which are live. */
-export function startAttempts(keys: readonly [JobsKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget): ScriptCall<StartReply> {
+/** lua/startAttempts-2.lua: marks the live attempts of one topic and partition started, records their lateness; says which are live. */
+export function startAttempts(keys: readonly [JobsKey, LatenessKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget): ScriptCall<StartReply> {
   return call('startAttempts', keys, [a.clock, a.maxBytes, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 

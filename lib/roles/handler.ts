@@ -130,14 +130,18 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         return report;
       }
       let jobs = event.jobs;
+      // the Redis clock less this host's, read once a round: a host clock minutes off must not expire
+      // (or stretch) every attempt. Set by a claim of this handler's own (its claimedAt), else by TIME.
+      let claimOffsetMs: number | undefined;
       for (let round = 0; jobs.length > 0; round++) {
-        // one TIME per round: a host clock minutes off must not expire (or stretch) every attempt
         const before = Date.now();
-        const offsetMs = (await rt.engine.serverTime()) - before;
+        const offsetMs = claimOffsetMs ?? (await rt.engine.serverTime()) - before;
+        const started = claimOffsetMs !== undefined; // claimed and started by this handler in one call
         const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
         // An Event invoke can start late, or twice: run only the attempts still live, marking them
-        // started (one script call per partition of the batch, all at once).
-        const live = await rt.engine.start(topic.name, jobs);
+        // started and recording how late they are (one script call per partition of the batch, all
+        // at once). A batch this handler claimed itself was started by its claim.
+        const live = started ? jobs.map(() => true) : await rt.engine.start(topic.name, jobs);
         const batch = jobs.filter((job, i) => {
           if (!live[i]) {
             report.stale += 1;
@@ -145,21 +149,14 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
           }
           return live[i];
         });
-        // how late each started, for GET /topics and the dashboard (advisory: a failure only logs)
-        const startedAt = Date.now() + offsetMs;
-        const recorded = rt.engine
-          .recordStarts(
-            topic.name,
-            batch.map((job) => startedAt - job.runAt),
-          )
-          .catch((error: unknown) => log.warn('could not record lateness', { error }));
-        await Promise.all([...batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)), recorded]);
+        await Promise.all(batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)));
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
           if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, log);
           break;
         }
-        jobs = (await rt.engine.claim(topic.name, topic.batchSize)).map(toWire);
+        jobs = (await rt.engine.claimStarted(topic.name, topic.batchSize)).map(toWire);
+        claimOffsetMs = jobs.length > 0 ? jobs[0]!.claimedAt - Date.now() : undefined;
       }
       emitMetrics(
         { topic: topic.name },

@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import type * as engine from '../../lib/engine';
 import { OUTCOME } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
-import { groupKey, partitionOf, topicKeys, type TopicKeys } from '../../lib/engine/keys';
+import { groupKey, latenessKey, partitionOf, topicKeys, type TopicKeys } from '../../lib/engine/keys';
 import type { Queue } from '../../lib/edge/queue';
 import { run } from '../../lib/engine/lua';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
@@ -218,7 +218,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
       await q.engine.sweep();
       const claim = (strict: boolean) =>
-        run(redis, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { clock: clock.now, count: 3, maxRunning: 10, ttrMs: 30_000, nonce: 'n', maxBytes: 1, strict, retentionMs: 0 }));
+        run(redis, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(0, topic, 1)], { clock: clock.now, count: 3, maxRunning: 10, ttrMs: 30_000, nonce: 'n', maxBytes: 1, strict, retentionMs: 0 }));
       const strict = await claim(true);
       assert.deepEqual(strict.slice(1), [0, 0, 1], 'taken 0, skipped 0, more');
       const [, taken, skipped, more, ...items] = await claim(false);
@@ -232,7 +232,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.engine.sweep();
       const claimed = await q.engine.claim(topic, 3);
       const attempts = claimed.map((j) => ({ id: j.id, attempt: j.attempt, claim: j.claim }));
-      assert.deepEqual(await run(redis, script.startAttempts([k.jobs], { clock: clock.now, attempts, maxBytes: 1 })), [OUTCOME.STARTED]);
+      assert.deepEqual(await run(redis, script.startAttempts([k.jobs, latenessKey(0, topic, 1)], { clock: clock.now, attempts, maxBytes: 1 })), [OUTCOME.STARTED]);
       const release = await run(redis, script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: clock.now, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: attempts.slice(1), maxBytes: 1 }));
       assert.deepEqual(release, [1, 0, 0, 1], 'released 1, looked at 1');
       assert.deepEqual((await q.stats(topic)).running, 2);

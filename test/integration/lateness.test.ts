@@ -1,6 +1,6 @@
 /**
- * Issue 14, item 5: lateness you can see. Handlers record how late each attempt started
- * (lua/recordStarts-1.lua); GET /topics shows the last 5 minutes' p50 / p99 / max, the age of the
+ * Issue 14, item 5: lateness you can see. Each start records how late the attempt started
+ * (lua/includes/lateness.lua, from startAttempts-2 and claimJobs-7; tests seed it with recordStarts-1); GET /topics shows the last 5 minutes' p50 / p99 / max, the age of the
  * oldest ready job, and a per-minute series over the last hour, kept in bounded space. With several
  * partitions, the records go to the partitions in turn (no shard of a cluster takes them all) and
  * are read back merged.
@@ -124,6 +124,29 @@ describe('lateness stats (real redis-server)', () => {
       assert.equal(after.lateness.started, 3);
       assert.ok(after.lateness.maxMs! >= 50, `max ${after.lateness.maxMs}`);
       assert.equal(after.oldestReadyAgeMs, null, 'nothing ready any more');
+    } finally {
+      rt.redis.disconnect();
+    }
+  });
+
+  it('a handler that claims more itself (claimed and started in one call) records those starts too', async () => {
+    const topic = uniqueTopic('late');
+    const rt: Runtime = testRuntime(server.url, { [topic]: { handler: 'h', batchSize: 5, ttr: 1 } });
+    try {
+      const queue = apiOf(rt);
+      for (let i = 0; i < 8; i++) await queue.add({ topic, id: `d${i}`, delay: 0 });
+      await queue.engine.sweep();
+      const claimed = await queue.engine.claim(topic, 5);
+      const ran: string[] = [];
+      const report = await topicHandler(
+        async (job) => void ran.push(job.id),
+        () => rt,
+      )({ topic, jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 60_000 });
+      assert.deepEqual(report, { done: 8, retried: 0, dead: 0, stale: 0 });
+      assert.deepEqual(ran.sort(), Array.from({ length: 8 }, (_, i) => `d${i}`).sort());
+      const after = await queue.stats(topic);
+      assert.equal(after.lateness.started, 8, 'the 5 of the event (startAttempts) and the 3 it claimed (claimJobs with start)');
+      assert.equal(after.running + after.ready, 0);
     } finally {
       rt.redis.disconnect();
     }

@@ -11,6 +11,7 @@ import { SCRIPTS } from '../../lib/engine/lua';
 
 const k = topicKeys(2, 'orders', 4);
 const g = groupKey(2, 'orders', 'meeting-1', 4);
+const late = latenessKey(2, 'orders', 4);
 const s = sweeperKeys();
 const lease = [s.lease, s.next, s.wake, s.wakes] as const;
 const sk = scheduleKeys(2, 'orders', 4);
@@ -39,11 +40,11 @@ describe('typed script calls', () => {
       script.getJob([k.jobs, k.delayed], { id: 'a' }),
       script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0, ifMatch: '' }),
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: {} }),
-      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
       script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
       script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
-      script.startAttempts([k.jobs], { clock: '', attempts: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs, late], { clock: '', attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1, maxBytes: 1 }),
       script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 1 }),
@@ -76,11 +77,11 @@ describe('typed script calls', () => {
       script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: 7, mode: 'put', jobs: [], maxBytes: 1 }),
       script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: 7, id: 'a', retentionMs: 0, ifMatch: '' }),
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: 7, id: 'a', change: { body: '1' } }),
-      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
+      script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
       script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: 7, id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
       script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
-      script.startAttempts([k.jobs], { clock: 7, attempts: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs, late], { clock: 7, attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: 7, ids: ['a'], maxBytes: 1 }),
       script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1, retentionMs: 0 }),
@@ -100,9 +101,9 @@ describe('typed script calls', () => {
   it('every script that loops over jobs takes a byte budget where its contract block says', () => {
     const budgeted: [script: string, at: number, args: readonly unknown[]][] = [
       ['addJobs', 3, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', jobs: [], maxBytes: 4242 }).args],
-      ['claimJobs', 6, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 4242 }).args],
+      ['claimJobs', 6, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 4242 }).args],
       ['releaseJobs', 6, script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 4242 }).args],
-      ['startAttempts', 2, script.startAttempts([k.jobs], { clock: '', attempts: [], maxBytes: 4242 }).args],
+      ['startAttempts', 2, script.startAttempts([k.jobs, late], { clock: '', attempts: [], maxBytes: 4242 }).args],
       ['moveDue', 7, script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 4242 }).args],
       ['redriveJobs', 3, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1, maxBytes: 4242 }).args],
       ['listJobs', 4, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 4242 }).args],
@@ -136,9 +137,10 @@ describe('typed script calls', () => {
       'c',
     ]);
     assert.deepEqual(script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 2, claim: 'c', retentionMs: 9 }).args, ['', 'a', 2, 9, 'c']);
-    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0', 0]);
-    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-2), '1');
-    assert.deepEqual(script.startAttempts([k.jobs], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
+    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0', 0, '0']);
+    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-3), '1');
+    assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, start: true }).args.at(-1), '1');
+    assert.deepEqual(script.startAttempts([k.jobs, late], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
     assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, 'a', 'b']);
     assert.deepEqual(
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], {

@@ -9,11 +9,14 @@
   Stops before the job whose record and body would pass the byte budget (never before the first
   id, unless strict): the ids not looked at stay at the head of the ready list, and the bodies the
   caller then reads stay within the budget too.
+  With ARGV[9] '1' the claim also starts each attempt, as startAttempts-2 does (for a handler
+  that runs what it claims at once): the attempt is marked started and its lateness recorded in
+  the partition's stats (KEYS[7]).
   A job whose group is being cancelled (lua/cancelGroup-6.lua) and that has not changed since that
   cancel began is cancelled here instead of claimed (and counted as skipped): the cancel may not
   have reached it yet, and it must not start.
   KEYS[1] ready list  KEYS[2] running zset  KEYS[3] jobs hash  KEYS[4] bodies hash
-  KEYS[5] delayed zset  KEYS[6] done zset
+  KEYS[5] delayed zset  KEYS[6] done zset  KEYS[7] the topic's lateness stats hash
   ARGV[1] fixed clock ms or ''  ARGV[2] n, at most this many ids are taken
   ARGV[3] max running: claims stop when the running zset holds this many
   ARGV[4] the topic's ttr ms, for jobs that set none
@@ -22,6 +25,7 @@
   ARGV[7] '1': strict, even the first id must fit the budget (a caller that already holds jobs
           claimed in this round); '0': the first id is always looked at
   ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/cancel.lua)
+  ARGV[9] '1': start the attempts claimed; '0': claim only (a handler starts them)
   Returns { now, taken, skipped, more 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
   where taken counts the ids taken off the ready list and more = 1 when the budget stopped the
   claim before n ids. Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
@@ -32,9 +36,11 @@
 --- @include "job"
 --- @include "cancel"
 --- @include "groupCancel"
+--- @include "lateness"
 local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[6] }
 local retention = tonumber(ARGV[8])
+local start = ARGV[9] == '1'
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
 local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
@@ -54,6 +60,7 @@ end
 
 local result = { now, 0, 0, 0 }
 local taken = 0
+local late = {}
 for i, id in ipairs(ids) do
   local record = redis.call('HGET', jobsKey, id)
   local h, inline
@@ -79,6 +86,10 @@ for i, id in ipairs(ids) do
     h[H_ATTEMPTS] = h[H_ATTEMPTS] + 1
     h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = RUNNING, now, deadline
     h[H_CLAIM], h[H_STARTED] = ARGV[5] .. '.' .. i, false
+    if start then
+      h[H_STARTED], h[H_GIVE_BACKS] = now, 0
+      late[#late + 1] = now - h[H_RUN_AT]
+    end
     save(jobsKey, id, h, inline)
     redis.call('ZADD', runningKey, deadline, id)
     result[#result + 1] = { id, h[H_ATTEMPTS], h[H_RUN_AT], deadline, h[H_URL], inline, h[H_MAX], h[H_CLAIM] }
@@ -86,5 +97,6 @@ for i, id in ipairs(ids) do
   taken = i
 end
 redis.call('LTRIM', readyKey, taken, -1)
+if #late > 0 then recordLateness(KEYS[7], now, late) end
 result[2] = taken
 return result
