@@ -62,6 +62,17 @@ describe('the scripts as a function library', () => {
     }
   });
 
+  it('a GET (the script and a read in one transaction) is the first call after FUNCTION FLUSH: it loads the library and answers', async () => {
+    const redis = server.client();
+    const topic = uniqueTopic('fn-get');
+    const q = makeQueue(redis, { [topic]: {} }, { clock: new TestClock() });
+    await q.add({ topic, id: 'big', delay: 60, body: { pad: 'x'.repeat(2000) } }); // a body kept apart: the transaction reads it
+    await redis.function('FLUSH');
+    const job = await q.get(topic, 'big');
+    assert.equal(job?.state, 'delayed');
+    assert.deepEqual(job?.body, { pad: 'x'.repeat(2000) });
+  });
+
   it("starts every call from a clean state: a fixed clock given to one call is not the next call's clock", async () => {
     const redis = server.client();
     const topic = uniqueTopic('fn-clock');
