@@ -231,33 +231,27 @@ export function slotOf(key: string): number {
 /** The partitions' hash tags, by partition count (partitionTag). */
 const tagsByCount = new Map<number, readonly string[]>();
 
-/** tagOfSlot[slot]: the least of `t0`, `t1`, `t2`, ... in that slot; filled once, on first need. */
-let tagOfSlot: string[] | undefined;
-
 /**
- * A hash tag in `slot`: the least `t<n>` whose CRC16 lands there. Every slot is hit before n
- * reaches 1,000,000; the numbers are walked digit by digit, so each costs one step of the CRC.
+ * For each of `slots`, the least of `t0`, `t1`, `t2`, ... whose CRC16 lands in it: the numbers are
+ * walked in increasing order, digit by digit (each costs one step of the CRC), until every slot
+ * asked for has its tag, so the walk goes only as far as the rarest of them needs (for 12 slots,
+ * about 90,000 numbers; every slot is hit before 1,000,000).
  */
-function tagInSlot(slot: number): string {
-  if (!tagOfSlot) {
-    const table = new Array<string>(SLOTS);
-    let left = SLOTS;
-    const step = (crc: number, digit: number) => ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ (48 + digit)) & 0xff]!;
-    // numbers of `length` digits after `text` (CRC so far `crc`), in increasing order
-    const walk = (text: string, crc: number, length: number): void => {
-      if (length === 0) {
-        if (table[crc % SLOTS] === undefined) {
-          table[crc % SLOTS] = text;
-          left -= 1;
-        }
-        return;
-      }
-      for (let d = text === 't' && length > 1 ? 1 : 0; d <= 9 && left > 0; d++) walk(text + d, step(crc, d), length - 1);
-    };
-    for (let length = 1; left > 0; length++) walk('t', crc16Ascii('t'), length);
-    tagOfSlot = table;
-  }
-  return tagOfSlot[slot]!;
+function tagsInSlots(slots: readonly number[]): Map<number, string> {
+  const found = new Map<number, string>();
+  const wanted = new Set(slots);
+  const step = (crc: number, digit: number) => ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ (48 + digit)) & 0xff]!;
+  // numbers of `length` digits after `text` (CRC so far `crc`), in increasing order
+  const walk = (text: string, crc: number, length: number): void => {
+    if (length === 0) {
+      const slot = crc % SLOTS;
+      if (wanted.has(slot) && !found.has(slot)) found.set(slot, text);
+      return;
+    }
+    for (let d = text === 't' && length > 1 ? 1 : 0; d <= 9 && found.size < wanted.size; d++) walk(text + d, step(crc, d), length - 1);
+  };
+  for (let length = 1; found.size < wanted.size; length++) walk('t', crc16Ascii('t'), length);
+  return found;
 }
 
 /**
@@ -272,7 +266,9 @@ export function partitionTag(partition: number, count: number): string {
   if (!Number.isInteger(partition) || partition < 0 || partition >= count) throw new RangeError(`partition ${partition} of ${count}`);
   let tags = tagsByCount.get(count);
   if (!tags) {
-    tags = Array.from({ length: count }, (_, p) => (count === 1 ? 'p0' : tagInSlot(Math.floor(((p + 0.5) * SLOTS) / count))));
+    const middles = Array.from({ length: count }, (_, p) => Math.floor(((p + 0.5) * SLOTS) / count));
+    const inSlot = count === 1 ? new Map<number, string>() : tagsInSlots(middles);
+    tags = middles.map((slot) => (count === 1 ? 'p0' : inSlot.get(slot)!));
     tagsByCount.set(count, tags);
   }
   return tags[partition]!;
