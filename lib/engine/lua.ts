@@ -296,27 +296,49 @@ function notRun(client: Client, error: unknown): error is Error {
 }
 
 /**
+ * Runs `attempt` until it is not refused unrun, and throws what else it throws. `refusal`: what
+ * refused the caller's own try (undefined: none yet). Again while a cluster refuses it unrun as a
+ * slot moves (see notRun), backing off, for up to RESEND_MS; again after setting the client up
+ * when the library is missing (see needsSetup), SETUPS times at most. Throws the last refusal
+ * (Redis unavailable) or any other error.
+ */
+async function untilRun<T>(client: Client, refusal: unknown, attempt: () => Promise<T>): Promise<T> {
+  const end = Date.now() + RESEND_MS;
+  let error = refusal;
+  for (let tries = 0, setups = 0; ; tries++) {
+    if (error !== undefined) {
+      if (needsSetup(client, error)) {
+        if (setups++ >= SETUPS) throw error;
+        await setUp(client, error);
+      } else if (!notRun(client, error) || Date.now() >= end) throw error;
+      else if (tries > 0) await sleep(Math.min(20 * 2 ** tries, 250));
+    }
+    try {
+      return await attempt();
+    } catch (failure) {
+      error = failure;
+    }
+  }
+}
+
+/** Sends a pipeline built by `build` and replies its replies in order; throws its first error. */
+async function execPipeline(client: Client, build: (pipeline: ChainableCommander) => unknown): Promise<unknown[]> {
+  const pipeline = client.pipeline();
+  build(pipeline);
+  const replies = (await pipeline.exec()) ?? [];
+  const failed = replies.find(([error]) => error);
+  if (failed) throw failed[0];
+  return replies.map(([, reply]) => reply);
+}
+
+/**
  * Sends `call`, refused unrun with `refusal`, again alone in a pipeline of its own, where ioredis
  * follows a MOVED or ASK and waits out a TRYAGAIN itself (up to maxRedirections), not in an
- * auto-pipeline shared with other slots; again while refused, for up to RESEND_MS, and after
- * loading the library where it was missing. Throws the last refusal (Redis unavailable) or any
- * other error.
+ * auto-pipeline shared with other slots (see untilRun).
  */
 async function resend<Reply>(client: Client, call: ScriptCall<Reply>, refusal: Error): Promise<Reply> {
-  const end = Date.now() + RESEND_MS;
-  let error: unknown = refusal;
-  for (let attempt = 0, setups = 0; ; attempt++) {
-    if (needsSetup(client, error)) {
-      if (setups++ >= SETUPS) throw error;
-      await setUp(client, error);
-    } else if (!notRun(client, error) || Date.now() >= end) throw error;
-    else if (attempt > 0) await sleep(Math.min(20 * 2 ** attempt, 250));
-    const pipeline = client.pipeline();
-    send(client, pipeline, call.script, call.keys, call.args);
-    const [[failure, reply] = [refusal, null]] = (await pipeline.exec().catch((e: unknown) => [[e, null]])) ?? [];
-    if (!failure) return reply as Reply;
-    error = failure;
-  }
+  const [reply] = await untilRun(client, refusal, () => execPipeline(client, (pipeline) => send(client, pipeline, call.script, call.keys, call.args)));
+  return reply as Reply;
 }
 
 /**
@@ -364,22 +386,7 @@ export async function runPipelined<Reply>(client: Client, calls: readonly Script
  * reshard instead of failing the claim.
  */
 export async function readSlot(client: Client, reads: (pipeline: ChainableCommander) => unknown): Promise<unknown[]> {
-  const end = Date.now() + RESEND_MS;
-  for (let attempt = 0; ; attempt++) {
-    if (attempt > 0) await sleep(Math.min(20 * 2 ** attempt, 250));
-    const pipeline = client.pipeline();
-    reads(pipeline);
-    let replies: [Error | null, unknown][];
-    try {
-      replies = (await pipeline.exec()) ?? [];
-    } catch (error) {
-      if (!notRun(client, error) || Date.now() >= end) throw error;
-      continue;
-    }
-    const failed = replies.find(([error]) => error);
-    if (!failed) return replies.map(([, reply]) => reply);
-    if (!notRun(client, failed[0]) || Date.now() >= end) throw failed[0];
-  }
+  return untilRun(client, undefined, () => execPipeline(client, reads));
 }
 
 /**
