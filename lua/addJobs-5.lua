@@ -58,8 +58,7 @@ for i = 4, #ARGV, 10 do
   local record = redis.call('HGET', jobsKey, id)
   if not record then
     if not put or matches(ifMatch, nil) then
-      if not budget.fits(#body) then break end
-      budget.spend(#body)
+      if not budget.take(#body) then break end
       local h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group }
       placeInGroup(jobsKey, groupKey, h, false, nil)
       store(jobsKey, bodiesKey, id, h, body, false)
@@ -73,8 +72,7 @@ for i = 4, #ARGV, 10 do
     local h, inline = decode(record)
     local state = h[H_STATE]
     if put and (state == PENDING or state == CANCELLED) and matches(ifMatch, h) then
-      if not budget.fits(#record + #body) then break end
-      budget.spend(#record + #body)
+      if not budget.take(#record + #body) then break end
       local old, oldChunk = h[H_GROUP], h[H_CHUNK]
       local code = OUTCOME.REPLACED
       if state == CANCELLED then
@@ -96,8 +94,7 @@ for i = 4, #ARGV, 10 do
     else
       -- refused: the reply carries the job as it stands, body included
       local size = #record + bodySize(bodiesKey, id, inline)
-      if not budget.fits(size) then break end
-      budget.spend(size)
+      if not budget.take(size) then break end
       local code = REFUSAL.JOB_FINISHED
       if not put then
         code = REFUSAL.JOB_EXISTS

@@ -62,11 +62,10 @@ while left > 0 and chunk <= last do
       leaveChunk(k.jobs, groupKey, group, chunk, id)
       tidy = true
     else
-      if not budget.fits(#record) then
+      if not budget.take(#record) then
         stopped = true
         break
       end
-      budget.spend(#record)
       local state = h[H_STATE]
       if state == PENDING then
         cancelNow(k, id, h, inline, now, retention)

@@ -68,20 +68,17 @@ for i, id in ipairs(ids) do
   local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, id)
   local mark = live and cancelledWithGroup(h)
   if mark then
-    if not budget.fits(#record) then result[4] = 1 break end
-    budget.spend(#record)
+    if not budget.take(#record) then result[4] = 1 break end
     h[H_ERROR] = groupCancelError(mark)
     cancelNow(k, id, h, inline, now, retention)
     result[3] = result[3] + 1
   elseif not live then
     local size = record and #record or 0
-    if not budget.fits(size) then result[4] = 1 break end
-    budget.spend(size)
+    if not budget.take(size) then result[4] = 1 break end
     result[3] = result[3] + 1
   else
     local size = #record + bodySize(bodiesKey, id, inline)
-    if not budget.fits(size) then result[4] = 1 break end
-    budget.spend(size)
+    if not budget.take(size) then result[4] = 1 break end
     local deadline = now + (h[H_TTR] or tonumber(ARGV[4]))
     h[H_ATTEMPTS] = h[H_ATTEMPTS] + 1
     h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = RUNNING, now, deadline

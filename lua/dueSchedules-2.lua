@@ -21,8 +21,7 @@ for i, id in ipairs(due) do
   if i > limit then more = 1; break end
   local record = redis.call('HGET', KEYS[2], id)
   if record then
-    if not budget.fits(#record) then more = 1; break end
-    budget.spend(#record)
+    if not budget.take(#record) then more = 1; break end
     views[#views + 1] = scheduleView(id, cmsgpack.unpack(record), false)
   end
 end

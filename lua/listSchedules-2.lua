@@ -17,8 +17,7 @@ local views = {}
 for _, id in ipairs(ids) do
   local record = redis.call('HGET', KEYS[2], id)
   if record then
-    if not budget.fits(#record) then return { 1, unpack(views) } end
-    budget.spend(#record)
+    if not budget.take(#record) then return { 1, unpack(views) } end
     views[#views + 1] = scheduleView(id, cmsgpack.unpack(record), true)
   end
 end

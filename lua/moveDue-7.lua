@@ -44,11 +44,10 @@ local function drain(key, maxScore, fn)
   for _, id in ipairs(ids) do
     local record = redis.call('HGET', k.jobs, id)
     if record then
-      if not budget.fits(#record) then
+      if not budget.take(#record) then
         more = 1
         break
       end
-      budget.spend(#record)
       fn(id, record)
     end
     taken = taken + 1

@@ -34,11 +34,10 @@ for _, id in ipairs(ids) do
   if not given or redis.call('ZSCORE', deadKey, id) then
     local record = redis.call('HGET', jobsKey, id)
     if record then
-      if not budget.fits(#record) then
+      if not budget.take(#record) then
         more = 1
         break
       end
-      budget.spend(#record)
       local h, inline = decode(record)
       h[H_STATE], h[H_ATTEMPTS], h[H_RUN_AT], h[H_UPDATED] = PENDING, 0, now, now
       save(jobsKey, id, h, inline)

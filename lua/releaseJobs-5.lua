@@ -28,8 +28,7 @@ for i = 7, #ARGV, 3 do
   local id = ARGV[i]
   local record = redis.call('HGET', k.jobs, id)
   if record then
-    if not budget.fits(#record) then break end
-    budget.spend(#record)
+    if not budget.take(#record) then break end
     local h, inline = decode(record)
     if isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
       redis.call('ZREM', runningKey, id)

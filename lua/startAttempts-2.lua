@@ -30,8 +30,7 @@ for i = 3, #ARGV, 3 do
   local record = redis.call('HGET', jobsKey, id)
   local code = REFUSAL.NOT_FOUND
   if record then
-    if not budget.fits(#record) then break end
-    budget.spend(#record)
+    if not budget.take(#record) then break end
     local h, inline = decode(record)
     if h[H_STATE] == CANCELLED then
       code = REFUSAL.CANCELLED

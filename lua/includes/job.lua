@@ -69,10 +69,7 @@ end
 -- Counts a listed job's record and body against `budget` (a listing's); false when they would
 -- pass it: the listing stops before this job and says so.
 local function fitsListing(budget, bodiesKey, id, record, inline)
-  local size = #record + bodySize(bodiesKey, id, inline)
-  if not budget.fits(size) then return false end
-  budget.spend(size)
-  return true
+  return budget.take(#record + bodySize(bodiesKey, id, inline))
 end
 
 -- How far a version may run ahead of the clock before SEQ_FIELD must hold it: 50 ticks (1 ms),
