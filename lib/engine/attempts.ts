@@ -13,31 +13,40 @@ import * as script from './scripts';
 
 const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about a millisecond of Redis time
 
-/** Running attempts of topic `t` per partition; empty on a single partition, where the script counts them itself. */
-async function runningByPartition(ctx: EngineContext, t: TopicConfig): Promise<number[]> {
-  if (ctx.config.partitions === 1) return [];
-  return forEachPartition(ctx.config.partitions, async (p) => {
-    const [running] = await readSlot(ctx.redis, (pipeline) => pipeline.zcard(topicKeys(p, t.name, ctx.config.partitions).running));
-    return running as number;
+/**
+ * Running attempts and ready ids of topic `t` per partition (one pipeline of ZCARD and LLEN per
+ * partition, all at once); null on a single partition, where the script counts them itself.
+ */
+async function countsByPartition(ctx: EngineContext, t: TopicConfig): Promise<{ running: number[]; ready: number[] } | null> {
+  if (ctx.config.partitions === 1) return null;
+  const counts = await forEachPartition(ctx.config.partitions, async (p) => {
+    const k = topicKeys(p, t.name, ctx.config.partitions);
+    const [running, ready] = await readSlot(ctx.redis, (pipeline) => pipeline.zcard(k.running).llen(k.ready));
+    return [running as number, ready as number] as const;
   });
+  return { running: counts.map(([running]) => running), ready: counts.map(([, ready]) => ready) };
 }
 
 /**
  * Claims up to `count` ready jobs of topic `t` for one attempt each, keeping its running attempts
  * at most `maxRunning`, and stopping before the job whose body would take the claimed bodies past
  * `maxBytes` (the first job always gets through, whatever its size). Each script call stops at
- * SCRIPT_CALL_BYTES. Partitions are visited one after another, starting one further each call; a
- * partition whose claim stopped at its byte budget is asked again before the next. `at`: the Redis
+ * SCRIPT_CALL_BYTES. Partitions whose ready list was empty when counted are passed over (a job
+ * that became ready since waits for the next claim); the others are visited one after another,
+ * starting one further each call, and one whose claim stopped at its byte budget is asked again
+ * before the next. `at`: the Redis
  * time (ms) the claim counts as made, instead of the clock at each call. `start`: the attempts are
  * started too, in the same script call (for a handler that runs what it claims at once).
  */
 export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, at?: number, start = false): Promise<ClaimedJob[]> {
-  const runningBy = await runningByPartition(ctx, t);
+  const counts = await countsByPartition(ctx, t);
+  const runningBy = counts?.running ?? [];
   let running = runningBy.reduce((a, b) => a + b, 0);
   const claimed: ClaimedJob[] = [];
   let bytes = 0;
   let full = false; // what is left of maxBytes cannot take the next job
   for (const p of ctx.rotation.order(ctx.config.partitions)) {
+    if (counts && counts.ready[p] === 0) continue; // nothing ready there when counted: no call
     // this partition may fill what the others leave of the cap
     const room = runningBy.length > 0 ? maxRunning - (running - runningBy[p]!) : maxRunning;
     const k = topicKeys(p, t.name, ctx.config.partitions);

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { Queue } from '../../lib/edge/queue';
+import { partitionOf } from '../../lib/engine/keys';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -148,5 +149,25 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     assert.deepEqual(await q.engine.start(topic, drained.slice(0, 3)), [false, false, false], 'started by their claim already');
     for (const job of drained) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
     assert.deepEqual(over, [], 'paths over their budget');
+  });
+
+  it('a claim over 8 partitions with jobs ready in one makes one claim script call, not one a partition', async () => {
+    const topic8 = uniqueTopic('cost8');
+    const q8 = makeQueue(redis, { [topic8]: { concurrency: 10_000 } }, { clock, config: { partitions: 8 } });
+    const ids = Array.from({ length: 400 }, (_, i) => `p-${i}`)
+      .filter((id) => partitionOf(topic8, id, 8) === 3)
+      .slice(0, 20);
+    await q8.addMany(ids.map((id) => ({ topic: topic8, id, delay: 1 })));
+    clock.advance(1000);
+    for (let more = true; more;) more = (await q8.engine.sweep()).more;
+    let claimed: Awaited<ReturnType<typeof q8.engine.claim>> = [];
+    const c = await measure(redis, async () => {
+      claimed = await q8.engine.claim(topic8, 10);
+    });
+    assert.equal(claimed.length, 10);
+    assert.equal(c.scriptCalls, 1, `script calls: ${JSON.stringify(c.byCommand)}`);
+    assert.equal(c.byCommand.zcard, 8 + 1, 'each partition counted once (running), and the claim script counts its own');
+    assert.equal(c.byCommand.llen, 8, 'each partition counted once (ready)');
+    for (const job of claimed) assert.equal(await q8.engine.ack(topic8, job.id, job), 'done');
   });
 });
