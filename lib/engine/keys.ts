@@ -267,8 +267,8 @@ export function partitionTag(partition: number, count: number): string {
   let tags = tagsByCount.get(count);
   if (!tags) {
     const middles = Array.from({ length: count }, (_, p) => Math.floor(((p + 0.5) * SLOTS) / count));
-    const inSlot = count === 1 ? new Map<number, string>() : tagsInSlots(middles);
-    tags = middles.map((slot) => (count === 1 ? 'p0' : inSlot.get(slot)!));
+    const inSlot = count === 1 ? null : tagsInSlots(middles);
+    tags = inSlot ? middles.map((slot) => inSlot.get(slot)!) : ['p0'];
     tagsByCount.set(count, tags);
   }
   return tags[partition]!;
