@@ -2,12 +2,13 @@
 import { randomBytes } from 'node:crypto';
 import type { TopicConfig } from '../rules/config';
 import { jobKeys, latenessKey, partitionOf, rateKey, topicKeys } from './keys';
+import type { ClockArg } from './scripts';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { readSlot, run } from './lua';
 import type { EngineContext } from './context';
 import { OUTCOME } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
-import { atLeastOne, batchesByPartition, forEachPartition } from './partitions';
+import { atLeastOne, batchesByPartition, chunk, forEachPartition } from './partitions';
 import { bodiesApart } from './read';
 import * as script from './scripts';
 
@@ -119,11 +120,59 @@ export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: numb
 /** The script arguments naming attempt `ref` of job `id`. */
 const attemptArg = (id: string, ref: AttemptRef): script.AttemptArg => ({ id, attempt: ref.attempt, claim: ref.claim });
 
-/** Ends the claimed attempt `ref` of job topic/id as done. */
-export async function ackJob(ctx: EngineContext, topic: string, id: string, ref: AttemptRef): Promise<AckOutcome> {
-  const k = jobKeys(topic, id, ctx.config.partitions);
-  const call = script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: ctx.clock(), retentionMs: ctx.config.retentionMs, ...attemptArg(id, ref) });
-  return toAckOutcome(await run(ctx.redis, call));
+// Attempts an ackJobs call ends at most: a call's work stays bounded (each ack rewrites one
+// header, or deletes one record), and its Redis time well under a millisecond.
+const ACK_BATCH = 100;
+
+interface PendingAck {
+  id: string;
+  ref: AttemptRef;
+  resolve(outcome: AckOutcome): void;
+  reject(error: unknown): void;
+}
+
+// The acks each engine made in this turn of the event loop and has not sent yet, by topic,
+// partition and clock; sent together (sendAcks) once the turn is over.
+const pendingAcks = new WeakMap<EngineContext, Map<string, { topic: string; partition: number; clock: ClockArg; acks: PendingAck[] }>>();
+
+/**
+ * Ends the claimed attempt `ref` of job topic/id as done. The acks an engine makes in one turn of
+ * the event loop (a handler whose jobs end together, a worker acking what it claimed) go to Redis
+ * together: one ackJobs call per partition and up to ACK_BATCH attempts, sent once the turn is
+ * over. Each ack answers for its own attempt; a call that fails fails every ack it carried.
+ */
+export function ackJob(ctx: EngineContext, topic: string, id: string, ref: AttemptRef): Promise<AckOutcome> {
+  const partition = partitionOf(topic, id, ctx.config.partitions);
+  const clock = ctx.clock();
+  let pending = pendingAcks.get(ctx);
+  if (!pending) {
+    const batches = (pending = new Map());
+    pendingAcks.set(ctx, pending);
+    setImmediate(() => {
+      pendingAcks.delete(ctx);
+      for (const batch of batches.values()) void sendAcks(ctx, batch.topic, batch.partition, batch.clock, batch.acks);
+    });
+  }
+  const key = `${partition}:${clock}:${topic}`;
+  let batch = pending.get(key);
+  if (!batch) pending.set(key, (batch = { topic, partition, clock, acks: [] }));
+  const acks = batch.acks;
+  return new Promise<AckOutcome>((resolve, reject) => acks.push({ id, ref, resolve, reject }));
+}
+
+/** Sends the acks of one topic and partition: ACK_BATCH a call, all at once. */
+async function sendAcks(ctx: EngineContext, topic: string, partition: number, clock: ClockArg, acks: readonly PendingAck[]): Promise<void> {
+  const k = topicKeys(partition, topic, ctx.config.partitions);
+  await Promise.all(
+    chunk(acks, ACK_BATCH).map(async (some) => {
+      try {
+        const reply = await run(ctx.redis, script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock, retentionMs: ctx.config.retentionMs, attempts: some.map((a) => attemptArg(a.id, a.ref)) }));
+        some.forEach((a, i) => a.resolve(toAckOutcome(reply[i]!)));
+      } catch (error) {
+        for (const a of some) a.reject(error);
+      }
+    }),
+  );
 }
 
 /** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */

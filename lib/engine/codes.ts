@@ -24,7 +24,7 @@ export const OUTCOME = {
   ALREADY_CANCELLED: 0,
   /** rescheduleJob */
   RESCHEDULED: 1,
-  /** ackJob */
+  /** ackJobs */
   ACKED: 1,
   /** failJob: the next attempt is scheduled */
   RETRY_SCHEDULED: 1,

@@ -220,8 +220,8 @@ export function isRefused<T extends object>(outcome: T | Refused): outcome is Re
   return 'refusal' in outcome;
 }
 
-/** The ack script's reply as an outcome. */
-export function toAckOutcome(code: AckReply): AckOutcome {
+/** The ack script's code for one attempt as an outcome. */
+export function toAckOutcome(code: AckReply[number]): AckOutcome {
   if (code === OUTCOME.ACKED) return 'done';
   return refusedAttempt(code);
 }

@@ -16,7 +16,7 @@ import job from '../../lua/includes/job.lua';
 import lateness from '../../lua/includes/lateness.lua';
 import occurrences from '../../lua/includes/occurrences.lua';
 import schedules from '../../lua/includes/schedules.lua';
-import ackJob from '../../lua/ackJob-4.lua';
+import ackJobs from '../../lua/ackJobs-4.lua';
 import addJobs from '../../lua/addJobs-5.lua';
 import cancelJob from '../../lua/cancelJob-5.lua';
 import cancelGroup from '../../lua/cancelGroup-6.lua';
@@ -55,7 +55,7 @@ export const SCRIPTS = {
   cancelJob: { file: 'cancelJob-5.lua', numberOfKeys: 5, source: cancelJob },
   rescheduleJob: { file: 'rescheduleJob-3.lua', numberOfKeys: 3, source: rescheduleJob },
   claimJobs: { file: 'claimJobs-7.lua', numberOfKeys: 7, source: claimJobs },
-  ackJob: { file: 'ackJob-4.lua', numberOfKeys: 4, source: ackJob },
+  ackJobs: { file: 'ackJobs-4.lua', numberOfKeys: 4, source: ackJobs },
   failJob: { file: 'failJob-4.lua', numberOfKeys: 4, source: failJob },
   releaseJobs: { file: 'releaseJobs-5.lua', numberOfKeys: 5, source: releaseJobs },
   startAttempts: { file: 'startAttempts-2.lua', numberOfKeys: 2, source: startAttempts },

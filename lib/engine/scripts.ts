@@ -163,12 +163,12 @@ export interface AttemptArg {
   claim: string;
 }
 
-/** lua/ackJob-4.lua's reply. */
-export type AckReply = Outcome<'ACKED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>;
+/** lua/ackJobs-4.lua's reply: one code per attempt sent, in order. */
+export type AckReply = readonly (Outcome<'ACKED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[];
 
-/** lua/ackJob-4.lua: ends the attempt claimed as `claim` as done. */
-export function ackJob(keys: readonly [JobsKey, BodiesKey, RunningKey, DoneKey], a: { clock: ClockArg; retentionMs: number } & AttemptArg): ScriptCall<AckReply> {
-  return call('ackJob', keys, [a.clock, a.id, a.attempt, a.retentionMs, a.claim]);
+/** lua/ackJobs-4.lua: ends the attempts of one topic and partition, each claimed as its `claim`, as done. */
+export function ackJobs(keys: readonly [JobsKey, BodiesKey, RunningKey, DoneKey], a: { clock: ClockArg; retentionMs: number; attempts: readonly AttemptArg[] }): ScriptCall<AckReply> {
+  return call('ackJobs', keys, [a.clock, a.retentionMs, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
 /** lua/failJob-4.lua's reply. */

@@ -12,7 +12,7 @@ local OUTCOME = {
   CREATED = 1, REPLACED = 2,             -- addJobs
   CANCELLED = 1, ALREADY_CANCELLED = 0,  -- cancelJob
   RESCHEDULED = 1,                       -- rescheduleJob
-  ACKED = 1,                             -- ackJob
+  ACKED = 1,                             -- ackJobs
   RETRY_SCHEDULED = 1, DEAD_LETTERED = 0, -- failJob, failAttempt
   GIVEN_BACK = 2,                         -- giveBack: back to the ready list, no attempt counted
   STARTED = 1,                            -- startAttempts: live, marked started; run it

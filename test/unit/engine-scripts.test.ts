@@ -22,7 +22,7 @@ describe('typed script calls', () => {
     // @ts-expect-error delayed and jobs swapped
     script.addJobs([k.delayed, k.jobs, k.bodies, k.done], { clock: '', mode: 'add', jobs: [], maxBytes: 1 });
     // @ts-expect-error a key of the wrong kind
-    script.ackJob([k.jobs, k.bodies, k.delayed, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 });
+    script.ackJobs([k.jobs, k.bodies, k.delayed, k.done], { clock: '', retentionMs: 0, attempts: [] });
     // @ts-expect-error a plain string is not a key
     script.getJob(['dq:{p2}:jobs:orders', k.delayed], { id: 'a' });
     // @ts-expect-error one key short
@@ -41,7 +41,7 @@ describe('typed script calls', () => {
       script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0, ifMatch: '' }),
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: {} }),
       script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
-      script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
+      script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock: '', retentionMs: 0, attempts: [] }),
       script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
       script.startAttempts([k.jobs, late], { clock: '', attempts: [], maxBytes: 1 }),
@@ -78,7 +78,7 @@ describe('typed script calls', () => {
       script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: 7, id: 'a', retentionMs: 0, ifMatch: '' }),
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: 7, id: 'a', change: { body: '1' } }),
       script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: 7, count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
-      script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: 7, id: 'a', attempt: 1, claim: 'c', retentionMs: 0 }),
+      script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock: 7, retentionMs: 0, attempts: [] }),
       script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
       script.startAttempts([k.jobs, late], { clock: 7, attempts: [], maxBytes: 1 }),
@@ -136,7 +136,17 @@ describe('typed script calls', () => {
       2,
       'c',
     ]);
-    assert.deepEqual(script.ackJob([k.jobs, k.bodies, k.running, k.done], { clock: '', id: 'a', attempt: 2, claim: 'c', retentionMs: 9 }).args, ['', 'a', 2, 9, 'c']);
+    assert.deepEqual(
+      script.ackJobs([k.jobs, k.bodies, k.running, k.done], {
+        clock: '',
+        retentionMs: 9,
+        attempts: [
+          { id: 'a', attempt: 2, claim: 'c' },
+          { id: 'b', attempt: 1, claim: 'd' },
+        ],
+      }).args,
+      ['', 9, 'a', 2, 'c', 'b', 1, 'd'],
+    );
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0', 0, '0']);
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-3), '1');
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, start: true }).args.at(-1), '1');

@@ -1,0 +1,47 @@
+--[[
+  Finishes running attempts of one topic and partition as done: acks sent together by one process
+  (lib/engine/attempts.ts gathers the acks made in one turn of its event loop into one call).
+  Rewrites each record's header only (never a body kept apart), or deletes record and body.
+  KEYS[1] jobs hash  KEYS[2] bodies hash  KEYS[3] running zset  KEYS[4] done zset
+  ARGV[1] fixed clock ms or ''
+  ARGV[2] retention ms (how long a done job stays readable; 0 deletes it now, or at the next
+          sweep when it has a group: the purge takes it out of its group)
+  ARGV[3..] triples: id, attempt number the caller ran, the attempt's claim token; at most
+          ACK_BATCH (lib/engine/attempts.ts) a call, so a call's work is bounded
+  Returns one code per triple, in order: OUTCOME.ACKED, or REFUSAL.NOT_FOUND,
+          REFUSAL.STALE_ATTEMPT (that claim already timed out, finished or belongs to an earlier
+          incarnation of the id), REFUSAL.CANCELLED (cancelled while running): nothing changed.
+  Mirrored by AckReply in lib/engine/scripts.ts.
+]]
+--- @include "codes"
+--- @include "clock"
+--- @include "job"
+--- @include "attempts"
+local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local now, retention = clock(ARGV[1]), tonumber(ARGV[2])
+local result = {}
+for i = 3, #ARGV, 3 do
+  local id = ARGV[i]
+  local code = REFUSAL.NOT_FOUND
+  local record = redis.call('HGET', jobsKey, id)
+  if record then
+    local h, inline = decode(record)
+    if h[H_STATE] == CANCELLED then
+      code = REFUSAL.CANCELLED
+    elseif not isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
+      code = REFUSAL.STALE_ATTEMPT
+    else
+      redis.call('ZREM', runningKey, id)
+      if retention > 0 or h[H_GROUP] then
+        h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = DONE, now, false
+        save(jobsKey, id, h, inline)
+        redis.call('ZADD', doneKey, now + retention, id)
+      else
+        remove(jobsKey, bodiesKey, id, h)
+      end
+      code = OUTCOME.ACKED
+    end
+  end
+  result[#result + 1] = code
+end
+return result
