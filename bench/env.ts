@@ -90,7 +90,8 @@ export interface Logged {
 }
 
 /**
- * Reads SLOWLOG back, every entry named: an EVALSHA by its script's digest, an EVAL (ioredis sends
+ * Reads SLOWLOG back, every entry named: an FCALL by its script (the library function's name less
+ * its `dq_<version>_` prefix), an EVALSHA by its script's digest, an EVAL (ioredis sends
  * one for a script's first call on a connection, which compiles it) as "<script> (EVAL: compiles
  * it)". Commands a script ran are logged from a client with no address (fromClient false).
  */
@@ -100,6 +101,7 @@ export function slowlogReader(): (redis: Redis) => Promise<Logged[]> {
     const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string][];
     return entries.map(([, , us, [command = '?', first = ''], client]) => {
       let name = command.toUpperCase();
+      if (name === 'FCALL' || name === 'FCALL_RO') name = first.replace(/^dq_[0-9a-f]+_/, ''); // the library's function dq_<version>_<script>
       if (name === 'EVALSHA') name = names.bySha(first) ?? `EVALSHA ${first.slice(0, 8)}`;
       if (name === 'EVAL') {
         const script = names.byEvalText(first);
