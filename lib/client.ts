@@ -30,23 +30,28 @@ export type Backoff = { type: 'fixed'; delay: number } | { type: 'exponential'; 
 /** A retry policy to set: a Backoff (exponential's `max` and `jitter` optional), or a ladder as text. */
 export type BackoffInput = { type: 'fixed'; delay: number } | { type: 'exponential'; delay: number; max?: number; jitter?: number } | { type: 'ladder'; delays: number[] } | string;
 
-/** A job to add. Give exactly one of `delay` (seconds from now) and `runAt` (epoch ms or ISO-8601). */
+/** A duration as the API takes it for delay, ttr, every and jitter: a number and a unit, `'10m'`, `'90s'`, `'1.5h'`, `'250ms'`. */
+export type Duration = `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
+
+/** A job to add. Give exactly one of `delay` (seconds from now, or a Duration) and `runAt` (epoch ms or ISO-8601). */
 export interface NewJob<Body = unknown> {
   topic: string;
   /** Your id, unique per topic (`[A-Za-z0-9._:-]{1,128}`); a random UUID when left out. */
   id?: string;
-  delay?: number;
+  delay?: number | Duration;
   runAt?: number | string;
   body?: Body;
   maxAttempts?: number;
   /** An object, or a ladder as text: `'15s 3m 10m 30m'`. */
   backoff?: BackoffInput;
-  /** Seconds one attempt may run. */
-  ttr?: number;
+  /** Seconds one attempt may run, or a Duration. */
+  ttr?: number | Duration;
   /** Webhook topics: where the body is POSTed. */
   url?: string;
   /** A group to list or cancel the job with (`[A-Za-z0-9._:-]{1,128}`). */
   group?: string;
+  /** Seconds (or a Duration) over which the first run is spread, at a point fixed per topic and id (default: the topic's jitter). */
+  jitter?: number | Duration;
 }
 
 /** A new version of job topic/id for `put`: the fields of NewJob without topic and id. */
@@ -126,18 +131,18 @@ export type BatchResult<Body = unknown> = { ok: true; status: 201; job: Job<Body
 export interface ScheduleInput<Body = unknown> {
   cron?: string;
   timezone?: string;
-  every?: number;
+  every?: number | Duration;
   /** Missed occurrences (queue down, schedule paused): `latest` runs the latest once (default), `none` none. */
   catchUp?: 'latest' | 'none';
   paused?: boolean;
   body?: Body;
   maxAttempts?: number;
   backoff?: BackoffInput;
-  ttr?: number;
+  ttr?: number | Duration;
   url?: string;
   group?: string;
-  /** Seconds: each occurrence starts at a point of [run time, run time + jitter), fixed per occurrence (default: the topic's jitter). */
-  jitter?: number;
+  /** Seconds (or a Duration): each occurrence starts at a point of [run time, run time + jitter), fixed per occurrence (default: the topic's jitter). */
+  jitter?: number | Duration;
 }
 
 /** A schedule as the API returns it; times are ISO-8601, durations seconds. */

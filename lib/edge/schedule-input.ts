@@ -8,7 +8,7 @@ import type { QueueConfig } from '../rules/config';
 import { ID_PATTERN, TOPIC_PATTERN } from '../rules/config';
 import { canonicalZone, cronProblem, ID_MAX, JITTER_CHECK_RUNS, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, shortestGapMs, type CatchUp, type Recurrence } from '../rules/schedule';
 import { HttpError, type FieldProblem } from './errors';
-import { checkBodySize, checkJitter, checkJobOptions, requireTopic, throwProblems } from './validation';
+import { checkBodySize, checkJitter, checkJobOptions, requireTopic, secondsOf, throwProblems } from './validation';
 
 const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
 
@@ -67,9 +67,10 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
     }
   } else {
     const maxEvery = Math.floor(config.maxDelayMs / 1000);
-    if (typeof every !== 'number' || !Number.isInteger(every) || every < 1 || every > maxEvery) {
-      problem('every', `must be a whole number of seconds from 1 to ${maxEvery}`);
-    } else recurrence = { every };
+    const seconds = secondsOf(every);
+    if (seconds === undefined || !Number.isInteger(seconds) || seconds < 1 || seconds > maxEvery) {
+      problem('every', `must be a whole number of seconds from 1 to ${maxEvery}, or a duration like "10m" (s, m, h, d)`);
+    } else recurrence = { every: seconds };
     if (timezone !== undefined) problem('timezone', 'applies to cron only: every counts seconds in real time');
   }
   let catchUp: CatchUp = 'latest';

@@ -5,7 +5,7 @@
  * normalised for the engine, which checks nothing itself. Limits come from lib/rules/limits.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { ladderLength, parseBackoff } from '../rules/backoff';
+import { ladderLength, parseBackoff, parseDuration } from '../rules/backoff';
 import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../rules/config';
 import { partitionOf, type JobChange, type NewJob } from '../engine';
 import { HttpError, type FieldProblem } from './errors';
@@ -51,9 +51,24 @@ function isCalendarDate(text: string): boolean {
   return date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
 }
 
-function parseDelay(d: unknown, config: QueueConfig, problems: FieldProblem[]): NewJob['when'] | undefined {
-  if (typeof d !== 'number' || !Number.isFinite(d) || d < 0 || d * 1000 > config.maxDelayMs) {
-    problem(problems, 'delay', `must be a number of seconds from 0 to ${config.maxDelayMs / 1000}`);
+/**
+ * Seconds from a field that takes a number of seconds or a duration like "10m", "90s", "1.5h" or
+ * "250ms" (the units of a backoff ladder); undefined when it is neither.
+ */
+export function secondsOf(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  const ms = parseDuration(value);
+  return ms === undefined ? undefined : ms / 1000;
+}
+
+/** How a field that takes seconds or a duration says what it takes, from `min` to `max` seconds. */
+export const secondsRule = (min: number, max: number) => `must be a number of seconds from ${min} to ${max}, or a duration like "10m" (ms, s, m, h, d)`;
+
+function parseDelay(value: unknown, config: QueueConfig, problems: FieldProblem[]): NewJob['when'] | undefined {
+  const d = secondsOf(value);
+  if (d === undefined || d < 0 || d * 1000 > config.maxDelayMs) {
+    problem(problems, 'delay', secondsRule(0, config.maxDelayMs / 1000));
     return undefined;
   }
   return { kind: 'd', ms: Math.round(d * 1000) };
@@ -166,10 +181,9 @@ function checkOptions(job: Record<string, unknown>, config: QueueConfig, problem
   }
   let ttrMs: number | undefined;
   if (job.ttr !== undefined) {
-    const t = job.ttr;
-    if (typeof t !== 'number' || !Number.isFinite(t) || t < TTR_SECONDS.min || t > TTR_SECONDS.max) {
-      problem(problems, 'ttr', `must be a number of seconds from ${TTR_SECONDS.min} to ${TTR_SECONDS.max}`);
-    } else ttrMs = Math.round(t * 1000);
+    const t = secondsOf(job.ttr);
+    if (t === undefined || t < TTR_SECONDS.min || t > TTR_SECONDS.max) problem(problems, 'ttr', secondsRule(TTR_SECONDS.min, TTR_SECONDS.max));
+    else ttrMs = Math.round(t * 1000);
   }
   return { ...(maxAttempts !== undefined ? { maxAttempts } : {}), ...(ttrMs !== undefined ? { ttrMs } : {}), ...(backoff !== undefined ? { backoff } : {}) };
 }
@@ -192,14 +206,15 @@ export function checkJobOptions(fields: Record<string, unknown>, topic: string |
   return { ...options, ...(url !== undefined ? { url } : {}), ...(group !== undefined ? { group } : {}) };
 }
 
-/** A job's (or schedule's) own jitter (ms), or undefined when it sets none; adds a problem when it is not seconds in JITTER_SECONDS. */
+/** A job's (or schedule's) own jitter (ms), or undefined when it sets none; adds a problem when it is not seconds (or a duration) in JITTER_SECONDS. */
 export function checkJitter(value: unknown, problems: FieldProblem[]): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < JITTER_SECONDS.min || value > JITTER_SECONDS.max) {
-    problem(problems, 'jitter', `must be a number of seconds from ${JITTER_SECONDS.min} to ${JITTER_SECONDS.max}`);
+  const seconds = secondsOf(value);
+  if (seconds === undefined || seconds < JITTER_SECONDS.min || seconds > JITTER_SECONDS.max) {
+    problem(problems, 'jitter', secondsRule(JITTER_SECONDS.min, JITTER_SECONDS.max));
     return undefined;
   }
-  return Math.round(value * 1000);
+  return Math.round(seconds * 1000);
 }
 
 /** Throws the 400 for the problems found in a `what` (a job, a schedule), if any. */

@@ -51,8 +51,10 @@ describe('the client against the stack', () => {
     assert.deepEqual((await queue.get('example', added.id))?.body, { orderId: 42 });
     assert.equal(await queue.get('example', uid('missing')), null);
 
-    const replaced = await queue.put('example', added.id, { delay: 7200, body: { orderId: 43 } });
-    assert.deepEqual([replaced.created, replaced.job.body], [false, { orderId: 43 }]);
+    const replaced = await queue.put('example', added.id, { delay: '2h', ttr: '1m', body: { orderId: 43 } });
+    assert.deepEqual([replaced.created, replaced.job.body, replaced.job.ttr], [false, { orderId: 43 }, 60]);
+    const inTwoHours = Date.parse(replaced.job.runAt) - Date.parse(replaced.job.updatedAt);
+    assert.ok(Math.abs(inTwoHours - 7_200_000) < 1000, `a delay of "2h" is due 2 h after the put (${inTwoHours} ms)`);
     const created = await queue.put('example', uid('put'), { runAt: Date.now() + 60_000 });
     assert.equal(created.created, true);
     assert.equal((await queue.cancel('example', added.id)).state, 'cancelled');

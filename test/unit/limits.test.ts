@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../lib/rules/config';
 import { REFUSAL } from '../../lib/engine/codes';
 import { HttpError, refusalError } from '../../lib/edge/errors';
-import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/rules/limits';
+import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/rules/limits';
 import { SCHEDULE_ID_MAX } from '../../lib/rules/schedule';
 import { validateSchedule } from '../../lib/edge/schedule-input';
 import { badCursor, checkGroupRef, checkJobRef, LISTED_STATES, parseIfMatch, validateBatch, validateJob, validateJobsQuery, validateSchedulesQuery } from '../../lib/edge/validation';
@@ -79,7 +79,7 @@ describe('openapi.yaml states the limits of lib/rules/limits.ts', () => {
     assert.ok(parameters.some((p) => p.$ref === '#/components/parameters/PageCursor'));
     assert.equal(schemas.ScheduleId.pattern, `^[A-Za-z0-9._:-]{1,${SCHEDULE_ID_MAX}}$`);
     assert.match(spec.paths['/schedules/{topic}/{id}'].put.responses['400'].description, new RegExp(`over ${SCHEDULE_ID_MAX} characters`));
-    assert.deepEqual([schemas.ScheduleInput.properties.every.minimum, schemas.ScheduleInput.properties.every.maximum], [1, DEFAULTS.maxDelay]);
+    assert.deepEqual([schemas.ScheduleInput.properties.every.oneOf[0].minimum, schemas.ScheduleInput.properties.every.oneOf[0].maximum], [1, DEFAULTS.maxDelay]);
   });
 
   it('its example schedule errors are the ones validation gives', () => {
@@ -113,11 +113,14 @@ describe('openapi.yaml states the limits of lib/rules/limits.ts', () => {
 
   it("a job's fields: ttr, maxAttempts, url, runAt, delay, topic and id", () => {
     const job = schemas.JobOptions.properties;
-    assert.deepEqual([job.ttr.minimum, job.ttr.maximum], [TTR_SECONDS.min, TTR_SECONDS.max]);
+    assert.deepEqual([job.ttr.oneOf[0].minimum, job.ttr.oneOf[0].maximum], [TTR_SECONDS.min, TTR_SECONDS.max]);
+    assert.deepEqual([job.jitter.oneOf[0].minimum, job.jitter.oneOf[0].maximum], [JITTER_SECONDS.min, JITTER_SECONDS.max]);
+    for (const field of ['delay', 'ttr', 'jitter']) assert.equal(job[field].oneOf[1].$ref, '#/components/schemas/Duration', `${field} takes a duration`);
+    assert.equal(schemas.Duration.pattern, '^\\d+(\\.\\d+)?(ms|s|m|h|d)$');
     assert.deepEqual([job.maxAttempts.minimum, job.maxAttempts.maximum], [MAX_ATTEMPTS.min, MAX_ATTEMPTS.max]);
     assert.equal(job.url.maxLength, URL_MAX_LENGTH);
     assert.equal(job.runAt.oneOf[0].minimum, EARLIEST_RUN_AT_MS);
-    assert.equal(job.delay.maximum, DEFAULTS.maxDelay);
+    assert.equal(job.delay.oneOf[0].maximum, DEFAULTS.maxDelay);
     assert.equal(schemas.TopicName.pattern, TOPIC_PATTERN.source);
     assert.equal(schemas.JobId.pattern, ID_PATTERN.source);
     assert.equal(schemas.GroupName.pattern, ID_PATTERN.source);

@@ -83,7 +83,7 @@ describe('pacing: jitter', () => {
     for (const jitter of [-1, 'soon', 86_401, Number.NaN]) {
       const found = problems(() => validateJob({ topic: 'plain', body: null, delay: -1, jitter }, config, NOW));
       assert.deepEqual(found.map((p) => p.path).sort(), ['delay', 'jitter']);
-      assert.equal(found.find((p) => p.path === 'jitter')!.message, 'must be a number of seconds from 0 to 86400');
+      assert.equal(found.find((p) => p.path === 'jitter')!.message, 'must be a number of seconds from 0 to 86400, or a duration like "10m" (ms, s, m, h, d)');
     }
   });
 });

@@ -213,7 +213,7 @@ describe('schedule validation: 400 naming the field', () => {
     assert.deepEqual(fails({ every: 60, timezone: 'UTC' }), ['timezone']);
     assert.deepEqual(fails({ every: 60, catchUp: 'all', paused: 'no', ttr: -1, colour: 1 }), ['catchUp', 'colour', 'paused', 'ttr']);
     assert.deepEqual(fails({ every: 60, jitter: -1 }), ['jitter']);
-    assert.deepEqual(fails({ every: 60, jitter: '5s' }), ['jitter']);
+    assert.deepEqual(fails({ every: 60, jitter: 'soon' }), ['jitter']);
     assert.deepEqual(fails({ every: 60, jitter: 86_401 }), ['jitter']);
   });
 
@@ -232,6 +232,14 @@ describe('schedule validation: 400 naming the field', () => {
     ]) {
       assert.ok(validateSchedule('reports', 'ok', ok, config, now).spec.jitterMs! > 0, JSON.stringify(ok));
     }
+  });
+
+  it('takes every and jitter as seconds or as durations like "10m"', () => {
+    const every = (input: object) => (validateSchedule('reports', 'a', input, config, now).spec as { every?: number }).every;
+    assert.equal(every({ every: '10m', jitter: '30s' }), 600);
+    assert.equal(validateSchedule('reports', 'a', { every: '10m', jitter: '30s' }, config, now).spec.jitterMs, 30_000);
+    assert.equal(every({ every: '1d' }), 86_400);
+    for (const every of ['1.5s', '500ms', '0s', '10 m', 'hourly']) assert.deepEqual(fails({ every }), ['every'], `every ${every}`);
   });
 
   it('refuses an id too long to leave room for the occurrence suffix', () => {

@@ -54,6 +54,19 @@ describe('job validation', () => {
     assert.deepEqual(r.paths.sort(), ['backoff.type', 'delay', 'extra', 'id', 'maxAttempts', 'ttr', 'url']);
   });
 
+  it('takes delay, ttr and jitter as seconds or as durations like "10m", as a backoff ladder does', () => {
+    const job = validateJob({ topic: 'orders', delay: '10m', ttr: '1.5m' }, config, NOW);
+    assert.deepEqual(job.when, { kind: 'd', ms: 600_000 });
+    assert.equal(job.ttrMs, 90_000);
+    assert.deepEqual(problems({ topic: 'orders', delay: 1, jitter: '250ms', ttr: 'x' }).paths, ['ttr'], 'a jitter of "250ms" is taken');
+    assert.deepEqual(validateJob({ topic: 'orders', delay: '2h' }, config, NOW).when, validateJob({ topic: 'orders', delay: 7200 }, config, NOW).when);
+    assert.deepEqual(validateChange({ delay: '30s' }, config, NOW).when, { kind: 'd', ms: 30_000 });
+    for (const bad of ['10', '10 m', '-1m', '1w', 'soon', '', '1e3s']) assert.deepEqual(problems({ topic: 'orders', delay: bad }).paths, ['delay'], `delay ${JSON.stringify(bad)}`);
+    assert.deepEqual(problems({ topic: 'orders', delay: '400d' }).paths, ['delay'], 'over the maximum delay');
+    assert.deepEqual(problems({ topic: 'orders', delay: 1, ttr: '0s' }).paths, ['ttr']);
+    assert.deepEqual(problems({ topic: 'orders', delay: 1, jitter: '2d' }).paths, ['jitter']);
+  });
+
   it('needs exactly one of delay and runAt', () => {
     assert.deepEqual(problems({ topic: 'orders' }).paths, ['delay']);
     assert.deepEqual(problems({ topic: 'orders', delay: 1, runAt: NOW }).paths, ['delay']);
