@@ -17,8 +17,9 @@ import * as script from './scripts';
 
 /**
  * Members a cancelGroup step looks at. Each costs a read, a decode and a header rewrite plus three
- * zset changes: 33–87 µs on this 2-core machine under a CI soak (BENCHMARKS.md), so a step of 100
- * keeps a call near the 10 ms every other script stays under, even on a busy machine.
+ * zset changes: 25–37 µs on this 2-core machine (a step of 100 takes 2.4–3.7 ms at its median and
+ * p99, BENCHMARKS.md), so a step of 100 keeps a call well under the 10 ms every other script stays
+ * under, even on a busy machine.
  */
 export const CANCEL_GROUP_STEP = 100;
 const LEAVE_BATCH = 500; // ids per leaveGroup call: a read and at most a ZREM each

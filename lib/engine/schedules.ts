@@ -343,8 +343,8 @@ export async function commitAdvance(ctx: EngineContext, plan: AdvancePlan): Prom
 
 /**
  * Most due schedules one dueSchedules call reads (and so one sweep advances per topic and
- * partition). Each costs the call a record read and decode, 10-15 µs under load (BENCHMARKS.md,
- * "Schedules"): 200 keep a call within a few ms where 1,000 took 10-50 ms. A sweep with more due
+ * partition). Each costs the call a record read and decode, about 13 µs (BENCHMARKS.md,
+ * "Schedules": 2.6 ms a call of 200): 200 keep a call within a few ms where 1,000 took 10-50 ms. A sweep with more due
  * says `more`, and the sweeper sweeps again at once.
  */
 export const DUE_SCHEDULES_STEP = 200;

@@ -36,8 +36,8 @@ local SEQ_FIELD = '#seq'
 local READY_TAIL_FIELD = '#tail'
 -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
 -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
--- a body kept apart costs about 100 bytes more a job (hash entry, id, allocator rounding; 1,456
--- against 1,558 bytes a job for 1,024- and 1,025-byte bodies, BENCHMARKS.md).
+-- a body kept apart costs about 140 bytes more a job (hash entry, id, allocator rounding; 1,483
+-- against 1,621 bytes a job for 1,024- and 1,025-byte bodies, BENCHMARKS.md).
 local INLINE_BODY_BYTES = 1024
 
 -- A record's header and its inline body, or false when the body is in the bodies hash.
