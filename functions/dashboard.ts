@@ -1,4 +1,5 @@
-import { dashboardResponse } from '../lib/edge/dashboard';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { staticResponse } from '../lib/edge/dashboard';
 
-/** GET /dashboard: the operator's page, no token needed to load it (it asks for one). */
-export const handler = async () => dashboardResponse();
+/** GET /dashboard (the operator's page), GET /openapi.yaml (the API's description) and GET / (links to both): static, no token needed. */
+export const handler = async (event?: Pick<APIGatewayProxyEventV2, 'rawPath'>) => staticResponse(event?.rawPath ?? '/dashboard');

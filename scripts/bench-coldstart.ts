@@ -233,7 +233,11 @@ async function main(): Promise<void> {
     mkdirSync(dirname(probe), { recursive: true });
     writeFileSync(probeBefore, probeSource(root));
     writeFileSync(probe, probeSource(ROOT));
-    const beforeBuilt = await buildVariant(join(dir, 'before'), baseline.custom?.esbuild ?? {}, [...entries, probeBefore], root);
+    // the baseline's build settings with the file loaders today's sources need (a loader decides
+    // how a file type is read, not how the bundle loads: a newer source may import a newer type)
+    const baseSettings = baseline.custom?.esbuild ?? {};
+    const loaders = { ...((current.custom?.esbuild?.loader as Record<string, string> | undefined) ?? {}), ...((baseSettings.loader as Record<string, string> | undefined) ?? {}) };
+    const beforeBuilt = await buildVariant(join(dir, 'before'), { ...baseSettings, loader: loaders }, [...entries, probeBefore], root);
     const before = new Map([...beforeBuilt].map(([e, b]) => [e === probeBefore ? probe : e, b]));
     const after = await buildVariant(join(dir, 'after'), current.custom?.esbuild ?? {}, [...entries, probe]);
     const harness = join(dir, 'harness.mjs');

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { APIGatewayProxyResultV2 } from 'aws-lambda';
 import page from './dashboard.html';
+import apiDescription from '../../openapi.yaml';
 
 /** CSP source for one inline block: its SHA-256, as browsers compute it over the exact text. */
 function hashes(tag: 'script' | 'style'): string {
@@ -39,4 +40,29 @@ export function dashboardResponse(): APIGatewayProxyResultV2 {
     },
     body: page,
   };
+}
+
+// Headers of the static answers other than the page: no sniffing, no caching of an old version.
+const STATIC_HEADERS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-cache' };
+
+/** GET /openapi.yaml: the API's description (OpenAPI 3.1), the repository's openapi.yaml as deployed. */
+export function apiDescriptionResponse(): APIGatewayProxyResultV2 {
+  return { statusCode: 200, headers: { 'content-type': 'application/yaml; charset=utf-8', ...STATIC_HEADERS }, body: apiDescription };
+}
+
+/** GET /: where to go, for someone who opens the API's base URL: the dashboard and the API's description. */
+export function indexResponse(): APIGatewayProxyResultV2 {
+  const links = { dashboard: '/dashboard', api: '/openapi.yaml' };
+  return {
+    statusCode: 200,
+    headers: { 'content-type': 'application/json', link: '</dashboard>; rel="alternate"; type="text/html", </openapi.yaml>; rel="service-desc"', ...STATIC_HEADERS },
+    body: JSON.stringify({ message: "A delay queue on Redis: the operator's page is at /dashboard, the API is described at /openapi.yaml (every route but these takes a bearer token).", ...links }),
+  };
+}
+
+/** The static answers, by path: GET / (links), /dashboard (the page), /openapi.yaml (the API's description). */
+export function staticResponse(path: string): APIGatewayProxyResultV2 {
+  if (path === '/openapi.yaml') return apiDescriptionResponse();
+  if (path === '/' || path === '') return indexResponse();
+  return dashboardResponse();
 }

@@ -489,6 +489,16 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.match(String(page.body), /<title>Delay queue<\/title>/);
   });
 
+  it('GET / links to the dashboard and the API description, which GET /openapi.yaml serves: no token needed', async () => {
+    const index = await call('GET', '/', undefined, { token: null });
+    assert.equal(index.status, 200);
+    assert.deepEqual([index.body.dashboard, index.body.api], ['/dashboard', '/openapi.yaml']);
+    assert.match(index.headers.get('link') ?? '', /<\/openapi\.yaml>; rel="service-desc"/);
+    const description = await call('GET', '/openapi.yaml', undefined, { token: null });
+    assert.equal(description.status, 200);
+    assert.equal(description.body, readFileSync(join(PROJECT_ROOT, 'openapi.yaml'), 'utf8'), "the repository's openapi.yaml");
+  });
+
   it('503 UNAVAILABLE with Retry-After while Redis is down; then every operation was exercised', async () => {
     const port = redisServer.port;
     await redisServer.stop();
@@ -524,6 +534,8 @@ describe('openapi.yaml matches what the stack answers', () => {
       'DELETE /schedules/{topic}/{id}': [200, 400, 401, 404, 503],
       'GET /schedules': [200, 400, 401, 503],
       'GET /dashboard': [200],
+      'GET /': [200],
+      'GET /openapi.yaml': [200],
     });
   });
 });

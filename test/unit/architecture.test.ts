@@ -32,12 +32,13 @@ function importsOf(file: string): string[] {
   });
 }
 
-type Wing = 'functions' | 'edge' | 'engine' | 'roles' | 'rules' | 'platform' | 'client' | 'lua' | 'other';
+type Wing = 'functions' | 'edge' | 'engine' | 'roles' | 'rules' | 'platform' | 'client' | 'lua' | 'apiDescription' | 'other';
 
 function wingOf(file: string): Wing {
   if (file.startsWith('functions/')) return 'functions';
   if (file === 'lib/client.ts') return 'client';
   if (file.startsWith('lua/')) return 'lua';
+  if (file === 'openapi.yaml') return 'apiDescription'; // served as text by GET /openapi.yaml
   const m = /^lib\/(edge|engine|roles|rules|platform)\//.exec(file);
   return m ? (m[1] as Wing) : 'other';
 }
@@ -45,13 +46,14 @@ function wingOf(file: string): Wing {
 /** Which wings each wing may import (its own included where listed). */
 const ALLOWED: Record<Wing, readonly Wing[]> = {
   functions: ['edge', 'roles', 'platform'],
-  edge: ['edge', 'engine', 'rules', 'platform'],
+  edge: ['edge', 'engine', 'rules', 'platform', 'apiDescription'],
   roles: ['roles', 'engine', 'rules', 'platform'],
   platform: ['platform', 'engine', 'rules'],
   engine: ['engine', 'rules', 'lua'],
   rules: ['rules'],
   client: [],
   lua: [],
+  apiDescription: [],
   other: [],
 };
 

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { handler } from '../../functions/dashboard';
 import page from '../../lib/edge/dashboard.html';
+import apiDescription from '../../openapi.yaml';
 
 const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 
@@ -36,5 +37,25 @@ describe('GET /dashboard', () => {
     assert.doesNotMatch(page, /\sstyle\s*=/i, 'style attribute');
     assert.doesNotMatch(page, /\s(src|href)\s*=\s*"(https?:)?\/\//i, 'external resource');
     assert.doesNotMatch(page, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/);
+  });
+});
+
+describe('GET / and GET /openapi.yaml (the same function)', () => {
+  type Res = { statusCode: number; headers: Record<string, string>; body: string };
+  it('GET / answers the links to the dashboard and to the API description', async () => {
+    const res = (await handler({ rawPath: '/' })) as Res;
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers['content-type'], 'application/json');
+    const body = JSON.parse(res.body) as Record<string, string>;
+    assert.deepEqual([body.dashboard, body.api], ['/dashboard', '/openapi.yaml']);
+  });
+
+  it('GET /openapi.yaml answers the document as YAML, and GET /dashboard the page', async () => {
+    const res = (await handler({ rawPath: '/openapi.yaml' })) as Res;
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers['content-type'], 'application/yaml; charset=utf-8');
+    assert.equal(res.body, apiDescription);
+    assert.match(res.body, /^openapi: 3\.1/m);
+    assert.equal(((await handler({ rawPath: '/dashboard' })) as Res).body, page);
   });
 });
