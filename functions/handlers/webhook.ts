@@ -8,7 +8,7 @@ export const handler = topicHandler(async (job, { topic, signal, timeLeftMs, now
   await deliverWebhook(
     { ...job, topic },
     {
-      secret: config.webhookSecret,
+      secret: config.webhookSecrets,
       allowPrivate: config.webhookAllowPrivate,
       allowHosts: config.webhookAllowHosts,
       denyCidrs: config.webhookDenyCidrs,

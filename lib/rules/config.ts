@@ -294,8 +294,12 @@ export interface AppConfig {
    * API functions only), where every request is refused.
    */
   apiToken: string;
-  /** Secret that signs webhook requests; '' in a function that sends none (AWS stages: all but the webhook handler). */
-  webhookSecret: string;
+  /**
+   * Secrets that sign webhook requests (WEBHOOK_SECRET: one, or several separated by whitespace
+   * while one is rotated; each request carries a signature made with each); none in a function
+   * that sends none (AWS stages: all but the webhook handler).
+   */
+  webhookSecrets: string[];
   /** Lets webhooks reach loopback and private addresses, and plain http (the local stage). */
   webhookAllowPrivate: boolean;
   /** Hosts webhooks may reach whatever they resolve to. */
@@ -373,7 +377,7 @@ export function loadConfig(env: Env): AppConfig {
     queue,
     redis: { url, cluster: flag(env, 'REDIS_CLUSTER') },
     apiToken: env.API_TOKEN ?? '',
-    webhookSecret: env.WEBHOOK_SECRET ?? '',
+    webhookSecrets: (env.WEBHOOK_SECRET ?? '').split(/\s+/).filter((s) => s !== ''),
     webhookAllowPrivate: flag(env, 'DQ_WEBHOOK_ALLOW_PRIVATE'),
     webhookAllowHosts: (env.DQ_WEBHOOK_ALLOW_HOSTS ?? '')
       .split(',')

@@ -13,6 +13,8 @@ import { startReceiver, type Receiver } from '../support/receiver';
 import { startRedis, type RedisProcess } from '../support/redis';
 
 const SECRET = 'e2e-webhook-secret';
+// the stack signs with both while a new secret is rolled out (WEBHOOK_SECRET holds both)
+const NEXT_SECRET = 'e2e-webhook-secret-next';
 
 interface Reply {
   status: number;
@@ -58,8 +60,8 @@ describe('the stack under serverless offline', () => {
   before(async () => {
     redisServer = await startRedis();
     redis = new Redis(redisServer.url);
-    receiver = await startReceiver(SECRET);
-    offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: SECRET } });
+    receiver = await startReceiver(SECRET, NEXT_SECRET);
+    offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: `${NEXT_SECRET} ${SECRET}` } });
   });
   after(async () => {
     await offline?.stop();
@@ -81,6 +83,7 @@ describe('the stack under serverless offline', () => {
     assert.ok(got[0]!.at >= runAt, 'not delivered before it was due');
     assert.equal(got[0]!.body, '{"order":42}');
     assert.equal(got[0]!.verified, true, 'the signature verifies with the shared secret');
+    assert.deepEqual(got[0]!.verifiedBy, [SECRET, NEXT_SECRET], 'a receiver that knows only the old secret, and one that knows only the new one, both verify it');
 
     const exampleId = uid('example');
     assert.equal((await api('POST', '/jobs', { topic: 'example', id: exampleId, delay: 2, body: { hello: 'world' } })).status, 201);

@@ -132,6 +132,17 @@ describe('deliverWebhook against a local server', () => {
     assert.deepEqual(verifyWebhook({ secret: 'wrong', body: got.body, timestamp, signature }), { ok: false, reason: 'bad_signature' });
   });
 
+  it('while a secret is rotated, signs with both: a receiver that knows only the old one and one that knows only the new one both verify', async () => {
+    await deliverWebhook(job('/ok'), { ...local, secret: ['new-secret', SECRET] });
+    const got = requests.at(-1)!;
+    const check = (secret: string) => verifyWebhook({ secret, body: got.body, timestamp: got.headers[TIMESTAMP_HEADER] as string, signature: got.headers[SIGNATURE_HEADER] as string });
+    assert.equal(String(got.headers[SIGNATURE_HEADER]).split(' ').length, 2);
+    assert.deepEqual(check(SECRET), { ok: true }, 'a receiver with the old secret only');
+    assert.deepEqual(check('new-secret'), { ok: true }, 'a receiver with the new secret only');
+    assert.deepEqual(check('neither'), { ok: false, reason: 'bad_signature' });
+    await assert.rejects(deliverWebhook(job('/ok'), { ...local, secret: [] }), /refusing to send unsigned/);
+  });
+
   it('signs with the injected clock', async () => {
     const now = 1_700_000_000_123;
     await deliverWebhook(job('/ok', { body: null }), { ...local, now: () => now });

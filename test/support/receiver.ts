@@ -2,7 +2,8 @@
  * A local HTTP server that webhook jobs are delivered to in end-to-end tests. What it answers is
  * scripted by the path: /ok/<id>, /fail-<n>/<id> (500 for the first n requests), /fail/<id>
  * (always 500), /hang-<n>/<id> (no answer for the first n requests, then 200). It records every
- * request with its arrival time and whether its signature verified.
+ * request with its arrival time, whether its signature verified with the secret, and which of the
+ * secrets it was given verify it (a receiver that knows only one of them, each).
  */
 import { createServer, type Server } from 'node:http';
 import { verifyWebhook } from '../../lib/roles/webhook';
@@ -13,6 +14,8 @@ export interface Delivery {
   body: string;
   attempt: string | undefined;
   verified: boolean;
+  /** Those of the receiver's secrets (`secret`, then `others`) that the request's signature verifies with. */
+  verifiedBy: string[];
 }
 
 export interface Receiver {
@@ -23,7 +26,7 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(secret: string): Promise<Receiver> {
+export async function startReceiver(secret: string, ...others: string[]): Promise<Receiver> {
   const deliveries: Delivery[] = [];
   const counts = new Map<string, number>();
   const hanging = new Set<import('node:http').ServerResponse>();
@@ -37,8 +40,8 @@ export async function startReceiver(secret: string): Promise<Receiver> {
         const v = req.headers[name];
         return Array.isArray(v) ? v[0] : v;
       };
-      const verified = verifyWebhook({ secret, body, timestamp: header('x-dq-timestamp'), signature: header('x-dq-signature') }).ok;
-      deliveries.push({ path, at: Date.now(), body, attempt: header('x-dq-attempt'), verified });
+      const verifies = (s: string) => verifyWebhook({ secret: s, body, timestamp: header('x-dq-timestamp'), signature: header('x-dq-signature') }).ok;
+      deliveries.push({ path, at: Date.now(), body, attempt: header('x-dq-attempt'), verified: verifies(secret), verifiedBy: [secret, ...others].filter(verifies) });
       const n = (counts.get(path) ?? 0) + 1;
       counts.set(path, n);
       const [, mode] = path.split('/');

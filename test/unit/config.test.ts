@@ -63,3 +63,12 @@ describe('ttr and the handler timeout (issue 12, finding 5)', () => {
     assert.equal(c.topics.get('free')!.maxTtrMs, 86_400_000, 'no handler timeout known: the API limit');
   });
 });
+
+describe('the webhook signing secrets', () => {
+  const env = (extra: Record<string, string>) => ({ DQ_CONFIG: JSON.stringify({ topics: { a: {} } }), REDIS_URL: 'redis://x', DQ_FUNCTION_PREFIX: 'p-', ...extra });
+  it('reads WEBHOOK_SECRET as one secret, or several separated by whitespace while one is rotated', () => {
+    assert.deepEqual(loadConfig(env({ WEBHOOK_SECRET: 'abc' })).webhookSecrets, ['abc']);
+    assert.deepEqual(loadConfig(env({ WEBHOOK_SECRET: ' new1  old2\n' })).webhookSecrets, ['new1', 'old2']);
+    assert.deepEqual(loadConfig(env({})).webhookSecrets, []);
+  });
+});

@@ -67,6 +67,16 @@ describe('webhook signatures', () => {
     assert.deepEqual(verifyWebhook({ secret: 'sekret', body: BODY, timestamp: '', signature: '', now: NOW }), { ok: false, reason: 'missing_headers' });
   });
 
+  it('signs with each of several secrets while one is rotated: a receiver knowing either verifies', () => {
+    const both = signWebhook(['old', 'new'], NOW, BODY);
+    assert.equal(both, `${signWebhook('old', NOW, BODY)} ${signWebhook('new', NOW, BODY)}`);
+    const base = { body: BODY, timestamp: String(NOW), signature: both, now: NOW };
+    assert.deepEqual(verifyWebhook({ ...base, secret: 'old' }), { ok: true });
+    assert.deepEqual(verifyWebhook({ ...base, secret: 'new' }), { ok: true });
+    assert.deepEqual(verifyWebhook({ ...base, secret: 'other' }), { ok: false, reason: 'bad_signature' });
+    assert.deepEqual(verifyWebhook({ ...base, body: `${BODY} `, secret: 'new' }), { ok: false, reason: 'bad_signature' });
+  });
+
   it('accepts any of several secrets and any of several signatures during rotation', () => {
     const oldSig = signWebhook('old', NOW, BODY);
     const newSig = signWebhook('new', NOW, BODY);

@@ -29,8 +29,8 @@ export type WebhookJob = Pick<ClaimedJob, 'topic' | 'id' | 'attempt' | 'url' | '
 
 /** Options of {@link deliverWebhook}. */
 export interface DeliverWebhookOptions {
-  /** Secret the request is signed with. */
-  secret: string;
+  /** Secret the request is signed with; several while one is rotated: the request carries a signature made with each. */
+  secret: string | readonly string[];
   /** Local development only: allows http: URLs and skips the address check. */
   allowPrivate: boolean;
   /** Hostnames (exact match) exempt from the address check. */
@@ -55,7 +55,9 @@ export interface DeliveryResult {
 export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOptions): Promise<DeliveryResult> {
   const now = options.now ?? Date.now;
   const started = now();
-  if (!options.secret) throw new Error('webhook secret is not configured (WEBHOOK_SECRET): refusing to send unsigned');
+  if (options.secret.length === 0 || (typeof options.secret !== 'string' && !options.secret.every(Boolean))) {
+    throw new Error('webhook secret is not configured (WEBHOOK_SECRET): refusing to send unsigned');
+  }
   if (!job.url) throw new Error('job has no url');
   let url: URL;
   try {
@@ -88,7 +90,7 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
  * One POST as a Promise over node's request callbacks (over 60 lines on purpose: the settle, abort,
  * response and error handlers share the request's state; split up, each would need it passed in).
  */
-function post(url: URL, hostname: string, job: WebhookJob, secret: string, now: () => number, pinned: LookupAddress[] | undefined, signal: AbortSignal): Promise<number> {
+function post(url: URL, hostname: string, job: WebhookJob, secret: string | readonly string[], now: () => number, pinned: LookupAddress[] | undefined, signal: AbortSignal): Promise<number> {
   const payload = JSON.stringify(job.body) ?? 'null';
   const timestamp = Math.floor(now() / 1000);
   const headers: OutgoingHttpHeaders = {

@@ -11,9 +11,14 @@ export const SIGNATURE_HEADER = 'x-dq-signature';
 
 const DEFAULT_TOLERANCE_SECONDS = 300;
 
-/** Returns `v1=` + hex HMAC-SHA256 keyed by `secret` over `${timestamp}.${body}`. */
-export function signWebhook(secret: string, timestamp: number, body: string): string {
-  return `v1=${hmacHex(secret, `${timestamp}.${body}`)}`;
+/**
+ * Returns `v1=` + hex HMAC-SHA256 keyed by `secret` over `${timestamp}.${body}`; with several
+ * secrets (while one is rotated), one such signature per secret, in order, space-separated: a
+ * receiver that knows any one of the secrets verifies the request.
+ */
+export function signWebhook(secret: string | readonly string[], timestamp: number, body: string): string {
+  const secrets: readonly string[] = typeof secret === 'string' ? [secret] : secret;
+  return secrets.map((s) => `v1=${hmacHex(s, `${timestamp}.${body}`)}`).join(' ');
 }
 
 function hmacHex(secret: string, payload: string): string {
