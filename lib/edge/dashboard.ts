@@ -63,6 +63,6 @@ export function indexResponse(): APIGatewayProxyResultV2 {
 /** The static answers, by path: GET / (links), /dashboard (the page), /openapi.yaml (the API's description). */
 export function staticResponse(path: string): APIGatewayProxyResultV2 {
   if (path === '/openapi.yaml') return apiDescriptionResponse();
-  if (path === '/' || path === '') return indexResponse();
+  if (path === '/') return indexResponse();
   return dashboardResponse();
 }

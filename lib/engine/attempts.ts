@@ -8,7 +8,7 @@ import { readSlot, run } from './lua';
 import type { EngineContext } from './context';
 import { OUTCOME } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
-import { atLeastOne, batchesByPartition, chunk, forEachPartition } from './partitions';
+import { atLeastOne, batchesByPartition, forEachPartition } from './partitions';
 import { bodiesApart } from './read';
 import * as script from './scripts';
 
@@ -125,54 +125,56 @@ const attemptArg = (id: string, ref: AttemptRef): script.AttemptArg => ({ id, at
 const ACK_BATCH = 100;
 
 interface PendingAck {
+  topic: string;
   id: string;
+  partition: number;
   ref: AttemptRef;
   resolve(outcome: AckOutcome): void;
   reject(error: unknown): void;
 }
 
-// The acks each engine made in this turn of the event loop and has not sent yet, by topic,
-// partition and clock; sent together (sendAcks) once the turn is over.
-const pendingAcks = new WeakMap<EngineContext, Map<string, { topic: string; partition: number; clock: ClockArg; acks: PendingAck[] }>>();
+// The acks each engine made in this turn of the event loop and has not sent yet, by clock; sent
+// together (sendAcks) once the turn is over.
+const pendingAcks = new WeakMap<EngineContext, Map<ClockArg, PendingAck[]>>();
 
 /**
  * Ends the claimed attempt `ref` of job topic/id as done. The acks an engine makes in one turn of
  * the event loop (a handler whose jobs end together, a worker acking what it claimed) go to Redis
- * together: one ackJobs call per partition and up to ACK_BATCH attempts, sent once the turn is
- * over. Each ack answers for its own attempt; a call that fails fails every ack it carried.
+ * together: one ackJobs call per topic and partition and up to ACK_BATCH attempts, sent once the
+ * turn is over. Each ack answers for its own attempt; a call that fails fails every ack it carried.
  */
 export function ackJob(ctx: EngineContext, topic: string, id: string, ref: AttemptRef): Promise<AckOutcome> {
-  const partition = partitionOf(topic, id, ctx.config.partitions);
-  const clock = ctx.clock();
   let pending = pendingAcks.get(ctx);
   if (!pending) {
-    const batches = (pending = new Map());
-    pendingAcks.set(ctx, pending);
+    const turn = (pending = new Map<ClockArg, PendingAck[]>());
+    pendingAcks.set(ctx, turn);
     setImmediate(() => {
       pendingAcks.delete(ctx);
-      for (const batch of batches.values()) void sendAcks(ctx, batch.topic, batch.partition, batch.clock, batch.acks);
+      for (const [clock, acks] of turn) sendAcks(ctx, clock, acks);
     });
   }
-  const key = `${partition}:${clock}:${topic}`;
-  let batch = pending.get(key);
-  if (!batch) pending.set(key, (batch = { topic, partition, clock, acks: [] }));
-  const acks = batch.acks;
-  return new Promise<AckOutcome>((resolve, reject) => acks.push({ id, ref, resolve, reject }));
+  const clock = ctx.clock();
+  const acks = pending.get(clock) ?? [];
+  pending.set(clock, acks);
+  return new Promise<AckOutcome>((resolve, reject) => acks.push({ topic, id, partition: partitionOf(topic, id, ctx.config.partitions), ref, resolve, reject }));
 }
 
-/** Sends the acks of one topic and partition: ACK_BATCH a call, all at once. */
-async function sendAcks(ctx: EngineContext, topic: string, partition: number, clock: ClockArg, acks: readonly PendingAck[]): Promise<void> {
-  const k = topicKeys(partition, topic, ctx.config.partitions);
-  await Promise.all(
-    chunk(acks, ACK_BATCH).map(async (some) => {
-      try {
-        const reply = await run(ctx.redis, script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock, retentionMs: ctx.config.retentionMs, attempts: some.map((a) => attemptArg(a.id, a.ref)) }));
-        some.forEach((a, i) => a.resolve(toAckOutcome(reply[i]!)));
-      } catch (error) {
-        for (const a of some) a.reject(error);
-      }
-    }),
-  );
+/** Sends acks made at one clock: an ackJobs call per topic, partition and ACK_BATCH attempts, all at once. */
+function sendAcks(ctx: EngineContext, clock: ClockArg, acks: readonly PendingAck[]): void {
+  for (const [partition, batches] of batchesByPartition(acks, { partition: (a) => a.partition, topic: (a) => a.topic }, ACK_BATCH)) {
+    for (const batch of batches) void ackBatch(ctx, partition, clock, batch);
+  }
+}
+
+/** One ackJobs call for acks of one topic and partition; answers each, or fails each with the call's error. */
+async function ackBatch(ctx: EngineContext, partition: number, clock: ClockArg, batch: readonly PendingAck[]): Promise<void> {
+  const k = topicKeys(partition, batch[0]!.topic, ctx.config.partitions);
+  try {
+    const reply = await run(ctx.redis, script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock, retentionMs: ctx.config.retentionMs, attempts: batch.map((a) => attemptArg(a.id, a.ref)) }));
+    batch.forEach((a, i) => a.resolve(toAckOutcome(reply[i]!)));
+  } catch (error) {
+    for (const a of batch) a.reject(error);
+  }
 }
 
 /** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */

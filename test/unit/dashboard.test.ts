@@ -14,7 +14,7 @@ const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text, 'u
 
 describe('GET /dashboard', () => {
   it('serves the page with a CSP naming the hashes of its one script and one style and nosniff', async () => {
-    const res = (await handler()) as { statusCode: number; headers: Record<string, string>; body: string };
+    const res = (await handler({ rawPath: '/dashboard' })) as { statusCode: number; headers: Record<string, string>; body: string };
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
     assert.equal(res.headers['x-content-type-options'], 'nosniff');

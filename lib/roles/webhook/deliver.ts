@@ -55,9 +55,8 @@ export interface DeliveryResult {
 export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOptions): Promise<DeliveryResult> {
   const now = options.now ?? Date.now;
   const started = now();
-  if (options.secret.length === 0 || (typeof options.secret !== 'string' && !options.secret.every(Boolean))) {
-    throw new Error('webhook secret is not configured (WEBHOOK_SECRET): refusing to send unsigned');
-  }
+  const secrets: readonly string[] = typeof options.secret === 'string' ? [options.secret] : options.secret;
+  if (secrets.length === 0 || !secrets.every(Boolean)) throw new Error('webhook secret is not configured (WEBHOOK_SECRET): refusing to send unsigned');
   if (!job.url) throw new Error('job has no url');
   let url: URL;
   try {
@@ -78,7 +77,7 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
   try {
     const exempt = options.allowPrivate || (options.allowHosts ?? []).some((h) => h.toLowerCase() === hostname.toLowerCase());
     const pinned = exempt ? undefined : await checkedAddresses(hostname, abort.signal, options.denyCidrs);
-    const status = await post(url, hostname, job, options.secret, now, pinned, abort.signal);
+    const status = await post(url, hostname, job, secrets, now, pinned, abort.signal);
     return { status, durationMs: Math.max(0, now() - started) };
   } finally {
     clearTimeout(timer);
@@ -90,7 +89,7 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
  * One POST as a Promise over node's request callbacks (over 60 lines on purpose: the settle, abort,
  * response and error handlers share the request's state; split up, each would need it passed in).
  */
-function post(url: URL, hostname: string, job: WebhookJob, secret: string | readonly string[], now: () => number, pinned: LookupAddress[] | undefined, signal: AbortSignal): Promise<number> {
+function post(url: URL, hostname: string, job: WebhookJob, secrets: readonly string[], now: () => number, pinned: LookupAddress[] | undefined, signal: AbortSignal): Promise<number> {
   const payload = JSON.stringify(job.body) ?? 'null';
   const timestamp = Math.floor(now() / 1000);
   const headers: OutgoingHttpHeaders = {
@@ -98,7 +97,7 @@ function post(url: URL, hostname: string, job: WebhookJob, secret: string | read
     'content-length': Buffer.byteLength(payload),
     'user-agent': WEBHOOK_USER_AGENT,
     [TIMESTAMP_HEADER]: String(timestamp),
-    [SIGNATURE_HEADER]: signWebhook(secret, timestamp, payload),
+    [SIGNATURE_HEADER]: signWebhook(secrets, timestamp, payload),
     [TOPIC_HEADER]: job.topic,
     [JOB_ID_HEADER]: job.id,
     [ATTEMPT_HEADER]: String(job.attempt),
