@@ -1,0 +1,335 @@
+/**
+ * The command table of `dq`: each command's group, name, arguments, options and what it runs with
+ * the client. A command answers both forms of its result: `json` (the API's answer body, for
+ * `--json`) and `text` (for people). Adding a command is one entry here (and its group in GROUPS).
+ */
+import type { DelayQueueClient, JobReplacement, ListedState, ScheduleInput } from '../client';
+import type { OptionSpec } from './args';
+import { notFound, UsageError } from './errors';
+import { deadTable, jobTable, jobView, scheduleTable, scheduleView, topicTable } from './format';
+import { parseBackoff, parseChoice, parseCount, parseDuration, parseIfMatch, parseTime, readBody, type TextSource } from './values';
+
+/** What a command runs with. */
+export interface Context {
+  client: DelayQueueClient;
+  /** Where `--body @file` and `--body -` read from. */
+  text: TextSource;
+  /** Epoch ms, for "in 5m" beside times. */
+  now: number;
+}
+
+/** A command's arguments (in order) and options (by long name). */
+export interface CommandInput {
+  args: string[];
+  options: Record<string, string | true>;
+}
+
+/** A command's result: `json` for `--json` (the API's answer body), `text` for people. */
+export interface CommandOutput {
+  json: unknown;
+  text: string;
+}
+
+/** One command of the table. */
+export interface Command {
+  group: string;
+  name: string;
+  /** Its arguments as help shows them: `<topic>` required, `[id]` optional, `[id...]` any number. */
+  args: readonly string[];
+  /** One line for the command list. */
+  summary: string;
+  /** More lines for the command's own `--help`. */
+  details?: string;
+  options: readonly OptionSpec[];
+  run(ctx: Context, input: CommandInput): Promise<CommandOutput>;
+}
+
+/** The groups of commands, in the order help lists them. */
+export const GROUPS: readonly { name: string; summary: string }[] = [
+  { name: 'jobs', summary: 'add, read, replace, cancel and list jobs' },
+  { name: 'groups', summary: "list or cancel a group's jobs" },
+  { name: 'dead', summary: 'list and redrive dead jobs' },
+  { name: 'schedules', summary: 'put, read, list and delete recurring schedules' },
+  { name: 'topics', summary: 'counts and lateness per topic' },
+];
+
+const opt = (name: string, value: string | undefined, help: string): OptionSpec => (value === undefined ? { name, help } : { name, value, help });
+
+const WHEN_OPTIONS = [opt('delay', 'DURATION', 'due after this long: seconds or a duration (90, 10m, 1.5h, 250ms)'), opt('run-at', 'TIME', 'due at this time: ISO-8601 with a zone (2030-01-02T03:04:05Z) or epoch ms')];
+const BODY = opt('body', 'JSON', 'the body: JSON inline, @file.json, or - for JSON on stdin (default null)');
+const RUN_OPTIONS = [
+  opt('max-attempts', 'N', "attempts before the job goes dead (default: the topic's)"),
+  opt('backoff', 'POLICY', 'waits between attempts: a ladder like "15s 3m 10m", or JSON like {"type":"fixed","delay":30}'),
+  opt('ttr', 'DURATION', "time one attempt may run (default: the topic's)"),
+  opt('webhook-url', 'URL', 'webhook topics: where the body is POSTed (the job\'s "url")'),
+  opt('group', 'GROUP', 'a group to list or cancel the job with'),
+  opt('jitter', 'DURATION', "spread the first run over this long (default: the topic's)"),
+];
+const IF_MATCH = opt('if-match', 'VERSION', 'change it only while it is at this version (its "version"), or * for only if it exists');
+const PAGE = (max: number, fallback: number) => [
+  opt('limit', 'N', `items per page, 1-${max} (default ${fallback})`),
+  opt('cursor', 'CURSOR', 'the page after the one that printed this cursor'),
+  opt('all', undefined, 'follow the cursor to the last page'),
+];
+
+const str = (o: CommandInput['options'], name: string) => (typeof o[name] === 'string' ? o[name] : undefined);
+
+/** The run options a job and a schedule share, from their flags. */
+async function runFields(o: CommandInput['options'], text: TextSource): Promise<Omit<JobReplacement, 'delay' | 'runAt'>> {
+  const v = (name: string) => str(o, name);
+  return {
+    ...(v('body') !== undefined ? { body: await readBody(v('body')!, text) } : {}),
+    ...(v('max-attempts') !== undefined ? { maxAttempts: parseCount('max-attempts', v('max-attempts')!) } : {}),
+    ...(v('backoff') !== undefined ? { backoff: parseBackoff(v('backoff')!) } : {}),
+    ...(v('ttr') !== undefined ? { ttr: parseDuration('ttr', v('ttr')!) } : {}),
+    ...(v('webhook-url') !== undefined ? { url: v('webhook-url')! } : {}),
+    ...(v('group') !== undefined ? { group: v('group')! } : {}),
+    ...(v('jitter') !== undefined ? { jitter: parseDuration('jitter', v('jitter')!) } : {}),
+  };
+}
+
+/** A job's fields from its flags: exactly one of --delay and --run-at, and the run options. */
+async function jobFields(o: CommandInput['options'], text: TextSource, command: string): Promise<JobReplacement> {
+  const delay = str(o, 'delay');
+  const runAt = str(o, 'run-at');
+  if ((delay === undefined) === (runAt === undefined)) throw new UsageError(`give one of --delay and --run-at`, command);
+  const when = delay !== undefined ? { delay: parseDuration('delay', delay) } : { runAt: parseTime(runAt!) };
+  return { ...when, ...(await runFields(o, text)) };
+}
+
+/** A schedule's fields from its flags: exactly one of --cron and --every, and the options. */
+async function scheduleFields(o: CommandInput['options'], text: TextSource): Promise<ScheduleInput> {
+  const cron = str(o, 'cron');
+  const every = str(o, 'every');
+  if ((cron === undefined) === (every === undefined)) throw new UsageError('give one of --cron and --every', 'schedules put');
+  return {
+    ...(cron !== undefined ? { cron } : { every: parseDuration('every', every!) }),
+    ...(str(o, 'timezone') !== undefined ? { timezone: str(o, 'timezone')! } : {}),
+    ...(str(o, 'catch-up') !== undefined ? { catchUp: parseChoice('catch-up', str(o, 'catch-up')!, ['latest', 'none'] as const) } : {}),
+    ...(o.paused === true ? { paused: true } : {}),
+    ...(await runFields(o, text)),
+  };
+}
+
+const ifMatch = (o: CommandInput['options']) => (str(o, 'if-match') !== undefined ? { ifMatch: parseIfMatch(str(o, 'if-match')!) } : {});
+
+/** Pages from `cursor` on: one page, or with `all` every page to the last. */
+async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; next: string | null }>, o: CommandInput['options']): Promise<{ items: T[]; next: string | null }> {
+  let page = await fetchPage(str(o, 'cursor'));
+  const items = [...page.items];
+  while (o.all === true && page.next !== null) {
+    page = await fetchPage(page.next);
+    items.push(...page.items);
+  }
+  return { items, next: page.next };
+}
+
+const more = (next: string | null) => (next === null ? '' : `more: --cursor ${next}\n`);
+const limitOf = (o: CommandInput['options'], max: number) => (str(o, 'limit') !== undefined ? { limit: parseCount('limit', str(o, 'limit')!, 1, max) } : {});
+
+/** Every command of `dq`. */
+export const COMMANDS: readonly Command[] = [
+  {
+    group: 'jobs',
+    name: 'add',
+    args: ['<topic>', '[id]'],
+    summary: 'add a job (the id is made up when left out)',
+    details: 'Give one of --delay and --run-at. An id that exists is refused with JOB_EXISTS and the job as it is.',
+    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS],
+    async run(ctx, { args: [topic, id], options }) {
+      const job = await ctx.client.add({ topic: topic!, ...(id !== undefined ? { id } : {}), ...(await jobFields(options, ctx.text, 'jobs add')) });
+      return { json: { job }, text: `added ${job.topic}/${job.id}\n${jobView(job, ctx.now)}` };
+    },
+  },
+  {
+    group: 'jobs',
+    name: 'get',
+    args: ['<topic>', '<id>'],
+    summary: 'show a job, its body in full',
+    options: [],
+    async run(ctx, { args: [topic, id] }) {
+      const job = await ctx.client.get(topic!, id!);
+      if (!job) throw notFound(`job ${topic}/${id}`);
+      return { json: { job }, text: jobView(job, ctx.now) };
+    },
+  },
+  {
+    group: 'jobs',
+    name: 'put',
+    args: ['<topic>', '<id>'],
+    summary: 'create a job, or replace it while it is pending (due time, body, options)',
+    details: 'Replaces the whole job: give one of --delay and --run-at, and every option to keep. A running, done or dead job is refused with JOB_FINISHED.',
+    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, IF_MATCH],
+    async run(ctx, { args: [topic, id], options }) {
+      const { job, created } = await ctx.client.put(topic!, id!, await jobFields(options, ctx.text, 'jobs put'), ifMatch(options));
+      return { json: { job, created }, text: `${created ? 'created' : 'replaced'} ${job.topic}/${job.id}\n${jobView(job, ctx.now)}` };
+    },
+  },
+  {
+    group: 'jobs',
+    name: 'cancel',
+    args: ['<topic>', '<id>'],
+    summary: 'cancel a pending or running job',
+    options: [IF_MATCH],
+    async run(ctx, { args: [topic, id], options }) {
+      const job = await ctx.client.cancel(topic!, id!, ifMatch(options));
+      return { json: { job }, text: `cancelled ${job.topic}/${job.id}\n${jobView(job, ctx.now)}` };
+    },
+  },
+  {
+    group: 'jobs',
+    name: 'list',
+    args: ['<topic>'],
+    summary: "list a topic's jobs in one state, in time order",
+    details: 'Delayed jobs come by due time, running ones by deadline, dead ones by time of death, ready ones in claim order; --from and --to bound that time (inclusive).',
+    options: [opt('state', 'STATE', 'delayed (default), ready, running or dead'), opt('from', 'TIME', 'from this time: ISO-8601 with a zone, or epoch ms'), opt('to', 'TIME', 'to this time'), ...PAGE(500, 100)],
+    async run(ctx, { args: [topic], options }) {
+      const state = str(options, 'state') !== undefined ? parseChoice<ListedState>('state', str(options, 'state')!, ['delayed', 'ready', 'running', 'dead']) : undefined;
+      const from = str(options, 'from') !== undefined ? parseTime(str(options, 'from')!) : undefined;
+      const to = str(options, 'to') !== undefined ? parseTime(str(options, 'to')!) : undefined;
+      const query = { ...(state ? { state } : {}), ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}), ...limitOf(options, 500) };
+      const { items, next } = await pages(async (cursor) => {
+        const page = await ctx.client.listJobs(topic!, { ...query, ...(cursor !== undefined ? { cursor } : {}) });
+        return { items: page.jobs, next: page.next };
+      }, options);
+      return { json: { jobs: items, next }, text: jobTable(items, ctx.now) + more(next) };
+    },
+  },
+  {
+    group: 'groups',
+    name: 'list',
+    args: ['<topic>', '<group>'],
+    summary: "list a group's jobs, in every state, in the order they joined",
+    options: PAGE(500, 100),
+    async run(ctx, { args: [topic, group], options }) {
+      const { items, next } = await pages(async (cursor) => {
+        const page = await ctx.client.listGroup(topic!, group!, { ...limitOf(options, 500), ...(cursor !== undefined ? { cursor } : {}) });
+        return { items: page.jobs, next: page.next };
+      }, options);
+      return { json: { jobs: items, next }, text: jobTable(items, ctx.now) + more(next) };
+    },
+  },
+  {
+    group: 'groups',
+    name: 'cancel',
+    args: ['<topic>', '<group>'],
+    summary: 'cancel every job of a group (needs --yes)',
+    details: 'No job of the group that is delayed or ready when the answer comes starts afterwards; a running attempt finishes, its result dropped. Jobs added later run.',
+    options: [opt('yes', undefined, 'really cancel them')],
+    async run(ctx, { args: [topic, group], options }) {
+      if (options.yes !== true) throw new UsageError(`this cancels every job of group ${group} of topic ${topic}: add --yes to do it`, 'groups cancel');
+      const result = await ctx.client.cancelGroup(topic!, group!);
+      return { json: result, text: `cancelled ${result.cancelled} delayed or ready jobs of group ${group}; ${result.running} running (their results will be dropped)\n` };
+    },
+  },
+  {
+    group: 'dead',
+    name: 'list',
+    args: ['<topic>'],
+    summary: "list a topic's dead jobs, oldest first",
+    options: PAGE(100, 50),
+    async run(ctx, { args: [topic], options }) {
+      const { items, next } = await pages(async (cursor) => {
+        const page = await ctx.client.dead(topic!, { ...limitOf(options, 100), ...(cursor !== undefined ? { after: cursor } : {}) });
+        return { items: page.jobs, next: page.next };
+      }, options);
+      return { json: { jobs: items, next }, text: deadTable(items, ctx.now) + more(next) };
+    },
+  },
+  {
+    group: 'dead',
+    name: 'redrive',
+    args: ['<topic>', '[id...]'],
+    summary: 'move dead jobs back, due now, attempts reset: the ids given, or the --count oldest (default 100)',
+    options: [opt('count', 'N', 'redrive the N oldest dead jobs (1-1000)')],
+    async run(ctx, { args: [topic, ...ids], options }) {
+      const count = str(options, 'count');
+      if (count !== undefined && ids.length > 0) throw new UsageError('give ids or --count, not both', 'dead redrive');
+      const which = ids.length > 0 ? { ids } : { count: count !== undefined ? parseCount('count', count, 1, 1000) : 100 };
+      const redriven = await ctx.client.redrive(topic!, which);
+      return { json: { redriven }, text: `redriven ${redriven} dead jobs of ${topic}\n` };
+    },
+  },
+  {
+    group: 'schedules',
+    name: 'put',
+    args: ['<topic>', '<id>'],
+    summary: 'create or replace a recurring schedule',
+    details: 'Give one of --cron and --every. A put replaces the whole schedule and its pending occurrence: --paused pauses it, a put without --paused runs it.',
+    options: [
+      opt('cron', 'EXPR', 'a cron expression: 5 fields, or 6 with seconds first ("0 9 * * 1-5")'),
+      opt('timezone', 'TZ', 'the IANA time zone of --cron (default UTC)'),
+      opt('every', 'DURATION', 'run every this long, at its multiples since the epoch (seconds or 10m, 1h)'),
+      opt('catch-up', 'MODE', 'missed runs: latest (default) runs the latest once, none runs none'),
+      opt('paused', undefined, 'put it paused: no run until a put without --paused'),
+      BODY,
+      ...RUN_OPTIONS,
+    ],
+    async run(ctx, { args: [topic, id], options }) {
+      const { schedule, created } = await ctx.client.putSchedule(topic!, id!, await scheduleFields(options, ctx.text));
+      return { json: { schedule, created }, text: `${created ? 'created' : 'replaced'} schedule ${schedule.topic}/${schedule.id}\n${scheduleView(schedule, ctx.now)}` };
+    },
+  },
+  {
+    group: 'schedules',
+    name: 'get',
+    args: ['<topic>', '<id>'],
+    summary: 'show a schedule: its pending occurrence, last run and next 5 runs',
+    options: [],
+    async run(ctx, { args: [topic, id] }) {
+      const schedule = await ctx.client.getSchedule(topic!, id!);
+      if (!schedule) throw notFound(`schedule ${topic}/${id}`);
+      return { json: { schedule }, text: scheduleView(schedule, ctx.now) };
+    },
+  },
+  {
+    group: 'schedules',
+    name: 'list',
+    args: ['<topic>'],
+    summary: "list a topic's schedules, by id",
+    options: PAGE(100, 50),
+    async run(ctx, { args: [topic], options }) {
+      const { items, next } = await pages(async (cursor) => {
+        const page = await ctx.client.listSchedules(topic!, { ...limitOf(options, 100), ...(cursor !== undefined ? { cursor } : {}) });
+        return { items: page.schedules, next: page.next };
+      }, options);
+      return { json: { schedules: items, next }, text: scheduleTable(items, ctx.now) + more(next) };
+    },
+  },
+  {
+    group: 'schedules',
+    name: 'delete',
+    args: ['<topic>', '<id>'],
+    summary: 'delete a schedule and withdraw its occurrences that have not started',
+    options: [],
+    async run(ctx, { args: [topic, id] }) {
+      await ctx.client.deleteSchedule(topic!, id!);
+      return { json: { deleted: true }, text: `deleted schedule ${topic}/${id}\n` };
+    },
+  },
+  {
+    group: 'topics',
+    name: 'stats',
+    args: ['[topic...]'],
+    summary: 'counts, next due time and lateness (last 5 minutes) of every topic, or of those named',
+    options: [],
+    async run(ctx, { args }) {
+      const all = await ctx.client.topics();
+      const missing = args.filter((name) => !all.some((t) => t.topic === name));
+      if (missing.length > 0) throw notFound(`topic ${missing.join(', ')} (topics: ${all.map((t) => t.topic).join(', ')})`);
+      const topics = args.length > 0 ? all.filter((t) => args.includes(t.topic)) : all;
+      return { json: { topics }, text: topicTable(topics, ctx.now) };
+    },
+  },
+];
+
+/** The command named by the first two words, if any. */
+export function findCommand(words: readonly string[]): Command | undefined {
+  return COMMANDS.find((c) => c.group === words[0] && c.name === words[1]);
+}
+
+/** How many arguments a command takes: those in `<>` are required, `...` takes any number. */
+export function argCounts(command: Command): { min: number; max: number } {
+  const min = command.args.filter((a) => a.startsWith('<')).length;
+  return { min, max: command.args.some((a) => a.endsWith('...]') || a.endsWith('...>')) ? Infinity : command.args.length };
+}
