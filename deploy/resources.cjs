@@ -50,6 +50,7 @@ const MEMORYDB_ACCESS = [
   '+hdel',
   '+hstrlen',
   '+hincrby', // hincrby: a record write takes the next version from the jobs hash's #seq
+  '+hlen', // createKey-2: the number of API keys
   '+lpush',
   '+lrange',
   '+rpush',

@@ -17,7 +17,22 @@
  */
 
 /** Error codes of the API (`{ "error": { "code" } }`). */
-export type ApiErrorCode = 'VALIDATION_FAILED' | 'INVALID_JSON' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'JOB_EXISTS' | 'JOB_FINISHED' | 'VERSION_MISMATCH' | 'PAYLOAD_TOO_LARGE' | 'UNKNOWN_TOPIC' | 'UNAVAILABLE' | 'NOT_REPLICATED' | 'INTERNAL';
+export type ApiErrorCode =
+  | 'VALIDATION_FAILED'
+  | 'INVALID_JSON'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'KEY_EXISTS'
+  | 'TOO_MANY_KEYS'
+  | 'JOB_EXISTS'
+  | 'JOB_FINISHED'
+  | 'VERSION_MISMATCH'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNKNOWN_TOPIC'
+  | 'UNAVAILABLE'
+  | 'NOT_REPLICATED'
+  | 'INTERNAL';
 
 /** Codes the client itself raises: no answer, no answer in time, an answer that is not the API's. */
 export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'BAD_RESPONSE';
@@ -182,10 +197,35 @@ export interface SchedulePage<Body = unknown> {
   next: string | null;
 }
 
+/** What a key may do: `admin` everything (keys included), `write` every change and every read, `read` every GET but the keys listing. */
+export type KeyScope = 'admin' | 'write' | 'read';
+
+/** A key to create: a `write` or `read` key may be limited to some topics. */
+export interface NewKey {
+  name: string;
+  scope: KeyScope;
+  topics?: string[];
+}
+
+/** A key as listed: never its secret. */
+export interface ApiKey {
+  name: string;
+  scope: KeyScope;
+  /** null: every topic */
+  topics: string[] | null;
+  /** `deployment`: the deployment's key (API_TOKEN); `api`: made with createKey */
+  source: 'deployment' | 'api';
+  createdAt: string | null;
+  /** the name of the key that created it */
+  createdBy: string | null;
+  /** noted at most once a minute */
+  lastUsedAt: string | null;
+}
+
 export interface DelayQueueClientOptions {
   /** The API's base URL, e.g. `https://abc.execute-api.eu-west-1.amazonaws.com` (no trailing path needed). */
   baseUrl: string;
-  /** The API's bearer token. */
+  /** The API key: the deployment's (API_TOKEN) or one made with createKey. */
   token: string;
   /** Time limit of one HTTP request, ms (default 10 000). */
   timeoutMs?: number;
@@ -598,6 +638,41 @@ export class DelayQueueClient {
     return this.call('POST', path('topics', topic, 'dead', 'redrive'), which, options, false, (reply) => {
       const body = reply.body as { redriven?: number } | undefined;
       return reply.status === 200 && typeof body?.redriven === 'number' ? body.redriven : undefined;
+    });
+  }
+
+  /**
+   * Creates a key (admin keys only). Returns it with its secret, shown this once: only its
+   * SHA-256 is kept. Throws KEY_EXISTS, TOO_MANY_KEYS, VALIDATION_FAILED, FORBIDDEN.
+   */
+  async createKey(key: NewKey, options?: CallOptions): Promise<{ key: ApiKey; secret: string }> {
+    return this.call('POST', '/keys', key, options, false, (reply) => {
+      const body = reply.body as { key?: ApiKey; secret?: string } | undefined;
+      return reply.status === 201 && body?.key && typeof body.secret === 'string' ? { key: body.key, secret: body.secret } : undefined;
+    });
+  }
+
+  /** Every key, never a secret (admin keys only). */
+  async listKeys(options?: CallOptions): Promise<ApiKey[]> {
+    return this.call('GET', '/keys', undefined, options, true, (reply) => {
+      const body = reply.body as { keys?: ApiKey[] } | undefined;
+      return reply.status === 200 && Array.isArray(body?.keys) ? body.keys : undefined;
+    });
+  }
+
+  /** Revokes key `name` (admin keys only): every warm instance refuses it within 2 s. Throws NOT_FOUND. */
+  async revokeKey(name: string, options?: CallOptions): Promise<void> {
+    await this.call('DELETE', path('keys', name), undefined, options, false, (reply) => {
+      const body = reply.body as { revoked?: boolean } | undefined;
+      return reply.status === 200 && body?.revoked === true ? true : undefined;
+    });
+  }
+
+  /** The name, scope and topics of the key this client sends. */
+  async whoami(options?: CallOptions): Promise<Pick<ApiKey, 'name' | 'scope' | 'topics'>> {
+    return this.call('GET', '/whoami', undefined, options, true, (reply) => {
+      const body = reply.body as { key?: Pick<ApiKey, 'name' | 'scope' | 'topics'> } | undefined;
+      return reply.status === 200 && body?.key ? body.key : undefined;
     });
   }
 }

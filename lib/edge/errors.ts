@@ -1,7 +1,22 @@
 import { REFUSAL, type Refusal } from '../engine';
 
 /** Error codes of the API, as they appear in `{ "error": { "code" } }`. */
-export type ErrorCode = 'VALIDATION_FAILED' | 'INVALID_JSON' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'JOB_EXISTS' | 'JOB_FINISHED' | 'VERSION_MISMATCH' | 'PAYLOAD_TOO_LARGE' | 'UNKNOWN_TOPIC' | 'UNAVAILABLE' | 'NOT_REPLICATED' | 'INTERNAL';
+export type ErrorCode =
+  | 'VALIDATION_FAILED'
+  | 'INVALID_JSON'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'KEY_EXISTS'
+  | 'TOO_MANY_KEYS'
+  | 'JOB_EXISTS'
+  | 'JOB_FINISHED'
+  | 'VERSION_MISMATCH'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNKNOWN_TOPIC'
+  | 'UNAVAILABLE'
+  | 'NOT_REPLICATED'
+  | 'INTERNAL';
 
 /** One problem with one input field; `path` is dotted (`jobs.3.delay`). */
 export type { FieldProblem } from '../rules/backoff';

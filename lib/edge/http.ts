@@ -1,5 +1,6 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from 'aws-lambda';
+import { accessFor, requireScope, requireTopicAccess, type Caller, type Scope } from './access';
 import { HttpError } from './errors';
 import { takeColdStart } from '../platform/log';
 import { isUnavailable } from '../platform/redis';
@@ -14,6 +15,8 @@ export interface ApiRequest {
   /** The request's headers, names lower-cased (`if-match`, `content-type`). */
   headers: Record<string, string>;
   requestId: string;
+  /** The key the request came with. */
+  caller: Caller;
   /** True when the request has a non-empty body. */
   hasBody: boolean;
   /** The body parsed as JSON; throws 400 INVALID_JSON when it is not. */
@@ -30,16 +33,11 @@ export interface ApiResponse {
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
 const MAX_REQUEST_BYTES = 6 * 1024 * 1024; // Lambda's own limit for a synchronous payload
 
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
-}
-
-/** Constant-time check of an `Authorization: Bearer <token>` header against the token. */
-export function authorized(header: string | undefined, token: string): boolean {
-  const match = /^Bearer (.+)$/.exec(header ?? '');
-  // compare digests: equal length whatever was sent, so the time says nothing about the token
-  return timingSafeEqual(digest(match?.[1] ?? ''), digest(token)) && match !== null;
-}
+/**
+ * A route: takes a parsed request, returns status and body. `scope`: what a key needs to call it
+ * (lib/edge/routes.ts sets it on each); a route without one needs `admin`.
+ */
+export type Route = ((request: ApiRequest, rt: Runtime) => Promise<ApiResponse>) & { scope?: Scope };
 
 /** The job a refusal is about, when its details hold only `{ job }` (a Job, or null for "no such job"); else undefined. */
 function refusedJob(error: HttpError): unknown {
@@ -80,12 +78,13 @@ function parseBody(event: APIGatewayProxyEventV2): unknown {
 }
 
 /**
- * Wraps a route into an HTTP API Lambda handler: checks the bearer token (401), parses JSON,
+ * Wraps a route into an HTTP API Lambda handler: finds the request's key (401 when none), checks
+ * its scope and, for a route with a `{topic}`, its topics (403 FORBIDDEN), parses JSON,
  * turns HttpErrors into their status and error body, a Redis outage into 503 UNAVAILABLE, and
  * anything else into a 500 with the request id (logged with its stack, never shown).
  * `getRuntime` is the seam for tests: the process's shared runtime by default.
  */
-export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<ApiResponse>, getRuntime: () => Runtime = runtime) {
+export function httpRoute(route: Route, getRuntime: () => Runtime = runtime) {
   return async (event: APIGatewayProxyEventV2, context?: Pick<Context, 'awsRequestId'>): Promise<APIGatewayProxyResultV2> => {
     const requestId = context?.awsRequestId ?? randomUUID();
     let rt: Runtime;
@@ -97,12 +96,19 @@ export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<A
     }
     const method = event.requestContext?.http?.method ?? 'GET';
     const path = event.rawPath ?? '/';
-    const log = rt.log.child({ function_request_id: requestId, cold_start: takeColdStart(), method, path: event.routeKey ?? path });
+    let log = rt.log.child({ function_request_id: requestId, cold_start: takeColdStart(), method, path: event.routeKey ?? path });
     const headers = Object.fromEntries(Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])));
-    if (!authorized(headers.authorization, rt.config.apiToken)) {
-      log.warn('unauthorized request', { status: 401 });
-      return respond(401, { error: { code: 'UNAUTHORIZED', message: 'send Authorization: Bearer <token>' } }, { 'www-authenticate': 'Bearer' });
+    let caller: Caller | null;
+    try {
+      caller = await accessFor(rt.engine, rt.config.apiToken).caller(headers.authorization);
+    } catch (error) {
+      return failed(error, log, requestId);
     }
+    if (!caller) {
+      log.warn('unauthorized request', { status: 401 });
+      return respond(401, { error: { code: 'UNAUTHORIZED', message: 'send Authorization: Bearer <key>, with a key that exists and is not revoked' } }, { 'www-authenticate': 'Bearer' });
+    }
+    log = log.child({ key: caller.name });
     let parsed: { value: unknown } | undefined;
     const request: ApiRequest = {
       method,
@@ -111,25 +117,33 @@ export function httpRoute(route: (request: ApiRequest, rt: Runtime) => Promise<A
       query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
       headers,
       requestId,
+      caller,
       hasBody: (event.body ?? '').trim() !== '',
       json: () => (parsed ??= { value: parseBody(event) }).value,
     };
     try {
+      requireScope(caller, route.scope ?? 'admin');
+      if (request.params.topic !== undefined) requireTopicAccess(caller, request.params.topic);
       const response = await route(request, rt);
       log.info('request', { status: response.status });
       return respond(response.status, response.body, response.headers);
     } catch (error) {
-      if (error instanceof HttpError && error.expose) {
-        log.warn('request refused', { status: error.status, code: error.code });
-        const retryAfter: Record<string, string> = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) };
-        return respond(error.status, errorBody(error), { ...retryAfter, ...jobHeaders(refusedJob(error)) });
-      }
-      if (isUnavailable(error)) {
-        log.error('redis unavailable', { status: 503, error });
-        return respond(503, { error: { code: 'UNAVAILABLE', message: 'the queue store is unavailable; retry shortly' } }, { 'retry-after': '1' });
-      }
-      log.error('request failed', { status: 500, error });
-      return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });
+      return failed(error, log, requestId);
     }
   };
+}
+
+/** The answer to a route's failure: an HttpError as it is, a Redis outage as 503 UNAVAILABLE, anything else as 500 (logged with its stack). */
+function failed(error: unknown, log: Runtime['log'], requestId: string): APIGatewayProxyResultV2 {
+  if (error instanceof HttpError && error.expose) {
+    log.warn('request refused', { status: error.status, code: error.code });
+    const retryAfter: Record<string, string> = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) };
+    return respond(error.status, errorBody(error), { ...retryAfter, ...jobHeaders(refusedJob(error)) });
+  }
+  if (isUnavailable(error)) {
+    log.error('redis unavailable', { status: 503, error });
+    return respond(503, { error: { code: 'UNAVAILABLE', message: 'the queue store is unavailable; retry shortly' } }, { 'retry-after': '1' });
+  }
+  log.error('request failed', { status: 500, error });
+  return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });
 }

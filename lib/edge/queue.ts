@@ -4,13 +4,14 @@
  * index) and turns the engine's refusals into HttpErrors (./errors.ts). The Lambda roles use the
  * engine directly, never this.
  */
-import { decodeDeadCursor, decodeGroupCursor, decodeJobsCursor, decodeScheduleCursor, encodeDeadCursor, encodeGroupCursor, encodeJobsCursor, encodeScheduleCursor, isRefused, NotReplicatedError, REFUSAL } from '../engine';
-import type { DeadJob, Engine, Job, Refused, Schedule, TopicStatsView, Wake, WriteResult } from '../engine';
+import { decodeDeadCursor, decodeGroupCursor, decodeJobsCursor, decodeScheduleCursor, encodeDeadCursor, encodeGroupCursor, encodeJobsCursor, encodeScheduleCursor, isRefused, NotReplicatedError, REFUSAL, secretDigest } from '../engine';
+import type { Caller, DeadJob, Engine, Job, KeyInfo, Refused, Schedule, TopicStatsView, Wake, WriteResult } from '../engine';
 import type { QueueConfig } from '../rules/config';
-import { REDRIVE_COUNT } from '../rules/limits';
+import { MAX_KEYS, REDRIVE_COUNT } from '../rules/limits';
+import { mayUseTopic, newSecret, requireTopicAccess } from './access';
 import { HttpError, refusalError } from './errors';
 import { validateSchedule } from './schedule-input';
-import { badCursor, checkGroupRef, checkJobRef, requireTopic, validateChange, validateJob, validatePut, type GroupPage, type IfMatch, type JobsQuery, type NewJob, type RedriveRequest } from './validation';
+import { badCursor, checkGroupRef, checkJobRef, requireTopic, validateChange, validateJob, validateNewKey, validatePut, type GroupPage, type IfMatch, type JobsQuery, type NewJob, type RedriveRequest } from './validation';
 
 /** What an add or put of one job did (invalid input throws instead). */
 export type WriteOutcome = { status: 'created'; job: Job } | { status: 'replaced'; job: Job } | { status: 'exists'; job: Job; error: HttpError } | { status: 'finished'; job: Job; error: HttpError };
@@ -63,20 +64,24 @@ export class Queue {
     return { outcomes: results.map((r, i) => toOutcome(r, jobs[i]!)), wake };
   }
 
-  /** Adds one job: created, or `exists` (nothing changed) with the job that holds the id. */
-  async add(input: unknown): Promise<WriteOutcome & Wake> {
-    const { outcomes, wake } = await this.write([validateJob(input, this.config, this.clientNow())], 'add');
+  /** Adds one job: created, or `exists` (nothing changed) with the job that holds the id; 403 when `caller` may not use its topic. */
+  async add(input: unknown, caller?: Caller): Promise<WriteOutcome & Wake> {
+    const job = validateJob(input, this.config, this.clientNow());
+    if (caller) requireTopicAccess(caller, job.topic);
+    const { outcomes, wake } = await this.write([job], 'add');
     return { ...outcomes[0]!, wake };
   }
 
-  /** Adds the jobs of a batch (its size checked by validateBatch); one outcome per input, in order, invalid ones included. */
-  async addMany(inputs: readonly unknown[]): Promise<{ outcomes: AddOutcome[] } & Wake> {
+  /** Adds the jobs of a batch (its size checked by validateBatch); one outcome per input, in order, invalid ones (and 403s for topics `caller` may not use) included. */
+  async addMany(inputs: readonly unknown[], caller?: Caller): Promise<{ outcomes: AddOutcome[] } & Wake> {
     const outcomes: AddOutcome[] = new Array(inputs.length);
     const valid: NewJob[] = [];
     const validIndex: number[] = [];
     inputs.forEach((input, i) => {
       try {
-        valid.push(validateJob(input, this.config, this.clientNow()));
+        const job = validateJob(input, this.config, this.clientNow());
+        if (caller) requireTopicAccess(caller, job.topic);
+        valid.push(job);
         validIndex.push(i);
       } catch (error) {
         if (!(error instanceof HttpError)) throw error;
@@ -131,8 +136,10 @@ export class Queue {
     return this.engine.stats(topic);
   }
 
-  statsAll(): Promise<TopicStatsView[]> {
-    return this.engine.statsAll();
+  /** Stats of every configured topic `caller` may use. */
+  async statsAll(caller?: Caller): Promise<TopicStatsView[]> {
+    const all = await this.engine.statsAll();
+    return caller ? all.filter((t) => mayUseTopic(caller, t.topic)) : all;
   }
 
   /** Cancels every unfinished job of a group; once it returns, none that was delayed or ready starts. */
@@ -198,5 +205,27 @@ export class Queue {
     if (after === null) throw badCursor();
     const result = await this.engine.listSchedules(topic, { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(after !== undefined ? { after } : {}) });
     return { schedules: result.schedules, next: result.next && encodeScheduleCursor(result.next) };
+  }
+
+  // API keys: the HTTP edge (./http.ts) has checked the caller's scope.
+
+  /** Creates a key (validated here) made by `by`; its secret is in the answer and nowhere else. 409 KEY_EXISTS, 409 TOO_MANY_KEYS. */
+  async createKey(input: unknown, by: Caller): Promise<{ key: KeyInfo; secret: string }> {
+    const request = validateNewKey(input, this.config);
+    const secret = newSecret();
+    const created = await replicated(this.engine.createKey({ ...request, sha: secretDigest(secret), createdBy: by.name }));
+    if (created === 'taken') throw new HttpError(409, 'KEY_EXISTS', `a key named ${request.name} exists; revoke it first or pick another name`);
+    if (created === 'full') throw new HttpError(409, 'TOO_MANY_KEYS', `the deployment holds ${MAX_KEYS} keys, the most it may; revoke one first`);
+    return { key: { ...request, source: 'api', createdAt: created.createdAt, createdBy: by.name, lastUsedAt: null }, secret };
+  }
+
+  /** Every key, never a secret. */
+  listKeys(deploymentSha: string): Promise<KeyInfo[]> {
+    return this.engine.listKeys(deploymentSha);
+  }
+
+  /** Revokes key `name`: 404 when there is none (or it was revoked already). */
+  async revokeKey(name: string, deploymentSha: string): Promise<void> {
+    if (!(await replicated(this.engine.revokeKey(name, deploymentSha)))) throw new HttpError(404, 'NOT_FOUND', `key ${name} not found`);
   }
 }

@@ -1,11 +1,17 @@
 import { HttpError } from './errors';
-import { errorBody, jobHeaders, type ApiRequest, type ApiResponse } from './http';
-import type { Engine, Job } from '../engine';
+import { accessFor, requireTopicAccess, type Scope } from './access';
+import { errorBody, jobHeaders, type ApiRequest, type ApiResponse, type Route } from './http';
+import type { Engine, Job, KeyInfo } from '../engine';
 import type { Runtime } from '../platform/runtime';
 import { Queue, type WriteOutcome } from './queue';
 import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive, validateSchedulesQuery } from './validation';
 
-/** The routes of the HTTP API; each takes a parsed request and returns status and body. */
+/**
+ * The routes of the HTTP API; each takes a parsed request and returns status and body, and says
+ * (at the end of this file) the scope a key needs to call it. ./http.ts checks the scope and, for
+ * a route with a `{topic}` in its path, the key's topics; a route whose topic comes in the body or
+ * the query checks it itself.
+ */
 
 const location = (job: Job) => `/jobs/${encodeURIComponent(job.topic)}/${encodeURIComponent(job.id)}`;
 
@@ -32,12 +38,12 @@ function queueOf(rt: Runtime): Queue {
 
 /** POST /jobs */
 export async function addJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  return writeResponse(await queueOf(rt).add(req.json()));
+  return writeResponse(await queueOf(rt).add(req.json(), req.caller));
 }
 
 /** POST /jobs/batch: { jobs: [...] }, one result per job, in order. */
 export async function addJobs(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  const { outcomes } = await queueOf(rt).addMany(validateBatch(req.json()));
+  const { outcomes } = await queueOf(rt).addMany(validateBatch(req.json()), req.caller);
   const results = outcomes.map((o) => {
     if (o.status === 'invalid') return { status: o.error.status, ...(errorBody(o.error) as object) };
     const r = writeResponse(o);
@@ -70,8 +76,8 @@ export async function deleteJob(req: ApiRequest, rt: Runtime): Promise<ApiRespon
 }
 
 /** GET /topics */
-export async function listTopics(_req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  return { status: 200, body: { topics: await queueOf(rt).statsAll() } };
+export async function listTopics(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  return { status: 200, body: { topics: await queueOf(rt).statsAll(req.caller) } };
 }
 
 /** GET /topics/{topic}/dead?limit=&after= */
@@ -129,5 +135,54 @@ export async function deleteSchedule(req: ApiRequest, rt: Runtime): Promise<ApiR
 /** GET /schedules?topic=&limit=&cursor=: one page of a topic's schedules by id; `{ schedules, next }`. */
 export async function listSchedules(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic, ...page } = validateSchedulesQuery(req.query);
+  requireTopicAccess(req.caller, topic);
   return { status: 200, body: await queueOf(rt).listSchedules(topic, page) };
 }
+
+/** POST /keys: { name, scope, topics? } -> 201 { key, secret }: the secret is shown this once. */
+export async function createKey(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const { key, secret } = await queueOf(rt).createKey(req.json(), req.caller);
+  return { status: 201, body: { key: keyView(key), secret }, headers: { location: `/keys/${encodeURIComponent(key.name)}` } };
+}
+
+/** GET /keys: { keys }: every key's name, scope, topics, source, created and last used; never a secret. */
+export async function listKeys(_req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  return { status: 200, body: { keys: (await queueOf(rt).listKeys(accessFor(rt.engine, rt.config.apiToken).deploymentSha)).map(keyView) } };
+}
+
+/** DELETE /keys/{name}: revokes the key; { revoked: true }, 404 when there is none. Every warm instance refuses it within KEY_RECHECK_MS. */
+export async function revokeKey(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const name = req.params.name ?? '';
+  const access = accessFor(rt.engine, rt.config.apiToken);
+  await queueOf(rt).revokeKey(name, access.deploymentSha);
+  access.forgetName(name);
+  return { status: 200, body: { revoked: true } };
+}
+
+/** GET /whoami: { key }: the name, scope and topics of the key the request came with. */
+export async function whoami(req: ApiRequest): Promise<ApiResponse> {
+  const { name, scope, topics } = req.caller;
+  return { status: 200, body: { key: { name, scope, topics } } };
+}
+
+/** POST /keys, GET /keys and DELETE /keys/{name}: one function, all admin. */
+export async function keys(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  if (req.method === 'POST') return createKey(req, rt);
+  if (req.method === 'DELETE') return revokeKey(req, rt);
+  return listKeys(req, rt);
+}
+
+/** A key as the API shows it: times as ISO strings. */
+function keyView(key: KeyInfo) {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return { ...key, createdAt: iso(key.createdAt), lastUsedAt: iso(key.lastUsedAt) };
+}
+
+/** Sets the scope `routes` need (./http.ts: a route without one needs admin). */
+function needs(scope: Scope, ...routes: Route[]): void {
+  for (const route of routes) route.scope = scope;
+}
+
+needs('read', getJob, listTopics, listDead, listGroup, listJobs, getSchedule, listSchedules, whoami);
+needs('write', addJob, addJobs, putJob, deleteJob, redrive, cancelGroup, putSchedule, deleteSchedule);
+needs('admin', createKey, listKeys, revokeKey, keys);

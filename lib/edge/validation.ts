@@ -339,6 +339,33 @@ export function validateBatch(body: unknown): unknown[] {
   return jobs;
 }
 
+/** A key to create: its name, scope and, for a `write` or `read` key, the topics it is limited to (null: every topic). */
+export interface NewKeyRequest {
+  name: string;
+  scope: 'admin' | 'write' | 'read';
+  topics: string[] | null;
+}
+
+/** Names of API keys: as group names (ID_PATTERN), `deployment` excepted (the deployment's own key). */
+export const KEY_NAME_PATTERN = ID_PATTERN;
+
+/** Validates `{ name, scope, topics? }`: every problem at once (400 VALIDATION_FAILED); topics must be configured. */
+export function validateNewKey(body: unknown, config: QueueConfig): NewKeyRequest {
+  if (!isObject(body)) throw new HttpError(400, 'VALIDATION_FAILED', 'send { "name": ..., "scope": "admin" | "write" | "read", "topics"?: [...] }', [{ path: '', message: 'must be an object' }]);
+  const { name, scope, topics, ...rest } = body;
+  const problems: FieldProblem[] = Object.keys(rest).map((k) => ({ path: k, message: 'is not a field (fields: name, scope, topics)' }));
+  if (typeof name !== 'string' || !KEY_NAME_PATTERN.test(name)) problem(problems, 'name', `must match ${KEY_NAME_PATTERN.source}`);
+  else if (name === 'deployment') problem(problems, 'name', "deployment is the name of the deployment's own key (API_TOKEN)");
+  if (scope !== 'admin' && scope !== 'write' && scope !== 'read') problem(problems, 'scope', 'must be admin, write or read');
+  if (topics !== undefined && topics !== null) {
+    if (!Array.isArray(topics) || topics.length === 0 || topics.length > config.topics.size || !topics.every((t) => typeof t === 'string')) problem(problems, 'topics', 'must be a list of configured topics, or left out for every topic');
+    else topics.forEach((t: string, i) => config.topics.has(t) || problem(problems, `topics.${i}`, `topic ${JSON.stringify(t)} is not configured`));
+    if (scope === 'admin') problem(problems, 'topics', 'an admin key manages keys, so it holds every topic: leave topics out');
+  }
+  if (problems.length) throw new HttpError(400, 'VALIDATION_FAILED', 'invalid key', problems);
+  return { name: name as string, scope: scope as NewKeyRequest['scope'], topics: Array.isArray(topics) ? [...new Set(topics as string[])] : null };
+}
+
 /** Which dead jobs to redrive: the given ids, or the `count` oldest. */
 export type RedriveRequest = { ids: string[] } | { count: number };
 

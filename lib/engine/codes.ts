@@ -72,5 +72,19 @@ export const FANOUT_MARK = {
   NOT_OURS: 0,
 } as const;
 
+/** createKey and revokeKey (lua/createKey-2.lua, lua/revokeKey-4.lua). */
+export const KEY_CHANGE = {
+  /** createKey: the key exists now */
+  CREATED: 1,
+  /** revokeKey: the key works no more */
+  REVOKED: 1,
+  /** createKey: a key of that name (or, never in practice, that digest) exists */
+  NAME_TAKEN: -1,
+  /** createKey: the deployment holds MAX_KEYS keys already */
+  TOO_MANY: -2,
+  /** revokeKey: no such key, or revoked already */
+  NOT_FOUND: -3,
+} as const;
+
 /** A 0|1 flag in a reply (headChanged, more). */
 export type Flag = 0 | 1;

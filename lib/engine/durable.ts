@@ -28,11 +28,28 @@ export class NotReplicatedError extends Error {
   }
 }
 
-/** The connection that serves `partition`: the client itself on a single node, else the primary owning its slot (undefined when the slot map has none). */
-function connectionFor(client: Redis | Cluster, partition: number, count: number): Redis | undefined {
+/** The connection that serves `key`'s slot: the client itself on a single node, else the primary owning it (undefined when the slot map has none). */
+function connectionForKey(client: Redis | Cluster, key: string): Redis | undefined {
   if (!(client instanceof Cluster)) return client;
-  const owner = client.slots[slotOf(syncKey(partition, count))]?.[0];
+  const owner = client.slots[slotOf(key)]?.[0];
   return client.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner);
+}
+
+/** The connection that serves `partition` (connectionForKey). */
+function connectionFor(client: Redis | Cluster, partition: number, count: number): Redis | undefined {
+  return connectionForKey(client, syncKey(partition, count));
+}
+
+/**
+ * With durability `replica`, returns once a replica has this client's changes to `key`'s slot
+ * (the API keys: lib/engine/access.ts); throws NotReplicatedError (no partitions) when none
+ * confirmed in time. The scripts there always write when they answer a change, so no sync point.
+ */
+export async function confirmSlotReplicated(ctx: EngineContext, key: string): Promise<void> {
+  const { mode, timeoutMs } = ctx.config.durability;
+  if (mode !== 'replica') return;
+  const connection = connectionForKey(ctx.redis as Redis | Cluster, key);
+  if (!connection || Number(await connection.call('WAIT', 1, timeoutMs)) < 1) throw new NotReplicatedError([], timeoutMs);
 }
 
 /**

@@ -8,8 +8,9 @@
  * sweeper itself (`wake` in the options).
  */
 import type { QueueConfig, TopicConfig } from '../rules/config';
-import { DEAD_PAGE, JOBS_PAGE, REDRIVE_COUNT, SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../rules/limits';
+import { DEAD_PAGE, JOBS_PAGE, MAX_KEYS, REDRIVE_COUNT, SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../rules/limits';
 import type { NewSchedule } from './shapes';
+import { authKey, createKey, listKeys, revokeKey, type Caller, type KeyInfo } from './access';
 import { ackJob, claimPaced, failJob, releaseJobs, startAttempts, type PacedClaim } from './attempts';
 import { WAKE, wakeForDue } from './coordination';
 import { serverTime, type EngineContext } from './context';
@@ -271,5 +272,25 @@ export class Engine {
   /** Records how late attempts started (ms), for stats; advisory. */
   recordStarts(topic: string, latenessMs: readonly number[]): Promise<void> {
     return recordStarts(this.ctx, topic, latenessMs);
+  }
+
+  /** API keys (./access.ts): the key whose secret has digest `sha` (`deploymentSha`: API_TOKEN's, '' for none), its use noted; null for none. */
+  authKey(sha: string, deploymentSha: string): Promise<Caller | null> {
+    return authKey(this.ctx, sha, deploymentSha);
+  }
+
+  /** Creates a named key for the secret of digest `sha`; 'taken' when the name is, 'full' at MAX_KEYS keys. */
+  createKey(key: Caller & { sha: string; createdBy: string }): Promise<{ createdAt: number } | 'taken' | 'full'> {
+    return createKey(this.ctx, key, MAX_KEYS);
+  }
+
+  /** Revokes key `name` ('deployment': the deployment's key); false when there is none. */
+  revokeKey(name: string, deploymentSha: string): Promise<boolean> {
+    return revokeKey(this.ctx, name, deploymentSha);
+  }
+
+  /** Every key (never a secret), the deployment's first. */
+  listKeys(deploymentSha: string): Promise<KeyInfo[]> {
+    return listKeys(this.ctx, deploymentSha);
   }
 }

@@ -37,6 +37,10 @@ export type SchedulesKey = Key<'schedules'>;
 export type ScheduleIdsKey = Key<'schedule-ids'>;
 export type ScheduleNextKey = Key<'schedule-next'>;
 export type RateKey = Key<'rate'>;
+export type KeyRecordsKey = Key<'key-records'>;
+export type KeyHashesKey = Key<'key-hashes'>;
+export type KeyUsesKey = Key<'key-uses'>;
+export type RevokedKey = Key<'revoked'>;
 
 /** The keys of one topic in one partition. */
 export interface TopicKeys {
@@ -163,6 +167,23 @@ export function sweeperKeys(): SweeperKeys {
     wakes: 'dq:{sweeper}:wakes' as WakeCounterKey,
     fanout: 'dq:{sweeper}:fanout' as FanoutKey,
   };
+}
+
+/** The API keys' keys (lib/engine/access.ts): one set per deployment, in the `{keys}` slot. */
+export interface AccessKeys {
+  /** HASH key name -> JSON record: scope, topics, secret's SHA-256, created at and by */
+  records: KeyRecordsKey;
+  /** HASH SHA-256 hex of a key's secret -> its name: the lookup by presented secret */
+  hashes: KeyHashesKey;
+  /** HASH key name -> when it was last used (epoch ms, noted at most once a minute) */
+  uses: KeyUsesKey;
+  /** HASH SHA-256 of a deployment key (API_TOKEN) revoked over the API -> 1 */
+  revoked: RevokedKey;
+}
+
+/** Keys of the API keys: off every job's path (a Lambda instance looks a key up once every few seconds). */
+export function accessKeys(): AccessKeys {
+  return { records: 'dq:{keys}:keys' as KeyRecordsKey, hashes: 'dq:{keys}:hashes' as KeyHashesKey, uses: 'dq:{keys}:used' as KeyUsesKey, revoked: 'dq:{keys}:revoked' as RevokedKey };
 }
 
 /**

@@ -47,6 +47,9 @@ import getSchedule from '../../lua/getSchedule-1.lua';
 import listSchedules from '../../lua/listSchedules-2.lua';
 import takeTokens from '../../lua/takeTokens-1.lua';
 import returnTokens from '../../lua/returnTokens-1.lua';
+import createKey from '../../lua/createKey-2.lua';
+import revokeKey from '../../lua/revokeKey-4.lua';
+import authKey from '../../lua/authKey-4.lua';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
 export const SCRIPTS = {
@@ -81,6 +84,9 @@ export const SCRIPTS = {
   listSchedules: { file: 'listSchedules-2.lua', numberOfKeys: 2, source: listSchedules },
   takeTokens: { file: 'takeTokens-1.lua', numberOfKeys: 1, source: takeTokens },
   returnTokens: { file: 'returnTokens-1.lua', numberOfKeys: 1, source: returnTokens },
+  createKey: { file: 'createKey-2.lua', numberOfKeys: 2, source: createKey },
+  revokeKey: { file: 'revokeKey-4.lua', numberOfKeys: 4, source: revokeKey },
+  authKey: { file: 'authKey-4.lua', numberOfKeys: 4, source: authKey },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

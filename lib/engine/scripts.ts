@@ -12,10 +12,14 @@ import type {
   FanoutKey,
   GroupKey,
   JobsKey,
+  KeyHashesKey,
+  KeyRecordsKey,
+  KeyUsesKey,
   LatenessKey,
   LeaseKey,
   NextKey,
   RateKey,
+  RevokedKey,
   ReadyKey,
   RunningKey,
   ScheduleIdsKey,
@@ -26,7 +30,7 @@ import type {
   WakeListKey,
 } from './keys';
 import type { Arg, ScriptCall, ScriptName } from './lua';
-import type { FANOUT_MARK, Flag, LEASE, OUTCOME, REFUSAL, WAKE } from './codes';
+import type { FANOUT_MARK, Flag, KEY_CHANGE, LEASE, OUTCOME, REFUSAL, WAKE } from './codes';
 import type { JobChange, JobView, NewJob } from './shapes';
 
 /** ARGV[1] of every script that reads the clock: a fixed clock (epoch ms) from a test, or '' for Redis TIME. */
@@ -419,4 +423,27 @@ export function takeTokens(keys: readonly [RateKey], a: { clock: ClockArg; count
 /** lua/returnTokens-1.lua: gives `n` unused tokens granted in `slot` back to the window and the pace (`intervalMs` = perMs / count); replies what the slot holds after. */
 export function returnTokens(keys: readonly [RateKey], a: { slot: number; n: number; intervalMs: number }): ScriptCall<number> {
   return call('returnTokens', keys, [a.slot, a.n, a.intervalMs]);
+}
+
+type KeyChange<K extends keyof typeof KEY_CHANGE> = Of<typeof KEY_CHANGE, K>;
+
+/** lua/createKey-2.lua's reply. */
+export type CreateKeyReply = readonly [code: KeyChange<'CREATED'>, createdAt: number] | readonly [code: KeyChange<'NAME_TAKEN'> | KeyChange<'TOO_MANY'>];
+
+/** lua/createKey-2.lua: creates API key `name` with the digest of its secret (`topics`: comma-separated, '' for all). */
+export function createKey(keys: readonly [KeyRecordsKey, KeyHashesKey], a: { clock: ClockArg; name: string; sha: string; scope: string; topics: string; createdBy: string; maxKeys: number }): ScriptCall<CreateKeyReply> {
+  return call('createKey', keys, [a.clock, a.name, a.sha, a.scope, a.topics, a.createdBy, a.maxKeys]);
+}
+
+/** lua/revokeKey-4.lua: revokes API key `name` ('deployment': the API_TOKEN whose digest is `deploymentSha`). */
+export function revokeKey(keys: readonly [KeyRecordsKey, KeyHashesKey, KeyUsesKey, RevokedKey], a: { name: string; deploymentSha: string }): ScriptCall<KeyChange<'REVOKED'> | KeyChange<'NOT_FOUND'>> {
+  return call('revokeKey', keys, [a.name, a.deploymentSha]);
+}
+
+/** lua/authKey-4.lua's reply: the key's name, scope and topics (comma-separated, '' for all), or null for no such key. */
+export type AuthKeyReply = readonly [name: string, scope: string, topics: string] | null;
+
+/** lua/authKey-4.lua: the key whose secret has digest `sha`, its use noted at most once per `touchMs`. */
+export function authKey(keys: readonly [KeyRecordsKey, KeyHashesKey, KeyUsesKey, RevokedKey], a: { clock: ClockArg; sha: string; deploymentSha: string; touchMs: number }): ScriptCall<AuthKeyReply> {
+  return call('authKey', keys, [a.clock, a.sha, a.deploymentSha, a.touchMs]);
 }

@@ -61,6 +61,9 @@ export const EVENT_ENVELOPE_BYTES = 256;
  */
 export const EVENT_OVERHEAD_BYTES = 8192;
 
+/** The most named API keys a deployment may hold (lib/engine/access.ts): a listing reads them all. */
+export const MAX_KEYS = 1000;
+
 /** Largest maxBodyBytes a configuration may set: one job with such a body still fits one event. */
 export const MAX_BODY_BYTES = EVENT_PAYLOAD_BYTES - EVENT_OVERHEAD_BYTES;
 

@@ -499,6 +499,95 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.equal(description.body, readFileSync(join(PROJECT_ROOT, 'openapi.yaml'), 'utf8'), "the repository's openapi.yaml");
   });
 
+  it('keys: every route × scope answers 403 FORBIDDEN below its scope and not above; topic limits; create 201/400/409, list without secrets, whoami, revoke 200/404 and refused within seconds', async () => {
+    const make = async (name: string, scope: string, topics?: string[]) => {
+      const reply = await call('POST', '/keys', { name, scope, ...(topics ? { topics } : {}) });
+      assert.equal(reply.status, 201, JSON.stringify(reply.body));
+      assert.equal(reply.headers.get('location'), `/keys/${name}`);
+      assert.deepEqual([reply.body.key.name, reply.body.key.scope, reply.body.key.createdBy, reply.body.key.source], [name, scope, 'deployment', 'api']);
+      return reply.body.secret as string;
+    };
+    const names = { read: uid('reader'), write: uid('writer'), admin: uid('admin'), limited: uid('limited') };
+    const secrets = { read: await make(names.read, 'read'), write: await make(names.write, 'write'), admin: await make(names.admin, 'admin'), limited: await make(names.limited, 'write', ['example']) };
+    assert.deepEqual(invalidPaths(await call('POST', '/keys', { name: 'deployment', scope: 'root', topics: ['nope'], extra: 1 })).sort(), ['extra', 'name', 'scope', 'topics.0']);
+    expectError(await call('POST', '/keys', { name: names.read, scope: 'read' }), 409, 'KEY_EXISTS');
+
+    const who = await call('GET', '/whoami', undefined, { token: secrets.limited });
+    assert.deepEqual(who.body, { key: { name: names.limited, scope: 'write', topics: ['example'] } });
+
+    // every route of serverless.yml but the static ones, with the scope it needs
+    const yml = readFileSync(join(PROJECT_ROOT, 'serverless.yml'), 'utf8');
+    const routes = [...yml.matchAll(/httpApi:\s*\{\s*method:\s*(\w+),\s*path:\s*(?:'([^']+)'|([^\s,}]+))/g)]
+      .map((m) => ({ method: m[1]!.toUpperCase(), path: (m[2] ?? m[3])! }))
+      .filter((r) => !['/', '/dashboard', '/openapi.yaml'].includes(r.path));
+    const needs = (r: { method: string; path: string }) => (r.path.startsWith('/keys') ? 'admin' : r.method === 'GET' ? 'read' : 'write');
+    const rank: Record<string, number> = { read: 1, write: 2, admin: 3 };
+    assert.ok(routes.length >= 19, `${routes.length} routes`);
+    for (const route of routes) {
+      const url = route.path.replace('{topic}', 'example').replace('{id}', uid('walk')).replace('{group}', uid('g')).replace('{name}', uid('no-such-key')) + (route.path === '/schedules' ? '?topic=example' : '');
+      const body = route.method === 'POST' || route.method === 'PUT' ? {} : undefined;
+      for (const scope of ['read', 'write', 'admin'] as const) {
+        const reply = await call(route.method, url, body, { token: secrets[scope] });
+        const what = `${route.method} ${route.path} with a ${scope} key → ${reply.status} ${JSON.stringify(reply.body).slice(0, 200)}`;
+        if (rank[scope]! < rank[needs(route)]!) {
+          expectError(reply, 403, 'FORBIDDEN');
+          assert.match(reply.body.error.message, new RegExp(`needs scope ${needs(route)}`), what);
+        } else assert.ok(reply.status !== 403 && reply.status !== 401, what);
+      }
+      if (route.path.includes('{topic}')) {
+        const other = await call(route.method, url.replace('/example', '/webhook'), body, { token: secrets.limited });
+        expectError(other, 403, 'FORBIDDEN');
+        assert.match(other.body.error.message, /may not use topic webhook/);
+      }
+    }
+
+    // a key limited to topic example: other topics are refused wherever the topic comes from
+    const limited = { token: secrets.limited };
+    expectError(await call('GET', `/jobs/webhook/${uid('x')}`, undefined, limited), 403, 'FORBIDDEN');
+    expectError(await call('POST', '/jobs', { topic: 'webhook', delay: 60, url: 'https://example.com/hook' }, limited), 403, 'FORBIDDEN');
+    expectError(await call('GET', '/schedules?topic=webhook', undefined, limited), 403, 'FORBIDDEN');
+    const batch = await call(
+      'POST',
+      '/jobs/batch',
+      {
+        jobs: [
+          { topic: 'example', delay: 60 },
+          { topic: 'webhook', delay: 60, url: 'https://example.com/hook' },
+        ],
+      },
+      limited,
+    );
+    assert.deepEqual(
+      batch.body.results.map((r: { status: number }) => r.status),
+      [201, 403],
+    );
+    assert.deepEqual(
+      (await call('GET', '/topics', undefined, limited)).body.topics.map((t: { topic: string }) => t.topic),
+      ['example'],
+    );
+
+    const listed = await call('GET', '/keys');
+    assert.equal(listed.body.keys[0].name, 'deployment');
+    for (const [scope, name] of Object.entries(names))
+      assert.ok(
+        listed.body.keys.some((k: { name: string }) => k.name === name),
+        `${scope} key listed`,
+      );
+    for (const secret of Object.values(secrets)) assert.ok(!JSON.stringify(listed.body).includes(secret), 'no secret in the listing');
+    assert.ok(listed.body.keys.find((k: { name: string }) => k.name === names.read).lastUsedAt !== null, 'the reader was used');
+
+    // revoked: refused on the warm instance within seconds (it looks again 2 s after it last did)
+    assert.deepEqual((await call('DELETE', `/keys/${names.read}`, undefined, { token: secrets.admin })).body, { revoked: true });
+    expectError(await call('DELETE', `/keys/${names.read}`), 404, 'NOT_FOUND');
+    const end = Date.now() + 30_000;
+    while ((await call('GET', '/whoami', undefined, { token: secrets.read })).status !== 401) {
+      if (Date.now() > end) assert.fail('the revoked key still works after 30 s');
+      await sleep(100);
+    }
+    expectError(await call('GET', '/topics', undefined, { token: secrets.read }), 401, 'UNAUTHORIZED');
+    for (const name of [names.write, names.admin, names.limited]) assert.equal((await call('DELETE', `/keys/${name}`)).status, 200);
+  });
+
   it('503 UNAVAILABLE with Retry-After while Redis is down; then every operation was exercised', async () => {
     const port = redisServer.port;
     await redisServer.stop();
@@ -518,21 +607,25 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.deepEqual(missing, [], 'operations never exercised');
     const seen = Object.fromEntries([...contract.seen].map(([op, statuses]) => [op, [...statuses].sort()]));
     assert.deepEqual(seen, {
-      'POST /jobs': [201, 400, 401, 409, 413, 503],
-      'POST /jobs/batch': [200, 400, 401],
-      'GET /jobs/{topic}/{id}': [200, 400, 401, 404, 503],
-      'PUT /jobs/{topic}/{id}': [200, 201, 400, 401, 409, 412, 413],
-      'DELETE /jobs/{topic}/{id}': [200, 400, 401, 404, 409, 412],
+      'POST /jobs': [201, 400, 401, 403, 409, 413, 503],
+      'POST /jobs/batch': [200, 400, 401, 403],
+      'GET /jobs/{topic}/{id}': [200, 400, 401, 403, 404, 503],
+      'PUT /jobs/{topic}/{id}': [200, 201, 400, 401, 403, 409, 412, 413],
+      'DELETE /jobs/{topic}/{id}': [200, 400, 401, 403, 404, 409, 412],
       'GET /topics': [200, 401, 503],
-      'GET /topics/{topic}/dead': [200, 400, 401],
-      'POST /topics/{topic}/dead/redrive': [200, 400, 401],
-      'GET /topics/{topic}/jobs': [200, 400, 401, 503],
-      'GET /topics/{topic}/groups/{group}': [200, 400, 401, 503],
-      'DELETE /topics/{topic}/groups/{group}': [200, 400, 401, 503],
-      'PUT /schedules/{topic}/{id}': [200, 201, 400, 401, 413, 503],
-      'GET /schedules/{topic}/{id}': [200, 400, 401, 404, 503],
-      'DELETE /schedules/{topic}/{id}': [200, 400, 401, 404, 503],
-      'GET /schedules': [200, 400, 401, 503],
+      'GET /topics/{topic}/dead': [200, 400, 401, 403],
+      'POST /topics/{topic}/dead/redrive': [200, 400, 401, 403],
+      'GET /topics/{topic}/jobs': [200, 400, 401, 403, 503],
+      'GET /topics/{topic}/groups/{group}': [200, 400, 401, 403, 503],
+      'DELETE /topics/{topic}/groups/{group}': [200, 400, 401, 403, 503],
+      'PUT /schedules/{topic}/{id}': [200, 201, 400, 401, 403, 413, 503],
+      'GET /schedules/{topic}/{id}': [200, 400, 401, 403, 404, 503],
+      'DELETE /schedules/{topic}/{id}': [200, 400, 401, 403, 404, 503],
+      'GET /schedules': [200, 400, 401, 403, 503],
+      'POST /keys': [201, 400, 403, 409],
+      'GET /keys': [200, 403],
+      'DELETE /keys/{name}': [200, 403, 404],
+      'GET /whoami': [200, 401],
       'GET /dashboard': [200],
       'GET /': [200],
       'GET /openapi.yaml': [200],

@@ -32,11 +32,12 @@ function importsOf(file: string): string[] {
   });
 }
 
-type Wing = 'functions' | 'edge' | 'engine' | 'roles' | 'rules' | 'platform' | 'client' | 'lua' | 'apiDescription' | 'other';
+type Wing = 'functions' | 'edge' | 'engine' | 'roles' | 'rules' | 'platform' | 'client' | 'cli' | 'lua' | 'apiDescription' | 'other';
 
 function wingOf(file: string): Wing {
   if (file.startsWith('functions/')) return 'functions';
   if (file === 'lib/client.ts') return 'client';
+  if (file.startsWith('lib/cli/')) return 'cli'; // the operators' CLI: the users' client, nothing else
   if (file.startsWith('lua/')) return 'lua';
   if (file === 'openapi.yaml') return 'apiDescription'; // served as text by GET /openapi.yaml
   const m = /^lib\/(edge|engine|roles|rules|platform)\//.exec(file);
@@ -52,6 +53,7 @@ const ALLOWED: Record<Wing, readonly Wing[]> = {
   engine: ['engine', 'rules', 'lua'],
   rules: ['rules'],
   client: [],
+  cli: ['cli', 'client'],
   lua: [],
   apiDescription: [],
   other: [],

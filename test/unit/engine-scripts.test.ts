@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as script from '../../lib/engine/scripts';
-import { groupKey, latenessKey, rateKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/engine/keys';
+import { accessKeys, groupKey, latenessKey, rateKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/engine/keys';
 import { SCRIPTS } from '../../lib/engine/lua';
 
 const k = topicKeys(2, 'orders', 4);
@@ -16,6 +16,8 @@ const s = sweeperKeys();
 const lease = [s.lease, s.next, s.wake, s.wakes] as const;
 const sk = scheduleKeys(2, 'orders', 4);
 const record = { spec: '{}', body: '1' };
+const ak = accessKeys();
+const access = [ak.records, ak.hashes, ak.uses, ak.revoked] as const;
 
 describe('typed script calls', () => {
   it('a wrong KEYS order does not type-check', () => {
@@ -67,6 +69,9 @@ describe('typed script calls', () => {
       script.listSchedules([sk.ids, sk.schedules], { after: '', limit: 1, maxBytes: 1 }),
       script.takeTokens([rateKey('orders')], { clock: '', count: 1, perMs: 1000, wanted: 1 }),
       script.returnTokens([rateKey('orders')], { slot: 1, n: 1, intervalMs: 1 }),
+      script.createKey([ak.records, ak.hashes], { clock: '', name: 'n', sha: 'h', scope: 'read', topics: '', createdBy: 'deployment', maxKeys: 1 }),
+      script.revokeKey(access, { name: 'n', deploymentSha: '' }),
+      script.authKey(access, { clock: '', sha: 'h', deploymentSha: '', touchMs: 1 }),
     ];
     assert.deepEqual(calls.map((c) => c.script).sort(), Object.keys(SCRIPTS).sort(), 'one wrapper per script');
     for (const c of calls) assert.equal(c.keys.length, SCRIPTS[c.script].numberOfKeys, c.script);
@@ -91,6 +96,8 @@ describe('typed script calls', () => {
       script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: 7, id: 'a' }),
       script.dueSchedules([sk.next, sk.schedules], { clock: 7, limit: 1, maxBytes: 1 }),
       script.takeTokens([rateKey('orders')], { clock: 7, count: 1, perMs: 1000, wanted: 1 }),
+      script.createKey([ak.records, ak.hashes], { clock: 7, name: 'n', sha: 'h', scope: 'read', topics: '', createdBy: 'deployment', maxKeys: 1 }),
+      script.authKey(access, { clock: 7, sha: 'h', deploymentSha: '', touchMs: 1 }),
     ];
     for (const c of clocked) {
       assert.equal(c.args[0], 7, c.script);

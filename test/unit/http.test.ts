@@ -1,22 +1,28 @@
-// httpRoute's error mapping, through its runtime seam: a fake runtime with the token and a logger
-// that records lines. This tests the HTTP mapping only; Redis behaviour is tested against a real
-// redis-server in test/integration and test/e2e.
+// httpRoute's error mapping, through its runtime seam: a fake runtime with the token, a logger
+// that records lines, and a key lookup answering from a table (the deployment's key, and a read
+// key limited to one topic). This tests the HTTP mapping only; the key lookup in Redis is tested
+// against a real redis-server in test/integration/access.test.ts, the routes in test/e2e.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { HttpError } from '../../lib/edge/errors';
-import { httpRoute, type ApiRequest, type ApiResponse } from '../../lib/edge/http';
+import { httpRoute, type ApiRequest, type ApiResponse, type Route } from '../../lib/edge/http';
+import { secretDigest, type Caller } from '../../lib/engine';
 import { createLogger } from '../../lib/platform/log';
 import type { Runtime } from '../../lib/platform/runtime';
 
 const TOKEN = 'unit-token';
 
+const READER = 'unit-reader-secret';
+const KEYS = new Map<string, Caller>([[secretDigest(READER), { name: 'reader', scope: 'read', topics: ['orders'] }]]);
+
 function fakeRuntime(lines: string[]): () => Runtime {
-  const rt = { config: { apiToken: TOKEN }, log: createLogger('test', {}, 'debug', (line) => lines.push(line)) } as unknown as Runtime;
+  const authKey = async (sha: string, deploymentSha: string): Promise<Caller | null> => (sha === deploymentSha ? { name: 'deployment', scope: 'admin', topics: null } : (KEYS.get(sha) ?? null));
+  const rt = { config: { apiToken: TOKEN }, engine: { authKey }, log: createLogger('test', {}, 'debug', (line) => lines.push(line)) } as unknown as Runtime;
   return () => rt;
 }
 
-function event(options: { token?: string | null; body?: string; base64?: boolean; headers?: Record<string, string> } = {}): APIGatewayProxyEventV2 {
+function event(options: { token?: string | null; body?: string; base64?: boolean; headers?: Record<string, string>; params?: Record<string, string> } = {}): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== null) headers.Authorization = `Bearer ${options.token ?? TOKEN}`;
   return {
@@ -24,11 +30,12 @@ function event(options: { token?: string | null; body?: string; base64?: boolean
     routeKey: 'POST /jobs',
     headers,
     requestContext: { http: { method: 'POST' } },
+    ...(options.params ? { pathParameters: options.params } : {}),
     ...(options.body !== undefined ? { body: options.body, isBase64Encoded: options.base64 ?? false } : {}),
   } as unknown as APIGatewayProxyEventV2;
 }
 
-async function call(route: (req: ApiRequest) => Promise<ApiResponse>, ev: APIGatewayProxyEventV2, lines: string[] = []) {
+async function call(route: Route, ev: APIGatewayProxyEventV2, lines: string[] = []) {
   const result = (await httpRoute(route, fakeRuntime(lines))(ev, { awsRequestId: 'req-1' })) as APIGatewayProxyStructuredResultV2;
   return { status: result.statusCode, headers: result.headers ?? {}, text: String(result.body), body: JSON.parse(String(result.body)) as { error?: { code: string; message: string } } };
 }
@@ -53,6 +60,33 @@ describe('httpRoute maps failures to HTTP answers', () => {
       assert.equal(res.headers['www-authenticate'], 'Bearer');
     }
     assert.equal(ran, 0);
+  });
+
+  it("403 FORBIDDEN naming the scope for a key below the route's, or the topic for a topic it is not limited to, without running the route", async () => {
+    let ran = 0;
+    const route: Route = async (req) => ((ran += 1), { status: 200, body: { key: req.caller.name } });
+    route.scope = 'write';
+    const low = await call(route, event({ token: READER }));
+    assert.deepEqual([low.status, low.body.error?.code], [403, 'FORBIDDEN']);
+    assert.match(low.body.error!.message, /key reader has scope read; this needs scope write/);
+    route.scope = 'read';
+    const other = await call(route, event({ token: READER, params: { topic: 'emails' } }));
+    assert.deepEqual([other.status, other.body.error?.code], [403, 'FORBIDDEN']);
+    assert.match(other.body.error!.message, /may not use topic emails/);
+    assert.equal(ran, 0);
+    const mine = await call(route, event({ token: READER, params: { topic: 'orders' } }));
+    assert.deepEqual([mine.status, mine.body], [200, { key: 'reader' }]);
+    const unscoped = await call(async () => ({ status: 200, body: {} }), event({ token: READER }));
+    assert.equal(unscoped.status, 403, 'a route that names no scope needs admin');
+  });
+
+  it('the request log line names the key', async () => {
+    const lines: string[] = [];
+    const route: Route = async () => ({ status: 200, body: {} });
+    route.scope = 'read';
+    await call(route, event({ token: READER, params: { topic: 'orders' } }), lines);
+    const logged = lines.map((l) => JSON.parse(l) as { message: string; key?: string }).find((l) => l.message === 'request');
+    assert.equal(logged?.key, 'reader');
   });
 
   it('413 PAYLOAD_TOO_LARGE for a body over 6 MiB, also when base64-encoded', async () => {

@@ -1,0 +1,20 @@
+--[[
+  Creates a named API key (lib/engine/access.ts). The secret is never stored: only its SHA-256,
+  which the auth lookup (lua/authKey-4.lua) is keyed by.
+  KEYS[1] the keys' records (dq:{keys}:keys: HASH name -> JSON record)
+  KEYS[2] the secrets' digests (dq:{keys}:hashes: HASH sha256 hex -> name)
+  ARGV[1] fixed clock ms or ''  ARGV[2] name  ARGV[3] sha256 hex of the secret  ARGV[4] scope
+  ARGV[5] topics the key is limited to, comma-separated ('' for every topic)  ARGV[6] name of the
+  key that creates it  ARGV[7] the most keys a deployment may hold
+  Returns { KEY_CHANGE.CREATED, createdAt } or { KEY_CHANGE.NAME_TAKEN } or { KEY_CHANGE.TOO_MANY }.
+]]
+--- @include "codes"
+--- @include "clock"
+local keys, hashes = KEYS[1], KEYS[2]
+local name, sha, scope, topics, by, most = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
+if redis.call('HGET', keys, name) or redis.call('HGET', hashes, sha) then return { KEY_CHANGE.NAME_TAKEN } end
+if redis.call('HLEN', keys) >= most then return { KEY_CHANGE.TOO_MANY } end
+local now = clock(ARGV[1])
+redis.call('HSET', keys, name, cjson.encode({ scope = scope, topics = topics, hash = sha, createdAt = now, createdBy = by }))
+redis.call('HSET', hashes, sha, name)
+return { KEY_CHANGE.CREATED, now }
