@@ -3,10 +3,10 @@
  * the client. A command answers both forms of its result: `json` (the API's answer body, for
  * `--json`) and `text` (for people). Adding a command is one entry here (and its group in GROUPS).
  */
-import type { DelayQueueClient, JobReplacement, ListedState, ScheduleInput } from '../client';
+import type { DelayQueueClient, JobReplacement, KeyScope, ListedState, ScheduleInput } from '../client';
 import type { OptionSpec } from './args';
 import { notFound, UsageError } from './errors';
-import { deadTable, jobTable, jobView, scheduleTable, scheduleView, topicTable } from './format';
+import { deadTable, fields, jobTable, jobView, keyTable, scheduleTable, scheduleView, topicTable } from './format';
 import { parseBackoff, parseChoice, parseCount, parseDuration, parseIfMatch, parseTime, readBody, type TextSource } from './values';
 
 /** What a command runs with. */
@@ -51,6 +51,7 @@ export const GROUPS: readonly { name: string; summary: string }[] = [
   { name: 'dead', summary: 'list and redrive dead jobs' },
   { name: 'schedules', summary: 'put, read, list and delete recurring schedules' },
   { name: 'topics', summary: 'counts and lateness per topic' },
+  { name: 'keys', summary: 'create, list and revoke API keys; show the key in use' },
 ];
 
 const opt = (name: string, value: string | undefined, help: string): OptionSpec => (value === undefined ? { name, help } : { name, value, help });
@@ -319,6 +320,72 @@ export const COMMANDS: readonly Command[] = [
       if (missing.length > 0) throw notFound(`topic ${missing.join(', ')} (topics: ${all.map((t) => t.topic).join(', ')})`);
       const topics = args.length > 0 ? all.filter((t) => args.includes(t.topic)) : all;
       return { json: { topics }, text: topicTable(topics, ctx.now) };
+    },
+  },
+  {
+    group: 'keys',
+    name: 'create',
+    args: ['<name>'],
+    summary: 'create an API key (admin keys only); prints its secret, shown this once',
+    details: 'Scopes: read (every GET but the keys list), write (read and every change), admin (everything, keys included). A read or write key may be limited to some topics with --topics. Store the secret now: only its SHA-256 is kept.',
+    options: [opt('scope', 'SCOPE', 'admin, write or read'), opt('topics', 'TOPICS', 'comma-separated topics a write or read key is limited to (default: every topic)')],
+    async run(ctx, { args: [name], options }) {
+      if (str(options, 'scope') === undefined) throw new UsageError('give --scope admin, write or read', 'keys create');
+      const scope = parseChoice<KeyScope>('scope', str(options, 'scope')!, ['admin', 'write', 'read']);
+      const topics = str(options, 'topics')
+        ?.split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== '');
+      const { key, secret } = await ctx.client.createKey({ name: name!, scope, ...(topics !== undefined ? { topics } : {}) });
+      const text = fields([
+        ['name', key.name],
+        ['scope', key.scope],
+        ['topics', key.topics?.join(', ') ?? 'all'],
+        ['secret', secret],
+      ]);
+      return { json: { key, secret }, text: `${text}The secret is shown only now: send it as Authorization: Bearer <secret> (dq: --key or DQ_KEY).\n` };
+    },
+  },
+  {
+    group: 'keys',
+    name: 'list',
+    args: [],
+    summary: 'list the API keys (admin keys only), never their secrets',
+    options: [],
+    async run(ctx) {
+      const keys = await ctx.client.listKeys();
+      return { json: { keys }, text: keyTable(keys, ctx.now) };
+    },
+  },
+  {
+    group: 'keys',
+    name: 'revoke',
+    args: ['<name>'],
+    summary: 'revoke an API key (admin keys only): refused everywhere within 2 s',
+    details: 'Revoking "deployment" stops the deployment\'s key (API_TOKEN) until a redeploy with another secret; create an admin key of your own first.',
+    options: [opt('yes', undefined, 'really revoke it')],
+    async run(ctx, { args: [name], options }) {
+      if (options.yes !== true) throw new UsageError(`revoking ${name} stops every client that sends it: add --yes`, 'keys revoke');
+      await ctx.client.revokeKey(name!);
+      return { json: { revoked: true }, text: `revoked ${name}\n` };
+    },
+  },
+  {
+    group: 'keys',
+    name: 'whoami',
+    args: [],
+    summary: 'the name, scope and topics of the key in use',
+    options: [],
+    async run(ctx) {
+      const key = await ctx.client.whoami();
+      return {
+        json: { key },
+        text: fields([
+          ['name', key.name],
+          ['scope', key.scope],
+          ['topics', key.topics?.join(', ') ?? 'all'],
+        ]),
+      };
     },
   },
 ];

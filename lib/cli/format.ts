@@ -2,7 +2,7 @@
  * What `dq` prints for people: aligned tables, one job or schedule as name/value lines, times as
  * ISO-8601 with how far away they are. Pure: `now` is given.
  */
-import type { DeadJob, Job, Schedule, TopicStats } from '../client';
+import type { ApiKey, DeadJob, Job, Schedule, TopicStats } from '../client';
 import type { Failure } from './errors';
 
 const NONE = '-';
@@ -119,6 +119,13 @@ export function topicTable(topics: readonly TopicStats[], now: number): string {
     ms(t.oldestReadyAgeMs),
   ]);
   return table(['TOPIC', 'DELAYED', 'READY', 'RUNNING', 'DEAD', 'NEXT DUE', 'STARTED 5M', 'LATE P50', 'LATE P99', 'LATE MAX', 'OLDEST READY'], rows);
+}
+
+/** The API keys: name, scope, topics, where it comes from, who made it and when, last use. */
+export function keyTable(keys: readonly ApiKey[], now: number): string {
+  if (keys.length === 0) return '(no keys)\n';
+  const rows = keys.map((k) => [k.name, k.scope, k.topics?.join(',') ?? 'all', k.source, k.createdBy ?? NONE, when(k.createdAt, now), when(k.lastUsedAt, now)]);
+  return table(['NAME', 'SCOPE', 'TOPICS', 'SOURCE', 'CREATED BY', 'CREATED', 'LAST USED'], rows);
 }
 
 /** How a schedule recurs: `cron 0 9 * * 1-5 Europe/Berlin` or `every 600s`. */

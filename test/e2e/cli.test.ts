@@ -236,6 +236,35 @@ describe('the dq CLI against the stack', () => {
     assert.equal((await dq('topics', 'stats', 'nope')).code, 3);
   });
 
+  it('keys create, whoami, list, revoke: a read key reads and is refused a change (FORBIDDEN, exit 1), and once revoked is refused (UNAUTHORIZED)', async () => {
+    const name = uid('cli-reader');
+    const created = await dqJson<{ key: { name: string; scope: string; topics: string[] | null }; secret: string }>('keys', 'create', name, '--scope', 'read', '--topics', 'example');
+    assert.deepEqual([created.key.name, created.key.scope, created.key.topics], [name, 'read', ['example']]);
+    assert.match(created.secret, /^dq_/);
+    const asReader = (...args: string[]) => run(args, { env: { DQ_KEY: created.secret } });
+    const who = await asReader('keys', 'whoami');
+    ok(who, 'keys whoami');
+    assert.match(who.stdout, new RegExp(`^name +${name}\n`));
+    ok(await asReader('topics', 'stats'), 'a read key reads');
+    const refused = await asReader('jobs', 'add', 'example', '--delay', '1h');
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(refused.stderr, /^dq: FORBIDDEN \(HTTP 403\): key \S+ has scope read; this needs scope write\n$/);
+    const listed = await dq('keys', 'list');
+    ok(listed, 'keys list');
+    assert.match(listed.stdout, /^NAME +SCOPE +TOPICS/);
+    assert.match(listed.stdout, new RegExp(`^${name} +read +example +api +deployment `, 'm'));
+    assert.ok(!listed.stdout.includes(created.secret), 'no secret in the list');
+    assert.equal((await dq('keys', 'revoke', name)).code, 2, 'revoke asks for --yes');
+    ok(await dq('keys', 'revoke', name, '--yes'), 'keys revoke');
+    const end = Date.now() + 60_000;
+    for (;;) {
+      const r = await asReader('keys', 'whoami');
+      if (r.code === 1 && /UNAUTHORIZED/.test(r.stderr)) break;
+      if (Date.now() > end) assert.fail(`the revoked key still works after 60 s: ${r.code} ${r.stdout}${r.stderr}`);
+      await sleep(200);
+    }
+  });
+
   it('exit codes: 2 for a usage error (nothing sent), 1 for a refusal with its code, 4 for no answer; --help exits 0', async () => {
     const help = await dq('jobs', 'add', '--help');
     assert.deepEqual([help.code, help.stderr], [0, '']);

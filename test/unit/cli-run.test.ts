@@ -286,7 +286,7 @@ describe('dq help and usage errors', () => {
   it('usage errors exit 2, say what is wrong and where to read, and send nothing', async () => {
     const cases: [string[], RegExp][] = [
       [[], /^dq: operate a delay queue/],
-      [['nope'], /^dq: USAGE: unknown command "nope" \(groups: jobs, groups, dead, schedules, topics\)\n\(see dq --help\)\n$/],
+      [['nope'], /^dq: USAGE: unknown command "nope" \(groups: jobs, groups, dead, schedules, topics, keys\)\n\(see dq --help\)\n$/],
       [['jobs'], /^dq: USAGE: dq jobs needs a command: add, get, put, cancel, list\n\(see dq jobs --help\)\n$/],
       [['jobs', 'nope', '--help'], /unknown command "jobs nope"/],
       [['jobs', 'get', 'example'], /^dq: USAGE: missing <id>\nusage: dq jobs get <topic> <id>\n\(see dq jobs get --help\)\n$/],
