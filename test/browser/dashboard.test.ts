@@ -6,6 +6,9 @@
  * chart, live and from a faked GET /topics. Then the upcoming jobs, a group's jobs page by page,
  * a group cancel behind its confirmation, and a job's group and version, all against the live API.
  * Then a topic's schedules page by page, an empty topic, an API error and hostile text in a schedule.
+ * Then keys: a read key reads everything and has every change control disabled (a change refused
+ * anyway shows the API's 403 and keeps the key), and a write key limited to one topic sees that
+ * topic only and redrives.
  * Screenshots (desktop and phone) go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
@@ -63,7 +66,7 @@ describe('the dashboard in headless Chromium', () => {
     page = context.pages()[0] ?? (await context.newPage());
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
-      // the wrong token's 401 is logged by Chromium as a failed resource: expected
+      // the wrong key's 401 is logged by Chromium as a failed resource: expected
       if (message.type() === 'error' && !/status of 401/.test(message.text())) problems.push(`console: ${message.text()}`);
     });
     page.on('dialog', (dialog) => {
@@ -99,7 +102,7 @@ describe('the dashboard in headless Chromium', () => {
     }
   }
 
-  it('serves a static page with a strict CSP, asks for the token once, and shows live counts, a job, the dead list and a redrive', async () => {
+  it('serves a static page with a strict CSP, asks for the API key once, shows who is signed in, live counts, a job, the dead list and a redrive', async () => {
     const res = await page.goto(`${offline.baseUrl}/dashboard`);
     assert.equal(res?.status(), 200);
     const headers = res!.headers();
@@ -109,17 +112,20 @@ describe('the dashboard in headless Chromium', () => {
     assert.doesNotMatch(headers['content-security-policy'] ?? '', /unsafe-inline|unsafe-eval/);
 
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-sign-in.png') });
-    // a wrong token is refused and nothing is kept
-    await page.fill('#token', 'not-the-token');
+    assert.equal(await text('#login label'), 'API key');
+    // a wrong key is refused and nothing is kept
+    await page.fill('#api-key', 'not-the-key');
     await page.click('#login-form button[type=submit]');
-    await until('the refusal', async () => /refused/.test(await text('#login-error')));
+    await until('the refusal', async () => (await text('#login-error')) === 'The key was refused. Enter it again.');
     assert.equal(await page.evaluate('sessionStorage.length'), 0);
 
-    await page.fill('#token', offline.token);
+    await page.fill('#api-key', offline.token);
     await page.click('#login-form button[type=submit]');
     await page.waitForSelector('#topics tr[data-topic="example"]');
     await page.selectOption('#interval', '2000');
-    assert.equal(await page.evaluate('sessionStorage.length'), 1, 'the token is in sessionStorage');
+    assert.equal(await text('[data-testid="whoami"]'), 'signed in as deployment (admin)', "the deployment's key");
+    assert.equal(await text('[data-testid="signout"]'), 'Forget key');
+    assert.equal(await page.evaluate('sessionStorage.length'), 1, 'the key is in sessionStorage');
     assert.equal(await page.evaluate('localStorage.length'), 0, 'and not in localStorage');
     assert.equal(await text('[data-testid="example-delayed"]'), '0');
 
@@ -216,11 +222,11 @@ describe('the dashboard in headless Chromium', () => {
     };
   }
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  /** Opens the page (signing in unless the session's token is still there) and waits for `topic`'s row; `fast`: refresh every 2 s. */
+  /** Opens the page (signing in with the deployment's key unless the session's key is still there) and waits for `topic`'s row; `fast`: refresh every 2 s. */
   async function openDashboard(topic: string, fast: boolean): Promise<void> {
     await page.goto(`${offline.baseUrl}/dashboard`);
     if (await page.locator('#login').isVisible()) {
-      await page.fill('#token', offline.token);
+      await page.fill('#api-key', offline.token);
       await page.click('#login-form button[type=submit]');
     }
     await page.waitForSelector(`#topics tr[data-topic="${topic}"]`);
@@ -358,7 +364,7 @@ describe('the dashboard in headless Chromium', () => {
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
 
-  /** One request to the API with this stack's token; the parsed JSON answer. */
+  /** One request to the API with the deployment's key; the parsed JSON answer. */
   async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
     const res = await fetch(offline.baseUrl + path, {
       method,
@@ -787,6 +793,116 @@ describe('the dashboard in headless Chromium', () => {
     await until('the click to select webhook', async () => (await page.inputValue('#schedules-topic')) === 'webhook' && (await text('#schedules-summary')) === 'No schedules in webhook.');
     // once released, the refresh draws (the mark goes with the old element)
     await until('the table drawn again after the release', async () => (await page.locator('#topics tr[data-topic="webhook"] .topic-link[data-pressed]').count()) === 0);
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
+
+  /** Creates a key with the deployment's key (POST /keys); its secret. */
+  async function createKey(name: string, scope: 'read' | 'write', topics?: string[]): Promise<string> {
+    const res = await call<{ key: { name: string; scope: string; topics: string[] | null }; secret: string }>('POST', '/keys', { name, scope, ...(topics ? { topics } : {}) });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.deepEqual(res.body.key, { ...res.body.key, name, scope, topics: topics ?? null });
+    return res.body.secret;
+  }
+  /** Forgets the key the tab holds, if any, and signs in with `secret`. */
+  async function signInWith(secret: string): Promise<void> {
+    await page.goto(`${offline.baseUrl}/dashboard`);
+    if (await page.locator('#signout').isVisible()) {
+      await page.click('#signout');
+      assert.equal(await text('#login-error'), 'Key forgotten.');
+    }
+    await page.fill('#api-key', secret);
+    await page.click('#login-form button[type=submit]');
+  }
+  /** Whether `selector` is disabled and its title says the key is read-only. */
+  async function offForRead(selector: string, name: string): Promise<boolean> {
+    const button = page.locator(selector);
+    return (await button.isDisabled()) && (await button.getAttribute('title')) === `key ${name} has scope read: changes need a key with scope write (or admin)`;
+  }
+
+  it('with a read key: shows its name and scope, reads everything, and disables every change; a change refused anyway shows the 403 and keeps the key; a write key limited to a topic sees it only and redrives', async () => {
+    const sfx = String(process.pid);
+    const [reader, writer] = [`reader-${sfx}`, `writer-${sfx}`];
+    const readSecret = await createKey(reader, 'read');
+    // a dead webhook job and a group of two delayed jobs to look at
+    const dead = `ro-dead-${sfx}`;
+    await client.add({ topic: 'webhook', id: dead, delay: 0, url: `${receiver.url}/fail-1/${dead}`, maxAttempts: 1, body: {} });
+    await until('the webhook job to die', async () => (await client.get('webhook', dead))?.state === 'dead');
+    const group = `ro-grp-${sfx}`;
+    for (const i of [1, 2]) await addJob({ id: `${group}-${i}`, delay: 3600, group });
+
+    await signInWith(readSecret);
+    await until("the key's name and scope", async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
+    assert.equal(await page.evaluate('sessionStorage.length'), 1);
+    // reading works: the topics table fills with what the API counts
+    await page.waitForSelector('#topics tr[data-topic="webhook"]');
+    const counts = await client.topics();
+    await until('the counts the API gives', async () => (await text('[data-testid="webhook-dead"]')) === String(counts.find((t) => t.topic === 'webhook')?.dead));
+    assert.deepEqual(
+      await page.locator('#topics tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-topic'))),
+      counts.map((t) => t.topic),
+    );
+
+    // the dead list shows the job; "Redrive all" and its "Redrive" are off, "Details" works
+    await page.click('#topics tr[data-topic="webhook"] .topic-link');
+    const item = page.locator(`#dead-list li[data-id="${dead}"]`);
+    await until('the dead job in the list', async () => (await item.count()) === 1);
+    assert.equal(await offForRead('#redrive-all', reader), true, '"Redrive all" is off, saying why');
+    assert.equal(await offForRead(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`, reader), true, '"Redrive" is off, saying why');
+    await item.getByRole('button', { name: 'Details' }).click();
+    await until('the dead job in the lookup', async () => (await text('[data-testid="job-state"]')) === 'dead');
+
+    // a group is shown; "Cancel group" is off and a click on it does not ask for a confirmation
+    await page.selectOption('#group-topic', 'example');
+    await page.fill('#group-name', group);
+    await page.click('#group-form button[type=submit]');
+    await until("the group's two jobs", async () => (await text('#group-summary')) === `2 jobs in group ${group} of example: 2 delayed.`);
+    assert.equal(await offForRead('#group-cancel', reader), true, '"Cancel group" is off, saying why');
+    await page.click('#group-cancel', { force: true });
+    assert.deepEqual([await page.locator('#group-confirm').isVisible(), await page.locator('#group-keep').isVisible()], [false, false], 'no confirm step');
+    assert.equal(await text('#whoami'), `signed in as ${reader} (read)`);
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-read-key.png'), fullPage: true });
+
+    // the page thinks the key may write (GET /whoami faked once): the API refuses the redrive with
+    // 403, the page says so where a failed redrive is told, keeps the key, asks again and turns off
+    const mark = problems.length;
+    let faked = 0;
+    await page.route('**/whoami', (route) => {
+      if (faked++ > 0) return route.fallback();
+      return route.fulfill({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key: { name: reader, scope: 'write', topics: null } }) });
+    });
+    await page.reload();
+    await until('the faked scope', async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (write)`);
+    await page.click('#topics tr[data-topic="webhook"] .topic-link');
+    const redrive = page.locator(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`);
+    await until('"Redrive" on', async () => (await redrive.count()) === 1 && (await redrive.isEnabled()));
+    const refusing = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/topics/webhook/dead/redrive'));
+    await redrive.click();
+    assert.equal((await refusing).status(), 403);
+    await until('the refusal in the toast', async () => (await text('#toast')) === `Redrive failed: key ${reader} has scope read; this needs scope write`);
+    await until('the scope read again', async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
+    await until('the change controls off again', async () => (await offForRead('#redrive-all', reader)) && (await offForRead(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`, reader)));
+    assert.deepEqual([await page.locator('#app').isVisible(), await page.locator('#login').isVisible(), await page.evaluate('sessionStorage.length')], [true, false, 1], 'still signed in');
+    assert.equal((await client.get('webhook', dead))?.state, 'dead', 'nothing redriven');
+    await page.unroute('**/whoami');
+    const during = problems.splice(mark);
+    assert.ok(
+      during.every((p) => /status of 403/.test(p)),
+      during.join('\n'),
+    );
+
+    // a write key limited to webhook: its topics are shown, only webhook is listed, a redrive works
+    await signInWith(await createKey(writer, 'write', ['webhook']));
+    await until("the write key's name, scope and topics", async () => (await text('[data-testid="whoami"]')) === `signed in as ${writer} (write) · topics: webhook`);
+    await until('the dead job in the list', async () => (await page.locator(`#dead-list li[data-id="${dead}"]`).count()) === 1);
+    assert.deepEqual(await page.locator('#topics tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-topic'))), ['webhook']);
+    assert.deepEqual(await page.locator('#group-topic option').evaluateAll((os) => os.map((o) => o.textContent)), ['webhook']);
+    assert.deepEqual([await page.isEnabled('#redrive-all'), await page.getAttribute('#redrive-all', 'title')], [true, '']);
+    await page.locator(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`).click();
+    await until('the toast', async () => /1 job redriven/.test(await text('#toast')));
+    await until('the job to finish', async () => (await client.get('webhook', dead))?.state === 'done');
+
+    await page.click('#signout');
+    assert.equal(await page.evaluate('sessionStorage.length'), 0);
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
 });
