@@ -29,10 +29,13 @@ import { resolveQueueConfig } from '../lib/rules/config';
 import { topicKeys } from '../lib/engine/keys';
 import { MAX_BODY_BYTES } from '../lib/rules/limits';
 import { Queue } from '../lib/edge/queue';
-import { Engine } from '../lib/engine';
+import { Engine, type Caller } from '../lib/engine';
 import { type ClaimedJob } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, scriptNamer } from './env';
+
+/** The key jobs are added with, as the API adds every job: its name is stored on each (updatedBy). */
+const PRODUCER: Caller = { name: 'orders-service', scope: 'write', topics: null };
 
 const TOPIC = 'bench';
 const BODY_BYTES = 200;
@@ -264,7 +267,10 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
 
   await phase('add (addMany of up to 500)', async () => {
     for (let i = 0; i < jobs; i += 500) {
-      const { outcomes } = await queue.addMany(ids.slice(i, i + 500).map((id) => ({ topic, id, delay: 0, body })));
+      const { outcomes } = await queue.addMany(
+        ids.slice(i, i + 500).map((id) => ({ topic, id, delay: 0, body })),
+        PRODUCER,
+      );
       if (!outcomes.every((o) => o.status === 'created')) throw new Error('an add was not created');
     }
   });
@@ -432,7 +438,7 @@ async function main(): Promise<void> {
       for (let i = b * BATCH; i < Math.min(N.addJobs, (b + 1) * BATCH); i++) {
         jobs.push({ topic: TOPIC, id: `add-${i}`, delay: Math.random() * 3600, body });
       }
-      const { outcomes } = await queue.addMany(jobs);
+      const { outcomes } = await queue.addMany(jobs, PRODUCER);
       for (const o of outcomes) if (o.status === 'created') created++;
     });
     const addSplit = await measured(redis, m);
@@ -446,7 +452,7 @@ async function main(): Promise<void> {
     created = 0;
     m = await mark(redis);
     await pool(N.singleJobs, N.singleInFlight, async (i) => {
-      const o = await queue.add({ topic: TOPIC, id: `one-${i}`, delay: Math.random() * 3600, body });
+      const o = await queue.add({ topic: TOPIC, id: `one-${i}`, delay: Math.random() * 3600, body }, PRODUCER);
       if (o.status === 'created') created++;
     });
     const singleSplit = await measured(redis, m);
@@ -464,7 +470,7 @@ async function main(): Promise<void> {
       for (let i = b * BATCH + 1; i <= Math.min(N.memoryJobs, (b + 1) * BATCH); i++) {
         jobs.push({ topic: TOPIC, id: `order-${pad6(i)}`, delay: 60 + Math.random() * 3600, body: makeBody(i) });
       }
-      const { outcomes } = await queue.addMany(jobs);
+      const { outcomes } = await queue.addMany(jobs, PRODUCER);
       for (const o of outcomes) if (o.status === 'created') created++;
     });
     if (created !== N.memoryJobs) throw new Error(`memory step created ${created} of ${N.memoryJobs}`);
@@ -491,7 +497,7 @@ async function main(): Promise<void> {
       for (let i = b * BATCH + 1; i <= Math.min(N.dueJobs, (b + 1) * BATCH); i++) {
         jobs.push({ topic: TOPIC, id: `order-${pad6(i)}`, runAt, body: makeBody(i) });
       }
-      const { outcomes } = await queue.addMany(jobs);
+      const { outcomes } = await queue.addMany(jobs, PRODUCER);
       for (const o of outcomes) if (o.status === 'created') created++;
     });
     if (created !== N.dueJobs) throw new Error(`moveDue step created ${created} of ${N.dueJobs}`);

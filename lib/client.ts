@@ -94,6 +94,8 @@ export interface Job<Body = unknown> {
   version: number;
   /** The job's group, or null. */
   group: string | null;
+  /** The name of the API key that last changed it (added, replaced, cancelled, redrove it); null when only the queue has (a schedule's occurrence). */
+  updatedBy: string | null;
   body: Body;
 }
 
@@ -183,6 +185,8 @@ export interface Schedule<Body = unknown> {
   createdAt: string;
   /** When its definition last changed (a put). */
   updatedAt: string;
+  /** The name of the API key that last put it. */
+  updatedBy: string | null;
   /** The occurrence waiting to fall due (a job of the topic, id `<schedule id>:<YYYYMMDDTHHMMSSZ>`), or null (paused, or no run left). */
   pending: { id: string; runAt: string } | null;
   /** The latest occurrence handed over (run, or skipped as missed), or null. */

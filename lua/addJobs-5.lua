@@ -6,7 +6,8 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] 'add' | 'put'
   ARGV[3] byte budget: the bodies written and the records and bodies read for replies stop at it
           (the first job is always done); the caller sends the jobs left in another call
-  ARGV[4..] 10 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
+  ARGV[4] the name of the API key that sends the jobs, or '' (updatedBy)
+  ARGV[5..] 10 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
             version the job must have; put only), body
   A job with a group joins the group's newest zset, after its members (see "Groups" in
@@ -36,6 +37,7 @@ local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS
 local now = clock(ARGV[1])
 local put = ARGV[2] == 'put'
 local budget = byteBudget(tonumber(ARGV[3]))
+local by = optional(ARGV[4])
 local headBefore = headScore(delayedKey)
 local results = {}
 
@@ -47,7 +49,7 @@ local function join(id, h, old, oldChunk)
   return false
 end
 
-for i = 4, #ARGV, 10 do
+for i = 5, #ARGV, 10 do
   local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local due = whenMs
   if whenKind == 'd' then due = now + whenMs end
@@ -59,7 +61,7 @@ for i = 4, #ARGV, 10 do
   if not record then
     if not put or matches(ifMatch, nil) then
       if not budget.take(#body) then break end
-      local h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group }
+      local h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
       placeInGroup(jobsKey, groupKey, h, false, nil)
       store(jobsKey, bodiesKey, id, h, body, false)
       redis.call('ZADD', delayedKey, due, id)
@@ -77,10 +79,10 @@ for i = 4, #ARGV, 10 do
       local code = OUTCOME.REPLACED
       if state == CANCELLED then
         code = OUTCOME.CREATED
-        h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group }
+        h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
         redis.call('ZREM', doneKey, id)
       else
-        h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP] = due, max, ttr, backoff, url, now, group
+        h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY] = due, max, ttr, backoff, url, now, group, by
       end
       placeInGroup(jobsKey, groupKey, h, old, oldChunk)
       store(jobsKey, bodiesKey, id, h, body, true)

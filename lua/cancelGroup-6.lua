@@ -17,6 +17,7 @@
           mark closes (see closeChunks in includes/groups.lua: later jobs join later chunks)
   ARGV[7] limit: members looked at, an empty zset counting as one (0 only marks the group)
   ARGV[8] byte budget of the records read  ARGV[9] retention ms of a cancelled job (see cancelNow)
+  ARGV[10] the name of the API key that cancels the group, or '' (each job's updatedBy)
   Returns { cancelled, running, done 0|1, chunk, cursor, mark, last } where cancelled counts the
   delayed and ready jobs this step cancelled (and those a claim cancelled for this mark), running
   the running ones, done = 1 when no member that joined before the mark is left after the cursor,
@@ -35,6 +36,8 @@ local groupKey = KEYS[6]
 local now, group, mark = clock(ARGV[1]), ARGV[2], ARGV[3]
 local chunk, cursor, last = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 local limit, budget, retention = tonumber(ARGV[7]), byteBudget(tonumber(ARGV[8])), tonumber(ARGV[9])
+local by = ARGV[10]
+if by == '' then by = nil end
 local markField = GROUP_CANCEL_FIELD .. group
 
 if mark == '' then
@@ -68,10 +71,10 @@ while left > 0 and chunk <= last do
       end
       local state = h[H_STATE]
       if state == PENDING then
-        cancelNow(k, id, h, inline, now, retention)
+        cancelNow(k, id, h, inline, now, retention, by)
         cancelled = cancelled + 1
       elseif state == RUNNING then
-        cancelNow(k, id, h, inline, now, retention)
+        cancelNow(k, id, h, inline, now, retention, by)
         running = running + 1
       elseif state == CANCELLED and h[H_ERROR] == claimError then
         cancelled = cancelled + 1

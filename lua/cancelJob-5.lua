@@ -8,6 +8,7 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] id  ARGV[3] retention ms (how long the cancelled job
           stays readable; 0 deletes it now, or at the next sweep when it has a group)
   ARGV[4] if-match: '' (none), '*' (any existing job) or the version the job must have
+  ARGV[5] the name of the API key that cancels it, or '' (updatedBy)
   Returns { OUTCOME.CANCELLED, view }, { OUTCOME.ALREADY_CANCELLED, view },
           { REFUSAL.NOT_FOUND }, { REFUSAL.JOB_FINISHED, view } (done or dead: nothing changed),
           { REFUSAL.VERSION_MISMATCH, view or nil } (if-match failed: nothing changed)
@@ -15,6 +16,7 @@
 ]]
 --- @include "codes"
 --- @include "clock"
+--- @include "argv"
 --- @include "job"
 --- @include "cancel"
 local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[3], running = KEYS[4], done = KEYS[5] }
@@ -31,5 +33,5 @@ local state = h[H_STATE]
 if state == CANCELLED then return { OUTCOME.ALREADY_CANCELLED, view(k.delayed, id, h, body) } end
 if state == DONE or state == DEAD then return { REFUSAL.JOB_FINISHED, view(k.delayed, id, h, body) } end
 
-cancelNow(k, id, h, inline, now, retention)
+cancelNow(k, id, h, inline, now, retention, optional(ARGV[5]) or nil)
 return { OUTCOME.CANCELLED, view(k.delayed, id, h, body) }

@@ -21,6 +21,7 @@
           or none); ARGV[17] its due time (the run time plus its jitter offset)
   ARGV[10] maxAttempts|''  ARGV[11] ttr ms|''  ARGV[12] backoff spec|''  ARGV[13] url|''
   ARGV[14] group|''  ARGV[15] definition (JSON)  ARGV[16] body (JSON text)
+  ARGV[18] the name of the API key that puts it, or '' (updatedBy)
   An occurrence whose id is taken by a job that is not cancelled is not created again: that job
   is the occurrence (deterministic ids: an occurrence is never doubled).
   The occurrence kept or caught up on is recorded as handed over (includes/schedules.lua
@@ -62,7 +63,7 @@ local headBefore = headScore(k.delayed)
 if old and old[S_NEXT_ID] and ARGV[4] == 'replace' then withdraw(k, old[S_NEXT_ID], now) end
 
 local r = { false, false, false, optionalNumber(ARGV[5]), optionalNumber(ARGV[10]), optionalNumber(ARGV[11]),
-  optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false }
+  optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false, optional(ARGV[18]) }
 if old then r[S_CREATED], r[S_LAST_ID] = old[S_CREATED], old[S_LAST_ID] or false end
 local options = occurrenceOptions(r)
 local lefts = {}

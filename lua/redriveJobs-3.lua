@@ -4,8 +4,9 @@
   whose record would pass the byte budget (never before the first).
   KEYS[1] dead zset  KEYS[2] delayed zset  KEYS[3] jobs hash
   ARGV[1] fixed clock ms or ''  ARGV[2] n: redrive the n oldest dead jobs, when no ids follow
-  ARGV[3] byte budget of the records read
-  ARGV[4..] ids to redrive (ids that are not dead are skipped)
+  ARGV[3] byte budget of the records read  ARGV[4] the name of the API key that redrives, or ''
+  (updatedBy)
+  ARGV[5..] ids to redrive (ids that are not dead are skipped)
   Returns { redriven, headChanged 0|1, looked, more 0|1 } where looked counts the ids (given, or
   oldest dead) looked at, in order, and more = 1 when the budget stopped the redrive before the
   rest: the caller redrives those in another call.
@@ -19,10 +20,12 @@
 local deadKey, delayedKey, jobsKey = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[3]))
-local given = #ARGV > 3
+local by = ARGV[4]
+if by == '' then by = false end
+local given = #ARGV > 4
 local ids = {}
 if given then
-  for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
+  for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
   ids = redis.call('ZRANGE', deadKey, 0, tonumber(ARGV[2]) - 1)
 end
@@ -40,6 +43,7 @@ for _, id in ipairs(ids) do
       end
       local h, inline = decode(record)
       h[H_STATE], h[H_ATTEMPTS], h[H_RUN_AT], h[H_UPDATED] = PENDING, 0, now, now
+      if by then h[H_BY] = by end
       save(jobsKey, id, h, inline)
       redis.call('ZADD', delayedKey, now, id)
       redriven = redriven + 1

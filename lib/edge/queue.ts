@@ -59,8 +59,8 @@ export class Queue {
     return this.engine.fixedNow() ?? Date.now();
   }
 
-  private async write(jobs: NewJob[], mode: 'add' | 'put'): Promise<{ outcomes: WriteOutcome[] } & Wake> {
-    const { results, wake } = await replicated(this.engine.write(jobs, mode));
+  private async write(jobs: NewJob[], mode: 'add' | 'put', by = ''): Promise<{ outcomes: WriteOutcome[] } & Wake> {
+    const { results, wake } = await replicated(this.engine.write(jobs, mode, by));
     return { outcomes: results.map((r, i) => toOutcome(r, jobs[i]!)), wake };
   }
 
@@ -68,7 +68,7 @@ export class Queue {
   async add(input: unknown, caller?: Caller): Promise<WriteOutcome & Wake> {
     const job = validateJob(input, this.config, this.clientNow());
     if (caller) requireTopicAccess(caller, job.topic);
-    const { outcomes, wake } = await this.write([job], 'add');
+    const { outcomes, wake } = await this.write([job], 'add', caller?.name);
     return { ...outcomes[0]!, wake };
   }
 
@@ -88,16 +88,16 @@ export class Queue {
         outcomes[i] = { status: 'invalid', error };
       }
     });
-    const written = await this.write(valid, 'add');
+    const written = await this.write(valid, 'add', caller?.name);
     written.outcomes.forEach((o, j) => (outcomes[validIndex[j]!] = o));
     return { outcomes, wake: written.wake };
   }
 
-  /** Creates job topic/id, or replaces it while pending (`finished` when running, done or dead); If-Match checked in the same script. */
-  async put(topic: string, id: string, input: unknown, options: { ifMatch?: IfMatch } = {}): Promise<WriteOutcome & Wake> {
+  /** Creates job topic/id, or replaces it while pending (`finished` when running, done or dead); If-Match checked in the same script. `by`: the key's name (updatedBy). */
+  async put(topic: string, id: string, input: unknown, options: { ifMatch?: IfMatch; by?: string } = {}): Promise<WriteOutcome & Wake> {
     const job = validatePut(topic, id, input, this.config, this.clientNow());
     if (options.ifMatch !== undefined) job.ifMatch = versionOf(options.ifMatch) as '*' | number;
-    const { outcomes, wake } = await this.write([job], 'put');
+    const { outcomes, wake } = await this.write([job], 'put', options.by);
     return { ...outcomes[0]!, wake };
   }
 
@@ -109,10 +109,10 @@ export class Queue {
   }
 
   /** Cancels a pending or running job (twice is fine): 404, 409 JOB_FINISHED, or 412 with the job as it stands. */
-  async cancel(topic: string, id: string, options: { ifMatch?: IfMatch } = {}): Promise<Job> {
+  async cancel(topic: string, id: string, options: { ifMatch?: IfMatch; by?: string } = {}): Promise<Job> {
     checkJobRef(topic, id);
     requireTopic(this.config, topic);
-    return orThrow(await replicated(this.engine.cancel(topic, id, versionOf(options.ifMatch))), topic, id).job;
+    return orThrow(await replicated(this.engine.cancel(topic, id, versionOf(options.ifMatch), options.by)), topic, id).job;
   }
 
   /** Changes the due time and/or body of a pending job: 404, or 409 unless it is delayed or ready. */
@@ -124,10 +124,10 @@ export class Queue {
   }
 
   /** Moves dead jobs back to delayed, due now: the given ids, or the `count` oldest. */
-  async redrive(topic: string, request: Partial<RedriveRequest> & { ids?: string[]; count?: number } = {}): Promise<{ redriven: number } & Wake> {
+  async redrive(topic: string, request: Partial<RedriveRequest> & { ids?: string[]; count?: number } = {}, by = ''): Promise<{ redriven: number } & Wake> {
     requireTopic(this.config, topic);
     if (request.ids) for (const id of request.ids) checkJobRef(topic, id);
-    return replicated(this.engine.redrive(topic, request.ids ? { ids: request.ids } : { count: request.count ?? REDRIVE_COUNT.default }));
+    return replicated(this.engine.redrive(topic, request.ids ? { ids: request.ids } : { count: request.count ?? REDRIVE_COUNT.default }, by));
   }
 
   /** Stats of one topic, or of every configured topic. */
@@ -143,10 +143,10 @@ export class Queue {
   }
 
   /** Cancels every unfinished job of a group; once it returns, none that was delayed or ready starts. */
-  async cancelGroup(topic: string, group: string): Promise<{ cancelled: number; running: number }> {
+  async cancelGroup(topic: string, group: string, by = ''): Promise<{ cancelled: number; running: number }> {
     checkGroupRef(topic, group);
     requireTopic(this.config, topic);
-    return replicated(this.engine.cancelGroup(topic, group));
+    return replicated(this.engine.cancelGroup(topic, group, by));
   }
 
   /** A page of a group's jobs with their states; `next` is null at the end. */
@@ -179,9 +179,9 @@ export class Queue {
   }
 
   /** Creates or replaces a schedule (validated here) and, in the same script, its pending occurrence. */
-  async putSchedule(topic: string, id: string, input: unknown): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
+  async putSchedule(topic: string, id: string, input: unknown, by = ''): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
     const s = validateSchedule(topic, id, input, this.config, this.clientNow());
-    return replicated(this.engine.putSchedule(topic, s));
+    return replicated(this.engine.putSchedule(topic, { ...s, ...(by ? { by } : {}) }));
   }
 
   /** Schedule topic/id with its next 5 run times, or null when there is none. */

@@ -64,14 +64,14 @@ export async function getJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse>
 export async function putJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   const ifMatch = parseIfMatch(req.headers['if-match']);
-  return writeResponse(await queueOf(rt).put(topic, id, req.json(), ifMatch === undefined ? undefined : { ifMatch }));
+  return writeResponse(await queueOf(rt).put(topic, id, req.json(), { ...(ifMatch === undefined ? {} : { ifMatch }), by: req.caller.name }));
 }
 
 /** DELETE /jobs/{topic}/{id}; with If-Match only while the job is at that version (else 412). */
 export async function deleteJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   const ifMatch = parseIfMatch(req.headers['if-match']);
-  const job = await queueOf(rt).cancel(topic, id, ifMatch === undefined ? undefined : { ifMatch });
+  const job = await queueOf(rt).cancel(topic, id, { ...(ifMatch === undefined ? {} : { ifMatch }), by: req.caller.name });
   return { status: 200, body: { job }, headers: jobHeaders(job) };
 }
 
@@ -88,13 +88,13 @@ export async function listDead(req: ApiRequest, rt: Runtime): Promise<ApiRespons
 
 /** POST /topics/{topic}/dead/redrive: { ids: [...] } or { count: n }; no body redrives the REDRIVE_COUNT.default oldest. */
 export async function redrive(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  const result = await queueOf(rt).redrive(req.params.topic ?? '', validateRedrive(req.hasBody ? req.json() : undefined));
+  const result = await queueOf(rt).redrive(req.params.topic ?? '', validateRedrive(req.hasBody ? req.json() : undefined), req.caller.name);
   return { status: 200, body: { redriven: result.redriven } };
 }
 
 /** DELETE /topics/{topic}/groups/{group}: cancels every pending job of the group; { cancelled, running }. */
 export async function cancelGroup(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  return { status: 200, body: await queueOf(rt).cancelGroup(req.params.topic ?? '', req.params.group ?? '') };
+  return { status: 200, body: await queueOf(rt).cancelGroup(req.params.topic ?? '', req.params.group ?? '', req.caller.name) };
 }
 
 /** GET /topics/{topic}/groups/{group}?limit=&cursor=: one page of the group's jobs; { jobs, next }. */
@@ -112,7 +112,7 @@ export async function listJobs(req: ApiRequest, rt: Runtime): Promise<ApiRespons
 /** PUT /schedules/{topic}/{id}: creates the schedule (201) or replaces it (200), its pending occurrence with it; `{ schedule }`. */
 export async function putSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
-  const { status, schedule } = await queueOf(rt).putSchedule(topic, id, req.json());
+  const { status, schedule } = await queueOf(rt).putSchedule(topic, id, req.json(), req.caller.name);
   if (status === 'replaced') return { status: 200, body: { schedule } };
   return { status: 201, body: { schedule }, headers: { location: `/schedules/${encodeURIComponent(topic)}/${encodeURIComponent(id)}` } };
 }

@@ -346,8 +346,11 @@ export interface NewKeyRequest {
   topics: string[] | null;
 }
 
-/** Names of API keys: as group names (ID_PATTERN), `deployment` excepted (the deployment's own key). */
-export const KEY_NAME_PATTERN = ID_PATTERN;
+/**
+ * Names of API keys: the id characters, at most 64 of them (every job and schedule a key changes
+ * stores its name: updatedBy), `deployment` excepted (the deployment's own key).
+ */
+export const KEY_NAME_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /** Validates `{ name, scope, topics? }`: every problem at once (400 VALIDATION_FAILED); topics must be configured. */
 export function validateNewKey(body: unknown, config: QueueConfig): NewKeyRequest {

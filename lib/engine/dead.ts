@@ -49,7 +49,7 @@ export async function listDeadJobs(ctx: EngineContext, t: TopicConfig, page: { l
  * `changed`: the partitions where it redrove jobs; `looked`: those where it looked and redrove
  * none (its answer stands on their state too).
  */
-export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { ids: readonly string[] } | { count: number }): Promise<{ redriven: number; changed: number[]; looked: number[] } & Wake> {
+export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { ids: readonly string[] } | { count: number }, by = ''): Promise<{ redriven: number; changed: number[]; looked: number[] } & Wake> {
   let redriven = 0;
   let wake = false;
   const changed: number[] = [];
@@ -58,7 +58,7 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
   const redrive = async (partition: number, args: { ids: readonly string[] } | { count: number }): Promise<void> => {
     const k = topicKeys(partition, t.name, ctx.config.partitions);
     for (let rest = args; ;) {
-      const reply: script.RedriveReply = await run(ctx.redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: ctx.clock(), maxBytes: SCRIPT_CALL_BYTES, ...rest }));
+      const reply: script.RedriveReply = await run(ctx.redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: ctx.clock(), by, maxBytes: SCRIPT_CALL_BYTES, ...rest }));
       const [n, headChanged, looked, stopped] = reply;
       redriven += n;
       if (headChanged === 1) wake = true;

@@ -105,9 +105,9 @@ export class Engine {
 
   // Producers' changes: durable before they return; wake the sweeper when they made a job due first.
 
-  /** Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order. */
-  async write(jobs: readonly NewJob[], mode: 'add' | 'put'): Promise<{ results: WriteResult[] } & Wake> {
-    const { results, wake } = await writeJobs(this.ctx, jobs, mode);
+  /** Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order. `by` (in every API change): the key's name, its updatedBy. */
+  async write(jobs: readonly NewJob[], mode: 'add' | 'put', by = ''): Promise<{ results: WriteResult[] } & Wake> {
+    const { results, wake } = await writeJobs(this.ctx, jobs, mode, by);
     const changed = new Set<number>();
     const covering = new Set<number>(); // answers that stand on what the primary had: exists, running, mismatch
     results.forEach((r, i) => (r.status === 'created' || r.status === 'replaced' ? changed : covering).add(jobs[i]!.partition));
@@ -120,8 +120,8 @@ export class Engine {
   }
 
   /** Cancels a pending or running job (`ifMatch`: '' none, '*' any version, or a version). */
-  async cancel(topic: string, id: string, ifMatch: '' | '*' | number = ''): Promise<{ job: Job } | Refused> {
-    const { outcome, wrote } = await cancelJob(this.ctx, this.topic(topic), id, ifMatch);
+  async cancel(topic: string, id: string, ifMatch: '' | '*' | number = '', by = ''): Promise<{ job: Job } | Refused> {
+    const { outcome, wrote } = await cancelJob(this.ctx, this.topic(topic), id, ifMatch, by);
     const p = this.partitionOf(topic, id);
     await this.durable([p], wrote ? [] : [p]); // 404, 409, 412 and "already cancelled" wrote nothing
     return outcome;
@@ -137,16 +137,16 @@ export class Engine {
   }
 
   /** Moves dead jobs back to delayed, due now: the given ids, or the `count` oldest. */
-  async redrive(topic: string, which: { ids: readonly string[] } | { count: number } = { count: REDRIVE_COUNT.default }): Promise<{ redriven: number } & Wake> {
-    const { redriven, wake, changed, looked } = await redriveJobs(this.ctx, this.topic(topic), which);
+  async redrive(topic: string, which: { ids: readonly string[] } | { count: number } = { count: REDRIVE_COUNT.default }, by = ''): Promise<{ redriven: number } & Wake> {
+    const { redriven, wake, changed, looked } = await redriveJobs(this.ctx, this.topic(topic), which, by);
     await this.durable(changed, looked); // "redriven: 0" stands on what the primary had
     if (wake) await this.wake('now');
     return { redriven, wake };
   }
 
   /** Cancels every unfinished job of a group: { cancelled, running }. */
-  async cancelGroup(topic: string, group: string): Promise<{ cancelled: number; running: number }> {
-    const { cancelled, running, partitions } = await cancelGroup(this.ctx, this.topic(topic), group);
+  async cancelGroup(topic: string, group: string, by = ''): Promise<{ cancelled: number; running: number }> {
+    const { cancelled, running, partitions } = await cancelGroup(this.ctx, this.topic(topic), group, undefined, by);
     await this.durable(partitions, partitions);
     return { cancelled, running };
   }

@@ -39,7 +39,7 @@ export interface GroupCancel {
  * even if this call stops half-way; then each step cancels up to `step` of its jobs. Returns once every partition is through: then no job of the group that
  * was delayed or ready starts any more. Jobs joining the group after a partition's mark are left alone.
  */
-export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP): Promise<GroupCancel & { partitions: number[] }> {
+export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP, by = ''): Promise<GroupCancel & { partitions: number[] }> {
   const total: GroupCancel = { cancelled: 0, running: 0 };
   const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
   const keysOf = (p: number) => {
@@ -50,12 +50,23 @@ export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: str
   // stops half-way, the jobs it has not reached still cannot start
   const marks = await runPipelinedPerPartition(
     ctx,
-    left.map((part) => ({ p: part.p, call: script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs }) })),
+    left.map((part) => ({ p: part.p, call: script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs, by }) })),
   );
   for (const part of left) [, , , part.chunk, part.cursor, part.mark, part.last] = marks.get(part.p)!;
   while (left.length > 0) {
     for (const part of [...left]) {
-      const call = script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: part.mark, chunk: part.chunk, cursor: part.cursor, last: part.last, limit: step, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs });
+      const call = script.cancelGroup(keysOf(part.p), {
+        clock: ctx.clock(),
+        group,
+        mark: part.mark,
+        chunk: part.chunk,
+        cursor: part.cursor,
+        last: part.last,
+        limit: step,
+        maxBytes: SCRIPT_CALL_BYTES,
+        retentionMs: ctx.config.retentionMs,
+        by,
+      });
       const [cancelled, running, done, chunk, cursor, mark, last] = await run(ctx.redis, call);
       total.cancelled += cancelled;
       total.running += running;

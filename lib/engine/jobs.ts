@@ -36,6 +36,8 @@ export interface Job {
   version: number;
   /** The job's group, or null. */
   group: string | null;
+  /** The name of the API key that last changed it (added, replaced, cancelled, redrove it); null when only the queue has (a schedule's occurrence). */
+  updatedBy: string | null;
   body: unknown;
 }
 
@@ -138,7 +140,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * when the view leaves it out (a body kept apart, read by the engine; a replaced job's new body).
  */
 export function toJob(t: TopicConfig, view: JobView, body: string | null = view[12]): Job {
-  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, , version, group] = view;
+  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, , version, group, updatedBy] = view;
   if (body === null) throw new Error(`job ${t.name}/${id} has no body: its record says it is kept apart, and the bodies hash has none`);
   return {
     topic: t.name,
@@ -156,12 +158,13 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     deadline: deadline === null ? null : iso(deadline),
     version,
     group,
+    updatedBy,
     body: JSON.parse(body),
   };
 }
 
 /** A job just created from `job`: the add script returns only its due and creation times and its version. */
-function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: number, version: number): Job {
+function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: number, version: number, by: string): Job {
   return {
     topic: job.topic,
     id: job.id,
@@ -178,13 +181,14 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
     deadline: null,
     version,
     group: job.group ?? null,
+    updatedBy: by === '' ? null : by,
     body: JSON.parse(job.body),
   };
 }
 
-/** What the add script did with `job` (of topic `t`). */
-export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult): WriteResult {
-  if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[2], result[3], result[4]), left: result[5] };
+/** What the add script did with `job` (of topic `t`), sent by key `by` ('' none). */
+export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult, by = ''): WriteResult {
+  if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[2], result[3], result[4], by), left: result[5] };
   // a replaced job's body is the one just sent: the script does not send it back
   if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: toJob(t, result[1], job.body), left: result[2] };
   if (result[0] === REFUSAL.VERSION_MISMATCH) return { status: 'mismatch', job: result[1] ? toJob(t, result[1]) : null, refusal: REFUSAL.VERSION_MISMATCH };

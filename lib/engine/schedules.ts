@@ -45,6 +45,8 @@ export interface Schedule {
   createdAt: string;
   /** When its definition last changed (a put). */
   updatedAt: string;
+  /** The name of the API key that last put it. */
+  updatedBy: string | null;
   /**
    * The occurrence waiting to fall due (a job of the topic), or null (paused, or no run left).
    * `runAt` is its run time by the schedule; its job's runAt adds the jitter offset.
@@ -70,7 +72,7 @@ export function specOf(view: script.ScheduleView): ScheduleSpec {
 
 /** The API's view of schedule `view` of topic `t` (its body read, so not null). */
 export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule {
-  const [id, version, next, nextId, last, max, ttr, backoff, url, group, createdAt, updatedAt, , body] = view;
+  const [id, version, next, nextId, last, max, ttr, backoff, url, group, createdAt, updatedAt, , body, updatedBy] = view;
   const spec = specOf(view);
   const recurrence = 'every' in spec ? { every: spec.every } : { cron: spec.cron, timezone: spec.timezone };
   return {
@@ -89,6 +91,7 @@ export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule 
     version,
     createdAt: iso(createdAt),
     updatedAt: iso(updatedAt),
+    updatedBy,
     pending: next !== null && nextId !== null ? { id: nextId, runAt: iso(next) } : null,
     lastRunAt: last === null ? null : iso(last),
     nextRuns: next === null ? [] : [next, ...laterRuns(spec, next)].map(iso),
@@ -207,6 +210,7 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
         run: occurrence(t.name, s.id, s.spec, plan.run, jitterMs, plan.next),
         next: occurrence(t.name, s.id, s.spec, plan.next, jitterMs),
         record,
+        by: s.by ?? '',
       }),
     );
     if (reply[0] === REFUSAL.VERSION_MISMATCH) {

@@ -78,8 +78,8 @@ export type AddResult =
 export type AddJobsReply = readonly [headChanged: Flag, ...results: AddResult[]];
 
 /** lua/addJobs-5.lua: adds jobs of one topic, partition and group ('put': creates or replaces them), within the byte budget. */
-export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey, GroupKey], a: { clock: ClockArg; mode: 'add' | 'put'; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {
-  return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, ...a.jobs.flatMap(jobArgs)]);
+export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey, GroupKey], a: { clock: ClockArg; mode: 'add' | 'put'; by?: string; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {
+  return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, a.by ?? '', ...a.jobs.flatMap(jobArgs)]);
 }
 
 /** lua/getJob-2.lua: one job, or null; a body kept apart is null (read it from the bodies hash in the same transaction). */
@@ -91,8 +91,8 @@ export function getJob(keys: readonly [JobsKey, DelayedKey], a: { id: string }):
 export type CancelReply = readonly [code: Outcome<'CANCELLED'> | Outcome<'ALREADY_CANCELLED'> | Refused<'JOB_FINISHED'>, job: JobView] | readonly [code: Refused<'VERSION_MISMATCH'>, job?: JobView] | readonly [code: Refused<'NOT_FOUND'>];
 
 /** lua/cancelJob-5.lua: cancels a pending or running job (when `ifMatch` holds). */
-export function cancelJob(keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; retentionMs: number; ifMatch: IfMatchArg }): ScriptCall<CancelReply> {
-  return call('cancelJob', keys, [a.clock, a.id, a.retentionMs, a.ifMatch]);
+export function cancelJob(keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; retentionMs: number; ifMatch: IfMatchArg; by?: string }): ScriptCall<CancelReply> {
+  return call('cancelJob', keys, [a.clock, a.id, a.retentionMs, a.ifMatch, a.by ?? '']);
 }
 
 /** lua/cancelGroup-6.lua's reply: the counts, then where the next step goes on (`chunk`, `cursor`, `mark`, `last`). */
@@ -104,9 +104,9 @@ export type CancelGroupReply = readonly [cancelled: number, running: number, don
  */
 export function cancelGroup(
   keys: readonly [JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
-  a: { clock: ClockArg; group: string; mark: string; chunk: number | ''; cursor: string; last: number | ''; limit: number; retentionMs: number } & Budget,
+  a: { clock: ClockArg; group: string; mark: string; chunk: number | ''; cursor: string; last: number | ''; limit: number; retentionMs: number; by?: string } & Budget,
 ): ScriptCall<CancelGroupReply> {
-  return call('cancelGroup', keys, [a.clock, a.group, a.mark, a.chunk, a.cursor, a.last, a.limit, a.maxBytes, a.retentionMs]);
+  return call('cancelGroup', keys, [a.clock, a.group, a.mark, a.chunk, a.cursor, a.last, a.limit, a.maxBytes, a.retentionMs, a.by ?? '']);
 }
 
 /** lua/leaveGroup-2.lua: takes jobs that left the group out of the zsets (chunks) they were in; replies how many left. */
@@ -224,8 +224,8 @@ export function moveDue(
 export type RedriveReply = readonly [redriven: number, headChanged: Flag, looked: number, more: Flag];
 
 /** lua/redriveJobs-3.lua: moves the given dead jobs, or the `count` oldest, back to delayed, within the byte budget. */
-export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey], a: { clock: ClockArg } & Budget & ({ ids: readonly string[] } | { count: number })): ScriptCall<RedriveReply> {
-  return call('redriveJobs', keys, 'ids' in a ? [a.clock, a.ids.length, a.maxBytes, ...a.ids] : [a.clock, a.count, a.maxBytes]);
+export function redriveJobs(keys: readonly [DeadKey, DelayedKey, JobsKey], a: { clock: ClockArg; by?: string } & Budget & ({ ids: readonly string[] } | { count: number })): ScriptCall<RedriveReply> {
+  return call('redriveJobs', keys, 'ids' in a ? [a.clock, a.ids.length, a.maxBytes, a.by ?? '', ...a.ids] : [a.clock, a.count, a.maxBytes, a.by ?? '']);
 }
 
 /** One entry of lua/listJobs-4.lua's reply: the job's score in the zset, and the job (a body kept apart is null: read it from the bodies hash). */
@@ -301,6 +301,7 @@ export type ScheduleView = readonly [
   updatedAt: number,
   spec: string,
   body: string | null,
+  updatedBy: string | null,
 ];
 
 /**
@@ -345,7 +346,7 @@ export type PutScheduleReply = readonly [code: Outcome<'CREATED'> | Outcome<'REP
  */
 export function putSchedule(
   keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
-  a: { clock: ClockArg; id: string; seen: number; pending: 'keep' | 'replace'; last: number | null; run: OccurrenceArg | null; next: OccurrenceArg | null; record: ScheduleRecordArg },
+  a: { clock: ClockArg; id: string; seen: number; pending: 'keep' | 'replace'; last: number | null; run: OccurrenceArg | null; next: OccurrenceArg | null; record: ScheduleRecordArg; by?: string },
 ): ScriptCall<PutScheduleReply> {
   const r = a.record;
   return call('putSchedule', keys, [
@@ -364,6 +365,7 @@ export function putSchedule(
     r.spec,
     r.body,
     nextDueArg(a.next),
+    a.by ?? '',
   ]);
 }
 

@@ -51,6 +51,7 @@ export type JobView = readonly [
   body: string | null,
   version: number,
   group: string | null,
+  updatedBy: string | null,
 ];
 
 /** A validated schedule, as the engine takes it; the options apply to each occurrence. */
@@ -61,4 +62,6 @@ export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'bac
   spec: ScheduleSpec;
   /** JSON text of each occurrence's body. */
   body: string;
+  /** The name of the API key that puts it (updatedBy). */
+  by?: string;
 }

@@ -20,7 +20,7 @@ const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a mi
  * replied with their bodies) did its first jobs; the rest go in another call after the pipeline,
  * so of two adds of one id in one batch, the later may be the one created.
  */
-export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mode: 'add' | 'put'): Promise<{ results: WriteResult[] } & Wake> {
+export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mode: 'add' | 'put', by = ''): Promise<{ results: WriteResult[] } & Wake> {
   const results: WriteResult[] = new Array(jobs.length);
   let wake = false;
   const indexes = jobs.map((_, i) => i);
@@ -31,14 +31,14 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
     const first = jobs[batch[0]!]!;
     const k = topicKeys(partition, first.topic, ctx.config.partitions);
     const g = groupKey(partition, first.topic, first.group ?? '', ctx.config.partitions);
-    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
+    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode, by, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
   };
   /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
   const record = (batch: readonly number[], [headChanged, ...added]: script.AddJobsReply): number => {
     if (headChanged === 1) wake = true;
     added.forEach((result, r) => {
       const job = jobs[batch[r]!]!;
-      results[batch[r]!] = toWriteResult(ctx.config.topics.get(job.topic)!, job, result);
+      results[batch[r]!] = toWriteResult(ctx.config.topics.get(job.topic)!, job, result, by);
     });
     return added.length;
   };
@@ -66,9 +66,9 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
  * when `ifMatch` ('*': any existing job; a number: the version it must have) does not hold.
  * `wrote`: this call cancelled the job (any other answer changed nothing).
  */
-export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = ''): Promise<{ outcome: { job: Job } | Refused; wrote: boolean }> {
+export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = '', by = ''): Promise<{ outcome: { job: Job } | Refused; wrote: boolean }> {
   const k = jobKeys(t.name, id, ctx.config.partitions);
-  const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs, ifMatch }));
+  const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs, ifMatch, by }));
   if (reply[0] === REFUSAL.NOT_FOUND) return { outcome: { refusal: reply[0] }, wrote: false };
   if (reply[0] === REFUSAL.VERSION_MISMATCH) return { outcome: reply[1] ? { refusal: reply[0], job: toJob(t, reply[1]) } : { refusal: reply[0] }, wrote: false };
   const job = toJob(t, reply[1]);

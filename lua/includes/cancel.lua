@@ -8,10 +8,12 @@
 -- left in the ready list is skipped by claim), kept readable for `retention` ms, or deleted now
 -- when 0 and it has no group. A job of a group is always deleted by the sweeper's purge, which
 -- then takes it out of its group (lib/engine/sweep.ts). `k`: jobs, bodies, delayed, running, done.
-local function cancelNow(k, id, h, inline, now, retention)
+-- `by`: the API key that cancels it (updatedBy), or nil when the queue does.
+local function cancelNow(k, id, h, inline, now, retention, by)
   -- a pending job is in the delayed zset (or the ready list), a running one in the running zset
   if h[H_STATE] == RUNNING then redis.call('ZREM', k.running, id) else redis.call('ZREM', k.delayed, id) end
   h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
+  if by then h[H_BY] = by end
   if retention > 0 or h[H_GROUP] then
     save(k.jobs, id, h, inline)
     redis.call('ZADD', k.done, now + retention, id)

@@ -515,6 +515,14 @@ describe('openapi.yaml matches what the stack answers', () => {
     const who = await call('GET', '/whoami', undefined, { token: secrets.limited });
     assert.deepEqual(who.body, { key: { name: names.limited, scope: 'write', topics: ['example'] } });
 
+    // who did what: each change records the key that made it
+    const byId = uid('by');
+    assert.equal((await call('POST', '/jobs', { topic: 'example', id: byId, delay: 3600 }, { token: secrets.write })).body.job.updatedBy, names.write);
+    assert.equal((await call('GET', `/jobs/example/${byId}`)).body.job.updatedBy, names.write);
+    assert.equal((await call('DELETE', `/jobs/example/${byId}`, undefined, { token: secrets.admin })).body.job.updatedBy, names.admin);
+    assert.equal((await call('PUT', `/schedules/example/${byId}`, { every: 3600, paused: true }, { token: secrets.limited })).body.schedule.updatedBy, names.limited);
+    assert.equal((await call('POST', '/jobs', { topic: 'example', delay: 3600 })).body.job.updatedBy, 'deployment');
+
     // every route of serverless.yml but the static ones, with the scope it needs
     const yml = readFileSync(join(PROJECT_ROOT, 'serverless.yml'), 'utf8');
     const routes = [...yml.matchAll(/httpApi:\s*\{\s*method:\s*(\w+),\s*path:\s*(?:'([^']+)'|([^\s,}]+))/g)]

@@ -27,6 +27,7 @@ function job(fields: Partial<Job> = {}): Job {
     deadline: null,
     version: 1,
     group: null,
+    updatedBy: null,
     body: { orderId: 7 },
     ...fields,
   };
@@ -50,6 +51,7 @@ function schedule(fields: Partial<Schedule> = {}): Schedule {
     version: 2,
     createdAt: iso(-86_400_000),
     updatedAt: iso(-86_400_000),
+    updatedBy: null,
     pending: { id: 'daily:20300102T080000Z', runAt: iso(72_000_000) },
     lastRunAt: null,
     nextRuns: [iso(72_000_000), iso(158_400_000)],

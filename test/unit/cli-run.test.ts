@@ -39,6 +39,7 @@ function job(fields: Partial<Job> = {}): Job {
     deadline: null,
     version: 1,
     group: null,
+    updatedBy: null,
     body: null,
     ...fields,
   };
@@ -61,6 +62,7 @@ function schedule(fields: Partial<Schedule> = {}): Schedule {
     version: 1,
     createdAt: t,
     updatedAt: t,
+    updatedBy: null,
     pending: null,
     lastRunAt: null,
     nextRuns: [],

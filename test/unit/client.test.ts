@@ -45,6 +45,7 @@ function job(fields: Partial<ClientJob> = {}): ClientJob {
     deadline: null,
     version: 1,
     group: null,
+    updatedBy: null,
     body: null,
     ...fields,
   };
@@ -67,6 +68,7 @@ function schedule(fields: Partial<ClientSchedule> = {}): ClientSchedule {
     version: 1,
     createdAt: now,
     updatedAt: now,
+    updatedBy: null,
     pending: null,
     lastRunAt: null,
     nextRuns: [],

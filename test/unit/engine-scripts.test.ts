@@ -128,9 +128,28 @@ describe('typed script calls', () => {
 
   it('puts ARGV where the contract blocks say', () => {
     const job = { topic: 'orders', id: 'a', partition: 2, when: { kind: 'd' as const, ms: 5 }, body: '{}', ttrMs: 3000, url: 'https://x/' };
-    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', jobs: [job], maxBytes: 9 }).args, ['', 'add', 9, 'a', 'd', 5, '', 3000, '', 'https://x/', '', '', '{}']);
+    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', by: 'orders-service', jobs: [job], maxBytes: 9 }).args, [
+      '',
+      'add',
+      9,
+      'orders-service',
+      'a',
+      'd',
+      5,
+      '',
+      3000,
+      '',
+      'https://x/',
+      '',
+      '',
+      '{}',
+    ]);
+    assert.match(SCRIPTS.addJobs.source, /ARGV\[4\] the name of the API key/);
     assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'put', jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }], maxBytes: 9 }).args.slice(-3), ['meeting-1', 7, '{}']);
-    assert.deepEqual(script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 9, ifMatch: '*' }).args, ['', 'a', 9, '*']);
+    assert.deepEqual(script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 9, ifMatch: '*', by: 'support' }).args, ['', 'a', 9, '*', 'support']);
+    assert.match(SCRIPTS.cancelJob.source, /ARGV\[5\] the name of the API key/);
+    assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a'], maxBytes: 9, by: 'ops' }).args, ['', 1, 9, 'ops', 'a']);
+    assert.match(SCRIPTS.redriveJobs.source, /ARGV\[4\] the name of the API key/);
     assert.deepEqual(script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: { when: { kind: 'a', ms: 9 } } }).args, ['', 'a', 'a', 9, '0', '']);
     assert.deepEqual(script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 2, claim: 'c', error: 'x', maxAttempts: 3, backoff: 'f:0', random: 0.5, retryAfterMs: 1.6 }).args, [
       '',
@@ -158,7 +177,7 @@ describe('typed script calls', () => {
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-3), '1');
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, start: true }).args.at(-1), '1');
     assert.deepEqual(script.startAttempts([k.jobs, late], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
-    assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, 'a', 'b']);
+    assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, '', 'a', 'b']);
     assert.deepEqual(
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], {
         clock: '',
@@ -178,7 +197,7 @@ describe('typed script calls', () => {
     assert.deepEqual(script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 5, after: { score: 9, id: 'a' }, maxBytes: 9 }).args, [9, 'a', 5, 9, '+inf']);
     assert.deepEqual(script.listJobs([k.delayed, k.jobs, k.bodies, k.delayed], { limit: 5, after: { score: 9, id: null }, to: 20, maxBytes: 9 }).args, [9, '', 5, 9, 20]);
     assert.deepEqual(script.listReady([k.ready, k.jobs, k.bodies, k.delayed], { start: 3, limit: 5, maxBytes: 9, to: 20 }).args, [3, 5, 9, '', 20]);
-    assert.deepEqual(script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'meeting-1', mark: '12', chunk: 2, cursor: '7', last: 4, limit: 5, maxBytes: 9, retentionMs: 3 }).args, [
+    assert.deepEqual(script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', group: 'meeting-1', mark: '12', chunk: 2, cursor: '7', last: 4, limit: 5, maxBytes: 9, retentionMs: 3, by: 'cleanup' }).args, [
       '',
       'meeting-1',
       '12',
@@ -188,7 +207,9 @@ describe('typed script calls', () => {
       5,
       9,
       3,
+      'cleanup',
     ]);
+    assert.match(SCRIPTS.cancelGroup.source, /ARGV\[10\] the name of the API key/);
     assert.deepEqual(script.listGroup([g, k.jobs, k.bodies, k.delayed], { group: 'meeting-1', chunk: 2, cursor: '7', limit: 5, maxBytes: 9 }).args, ['meeting-1', 2, '7', 5, 9]);
     assert.deepEqual(
       script.leaveGroup([k.jobs, g], {
@@ -211,9 +232,11 @@ describe('typed script calls', () => {
         run: { id: 'a:r', ms: 11, due: 11.5 },
         next: { id: 'a:n', ms: 12, due: 13 },
         record: { maxAttempts: 2, ttrMs: 3000, backoff: 'f:0', url: 'https://x/', group: 'g', spec: '{"every":1}', body: '"b"' },
+        by: 'scheduler',
       }).args,
-      ['', 'a', 3, 'keep', 10, 'a:r', 11.5, 'a:n', 12, 2, 3000, 'f:0', 'https://x/', 'g', '{"every":1}', '"b"', 13],
+      ['', 'a', 3, 'keep', 10, 'a:r', 11.5, 'a:n', 12, 2, 3000, 'f:0', 'https://x/', 'g', '{"every":1}', '"b"', 13, 'scheduler'],
     );
+    assert.match(SCRIPTS.putSchedule.source, /ARGV\[18\] the name of the API key/);
     assert.deepEqual(
       script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 4, run: { id: 'a:r', ms: 9, due: 9.5 }, next: { id: 'a:n', ms: 12, due: 13 }, last: 10 }).args,
       ['', 'a', 4, 'a:r', 9.5, 'a:n', 12, 10, 13],

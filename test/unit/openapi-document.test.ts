@@ -34,6 +34,7 @@ const job = {
   deadline: null,
   version: 1,
   group: null,
+  updatedBy: 'orders-service',
   body: { orderId: 7 },
 };
 const dead = { ...job, state: 'dead', diedAt: '2026-11-21T15:32:00.000Z' };
@@ -54,6 +55,7 @@ const schedule = {
   version: 3,
   createdAt: '2026-11-23T10:00:00.000Z',
   updatedAt: '2026-11-23T10:00:00.000Z',
+  updatedBy: null,
   pending: { id: 'daily-report:20261124T080000Z', runAt: '2026-11-24T08:00:00.000Z' },
   lastRunAt: null,
   nextRuns: ['2026-11-24T08:00:00.000Z'],
