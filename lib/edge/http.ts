@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import { accessFor, requireScope, requireTopicAccess, type Caller, type Scope } from './access';
 import { HttpError } from './errors';
+import { iamCaller, type IamIdentity } from './iam';
 import { takeColdStart } from '../platform/log';
 import { isUnavailable } from '../platform/redis';
 import { runtime, type Runtime } from '../platform/runtime';
@@ -78,7 +79,8 @@ function parseBody(event: APIGatewayProxyEventV2): unknown {
 }
 
 /**
- * Wraps a route into an HTTP API Lambda handler: finds the request's key (401 when none), checks
+ * Wraps a route into an HTTP API Lambda handler: finds the request's key (401 when none; with
+ * auth `iam`, the IAM signer API Gateway authorised instead, ./iam.ts), checks
  * its scope and, for a route with a `{topic}`, its topics (403 FORBIDDEN), parses JSON,
  * turns HttpErrors into their status and error body, a Redis outage into 503 UNAVAILABLE, and
  * anything else into a 500 with the request id (logged with its stack, never shown).
@@ -99,10 +101,19 @@ export function httpRoute(route: Route, getRuntime: () => Runtime = runtime) {
     let log = rt.log.child({ function_request_id: requestId, cold_start: takeColdStart(), method, path: event.routeKey ?? path });
     const headers = Object.fromEntries(Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])));
     let caller: Caller | null;
-    try {
-      caller = await accessFor(rt.engine, rt.config.apiToken).caller(headers.authorization);
-    } catch (error) {
-      return failed(error, log, requestId);
+    if (rt.config.auth === 'iam') {
+      // API Gateway checked the signature and the IAM policy (./iam.ts); no context: not through it
+      caller = iamCaller((event.requestContext as { authorizer?: { iam?: IamIdentity } } | undefined)?.authorizer?.iam);
+      if (!caller) {
+        log.warn('unauthorized request', { status: 401 });
+        return respond(401, { error: { code: 'UNAUTHORIZED', message: 'this deployment takes AWS IAM (SigV4) signed requests through API Gateway; none reached it' } });
+      }
+    } else {
+      try {
+        caller = await accessFor(rt.engine, rt.config.apiToken).caller(headers.authorization);
+      } catch (error) {
+        return failed(error, log, requestId);
+      }
     }
     if (!caller) {
       log.warn('unauthorized request', { status: 401 });

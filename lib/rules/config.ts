@@ -295,6 +295,12 @@ export interface AppConfig {
    */
   apiToken: string;
   /**
+   * How API requests are authenticated (DQ_AUTH, from `custom.queue.auth`): `token`, a bearer key
+   * (the API token or a named key); `iam`, AWS IAM signatures checked by API Gateway, the caller
+   * taken from the request's IAM authorizer context (lib/edge/iam.ts).
+   */
+  auth: 'token' | 'iam';
+  /**
    * Secrets that sign webhook requests (WEBHOOK_SECRET: one, or several separated by whitespace
    * while one is rotated; each request carries a signature made with each); none in a function
    * that sends none (AWS stages: all but the webhook handler).
@@ -351,6 +357,13 @@ function cidrList(env: Env, name: string): string[] {
   return cidrs;
 }
 
+/** DQ_AUTH: `token` (also when unset) or `iam`; throws naming the variable otherwise. */
+function authMode(env: Env): AppConfig['auth'] {
+  const value = env.DQ_AUTH || 'token';
+  if (value !== 'token' && value !== 'iam') throw new Error(`environment variable DQ_AUTH must be token or iam, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 /**
  * Reads the configuration from environment variables (DQ_CONFIG holds serverless.yml's
  * `custom.queue` as JSON). The only reader of process.env; fails fast naming the bad variable.
@@ -377,6 +390,7 @@ export function loadConfig(env: Env): AppConfig {
     queue,
     redis: { url, cluster: flag(env, 'REDIS_CLUSTER') },
     apiToken: env.API_TOKEN ?? '',
+    auth: authMode(env),
     webhookSecrets: (env.WEBHOOK_SECRET ?? '').split(/\s+/).filter((s) => s !== ''),
     webhookAllowPrivate: flag(env, 'DQ_WEBHOOK_ALLOW_PRIVATE'),
     webhookAllowHosts: (env.DQ_WEBHOOK_ALLOW_HOSTS ?? '')

@@ -200,3 +200,41 @@ describe('httpRoute maps failures to HTTP answers', () => {
     }
   });
 });
+
+describe('httpRoute with auth iam (API Gateway checked the SigV4 signature and the policy)', () => {
+  function iamRuntime(lines: string[]): () => Runtime {
+    const authKey = async (): Promise<Caller | null> => assert.fail('auth iam never looks a key up');
+    const rt = { config: { apiToken: TOKEN, auth: 'iam' }, engine: { authKey }, log: createLogger('test', {}, 'debug', (line) => lines.push(line)) } as unknown as Runtime;
+    return () => rt;
+  }
+  function iamEvent(iam: Record<string, unknown> | undefined, params?: Record<string, string>): APIGatewayProxyEventV2 {
+    const ev = event({ token: TOKEN, body: '{}', ...(params ? { params } : {}) }) as unknown as { requestContext: Record<string, unknown> };
+    if (iam) ev.requestContext.authorizer = { iam };
+    return ev as unknown as APIGatewayProxyEventV2;
+  }
+  const whoami: Route = Object.assign(async (req: ApiRequest): Promise<ApiResponse> => ({ status: 200, body: req.caller }), { scope: 'admin' as const });
+
+  it('takes the caller from requestContext.authorizer.iam: the signer, admin on every topic', async () => {
+    const lines: string[] = [];
+    const result = (await httpRoute(whoami, iamRuntime(lines))(iamEvent({ userArn: 'arn:aws:sts::123456789012:assumed-role/deployer/ci-run-7', callerId: 'AROAEXAMPLE:ci-run-7', accountId: '123456789012' }, { topic: 'orders' }), {
+      awsRequestId: 'req-1',
+    })) as APIGatewayProxyStructuredResultV2;
+    assert.equal(result.statusCode, 200);
+    assert.deepEqual(JSON.parse(String(result.body)), { name: 'deployer:ci-run-7', scope: 'admin', topics: null });
+    assert.ok(
+      lines.some((l) => l.includes('"key":"deployer:ci-run-7"')),
+      'the request log names the signer',
+    );
+  });
+
+  it('401 without IAM context (the bearer token is not looked at), without running the route', async () => {
+    let ran = 0;
+    const route = async () => ((ran += 1), { status: 200, body: {} });
+    for (const iam of [undefined, {}, { userArn: '', callerId: '' }]) {
+      const result = (await httpRoute(route, iamRuntime([]))(iamEvent(iam), { awsRequestId: 'req-1' })) as APIGatewayProxyStructuredResultV2;
+      assert.equal(result.statusCode, 401, JSON.stringify(iam));
+      assert.equal((JSON.parse(String(result.body)) as { error: { code: string } }).error.code, 'UNAUTHORIZED');
+    }
+    assert.equal(ran, 0);
+  });
+});
