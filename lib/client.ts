@@ -1,7 +1,11 @@
 /**
  * A typed client for the delay queue's HTTP API (openapi.yaml), for other services to use.
- * Self-contained: no imports, only the global `fetch`, `AbortSignal` and `crypto.randomUUID`
- * (Node ≥ 20, browsers, Deno, Bun), so the file can be copied into another code base as is.
+ * Self-contained: no imports, only the global `fetch`, `AbortSignal` and `crypto` (`randomUUID`;
+ * `subtle` to sign with SigV4) (Node ≥ 20, browsers, Deno, Bun), so the file can be copied into
+ * another code base as is.
+ *
+ * A deployment with `custom.queue.auth: iam` takes AWS SigV4-signed requests instead of a key:
+ * pass `sigv4: { region, credentials }` instead of `token` (README, Keys and scopes).
  *
  * ```ts
  * const queue = new DelayQueueClient({ baseUrl: 'https://q.example.com', token: process.env.DQ_TOKEN! });
@@ -229,8 +233,10 @@ export interface ApiKey {
 export interface DelayQueueClientOptions {
   /** The API's base URL, e.g. `https://abc.execute-api.eu-west-1.amazonaws.com` (no trailing path needed). */
   baseUrl: string;
-  /** The API key: the deployment's (API_TOKEN) or one made with createKey. */
-  token: string;
+  /** The API key: the deployment's (API_TOKEN) or one made with createKey. Give this or `sigv4`. */
+  token?: string;
+  /** Sign every request with AWS SigV4 instead of sending a key (a deployment with `custom.queue.auth: iam`). */
+  sigv4?: SigV4Options;
   /** Time limit of one HTTP request, ms (default 10 000). */
   timeoutMs?: number;
   /** Retries of adds and reads after the first try (default 3; 0 turns retries off). */
@@ -239,6 +245,22 @@ export interface DelayQueueClientOptions {
   retryDelayMs?: number;
   /** A fetch to use instead of the global one (tests, proxies, instrumentation). */
   fetch?: typeof fetch;
+}
+
+/** AWS credentials: an access key, with its session token when temporary (STS, a role). */
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
+export interface SigV4Options {
+  /** The API's region, e.g. `eu-west-1`. */
+  region: string;
+  /** The credentials, or a function asked before each request (it may cache and refresh them). */
+  credentials: AwsCredentials | (() => Promise<AwsCredentials> | AwsCredentials);
+  /** Default `execute-api` (API Gateway). */
+  service?: string;
 }
 
 /** Per-call options. */
@@ -355,10 +377,77 @@ function wait(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+// AWS Signature Version 4 (https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html)
+// with WebCrypto. Signed headers: host, x-amz-content-sha256 (the body's SHA-256, also the payload
+// hash), x-amz-date and, with temporary credentials, x-amz-security-token, as the AWS SDK signs. Paths are encoded twice, as every
+// service but S3 expects; the query is sent in its canonical form, so what is signed is what is sent.
+
+const textBytes = (text: string) => new TextEncoder().encode(text);
+const hex = (bytes: ArrayBuffer) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
+const sha256Hex = async (text: string) => hex(await crypto.subtle.digest('SHA-256', textBytes(text)));
+async function hmac(key: ArrayBuffer | Uint8Array, text: string): Promise<ArrayBuffer> {
+  const cryptoKey = await crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return crypto.subtle.sign('HMAC', cryptoKey, textBytes(text));
+}
+/** RFC 3986 encoding: encodeURIComponent plus ! ' ( ) *. */
+const uriEscape = (text: string) => encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+/** The canonical path of URL path `path` (already percent-encoded once): dot segments resolved, each segment encoded again. */
+function canonicalPath(path: string): string {
+  const segments: string[] = [];
+  for (const segment of path.split('/')) {
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') segments.pop();
+    else segments.push(segment);
+  }
+  const normalised = `${path.startsWith('/') ? '/' : ''}${segments.join('/')}${segments.length > 0 && path.endsWith('/') ? '/' : ''}`;
+  return uriEscape(normalised).replace(/%2F/g, '/');
+}
+
+/** The canonical query of `params`: names and values RFC 3986-encoded, sorted by name, then value. */
+function canonicalQuery(params: URLSearchParams): string {
+  return [...params]
+    .map(([name, value]) => [uriEscape(name), uriEscape(value)] as const)
+    .sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0))
+    .map(([name, value]) => `${name}=${value}`)
+    .join('&');
+}
+
+/**
+ * Signs a request with SigV4: returns the URL to send (its query in canonical form) and the
+ * headers to add (authorization, x-amz-content-sha256, x-amz-date, and x-amz-security-token with
+ * a session token).
+ * `date` is the signing time (now by default). Exported for tests and for callers signing their own requests.
+ */
+export async function signRequest(request: { method: string; url: string; body?: string }, options: { region: string; service?: string; credentials: AwsCredentials; date?: Date }): Promise<{ url: string; headers: Record<string, string> }> {
+  const url = new URL(request.url);
+  const { accessKeyId, secretAccessKey, sessionToken } = options.credentials;
+  const service = options.service ?? 'execute-api';
+  const amzDate = (options.date ?? new Date())
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
+  const day = amzDate.slice(0, 8);
+  const payloadHash = await sha256Hex(request.body ?? '');
+  const signed: Record<string, string> = { host: url.host, 'x-amz-content-sha256': payloadHash, 'x-amz-date': amzDate, ...(sessionToken ? { 'x-amz-security-token': sessionToken } : {}) };
+  const names = Object.keys(signed).sort();
+  const query = canonicalQuery(url.searchParams);
+  const canonical = [request.method.toUpperCase(), canonicalPath(url.pathname), query, ...names.map((n) => `${n}:${signed[n]!.trim().replace(/\s+/g, ' ')}`), '', names.join(';'), payloadHash].join('\n');
+  const scope = `${day}/${options.region}/${service}/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, await sha256Hex(canonical)].join('\n');
+  let key = await hmac(textBytes(`AWS4${secretAccessKey}`), day);
+  for (const part of [options.region, service, 'aws4_request']) key = await hmac(key, part);
+  const signature = hex(await hmac(key, toSign));
+  const { host: _host, ...headers } = signed;
+  url.search = query;
+  return { url: url.toString(), headers: { ...headers, authorization: `AWS4-HMAC-SHA256 Credential=${accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}` } };
+}
+
 /** A client of one delay queue API. Safe to share: it keeps no state between calls. */
 export class DelayQueueClient {
   private readonly baseUrl: string;
   private readonly token: string;
+  private readonly sigv4: SigV4Options | undefined;
   private readonly timeoutMs: number;
   private readonly retries: number;
   private readonly retryDelayMs: number;
@@ -366,13 +455,21 @@ export class DelayQueueClient {
 
   constructor(options: DelayQueueClientOptions) {
     if (!options.baseUrl) throw new TypeError('baseUrl is required');
-    if (!options.token) throw new TypeError('token is required');
+    if (!options.token === !options.sigv4) throw new TypeError('give token or sigv4 (one of them)');
+    if (options.sigv4 && (!options.sigv4.region || !options.sigv4.credentials)) throw new TypeError('sigv4 needs region and credentials');
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.token = options.token;
+    this.token = options.token ?? '';
+    this.sigv4 = options.sigv4;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.retries = Math.max(0, options.retries ?? 3);
     this.retryDelayMs = options.retryDelayMs ?? 200;
     this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /** The SigV4 signature of a request: the URL to send and the headers to add. */
+  private async sign(method: string, url: string, body: string | undefined): Promise<{ url: string; headers: Record<string, string> }> {
+    const { region, service, credentials } = this.sigv4!;
+    return signRequest({ method, url, ...(body !== undefined ? { body } : {}) }, { region, ...(service ? { service } : {}), credentials: typeof credentials === 'function' ? await credentials() : credentials });
   }
 
   /** One HTTP request; throws DelayQueueError NETWORK_ERROR or TIMEOUT when no answer comes. */
@@ -381,11 +478,15 @@ export class DelayQueueClient {
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let res: Response;
     let text: string;
+    const json = body !== undefined ? JSON.stringify(body) : undefined;
+    let url = this.baseUrl + target;
+    let auth: Record<string, string> = { authorization: `Bearer ${this.token}` };
+    if (this.sigv4) ({ url, headers: auth } = await this.sign(method, url, json)); // a credentials provider's failure is its own
     try {
-      res = await this.fetchFn(this.baseUrl + target, {
+      res = await this.fetchFn(url, {
         method,
-        headers: { ...extraHeaders, authorization: `Bearer ${this.token}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        headers: { ...extraHeaders, ...auth, accept: 'application/json', ...(json !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(json !== undefined ? { body: json } : {}),
         signal: combined,
       });
       text = await res.text();
