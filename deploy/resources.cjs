@@ -1,7 +1,9 @@
 // The CloudFormation resources of an AWS stage: the YAML fragments beside this file, chosen and
 // adjusted by the parameters (deploy/params.cjs), the fan-out's invoke grants derived from
-// custom.queue, and the alarms (deploy/alarms.cjs).
+// custom.queue, the API's client policies with custom.queue.auth iam (deploy/auth.cjs), and the
+// alarms (deploy/alarms.cjs).
 const { alarms } = require('./alarms.cjs');
+const { authResources } = require('./auth.cjs');
 const { checkedParams, isMemoryDb, isTrue, memoryDbName } = require('./params.cjs');
 
 const functionArn = (service, stage, name) => ({
@@ -136,6 +138,7 @@ async function resources({ resolveVariable }) {
   R.DqFanoutRole.Properties.Policies[0].PolicyDocument.Statement[0].Resource = handlers.map((h) => functionArn(service, stage, h));
 
   const names = isMemoryDb(p) ? { memoryDbName: memoryDbName(service, stage) } : {};
+  merge(out, await authResources(resolveVariable, `${service}-${stage}`)); // custom.queue.auth iam: the client policies
   return merge(out, alarms({ service, stage, queue, p: { ...p, ...names } }));
 }
 
