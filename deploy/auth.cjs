@@ -55,5 +55,12 @@ async function authResources(resolveVariable, prefix) {
 module.exports = { AUTH_MODES, SCOPES, authMode, authResources };
 /** DQ_AUTH of every function. */
 module.exports.mode = async ({ resolveVariable }) => authMode(resolveVariable);
-/** The `authorizer` of every API route: AWS_IAM with auth iam, none with token. */
-module.exports.authorizer = async ({ resolveVariable }) => ((await authMode(resolveVariable)) === 'iam' ? { type: 'aws_iam' } : null);
+/**
+ * The `authorizer` of every API route: AWS_IAM with auth iam on the AWS stages; none with token,
+ * and none on the local stage, whose serverless-offline 14 cannot start with an aws_iam httpApi
+ * authorizer (it configures it as JWT and stops: "only supports retrieving JWT from the headers").
+ */
+module.exports.authorizer = async ({ resolveVariable }) => {
+  if ((await authMode(resolveVariable)) !== 'iam') return null;
+  return String(await resolveVariable('param:target')) === 'local' ? null : { type: 'aws_iam' };
+};

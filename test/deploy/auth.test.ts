@@ -88,6 +88,15 @@ describe('custom.queue.auth (serverless package, dummy credentials)', () => {
     assert.equal(lint.status, 0, `cfn-lint ${iamPath}:\n${lint.output}`);
   });
 
+  it('iam on the local stage: DQ_AUTH=iam, no authorizer (serverless-offline 14 cannot start with one)', async () => {
+    const { status, config, output } = await printConfig(['--stage', 'local', '--param=auth=iam']);
+    assert.equal(status, 0, output);
+    assert.equal(config.provider.environment.DQ_AUTH, 'iam');
+    const events = Object.values(config.functions as Record<string, { events?: { httpApi?: { authorizer?: unknown } }[] }>).flatMap((fn) => fn.events ?? []);
+    assert.ok(events.filter((e) => e.httpApi).length >= 20);
+    for (const event of events) assert.equal(event.httpApi?.authorizer ?? null, null, text(event));
+  });
+
   it('refuses an unknown auth, naming the setting', async () => {
     const { status, output } = await printConfig(['--stage', 'prod', '--param=auth=oauth']);
     assert.notEqual(status, 0);
