@@ -87,11 +87,6 @@ export class Access {
     return pending;
   }
 
-  /** Forgets what this instance learnt of `secret` (a key it revoked itself stops at once here). */
-  forget(secret: string): void {
-    this.learnt.delete(secretDigest(secret));
-  }
-
   /** Forgets everything learnt of the key named `name`. */
   forgetName(name: string): void {
     for (const [sha, entry] of this.learnt) if (entry.caller?.name === name) this.learnt.delete(sha);

@@ -80,12 +80,11 @@ export async function revokeKey(ctx: EngineContext, name: string, deploymentSha:
 
 /** Every key, the deployment's first (while it has one and it is not revoked), then by name. Plain reads. */
 export async function listKeys(ctx: EngineContext, deploymentSha: string): Promise<KeyInfo[]> {
-  const sha = deploymentSha;
   const [records, uses, revoked] = (await readSlot(ctx.redis, (p) =>
     p
       .hgetall(k.records)
       .hgetall(k.uses)
-      .hget(k.revoked, sha || '-'),
+      .hget(k.revoked, deploymentSha || '-'),
   )) as [Record<string, string>, Record<string, string>, string | null];
   const used = (name: string) => (uses[name] === undefined ? null : Number(uses[name]));
   const keys: KeyInfo[] = Object.entries(records)
@@ -94,6 +93,6 @@ export async function listKeys(ctx: EngineContext, deploymentSha: string): Promi
       return { name, scope: r.scope, topics: topicsOf(r.topics), source: 'api' as const, createdAt: r.createdAt, createdBy: r.createdBy, lastUsedAt: used(name) };
     })
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  if (sha !== '' && revoked === null) keys.unshift({ name: DEPLOYMENT_KEY, scope: 'admin', topics: null, source: 'deployment', createdAt: null, createdBy: null, lastUsedAt: used(DEPLOYMENT_KEY) });
+  if (deploymentSha !== '' && revoked === null) keys.unshift({ name: DEPLOYMENT_KEY, scope: 'admin', topics: null, source: 'deployment', createdAt: null, createdBy: null, lastUsedAt: used(DEPLOYMENT_KEY) });
   return keys;
 }
