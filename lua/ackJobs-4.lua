@@ -17,6 +17,7 @@
 --- @include "clock"
 --- @include "job"
 --- @include "attempts"
+--- @include "flow"
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, retention = clock(ARGV[1]), tonumber(ARGV[2])
 local result = {}
@@ -32,6 +33,7 @@ for i = 3, #ARGV, 3 do
       code = REFUSAL.STALE_ATTEMPT
     else
       redis.call('ZREM', runningKey, id)
+      flowLeave(jobsKey, h, now)
       if retention > 0 or h[H_GROUP] then
         h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = DONE, now, false
         save(jobsKey, id, h, inline)

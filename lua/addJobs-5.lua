@@ -7,9 +7,10 @@
   ARGV[3] byte budget: the bodies written and the records and bodies read for replies stop at it
           (the first job is always done); the caller sends the jobs left in another call
   ARGV[4] the name of the API key that sends the jobs, or '' (updatedBy)
-  ARGV[5..] 10 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
+  ARGV[5] '1': the topic is a flow topic (each job's flow key is stored, '' for none); '0': not
+  ARGV[6..] 11 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
-            version the job must have; put only), body
+            version the job must have; put only), flow key|'', body
   A job with a group joins the group's newest zset, after its members (see "Groups" in
   includes/groups.lua; a job already in the group keeps its place). A job a put moves
   out of its group is not taken out of the old group's zset here (its key is not this call's): the
@@ -38,6 +39,7 @@ local now = clock(ARGV[1])
 local put = ARGV[2] == 'put'
 local budget = byteBudget(tonumber(ARGV[3]))
 local by = optional(ARGV[4])
+local flow = ARGV[5] == '1'
 local headBefore = headScore(delayedKey)
 local results = {}
 
@@ -49,19 +51,19 @@ local function join(id, h, old, oldChunk)
   return false
 end
 
-for i = 5, #ARGV, 10 do
+for i = 6, #ARGV, 11 do
   local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local due = whenMs
   if whenKind == 'd' then due = now + whenMs end
-  local max, ttr, backoff, url, group, ifMatch, body =
+  local max, ttr, backoff, url, group, ifMatch, key, body =
     optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
-    optional(ARGV[i + 7]), ARGV[i + 8], ARGV[i + 9]
+    optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 10]
 
   local record = redis.call('HGET', jobsKey, id)
   if not record then
     if not put or matches(ifMatch, nil) then
       if not budget.take(#body) then break end
-      local h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
+      local h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by, key }
       placeInGroup(jobsKey, groupKey, h, false, nil)
       store(jobsKey, bodiesKey, id, h, body, false)
       redis.call('ZADD', delayedKey, due, id)
@@ -79,10 +81,10 @@ for i = 5, #ARGV, 10 do
       local code = OUTCOME.REPLACED
       if state == CANCELLED then
         code = OUTCOME.CREATED
-        h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
+        h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by, key }
         redis.call('ZREM', doneKey, id)
       else
-        h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY] = due, max, ttr, backoff, url, now, group, by
+        h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, by, key
       end
       placeInGroup(jobsKey, groupKey, h, old, oldChunk)
       store(jobsKey, bodiesKey, id, h, body, true)

@@ -26,6 +26,7 @@
           claimed in this round); '0': the first id is always looked at
   ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/cancel.lua)
   ARGV[9] '1': start the attempts claimed; '0': claim only (a handler starts them)
+  A paused topic (includes/flow.lua) claims nothing.
   Returns { now, taken, skipped, more 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
   where taken counts the ids taken off the ready list and more = 1 when the budget stopped the
   claim before n ids. Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
@@ -36,6 +37,8 @@
 --- @include "job"
 --- @include "cancel"
 --- @include "groupCancel"
+--- @include "claim"
+--- @include "flow"
 --- @include "lateness"
 local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[6] }
@@ -48,25 +51,20 @@ if n <= 0 then return { now, 0, 0, 0 } end
 -- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
 local ids = redis.call('LRANGE', readyKey, 0, n - 1)
 if #ids == 0 then return { now, 0, 0, 0 } end
-
--- the version at which a cancel of the job's group began, when one is under way and the job has
--- not changed since: it must not start
-local function cancelledWithGroup(h)
-  if not h[H_GROUP] then return false end
-  local mark = redis.call('HGET', jobsKey, GROUP_CANCEL_FIELD .. h[H_GROUP])
-  if mark and h[H_VERSION] < tonumber(mark) then return mark end
-  return false
-end
+-- the pause mark read with the first record: a paused topic claims nothing
+local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, ids[1])
+if first[1] then return { now, 0, 0, 0 } end
 
 local result = { now, 0, 0, 0 }
 local taken = 0
 local late = {}
 for i, id in ipairs(ids) do
-  local record = redis.call('HGET', jobsKey, id)
+  local record
+  if i == 1 then record = first[2] else record = redis.call('HGET', jobsKey, id) end
   local h, inline
   if record then h, inline = decode(record) end
   local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, id)
-  local mark = live and cancelledWithGroup(h)
+  local mark = live and cancelledWithGroup(jobsKey, h)
   if mark then
     if not budget.take(#record) then result[4] = 1 break end
     h[H_ERROR] = groupCancelError(mark)
@@ -79,17 +77,7 @@ for i, id in ipairs(ids) do
   else
     local size = #record + bodySize(bodiesKey, id, inline)
     if not budget.take(size) then result[4] = 1 break end
-    local deadline = now + (h[H_TTR] or tonumber(ARGV[4]))
-    h[H_ATTEMPTS] = h[H_ATTEMPTS] + 1
-    h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = RUNNING, now, deadline
-    h[H_CLAIM], h[H_STARTED] = ARGV[5] .. '.' .. i, false
-    if start then
-      h[H_STARTED], h[H_GIVE_BACKS] = now, 0
-      late[#late + 1] = now - h[H_RUN_AT]
-    end
-    save(jobsKey, id, h, inline)
-    redis.call('ZADD', runningKey, deadline, id)
-    result[#result + 1] = { id, h[H_ATTEMPTS], h[H_RUN_AT], deadline, h[H_URL], inline, h[H_MAX], h[H_CLAIM] }
+    result[#result + 1] = claimOne(k, id, h, inline, now, tonumber(ARGV[4]), ARGV[5] .. '.' .. i, start and late)
   end
   taken = i
 end

@@ -13,11 +13,14 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] limit per part  ARGV[3] the topic's max attempts
   ARGV[4] the topic's backoff spec  ARGV[5] random number in [0, 1) for jitter
   ARGV[6] dead retention ms  ARGV[7] byte budget of the records read (parts 1 and 3)
+  ARGV[8] '1': a flow topic (includes/flow.lua): due jobs go to their keys' lanes (their records
+          read, within the budget), and keys whose pace held them go back in the ring; '0': not
   Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready, givenBack,
             { group, id, chunk, group, id, chunk, ... } of the purged jobs that had a group }
   where more = 1 when a part hit its limit or the budget (call again now), nextAt is the earliest
-  of the next due job and the next TTR deadline, ready is the ready list's length after the move
-  (and the give-backs), and givenBack counts the attempts given back without counting.
+  of the next due job, the next TTR deadline and (flow) the next key its pace lets go, ready is the
+  ready list's length after the move and the give-backs (flow: the keys in the ring; 0 while the
+  topic is paused), and givenBack counts the attempts given back without counting.
   Mirrored by MoveDueReply in lib/engine/scripts.ts.
 ]]
 --- @include "codes"
@@ -26,12 +29,14 @@
 --- @include "head"
 --- @include "job"
 --- @include "attempts"
+--- @include "flow"
 local k = { delayed = KEYS[1], ready = KEYS[2], jobs = KEYS[4], bodies = KEYS[5], dead = KEYS[6] }
 local runningKey, doneKey = KEYS[3], KEYS[7]
 local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
 local defaultMax, defaultBackoff, rand = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local deadRetention = tonumber(ARGV[6])
 local budget = byteBudget(tonumber(ARGV[7]))
+local flow = ARGV[8] == '1'
 local moved, purged, more = 0, 0, 0
 local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
 
@@ -72,12 +77,48 @@ drain(runningKey, now, function(id, record)
 end)
 
 local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
-if #due > 0 then
+if #due > 0 and flow then
+  -- each to its key's lane: the key is in the record
+  local taken, routed = 0, 0
+  for _, id in ipairs(due) do
+    local record = redis.call('HGET', k.jobs, id)
+    if record then
+      if not budget.take(#record) then
+        more = 1
+        break
+      end
+      local h = decode(record)
+      if h[H_STATE] == PENDING then
+        flowReady(k.jobs, id, h, now)
+        routed = routed + 1
+      end
+    end
+    taken = taken + 1
+  end
+  if taken > 0 then redis.call('ZREMRANGEBYRANK', k.delayed, 0, taken - 1) end
+  countReady(flowKeys(k.jobs), routed)
+  moved = taken
+  if #due == limit then more = 1 end
+elseif #due > 0 then
   redis.call('ZREMRANGEBYRANK', k.delayed, 0, #due - 1)
   redis.call('RPUSH', k.ready, unpack(due))
   redis.call('HINCRBY', k.jobs, READY_TAIL_FIELD, #due)
   moved = #due
   if #due == limit then more = 1 end
+end
+
+local f = flow and flowKeys(k.jobs)
+if flow then
+  -- keys whose pace let them go again: back in the ring (or their state deleted, at rest)
+  local held = redis.call('ZRANGEBYSCORE', f.wait, '-inf', now, 'LIMIT', 0, limit)
+  for _, key in ipairs(held) do
+    local st = flowState(f, key)
+    st[F_HELD] = 0
+    ringIfClaimable(f, key, st)
+    saveFlowState(f, key, st, now)
+  end
+  if #held > 0 then redis.call('ZREMRANGEBYRANK', f.wait, 0, #held - 1) end
+  if #held == limit then more = 1 end
 end
 
 local left = {}
@@ -101,4 +142,13 @@ drain(k.dead, now - deadRetention, purge(DEAD, DEAD))
 local nextAt = headScore(k.delayed)
 local deadline = headScore(runningKey)
 if deadline and (not nextAt or deadline < nextAt) then nextAt = deadline end
-return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, redis.call('LLEN', k.ready), ended.givenBack, left }
+local ready
+if flow then
+  local let = headScore(f.wait)
+  if let and (not nextAt or let < nextAt) then nextAt = let end
+  ready = redis.call('LLEN', f.ring)
+else
+  ready = redis.call('LLEN', k.ready)
+end
+if ready > 0 and topicPaused(k.jobs) then ready = 0 end
+return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, ready, ended.givenBack, left }

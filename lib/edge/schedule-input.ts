@@ -96,7 +96,7 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
   return {
     topic,
     id,
-    partition: partitionOf(topic, id, config.partitions),
+    partition: partitionOf(config.topics.get(topic) ?? topic, id, config.partitions),
     spec: { ...recurrence!, catchUp, paused: input.paused === true, ...(jitterMs !== undefined ? { jitterMs } : {}) },
     body: body!,
     ...options,

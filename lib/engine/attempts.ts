@@ -1,7 +1,7 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
 import { randomBytes } from 'node:crypto';
-import type { TopicConfig } from '../rules/config';
-import { jobKeys, latenessKey, partitionOf, rateKey, topicKeys } from './keys';
+import type { FlowDefaults, TopicConfig } from '../rules/config';
+import { jobKeys, latenessKey, partitionOf, rateKey, topicKeys, type BodiesKey } from './keys';
 import type { ClockArg } from './scripts';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { readSlot, run } from './lua';
@@ -39,7 +39,8 @@ async function countsByPartition(ctx: EngineContext, t: TopicConfig): Promise<{ 
  * time (ms) the claim counts as made, instead of the clock at each call. `start`: the attempts are
  * started too, in the same script call (for a handler that runs what it claims at once).
  */
-export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, at?: number, start = false): Promise<ClaimedJob[]> {
+export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, at?: number, start = false): Promise<Claim> {
+  if (t.flow) return claimFlow(ctx, t, t.flow, count, maxRunning, maxBytes, at, start);
   const counts = await countsByPartition(ctx, t);
   const runningBy = counts?.running ?? [];
   let running = runningBy.reduce((a, b) => a + b, 0);
@@ -66,18 +67,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
         start,
       });
       const [now, , , stopped, ...items] = await run(ctx.redis, call);
-      const apart = items.filter((item) => item[5] === null).map((item) => item[0]);
-      const read = new Map(apart.map((id, i) => [id, i]));
-      const bodies = await bodiesApart(ctx, k.bodies, apart);
-      for (const item of items) {
-        // null only when, since the claim, the job was cancelled without retention (or cancelled
-        // and created anew with a small body): that attempt is no longer live (a handler's start
-        // would refuse it), so it is not handed out
-        const body = item[5] ?? bodies[read.get(item[0])!] ?? null;
-        if (body === null) continue;
-        claimed.push(toClaimed(t, now, item, body));
-        bytes += Buffer.byteLength(body);
-      }
+      bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
       running += items.length;
       more = stopped === 1;
       // stopped at a budget that was all that was left of maxBytes (not at one call's share)
@@ -86,12 +76,74 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
     }
     if (full || claimed.length >= count) break;
   }
-  return claimed;
+  return { jobs: claimed, heldUntil: null };
 }
 
-/** What a paced claim got: the jobs, and when the rate limit held it back, the ms until more tokens are due. */
-export interface PacedClaim {
+/** What a claim got: the jobs, and on a flow topic the earliest time a key its pace held back may start again (null: none held). */
+export interface Claim {
   jobs: ClaimedJob[];
+  heldUntil: number | null;
+}
+
+/**
+ * The claimed items of one script call as jobs, appended to `claimed`, with the bodies kept apart
+ * read by a plain HMGET; returns the bytes of the bodies handed out.
+ */
+async function handOut(ctx: EngineContext, t: TopicConfig, bodiesKey: BodiesKey, now: number, items: readonly script.ClaimedItem[], claimed: ClaimedJob[]): Promise<number> {
+  const apart = items.filter((item) => item[5] === null).map((item) => item[0]);
+  const read = new Map(apart.map((id, i) => [id, i]));
+  const bodies = await bodiesApart(ctx, bodiesKey, apart);
+  let bytes = 0;
+  for (const item of items) {
+    // null only when, since the claim, the job was cancelled without retention (or cancelled
+    // and created anew with a small body): that attempt is no longer live (a handler's start
+    // would refuse it), so it is not handed out
+    const body = item[5] ?? bodies[read.get(item[0])!] ?? null;
+    if (body === null) continue;
+    claimed.push(toClaimed(t, now, item, body));
+    bytes += Buffer.byteLength(body);
+  }
+  return bytes;
+}
+
+/**
+ * claimJobs for a flow topic (lua/claimFlow-6.lua): round its keys in its one partition, each key
+ * within its limits, the topic within `maxRunning`; calls again while a call stopped at its byte
+ * budget with room left. `heldUntil`: the earliest time a key held by its pace may start again
+ * (the engine makes sure a sweep looks then), null when none was held.
+ */
+async function claimFlow(ctx: EngineContext, t: TopicConfig, flow: FlowDefaults, count: number, maxRunning: number, maxBytes: number, at: number | undefined, start: boolean): Promise<Claim> {
+  const p = partitionOf(t, '', ctx.config.partitions);
+  const k = topicKeys(p, t.name, ctx.config.partitions);
+  const claimed: ClaimedJob[] = [];
+  let bytes = 0;
+  let heldUntil: number | null = null;
+  for (let more = true; more && claimed.length < count && bytes < maxBytes;) {
+    const left = maxBytes - bytes;
+    const strict = claimed.length > 0;
+    const call = script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)], {
+      clock: at ?? ctx.clock(),
+      count: count - claimed.length,
+      maxRunning,
+      ttrMs: t.ttrMs,
+      nonce: randomBytes(8).toString('hex'),
+      maxBytes: Math.max(0, Math.min(SCRIPT_CALL_BYTES, left)),
+      strict,
+      retentionMs: ctx.config.retentionMs,
+      start,
+      flow,
+    });
+    const [now, , , stopped, held, ...items] = await run(ctx.redis, call);
+    if (held !== null && (heldUntil === null || held < heldUntil)) heldUntil = held;
+    bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
+    // stopped at a budget that was all that was left of maxBytes: full
+    more = stopped === 1 && left > SCRIPT_CALL_BYTES && !(strict && items.length === 0);
+  }
+  return { jobs: claimed, heldUntil };
+}
+
+/** What a paced claim got: the jobs (and a flow topic's heldUntil, see Claim), and when the rate limit held it back, the ms until more tokens are due. */
+export interface PacedClaim extends Claim {
   /** ms until the rate limit grants more starts, when it granted fewer than asked for; null when it did not hold the claim back (or the topic has none). */
   waitMs: number | null;
 }
@@ -103,18 +155,18 @@ export interface PacedClaim {
  * further calls). `start`: the attempts are started too (see claimJobs).
  */
 export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, start = false): Promise<PacedClaim> {
-  if (!t.rateLimit || count <= 0) return { jobs: await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start), waitMs: null };
+  if (!t.rateLimit || count <= 0) return { ...(await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start)), waitMs: null };
   const key = [rateKey(t.name)] as const;
   const [granted, slot, waitMs, grantedAt] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
-  if (granted === 0) return { jobs: [], waitMs: Math.max(1, waitMs) };
+  if (granted === 0) return { jobs: [], heldUntil: null, waitMs: Math.max(1, waitMs) };
   // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),
   // so the starts the window counts are the starts the jobs record, whatever the claim's own delay.
   // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow side.
-  const jobs = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt, start);
+  const { jobs, heldUntil } = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt, start);
   const unused = granted - jobs.length;
   if (unused > 0) await run(ctx.redis, script.returnTokens(key, { slot, n: unused, intervalMs: t.rateLimit.perMs / t.rateLimit.count }));
   // fewer jobs than tokens: what stopped the claim was not the limit
-  return { jobs, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
+  return { jobs, heldUntil, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
 }
 
 /** The script arguments naming attempt `ref` of job `id`. */
@@ -156,7 +208,7 @@ export function ackJob(ctx: EngineContext, topic: string, id: string, ref: Attem
   const clock = ctx.clock();
   const acks = pending.get(clock) ?? [];
   pending.set(clock, acks);
-  return new Promise<AckOutcome>((resolve, reject) => acks.push({ topic, id, partition: partitionOf(topic, id, ctx.config.partitions), ref, resolve, reject }));
+  return new Promise<AckOutcome>((resolve, reject) => acks.push({ topic, id, partition: partitionOf(ctx.config.topics.get(topic) ?? topic, id, ctx.config.partitions), ref, resolve, reject }));
 }
 
 /** Sends acks made at one clock: an ackJobs call per topic, partition and ACK_BATCH attempts, all at once. */
@@ -179,7 +231,7 @@ async function ackBatch(ctx: EngineContext, partition: number, clock: ClockArg, 
 
 /** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */
 export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, ref: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
-  const k = jobKeys(t.name, id, ctx.config.partitions);
+  const k = jobKeys(t, id, ctx.config.partitions);
   const call = script.failJob([k.jobs, k.running, k.delayed, k.dead], {
     clock: ctx.clock(),
     ...attemptArg(id, ref),
@@ -193,7 +245,7 @@ export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, re
 }
 
 type Ref = Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef;
-const slotOf = (ctx: EngineContext) => ({ partition: (job: Ref) => partitionOf(job.topic, job.id, ctx.config.partitions), topic: (job: Ref) => job.topic });
+const slotOf = (ctx: EngineContext) => ({ partition: (job: Ref) => partitionOf(ctx.config.topics.get(job.topic) ?? job.topic, job.id, ctx.config.partitions), topic: (job: Ref) => job.topic });
 
 /**
  * Gives claimed jobs back to the front of their ready lists without counting the attempt, after
@@ -235,7 +287,7 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
   const live: boolean[] = new Array<boolean>(jobs.length).fill(false);
   const byPartition = new Map<number, number[]>();
   jobs.forEach((job, i) => {
-    const p = partitionOf(topic, job.id, ctx.config.partitions);
+    const p = partitionOf(ctx.config.topics.get(topic) ?? topic, job.id, ctx.config.partitions);
     byPartition.set(p, [...(byPartition.get(p) ?? []), i]);
   });
   await Promise.all(
@@ -245,7 +297,7 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
       for (let rest = indexes; rest.length > 0;) {
         const reply = await run(
           ctx.redis,
-          script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.config.partitions)], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
+          script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.config.partitions), k.running, k.ready], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
         );
         reply.forEach((code, j) => (live[rest[j]!] = code === OUTCOME.STARTED));
         rest = rest.slice(atLeastOne(reply.length, 'startAttempts'));

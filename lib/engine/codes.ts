@@ -34,6 +34,8 @@ export const OUTCOME = {
   GIVEN_BACK: 2,
   /** startAttempts: the attempt is live and now marked started: run it */
   STARTED: 1,
+  /** startAttempts: the topic or the job's flow key is paused: given back without counting; do not run it */
+  HELD_BACK: 3,
   /** advanceSchedule: the schedule moved on to its next occurrence */
   ADVANCED: 1,
   /** deleteSchedule */

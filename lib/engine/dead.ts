@@ -74,7 +74,7 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
     (redriven > before ? changed : looked).push(partition);
   };
   if ('ids' in which) {
-    const byPartition = groupBy(which.ids, (id) => partitionOf(t.name, id, ctx.config.partitions));
+    const byPartition = groupBy(which.ids, (id) => partitionOf(t, id, ctx.config.partitions));
     for (const [partition, ids] of byPartition) await visit(partition, { ids });
   } else {
     // the oldest first of partition 0, then of 1, ...: dead jobs of one partition are ordered, not across partitions

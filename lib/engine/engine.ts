@@ -22,7 +22,8 @@ import { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, typ
 import { listJobs, type JobsCursor, type ListState } from './lists';
 import { partitionOf } from './keys';
 import { Rotation } from './partitions';
-import { getJob, topicStats } from './read';
+import { claimable, getJob, topicStats } from './read';
+import { getFlowKey, pauseTopic, setFlowKey, type FlowKeyChange, type FlowKeyState } from './flow';
 import { deleteSchedule, getSchedule, listSchedules, putSchedule, type Schedule } from './schedules';
 import { sweep, type OnReady } from './sweep';
 import { cancelJob, rescheduleJob, writeJobs } from './write';
@@ -44,7 +45,11 @@ export interface EngineOptions {
 /** A topic's stats with its lateness, as GET /topics shows them. */
 export type TopicStatsView = TopicStats & { lateness: LatenessWindow; oldestReadyAgeMs: number | null; lastHour: LatenessMinute[] };
 
-export class Engine {
+/**
+ * What every operation of the Engine stands on: its client, configuration and context, the
+ * topics, the clock, the durability wait and the sweeper's wake-up.
+ */
+export class EngineBase {
   readonly ctx: EngineContext;
 
   constructor(
@@ -65,7 +70,7 @@ export class Engine {
 
   /** The partition of job (or schedule) `topic`/`id`. */
   partitionOf(topic: string, id: string): number {
-    return partitionOf(topic, id, this.config.partitions);
+    return partitionOf(this.config.topics.get(topic) ?? topic, id, this.config.partitions);
   }
 
   /** The clock every due time is on: the fixed test clock, else Redis TIME (epoch ms). */
@@ -83,7 +88,7 @@ export class Engine {
    * and, for `covering`, every change their primary had (answers that wrote nothing but report
    * state); throws NotReplicatedError when none confirmed in time.
    */
-  private async durable(partitions: Iterable<number>, covering: Iterable<number> = []): Promise<void> {
+  protected async durable(partitions: Iterable<number>, covering: Iterable<number> = []): Promise<void> {
     const { mode, timeoutMs } = this.config.durability;
     if (mode === 'replica') await confirmReplicated(this.ctx, partitions, covering, timeoutMs);
   }
@@ -103,6 +108,14 @@ export class Engine {
     }
   }
 
+  /** A flow topic's claim that left keys held by their pace: a sweep must look when the first may go (it puts them back in turn). */
+  protected async heldBack<C extends PacedClaim>(claim: C): Promise<C> {
+    if (claim.heldUntil !== null) await this.wake(claim.heldUntil);
+    return claim;
+  }
+}
+
+export class Engine extends EngineBase {
   // Producers' changes: durable before they return; wake the sweeper when they made a job due first.
 
   /** Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order. `by` (in every API change): the key's name, its updatedBy. */
@@ -171,6 +184,41 @@ export class Engine {
     return deleted;
   }
 
+  /**
+   * Pauses topic `topic`: once this returns, no job of it starts (claims take nothing, and attempts
+   * claimed before are held back at their start, uncounted) until it is resumed; adds are still
+   * accepted and running attempts finish.
+   */
+  async pauseTopic(topic: string, by = ''): Promise<void> {
+    const partitions = await pauseTopic(this.ctx, this.topic(topic), true, by);
+    await this.durable(partitions, partitions);
+  }
+
+  /** Resumes topic `topic`: its ready jobs start again within its limits (the sweeper is woken to hand them out). */
+  async resumeTopic(topic: string, by = ''): Promise<void> {
+    const partitions = await pauseTopic(this.ctx, this.topic(topic), false, by);
+    await this.durable(partitions, partitions);
+    await this.wake('now');
+  }
+
+  /** Flow key `key` of flow topic `topic`: running, ready, pace, limits, pause. */
+  flowKey(topic: string, key: string): Promise<FlowKeyState> {
+    return getFlowKey(this.ctx, this.topic(topic), key);
+  }
+
+  /**
+   * Pins flow key `key`'s limits and/or pauses or resumes it ('clear': back to the topic's
+   * defaults, resumed). A key's pause has a topic pause's guarantee: none of its jobs starts once
+   * this returns. A key given room or resumed is handed out again (the sweeper is woken).
+   */
+  async setFlowKey(topic: string, key: string, change: FlowKeyChange | 'clear', by = ''): Promise<FlowKeyState> {
+    void by; // pinned limits are not attributed yet: the key's state has no updatedBy
+    const { state, partition } = await setFlowKey(this.ctx, this.topic(topic), key, change);
+    await this.durable([partition], [partition]);
+    if (!state.paused && state.ready > 0) await this.wake('now');
+    return state;
+  }
+
   // Reads.
 
   get(topic: string, id: string): Promise<Job | null> {
@@ -195,6 +243,11 @@ export class Engine {
 
   listSchedules(topic: string, page: { limit?: number; after?: string } = {}): Promise<{ schedules: Schedule[]; next: string | null }> {
     return listSchedules(this.ctx, this.topic(topic), { limit: SCHEDULES_PAGE.default, ...page });
+  }
+
+  /** Whether topic `topic` may have jobs a claim would take now: not paused, under its concurrency, ready ids (a flow topic: keys in turn). Advisory. */
+  claimable(topic: string): Promise<boolean> {
+    return claimable(this.ctx, this.topic(topic));
   }
 
   /** Counts per state and the next due time of a topic (plain reads). */
@@ -228,9 +281,9 @@ export class Engine {
    * most `maxRunning` (default: its concurrency) and the bodies under `maxBytes`; `waitMs`: how long
    * the topic's rateLimit holds further claims back (null when it does not).
    */
-  claimPaced(topic: string, count: number, maxRunning?: number, maxBytes = SCRIPT_CALL_BYTES): Promise<PacedClaim> {
+  async claimPaced(topic: string, count: number, maxRunning?: number, maxBytes = SCRIPT_CALL_BYTES): Promise<PacedClaim> {
     const t = this.topic(topic);
-    return claimPaced(this.ctx, t, count, maxRunning ?? t.concurrency, maxBytes);
+    return this.heldBack(await claimPaced(this.ctx, t, count, maxRunning ?? t.concurrency, maxBytes));
   }
 
   /** As claimPaced, the jobs only. */
@@ -244,7 +297,7 @@ export class Engine {
    */
   async claimStarted(topic: string, count: number): Promise<ClaimedJob[]> {
     const t = this.topic(topic);
-    return (await claimPaced(this.ctx, t, count, t.concurrency, SCRIPT_CALL_BYTES, true)).jobs;
+    return (await this.heldBack(await claimPaced(this.ctx, t, count, t.concurrency, SCRIPT_CALL_BYTES, true))).jobs;
   }
 
   /** Marks claimed attempts still live as started and records their lateness; says, in order, which are (run only those). */

@@ -15,6 +15,7 @@ export { NotReplicatedError, connectedReplicas } from './durable';
 export { partitionOf, routingId } from './keys';
 export { chunkBySize } from './partitions';
 export type { PacedClaim } from './attempts';
+export type { FlowKeyChange, FlowKeyState, FlowLimits, FlowRate } from './flow';
 export type { OnReady } from './sweep';
 export { decodeDeadCursor, encodeDeadCursor, type DeadCursor } from './dead';
 export { decodeGroupCursor, encodeGroupCursor, type GroupCursor } from './groups';

@@ -38,6 +38,8 @@ export interface Job {
   group: string | null;
   /** The name of the API key that last changed it (added, replaced, cancelled, redrove it); null when only the queue has (a schedule's occurrence). */
   updatedBy: string | null;
+  /** Its flow key on a flow topic ('' when it was added without one: the jobs without a key share the key ''); null on any other topic. */
+  key: string | null;
   body: unknown;
 }
 
@@ -79,6 +81,8 @@ export interface TopicStats {
   running: number;
   dead: number;
   nextDueAt: string | null;
+  /** The topic is paused: no job of it starts until it is resumed. */
+  paused: boolean;
 }
 
 /** What one sweep over every topic and partition did. */
@@ -140,7 +144,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * when the view leaves it out (a body kept apart, read by the engine; a replaced job's new body).
  */
 export function toJob(t: TopicConfig, view: JobView, body: string | null = view[12]): Job {
-  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, , version, group, updatedBy] = view;
+  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, , version, group, updatedBy, key] = view;
   if (body === null) throw new Error(`job ${t.name}/${id} has no body: its record says it is kept apart, and the bodies hash has none`);
   return {
     topic: t.name,
@@ -159,6 +163,7 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     version,
     group,
     updatedBy,
+    key: t.flow ? (key ?? '') : null,
     body: JSON.parse(body),
   };
 }
@@ -182,6 +187,7 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
     version,
     group: job.group ?? null,
     updatedBy: by === '' ? null : by,
+    key: t.flow ? (job.key ?? '') : null,
     body: JSON.parse(job.body),
   };
 }

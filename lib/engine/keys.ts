@@ -151,8 +151,8 @@ export function groupBucketKey(jobs: JobsKey, n: number): string {
 }
 
 /** Keys of the topic of job (topic, id) in the job's partition (of `partitions`). */
-export function jobKeys(topic: string, id: string, partitions: number): TopicKeys {
-  return topicKeys(partitionOf(topic, id, partitions), topic, partitions);
+export function jobKeys(t: TopicRef | string, id: string, partitions: number): TopicKeys {
+  return topicKeys(partitionOf(t, id, partitions), typeof t === 'string' ? t : t.name, partitions);
 }
 
 /**
@@ -310,13 +310,37 @@ export function routingId(id: string): string {
 }
 
 /**
- * Partition of job (topic, id): FNV-1a (32-bit) of `topic:<routingId(id)>` modulo `count`, so a
+ * Partition of job (topic, id): for a flow topic, FNV-1a (32-bit) of the topic's name modulo
+ * `count` (the whole topic in one partition); else FNV-1a of `topic:<routingId(id)>` modulo `count`, so a
  * schedule and each of its occurrences share a partition and one script can create the next
  * occurrence as it advances the schedule. Stable across processes and versions: changing it, or
  * `count`, strands existing jobs (with several partitions, a job added before schedules existed
  * whose id ends in `:<YYYYMMDDTHHMMSSZ>` was placed by its whole id, and is no longer found).
  */
-export function partitionOf(topic: string, id: string, count: number): number {
+export function partitionOf(t: TopicRef | string, id: string, count: number): number {
   if (count === 1) return 0;
-  return fnv1a(`${topic}:${routingId(id)}`) % count;
+  if (typeof t === 'string') t = { name: t }; // a topic without flow control (tests)
+  if (t.flow) return fnv1a(t.name) % count; // a flow topic lives in one partition: its keys' state shares its jobs' slot
+  return fnv1a(`${t.name}:${routingId(id)}`) % count;
 }
+
+/** What places a job: its topic's name, and whether the topic is a flow topic (all of it in one partition). */
+export interface TopicRef {
+  name: string;
+  flow?: unknown;
+}
+
+/**
+ * The flow-control keys of a flow topic (lua/includes/flow.lua), derived from its jobs hash as the
+ * scripts derive them, so in its slot: `state` HASH key -> msgpack state (and READY_FIELD), `conf`
+ * HASH key -> pinned limits and pause, `ring` LIST of keys to claim from in turn, `wait` ZSET of
+ * keys held by their pace, and each key's lane (`lane(key)`, LIST of its ready ids).
+ */
+export function flowKeys(jobs: JobsKey) {
+  return { state: `${jobs}#flow`, conf: `${jobs}#fconf`, ring: `${jobs}#lanes`, wait: `${jobs}#fwait`, lane: (key: string) => `${jobs}#lane:${key}` };
+}
+
+/** The field of a topic's jobs hash that says it is paused (lua/includes/flow.lua). */
+export const PAUSED_FIELD = '#paused';
+/** The field of a flow topic's state hash that counts the ids in its lanes (lua/includes/flow.lua). */
+export const READY_FIELD = '#ready';

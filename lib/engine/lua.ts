@@ -7,8 +7,10 @@ import budget from '../../lua/includes/budget.lua';
 import buckets from '../../lua/includes/buckets.lua';
 import call from '../../lua/includes/call.lua';
 import cancel from '../../lua/includes/cancel.lua';
+import claim from '../../lua/includes/claim.lua';
 import clock from '../../lua/includes/clock.lua';
 import codes from '../../lua/includes/codes.lua';
+import flow from '../../lua/includes/flow.lua';
 import groupCancel from '../../lua/includes/groupCancel.lua';
 import groups from '../../lua/includes/groups.lua';
 import head from '../../lua/includes/head.lua';
@@ -34,7 +36,11 @@ import redriveJobs from '../../lua/redriveJobs-3.lua';
 import releaseLease from '../../lua/releaseLease-4.lua';
 import releaseJobs from '../../lua/releaseJobs-5.lua';
 import rescheduleJob from '../../lua/rescheduleJob-3.lua';
-import startAttempts from '../../lua/startAttempts-2.lua';
+import startAttempts from '../../lua/startAttempts-4.lua';
+import claimFlow from '../../lua/claimFlow-6.lua';
+import pauseTopic from '../../lua/pauseTopic-1.lua';
+import setFlowKey from '../../lua/setFlowKey-1.lua';
+import getFlowKey from '../../lua/getFlowKey-1.lua';
 import startFanout from '../../lua/startFanout-1.lua';
 import syncPoint from '../../lua/syncPoint-1.lua';
 import recordStarts from '../../lua/recordStarts-1.lua';
@@ -61,7 +67,11 @@ export const SCRIPTS = {
   ackJobs: { file: 'ackJobs-4.lua', numberOfKeys: 4, source: ackJobs },
   failJob: { file: 'failJob-4.lua', numberOfKeys: 4, source: failJob },
   releaseJobs: { file: 'releaseJobs-5.lua', numberOfKeys: 5, source: releaseJobs },
-  startAttempts: { file: 'startAttempts-2.lua', numberOfKeys: 2, source: startAttempts },
+  startAttempts: { file: 'startAttempts-4.lua', numberOfKeys: 4, source: startAttempts },
+  claimFlow: { file: 'claimFlow-6.lua', numberOfKeys: 6, source: claimFlow },
+  pauseTopic: { file: 'pauseTopic-1.lua', numberOfKeys: 1, source: pauseTopic },
+  setFlowKey: { file: 'setFlowKey-1.lua', numberOfKeys: 1, source: setFlowKey },
+  getFlowKey: { file: 'getFlowKey-1.lua', numberOfKeys: 1, source: getFlowKey },
   moveDue: { file: 'moveDue-7.lua', numberOfKeys: 7, source: moveDue },
   redriveJobs: { file: 'redriveJobs-3.lua', numberOfKeys: 3, source: redriveJobs },
   listJobs: { file: 'listJobs-4.lua', numberOfKeys: 4, source: listJobs },
@@ -116,8 +126,10 @@ export const INCLUDES: Readonly<Record<string, string>> = {
   buckets,
   call,
   cancel,
+  claim,
   clock,
   codes,
+  flow,
   groupCancel,
   groups,
   head,
@@ -156,7 +168,7 @@ export function scriptText(name: ScriptName): string {
 }
 
 /** Scripts that change nothing: flagged `no-writes` in the library, so they answer while Redis is out of memory. */
-const READ_ONLY: ReadonlySet<ScriptName> = new Set(['getJob', 'listJobs', 'listReady', 'listGroup', 'dueSchedules', 'getSchedule', 'listSchedules']);
+const READ_ONLY: ReadonlySet<ScriptName> = new Set(['getJob', 'getFlowKey', 'listJobs', 'listReady', 'listGroup', 'dueSchedules', 'getSchedule', 'listSchedules']);
 
 /** The scripts as one Redis Functions library: its name, its text, and each script's function name. */
 export interface Library {

@@ -1,6 +1,6 @@
 /** Reads: one job, and a topic's counts. */
 import type { TopicConfig } from '../rules/config';
-import { jobKeys, topicKeys, type BodiesKey } from './keys';
+import { flowKeys, jobKeys, PAUSED_FIELD, READY_FIELD, topicKeys, type BodiesKey } from './keys';
 import { readSlot, runThenHget } from './lua';
 import type { EngineContext } from './context';
 import { isoOrNull, toJob, type Job, type JobView, type TopicStats } from './jobs';
@@ -12,7 +12,7 @@ import * as script from './scripts';
  * script reads the record; a body kept apart comes from a plain HGET in the same transaction.
  */
 export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Promise<Job | null> {
-  const k = jobKeys(t.name, id, ctx.config.partitions);
+  const k = jobKeys(t, id, ctx.config.partitions);
   const [view, apart] = await runThenHget(ctx.redis, script.getJob([k.jobs, k.delayed], { id }), k.bodies, id);
   return view ? toJob(t, view, view[12] ?? apart) : null;
 }
@@ -42,23 +42,36 @@ export async function viewsWithBodies(ctx: EngineContext, key: BodiesKey, views:
 
 /** Counts per state and the next due time of a topic, summed over partitions (plain reads, no script). */
 export async function topicStats(ctx: EngineContext, topic: string): Promise<TopicStats> {
-  const stats: TopicStats = { topic, delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null };
+  const stats: TopicStats = { topic, delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null, paused: false };
   let next: number | null = null;
   await forEachPartition(ctx.config.partitions, async (p) => {
     const k = topicKeys(p, topic, ctx.config.partitions);
-    const [delayed, ready, running, dead, head] = (await readSlot(ctx.redis, (pipeline) => pipeline.zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES'))) as [
-      number,
-      number,
-      number,
-      number,
-      string[],
-    ];
+    const f = flowKeys(k.jobs);
+    const [delayed, ready, running, dead, head, paused, lanes] = (await readSlot(ctx.redis, (pipeline) =>
+      pipeline.zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES').hexists(k.jobs, PAUSED_FIELD).hget(f.state, READY_FIELD),
+    )) as [number, number, number, number, string[], number, string | null];
     stats.delayed += delayed;
-    stats.ready += ready;
+    stats.ready += ready + Number(lanes ?? 0); // a flow topic's ready ids are in its keys' lanes
+    if (paused === 1) stats.paused = true;
     stats.running += running;
     stats.dead += dead;
     if (head[1] !== undefined && (next === null || Number(head[1]) < next)) next = Number(head[1]);
   });
   stats.nextDueAt = isoOrNull(next);
   return stats;
+}
+
+/**
+ * Whether topic `t` may have jobs a claim would take now: not paused, under its concurrency, and
+ * with ready ids (a flow topic: keys in its ring, so keys at their cap, held or paused do not count).
+ * Plain reads; advisory (the claim decides).
+ */
+export async function claimable(ctx: EngineContext, t: TopicConfig): Promise<boolean> {
+  const counts = await forEachPartition(ctx.config.partitions, async (p) => {
+    const k = topicKeys(p, t.name, ctx.config.partitions);
+    const ready = t.flow ? flowKeys(k.jobs).ring : k.ready;
+    return (await readSlot(ctx.redis, (pipeline) => pipeline.llen(ready).zcard(k.running).hexists(k.jobs, PAUSED_FIELD))) as [number, number, number];
+  });
+  const running = counts.reduce((sum, [, r]) => sum + r, 0);
+  return running < t.concurrency && counts.some(([ready, , paused]) => ready > 0 && paused === 0);
 }

@@ -46,9 +46,9 @@ const call = <Reply>(script: ScriptName, keys: readonly string[], args: Arg[]): 
 /** An If-Match precondition as the scripts take it: '' none, '*' any existing job, else the version the job must have. */
 export type IfMatchArg = '' | '*' | number;
 
-/** The 10 ARGV of one job in lua/addJobs-5.lua. */
+/** The 11 ARGV of one job in lua/addJobs-5.lua. */
 function jobArgs(job: NewJob): Arg[] {
-  return [job.id, job.when.kind, job.when.ms, job.maxAttempts ?? '', job.ttrMs ?? '', job.backoff ?? '', job.url ?? '', job.group ?? '', job.ifMatch ?? '', job.body];
+  return [job.id, job.when.kind, job.when.ms, job.maxAttempts ?? '', job.ttrMs ?? '', job.backoff ?? '', job.url ?? '', job.group ?? '', job.ifMatch ?? '', job.key ?? '', job.body];
 }
 
 /**
@@ -78,8 +78,8 @@ export type AddResult =
 export type AddJobsReply = readonly [headChanged: Flag, ...results: AddResult[]];
 
 /** lua/addJobs-5.lua: adds jobs of one topic, partition and group ('put': creates or replaces them), within the byte budget. */
-export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey, GroupKey], a: { clock: ClockArg; mode: 'add' | 'put'; by?: string; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {
-  return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, a.by ?? '', ...a.jobs.flatMap(jobArgs)]);
+export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey, GroupKey], a: { clock: ClockArg; mode: 'add' | 'put'; by?: string; flow?: boolean; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {
+  return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, a.by ?? '', a.flow ? '1' : '0', ...a.jobs.flatMap(jobArgs)]);
 }
 
 /** lua/getJob-2.lua: one job, or null; a body kept apart is null (read it from the bodies hash in the same transaction). */
@@ -198,12 +198,53 @@ export function releaseJobs(
   return call('releaseJobs', keys, [a.clock, a.maxAttempts, a.backoff, a.random, a.reason, a.maxBytes, ...a.jobs.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
-/** lua/startAttempts-2.lua's reply: one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
-export type StartReply = readonly (Outcome<'STARTED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[];
+/** lua/startAttempts-4.lua's reply: one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
+export type StartReply = readonly (Outcome<'STARTED'> | Outcome<'HELD_BACK'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[];
 
-/** lua/startAttempts-2.lua: marks the live attempts of one topic and partition started, records their lateness; says which are live. */
-export function startAttempts(keys: readonly [JobsKey, LatenessKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget): ScriptCall<StartReply> {
+/** lua/startAttempts-4.lua: marks the live attempts of one topic and partition started, records their lateness; says which are live (a paused topic's or key's are held back). */
+export function startAttempts(keys: readonly [JobsKey, LatenessKey, RunningKey, ReadyKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget): ScriptCall<StartReply> {
   return call('startAttempts', keys, [a.clock, a.maxBytes, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
+}
+
+/** lua/claimFlow-6.lua's reply: as claimJobs-7's, with `heldUntil`, the earliest time a key this call held by its pace may start again. */
+export type ClaimFlowReply = readonly [now: number, taken: number, skipped: number, more: Flag, heldUntil: number | null, ...claimed: ClaimedItem[]];
+
+/** A flow topic's per-key defaults, as lua/claimFlow-6.lua takes them. */
+export interface FlowDefaultsArg {
+  concurrency: number | null;
+  rate: { count: number; perMs: number; burst: number } | null;
+}
+
+/** lua/claimFlow-6.lua: claims up to `count` ready jobs of a flow topic round its keys, each within its limits (`flow`: the topic's defaults), the topic within `maxRunning`. */
+export function claimFlow(
+  keys: readonly [RunningKey, JobsKey, BodiesKey, DelayedKey, DoneKey, LatenessKey],
+  a: { clock: ClockArg; count: number; maxRunning: number; ttrMs: number; nonce: string; strict?: boolean; retentionMs: number; start?: boolean; flow: FlowDefaultsArg } & Budget,
+): ScriptCall<ClaimFlowReply> {
+  const r = a.flow.rate;
+  return call('claimFlow', keys, [a.clock, a.count, a.maxRunning, a.ttrMs, a.nonce, a.maxBytes, a.strict ? '1' : '0', a.retentionMs, a.start ? '1' : '0', a.flow.concurrency ?? '', r ? r.count : '', r ? r.perMs : '', r ? r.burst : '']);
+}
+
+/** lua/getFlowKey-1.lua's and lua/setFlowKey-1.lua's reply (flowView in lua/includes/flow.lua). */
+export type FlowKeyReply = readonly [now: number, running: number, ready: number, tat: number, concurrency: number | null, count: number | null, perMs: number | null, burst: number | null, paused: Flag];
+
+/** lua/getFlowKey-1.lua: a flow key's live state. */
+export function getFlowKey(keys: readonly [JobsKey], a: { clock: ClockArg; key: string }): ScriptCall<FlowKeyReply> {
+  return call('getFlowKey', keys, [a.clock, a.key]);
+}
+
+/** lua/setFlowKey-1.lua: pins a flow key's limits and pause ('' leaves a field, '-' returns it to the topic's default), or clears them. */
+export function setFlowKey(
+  keys: readonly [JobsKey],
+  a: { clock: ClockArg; key: string; mode: 'set' | 'clear'; concurrency: number | '' | '-'; rate: { count: number; perMs: number; burst: number } | '' | '-'; paused: '' | '1' | '0' },
+): ScriptCall<FlowKeyReply> {
+  const r = a.rate;
+  const rate = typeof r === 'object' ? [r.count, r.perMs, r.burst] : [r, '', ''];
+  return call('setFlowKey', keys, [a.clock, a.mode, a.concurrency, ...rate, a.paused, a.key]);
+}
+
+/** lua/pauseTopic-1.lua: pauses (or resumes) a topic in one partition; 1 when that changed its state. */
+export function pauseTopic(keys: readonly [JobsKey], a: { paused: boolean; by: string }): ScriptCall<number> {
+  return call('pauseTopic', keys, [a.paused ? '1' : '0', a.by]);
 }
 
 /** lua/moveDue-7.lua's reply; `left` is group, id, chunk, group, id, chunk, ... of the purged jobs that had a group. */
@@ -212,9 +253,9 @@ export type MoveDueReply = readonly [moved: number, retried: number, deadLettere
 /** lua/moveDue-7.lua: one sweep step for one topic and partition, bounded by `limit` jobs per part and by the byte budget. */
 export function moveDue(
   keys: readonly [DelayedKey, ReadyKey, RunningKey, JobsKey, BodiesKey, DeadKey, DoneKey],
-  a: { clock: ClockArg; limit: number; maxAttempts: number; backoff: string; random: number; deadRetentionMs: number } & Budget,
+  a: { clock: ClockArg; limit: number; maxAttempts: number; backoff: string; random: number; deadRetentionMs: number; flow?: boolean } & Budget,
 ): ScriptCall<MoveDueReply> {
-  return call('moveDue', keys, [a.clock, a.limit, a.maxAttempts, a.backoff, a.random, a.deadRetentionMs, a.maxBytes]);
+  return call('moveDue', keys, [a.clock, a.limit, a.maxAttempts, a.backoff, a.random, a.deadRetentionMs, a.maxBytes, a.flow ? '1' : '0']);
 }
 
 /**

@@ -20,6 +20,8 @@ export interface NewJob {
   url?: string;
   /** The job's group (validated like an id). */
   group?: string;
+  /** The job's flow key, on a flow topic (validated like an id); none: the key ''. */
+  key?: string;
   /** A put's If-Match: '*' (any existing job) or the version the job must have. */
   ifMatch?: '*' | number;
 }
@@ -52,6 +54,7 @@ export type JobView = readonly [
   version: number,
   group: string | null,
   updatedBy: string | null,
+  key: string | null,
 ];
 
 /** A validated schedule, as the engine takes it; the options apply to each occurrence. */

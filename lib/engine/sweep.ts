@@ -20,6 +20,7 @@ function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limi
     random: ctx.random(),
     deadRetentionMs: ctx.config.deadRetentionMs,
     maxBytes: SCRIPT_CALL_BYTES,
+    flow: t.flow !== undefined,
   });
 }
 

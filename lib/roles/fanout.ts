@@ -175,10 +175,9 @@ async function pass(deps: FanoutDeps, names: string[], reports: Record<string, F
   return held.length > 0 ? Math.min(...held) : null;
 }
 
-/** True when some topic has ready jobs and room under its concurrency. */
+/** True when some topic may have jobs a claim would take (Engine.claimable). */
 async function claimable(engine: Engine): Promise<boolean> {
-  const counts = await Promise.all([...engine.config.topics.values()].map(async (t) => ({ t, c: await engine.counts(t.name) })));
-  return counts.some(({ t, c }) => c.ready > 0 && c.running < t.concurrency);
+  return (await Promise.all([...engine.config.topics.keys()].map((t) => engine.claimable(t)))).some(Boolean);
 }
 
 /**

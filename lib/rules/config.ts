@@ -25,6 +25,17 @@ export interface TopicConfig {
   rateLimit?: RateLimit;
   /** Spread of a job's first run time (ms) for jobs that set no jitter: see lib/rules/pacing.ts. 0: none. */
   jitterMs: number;
+  /**
+   * Flow control per key (lib/engine/flow.ts): present on a flow topic, whose jobs may carry a
+   * `key` and are claimed round the keys, each within these limits (the key's pinned ones aside).
+   */
+  flow?: FlowDefaults;
+}
+
+/** A flow topic's per-key defaults: attempts running at once per key (null: only the topic's `concurrency` caps) and each key's pace (null: none). */
+export interface FlowDefaults {
+  concurrency: number | null;
+  rate: { count: number; perMs: number; burst: number } | null;
 }
 
 /** A topic's pacing: at most `count` attempts start in any span of `perMs` (lua/takeTokens-1.lua). */
@@ -81,6 +92,8 @@ export interface TopicInput {
   rateLimit?: { count?: number; per?: number };
   /** seconds: each job's first run time is spread over [runAt, runAt + jitter), for jobs that set none. */
   jitter?: number;
+  /** Flow control per key: `concurrency` per key, `rate` per key ({ count, per seconds, burst }). */
+  flow?: { concurrency?: number; rate?: { count?: number; per?: number; burst?: number } };
 }
 
 /** What a caller may write for the engine; see QueueConfig for the meaning of each field. */
@@ -176,6 +189,7 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
       ...(t.handler ? { handler: t.handler } : {}),
       ...(t.rateLimit !== undefined ? { rateLimit: rateLimit(t.rateLimit, `${where}.rateLimit`) } : {}),
       jitterMs: seconds(t.jitter ?? 0, `${where}.jitter`, JITTER_SECONDS.min, JITTER_SECONDS.max),
+      ...(t.flow !== undefined ? { flow: flowDefaults(t.flow, `${where}.flow`) } : {}),
     });
   }
   return {
@@ -203,6 +217,37 @@ function rateLimit(value: unknown, name: string): RateLimit {
   if (count === undefined) throw new Error(`${name}.count is required: the jobs started per per seconds`);
   const { count: c, perSeconds: p } = RATE_LIMIT;
   return { count: integer(count, `${name}.count`, c.min, c.max), perMs: seconds(per ?? p.default, `${name}.per`, p.min, p.max) };
+}
+
+/** A key's limits' ranges (flow control): concurrency per key, and a pace of `count` per `per` seconds with `burst` at once. */
+export const FLOW_LIMITS = { concurrency: { min: 1, max: 10_000 }, count: { min: 1, max: 1_000_000 }, perSeconds: { min: 0.001, max: 86_400, default: 1 } } as const;
+
+function flowDefaults(value: unknown, name: string): FlowDefaults {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(`${name} must be an object { concurrency, rate }: per-key limits, got ${JSON.stringify(value)}`);
+  }
+  const { concurrency, rate, ...rest } = value as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length > 0) throw new Error(`${name}.${extra[0]} is not a flow field (fields: concurrency, rate)`);
+  const { concurrency: c } = FLOW_LIMITS;
+  return {
+    concurrency: concurrency === undefined || concurrency === null ? null : integer(concurrency, `${name}.concurrency`, c.min, c.max),
+    rate: rate === undefined || rate === null ? null : flowRate(rate, `${name}.rate`),
+  };
+}
+
+/** A key's pace from `{ count, per, burst }` (per in seconds, default 1; burst default 1, at most count). */
+export function flowRate(value: unknown, name: string): { count: number; perMs: number; burst: number } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(`${name} must be an object { count, per, burst }: count starts per per seconds, got ${JSON.stringify(value)}`);
+  }
+  const { count, per, burst, ...rest } = value as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length > 0) throw new Error(`${name}.${extra[0]} is not a rate field (fields: count, per, burst)`);
+  if (count === undefined) throw new Error(`${name}.count is required: the starts per per seconds`);
+  const { count: c, perSeconds: p } = FLOW_LIMITS;
+  const n = integer(count, `${name}.count`, c.min, c.max);
+  return { count: n, perMs: seconds(per ?? p.default, `${name}.per`, p.min, p.max), burst: integer(burst ?? 1, `${name}.burst`, 1, n) };
 }
 
 function durabilityMode(value: unknown, name: string): Durability['mode'] {

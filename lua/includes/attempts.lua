@@ -4,6 +4,7 @@
 ]]
 --- @include "codes"
 --- @include "job"
+--- @include "flow"
 
 local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
 -- Give-backs in a row that cost no attempt; the next counts as a failed attempt, so a job whose
@@ -31,6 +32,7 @@ end
 -- Returns OUTCOME.RETRY_SCHEDULED, dueAt when a retry was scheduled; OUTCOME.DEAD_LETTERED when
 -- the job went dead.
 local function failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, retryAfter)
+  flowLeave(k.jobs, h, now)
   h[H_ERROR] = string.sub(err, 1, MAX_ERROR_BYTES)
   h[H_UPDATED] = now
   h[H_DEADLINE] = false
@@ -54,7 +56,8 @@ local function isAttempt(h, attempt, claim)
   return h[H_STATE] == RUNNING and h[H_ATTEMPTS] == tonumber(attempt) and h[H_CLAIM] == claim
 end
 
--- Gives a running attempt that never started back to the front of the ready list without counting
+-- Gives a running attempt that never started back to the front of the ready list (a flow topic's:
+-- of its key's lane) without counting
 -- it (`why` says what happened, for lastError). The give-back after MAX_GIVE_BACKS in a row counts
 -- as a failed attempt instead (retry or dead, as failAttempt). `k` as for failAttempt, and k.ready.
 -- Returns OUTCOME.GIVEN_BACK, or failAttempt's reply.
@@ -69,7 +72,12 @@ local function giveBack(k, id, h, inline, now, why, defaultMax, defaultBackoff, 
   h[H_ERROR] = string.sub('claim of attempt ' .. h[H_ATTEMPTS] .. ' given back: ' .. why .. ' (' .. n .. ' of ' .. MAX_GIVE_BACKS .. ' in a row without counting)', 1, MAX_ERROR_BYTES)
   h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_GIVE_BACKS] = PENDING, h[H_ATTEMPTS] - 1, now, false, n
   save(k.jobs, id, h, inline)
-  redis.call('LPUSH', k.ready, id)
+  if h[H_KEY] then
+    -- a flow topic's job: back to the head of its key's lane, its slot returned
+    flowGiveBack(k.jobs, id, h, now)
+  else
+    redis.call('LPUSH', k.ready, id)
+  end
   return OUTCOME.GIVEN_BACK
 end
 

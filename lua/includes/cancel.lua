@@ -3,6 +3,7 @@
 ]]
 --- @include "codes"
 --- @include "job"
+--- @include "flow"
 
 -- Ends job `id` (pending or running) as cancelled: out of the delayed and running zsets (an id
 -- left in the ready list is skipped by claim), kept readable for `retention` ms, or deleted now
@@ -11,7 +12,12 @@
 -- `by`: the API key that cancels it (updatedBy), or nil when the queue does.
 local function cancelNow(k, id, h, inline, now, retention, by)
   -- a pending job is in the delayed zset (or the ready list), a running one in the running zset
-  if h[H_STATE] == RUNNING then redis.call('ZREM', k.running, id) else redis.call('ZREM', k.delayed, id) end
+  if h[H_STATE] == RUNNING then
+    redis.call('ZREM', k.running, id)
+    flowLeave(k.jobs, h, now)
+  else
+    redis.call('ZREM', k.delayed, id)
+  end
   h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
   if by then h[H_BY] = by end
   if retention > 0 or h[H_GROUP] then

@@ -16,6 +16,7 @@ local OUTCOME = {
   RETRY_SCHEDULED = 1, DEAD_LETTERED = 0, -- failJob, failAttempt
   GIVEN_BACK = 2,                         -- giveBack: back to the ready list, no attempt counted
   STARTED = 1,                            -- startAttempts: live, marked started; run it
+  HELD_BACK = 3,                          -- startAttempts: paused, given back uncounted; do not run it
   ADVANCED = 1, DELETED = 1               -- advanceSchedule, deleteSchedule (putSchedule: CREATED, REPLACED)
 }
 -- holdLease (which otherwise replies the wake counter) and releaseLease.

@@ -27,9 +27,12 @@ local H_VERSION, H_GROUP = 15, 16
 -- H_BY: the name of the API key that last changed the job (added, replaced, cancelled or redrove
 -- it), or false when only the queue has (a schedule's occurrence).
 local H_BY = 17
+-- H_KEY: the job's flow key on a flow topic ('' for none given: see includes/flow.lua), false on
+-- any other topic.
+local H_KEY = 18
 -- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
 -- stored) for the first, and for a job without a group. Last: a header has no holes before it.
-local H_CHUNK = 18
+local H_CHUNK = 19
 -- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
 -- clock (nextVersion, remove; not a job: ids never hold '#').
 local SEQ_FIELD = '#seq'
@@ -171,13 +174,13 @@ end
 
 -- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
 -- or false for a body kept apart that the script did not read (the caller reads it).
--- Then the version, the group and the key that last changed it. Mirrored by JobView in
+-- Then the version, the group, the API key that last changed it and the flow key. Mirrored by JobView in
 -- lib/engine/shapes.ts, in this order.
 local function view(delayedKey, id, h, body)
   local state = h[H_STATE]
   if state == PENDING and not redis.call('ZSCORE', delayedKey, id) then state = READY end
   return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
-    h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY] }
+    h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY] }
 end
 
 -- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is

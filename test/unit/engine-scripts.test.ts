@@ -43,10 +43,14 @@ describe('typed script calls', () => {
       script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 0, ifMatch: '' }),
       script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: '', id: 'a', change: {} }),
       script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1 }),
+      script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 1, flow: { concurrency: 2, rate: { count: 3, perMs: 1000, burst: 1 } } }),
+      script.getFlowKey([k.jobs], { clock: '', key: 'a' }),
+      script.setFlowKey([k.jobs], { clock: '', key: 'a', mode: 'set', concurrency: '', rate: '', paused: '1' }),
+      script.pauseTopic([k.jobs], { paused: true, by: '' }),
       script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock: '', retentionMs: 0, attempts: [] }),
       script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: '', id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
-      script.startAttempts([k.jobs, late], { clock: '', attempts: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs, late, k.running, k.ready], { clock: '', attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1, maxBytes: 1 }),
       script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 1 }),
@@ -86,7 +90,7 @@ describe('typed script calls', () => {
       script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock: 7, retentionMs: 0, attempts: [] }),
       script.failJob([k.jobs, k.running, k.delayed, k.dead], { clock: 7, id: 'a', attempt: 1, claim: 'c', error: 'x', maxAttempts: 1, backoff: 'f:0', random: 0 }),
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: 7, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 1 }),
-      script.startAttempts([k.jobs, late], { clock: 7, attempts: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs, late, k.running, k.ready], { clock: 7, attempts: [], maxBytes: 1 }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: 7, limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1 }),
       script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: 7, ids: ['a'], maxBytes: 1 }),
       script.cancelGroup([k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: 7, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1, retentionMs: 0 }),
@@ -109,8 +113,22 @@ describe('typed script calls', () => {
     const budgeted: [script: string, at: number, args: readonly unknown[]][] = [
       ['addJobs', 3, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', jobs: [], maxBytes: 4242 }).args],
       ['claimJobs', 6, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 1, ttrMs: 1, nonce: 'n', maxBytes: 4242 }).args],
+      [
+        'claimFlow',
+        6,
+        script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, late], {
+          retentionMs: 0,
+          clock: '',
+          count: 1,
+          maxRunning: 1,
+          ttrMs: 1,
+          nonce: 'n',
+          maxBytes: 4242,
+          flow: { concurrency: 2, rate: { count: 3, perMs: 1000, burst: 1 } },
+        }).args,
+      ],
       ['releaseJobs', 6, script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: '', maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: [], maxBytes: 4242 }).args],
-      ['startAttempts', 2, script.startAttempts([k.jobs, late], { clock: '', attempts: [], maxBytes: 4242 }).args],
+      ['startAttempts', 2, script.startAttempts([k.jobs, late, k.running, k.ready], { clock: '', attempts: [], maxBytes: 4242 }).args],
       ['moveDue', 7, script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 4242 }).args],
       ['redriveJobs', 3, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', count: 1, maxBytes: 4242 }).args],
       ['listJobs', 4, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 1, maxBytes: 4242 }).args],
@@ -133,6 +151,7 @@ describe('typed script calls', () => {
       'add',
       9,
       'orders-service',
+      '0',
       'a',
       'd',
       5,
@@ -142,10 +161,19 @@ describe('typed script calls', () => {
       'https://x/',
       '',
       '',
+      '',
       '{}',
     ]);
+    assert.match(SCRIPTS.addJobs.source, /ARGV\[5\] '1': the topic is a flow topic/);
+    assert.deepEqual(
+      script
+        .addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', flow: true, jobs: [{ ...job, key: 'tenant-1' }], maxBytes: 9 })
+        .args.slice(4, 5)
+        .concat(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', flow: true, jobs: [{ ...job, key: 'tenant-1' }], maxBytes: 9 }).args.slice(-2)),
+      ['1', 'tenant-1', '{}'],
+    );
     assert.match(SCRIPTS.addJobs.source, /ARGV\[4\] the name of the API key/);
-    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'put', jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }], maxBytes: 9 }).args.slice(-3), ['meeting-1', 7, '{}']);
+    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'put', jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }], maxBytes: 9 }).args.slice(-4), ['meeting-1', 7, '', '{}']);
     assert.deepEqual(script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: '', id: 'a', retentionMs: 9, ifMatch: '*', by: 'support' }).args, ['', 'a', 9, '*', 'support']);
     assert.match(SCRIPTS.cancelJob.source, /ARGV\[5\] the name of the API key/);
     assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a'], maxBytes: 9, by: 'ops' }).args, ['', 1, 9, 'ops', 'a']);
@@ -176,7 +204,27 @@ describe('typed script calls', () => {
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9 }).args, ['', 1, 2, 3, 'n', 9, '0', 0, '0']);
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, strict: true }).args.at(-3), '1');
     assert.deepEqual(script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, late], { retentionMs: 0, clock: '', count: 1, maxRunning: 2, ttrMs: 3, nonce: 'n', maxBytes: 9, start: true }).args.at(-1), '1');
-    assert.deepEqual(script.startAttempts([k.jobs, late], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
+    assert.deepEqual(script.startAttempts([k.jobs, late, k.running, k.ready], { clock: '', attempts: [{ id: 'a', attempt: 1, claim: 'c' }], maxBytes: 9 }).args, ['', 9, 'a', 1, 'c']);
+    assert.deepEqual(
+      script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, late], {
+        retentionMs: 0,
+        clock: '',
+        count: 1,
+        maxRunning: 2,
+        ttrMs: 3,
+        nonce: 'n',
+        maxBytes: 9,
+        start: true,
+        flow: { concurrency: 2, rate: { count: 3, perMs: 1000, burst: 1 } },
+      }).args,
+      ['', 1, 2, 3, 'n', 9, '0', 0, '1', 2, 3, 1000, 1],
+    );
+    assert.match(SCRIPTS.claimFlow.source, /ARGV\[10\] the topic's concurrency per key/);
+    assert.match(SCRIPTS.claimFlow.source, /ARGV\[11\] the topic's pace per key: count, '' for none {2}ARGV\[12\] per ms {2}ARGV\[13\] burst/);
+    assert.deepEqual(script.setFlowKey([k.jobs], { clock: '', key: 'a', mode: 'set', concurrency: '-', rate: { count: 3, perMs: 1000, burst: 2 }, paused: '0' }).args, ['', 'set', '-', 3, 1000, 2, '0', 'a']);
+    assert.match(SCRIPTS.setFlowKey.source, /ARGV\[8\] the key/);
+    assert.deepEqual(script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1, flow: true }).args.at(-1), '1');
+    assert.match(SCRIPTS.moveDue.source, /ARGV\[8\] '1': a flow topic/);
     assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, '', 'a', 'b']);
     assert.deepEqual(
       script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/engine/keys';
+import { flowKeys, groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/engine/keys';
 import { INCLUDES, SCRIPTS, includeOrder, scriptLibrary, scriptText, type ScriptName } from '../../lib/engine/lua';
 
 const dir = join(__dirname, '..', '..', 'lua');
@@ -54,10 +54,20 @@ describe('lua/ scripts', () => {
     );
   });
 
-  it("lua/includes/ build two kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets, from the jobs hash's (as groupChunkKey and groupBucketKey in lib/engine/keys.ts)", () => {
+  it("lua/includes/ build three kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets and a flow topic's keys, from the jobs hash's (as groupChunkKey, groupBucketKey and flowKeys in lib/engine/keys.ts)", () => {
     const code = includeFiles.map((f) => readFileSync(join(dir, 'includes', f), 'utf8').replace(/--[^\n]*/g, '')).join('\n');
     assert.doesNotMatch(code, /['"]dq:/);
-    assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]).sort(), [".. '#' .. c", ".. '#gb' .. b"]);
+    assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]).sort(), [
+      ".. '#' .. c",
+      ".. '#flow', conf = jobsKey .. '#fconf', ring = jobsKey .. '#lanes', wait = jobsKey .. '#fwait' }",
+      ".. '#gb' .. b",
+      ".. '#lane:' .. key",
+    ]);
+    const f = flowKeys(topicKeys(0, 't', 1).jobs);
+    assert.deepEqual(
+      [f.state, f.conf, f.ring, f.wait, f.lane('k')],
+      ['#flow', '#fconf', '#lanes', '#fwait', '#lane:k'].map((s) => `${topicKeys(0, 't', 1).jobs}${s}`),
+    );
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 3), 'dq:{p0}:group:t:g#3');
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 0), 'dq:{p0}:group:t:g');
     assert.equal(groupBucketKey(topicKeys(0, 't', 1).jobs, 5), `${topicKeys(0, 't', 1).jobs}#gb5`);

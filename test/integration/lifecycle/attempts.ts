@@ -113,7 +113,7 @@ export function attempts(target: SuiteTarget, h: SuiteHelpers): void {
       await sweep(q);
       await q.engine.claim(topic, 1);
       const { lateness, oldestReadyAgeMs, lastHour, ...counts } = await q.stats(topic);
-      assert.deepEqual(counts, { topic, delayed: 1, ready: 1, running: 1, dead: 0, nextDueAt: new Date(clock.now + 50 * SEC).toISOString() });
+      assert.deepEqual(counts, { topic, delayed: 1, ready: 1, running: 1, dead: 0, nextDueAt: new Date(clock.now + 50 * SEC).toISOString(), paused: false });
       assert.equal(oldestReadyAgeMs, 0, 'the ready job fell due at the (fixed) present');
       assert.deepEqual(lateness, { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, 'no handler started anything');
       assert.equal(lastHour.length, 60);

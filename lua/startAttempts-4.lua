@@ -5,13 +5,17 @@
   Rewrites each record's header only, and stops before the job whose record would pass the byte
   budget (never before the first). Records how late each started attempt is (now - its runAt) in
   the partition's lateness stats (includes/lateness.lua).
+  While the topic is paused, or a flow topic's job's key is (includes/flow.lua), a live attempt
+  is held back instead: given back to the head of the ready list (its key's lane) without
+  counting, as if never claimed, its key's slot returned. So no job starts after a pause answered.
   KEYS[1] jobs hash  KEYS[2] the topic's lateness stats hash of the same partition
+  KEYS[3] running zset  KEYS[4] ready list
   ARGV[1] fixed clock ms or ''  ARGV[2] byte budget of the records read
   ARGV[3..] triples: id, attempt number, claim token
   Returns one code per triple looked at, in order (fewer codes than triples: the budget was
           reached, and the caller sends the rest in another call): OUTCOME.STARTED (run it), or
           REFUSAL.NOT_FOUND, REFUSAL.CANCELLED, REFUSAL.STALE_ATTEMPT (ended, re-created, past its
-          deadline, or started already): do not run it.
+          deadline, or started already), OUTCOME.HELD_BACK (paused: given back): do not run it.
   Mirrored by StartReply in lib/engine/scripts.ts.
 ]]
 --- @include "codes"
@@ -19,15 +23,41 @@
 --- @include "budget"
 --- @include "job"
 --- @include "attempts"
+--- @include "flow"
 --- @include "lateness"
-local jobsKey = KEYS[1]
+local jobsKey, runningKey, readyKey = KEYS[1], KEYS[3], KEYS[4]
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[2]))
 local result = {}
 local late = {}
+-- the pause mark read with the first record
+local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, ARGV[3] or PAUSED_FIELD)
+local topicHeld = first[1] and true or false
+local f = flowKeys(jobsKey)
+
+-- Job `id` (header `h`, a running attempt that was never started) goes back as if never claimed.
+local function holdBack(id, h, inline)
+  h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_CLAIM] = PENDING, h[H_ATTEMPTS] - 1, now, false, false
+  save(jobsKey, id, h, inline)
+  redis.call('ZREM', runningKey, id)
+  if h[H_KEY] then
+    flowGiveBack(jobsKey, id, h, now)
+  else
+    redis.call('LPUSH', readyKey, id)
+  end
+end
+
+-- A flow topic's job whose key is paused.
+local function keyPaused(h)
+  if not h[H_KEY] then return false end
+  local conf = flowConf(f, h[H_KEY])
+  return conf and conf[C_PAUSED] == 1
+end
+
 for i = 3, #ARGV, 3 do
   local id = ARGV[i]
-  local record = redis.call('HGET', jobsKey, id)
+  local record
+  if i == 3 then record = first[2] else record = redis.call('HGET', jobsKey, id) end
   local code = REFUSAL.NOT_FOUND
   if record then
     if not budget.take(#record) then break end
@@ -36,6 +66,9 @@ for i = 3, #ARGV, 3 do
       code = REFUSAL.CANCELLED
     elseif not isAttempt(h, ARGV[i + 1], ARGV[i + 2]) or h[H_STARTED] or (h[H_DEADLINE] and h[H_DEADLINE] <= now) then
       code = REFUSAL.STALE_ATTEMPT
+    elseif topicHeld or keyPaused(h) then
+      holdBack(id, h, inline)
+      code = OUTCOME.HELD_BACK
     else
       h[H_STARTED], h[H_GIVE_BACKS] = now, 0
       save(jobsKey, id, h, inline)

@@ -1,0 +1,104 @@
+/**
+ * Flow control per key (issue 32): the types the engine's door takes and answers. A topic with
+ * `flow` in its configuration is a flow topic: its jobs may carry a flow `key` (a tenant, a
+ * partner), the ready ones wait in one lane per key, and claims go round the keys, each key
+ * within its own concurrency and rate, the topic within its combined `concurrency`. All of a flow
+ * topic lives in one partition (the topic's own), so every key's state shares its jobs' slot.
+ */
+import type { TopicConfig } from '../rules/config';
+import type { EngineContext } from './context';
+import { partitionOf, topicKeys } from './keys';
+import { run } from './lua';
+import { partitionsInOrder } from './partitions';
+import * as script from './scripts';
+
+/** A key's pace: at most `count` starts per `perMs`, `burst` of them at once after a quiet spell (GCRA). */
+export interface FlowRate {
+  count: number;
+  perMs: number;
+  burst: number;
+}
+
+/** A key's limits: attempts running at once (null: only the topic's combined cap) and its pace (null: none). */
+export interface FlowLimits {
+  concurrency: number | null;
+  rate: FlowRate | null;
+}
+
+/** A flow key's live state, as GET /topics/{topic}/flows/{key} shows it. */
+export interface FlowKeyState {
+  topic: string;
+  key: string;
+  /** Attempts of the key running now (claimed, not ended). */
+  running: number;
+  /** Ids waiting in the key's lane (a cancelled job's id counts until a claim meets it). */
+  ready: number;
+  paused: boolean;
+  /** Epoch ms until which the key's rate holds its next start back; null when it does not. */
+  heldUntil: number | null;
+  /** The limits in force: the key's pinned ones over the topic's defaults. */
+  limits: FlowLimits;
+  /** The limits set for this key over the API (producers cannot change them); null when it follows the topic's. */
+  pinned: Partial<FlowLimits> | null;
+}
+
+/** A change of a key's pinned limits and pause: a field left out stays; null returns it to the topic's default. */
+export interface FlowKeyChange {
+  concurrency?: number | null;
+  rate?: FlowRate | null;
+  paused?: boolean;
+}
+
+/** The flow topic `t`'s keys: its one partition's. */
+function flowTopicKeys(ctx: EngineContext, t: TopicConfig) {
+  if (!t.flow) throw new Error(`topic ${t.name} has no flow control: the caller checks`);
+  const partition = partitionOf(t, '', ctx.config.partitions);
+  return { partition, jobs: topicKeys(partition, t.name, ctx.config.partitions).jobs };
+}
+
+/** A key's state from the scripts' reply, its limits resolved over the topic's defaults. */
+function toState(t: TopicConfig, key: string, reply: script.FlowKeyReply): FlowKeyState {
+  const [now, running, ready, tat, concurrency, count, perMs, burst, paused] = reply;
+  const pinnedRate = count !== null ? { count, perMs: perMs!, burst: burst! } : null;
+  const pinned: Partial<FlowLimits> = { ...(concurrency !== null ? { concurrency } : {}), ...(pinnedRate ? { rate: pinnedRate } : {}) };
+  const limits: FlowLimits = { concurrency: concurrency ?? t.flow!.concurrency, rate: pinnedRate ?? t.flow!.rate };
+  const next = limits.rate && tat > 0 ? tat - (limits.rate.burst - 1) * (limits.rate.perMs / limits.rate.count) : 0;
+  return {
+    topic: t.name,
+    key,
+    running,
+    ready,
+    paused: paused === 1,
+    heldUntil: next > now ? Math.ceil(next) : null,
+    limits,
+    pinned: Object.keys(pinned).length > 0 ? pinned : null,
+  };
+}
+
+/** Key `key` of flow topic `t`: its live state. */
+export async function getFlowKey(ctx: EngineContext, t: TopicConfig, key: string): Promise<FlowKeyState> {
+  const { jobs } = flowTopicKeys(ctx, t);
+  return toState(t, key, await run(ctx.redis, script.getFlowKey([jobs], { clock: ctx.clock(), key })));
+}
+
+/** Pins key `key`'s limits and pause ('clear': drops them); the key's state after. Returns the partition written too. */
+export async function setFlowKey(ctx: EngineContext, t: TopicConfig, key: string, change: FlowKeyChange | 'clear'): Promise<{ state: FlowKeyState; partition: number }> {
+  const { jobs, partition } = flowTopicKeys(ctx, t);
+  const c = change === 'clear' ? {} : change;
+  const call = script.setFlowKey([jobs], {
+    clock: ctx.clock(),
+    key,
+    mode: change === 'clear' ? 'clear' : 'set',
+    concurrency: c.concurrency === undefined ? '' : c.concurrency === null ? '-' : c.concurrency,
+    rate: c.rate === undefined ? '' : c.rate === null ? '-' : c.rate,
+    paused: c.paused === undefined ? '' : c.paused ? '1' : '0',
+  });
+  return { state: toState(t, key, await run(ctx.redis, call)), partition };
+}
+
+/** Pauses (or resumes) topic `t` in every partition at once; the partitions written. */
+export async function pauseTopic(ctx: EngineContext, t: TopicConfig, paused: boolean, by: string): Promise<number[]> {
+  const partitions = partitionsInOrder(ctx.config.partitions);
+  await Promise.all(partitions.map((p) => run(ctx.redis, script.pauseTopic([topicKeys(p, t.name, ctx.config.partitions).jobs], { paused, by }))));
+  return partitions;
+}

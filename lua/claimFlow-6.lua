@@ -1,0 +1,129 @@
+--[[
+  Claims up to n ready jobs of a flow topic (includes/flow.lua) for an attempt each, going round
+  its keys: takes a key off the head of the ring, claims the first live job of its lane, and puts
+  the key back at the tail while it has ids left and room under its limits, so one key's backlog
+  never holds back another key's jobs. A key at its concurrency, paused, or held by its pace leaves
+  the ring (a held key waits in the wait zset until its pace lets it go; one at its concurrency
+  comes back when a slot returns; a paused one when it is resumed). The topic's running zset
+  caps all keys together (ARGV[3]). Claims as lua/claimJobs-7.lua does otherwise: ids whose job
+  is gone, cancelled, rescheduled, claimed or moved to another key are taken off and skipped, a
+  job whose group is being cancelled is cancelled, and the byte budget stops the claim (the id
+  then goes back to the head of its lane). A paused topic claims nothing.
+  KEYS[1] running zset  KEYS[2] jobs hash  KEYS[3] bodies hash  KEYS[4] delayed zset
+  KEYS[5] done zset  KEYS[6] the topic's lateness stats hash
+  ARGV[1] fixed clock ms or ''  ARGV[2] n, at most this many jobs are claimed
+  ARGV[3] max running: claims stop when the running zset holds this many (all keys together)
+  ARGV[4] the topic's ttr ms, for jobs that set none  ARGV[5] a random nonce, new for every call
+  ARGV[6] byte budget of the records and bodies read  ARGV[7] '1': strict (see claimJobs-7)
+  ARGV[8] retention ms of a job cancelled here  ARGV[9] '1': start the attempts claimed
+  ARGV[10] the topic's concurrency per key, '' for none
+  ARGV[11] the topic's pace per key: count, '' for none  ARGV[12] per ms  ARGV[13] burst
+  Returns { now, taken, skipped, more 0|1, heldUntil or false, items... }: items as claimJobs-7's;
+  taken counts the ids taken off lanes; heldUntil is the earliest time at which a key this call
+  held by its pace may start again (the caller makes sure a sweep looks then).
+  Mirrored by ClaimFlowReply in lib/engine/scripts.ts.
+]]
+--- @include "codes"
+--- @include "clock"
+--- @include "budget"
+--- @include "job"
+--- @include "cancel"
+--- @include "groupCancel"
+--- @include "claim"
+--- @include "flow"
+--- @include "lateness"
+local runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[5] }
+local retention, ttrMs = tonumber(ARGV[8]), tonumber(ARGV[4])
+local late = ARGV[9] == '1' and {} or false
+local now = clock(ARGV[1])
+local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
+local defaults = { conc = tonumber(ARGV[10]) or 0, rate = false }
+if ARGV[11] ~= '' then defaults.rate = { count = tonumber(ARGV[11]), perMs = tonumber(ARGV[12]), burst = tonumber(ARGV[13]) } end
+local result = { now, 0, 0, 0, false }
+local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
+if n <= 0 or topicPaused(jobsKey) then return result end
+local f = flowKeys(jobsKey)
+
+-- Keys visited at most: each visit claims a job or takes a key out of the ring, bar stale ids.
+local visits = n * 2 + 16
+-- Stale ids one visit passes over at most before it moves on to the next key.
+local STALE_PER_VISIT = 100
+local claimed, taken, stopped = 0, 0, false
+
+-- Takes ids off the lane of key `key` until one is claimed; false when the lane emptied or the
+-- visit passed STALE_PER_VISIT stale ids (then 'more', the key stays), or the budget stopped it.
+local function claimFromLane(key, lane)
+  for _ = 1, STALE_PER_VISIT do
+    local id = redis.call('LPOP', lane)
+    if not id then return false end
+    local record = redis.call('HGET', jobsKey, id)
+    local h, inline
+    if record then h, inline = decode(record) end
+    local live = h and h[H_STATE] == PENDING and (h[H_KEY] or '') == key and not redis.call('ZSCORE', delayedKey, id)
+    local mark = live and cancelledWithGroup(jobsKey, h)
+    local size = record and #record or 0
+    if live and not mark then size = size + bodySize(bodiesKey, id, inline) end
+    if not budget.take(size) then
+      redis.call('LPUSH', lane, id)
+      stopped = true
+      return false
+    end
+    taken = taken + 1
+    if mark then
+      h[H_ERROR] = groupCancelError(mark)
+      cancelNow(k, id, h, inline, now, retention)
+      result[3] = result[3] + 1
+    elseif not live then
+      result[3] = result[3] + 1
+    else
+      h[H_KEY] = key
+      result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. taken, late)
+      return true
+    end
+  end
+  return 'more'
+end
+
+while claimed < n and visits > 0 and not stopped do
+  local key = redis.call('LPOP', f.ring)
+  if not key then break end
+  visits = visits - 1
+  local st = flowState(f, key)
+  st[F_RING] = 0
+  local conc, rate, paused = flowLimits(flowConf(f, key), defaults)
+  st[F_CONC] = conc
+  if paused or (conc > 0 and st[F_RUNNING] >= conc) then
+    -- out of the ring until it is resumed, or until one of its slots returns
+  elseif rate and allowedAt(st, rate) > now then
+    local at = allowedAt(st, rate)
+    st[F_HELD] = 1
+    redis.call('ZADD', f.wait, at, key)
+    if not result[5] or at < result[5] then result[5] = at end
+  else
+    local lane = laneKey(f, key)
+    local got = claimFromLane(key, lane)
+    if got == true then
+      claimed = claimed + 1
+      st[F_RUNNING] = st[F_RUNNING] + 1
+      if rate then paceStart(st, rate, now) end
+    end
+    -- back in the ring while it has ids and room (the next visit checks its pace): at the head
+    -- when the budget stopped this claim before its turn was used, else at the tail
+    if stopped then
+      redis.call('LPUSH', f.ring, key)
+      st[F_RING] = 1
+    elseif got == 'more' then
+      redis.call('RPUSH', f.ring, key)
+      st[F_RING] = 1
+    elseif got == true then
+      ringIfClaimable(f, key, st)
+    end
+  end
+  saveFlowState(f, key, st, now)
+end
+countReady(f, -taken)
+if stopped then result[4] = 1 end
+if late and #late > 0 then recordLateness(KEYS[6], now, late) end
+result[2] = taken
+return result

@@ -1,0 +1,156 @@
+--[[
+  Flow control per key, on a flow topic (lib/engine/flow.ts). A flow topic lives in one partition;
+  its keys' state lives beside its jobs, under names derived from the topic's jobs hash (so in its
+  hash slot):
+    <jobs>#flow        HASH key -> msgpack { running, inRing 0|1, held 0|1, tat, conc }: running
+                       attempts, whether the key is in the ring, whether its pace holds it in the
+                       wait zset, its pace's next start (GCRA, ms), the concurrency it was last
+                       claimed under (0: none). Deleted when all are at rest: an idle key costs nothing.
+    <jobs>#fconf       HASH key -> msgpack { conc, count, perMs, burst, paused 0|1 } (false: the
+                       topic's default): the key's pinned limits and pause, set over the API only.
+    <jobs>#lanes       LIST the ring: keys that may have a claimable job, each at most once; claims
+                       take a key off the head and put it back at the tail (round the keys).
+    <jobs>#lane:<key>  LIST the key's ready ids, in the order they became ready.
+    <jobs>#fwait       ZSET key -> when its pace lets it start again; the sweep puts it back in
+                       the ring then (or deletes an idle key's state once its pace has run out).
+  The key of a job is its header's H_KEY: '' for a job of a flow topic added without one (the
+  jobs without a key share the key ''), false for a job of any other topic. A job counts in its
+  key's `running` from its claim until its attempt ends in any way (ack, failure, timeout,
+  cancel, give-back, a hold-back at start): flowLeave, called wherever a running job stops running.
+  READY_FIELD in <jobs>#flow counts the ids in all lanes (GET /topics' `ready`): moveDue adds what
+  it routes, a claim takes off what it took, a give-back or hold-back adds its one.
+  PAUSED_FIELD in a topic's jobs hash (any topic, each partition): the topic is paused.
+]]
+--- @include "job"
+
+local PAUSED_FIELD = '#paused'
+local READY_FIELD = '#ready' -- no key holds '#'
+local F_RUNNING, F_RING, F_HELD, F_TAT, F_CONC = 1, 2, 3, 4, 5
+local C_CONC, C_COUNT, C_PER, C_BURST, C_PAUSED = 1, 2, 3, 4, 5
+
+-- The flow keys of the topic whose jobs hash is `jobsKey`.
+local function flowKeys(jobsKey)
+  return { jobs = jobsKey, state = jobsKey .. '#flow', conf = jobsKey .. '#fconf', ring = jobsKey .. '#lanes', wait = jobsKey .. '#fwait' }
+end
+
+local function laneKey(f, key)
+  return f.jobs .. '#lane:' .. key
+end
+
+-- Key `key`'s state (a new one at rest when it has none).
+local function flowState(f, key)
+  local raw = redis.call('HGET', f.state, key)
+  if raw then return cmsgpack.unpack(raw) end
+  return { 0, 0, 0, 0, 0 }
+end
+
+-- Writes key `key`'s state, or deletes it when it is at rest (nothing running, not in the ring or
+-- the wait zset, its pace run out by `now`).
+local function saveFlowState(f, key, st, now)
+  if st[F_RUNNING] <= 0 and st[F_RING] == 0 and st[F_HELD] == 0 then
+    if st[F_TAT] <= now then
+      redis.call('HDEL', f.state, key)
+      return
+    end
+    -- only its pace is left: the sweep deletes the state when the pace has run out
+    st[F_HELD] = 1
+    redis.call('ZADD', f.wait, st[F_TAT], key)
+  end
+  do
+    redis.call('HSET', f.state, key, cmsgpack.pack(st))
+  end
+end
+
+-- Key `key`'s pinned limits and pause, or false.
+local function flowConf(f, key)
+  local raw = redis.call('HGET', f.conf, key)
+  if raw then return cmsgpack.unpack(raw) end
+  return false
+end
+
+-- Puts key `key` (state `st`) in the ring when it is out of it, not held by its pace, its lane
+-- holds ids (`laneLength` when the caller knows it) and it is under the concurrency it was last
+-- claimed under. The claim checks the rest.
+local function ringIfClaimable(f, key, st, laneLength)
+  if st[F_RING] == 1 or st[F_HELD] == 1 then return end
+  if st[F_CONC] > 0 and st[F_RUNNING] >= st[F_CONC] then return end
+  if (laneLength or redis.call('LLEN', laneKey(f, key))) == 0 then return end
+  redis.call('RPUSH', f.ring, key)
+  st[F_RING] = 1
+end
+
+-- A running job of a flow topic (header `h`) stops running: its key's slot comes back, and the key
+-- goes back in the ring when it has ready jobs. No-op for a job of another topic.
+local function flowLeave(jobsKey, h, now)
+  local key = h[H_KEY]
+  if not key then return end
+  local f = flowKeys(jobsKey)
+  local st = flowState(f, key)
+  st[F_RUNNING] = math.max(0, st[F_RUNNING] - 1)
+  ringIfClaimable(f, key, st)
+  saveFlowState(f, key, st, now)
+end
+
+-- Puts ready job `id` (header `h`) of a flow topic at the tail of its key's lane, and its key in
+-- the ring when it was at rest.
+local function flowReady(jobsKey, id, h, now)
+  local f = flowKeys(jobsKey)
+  local key = h[H_KEY] or ''
+  local n = redis.call('RPUSH', laneKey(f, key), id)
+  if n > 1 then return end -- the lane held ids: the key is in the ring, held, paused or at its cap already
+  local st = flowState(f, key)
+  ringIfClaimable(f, key, st, n)
+  saveFlowState(f, key, st, now)
+end
+
+-- The limits in force for a key: its pinned ones (conf) over the defaults `d` ({ conc, rate }).
+-- Returns conc (0: none), rate ({ count, perMs, burst } or false), paused.
+local function flowLimits(conf, d)
+  if not conf then return d.conc, d.rate, false end
+  local conc, rate = d.conc, d.rate
+  if conf[C_CONC] then conc = conf[C_CONC] end
+  if conf[C_COUNT] then rate = { count = conf[C_COUNT], perMs = conf[C_PER], burst = conf[C_BURST] } end
+  return conc, rate, conf[C_PAUSED] == 1
+end
+
+-- When key state `st` may start next under `rate` (GCRA): its pace's next start less the burst's
+-- allowance; a start at or after that time is allowed.
+local function allowedAt(st, rate)
+  local interval = rate.perMs / rate.count
+  return st[F_TAT] - (rate.burst - 1) * interval
+end
+
+-- Counts one start of a key under `rate` at `now` in its pace.
+local function paceStart(st, rate, now)
+  local interval = rate.perMs / rate.count
+  st[F_TAT] = math.max(st[F_TAT], now) + interval
+end
+
+-- Key `key` as lua/getFlowKey-1.lua and lua/setFlowKey-1.lua reply it: { now, running, lane
+-- length, pace's next start (ms, whole), pinned concurrency or false, pinned pace count or false,
+-- per ms, burst, paused 0|1 }. Mirrored by FlowKeyReply in lib/engine/scripts.ts.
+local function flowView(f, key, now)
+  local raw = redis.call('HGET', f.state, key)
+  local st = raw and cmsgpack.unpack(raw) or { 0, 0, 0, 0, 0 }
+  local conf = flowConf(f, key) or { false, false, false, false, 0 }
+  return { now, st[F_RUNNING], redis.call('LLEN', laneKey(f, key)), math.ceil(st[F_TAT]), conf[C_CONC], conf[C_COUNT], conf[C_PER], conf[C_BURST], conf[C_PAUSED] }
+end
+
+-- Adds `n` to the count of ids in the lanes.
+local function countReady(f, n)
+  if n ~= 0 then redis.call('HINCRBY', f.state, READY_FIELD, n) end
+end
+
+-- Ready job `id` (header `h`) of a flow topic goes back to the head of its key's lane: a give-back,
+-- or a hold-back at start; its key's slot comes back.
+local function flowGiveBack(jobsKey, id, h, now)
+  local f = flowKeys(jobsKey)
+  redis.call('LPUSH', laneKey(f, h[H_KEY]), id)
+  countReady(f, 1)
+  flowLeave(jobsKey, h, now)
+end
+
+-- The topic is paused (PAUSED_FIELD in its jobs hash).
+local function topicPaused(jobsKey)
+  return redis.call('HEXISTS', jobsKey, PAUSED_FIELD) == 1
+end

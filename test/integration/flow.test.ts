@@ -1,0 +1,209 @@
+/**
+ * Flow control per key (lib/engine/flow.ts, lua/includes/flow.lua) against a real redis-server:
+ * per-key concurrency and the combined cap, claims round the keys, per-key pace, slots that come
+ * back however an attempt ends, pinned limits, and pause and resume of a topic and of a key with
+ * their cut-off (no start after the pause answered).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import type { ClaimedJob } from '../../lib/engine';
+import type { TopicInput } from '../../lib/rules/config';
+import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+import { useRedisServer } from '../support/redis';
+
+const W = { name: 'producer', scope: 'write', topics: null } as const;
+
+/** Sums each key's running count from its state hash against the running zset's jobs by key: they must agree. */
+async function checkSlots(redis: Redis, q: ReturnType<typeof makeQueue>, topic: string): Promise<Map<string, number>> {
+  const jobs = `dq:{p0}:jobs:${topic}`;
+  const running = await redis.zrange(`dq:{p0}:running:${topic}`, 0, -1);
+  const byKey = new Map<string, number>();
+  for (const id of running) {
+    const job = await q.get(topic, id);
+    byKey.set(job!.key!, (byKey.get(job!.key!) ?? 0) + 1);
+  }
+  const fields = await redis.hkeys(`${jobs}#flow`);
+  for (const key of fields.filter((f) => !f.startsWith('#'))) {
+    const state = await q.engine.flowKey(topic, key);
+    assert.equal(state.running, byKey.get(key) ?? 0, `key ${key}: running count ${state.running} against ${byKey.get(key) ?? 0} in the running zset`);
+  }
+  for (const [key, n] of byKey) assert.equal((await q.engine.flowKey(topic, key)).running, n, `key ${key}`);
+  return byKey;
+}
+
+describe('flow control per key', () => {
+  const redis = useRedisServer();
+
+  function setup(flow: TopicInput['flow'], extra: TopicInput = {}) {
+    const topic = uniqueTopic('flow');
+    const clock = new TestClock();
+    const q = makeQueue(redis.client(), { [topic]: { concurrency: 50, maxAttempts: 3, ttr: 10, flow, ...extra } }, { clock });
+    return { topic, clock, q };
+  }
+
+  async function addDue(q: ReturnType<typeof makeQueue>, topic: string, jobs: { id: string; key?: string }[]) {
+    const { outcomes } = await q.addMany(
+      jobs.map((j) => ({ topic, id: j.id, delay: 0, ...(j.key !== undefined ? { key: j.key } : {}) })),
+      W,
+    );
+    assert.ok(outcomes.every((o) => o.status === 'created'));
+  }
+
+  it('keeps each key within its concurrency and the topic within its cap, and goes round the keys', async () => {
+    const { topic, q } = setup({ concurrency: 2 }, { concurrency: 5 });
+    await addDue(q, topic, [...Array.from({ length: 20 }, (_, i) => ({ id: `hot-${i}`, key: 'hot' })), { id: 'cold-1', key: 'cold' }, { id: 'warm-1', key: 'warm' }, { id: 'none-1' }]);
+    await q.engine.sweep();
+    const claimed = await q.engine.claim(topic, 10);
+    const byKey = await checkSlots(redis.client(), q, topic);
+    assert.equal(claimed.length, 5, 'the topic cap stops the claim');
+    assert.ok((byKey.get('hot') ?? 0) <= 2, 'hot within its concurrency');
+    assert.deepEqual(new Set(claimed.map((j) => j.id.split('-')[0])), new Set(['hot', 'cold', 'warm', 'none']), 'every key got a turn: the hot backlog holds nobody back');
+    assert.equal((await q.get(topic, 'none-1'))?.key, '', 'a job without a key has the key ""');
+  });
+
+  it('a slot comes back however the attempt ends: ack, fail, timeout, cancel, release', async () => {
+    const { topic, clock, q } = setup({ concurrency: 1 });
+    await addDue(
+      q,
+      topic,
+      ['a', 'b', 'c', 'd', 'e', 'f'].map((id) => ({ id, key: 'k' })),
+    );
+    await q.engine.sweep();
+    const next = async (): Promise<ClaimedJob> => {
+      const [job, more] = await q.engine.claim(topic, 5);
+      assert.ok(job, 'a job is claimed once the slot is back');
+      assert.equal(more, undefined, 'one at a time');
+      assert.deepEqual(await q.engine.claim(topic, 5), [], 'the key is at its concurrency');
+      await checkSlots(redis.client(), q, topic);
+      return job;
+    };
+    let job = await next();
+    assert.equal(await q.engine.ack(topic, job.id, job), 'done');
+    job = await next();
+    assert.equal((await q.engine.fail(topic, job.id, job, 'boom', 3_600_000)).outcome, 'retry');
+    job = await next();
+    clock.advance(11_000); // past its ttr
+    await q.engine.sweep();
+    job = await next();
+    await q.cancel(topic, job.id, { by: 'op' });
+    job = await next();
+    assert.equal(await q.engine.release([{ ...job, topic }], 'test'), 1);
+    const again = await next();
+    assert.equal(again.id, job.id, 'a released job goes back to the head of its lane');
+    assert.equal(await q.engine.ack(topic, again.id, again), 'done');
+    const state = await q.engine.flowKey(topic, 'k');
+    assert.equal(state.running, 0);
+  });
+
+  it('paces each key: count per per with its burst, the rest waiting for the sweep to let it go', async () => {
+    const { topic, clock, q } = setup({ rate: { count: 2, per: 1, burst: 2 } });
+    await addDue(q, topic, [...['a1', 'a2', 'a3', 'a4'].map((id) => ({ id, key: 'a' })), { id: 'b1', key: 'b' }]);
+    await q.engine.sweep();
+    const first = await q.engine.claim(topic, 10);
+    assert.deepEqual(first.map((j) => j.id).sort(), ['a1', 'a2', 'b1'], 'a burst of 2 for a, 1 for b');
+    const held = await q.engine.flowKey(topic, 'a');
+    assert.equal(held.heldUntil, clock.now + 500, 'its pace lets a go again in 500 ms');
+    assert.deepEqual(await q.engine.claim(topic, 10), []);
+    clock.advance(499);
+    await q.engine.sweep();
+    assert.deepEqual(await q.engine.claim(topic, 10), [], 'not before');
+    clock.advance(1);
+    await q.engine.sweep();
+    const third = await q.engine.claim(topic, 10);
+    assert.deepEqual(
+      third.map((j) => j.id),
+      ['a3'],
+    );
+    for (const j of [...first, ...third]) assert.equal(await q.engine.ack(topic, j.id, j), 'done');
+    clock.advance(10_000);
+    await q.engine.sweep();
+    assert.deepEqual(
+      (await q.engine.claim(topic, 10)).map((j) => j.id),
+      ['a4'],
+    );
+  });
+
+  it('pinned limits override the defaults; clear returns to them', async () => {
+    const { topic, q } = setup({ concurrency: 1 });
+    await addDue(
+      q,
+      topic,
+      ['a', 'b', 'c'].map((id) => ({ id, key: 'vip' })),
+    );
+    await q.engine.sweep();
+    assert.equal((await q.engine.claim(topic, 10)).length, 1);
+    const pinned = await q.engine.setFlowKey(topic, 'vip', { concurrency: 3 });
+    assert.deepEqual([pinned.limits.concurrency, pinned.pinned, pinned.running, pinned.ready], [3, { concurrency: 3 }, 1, 2]);
+    assert.equal((await q.engine.claim(topic, 10)).length, 2, 'the key got room at once');
+    const cleared = await q.engine.setFlowKey(topic, 'vip', 'clear');
+    assert.deepEqual([cleared.limits.concurrency, cleared.pinned], [1, null]);
+    await checkSlots(redis.client(), q, topic);
+  });
+
+  it('a paused topic starts nothing after the pause answered, not even jobs claimed before; resume hands them out', async () => {
+    for (const flow of [undefined, {}] as const) {
+      const { topic, q } = setup(flow);
+      await addDue(
+        q,
+        topic,
+        ['a', 'b', 'c'].map((id) => ({ id })),
+      );
+      await q.engine.sweep();
+      const claimed = await q.engine.claim(topic, 1);
+      await q.engine.pauseTopic(topic, 'op');
+      assert.equal((await q.engine.counts(topic)).paused, true);
+      assert.deepEqual(await q.engine.start(topic, claimed), [false], 'claimed before the pause, held back at its start');
+      assert.deepEqual(await q.engine.claim(topic, 10), []);
+      assert.deepEqual(await q.engine.claimStarted(topic, 10), []);
+      assert.equal((await q.get(topic, claimed[0]!.id))?.attempts, 0, 'held back uncounted');
+      await q.add({ topic, id: 'late', delay: 0 }, W);
+      await q.engine.resumeTopic(topic, 'op');
+      await q.engine.sweep();
+      const after = await q.engine.claimStarted(topic, 10);
+      assert.deepEqual(after.map((j) => j.id).sort(), ['a', 'b', 'c', 'late'], `${flow ? 'flow' : 'plain'} topic: all start after the resume`);
+    }
+  });
+
+  it('a paused key: its jobs wait, other keys go on; its claimed attempts are held back', async () => {
+    const { topic, q } = setup({});
+    await addDue(q, topic, [...['a1', 'a2'].map((id) => ({ id, key: 'a' })), ...['b1', 'b2'].map((id) => ({ id, key: 'b' }))]);
+    await q.engine.sweep();
+    const first = await q.engine.claim(topic, 2);
+    assert.deepEqual(first.map((j) => j.id).sort(), ['a1', 'b1']);
+    const paused = await q.engine.setFlowKey(topic, 'a', { paused: true });
+    assert.equal(paused.paused, true);
+    assert.deepEqual(
+      await q.engine.start(topic, first),
+      first.map((j) => j.id !== 'a1'),
+    );
+    assert.deepEqual(
+      (await q.engine.claim(topic, 10)).map((j) => j.id),
+      ['b2'],
+    );
+    await checkSlots(redis.client(), q, topic);
+    await q.engine.setFlowKey(topic, 'a', { paused: false });
+    assert.deepEqual(
+      (await q.engine.claim(topic, 10)).map((j) => j.id),
+      ['a1', 'a2'],
+      'resumed: its lane in order, the held-back job first',
+    );
+  });
+
+  it('an idle key costs nothing once its jobs ended and its pace ran out', async () => {
+    const { topic, clock, q } = setup({ concurrency: 2, rate: { count: 10, per: 1 } });
+    await addDue(
+      q,
+      topic,
+      ['x', 'y'].map((id) => ({ id, key: `tenant-${id}` })),
+    );
+    await q.engine.sweep();
+    for (const j of await q.engine.claim(topic, 10)) await q.engine.ack(topic, j.id, j);
+    clock.advance(1000);
+    await q.engine.sweep();
+    const left = (await redis.client().keys(`dq:{p0}:jobs:${topic}#*`)).sort();
+    const fields = await redis.client().hkeys(`dq:{p0}:jobs:${topic}#flow`);
+    assert.deepEqual(fields, ['#ready'], 'no key state left');
+    assert.deepEqual(left, [`dq:{p0}:jobs:${topic}#flow`], 'no lane, ring or wait zset left');
+  });
+});
