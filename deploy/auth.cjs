@@ -15,8 +15,9 @@ async function authMode(resolveVariable) {
 /**
  * The execute-api:Invoke rights of each client policy: [method, path] of the routes, path
  * parameters as `*`. Each scope's list matches the scopes lib/edge/routes.ts gives the routes (a
- * read policy reads jobs, topics, groups and schedules; write adds every change; admin is the
- * whole API, the keys routes included). test/deploy/auth.test.ts checks them against the template.
+ * read policy reads jobs, topics, groups, flow keys and schedules; write adds every change; admin
+ * is the whole API, the keys routes included). test/deploy/auth.test.ts checks them against the
+ * template.
  */
 const READ = [
   ['GET', '/jobs/*'],
@@ -26,7 +27,23 @@ const READ = [
   ['GET', '/schedules/*'],
   ['GET', '/whoami'],
 ];
-const WRITE = [...READ, ['POST', '/jobs'], ['POST', '/jobs/batch'], ['PUT', '/jobs/*'], ['DELETE', '/jobs/*'], ['POST', '/topics/*/dead/redrive'], ['DELETE', '/topics/*/groups/*'], ['PUT', '/schedules/*'], ['DELETE', '/schedules/*']];
+const WRITE = [
+  ...READ,
+  ['POST', '/jobs'],
+  ['POST', '/jobs/batch'],
+  ['PUT', '/jobs/*'],
+  ['DELETE', '/jobs/*'],
+  ['POST', '/topics/*/dead/redrive'],
+  ['DELETE', '/topics/*/groups/*'],
+  ['PUT', '/schedules/*'],
+  ['DELETE', '/schedules/*'],
+  ['POST', '/topics/*/pause'],
+  ['POST', '/topics/*/resume'],
+  ['PUT', '/topics/*/flows/*'],
+  ['DELETE', '/topics/*/flows/*'],
+  ['POST', '/topics/*/flows/*/pause'],
+  ['POST', '/topics/*/flows/*/resume'],
+];
 const ADMIN = [['*', '/*']];
 const SCOPES = { Read: READ, Write: WRITE, Admin: ADMIN };
 

@@ -16,8 +16,8 @@
  * Retry-After). Every job gets an id before the first try (the caller's, else a random UUID), so
  * a retry cannot add the job twice: a retry that meets `409 JOB_EXISTS` with the same body is the
  * earlier try's success. Reads (`get`, `topics`, `dead`, `listJobs`, `listGroup`, `getSchedule`,
- * `listSchedules`) are retried the same way; `put`, `cancel`, `cancelGroup`, `redrive`,
- * `putSchedule` and `deleteSchedule` are sent once.
+ * `listSchedules`, `flowKey`) are retried the same way; `put`, `cancel`, `cancelGroup`, `redrive`,
+ * `putSchedule`, `deleteSchedule` and the pauses and flow key changes are sent once.
  */
 
 /** Error codes of the API (`{ "error": { "code" } }`). */
@@ -71,6 +71,8 @@ export interface NewJob<Body = unknown> {
   group?: string;
   /** Seconds (or a Duration) over which the first run is spread, at a point fixed per topic and id (default: the topic's jitter). */
   jitter?: number | Duration;
+  /** Flow topics only: the flow key (a tenant, a partner; `[A-Za-z0-9._:-]{1,128}`) the job is claimed under, round the keys, each within its limits. */
+  key?: string;
 }
 
 /** A new version of job topic/id for `put`: the fields of NewJob without topic and id. */
@@ -98,6 +100,8 @@ export interface Job<Body = unknown> {
   version: number;
   /** The job's group, or null. */
   group: string | null;
+  /** The job's flow key on a flow topic (`''` when added without one: those jobs share the key `''`); null on any other topic. */
+  key: string | null;
   /** The name of the API key that last changed it (added, replaced, cancelled, redrove it); null when only the queue has (a schedule's occurrence). */
   updatedBy: string | null;
   body: Body;
@@ -111,6 +115,8 @@ export interface DeadJob<Body = unknown> extends Job<Body> {
 /** Counts of one topic, its earliest due time, and how late its jobs start. */
 export interface TopicStats {
   topic: string;
+  /** True while the topic is paused (`pauseTopic`): none of its jobs starts. */
+  paused: boolean;
   delayed: number;
   ready: number;
   running: number;
@@ -203,6 +209,50 @@ export interface Schedule<Body = unknown> {
 export interface SchedulePage<Body = unknown> {
   schedules: Schedule<Body>[];
   next: string | null;
+}
+
+/** A flow key's pace: at most `count` starts per `per` seconds, up to `burst` at once after a quiet spell. */
+export interface FlowRate {
+  count: number;
+  per: number;
+  burst: number;
+}
+
+/** A flow key's pace to pin: `per` seconds (default 1) or a Duration, `burst` 1 (the default) to count. */
+export interface FlowRateInput {
+  count: number;
+  per?: number | Duration;
+  burst?: number;
+}
+
+/** A flow key's limits: attempts running at once (null: only the topic's combined concurrency) and its pace (null: none). */
+export interface FlowLimits {
+  concurrency: number | null;
+  rate: FlowRate | null;
+}
+
+/** A flow key's live state (`flowKey`). */
+export interface FlowKeyState {
+  topic: string;
+  key: string;
+  /** Attempts of the key running now. */
+  running: number;
+  /** Ids waiting in the key's lane (a cancelled job's id counts until a claim meets it). */
+  ready: number;
+  paused: boolean;
+  /** Until when the key's rate holds its next start back (ISO-8601); null when it does not. */
+  heldUntil: string | null;
+  /** The limits in force: the pinned ones over the topic's defaults. */
+  limits: FlowLimits;
+  /** The limits pinned for this key (an add cannot change them); null when it follows the topic's. */
+  pinned: Partial<FlowLimits> | null;
+}
+
+/** A change of a flow key (`setFlowKey`): a field left out stays; null returns a limit to the topic's default. */
+export interface FlowKeyChange {
+  concurrency?: number | null;
+  rate?: FlowRateInput | null;
+  paused?: boolean;
 }
 
 /** What a key may do: `admin` everything (keys included), `write` every change and every read, `read` every GET but the keys listing. */
@@ -743,6 +793,55 @@ export class DelayQueueClient {
     return this.call('POST', path('topics', topic, 'dead', 'redrive'), which, options, false, (reply) => {
       const body = reply.body as { redriven?: number } | undefined;
       return reply.status === 200 && typeof body?.redriven === 'number' ? body.redriven : undefined;
+    });
+  }
+
+  /** Pauses a topic: once this returns, none of its jobs starts until `resumeTopic` (adds are still taken; running attempts finish). Sent once. */
+  async pauseTopic(topic: string, options?: CallOptions): Promise<void> {
+    await this.topicPause(topic, 'pause', options);
+  }
+
+  /** Resumes a paused topic: its due jobs start again, within its limits. Sent once. */
+  async resumeTopic(topic: string, options?: CallOptions): Promise<void> {
+    await this.topicPause(topic, 'resume', options);
+  }
+
+  private topicPause(topic: string, action: 'pause' | 'resume', options: CallOptions | undefined): Promise<boolean> {
+    return this.call('POST', path('topics', topic, action), undefined, options, false, (reply) => {
+      const body = reply.body as { paused?: boolean } | undefined;
+      return reply.status === 200 && body?.paused === (action === 'pause') ? true : undefined;
+    });
+  }
+
+  /** A flow key's state on a flow topic: running, ready, paused, held until, the limits in force and those pinned. A read, retried. */
+  async flowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
+    return this.flowCall('GET', [], undefined, topic, key, options, true);
+  }
+
+  /** Pins a flow key's limits (null: back to the topic's default) and/or pauses or resumes it; a field left out stays. Sent once. */
+  async setFlowKey(topic: string, key: string, change: FlowKeyChange, options?: CallOptions): Promise<FlowKeyState> {
+    return this.flowCall('PUT', [], change, topic, key, options, false);
+  }
+
+  /** Drops a flow key's pinned limits and its pause. Sent once. */
+  async clearFlowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
+    return this.flowCall('DELETE', [], undefined, topic, key, options, false);
+  }
+
+  /** Pauses a flow key: once this returns, none of its jobs starts until `resumeFlowKey`; the other keys go on. Sent once. */
+  async pauseFlowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
+    return this.flowCall('POST', ['pause'], undefined, topic, key, options, false);
+  }
+
+  /** Resumes a paused flow key. Sent once. */
+  async resumeFlowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
+    return this.flowCall('POST', ['resume'], undefined, topic, key, options, false);
+  }
+
+  private flowCall(method: string, suffix: string[], body: unknown, topic: string, key: string, options: CallOptions | undefined, retry: boolean): Promise<FlowKeyState> {
+    return this.call(method, path('topics', topic, 'flows', key, ...suffix), body, options, retry, (reply) => {
+      const state = reply.body as FlowKeyState | undefined;
+      return reply.status === 200 && typeof state?.key === 'string' && typeof state.paused === 'boolean' && typeof state.limits === 'object' ? state : undefined;
     });
   }
 

@@ -5,13 +5,30 @@
  * engine directly, never this.
  */
 import { decodeDeadCursor, decodeGroupCursor, decodeJobsCursor, decodeScheduleCursor, encodeDeadCursor, encodeGroupCursor, encodeJobsCursor, encodeScheduleCursor, isRefused, NotReplicatedError, REFUSAL, secretDigest } from '../engine';
-import type { Caller, DeadJob, Engine, Job, KeyInfo, Refused, Schedule, TopicStatsView, Wake, WriteResult } from '../engine';
+import type { Caller, DeadJob, Engine, FlowKeyChange, FlowKeyState, Job, KeyInfo, Refused, Schedule, TopicStatsView, Wake, WriteResult } from '../engine';
 import type { QueueConfig } from '../rules/config';
 import { MAX_KEYS, REDRIVE_COUNT } from '../rules/limits';
 import { mayUseTopic, newSecret, requireTopicAccess } from './access';
 import { HttpError, refusalError } from './errors';
 import { validateSchedule } from './schedule-input';
-import { badCursor, checkGroupRef, checkJobRef, requireTopic, validateChange, validateJob, validateNewKey, validatePut, type GroupPage, type IfMatch, type JobsQuery, type NewJob, type RedriveRequest } from './validation';
+import {
+  badCursor,
+  checkFlowRef,
+  checkGroupRef,
+  checkJobRef,
+  requireFlowTopic,
+  requireTopic,
+  validateChange,
+  validateFlowChange,
+  validateJob,
+  validateNewKey,
+  validatePut,
+  type GroupPage,
+  type IfMatch,
+  type JobsQuery,
+  type NewJob,
+  type RedriveRequest,
+} from './validation';
 
 /** What an add or put of one job did (invalid input throws instead). */
 export type WriteOutcome = { status: 'created'; job: Job } | { status: 'replaced'; job: Job } | { status: 'exists'; job: Job; error: HttpError } | { status: 'finished'; job: Job; error: HttpError };
@@ -205,6 +222,50 @@ export class Queue {
     if (after === null) throw badCursor();
     const result = await this.engine.listSchedules(topic, { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(after !== undefined ? { after } : {}) });
     return { schedules: result.schedules, next: result.next && encodeScheduleCursor(result.next) };
+  }
+
+  /** Pauses a topic (any configured one): once this returns no job of it starts until it is resumed; adds are still taken, running attempts finish. */
+  async pauseTopic(topic: string, by = ''): Promise<void> {
+    requireTopic(this.config, topic);
+    await replicated(this.engine.pauseTopic(topic, by));
+  }
+
+  /** Resumes a paused topic (a topic not paused stays as it is): its jobs start again, within its limits. */
+  async resumeTopic(topic: string, by = ''): Promise<void> {
+    requireTopic(this.config, topic);
+    await replicated(this.engine.resumeTopic(topic, by));
+  }
+
+  /** The live state of flow key `key` of flow topic `topic` (a key no job has used yet shows the topic's defaults). */
+  async flowKey(topic: string, key: string): Promise<FlowKeyState> {
+    checkFlowRef(topic, key);
+    requireFlowTopic(this.config, topic);
+    return this.engine.flowKey(topic, key);
+  }
+
+  /** Pins a flow key's limits and/or pauses or resumes it, from the raw body `{ concurrency?, rate?, paused? }`. */
+  async setFlowKey(topic: string, key: string, input: unknown, by = ''): Promise<FlowKeyState> {
+    checkFlowRef(topic, key);
+    requireFlowTopic(this.config, topic);
+    return this.changeFlowKey(topic, key, validateFlowChange(input), by);
+  }
+
+  /** Pauses (`paused` true) or resumes a flow key; a pause has the cut-off of a topic's. */
+  async pauseFlowKey(topic: string, key: string, paused: boolean, by = ''): Promise<FlowKeyState> {
+    checkFlowRef(topic, key);
+    requireFlowTopic(this.config, topic);
+    return this.changeFlowKey(topic, key, { paused }, by);
+  }
+
+  /** Drops a flow key's pinned limits and its pause: it follows the topic's defaults again. */
+  async clearFlowKey(topic: string, key: string, by = ''): Promise<FlowKeyState> {
+    checkFlowRef(topic, key);
+    requireFlowTopic(this.config, topic);
+    return this.changeFlowKey(topic, key, 'clear', by);
+  }
+
+  private changeFlowKey(topic: string, key: string, change: FlowKeyChange | 'clear', by: string): Promise<FlowKeyState> {
+    return replicated(this.engine.setFlowKey(topic, key, change, by));
   }
 
   // API keys: the HTTP edge (./http.ts) has checked the caller's scope.

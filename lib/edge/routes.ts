@@ -1,7 +1,7 @@
 import { HttpError } from './errors';
-import { accessFor, requireTopicAccess, type Scope } from './access';
+import { accessFor, requireScope, requireTopicAccess, type Scope } from './access';
 import { errorBody, jobHeaders, type ApiRequest, type ApiResponse, type Route } from './http';
-import type { Engine, Job, KeyInfo } from '../engine';
+import type { Engine, FlowKeyState, FlowRate, Job, KeyInfo } from '../engine';
 import type { Runtime } from '../platform/runtime';
 import { Queue, type WriteOutcome } from './queue';
 import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive, validateSchedulesQuery } from './validation';
@@ -109,6 +109,50 @@ export async function listJobs(req: ApiRequest, rt: Runtime): Promise<ApiRespons
   return { status: 200, body: await queueOf(rt).listJobs(req.params.topic ?? '', query) };
 }
 
+/** POST /topics/{topic}/pause: once this answers no job of the topic starts until it is resumed; { topic, paused: true }. */
+export async function pauseTopic(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const topic = req.params.topic ?? '';
+  await queueOf(rt).pauseTopic(topic, req.caller.name);
+  return { status: 200, body: { topic, paused: true } };
+}
+
+/** POST /topics/{topic}/resume: the topic's jobs start again; { topic, paused: false }. */
+export async function resumeTopic(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const topic = req.params.topic ?? '';
+  await queueOf(rt).resumeTopic(topic, req.caller.name);
+  return { status: 200, body: { topic, paused: false } };
+}
+
+/**
+ * GET, PUT and DELETE /topics/{topic}/flows/{key}, POST /topics/{topic}/flows/{key}/pause and
+ * /resume: one function. Reading needs scope read (the route's), every change write. Each answers
+ * the key's state.
+ */
+export async function flows(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const { topic = '', key = '' } = req.params;
+  const q = queueOf(rt);
+  const by = req.caller.name;
+  if (req.method === 'GET') return flowResponse(await q.flowKey(topic, key));
+  requireScope(req.caller, 'write');
+  if (req.method === 'PUT') return flowResponse(await q.setFlowKey(topic, key, req.json(), by));
+  if (req.method === 'DELETE') return flowResponse(await q.clearFlowKey(topic, key, by));
+  if (req.method === 'POST' && /\/(pause|resume)$/.test(req.path)) return flowResponse(await q.pauseFlowKey(topic, key, req.path.endsWith('/pause'), by));
+  throw new HttpError(404, 'NOT_FOUND', `no route ${req.method} ${req.path}`);
+}
+
+/** A flow key's pace as the API shows it: per in seconds, like every duration it answers. */
+function rateView(rate: FlowRate | null): { count: number; per: number; burst: number } | null {
+  return rate && { count: rate.count, per: rate.perMs / 1000, burst: rate.burst };
+}
+
+/** A flow key's state as the API shows it: heldUntil as an ISO time, rates with per in seconds. */
+function flowResponse(state: FlowKeyState): ApiResponse {
+  const { pinned, limits, heldUntil } = state;
+  const shown = pinned && { ...(pinned.concurrency !== undefined ? { concurrency: pinned.concurrency } : {}), ...(pinned.rate !== undefined ? { rate: rateView(pinned.rate) } : {}) };
+  const body = { ...state, heldUntil: heldUntil === null ? null : new Date(heldUntil).toISOString(), limits: { concurrency: limits.concurrency, rate: rateView(limits.rate) }, pinned: shown };
+  return { status: 200, body };
+}
+
 /** PUT /schedules/{topic}/{id}: creates the schedule (201) or replaces it (200), its pending occurrence with it; `{ schedule }`. */
 export async function putSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
@@ -183,6 +227,6 @@ function needs(scope: Scope, ...routes: Route[]): void {
   for (const route of routes) route.scope = scope;
 }
 
-needs('read', getJob, listTopics, listDead, listGroup, listJobs, getSchedule, listSchedules, whoami);
-needs('write', addJob, addJobs, putJob, deleteJob, redrive, cancelGroup, putSchedule, deleteSchedule);
+needs('read', getJob, listTopics, listDead, listGroup, listJobs, getSchedule, listSchedules, whoami, flows); // flows: its changes need write
+needs('write', addJob, addJobs, putJob, deleteJob, redrive, cancelGroup, putSchedule, deleteSchedule, pauseTopic, resumeTopic);
 needs('admin', createKey, listKeys, revokeKey, keys);

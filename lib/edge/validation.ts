@@ -6,15 +6,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ladderLength, parseBackoff, parseDuration } from '../rules/backoff';
-import { ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../rules/config';
-import { partitionOf, type JobChange, type NewJob } from '../engine';
+import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../rules/config';
+import { partitionOf, type FlowKeyChange, type FlowRate, type JobChange, type NewJob } from '../engine';
 import { HttpError, type FieldProblem } from './errors';
 import { jitterOffsetMs } from '../rules/pacing';
 import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from '../rules/limits';
 
 export type { JobChange, NewJob } from '../engine';
 
-const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
+const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter', 'key'];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** A fresh id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
@@ -162,6 +162,25 @@ function checkGroup(value: unknown, problems: FieldProblem[]): string | undefine
   return value;
 }
 
+/**
+ * A job's flow key: optional, with the rules of an id, and only on a flow topic (one with `flow` in
+ * its configuration). `topic` undefined (malformed) or not configured: only the form is checked,
+ * the topic's own problem is reported elsewhere.
+ */
+function checkFlowKey(value: unknown, topic: string | undefined, config: QueueConfig, problems: FieldProblem[]): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
+    problem(problems, 'key', `must match ${ID_PATTERN.source}`);
+    return undefined;
+  }
+  const t = topic === undefined ? undefined : config.topics.get(topic);
+  if (t && !t.flow) {
+    problem(problems, 'key', `topic ${topic} has no flow control, so its jobs take no key: set flow for it in serverless.yml custom.queue.topics`);
+    return undefined;
+  }
+  return value;
+}
+
 /** A job's own retry options (backoff, maxAttempts, ttr): those it sets, checked. */
 function checkOptions(job: Record<string, unknown>, config: QueueConfig, problems: FieldProblem[]): Pick<NewJob, 'backoff' | 'maxAttempts' | 'ttrMs'> {
   let backoff: string | undefined;
@@ -269,6 +288,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   const when = parseWhen(job, config, problems, true, clientNow);
   const options = checkJobOptions(job, topic, config, problems);
   const jitterMs = checkJitter(job.jitter, problems);
+  const key = checkFlowKey(job.key, topic, config, problems);
   const body = bodyText(job.body);
   if (body === undefined) problem(problems, 'body', 'must be a JSON value');
   throwProblems(problems);
@@ -279,10 +299,11 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   return {
     topic: topic!,
     id: id!,
-    partition: partitionOf(topic!, id!, config.partitions),
+    partition: partitionOf(config.topics.get(topic!) ?? topic!, id!, config.partitions),
     when: { kind: when!.kind, ms: when!.ms + offset },
     body: body!,
     ...options,
+    ...(key !== undefined ? { key } : {}),
   };
 }
 
@@ -520,4 +541,75 @@ export function validateSchedulesQuery(query: Record<string, string | undefined>
   throwQueryProblems(problems);
   const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
   return { topic, ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+}
+
+/** Throws 400 VALIDATION_FAILED unless topic and key could name a flow key (a key has the rules of an id). */
+export function checkFlowRef(topic: string, key: string): void {
+  const problems: FieldProblem[] = [];
+  if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `must match ${TOPIC_PATTERN.source}`);
+  if (!ID_PATTERN.test(key)) problem(problems, 'key', `must match ${ID_PATTERN.source}`);
+  if (problems.length > 0) throw new HttpError(400, 'VALIDATION_FAILED', `the path names no flow key: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+}
+
+/** The configured flow topic `topic`: 400 UNKNOWN_TOPIC when it is not configured, 400 VALIDATION_FAILED naming `topic` when it has no `flow`. */
+export function requireFlowTopic(config: QueueConfig, topic: string): TopicConfig {
+  const t = requireTopic(config, topic);
+  if (!t.flow) {
+    const message = `topic ${topic} has no flow control: set flow for it in serverless.yml custom.queue.topics`;
+    throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: 'topic', message: 'has no flow control: set flow for it in serverless.yml custom.queue.topics' }]);
+  }
+  return t;
+}
+
+const FLOW_CHANGE_FIELDS = ['concurrency', 'rate', 'paused'];
+
+/** A key's pace `{ count, per, burst? }` (per: seconds or a duration; burst default 1, at most count); adds a problem per bad field. */
+function checkFlowRate(value: unknown, problems: FieldProblem[]): FlowRate | undefined {
+  if (!isObject(value)) {
+    problem(problems, 'rate', 'must be { "count": n, "per": seconds, "burst"?: n }, or null for the topic\'s default');
+    return undefined;
+  }
+  const { count, per, burst, ...rest } = value;
+  for (const k of Object.keys(rest)) problem(problems, `rate.${k}`, 'is not a field of a rate (fields: count, per, burst)');
+  const { count: c, perSeconds: p } = FLOW_LIMITS;
+  const countOk = isIntegerIn(count, c);
+  if (!countOk) problem(problems, 'rate.count', `must be an integer from ${c.min} to ${c.max}: the starts per per seconds`);
+  const seconds = per === undefined ? p.default : secondsOf(per);
+  const perOk = seconds !== undefined && seconds >= p.min && seconds <= p.max;
+  if (!perOk) problem(problems, 'rate.per', secondsRule(p.min, p.max));
+  const burstMax = countOk ? count : c.max;
+  const burstOk = burst === undefined || isIntegerIn(burst, { min: 1, max: burstMax });
+  if (!burstOk) problem(problems, 'rate.burst', `must be an integer from 1 to ${countOk ? `count (${count})` : 'count'}: the starts allowed at once after a quiet spell`);
+  if (!countOk || !perOk || !burstOk) return undefined;
+  return { count, perMs: Math.round(seconds * 1000), burst: (burst as number | undefined) ?? 1 };
+}
+
+/**
+ * Validates the body of PUT /topics/{topic}/flows/{key}: `{ concurrency?, rate?, paused? }`, at
+ * least one. `concurrency` 1..10000 or null, `rate` `{ count, per, burst? }` or null (null: back to
+ * the topic's default), `paused` true or false. Throws 400 VALIDATION_FAILED naming every bad field.
+ */
+export function validateFlowChange(body: unknown): FlowKeyChange {
+  if (!isObject(body)) throw new HttpError(400, 'VALIDATION_FAILED', 'send { "concurrency"?: n | null, "rate"?: { count, per, burst? } | null, "paused"?: bool }', [{ path: '', message: 'must be an object' }]);
+  const problems: FieldProblem[] = [];
+  for (const k of Object.keys(body)) if (!FLOW_CHANGE_FIELDS.includes(k)) problem(problems, k, `is not a field of a flow key's change (fields: ${FLOW_CHANGE_FIELDS.join(', ')})`);
+  const change: FlowKeyChange = {};
+  const { concurrency, rate, paused } = body;
+  if (concurrency === null) change.concurrency = null;
+  else if (concurrency !== undefined) {
+    if (isIntegerIn(concurrency, FLOW_LIMITS.concurrency)) change.concurrency = concurrency;
+    else problem(problems, 'concurrency', `must be an integer from ${FLOW_LIMITS.concurrency.min} to ${FLOW_LIMITS.concurrency.max}, or null for the topic's default`);
+  }
+  if (rate === null) change.rate = null;
+  else if (rate !== undefined) {
+    const r = checkFlowRate(rate, problems);
+    if (r) change.rate = r;
+  }
+  if (paused !== undefined) {
+    if (typeof paused === 'boolean') change.paused = paused;
+    else problem(problems, 'paused', 'must be true or false');
+  }
+  if (problems.length === 0 && concurrency === undefined && rate === undefined && paused === undefined) problem(problems, '', 'give concurrency, rate or paused to change');
+  if (problems.length > 0) throw new HttpError(400, 'VALIDATION_FAILED', `the change has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
+  return change;
 }

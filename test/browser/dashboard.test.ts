@@ -271,9 +271,10 @@ describe('the dashboard in headless Chromium', () => {
     const started = Array.from({ length: 60 }, (_, i) => (i >= 30 && i < 35 ? 0 : (i * 7) % 25)); // 0 at 0, 25, 30-34 and 50; 24 (the most) at 7 and 57
     const busy: TopicStats['lastHour'] = started.map((n, i) => ({ minute: new Date(now - (59 - i) * 60_000).toISOString(), started: n, p99Ms: n > 0 ? 50 + i * 20 : null }));
     const topics: TopicStats[] = [
-      { topic: 'example', delayed: 40, ready: 12, running: 3, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 321, p50Ms: 12, p99Ms: 1480, maxMs: 95_000 }, oldestReadyAgeMs: 7_200_000, lastHour: busy },
+      { topic: 'example', paused: false, delayed: 40, ready: 12, running: 3, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 321, p50Ms: 12, p99Ms: 1480, maxMs: 95_000 }, oldestReadyAgeMs: 7_200_000, lastHour: busy },
       {
         topic: 'webhook',
+        paused: false,
         delayed: 0,
         ready: 0,
         running: 0,
@@ -285,6 +286,7 @@ describe('the dashboard in headless Chromium', () => {
       },
       {
         topic: 'burst',
+        paused: false,
         delayed: 0,
         ready: 1,
         running: 0,

@@ -206,7 +206,7 @@ describe('openapi.yaml matches what the stack answers', () => {
 
   it('topics, dead jobs and redrive: 200, 400, 401', async () => {
     const topics = await call('GET', '/topics');
-    assert.deepEqual(topics.body.topics.map((t: { topic: string }) => t.topic).sort(), ['example', 'webhook']);
+    assert.deepEqual(topics.body.topics.map((t: { topic: string }) => t.topic).sort(), ['example', 'partner', 'webhook']);
     expectError(await call('GET', '/topics', undefined, { token: null }), 401, 'UNAUTHORIZED');
 
     const ids = [uid('dead'), uid('dead')];
@@ -484,6 +484,43 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.deepEqual((await call('GET', `/schedules/example/${id}`)).body.schedule.every, 60, 'refused puts changed nothing');
   });
 
+  it('topic pause and resume; flow keys: read, pin, clear, pause, resume: 200, 400 (no flow control, bad key or change, unknown topic), 401', async () => {
+    assert.deepEqual((await call('POST', '/topics/partner/pause')).body, { topic: 'partner', paused: true });
+    assert.equal((await call('GET', '/topics')).body.topics.find((t: { topic: string }) => t.topic === 'partner').paused, true);
+    assert.deepEqual((await call('POST', '/topics/partner/resume')).body, { topic: 'partner', paused: false });
+    for (const action of ['pause', 'resume']) {
+      expectError(await call('POST', `/topics/nope/${action}`), 400, 'UNKNOWN_TOPIC');
+      expectError(await call('POST', `/topics/partner/${action}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
+    }
+
+    const key = uid('tenant');
+    const base = `/topics/partner/flows/${key}`;
+    const read = await call('GET', base);
+    assert.deepEqual([read.status, read.body.key, read.body.paused, read.body.pinned], [200, key, false, null]);
+    const pinned = await call('PUT', base, { concurrency: 1, rate: { count: 3, per: '2s' } });
+    assert.deepEqual([pinned.status, pinned.body.limits], [200, { concurrency: 1, rate: { count: 3, per: 2, burst: 1 } }]);
+    assert.deepEqual((await call('POST', `${base}/pause`)).body.paused, true);
+    assert.deepEqual((await call('POST', `${base}/resume`)).body.paused, false);
+    const cleared = await call('DELETE', base);
+    assert.deepEqual([cleared.status, cleared.body.pinned], [200, null]);
+
+    assert.deepEqual(invalidPaths(await call('PUT', base, { concurrency: 10_001, rate: { count: 0 }, paused: 1 })).sort(), ['concurrency', 'paused', 'rate.count']);
+    expectError(await call('PUT', base, undefined, { raw: '{' }), 400, 'INVALID_JSON');
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['PUT', ''],
+      ['DELETE', ''],
+      ['POST', '/pause'],
+      ['POST', '/resume'],
+    ] as const) {
+      const body = method === 'PUT' ? { paused: true } : undefined;
+      assert.deepEqual(invalidPaths(await call(method, `/topics/example/flows/${key}${suffix}`, body)), ['topic'], `${method} on a topic with no flow control`);
+      assert.deepEqual(invalidPaths(await call(method, `/topics/partner/flows/bad%20key${suffix}`, body)), ['key'], `${method} with a bad key`);
+      expectError(await call(method, `/topics/nope/flows/${key}${suffix}`, body), 400, 'UNKNOWN_TOPIC');
+      expectError(await call(method, `${base}${suffix}`, body, { token: null }), 401, 'UNAUTHORIZED');
+    }
+  });
+
   it('the dashboard page: 200 text/html without a token, with its CSP and nosniff', async () => {
     const page = await call('GET', '/dashboard', undefined, { token: null });
     assert.equal(page.status, 200);
@@ -531,10 +568,11 @@ describe('openapi.yaml matches what the stack answers', () => {
       .filter((r) => !['/', '/dashboard', '/openapi.yaml'].includes(r.path));
     const needs = (r: { method: string; path: string }) => (r.path.startsWith('/keys') ? 'admin' : r.method === 'GET' ? 'read' : 'write');
     const rank: Record<string, number> = { read: 1, write: 2, admin: 3 };
-    assert.ok(routes.length >= 19, `${routes.length} routes`);
+    assert.ok(routes.length >= 26, `${routes.length} routes`);
     for (const route of routes) {
-      const url = route.path.replace('{topic}', 'example').replace('{id}', uid('walk')).replace('{group}', uid('g')).replace('{name}', uid('no-such-key')) + (route.path === '/schedules' ? '?topic=example' : '');
-      const body = route.method === 'POST' || route.method === 'PUT' ? {} : undefined;
+      const url = route.path.replace('{topic}', 'example').replace('{id}', uid('walk')).replace('{group}', uid('g')).replace('{key}', uid('k')).replace('{name}', uid('no-such-key')) + (route.path === '/schedules' ? '?topic=example' : '');
+      const takesBody = route.method === 'PUT' || (route.method === 'POST' && !/\/(pause|resume)$/.test(route.path)); // a pause or resume takes none
+      const body = takesBody ? {} : undefined;
       for (const scope of ['read', 'write', 'admin'] as const) {
         const reply = await call(route.method, url, body, { token: secrets[scope] });
         const what = `${route.method} ${route.path} with a ${scope} key → ${reply.status} ${JSON.stringify(reply.body).slice(0, 200)}`;
@@ -549,6 +587,7 @@ describe('openapi.yaml matches what the stack answers', () => {
         assert.match(other.body.error.message, /may not use topic webhook/);
       }
     }
+    assert.equal((await call('POST', '/topics/example/resume')).status, 200, 'the walk paused topic example, and resumed it');
 
     // a key limited to topic example: other topics are refused wherever the topic comes from
     const limited = { token: secrets.limited };
@@ -627,6 +666,13 @@ describe('openapi.yaml matches what the stack answers', () => {
       'GET /topics/{topic}/jobs': [200, 400, 401, 403, 503],
       'GET /topics/{topic}/groups/{group}': [200, 400, 401, 403, 503],
       'DELETE /topics/{topic}/groups/{group}': [200, 400, 401, 403, 503],
+      'POST /topics/{topic}/pause': [200, 400, 401, 403],
+      'POST /topics/{topic}/resume': [200, 400, 401, 403],
+      'GET /topics/{topic}/flows/{key}': [200, 400, 401, 403],
+      'PUT /topics/{topic}/flows/{key}': [200, 400, 401, 403],
+      'DELETE /topics/{topic}/flows/{key}': [200, 400, 401, 403],
+      'POST /topics/{topic}/flows/{key}/pause': [200, 400, 401, 403],
+      'POST /topics/{topic}/flows/{key}/resume': [200, 400, 401, 403],
       'PUT /schedules/{topic}/{id}': [200, 201, 400, 401, 403, 413, 503],
       'GET /schedules/{topic}/{id}': [200, 400, 401, 403, 404, 503],
       'DELETE /schedules/{topic}/{id}': [200, 400, 401, 403, 404, 503],

@@ -27,6 +27,7 @@ function job(fields: Partial<Job> = {}): Job {
     deadline: null,
     version: 1,
     group: null,
+    key: null,
     updatedBy: null,
     body: { orderId: 7 },
     ...fields,
@@ -110,6 +111,7 @@ describe('dq output for people', () => {
   it('topics: counts, next due, lateness', () => {
     const stats: TopicStats = {
       topic: 'webhook',
+      paused: false,
       delayed: 3,
       ready: 0,
       running: 1,

@@ -39,6 +39,7 @@ function job(fields: Partial<Job> = {}): Job {
     deadline: null,
     version: 1,
     group: null,
+    key: null,
     updatedBy: null,
     body: null,
     ...fields,

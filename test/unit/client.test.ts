@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { DelayQueueClient, DelayQueueError, type Job as ClientJob, type NewJob, type Schedule as ClientSchedule, type TopicStats as ClientTopicStats } from '../../lib/client';
+import { DelayQueueClient, DelayQueueError, type FlowKeyState, type Job as ClientJob, type NewJob, type Schedule as ClientSchedule, type TopicStats as ClientTopicStats } from '../../lib/client';
 import type { Job, Schedule, TopicStatsView as TopicStats } from '../../lib/engine';
 
 // The client repeats the API's types so it can be copied alone; these keep the two in step.
@@ -45,6 +45,7 @@ function job(fields: Partial<ClientJob> = {}): ClientJob {
     deadline: null,
     version: 1,
     group: null,
+    key: null,
     updatedBy: null,
     body: null,
     ...fields,
@@ -270,7 +271,7 @@ describe('DelayQueueClient', () => {
 
   it('get (null on NOT_FOUND), put (created or replaced), cancel, topics, dead, redrive: paths, bodies, results', async () => {
     const stats: ClientTopicStats[] = [
-      { topic: 'example', delayed: 1, ready: 0, running: 0, dead: 2, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null, lastHour: [] },
+      { topic: 'example', paused: false, delayed: 1, ready: 0, running: 0, dead: 2, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null, lastHour: [] },
     ];
     script = (req, res) => {
       const route = `${req.method} ${req.url}`;
@@ -305,6 +306,50 @@ describe('DelayQueueClient', () => {
     assert.equal(await c.redrive('example', { ids: ['x', 'y'] }), 2);
     assert.equal(await c.redrive('example', { count: 7 }), 7);
     assert.equal(await c.redrive('example'), 100);
+  });
+
+  it('flow control: pauseTopic, resumeTopic and the flow key changes are sent once; flowKey is a read, retried; key on add; paths, bodies, results', async () => {
+    const state = (fields: Partial<FlowKeyState> = {}): FlowKeyState => ({ topic: 'partner', key: 'p:1', running: 0, ready: 2, paused: false, heldUntil: null, limits: { concurrency: 2, rate: null }, pinned: null, ...fields });
+    let flaky = 0;
+    script = (req, res) => {
+      const route = `${req.method} ${req.url}`;
+      if (route === 'POST /topics/partner/pause') return json(res, 200, { topic: 'partner', paused: true });
+      if (route === 'POST /topics/partner/resume') return json(res, 200, { topic: 'partner', paused: false });
+      if (route === 'GET /topics/partner/flows/p%3A1') return ++flaky === 1 ? apiError(res, 503, 'UNAVAILABLE') : json(res, 200, state());
+      if (route === 'PUT /topics/partner/flows/p%3A1') return json(res, 200, state({ limits: { concurrency: req.body.concurrency, rate: null }, pinned: { concurrency: req.body.concurrency } }));
+      if (route === 'DELETE /topics/partner/flows/p%3A1') return json(res, 200, state());
+      if (route === 'POST /topics/partner/flows/p%3A1/pause') return json(res, 200, state({ paused: true }));
+      if (route === 'POST /topics/partner/flows/p%3A1/resume') return json(res, 200, state());
+      if (route === 'POST /topics/example/flows/k/pause') return apiError(res, 503, 'UNAVAILABLE');
+      if (route === 'POST /jobs') return json(res, 201, { job: job({ topic: 'partner', id: req.body.id, key: req.body.key }) });
+      apiError(res, 404, 'NOT_FOUND');
+    };
+    const c = client();
+    await c.pauseTopic('partner');
+    await c.resumeTopic('partner');
+    assert.deepEqual(
+      seen.map((r) => `${r.method} ${r.url} ${JSON.stringify(r.body)}`),
+      ['POST /topics/partner/pause undefined', 'POST /topics/partner/resume undefined'],
+    );
+    assert.deepEqual(await c.flowKey('partner', 'p:1'), state());
+    assert.equal(flaky, 2, 'the read was retried after the 503');
+    seen = [];
+    assert.deepEqual((await c.setFlowKey('partner', 'p:1', { concurrency: 1, rate: { count: 2, per: '1m' } })).pinned, { concurrency: 1 });
+    assert.deepEqual(seen[0]!.body, { concurrency: 1, rate: { count: 2, per: '1m' } });
+    assert.equal((await c.pauseFlowKey('partner', 'p:1')).paused, true);
+    assert.equal((await c.resumeFlowKey('partner', 'p:1')).paused, false);
+    assert.equal((await c.clearFlowKey('partner', 'p:1')).pinned, null);
+    assert.deepEqual(
+      seen.map((r) => `${r.method} ${r.url}`),
+      ['PUT /topics/partner/flows/p%3A1', 'POST /topics/partner/flows/p%3A1/pause', 'POST /topics/partner/flows/p%3A1/resume', 'DELETE /topics/partner/flows/p%3A1'],
+    );
+    seen = [];
+    const refused = await c.pauseFlowKey('example', 'k').catch((e: unknown) => e);
+    assert.ok(refused instanceof DelayQueueError);
+    assert.deepEqual([refused.code, seen.length], ['UNAVAILABLE', 1], 'a change is sent once');
+    const added = await c.add({ topic: 'partner', delay: 1, key: 'p:1' });
+    assert.equal(added.key, 'p:1');
+    assert.equal(seen.at(-1)!.body.key, 'p:1');
   });
 
   it('put and cancel with ifMatch send If-Match "<version>" or *, and none without it; a bad ifMatch sends nothing', async () => {

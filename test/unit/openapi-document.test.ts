@@ -34,6 +34,7 @@ const job = {
   deadline: null,
   version: 1,
   group: null,
+  key: null,
   updatedBy: 'orders-service',
   body: { orderId: 7 },
 };
@@ -60,6 +61,7 @@ const schedule = {
   lastRunAt: null,
   nextRuns: ['2026-11-24T08:00:00.000Z'],
 };
+const flow = { topic: 'partner', key: 'partner-42', running: 0, ready: 3, paused: false, heldUntil: null, limits: { concurrency: 2, rate: { count: 10, per: 1, burst: 1 } }, pinned: null };
 const error = (code: string, extra: Json = {}) => ({ error: { code, message: 'm', ...extra } });
 
 describe('openapi.yaml, the document', () => {
@@ -167,6 +169,23 @@ describe('openapi.yaml, the document', () => {
       ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, version: 1 }, false],
       ['JobReplacement', schemaRef('JobReplacement'), { delay: 1, group: 'g.1:a-b_c' }, true],
       ['JobReplacement', schemaRef('JobReplacement'), { delay: 1, group: '' }, false],
+      ['NewJob', schemaRef('NewJob'), { topic: 'partner', delay: 1, key: 'partner-42' }, true],
+      ['NewJob', schemaRef('NewJob'), { topic: 'partner', delay: 1, key: 'has space' }, false],
+      ['Job', schemaRef('Job'), { ...job, key: 'partner-42' }, true],
+      ['Job', schemaRef('Job'), { ...job, key: '' }, true],
+      ['Job', schemaRef('Job'), { ...job, key: undefined }, false],
+      ['FlowKeyChange', schemaRef('FlowKeyChange'), { concurrency: 1, rate: { count: 2, per: '1m', burst: 2 }, paused: true }, true],
+      ['FlowKeyChange', schemaRef('FlowKeyChange'), { concurrency: null, rate: null }, true],
+      ['FlowKeyChange', schemaRef('FlowKeyChange'), {}, false],
+      ['FlowKeyChange', schemaRef('FlowKeyChange'), { concurrency: 0 }, false],
+      ['FlowKeyChange', schemaRef('FlowKeyChange'), { rate: { per: 1 } }, false],
+      ['FlowKeyChange', schemaRef('FlowKeyChange'), { paused: 'yes' }, false],
+      ['FlowKeyState', schemaRef('FlowKeyState'), flow, true],
+      ['FlowKeyState', schemaRef('FlowKeyState'), { ...flow, heldUntil: '2026-11-21T15:00:00.500Z', pinned: { concurrency: 1 } }, true],
+      ['FlowKeyState', schemaRef('FlowKeyState'), { ...flow, limits: { concurrency: 2, rate: { count: 10, per: 1 } } }, false],
+      ['FlowKeyState', schemaRef('FlowKeyState'), { ...flow, extra: 1 }, false],
+      ['TopicPause', schemaRef('TopicPause'), { topic: 'example', paused: true }, true],
+      ['TopicPause', schemaRef('TopicPause'), { topic: 'example' }, false],
       ['JobPage', schemaRef('JobPage'), { jobs: [job], next: 'abc' }, true],
       ['JobPage', schemaRef('JobPage'), { jobs: [], next: null }, true],
       ['JobPage', schemaRef('JobPage'), { jobs: [dead], next: null }, false],

@@ -1,0 +1,5 @@
+import { pauseTopic } from '../lib/edge/routes';
+import { httpRoute } from '../lib/edge/http';
+
+/** POST /topics/{topic}/pause: no job of the topic starts until it is resumed; adds are still taken. */
+export const handler = httpRoute(pauseTopic);
