@@ -3,10 +3,10 @@
  * the client. A command answers both forms of its result: `json` (the API's answer body, for
  * `--json`) and `text` (for people). Adding a command is one entry here (and its group in GROUPS).
  */
-import type { DelayQueueClient, JobReplacement, KeyScope, ListedState, ScheduleInput } from '../client';
+import type { DelayQueueClient, FlowKeyChange, JobReplacement, KeyScope, ListedState, ScheduleInput } from '../client';
 import type { OptionSpec } from './args';
 import { notFound, UsageError } from './errors';
-import { deadTable, fields, jobTable, jobView, keyTable, scheduleTable, scheduleView, topicTable } from './format';
+import { deadTable, fields, flowView, jobTable, jobView, keyTable, scheduleTable, scheduleView, topicTable } from './format';
 import { parseBackoff, parseChoice, parseCount, parseDuration, parseIfMatch, parseTime, readBody, type TextSource } from './values';
 
 /** What a command runs with. */
@@ -50,7 +50,8 @@ export const GROUPS: readonly { name: string; summary: string }[] = [
   { name: 'groups', summary: "list or cancel a group's jobs" },
   { name: 'dead', summary: 'list and redrive dead jobs' },
   { name: 'schedules', summary: 'put, read, list and delete recurring schedules' },
-  { name: 'topics', summary: 'counts and lateness per topic' },
+  { name: 'topics', summary: 'counts and lateness per topic; pause and resume a topic' },
+  { name: 'flows', summary: "a flow key's state, pinned limits and pause (flow topics)" },
   { name: 'keys', summary: 'create, list and revoke API keys; show the key in use' },
 ];
 
@@ -66,6 +67,7 @@ const RUN_OPTIONS = [
   opt('group', 'GROUP', 'a group to list or cancel the job with'),
   opt('jitter', 'DURATION', "spread the first run over this long (default: the topic's)"),
 ];
+const FLOW_KEY = opt('flow-key', 'KEY', 'flow topics: the flow key the job is claimed under (a tenant, a partner)');
 const IF_MATCH = opt('if-match', 'VERSION', 'change it only while it is at this version (its "version"), or * for only if it exists');
 const PAGE = (max: number, fallback: number) => [
   opt('limit', 'N', `items per page, 1-${max} (default ${fallback})`),
@@ -95,7 +97,7 @@ async function jobFields(o: CommandInput['options'], text: TextSource, command: 
   const runAt = str(o, 'run-at');
   if ((delay === undefined) === (runAt === undefined)) throw new UsageError(`give one of --delay and --run-at`, command);
   const when = delay !== undefined ? { delay: parseDuration('delay', delay) } : { runAt: parseTime(runAt!) };
-  return { ...when, ...(await runFields(o, text)) };
+  return { ...when, ...(await runFields(o, text)), ...(str(o, 'flow-key') !== undefined ? { key: str(o, 'flow-key')! } : {}) };
 }
 
 /** A schedule's fields from its flags: exactly one of --cron and --every, and the options. */
@@ -110,6 +112,19 @@ async function scheduleFields(o: CommandInput['options'], text: TextSource): Pro
     ...(o.paused === true ? { paused: true } : {}),
     ...(await runFields(o, text)),
   };
+}
+
+/** A flow key's change from `flows set` flags: --concurrency, --rate with --per and --burst; "default" for null. */
+function flowChange(o: CommandInput['options']): FlowKeyChange {
+  const [concurrency, rate, per, burst] = ['concurrency', 'rate', 'per', 'burst'].map((name) => str(o, name));
+  if (concurrency === undefined && rate === undefined) throw new UsageError('give --concurrency and/or --rate', 'flows set');
+  if (rate === undefined ? per !== undefined || burst !== undefined : rate === 'default' && (per !== undefined || burst !== undefined)) throw new UsageError('--per and --burst go with --rate COUNT', 'flows set');
+  const change: FlowKeyChange = {};
+  if (concurrency !== undefined) change.concurrency = concurrency === 'default' ? null : parseCount('concurrency', concurrency, 1, 10_000);
+  if (rate !== undefined) {
+    change.rate = rate === 'default' ? null : { count: parseCount('rate', rate, 1, 1_000_000), ...(per !== undefined ? { per: parseDuration('per', per) } : {}), ...(burst !== undefined ? { burst: parseCount('burst', burst) } : {}) };
+  }
+  return change;
 }
 
 const ifMatch = (o: CommandInput['options']) => (str(o, 'if-match') !== undefined ? { ifMatch: parseIfMatch(str(o, 'if-match')!) } : {});
@@ -136,7 +151,7 @@ export const COMMANDS: readonly Command[] = [
     args: ['<topic>', '[id]'],
     summary: 'add a job (the id is made up when left out)',
     details: 'Give one of --delay and --run-at. An id that exists is refused with JOB_EXISTS and the job as it is.',
-    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS],
+    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY],
     async run(ctx, { args: [topic, id], options }) {
       const job = await ctx.client.add({ topic: topic!, ...(id !== undefined ? { id } : {}), ...(await jobFields(options, ctx.text, 'jobs add')) });
       return { json: { job }, text: `added ${job.topic}/${job.id}\n${jobView(job, ctx.now)}` };
@@ -160,7 +175,7 @@ export const COMMANDS: readonly Command[] = [
     args: ['<topic>', '<id>'],
     summary: 'create a job, or replace it while it is pending (due time, body, options)',
     details: 'Replaces the whole job: give one of --delay and --run-at, and every option to keep. A running, done or dead job is refused with JOB_FINISHED.',
-    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, IF_MATCH],
+    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, IF_MATCH],
     async run(ctx, { args: [topic, id], options }) {
       const { job, created } = await ctx.client.put(topic!, id!, await jobFields(options, ctx.text, 'jobs put'), ifMatch(options));
       return { json: { job, created }, text: `${created ? 'created' : 'replaced'} ${job.topic}/${job.id}\n${jobView(job, ctx.now)}` };
@@ -322,6 +337,63 @@ export const COMMANDS: readonly Command[] = [
       return { json: { topics }, text: topicTable(topics, ctx.now) };
     },
   },
+  ...(['pause', 'resume'] as const).map((action): Command => ({
+    group: 'topics',
+    name: action,
+    args: ['<topic>'],
+    summary: action === 'pause' ? 'pause a topic: none of its jobs starts until it is resumed (adds are still taken)' : 'resume a paused topic: its due jobs start again',
+    options: [],
+    async run(ctx, { args: [topic] }) {
+      await (action === 'pause' ? ctx.client.pauseTopic(topic!) : ctx.client.resumeTopic(topic!));
+      return { json: { topic, paused: action === 'pause' }, text: `${action === 'pause' ? 'paused' : 'resumed'} topic ${topic}\n` };
+    },
+  })),
+  {
+    group: 'flows',
+    name: 'get',
+    args: ['<topic>', '<key>'],
+    summary: 'show a flow key: running, ready, paused, held until, its limits and those pinned',
+    options: [],
+    async run(ctx, { args: [topic, key] }) {
+      const state = await ctx.client.flowKey(topic!, key!);
+      return { json: state, text: flowView(state, ctx.now) };
+    },
+  },
+  {
+    group: 'flows',
+    name: 'set',
+    args: ['<topic>', '<key>'],
+    summary: "pin a flow key's limits over the topic's defaults (an add cannot change them)",
+    details: 'Give --concurrency and/or --rate (with --per and --burst); "default" returns that limit to the topic\'s. Limits left out stay as they are.',
+    options: [
+      opt('concurrency', 'N', 'attempts of the key running at once (1-10000), or default'),
+      opt('rate', 'COUNT', 'starts per --per (1-1000000), or default'),
+      opt('per', 'DURATION', 'the span of --rate: seconds or a duration (default 1s)'),
+      opt('burst', 'N', 'starts at once after a quiet spell, 1 (default) to --rate'),
+    ],
+    async run(ctx, { args: [topic, key], options }) {
+      const state = await ctx.client.setFlowKey(topic!, key!, flowChange(options));
+      return { json: state, text: `set flow ${topic}/${key}\n${flowView(state, ctx.now)}` };
+    },
+  },
+  ...(
+    [
+      ['clear', "drop a flow key's pinned limits and its pause", 'cleared'],
+      ['pause', 'pause a flow key: none of its jobs starts until it is resumed; the other keys go on', 'paused'],
+      ['resume', 'resume a paused flow key', 'resumed'],
+    ] as const
+  ).map(([name, summary, done]): Command => ({
+    group: 'flows',
+    name,
+    args: ['<topic>', '<key>'],
+    summary,
+    options: [],
+    async run(ctx, { args: [topic, key] }) {
+      const c = ctx.client;
+      const state = await (name === 'clear' ? c.clearFlowKey(topic!, key!) : name === 'pause' ? c.pauseFlowKey(topic!, key!) : c.resumeFlowKey(topic!, key!));
+      return { json: state, text: `${done} flow ${topic}/${key}\n${flowView(state, ctx.now)}` };
+    },
+  })),
   {
     group: 'keys',
     name: 'create',

@@ -2,7 +2,7 @@
  * What `dq` prints for people: aligned tables, one job or schedule as name/value lines, times as
  * ISO-8601 with how far away they are. Pure: `now` is given.
  */
-import type { ApiKey, DeadJob, Job, Schedule, TopicStats } from '../client';
+import type { ApiKey, DeadJob, FlowKeyState, FlowRate, Job, Schedule, TopicStats } from '../client';
 import type { Failure } from './errors';
 
 const NONE = '-';
@@ -74,6 +74,7 @@ export function jobView(job: Job | DeadJob, now: number): string {
     ['ttr', `${job.ttr}s`],
     ['backoff', backoffText(job.backoff)],
   ];
+  if (job.key) pairs.splice(6, 0, ['key', job.key]);
   if (job.deadline) pairs.push(['deadline', when(job.deadline, now)]);
   if ('diedAt' in job) pairs.push(['diedAt', when(job.diedAt, now)]);
   if (job.url) pairs.push(['url', job.url]);
@@ -106,7 +107,7 @@ export function deadTable(jobs: readonly DeadJob[], now: number): string {
 export function topicTable(topics: readonly TopicStats[], now: number): string {
   if (topics.length === 0) return '(no topics)\n';
   const rows = topics.map((t) => [
-    t.topic,
+    t.paused ? `${t.topic} (paused)` : t.topic,
     String(t.delayed),
     String(t.ready),
     String(t.running),
@@ -119,6 +120,23 @@ export function topicTable(topics: readonly TopicStats[], now: number): string {
     ms(t.oldestReadyAgeMs),
   ]);
   return table(['TOPIC', 'DELAYED', 'READY', 'RUNNING', 'DEAD', 'NEXT DUE', 'STARTED 5M', 'LATE P50', 'LATE P99', 'LATE MAX', 'OLDEST READY'], rows);
+}
+
+const rateText = (r: FlowRate | null | undefined) => (r ? `${r.count} per ${r.per}s, burst ${r.burst}` : NONE);
+
+/** A flow key's state as name/value lines: its counts, pause, hold, the limits in force and those pinned. */
+export function flowView(s: FlowKeyState, now: number): string {
+  const pinned = s.pinned && [s.pinned.concurrency !== undefined ? `concurrency ${s.pinned.concurrency ?? NONE}` : '', s.pinned.rate !== undefined ? `rate ${rateText(s.pinned.rate)}` : ''].filter((p) => p !== '').join('; ');
+  return fields([
+    ['flow', `${s.topic}/${s.key}`],
+    ['paused', s.paused ? 'yes' : 'no'],
+    ['running', String(s.running)],
+    ['ready', String(s.ready)],
+    ['heldUntil', when(s.heldUntil, now)],
+    ['concurrency', s.limits.concurrency === null ? "- (only the topic's)" : String(s.limits.concurrency)],
+    ['rate', rateText(s.limits.rate)],
+    ['pinned', pinned || "- (the topic's defaults)"],
+  ]);
 }
 
 /** The API keys: name, scope, topics, where it comes from, who made it and when, last use. */

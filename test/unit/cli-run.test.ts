@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Job, Schedule } from '../../lib/client';
+import type { FlowKeyState, Job, Schedule } from '../../lib/client';
 import { COMMANDS, GROUPS } from '../../lib/cli/commands';
 import { EXIT } from '../../lib/cli/errors';
 import { runCli } from '../../lib/cli/main';
@@ -254,6 +254,58 @@ describe('dq commands against a scripted API', () => {
     assert.equal(gone.code, EXIT.notFound);
   });
 
+  it('topics pause and resume; flows get, set, clear, pause, resume; jobs add --flow-key: requests, output, usage errors', async () => {
+    const state = (fields: Partial<FlowKeyState> = {}): FlowKeyState => ({
+      topic: 'partner',
+      key: 'acme',
+      running: 1,
+      ready: 4,
+      paused: false,
+      heldUntil: null,
+      limits: { concurrency: 2, rate: { count: 10, per: 1, burst: 1 } },
+      pinned: null,
+      ...fields,
+    });
+    const paused = await dq(['topics', 'pause', 'partner'], () => ({ status: 200, body: { topic: 'partner', paused: true } }));
+    assert.deepEqual([paused.code, paused.sent[0]!.method, paused.sent[0]!.path, paused.stdout], [EXIT.ok, 'POST', '/topics/partner/pause', 'paused topic partner\n']);
+    const resumed = await dq(['--json', 'topics', 'resume', 'partner'], () => ({ status: 200, body: { topic: 'partner', paused: false } }));
+    assert.deepEqual([resumed.sent[0]!.path, JSON.parse(resumed.stdout)], ['/topics/partner/resume', { topic: 'partner', paused: false }]);
+
+    const got = await dq(['flows', 'get', 'partner', 'acme'], () => ({ status: 200, body: state({ heldUntil: new Date(NOW + 500).toISOString() }) }));
+    assert.deepEqual([got.code, got.sent[0]!.method, got.sent[0]!.path], [EXIT.ok, 'GET', '/topics/partner/flows/acme']);
+    assert.match(got.stdout, /^flow +partner\/acme$/m);
+    assert.match(got.stdout, /^rate +10 per 1s, burst 1$/m);
+    assert.match(got.stdout, /^pinned +- \(the topic's defaults\)$/m);
+    const set = await dq(['flows', 'set', 'partner', 'acme', '--concurrency', '1', '--rate', '5', '--per', '2s', '--burst', '2'], () => ({ status: 200, body: state({ pinned: { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } } }) }));
+    assert.deepEqual([set.code, set.sent[0]!.method, set.sent[0]!.body], [EXIT.ok, 'PUT', { concurrency: 1, rate: { count: 5, per: '2s', burst: 2 } }]);
+    assert.match(set.stdout, /^pinned +concurrency 1; rate 5 per 2s, burst 2$/m);
+    const back = await dq(['flows', 'set', 'partner', 'acme', '--rate', 'default', '--concurrency', 'default'], () => ({ status: 200, body: state() }));
+    assert.deepEqual(back.sent[0]!.body, { concurrency: null, rate: null });
+    for (const [name, method, path] of [
+      ['clear', 'DELETE', '/topics/partner/flows/acme'],
+      ['pause', 'POST', '/topics/partner/flows/acme/pause'],
+      ['resume', 'POST', '/topics/partner/flows/acme/resume'],
+    ] as const) {
+      const r = await dq(['flows', name, 'partner', 'acme'], () => ({ status: 200, body: state({ paused: name === 'pause' }) }));
+      assert.deepEqual([r.code, r.sent[0]!.method, r.sent[0]!.path], [EXIT.ok, method, path], name);
+    }
+    for (const argv of [
+      ['flows', 'set', 'partner', 'acme'],
+      ['flows', 'set', 'partner', 'acme', '--per', '1s'],
+      ['flows', 'set', 'partner', 'acme', '--concurrency', '0'],
+      ['flows', 'set', 'partner', 'acme', '--rate', 'default', '--burst', '2'],
+    ]) {
+      const r = await dq(argv);
+      assert.deepEqual([r.code, r.sent.length], [EXIT.usage, 0], argv.join(' '));
+    }
+    const refused = await dq(['flows', 'get', 'example', 'acme'], () => apiError(400, 'VALIDATION_FAILED', 'topic example has no flow control'));
+    assert.equal(refused.code, EXIT.api);
+
+    const added = await dq(['jobs', 'add', 'partner', 'p-1', '--delay', '0', '--flow-key', 'acme'], () => ({ status: 201, body: { job: job({ topic: 'partner', id: 'p-1', key: 'acme' }) } }));
+    assert.deepEqual((added.sent[0]!.body as { key: string }).key, 'acme');
+    assert.match(added.stdout, /^key +acme$/m);
+  });
+
   it('topics stats: every topic, or those named; an unknown one exits 3', async () => {
     const stats = (topic: string) => ({ topic, delayed: 1, ready: 0, running: 0, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null, lastHour: [] });
     const answer = () => ({ status: 200, body: { topics: [stats('example'), stats('webhook')] } });
@@ -289,7 +341,7 @@ describe('dq help and usage errors', () => {
   it('usage errors exit 2, say what is wrong and where to read, and send nothing', async () => {
     const cases: [string[], RegExp][] = [
       [[], /^dq: operate a delay queue/],
-      [['nope'], /^dq: USAGE: unknown command "nope" \(groups: jobs, groups, dead, schedules, topics, keys\)\n\(see dq --help\)\n$/],
+      [['nope'], /^dq: USAGE: unknown command "nope" \(groups: jobs, groups, dead, schedules, topics, flows, keys\)\n\(see dq --help\)\n$/],
       [['jobs'], /^dq: USAGE: dq jobs needs a command: add, get, put, cancel, list\n\(see dq jobs --help\)\n$/],
       [['jobs', 'nope', '--help'], /unknown command "jobs nope"/],
       [['jobs', 'get', 'example'], /^dq: USAGE: missing <id>\nusage: dq jobs get <topic> <id>\n\(see dq jobs get --help\)\n$/],
