@@ -907,4 +907,29 @@ describe('the dashboard in headless Chromium', () => {
     assert.equal(await page.evaluate('sessionStorage.length'), 0);
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
+
+  it('pauses and resumes a topic with its button: the paused mark follows GET /topics; a read key has the button off', async () => {
+    const reader = `pause-reader-${process.pid}`;
+    const readSecret = await createKey(reader, 'read');
+    await signInWith(offline.token);
+    const button = page.locator('[data-testid="partner-pause"]');
+    await until('the Pause button of topic partner', async () => (await button.count()) === 1 && (await button.innerText()) === 'Pause' && (await button.isEnabled()));
+    await button.click();
+    await until('the paused mark', async () => (await page.locator('[data-testid="partner-paused"]').count()) === 1);
+    assert.equal((await client.topics()).find((t) => t.topic === 'partner')?.paused, true, 'the API says paused');
+    assert.equal(await page.locator('[data-testid="example-paused"]').count(), 0, 'only that topic');
+    await until('the Resume button', async () => (await button.innerText()) === 'Resume' && (await button.isEnabled()));
+
+    await signInWith(readSecret);
+    await until("the reader's name", async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
+    await until('the Resume button, off for a read key', async () => (await button.count()) === 1 && (await offForRead('[data-testid="partner-pause"]', reader)));
+
+    await signInWith(offline.token);
+    await until('the Resume button, on', async () => (await button.count()) === 1 && (await button.innerText()) === 'Resume' && (await button.isEnabled()));
+    await button.click();
+    await until('the paused mark gone', async () => (await page.locator('[data-testid="partner-paused"]').count()) === 0 && (await button.innerText()) === 'Pause');
+    assert.equal((await client.topics()).find((t) => t.topic === 'partner')?.paused, false, 'the API says not paused');
+    await page.click('#signout');
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
 });
