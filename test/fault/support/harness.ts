@@ -262,12 +262,16 @@ export interface Delivery {
 
 /**
  * The webhook target: records each delivery (job id from x-dq-job-id, attempt, arrival time)
- * and answers 200, unless `hold` says to leave this one unanswered (a handler killed mid-job).
+ * and answers 200 (after `delayMs`, a handler's work), unless `hold` says to leave this one
+ * unanswered (a handler killed mid-job). `onAnswered` runs once a delivery ends: as it is
+ * answered, or when its caller goes away first (its handler killed).
  */
 export class Recorder {
   readonly deliveries: Delivery[] = [];
   hold: (delivery: Delivery) => boolean = () => false;
   onDelivery: (delivery: Delivery) => void = () => undefined;
+  delayMs: (delivery: Delivery) => number = () => 0;
+  onAnswered: (delivery: Delivery) => void = () => undefined;
   private server: Server | undefined;
   private readonly held = new Set<ServerResponse>();
   url = '';
@@ -279,11 +283,25 @@ export class Recorder {
         const delivery = { id: String(req.headers['x-dq-job-id'] ?? ''), attempt: Number(req.headers['x-dq-attempt'] ?? 0), at: Date.now() };
         this.deliveries.push(delivery);
         this.onDelivery(delivery);
+        let ended = false;
+        const end = () => {
+          if (ended) return;
+          ended = true;
+          this.onAnswered(delivery);
+        };
+        res.on('close', end); // answered, or the caller went away (its handler killed)
         if (this.hold(delivery)) {
           this.held.add(res);
           return;
         }
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+        const answer = () => {
+          if (res.destroyed) return;
+          end();
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+        };
+        const delay = this.delayMs(delivery);
+        if (delay > 0) setTimeout(answer, delay);
+        else answer();
       });
     });
     await new Promise<void>((done) => this.server!.listen(0, '127.0.0.1', () => done()));
