@@ -44,6 +44,8 @@ local result = { now, 0, 0, 0, false }
 local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
 if n <= 0 or topicPaused(jobsKey) then return result end
 local f = flowKeys(jobsKey)
+-- pinned limits are rare: when no key has any, no visit reads them
+local anyPinned = redis.call('EXISTS', f.conf) == 1
 
 -- Keys visited at most: each visit claims a job or takes a key out of the ring, bar stale ids.
 local visits = n * 2 + 16
@@ -91,7 +93,7 @@ while claimed < n and visits > 0 and not stopped do
   visits = visits - 1
   local st = flowState(f, key)
   st[F_RING] = 0
-  local conc, rate, paused = flowLimits(flowConf(f, key), defaults)
+  local conc, rate, paused = flowLimits(anyPinned and flowConf(f, key), defaults)
   st[F_CONC] = conc
   if paused or (conc > 0 and st[F_RUNNING] >= conc) then
     -- out of the ring until it is resumed, or until one of its slots returns

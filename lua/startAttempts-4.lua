@@ -47,9 +47,13 @@ local function holdBack(id, h, inline)
   end
 end
 
--- A flow topic's job whose key is paused.
+-- A flow topic's job whose key is paused (no key has pinned limits or a pause when there is no
+-- pinned record at all: looked up once a call).
+local anyPinned = nil
 local function keyPaused(h)
   if not h[H_KEY] then return false end
+  if anyPinned == nil then anyPinned = redis.call('EXISTS', f.conf) == 1 end
+  if not anyPinned then return false end
   local conf = flowConf(f, h[H_KEY])
   return conf and conf[C_PAUSED] == 1
 end

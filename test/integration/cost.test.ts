@@ -40,6 +40,20 @@ export const BUDGET = {
   ackTogether: { scriptCalls: 0.1, commands: 4.1 },
 } as const;
 
+/** The budget per job of a flow topic's paths (100 keys, 10 jobs each; DESIGN.md, "Per-job cost budget"). At most. */
+export const FLOW_BUDGET = {
+  /** moveDue-7 with the flow flag: each due job's record read for its key (HGET), its id pushed on its key's lane (RPUSH), a key at rest put in the ring (its state read and written). */
+  flowSweep: { scriptCalls: 0.004, commands: 2.33 },
+  /**
+   * claimFlow-6 with start, 10 a call: per job a key off the ring (LPOP), its state read, a lane
+   * pop, the claim as claimJobs-7's, the state written, the lane's length, the key back in the
+   * ring; once a call whether any key has pinned limits (EXISTS), the lanes' count (HINCRBY).
+   */
+  flowClaimStarted: { scriptCalls: 0.1, commands: 10.7 },
+  /** ackJobs-4 of 10 attempts together: the ack as ackJobs-4's, and the key's slot back (its state read and written, its lane's length). */
+  flowAckTogether: { scriptCalls: 0.1, commands: 7.1 },
+} as const;
+
 type Counts = { scriptCalls: number; commands: number; byCommand: Record<string, number> };
 
 /** Calls per command since the last reset, from INFO commandstats (FCALL, EVAL and EVALSHA are the script calls). */
@@ -158,6 +172,50 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     });
     check('ackTogether', together, JOBS);
     assert.deepEqual(over, [], 'paths over their budget');
+  });
+
+  it("a flow topic (100 keys): the sweep to the keys' lanes, a handler's own claims round the keys and the acks cost at most their budget", async () => {
+    const flowTopic = uniqueTopic('costflow');
+    const qf = makeQueue(redis, { [flowTopic]: { concurrency: 10_000, flow: { concurrency: 10 } } }, { clock });
+    const body = { order: 'x'.repeat(150) };
+    for (let i = 0; i < JOBS; i += 500) {
+      const { outcomes } = await qf.addMany(Array.from({ length: 500 }, (_, j) => ({ topic: flowTopic, id: `f-${i + j}`, key: `tenant-${(i + j) % 100}`, delay: 60, body })));
+      assert.ok(outcomes.every((o) => o.status === 'created'));
+    }
+    clock.advance(60_000);
+    const flowOver: string[] = [];
+    const flowCheck = (path: keyof typeof FLOW_BUDGET, c: Counts) => {
+      const got = { scriptCalls: c.scriptCalls / JOBS, commands: c.commands / JOBS };
+      const budget = FLOW_BUDGET[path];
+      const detail = `${path}: ${got.scriptCalls} script calls and ${got.commands} commands a job (budget ${budget.scriptCalls} and ${budget.commands}); by command: ${JSON.stringify(c.byCommand)}`;
+      console.log(detail);
+      if (got.scriptCalls > budget.scriptCalls + 1e-9 || got.commands > budget.commands + 1e-9) flowOver.push(detail);
+    };
+    flowCheck(
+      'flowSweep',
+      await measure(redis, async () => {
+        for (let more = true; more;) more = (await qf.engine.sweep()).more;
+      }),
+    );
+    const drained: Awaited<ReturnType<typeof qf.engine.claim>> = [];
+    flowCheck(
+      'flowClaimStarted',
+      await measure(redis, async () => {
+        while (drained.length < JOBS) {
+          const batch = await qf.engine.claimStarted(flowTopic, 10);
+          assert.ok(batch.length > 0, 'ready jobs are left to claim');
+          drained.push(...batch);
+        }
+      }),
+    );
+    assert.equal(new Set(drained.slice(0, 100).map((j) => Number(j.id.split('-')[1]) % 100)).size, 100, 'the first 100 claims went round the 100 keys');
+    flowCheck(
+      'flowAckTogether',
+      await measure(redis, async () => {
+        for (let i = 0; i < drained.length; i += 10) assert.deepEqual(await Promise.all(drained.slice(i, i + 10).map((job) => qf.engine.ack(flowTopic, job.id, job))), Array(10).fill('done'));
+      }),
+    );
+    assert.deepEqual(flowOver, [], 'flow paths over their budget');
   });
 
   it('a claim over 8 partitions with jobs ready in one makes one claim script call, not one a partition', async () => {
