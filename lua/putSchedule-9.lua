@@ -13,7 +13,11 @@
           occurrence whose run time has come (by this script's clock) is refused as a stale read:
           the plan was computed before it, and by now the occurrence may have been claimed, run and
           deleted (retention 0), so a resume's catch-up would make it again; the caller reads again
-          and keeps it
+          and keeps it. 'hold' (a pause): the pending occurrence and the one handed over last are
+          withdrawn while pending, or cancelled while claimed but not started (a start then
+          refuses them), so no occurrence starts after the pause; one that started runs on. A
+          pending occurrence whose run time has come and that was not held back (it started, or
+          ran and is gone) is recorded as handed over, so a resume does not make it again
   ARGV[5] the latest occurrence handed over, ms or ''
   ARGV[6] id and ARGV[7] due time (ms) of an occurrence to create now (a missed one caught up on
           resume), or ''
@@ -61,10 +65,16 @@ if old and old[S_NEXT_ID] and ARGV[4] == 'replace' and old[S_NEXT] <= now then r
 
 local headBefore = headScore(k.delayed)
 if old and old[S_NEXT_ID] and ARGV[4] == 'replace' then withdraw(k, old[S_NEXT_ID], now) end
+local ranAt = false -- hold: the pending occurrence's run time, when it started or ran
+if old and ARGV[4] == 'hold' then
+  if old[S_LAST_ID] then holdOccurrence(k, old[S_LAST_ID], now) end
+  if old[S_NEXT_ID] and not holdOccurrence(k, old[S_NEXT_ID], now) and old[S_NEXT] <= now then ranAt = old[S_NEXT] end
+end
 
 local r = { false, false, false, optionalNumber(ARGV[5]), optionalNumber(ARGV[10]), optionalNumber(ARGV[11]),
   optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false, optional(ARGV[18]) }
 if old then r[S_CREATED], r[S_LAST_ID] = old[S_CREATED], old[S_LAST_ID] or false end
+if ranAt and (not r[S_LAST] or ranAt > r[S_LAST]) then r[S_LAST], r[S_LAST_ID] = ranAt, old[S_NEXT_ID] end
 local options = occurrenceOptions(r)
 local lefts = {}
 if old and old[S_NEXT_ID] and ARGV[4] == 'keep' then handOver(k, r, old[S_NEXT_ID], now) end

@@ -24,7 +24,7 @@ import { partitionOf } from './keys';
 import { Rotation } from './partitions';
 import { claimable, getJob, topicStats } from './read';
 import { getFlowKey, pauseTopic, setFlowKey, type FlowKeyChange, type FlowKeyState } from './flow';
-import { deleteSchedule, getSchedule, listSchedules, putSchedule, type Schedule } from './schedules';
+import { deleteSchedule, getSchedule, listSchedules, pauseSchedule, putSchedule, type Schedule } from './schedules';
 import { sweep, type OnReady } from './sweep';
 import { cancelJob, rescheduleJob, writeJobs } from './write';
 
@@ -174,6 +174,22 @@ export class Engine extends EngineBase {
       await this.wake(times.length > 0 ? Math.min(...times) : 'now');
     }
     return result;
+  }
+
+  /**
+   * Pauses (or resumes) schedule `topic`/`id`, its definition kept: once a pause returns, no
+   * occurrence of it starts (one not started yet is withdrawn, or cancelled while claimed; one that
+   * started runs on); a resume catches up on what the pause missed by its catchUp. Null: none.
+   */
+  async pauseSchedule(topic: string, id: string, paused: boolean, by = ''): Promise<Schedule | null> {
+    const p = this.partitionOf(topic, id);
+    const result = await pauseSchedule(this.ctx, this.topic(topic), p, id, paused, by);
+    await this.durable([p], [p]);
+    if (result?.wake) {
+      const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
+      await this.wake(times.length > 0 ? Math.min(...times) : 'now');
+    }
+    return result?.schedule ?? null;
   }
 
   /** Deletes a schedule and withdraws its pending occurrence; false when there was none. */

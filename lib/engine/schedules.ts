@@ -139,7 +139,7 @@ export function readSchedule(ctx: EngineContext, t: TopicConfig, partition: numb
 /** What a put commits, computed from the schedule as read (`current`, or null) at `now`. */
 export interface PutPlan {
   seen: number;
-  pending: 'keep' | 'replace';
+  pending: 'keep' | 'replace' | 'hold';
   last: number | null;
   /** A missed run caught up on (resumed); `next` is the run right after it. */
   run: number | null;
@@ -150,9 +150,10 @@ export interface PutPlan {
  * The plan of putting `s` over `current` at `now`: a pending occurrence already due is left to
  * run (it counts as the last run); one not yet due is replaced by the new definition's first run
  * after `now`. Resuming a paused schedule catches up on what the pause missed, by its catchUp.
- * Paused: nothing pending.
+ * Paused: nothing pending. `hold` (a pause): the script holds back every occurrence not started.
  */
-export function planPut(s: NewSchedule, current: script.ScheduleView | null, now: number): PutPlan {
+export function planPut(s: NewSchedule, current: script.ScheduleView | null, now: number, hold = false): PutPlan {
+  if (hold) return { seen: current?.[1] ?? 0, pending: 'hold', last: current?.[4] ?? null, run: null, next: null };
   const pendingAt = current?.[2] ?? null;
   const keep = pendingAt !== null && pendingAt <= now;
   let last = keep ? pendingAt : (current?.[4] ?? null);
@@ -178,7 +179,7 @@ export function planPut(s: NewSchedule, current: script.ScheduleView | null, now
  * schedule and the clock, computes, commits; when the schedule changed in between (the sweeper
  * advanced it), computes again from a fresh read.
  */
-export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSchedule): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
+export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold = false): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
   const sk = scheduleKeys(s.partition, t.name, ctx.config.partitions);
   const k = topicKeys(s.partition, t.name, ctx.config.partitions);
   const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(s.partition, t.name, s.group ?? '', ctx.config.partitions)] as const;
@@ -197,7 +198,7 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
   let floor = 0;
   for (let round = 0; round < PUT_ROUNDS; round++) {
     const [current, serverNow] = await Promise.all([readSchedule(ctx, t, s.partition, s.id), serverTime(ctx)]);
-    const plan = planPut(s, current, Math.max(serverNow, floor));
+    const plan = planPut(s, current, Math.max(serverNow, floor), hold);
     const jitterMs = occurrenceJitterMs(s.spec, t.jitterMs);
     const reply = await run(
       ctx.redis,
@@ -232,6 +233,33 @@ export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, partiti
   const k = topicKeys(partition, t.name, ctx.config.partitions);
   const reply = await run(ctx.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id }));
   return reply[0] === OUTCOME.DELETED;
+}
+
+/**
+ * Schedule `id` of topic `t` (in `partition`) paused (or resumed), its definition kept: a pause
+ * holds back every occurrence that has not started (putSchedule-9's 'hold'), so none starts after
+ * it returns; a resume catches up on what the pause missed, by the schedule's catchUp. Null when
+ * there is no such schedule.
+ */
+export async function pauseSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string, paused: boolean, by: string): Promise<({ schedule: Schedule } & Wake) | null> {
+  const current = await readSchedule(ctx, t, partition, id);
+  if (!current) return null;
+  const [, , , , , max, ttr, backoff, url, group, , , , body] = current;
+  const s: NewSchedule = {
+    topic: t.name,
+    id,
+    partition,
+    spec: { ...specOf(current), paused },
+    body: body ?? 'null',
+    ...(max !== null ? { maxAttempts: max } : {}),
+    ...(ttr !== null ? { ttrMs: ttr } : {}),
+    ...(backoff !== null ? { backoff } : {}),
+    ...(url !== null ? { url } : {}),
+    ...(group !== null ? { group } : {}),
+    ...(by ? { by } : {}),
+  };
+  const { schedule, wake } = await putSchedule(ctx, t, s, paused);
+  return { schedule, wake };
 }
 
 /** Schedule `id` of topic `t` (in `partition`) with its next run times, or null. */

@@ -387,7 +387,7 @@ export type PutScheduleReply = readonly [code: Outcome<'CREATED'> | Outcome<'REP
  */
 export function putSchedule(
   keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
-  a: { clock: ClockArg; id: string; seen: number; pending: 'keep' | 'replace'; last: number | null; run: OccurrenceArg | null; next: OccurrenceArg | null; record: ScheduleRecordArg; by?: string },
+  a: { clock: ClockArg; id: string; seen: number; pending: 'keep' | 'replace' | 'hold'; last: number | null; run: OccurrenceArg | null; next: OccurrenceArg | null; record: ScheduleRecordArg; by?: string },
 ): ScriptCall<PutScheduleReply> {
   const r = a.record;
   return call('putSchedule', keys, [

@@ -28,6 +28,22 @@ local function cancelNow(k, id, h, inline, now, retention, by)
   end
 end
 
+-- Holds back job `id` (a schedule's occurrence, its schedule paused) unless it started: withdrawn
+-- while pending (as withdraw), cancelled while claimed but not started (its start then refuses
+-- it). `k`: jobs, bodies, delayed, running, done. Returns true when it was held back, false when it
+-- started (it runs on), finished, or is gone.
+local function holdOccurrence(k, id, now)
+  local record = redis.call('HGET', k.jobs, id)
+  if not record then return false end
+  local h, inline = decode(record)
+  if h[H_STATE] == PENDING or (h[H_STATE] == RUNNING and not h[H_STARTED]) then
+    h[H_ERROR] = 'withdrawn: its schedule was paused before it started'
+    cancelNow(k, id, h, inline, now, 0)
+    return true
+  end
+  return false
+end
+
 -- Withdraws job `id` while it is pending (delayed or ready): cancelled and deleted now (at the next
 -- sweep when it has a group, see cancelNow). `k`: jobs, bodies, delayed, running, done. Returns
 -- false when the job started (running, done or dead: it runs on), true otherwise (withdrawn, gone,
