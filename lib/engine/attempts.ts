@@ -1,7 +1,7 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
 import { randomBytes } from 'node:crypto';
 import type { FlowDefaults, TopicConfig } from '../rules/config';
-import { jobKeys, latenessKey, partitionOf, rateKey, topicKeys, type BodiesKey } from './keys';
+import { jobKeys, latenessKey, partitionOf, topicKeys, topicRateKey, type BodiesKey } from './keys';
 import type { ClockArg } from './scripts';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { readSlot, run } from './lua';
@@ -156,7 +156,7 @@ export interface PacedClaim extends Claim {
  */
 export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, start = false): Promise<PacedClaim> {
   if (!t.rateLimit || count <= 0) return { ...(await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start)), waitMs: null };
-  const key = [rateKey(t.name)] as const;
+  const key = [topicRateKey(t, ctx.config.partitions)] as const;
   const [granted, slot, waitMs, grantedAt] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
   if (granted === 0) return { jobs: [], heldUntil: null, waitMs: Math.max(1, waitMs) };
   // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),

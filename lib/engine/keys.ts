@@ -213,6 +213,16 @@ export function rateKey(topic: string): RateKey {
   return `dq:{rate}:${topic}` as RateKey;
 }
 
+/**
+ * The rate hash of topic `t` as its claims use it: a flow topic's lives in the topic's one
+ * partition, beside its jobs and its keys' state (`dq:{<its tag>}:rate:<topic>`), so all of a flow
+ * topic is on one shard; any other topic's spans its partitions, so it is rateKey's, one shared slot.
+ */
+export function topicRateKey(t: TopicRef, count: number): RateKey {
+  if (!t.flow) return rateKey(t.name);
+  return `${partitionBase(partitionOf(t, '', count), count)}rate:${t.name}` as RateKey;
+}
+
 /** Redis Cluster's number of hash slots. */
 const SLOTS = 16384;
 

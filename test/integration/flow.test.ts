@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { ClaimedJob } from '../../lib/engine';
 import type { TopicInput } from '../../lib/rules/config';
+import { partitionOf, rateKey, slotOf, topicKeys, topicRateKey } from '../../lib/engine/keys';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -188,6 +189,28 @@ describe('flow control per key', () => {
       ['a1', 'a2'],
       'resumed: its lane in order, the held-back job first',
     );
+  });
+
+  it("a flow topic's rateLimit paces all its keys together from a hash in the topic's own slot", async () => {
+    const topic = uniqueTopic('flow-rate');
+    const clock = new TestClock();
+    const q = makeQueue(redis.client(), { [topic]: { concurrency: 50, flow: {}, rateLimit: { count: 2, per: 1 } } }, { clock, config: { partitions: 4 } });
+    const t = q.engine.topic(topic);
+    const jobs = topicKeys(partitionOf(t, 'any', 4), topic, 4).jobs;
+    await addDue(
+      q,
+      topic,
+      ['a', 'b', 'c'].map((id) => ({ id, key: id })),
+    );
+    await q.engine.sweep();
+    assert.equal((await q.engine.claim(topic, 10)).length, 1, 'one start every 500 ms across the keys (2 a second, paced)');
+    const rate = topicRateKey(t, 4);
+    assert.equal(slotOf(rate), slotOf(jobs), "the rate hash shares the slot of the topic's jobs and keys");
+    assert.ok((await redis.client().exists(rate)) === 1);
+    assert.equal(await redis.client().exists(rateKey(topic)), 0, 'nothing in the shared {rate} slot');
+    assert.deepEqual(await q.engine.claim(topic, 10), []);
+    clock.advance(500);
+    assert.equal((await q.engine.claim(topic, 10)).length, 1);
   });
 
   it('an idle key costs nothing once its jobs ended and its pace ran out', async () => {
