@@ -100,11 +100,12 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
 /**
  * Out of time with work maybe left: hands the rest of the topic to a fan-out rather than to the
  * next tick. A batch short of batchSize does not mean the topic is drained (batches are cut by
- * bytes too), so unless the last batch was full the ready lists say whether anything is left.
+ * bytes too), so unless the last batch was full the engine says whether a claim would take
+ * anything (ready jobs, room, not paused; a flow topic's keys in turn).
  */
 async function handOnRest(rt: Runtime, topic: TopicConfig, lastBatch: number, log: Logger): Promise<void> {
   try {
-    if (lastBatch === topic.batchSize || (await rt.engine.counts(topic.name)).ready > 0) await requestFanout({ engine: rt.engine, invoker: rt.invoker, timings: rt.config.timings });
+    if (lastBatch === topic.batchSize || (await rt.engine.claimable(topic.name))) await requestFanout({ engine: rt.engine, invoker: rt.invoker, timings: rt.config.timings });
   } catch (error) {
     log.warn('could not request a fan-out', { error });
   }
