@@ -1,6 +1,7 @@
 --[[
   Claims up to n ready jobs of a flow topic (includes/flow.lua) for an attempt each, going round
-  its keys: takes a key off the head of the ring, claims the first live job of its lane, and puts
+  its keys: takes a key off the head of the ring, claims the first live jobs of its lane (one, or
+  the call's share of each key in the ring when there are fewer keys than jobs wanted), and puts
   the key back at the tail while it has ids left and room under its limits, so one key's backlog
   never holds back another key's jobs. A key at its concurrency, paused, or held by its pace leaves
   the ring (a held key waits in the wait zset until its pace lets it go; one at its concurrency
@@ -49,6 +50,9 @@ local anyPinned = redis.call('EXISTS', f.conf) == 1
 
 -- Keys visited at most: each visit claims a job or takes a key out of the ring, bar stale ids.
 local visits = n * 2 + 16
+-- Jobs one visit claims at most: the call's share of each key in the ring, so a few keys cost
+-- fewer visits, and many keys one job each in turn.
+local quota = math.max(1, math.floor(n / math.max(1, redis.call('LLEN', f.ring))))
 -- Stale ids one visit passes over at most before it moves on to the next key.
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false
@@ -104,11 +108,14 @@ while claimed < n and visits > 0 and not stopped do
     if not result[5] or at < result[5] then result[5] = at end
   else
     local lane = laneKey(f, key)
-    local got = claimFromLane(key, lane)
-    if got == true then
+    local got
+    for _ = 1, quota do
+      got = claimFromLane(key, lane)
+      if got ~= true then break end
       claimed = claimed + 1
       st[F_RUNNING] = st[F_RUNNING] + 1
       if rate then paceStart(st, rate, now) end
+      if claimed >= n or (conc > 0 and st[F_RUNNING] >= conc) or (rate and allowedAt(st, rate) > now) then break end
     end
     -- back in the ring while it has ids and room (the next visit checks its pace): at the head
     -- when the budget stopped this claim before its turn was used, else at the tail

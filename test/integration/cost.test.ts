@@ -47,9 +47,12 @@ export const FLOW_BUDGET = {
   /**
    * claimFlow-6 with start, 10 a call: per job a key off the ring (LPOP), its state read, a lane
    * pop, the claim as claimJobs-7's, the state written, the lane's length, the key back in the
-   * ring; once a call whether any key has pinned limits (EXISTS), the lanes' count (HINCRBY).
+   * ring; once a call whether any key has pinned limits (EXISTS), the ring's length (LLEN: the
+   * share of each key), the lanes' count (HINCRBY).
    */
-  flowClaimStarted: { scriptCalls: 0.1, commands: 10.7 },
+  flowClaimStarted: { scriptCalls: 0.1, commands: 10.8 },
+  /** The same with two keys: a visit claims each key's share of the call (5 of 10), so the ring and the key's state are read and written once for 5 jobs. */
+  flowClaimStartedTwoKeys: { scriptCalls: 0.1, commands: 7 },
   /** ackJobs-4 of 10 attempts together: the ack as ackJobs-4's, and the key's slot back (its state read and written, its lane's length). */
   flowAckTogether: { scriptCalls: 0.1, commands: 7.1 },
 } as const;
@@ -213,6 +216,23 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
       'flowAckTogether',
       await measure(redis, async () => {
         for (let i = 0; i < drained.length; i += 10) assert.deepEqual(await Promise.all(drained.slice(i, i + 10).map((job) => qf.engine.ack(flowTopic, job.id, job))), Array(10).fill('done'));
+      }),
+    );
+    // two keys: a visit claims each key's share of the call (5 of 10), not one job
+    const fewTopic = uniqueTopic('costflow2');
+    const q2 = makeQueue(redis, { [fewTopic]: { concurrency: 10_000, flow: {} } }, { clock });
+    for (let i = 0; i < JOBS; i += 500) await q2.addMany(Array.from({ length: 500 }, (_, j) => ({ topic: fewTopic, id: `g-${i + j}`, key: `tenant-${(i + j) % 2}`, delay: 60, body })));
+    clock.advance(60_000);
+    for (let more = true; more;) more = (await q2.engine.sweep()).more;
+    const few: typeof drained = [];
+    flowCheck(
+      'flowClaimStartedTwoKeys',
+      await measure(redis, async () => {
+        while (few.length < JOBS) {
+          const batch = await q2.engine.claimStarted(fewTopic, 10);
+          assert.ok(batch.length > 0, 'ready jobs are left to claim');
+          few.push(...batch);
+        }
       }),
     );
     assert.deepEqual(flowOver, [], 'flow paths over their budget');
