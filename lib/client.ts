@@ -751,6 +751,27 @@ export class DelayQueueClient {
     });
   }
 
+  /**
+   * Pauses schedule topic/id, its definition kept: once this returns, no occurrence of it starts
+   * until `resumeSchedule` (one that started runs on). Returns the schedule. Throws NOT_FOUND when
+   * there is none. Sent once.
+   */
+  async pauseSchedule<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Schedule<Body>> {
+    return this.schedulePause<Body>(topic, id, 'pause', options);
+  }
+
+  /** Resumes a paused schedule: it runs again, catching up on missed runs by its catchUp. Returns the schedule. Throws NOT_FOUND when there is none. Sent once. */
+  async resumeSchedule<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Schedule<Body>> {
+    return this.schedulePause<Body>(topic, id, 'resume', options);
+  }
+
+  private schedulePause<Body>(topic: string, id: string, action: 'pause' | 'resume', options: CallOptions | undefined): Promise<Schedule<Body>> {
+    return this.call('POST', path('schedules', topic, id, action), undefined, options, false, (reply) => {
+      const body = reply.body as { schedule?: Schedule<Body> } | undefined;
+      return reply.status === 200 && body?.schedule?.paused === (action === 'pause') ? body.schedule : undefined;
+    });
+  }
+
   /** One page of a topic's schedules by id (`limit` 1–100, default 50; `cursor`: the previous page's `next`). */
   async listSchedules<Body = unknown>(topic: string, page: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SchedulePage<Body>> {
     const query = new URLSearchParams({ topic });

@@ -496,6 +496,34 @@ describe('DelayQueueClient', () => {
     }
   });
 
+  it('schedules: pauseSchedule and resumeSchedule are sent once and answer the schedule; NOT_FOUND throws; paths, no body', async () => {
+    script = (req, res) => {
+      const route = `${req.method} ${req.url}`;
+      if (route === 'POST /schedules/example/daily%3Areport/pause') return json(res, 200, { schedule: schedule({ id: 'daily:report', paused: true }) });
+      if (route === 'POST /schedules/example/daily%3Areport/resume') return json(res, 200, { schedule: schedule({ id: 'daily:report', nextRuns: ['2026-11-24T08:00:00.000Z'] }) });
+      if (route === 'POST /schedules/example/down/pause') return apiError(res, 503, 'UNAVAILABLE');
+      apiError(res, 404, 'NOT_FOUND');
+    };
+    const c = client();
+    const paused = await c.pauseSchedule('example', 'daily:report');
+    assert.deepEqual([paused.id, paused.paused, paused.pending], ['daily:report', true, null]);
+    const resumed = await c.resumeSchedule('example', 'daily:report');
+    assert.deepEqual([resumed.paused, resumed.nextRuns], [false, ['2026-11-24T08:00:00.000Z']]);
+    assert.deepEqual(
+      seen.map((r) => `${r.method} ${r.url} ${JSON.stringify(r.body)}`),
+      ['POST /schedules/example/daily%3Areport/pause undefined', 'POST /schedules/example/daily%3Areport/resume undefined'],
+    );
+    for (const action of ['pauseSchedule', 'resumeSchedule'] as const) {
+      const missing = await c[action]('example', 'gone').catch((e: unknown) => e);
+      assert.ok(missing instanceof DelayQueueError);
+      assert.deepEqual([missing.status, missing.code], [404, 'NOT_FOUND'], action);
+    }
+    seen = [];
+    const down = await c.pauseSchedule('example', 'down').catch((e: unknown) => e);
+    assert.ok(down instanceof DelayQueueError);
+    assert.deepEqual([down.code, seen.length], ['UNAVAILABLE', 1], 'a pause is sent once');
+  });
+
   it('a listing that is not a page is BAD_RESPONSE; a 400 names the field', async () => {
     script = (_req, res) => json(res, 200, { jobs: 'nope' });
     const bad = await client({ retries: 0 })
