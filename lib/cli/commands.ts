@@ -49,7 +49,7 @@ export const GROUPS: readonly { name: string; summary: string }[] = [
   { name: 'jobs', summary: 'add, read, replace, cancel and list jobs' },
   { name: 'groups', summary: "list or cancel a group's jobs" },
   { name: 'dead', summary: 'list and redrive dead jobs' },
-  { name: 'schedules', summary: 'put, read, list and delete recurring schedules' },
+  { name: 'schedules', summary: 'put, read, list, delete, pause and resume recurring schedules' },
   { name: 'topics', summary: 'counts and lateness per topic; pause and resume a topic' },
   { name: 'flows', summary: "a flow key's state, pinned limits and pause (flow topics)" },
   { name: 'keys', summary: 'create, list and revoke API keys; show the key in use' },
@@ -271,13 +271,13 @@ export const COMMANDS: readonly Command[] = [
     name: 'put',
     args: ['<topic>', '<id>'],
     summary: 'create or replace a recurring schedule',
-    details: 'Give one of --cron and --every. A put replaces the whole schedule and its pending occurrence: --paused pauses it, a put without --paused runs it.',
+    details: 'Give one of --cron and --every. A put replaces the whole schedule and its pending occurrence: --paused puts it paused, a put without --paused runs it. schedules pause and resume keep the definition.',
     options: [
       opt('cron', 'EXPR', 'a cron expression: 5 fields, or 6 with seconds first ("0 9 * * 1-5")'),
       opt('timezone', 'TZ', 'the IANA time zone of --cron (default UTC)'),
       opt('every', 'DURATION', 'run every this long, at its multiples since the epoch (seconds or 10m, 1h)'),
       opt('catch-up', 'MODE', 'missed runs: latest (default) runs the latest once, none runs none'),
-      opt('paused', undefined, 'put it paused: no run until a put without --paused'),
+      opt('paused', undefined, 'put it paused: no run until schedules resume, or a put without --paused'),
       BODY,
       ...RUN_OPTIONS,
     ],
@@ -323,6 +323,17 @@ export const COMMANDS: readonly Command[] = [
       return { json: { deleted: true }, text: `deleted schedule ${topic}/${id}\n` };
     },
   },
+  ...(['pause', 'resume'] as const).map((action): Command => ({
+    group: 'schedules',
+    name: action,
+    args: ['<topic>', '<id>'],
+    summary: action === 'pause' ? 'pause a schedule, its definition kept: none of its occurrences starts until it is resumed' : 'resume a paused schedule: missed runs are caught up on by its catch-up',
+    options: [],
+    async run(ctx, { args: [topic, id] }) {
+      const schedule = await (action === 'pause' ? ctx.client.pauseSchedule(topic!, id!) : ctx.client.resumeSchedule(topic!, id!));
+      return { json: { schedule }, text: `${action === 'pause' ? 'paused' : 'resumed'} schedule ${schedule.topic}/${schedule.id}\n${scheduleView(schedule, ctx.now)}` };
+    },
+  })),
   {
     group: 'topics',
     name: 'stats',

@@ -254,6 +254,22 @@ describe('dq commands against a scripted API', () => {
     assert.equal(gone.code, EXIT.notFound);
   });
 
+  it('schedules pause and resume: requests, output, 404, usage errors', async () => {
+    const paused = await dq(['schedules', 'pause', 'example', 'daily'], () => ({ status: 200, body: { schedule: schedule({ id: 'daily', paused: true, nextRuns: [] }) } }));
+    assert.deepEqual([paused.code, paused.sent[0]!.method, paused.sent[0]!.path, paused.sent[0]!.body], [EXIT.ok, 'POST', '/schedules/example/daily/pause', undefined]);
+    assert.match(paused.stdout, /^paused schedule example\/daily\n/);
+    assert.match(paused.stdout, /^paused +true$/m);
+    const resumed = await dq(['--json', 'schedules', 'resume', 'example', 'daily'], () => ({ status: 200, body: { schedule: schedule({ id: 'daily' }) } }));
+    assert.deepEqual([resumed.code, resumed.sent[0]!.path, JSON.parse(resumed.stdout)], [EXIT.ok, '/schedules/example/daily/resume', { schedule: schedule({ id: 'daily' }) }]);
+    for (const action of ['pause', 'resume']) {
+      const gone = await dq(['schedules', action, 'example', 'nope'], () => apiError(404, 'NOT_FOUND', 'schedule example/nope not found'));
+      assert.deepEqual([gone.code, gone.sent.length], [EXIT.notFound, 1], action);
+      const usage = await dq(['schedules', action, 'example']);
+      assert.deepEqual([usage.code, usage.sent.length], [EXIT.usage, 0], `schedules ${action} without an id`);
+      assert.match(usage.stderr, new RegExp(`^dq: USAGE: missing <id>\nusage: dq schedules ${action} <topic> <id>\n`));
+    }
+  });
+
   it('topics pause and resume; flows get, set, clear, pause, resume; jobs add --flow-key: requests, output, usage errors', async () => {
     const state = (fields: Partial<FlowKeyState> = {}): FlowKeyState => ({
       topic: 'partner',
