@@ -53,6 +53,8 @@ const MEMORYDB_ACCESS = [
   '+hstrlen',
   '+hincrby', // hincrby: a record write takes the next version from the jobs hash's #seq
   '+hlen', // createKey-2: the number of API keys
+  '+hexists', // a topic's pause mark (flow.lua; read.ts reads it beside the counts)
+  '+hsetnx', // pauseTopic-1
   '+lpush',
   '+lrange',
   '+rpush',
