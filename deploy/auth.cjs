@@ -37,6 +37,8 @@ const WRITE = [
   ['DELETE', '/topics/*/groups/*'],
   ['PUT', '/schedules/*'],
   ['DELETE', '/schedules/*'],
+  ['POST', '/schedules/*/*/pause'],
+  ['POST', '/schedules/*/*/resume'],
   ['POST', '/topics/*/pause'],
   ['POST', '/topics/*/resume'],
   ['PUT', '/topics/*/flows/*'],

@@ -215,6 +215,18 @@ export class Queue {
     if (!(await replicated(this.engine.deleteSchedule(topic, id)))) throw new HttpError(404, 'NOT_FOUND', `schedule ${topic}/${id} not found`);
   }
 
+  /**
+   * Pauses (`paused` true) or resumes schedule topic/id, its definition kept: once a pause returns
+   * no occurrence of it starts; a resume catches up by its catchUp. 404 when there is none.
+   */
+  async pauseSchedule(topic: string, id: string, paused: boolean, by = ''): Promise<Schedule> {
+    checkJobRef(topic, id, 'schedule');
+    requireTopic(this.config, topic);
+    const schedule = await replicated(this.engine.pauseSchedule(topic, id, paused, by));
+    if (!schedule) throw new HttpError(404, 'NOT_FOUND', `schedule ${topic}/${id} not found`);
+    return schedule;
+  }
+
   /** A page of a topic's schedules by id. */
   async listSchedules(topic: string, page: { limit?: number; cursor?: string } = {}): Promise<{ schedules: Schedule[]; next: string | null }> {
     requireTopic(this.config, topic);

@@ -176,6 +176,18 @@ export async function deleteSchedule(req: ApiRequest, rt: Runtime): Promise<ApiR
   return { status: 200, body: { deleted: true } };
 }
 
+/** POST /schedules/{topic}/{id}/pause: once this answers no occurrence of the schedule starts; `{ schedule }` (paused), 404 when there is none. */
+export async function pauseSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const { topic = '', id = '' } = req.params;
+  return { status: 200, body: { schedule: await queueOf(rt).pauseSchedule(topic, id, true, req.caller.name) } };
+}
+
+/** POST /schedules/{topic}/{id}/resume: the schedule runs again, catching up by its catchUp; `{ schedule }`, 404 when there is none. */
+export async function resumeSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
+  const { topic = '', id = '' } = req.params;
+  return { status: 200, body: { schedule: await queueOf(rt).pauseSchedule(topic, id, false, req.caller.name) } };
+}
+
 /** GET /schedules?topic=&limit=&cursor=: one page of a topic's schedules by id; `{ schedules, next }`. */
 export async function listSchedules(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic, ...page } = validateSchedulesQuery(req.query);
@@ -228,5 +240,5 @@ function needs(scope: Scope, ...routes: Route[]): void {
 }
 
 needs('read', getJob, listTopics, listDead, listGroup, listJobs, getSchedule, listSchedules, whoami, flows); // flows: its changes need write
-needs('write', addJob, addJobs, putJob, deleteJob, redrive, cancelGroup, putSchedule, deleteSchedule, pauseTopic, resumeTopic);
+needs('write', addJob, addJobs, putJob, deleteJob, redrive, cancelGroup, putSchedule, deleteSchedule, pauseSchedule, resumeSchedule, pauseTopic, resumeTopic);
 needs('admin', createKey, listKeys, revokeKey, keys);

@@ -45,7 +45,7 @@ describe('network options (serverless print)', { concurrency: true }, () => {
       .map(([id]) => id)
       .sort();
     assert.deepEqual(invokers, ['DqFanoutRole', 'DqSweeperRole']);
-    for (const name of ['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'resumeTopic', 'flows', 'exampleHandler', 'webhookHandler']) {
+    for (const name of ['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'resumeTopic', 'flows', 'resumeSchedule', 'exampleHandler', 'webhookHandler']) {
       assert.equal(config.functions[name].role, 'DqFunctionRole', name);
     }
     assert.equal(config.provider.environment.DQ_WAKE_INVOKES, 'false');

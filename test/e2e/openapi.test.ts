@@ -427,6 +427,12 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.ok(withdrawn.status === 404 || withdrawn.body.job.state === 'cancelled', `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn.body)}`);
     const paused = await call('PUT', `/schedules/example/${id}`, { every: 60, paused: true });
     assert.deepEqual([paused.status, paused.body.schedule.pending, paused.body.schedule.nextRuns], [200, null, []]);
+    const resumed = await call('POST', `/schedules/example/${id}/resume`);
+    assert.deepEqual([resumed.status, resumed.body.schedule.paused, resumed.body.schedule.every, resumed.body.schedule.nextRuns.length], [200, false, 60, 5], JSON.stringify(resumed.body));
+    assert.notEqual(resumed.body.schedule.pending, null, 'resumed: an occurrence is pending');
+    const pausedAgain = await call('POST', `/schedules/example/${id}/pause`);
+    assert.deepEqual([pausedAgain.status, pausedAgain.body.schedule.paused, pausedAgain.body.schedule.pending, pausedAgain.body.schedule.nextRuns], [200, true, null, []]);
+    assert.deepEqual((await call('GET', `/schedules/example/${id}`)).body.schedule, pausedAgain.body.schedule, 'a pause answers the schedule as GET shows it');
 
     const ids = [id, ...['b', 'c', 'd', 'e'].map((x) => `${prefix}-${x}`)];
     for (const other of ids.slice(1)) assert.equal((await call('PUT', `/schedules/example/${other}`, { every: 86400 })).status, 201);
@@ -471,6 +477,12 @@ describe('openapi.yaml matches what the stack answers', () => {
     expectError(await call('PUT', `/schedules/example/${id}`, { every: 5, body: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE');
     assert.deepEqual(invalidPaths(await call('GET', '/schedules/example/bad%20id')), ['id']);
     assert.deepEqual(invalidPaths(await call('DELETE', '/schedules/example/bad%20id')), ['id']);
+    for (const action of ['pause', 'resume']) {
+      expectError(await call('POST', `/schedules/example/${ids[1]}/${action}`), 404, 'NOT_FOUND');
+      assert.deepEqual(invalidPaths(await call('POST', `/schedules/example/bad%20id/${action}`)), ['id'], action);
+      expectError(await call('POST', `/schedules/nope/${id}/${action}`), 400, 'UNKNOWN_TOPIC');
+      expectError(await call('POST', `/schedules/example/${id}/${action}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
+    }
     expectError(await call('GET', `/schedules/nope/${id}`), 400, 'UNKNOWN_TOPIC');
     expectError(await call('DELETE', `/schedules/nope/${id}`), 400, 'UNKNOWN_TOPIC');
     assert.deepEqual(invalidPaths(await call('GET', '/schedules')), ['topic']);
@@ -568,7 +580,7 @@ describe('openapi.yaml matches what the stack answers', () => {
       .filter((r) => !['/', '/dashboard', '/openapi.yaml'].includes(r.path));
     const needs = (r: { method: string; path: string }) => (r.path.startsWith('/keys') ? 'admin' : r.method === 'GET' ? 'read' : 'write');
     const rank: Record<string, number> = { read: 1, write: 2, admin: 3 };
-    assert.ok(routes.length >= 26, `${routes.length} routes`);
+    assert.ok(routes.length >= 28, `${routes.length} routes`);
     for (const route of routes) {
       const url = route.path.replace('{topic}', 'example').replace('{id}', uid('walk')).replace('{group}', uid('g')).replace('{key}', uid('k')).replace('{name}', uid('no-such-key')) + (route.path === '/schedules' ? '?topic=example' : '');
       const takesBody = route.method === 'PUT' || (route.method === 'POST' && !/\/(pause|resume)$/.test(route.path)); // a pause or resume takes none
@@ -649,6 +661,8 @@ describe('openapi.yaml matches what the stack answers', () => {
     expectError(await call('GET', '/schedules/example/s'), 503, 'UNAVAILABLE');
     expectError(await call('DELETE', '/schedules/example/s'), 503, 'UNAVAILABLE');
     expectError(await call('GET', '/schedules?topic=example'), 503, 'UNAVAILABLE');
+    expectError(await call('POST', '/schedules/example/s/pause'), 503, 'UNAVAILABLE');
+    expectError(await call('POST', '/schedules/example/s/resume'), 503, 'UNAVAILABLE');
     redisServer = await startRedis({ port });
 
     const missing = contract.operations().filter((op) => !contract.seen.has(op));
@@ -676,6 +690,8 @@ describe('openapi.yaml matches what the stack answers', () => {
       'PUT /schedules/{topic}/{id}': [200, 201, 400, 401, 403, 413, 503],
       'GET /schedules/{topic}/{id}': [200, 400, 401, 403, 404, 503],
       'DELETE /schedules/{topic}/{id}': [200, 400, 401, 403, 404, 503],
+      'POST /schedules/{topic}/{id}/pause': [200, 400, 401, 403, 404, 503],
+      'POST /schedules/{topic}/{id}/resume': [200, 400, 401, 403, 404, 503],
       'GET /schedules': [200, 400, 401, 403, 503],
       'POST /keys': [201, 400, 403, 409],
       'GET /keys': [200, 403],
