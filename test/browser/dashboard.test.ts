@@ -616,13 +616,21 @@ describe('the dashboard in headless Chromium', () => {
         cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()),
       })),
     );
-  /** What the schedules table should show for `s`: id, recurrence, first 3 next runs, last run, paused, pending occurrence. */
+  /** What the schedules table should show for `s`: id, recurrence, first 3 next runs, last run, paused, pending occurrence, its Pause / Resume button. */
   const expectedRow = (s: Schedule) => ({
     id: s.id,
     nextRun: s.nextRuns[0] ?? null,
     next: s.nextRuns.slice(0, 3),
     last: s.lastRunAt,
-    cells: [s.id, s.every !== undefined ? `every ${s.every} s` : `${s.cron} (${s.timezone})`, s.paused ? 'none while paused' : undefined, s.lastRunAt === null ? 'never' : undefined, s.paused ? 'yes' : 'no', s.pending?.id ?? '—'],
+    cells: [
+      s.id,
+      s.every !== undefined ? `every ${s.every} s` : `${s.cron} (${s.timezone})`,
+      s.paused ? 'none while paused' : undefined,
+      s.lastRunAt === null ? 'never' : undefined,
+      s.paused ? 'yes' : 'no',
+      s.pending?.id ?? '—',
+      s.paused ? 'Resume' : 'Pause',
+    ],
   });
   /** A row's cells with those whose text holds a time ("in 3 h 12 min") left out, as expectedRow leaves them. */
   const timeless = (rows: Awaited<ReturnType<typeof scheduleRows>>, expected: ReturnType<typeof expectedRow>[]) => rows.map((r, i) => ({ ...r, cells: r.cells.map((c, j) => (expected[i]?.cells[j] === undefined ? undefined : c)) }));
@@ -929,6 +937,42 @@ describe('the dashboard in headless Chromium', () => {
     await button.click();
     await until('the paused mark gone', async () => (await page.locator('[data-testid="partner-paused"]').count()) === 0 && (await button.innerText()) === 'Pause');
     assert.equal((await client.topics()).find((t) => t.topic === 'partner')?.paused, false, 'the API says not paused');
+    await page.click('#signout');
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
+
+  it('pauses and resumes a schedule with its button: the paused mark follows GET /schedules; a read key has the button off', async () => {
+    const id = `a-pause-${process.pid}`; // first by id: on the first page whatever else example holds
+    const reader = `schedule-reader-${process.pid}`;
+    const readSecret = await createKey(reader, 'read');
+    await putSchedule(id, { every: 3600 }, 201);
+    const row = page.locator(`#schedules tbody tr[data-id="${id}"]`);
+    const button = row.locator('[data-testid="schedule-pause"]');
+    const shown = async (paused: 'yes' | 'no', label: 'Pause' | 'Resume') =>
+      (await button.count()) === 1 && (await row.locator('[data-testid="schedule-paused"]').innerText()) === paused && (await button.innerText()) === label && (await button.isEnabled());
+    await signInWith(offline.token);
+    await page.waitForSelector('#topics tr[data-topic="example"]');
+    await page.selectOption('#schedules-topic', 'example');
+    await until('the Pause button of the schedule', () => shown('no', 'Pause'));
+    await button.click();
+    await until('the schedule shown paused, with a Resume button', () => shown('yes', 'Resume'));
+    const paused = await client.getSchedule('example', id);
+    assert.deepEqual([paused?.paused, paused?.pending, paused?.every], [true, null, 3600], 'the API says paused, the definition kept');
+
+    await signInWith(readSecret);
+    await until("the reader's name", async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
+    await page.selectOption('#schedules-topic', 'example');
+    await until('the Resume button, off for a read key', async () => (await button.count()) === 1 && (await offForRead(`#schedules tbody tr[data-id="${id}"] [data-testid="schedule-pause"]`, reader)));
+
+    await signInWith(offline.token);
+    await page.waitForSelector('#topics tr[data-topic="example"]');
+    await page.selectOption('#schedules-topic', 'example');
+    await until('the Resume button, on', () => shown('yes', 'Resume'));
+    await button.click();
+    await until('the schedule shown running, with a Pause button', () => shown('no', 'Pause'));
+    const resumed = await client.getSchedule('example', id);
+    assert.deepEqual([resumed?.paused, resumed?.pending !== null], [false, true], 'the API says not paused, an occurrence pending');
+    await client.deleteSchedule('example', id);
     await page.click('#signout');
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
