@@ -180,6 +180,11 @@ export class Queue {
   async listJobs(topic: string, query: JobsQuery): Promise<{ jobs: Job[]; next: string | null }> {
     requireTopic(this.config, topic);
     const { state, cursor: text, ...bounds } = query;
+    if (state === 'ready' && this.config.topics.get(topic)!.flow) {
+      // its ready jobs wait in its keys' lanes, not in the ready lists this listing pages through
+      const message = `topic ${topic} is a flow topic: its ready jobs wait per key, so they are not listed here; GET /topics/${topic}/flows/{key} shows a key's`;
+      throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: 'state', message }]);
+    }
     const cursor = text === undefined ? undefined : decodeJobsCursor(text, state, this.config.partitions, topic);
     if (cursor === null) throw badCursor();
     const page = await this.engine.listJobs(topic, state, { ...bounds, ...(cursor ? { cursor } : {}) });

@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import type { ClaimedJob } from '../../lib/engine';
 import type { TopicInput } from '../../lib/rules/config';
 import { partitionOf, rateKey, slotOf, topicKeys, topicRateKey } from '../../lib/engine/keys';
-import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
+import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
 const W = { name: 'producer', scope: 'write', topics: null } as const;
@@ -211,6 +211,19 @@ describe('flow control per key', () => {
     assert.deepEqual(await q.engine.claim(topic, 10), []);
     clock.advance(500);
     assert.equal((await q.engine.claim(topic, 10)).length, 1);
+  });
+
+  it("a flow topic's ready jobs are not listed as a topic's (they wait in their keys' lanes): 400 naming state, never an empty page", async () => {
+    const { topic, q } = setup({});
+    await addDue(q, topic, [{ id: 'a', key: 'k' }]);
+    await q.engine.sweep();
+    const error = await rejects(q.listJobs(topic, { state: 'ready' }), 400, 'VALIDATION_FAILED');
+    assert.match(error.message, /flow/);
+    assert.deepEqual(
+      (error.details as { path: string }[]).map((d) => d.path),
+      ['state'],
+    );
+    assert.equal((await q.listJobs(topic, { state: 'delayed' })).jobs.length, 0, 'the other states list as ever');
   });
 
   it('an idle key costs nothing once its jobs ended and its pace ran out', async () => {
