@@ -5,7 +5,7 @@
  * all), and read back, merged, as the last 5 minutes' p50 / p99 / max and a per-minute series.
  */
 import type { TopicConfig } from '../rules/config';
-import { latenessKey, topicKeys } from './keys';
+import { flowKeys, latenessKey, topicKeys, type JobsKey } from './keys';
 import { run } from './lua';
 import type { EngineContext } from './context';
 import { forEachPartition } from './partitions';
@@ -128,14 +128,24 @@ export async function latenessStats(ctx: EngineContext, topic: string, nowMs: nu
   return { window, lastHour };
 }
 
+/** A flow topic's ready ids first in turn: the head of each of the first 5 keys' lanes in its ring (keys at their cap, held or paused are not in it). */
+async function laneHeads(ctx: EngineContext, jobs: JobsKey): Promise<string[]> {
+  const f = flowKeys(jobs);
+  const keys = await ctx.redis.lrange(f.ring, 0, 4);
+  const heads = await Promise.all(keys.map((key) => ctx.redis.lrange(f.lane(key), 0, 0)));
+  return heads.flat();
+}
+
 /**
  * How long the oldest ready job of topic `t` has been due, at `nowMs` (Redis clock): the first
  * ready job among the first 5 ids at the head of each partition's ready list (cancelled ids stay
- * there until a claim skips them); null when none is ready.
+ * there until a claim skips them); on a flow topic, among the heads of the lanes of the first 5
+ * keys in turn. Null when none is ready.
  */
 export async function oldestReadyAgeMs(ctx: EngineContext, t: TopicConfig, nowMs: number): Promise<number | null> {
   const ages = await forEachPartition(ctx.config.partitions, async (p) => {
-    for (const id of await ctx.redis.lrange(topicKeys(p, t.name, ctx.config.partitions).ready, 0, 4)) {
+    const k = topicKeys(p, t.name, ctx.config.partitions);
+    for (const id of t.flow ? await laneHeads(ctx, k.jobs) : await ctx.redis.lrange(k.ready, 0, 4)) {
       const job = await getJob(ctx, t, id);
       if (job?.state === 'ready') return Math.max(0, nowMs - Date.parse(job.runAt));
     }

@@ -224,6 +224,8 @@ describe('flow control per key', () => {
       ['state'],
     );
     assert.equal((await q.listJobs(topic, { state: 'delayed' })).jobs.length, 0, 'the other states list as ever');
+    const stats = await q.stats(topic);
+    assert.deepEqual([stats.ready, stats.oldestReadyAgeMs], [1, 0], "GET /topics counts it ready, its age from the lanes' heads");
   });
 
   it('an idle key costs nothing once its jobs ended and its pace ran out', async () => {
