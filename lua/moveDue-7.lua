@@ -41,8 +41,8 @@ local moved, purged, more = 0, 0, 0
 local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
 
 -- Takes up to `limit` members of zset `key` scored up to `maxScore`, lowest first, and calls
--- fn(id, record) for each, within the budget; removes the members it took. A member whose
--- record is gone is just removed.
+-- fn(id, record) for each, within the budget; removes the members it took, and returns how many.
+-- A member whose record is gone is just removed.
 local function drain(key, maxScore, fn)
   local ids = redis.call('ZRANGEBYSCORE', key, '-inf', maxScore, 'LIMIT', 0, limit)
   local taken = 0
@@ -59,6 +59,7 @@ local function drain(key, maxScore, fn)
   end
   if taken > 0 then redis.call('ZREMRANGEBYRANK', key, 0, taken - 1) end
   if #ids == limit then more = 1 end
+  return taken
 end
 
 drain(runningKey, now, function(id, record)
@@ -76,30 +77,22 @@ drain(runningKey, now, function(id, record)
   tally(ended, code)
 end)
 
-local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
-if #due > 0 and flow then
+local due = {}
+if flow then
   -- each to its key's lane: the key is in the record
-  local taken, routed = 0, 0
-  for _, id in ipairs(due) do
-    local record = redis.call('HGET', k.jobs, id)
-    if record then
-      if not budget.take(#record) then
-        more = 1
-        break
-      end
-      local h = decode(record)
-      if h[H_STATE] == PENDING then
-        flowReady(k.jobs, id, h, now)
-        routed = routed + 1
-      end
+  local routed = 0
+  moved = drain(k.delayed, now, function(id, record)
+    local h = decode(record)
+    if h[H_STATE] == PENDING then
+      flowReady(k.jobs, id, h, now)
+      routed = routed + 1
     end
-    taken = taken + 1
-  end
-  if taken > 0 then redis.call('ZREMRANGEBYRANK', k.delayed, 0, taken - 1) end
+  end)
   countReady(flowKeys(k.jobs), routed)
-  moved = taken
-  if #due == limit then more = 1 end
-elseif #due > 0 then
+else
+  due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
+end
+if #due > 0 then
   redis.call('ZREMRANGEBYRANK', k.delayed, 0, #due - 1)
   redis.call('RPUSH', k.ready, unpack(due))
   redis.call('HINCRBY', k.jobs, READY_TAIL_FIELD, #due)
