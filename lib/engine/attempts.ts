@@ -55,17 +55,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
     for (let more = room > 0; more && !full && claimed.length < count;) {
       const left = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
-      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)], {
-        clock: at ?? ctx.clock(),
-        count: count - claimed.length,
-        maxRunning: room,
-        ttrMs: t.ttrMs,
-        nonce: randomBytes(8).toString('hex'),
-        maxBytes: Math.max(0, Math.min(SCRIPT_CALL_BYTES, left)),
-        strict,
-        retentionMs: ctx.config.retentionMs,
-        start,
-      });
+      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)], claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left, strict, start }));
       const [now, , , stopped, ...items] = await run(ctx.redis, call);
       bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
       running += items.length;
@@ -83,6 +73,21 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
 export interface Claim {
   jobs: ClaimedJob[];
   heldUntil: number | null;
+}
+
+/** The arguments of a claim script call (claimJobs-7, claimFlow-6): `left` of the caller's bytes, at most one call's budget. */
+function claimArgs(ctx: EngineContext, t: TopicConfig, c: { at: number | undefined; count: number; maxRunning: number; left: number; strict: boolean; start: boolean }) {
+  return {
+    clock: c.at ?? ctx.clock(),
+    count: c.count,
+    maxRunning: c.maxRunning,
+    ttrMs: t.ttrMs,
+    nonce: randomBytes(8).toString('hex'),
+    maxBytes: Math.max(0, Math.min(SCRIPT_CALL_BYTES, c.left)),
+    strict: c.strict,
+    retentionMs: ctx.config.retentionMs,
+    start: c.start,
+  };
 }
 
 /**
@@ -122,15 +127,7 @@ async function claimFlow(ctx: EngineContext, t: TopicConfig, flow: FlowDefaults,
     const left = maxBytes - bytes;
     const strict = claimed.length > 0;
     const call = script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)], {
-      clock: at ?? ctx.clock(),
-      count: count - claimed.length,
-      maxRunning,
-      ttrMs: t.ttrMs,
-      nonce: randomBytes(8).toString('hex'),
-      maxBytes: Math.max(0, Math.min(SCRIPT_CALL_BYTES, left)),
-      strict,
-      retentionMs: ctx.config.retentionMs,
-      start,
+      ...claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning, left, strict, start }),
       flow,
     });
     const [now, , , stopped, held, ...items] = await run(ctx.redis, call);
