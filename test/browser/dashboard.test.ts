@@ -8,7 +8,9 @@
  * Then a topic's schedules page by page, an empty topic, an API error and hostile text in a schedule.
  * Then keys: a read key reads everything and has every change control disabled (a change refused
  * anyway shows the API's 403 and keeps the key), and a write key limited to one topic sees that
- * topic only and redrives.
+ * topic only and redrives. Then the Pause / Resume buttons of a topic and of a schedule, and the flow keys
+ * card: a key of the flow topic partner (its state, paused and resumed), a read key's button off, a 403,
+ * and the 400 of a topic without flow control.
  * Screenshots (desktop and phone) go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
@@ -973,6 +975,109 @@ describe('the dashboard in headless Chromium', () => {
     const resumed = await client.getSchedule('example', id);
     assert.deepEqual([resumed?.paused, resumed?.pending !== null], [false, true], 'the API says not paused, an occurrence pending');
     await client.deleteSchedule('example', id);
+    await page.click('#signout');
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
+
+  /** Looks flow key `key` of `topic` up in the flow keys card. */
+  async function showFlowKey(topic: string, key: string): Promise<void> {
+    await until(`topic ${topic} in the flow keys card`, async () => (await page.locator(`#flow-topic option[value="${topic}"]`).count()) === 1);
+    await page.selectOption('#flow-topic', topic);
+    await page.fill('#flow-key', key);
+    await page.click('#flow-form button[type=submit]');
+  }
+
+  it("shows a flow key's state (running, ready, paused, held, limits in force and pinned) and pauses and resumes it; a read key has the button off, a refused change shows the 403; a topic without flow control says so", async () => {
+    const key = `acme-${process.pid}`;
+    const reader = `flow-reader-${process.pid}`;
+    const readSecret = await createKey(reader, 'read');
+    const button = page.locator('[data-testid="flow-pause"]');
+    /** The key shown paused or not, with the button to change that, on. */
+    const shown = async (paused: 'yes' | 'no', label: 'Pause' | 'Resume') => (await text('[data-testid="flow-paused"]')) === paused && (await button.count()) === 1 && (await button.innerText()) === label && (await button.isEnabled());
+    const ids = [1, 2, 3].map((i) => `${key}-${i}`);
+    // the topic paused: the key's jobs, due now, wait in its lane (ready), none starts
+    await client.pauseTopic('partner');
+    try {
+      for (const id of ids) await client.add({ topic: 'partner', id, delay: 0, key, body: { note: HOSTILE } });
+      await until("the key's 3 jobs ready", async () => (await client.flowKey('partner', key)).ready === 3);
+      await client.setFlowKey('partner', key, { concurrency: 1 });
+
+      await signInWith(offline.token);
+      await showFlowKey('partner', key);
+      await until("the key's state", async () => (await text('[data-testid="flow-ready"]')) === '3' && (await shown('no', 'Pause')));
+      assert.deepEqual(
+        await Promise.all(['name', 'running', 'ready', 'paused', 'held', 'concurrency', 'rate', 'pinned'].map((f) => text(`[data-testid="flow-${f}"]`))),
+        [`partner / ${key}`, '0', '3', 'no', 'not held: its rate lets the next start go', '1 at once', '10 per s, burst 1', 'concurrency 1'],
+        'the key pinned to 1 at once, the topic default rate',
+      );
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-flow-key.png'), fullPage: true });
+      await button.click();
+      await until('the key shown paused, with a Resume button', () => shown('yes', 'Resume'));
+      assert.equal((await client.flowKey('partner', key)).paused, true, 'the API says paused');
+      assert.match(await text('#toast'), new RegExp(`^flow key ${key} of partner paused`));
+      assert.equal(await page.inputValue('#flow-key'), key);
+
+      // a topic without flow control: the API's 400 is shown as it is, with no button
+      const before400 = problems.length;
+      await showFlowKey('example', key);
+      await until('the 400 shown', async () => (await text('[data-testid="flow-none"]')) === 'topic example has no flow control: set flow for it in serverless.yml custom.queue.topics');
+      assert.equal(await button.count(), 0);
+      await showFlowKey('partner', key); // back to the flow topic: no 400 from the refreshes from now on
+      await until('the key shown paused again', () => shown('yes', 'Resume'));
+      const refused = problems.splice(before400); // Chromium logs each 400 (the refreshes read it again)
+      assert.ok(
+        refused.every((p) => /status of 400/.test(p)),
+        refused.join('\n'),
+      );
+
+      // a read key sees the key, the button off, saying why
+      await signInWith(readSecret);
+      await until("the reader's name", async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
+      await showFlowKey('partner', key);
+      await until('the Resume button, off for a read key', async () => (await text('[data-testid="flow-paused"]')) === 'yes' && (await offForRead('[data-testid="flow-pause"]', reader)));
+      assert.equal(await text('[data-testid="flow-ready"]'), '3');
+
+      // the page thinks the read key may write (GET /whoami faked once): the API refuses the
+      // resume with 403, the card says so, the key stays signed in and shown, the button goes off
+      const mark = problems.length;
+      let faked = 0;
+      await page.route('**/whoami', (route) => {
+        if (faked++ > 0) return route.fallback();
+        return route.fulfill({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key: { name: reader, scope: 'write', topics: null } }) });
+      });
+      await page.reload();
+      await until('the faked scope', async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (write)`);
+      await showFlowKey('partner', key);
+      await until('the Resume button, on', () => shown('yes', 'Resume'));
+      const refusing = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith(`/topics/partner/flows/${key}/resume`));
+      await button.click();
+      assert.equal((await refusing).status(), 403);
+      await until('the refusal in the card', async () => (await text('[data-testid="flow-failed"]')) === `Resume failed: key ${reader} has scope read; this needs scope write`);
+      await until('the button off again', async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)` && (await offForRead('[data-testid="flow-pause"]', reader)));
+      assert.deepEqual([await page.locator('#app').isVisible(), await page.evaluate('sessionStorage.length'), await page.inputValue('#flow-key')], [true, 1, key], 'still signed in, the key still shown');
+      assert.equal((await client.flowKey('partner', key)).paused, true, 'nothing resumed');
+      await page.unroute('**/whoami');
+      const during = problems.splice(mark);
+      assert.ok(
+        during.every((p) => /status of 403/.test(p)),
+        during.join('\n'),
+      );
+
+      // the deployment's key resumes it
+      await signInWith(offline.token);
+      await showFlowKey('partner', key);
+      await until('the Resume button, on', () => shown('yes', 'Resume'));
+      await button.click();
+      await until('the key shown running again, with a Pause button', () => shown('no', 'Pause'));
+      assert.equal((await client.flowKey('partner', key)).paused, false, 'the API says not paused');
+    } finally {
+      await client.resumeTopic('partner');
+    }
+    // the topic resumed: the key's jobs run, one at a time, and the card follows
+    await until("the key's jobs done", async () => (await Promise.all(ids.map((id) => client.get('partner', id)))).every((job) => job?.state === 'done'));
+    await until('the card to show none ready or running', async () => (await text('[data-testid="flow-ready"]')) === '0' && (await text('[data-testid="flow-running"]')) === '0');
+    await client.clearFlowKey('partner', key);
+    assert.equal(await page.evaluate('window.__pwned'), undefined);
     await page.click('#signout');
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
