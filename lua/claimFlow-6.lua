@@ -57,11 +57,12 @@ local quota = math.max(1, math.floor(n / math.max(1, redis.call('LLEN', f.ring))
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false
 
--- Takes ids off the lane of key `key` until one is claimed; false when the lane emptied or the
--- visit passed STALE_PER_VISIT stale ids (then 'more', the key stays), or the budget stopped it.
-local function claimFromLane(key, lane)
+-- Takes key `key`'s ready ids (state `st`: its head, then its lane) until one is claimed; false
+-- when none is left or the budget stopped it, 'more' when the visit passed STALE_PER_VISIT stale
+-- ids (the key stays).
+local function claimFromLane(key, st)
   for _ = 1, STALE_PER_VISIT do
-    local id = redis.call('LPOP', lane)
+    local id = popFront(f, key, st)
     if not id then return false end
     local record = redis.call('HGET', jobsKey, id)
     local h, inline
@@ -71,7 +72,7 @@ local function claimFromLane(key, lane)
     local size = record and #record or 0
     if live and not mark then size = size + bodySize(bodiesKey, id, inline) end
     if not budget.take(size) then
-      redis.call('LPUSH', lane, id)
+      pushFront(f, key, st, id)
       stopped = true
       return false
     end
@@ -107,10 +108,9 @@ while claimed < n and visits > 0 and not stopped do
     redis.call('ZADD', f.wait, at, key)
     if not result[5] or at < result[5] then result[5] = at end
   else
-    local lane = laneKey(f, key)
     local got
     for _ = 1, quota do
-      got = claimFromLane(key, lane)
+      got = claimFromLane(key, st)
       if got ~= true then break end
       claimed = claimed + 1
       st[F_RUNNING] = st[F_RUNNING] + 1

@@ -128,12 +128,11 @@ export async function latenessStats(ctx: EngineContext, topic: string, nowMs: nu
   return { window, lastHour };
 }
 
-/** A flow topic's ready ids first in turn: the head of each of the first 5 keys' lanes in its ring (keys at their cap, held or paused are not in it). */
+/** A flow topic's ready ids first in turn: the first of each of the first 5 keys in its ring (keys at their cap, held or paused are not in it). */
 async function laneHeads(ctx: EngineContext, jobs: JobsKey): Promise<string[]> {
-  const f = flowKeys(jobs);
-  const keys = await ctx.redis.lrange(f.ring, 0, 4);
-  const heads = await Promise.all(keys.map((key) => ctx.redis.lrange(f.lane(key), 0, 0)));
-  return heads.flat();
+  const keys = await ctx.redis.lrange(flowKeys(jobs).ring, 0, 4);
+  const views = await Promise.all(keys.map((key) => run(ctx.redis, script.getFlowKey([jobs], { clock: ctx.clock(), key }))));
+  return views.flatMap((view) => (view[9] === null ? [] : [view[9]]));
 }
 
 /**

@@ -225,7 +225,7 @@ export function claimFlow(
 }
 
 /** lua/getFlowKey-1.lua's and lua/setFlowKey-1.lua's reply (flowView in lua/includes/flow.lua). */
-export type FlowKeyReply = readonly [now: number, running: number, ready: number, tat: number, concurrency: number | null, count: number | null, perMs: number | null, burst: number | null, paused: Flag];
+export type FlowKeyReply = readonly [now: number, running: number, ready: number, tat: number, concurrency: number | null, count: number | null, perMs: number | null, burst: number | null, paused: Flag, head: string | null];
 
 /** lua/getFlowKey-1.lua: a flow key's live state. */
 export function getFlowKey(keys: readonly [JobsKey], a: { clock: ClockArg; key: string }): ScriptCall<FlowKeyReply> {

@@ -2,15 +2,18 @@
   Flow control per key, on a flow topic (lib/engine/flow.ts). A flow topic lives in one partition;
   its keys' state lives beside its jobs, under names derived from the topic's jobs hash (so in its
   hash slot):
-    <jobs>#flow        HASH key -> msgpack { running, inRing 0|1, held 0|1, tat, conc }: running
-                       attempts, whether the key is in the ring, whether its pace holds it in the
-                       wait zset, its pace's next start (GCRA, ms), the concurrency it was last
-                       claimed under (0: none). Deleted when all are at rest: an idle key costs nothing.
+    <jobs>#flow        HASH key -> msgpack { running, inRing 0|1, held 0|1, tat, conc, head }:
+                       running attempts, whether the key is in the ring, whether its pace holds it
+                       in the wait zset, its pace's next start (GCRA, ms), the concurrency it was
+                       last claimed under (0: none), and its first ready id (false: none). Deleted
+                       when all are at rest: an idle key costs nothing.
     <jobs>#fconf       HASH key -> msgpack { conc, count, perMs, burst, paused 0|1 } (false: the
                        topic's default): the key's pinned limits and pause, set over the API only.
     <jobs>#lanes       LIST the ring: keys that may have a claimable job, each at most once; claims
                        take a key off the head and put it back at the tail (round the keys).
-    <jobs>#lane:<key>  LIST the key's ready ids, in the order they became ready.
+    <jobs>#lane:<key>  LIST the key's ready ids after its head, in the order they became ready: a
+                       key with one ready job has no lane (its id is the head; a Redis key costs
+                       about 190 bytes). A lane holds ids only while the head is set.
     <jobs>#fwait       ZSET key -> when its pace lets it start again; the sweep puts it back in
                        the ring then (or deletes an idle key's state once its pace has run out).
   The key of a job is its header's H_KEY: '' for a job of a flow topic added without one (the
@@ -25,7 +28,7 @@
 
 local PAUSED_FIELD = '#paused'
 local READY_FIELD = '#ready' -- no key holds '#'
-local F_RUNNING, F_RING, F_HELD, F_TAT, F_CONC = 1, 2, 3, 4, 5
+local F_RUNNING, F_RING, F_HELD, F_TAT, F_CONC, F_HEAD = 1, 2, 3, 4, 5, 6
 local C_CONC, C_COUNT, C_PER, C_BURST, C_PAUSED = 1, 2, 3, 4, 5
 
 -- The flow keys of the topic whose jobs hash is `jobsKey`.
@@ -41,13 +44,13 @@ end
 local function flowState(f, key)
   local raw = redis.call('HGET', f.state, key)
   if raw then return cmsgpack.unpack(raw) end
-  return { 0, 0, 0, 0, 0 }
+  return { 0, 0, 0, 0, 0, false }
 end
 
--- Writes key `key`'s state, or deletes it when it is at rest (nothing running, not in the ring or
--- the wait zset, its pace run out by `now`).
+-- Writes key `key`'s state, or deletes it when it is at rest (nothing running or ready, not in the
+-- ring or the wait zset, its pace run out by `now`).
 local function saveFlowState(f, key, st, now)
-  if st[F_RUNNING] <= 0 and st[F_RING] == 0 and st[F_HELD] == 0 then
+  if st[F_RUNNING] <= 0 and st[F_RING] == 0 and st[F_HELD] == 0 and not st[F_HEAD] then
     if st[F_TAT] <= now then
       redis.call('HDEL', f.state, key)
       return
@@ -68,38 +71,54 @@ local function flowConf(f, key)
   return false
 end
 
--- Puts key `key` (state `st`) in the ring when it is out of it, not held by its pace, its lane
--- holds ids (`laneLength` when the caller knows it) and it is under the concurrency it was last
--- claimed under. The claim checks the rest.
-local function ringIfClaimable(f, key, st, laneLength)
-  if st[F_RING] == 1 or st[F_HELD] == 1 then return end
+-- Puts key `key` (state `st`) in the ring when it is out of it, not held by its pace, has a ready
+-- id and is under the concurrency it was last claimed under. The claim checks the rest.
+local function ringIfClaimable(f, key, st)
+  if st[F_RING] == 1 or st[F_HELD] == 1 or not st[F_HEAD] then return end
   if st[F_CONC] > 0 and st[F_RUNNING] >= st[F_CONC] then return end
-  if (laneLength or redis.call('LLEN', laneKey(f, key))) == 0 then return end
   redis.call('RPUSH', f.ring, key)
   st[F_RING] = 1
 end
 
+-- Puts ready id `id` first among key `key`'s (state `st`): its head, the old head first in its lane.
+local function pushFront(f, key, st, id)
+  if st[F_HEAD] then redis.call('LPUSH', laneKey(f, key), st[F_HEAD]) end
+  st[F_HEAD] = id
+end
+
+-- Takes key `key`'s first ready id (state `st`), or false: its head, which the lane's first refills.
+local function popFront(f, key, st)
+  local id = st[F_HEAD]
+  if id then st[F_HEAD] = redis.call('LPOP', laneKey(f, key)) or false end
+  return id
+end
+
 -- A running job of a flow topic (header `h`) stops running: its key's slot comes back, and the key
--- goes back in the ring when it has ready jobs. No-op for a job of another topic.
-local function flowLeave(jobsKey, h, now)
+-- goes back in the ring when it has ready jobs; with `back`, the job is ready again, first among its
+-- key's (a give-back). No-op for a job of another topic.
+local function flowLeave(jobsKey, h, now, back)
   local key = h[H_KEY]
   if not key then return end
   local f = flowKeys(jobsKey)
   local st = flowState(f, key)
   st[F_RUNNING] = math.max(0, st[F_RUNNING] - 1)
+  if back then pushFront(f, key, st, back) end
   ringIfClaimable(f, key, st)
   saveFlowState(f, key, st, now)
 end
 
--- Puts ready job `id` (header `h`) of a flow topic at the tail of its key's lane, and its key in
+-- Puts ready job `id` (header `h`) of a flow topic last among its key's ready ids, and its key in
 -- the ring when it was at rest.
 local function flowReady(jobsKey, id, h, now)
   local f = flowKeys(jobsKey)
   local key = h[H_KEY] or ''
-  local n = redis.call('RPUSH', laneKey(f, key), id)
-  if n > 1 then return end -- the lane held ids: the key is in the ring, held, paused or at its cap already
+  local lane = laneKey(f, key)
+  if redis.call('RPUSH', lane, id) > 1 then return end -- the lane held ids: the head is set, and the key in the ring, held, paused or at its cap already
   local st = flowState(f, key)
-  ringIfClaimable(f, key, st, n)
+  if st[F_HEAD] then return end -- ready already: the id stays in the lane, behind the head
+  redis.call('LPOP', lane) -- the key's only ready id: its head, no lane
+  st[F_HEAD] = id
+  ringIfClaimable(f, key, st)
   saveFlowState(f, key, st, now)
 end
 
@@ -126,14 +145,14 @@ local function paceStart(st, rate, now)
   st[F_TAT] = math.max(st[F_TAT], now) + interval
 end
 
--- Key `key` as lua/getFlowKey-1.lua and lua/setFlowKey-1.lua reply it: { now, running, lane
--- length, pace's next start (ms, whole), pinned concurrency or false, pinned pace count or false,
--- per ms, burst, paused 0|1 }. Mirrored by FlowKeyReply in lib/engine/scripts.ts.
+-- Key `key` as lua/getFlowKey-1.lua and lua/setFlowKey-1.lua reply it: { now, running, ready ids,
+-- pace's next start (ms, whole), pinned concurrency or false, pinned pace count or false, per ms,
+-- burst, paused 0|1, first ready id or false }. Mirrored by FlowKeyReply in lib/engine/scripts.ts.
 local function flowView(f, key, now)
-  local raw = redis.call('HGET', f.state, key)
-  local st = raw and cmsgpack.unpack(raw) or { 0, 0, 0, 0, 0 }
+  local st = flowState(f, key)
   local conf = flowConf(f, key) or { false, false, false, false, 0 }
-  return { now, st[F_RUNNING], redis.call('LLEN', laneKey(f, key)), math.ceil(st[F_TAT]), conf[C_CONC], conf[C_COUNT], conf[C_PER], conf[C_BURST], conf[C_PAUSED] }
+  local ready = st[F_HEAD] and 1 + redis.call('LLEN', laneKey(f, key)) or 0
+  return { now, st[F_RUNNING], ready, math.ceil(st[F_TAT]), conf[C_CONC], conf[C_COUNT], conf[C_PER], conf[C_BURST], conf[C_PAUSED], st[F_HEAD] }
 end
 
 -- Adds `n` to the count of ids in the lanes.
@@ -141,13 +160,11 @@ local function countReady(f, n)
   if n ~= 0 then redis.call('HINCRBY', f.state, READY_FIELD, n) end
 end
 
--- Ready job `id` (header `h`) of a flow topic goes back to the head of its key's lane: a give-back,
--- or a hold-back at start; its key's slot comes back.
+-- Running job `id` (header `h`) of a flow topic is ready again, first among its key's: a
+-- give-back, or a hold-back at start; its key's slot comes back.
 local function flowGiveBack(jobsKey, id, h, now)
-  local f = flowKeys(jobsKey)
-  redis.call('LPUSH', laneKey(f, h[H_KEY]), id)
-  countReady(f, 1)
-  flowLeave(jobsKey, h, now)
+  countReady(flowKeys(jobsKey), 1)
+  flowLeave(jobsKey, h, now, id)
 end
 
 -- The topic is paused (PAUSED_FIELD in its jobs hash).
