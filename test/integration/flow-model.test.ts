@@ -33,14 +33,17 @@ function generator(seed: number): () => number {
 describe('flow control: random operations keep every key true', () => {
   const redis = useRedisServer();
 
-  for (const seed of [1, 2, 3, 4, 5, 6]) {
-    it(`seed ${seed}`, async () => {
+  // seeds 7-12 also pace each key (2 a second, a burst of 2) and claim with start, as a handler does
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]) {
+    const paced = seed > 6;
+    it(`seed ${seed}${paced ? ', paced' : ''}`, async () => {
       const rand = generator(seed);
       const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
       const topic = uniqueTopic('flow-model');
       const clock = new TestClock();
       const r: Redis = redis.client();
-      const q = makeQueue(r, { [topic]: { concurrency: CAP, maxAttempts: 3, ttr: 5, backoff: '1s', flow: { concurrency: PER_KEY } } }, { clock });
+      const flow = paced ? { concurrency: PER_KEY, rate: { count: 2, per: 1, burst: 2 } } : { concurrency: PER_KEY };
+      const q = makeQueue(r, { [topic]: { concurrency: CAP, maxAttempts: 3, ttr: 5, backoff: '1s', flow } }, { clock });
       const jobs = `dq:{p0}:jobs:${topic}`;
       const limits = new Map<string, number>(); // pinned concurrency per key (only raised, so a claim's bound holds)
       const paused = new Set<string>();
@@ -82,14 +85,16 @@ describe('flow control: random operations keep every key true', () => {
         } else if (op < 0.5) {
           name = 'claim';
           const before = await check('before claim');
-          const got = await q.engine.claim(topic, 1 + Math.floor(rand() * 6));
+          const withStart = paced && rand() < 0.5;
+          const got = withStart ? await q.engine.claimStarted(topic, 1 + Math.floor(rand() * 6)) : await q.engine.claim(topic, 1 + Math.floor(rand() * 6));
           const after = await check('claim');
           for (const [key, n] of after) {
             const limit = Math.max(limits.get(key) ?? PER_KEY, before.get(key) ?? 0);
             assert.ok(n <= limit, `claim took key '${key}' to ${n}, over ${limit}`);
           }
           for (const j of got) assert.ok(!paused.has((await q.get(topic, j.id))!.key!), `claimed ${j.id} of a paused key`);
-          claimed.push(...got);
+          if (withStart) started.push(...got);
+          else claimed.push(...got);
         } else if (op < 0.6 && claimed.length > 0) {
           name = 'start';
           const live = await q.engine.start(topic, claimed);
