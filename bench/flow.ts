@@ -426,16 +426,17 @@ async function exact(): Promise<Section> {
         });
       },
     };
-    const engine = new TrackedEngine(ledger, redis, config, {
-      wake: { horizonMs: base.config.timings.sweeperHorizonMs, startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }), onError: () => undefined },
-    });
+    // every engine wakes the sweeper as the runtime's do (lib/platform/runtime.ts): a claim that
+    // holds a key back by its pace must make a sweep look when the key may go again
+    const wake = { horizonMs: base.config.timings.sweeperHorizonMs, startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }), onError: () => undefined };
+    const engine = new TrackedEngine(ledger, redis, config, { wake });
     const rt: Runtime = { ...base, engine, invoker };
     // each invocation with an engine of its own on the shared connection, as in bench:steady
     const handle = topicHandler(
       async () => {
         await sleep(3 + Math.random() * 97);
       },
-      () => ({ ...rt, engine: new TrackedEngine(ledger, redis, config) }),
+      () => ({ ...rt, engine: new TrackedEngine(ledger, redis, config, { wake }) }),
     );
     for (const key of fast) await engine.setFlowKey(TOPIC, key, { rate: fastRate });
 
