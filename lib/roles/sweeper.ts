@@ -98,6 +98,10 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   if (!(await takeLease(deps, t, () => hold(null, true)))) return { ...report, outcome: 'busy' };
   const waker = new Waker(engine.ctx.redis, wakeListKey(), t.sweeperMaxWaitMs);
   let wakes = 0; // the wake counter seen before the latest sweep
+  // A sweep that left jobs ready is followed by claims, whose time-to-run deadlines that sweep could
+  // not see: before it exits, the sweeper looks once more (within sweeperMaxWaitMs), so an attempt
+  // claimed then whose handler dies is timed out at its deadline, not at the next tick.
+  let lookAgain = false;
   try {
     for (;;) {
       if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, report);
@@ -127,12 +131,15 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
       if (result.more) continue;
 
       const waitFor = () => (result.nextAt === null ? Infinity : result.nextAt - result.now - (performance.now() - sweptFrom));
-      if (waitFor() > t.sweeperHorizonMs) {
+      const readyLeft = Object.keys(result.readyByTopic).length > 0;
+      if (waitFor() > t.sweeperHorizonMs && (lookAgain || !readyLeft)) {
         const released = await releaseSweeperLease(engine.ctx, { owner, wakesSeen: wakes, force: false }).catch(() => LEASE.KEPT);
         if (released === LEASE.RELEASED || released === LEASE.NOT_OWNER) return { ...report, outcome: 'idle' };
         continue; // a wake-up arrived since the sweep
       }
-      await hold(result.nextAt, false).catch(() => 0);
+      lookAgain = waitFor() > t.sweeperHorizonMs; // this wait is the last look before it exits
+      // the look planned (the wake-ups compare a job's due time with it): the next due time, or the look again
+      await hold(lookAgain ? Math.min(result.nextAt ?? Infinity, result.now + t.sweeperMaxWaitMs) : result.nextAt, false).catch(() => 0);
       const budget = deps.remainingMs() - t.sweeperReserveMs;
       await waker.wait(Math.min(waitFor(), t.sweeperMaxWaitMs, Math.max(0, budget)));
     }

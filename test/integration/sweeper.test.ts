@@ -89,13 +89,32 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const queue = makeQueue(r, { [topic]: { handler: 'h' } });
       await queue.add({ topic, id: 'soon', delay: 0.3 });
       const invoker = new RecordingInvoker();
-      const report = await runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000 });
+      const timings = { ...DEFAULT_TIMINGS, sweeperMaxWaitMs: 300 }; // its look again before it exits
+      const report = await runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000, timings });
       assert.equal(report.outcome, 'idle');
       assert.equal(report.moved, 1);
-      assert.ok(report.sweeps >= 2, 'it looked again after sleeping');
+      assert.ok(report.sweeps >= 3, 'it looked again after sleeping, and once more after the jobs it left ready');
       assert.equal(invoker.named('fanout').length, 1);
       assert.equal(await r.exists(sweeperKeys().fanout), 1, 'the fan-out it invoked is marked running');
       assert.equal((await queue.get(topic, 'soon'))?.state, 'ready');
+    }));
+
+  it('after a sweep that left jobs ready it looks once more before it exits: an attempt claimed right after, whose handler dies, is timed out at its deadline', () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic();
+      const queue = makeQueue(r, { [topic]: { handler: 'h', ttr: 1 } });
+      await queue.add({ topic, id: 'claimed-late', delay: 0 });
+      const invoker = new RecordingInvoker(); // the fan-out it invokes does nothing: this test claims
+      const timings = { ...DEFAULT_TIMINGS, sweeperMaxWaitMs: 300 };
+      const sweeper = runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000, timings });
+      while ((await queue.get(topic, 'claimed-late'))?.state !== 'ready') await new Promise((done) => setTimeout(done, 5));
+      const [claimed] = await queue.engine.claim(topic, 1); // the fan-out's claim, after the sweep; its handler never starts
+      assert.ok(claimed);
+      const report = await sweeper;
+      assert.equal(report.outcome, 'idle');
+      const job = await queue.get(topic, 'claimed-late');
+      assert.equal(job?.state, 'ready', `the sweeper saw the claim's deadline and gave the attempt back; it is ${job?.state}`);
+      assert.match(job?.lastError ?? '', /given back/);
     }));
 
   it('holds a lease: a second sweeper started meanwhile returns busy', () =>
@@ -103,9 +122,10 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const topic = uniqueTopic();
       const queue = makeQueue(r, { [topic]: { handler: 'h' } });
       await queue.add({ topic, id: 'x', delay: 0.5 });
-      const first = runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+      const timings = { ...DEFAULT_TIMINGS, sweeperMaxWaitMs: 300 }; // its look again before it exits
+      const first = runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000, timings });
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const second = await runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+      const second = await runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000, timings });
       assert.equal(second.outcome, 'busy');
       assert.equal((await first).moved, 1);
     }));
