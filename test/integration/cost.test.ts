@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { Queue } from '../../lib/edge/queue';
+import type { ClaimedJob } from '../../lib/engine';
 import { partitionOf } from '../../lib/engine/keys';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
@@ -70,6 +71,15 @@ async function counted(redis: Redis): Promise<Counts> {
   const scriptCalls = (byCommand.fcall ?? 0) + (byCommand.evalsha ?? 0) + (byCommand.eval ?? 0);
   const commands = Object.values(byCommand).reduce((a, b) => a + b, 0);
   return { scriptCalls, commands, byCommand };
+}
+
+/** A handler's drain: claims with start, 10 a call, until JOBS are in `into`. */
+async function claimAllStarted(q: Queue, topic: string, into: ClaimedJob[]): Promise<void> {
+  while (into.length < JOBS) {
+    const batch = await q.engine.claimStarted(topic, 10);
+    assert.ok(batch.length > 0, 'ready jobs are left to claim');
+    into.push(...batch);
+  }
 }
 
 async function measure(redis: Redis, work: () => Promise<unknown>): Promise<Counts> {
@@ -161,13 +171,7 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     clock.advance(60_000);
     for (let more = true; more;) more = (await q.engine.sweep()).more;
     const drained: typeof claimed = [];
-    const claimedStarted = await measure(redis, async () => {
-      while (drained.length < JOBS) {
-        const batch = await q.engine.claimStarted(topic, 10);
-        assert.ok(batch.length > 0, 'ready jobs are left to claim');
-        drained.push(...batch);
-      }
-    });
+    const claimedStarted = await measure(redis, () => claimAllStarted(q, topic, drained));
     check('claimStarted', claimedStarted, JOBS);
     assert.deepEqual(await q.engine.start(topic, drained.slice(0, 3)), [false, false, false], 'started by their claim already');
     const together = await measure(redis, async () => {
@@ -200,17 +204,8 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
         for (let more = true; more;) more = (await qf.engine.sweep()).more;
       }),
     );
-    const drained: Awaited<ReturnType<typeof qf.engine.claim>> = [];
-    flowCheck(
-      'flowClaimStarted',
-      await measure(redis, async () => {
-        while (drained.length < JOBS) {
-          const batch = await qf.engine.claimStarted(flowTopic, 10);
-          assert.ok(batch.length > 0, 'ready jobs are left to claim');
-          drained.push(...batch);
-        }
-      }),
-    );
+    const drained: ClaimedJob[] = [];
+    flowCheck('flowClaimStarted', await measure(redis, () => claimAllStarted(qf, flowTopic, drained)));
     assert.equal(new Set(drained.slice(0, 100).map((j) => Number(j.id.split('-')[1]) % 100)).size, 100, 'the first 100 claims went round the 100 keys');
     flowCheck(
       'flowAckTogether',
@@ -224,17 +219,7 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     for (let i = 0; i < JOBS; i += 500) await q2.addMany(Array.from({ length: 500 }, (_, j) => ({ topic: fewTopic, id: `g-${i + j}`, key: `tenant-${(i + j) % 2}`, delay: 60, body })));
     clock.advance(60_000);
     for (let more = true; more;) more = (await q2.engine.sweep()).more;
-    const few: typeof drained = [];
-    flowCheck(
-      'flowClaimStartedTwoKeys',
-      await measure(redis, async () => {
-        while (few.length < JOBS) {
-          const batch = await q2.engine.claimStarted(fewTopic, 10);
-          assert.ok(batch.length > 0, 'ready jobs are left to claim');
-          few.push(...batch);
-        }
-      }),
-    );
+    flowCheck('flowClaimStartedTwoKeys', await measure(redis, () => claimAllStarted(q2, fewTopic, [])));
     assert.deepEqual(flowOver, [], 'flow paths over their budget');
   });
 
