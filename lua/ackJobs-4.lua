@@ -21,12 +21,33 @@
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, retention = clock(ARGV[1]), tonumber(ARGV[2])
 local result = {}
+-- Each record read and decoded first, so that the flow keys' states are read in one HMGET; the
+-- keys' states are written once at the end (includes/flow.lua, flowBatch).
+flowBatch()
+local rows, keys = {}, {}
+for i = 3, #ARGV, 3 do
+  local record = redis.call('HGET', jobsKey, ARGV[i])
+  local row = { record = record }
+  if record then
+    row.h, row.inline = decode(record)
+    if row.h[H_KEY] then keys[#keys + 1] = row.h[H_KEY] end
+  end
+  rows[#rows + 1] = row
+end
+if #keys > 0 then flowPrefetch(flowKeys(jobsKey), keys) end
+local seen = {}
 for i = 3, #ARGV, 3 do
   local id = ARGV[i]
+  local row = rows[#result + 1]
+  if seen[id] then
+    -- the same id again: read after the first one's change
+    row = { record = redis.call('HGET', jobsKey, id) }
+    if row.record then row.h, row.inline = decode(row.record) end
+  end
+  seen[id] = true
   local code = REFUSAL.NOT_FOUND
-  local record = redis.call('HGET', jobsKey, id)
-  if record then
-    local h, inline = decode(record)
+  if row.record then
+    local h, inline = row.h, row.inline
     if h[H_STATE] == CANCELLED then
       code = REFUSAL.CANCELLED
     elseif not isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
@@ -46,4 +67,5 @@ for i = 3, #ARGV, 3 do
   end
   result[#result + 1] = code
 end
+flowFlush()
 return result

@@ -92,14 +92,14 @@ local function claimFromLane(key, st)
   return 'more'
 end
 
-while claimed < n and visits > 0 and not stopped do
-  local key = redis.call('LPOP', f.ring)
-  if not key then break end
-  visits = visits - 1
+-- One visit of key `key`, just taken off the ring. Returns true when the budget stopped the claim
+-- before the key's turn was used: the key goes back to the ring's head.
+local function visit(key)
   local st = flowState(f, key)
   st[F_RING] = 0
   local conc, rate, paused = flowLimits(anyPinned and flowConf(f, key), defaults)
   st[F_CONC] = conc
+  local atHead = false
   if paused or (conc > 0 and st[F_RUNNING] >= conc) then
     -- out of the ring until it is resumed, or until one of its slots returns
   elseif rate and allowedAt(st, rate) > now then
@@ -120,17 +120,42 @@ while claimed < n and visits > 0 and not stopped do
     -- back in the ring while it has ids and room (the next visit checks its pace): at the head
     -- when the budget stopped this claim before its turn was used, else at the tail
     if stopped then
-      redis.call('LPUSH', f.ring, key)
+      atHead = true
       st[F_RING] = 1
     elseif got == 'more' then
-      redis.call('RPUSH', f.ring, key)
+      ringPush(f, key)
       st[F_RING] = 1
     elseif got == true then
       ringIfClaimable(f, key, st)
     end
   end
   saveFlowState(f, key, st, now)
+  return atHead
 end
+
+-- Keys are taken off the ring as many at a time as the jobs left want (their states read in one
+-- HMGET); the keys a visit puts back at the tail are pushed before the next take, so the ring turns
+-- as it would key by key. Keys taken and not visited (the claim is done) go back to its head.
+flowBatch()
+while claimed < n and visits > 0 and not stopped do
+  flowFlushRing()
+  local keys = redis.call('LPOP', f.ring, math.min(visits, math.ceil((n - claimed) / quota)))
+  if not keys then break end
+  flowPrefetch(f, keys)
+  local head, i = {}, 0
+  while i < #keys and claimed < n and not stopped do
+    i = i + 1
+    if visit(keys[i]) then head[1] = keys[i] end
+  end
+  visits = visits - i
+  for j = i + 1, #keys do head[#head + 1] = keys[j] end
+  if #head > 0 then
+    local reversed = {}
+    for j = #head, 1, -1 do reversed[#reversed + 1] = head[j] end
+    redis.call('LPUSH', f.ring, unpack(reversed))
+  end
+end
+flowFlush()
 countReady(f, -taken)
 if stopped then result[4] = 1 end
 if late and #late > 0 then recordLateness(KEYS[6], now, late) end

@@ -24,6 +24,7 @@
   it routes, a claim takes off what it took, a give-back or hold-back adds its one.
   PAUSED_FIELD in a topic's jobs hash (any topic, each partition): the topic is paused.
 ]]
+--- @include "call"
 --- @include "job"
 
 local PAUSED_FIELD = '#paused'
@@ -40,18 +41,90 @@ local function laneKey(f, key)
   return f.jobs .. '#lane:' .. key
 end
 
--- Key `key`'s state (a new one at rest when it has none).
-local function flowState(f, key)
-  local raw = redis.call('HGET', f.state, key)
-  if raw then return cmsgpack.unpack(raw) end
+-- Write-behind within one script call (flowBatch ... flowFlush): a hot script (a claim, an ack, a
+-- sweep) that touches many keys reads each key's state once (flowPrefetch reads many in one HMGET),
+-- and writes the states it changed, and the keys it puts at the ring's tail, once at the end. The
+-- states live in `batch[<state hash>]` = { f, st = { key -> state }, order = { keys changed } };
+-- the ring's pushes in `batch.tails[<ring>]` = { f, keys }. Off (false) in every other script:
+-- there each save writes at once.
+local batch = false
+onEachCall(function() batch = false end)
+
+local function flowBatch()
+  batch = { states = {}, stateOrder = {}, tails = {}, tailOrder = {} }
+end
+
+local function batchOf(f)
+  local b = batch.states[f.state]
+  if not b then
+    b = { f = f, st = {}, order = {}, changed = {} }
+    batch.states[f.state] = b
+    batch.stateOrder[#batch.stateOrder + 1] = b
+  end
+  return b
+end
+
+local function newFlowState()
   return { 0, 0, 0, 0, 0, false }
 end
 
--- Writes key `key`'s state, or deletes it when it is at rest (nothing running or ready, not in the
--- ring or the wait zset, its pace run out by `now`).
+-- Key `key`'s state (a new one at rest when it has none).
+local function flowState(f, key)
+  if batch then
+    local b = batchOf(f)
+    local st = b.st[key]
+    if not st then
+      local raw = redis.call('HGET', f.state, key)
+      st = raw and cmsgpack.unpack(raw) or newFlowState()
+      b.st[key] = st
+    end
+    return st
+  end
+  local raw = redis.call('HGET', f.state, key)
+  if raw then return cmsgpack.unpack(raw) end
+  return newFlowState()
+end
+
+-- Reads the states of `keys` (a list) in one HMGET, for the flowState calls that follow (batch only).
+local function flowPrefetch(f, keys)
+  if not batch or #keys == 0 then return end
+  local b = batchOf(f)
+  local wanted, seen = {}, {}
+  for _, key in ipairs(keys) do
+    if not b.st[key] and not seen[key] then
+      seen[key] = true
+      wanted[#wanted + 1] = key
+    end
+  end
+  for i = 1, #wanted, 1000 do
+    local last = math.min(#wanted, i + 999)
+    local raws = redis.call('HMGET', f.state, unpack(wanted, i, last))
+    for j = i, last do
+      local raw = raws[j - i + 1]
+      b.st[wanted[j]] = raw and cmsgpack.unpack(raw) or newFlowState()
+    end
+  end
+end
+
+-- At rest: nothing running or ready, not in the ring or the wait zset.
+local function atRest(st)
+  return st[F_RUNNING] <= 0 and st[F_RING] == 0 and st[F_HELD] == 0 and not st[F_HEAD]
+end
+
+-- Writes key `key`'s state, or deletes it when it is at rest and its pace has run out by `now`
+-- (batch: marks it for flowFlush, and a deleted one reads as new from then on).
 local function saveFlowState(f, key, st, now)
-  if st[F_RUNNING] <= 0 and st[F_RING] == 0 and st[F_HELD] == 0 and not st[F_HEAD] then
+  if atRest(st) then
     if st[F_TAT] <= now then
+      if batch then
+        local b = batchOf(f)
+        b.st[key] = newFlowState()
+        if not b.changed[key] then
+          b.changed[key] = true
+          b.order[#b.order + 1] = key
+        end
+        return
+      end
       redis.call('HDEL', f.state, key)
       return
     end
@@ -59,9 +132,72 @@ local function saveFlowState(f, key, st, now)
     st[F_HELD] = 1
     redis.call('ZADD', f.wait, st[F_TAT], key)
   end
-  do
-    redis.call('HSET', f.state, key, cmsgpack.pack(st))
+  if batch then
+    local b = batchOf(f)
+    b.st[key] = st
+    if not b.changed[key] then
+      b.changed[key] = true
+      b.order[#b.order + 1] = key
+    end
+    return
   end
+  redis.call('HSET', f.state, key, cmsgpack.pack(st))
+end
+
+-- Puts `key` at the tail of the ring (batch: at flowFlushRing, in order).
+local function ringPush(f, key)
+  if not batch then
+    redis.call('RPUSH', f.ring, key)
+    return
+  end
+  local t = batch.tails[f.ring]
+  if not t then
+    t = { keys = {} }
+    batch.tails[f.ring] = t
+    batch.tailOrder[#batch.tailOrder + 1] = f.ring
+  end
+  t.keys[#t.keys + 1] = key
+end
+
+-- Calls redis.call(command, key, <args...>) for `args` in slices (unpack's limit).
+local function callSliced(command, key, args)
+  for i = 1, #args, 4000 do
+    redis.call(command, key, unpack(args, i, math.min(#args, i + 3999)))
+  end
+end
+
+-- Pushes the keys put at the ring's tail so far (batch).
+local function flowFlushRing()
+  if not batch then return end
+  for _, ring in ipairs(batch.tailOrder) do
+    local t = batch.tails[ring]
+    if #t.keys > 0 then
+      callSliced('RPUSH', ring, t.keys)
+      t.keys = {}
+    end
+  end
+end
+
+-- Writes what the batch changed (the ring's pushes, then the states: one HSET and one HDEL a hash)
+-- and ends it.
+local function flowFlush()
+  if not batch then return end
+  flowFlushRing()
+  for _, b in ipairs(batch.stateOrder) do
+    local sets, dels = {}, {}
+    for _, key in ipairs(b.order) do
+      local st = b.st[key]
+      if atRest(st) then
+        dels[#dels + 1] = key
+      else
+        sets[#sets + 1] = key
+        sets[#sets + 1] = cmsgpack.pack(st)
+      end
+    end
+    if #sets > 0 then callSliced('HSET', b.f.state, sets) end
+    if #dels > 0 then callSliced('HDEL', b.f.state, dels) end
+  end
+  batch = false
 end
 
 -- Key `key`'s pinned limits and pause, or false.
@@ -76,7 +212,7 @@ end
 local function ringIfClaimable(f, key, st)
   if st[F_RING] == 1 or st[F_HELD] == 1 or not st[F_HEAD] then return end
   if st[F_CONC] > 0 and st[F_RUNNING] >= st[F_CONC] then return end
-  redis.call('RPUSH', f.ring, key)
+  ringPush(f, key)
   st[F_RING] = 1
 end
 
