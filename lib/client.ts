@@ -170,6 +170,8 @@ export interface ScheduleInput<Body = unknown> {
   group?: string;
   /** Seconds (or a Duration): each occurrence starts at a point of [run time, run time + jitter), fixed per occurrence (default: the topic's jitter). */
   jitter?: number | Duration;
+  /** Flow topics only: the flow key (`[A-Za-z0-9._:-]{1,128}`) every occurrence is claimed under, within that key's limits and pause. */
+  key?: string;
 }
 
 /** A schedule as the API returns it; times are ISO-8601, durations seconds. */
@@ -188,6 +190,8 @@ export interface Schedule<Body = unknown> {
   backoff: Backoff;
   url: string | null;
   group: string | null;
+  /** The flow key each occurrence is claimed under (a flow topic's schedule), or null when it has none: its occurrences then have the key `''`. */
+  key: string | null;
   /** Its own jitter (seconds), or null: the topic's applies. Each occurrence starts within [run time, run time + jitter). */
   jitter: number | null;
   /** Grows with every change of the schedule, its advances included. */

@@ -26,6 +26,12 @@
   ARGV[10] maxAttempts|''  ARGV[11] ttr ms|''  ARGV[12] backoff spec|''  ARGV[13] url|''
   ARGV[14] group|''  ARGV[15] definition (JSON)  ARGV[16] body (JSON text)
   ARGV[18] the name of the API key that puts it, or '' (updatedBy)
+  ARGV[19] the flow key each occurrence carries (a flow topic's schedule), or '' for none
+  Each occurrence this script or lua/advanceSchedule-8.lua creates takes the options, body and flow
+  key the record holds then. So a put with another flow key gives it to the occurrences it creates
+  (the new pending one, made again under the same id when 'replace' withdrew the old one, and a
+  caught-up one); an occurrence it does not create (left to run by 'keep', handed over before,
+  claimed) keeps the flow key it was created with.
   An occurrence whose id is taken by a job that is not cancelled is not created again: that job
   is the occurrence (deterministic ids: an occurrence is never doubled).
   The occurrence kept or caught up on is recorded as handed over (includes/schedules.lua
@@ -72,7 +78,8 @@ if old and ARGV[4] == 'hold' then
 end
 
 local r = { false, false, false, optionalNumber(ARGV[5]), optionalNumber(ARGV[10]), optionalNumber(ARGV[11]),
-  optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false, optional(ARGV[18]) }
+  optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false, optional(ARGV[18]),
+  optional(ARGV[19]) }
 if old then r[S_CREATED], r[S_LAST_ID] = old[S_CREATED], old[S_LAST_ID] or false end
 if ranAt and (not r[S_LAST] or ranAt > r[S_LAST]) then r[S_LAST], r[S_LAST_ID] = ranAt, old[S_NEXT_ID] end
 local options = occurrenceOptions(r)

@@ -8,9 +8,9 @@ import type { QueueConfig } from '../rules/config';
 import { ID_PATTERN, TOPIC_PATTERN } from '../rules/config';
 import { canonicalZone, cronProblem, ID_MAX, JITTER_CHECK_RUNS, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, shortestGapMs, type CatchUp, type Recurrence } from '../rules/schedule';
 import { HttpError, type FieldProblem } from './errors';
-import { checkBodySize, checkJitter, checkJobOptions, requireTopic, secondsOf, throwProblems } from './validation';
+import { checkBodySize, checkFlowKey, checkJitter, checkJobOptions, requireTopic, secondsOf, throwProblems } from './validation';
 
-const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter'];
+const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter', 'key'];
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -80,6 +80,7 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
   }
   if (input.paused !== undefined && typeof input.paused !== 'boolean') problem('paused', 'must be true or false');
   const options = checkJobOptions(input, topicOk ? topic : undefined, config, problems);
+  const key = checkFlowKey(input.key, topicOk ? topic : undefined, config, problems, 'schedule');
   const jitterMs = checkJitter(input.jitter, problems);
   if (jitterMs !== undefined && jitterMs > 0 && recurrence) checkScheduleJitter(jitterMs, recurrence, now, problems);
   let body: string | undefined;
@@ -100,5 +101,6 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
     spec: { ...recurrence!, catchUp, paused: input.paused === true, ...(jitterMs !== undefined ? { jitterMs } : {}) },
     body: body!,
     ...options,
+    ...(key !== undefined ? { key } : {}),
   };
 }

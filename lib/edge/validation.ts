@@ -163,11 +163,11 @@ function checkGroup(value: unknown, problems: FieldProblem[]): string | undefine
 }
 
 /**
- * A job's flow key: optional, with the rules of an id, and only on a flow topic (one with `flow` in
- * its configuration). `topic` undefined (malformed) or not configured: only the form is checked,
- * the topic's own problem is reported elsewhere.
+ * A job's (or schedule's) flow key: optional, with the rules of an id, and only on a flow topic (one
+ * with `flow` in its configuration). `topic` undefined (malformed) or not configured: only the form
+ * is checked, the topic's own problem is reported elsewhere.
  */
-function checkFlowKey(value: unknown, topic: string | undefined, config: QueueConfig, problems: FieldProblem[]): string | undefined {
+export function checkFlowKey(value: unknown, topic: string | undefined, config: QueueConfig, problems: FieldProblem[], what: 'job' | 'schedule' = 'job'): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
     problem(problems, 'key', `must match ${ID_PATTERN.source}`);
@@ -175,7 +175,7 @@ function checkFlowKey(value: unknown, topic: string | undefined, config: QueueCo
   }
   const t = topic === undefined ? undefined : config.topics.get(topic);
   if (t && !t.flow) {
-    problem(problems, 'key', `topic ${topic} has no flow control, so its jobs take no key: set flow for it in serverless.yml custom.queue.topics`);
+    problem(problems, 'key', `topic ${topic} has no flow control, so its ${what}s take no key: set flow for it in serverless.yml custom.queue.topics`);
     return undefined;
   }
   return value;

@@ -3,7 +3,7 @@
  * a record in the topic's schedules hash, and its pending occurrence's time in the schedule-next
  * zset. Each occurrence is an ordinary job of the topic (id `<schedule id>:<YYYYMMDDTHHMMSSZ>`,
  * placed in the same partition: lib/engine/keys.ts routingId), so retries, ttr, dead letters and groups
- * apply. TypeScript computes the run times (lib/rules/schedule.ts); one Lua script commits each change,
+ * apply, and on a flow topic the schedule's flow key and its limits. TypeScript computes the run times (lib/rules/schedule.ts); one Lua script commits each change,
  * guarded by the version the caller read, so a change computed from a stale read changes nothing.
  */
 import { describeBackoff, type Backoff } from '../rules/backoff';
@@ -38,6 +38,8 @@ export interface Schedule {
   backoff: Backoff;
   url: string | null;
   group: string | null;
+  /** The flow key each occurrence is claimed under (a flow topic's schedule), or null when it has none: its occurrences then have the key ''. */
+  key: string | null;
   /** Its own jitter (seconds), or null: the topic's applies. Each occurrence starts within [run time, run time + jitter). */
   jitter: number | null;
   /** Grows with every change of the schedule, its advances included. */
@@ -72,7 +74,7 @@ export function specOf(view: script.ScheduleView): ScheduleSpec {
 
 /** The API's view of schedule `view` of topic `t` (its body read, so not null). */
 export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule {
-  const [id, version, next, nextId, last, max, ttr, backoff, url, group, createdAt, updatedAt, , body, updatedBy] = view;
+  const [id, version, next, nextId, last, max, ttr, backoff, url, group, createdAt, updatedAt, , body, updatedBy, key] = view;
   const spec = specOf(view);
   const recurrence = 'every' in spec ? { every: spec.every } : { cron: spec.cron, timezone: spec.timezone };
   return {
@@ -87,6 +89,7 @@ export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule 
     backoff: describeBackoff(backoff ?? t.backoff),
     url,
     group,
+    key: t.flow ? key : null,
     jitter: spec.jitterMs === undefined ? null : spec.jitterMs / 1000,
     version,
     createdAt: iso(createdAt),
@@ -189,6 +192,8 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
     ...(s.backoff !== undefined ? { backoff: s.backoff } : {}),
     ...(s.url !== undefined ? { url: s.url } : {}),
     ...(s.group !== undefined ? { group: s.group } : {}),
+    // as a job's: a flow key only on a flow topic
+    ...(s.key !== undefined && t.flow ? { key: s.key } : {}),
     spec: JSON.stringify(s.spec),
     body: s.body,
   };
@@ -244,7 +249,7 @@ export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, partiti
 export async function pauseSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string, paused: boolean, by: string): Promise<({ schedule: Schedule } & Wake) | null> {
   const current = await readSchedule(ctx, t, partition, id);
   if (!current) return null;
-  const [, , , , , max, ttr, backoff, url, group, , , , body] = current;
+  const [, , , , , max, ttr, backoff, url, group, , , , body, , key] = current;
   const s: NewSchedule = {
     topic: t.name,
     id,
@@ -256,6 +261,7 @@ export async function pauseSchedule(ctx: EngineContext, t: TopicConfig, partitio
     ...(backoff !== null ? { backoff } : {}),
     ...(url !== null ? { url } : {}),
     ...(group !== null ? { group } : {}),
+    ...(key !== null ? { key } : {}),
     ...(by ? { by } : {}),
   };
   const { schedule, wake } = await putSchedule(ctx, t, s, paused);

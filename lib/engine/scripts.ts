@@ -343,6 +343,8 @@ export type ScheduleView = readonly [
   spec: string,
   body: string | null,
   updatedBy: string | null,
+  /** The flow key each occurrence carries, or null for none. */
+  key: string | null,
 ];
 
 /**
@@ -368,6 +370,8 @@ export interface ScheduleRecordArg {
   backoff?: string;
   url?: string;
   group?: string;
+  /** The flow key each occurrence carries (a flow topic's schedule); none: the key ''. */
+  key?: string;
   /** The definition (JSON), opaque to the script. */
   spec: string;
   /** Each occurrence's body (JSON text). */
@@ -407,6 +411,7 @@ export function putSchedule(
     r.body,
     nextDueArg(a.next),
     a.by ?? '',
+    r.key ?? '',
   ]);
 }
 

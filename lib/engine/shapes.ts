@@ -57,8 +57,8 @@ export type JobView = readonly [
   key: string | null,
 ];
 
-/** A validated schedule, as the engine takes it; the options apply to each occurrence. */
-export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'backoff' | 'url' | 'group'> {
+/** A validated schedule, as the engine takes it; the options (its flow key included) apply to each occurrence. */
+export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'backoff' | 'url' | 'group' | 'key'> {
   topic: string;
   id: string;
   partition: number;

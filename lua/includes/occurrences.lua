@@ -7,7 +7,7 @@
 --- @include "schedules"
 
 -- Creates job `id` due at `due` with options `o` ({ max, ttr, backoff, url, group }, false:
--- the topic's) and body `body`, as lua/addJobs-5.lua adds one, joining the group whose key is
+-- the topic's; key: its flow key, false for none) and body `body`, as lua/addJobs-5.lua adds one, joining the group whose key is
 -- `groupKey` when it has a group; unless a job of that id exists that is not cancelled (a
 -- cancelled one is made anew; in the same group it keeps its place). `k`: jobs, bodies, delayed,
 -- done. Returns true when it created the job, and then, when it made anew a cancelled job of another
@@ -22,7 +22,7 @@ local function createJob(k, groupKey, id, due, now, o, body)
     redis.call('ZREM', k.done, id)
     old, oldChunk = h[H_GROUP], h[H_CHUNK]
   end
-  local h = { PENDING, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group, false, false }
+  local h = { PENDING, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group, false, o.key }
   placeInGroup(k.jobs, groupKey, h, old, oldChunk)
   store(k.jobs, k.bodies, id, h, body, record ~= false)
   redis.call('ZADD', k.delayed, due, id)
@@ -38,9 +38,11 @@ local function noteLeft(lefts, id, created, left)
   return created
 end
 
--- The options record `r` gives each occurrence, as createJob takes them.
+-- The options record `r` gives each occurrence, as createJob takes them: its flow key too, so the
+-- sweep routes the occurrence to that key's lane (an occurrence without one, on a flow topic, goes
+-- to the key '', as includes/flow.lua reads a header's H_KEY false).
 local function occurrenceOptions(r)
-  return { max = r[S_MAX], ttr = r[S_TTR], backoff = r[S_BACKOFF], url = r[S_URL], group = r[S_GROUP] }
+  return { max = r[S_MAX], ttr = r[S_TTR], backoff = r[S_BACKOFF], url = r[S_URL], group = r[S_GROUP], key = r[S_KEY] or false }
 end
 
 -- Records occurrence `id` as the one schedule record `r` hands over now. The one handed over before

@@ -48,6 +48,7 @@ function schedule(fields: Partial<Schedule> = {}): Schedule {
     backoff: { type: 'fixed', delay: 30 },
     url: null,
     group: null,
+    key: null,
     jitter: null,
     version: 2,
     createdAt: iso(-86_400_000),

@@ -59,6 +59,7 @@ function schedule(fields: Partial<Schedule> = {}): Schedule {
     backoff: { type: 'fixed', delay: 1 },
     url: null,
     group: null,
+    key: null,
     jitter: null,
     version: 1,
     createdAt: t,

@@ -65,6 +65,7 @@ function schedule(fields: Partial<ClientSchedule> = {}): ClientSchedule {
     backoff: { type: 'fixed', delay: 1 },
     url: null,
     group: null,
+    key: null,
     jitter: null,
     version: 1,
     createdAt: now,

@@ -279,12 +279,18 @@ describe('typed script calls', () => {
         last: 10,
         run: { id: 'a:r', ms: 11, due: 11.5 },
         next: { id: 'a:n', ms: 12, due: 13 },
-        record: { maxAttempts: 2, ttrMs: 3000, backoff: 'f:0', url: 'https://x/', group: 'g', spec: '{"every":1}', body: '"b"' },
+        record: { maxAttempts: 2, ttrMs: 3000, backoff: 'f:0', url: 'https://x/', group: 'g', key: 'tenant-1', spec: '{"every":1}', body: '"b"' },
         by: 'scheduler',
       }).args,
-      ['', 'a', 3, 'keep', 10, 'a:r', 11.5, 'a:n', 12, 2, 3000, 'f:0', 'https://x/', 'g', '{"every":1}', '"b"', 13, 'scheduler'],
+      ['', 'a', 3, 'keep', 10, 'a:r', 11.5, 'a:n', 12, 2, 3000, 'f:0', 'https://x/', 'g', '{"every":1}', '"b"', 13, 'scheduler', 'tenant-1'],
     );
     assert.match(SCRIPTS.putSchedule.source, /ARGV\[18\] the name of the API key/);
+    assert.match(SCRIPTS.putSchedule.source, /ARGV\[19\] the flow key each occurrence carries/);
+    assert.equal(
+      script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 0, pending: 'replace', last: null, run: null, next: null, record }).args[18],
+      '',
+      'no flow key',
+    );
     assert.deepEqual(
       script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: '', id: 'a', seen: 4, run: { id: 'a:r', ms: 9, due: 9.5 }, next: { id: 'a:n', ms: 12, due: 13 }, last: 10 }).args,
       ['', 'a', 4, 'a:r', 9.5, 'a:n', 12, 10, 13],

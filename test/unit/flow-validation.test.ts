@@ -1,6 +1,6 @@
 /**
- * Validation of flow control per key at the edge: a job's `key` (only on a flow topic), a flow
- * key's path, and the body of PUT /topics/{topic}/flows/{key}. Every problem is reported at once,
+ * Validation of flow control per key at the edge: a job's and a schedule's `key` (only on a flow
+ * topic), a flow key's path, and the body of PUT /topics/{topic}/flows/{key}. Every problem is reported at once,
  * each with its path.
  */
 import assert from 'node:assert/strict';
@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/rules/config';
 import { HttpError } from '../../lib/edge/errors';
 import { checkFlowRef, requireFlowTopic, validateFlowChange, validateJob } from '../../lib/edge/validation';
+import { validateSchedule } from '../../lib/edge/schedule-input';
 
 const config = resolveQueueConfig({ topics: { orders: {}, partner: { flow: { concurrency: 2, rate: { count: 10, per: 1 } } }, open: { flow: {} } }, partitions: 4 });
 const NOW = Date.UTC(2030, 0, 1);
@@ -61,6 +62,45 @@ describe('a job’s flow key', () => {
     );
     assert.deepEqual(
       refusal(() => validateJob({ topic: 'nope', delay: 0, key: 'acme' }, config, NOW)),
+      [400, 'UNKNOWN_TOPIC', []],
+      'an unknown topic is UNKNOWN_TOPIC, not a key problem',
+    );
+  });
+});
+
+describe('a schedule’s flow key', () => {
+  it('is taken on a flow topic, with the rules of an id, and passed on; left out, the schedule has none', () => {
+    const s = validateSchedule('partner', 'sync', { every: 60, key: 'acme:eu-1' }, config, NOW);
+    assert.equal(s.key, 'acme:eu-1');
+    assert.equal(s.partition, validateJob({ topic: 'partner', delay: 0 }, config, NOW).partition, 'in the flow topic’s one partition');
+    assert.equal('key' in validateSchedule('partner', 'sync', { every: 60 }, config, NOW), false);
+  });
+
+  it('is refused as a job’s is: on a topic without flow naming key and what to set; malformed naming key; beside other problems', () => {
+    const noFlow = (() => {
+      try {
+        validateSchedule('orders', 'nightly', { every: 60, key: 'acme' }, config, NOW);
+      } catch (error) {
+        return error as HttpError;
+      }
+      assert.fail('expected a refusal');
+    })();
+    assert.deepEqual([noFlow.status, noFlow.code], [400, 'VALIDATION_FAILED']);
+    const [detail] = noFlow.details as { path: string; message: string }[];
+    assert.equal(detail!.path, 'key');
+    assert.match(detail!.message, /topic orders has no flow control, so its schedules take no key: set flow for it in serverless\.yml custom\.queue\.topics/);
+    for (const key of ['has space', '', 'x'.repeat(129), 7, null])
+      assert.deepEqual(
+        refusal(() => validateSchedule('partner', 'sync', { every: 60, key }, config, NOW)),
+        [400, 'VALIDATION_FAILED', ['key']],
+        JSON.stringify(key),
+      );
+    assert.deepEqual(
+      refusal(() => validateSchedule('orders', 'nightly', { every: 0, key: 'acme' }, config, NOW)),
+      [400, 'VALIDATION_FAILED', ['every', 'key']],
+    );
+    assert.deepEqual(
+      refusal(() => validateSchedule('nope', 'nightly', { every: 60, key: 'acme' }, config, NOW)),
       [400, 'UNKNOWN_TOPIC', []],
       'an unknown topic is UNKNOWN_TOPIC, not a key problem',
     );
