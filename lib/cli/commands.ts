@@ -68,6 +68,7 @@ const RUN_OPTIONS = [
   opt('jitter', 'DURATION', "spread the first run over this long (default: the topic's)"),
 ];
 const FLOW_KEY = opt('flow-key', 'KEY', 'flow topics: the flow key the job is claimed under (a tenant, a partner)');
+const SCHEDULE_FLOW_KEY = opt('flow-key', 'KEY', 'flow topics: the flow key every occurrence is claimed under (a tenant, a partner)');
 const IF_MATCH = opt('if-match', 'VERSION', 'change it only while it is at this version (its "version"), or * for only if it exists');
 const PAGE = (max: number, fallback: number) => [
   opt('limit', 'N', `items per page, 1-${max} (default ${fallback})`),
@@ -111,6 +112,7 @@ async function scheduleFields(o: CommandInput['options'], text: TextSource): Pro
     ...(str(o, 'catch-up') !== undefined ? { catchUp: parseChoice('catch-up', str(o, 'catch-up')!, ['latest', 'none'] as const) } : {}),
     ...(o.paused === true ? { paused: true } : {}),
     ...(await runFields(o, text)),
+    ...(str(o, 'flow-key') !== undefined ? { key: str(o, 'flow-key')! } : {}),
   };
 }
 
@@ -280,6 +282,7 @@ export const COMMANDS: readonly Command[] = [
       opt('paused', undefined, 'put it paused: no run until schedules resume, or a put without --paused'),
       BODY,
       ...RUN_OPTIONS,
+      SCHEDULE_FLOW_KEY,
     ],
     async run(ctx, { args: [topic, id], options }) {
       const { schedule, created } = await ctx.client.putSchedule(topic!, id!, await scheduleFields(options, ctx.text));

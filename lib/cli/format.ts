@@ -168,6 +168,7 @@ export function scheduleView(s: Schedule, now: number): string {
     ['jitter', s.jitter === null ? `${NONE} (the topic's)` : `${s.jitter}s`],
     ['group', s.group ?? NONE],
   ];
+  if (s.key) pairs.push(['key', s.key]);
   if (s.url) pairs.push(['url', s.url]);
   pairs.push(['version', String(s.version)], ['updatedAt', when(s.updatedAt, now)], ['body', json(s.body)]);
   return fields(pairs);

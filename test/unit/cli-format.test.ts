@@ -135,6 +135,8 @@ describe('dq output for people', () => {
     assert.match(view, /^pending +daily:20300102T080000Z at 2030-01-02T08:00:00.000Z \(in 20h\)$/m);
     assert.match(view, /^nextRuns +2030-01-02T08:00:00.000Z \(in 20h\)\n +2030-01-03T08:00:00.000Z \(in 1d 20h\)$/m);
     assert.match(view, /^jitter +- \(the topic's\)$/m);
+    assert.doesNotMatch(view, /^key /m, 'no flow key, no line');
+    assert.match(scheduleView(schedule({ key: 'acme' }), NOW), /^group +-\nkey +acme$/m);
     assert.match(scheduleTable([schedule({ paused: true, cron: undefined, timezone: undefined, every: 60, nextRuns: [] })], NOW), /^daily +every 60s +paused +- +-$/m);
     assert.equal(scheduleTable([], NOW), '(no schedules)\n');
   });

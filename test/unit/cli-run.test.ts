@@ -241,6 +241,9 @@ describe('dq commands against a scripted API', () => {
     assert.deepEqual([put.sent[0]!.method, put.sent[0]!.path, put.sent[0]!.body], ['PUT', '/schedules/example/daily', { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', catchUp: 'none', paused: true, body: { r: 1 } }]);
     assert.match(put.stdout, /^created schedule example\/daily\n/);
     assert.deepEqual((await dq(['schedules', 'put', 'example', 'e', '--every', '10m'], () => ({ status: 200, body: { schedule: schedule() } }))).sent[0]!.body, { every: '10m' });
+    const keyed = await dq(['schedules', 'put', 'partner', 'sync', '--every', '10m', '--flow-key', 'acme'], () => ({ status: 201, body: { schedule: schedule({ topic: 'partner', id: 'sync', key: 'acme' }) } }));
+    assert.deepEqual([keyed.code, keyed.sent[0]!.body], [EXIT.ok, { every: '10m', key: 'acme' }], keyed.stderr);
+    assert.match(keyed.stdout, /^key +acme$/m);
     const neither = await dq(['schedules', 'put', 'example', 'e']);
     assert.deepEqual([neither.code, neither.sent.length], [EXIT.usage, 0]);
     assert.match(neither.stderr, /give one of --cron and --every/);
