@@ -2,8 +2,9 @@
  * Flow control per key through the stack (redis-server + serverless offline), with the client:
  * jobs with a `key` on the flow topic `partner` (serverless.yml), a key's state, limits pinned and
  * cleared, a key and a topic paused and resumed (a paused one's due job does not start while a job
- * of the same pipeline does; after the resume it runs), 400 for a `key` on a topic with no flow
- * control and for the flow routes there, 403 for a read key on the change routes. Every answer is
+ * of the same pipeline does; after the resume it runs), a schedule's key (its occurrences run under
+ * it, held while it is paused), 400 for a `key` on a topic with no flow control (a job's and a
+ * schedule's) and for the flow routes there, 403 for a read key on the change routes. Every answer is
  * checked against openapi.yaml. Each test waits for a condition, never for a fixed time.
  */
 import assert from 'node:assert/strict';
@@ -123,6 +124,30 @@ describe('flow control per key through the stack', () => {
     const paused = await queue.setFlowKey('partner', held, { paused: true }); // PUT pauses too
     assert.equal(paused.paused, true);
     assert.equal((await queue.setFlowKey('partner', held, { paused: false })).paused, false);
+  });
+
+  it("a schedule's key: its occurrences carry it, wait while the key is paused and run after the resume; 400 naming key on a topic with no flow control", async () => {
+    const [key, id] = [uid('sched-key'), uid('sync')];
+    assert.equal((await queue.pauseFlowKey('partner', key)).paused, true);
+    const { schedule, created } = await queue.putSchedule('partner', id, { every: 1, key, body: { n: 1 } });
+    assert.deepEqual([created, schedule.key], [true, key]);
+    assert.equal((await queue.getSchedule('partner', id))?.key, key);
+    const first = schedule.pending!.id;
+    assert.equal((await queue.get('partner', first))?.key, key, 'the pending occurrence carries the key');
+    const end = Date.now() + 20_000;
+    while ((await queue.flowKey('partner', key)).ready === 0) {
+      if (Date.now() > end) assert.fail(`no occurrence of ${id} reached the lane of key ${key}`);
+      await sleep(100);
+    }
+    assert.equal((await queue.get('partner', first))?.state, 'ready', 'due, in the paused key’s lane, not started');
+    assert.equal((await queue.flowKey('partner', key)).running, 0);
+
+    assert.equal((await queue.resumeFlowKey('partner', key)).paused, false);
+    const done = await until('partner', first, 'done');
+    assert.deepEqual([done.key, done.attempts], [key, 1]);
+    await queue.deleteSchedule('partner', id);
+    assert.deepEqual(await refusal(queue.putSchedule('example', uid('s'), { every: 60, key: 'acme' })), [400, 'VALIDATION_FAILED', ['key']]);
+    assert.equal((await queue.putSchedule('example', uid('s'), { every: 3600, paused: true })).schedule.key, null);
   });
 
   it("a paused topic's due job does not start while another topic's does; GET /topics shows paused; after the resume it runs", async () => {
