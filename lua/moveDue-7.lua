@@ -39,23 +39,32 @@ local budget = byteBudget(tonumber(ARGV[7]))
 local flow = ARGV[8] == '1'
 local moved, purged, more = 0, 0, 0
 local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
+-- the flow keys' states this call changes are written once, before the ring's length is read
+flowBatch()
 
 -- Takes up to `limit` members of zset `key` scored up to `maxScore`, lowest first, and calls
 -- fn(id, record) for each, within the budget; removes the members it took, and returns how many.
 -- A member whose record is gone is just removed.
+-- The records are read READ_CHUNK at a time (one HMGET); fn changes no other member's record.
+local READ_CHUNK = 100
 local function drain(key, maxScore, fn)
   local ids = redis.call('ZRANGEBYSCORE', key, '-inf', maxScore, 'LIMIT', 0, limit)
-  local taken = 0
-  for _, id in ipairs(ids) do
-    local record = redis.call('HGET', k.jobs, id)
-    if record then
-      if not budget.take(#record) then
-        more = 1
-        break
+  local taken, stopped = 0, false
+  for from = 1, #ids, READ_CHUNK do
+    local last = math.min(#ids, from + READ_CHUNK - 1)
+    local records = redis.call('HMGET', k.jobs, unpack(ids, from, last))
+    for j = from, last do
+      local record = records[j - from + 1]
+      if record then
+        if not budget.take(#record) then
+          more, stopped = 1, true
+          break
+        end
+        fn(ids[j], record)
       end
-      fn(id, record)
+      taken = taken + 1
     end
-    taken = taken + 1
+    if stopped then break end
   end
   if taken > 0 then redis.call('ZREMRANGEBYRANK', key, 0, taken - 1) end
   if #ids == limit then more = 1 end
@@ -132,6 +141,7 @@ end
 drain(doneKey, now, purge(DONE, CANCELLED))
 drain(k.dead, now - deadRetention, purge(DEAD, DEAD))
 
+flowFlush()
 local nextAt = headScore(k.delayed)
 local deadline = headScore(runningKey)
 if deadline and (not nextAt or deadline < nextAt) then nextAt = deadline end

@@ -43,19 +43,20 @@ export const BUDGET = {
 
 /** The budget per job of a flow topic's paths (100 keys, 10 jobs each; DESIGN.md, "Per-job cost budget"). At most. */
 export const FLOW_BUDGET = {
-  /** moveDue-7 with the flow flag: each due job's record read for its key (HGET), its id pushed on its key's lane (RPUSH); a key at rest gets it as its head (its state read and written, the lane's push taken back) and goes in the ring. */
-  flowSweep: { scriptCalls: 0.004, commands: 2.53 },
+  /** moveDue-7 with the flow flag: the due jobs' records read 100 at a time (HMGET) for their keys, each id pushed on its key's lane (RPUSH); a key at rest gets it as its head (its state read, the lane's push taken back) and goes in the ring; the states it changed written at the end in one HSET. */
+  flowSweep: { scriptCalls: 0.004, commands: 1.25 },
   /**
-   * claimFlow-6 with start, 10 a call: per job a key off the ring (LPOP), its state read (its head,
-   * the first ready id), a lane pop (the next head), the claim as claimJobs-7's, the state written,
-   * the key back in the ring; once a call whether any key has pinned limits (EXISTS), the ring's length (LLEN: the
-   * share of each key), the lanes' count (HINCRBY).
+   * claimFlow-6 with start, 10 a call: per job a lane pop (the key's next head) and the claim as
+   * claimJobs-7's; keys come off the ring as many at a time as the call still wants (LPOP with a
+   * count), their states read in one HMGET, and at the end the states written in one HSET and the
+   * keys put back in one RPUSH; once a call whether any key has pinned limits (EXISTS), the ring's
+   * length (LLEN: the share of each key), the lanes' count (HINCRBY).
    */
-  flowClaimStarted: { scriptCalls: 0.1, commands: 9.9 },
-  /** The same with two keys: a visit claims each key's share of the call (5 of 10), so the ring and the key's state are read and written once for 5 jobs. */
-  flowClaimStartedTwoKeys: { scriptCalls: 0.1, commands: 6.8 },
-  /** ackJobs-4 of 10 attempts together: the ack as ackJobs-4's, and the key's slot back (its state read and written). */
-  flowAckTogether: { scriptCalls: 0.1, commands: 6.1 },
+  flowClaimStarted: { scriptCalls: 0.1, commands: 6.4 },
+  /** The same with two keys: a visit claims each key's share of the call (5 of 10). */
+  flowClaimStartedTwoKeys: { scriptCalls: 0.1, commands: 6.4 },
+  /** ackJobs-4 of 10 attempts together: the ack as ackJobs-4's, the keys' slots back: their states read in one HMGET and written in one HSET. */
+  flowAckTogether: { scriptCalls: 0.1, commands: 4.3 },
 } as const;
 
 type Counts = { scriptCalls: number; commands: number; byCommand: Record<string, number> };
