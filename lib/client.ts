@@ -250,6 +250,10 @@ export interface FlowKeyState {
   limits: FlowLimits;
   /** The limits pinned for this key (an add cannot change them); null when it follows the topic's. */
   pinned: Partial<FlowLimits> | null;
+  /** The API key that last pinned its limits, or paused or resumed it; null when nothing is pinned (or the change was made without a key). */
+  updatedBy: string | null;
+  /** When that was (ISO 8601); null when nothing is pinned. */
+  updatedAt: string | null;
 }
 
 /** A change of a flow key (`setFlowKey`): a field left out stays; null returns a limit to the topic's default. */

@@ -10,7 +10,8 @@
   ARGV[3] concurrency: '' leave it, '-' the topic's default, else a number
   ARGV[4] pace count: '' leave it, '-' the topic's default, else a number; ARGV[5] per ms, ARGV[6] burst
   ARGV[7] paused: '' leave it, '1' pause, '0' resume
-  ARGV[8] the key
+  ARGV[8] the key  ARGV[9] the name of the API key making the change ('' for none): the record's
+          updatedBy, with the time as its updatedAt (a clear deletes the record, and them)
   Returns the key's view after the change (flowView in includes/flow.lua).
 ]]
 --- @include "clock"
@@ -31,6 +32,7 @@ else
   if ARGV[7] ~= '' then conf[C_PAUSED] = tonumber(ARGV[7]) end
 end
 local pinned = conf[C_CONC] or conf[C_COUNT] or conf[C_PAUSED] == 1
+conf[C_BY], conf[C_AT] = ARGV[9] ~= '' and ARGV[9], now
 if pinned then redis.call('HSET', f.conf, key, cmsgpack.pack(conf)) else redis.call('HDEL', f.conf, key) end
 
 local st = flowState(f, key)

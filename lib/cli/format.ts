@@ -136,6 +136,7 @@ export function flowView(s: FlowKeyState, now: number): string {
     ['concurrency', s.limits.concurrency === null ? "- (only the topic's)" : String(s.limits.concurrency)],
     ['rate', rateText(s.limits.rate)],
     ['pinned', pinned || "- (the topic's defaults)"],
+    ...(s.updatedAt !== null ? ([['updated', `${when(s.updatedAt, now)}${s.updatedBy ? ` by ${s.updatedBy}` : ''}`]] as [string, string][]) : []),
   ]);
 }
 

@@ -145,11 +145,12 @@ function rateView(rate: FlowRate | null): { count: number; per: number; burst: n
   return rate && { count: rate.count, per: rate.perMs / 1000, burst: rate.burst };
 }
 
-/** A flow key's state as the API shows it: heldUntil as an ISO time, rates with per in seconds. */
+/** A flow key's state as the API shows it: heldUntil and updatedAt as ISO times, rates with per in seconds. */
 function flowResponse(state: FlowKeyState): ApiResponse {
-  const { pinned, limits, heldUntil } = state;
+  const { pinned, limits, heldUntil, updatedAt } = state;
   const shown = pinned && { ...(pinned.concurrency !== undefined ? { concurrency: pinned.concurrency } : {}), ...(pinned.rate !== undefined ? { rate: rateView(pinned.rate) } : {}) };
-  const body = { ...state, heldUntil: heldUntil === null ? null : new Date(heldUntil).toISOString(), limits: { concurrency: limits.concurrency, rate: rateView(limits.rate) }, pinned: shown };
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  const body = { ...state, heldUntil: iso(heldUntil), updatedAt: iso(updatedAt), limits: { concurrency: limits.concurrency, rate: rateView(limits.rate) }, pinned: shown };
   return { status: 200, body };
 }
 

@@ -225,11 +225,11 @@ export class Engine extends EngineBase {
   /**
    * Pins flow key `key`'s limits and/or pauses or resumes it ('clear': back to the topic's
    * defaults, resumed). A key's pause has a topic pause's guarantee: none of its jobs starts once
-   * this returns. A key given room or resumed is handed out again (the sweeper is woken).
+   * this returns. A key given room or resumed is handed out again (the sweeper is woken). `by`:
+   * the API key's name, the pinned record's updatedBy.
    */
   async setFlowKey(topic: string, key: string, change: FlowKeyChange | 'clear', by = ''): Promise<FlowKeyState> {
-    void by; // pinned limits are not attributed yet: the key's state has no updatedBy
-    const { state, partition } = await setFlowKey(this.ctx, this.topic(topic), key, change);
+    const { state, partition } = await setFlowKey(this.ctx, this.topic(topic), key, change, by);
     await this.durable([partition], [partition]);
     if (!state.paused && state.ready > 0) await this.wake('now');
     return state;

@@ -40,6 +40,10 @@ export interface FlowKeyState {
   limits: FlowLimits;
   /** The limits set for this key over the API (producers cannot change them); null when it follows the topic's. */
   pinned: Partial<FlowLimits> | null;
+  /** The name of the API key that last pinned the key's limits or paused or resumed it (null: none, or a deployment without keys); null when nothing is pinned. */
+  updatedBy: string | null;
+  /** When that was (epoch ms); null when nothing is pinned. */
+  updatedAt: number | null;
 }
 
 /** A change of a key's pinned limits and pause: a field left out stays; null returns it to the topic's default. */
@@ -58,7 +62,7 @@ function flowTopicKeys(ctx: EngineContext, t: TopicConfig) {
 
 /** A key's state from the scripts' reply, its limits resolved over the topic's defaults. */
 function toState(t: TopicConfig, key: string, reply: script.FlowKeyReply): FlowKeyState {
-  const [now, running, ready, tat, concurrency, count, perMs, burst, paused] = reply;
+  const [now, running, ready, tat, concurrency, count, perMs, burst, paused, , updatedBy, updatedAt] = reply;
   const pinnedRate = count !== null ? { count, perMs: perMs!, burst: burst! } : null;
   const pinned: Partial<FlowLimits> = { ...(concurrency !== null ? { concurrency } : {}), ...(pinnedRate ? { rate: pinnedRate } : {}) };
   const limits: FlowLimits = { concurrency: concurrency ?? t.flow!.concurrency, rate: pinnedRate ?? t.flow!.rate };
@@ -72,6 +76,8 @@ function toState(t: TopicConfig, key: string, reply: script.FlowKeyReply): FlowK
     heldUntil: next > now ? Math.ceil(next) : null,
     limits,
     pinned: Object.keys(pinned).length > 0 ? pinned : null,
+    updatedBy,
+    updatedAt,
   };
 }
 
@@ -81,8 +87,8 @@ export async function getFlowKey(ctx: EngineContext, t: TopicConfig, key: string
   return toState(t, key, await run(ctx.redis, script.getFlowKey([jobs], { clock: ctx.clock(), key })));
 }
 
-/** Pins key `key`'s limits and pause ('clear': drops them); the key's state after. Returns the partition written too. */
-export async function setFlowKey(ctx: EngineContext, t: TopicConfig, key: string, change: FlowKeyChange | 'clear'): Promise<{ state: FlowKeyState; partition: number }> {
+/** Pins key `key`'s limits and pause ('clear': drops them), `by` (the API key's name, '' for none) recorded as the change's maker; the key's state after. Returns the partition written too. */
+export async function setFlowKey(ctx: EngineContext, t: TopicConfig, key: string, change: FlowKeyChange | 'clear', by: string): Promise<{ state: FlowKeyState; partition: number }> {
   const { jobs, partition } = flowTopicKeys(ctx, t);
   const c = change === 'clear' ? {} : change;
   const call = script.setFlowKey([jobs], {
@@ -92,6 +98,7 @@ export async function setFlowKey(ctx: EngineContext, t: TopicConfig, key: string
     concurrency: c.concurrency === undefined ? '' : c.concurrency === null ? '-' : c.concurrency,
     rate: c.rate === undefined ? '' : c.rate === null ? '-' : c.rate,
     paused: c.paused === undefined ? '' : c.paused ? '1' : '0',
+    by,
   });
   return { state: toState(t, key, await run(ctx.redis, call)), partition };
 }

@@ -225,7 +225,20 @@ export function claimFlow(
 }
 
 /** lua/getFlowKey-1.lua's and lua/setFlowKey-1.lua's reply (flowView in lua/includes/flow.lua). */
-export type FlowKeyReply = readonly [now: number, running: number, ready: number, tat: number, concurrency: number | null, count: number | null, perMs: number | null, burst: number | null, paused: Flag, head: string | null];
+export type FlowKeyReply = readonly [
+  now: number,
+  running: number,
+  ready: number,
+  tat: number,
+  concurrency: number | null,
+  count: number | null,
+  perMs: number | null,
+  burst: number | null,
+  paused: Flag,
+  head: string | null,
+  updatedBy: string | null,
+  updatedAt: number | null,
+];
 
 /** lua/getFlowKey-1.lua: a flow key's live state. */
 export function getFlowKey(keys: readonly [JobsKey], a: { clock: ClockArg; key: string }): ScriptCall<FlowKeyReply> {
@@ -235,11 +248,11 @@ export function getFlowKey(keys: readonly [JobsKey], a: { clock: ClockArg; key: 
 /** lua/setFlowKey-1.lua: pins a flow key's limits and pause ('' leaves a field, '-' returns it to the topic's default), or clears them. */
 export function setFlowKey(
   keys: readonly [JobsKey],
-  a: { clock: ClockArg; key: string; mode: 'set' | 'clear'; concurrency: number | '' | '-'; rate: { count: number; perMs: number; burst: number } | '' | '-'; paused: '' | '1' | '0' },
+  a: { clock: ClockArg; key: string; mode: 'set' | 'clear'; concurrency: number | '' | '-'; rate: { count: number; perMs: number; burst: number } | '' | '-'; paused: '' | '1' | '0'; by: string },
 ): ScriptCall<FlowKeyReply> {
   const r = a.rate;
   const rate = typeof r === 'object' ? [r.count, r.perMs, r.burst] : [r, '', ''];
-  return call('setFlowKey', keys, [a.clock, a.mode, a.concurrency, ...rate, a.paused, a.key]);
+  return call('setFlowKey', keys, [a.clock, a.mode, a.concurrency, ...rate, a.paused, a.key, a.by]);
 }
 
 /** lua/pauseTopic-1.lua: pauses (or resumes) a topic in one partition; 1 when that changed its state. */

@@ -7,8 +7,9 @@
                        in the wait zset, its pace's next start (GCRA, ms), the concurrency it was
                        last claimed under (0: none), and its first ready id (false: none). Deleted
                        when all are at rest: an idle key costs nothing.
-    <jobs>#fconf       HASH key -> msgpack { conc, count, perMs, burst, paused 0|1 } (false: the
-                       topic's default): the key's pinned limits and pause, set over the API only.
+    <jobs>#fconf       HASH key -> msgpack { conc, count, perMs, burst, paused 0|1, by, at } (false:
+                       the topic's default): the key's pinned limits and pause, set over the API
+                       only, with the name of the API key that last changed them (false: none) and when (ms).
     <jobs>#lanes       LIST the ring: keys that may have a claimable job, each at most once; claims
                        take a key off the head and put it back at the tail (round the keys).
     <jobs>#lane:<key>  LIST the key's ready ids after its head, in the order they became ready: a
@@ -30,7 +31,7 @@
 local PAUSED_FIELD = '#paused'
 local READY_FIELD = '#ready' -- no key holds '#'
 local F_RUNNING, F_RING, F_HELD, F_TAT, F_CONC, F_HEAD = 1, 2, 3, 4, 5, 6
-local C_CONC, C_COUNT, C_PER, C_BURST, C_PAUSED = 1, 2, 3, 4, 5
+local C_CONC, C_COUNT, C_PER, C_BURST, C_PAUSED, C_BY, C_AT = 1, 2, 3, 4, 5, 6, 7
 
 -- The flow keys of the topic whose jobs hash is `jobsKey`.
 local function flowKeys(jobsKey)
@@ -283,12 +284,12 @@ end
 
 -- Key `key` as lua/getFlowKey-1.lua and lua/setFlowKey-1.lua reply it: { now, running, ready ids,
 -- pace's next start (ms, whole), pinned concurrency or false, pinned pace count or false, per ms,
--- burst, paused 0|1, first ready id or false }. Mirrored by FlowKeyReply in lib/engine/scripts.ts.
+-- burst, paused 0|1, first ready id or false, who last changed the pinned record or false, when (ms) or false }. Mirrored by FlowKeyReply in lib/engine/scripts.ts.
 local function flowView(f, key, now)
   local st = flowState(f, key)
   local conf = flowConf(f, key) or { false, false, false, false, 0 }
   local ready = st[F_HEAD] and 1 + redis.call('LLEN', laneKey(f, key)) or 0
-  return { now, st[F_RUNNING], ready, math.ceil(st[F_TAT]), conf[C_CONC], conf[C_COUNT], conf[C_PER], conf[C_BURST], conf[C_PAUSED], st[F_HEAD] }
+  return { now, st[F_RUNNING], ready, math.ceil(st[F_TAT]), conf[C_CONC], conf[C_COUNT], conf[C_PER], conf[C_BURST], conf[C_PAUSED], st[F_HEAD], conf[C_BY] or false, conf[C_AT] or false }
 end
 
 -- Adds `n` to the count of ids in the lanes.

@@ -1010,6 +1010,7 @@ describe('the dashboard in headless Chromium', () => {
         [`partner / ${key}`, '0', '3', 'no', 'not held: its rate lets the next start go', '1 at once', '10 per s, burst 1', 'concurrency 1'],
         'the key pinned to 1 at once, the topic default rate',
       );
+      assert.match(await text('[data-testid="flow-updated"]'), / by deployment$/, 'who pinned it (the client signs with the deployment key)');
       await page.screenshot({ path: join(ARTIFACTS, 'dashboard-flow-key.png'), fullPage: true });
       await button.click();
       await until('the key shown paused, with a Resume button', () => shown('yes', 'Resume'));

@@ -83,12 +83,14 @@ describe('flow control per key through the stack', () => {
   it("a key's state shows the topic's defaults; limits pinned, a bad change refused whole, cleared; 400 on a topic with no flow control, UNKNOWN_TOPIC, a bad key", async () => {
     const key = uid('tenant');
     const fresh = await queue.flowKey('partner', key);
-    assert.deepEqual(fresh, { topic: 'partner', key, running: 0, ready: 0, paused: false, heldUntil: null, limits: TOPIC_DEFAULTS, pinned: null });
+    assert.deepEqual(fresh, { topic: 'partner', key, running: 0, ready: 0, paused: false, heldUntil: null, limits: TOPIC_DEFAULTS, pinned: null, updatedBy: null, updatedAt: null });
 
     const pinned = await queue.setFlowKey('partner', key, { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } });
     assert.deepEqual(pinned.limits, { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } });
     assert.deepEqual(pinned.pinned, { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } });
     assert.deepEqual((await queue.flowKey('partner', key)).limits, pinned.limits, 'a read shows what was pinned');
+    assert.equal(pinned.updatedBy, 'deployment', 'the pin names the API key that made it');
+    assert.ok(pinned.updatedAt !== null && Math.abs(Date.parse(pinned.updatedAt) - Date.now()) < 3_600_000, `updatedAt ${pinned.updatedAt} is an ISO time of today`);
 
     const back = await queue.setFlowKey('partner', key, { rate: null });
     assert.deepEqual(back.limits, { concurrency: 1, rate: TOPIC_DEFAULTS.rate }, "null: the topic's default again");

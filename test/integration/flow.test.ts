@@ -125,7 +125,7 @@ describe('flow control per key', () => {
     );
   });
 
-  it('pinned limits override the defaults; clear returns to them', async () => {
+  it('pinned limits override the defaults and say who pinned them and when; clear returns to the defaults', async () => {
     const { topic, q } = setup({ concurrency: 1 });
     await addDue(
       q,
@@ -134,11 +134,21 @@ describe('flow control per key', () => {
     );
     await q.engine.sweep();
     assert.equal((await q.engine.claim(topic, 10)).length, 1);
-    const pinned = await q.engine.setFlowKey(topic, 'vip', { concurrency: 3 });
+    const before = await q.engine.flowKey(topic, 'vip');
+    assert.deepEqual([before.pinned, before.updatedBy, before.updatedAt], [null, null, null], 'nothing pinned: no maker');
+    const pinned = await q.engine.setFlowKey(topic, 'vip', { concurrency: 3 }, 'ops');
     assert.deepEqual([pinned.limits.concurrency, pinned.pinned, pinned.running, pinned.ready], [3, { concurrency: 3 }, 1, 2]);
+    assert.equal(pinned.updatedBy, 'ops');
+    assert.equal(typeof pinned.updatedAt, 'number');
     assert.equal((await q.engine.claim(topic, 10)).length, 2, 'the key got room at once');
-    const cleared = await q.engine.setFlowKey(topic, 'vip', 'clear');
-    assert.deepEqual([cleared.limits.concurrency, cleared.pinned], [1, null]);
+    const paused = await q.engine.setFlowKey(topic, 'vip', { paused: true }, 'oncall');
+    assert.deepEqual([paused.pinned, paused.paused, paused.updatedBy], [{ concurrency: 3 }, true, 'oncall'], 'the last change names its maker; the limits stay');
+    const read = await q.engine.flowKey(topic, 'vip');
+    assert.deepEqual([read.updatedBy, read.updatedAt], ['oncall', paused.updatedAt], 'a read shows the same');
+    const anonymous = await q.engine.setFlowKey(topic, 'vip', { paused: false });
+    assert.deepEqual([anonymous.updatedBy, anonymous.pinned], [null, { concurrency: 3 }], 'a change made without a key names none');
+    const cleared = await q.engine.setFlowKey(topic, 'vip', 'clear', 'ops');
+    assert.deepEqual([cleared.limits.concurrency, cleared.pinned, cleared.updatedBy, cleared.updatedAt], [1, null, null, null]);
     await checkSlots(redis.client(), q, topic);
   });
 

@@ -284,6 +284,8 @@ describe('dq commands against a scripted API', () => {
       heldUntil: null,
       limits: { concurrency: 2, rate: { count: 10, per: 1, burst: 1 } },
       pinned: null,
+      updatedBy: null,
+      updatedAt: null,
       ...fields,
     });
     const paused = await dq(['topics', 'pause', 'partner'], () => ({ status: 200, body: { topic: 'partner', paused: true } }));
@@ -296,9 +298,14 @@ describe('dq commands against a scripted API', () => {
     assert.match(got.stdout, /^flow +partner\/acme$/m);
     assert.match(got.stdout, /^rate +10 per 1s, burst 1$/m);
     assert.match(got.stdout, /^pinned +- \(the topic's defaults\)$/m);
-    const set = await dq(['flows', 'set', 'partner', 'acme', '--concurrency', '1', '--rate', '5', '--per', '2s', '--burst', '2'], () => ({ status: 200, body: state({ pinned: { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } } }) }));
+    assert.doesNotMatch(got.stdout, /^updated/m, 'nothing pinned: no updated line');
+    const set = await dq(['flows', 'set', 'partner', 'acme', '--concurrency', '1', '--rate', '5', '--per', '2s', '--burst', '2'], () => ({
+      status: 200,
+      body: state({ pinned: { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } }, updatedBy: 'ops', updatedAt: new Date(NOW).toISOString() }),
+    }));
     assert.deepEqual([set.code, set.sent[0]!.method, set.sent[0]!.body], [EXIT.ok, 'PUT', { concurrency: 1, rate: { count: 5, per: '2s', burst: 2 } }]);
     assert.match(set.stdout, /^pinned +concurrency 1; rate 5 per 2s, burst 2$/m);
+    assert.match(set.stdout, /^updated +.* by ops$/m);
     const back = await dq(['flows', 'set', 'partner', 'acme', '--rate', 'default', '--concurrency', 'default'], () => ({ status: 200, body: state() }));
     assert.deepEqual(back.sent[0]!.body, { concurrency: null, rate: null });
     for (const [name, method, path] of [

@@ -310,7 +310,19 @@ describe('DelayQueueClient', () => {
   });
 
   it('flow control: pauseTopic, resumeTopic and the flow key changes are sent once; flowKey is a read, retried; key on add; paths, bodies, results', async () => {
-    const state = (fields: Partial<FlowKeyState> = {}): FlowKeyState => ({ topic: 'partner', key: 'p:1', running: 0, ready: 2, paused: false, heldUntil: null, limits: { concurrency: 2, rate: null }, pinned: null, ...fields });
+    const state = (fields: Partial<FlowKeyState> = {}): FlowKeyState => ({
+      topic: 'partner',
+      key: 'p:1',
+      running: 0,
+      ready: 2,
+      paused: false,
+      heldUntil: null,
+      limits: { concurrency: 2, rate: null },
+      pinned: null,
+      updatedBy: null,
+      updatedAt: null,
+      ...fields,
+    });
     let flaky = 0;
     script = (req, res) => {
       const route = `${req.method} ${req.url}`;

@@ -62,7 +62,7 @@ const schedule = {
   lastRunAt: null,
   nextRuns: ['2026-11-24T08:00:00.000Z'],
 };
-const flow = { topic: 'partner', key: 'partner-42', running: 0, ready: 3, paused: false, heldUntil: null, limits: { concurrency: 2, rate: { count: 10, per: 1, burst: 1 } }, pinned: null };
+const flow = { topic: 'partner', key: 'partner-42', running: 0, ready: 3, paused: false, heldUntil: null, limits: { concurrency: 2, rate: { count: 10, per: 1, burst: 1 } }, pinned: null, updatedBy: null, updatedAt: null };
 const error = (code: string, extra: Json = {}) => ({ error: { code, message: 'm', ...extra } });
 
 describe('openapi.yaml, the document', () => {
