@@ -222,7 +222,7 @@ describe('typed script calls', () => {
     assert.match(SCRIPTS.claimFlow.source, /ARGV\[10\] the topic's concurrency per key/);
     assert.match(SCRIPTS.claimFlow.source, /ARGV\[11\] the topic's pace per key: count, '' for none {2}ARGV\[12\] per ms {2}ARGV\[13\] burst/);
     assert.deepEqual(script.setFlowKey([k.jobs], { clock: '', key: 'a', mode: 'set', concurrency: '-', rate: { count: 3, perMs: 1000, burst: 2 }, paused: '0', by: 'ops' }).args, ['', 'set', '-', 3, 1000, 2, '0', 'a', 'ops']);
-    assert.match(SCRIPTS.setFlowKey.source, /ARGV\[8\] the key  ARGV\[9\] the name of the API key/);
+    assert.match(SCRIPTS.setFlowKey.source, /ARGV\[8\] the key {2}ARGV\[9\] the name of the API key/);
     assert.deepEqual(script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: '', limit: 1, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 0, maxBytes: 1, flow: true }).args.at(-1), '1');
     assert.match(SCRIPTS.moveDue.source, /ARGV\[8\] '1': a flow topic/);
     assert.deepEqual(script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: '', ids: ['a', 'b'], maxBytes: 9 }).args, ['', 2, 9, '', 'a', 'b']);
