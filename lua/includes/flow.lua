@@ -112,18 +112,23 @@ local function atRest(st)
   return st[F_RUNNING] <= 0 and st[F_RING] == 0 and st[F_HELD] == 0 and not st[F_HEAD]
 end
 
+-- Keeps state `st` as key `key`'s in the batch, to be written (or deleted, at rest) by flowFlush.
+local function batchSave(f, key, st)
+  local b = batchOf(f)
+  b.st[key] = st
+  if not b.changed[key] then
+    b.changed[key] = true
+    b.order[#b.order + 1] = key
+  end
+end
+
 -- Writes key `key`'s state, or deletes it when it is at rest and its pace has run out by `now`
 -- (batch: marks it for flowFlush, and a deleted one reads as new from then on).
 local function saveFlowState(f, key, st, now)
   if atRest(st) then
     if st[F_TAT] <= now then
       if batch then
-        local b = batchOf(f)
-        b.st[key] = newFlowState()
-        if not b.changed[key] then
-          b.changed[key] = true
-          b.order[#b.order + 1] = key
-        end
+        batchSave(f, key, newFlowState())
         return
       end
       redis.call('HDEL', f.state, key)
@@ -134,12 +139,7 @@ local function saveFlowState(f, key, st, now)
     redis.call('ZADD', f.wait, st[F_TAT], key)
   end
   if batch then
-    local b = batchOf(f)
-    b.st[key] = st
-    if not b.changed[key] then
-      b.changed[key] = true
-      b.order[#b.order + 1] = key
-    end
+    batchSave(f, key, st)
     return
   end
   redis.call('HSET', f.state, key, cmsgpack.pack(st))

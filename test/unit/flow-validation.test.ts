@@ -24,6 +24,17 @@ function refusal(run: () => unknown): [number, string, string[]] {
   assert.fail('expected a refusal');
 }
 
+/** The HttpError `run` throws (fails the test when it throws none). */
+function refused(run: () => unknown): HttpError {
+  try {
+    run();
+  } catch (error) {
+    assert.ok(error instanceof HttpError, String(error));
+    return error;
+  }
+  assert.fail('expected a refusal');
+}
+
 describe('a job’s flow key', () => {
   it('is taken on a flow topic, with the rules of an id, and passed on; left out, the job has none', () => {
     const job = validateJob({ topic: 'partner', id: 'p-1', delay: 0, key: 'acme:eu-1' }, config, NOW);
@@ -38,14 +49,7 @@ describe('a job’s flow key', () => {
   });
 
   it('is refused on a topic without flow, naming key and what to set; malformed, naming key; beside other problems', () => {
-    const noFlow = (() => {
-      try {
-        validateJob({ topic: 'orders', delay: 0, key: 'acme' }, config, NOW);
-      } catch (error) {
-        return error as HttpError;
-      }
-      assert.fail('expected a refusal');
-    })();
+    const noFlow = refused(() => validateJob({ topic: 'orders', delay: 0, key: 'acme' }, config, NOW));
     assert.deepEqual([noFlow.status, noFlow.code], [400, 'VALIDATION_FAILED']);
     const [detail] = noFlow.details as { path: string; message: string }[];
     assert.equal(detail!.path, 'key');
@@ -77,14 +81,7 @@ describe('a schedule’s flow key', () => {
   });
 
   it('is refused as a job’s is: on a topic without flow naming key and what to set; malformed naming key; beside other problems', () => {
-    const noFlow = (() => {
-      try {
-        validateSchedule('orders', 'nightly', { every: 60, key: 'acme' }, config, NOW);
-      } catch (error) {
-        return error as HttpError;
-      }
-      assert.fail('expected a refusal');
-    })();
+    const noFlow = refused(() => validateSchedule('orders', 'nightly', { every: 60, key: 'acme' }, config, NOW));
     assert.deepEqual([noFlow.status, noFlow.code], [400, 'VALIDATION_FAILED']);
     const [detail] = noFlow.details as { path: string; message: string }[];
     assert.equal(detail!.path, 'key');
