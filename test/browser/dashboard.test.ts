@@ -987,6 +987,25 @@ describe('the dashboard in headless Chromium', () => {
     await page.click('#flow-form button[type=submit]');
   }
 
+  it("shows a flow topic's schedule with its flow key, and one without a key without", async () => {
+    const withKey = `k-sched-${process.pid}`;
+    const without = `n-sched-${process.pid}`;
+    await client.putSchedule('partner', withKey, { every: 3600, paused: true, key: `tenant-${process.pid}` });
+    await client.putSchedule('partner', without, { every: 3600, paused: true });
+    try {
+      await signInWith(offline.token);
+      await page.waitForSelector('#topics tr[data-topic="partner"]');
+      await page.selectOption('#schedules-topic', 'partner');
+      const row = (id: string) => page.locator(`#schedules tbody tr[data-id="${id}"]`);
+      await until('both schedules listed', async () => (await row(withKey).count()) === 1 && (await row(without).count()) === 1);
+      assert.equal(await row(withKey).locator('[data-testid="schedule-key"]').innerText(), `key tenant-${process.pid}`);
+      assert.equal(await row(without).locator('[data-testid="schedule-key"]').count(), 0, 'no key, no key line');
+    } finally {
+      await client.deleteSchedule('partner', withKey);
+      await client.deleteSchedule('partner', without);
+    }
+  });
+
   it("shows a flow key's state (running, ready, paused, held, limits in force and pinned) and pauses and resumes it; a read key has the button off, a refused change shows the 403; a topic without flow control says so", async () => {
     const key = `acme-${process.pid}`;
     const reader = `flow-reader-${process.pid}`;
