@@ -45,9 +45,9 @@ end
 -- Write-behind within one script call (flowBatch ... flowFlush): a hot script (a claim, an ack, a
 -- sweep) that touches many keys reads each key's state once (flowPrefetch reads many in one HMGET),
 -- and writes the states it changed, and the keys it puts at the ring's tail, once at the end. The
--- states live in `batch[<state hash>]` = { f, st = { key -> state }, order = { keys changed } };
--- the ring's pushes in `batch.tails[<ring>]` = { f, keys }. Off (false) in every other script:
--- there each save writes at once.
+-- states live in `batch.states[<state hash>]` = { f, st = { key -> state }, order = { keys changed,
+-- in order }, changed = { key -> true } } (batchOf); the ring's pushes in `batch.tails[<ring>]` =
+-- { keys } (ringPush). Off (false) in every other script: there each save writes at once.
 local batch = false
 onEachCall(function() batch = false end)
 
