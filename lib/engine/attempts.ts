@@ -4,28 +4,30 @@ import type { FlowDefaults, TopicConfig } from '../rules/config';
 import { jobKeys, latenessKey, partitionOf, topicKeys, topicRateKey, type BodiesKey } from './keys';
 import type { ClockArg } from './scripts';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { readSlot, run } from './lua';
+import { readSlots, run } from './lua';
 import type { EngineContext } from './context';
 import { OUTCOME } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
-import { atLeastOne, batchesByPartition, forEachPartition } from './partitions';
+import { atLeastOne, batchesByPartition, partitionsInOrder } from './partitions';
 import { bodiesApart } from './read';
 import * as script from './scripts';
 
 const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about a millisecond of Redis time
 
 /**
- * Running attempts and ready ids of topic `t` per partition (one pipeline of ZCARD and LLEN per
- * partition, all at once); null on a single partition, where the script counts them itself.
+ * Running attempts and ready ids of topic `t` per partition (a ZCARD and an LLEN per partition,
+ * one pipeline per node: see readSlots); null on a single partition, where the script counts them
+ * itself.
  */
 async function countsByPartition(ctx: EngineContext, t: TopicConfig): Promise<{ running: number[]; ready: number[] } | null> {
   if (ctx.config.partitions === 1) return null;
-  const counts = await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, t.name, ctx.config.partitions);
-    const [running, ready] = await readSlot(ctx.redis, (pipeline) => pipeline.zcard(k.running).llen(k.ready));
-    return [running as number, ready as number] as const;
-  });
-  return { running: counts.map(([running]) => running), ready: counts.map(([, ready]) => ready) };
+  const keys = partitionsInOrder(ctx.config.partitions).map((p) => topicKeys(p, t.name, ctx.config.partitions));
+  const counts = await readSlots(
+    ctx.redis,
+    keys.map((k) => k.ready),
+    (pipeline, p) => pipeline.zcard(keys[p]!.running).llen(keys[p]!.ready),
+  );
+  return { running: counts.map(([running]) => running as number), ready: counts.map(([, ready]) => ready as number) };
 }
 
 /**

@@ -56,6 +56,8 @@ import returnTokens from '../../lua/returnTokens-1.lua';
 import createKey from '../../lua/createKey-2.lua';
 import revokeKey from '../../lua/revokeKey-4.lua';
 import authKey from '../../lua/authKey-4.lua';
+import { slotOf } from './keys';
+import { groupBy, partitionsInOrder } from './partitions';
 
 /** Every script: its file in lua/, how many KEYS it takes, and its source. */
 export const SCRIPTS = {
@@ -405,6 +407,41 @@ export async function runPipelined<Reply>(client: Client, calls: readonly Script
  */
 export async function readSlot(client: Client, reads: (pipeline: ChainableCommander) => unknown): Promise<unknown[]> {
   return untilRun(client, undefined, () => execPipeline(client, reads));
+}
+
+/**
+ * Runs the same plain reads in each of several slots, one pipeline per node that serves them (all
+ * the slots a primary holds in one request; on a single node, one request in all), and replies
+ * each slot's replies in order: `keys[i]` is a key of slot i, `reads(pipeline, i)` adds slot i's
+ * reads. While a slot moves, a node's pipeline fails without failing the caller: ioredis refuses
+ * it when its slots no longer share a node, and a read of the moving slot is refused (ioredis sends
+ * a pipeline of reads whose errors are all the same redirection again, whole, to the node named,
+ * where the other slots' reads are refused, or it refuses the pipeline, its slot map changed). The
+ * slots whose reads did not all answer are read again, each alone, by readSlot, which waits the
+ * move out. A slot the client knows no node for (not connected yet) goes alone.
+ */
+export async function readSlots(client: Client, keys: readonly string[], reads: (pipeline: ChainableCommander, i: number) => unknown): Promise<unknown[][]> {
+  const replies: unknown[][] = [];
+  const node = (i: number) => (client instanceof Cluster ? (client.slots[slotOf(keys[i]!)]?.join(';') ?? `slot ${i}`) : '');
+  const groups = groupBy(partitionsInOrder(keys.length), node).values();
+  await Promise.all(
+    [...groups].map(async (group) => {
+      const pipeline = client.pipeline();
+      const spans = group.map((i) => {
+        const from = pipeline.length;
+        reads(pipeline, i);
+        return [from, pipeline.length] as const;
+      });
+      const answers = await pipeline.exec().catch(() => null);
+      await Promise.all(
+        group.map(async (i, n) => {
+          const got = answers?.slice(spans[n]![0], spans[n]![1]);
+          replies[i] = got && got.every(([error]) => !error) ? got.map(([, reply]) => reply) : await readSlot(client, (p) => reads(p, i));
+        }),
+      );
+    }),
+  );
+  return replies;
 }
 
 /**

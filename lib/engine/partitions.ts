@@ -1,9 +1,10 @@
 /**
  * How the engine spreads one operation over partitions: every script call touches the keys of
  * one partition (one cluster slot), so an operation over several jobs or topics is grouped or
- * repeated per partition in one of three shapes: every partition at once (forEachPartition),
- * grouped by the partition of each item (groupBy, batchesByPartition), or one partition after another
- * until enough is done (a loop over partitionsInOrder or a Rotation's order).
+ * repeated per partition in one of three shapes: every partition at once (forEachPartition; plain
+ * reads of every partition in one request per node: readSlots in lua.ts), grouped by the partition
+ * of each item (groupBy, batchesByPartition), or one partition after another until enough is done
+ * (a loop over partitionsInOrder or a Rotation's order).
  */
 
 /** Partitions 0..count-1. */
