@@ -870,7 +870,7 @@ async function cheap(): Promise<Section> {
   const d = distinct.drained!;
   const p = plainMem.drained!;
   const perKey = (distinct.filled - distinct.baseline - (oneKey.filled - oneKey.baseline)) / N.memoryKeys;
-  const keyFields = d.flowFields - d.flowFieldNames.filter((f) => f.startsWith('#')).length; // '#'-fields are the topic's own (its ready count)
+  const keyFields = d.flowFields - d.flowFieldNames.filter((f) => f.startsWith('#')).length; // '#'-fields are the topic's own (its ready count, the hashtable marker)
   const rows: Row[] = [];
   for (const r of runs) {
     const how = r.per === 1 ? 'one job a call, 32 in flight' : `calls of ${r.per} jobs`;

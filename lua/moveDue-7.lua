@@ -91,7 +91,7 @@ if flow then
   -- each to its key's lane: the key is in the record
   local routed = 0
   moved = drain(k.delayed, now, function(id, record)
-    local h = decode(record)
+    local h = headerOf(record)
     if h[H_STATE] == PENDING then
       flowReady(k.jobs, id, h, now)
       routed = routed + 1
@@ -126,7 +126,7 @@ end
 local left = {}
 local function purge(state1, state2)
   return function(id, record)
-    local h = decode(record)
+    local h = headerOf(record)
     if h[H_STATE] == state1 or h[H_STATE] == state2 then
       remove(k.jobs, k.bodies, id, h)
       purged = purged + 1

@@ -53,10 +53,17 @@ local function decode(record)
   return header, string.sub(record, offset + 1)
 end
 
+-- A record's header alone: decode without the copy of its inline body (a sweep routing or purging
+-- a job reads its header only).
+local function headerOf(record)
+  local _, header = cmsgpack.unpack_one(record)
+  return header
+end
+
 -- The header of job `id`'s record, nil when there is none.
 local function header(jobsKey, id)
   local record = redis.call('HGET', jobsKey, id)
-  if record then return (decode(record)) end
+  if record then return headerOf(record) end
   return nil
 end
 

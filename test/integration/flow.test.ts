@@ -238,6 +238,20 @@ describe('flow control per key', () => {
     assert.deepEqual([stats.ready, stats.oldestReadyAgeMs], [1, 0], "GET /topics counts it ready, its age from the lanes' heads");
   });
 
+  it("the keys' state hash is a hashtable from its first write (a key's state found in O(1), not scanned for in a listpack)", async () => {
+    const { topic, q } = setup({ concurrency: 2 });
+    await addDue(
+      q,
+      topic,
+      ['a', 'b', 'c'].map((id) => ({ id, key: `tenant-${id}` })),
+    );
+    await q.engine.sweep();
+    const state = `dq:{p0}:jobs:${topic}#flow`;
+    assert.equal(await redis.client().object('ENCODING', state), 'hashtable', 'after the sweep wrote the keys');
+    for (const j of await q.engine.claim(topic, 10)) await q.engine.ack(topic, j.id, j);
+    assert.equal(await redis.client().object('ENCODING', state), 'hashtable', 'after claims and acks');
+  });
+
   it('an idle key costs nothing once its jobs ended and its pace ran out', async () => {
     const { topic, clock, q } = setup({ concurrency: 2, rate: { count: 10, per: 1 } });
     await addDue(
@@ -250,8 +264,8 @@ describe('flow control per key', () => {
     clock.advance(1000);
     await q.engine.sweep();
     const left = (await redis.client().keys(`dq:{p0}:jobs:${topic}#*`)).sort();
-    const fields = await redis.client().hkeys(`dq:{p0}:jobs:${topic}#flow`);
-    assert.deepEqual(fields, ['#ready'], 'no key state left');
+    const fields = (await redis.client().hkeys(`dq:{p0}:jobs:${topic}#flow`)).sort();
+    assert.deepEqual(fields, ['#dict', '#ready'], "no key state left: the topic's ready count and the hashtable marker only");
     assert.deepEqual(left, [`dq:{p0}:jobs:${topic}#flow`], 'no lane, ring or wait zset left');
   });
 });
