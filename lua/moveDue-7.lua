@@ -88,15 +88,24 @@ end)
 
 local due = {}
 if flow then
-  -- each to its key's lane: the key is in the record
-  local routed = 0
+  -- each to its key's lane: the key is in the record; a key's ids go in one push, in due order,
+  -- the keys in the order their first ids fell due
+  local routed, idsOf, keys = 0, {}, {}
   moved = drain(k.delayed, now, function(id, record)
     local h = headerOf(record)
     if h[H_STATE] == PENDING then
-      flowReady(k.jobs, id, h, now)
+      local key = h[H_KEY] or ''
+      local ids = idsOf[key]
+      if not ids then
+        ids = {}
+        idsOf[key] = ids
+        keys[#keys + 1] = key
+      end
+      ids[#ids + 1] = id
       routed = routed + 1
     end
   end)
+  for _, key in ipairs(keys) do flowReady(k.jobs, key, idsOf[key], now) end
   countReady(flowKeys(k.jobs), routed)
 else
   due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)

@@ -281,17 +281,17 @@ local function flowLeave(jobsKey, h, now, back)
   saveFlowState(f, key, st, now)
 end
 
--- Puts ready job `id` (header `h`) of a flow topic last among its key's ready ids, and its key in
--- the ring when it was at rest.
-local function flowReady(jobsKey, id, h, now)
+-- Puts ready jobs `ids` of a flow topic, all of key `key`, in order, last among its key's ready ids
+-- (one RPUSH), and the key in the ring when it was at rest.
+local function flowReady(jobsKey, key, ids, now)
   local f = flowKeys(jobsKey)
-  local key = h[H_KEY] or ''
   local lane = laneKey(f, key)
-  if redis.call('RPUSH', lane, id) > 1 then return end -- the lane held ids: the head is set, and the key in the ring, held, paused or at its cap already
+  local length = 0
+  for i = 1, #ids, 4000 do length = redis.call('RPUSH', lane, unpack(ids, i, math.min(#ids, i + 3999))) end
+  if length > #ids then return end -- the lane held ids: the head is set, and the key in the ring, held, paused or at its cap already
   local st = flowState(f, key)
-  if st[F_HEAD] then return end -- ready already: the id stays in the lane, behind the head
-  redis.call('LPOP', lane) -- the key's only ready id: its head, no lane
-  st[F_HEAD] = id
+  if st[F_HEAD] then return end -- ready already: the ids stay in the lane, behind the head
+  st[F_HEAD] = redis.call('LPOP', lane) -- the key's first ready id: its head (a lone one leaves no lane)
   ringIfClaimable(f, key, st)
   saveFlowState(f, key, st, now)
 end
