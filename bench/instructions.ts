@@ -1,0 +1,170 @@
+/**
+ * Instructions benchmark (not a test): what a job costs Redis in CPU instructions, counted by
+ * valgrind's callgrind on a redis-server of its own, so that two paths, or two checkouts, compare
+ * without the noise of timing (a run repeats its counts to within about 1 %; Redis CPU time on this
+ * VM drifts by ±20 % between runs minutes apart). Counts instructions only: not cache misses, not
+ * the kernel's time for the requests (the same on every path here), so read a ratio of these as a
+ * ratio of Redis's user CPU.
+ *
+ *   npm run bench:instructions                               # this checkout
+ *   npm run bench:instructions -- --against ../other-checkout  # and another (a git worktree, say)
+ *
+ * The workload is `bench:flow -- cheap`'s: BENCH_INSTR_JOBS (2,000) jobs with 200-byte bodies,
+ * ids over 100 flow keys, added (batches of 100), swept, then claimed, started and acked (calls
+ * of 100: claim, start, the acks together), on a plain topic, on a flow topic whose per-key limits
+ * never bind, and on a flow topic with no per-key limits; then half as many one job a call, 32 in
+ * flight. A warm-up round (300 jobs) first, uncounted. Each path runs on a redis-server started
+ * anew under valgrind (about 50 times slower than without: a run takes a few minutes) and stopped
+ * by PID. Needs valgrind (`apt-get install -y valgrind`).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import type * as EngineModule from '../lib/engine';
+import type * as ConfigModule from '../lib/rules/config';
+import { freePort, killOnExit, stopChild } from '../scripts/support/process';
+import { envInt, fmt, printTable, round } from './env';
+
+const JOBS = envInt('BENCH_INSTR_JOBS', 2_000);
+const KEYS = 100;
+const BODY = JSON.stringify({ orderId: 'order-000001', customer: 'customer-1', items: 3, note: 'x'.repeat(130) });
+const PATHS = ['plain', 'flow', 'flow, no key limits'] as const;
+type Path = (typeof PATHS)[number];
+const PHASES = ['add', 'sweep', 'claim, start, ack'] as const;
+
+interface Checkout {
+  name: string;
+  engine: typeof EngineModule;
+  config: typeof ConfigModule;
+}
+
+async function load(dir: string, name: string): Promise<Checkout> {
+  const engine = (await import(resolve(dir, 'lib/engine/index.ts'))) as typeof EngineModule;
+  const config = (await import(resolve(dir, 'lib/rules/config.ts'))) as typeof ConfigModule;
+  return { name, engine, config };
+}
+
+/** Instructions per job of each phase, on a redis-server of its own under callgrind. */
+async function measure(checkout: Checkout, path: Path, per: number, jobs: number): Promise<Record<string, number>> {
+  const dir = mkdtempSync(join(tmpdir(), 'dq-instr-'));
+  const out = join(dir, 'callgrind.out');
+  const port = await freePort();
+  const server = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  killOnExit(server);
+  const redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, lazyConnect: true, retryStrategy: () => null });
+  redis.on('error', () => {}); // refused while valgrind starts redis-server: retried below
+  const control = (...args: string[]) => {
+    const r = spawnSync('callgrind_control', [...args, String(server.pid)], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr || r.stdout}`);
+  };
+  try {
+    for (let tries = 0; ; tries++) {
+      try {
+        await redis.connect();
+        await redis.ping();
+        break;
+      } catch (error) {
+        if (tries > 300) throw error;
+        redis.disconnect();
+        await sleep(200);
+      }
+    }
+    for (const round of [0, 1]) {
+      const topic = `t${round}`;
+      const flow = path === 'flow' ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } } : path === 'plain' ? {} : { flow: {} };
+      const engine = new checkout.engine.Engine(redis, checkout.config.resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, ...flow } } }));
+      const n = round === 0 ? 300 : jobs;
+      const all = Array.from({ length: n }, (_, i) => {
+        const key = `k${i % KEYS}`;
+        const id = `${key}.${i}`;
+        return { topic, id, partition: engine.partitionOf(topic, id), when: { kind: 'd' as const, ms: 0 }, body: BODY, ...(path === 'plain' ? {} : { key }) };
+      });
+      const inFlight = per === 1 ? 32 : 1;
+      const phase = (name: string) => round === 1 && control('-d', name);
+      if (round === 1) control('-z');
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          while (next < all.length) {
+            const from = next;
+            next += per;
+            const { results } = await engine.write(all.slice(from, from + per), 'add', 'bench');
+            if (results.some((r) => r.status !== 'created')) throw new Error('an add was refused');
+          }
+        }),
+      );
+      phase('add');
+      for (let r = await engine.sweep(); r.more; r = await engine.sweep());
+      phase('sweep');
+      let left = n;
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          while (left > 0) {
+            const claimed = await engine.claim(topic, per);
+            if (claimed.length === 0) {
+              await sleep(1);
+              continue;
+            }
+            left -= claimed.length;
+            await engine.start(topic, claimed);
+            await Promise.all(claimed.map((j) => engine.ack(topic, j.id, j)));
+          }
+        }),
+      );
+      phase('claim, start, ack');
+    }
+  } finally {
+    redis.disconnect();
+    await stopChild(server, { graceMs: 30_000 });
+  }
+  // each dump holds what ran since the one before it
+  const counts: Record<string, number> = {};
+  for (const file of readdirSync(dir)) {
+    const text = readFileSync(join(dir, file), 'utf8');
+    const name = /^desc: Trigger: dump (.+)$/m.exec(text)?.[1];
+    const total = /^(?:summary|totals): (\d+)/m.exec(text)?.[1];
+    if (name && total) counts[name] = Number(total) / jobs;
+  }
+  const dumps = readdirSync(dir).length;
+  rmSync(dir, { recursive: true, force: true });
+  for (const p of PHASES) if (counts[p] === undefined) throw new Error(`no count for ${p}: callgrind wrote ${dumps} dumps`);
+  return counts;
+}
+
+async function main() {
+  if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('valgrind not found: apt-get install -y valgrind');
+  const at = process.argv.indexOf('--against');
+  const checkouts = [await load(resolve(__dirname, '..'), 'this checkout')];
+  if (at > 0) {
+    const other = process.argv[at + 1];
+    if (!other) throw new Error('--against needs a checkout directory');
+    checkouts.push(await load(other, other));
+  }
+  const rows: string[][] = [];
+  const json: unknown[] = [];
+  for (const per of [100, 1]) {
+    const jobs = per === 1 ? Math.max(1, Math.round(JOBS / 2)) : JOBS;
+    for (const checkout of checkouts) {
+      const totals: Partial<Record<Path, number>> = {};
+      for (const path of PATHS) {
+        const counts = await measure(checkout, path, per, jobs);
+        const total = PHASES.reduce((sum, p) => sum + counts[p]!, 0);
+        totals[path] = total;
+        const ratio = path === 'plain' ? '' : `${round(total / totals.plain!, 3)}×`;
+        rows.push([checkout.name, per === 1 ? 'one job a call, 32 in flight' : `calls of ${per}`, path, ...PHASES.map((p) => fmt(Math.round(counts[p]!))), fmt(Math.round(total)), ratio]);
+        json.push({ checkout: checkout.name, per, jobs, path, perJob: Object.fromEntries(PHASES.map((p) => [p, Math.round(counts[p]!)])), total: Math.round(total) });
+      }
+    }
+  }
+  console.log(`Redis instructions per job (callgrind), ${fmt(JOBS)} jobs in calls of 100, ${fmt(Math.round(JOBS / 2))} one a call; ${KEYS} keys\n`);
+  printTable(rows, ['checkout', 'calls', 'path', ...PHASES, 'all', '÷ plain']);
+  console.log(JSON.stringify({ bench: 'instructions', jobs: JOBS, keys: KEYS, runs: json }));
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
