@@ -24,7 +24,7 @@ describe('the client against the stack', () => {
   const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
 
   async function until(what: string, check: () => Promise<Job | null>, state: string): Promise<Job> {
-    const end = Date.now() + 20_000;
+    const end = Date.now() + 120_000; // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
     for (;;) {
       const job = await check();
       if (job?.state === state) return job;

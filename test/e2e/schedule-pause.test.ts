@@ -26,9 +26,9 @@ describe('schedule pause and resume through the stack', () => {
   let seq = 0;
   const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
 
-  /** Polls `read` until `ok` holds for what it returns (20 s at most). */
+  /** Polls `read` until `ok` holds for what it returns (120 s at most). */
   async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
-    const end = Date.now() + 20_000;
+    const end = Date.now() + 120_000; // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
     for (;;) {
       const value = await read();
       if (ok(value)) return value;
