@@ -40,10 +40,10 @@ local DICT_VALUE = 'this field keeps the hash a hashtable: its value is longer t
 local F_RUNNING, F_RING, F_HELD, F_TAT, F_CONC, F_HEAD = 1, 2, 3, 4, 5, 6
 local C_CONC, C_COUNT, C_PER, C_BURST, C_PAUSED, C_BY, C_AT = 1, 2, 3, 4, 5, 6, 7
 
--- The flow keys of the topic whose jobs hash is `jobsKey`, made once a call (an ack or a sweep asks
--- once a job).
+-- The flow keys of the topic whose jobs hash is `jobsKey`, made once (an ack or a sweep asks once a
+-- job): names derived from the jobs hash's alone, so they are kept across calls, one set a topic's
+-- partition (topics are the configuration's, their jobs hashes few).
 local flowKeysOf = {}
-onEachCall(function() flowKeysOf = {} end)
 
 local function flowKeys(jobsKey)
   local f = flowKeysOf[jobsKey]
@@ -61,9 +61,12 @@ end
 -- Write-behind within one script call (flowBatch ... flowFlush): a hot script (a claim, an ack, a
 -- sweep) that touches many keys reads each key's state once (flowPrefetch reads many in one HMGET),
 -- and writes the states it changed, and the keys it puts at the ring's tail, once at the end. The
--- states live in `batch.states[<state hash>]` = { f, st = { key -> state }, order = { keys changed,
--- in order }, changed = { key -> true } } (batchOf); the ring's pushes in `batch.tails[<ring>]` =
--- { keys } (ringPush). Off (false) in every other script: there each save writes at once.
+-- states live in `batch.states[<state hash>]` = { f, st = { key -> state }, raw = { key -> state as
+-- stored, false: none }, order = { keys changed, in order }, changed = { key -> true } } (batchOf): a
+-- prefetched state stays as stored (raw) until a flowState call unpacks it (st), and a leave of a
+-- key in the ring changes its running count in the stored bytes alone (flowLeave); the ring's
+-- pushes in `batch.tails[<ring>]` = { keys } (ringPush). Off (false) in every other script: there
+-- each save writes at once.
 local batch = false
 onEachCall(function() batch = false end)
 
@@ -74,7 +77,7 @@ end
 local function batchOf(f)
   local b = batch.states[f.state]
   if not b then
-    b = { f = f, st = {}, order = {}, changed = {} }
+    b = { f = f, st = {}, raw = {}, order = {}, changed = {} }
     batch.states[f.state] = b
     batch.stateOrder[#batch.stateOrder + 1] = b
   end
@@ -124,9 +127,10 @@ local function flowState(f, key)
     local b = batchOf(f)
     local st = b.st[key]
     if not st then
-      local raw = redis.call('HGET', f.state, key)
+      local raw = b.raw[key]
+      if raw == nil then raw = redis.call('HGET', f.state, key) end
       st = raw and unpackState(raw) or newFlowState()
-      b.st[key] = st
+      b.st[key], b.raw[key] = st, nil
     end
     return st
   end
@@ -141,7 +145,7 @@ local function flowPrefetch(f, keys)
   local b = batchOf(f)
   local wanted, seen = {}, {}
   for _, key in ipairs(keys) do
-    if not b.st[key] and not seen[key] then
+    if not b.st[key] and b.raw[key] == nil and not seen[key] then
       seen[key] = true
       wanted[#wanted + 1] = key
     end
@@ -151,7 +155,7 @@ local function flowPrefetch(f, keys)
     local raws = redis.call('HMGET', f.state, unpack(wanted, i, last))
     for j = i, last do
       local raw = raws[j - i + 1]
-      b.st[wanted[j]] = raw and unpackState(raw) or newFlowState()
+      b.raw[wanted[j]] = raw or false
     end
   end
 end
@@ -164,7 +168,7 @@ end
 -- Keeps state `st` as key `key`'s in the batch, to be written (or deleted, at rest) by flowFlush.
 local function batchSave(f, key, st)
   local b = batchOf(f)
-  b.st[key] = st
+  b.st[key], b.raw[key] = st, nil
   if not b.changed[key] then
     b.changed[key] = true
     b.order[#b.order + 1] = key
@@ -237,7 +241,11 @@ local function flowFlush()
     local sets, dels = {}, {}
     for _, key in ipairs(b.order) do
       local st = b.st[key]
-      if atRest(st) then
+      if not st then
+        -- changed as stored (flowLeave): in the ring, so not at rest
+        sets[#sets + 1] = key
+        sets[#sets + 1] = b.raw[key]
+      elseif atRest(st) then
         dels[#dels + 1] = key
       else
         sets[#sets + 1] = key
@@ -290,6 +298,23 @@ local function flowLeave(jobsKey, h, now, back)
   local key = h[H_KEY]
   if not key then return end
   local f = flowKeys(jobsKey)
+  if batch and not back then
+    local b = batchOf(f)
+    local raw = not b.st[key] and b.raw[key]
+    if raw then
+      local running, flags = struct.unpack('<HB', raw)
+      if flags % 2 == 1 then
+        -- in the ring (so not at rest, and nothing to put back): its running count alone changes,
+        -- in the bytes as stored, without unpacking the state
+        b.raw[key] = struct.pack('<H', math.max(0, running - 1)) .. string.sub(raw, 3)
+        if not b.changed[key] then
+          b.changed[key] = true
+          b.order[#b.order + 1] = key
+        end
+        return
+      end
+    end
+  end
   local st = flowState(f, key)
   st[F_RUNNING] = math.max(0, st[F_RUNNING] - 1)
   if back then pushFront(f, key, st, back) end
