@@ -459,6 +459,9 @@ async function exact(): Promise<Section> {
       }
     })();
 
+    // what Redis ran for 10 ms or more in the run (a stall would hold a killed attempt's slot)
+    await redis.config('SET', 'slowlog-log-slower-than', '10000');
+    await redis.slowlog('RESET');
     // sampler: every key's running count, every 10 ms, on the connection the claims and acks use
     const samples = new Map(keys.map((key) => [key, { sent: [], answered: [], running: [] } as Samples]));
     const limits = new Map<string, number>();
@@ -550,6 +553,30 @@ async function exact(): Promise<Section> {
     const ghostMs = sorted(kills.flatMap((a) => (a.freedAt === undefined ? [] : [a.freedAt - a.killedAt!])));
     const unfreed = kills.length - ghostMs.length;
     const ghostGoal = ttrS * 1000 + 1000;
+    // the slowest ghost: its key's samples' longest gap and longest read around it (the sampler's or
+    // Redis's stall errs the ghost long), and Redis's slow commands of the run
+    const slowest = kills.filter((a) => a.freedAt !== undefined).sort((x, y) => y.freedAt! - y.killedAt! - (x.freedAt! - x.killedAt!))[0];
+    let gapMs = 0;
+    let readMs = 0;
+    if (slowest) {
+      const s = samples.get(slowest.key)!;
+      for (let i = 0; i < s.sent.length; i++) {
+        if (s.answered[i]! < slowest.killedAt! || s.sent[i]! > slowest.freedAt!) continue;
+        readMs = Math.max(readMs, s.answered[i]! - s.sent[i]!);
+        if (i > 0) gapMs = Math.max(gapMs, s.sent[i]! - s.answered[i - 1]!);
+      }
+    }
+    const slowlog = (await redis.slowlog('GET', 1000)) as [number, number, number, string[]][];
+    const slowCommands = {
+      count: slowlog.length,
+      maxMs: round(Math.max(0, ...slowlog.map((e) => e[2] / 1000)), 1),
+      longest:
+        slowlog
+          .sort((x, y) => y[2] - x[2])[0]?.[3]
+          ?.slice(0, 2)
+          .join(' ') ?? null,
+    };
+    const overGoal = ghostMs.filter((ms) => ms > ghostGoal).length;
     const json = {
       seconds: N.seconds,
       keys: keys.length,
@@ -569,7 +596,9 @@ async function exact(): Promise<Section> {
       over: { redisSamples: overRedis, ledgerKeys: overLedger, combinedSamples: overCombined },
       most: { redisOverLimit: mostOverRedis, ledgerOverLimit: mostOverLedger, combined: mostCombined },
       pace: { violations: paceViolations, worstMs: round(worstMs, 3), busiest, perSecond: { slow: round(mean(perSecond.slow), 1), fast: round(mean(perSecond.fast), 1) } },
-      ghostMs: { p50: round(quantile(ghostMs, 0.5), 1), p99: round(quantile(ghostMs, 0.99), 1), max: round(ghostMs.at(-1) ?? NaN, 1), unfreed },
+      ghostMs: { p50: round(quantile(ghostMs, 0.5), 1), p99: round(quantile(ghostMs, 0.99), 1), max: round(ghostMs.at(-1) ?? NaN, 1), unfreed, overGoal },
+      slowestGhost: slowest ? { key: slowest.key, claimedToKilledMs: round(slowest.killedAt! - slowest.at, 1), samplerGapMs: round(gapMs, 1), longestReadMs: round(readMs, 1) } : null,
+      slowCommands,
       leak: { samples: leakSamples, longestSamples: longestLeak },
       leftRunning,
       load: { from: loadFrom, to: load() },
@@ -588,8 +617,15 @@ async function exact(): Promise<Section> {
         ['busiest 1-s span of one key', `${busiest.slow} (allowed ${busiest.allowedSlow}); pinned keys ${busiest.fast} (allowed ${busiest.allowedFast})`, ''],
         [
           'ghost slot: kill → Redis no longer counts it, p50 / p99 / max',
-          `${fmt(json.ghostMs.p50)} / ${fmt(json.ghostMs.p99)} / ${fmt(json.ghostMs.max)} ms (${fmt(ghostMs.length)} of ${fmt(kills.length)} kills; ${unfreed} never seen freed)`,
+          `${fmt(json.ghostMs.p50)} / ${fmt(json.ghostMs.p99)} / ${fmt(json.ghostMs.max)} ms (${fmt(ghostMs.length)} of ${fmt(kills.length)} kills; ${overGoal} over ${fmt(ghostGoal)} ms; ${unfreed} never seen freed)`,
           verdict(ghostMs.length > 0 && unfreed === 0 && ghostMs.at(-1)! <= ghostGoal, `max ≤ ttr + 1 s = ${fmt(ghostGoal)} ms`),
+        ],
+        [
+          '  the slowest: its key’s longest gap between samples, longest read, meanwhile; Redis commands ≥ 10 ms in the run',
+          json.slowestGhost
+            ? `${fmt(json.slowestGhost.samplerGapMs, 1)} ms, ${fmt(json.slowestGhost.longestReadMs, 1)} ms; ${slowCommands.count}${slowCommands.count ? ` (longest ${fmt(slowCommands.maxMs, 1)} ms: ${slowCommands.longest})` : ''}`
+            : '–',
+          '',
         ],
         ['samples where Redis counted more than can run', `${leakSamples}${leakSamples ? ` (longest ${longestLeak} in a row)` : ''}`, verdict(leakSamples === 0, '0')],
         ['running left on the keys after the drain', `${leftRunning}`, verdict(leftRunning === 0, '0')],
