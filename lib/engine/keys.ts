@@ -342,8 +342,9 @@ export interface TopicRef {
 
 /**
  * The flow-control keys of a flow topic (lua/includes/flow.lua), derived from its jobs hash as the
- * scripts derive them, so in its slot: `state` HASH key -> msgpack state (and READY_FIELD), `conf`
- * HASH key -> pinned limits and pause, `ring` LIST of keys to claim from in turn, `wait` ZSET of
+ * scripts derive them, so in its slot: `state` HASH key -> the key's state packed by struct (and
+ * READY_FIELD, and DICT_FIELD, which keeps the hash a hashtable), `conf` HASH key -> msgpack pinned
+ * limits and pause, `ring` LIST of keys to claim from in turn, `wait` ZSET of
  * keys held by their pace, and each key's lane (`lane(key)`, LIST of its ready ids).
  */
 export function flowKeys(jobs: JobsKey) {
