@@ -59,6 +59,7 @@ import { runSweeper } from '../lib/roles/sweeper';
 import { resolveQueueConfig, type QueueConfig, type TopicInput } from '../lib/rules/config';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, printTable, round, usedMemory } from './env';
+import { addSweepClaimAck } from './workload';
 
 const SCENARIOS = ['exact', 'fair', 'cheap', 'pause'] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -731,7 +732,6 @@ async function costRun(path: CostPath, per: number, jobs: number) {
     // limits that never bind: concurrency 1,000 a key, 1,000,000 starts a second with a burst of 1,000
     const limits = path === 'flow' ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } } : path === 'flow, no key limits' ? { flow: {} } : {};
     const engine = engineOn(redis, { [TOPIC]: { concurrency: 10_000, ...limits } });
-    const inFlight = per === 1 ? 32 : 1;
     let made = 0;
     const cycle = async (count: number) => {
       const all = Array.from({ length: count }, () => {
@@ -739,32 +739,7 @@ async function costRun(path: CostPath, per: number, jobs: number) {
         const key = keys[i % keys.length]!;
         return newJob(engine, TOPIC, `${key}.${i}`, { kind: 'd', ms: 0 }, flow ? key : undefined);
       });
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: inFlight }, async () => {
-          while (next < all.length) {
-            const i = next;
-            next += per;
-            await addAll(engine, all.slice(i, i + per), per);
-          }
-        }),
-      );
-      await sweepAll(engine);
-      let left = count;
-      await Promise.all(
-        Array.from({ length: inFlight }, async () => {
-          while (left > 0) {
-            const claimed = await engine.claim(TOPIC, per);
-            if (claimed.length === 0) {
-              if (left > 0) await sleep(1);
-              continue;
-            }
-            left -= claimed.length;
-            await engine.start(TOPIC, claimed);
-            await Promise.all(claimed.map((j) => engine.ack(TOPIC, j.id, j)));
-          }
-        }),
-      );
+      await addSweepClaimAck(engine, TOPIC, all, per);
     };
     await cycle(200); // warm: the library loaded, the keys made
     await redis.config('RESETSTAT');

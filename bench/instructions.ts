@@ -27,6 +27,7 @@ import type * as EngineModule from '../lib/engine';
 import type * as ConfigModule from '../lib/rules/config';
 import { freePort, killOnExit, stopChild } from '../scripts/support/process';
 import { envInt, fmt, printTable, round } from './env';
+import { addSweepClaimAck } from './workload';
 
 const JOBS = envInt('BENCH_INSTR_JOBS', 2_000);
 const KEYS = 100;
@@ -82,39 +83,8 @@ async function measure(checkout: Checkout, path: Path, per: number, jobs: number
         const id = `${key}.${i}`;
         return { topic, id, partition: engine.partitionOf(topic, id), when: { kind: 'd' as const, ms: 0 }, body: BODY, ...(path === 'plain' ? {} : { key }) };
       });
-      const inFlight = per === 1 ? 32 : 1;
-      const phase = (name: string) => round === 1 && control('-d', name);
       if (round === 1) control('-z');
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: inFlight }, async () => {
-          while (next < all.length) {
-            const from = next;
-            next += per;
-            const { results } = await engine.write(all.slice(from, from + per), 'add', 'bench');
-            if (results.some((r) => r.status !== 'created')) throw new Error('an add was refused');
-          }
-        }),
-      );
-      phase('add');
-      for (let r = await engine.sweep(); r.more; r = await engine.sweep());
-      phase('sweep');
-      let left = n;
-      await Promise.all(
-        Array.from({ length: inFlight }, async () => {
-          while (left > 0) {
-            const claimed = await engine.claim(topic, per);
-            if (claimed.length === 0) {
-              await sleep(1);
-              continue;
-            }
-            left -= claimed.length;
-            await engine.start(topic, claimed);
-            await Promise.all(claimed.map((j) => engine.ack(topic, j.id, j)));
-          }
-        }),
-      );
-      phase('claim, start, ack');
+      await addSweepClaimAck(engine, topic, all, per, (name) => round === 1 && control('-d', name));
     }
   } finally {
     redis.disconnect();

@@ -109,6 +109,16 @@ local function packState(st)
   return packed
 end
 
+-- The running count and flags of state `raw` as stored (both formats start with them), and `raw`
+-- with its running count set to `running`: a leave reads and changes no more.
+local function storedRunning(raw)
+  return struct.unpack('<HB', raw)
+end
+
+local function withStoredRunning(raw, running)
+  return struct.pack('<H', math.min(running, 65535)) .. string.sub(raw, 3)
+end
+
 local function unpackState(raw)
   local running, flags, tat, conc, headAt
   if string.byte(raw, 3) >= 4 then
@@ -165,14 +175,19 @@ local function atRest(st)
   return st[F_RUNNING] <= 0 and st[F_RING] == 0 and st[F_HELD] == 0 and not st[F_HEAD]
 end
 
--- Keeps state `st` as key `key`'s in the batch, to be written (or deleted, at rest) by flowFlush.
-local function batchSave(f, key, st)
-  local b = batchOf(f)
-  b.st[key], b.raw[key] = st, nil
+-- Marks key `key` of batch state hash `b` for flowFlush to write.
+local function markChanged(b, key)
   if not b.changed[key] then
     b.changed[key] = true
     b.order[#b.order + 1] = key
   end
+end
+
+-- Keeps state `st` as key `key`'s in the batch, to be written (or deleted, at rest) by flowFlush.
+local function batchSave(f, key, st)
+  local b = batchOf(f)
+  b.st[key], b.raw[key] = st, nil
+  markChanged(b, key)
 end
 
 -- Writes key `key`'s state, or deletes it when it is at rest and its pace has run out by `now`
@@ -213,11 +228,13 @@ local function ringPush(f, key)
   t.keys[#t.keys + 1] = key
 end
 
--- Calls redis.call(command, key, <args...>) for `args` in slices (unpack's limit).
+-- Calls redis.call(command, key, <args...>) for `args` in slices (unpack's limit); the last reply.
 local function callSliced(command, key, args)
+  local reply
   for i = 1, #args, 4000 do
-    redis.call(command, key, unpack(args, i, math.min(#args, i + 3999)))
+    reply = redis.call(command, key, unpack(args, i, math.min(#args, i + 3999)))
   end
+  return reply
 end
 
 -- Pushes the keys put at the ring's tail so far (batch).
@@ -302,15 +319,12 @@ local function flowLeave(jobsKey, h, now, back)
     local b = batchOf(f)
     local raw = not b.st[key] and b.raw[key]
     if raw then
-      local running, flags = struct.unpack('<HB', raw)
+      local running, flags = storedRunning(raw)
       if flags % 2 == 1 then
         -- in the ring (so not at rest, and nothing to put back): its running count alone changes,
         -- in the bytes as stored, without unpacking the state
-        b.raw[key] = struct.pack('<H', math.max(0, running - 1)) .. string.sub(raw, 3)
-        if not b.changed[key] then
-          b.changed[key] = true
-          b.order[#b.order + 1] = key
-        end
+        b.raw[key] = withStoredRunning(raw, math.max(0, running - 1))
+        markChanged(b, key)
         return
       end
     end
@@ -327,9 +341,7 @@ end
 local function flowReady(jobsKey, key, ids, now)
   local f = flowKeys(jobsKey)
   local lane = laneKey(f, key)
-  local length = 0
-  for i = 1, #ids, 4000 do length = redis.call('RPUSH', lane, unpack(ids, i, math.min(#ids, i + 3999))) end
-  if length > #ids then return end -- the lane held ids: the head is set, and the key in the ring, held, paused or at its cap already
+  if callSliced('RPUSH', lane, ids) > #ids then return end -- the lane held ids: the head is set, and the key in the ring, held, paused or at its cap already
   local st = flowState(f, key)
   if st[F_HEAD] then return end -- ready already: the ids stay in the lane, behind the head
   st[F_HEAD] = redis.call('LPOP', lane) -- the key's first ready id: its head (a lone one leaves no lane)
