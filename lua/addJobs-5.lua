@@ -63,7 +63,7 @@ for i = 6, #ARGV, 11 do
   if not record then
     if not put or matches(ifMatch, nil) then
       if not budget.take(#body) then break end
-      local h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by, key }
+      local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
       placeInGroup(jobsKey, groupKey, h, false, nil)
       store(jobsKey, bodiesKey, id, h, body, false)
       redis.call('ZADD', delayedKey, due, id)
@@ -81,7 +81,7 @@ for i = 6, #ARGV, 11 do
       local code = OUTCOME.REPLACED
       if state == CANCELLED then
         code = OUTCOME.CREATED
-        h = { PENDING, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by, key }
+        h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
         redis.call('ZREM', doneKey, id)
       else
         h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, by, key

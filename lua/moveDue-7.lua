@@ -88,13 +88,13 @@ end)
 
 local due = {}
 if flow then
-  -- each to its key's lane: the key is in the record; a key's ids go in one push, in due order,
-  -- the keys in the order their first ids fell due
+  -- each to its key's lane: the key is in the record's first bytes (not decoded); a key's ids go
+  -- in one push, in due order, the keys in the order their first ids fell due
   local routed, idsOf, keys = 0, {}, {}
   moved = drain(k.delayed, now, function(id, record)
-    local h = headerOf(record)
-    if h[H_STATE] == PENDING then
-      local key = h[H_KEY] or ''
+    local state, key = stateAndKey(record)
+    if state == PENDING then
+      key = key or ''
       local ids = idsOf[key]
       if not ids then
         ids = {}

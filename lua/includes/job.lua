@@ -13,23 +13,24 @@
 --- @include "clock"
 --- @include "call"
 
-local H_STATE, H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+-- H_KEY: the job's flow key on a flow topic ('' for none given: see includes/flow.lua), false on
+-- any other topic. Second, right after the state: a sweep reads both off the record's first bytes
+-- without decoding it (stateAndKey, below).
+local H_STATE, H_KEY = 1, 2
+local H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
+  3, 4, 5, 6, 7, 8, 9, 10, 11, 12
 -- H_CLAIM: the running attempt's claim token, unique to that claim (ack, fail, start and release
 -- must present it; a re-created job's attempt 1 has another). H_STARTED: when a handler started
 -- the attempt, false while it is only claimed. H_GIVE_BACKS: claims in a row given back without
 -- counting (released after a failed invoke, or timed out before they started).
-local H_CLAIM, H_STARTED, H_GIVE_BACKS = 12, 13, 14
+local H_CLAIM, H_STARTED, H_GIVE_BACKS = 13, 14, 15
 -- H_VERSION: the version the record's last write gave it (nextVersion, below): growing per job, so
 -- a job, a re-created id included, never repeats an old version, across failovers too.
 -- H_GROUP: the job's group, or false.
-local H_VERSION, H_GROUP = 15, 16
+local H_VERSION, H_GROUP = 16, 17
 -- H_BY: the name of the API key that last changed the job (added, replaced, cancelled or redrove
 -- it), or false when only the queue has (a schedule's occurrence).
-local H_BY = 17
--- H_KEY: the job's flow key on a flow topic ('' for none given: see includes/flow.lua), false on
--- any other topic.
-local H_KEY = 18
+local H_BY = 18
 -- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
 -- stored) for the first, and for a job without a group. Last: a header has no holes before it.
 local H_CHUNK = 19
@@ -58,6 +59,18 @@ end
 local function headerOf(record)
   local _, header = cmsgpack.unpack_one(record)
   return header
+end
+
+-- A record's state and flow key (H_STATE, H_KEY) read off its first bytes, without decoding it: a
+-- header of 16 slots or more is a msgpack array16 (3 bytes), then the state, a positive fixint,
+-- then the key: false (0xc2) or a string of at most 65,535 bytes (fixstr, str8 or str16).
+local function stateAndKey(record)
+  local state, tag = string.byte(record, 4, 5)
+  if tag == 0xc2 then return state, false end
+  if tag >= 0xa0 and tag <= 0xbf then return state, string.sub(record, 6, 5 + tag - 0xa0) end
+  if tag == 0xd9 then return state, string.sub(record, 7, 6 + string.byte(record, 6)) end
+  local hi, lo = string.byte(record, 6, 7)
+  return state, string.sub(record, 8, 7 + hi * 256 + lo)
 end
 
 -- The header of job `id`'s record, nil when there is none.

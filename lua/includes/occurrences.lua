@@ -22,7 +22,7 @@ local function createJob(k, groupKey, id, due, now, o, body)
     redis.call('ZREM', k.done, id)
     old, oldChunk = h[H_GROUP], h[H_CHUNK]
   end
-  local h = { PENDING, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group, false, o.key }
+  local h = { PENDING, o.key, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group, false }
   placeInGroup(k.jobs, groupKey, h, old, oldChunk)
   store(k.jobs, k.bodies, id, h, body, record ~= false)
   redis.call('ZADD', k.delayed, due, id)

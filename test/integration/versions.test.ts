@@ -120,7 +120,7 @@ describe('versions within one tick of the clock', () => {
     // the helpers of includes/job.lua, as a script runs them: a call that writes a record twice and deletes it, and one that makes it again
     const lua = (body: string) => [...includeOrder(body).map((name) => INCLUDES[name]), body].join('\n');
     const make = `local now = clock(ARGV[1])
-local h = { PENDING, now, now, 0, false, false, false, false, false, now, false, false, false, 0, 0, false }
+local h = { PENDING, false, now, now, 0, false, false, false, false, false, now, false, false, false, 0, 0, false, false }
 store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
     const [v1, v2] = (await redis.eval(
       lua(`--- @include "job"\n${make}\nlocal v1 = h[H_VERSION]\nsave(KEYS[1], ARGV[2], h, '"x"')\nlocal v2 = h[H_VERSION]\nremove(KEYS[1], KEYS[2], ARGV[2], h)\nreturn { v1, v2 }`),
