@@ -22,8 +22,9 @@ local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[
 local now, retention = clock(ARGV[1]), tonumber(ARGV[2])
 local result = {}
 -- Each record read and decoded first, so that the flow keys' states are read in one HMGET; the
--- keys' states are written once at the end (includes/flow.lua, flowBatch).
-flowBatch()
+-- keys' states are written once at the end (includes/flow.lua, flowBatch); one ack alone needs no
+-- batch (its tables cost more than they save).
+if #ARGV > 5 then flowBatch() end
 local rows, keys = {}, {}
 for i = 3, #ARGV, 3 do
   local record = redis.call('HGET', jobsKey, ARGV[i])

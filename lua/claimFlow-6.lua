@@ -136,7 +136,8 @@ end
 -- Keys are taken off the ring as many at a time as the jobs left want (their states read in one
 -- HMGET); the keys a visit puts back at the tail are pushed before the next take, so the ring turns
 -- as it would key by key. Keys taken and not visited (the claim is done) go back to its head.
-flowBatch()
+-- One job wanted visits one key: nothing to gather, so no batch (its tables cost more than they save).
+if n > 1 then flowBatch() end
 while claimed < n and visits > 0 and not stopped do
   flowFlushRing()
   local keys = redis.call('LPOP', f.ring, math.min(visits, math.ceil((n - claimed) / quota)))
