@@ -35,8 +35,8 @@
  * 3. cheap: BENCH_CHEAP_JOBS (20,000) jobs added, swept, claimed, started and acked, on a plain
  *    topic, on a flow topic (100 keys, per-key limits that never bind) and on a flow topic with no
  *    per-key limits, in calls of 100 jobs and, half as many jobs, of one job (32 in flight), each
- *    path 3 times in turn (the median is reported): Redis CPU (INFO cpu,
- *    user + sys) and commands per job (INFO commandstats: the commands the scripts run included),
+ *    path BENCH_CHEAP_REPEATS (3) times in turn (the median is reported): Redis CPU (INFO cpu,
+ *    user + sys, and each alone) and commands per job (INFO commandstats: the commands the scripts run included),
  *    and the flow topic's ratio to the plain one. Memory: BENCH_MEMORY_KEYS (100,000) ready jobs
  *    on a plain topic, on a flow topic under one key, and under as many distinct keys (INFO memory
  *    used_memory); bytes per active key. Then the distinct keys' jobs, and the plain ones, are all
@@ -77,7 +77,7 @@ const N = {
   memoryKeys: envInt('BENCH_MEMORY_KEYS', 100_000),
   pauseCycles: envInt('BENCH_PAUSE_CYCLES', 100),
 };
-const REPEATS = 3; // runs of each path in the cost comparison
+const REPEATS = envInt('BENCH_CHEAP_REPEATS', 3); // runs of each path in the cost comparison
 const BY = 'bench'; // the API key's name the jobs are added with (updatedBy)
 const BODY = JSON.stringify({ order: 'x'.repeat(36) }); // 50 bytes
 
@@ -777,7 +777,9 @@ async function redisCounters(redis: Redis) {
     byCommand[name!] = Number(calls);
     if (name === 'fcall' || name === 'evalsha' || name === 'eval') scriptCalls += Number(calls);
   }
-  return { cpuS: Number(info(cpu, 'used_cpu_user')) + Number(info(cpu, 'used_cpu_sys')), commands, scriptCalls, byCommand };
+  const userS = Number(info(cpu, 'used_cpu_user'));
+  const sysS = Number(info(cpu, 'used_cpu_sys'));
+  return { cpuS: userS + sysS, userS, sysS, commands, scriptCalls, byCommand };
 }
 
 type CostPath = 'plain' | 'flow' | 'flow, no key limits';
@@ -817,6 +819,8 @@ async function costRun(path: CostPath, per: number, jobs: number) {
       per,
       jobs,
       cpuUs: round(((after.cpuS - before.cpuS) * 1e6) / jobs, 1),
+      userUs: round(((after.userS - before.userS) * 1e6) / jobs, 1),
+      sysUs: round(((after.sysS - before.sysS) * 1e6) / jobs, 1),
       commands: round((after.commands - before.commands) / jobs, 2),
       scriptCalls: round((after.scriptCalls - before.scriptCalls) / jobs, 3),
       jobsPerSecond: round(jobs / wallS, 0),
@@ -929,7 +933,16 @@ async function cheap(): Promise<Section> {
     const median = (path: CostPath) => {
       const list = all[path];
       const mid = (xs: number[]) => quantile(sorted(xs), 0.5);
-      return { path, cpuUs: mid(list.map((r) => r.cpuUs)), cpuUsEach: list.map((r) => r.cpuUs), commands: mid(list.map((r) => r.commands)), scriptCalls: mid(list.map((r) => r.scriptCalls)), byCommand: list[0]!.byCommand };
+      return {
+        path,
+        cpuUs: mid(list.map((r) => r.cpuUs)),
+        cpuUsEach: list.map((r) => r.cpuUs),
+        userUs: mid(list.map((r) => r.userUs)),
+        sysUs: mid(list.map((r) => r.sysUs)),
+        commands: mid(list.map((r) => r.commands)),
+        scriptCalls: mid(list.map((r) => r.scriptCalls)),
+        byCommand: list[0]!.byCommand,
+      };
     };
     const [plain, flow, bare] = [median('plain'), median('flow'), median('flow, no key limits')];
     runs.push({ per, jobs, plain, flow, bare, cpuRatio: round(flow.cpuUs / plain.cpuUs, 2), commandsRatio: round(flow.commands / plain.commands, 2), bareCpuRatio: round(bare.cpuUs / plain.cpuUs, 2) });
@@ -948,6 +961,11 @@ async function cheap(): Promise<Section> {
       `${fmt(r.jobs)} jobs added, claimed, started, acked in ${how}: Redis CPU per job (median of ${REPEATS}), plain / flow (no key limits)`,
       `${fmt(r.plain.cpuUs, 1)} / ${fmt(r.flow.cpuUs, 1)} (${fmt(r.bare.cpuUs, 1)}) µs = ${r.cpuRatio}× (${r.bareCpuRatio}×)`,
       verdict(r.cpuRatio <= 1.2, '≤ 1.2×'),
+    ]);
+    rows.push([
+      '  of which user / system (the kernel’s, for the requests), medians, plain / flow',
+      `${fmt(r.plain.userUs, 1)} / ${fmt(r.plain.sysUs, 1)} µs; ${fmt(r.flow.userUs, 1)} / ${fmt(r.flow.sysUs, 1)} µs: user ${round(r.flow.userUs / r.plain.userUs, 2)}×`,
+      '',
     ]);
     rows.push([
       '  commands (script calls) per job, plain / flow',
