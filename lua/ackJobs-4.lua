@@ -21,41 +21,27 @@
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, retention = clock(ARGV[1]), tonumber(ARGV[2])
 local result = {}
--- Each record read and decoded first, so that the flow keys' states are read in one HMGET; the
--- keys' states are written once at the end (includes/flow.lua, flowBatch); one ack alone needs no
--- batch (its tables cost more than they save).
-if #ARGV > 5 then flowBatch() end
-local rows, keys = {}, {}
-for i = 3, #ARGV, 3 do
-  local record = redis.call('HGET', jobsKey, ARGV[i])
-  local row = { record = record }
-  if record then
-    row.h, row.inline = decode(record)
-    if row.h[H_KEY] then keys[#keys + 1] = row.h[H_KEY] end
-  end
-  rows[#rows + 1] = row
-end
-if #keys > 0 then flowPrefetch(flowKeys(jobsKey), keys) end
-local seen = {}
+-- A flow topic's slots come back at the end, counted per key: the keys' states read in one HMGET
+-- and written in one HSET (flowLeaveMany).
+local leftKeys, leftCounts = {}, {}
 for i = 3, #ARGV, 3 do
   local id = ARGV[i]
-  local row = rows[#result + 1]
-  if seen[id] then
-    -- the same id again: read after the first one's change
-    row = { record = redis.call('HGET', jobsKey, id) }
-    if row.record then row.h, row.inline = decode(row.record) end
-  end
-  seen[id] = true
+  local record = redis.call('HGET', jobsKey, id)
   local code = REFUSAL.NOT_FOUND
-  if row.record then
-    local h, inline = row.h, row.inline
+  if record then
+    local h, inline = decode(record)
     if h[H_STATE] == CANCELLED then
       code = REFUSAL.CANCELLED
     elseif not isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
       code = REFUSAL.STALE_ATTEMPT
     else
       redis.call('ZREM', runningKey, id)
-      flowLeave(jobsKey, h, now)
+      local key = h[H_KEY]
+      if key then
+        local n = leftCounts[key]
+        if not n then leftKeys[#leftKeys + 1] = key end
+        leftCounts[key] = (n or 0) + 1
+      end
       if retention > 0 or h[H_GROUP] then
         h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = DONE, now, false
         save(jobsKey, id, h, inline)
@@ -68,5 +54,5 @@ for i = 3, #ARGV, 3 do
   end
   result[#result + 1] = code
 end
-flowFlush()
+if #leftKeys > 0 then flowLeaveMany(jobsKey, leftKeys, leftCounts, now) end
 return result

@@ -192,19 +192,25 @@ end
 
 -- Writes key `key`'s state, or deletes it when it is at rest and its pace has run out by `now`
 -- (batch: marks it for flowFlush, and a deleted one reads as new from then on).
+-- Whether key `key`'s state `st` is to be deleted: at rest, its pace run out by `now`. At rest with
+-- only its pace left, it is held in the wait zset instead (the sweep deletes it when the pace has
+-- run out) and kept.
+local function spent(f, key, st, now)
+  if not atRest(st) then return false end
+  if st[F_TAT] <= now then return true end
+  st[F_HELD] = 1
+  redis.call('ZADD', f.wait, st[F_TAT], key)
+  return false
+end
+
 local function saveFlowState(f, key, st, now)
-  if atRest(st) then
-    if st[F_TAT] <= now then
-      if batch then
-        batchSave(f, key, newFlowState())
-        return
-      end
-      redis.call('HDEL', f.state, key)
+  if spent(f, key, st, now) then
+    if batch then
+      batchSave(f, key, newFlowState())
       return
     end
-    -- only its pace is left: the sweep deletes the state when the pace has run out
-    st[F_HELD] = 1
-    redis.call('ZADD', f.wait, st[F_TAT], key)
+    redis.call('HDEL', f.state, key)
+    return
   end
   if batch then
     batchSave(f, key, st)
@@ -288,9 +294,13 @@ end
 
 -- Puts key `key` (state `st`) in the ring when it is out of it, not held by its pace, has a ready
 -- id and is under the concurrency it was last claimed under. The claim checks the rest.
+local function claimable(st)
+  if st[F_RING] == 1 or st[F_HELD] == 1 or not st[F_HEAD] then return false end
+  return not (st[F_CONC] > 0 and st[F_RUNNING] >= st[F_CONC])
+end
+
 local function ringIfClaimable(f, key, st)
-  if st[F_RING] == 1 or st[F_HELD] == 1 or not st[F_HEAD] then return end
-  if st[F_CONC] > 0 and st[F_RUNNING] >= st[F_CONC] then return end
+  if not claimable(st) then return end
   ringPush(f, key)
   st[F_RING] = 1
 end
@@ -334,6 +344,47 @@ local function flowLeave(jobsKey, h, now, back)
   if back then pushFront(f, key, st, back) end
   ringIfClaimable(f, key, st)
   saveFlowState(f, key, st, now)
+end
+
+-- Running jobs of a flow topic stop running, `counts[key]` of each key of `keys` (an ack's, one
+-- entry a key): their slots come back as flowLeave gives them one by one, the states read in one
+-- HMGET; a key in the ring has its running count changed in its stored bytes alone; any other
+-- key's state is unpacked, changed, and put back in the ring when it may claim. The states are
+-- written in one HSET, those at rest deleted in one HDEL, the keys put in the ring in one RPUSH (not
+-- batch: its tables cost more than they save here).
+local function flowLeaveMany(jobsKey, keys, counts, now)
+  local f = flowKeys(jobsKey)
+  local raws = redis.call('HMGET', f.state, unpack(keys))
+  local sets, dels, ring = {}, {}, {}
+  for i, key in ipairs(keys) do
+    local raw = raws[i]
+    local running, flags
+    if raw then running, flags = storedRunning(raw) end
+    if raw and flags % 2 == 1 then
+      sets[#sets + 1] = key
+      sets[#sets + 1] = withStoredRunning(raw, math.max(0, running - counts[key]))
+    else
+      local st = raw and unpackState(raw) or newFlowState()
+      st[F_RUNNING] = math.max(0, st[F_RUNNING] - counts[key])
+      if claimable(st) then
+        ring[#ring + 1] = key
+        st[F_RING] = 1
+      end
+      if spent(f, key, st, now) then
+        dels[#dels + 1] = key
+      else
+        sets[#sets + 1] = key
+        sets[#sets + 1] = packState(st)
+      end
+    end
+  end
+  if #ring > 0 then redis.call('RPUSH', f.ring, unpack(ring)) end
+  if #sets > 0 then
+    sets[#sets + 1] = DICT_FIELD
+    sets[#sets + 1] = DICT_VALUE
+    redis.call('HSET', f.state, unpack(sets))
+  end
+  if #dels > 0 then redis.call('HDEL', f.state, unpack(dels)) end
 end
 
 -- Puts ready jobs `ids` of a flow topic, all of key `key`, in order, last among its key's ready ids
