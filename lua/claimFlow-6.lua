@@ -57,6 +57,11 @@ local quota = math.max(1, math.floor(n / math.max(1, redis.call('LLEN', f.ring))
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false
 
+-- More than one job wanted: the keys' states gathered for the call (claimGather in
+-- includes/flow.lua), written once at its end; one job wanted visits one key, whose state is read
+-- and written directly (a table or closure a call costs more than it saves).
+local g = n > 1 and claimGather(f)
+
 -- Takes key `key`'s ready ids (state `st`: its head, then its lane) until one is claimed; false
 -- when none is left or the budget stopped it, 'more' when the visit passed STALE_PER_VISIT stale
 -- ids (the key stays).
@@ -95,7 +100,7 @@ end
 -- One visit of key `key`, just taken off the ring. Returns true when the budget stopped the claim
 -- before the key's turn was used: the key goes back to the ring's head.
 local function visit(key)
-  local st = flowState(f, key)
+  local st = g and gatheredState(g, key) or flowState(f, key)
   st[F_RING] = 0
   local conc, rate, paused = flowLimits(anyPinned and flowConf(f, key), defaults)
   st[F_CONC] = conc
@@ -122,27 +127,23 @@ local function visit(key)
     if stopped then
       atHead = true
       st[F_RING] = 1
-    elseif got == 'more' then
-      ringPush(f, key)
+    elseif got == 'more' or (got == true and claimable(st)) then
+      if g then g.tails[#g.tails + 1] = key else ringPush(f, key) end
       st[F_RING] = 1
-    elseif got == true then
-      ringIfClaimable(f, key, st)
     end
   end
-  saveFlowState(f, key, st, now)
+  if not g then saveFlowState(f, key, st, now) end
   return atHead
 end
 
 -- Keys are taken off the ring as many at a time as the jobs left want (their states read in one
 -- HMGET); the keys a visit puts back at the tail are pushed before the next take, so the ring turns
 -- as it would key by key. Keys taken and not visited (the claim is done) go back to its head.
--- One job wanted visits one key: nothing to gather, so no batch (its tables cost more than they save).
-if n > 1 then flowBatch() end
 while claimed < n and visits > 0 and not stopped do
-  flowFlushRing()
+  if g then gatheredTails(g) end
   local keys = redis.call('LPOP', f.ring, math.min(visits, math.ceil((n - claimed) / quota)))
   if not keys then break end
-  flowPrefetch(f, keys)
+  if g then gatherStates(g, keys) end
   local head, i = {}, 0
   while i < #keys and claimed < n and not stopped do
     i = i + 1
@@ -156,7 +157,7 @@ while claimed < n and visits > 0 and not stopped do
     redis.call('LPUSH', f.ring, unpack(reversed))
   end
 end
-flowFlush()
+if g then gatheredWrite(g, now) end
 countReady(f, -taken)
 if stopped then result[4] = 1 end
 if late and #late > 0 then recordLateness(KEYS[6], now, late) end
