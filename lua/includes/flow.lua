@@ -243,6 +243,17 @@ local function callSliced(command, key, args)
   return reply
 end
 
+-- Adds key `key`'s state `st` to a write of states (writeStates): its key to `dels` when `drop` (at
+-- rest), else the key and the state packed to `sets`.
+local function addState(sets, dels, key, st, drop)
+  if drop then
+    dels[#dels + 1] = key
+  else
+    sets[#sets + 1] = key
+    sets[#sets + 1] = packState(st)
+  end
+end
+
 -- Writes key states: `sets` (key, packed state, ...) in one HSET with DICT_FIELD, the keys `dels`
 -- (at rest) deleted in one HDEL (each in slices of 4,000 arguments: pairs stay whole).
 local function writeStates(f, sets, dels)
@@ -279,11 +290,8 @@ local function flowFlush()
         -- changed as stored (flowLeave): in the ring, so not at rest
         sets[#sets + 1] = key
         sets[#sets + 1] = b.raw[key]
-      elseif atRest(st) then
-        dels[#dels + 1] = key
       else
-        sets[#sets + 1] = key
-        sets[#sets + 1] = packState(st)
+        addState(sets, dels, key, st, atRest(st))
       end
     end
     writeStates(b.f, sets, dels)
@@ -399,12 +407,7 @@ local function gatheredWrite(g, now)
   local sets, dels = {}, {}
   for _, key in ipairs(g.visited) do
     local st = g.sts[key]
-    if spent(g.f, key, st, now) then
-      dels[#dels + 1] = key
-    else
-      sets[#sets + 1] = key
-      sets[#sets + 1] = packState(st)
-    end
+    addState(sets, dels, key, st, spent(g.f, key, st, now))
   end
   writeStates(g.f, sets, dels)
 end
@@ -433,12 +436,7 @@ local function flowLeaveMany(jobsKey, keys, counts, now)
         ring[#ring + 1] = key
         st[F_RING] = 1
       end
-      if spent(f, key, st, now) then
-        dels[#dels + 1] = key
-      else
-        sets[#sets + 1] = key
-        sets[#sets + 1] = packState(st)
-      end
+      addState(sets, dels, key, st, spent(f, key, st, now))
     end
   end
   if #ring > 0 then redis.call('RPUSH', f.ring, unpack(ring)) end
