@@ -58,15 +58,13 @@ local function laneKey(f, key)
   return f.jobs .. '#lane:' .. key
 end
 
--- Write-behind within one script call (flowBatch ... flowFlush): a hot script (a claim, an ack, a
--- sweep) that touches many keys reads each key's state once (flowPrefetch reads many in one HMGET),
+-- Write-behind within one script call (flowBatch ... flowFlush): the sweep, which touches many keys
+-- (timed-out attempts' slots, due jobs routed, keys its pace lets go), reads each key's state once
 -- and writes the states it changed, and the keys it puts at the ring's tail, once at the end. The
--- states live in `batch.states[<state hash>]` = { f, st = { key -> state }, raw = { key -> state as
--- stored, false: none }, order = { keys changed, in order }, changed = { key -> true } } (batchOf): a
--- prefetched state stays as stored (raw) until a flowState call unpacks it (st), and a leave of a
--- key in the ring changes its running count in the stored bytes alone (flowLeave); the ring's
--- pushes in `batch.tails[<ring>]` = { keys } (ringPush). Off (false) in every other script: there
--- each save writes at once.
+-- states live in `batch.states[<state hash>]` = { f, st = { key -> state }, order = { keys changed,
+-- in order }, changed = { key -> true } } (batchOf); the ring's pushes in `batch.tails[<ring>]` =
+-- { keys } (ringPush). Off (false) in every other script: there each save writes at once (the
+-- claim and the ack keep their own tables: claimGather, flowLeaveMany).
 local batch = false
 onEachCall(function() batch = false end)
 
@@ -77,7 +75,7 @@ end
 local function batchOf(f)
   local b = batch.states[f.state]
   if not b then
-    b = { f = f, st = {}, raw = {}, order = {}, changed = {} }
+    b = { f = f, st = {}, order = {}, changed = {} }
     batch.states[f.state] = b
     batch.stateOrder[#batch.stateOrder + 1] = b
   end
@@ -137,37 +135,15 @@ local function flowState(f, key)
     local b = batchOf(f)
     local st = b.st[key]
     if not st then
-      local raw = b.raw[key]
-      if raw == nil then raw = redis.call('HGET', f.state, key) end
+      local raw = redis.call('HGET', f.state, key)
       st = raw and unpackState(raw) or newFlowState()
-      b.st[key], b.raw[key] = st, nil
+      b.st[key] = st
     end
     return st
   end
   local raw = redis.call('HGET', f.state, key)
   if raw then return unpackState(raw) end
   return newFlowState()
-end
-
--- Reads the states of `keys` (a list) in one HMGET, for the flowState calls that follow (batch only).
-local function flowPrefetch(f, keys)
-  if not batch or #keys == 0 then return end
-  local b = batchOf(f)
-  local wanted, seen = {}, {}
-  for _, key in ipairs(keys) do
-    if not b.st[key] and b.raw[key] == nil and not seen[key] then
-      seen[key] = true
-      wanted[#wanted + 1] = key
-    end
-  end
-  for i = 1, #wanted, 1000 do
-    local last = math.min(#wanted, i + 999)
-    local raws = redis.call('HMGET', f.state, unpack(wanted, i, last))
-    for j = i, last do
-      local raw = raws[j - i + 1]
-      b.raw[wanted[j]] = raw or false
-    end
-  end
 end
 
 -- At rest: nothing running or ready, not in the ring or the wait zset.
@@ -186,7 +162,7 @@ end
 -- Keeps state `st` as key `key`'s in the batch, to be written (or deleted, at rest) by flowFlush.
 local function batchSave(f, key, st)
   local b = batchOf(f)
-  b.st[key], b.raw[key] = st, nil
+  b.st[key] = st
   markChanged(b, key)
 end
 
@@ -286,13 +262,7 @@ local function flowFlush()
     local sets, dels = {}, {}
     for _, key in ipairs(b.order) do
       local st = b.st[key]
-      if not st then
-        -- changed as stored (flowLeave): in the ring, so not at rest
-        sets[#sets + 1] = key
-        sets[#sets + 1] = b.raw[key]
-      else
-        addState(sets, dels, key, st, atRest(st))
-      end
+      addState(sets, dels, key, st, atRest(st))
     end
     writeStates(b.f, sets, dels)
   end
@@ -339,20 +309,6 @@ local function flowLeave(jobsKey, h, now, back)
   local key = h[H_KEY]
   if not key then return end
   local f = flowKeys(jobsKey)
-  if batch and not back then
-    local b = batchOf(f)
-    local raw = not b.st[key] and b.raw[key]
-    if raw then
-      local running, flags = storedRunning(raw)
-      if flags % 2 == 1 then
-        -- in the ring (so not at rest, and nothing to put back): its running count alone changes,
-        -- in the bytes as stored, without unpacking the state
-        b.raw[key] = withStoredRunning(raw, math.max(0, running - 1))
-        markChanged(b, key)
-        return
-      end
-    end
-  end
   local st = flowState(f, key)
   st[F_RUNNING] = math.max(0, st[F_RUNNING] - 1)
   if back then pushFront(f, key, st, back) end
