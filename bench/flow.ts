@@ -526,10 +526,12 @@ async function exact(): Promise<Section> {
     let watching = true;
     let watchUntil = Infinity; // once the sampling is over: 10 s more for the last kills
     const watcher = (async () => {
+      let ended = 0; // ledger.killed[0 .. ended) have all ended: each tick looks from there on
       for (;;) {
         const tick = performance.now();
-        const due = [...ledger.killed].filter((a) => a.endedAt === undefined && a.at + ttrS * 1000 - 50 <= redisMs());
-        if (!watching && (ledger.killed.every((a) => a.endedAt !== undefined) || performance.now() > watchUntil)) break;
+        while (ended < ledger.killed.length && ledger.killed[ended]!.endedAt !== undefined) ended++;
+        if (!watching && (ended === ledger.killed.length || performance.now() > watchUntil)) break;
+        const due = ledger.killed.slice(ended).filter((a) => a.endedAt === undefined && a.at + ttrS * 1000 - 50 <= redisMs());
         await Promise.all(
           due.map(async (a) => {
             const job = await engine.get(TOPIC, a.id);
@@ -594,7 +596,7 @@ async function exact(): Promise<Section> {
       perSecond[kind].push(t.length > 1 ? ((t.length - 1) / (t.at(-1)! - t[0]!)) * 1000 : 0);
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-    const kills = [...ledger.byClaim.values()].filter((a) => a.killedAt !== undefined);
+    const kills = ledger.killed;
     const ghostMs = sorted(kills.flatMap((a) => (a.freedAt === undefined ? [] : [a.freedAt - a.killedAt!])));
     const unfreed = kills.length - ghostMs.length;
     const ghostGoal = ttrS * 1000 + 1000;

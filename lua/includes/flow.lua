@@ -166,8 +166,6 @@ local function batchSave(f, key, st)
   markChanged(b, key)
 end
 
--- Writes key `key`'s state, or deletes it when it is at rest and its pace has run out by `now`
--- (batch: marks it for flowFlush, and a deleted one reads as new from then on).
 -- Whether key `key`'s state `st` is to be deleted: at rest, its pace run out by `now`. At rest with
 -- only its pace left, it is held in the wait zset instead (the sweep deletes it when the pace has
 -- run out) and kept.
@@ -179,6 +177,8 @@ local function spent(f, key, st, now)
   return false
 end
 
+-- Writes key `key`'s state, or deletes it when it is at rest and its pace has run out by `now`
+-- (batch: marks it for flowFlush, and a deleted one reads as new from then on).
 local function saveFlowState(f, key, st, now)
   if spent(f, key, st, now) then
     if batch then
@@ -276,13 +276,14 @@ local function flowConf(f, key)
   return false
 end
 
--- Puts key `key` (state `st`) in the ring when it is out of it, not held by its pace, has a ready
--- id and is under the concurrency it was last claimed under. The claim checks the rest.
+-- Whether a key (state `st`) belongs back in the ring: out of it, not held by its pace, with a
+-- ready id and under the concurrency it was last claimed under. The claim checks the rest.
 local function claimable(st)
   if st[F_RING] == 1 or st[F_HELD] == 1 or not st[F_HEAD] then return false end
   return not (st[F_CONC] > 0 and st[F_RUNNING] >= st[F_CONC])
 end
 
+-- Puts key `key` (state `st`) in the ring when it is claimable.
 local function ringIfClaimable(f, key, st)
   if not claimable(st) then return end
   ringPush(f, key)
@@ -395,7 +396,7 @@ local function flowLeaveMany(jobsKey, keys, counts, now)
       addState(sets, dels, key, st, spent(f, key, st, now))
     end
   end
-  if #ring > 0 then redis.call('RPUSH', f.ring, unpack(ring)) end
+  if #ring > 0 then callSliced('RPUSH', f.ring, ring) end
   writeStates(f, sets, dels)
 end
 
