@@ -40,7 +40,7 @@ local late = ARGV[9] == '1' and {} or false
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
 local defaults = { conc = tonumber(ARGV[10]) or 0, rate = false }
-if ARGV[11] ~= '' then defaults.rate = { count = tonumber(ARGV[11]), perMs = tonumber(ARGV[12]), burst = tonumber(ARGV[13]) } end
+if ARGV[11] ~= '' then defaults.rate = flowRate(tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])) end
 local result = { now, 0, 0, 0, false }
 local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
 if n <= 0 or topicPaused(jobsKey) then return result end
@@ -67,8 +67,10 @@ local g = n > 1 and claimGather(f)
 -- ids (the key stays).
 local function claimFromLane(key, st)
   for _ = 1, STALE_PER_VISIT do
-    local id = popFront(f, key, st)
+    -- popFront, inlined (a call a job): the head, refilled from the lane's first
+    local id = st[F_HEAD]
     if not id then return false end
+    st[F_HEAD] = redis.call('LPOP', laneKey(f, key)) or false
     local record = redis.call('HGET', jobsKey, id)
     local h, inline
     if record then h, inline = decode(record) end
@@ -102,7 +104,8 @@ end
 local function visit(key)
   local st = g and gatheredState(g, key) or flowState(f, key)
   st[F_RING] = 0
-  local conc, rate, paused = flowLimits(anyPinned and flowConf(f, key), defaults)
+  local conc, rate, paused = defaults.conc, defaults.rate, false
+  if anyPinned then conc, rate, paused = flowLimits(flowConf(f, key), defaults) end
   st[F_CONC] = conc
   local atHead = false
   if paused or (conc > 0 and st[F_RUNNING] >= conc) then
@@ -118,9 +121,21 @@ local function visit(key)
       got = claimFromLane(key, st)
       if got ~= true then break end
       claimed = claimed + 1
-      st[F_RUNNING] = st[F_RUNNING] + 1
-      if rate then paceStart(st, rate, now) end
-      if claimed >= n or (conc > 0 and st[F_RUNNING] >= conc) or (rate and allowedAt(st, rate) > now) then break end
+      local running = st[F_RUNNING] + 1
+      st[F_RUNNING] = running
+      if claimed >= n or (conc > 0 and running >= conc) then
+        if rate then paceStart(st, rate, now) end
+        break
+      end
+      -- paceStart and allowedAt, inlined (a call each a job): the start counted in the pace, which
+      -- may hold the key now
+      if rate then
+        local tat = st[F_TAT]
+        if tat < now then tat = now end
+        tat = tat + rate.interval
+        st[F_TAT] = tat
+        if tat - rate.allowance > now then break end
+      end
     end
     -- back in the ring while it has ids and room (the next visit checks its pace): at the head
     -- when the budget stopped this claim before its turn was used, else at the tail
@@ -132,7 +147,7 @@ local function visit(key)
       st[F_RING] = 1
     end
   end
-  if not g then saveFlowState(f, key, st, now) end
+  if g then gatheredSave(g, key, st, now) else saveFlowState(f, key, st, now) end
   return atHead
 end
 
@@ -157,7 +172,7 @@ while claimed < n and visits > 0 and not stopped do
     redis.call('LPUSH', f.ring, unpack(reversed))
   end
 end
-if g then gatheredWrite(g, now) end
+if g then gatheredWrite(g) end
 countReady(f, -taken)
 if stopped then result[4] = 1 end
 if late and #late > 0 then recordLateness(KEYS[6], now, late) end

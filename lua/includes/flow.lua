@@ -107,16 +107,6 @@ local function packState(st)
   return packed
 end
 
--- The running count and flags of state `raw` as stored (both formats start with them), and `raw`
--- with its running count set to `running`: a leave reads and changes no more.
-local function storedRunning(raw)
-  return struct.unpack('<HB', raw)
-end
-
-local function withStoredRunning(raw, running)
-  return struct.pack('<H', math.min(running, 65535)) .. string.sub(raw, 3)
-end
-
 local function unpackState(raw)
   local running, flags, tat, conc, headAt
   if string.byte(raw, 3) >= 4 then
@@ -126,7 +116,8 @@ local function unpackState(raw)
     running, flags, conc = struct.unpack(STATE_UNPACED, raw)
     tat, headAt = 0, STATE_UNPACED_AT
   end
-  return { running, flags % 2, math.floor(flags / 2), tat, conc, #raw >= headAt and string.sub(raw, headAt) or false }
+  local ring = flags % 2
+  return { running, ring, (flags - ring) / 2, tat, conc, #raw >= headAt and string.sub(raw, headAt) or false }
 end
 
 -- Key `key`'s state (a new one at rest when it has none).
@@ -318,32 +309,42 @@ local function flowLeave(jobsKey, h, now, back)
 end
 
 -- A claim's keys' states (lua/claimFlow-6.lua, more than one job wanted): read many in one HMGET
--- (gatherStates; raws: as stored, false for none), kept as visited (gatheredState; sts, in the
--- order of their first visit: a key visited twice, back in the ring and taken again, keeps its
--- changes), and written at the end (gatheredWrite: one HSET, one HDEL for those at rest); the keys
--- put back at the ring's tail wait in `tails` for the next take (gatheredTails). The write-behind
--- batch above does the same for the scripts that also give slots back and route due jobs; a claim's
--- is plain tables, its hottest path, where the batch's bookkeeping cost more Lua work than it saved.
+-- (gatherStates; raws: as stored, false for none), each unpacked when its key is visited
+-- (gatheredState) and packed when the visit ends (gatheredSave: to `sets`, or to `dels` at rest, and
+-- back in raws, so a key visited twice, back in the ring and taken again, keeps its changes), all
+-- written at the end (gatheredWrite: one HSET, one HDEL; a key visited twice is in them twice, the
+-- later write last); the keys put back at the ring's tail wait in `tails` for the next take
+-- (gatheredTails). The write-behind batch above does the same for the scripts that also give slots
+-- back and route due jobs; a claim's is plain tables, its hottest path, where the batch's
+-- bookkeeping cost more Lua work than it saved.
 local function claimGather(f)
-  return { f = f, raws = {}, sts = {}, visited = {}, tails = {} }
+  return { f = f, raws = {}, sets = {}, dels = {}, tails = {} }
 end
 
 local function gatheredState(g, key)
-  local st = g.sts[key]
-  if not st then
-    local raw = g.raws[key]
-    if raw == nil then raw = redis.call('HGET', g.f.state, key) end
-    st = raw and unpackState(raw) or newFlowState()
-    g.sts[key] = st
-    g.visited[#g.visited + 1] = key
+  local raw = g.raws[key]
+  if raw == nil then raw = redis.call('HGET', g.f.state, key) end
+  if raw then return unpackState(raw) end
+  return newFlowState()
+end
+
+local function gatheredSave(g, key, st, now)
+  -- a key still running or ready is packed without the call of spent (most are)
+  if st[F_RUNNING] > 0 or st[F_HEAD] or not spent(g.f, key, st, now) then
+    local packed, sets = packState(st), g.sets
+    sets[#sets + 1] = key
+    sets[#sets + 1] = packed
+    g.raws[key] = packed
+  else
+    g.dels[#g.dels + 1] = key
+    g.raws[key] = false
   end
-  return st
 end
 
 local function gatherStates(g, keys)
   local wanted = {}
   for _, key in ipairs(keys) do
-    if not g.sts[key] and g.raws[key] == nil then wanted[#wanted + 1] = key end
+    if g.raws[key] == nil then wanted[#wanted + 1] = key end
   end
   for i = 1, #wanted, 1000 do
     local last = math.min(#wanted, i + 999)
@@ -359,14 +360,9 @@ local function gatheredTails(g)
   end
 end
 
-local function gatheredWrite(g, now)
+local function gatheredWrite(g)
   gatheredTails(g)
-  local sets, dels = {}, {}
-  for _, key in ipairs(g.visited) do
-    local st = g.sts[key]
-    addState(sets, dels, key, st, spent(g.f, key, st, now))
-  end
-  writeStates(g.f, sets, dels)
+  writeStates(g.f, g.sets, g.dels)
 end
 
 -- Running jobs of a flow topic stop running, `counts[key]` of each key of `keys` (an ack's, one
@@ -382,10 +378,12 @@ local function flowLeaveMany(jobsKey, keys, counts, now)
   for i, key in ipairs(keys) do
     local raw = raws[i]
     local running, flags
-    if raw then running, flags = storedRunning(raw) end
+    if raw then running, flags = struct.unpack('<HB', raw) end -- both formats start with them
     if raw and flags % 2 == 1 then
+      running = running - counts[key]
+      if running < 0 then running = 0 end
       sets[#sets + 1] = key
-      sets[#sets + 1] = withStoredRunning(raw, math.max(0, running - counts[key]))
+      sets[#sets + 1] = struct.pack('<H', running) .. string.sub(raw, 3) -- the running count changed in place
     else
       local st = raw and unpackState(raw) or newFlowState()
       st[F_RUNNING] = math.max(0, st[F_RUNNING] - counts[key])
@@ -413,27 +411,32 @@ local function flowReady(jobsKey, key, ids, now)
   saveFlowState(f, key, st, now)
 end
 
+-- A pace: `count` starts `per` ms, with a burst of `burst`; with the GCRA's interval between starts
+-- and the allowance of the burst (ms) worked out once.
+local function flowRate(count, perMs, burst)
+  local interval = perMs / count
+  return { count = count, perMs = perMs, burst = burst, interval = interval, allowance = (burst - 1) * interval }
+end
+
 -- The limits in force for a key: its pinned ones (conf) over the defaults `d` ({ conc, rate }).
--- Returns conc (0: none), rate ({ count, perMs, burst } or false), paused.
+-- Returns conc (0: none), rate (flowRate's, or false), paused.
 local function flowLimits(conf, d)
   if not conf then return d.conc, d.rate, false end
   local conc, rate = d.conc, d.rate
   if conf[C_CONC] then conc = conf[C_CONC] end
-  if conf[C_COUNT] then rate = { count = conf[C_COUNT], perMs = conf[C_PER], burst = conf[C_BURST] } end
+  if conf[C_COUNT] then rate = flowRate(conf[C_COUNT], conf[C_PER], conf[C_BURST]) end
   return conc, rate, conf[C_PAUSED] == 1
 end
 
 -- When key state `st` may start next under `rate` (GCRA): its pace's next start less the burst's
 -- allowance; a start at or after that time is allowed.
 local function allowedAt(st, rate)
-  local interval = rate.perMs / rate.count
-  return st[F_TAT] - (rate.burst - 1) * interval
+  return st[F_TAT] - rate.allowance
 end
 
 -- Counts one start of a key under `rate` at `now` in its pace.
 local function paceStart(st, rate, now)
-  local interval = rate.perMs / rate.count
-  st[F_TAT] = math.max(st[F_TAT], now) + interval
+  st[F_TAT] = math.max(st[F_TAT], now) + rate.interval
 end
 
 -- Key `key` as lua/getFlowKey-1.lua and lua/setFlowKey-1.lua reply it: { now, running, ready ids,
