@@ -67,7 +67,7 @@ local g = n > 1 and claimGather(f)
 -- ids (the key stays).
 local function claimFromLane(key, st)
   for _ = 1, STALE_PER_VISIT do
-    -- popFront, inlined (a call a job): the head, refilled from the lane's first
+    -- the key's first ready id: its head, which the lane's first refills
     local id = st[F_HEAD]
     if not id then return false end
     st[F_HEAD] = redis.call('LPOP', laneKey(f, key)) or false
@@ -121,21 +121,18 @@ local function visit(key)
       got = claimFromLane(key, st)
       if got ~= true then break end
       claimed = claimed + 1
-      local running = st[F_RUNNING] + 1
-      st[F_RUNNING] = running
-      if claimed >= n or (conc > 0 and running >= conc) then
-        if rate then paceStart(st, rate, now) end
-        break
-      end
-      -- paceStart and allowedAt, inlined (a call each a job): the start counted in the pace, which
-      -- may hold the key now
+      st[F_RUNNING] = st[F_RUNNING] + 1
+      -- the start counted in the pace (GCRA: its next start one interval on), which may hold the key
+      -- now (allowedAt, worked out in place: a call a job)
+      local held = false
       if rate then
         local tat = st[F_TAT]
         if tat < now then tat = now end
         tat = tat + rate.interval
         st[F_TAT] = tat
-        if tat - rate.allowance > now then break end
+        held = tat - rate.allowance > now
       end
+      if claimed >= n or (conc > 0 and st[F_RUNNING] >= conc) or held then break end
     end
     -- back in the ring while it has ids and room (the next visit checks its pace): at the head
     -- when the budget stopped this claim before its turn was used, else at the tail

@@ -287,13 +287,6 @@ local function pushFront(f, key, st, id)
   st[F_HEAD] = id
 end
 
--- Takes key `key`'s first ready id (state `st`), or false: its head, which the lane's first refills.
-local function popFront(f, key, st)
-  local id = st[F_HEAD]
-  if id then st[F_HEAD] = redis.call('LPOP', laneKey(f, key)) or false end
-  return id
-end
-
 -- A running job of a flow topic (header `h`) stops running: its key's slot comes back, and the key
 -- goes back in the ring when it has ready jobs; with `back`, the job is ready again, first among its
 -- key's (a give-back). No-op for a job of another topic.
@@ -329,7 +322,8 @@ local function gatheredState(g, key)
 end
 
 local function gatheredSave(g, key, st, now)
-  -- a key still running or ready is packed without the call of spent (most are)
+  -- addState written out, keeping the packed state for a second visit; a key still running or
+  -- ready is not at rest, so no call of spent (most are): two calls a job fewer on the claim
   if st[F_RUNNING] > 0 or st[F_HEAD] or not spent(g.f, key, st, now) then
     local packed, sets = packState(st), g.sets
     sets[#sets + 1] = key
@@ -432,11 +426,6 @@ end
 -- allowance; a start at or after that time is allowed.
 local function allowedAt(st, rate)
   return st[F_TAT] - rate.allowance
-end
-
--- Counts one start of a key under `rate` at `now` in its pace.
-local function paceStart(st, rate, now)
-  st[F_TAT] = math.max(st[F_TAT], now) + rate.interval
 end
 
 -- Key `key` as lua/getFlowKey-1.lua and lua/setFlowKey-1.lua reply it: { now, running, ready ids,
