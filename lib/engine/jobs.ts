@@ -7,6 +7,7 @@ import type { TopicConfig } from '../rules/config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
 import type { AckReply, AddResult, ClaimedItem, FailReply, LeftChunk, ScoredEntry } from './scripts';
 import type { JobView, NewJob } from './shapes';
+import { isoTime } from '../rules/time';
 
 export type { JobChange, JobView, NewJob } from './shapes';
 
@@ -137,7 +138,6 @@ const STATE_NAMES: Record<JobStateCode, JobState> = {
   [JOB_STATE.CANCELLED]: 'cancelled',
 };
 
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * The API's view of a job of topic `t` from the scripts' view; `body`, the JSON text of its body,
@@ -150,16 +150,16 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     topic: t.name,
     id,
     state: STATE_NAMES[state],
-    runAt: iso(runAt),
-    createdAt: iso(createdAt),
-    updatedAt: iso(updatedAt),
+    runAt: isoTime(runAt),
+    createdAt: isoTime(createdAt),
+    updatedAt: isoTime(updatedAt),
     attempts,
     maxAttempts: max ?? t.maxAttempts,
     ttr: (ttr ?? t.ttrMs) / 1000,
     backoff: describeBackoff(backoff ?? t.backoff),
     url,
     lastError,
-    deadline: deadline === null ? null : iso(deadline),
+    deadline: deadline === null ? null : isoTime(deadline),
     version,
     group,
     updatedBy,
@@ -174,9 +174,9 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
     topic: job.topic,
     id: job.id,
     state: 'delayed',
-    runAt: iso(runAt),
-    createdAt: iso(createdAt),
-    updatedAt: iso(createdAt),
+    runAt: isoTime(runAt),
+    createdAt: isoTime(createdAt),
+    updatedAt: isoTime(createdAt),
     attempts: 0,
     maxAttempts: job.maxAttempts ?? t.maxAttempts,
     ttr: (job.ttrMs ?? t.ttrMs) / 1000,
@@ -222,7 +222,7 @@ export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem, body: 
 
 /** A dead job of topic `t` from a listJobs entry of its dead zset, with `body` (JSON text) when the entry leaves it out. */
 export function toDeadJob(t: TopicConfig, [diedAt, view]: ScoredEntry, body: string | null = view[12]): DeadJob {
-  return { ...toJob(t, view, body), diedAt: iso(diedAt) };
+  return { ...toJob(t, view, body), diedAt: isoTime(diedAt) };
 }
 
 /** True for an outcome a script refused. */
@@ -252,5 +252,5 @@ function refusedAttempt(code: Refusal): 'stale' | 'cancelled' | 'not_found' {
 
 /** An ISO-8601 time, or null. */
 export function isoOrNull(ms: number | null): string | null {
-  return ms === null ? null : iso(ms);
+  return ms === null ? null : isoTime(ms);
 }

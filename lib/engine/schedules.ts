@@ -21,6 +21,7 @@ import type { Wake } from './jobs';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
 import { serverTime } from './context';
+import { isoTime } from '../rules/time';
 
 /** A schedule as the API shows it; times are ISO-8601, durations seconds. */
 export interface Schedule {
@@ -65,7 +66,6 @@ export const NEXT_RUNS_SHOWN = 5;
 /** Rounds of read, compute, commit a put tries while the schedule keeps changing under it (the sweeper advancing it). */
 const PUT_ROUNDS = 5;
 
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The definition a record holds. */
 export function specOf(view: script.ScheduleView): ScheduleSpec {
@@ -92,12 +92,12 @@ export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule 
     key: t.flow ? key : null,
     jitter: spec.jitterMs === undefined ? null : spec.jitterMs / 1000,
     version,
-    createdAt: iso(createdAt),
-    updatedAt: iso(updatedAt),
+    createdAt: isoTime(createdAt),
+    updatedAt: isoTime(updatedAt),
     updatedBy,
-    pending: next !== null && nextId !== null ? { id: nextId, runAt: iso(next) } : null,
-    lastRunAt: last === null ? null : iso(last),
-    nextRuns: next === null ? [] : [next, ...laterRuns(spec, next)].map(iso),
+    pending: next !== null && nextId !== null ? { id: nextId, runAt: isoTime(next) } : null,
+    lastRunAt: last === null ? null : isoTime(last),
+    nextRuns: next === null ? [] : [next, ...laterRuns(spec, next)].map((ms) => isoTime(ms)),
   };
 }
 

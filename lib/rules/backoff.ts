@@ -92,8 +92,27 @@ export function parseBackoff(input: unknown, path: string, maxDelayMs: number): 
   return { spec: `l:${delays.map((d: number) => Math.round(d * 1000)).join(',')}`, problems };
 }
 
-/** The user-facing form of a compact spec (delays in seconds). */
+/** describeBackoff's answers, by spec: a batch's replies describe the same few specs again and again. */
+const described = new Map<string, Backoff>();
+const DESCRIBED_MAX = 1000;
+
+/** The user-facing form of a compact spec (delays in seconds): one object per spec, frozen, shared. */
 export function describeBackoff(spec: string): Backoff {
+  let backoff = described.get(spec);
+  if (!backoff) {
+    backoff = deepFreeze(parseBackoffSpec(spec));
+    if (described.size >= DESCRIBED_MAX) described.clear(); // specs a job sets itself can be many
+    described.set(spec, backoff);
+  }
+  return backoff;
+}
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const v of Object.values(value)) if (typeof v === 'object' && v !== null) Object.freeze(v);
+  return Object.freeze(value);
+}
+
+function parseBackoffSpec(spec: string): Backoff {
   const [kind, ...rest] = spec.split(':');
   if (kind === 'f') return { type: 'fixed', delay: Number(rest[0]) / 1000 };
   if (kind === 'e') return { type: 'exponential', delay: Number(rest[0]) / 1000, max: Number(rest[1]) / 1000, jitter: Number(rest[2]) / 1000 };

@@ -30,6 +30,16 @@ describe('backoff', () => {
     assert.deepEqual(describeBackoff('f:5000'), { type: 'fixed', delay: 5 });
   });
 
+  it('describes a spec once: the same frozen object each time, with frozen ladder delays', () => {
+    const spec = 'l:1000,2000';
+    const first = describeBackoff(spec);
+    assert.equal(describeBackoff(spec), first);
+    assert.ok(Object.isFrozen(first));
+    assert.ok(first.type === 'ladder' && Object.isFrozen(first.delays));
+    assert.notEqual(describeBackoff('l:1000,3000'), first);
+    assert.deepEqual(describeBackoff('l:1000,3000'), { type: 'ladder', delays: [1, 3] });
+  });
+
   it('reports every problem with its path', () => {
     const paths = (input: unknown) => parseBackoff(input, 'backoff', YEAR).problems.map((p) => p.path);
     assert.deepEqual(paths({ type: 'fixed', delay: -1 }), ['backoff.delay']);
