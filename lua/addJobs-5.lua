@@ -15,16 +15,19 @@
   includes/groups.lua; a job already in the group keeps its place). A job a put moves
   out of its group is not taken out of the old group's zset here (its key is not this call's): the
   reply names the group and the chunk it left, and the caller calls lua/leaveGroup-2.lua.
-  Returns { headChanged 0|1, results... } with one result per job done, in order (fewer results
-  than jobs: the budget was reached, the rest were not looked at):
-    { OUTCOME.CREATED, id, runAt, createdAt, version, left }  add; put of a new or cancelled job
-                                               (left: { group, chunk } the job left, or false)
-    { OUTCOME.REPLACED, view, left }           put of a pending job: runAt, body, group and
+  Returns { headChanged 0|1, now, results... }: now is when the jobs created were created (ms);
+  then four slots per job done, in order (results for fewer jobs than were sent: the budget was
+  reached, the rest were not looked at), flat (a table a job costs Redis more to build and to
+  reply than its contents):
+    OUTCOME.CREATED, runAt, version, left      add; put of a new or cancelled job (left: { group,
+                                               chunk } the job left, or false)
+    OUTCOME.REPLACED, view, left, false        put of a pending job: runAt, body, group and
                                                options; the view's body is '' (it is the one the
                                                caller sent)
-    { REFUSAL.JOB_EXISTS, view }               add of an existing id: nothing changed
-    { REFUSAL.JOB_FINISHED, view }             put of a running, done or dead job: nothing changed
-    { REFUSAL.VERSION_MISMATCH, view or nil }  put whose if-match failed: nothing changed
+    REFUSAL.JOB_EXISTS, view, false, false     add of an existing id: nothing changed
+    REFUSAL.JOB_FINISHED, view, false, false   put of a running, done or dead job: nothing changed
+    REFUSAL.VERSION_MISMATCH, view or false, false, false
+                                               put whose if-match failed: nothing changed
   Mirrored by AddJobsReply in lib/engine/scripts.ts.
 ]]
 --- @include "codes"
@@ -41,7 +44,13 @@ local budget = byteBudget(tonumber(ARGV[3]))
 local by = optional(ARGV[4])
 local flow = ARGV[5] == '1'
 local headBefore = headScore(delayedKey)
-local results = {}
+local results = { 0, now } -- headChanged set at the end
+
+-- Appends one job's result: its four slots.
+local function reply(code, a, b, c)
+  local n = #results
+  results[n + 1], results[n + 2], results[n + 3], results[n + 4] = code, a, b, c
+end
 
 -- { group, chunk } that job `id`, stored with header `h`, left (its record had group `old` in
 -- chunk `oldChunk`), or false; joins the new group (placed by placeInGroup before the store)
@@ -68,9 +77,9 @@ for i = 6, #ARGV, 11 do
       store(jobsKey, bodiesKey, id, h, body, false)
       redis.call('ZADD', delayedKey, due, id)
       join(id, h, false, nil)
-      results[#results + 1] = { OUTCOME.CREATED, id, due, now, h[H_VERSION], false }
+      reply(OUTCOME.CREATED, due, h[H_VERSION], false)
     else
-      results[#results + 1] = { REFUSAL.VERSION_MISMATCH }
+      reply(REFUSAL.VERSION_MISMATCH, false, false, false)
     end
   else
     local h, inline = decode(record)
@@ -91,9 +100,9 @@ for i = 6, #ARGV, 11 do
       redis.call('ZADD', delayedKey, due, id)
       local left = join(id, h, old, oldChunk)
       if code == OUTCOME.CREATED then
-        results[#results + 1] = { OUTCOME.CREATED, id, due, now, h[H_VERSION], left }
+        reply(OUTCOME.CREATED, due, h[H_VERSION], left)
       else
-        results[#results + 1] = { OUTCOME.REPLACED, view(delayedKey, id, h, ''), left }
+        reply(OUTCOME.REPLACED, view(delayedKey, id, h, ''), left, false)
       end
     else
       -- refused: the reply carries the job as it stands, body included
@@ -105,12 +114,11 @@ for i = 6, #ARGV, 11 do
       elseif not matches(ifMatch, h) then
         code = REFUSAL.VERSION_MISMATCH
       end
-      results[#results + 1] = { code, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)) }
+      reply(code, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)), false, false)
     end
   end
 end
 
 local headAfter = headScore(delayedKey)
-local headChanged = 0
-if headAfter and (not headBefore or headAfter < headBefore) then headChanged = 1 end
-return { headChanged, unpack(results) }
+if headAfter and (not headBefore or headAfter < headBefore) then results[1] = 1 end
+return results

@@ -194,7 +194,7 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
 
 /** What the add script did with `job` (of topic `t`), sent by key `by` ('' none). */
 export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult, by = ''): WriteResult {
-  if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[2], result[3], result[4], by), left: result[5] };
+  if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[1], result[2], result[3], by), left: result[4] };
   // a replaced job's body is the one just sent: the script does not send it back
   if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: toJob(t, result[1], job.body), left: result[2] };
   if (result[0] === REFUSAL.VERSION_MISMATCH) return { status: 'mismatch', job: result[1] ? toJob(t, result[1]) : null, refusal: REFUSAL.VERSION_MISMATCH };

@@ -30,7 +30,7 @@ import type {
   WakeListKey,
 } from './keys';
 import type { Arg, ScriptCall, ScriptName } from './lua';
-import type { FANOUT_MARK, Flag, KEY_CHANGE, LEASE, OUTCOME, REFUSAL, WAKE } from './codes';
+import { OUTCOME, REFUSAL, type FANOUT_MARK, type Flag, type KEY_CHANGE, type LEASE, type WAKE } from './codes';
 import type { JobChange, JobView, NewJob } from './shapes';
 
 /** ARGV[1] of every script that reads the clock: a fixed clock (epoch ms) from a test, or '' for Redis TIME. */
@@ -63,19 +63,36 @@ export interface Budget {
 export type LeftChunk = readonly [group: string, chunk: number];
 
 /**
- * One job's result in lua/addJobs-5.lua's reply. A REPLACED job's view has an empty body: it is
- * the body the caller sent. `left`: the group a put moved the job out of, or null.
+ * One job's result in lua/addJobs-5.lua's reply (as addResults reads it). A REPLACED job's view has an empty
+ * body: it is the body the caller sent. `left`: the group a put moved the job out of, or null.
  */
 export type AddResult =
-  | readonly [code: Outcome<'CREATED'>, id: string, runAt: number, createdAt: number, version: number, left: LeftChunk | null]
+  | readonly [code: Outcome<'CREATED'>, runAt: number, createdAt: number, version: number, left: LeftChunk | null]
   | readonly [code: Outcome<'REPLACED'>, job: JobView, left: LeftChunk | null]
   | readonly [code: Refused<'JOB_EXISTS'> | Refused<'JOB_FINISHED'>, job: JobView]
-  | readonly [code: Refused<'VERSION_MISMATCH'>, job?: JobView];
+  | readonly [code: Refused<'VERSION_MISMATCH'>, job: JobView | null];
 /**
- * lua/addJobs-5.lua's reply: whether the delayed head moved earlier, then one result per job
- * done, in order; fewer results than jobs when the byte budget stopped the call.
+ * lua/addJobs-5.lua's reply: whether the delayed head moved earlier, when the jobs created were
+ * created, then four slots per job done, in order (fewer jobs than were sent when the byte budget
+ * stopped the call): code and three values, null where its result has none (addResults reads
+ * them).
  */
-export type AddJobsReply = readonly [headChanged: Flag, ...results: AddResult[]];
+export type AddJobsReply = readonly [headChanged: Flag, createdAt: number, ...slots: unknown[]];
+
+/** The results of an addJobs reply, one per job done, in order. */
+export function addResults(reply: AddJobsReply): AddResult[] {
+  const createdAt = reply[1];
+  const results: AddResult[] = [];
+  for (let i = 2; i + 3 < reply.length; i += 4) {
+    const code = reply[i] as AddResult[0];
+    const [a, b, c] = [reply[i + 1], reply[i + 2], reply[i + 3]];
+    if (code === OUTCOME.CREATED) results.push([code, a as number, createdAt, b as number, c as LeftChunk | null]);
+    else if (code === OUTCOME.REPLACED) results.push([code, a as JobView, b as LeftChunk | null]);
+    else if (code === REFUSAL.VERSION_MISMATCH) results.push([code, a as JobView | null]);
+    else results.push([code, a as JobView]);
+  }
+  return results;
+}
 
 /** lua/addJobs-5.lua: adds jobs of one topic, partition and group ('put': creates or replaces them), within the byte budget. */
 export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey, GroupKey], a: { clock: ClockArg; mode: 'add' | 'put'; by?: string; flow?: boolean; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {

@@ -34,8 +34,9 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
     return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode, by, flow: ctx.config.topics.get(first.topic)?.flow !== undefined, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
   };
   /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
-  const record = (batch: readonly number[], [headChanged, ...added]: script.AddJobsReply): number => {
-    if (headChanged === 1) wake = true;
+  const record = (batch: readonly number[], reply: script.AddJobsReply): number => {
+    if (reply[0] === 1) wake = true;
+    const added = script.addResults(reply);
     added.forEach((result, r) => {
       const job = jobs[batch[r]!]!;
       results[batch[r]!] = toWriteResult(ctx.config.topics.get(job.topic)!, job, result, by);

@@ -86,9 +86,9 @@ describe('versions within one tick of the clock', () => {
   it('a record written twice in one call gets two versions, the second larger; the next call goes on from it', async () => {
     const { redis, clock, topic, q, k } = setup();
     const job = (body: string) => ({ topic, partition: 0, id: 'twice', when: { kind: 'd' as const, ms: 60_000 }, body });
-    const [, first, second] = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '', 1)], { clock: clock.now, mode: 'put', jobs: [job('"one"'), job('"two"')], maxBytes: 1 << 20 }));
+    const [first, second] = script.addResults(await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '', 1)], { clock: clock.now, mode: 'put', jobs: [job('"one"'), job('"two"')], maxBytes: 1 << 20 })));
     assert.ok(first?.[0] === OUTCOME.CREATED && second?.[0] === OUTCOME.REPLACED, 'one put creates the job, the next in the same call replaces it');
-    const v1 = first[4];
+    const v1 = first[3];
     const v2 = second[1][13];
     assert.equal(v1, ticksOf(clock.now));
     assert.equal(v2, v1 + 1);
