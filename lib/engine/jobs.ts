@@ -138,7 +138,6 @@ const STATE_NAMES: Record<JobStateCode, JobState> = {
   [JOB_STATE.CANCELLED]: 'cancelled',
 };
 
-
 /**
  * The API's view of a job of topic `t` from the scripts' view; `body`, the JSON text of its body,
  * when the view leaves it out (a body kept apart, read by the engine; a replaced job's new body).

@@ -66,7 +66,6 @@ export const NEXT_RUNS_SHOWN = 5;
 /** Rounds of read, compute, commit a put tries while the schedule keeps changing under it (the sweeper advancing it). */
 const PUT_ROUNDS = 5;
 
-
 /** The definition a record holds. */
 export function specOf(view: script.ScheduleView): ScheduleSpec {
   return JSON.parse(view[12]) as ScheduleSpec;

@@ -30,7 +30,7 @@ describe('isoTime', () => {
       if (isoTime(ms) !== iso(ms)) assert.fail(`day ${d}: ${isoTime(ms)} against ${iso(ms)}`);
     }
     let seed = 42;
-    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 100_000; i++) {
       const ms = Math.floor(random() * Date.UTC(10_000, 0, 1));
       if (isoTime(ms) !== iso(ms)) assert.fail(`${ms}: ${isoTime(ms)} against ${iso(ms)}`);
