@@ -10,7 +10,8 @@
  *
  * Warm-up: three rounds of 100 jobs run every function on the job path; then W (default 6) workers
  * each of the handler and the fan-out, and 3 of the sweeper, are started by invoking them at once
- * (the handler with no jobs, the fan-out with no topics: no work). serverless offline starts a
+ * (the handler with a job that is not there, which it looks up and does not run; the fan-out on
+ * the example topic, where nothing is ready then). serverless offline starts a
  * worker, a cold start of a few hundred ms of both CPUs here, whenever a function is invoked while
  * its warm workers are busy; a stack under steady traffic has its warm instances. The cold starts
  * that still happen during the run are counted and printed, so a tail they cause shows as such.
@@ -54,13 +55,20 @@ async function main(): Promise<void> {
       while ((await pending()) > 0) await sleep(200);
     }
     // Warm workers: W of the handler and of the fan-out, 3 of the sweeper (a self-rescheduling one
-    // invokes its successor before it ends), each invoked at once while the others are busy.
-    const warm = (name: string, payload: unknown, n: number, type: 'RequestResponse' | 'Event' = 'RequestResponse') =>
-      Array.from({ length: n }, async () => {
-        const r = await invokeFunction(offline.lambdaUrl, name, payload, type);
+    // invokes its successor before it ends), each invoked at once while the others are busy. The
+    // handler is sent a job that is not there: its start finds none (logged, not run); the fan-out
+    // claims from the example topic, where nothing is ready: each worker has opened its Redis
+    // connection and run its scripts before the run.
+    const warm = (name: string, payload: (i: number) => unknown, n: number, type: 'RequestResponse' | 'Event' = 'RequestResponse') =>
+      Array.from({ length: n }, async (_, i) => {
+        const r = await invokeFunction(offline.lambdaUrl, name, payload(i), type);
         if (r.status >= 300 || r.functionError) throw new Error(`warm-up invoke of ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
       });
-    await Promise.all([...warm('exampleHandler', { topic: 'example', jobs: [] }, WARM), ...warm('fanout', { topics: [] }, WARM), ...warm('sweeper', { source: WARM_SOURCE }, Math.min(WARM, 3), 'Event')]);
+    const missingJob = (i: number) => {
+      const now = Date.now();
+      return { topic: 'example', jobs: [{ id: `warm-up-missing-${i}`, body: null, attempt: 1, maxAttempts: 1, runAt: now, deadline: now + 60_000, claimedAt: now, claim: 'warm-up' }] };
+    };
+    await Promise.all([...warm('exampleHandler', missingJob, WARM), ...warm('fanout', () => ({ topics: ['example'] }), WARM), ...warm('sweeper', () => ({ source: WARM_SOURCE }), Math.min(WARM, 3), 'Event')]);
     while ((await pending()) > 0) await sleep(200);
     const logsBefore = offline.logs().length;
 
