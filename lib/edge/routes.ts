@@ -5,7 +5,7 @@ import type { Engine, FlowKeyState, FlowRate, Job, KeyInfo } from '../engine';
 import type { Runtime } from '../platform/runtime';
 import { Queue, type WriteOutcome } from './queue';
 import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive, validateSchedulesQuery } from './validation';
-import { isoTime } from '../rules/time';
+import { isoOrNull } from '../rules/time';
 
 /**
  * The routes of the HTTP API; each takes a parsed request and returns status and body, and says
@@ -150,8 +150,7 @@ function rateView(rate: FlowRate | null): { count: number; per: number; burst: n
 function flowResponse(state: FlowKeyState): ApiResponse {
   const { pinned, limits, heldUntil, updatedAt } = state;
   const shown = pinned && { ...(pinned.concurrency !== undefined ? { concurrency: pinned.concurrency } : {}), ...(pinned.rate !== undefined ? { rate: rateView(pinned.rate) } : {}) };
-  const iso = (ms: number | null) => (ms === null ? null : isoTime(ms));
-  const body = { ...state, heldUntil: iso(heldUntil), updatedAt: iso(updatedAt), limits: { concurrency: limits.concurrency, rate: rateView(limits.rate) }, pinned: shown };
+  const body = { ...state, heldUntil: isoOrNull(heldUntil), updatedAt: isoOrNull(updatedAt), limits: { concurrency: limits.concurrency, rate: rateView(limits.rate) }, pinned: shown };
   return { status: 200, body };
 }
 
@@ -232,8 +231,7 @@ export async function keys(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
 
 /** A key as the API shows it: times as ISO strings. */
 function keyView(key: KeyInfo) {
-  const iso = (ms: number | null) => (ms === null ? null : isoTime(ms));
-  return { ...key, createdAt: iso(key.createdAt), lastUsedAt: iso(key.lastUsedAt) };
+  return { ...key, createdAt: isoOrNull(key.createdAt), lastUsedAt: isoOrNull(key.lastUsedAt) };
 }
 
 /** Sets the scope `routes` need (./http.ts: a route without one needs admin). */

@@ -7,7 +7,7 @@ import type { TopicConfig } from '../rules/config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
 import type { AckReply, AddResult, ClaimedItem, FailReply, LeftChunk, ScoredEntry } from './scripts';
 import type { JobView, NewJob } from './shapes';
-import { isoTime } from '../rules/time';
+import { isoOrNull, isoTime } from '../rules/time';
 
 export type { JobChange, JobView, NewJob } from './shapes';
 
@@ -158,7 +158,7 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     backoff: describeBackoff(backoff ?? t.backoff),
     url,
     lastError,
-    deadline: deadline === null ? null : isoTime(deadline),
+    deadline: isoOrNull(deadline),
     version,
     group,
     updatedBy,
@@ -169,13 +169,14 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
 
 /** A job just created from `job`: the add script returns only its due and creation times and its version. */
 function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: number, version: number, by: string): Job {
+  const created = isoTime(createdAt);
   return {
     topic: job.topic,
     id: job.id,
     state: 'delayed',
     runAt: isoTime(runAt),
-    createdAt: isoTime(createdAt),
-    updatedAt: isoTime(createdAt),
+    createdAt: created,
+    updatedAt: created,
     attempts: 0,
     maxAttempts: job.maxAttempts ?? t.maxAttempts,
     ttr: (job.ttrMs ?? t.ttrMs) / 1000,
@@ -247,9 +248,4 @@ function refusedAttempt(code: Refusal): 'stale' | 'cancelled' | 'not_found' {
   if (code === REFUSAL.NOT_FOUND) return 'not_found';
   if (code === REFUSAL.CANCELLED) return 'cancelled';
   return 'stale';
-}
-
-/** An ISO-8601 time, or null. */
-export function isoOrNull(ms: number | null): string | null {
-  return ms === null ? null : isoTime(ms);
 }

@@ -3,7 +3,8 @@ import type { TopicConfig } from '../rules/config';
 import { flowKeys, jobKeys, PAUSED_FIELD, READY_FIELD, topicKeys, type BodiesKey } from './keys';
 import { readSlot, runThenHget } from './lua';
 import type { EngineContext } from './context';
-import { isoOrNull, toJob, type Job, type JobView, type TopicStats } from './jobs';
+import { toJob, type Job, type JobView, type TopicStats } from './jobs';
+import { isoOrNull } from '../rules/time';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
 

@@ -4,9 +4,8 @@ const DAY_MS = 86_400_000;
 /** 9999-12-31T23:59:59.999Z: the last instant whose year has four digits. */
 const LAST_FOUR_DIGIT_YEAR_MS = 253_402_300_799_999;
 
-/** '000' … '999', sliced to two digits where two are wanted. */
-const PADDED = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
-const TWO = PADDED.slice(0, 100).map((p) => p.slice(1));
+/** '00' … '99'. */
+const TWO = Array.from({ length: 100 }, (_, n) => (n < 10 ? `0${n}` : `${n}`));
 
 // the last two answers: a batch's replies alternate between each job's due time and the time
 // they were all created at
@@ -45,11 +44,18 @@ export function isoTime(ms: number): string {
   const minutes = Math.floor(rest / 60_000);
   rest -= minutes * 60_000;
   const seconds = Math.floor(rest / 1000);
-  const yyyy = year < 1000 ? `0${PADDED[year]}` : `${year}`;
-  const text = `${yyyy}-${TWO[month]}-${TWO[day]}T${TWO[hours]}:${TWO[minutes]}:${TWO[seconds]}.${PADDED[rest - seconds * 1000]}Z`;
+  const millis = rest - seconds * 1000;
+  const yyyy = year < 1000 ? String(year).padStart(4, '0') : `${year}`;
+  const sss = millis < 10 ? `00${millis}` : millis < 100 ? `0${millis}` : `${millis}`;
+  const text = `${yyyy}-${TWO[month]}-${TWO[day]}T${TWO[hours]}:${TWO[minutes]}:${TWO[seconds]}.${sss}Z`;
   olderMs = lastMs;
   olderText = lastText;
   lastMs = ms;
   lastText = text;
   return text;
+}
+
+/** `isoTime(ms)`, or null for null. */
+export function isoOrNull(ms: number | null): string | null {
+  return ms === null ? null : isoTime(ms);
 }
