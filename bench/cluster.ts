@@ -9,7 +9,12 @@
  *    cluster's masters partitions, and on clusters of 3, 6 and 9 masters (no replicas) with
  *    4 × masters partitions (the deploy default, DEPLOY.md), each started anew: N jobs with 200-byte
  *    bodies, all due at once, are added (addMany of 500, 8 in flight), swept to ready (sweep until
- *    nothing moves), then claimed (100 a call), started and acked by 8 workers in parallel. What
+ *    nothing moves), then claimed (100 a call), started and acked by 8 workers in parallel, each
+ *    with a client of its own as each Lambda instance has its own connection. With `--claims
+ *    fanout` (the default) a worker claims, then starts what it claimed in a call of its own, as
+ *    the fan-out claims and its handler starts; with `--claims handler` it claims them started in
+ *    one call, as a warm handler of a topic with batch size 100 claims its next batch while a herd
+ *    drains (claimJobs-7 with start), then acks. What
  *    counts is Redis's own CPU, not wall time: per node, INFO cpu (used_cpu_user + used_cpu_sys,
  *    and the main thread's) before and after each phase, and INFO commandstats for the commands
  *    Redis ran (those scripts ran included). Per shard: its partitions and share of the jobs (each
@@ -37,9 +42,10 @@
  *   npm run bench:cluster
  *   npm run bench:cluster -- --jobs 100000 --masters 3,6,9
  *   npm run bench:cluster -- --skip-reshard     # step 1 only
+ *   npm run bench:cluster -- --jobs 50000 --masters 3 --skip-reshard --claims handler   # a herd as warm handlers drain it
  *   npm run bench:cluster -- --reshard-only     # step 2 only
  *
- * Options: --jobs (200,000) and --workers (8) of step 1, --masters (3,6,9), --skip-reshard,
+ * Options: --jobs (200,000), --workers (8) and --claims (fanout or handler) of step 1, --masters (3,6,9), --skip-reshard,
  * --reshard-only, and step 2's --load-seconds (45), --rate (1,000) and --drain-seconds (90).
  * Prints tables and one JSON line; exits 1 when step 2's ledger shows a lost or stuck job. On a
  * machine shared with other work, Redis's CPU per job moves by a tenth or more between runs.
@@ -74,7 +80,7 @@ const ADMIN_COMMANDS = new Set(['info', 'config', 'cluster', 'ping', 'command', 
 // options
 
 function parseArgs(argv: string[]) {
-  const opts = { jobs: 200_000, masters: [3, 6, 9], workers: 8, skipReshard: false, reshardOnly: false, loadSeconds: 45, rate: 1000, drainSeconds: 90 };
+  const opts = { jobs: 200_000, masters: [3, 6, 9], workers: 8, skipReshard: false, reshardOnly: false, loadSeconds: 45, rate: 1000, drainSeconds: 90, claims: 'fanout' as 'fanout' | 'handler' };
   const positive = (name: string, raw: string | undefined) => {
     const n = Number(raw);
     if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
@@ -95,7 +101,11 @@ function parseArgs(argv: string[]) {
     else if (name === '--drain-seconds') opts.drainSeconds = positive(name, value());
     else if (name === '--skip-reshard') opts.skipReshard = true;
     else if (name === '--reshard-only') opts.reshardOnly = true;
-    else throw new Error(`unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --load-seconds N, --rate N, --drain-seconds N)`);
+    else if (name === '--claims') {
+      const v = value();
+      if (v !== 'fanout' && v !== 'handler') throw new Error(`--claims must be fanout or handler, got ${JSON.stringify(v)}`);
+      opts.claims = v;
+    } else throw new Error(`unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --claims fanout|handler, --load-seconds N, --rate N, --drain-seconds N)`);
   }
   if (opts.skipReshard && opts.reshardOnly) throw new Error('--skip-reshard and --reshard-only exclude each other');
   if (opts.masters.some((m) => m < 3)) throw new Error('--masters: a Redis Cluster needs at least 3 masters');
@@ -169,6 +179,8 @@ interface Topology {
   direct: Redis[];
   /** The engine's client: createRedis, with `cluster: true` on a cluster. */
   client: Redis | Cluster;
+  /** Step 1's workers' clients, one each (createRedis as `client`): each Lambda instance has its own connection. */
+  workerClients: (Redis | Cluster)[];
   stop(): Promise<void>;
 }
 
@@ -187,6 +199,7 @@ async function startTopology(masters: number, partitions: number): Promise<Topol
   }
   const direct = nodes.map((n) => new Redis({ host: '127.0.0.1', port: n.port, maxRetriesPerRequest: null }));
   const client = createRedis({ url: nodes[0]!.url, cluster: masters > 0 });
+  const workerClients = Array.from({ length: OPTS.workers }, () => createRedis({ url: nodes[0]!.url, cluster: masters > 0 }));
   return {
     label,
     masters,
@@ -194,8 +207,10 @@ async function startTopology(masters: number, partitions: number): Promise<Topol
     nodes,
     direct,
     client,
+    workerClients,
     async stop() {
       client.disconnect();
+      for (const w of workerClients) w.disconnect();
       for (const d of direct) d.disconnect();
       await stopServers();
     },
@@ -381,7 +396,7 @@ async function addAcknowledged(q: Queue, ledger: Ledger, ids: string[], delay: (
 async function workOnce(engine: Engine, ledger: Ledger, count: number): Promise<number> {
   let jobs: ClaimedJob[];
   try {
-    jobs = await engine.claim(TOPIC, count);
+    jobs = OPTS.claims === 'handler' ? await engine.claimStarted(TOPIC, count) : await engine.claim(TOPIC, count);
   } catch (error) {
     ledger.error('claim', error); // a claim whose reply was lost: its jobs come back after their ttr
     return -1;
@@ -389,7 +404,7 @@ async function workOnce(engine: Engine, ledger: Ledger, count: number): Promise<
   if (jobs.length === 0) return 0;
   let live: boolean[];
   try {
-    live = await engine.start(TOPIC, jobs);
+    live = OPTS.claims === 'handler' ? jobs.map(() => true) : await engine.start(TOPIC, jobs);
   } catch (error) {
     ledger.error('start', error); // as the topic handler does: the attempts come back after their ttr
     return jobs.length;
@@ -450,7 +465,12 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
       () => 0,
     );
     for (let more = true; more;) more = (await engine.sweep()).moved > 0;
-    while ((await workOnce(engine, warmLedger, CLAIM)) !== 0) continue;
+    const workers = t.workerClients.map((c) => makeQueue(c, partitions).engine);
+    await Promise.all(
+      workers.map(async (w) => {
+        while ((await workOnce(w, warmLedger, CLAIM)) !== 0) continue;
+      }),
+    );
     for (const r of t.direct) await r.flushall();
     const ledger = new Ledger();
 
@@ -496,11 +516,11 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
       await measure(t, 'claim + start + ack', async () => {
         const end = Date.now() + 600_000;
         await Promise.all(
-          Array.from({ length: OPTS.workers }, async () => {
+          workers.map(async (worker) => {
             for (;;) {
               claimCalls++;
               working++;
-              const got = await workOnce(engine, ledger, CLAIM);
+              const got = await workOnce(worker, ledger, CLAIM);
               working--;
               if (got > 0) continue;
               if (ledger.acked.size >= ids.length || Date.now() > end) return;
