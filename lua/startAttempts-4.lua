@@ -12,11 +12,13 @@
   KEYS[3] running zset  KEYS[4] ready list
   ARGV[1] fixed clock ms or ''  ARGV[2] byte budget of the records read
   ARGV[3..] triples: id, attempt number, claim token
-  Returns one code per triple looked at, in order (fewer codes than triples: the budget was
-          reached, and the caller sends the rest in another call): OUTCOME.STARTED (run it), or
-          REFUSAL.NOT_FOUND, REFUSAL.CANCELLED, REFUSAL.STALE_ATTEMPT (ended, re-created, past its
-          deadline, or started already), OUTCOME.HELD_BACK (paused: given back): do not run it.
-  Mirrored by StartReply in lib/engine/scripts.ts.
+  Returns { now, then one code per triple looked at, in order } (fewer codes than triples: the
+          budget was reached, and the caller sends the rest in another call): OUTCOME.STARTED (run
+          it), or REFUSAL.NOT_FOUND, REFUSAL.CANCELLED, REFUSAL.STALE_ATTEMPT (ended, re-created,
+          past its deadline, or started already), OUTCOME.HELD_BACK (paused: given back): do not
+          run it. `now` (the clock the deadlines were checked on) spares a handler its own TIME
+          request: it sets the handler's offset to the Redis clock. Mirrored by StartReply in
+          lib/engine/scripts.ts.
 ]]
 --- @include "codes"
 --- @include "clock"
@@ -28,7 +30,7 @@
 local jobsKey, runningKey, readyKey = KEYS[1], KEYS[3], KEYS[4]
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[2]))
-local result = {}
+local result = { now }
 local late = {}
 -- the pause mark read with the first record
 local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, ARGV[3] or PAUSED_FIELD)

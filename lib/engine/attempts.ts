@@ -278,12 +278,20 @@ export async function releaseJobs(ctx: EngineContext, jobs: readonly Ref[], reas
   return released;
 }
 
+/** What a start answers: which attempts are live (run those), in order, and the clock they were checked on. */
+export interface Started {
+  live: boolean[];
+  /** The Redis clock (or the fixed test clock) of the latest of the start's calls, epoch ms; null when no attempt was sent. */
+  now: number | null;
+}
+
 /**
  * Marks the claimed attempts of topic `topic` that are still live as started (a timeout counts
  * them from now on) and says, in order, which are: one script call per partition, all at once.
  */
-export async function startAttempts(ctx: EngineContext, topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
+export async function startAttempts(ctx: EngineContext, topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<Started> {
   const live: boolean[] = new Array<boolean>(jobs.length).fill(false);
+  let now: number | null = null;
   const byPartition = new Map<number, number[]>();
   jobs.forEach((job, i) => {
     const p = partitionOf(ctx.config.topics.get(topic) ?? topic, job.id, ctx.config.partitions);
@@ -298,10 +306,11 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
           ctx.redis,
           script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.config.partitions), k.running, k.ready], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
         );
-        reply.forEach((code, j) => (live[rest[j]!] = code === OUTCOME.STARTED));
-        rest = rest.slice(atLeastOne(reply.length, 'startAttempts'));
+        now = Math.max(now ?? reply[0], reply[0]);
+        for (let j = 1; j < reply.length; j++) live[rest[j - 1]!] = reply[j] === OUTCOME.STARTED;
+        rest = rest.slice(atLeastOne(reply.length - 1, 'startAttempts'));
       }
     }),
   );
-  return live;
+  return { live, now };
 }

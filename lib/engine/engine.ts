@@ -11,7 +11,7 @@ import type { QueueConfig, TopicConfig } from '../rules/config';
 import { DEAD_PAGE, JOBS_PAGE, MAX_KEYS, REDRIVE_COUNT, SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../rules/limits';
 import type { NewSchedule } from './shapes';
 import { authKey, createKey, listKeys, revokeKey, type Caller, type KeyInfo } from './access';
-import { ackJob, claimPaced, failJob, releaseJobs, startAttempts, type PacedClaim } from './attempts';
+import { ackJob, claimPaced, failJob, releaseJobs, startAttempts, type PacedClaim, type Started } from './attempts';
 import { WAKE, wakeForDue } from './coordination';
 import { serverTime, type EngineContext } from './context';
 import { listDeadJobs, redriveJobs, type DeadCursor } from './dead';
@@ -307,17 +307,19 @@ export class Engine extends EngineBase {
     return (await this.claimPaced(topic, count, maxRunning, maxBytes)).jobs;
   }
 
-  /**
-   * As claim, and each attempt claimed is started in the same script call (its lateness recorded):
-   * for a handler that runs what it claims at once, so it sends no start of its own.
-   */
+  /** As claim, each attempt started in the same script call (lateness recorded): for a handler that runs what it claims at once. */
   async claimStarted(topic: string, count: number): Promise<ClaimedJob[]> {
     const t = this.topic(topic);
     return (await this.heldBack(await claimPaced(this.ctx, t, count, t.concurrency, SCRIPT_CALL_BYTES, true))).jobs;
   }
 
   /** Marks claimed attempts still live as started and records their lateness; says, in order, which are (run only those). */
-  start(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
+  async start(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
+    return (await startAttempts(this.ctx, this.topic(topic).name, jobs)).live;
+  }
+
+  /** As start, and the clock the attempts were checked on (Redis's, or the fixed test clock): a handler's offset to it, without a TIME request of its own. */
+  startTimed(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<Started> {
     return startAttempts(this.ctx, this.topic(topic).name, jobs);
   }
 

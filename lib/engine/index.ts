@@ -14,7 +14,7 @@ export { REFUSAL, type Refusal } from './codes';
 export { NotReplicatedError, connectedReplicas } from './durable';
 export { partitionOf, routingId } from './keys';
 export { chunkBySize } from './partitions';
-export type { PacedClaim } from './attempts';
+export type { PacedClaim, Started } from './attempts';
 export type { FlowKeyChange, FlowKeyState, FlowLimits, FlowRate } from './flow';
 export type { OnReady } from './sweep';
 export { decodeDeadCursor, encodeDeadCursor, type DeadCursor } from './dead';

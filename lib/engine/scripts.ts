@@ -215,8 +215,8 @@ export function releaseJobs(
   return call('releaseJobs', keys, [a.clock, a.maxAttempts, a.backoff, a.random, a.reason, a.maxBytes, ...a.jobs.flatMap((j) => [j.id, j.attempt, j.claim])]);
 }
 
-/** lua/startAttempts-4.lua's reply: one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
-export type StartReply = readonly (Outcome<'STARTED'> | Outcome<'HELD_BACK'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[];
+/** lua/startAttempts-4.lua's reply: the script's clock, then one code per attempt looked at, in order (fewer than sent when the byte budget stopped it). */
+export type StartReply = readonly [now: number, ...codes: (Outcome<'STARTED'> | Outcome<'HELD_BACK'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>)[]];
 
 /** lua/startAttempts-4.lua: marks the live attempts of one topic and partition started, records their lateness; says which are live (a paused topic's or key's are held back). */
 export function startAttempts(keys: readonly [JobsKey, LatenessKey, RunningKey, ReadyKey], a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget): ScriptCall<StartReply> {

@@ -132,17 +132,19 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
       }
       let jobs = event.jobs;
       // the Redis clock less this host's, read once a round: a host clock minutes off must not expire
-      // (or stretch) every attempt. Set by a claim of this handler's own (its claimedAt), else by TIME.
+      // (or stretch) every attempt. Set by a claim of this handler's own (its claimedAt), else by
+      // the start's reply (the clock its calls checked the attempts on).
       let claimOffsetMs: number | undefined;
       for (let round = 0; jobs.length > 0; round++) {
         const before = Date.now();
-        const offsetMs = claimOffsetMs ?? (await rt.engine.serverTime()) - before;
         const started = claimOffsetMs !== undefined; // claimed and started by this handler in one call
-        const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
         // An Event invoke can start late, or twice: run only the attempts still live, marking them
         // started and recording how late they are (one script call per partition of the batch, all
         // at once). A batch this handler claimed itself was started by its claim.
-        const live = started ? jobs.map(() => true) : await rt.engine.start(topic.name, jobs);
+        const start = started ? { live: jobs.map(() => true), now: null } : await rt.engine.startTimed(topic.name, jobs);
+        const offsetMs = claimOffsetMs ?? (start.now ?? (await rt.engine.serverTime())) - before;
+        const live = start.live;
+        const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
         const batch = jobs.filter((job, i) => {
           if (!live[i]) {
             report.stale += 1;

@@ -233,7 +233,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.engine.sweep();
       const claimed = await q.engine.claim(topic, 3);
       const attempts = claimed.map((j) => ({ id: j.id, attempt: j.attempt, claim: j.claim }));
-      assert.deepEqual(await run(redis, script.startAttempts([k.jobs, latenessKey(0, topic, 1), k.running, k.ready], { clock: clock.now, attempts, maxBytes: 1 })), [OUTCOME.STARTED]);
+      assert.deepEqual(await run(redis, script.startAttempts([k.jobs, latenessKey(0, topic, 1), k.running, k.ready], { clock: clock.now, attempts, maxBytes: 1 })), [clock.now, OUTCOME.STARTED], 'the clock, then one code');
       const release = await run(redis, script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: clock.now, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: attempts.slice(1), maxBytes: 1 }));
       assert.deepEqual(release, [1, 0, 0, 1], 'released 1, looked at 1');
       assert.deepEqual((await q.stats(topic)).running, 2);

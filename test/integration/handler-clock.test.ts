@@ -50,4 +50,30 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
       assert.equal(job?.attempts, 1);
     });
   }
+
+  it('takes its offset to the Redis clock from the start of a batch the fan-out claimed: no TIME request of its own', async () => {
+    const queue = apiOf(rt);
+    await queue.add({ topic: 'skewed', id: 'no-time', delay: 0 });
+    await queue.engine.sweep();
+    const claimed = await queue.engine.claim('skewed', 1);
+    assert.equal(claimed.length, 1);
+    let timeRequests = 0;
+    const serverTime = rt.engine.serverTime.bind(rt.engine);
+    rt.engine.serverTime = () => {
+      timeRequests += 1;
+      return serverTime();
+    };
+    try {
+      const handler = topicHandler(
+        async () => undefined,
+        () => rt,
+      );
+      const report = await handler({ topic: 'skewed', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
+      assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
+    } finally {
+      rt.engine.serverTime = serverTime;
+    }
+    assert.equal(timeRequests, 0);
+    assert.equal((await queue.get('skewed', 'no-time'))?.state, 'done');
+  });
 });
