@@ -27,9 +27,14 @@
   ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/cancel.lua)
   ARGV[9] '1': start the attempts claimed; '0': claim only (a handler starts them)
   A paused topic (includes/flow.lua) claims nothing.
-  Returns { now, taken, skipped, more 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
-  where taken counts the ids taken off the ready list and more = 1 when the budget stopped the
-  claim before n ids. Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
+  Returns { now, taken, skipped, more 0|1, drained 0|1, capped 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
+  where taken counts the ids taken off the ready list, more = 1 when the budget stopped the
+  claim before n ids, drained = 1 when the call left the ready list empty (it read fewer ids
+  than it could take and took them all) or the topic is paused: a further claim now would find
+  nothing (0: it may find more, or the call cannot tell), and capped = 1 when the running zset
+  holds max running after the call: further claims wait for attempts to end (the handlers of
+  this claim, as they finish, take the next). Mirrored by ClaimReply and ClaimedItem in
+  lib/engine/scripts.ts.
 ]]
 --- @include "codes"
 --- @include "clock"
@@ -46,16 +51,18 @@ local retention = tonumber(ARGV[8])
 local start = ARGV[9] == '1'
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
-local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
-if n <= 0 then return { now, 0, 0, 0 } end
+local maxRunning = tonumber(ARGV[3])
+local running = redis.call('ZCARD', runningKey)
+local n = math.min(tonumber(ARGV[2]), maxRunning - running)
+if n <= 0 then return { now, 0, 0, 0, 0, 1 } end
 -- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
 local ids = redis.call('LRANGE', readyKey, 0, n - 1)
-if #ids == 0 then return { now, 0, 0, 0 } end
+if #ids == 0 then return { now, 0, 0, 0, 1, 0 } end
 -- the pause mark read with the first record: a paused topic claims nothing
 local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, ids[1])
-if first[1] then return { now, 0, 0, 0 } end
+if first[1] then return { now, 0, 0, 0, 1, 0 } end
 
-local result = { now, 0, 0, 0 }
+local result = { now, 0, 0, 0, 0, 0 }
 local taken = 0
 local late = {}
 for i, id in ipairs(ids) do
@@ -82,6 +89,8 @@ for i, id in ipairs(ids) do
   taken = i
 end
 redis.call('LTRIM', readyKey, taken, -1)
+if #ids < n and taken == #ids then result[5] = 1 end
+if running + #result - 6 >= maxRunning then result[6] = 1 end
 if #late > 0 then recordLateness(KEYS[7], now, late) end
 result[2] = taken
 return result

@@ -49,32 +49,55 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
   const claimed: ClaimedJob[] = [];
   let bytes = 0;
   let full = false; // what is left of maxBytes cannot take the next job
-  for (const p of ctx.rotation.order(ctx.config.partitions)) {
+  let drained = true; // every partition's ready list was found empty, or left so
+  let capped = false; // a call found the running attempts at the cap after it
+  const order = ctx.rotation.order(ctx.config.partitions);
+  let visited = 0;
+  for (const p of order) {
+    visited += 1;
     if (counts && counts.ready[p] === 0) continue; // nothing ready there when counted: no call
     // this partition may fill what the others leave of the cap
     const room = runningBy.length > 0 ? maxRunning - (running - runningBy[p]!) : maxRunning;
     const k = topicKeys(p, t.name, ctx.config.partitions);
+    let left = false; // this partition's last call left its ready list empty
     for (let more = room > 0; more && !full && claimed.length < count;) {
-      const left = maxBytes - bytes;
+      const rest = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
-      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)], claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left, strict, start }));
-      const [now, , , stopped, ...items] = await run(ctx.redis, call);
+      const call = script.claimJobs(
+        [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)],
+        claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
+      );
+      const [now, , , stopped, empty, atCap, ...items] = await run(ctx.redis, call);
       bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
       running += items.length;
       more = stopped === 1;
+      left = empty === 1;
+      if (atCap === 1) capped = true;
       // stopped at a budget that was all that was left of maxBytes (not at one call's share)
-      if (more && (left <= SCRIPT_CALL_BYTES || (strict && items.length === 0))) full = true;
+      if (more && (rest <= SCRIPT_CALL_BYTES || (strict && items.length === 0))) full = true;
       if (bytes >= maxBytes) full = true;
     }
+    if (!left) drained = false;
     if (full || claimed.length >= count) break;
   }
-  return { jobs: claimed, heldUntil: null };
+  // partitions not visited had jobs ready when counted (or, on one partition, the call says)
+  if (order.slice(visited).some((p) => !counts || counts.ready[p]! > 0)) drained = false;
+  return { jobs: claimed, heldUntil: null, drained, capped: capped || (runningBy.length > 0 && running >= maxRunning) };
 }
 
-/** What a claim got: the jobs, and on a flow topic the earliest time a key its pace held back may start again (null: none held). */
+/**
+ * What a claim got: the jobs, and on a flow topic the earliest time a key its pace held back may
+ * start again (null: none held). `drained`: the claim left no job ready (or the topic is paused):
+ * a claim made now would get nothing; false when it may (the claim stopped at its count, bytes or
+ * the topic's concurrency), and always on a flow topic. `capped`: the topic's running attempts
+ * were at `maxRunning` after it (a flow topic: always true, as it cannot tell), so further claims
+ * wait for attempts to end.
+ */
 export interface Claim {
   jobs: ClaimedJob[];
   heldUntil: number | null;
+  drained: boolean;
+  capped: boolean;
 }
 
 /** The arguments of a claim script call (claimJobs-7, claimFlow-6): `left` of the caller's bytes, at most one call's budget. */
@@ -138,7 +161,7 @@ async function claimFlow(ctx: EngineContext, t: TopicConfig, flow: FlowDefaults,
     // stopped at a budget that was all that was left of maxBytes: full
     more = stopped === 1 && left > SCRIPT_CALL_BYTES && !(strict && items.length === 0);
   }
-  return { jobs: claimed, heldUntil };
+  return { jobs: claimed, heldUntil, drained: false, capped: true }; // it cannot tell: the handlers claim on
 }
 
 /** What a paced claim got: the jobs (and a flow topic's heldUntil, see Claim), and when the rate limit held it back, the ms until more tokens are due. */
@@ -157,15 +180,15 @@ export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: numb
   if (!t.rateLimit || count <= 0) return { ...(await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start)), waitMs: null };
   const key = [topicRateKey(t, ctx.config.partitions)] as const;
   const [granted, slot, waitMs, grantedAt] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
-  if (granted === 0) return { jobs: [], heldUntil: null, waitMs: Math.max(1, waitMs) };
+  if (granted === 0) return { jobs: [], heldUntil: null, drained: false, capped: false, waitMs: Math.max(1, waitMs) };
   // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),
   // so the starts the window counts are the starts the jobs record, whatever the claim's own delay.
   // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow side.
-  const { jobs, heldUntil } = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt, start);
+  const { jobs, heldUntil, drained, capped } = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt, start);
   const unused = granted - jobs.length;
   if (unused > 0) await run(ctx.redis, script.returnTokens(key, { slot, n: unused, intervalMs: t.rateLimit.perMs / t.rateLimit.count }));
   // fewer jobs than tokens: what stopped the claim was not the limit
-  return { jobs, heldUntil, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
+  return { jobs, heldUntil, drained, capped, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
 }
 
 /** The script arguments naming attempt `ref` of job `id`. */

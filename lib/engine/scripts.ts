@@ -161,8 +161,8 @@ export function rescheduleJob(keys: readonly [JobsKey, BodiesKey, DelayedKey], a
 
 /** One claimed job in lua/claimJobs-7.lua's reply: its body when inline, else null (read it from the bodies hash). */
 export type ClaimedItem = readonly [id: string, attempt: number, runAt: number, deadline: number, url: string | null, body: string | null, maxAttempts: number | null, claim: string];
-/** lua/claimJobs-7.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids. */
-export type ClaimReply = readonly [now: number, taken: number, skipped: number, more: Flag, ...claimed: ClaimedItem[]];
+/** lua/claimJobs-7.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids; `drained` 1 when it left the ready list empty (or the topic is paused); `capped` 1 when the running attempts are at `maxRunning` after it. */
+export type ClaimReply = readonly [now: number, taken: number, skipped: number, more: Flag, drained: Flag, capped: Flag, ...claimed: ClaimedItem[]];
 
 /**
  * lua/claimJobs-7.lua: claims up to `count` ready jobs of one topic and partition, within the byte

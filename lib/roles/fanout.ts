@@ -10,6 +10,14 @@ import { emitMetrics, type Logger } from '../platform/log';
 export interface HandlerEvent {
   topic: string;
   jobs: WireJob[];
+  /**
+   * false when the fan-out takes what its claim left ready itself (the claim drained the topic, or
+   * the fan-out claims again at once): the handler then claims no further batch of its own
+   * (jobs made ready later reach a fan-out through the sweeper). True when the fan-out leaves the
+   * rest to the handlers (its claim stopped at the topic's concurrency, it is out of rounds, or
+   * the rate limit holds it); absent (an older fan-out's event): as true.
+   */
+  more?: boolean;
 }
 
 /** A claimed job as it travels to its handler. */
@@ -112,7 +120,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // as many jobs, and bodies, as the invokes in flight carry: a round claims fewer than
     // batchSize × INVOKES_IN_FLIGHT when their bodies fill INVOKES_IN_FLIGHT events first
-    const { jobs: claimed, waitMs } = await deps.engine.claimPaced(topic.name, topic.batchSize * INVOKES_IN_FLIGHT, undefined, INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES);
+    const { jobs: claimed, waitMs, drained, capped } = await deps.engine.claimPaced(topic.name, topic.batchSize * INVOKES_IN_FLIGHT, undefined, INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES);
     if (claimed.length === 0) return waitMs;
     report.claimed += claimed.length;
     emitMetrics(
@@ -122,6 +130,8 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
         lateness: { unit: 'Milliseconds', value: claimed.map((j) => j.latenessMs) },
       },
     );
+    // the rest is the handlers' to claim when this fan-out will not claim it next round itself
+    const more = !drained && (capped || waitMs !== null || round + 1 >= MAX_ROUNDS);
     const { batches, oversized } = cutBatches(topic, claimed);
     for (const { job, bytes } of oversized) {
       // only a job stored while maxBodyBytes was set larger: it can never be delivered
@@ -133,7 +143,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     let reason: string | undefined;
     await Promise.all(
       batches.map(async (batch) => {
-        const event: HandlerEvent = { topic: topic.name, jobs: batch.map(toWire) };
+        const event: HandlerEvent = { topic: topic.name, jobs: batch.map(toWire), more };
         try {
           await deps.invoker.invokeAsync(handler, event);
           report.invoked += 1;
@@ -149,7 +159,9 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
       return null; // the invoke API is failing: stop, the next sweep tries again
     }
     if (waitMs !== null) return waitMs;
-    // fewer than asked for need not mean drained (the claim stops at its bytes): the next round says
+    // the claim left nothing ready: no further round (whatever becomes ready later, the sweeper
+    // asks for a fan-out); fewer than asked for alone need not mean drained (bytes, concurrency)
+    if (drained) return null;
   }
   return null;
 }

@@ -143,14 +143,13 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         // at once). A batch this handler claimed itself was started by its claim.
         const start = started ? { live: jobs.map(() => true), now: null } : await rt.engine.startTimed(topic.name, jobs);
         const offsetMs = claimOffsetMs ?? (start.now ?? (await rt.engine.serverTime())) - before;
-        const live = start.live;
         const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
         const batch = jobs.filter((job, i) => {
-          if (!live[i]) {
+          if (!start.live[i]) {
             report.stale += 1;
             log.warn('attempt no longer live (ended, cancelled, created anew or started already); not run', { topic: topic.name, jobId: job.id, attempt: job.attempt });
           }
-          return live[i];
+          return start.live[i];
         });
         await Promise.all(batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)));
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
@@ -158,6 +157,8 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
           if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, log);
           break;
         }
+        // the fan-out takes what its claim left itself (drained, or it claims again): no claim of this handler's
+        if (round === 0 && event.more === false) break;
         jobs = (await rt.engine.claimStarted(topic.name, topic.batchSize)).map(toWire);
         claimOffsetMs = jobs.length > 0 ? jobs[0]!.claimedAt - Date.now() : undefined;
       }
