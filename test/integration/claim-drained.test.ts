@@ -38,82 +38,68 @@ describe('a claim that drains the ready list says so (real redis-server)', () =>
     it(`${partitions} partition${partitions === 1 ? '' : 's'}: drained when it took every ready job, not when it stopped at its count or the concurrency`, async () => {
       const topic = uniqueTopic('drained');
       const q = makeQueue(server.client(), { [topic]: { handler: 'h', concurrency: 5 } }, { config: { partitions } });
-      await q.addMany(Array.from({ length: 4 }, (_, i) => ({ topic, id: `a${i}`, delay: 0 })));
-      await q.engine.sweep();
-      const some = await q.engine.claimPaced(topic, 3);
-      assert.equal(some.jobs.length, 3);
-      assert.deepEqual([some.drained, some.capped], [false, false], 'one job is left ready, 3 running of 5');
-      const rest = await q.engine.claimPaced(topic, 3);
-      assert.equal(rest.jobs.length, 1);
-      assert.equal(rest.drained, true, 'it took the last one');
-      const none = await q.engine.claimPaced(topic, 3);
-      assert.deepEqual([none.jobs.length, none.drained], [0, true]);
-
+      const ready = async (prefix: string, n: number) => {
+        await q.addMany(Array.from({ length: n }, (_, i) => ({ topic, id: `${prefix}${i}`, delay: 0 })));
+        await q.engine.sweep();
+      };
+      // [jobs claimed, drained, capped] of a claim of 3
+      const claim = async () => {
+        const c = await q.engine.claimPaced(topic, 3);
+        return [c.jobs.length, c.drained, c.capped];
+      };
+      await ready('a', 4);
+      assert.deepEqual(await claim(), [3, false, false], 'one job is left ready, 3 running of 5');
+      assert.deepEqual(await claim(), [1, true, false], 'it took the last one');
+      assert.deepEqual(await claim(), [0, true, false]);
       // 4 running of 5: the next claim stops at the concurrency, with jobs left ready
-      await q.addMany(Array.from({ length: 3 }, (_, i) => ({ topic, id: `b${i}`, delay: 0 })));
-      await q.engine.sweep();
-      const capped = await q.engine.claimPaced(topic, 3);
-      assert.equal(capped.jobs.length, 1);
-      assert.deepEqual([capped.drained, capped.capped], [false, true], 'two are left ready behind the concurrency');
-      const full = await q.engine.claimPaced(topic, 3);
-      assert.deepEqual([full.jobs.length, full.drained, full.capped], [0, false, true], 'at the concurrency: it cannot tell');
+      await ready('b', 3);
+      assert.deepEqual(await claim(), [1, false, true], 'two are left ready behind the concurrency');
+      assert.deepEqual(await claim(), [0, false, true], 'at the concurrency: it cannot tell');
     });
   }
 
-  it('the fan-out claims once when its claim drained the topic, and tells the handlers so', async () => {
+  /** `jobs` ready jobs of a new topic with `concurrency`, fanned out once: the events, the claims and the report. */
+  async function fanOut(jobs: number, concurrency: number) {
     const topic = uniqueTopic('fanout');
-    const q = makeQueue(server.client(), { [topic]: { handler: 'h' } });
-    await q.addMany(Array.from({ length: 3 }, (_, i) => ({ topic, id: `j${i}`, delay: 0 })));
+    const q = makeQueue(server.client(), { [topic]: { handler: 'h', concurrency } });
+    await q.addMany(Array.from({ length: jobs }, (_, i) => ({ topic, id: `j${i}`, delay: 0 })));
     await q.engine.sweep();
     const events: HandlerEvent[] = [];
     const invoker: Invoker = { invokeAsync: async (_name, payload) => void events.push(payload as HandlerEvent) };
     const counted = countClaims(q.engine);
     const reports = await runFanout({ engine: q.engine, invoker, log }, { topics: [topic] });
-    assert.equal(reports[topic]!.claimed, 3);
-    assert.equal(counted.claims, 1, 'no second claim to find nothing');
-    assert.deepEqual(
-      events.map((e) => [e.jobs.length, e.more]),
-      [
-        [1, false],
-        [1, false],
-        [1, false],
-      ],
-    );
+    return { events: events.map((e) => [e.jobs.length, e.more]), claims: counted.claims, claimed: reports[topic]!.claimed };
+  }
+
+  it('the fan-out claims once when its claim drained the topic, and tells the handlers so', async () => {
+    const { events, claims, claimed } = await fanOut(3, 100);
+    assert.equal(claimed, 3);
+    assert.equal(claims, 1, 'no second claim to find nothing');
+    assert.deepEqual(events, [
+      [1, false],
+      [1, false],
+      [1, false],
+    ]);
   });
 
   it('a fan-out that claims again at once leaves its handlers nothing to claim: 10 jobs, rounds of 8 then 2', async () => {
-    const topic = uniqueTopic('rounds');
-    const q = makeQueue(server.client(), { [topic]: { handler: 'h', concurrency: 100 } });
-    await q.addMany(Array.from({ length: 10 }, (_, i) => ({ topic, id: `j${i}`, delay: 0 })));
-    await q.engine.sweep();
-    const events: HandlerEvent[] = [];
-    const invoker: Invoker = { invokeAsync: async (_name, payload) => void events.push(payload as HandlerEvent) };
-    const counted = countClaims(q.engine);
-    await runFanout({ engine: q.engine, invoker, log }, { topics: [topic] });
-    assert.equal(counted.claims, 2, 'two rounds, the second drained it');
-    assert.equal(events.length, 10);
-    assert.ok(
-      events.every((e) => e.more === false),
+    const { events, claims } = await fanOut(10, 100);
+    assert.equal(claims, 2, 'two rounds, the second drained it');
+    assert.deepEqual(
+      events,
+      Array.from({ length: 10 }, () => [1, false]),
       'no handler claims on',
     );
   });
 
   it('the fan-out tells the handlers to go on claiming when its claim stopped at the concurrency', async () => {
-    const topic = uniqueTopic('capped');
-    const q = makeQueue(server.client(), { [topic]: { handler: 'h', concurrency: 2 } });
-    await q.addMany(Array.from({ length: 4 }, (_, i) => ({ topic, id: `j${i}`, delay: 0 })));
-    // and at it exactly: 2 ready of concurrency 2 would drain; 4 stop at it
-    await q.engine.sweep();
-    const events: HandlerEvent[] = [];
-    const invoker: Invoker = { invokeAsync: async (_name, payload) => void events.push(payload as HandlerEvent) };
-    await runFanout({ engine: q.engine, invoker, log }, { topics: [topic] });
-    assert.deepEqual(
-      events.map((e) => [e.jobs.length, e.more]),
-      [
-        [1, true],
-        [1, true],
-      ],
-    );
+    // 4 ready of concurrency 2: the claim stops at it, with 2 left ready
+    const { events, claims } = await fanOut(4, 2);
+    assert.equal(claims, 2, 'the second round finds the topic at its concurrency');
+    assert.deepEqual(events, [
+      [1, true],
+      [1, true],
+    ]);
   });
 });
 
