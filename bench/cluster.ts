@@ -179,8 +179,6 @@ interface Topology {
   direct: Redis[];
   /** The engine's client: createRedis, with `cluster: true` on a cluster. */
   client: Redis | Cluster;
-  /** Step 1's workers' clients, one each (createRedis as `client`): each Lambda instance has its own connection. */
-  workerClients: (Redis | Cluster)[];
   stop(): Promise<void>;
 }
 
@@ -199,7 +197,6 @@ async function startTopology(masters: number, partitions: number): Promise<Topol
   }
   const direct = nodes.map((n) => new Redis({ host: '127.0.0.1', port: n.port, maxRetriesPerRequest: null }));
   const client = createRedis({ url: nodes[0]!.url, cluster: masters > 0 });
-  const workerClients = Array.from({ length: OPTS.workers }, () => createRedis({ url: nodes[0]!.url, cluster: masters > 0 }));
   return {
     label,
     masters,
@@ -207,10 +204,8 @@ async function startTopology(masters: number, partitions: number): Promise<Topol
     nodes,
     direct,
     client,
-    workerClients,
     async stop() {
       client.disconnect();
-      for (const w of workerClients) w.disconnect();
       for (const d of direct) d.disconnect();
       await stopServers();
     },
@@ -447,6 +442,8 @@ interface TopologyResult {
 
 async function runWorkload(masters: number, partitions: number, ids: string[]): Promise<TopologyResult> {
   const t = await startTopology(masters, partitions);
+  // the workers' clients, one each (createRedis as the engine's): each Lambda instance has its own connection
+  const workerClients = Array.from({ length: OPTS.workers }, () => createRedis({ url: t.nodes[0]!.url, cluster: masters > 0 }));
   try {
     const q = makeQueue(t.client, partitions);
     const engine = q.engine;
@@ -465,7 +462,7 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
       () => 0,
     );
     for (let more = true; more;) more = (await engine.sweep()).moved > 0;
-    const workers = t.workerClients.map((c) => makeQueue(c, partitions).engine);
+    const workers = workerClients.map((c) => makeQueue(c, partitions).engine);
     await Promise.all(
       workers.map(async (w) => {
         while ((await workOnce(w, warmLedger, CLAIM)) !== 0) continue;
@@ -556,6 +553,7 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
       claimCalls,
     };
   } finally {
+    for (const w of workerClients) w.disconnect();
     await t.stop();
   }
 }

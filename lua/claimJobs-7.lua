@@ -90,7 +90,7 @@ for i, id in ipairs(ids) do
 end
 redis.call('LTRIM', readyKey, taken, -1)
 if #ids < n and taken == #ids then result[5] = 1 end
-if running + #result - 6 >= maxRunning then result[6] = 1 end
+if running + #result - 6 >= maxRunning then result[6] = 1 end -- claims made: the items after the 6 header slots
 if #late > 0 then recordLateness(KEYS[7], now, late) end
 result[2] = taken
 return result

@@ -59,7 +59,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
     // this partition may fill what the others leave of the cap
     const room = runningBy.length > 0 ? maxRunning - (running - runningBy[p]!) : maxRunning;
     const k = topicKeys(p, t.name, ctx.config.partitions);
-    let left = false; // this partition's last call left its ready list empty
+    let emptied = false; // this partition's last call left its ready list empty
     for (let more = room > 0; more && !full && claimed.length < count;) {
       const rest = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
@@ -71,13 +71,13 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
       bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
       running += items.length;
       more = stopped === 1;
-      left = empty === 1;
+      emptied = empty === 1;
       if (atCap === 1) capped = true;
       // stopped at a budget that was all that was left of maxBytes (not at one call's share)
       if (more && (rest <= SCRIPT_CALL_BYTES || (strict && items.length === 0))) full = true;
       if (bytes >= maxBytes) full = true;
     }
-    if (!left) drained = false;
+    if (!emptied) drained = false;
     if (full || claimed.length >= count) break;
   }
   // partitions not visited had jobs ready when counted (or, on one partition, the call says)
