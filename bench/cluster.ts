@@ -746,18 +746,21 @@ async function reshardUnderLoad() {
       events.addNodeAt = at();
       const added = performance.now();
       await redisCli(['--cluster', 'add-node', `127.0.0.1:${port}`, first]);
-      // rebalance fails while a node does not know the new one yet ("I don't know about node"):
-      // wait until every node lists every other, and redis-cli's check agrees
+      // rebalance fails while a node does not know the new one yet ("I don't know about node"),
+      // and its first slot move fails with CLUSTERDOWN while the new node has not yet seen every
+      // slot covered: wait until every node lists every other and says cluster_state:ok, and
+      // redis-cli's check agrees
       const newId = String(await extraDirect[0]!.call('CLUSTER', 'MYID'));
       const all = [...t.direct, extraDirect[0]!];
       const allIds = [...ids, newId];
       const agreeBy = Date.now() + 60_000;
       for (;;) {
         const views = await Promise.all(all.map((r) => r.call('CLUSTER', 'NODES').then(String)));
-        const known = views.every((view) => allIds.every((id) => view.includes(id)));
+        const states = await Promise.all(all.map((r) => r.call('CLUSTER', 'INFO').then(String)));
+        const known = views.every((view) => allIds.every((id) => view.includes(id))) && states.every((info) => info.includes('cluster_state:ok'));
         const check = known ? await run('redis-cli', ['--cluster', 'check', first]) : undefined;
         if (check && check.code === 0 && check.stdout.includes('[OK] All nodes agree about slots configuration') && check.stdout.includes(`127.0.0.1:${port}`)) break;
-        if (Date.now() > agreeBy) throw new Error(`the cluster did not agree on the new node within 60 s:\n${views.join('\n')}`);
+        if (Date.now() > agreeBy) throw new Error(`the cluster did not agree on the new node within 60 s:\n${views.join('\n')}\n${states.join('\n')}`);
         await sleep(250);
       }
       addNodeMs = performance.now() - added;
