@@ -1,7 +1,7 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
 import { randomBytes } from 'node:crypto';
 import type { FlowDefaults, TopicConfig } from '../rules/config';
-import { jobKeys, latenessKey, partitionOf, topicKeys, topicRateKey, type BodiesKey } from './keys';
+import { jobKeys, latenessKey, topicKeys, topicRateKey, type BodiesKey } from './keys';
 import type { ClockArg } from './scripts';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { readSlots, run } from './lua';
@@ -20,8 +20,8 @@ const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about 
  * itself.
  */
 async function countsByPartition(ctx: EngineContext, t: TopicConfig): Promise<{ running: number[]; ready: number[] } | null> {
-  if (ctx.config.partitions === 1) return null;
-  const keys = partitionsInOrder(ctx.config.partitions).map((p) => topicKeys(p, t.name, ctx.config.partitions));
+  if (ctx.layout.size === 1) return null;
+  const keys = partitionsInOrder(ctx.layout.size).map((p) => topicKeys(p, t.name, ctx.layout));
   const counts = await readSlots(
     ctx.redis,
     keys.map((k) => k.ready),
@@ -51,22 +51,19 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
   let full = false; // what is left of maxBytes cannot take the next job
   let drained = true; // every partition's ready list was found empty, or left so
   let capped = false; // a call found the running attempts at the cap after it
-  const order = ctx.rotation.order(ctx.config.partitions);
+  const order = ctx.rotation.order(ctx.layout.size);
   let visited = 0;
   for (const p of order) {
     visited += 1;
     if (counts && counts.ready[p] === 0) continue; // nothing ready there when counted: no call
     // this partition may fill what the others leave of the cap
     const room = runningBy.length > 0 ? maxRunning - (running - runningBy[p]!) : maxRunning;
-    const k = topicKeys(p, t.name, ctx.config.partitions);
+    const k = topicKeys(p, t.name, ctx.layout);
     let emptied = false; // this partition's last call left its ready list empty
     for (let more = room > 0; more && !full && claimed.length < count;) {
       const rest = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
-      const call = script.claimJobs(
-        [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)],
-        claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
-      );
+      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)], claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }));
       const [now, , , stopped, empty, atCap, ...items] = await run(ctx.redis, call);
       bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
       running += items.length;
@@ -143,15 +140,15 @@ async function handOut(ctx: EngineContext, t: TopicConfig, bodiesKey: BodiesKey,
  * (the engine makes sure a sweep looks then), null when none was held.
  */
 async function claimFlow(ctx: EngineContext, t: TopicConfig, flow: FlowDefaults, count: number, maxRunning: number, maxBytes: number, at: number | undefined, start: boolean): Promise<Claim> {
-  const p = partitionOf(t, '', ctx.config.partitions);
-  const k = topicKeys(p, t.name, ctx.config.partitions);
+  const p = ctx.layout.placeOf(t, '');
+  const k = topicKeys(p, t.name, ctx.layout);
   const claimed: ClaimedJob[] = [];
   let bytes = 0;
   let heldUntil: number | null = null;
   for (let more = true; more && claimed.length < count && bytes < maxBytes;) {
     const left = maxBytes - bytes;
     const strict = claimed.length > 0;
-    const call = script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.config.partitions)], {
+    const call = script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)], {
       ...claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning, left, strict, start }),
       flow,
     });
@@ -178,7 +175,7 @@ export interface PacedClaim extends Claim {
  */
 export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, start = false): Promise<PacedClaim> {
   if (!t.rateLimit || count <= 0) return { ...(await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start)), waitMs: null };
-  const key = [topicRateKey(t, ctx.config.partitions)] as const;
+  const key = [topicRateKey(t, ctx.layout)] as const;
   const [granted, slot, waitMs, grantedAt] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
   if (granted === 0) return { jobs: [], heldUntil: null, drained: false, capped: false, waitMs: Math.max(1, waitMs) };
   // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),
@@ -230,7 +227,7 @@ export function ackJob(ctx: EngineContext, topic: string, id: string, ref: Attem
   const clock = ctx.clock();
   const acks = pending.get(clock) ?? [];
   pending.set(clock, acks);
-  return new Promise<AckOutcome>((resolve, reject) => acks.push({ topic, id, partition: partitionOf(ctx.config.topics.get(topic) ?? topic, id, ctx.config.partitions), ref, resolve, reject }));
+  return new Promise<AckOutcome>((resolve, reject) => acks.push({ topic, id, partition: ctx.layout.placeOf(ctx.config.topics.get(topic) ?? topic, id), ref, resolve, reject }));
 }
 
 /** Sends acks made at one clock: an ackJobs call per topic, partition and ACK_BATCH attempts, all at once. */
@@ -242,7 +239,7 @@ function sendAcks(ctx: EngineContext, clock: ClockArg, acks: readonly PendingAck
 
 /** One ackJobs call for acks of one topic and partition; answers each, or fails each with the call's error. */
 async function ackBatch(ctx: EngineContext, partition: number, clock: ClockArg, batch: readonly PendingAck[]): Promise<void> {
-  const k = topicKeys(partition, batch[0]!.topic, ctx.config.partitions);
+  const k = topicKeys(partition, batch[0]!.topic, ctx.layout);
   try {
     const reply = await run(ctx.redis, script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock, retentionMs: ctx.config.retentionMs, attempts: batch.map((a) => attemptArg(a.id, a.ref)) }));
     batch.forEach((a, i) => a.resolve(toAckOutcome(reply[i]!)));
@@ -253,7 +250,7 @@ async function ackBatch(ctx: EngineContext, partition: number, clock: ClockArg, 
 
 /** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */
 export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, ref: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
-  const k = jobKeys(t, id, ctx.config.partitions);
+  const k = jobKeys(t, id, ctx.layout);
   const call = script.failJob([k.jobs, k.running, k.delayed, k.dead], {
     clock: ctx.clock(),
     ...attemptArg(id, ref),
@@ -267,7 +264,7 @@ export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, re
 }
 
 type Ref = Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef;
-const slotOf = (ctx: EngineContext) => ({ partition: (job: Ref) => partitionOf(ctx.config.topics.get(job.topic) ?? job.topic, job.id, ctx.config.partitions), topic: (job: Ref) => job.topic });
+const slotOf = (ctx: EngineContext) => ({ partition: (job: Ref) => ctx.layout.placeOf(ctx.config.topics.get(job.topic) ?? job.topic, job.id), topic: (job: Ref) => job.topic });
 
 /**
  * Gives claimed jobs back to the front of their ready lists without counting the attempt, after
@@ -280,7 +277,7 @@ export async function releaseJobs(ctx: EngineContext, jobs: readonly Ref[], reas
     for (const batch of batches) {
       const t = ctx.config.topics.get(batch[0]!.topic);
       if (!t) throw new Error(`release of jobs of unknown topic ${batch[0]!.topic}`);
-      const k = topicKeys(partition, t.name, ctx.config.partitions);
+      const k = topicKeys(partition, t.name, ctx.layout);
       // a call that reached its byte budget looked at the first `looked`: the rest go in the next
       for (let rest = batch; rest.length > 0;) {
         const call = script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], {
@@ -317,17 +314,17 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
   let now: number | null = null;
   const byPartition = new Map<number, number[]>();
   jobs.forEach((job, i) => {
-    const p = partitionOf(ctx.config.topics.get(topic) ?? topic, job.id, ctx.config.partitions);
+    const p = ctx.layout.placeOf(ctx.config.topics.get(topic) ?? topic, job.id);
     byPartition.set(p, [...(byPartition.get(p) ?? []), i]);
   });
   await Promise.all(
     [...byPartition].map(async ([partition, indexes]) => {
-      const k = topicKeys(partition, topic, ctx.config.partitions);
+      const k = topicKeys(partition, topic, ctx.layout);
       // a call that reached its byte budget answered for the first attempts: the rest go in the next
       for (let rest = indexes; rest.length > 0;) {
         const reply = await run(
           ctx.redis,
-          script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.config.partitions), k.running, k.ready], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
+          script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.layout), k.running, k.ready], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
         );
         now = Math.max(now ?? reply[0], reply[0]);
         for (let j = 1; j < reply.length; j++) live[rest[j - 1]!] = reply[j] === OUTCOME.STARTED;

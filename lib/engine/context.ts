@@ -1,4 +1,5 @@
 import type { QueueConfig } from '../rules/config';
+import type { Layout } from './keys';
 import type { Client } from './lua';
 import type { Rotation } from './partitions';
 import type { ClockArg } from './scripts';
@@ -7,6 +8,8 @@ import type { ClockArg } from './scripts';
 export interface EngineContext {
   readonly redis: Client;
   readonly config: QueueConfig;
+  /** The stack's partitions: every key name and every job's partition comes from it. */
+  readonly layout: Layout;
   /** ARGV[1] of every clocked script: the fixed test clock, or '' for Redis TIME. */
   clock(): ClockArg;
   /** Source of jitter in [0, 1). */

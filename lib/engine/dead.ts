@@ -1,6 +1,6 @@
 /** Dead letters: list them a page at a time, and move them back to delayed. */
 import { ID_PATTERN, type TopicConfig } from '../rules/config';
-import { partitionOf, topicKeys } from './keys';
+import { topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { run } from './lua';
 import type { EngineContext } from './context';
@@ -56,7 +56,7 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
   const looked: number[] = [];
   /** One partition: calls again while a call stops at its byte budget. */
   const redrive = async (partition: number, args: { ids: readonly string[] } | { count: number }): Promise<void> => {
-    const k = topicKeys(partition, t.name, ctx.config.partitions);
+    const k = topicKeys(partition, t.name, ctx.layout);
     for (let rest = args; ;) {
       const reply: script.RedriveReply = await run(ctx.redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: ctx.clock(), by, maxBytes: SCRIPT_CALL_BYTES, ...rest }));
       const [n, headChanged, looked, stopped] = reply;
@@ -74,11 +74,11 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
     (redriven > before ? changed : looked).push(partition);
   };
   if ('ids' in which) {
-    const byPartition = groupBy(which.ids, (id) => partitionOf(t, id, ctx.config.partitions));
+    const byPartition = groupBy(which.ids, (id) => ctx.layout.placeOf(t, id));
     for (const [partition, ids] of byPartition) await visit(partition, { ids });
   } else {
     // the oldest first of partition 0, then of 1, ...: dead jobs of one partition are ordered, not across partitions
-    for (const partition of partitionsInOrder(ctx.config.partitions)) {
+    for (const partition of partitionsInOrder(ctx.layout.size)) {
       const left = which.count - redriven;
       if (left <= 0) break;
       await visit(partition, { count: left });

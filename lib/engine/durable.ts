@@ -12,7 +12,7 @@
  * primary, and the wait then covers everything that primary had before it.
  */
 import { Cluster, type Redis } from 'ioredis';
-import { slotOf, syncKey } from './keys';
+import { slotOf, syncKey, type Layout } from './keys';
 import { run } from './lua';
 import type { EngineContext } from './context';
 import * as script from './scripts';
@@ -36,8 +36,8 @@ function connectionForKey(client: Redis | Cluster, key: string): Redis | undefin
 }
 
 /** The connection that serves `partition` (connectionForKey). */
-function connectionFor(client: Redis | Cluster, partition: number, count: number): Redis | undefined {
-  return connectionForKey(client, syncKey(partition, count));
+function connectionFor(client: Redis | Cluster, partition: number, layout: Layout): Redis | undefined {
+  return connectionForKey(client, syncKey(partition, layout));
 }
 
 /**
@@ -65,7 +65,7 @@ export async function confirmReplicated(ctx: EngineContext, partitions: Iterable
   // one WAIT per connection: on a single node every partition shares one
   const byConnection = new Map<Redis | undefined, { group: number[]; sync?: number }>();
   for (const p of all) {
-    const connection = connectionFor(ctx.redis as Redis | Cluster, p, ctx.config.partitions);
+    const connection = connectionFor(ctx.redis as Redis | Cluster, p, ctx.layout);
     const entry = byConnection.get(connection) ?? { group: [] };
     entry.group.push(p);
     if (cover.has(p)) entry.sync ??= p;
@@ -76,7 +76,7 @@ export async function confirmReplicated(ctx: EngineContext, partitions: Iterable
     [...byConnection].map(async ([connection, { group, sync }]) => {
       if (!connection) return void unconfirmed.push(...group);
       // one bump covers every partition of that primary: its replicas follow one stream of its writes
-      if (sync !== undefined) await run(ctx.redis, script.syncPoint([syncKey(sync, ctx.config.partitions)]));
+      if (sync !== undefined) await run(ctx.redis, script.syncPoint([syncKey(sync, ctx.layout)]));
       const replicas = Number(await connection.call('WAIT', 1, timeoutMs));
       if (replicas < 1) unconfirmed.push(...group);
     }),

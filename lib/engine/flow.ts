@@ -7,7 +7,7 @@
  */
 import type { TopicConfig } from '../rules/config';
 import type { EngineContext } from './context';
-import { partitionOf, topicKeys } from './keys';
+import { topicKeys } from './keys';
 import { run } from './lua';
 import { partitionsInOrder } from './partitions';
 import * as script from './scripts';
@@ -56,8 +56,8 @@ export interface FlowKeyChange {
 /** The flow topic `t`'s keys: its one partition's. */
 function flowTopicKeys(ctx: EngineContext, t: TopicConfig) {
   if (!t.flow) throw new Error(`topic ${t.name} has no flow control: the caller checks`);
-  const partition = partitionOf(t, '', ctx.config.partitions);
-  return { partition, jobs: topicKeys(partition, t.name, ctx.config.partitions).jobs };
+  const partition = ctx.layout.placeOf(t, '');
+  return { partition, jobs: topicKeys(partition, t.name, ctx.layout).jobs };
 }
 
 /** A key's state from the scripts' reply, its limits resolved over the topic's defaults. */
@@ -105,7 +105,7 @@ export async function setFlowKey(ctx: EngineContext, t: TopicConfig, key: string
 
 /** Pauses (or resumes) topic `t` in every partition at once; the partitions written. */
 export async function pauseTopic(ctx: EngineContext, t: TopicConfig, paused: boolean, by: string): Promise<number[]> {
-  const partitions = partitionsInOrder(ctx.config.partitions);
-  await Promise.all(partitions.map((p) => run(ctx.redis, script.pauseTopic([topicKeys(p, t.name, ctx.config.partitions).jobs], { paused, by }))));
+  const partitions = partitionsInOrder(ctx.layout.size);
+  await Promise.all(partitions.map((p) => run(ctx.redis, script.pauseTopic([topicKeys(p, t.name, ctx.layout).jobs], { paused, by }))));
   return partitions;
 }

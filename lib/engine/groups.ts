@@ -41,10 +41,10 @@ export interface GroupCancel {
  */
 export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP, by = ''): Promise<GroupCancel & { partitions: number[] }> {
   const total: GroupCancel = { cancelled: 0, running: 0 };
-  const left = partitionsInOrder(ctx.config.partitions).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
+  const left = partitionsInOrder(ctx.layout.size).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
   const keysOf = (p: number) => {
-    const k = topicKeys(p, t.name, ctx.config.partitions);
-    return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group, ctx.config.partitions)] as const;
+    const k = topicKeys(p, t.name, ctx.layout);
+    return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group, ctx.layout)] as const;
   };
   // first mark the group in every partition (a step of 0 members): from here on, if this call
   // stops half-way, the jobs it has not reached still cannot start
@@ -74,7 +74,7 @@ export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: str
       if (done === 1) left.splice(left.indexOf(part), 1);
     }
   }
-  return { ...total, partitions: partitionsInOrder(ctx.config.partitions) };
+  return { ...total, partitions: partitionsInOrder(ctx.layout.size) };
 }
 
 /** Runs one call per partition, all at once; the replies by partition. */
@@ -101,7 +101,7 @@ export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]
       const calls = [...groupBy(members, (m) => `${m.topic} ${m.group}`).values()].flatMap((same) =>
         chunk(same, LEAVE_BATCH).map((batch) => {
           const { topic, group } = batch[0]!;
-          return script.leaveGroup([topicKeys(p, topic, ctx.config.partitions).jobs, groupKey(p, topic, group, ctx.config.partitions)], { group, members: batch });
+          return script.leaveGroup([topicKeys(p, topic, ctx.layout).jobs, groupKey(p, topic, group, ctx.layout)], { group, members: batch });
         }),
       );
       for (const n of await runPipelined(ctx.redis, calls)) removed += n;
@@ -154,10 +154,10 @@ export async function listGroup(ctx: EngineContext, t: TopicConfig, group: strin
   let { partition, after } = page.cursor ?? { partition: 0, after: '-inf' };
   let chunk: number | '' = page.cursor?.chunk ?? '';
   let bytes = 0;
-  while (partition < ctx.config.partitions) {
-    const k = topicKeys(partition, t.name, ctx.config.partitions);
+  while (partition < ctx.layout.size) {
+    const k = topicKeys(partition, t.name, ctx.layout);
     const left = page.limit - jobs.length;
-    const call = script.listGroup([groupKey(partition, t.name, group, ctx.config.partitions), k.jobs, k.bodies, k.delayed], { group, chunk, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
+    const call = script.listGroup([groupKey(partition, t.name, group, ctx.layout), k.jobs, k.bodies, k.delayed], { group, chunk, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
     const [more, nextChunk, cursor, ...views] = await run(ctx.redis, call);
     for (const { view, body } of await viewsWithBodies(ctx, k.bodies, views)) {
       if (body === null) continue; // purged since the script listed it
@@ -170,5 +170,5 @@ export async function listGroup(ctx: EngineContext, t: TopicConfig, group: strin
     after = '-inf';
     if (jobs.length >= page.limit || bytes >= SCRIPT_CALL_BYTES) break;
   }
-  return { jobs, next: partition < ctx.config.partitions ? { partition, chunk: chunk === '' ? 0 : chunk, after } : null };
+  return { jobs, next: partition < ctx.layout.size ? { partition, chunk: chunk === '' ? 0 : chunk, after } : null };
 }

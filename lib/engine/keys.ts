@@ -81,14 +81,68 @@ export interface SweeperKeys {
   fanout: FanoutKey;
 }
 
-/** The prefix of every key of partition `partition` of `count`: `dq:{<its hash tag>}:`. */
-function partitionBase(partition: number, count: number): string {
-  return `dq:{${partitionTag(partition, count)}}:`;
+/**
+ * Where a stack's keys are: its partitions, numbered 0..size-1. Partitions 0..count-1 are the
+ * current layout's (`partitions` of the configuration); while the partition count changes, the
+ * former layout's follow them, count..size-1 (partition p of the former `former` partitions is
+ * count + p). The one place that turns a partition's number into its hash tag (tag), and a job's
+ * (topic, id) into its partition (placeOf, formerPlaceOf).
+ */
+export class Layout {
+  /** Every partition, current and former: 0..size-1. */
+  readonly size: number;
+
+  constructor(
+    /** Partitions of the current layout. */
+    readonly count: number,
+    /** Partitions of the former layout, 0 when no change is under way. */
+    readonly former = 0,
+  ) {
+    this.size = count + former;
+  }
+
+  /** Hash tag of partition `partition` (0..size-1). */
+  tag(partition: number): string {
+    if (partition < this.count || partition >= this.size) return partitionTag(partition, this.count);
+    return partitionTag(partition - this.count, this.former);
+  }
+
+  /** The current layout's partition of job (topic, id): where it is added. */
+  placeOf(t: TopicRef | string, id: string): number {
+    return partitionOf(t, id, this.count);
+  }
+
+  /** The former layout's partition of job (topic, id), or null when no change is under way. */
+  formerPlaceOf(t: TopicRef | string, id: string): number | null {
+    return this.former === 0 ? null : this.count + partitionOf(t, id, this.former);
+  }
 }
 
-/** Keys of `topic` in partition `partition` of `count`. */
-export function topicKeys(partition: number, topic: string, count: number): TopicKeys {
-  const base = partitionBase(partition, count);
+/** A stack's partitions: its Layout, or a partition count alone (one layout of that many). */
+export type Partitions = Layout | number;
+
+/** Layouts of a partition count alone, made once. */
+const layoutsByCount = new Map<number, Layout>();
+
+/** The Layout `partitions` stands for. */
+export function layoutOf(partitions: Partitions): Layout {
+  if (typeof partitions !== 'number') return partitions;
+  let layout = layoutsByCount.get(partitions);
+  if (!layout) {
+    layout = new Layout(partitions);
+    layoutsByCount.set(partitions, layout);
+  }
+  return layout;
+}
+
+/** The prefix of every key of partition `partition` of `partitions`: `dq:{<its hash tag>}:`. */
+function partitionBase(partition: number, partitions: Partitions): string {
+  return `dq:{${typeof partitions === 'number' ? partitionTag(partition, partitions) : partitions.tag(partition)}}:`;
+}
+
+/** Keys of `topic` in partition `partition` of `partitions`. */
+export function topicKeys(partition: number, topic: string, partitions: Partitions): TopicKeys {
+  const base = partitionBase(partition, partitions);
   return {
     jobs: `${base}jobs:${topic}` as JobsKey,
     bodies: `${base}bodies:${topic}` as BodiesKey,
@@ -113,9 +167,9 @@ export interface ScheduleKeys {
   next: ScheduleNextKey;
 }
 
-/** Schedule keys of `topic` in partition `partition` of `count`. */
-export function scheduleKeys(partition: number, topic: string, count: number): ScheduleKeys {
-  const base = partitionBase(partition, count);
+/** Schedule keys of `topic` in partition `partition` of `partitions`. */
+export function scheduleKeys(partition: number, topic: string, partitions: Partitions): ScheduleKeys {
+  const base = partitionBase(partition, partitions);
   return {
     schedules: `${base}schedules:${topic}` as SchedulesKey,
     ids: `${base}schedule-ids:${topic}` as ScheduleIdsKey,
@@ -124,7 +178,7 @@ export function scheduleKeys(partition: number, topic: string, count: number): S
 }
 
 /**
- * ZSET of the jobs of group `group` of `topic` in partition `partition` of `count`: id -> its place in the order the
+ * ZSET of the jobs of group `group` of `topic` in partition `partition` of `partitions`: id -> its place in the order the
  * jobs joined; the first of the group's zsets (chunk 0), and the key the scripts are passed. A group
  * with more than GROUP_CHUNK_SIZE jobs (lua/includes/groups.lua) in a partition goes on in further
  * zsets, `<key>#1`, `<key>#2`, ... (groupChunkKey), each small enough to stay a listpack; the
@@ -132,8 +186,8 @@ export function scheduleKeys(partition: number, topic: string, count: number): S
  * (group '') is never written: a script call whose jobs have no group is passed it. Groups follow
  * the id rules, so may hold ':' but never '#'; the topic never holds ':', so names stay unambiguous.
  */
-export function groupKey(partition: number, topic: string, group: string, count: number): GroupKey {
-  return `${partitionBase(partition, count)}group:${topic}:${group}` as GroupKey;
+export function groupKey(partition: number, topic: string, group: string, partitions: Partitions): GroupKey {
+  return `${partitionBase(partition, partitions)}group:${topic}:${group}` as GroupKey;
 }
 
 /** Zset `chunk` of a group whose first zset is `key` (chunk 0 is `key` itself), as lua/includes/groups.lua names it. */
@@ -150,9 +204,9 @@ export function groupBucketKey(jobs: JobsKey, n: number): string {
   return `${jobs}#gb${n}`;
 }
 
-/** Keys of the topic of job (topic, id) in the job's partition (of `partitions`). */
-export function jobKeys(t: TopicRef | string, id: string, partitions: number): TopicKeys {
-  return topicKeys(partitionOf(t, id, partitions), typeof t === 'string' ? t : t.name, partitions);
+/** Keys of the topic of job (topic, id) in the job's partition of the current layout (of `partitions`). */
+export function jobKeys(t: TopicRef | string, id: string, partitions: Partitions): TopicKeys {
+  return topicKeys(layoutOf(partitions).placeOf(t, id), typeof t === 'string' ? t : t.name, partitions);
 }
 
 /**
@@ -191,17 +245,17 @@ export function accessKeys(): AccessKeys {
  * this connection did not write (an add answered "exists", a cancel answered "already
  * cancelled"): WAIT covers only the connection's own writes (lib/engine/durable.ts).
  */
-export function syncKey(partition: number, count: number): SyncKey {
-  return `${partitionBase(partition, count)}sync` as SyncKey;
+export function syncKey(partition: number, partitions: Partitions): SyncKey {
+  return `${partitionBase(partition, partitions)}sync` as SyncKey;
 }
 
 /**
  * HASH of topic `topic`'s lateness at start over the last hour, one field per minute
- * (lua/recordStarts-1.lua), in partition `partition` of `count`: the starts are recorded in the
+ * (lua/recordStarts-1.lua), in partition `partition` of `partitions`: the starts are recorded in the
  * partitions in turn, so that on a cluster every shard takes its share, and read from all of them.
  */
-export function latenessKey(partition: number, topic: string, count: number): LatenessKey {
-  return `${partitionBase(partition, count)}lateness:${topic}` as LatenessKey;
+export function latenessKey(partition: number, topic: string, partitions: Partitions): LatenessKey {
+  return `${partitionBase(partition, partitions)}lateness:${topic}` as LatenessKey;
 }
 
 /**
@@ -218,9 +272,9 @@ export function rateKey(topic: string): RateKey {
  * partition, beside its jobs and its keys' state (`dq:{<its tag>}:rate:<topic>`), so all of a flow
  * topic is on one shard; any other topic's spans its partitions, so it is rateKey's, one shared slot.
  */
-export function topicRateKey(t: TopicRef, count: number): RateKey {
+export function topicRateKey(t: TopicRef, partitions: Partitions): RateKey {
   if (!t.flow) return rateKey(t.name);
-  return `${partitionBase(partitionOf(t, '', count), count)}rate:${t.name}` as RateKey;
+  return `${partitionBase(layoutOf(partitions).placeOf(t, ''), partitions)}rate:${t.name}` as RateKey;
 }
 
 /** Redis Cluster's number of hash slots. */
@@ -263,12 +317,12 @@ export function slotOf(key: string): number {
 const tagsByCount = new Map<number, readonly string[]>();
 
 /**
- * For each of `slots`, the least of `t0`, `t1`, `t2`, ... whose CRC16 lands in it: the numbers are
- * walked in increasing order, digit by digit (each costs one step of the CRC), until every slot
- * asked for has its tag, so the walk goes only as far as the rarest of them needs (for 12 slots,
- * about 90,000 numbers; every slot is hit before 1,000,000).
+ * For each of `slots`, the least of `<prefix>0`, `<prefix>1`, `<prefix>2`, ... whose CRC16 lands
+ * in it: the numbers are walked in increasing order, digit by digit (each costs one step of the
+ * CRC), until every slot asked for has its tag, so the walk goes only as far as the rarest of them
+ * needs (for 12 slots, about 90,000 numbers; every slot is hit before 1,000,000).
  */
-function tagsInSlots(slots: readonly number[]): Map<number, string> {
+function tagsInSlots(slots: readonly number[], prefix: string): Map<number, string> {
   const found = new Map<number, string>();
   const wanted = new Set(slots);
   const step = (crc: number, digit: number) => ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ (48 + digit)) & 0xff]!;
@@ -279,9 +333,9 @@ function tagsInSlots(slots: readonly number[]): Map<number, string> {
       if (wanted.has(slot) && !found.has(slot)) found.set(slot, text);
       return;
     }
-    for (let d = text === 't' && length > 1 ? 1 : 0; d <= 9 && found.size < wanted.size; d++) walk(text + d, step(crc, d), length - 1);
+    for (let d = text === prefix && length > 1 ? 1 : 0; d <= 9 && found.size < wanted.size; d++) walk(text + d, step(crc, d), length - 1);
   };
-  for (let length = 1; found.size < wanted.size; length++) walk('t', crc16Ascii('t'), length);
+  for (let length = 1; found.size < wanted.size; length++) walk(prefix, crc16Ascii(prefix), length);
   return found;
 }
 
@@ -298,7 +352,9 @@ export function partitionTag(partition: number, count: number): string {
   let tags = tagsByCount.get(count);
   if (!tags) {
     const middles = Array.from({ length: count }, (_, p) => Math.floor(((p + 0.5) * SLOTS) / count));
-    const inSlot = count === 1 ? null : tagsInSlots(middles);
+    // `<count>t`: no two partition counts share a tag, so the partitions of a former layout and
+    // the current one's (Layout) never share keys, even where their middle slots coincide
+    const inSlot = count === 1 ? null : tagsInSlots(middles, `${count}t`);
     tags = inSlot ? middles.map((slot) => inSlot.get(slot)!) : ['p0'];
     tagsByCount.set(count, tags);
   }

@@ -42,8 +42,8 @@ export interface Minute {
 /** Records the lateness of attempts that just started (one script call, in the next partition in turn). */
 export async function recordStarts(ctx: EngineContext, topic: string, latenessMs: readonly number[]): Promise<void> {
   if (latenessMs.length === 0) return;
-  const partitions = ctx.config.partitions;
-  await run(ctx.redis, script.recordStarts([latenessKey(ctx.statsRotation.take(partitions), topic, partitions)], { clock: ctx.clock(), latenessMs }));
+  // the current layout's partitions in turn (read from all of them)
+  await run(ctx.redis, script.recordStarts([latenessKey(ctx.statsRotation.take(ctx.layout.count), topic, ctx.layout)], { clock: ctx.clock(), latenessMs }));
 }
 
 /** The upper bound (ms) of histogram bin `bin` (values with floor(4 * log2(ms + 1)) = bin). */
@@ -106,8 +106,7 @@ function merge(minutes: Minute[]): Map<number, number> {
 
 /** A topic's lateness over the last 5 minutes and per minute over the last hour, at `nowMs` (Redis clock). */
 export async function latenessStats(ctx: EngineContext, topic: string, nowMs: number): Promise<{ window: LatenessWindow; lastHour: LatenessMinute[] }> {
-  const partitions = ctx.config.partitions;
-  const hashes = await forEachPartition(partitions, (p) => ctx.redis.hgetall(latenessKey(p, topic, partitions)));
+  const hashes = await forEachPartition(ctx.layout.size, (p) => ctx.redis.hgetall(latenessKey(p, topic, ctx.layout)));
   const current = Math.floor(nowMs / 60_000);
   const byMinute = new Map<number, Minute>();
   for (const m of hashes.flatMap(parseMinutes)) {
@@ -142,8 +141,8 @@ async function laneHeads(ctx: EngineContext, jobs: JobsKey): Promise<string[]> {
  * keys in turn. Null when none is ready.
  */
 export async function oldestReadyAgeMs(ctx: EngineContext, t: TopicConfig, nowMs: number): Promise<number | null> {
-  const ages = await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, t.name, ctx.config.partitions);
+  const ages = await forEachPartition(ctx.layout.size, async (p) => {
+    const k = topicKeys(p, t.name, ctx.layout);
     for (const id of t.flow ? await laneHeads(ctx, k.jobs) : await ctx.redis.lrange(k.ready, 0, 4)) {
       const job = await getJob(ctx, t, id);
       if (job?.state === 'ready') return Math.max(0, nowMs - Date.parse(job.runAt));

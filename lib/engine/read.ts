@@ -13,7 +13,7 @@ import * as script from './scripts';
  * script reads the record; a body kept apart comes from a plain HGET in the same transaction.
  */
 export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Promise<Job | null> {
-  const k = jobKeys(t, id, ctx.config.partitions);
+  const k = jobKeys(t, id, ctx.layout);
   const [view, apart] = await runThenHget(ctx.redis, script.getJob([k.jobs, k.delayed], { id }), k.bodies, id);
   return view ? toJob(t, view, view[12] ?? apart) : null;
 }
@@ -45,8 +45,8 @@ export async function viewsWithBodies(ctx: EngineContext, key: BodiesKey, views:
 export async function topicStats(ctx: EngineContext, topic: string): Promise<TopicStats> {
   const stats: TopicStats = { topic, delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null, paused: false };
   let next: number | null = null;
-  await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, topic, ctx.config.partitions);
+  await forEachPartition(ctx.layout.size, async (p) => {
+    const k = topicKeys(p, topic, ctx.layout);
     const f = flowKeys(k.jobs);
     const [delayed, ready, running, dead, head, paused, lanes] = (await readSlot(ctx.redis, (pipeline) =>
       pipeline.zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES').hexists(k.jobs, PAUSED_FIELD).hget(f.state, READY_FIELD),
@@ -68,8 +68,8 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
  * Plain reads; advisory (the claim decides).
  */
 export async function claimable(ctx: EngineContext, t: TopicConfig): Promise<boolean> {
-  const counts = await forEachPartition(ctx.config.partitions, async (p) => {
-    const k = topicKeys(p, t.name, ctx.config.partitions);
+  const counts = await forEachPartition(ctx.layout.size, async (p) => {
+    const k = topicKeys(p, t.name, ctx.layout);
     const ready = t.flow ? flowKeys(k.jobs).ring : k.ready;
     return (await readSlot(ctx.redis, (pipeline) => pipeline.llen(ready).zcard(k.running).hexists(k.jobs, PAUSED_FIELD))) as [number, number, number];
   });

@@ -8,7 +8,7 @@
  */
 import { describeBackoff, type Backoff } from '../rules/backoff';
 import type { TopicConfig } from '../rules/config';
-import { groupKey, scheduleKeys, topicKeys } from './keys';
+import { groupKey, scheduleKeys, topicKeys, type Layout } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { jitterOffsetMs } from '../rules/pacing';
 import { advancePlan, catchUpPlan, jitterWindowMs, nextRuns, occurrenceId, type ScheduleSpec } from '../rules/schedule';
@@ -129,13 +129,13 @@ function occurrence(topic: string, scheduleId: string, spec: ScheduleSpec, ms: n
   return { id, ms, due: ms + jitterOffsetMs(topic, id, jitterWindowMs(spec, ms, jitterMs, following)) };
 }
 
-function readCall(t: string, partition: number, count: number, id: string) {
-  return script.getSchedule([scheduleKeys(partition, t, count).schedules], { id });
+function readCall(t: string, partition: number, layout: Layout, id: string) {
+  return script.getSchedule([scheduleKeys(partition, t, layout).schedules], { id });
 }
 
 /** Schedule `id` of topic `t` as stored, or null. */
 export function readSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<script.ScheduleView | null> {
-  return run(ctx.redis, readCall(t.name, partition, ctx.config.partitions, id));
+  return run(ctx.redis, readCall(t.name, partition, ctx.layout, id));
 }
 
 /** What a put commits, computed from the schedule as read (`current`, or null) at `now`. */
@@ -182,9 +182,9 @@ export function planPut(s: NewSchedule, current: script.ScheduleView | null, now
  * advanced it), computes again from a fresh read.
  */
 export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold = false): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
-  const sk = scheduleKeys(s.partition, t.name, ctx.config.partitions);
-  const k = topicKeys(s.partition, t.name, ctx.config.partitions);
-  const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(s.partition, t.name, s.group ?? '', ctx.config.partitions)] as const;
+  const sk = scheduleKeys(s.partition, t.name, ctx.layout);
+  const k = topicKeys(s.partition, t.name, ctx.layout);
+  const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(s.partition, t.name, s.group ?? '', ctx.layout)] as const;
   const record: script.ScheduleRecordArg = {
     ...(s.maxAttempts !== undefined ? { maxAttempts: s.maxAttempts } : {}),
     ...(s.ttrMs !== undefined ? { ttrMs: s.ttrMs } : {}),
@@ -233,8 +233,8 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
 
 /** Deletes schedule `id` of topic `t` (in `partition`) and withdraws its pending occurrence; false when there was none. */
 export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<boolean> {
-  const sk = scheduleKeys(partition, t.name, ctx.config.partitions);
-  const k = topicKeys(partition, t.name, ctx.config.partitions);
+  const sk = scheduleKeys(partition, t.name, ctx.layout);
+  const k = topicKeys(partition, t.name, ctx.layout);
   const reply = await run(ctx.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id }));
   return reply[0] === OUTCOME.DELETED;
 }
@@ -279,8 +279,8 @@ export async function getSchedule(ctx: EngineContext, t: TopicConfig, partition:
  * schedule is passed over. `next` is the last id of the page, or null at the end.
  */
 export async function listSchedules(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: string }): Promise<{ schedules: Schedule[]; next: string | null }> {
-  const pages = await forEachPartition(ctx.config.partitions, async (p) => {
-    const sk = scheduleKeys(p, t.name, ctx.config.partitions);
+  const pages = await forEachPartition(ctx.layout.size, async (p) => {
+    const sk = scheduleKeys(p, t.name, ctx.layout);
     const [more, ...views] = await run(ctx.redis, script.listSchedules([sk.ids, sk.schedules], { after: page.after ?? '', limit: page.limit, maxBytes: SCRIPT_CALL_BYTES }));
     return { views, cut: more === 1 || views.length >= page.limit };
   });
@@ -359,9 +359,9 @@ function leftOccurrences(topic: string, partition: number, left: readonly script
 
 /** The advanceSchedule call that commits `plan`. */
 export function advanceCall(ctx: EngineContext, plan: AdvancePlan) {
-  const sk = scheduleKeys(plan.partition, plan.topic, ctx.config.partitions);
-  const k = topicKeys(plan.partition, plan.topic, ctx.config.partitions);
-  return script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(plan.partition, plan.topic, plan.group ?? '', ctx.config.partitions)], {
+  const sk = scheduleKeys(plan.partition, plan.topic, ctx.layout);
+  const k = topicKeys(plan.partition, plan.topic, ctx.layout);
+  return script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(plan.partition, plan.topic, plan.group ?? '', ctx.layout)], {
     clock: ctx.clock(),
     id: plan.id,
     seen: plan.seen,
@@ -388,7 +388,7 @@ export const DUE_SCHEDULES_STEP = 200;
 
 /** The dueSchedules call of topic `topic` in `partition`: at most `limit` schedules, and DUE_SCHEDULES_STEP. */
 export function dueCall(ctx: EngineContext, topic: string, partition: number, limit: number) {
-  const sk = scheduleKeys(partition, topic, ctx.config.partitions);
+  const sk = scheduleKeys(partition, topic, ctx.layout);
   return script.dueSchedules([sk.next, sk.schedules], { clock: ctx.clock(), limit: Math.min(limit, DUE_SCHEDULES_STEP), maxBytes: SCRIPT_CALL_BYTES });
 }
 

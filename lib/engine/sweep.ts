@@ -11,7 +11,7 @@ import { advanceDue, dueCall } from './schedules';
 import * as script from './scripts';
 
 function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
-  const k = topicKeys(partition, t.name, ctx.config.partitions);
+  const k = topicKeys(partition, t.name, ctx.layout);
   return script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
     clock: ctx.clock(),
     limit,
@@ -64,7 +64,7 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
   const names = topics.map((t) => t.name);
   const left: LeftGroup[] = [];
   let readyCalled: Promise<void> | undefined;
-  await forEachPartition(ctx.config.partitions, async (partition) => {
+  await forEachPartition(ctx.layout.size, async (partition) => {
     const [replies, due] = await Promise.all([
       runPipelined(
         ctx.redis,

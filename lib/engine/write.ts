@@ -29,8 +29,8 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
   const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, { maxBytes: SCRIPT_CALL_BYTES, bytes: (i) => Buffer.byteLength(jobs[i]!.body) });
   const callFor = (partition: number, batch: readonly number[]) => {
     const first = jobs[batch[0]!]!;
-    const k = topicKeys(partition, first.topic, ctx.config.partitions);
-    const g = groupKey(partition, first.topic, first.group ?? '', ctx.config.partitions);
+    const k = topicKeys(partition, first.topic, ctx.layout);
+    const g = groupKey(partition, first.topic, first.group ?? '', ctx.layout);
     return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode, by, flow: ctx.config.topics.get(first.topic)?.flow !== undefined, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
   };
   /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
@@ -68,7 +68,7 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
  * `wrote`: this call cancelled the job (any other answer changed nothing).
  */
 export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = '', by = ''): Promise<{ outcome: { job: Job } | Refused; wrote: boolean }> {
-  const k = jobKeys(t, id, ctx.config.partitions);
+  const k = jobKeys(t, id, ctx.layout);
   const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs, ifMatch, by }));
   if (reply[0] === REFUSAL.NOT_FOUND) return { outcome: { refusal: reply[0] }, wrote: false };
   if (reply[0] === REFUSAL.VERSION_MISMATCH) return { outcome: reply[1] ? { refusal: reply[0], job: toJob(t, reply[1]) } : { refusal: reply[0] }, wrote: false };
@@ -79,7 +79,7 @@ export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, 
 
 /** Changes the due time and/or the body of a pending job; refused unless it is delayed or ready. */
 export async function rescheduleJob(ctx: EngineContext, t: TopicConfig, id: string, change: JobChange): Promise<({ job: Job } & Wake) | Refused> {
-  const k = jobKeys(t, id, ctx.config.partitions);
+  const k = jobKeys(t, id, ctx.layout);
   const reply = await run(ctx.redis, script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: ctx.clock(), id, change }));
   if (reply[0] === REFUSAL.NOT_FOUND) return { refusal: reply[0] };
   if (reply[0] === REFUSAL.JOB_FINISHED) return { refusal: reply[0], job: toJob(t, reply[1]) };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jobKeys, partitionOf, partitionTag, slotOf, syncKey, topicKeys } from '../../lib/engine/keys';
+import { jobKeys, Layout, layoutOf, partitionOf, partitionTag, slotOf, syncKey, topicKeys } from '../../lib/engine/keys';
 
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {
@@ -84,5 +84,39 @@ describe('cluster slots', () => {
     for (const count of [2, 12, 1024]) for (let p = 0; p < count; p++) assert.equal(slotOf(`{${partitionTag(p, count)}}`), Math.floor(((p + 0.5) * 16384) / count));
     assert.equal(new Set(Array.from({ length: 1024 }, (_, p) => partitionTag(p, 1024))).size, 1024);
     assert.throws(() => partitionTag(4, 4), RangeError);
+  });
+
+  it('no two partition counts share a tag, even where their partitions share a middle slot', () => {
+    // partition 1 of 4 and partition 4 of 12 have the same middle slot (6144), as have 1 of 3 and 4 of 9
+    const pairs: [number, number, number, number][] = [
+      [1, 4, 4, 12],
+      [1, 3, 4, 9],
+    ];
+    for (const [p, count, q, other] of pairs) {
+      assert.equal(slotOf(`{${partitionTag(p, count)}}`), slotOf(`{${partitionTag(q, other)}}`), 'the same slot');
+      assert.notEqual(partitionTag(p, count), partitionTag(q, other), 'not the same tag');
+    }
+    const tags = new Set<string>();
+    for (const count of [1, 2, 3, 4, 6, 8, 9, 12, 16, 24, 36]) for (let p = 0; p < count; p++) tags.add(partitionTag(p, count));
+    assert.equal(
+      tags.size,
+      [1, 2, 3, 4, 6, 8, 9, 12, 16, 24, 36].reduce((a, b) => a + b, 0),
+    );
+  });
+
+  it("a layout numbers the current layout's partitions first, then the former one's, and places jobs in either", () => {
+    const layout = new Layout(12, 4);
+    assert.equal(layout.size, 16);
+    for (let p = 0; p < 12; p++) assert.equal(layout.tag(p), partitionTag(p, 12));
+    for (let p = 0; p < 4; p++) assert.equal(layout.tag(12 + p), partitionTag(p, 4));
+    assert.equal(topicKeys(13, 'orders', layout).jobs, `dq:{${partitionTag(1, 4)}}:jobs:orders`);
+    for (const id of ['a', 'b', 'order-1', 'daily:20270328T010000Z']) {
+      assert.equal(layout.placeOf('orders', id), partitionOf('orders', id, 12));
+      assert.equal(layout.formerPlaceOf('orders', id), 12 + partitionOf('orders', id, 4));
+      assert.deepEqual(jobKeys('orders', id, layout), topicKeys(partitionOf('orders', id, 12), 'orders', 12));
+    }
+    assert.equal(new Layout(4).formerPlaceOf('orders', 'a'), null, 'no change under way');
+    assert.equal(layoutOf(4), layoutOf(4), 'a count alone stands for one layout, made once');
+    assert.equal(layoutOf(layout), layout);
   });
 });
