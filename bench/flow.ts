@@ -894,7 +894,7 @@ async function memoryRun(kind: MemoryKind, m: number): Promise<MemoryResult> {
     await sleep(2000); // every key's pace is behind it (10/s, burst 1), and Redis's cron has shrunk its tables
     await sweepAll(engine);
     const after = await usedMemory(redis);
-    const base = topicKeys(0, TOPIC, 1).jobs;
+    const base = topicKeys(engine.ctx.layout.placeOf(engine.topic(TOPIC), ''), TOPIC, engine.ctx.layout).jobs;
     const left: string[] = [];
     let cursor = '0';
     do {

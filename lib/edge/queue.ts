@@ -170,7 +170,7 @@ export class Queue {
   async listGroup(topic: string, group: string, page: GroupPage = {}): Promise<{ jobs: Job[]; next: string | null }> {
     checkGroupRef(topic, group);
     requireTopic(this.config, topic);
-    const cursor = page.cursor === undefined ? undefined : decodeGroupCursor(page.cursor, this.engine.ctx.layout.size, topic, group);
+    const cursor = page.cursor === undefined ? undefined : decodeGroupCursor(page.cursor, this.engine.ctx.layout.partitionsOf(this.config.topics.get(topic)!).length, topic, group);
     if (cursor === null) throw badCursor();
     const result = await this.engine.listGroup(topic, group, { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(cursor ? { cursor } : {}) });
     return { jobs: result.jobs, next: result.next && encodeGroupCursor(result.next, topic, group) };
@@ -185,7 +185,7 @@ export class Queue {
       const message = `topic ${topic} is a flow topic: its ready jobs wait per key, so they are not listed here; GET /topics/${topic}/flows/{key} shows a key's`;
       throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: 'state', message }]);
     }
-    const cursor = text === undefined ? undefined : decodeJobsCursor(text, state, this.engine.ctx.layout.size, topic);
+    const cursor = text === undefined ? undefined : decodeJobsCursor(text, state, this.engine.ctx.layout.partitionsOf(this.config.topics.get(topic)!).length, topic);
     if (cursor === null) throw badCursor();
     const page = await this.engine.listJobs(topic, state, { ...bounds, ...(cursor ? { cursor } : {}) });
     return { jobs: page.jobs, next: page.next && encodeJobsCursor(page.next, topic) };

@@ -3,7 +3,7 @@
  * the schedule normalised for the engine. The arithmetic of run times is lib/rules/schedule.ts.
  */
 import type { NewSchedule } from '../engine';
-import { partitionOf } from '../engine';
+import { layoutFor } from '../engine';
 import type { QueueConfig } from '../rules/config';
 import { ID_PATTERN, TOPIC_PATTERN } from '../rules/config';
 import { canonicalZone, cronProblem, ID_MAX, JITTER_CHECK_RUNS, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, shortestGapMs, type CatchUp, type Recurrence } from '../rules/schedule';
@@ -97,7 +97,7 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
   return {
     topic,
     id,
-    partition: partitionOf(config.topics.get(topic) ?? topic, id, config.partitions),
+    partition: layoutFor(config).placeOf(config.topics.get(topic) ?? topic, id),
     spec: { ...recurrence!, catchUp, paused: input.paused === true, ...(jitterMs !== undefined ? { jitterMs } : {}) },
     body: body!,
     ...options,

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { ladderLength, parseBackoff, parseDuration } from '../rules/backoff';
 import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../rules/config';
-import { partitionOf, type FlowKeyChange, type FlowRate, type JobChange, type NewJob } from '../engine';
+import { layoutFor, type FlowKeyChange, type FlowRate, type JobChange, type NewJob } from '../engine';
 import { HttpError, type FieldProblem } from './errors';
 import { jitterOffsetMs } from '../rules/pacing';
 import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from '../rules/limits';
@@ -299,7 +299,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   return {
     topic: topic!,
     id: id!,
-    partition: partitionOf(config.topics.get(topic!) ?? topic!, id!, config.partitions),
+    partition: layoutFor(config).placeOf(config.topics.get(topic!) ?? topic!, id!),
     when: { kind: when!.kind, ms: when!.ms + offset },
     body: body!,
     ...options,

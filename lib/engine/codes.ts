@@ -12,6 +12,13 @@ export type JobStateCode = (typeof JOB_STATE)[keyof typeof JOB_STATE];
 export const REFUSAL = { JOB_EXISTS: -1, NOT_FOUND: -2, JOB_FINISHED: -3, STALE_ATTEMPT: -4, CANCELLED: -5, VERSION_MISMATCH: -6 } as const;
 export type Refusal = (typeof REFUSAL)[keyof typeof REFUSAL];
 
+/**
+ * A write that a partition of the former layout turns away while the partition count changes (the
+ * partition is closed to new ids: see Layout in lib/engine/keys.ts): never an answer to the API,
+ * the engine writes it in the current layout. The script replies it with the current count.
+ */
+export const RELAYOUT = { MOVED: -7 } as const;
+
 /** What a job script did, when it did something; the script that says each is named beside it. */
 export const OUTCOME = {
   /** addJobs: a new job (or a cancelled one made anew by put); putSchedule: a new schedule */

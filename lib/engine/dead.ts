@@ -6,7 +6,7 @@ import { run } from './lua';
 import type { EngineContext } from './context';
 import { toDeadJob, type DeadJob, type Wake } from './jobs';
 import { listByScore } from './lists';
-import { atLeastOne, groupBy, partitionsInOrder } from './partitions';
+import { atLeastOne, groupBy } from './partitions';
 import * as script from './scripts';
 
 /**
@@ -78,7 +78,7 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
     for (const [partition, ids] of byPartition) await visit(partition, { ids });
   } else {
     // the oldest first of partition 0, then of 1, ...: dead jobs of one partition are ordered, not across partitions
-    for (const partition of partitionsInOrder(ctx.layout.size)) {
+    for (const partition of ctx.layout.partitionsOf(t)) {
       const left = which.count - redriven;
       if (left <= 0) break;
       await visit(partition, { count: left });

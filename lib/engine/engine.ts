@@ -20,7 +20,7 @@ import { cancelGroup, listGroup, type GroupCursor } from './groups';
 import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type JobChange, type NewJob, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './jobs';
 import { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, type LatenessWindow } from './lateness';
 import { listJobs, type JobsCursor, type ListState } from './lists';
-import { Layout } from './keys';
+import { layoutFor } from './keys';
 import { Rotation } from './partitions';
 import { claimable, getJob, topicStats } from './read';
 import { getFlowKey, pauseTopic, setFlowKey, type FlowKeyChange, type FlowKeyState } from './flow';
@@ -58,7 +58,7 @@ export class EngineBase {
     private readonly options: EngineOptions = {},
   ) {
     const fixed = options.clock ?? (() => undefined);
-    this.ctx = { redis, config, layout: new Layout(config.partitions), clock: () => fixed() ?? '', random: options.random ?? Math.random, rotation: new Rotation(), statsRotation: new Rotation() };
+    this.ctx = { redis, config, layout: layoutFor(config), clock: () => fixed() ?? '', random: options.random ?? Math.random, rotation: new Rotation(), statsRotation: new Rotation() };
   }
 
   /** The configuration of topic `name`, which the caller has validated. */

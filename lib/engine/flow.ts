@@ -9,7 +9,6 @@ import type { TopicConfig } from '../rules/config';
 import type { EngineContext } from './context';
 import { topicKeys } from './keys';
 import { run } from './lua';
-import { partitionsInOrder } from './partitions';
 import * as script from './scripts';
 
 /** A key's pace: at most `count` starts per `perMs`, `burst` of them at once after a quiet spell (GCRA). */
@@ -105,7 +104,7 @@ export async function setFlowKey(ctx: EngineContext, t: TopicConfig, key: string
 
 /** Pauses (or resumes) topic `t` in every partition at once; the partitions written. */
 export async function pauseTopic(ctx: EngineContext, t: TopicConfig, paused: boolean, by: string): Promise<number[]> {
-  const partitions = partitionsInOrder(ctx.layout.size);
+  const partitions = [...ctx.layout.partitionsOf(t)];
   await Promise.all(partitions.map((p) => run(ctx.redis, script.pauseTopic([topicKeys(p, t.name, ctx.layout).jobs], { paused, by }))));
   return partitions;
 }

@@ -11,7 +11,7 @@ import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { run, runPipelined, type ScriptCall } from './lua';
 import type { EngineContext } from './context';
 import { toJob, type Job } from './jobs';
-import { chunk, groupBy, partitionsInOrder } from './partitions';
+import { chunk, groupBy } from './partitions';
 import { viewsWithBodies } from './read';
 import * as script from './scripts';
 
@@ -41,7 +41,7 @@ export interface GroupCancel {
  */
 export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP, by = ''): Promise<GroupCancel & { partitions: number[] }> {
   const total: GroupCancel = { cancelled: 0, running: 0 };
-  const left = partitionsInOrder(ctx.layout.size).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
+  const left = ctx.layout.partitionsOf(t).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
   const keysOf = (p: number) => {
     const k = topicKeys(p, t.name, ctx.layout);
     return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group, ctx.layout)] as const;
@@ -74,7 +74,7 @@ export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: str
       if (done === 1) left.splice(left.indexOf(part), 1);
     }
   }
-  return { ...total, partitions: partitionsInOrder(ctx.layout.size) };
+  return { ...total, partitions: [...ctx.layout.partitionsOf(t)] };
 }
 
 /** Runs one call per partition, all at once; the replies by partition. */
@@ -111,8 +111,10 @@ export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]
 }
 
 /**
- * Where a page of a group resumes: partition `partition`, zset (chunk) `chunk` of the group there,
- * after the member whose score there is `after` ('-inf': from its first).
+ * Where a page of a group resumes: the topic's partition at place `partition` in its partitions
+ * (Layout.partitionsOf: for a topic without flow control, the partition of that number), zset
+ * (chunk) `chunk` of the group there, after the member whose score there is `after` ('-inf': from
+ * its first).
  */
 export interface GroupCursor {
   partition: number;
@@ -151,10 +153,12 @@ export function decodeGroupCursor(text: string, partitions: number, topic: strin
  */
 export async function listGroup(ctx: EngineContext, t: TopicConfig, group: string, page: { limit: number; cursor?: GroupCursor }): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
   const jobs: Job[] = [];
-  let { partition, after } = page.cursor ?? { partition: 0, after: '-inf' };
+  const partitions = ctx.layout.partitionsOf(t);
+  let { partition: place, after } = page.cursor ?? { partition: 0, after: '-inf' };
   let chunk: number | '' = page.cursor?.chunk ?? '';
   let bytes = 0;
-  while (partition < ctx.layout.size) {
+  while (place < partitions.length) {
+    const partition = partitions[place]!;
     const k = topicKeys(partition, t.name, ctx.layout);
     const left = page.limit - jobs.length;
     const call = script.listGroup([groupKey(partition, t.name, group, ctx.layout), k.jobs, k.bodies, k.delayed], { group, chunk, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
@@ -164,11 +168,11 @@ export async function listGroup(ctx: EngineContext, t: TopicConfig, group: strin
       jobs.push(toJob(t, view, body));
       bytes += Buffer.byteLength(body);
     }
-    if (more === 1) return { jobs, next: { partition, chunk: nextChunk, after: cursor } };
-    partition += 1;
+    if (more === 1) return { jobs, next: { partition: place, chunk: nextChunk, after: cursor } };
+    place += 1;
     chunk = '';
     after = '-inf';
     if (jobs.length >= page.limit || bytes >= SCRIPT_CALL_BYTES) break;
   }
-  return { jobs, next: partition < ctx.layout.size ? { partition, chunk: chunk === '' ? 0 : chunk, after } : null };
+  return { jobs, next: place < partitions.length ? { partition: place, chunk: chunk === '' ? 0 : chunk, after } : null };
 }

@@ -12,7 +12,7 @@ export type { NewSchedule } from './shapes';
 export { isRefused } from './jobs';
 export { REFUSAL, type Refusal } from './codes';
 export { NotReplicatedError, connectedReplicas } from './durable';
-export { partitionOf, routingId } from './keys';
+export { layoutFor, partitionOf, routingId } from './keys';
 export { chunkBySize } from './partitions';
 export type { PacedClaim, Started } from './attempts';
 export type { FlowKeyChange, FlowKeyState, FlowLimits, FlowRate } from './flow';

@@ -8,6 +8,7 @@
  * whitespace never do.
  */
 import { fnv1a } from '../rules/hash';
+import { partitionsInOrder } from './partitions';
 
 declare const holds: unique symbol;
 
@@ -82,39 +83,69 @@ export interface SweeperKeys {
 }
 
 /**
- * Where a stack's keys are: its partitions, numbered 0..size-1. Partitions 0..count-1 are the
- * current layout's (`partitions` of the configuration); while the partition count changes, the
- * former layout's follow them, count..size-1 (partition p of the former `former` partitions is
- * count + p). The one place that turns a partition's number into its hash tag (tag), and a job's
- * (topic, id) into its partition (placeOf, formerPlaceOf).
+ * Where a stack's keys are: its partitions, numbered 0..total-1. Partitions 0..count-1 are the
+ * current layout's (`partitions` of the configuration), over which the jobs of topics without flow
+ * control spread; while the partition count changes, the former layout's follow them,
+ * count..size-1 (partition p of the former `former` partitions is count + p). Then one partition
+ * per flow topic, size..total-1: a flow topic keeps all its jobs and its keys' state under a tag of
+ * its own (`f:<topic>`), whatever the partition count, so it never moves. The one place that turns
+ * a partition's number into its hash tag (tag), a job's (topic, id) into its partition (placeOf,
+ * formerPlaceOf), and a topic into the partitions that may hold its jobs (partitionsOf).
  */
 export class Layout {
-  /** Every partition, current and former: 0..size-1. */
+  /** The partitions of topics without flow control, current and former: 0..size-1. */
   readonly size: number;
+  /** Every partition, the flow topics' included: 0..total-1. */
+  readonly total: number;
+  private readonly plain: readonly number[];
+  private readonly flowIndex: ReadonlyMap<string, number>;
 
   constructor(
     /** Partitions of the current layout. */
     readonly count: number,
     /** Partitions of the former layout, 0 when no change is under way. */
     readonly former = 0,
+    /** The flow topics, each in a partition of its own (size + its place here). */
+    readonly flowTopics: readonly string[] = [],
   ) {
     this.size = count + former;
+    this.total = this.size + flowTopics.length;
+    this.plain = partitionsInOrder(this.size);
+    this.flowIndex = new Map(flowTopics.map((name, i) => [name, this.size + i]));
   }
 
-  /** Hash tag of partition `partition` (0..size-1). */
+  /** Hash tag of partition `partition` (0..total-1). */
   tag(partition: number): string {
-    if (partition < this.count || partition >= this.size) return partitionTag(partition, this.count);
-    return partitionTag(partition - this.count, this.former);
+    if (partition < this.count) return partitionTag(partition, this.count);
+    if (partition < this.size) return partitionTag(partition - this.count, this.former);
+    const flow = this.flowTopics[partition - this.size];
+    if (flow === undefined) throw new RangeError(`partition ${partition} of ${this.total}`);
+    return `f:${flow}`;
   }
 
-  /** The current layout's partition of job (topic, id): where it is added. */
+  /** The partition of flow topic `name`. */
+  flowPartition(name: string): number {
+    const p = this.flowIndex.get(name);
+    if (p === undefined) throw new Error(`${name} is not a flow topic of this layout`);
+    return p;
+  }
+
+  /** The current layout's partition of job (topic, id): where it is added (a flow topic's: its own). */
   placeOf(t: TopicRef | string, id: string): number {
+    if (typeof t !== 'string' && t.flow) return this.flowPartition(t.name);
     return partitionOf(t, id, this.count);
   }
 
-  /** The former layout's partition of job (topic, id), or null when no change is under way. */
+  /** The former layout's partition of job (topic, id), or null when no change is under way (or the topic is a flow topic, which never moves). */
   formerPlaceOf(t: TopicRef | string, id: string): number | null {
-    return this.former === 0 ? null : this.count + partitionOf(t, id, this.former);
+    if (this.former === 0 || (typeof t !== 'string' && t.flow)) return null;
+    return this.count + partitionOf(t, id, this.former);
+  }
+
+  /** The partitions that may hold topic `t`'s jobs, in order: a flow topic's one, else 0..size-1. */
+  partitionsOf(t: TopicRef | string): readonly number[] {
+    if (typeof t !== 'string' && t.flow) return [this.flowPartition(t.name)];
+    return this.plain;
   }
 }
 
@@ -123,6 +154,20 @@ export type Partitions = Layout | number;
 
 /** Layouts of a partition count alone, made once. */
 const layoutsByCount = new Map<number, Layout>();
+
+/** The Layout of a configuration, made once for each. */
+const layoutsByConfig = new WeakMap<object, Layout>();
+
+/** The Layout of configuration `config`: its partitions, its former partitions, its flow topics. */
+export function layoutFor(config: { partitions: number; formerPartitions?: number; topics: ReadonlyMap<string, TopicRef> }): Layout {
+  let layout = layoutsByConfig.get(config);
+  if (!layout) {
+    const flowTopics = [...config.topics.values()].filter((t) => t.flow).map((t) => t.name);
+    layout = new Layout(config.partitions, config.formerPartitions ?? 0, flowTopics);
+    layoutsByConfig.set(config, layout);
+  }
+  return layout;
+}
 
 /** The Layout `partitions` stands for. */
 export function layoutOf(partitions: Partitions): Layout {

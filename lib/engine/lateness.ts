@@ -42,8 +42,10 @@ export interface Minute {
 /** Records the lateness of attempts that just started (one script call, in the next partition in turn). */
 export async function recordStarts(ctx: EngineContext, topic: string, latenessMs: readonly number[]): Promise<void> {
   if (latenessMs.length === 0) return;
-  // the current layout's partitions in turn (read from all of them)
-  await run(ctx.redis, script.recordStarts([latenessKey(ctx.statsRotation.take(ctx.layout.count), topic, ctx.layout)], { clock: ctx.clock(), latenessMs }));
+  // a flow topic's own partition, else the current layout's partitions in turn (read from all of them)
+  const t = ctx.config.topics.get(topic) ?? topic;
+  const partition = typeof t !== 'string' && t.flow ? ctx.layout.placeOf(t, '') : ctx.statsRotation.take(ctx.layout.count);
+  await run(ctx.redis, script.recordStarts([latenessKey(partition, topic, ctx.layout)], { clock: ctx.clock(), latenessMs }));
 }
 
 /** The upper bound (ms) of histogram bin `bin` (values with floor(4 * log2(ms + 1)) = bin). */
@@ -106,7 +108,7 @@ function merge(minutes: Minute[]): Map<number, number> {
 
 /** A topic's lateness over the last 5 minutes and per minute over the last hour, at `nowMs` (Redis clock). */
 export async function latenessStats(ctx: EngineContext, topic: string, nowMs: number): Promise<{ window: LatenessWindow; lastHour: LatenessMinute[] }> {
-  const hashes = await forEachPartition(ctx.layout.size, (p) => ctx.redis.hgetall(latenessKey(p, topic, ctx.layout)));
+  const hashes = await forEachPartition(ctx.layout.partitionsOf(ctx.config.topics.get(topic) ?? topic), (p) => ctx.redis.hgetall(latenessKey(p, topic, ctx.layout)));
   const current = Math.floor(nowMs / 60_000);
   const byMinute = new Map<number, Minute>();
   for (const m of hashes.flatMap(parseMinutes)) {
@@ -141,7 +143,7 @@ async function laneHeads(ctx: EngineContext, jobs: JobsKey): Promise<string[]> {
  * keys in turn. Null when none is ready.
  */
 export async function oldestReadyAgeMs(ctx: EngineContext, t: TopicConfig, nowMs: number): Promise<number | null> {
-  const ages = await forEachPartition(ctx.layout.size, async (p) => {
+  const ages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
     for (const id of t.flow ? await laneHeads(ctx, k.jobs) : await ctx.redis.lrange(k.ready, 0, 4)) {
       const job = await getJob(ctx, t, id);

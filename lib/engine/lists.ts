@@ -61,7 +61,7 @@ export async function listByScore(
   page: { limit: number; after?: ScoreCursor; to?: number },
 ): Promise<{ jobs: Scored[]; next: (ScoreCursor & { id: string }) | null }> {
   const { limit } = page;
-  const pages = await forEachPartition(ctx.layout.size, async (p) => {
+  const pages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
     const [stopped, ...entries] = await run(ctx.redis, script.listJobs([zset(k), k.jobs, k.bodies, k.delayed], { ...page, maxBytes: SCRIPT_CALL_BYTES }));
     const bodies = await viewsWithBodies(
@@ -104,7 +104,7 @@ export type ReadyCursor = number[];
  * at (a job that went running and came back to the head of the list in between is not shown again).
  */
 export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limit: number; from?: number; to?: number; cursor?: ReadyCursor }): Promise<{ jobs: Job[]; next: ReadyCursor | null }> {
-  const pages = await forEachPartition(ctx.layout.size, async (p) => {
+  const pages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
     const call = script.listReady([k.ready, k.jobs, k.bodies, k.delayed], {
       ...(page.cursor ? { start: page.cursor[p]! } : {}),

@@ -12,9 +12,9 @@ export function partitionsInOrder(count: number): number[] {
   return Array.from({ length: count }, (_, partition) => partition);
 }
 
-/** Runs `fn` for every partition 0..count-1 at once; results in partition order. */
-export function forEachPartition<T>(count: number, fn: (partition: number) => Promise<T>): Promise<T[]> {
-  return Promise.all(partitionsInOrder(count).map(fn));
+/** Runs `fn` for every partition of `partitions` (a list, or a count: 0..count-1) at once; results in their order. */
+export function forEachPartition<T>(partitions: number | readonly number[], fn: (partition: number) => Promise<T>): Promise<T[]> {
+  return Promise.all((typeof partitions === 'number' ? partitionsInOrder(partitions) : partitions).map(fn));
 }
 
 /** Groups items by `key`; groups, and items within a group, keep the order they first appear in. */

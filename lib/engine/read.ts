@@ -45,7 +45,7 @@ export async function viewsWithBodies(ctx: EngineContext, key: BodiesKey, views:
 export async function topicStats(ctx: EngineContext, topic: string): Promise<TopicStats> {
   const stats: TopicStats = { topic, delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null, paused: false };
   let next: number | null = null;
-  await forEachPartition(ctx.layout.size, async (p) => {
+  await forEachPartition(ctx.layout.partitionsOf(ctx.config.topics.get(topic) ?? topic), async (p) => {
     const k = topicKeys(p, topic, ctx.layout);
     const f = flowKeys(k.jobs);
     const [delayed, ready, running, dead, head, paused, lanes] = (await readSlot(ctx.redis, (pipeline) =>
@@ -68,7 +68,7 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
  * Plain reads; advisory (the claim decides).
  */
 export async function claimable(ctx: EngineContext, t: TopicConfig): Promise<boolean> {
-  const counts = await forEachPartition(ctx.layout.size, async (p) => {
+  const counts = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
     const ready = t.flow ? flowKeys(k.jobs).ring : k.ready;
     return (await readSlot(ctx.redis, (pipeline) => pipeline.llen(ready).zcard(k.running).hexists(k.jobs, PAUSED_FIELD))) as [number, number, number];

@@ -279,7 +279,7 @@ export async function getSchedule(ctx: EngineContext, t: TopicConfig, partition:
  * schedule is passed over. `next` is the last id of the page, or null at the end.
  */
 export async function listSchedules(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: string }): Promise<{ schedules: Schedule[]; next: string | null }> {
-  const pages = await forEachPartition(ctx.layout.size, async (p) => {
+  const pages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const sk = scheduleKeys(p, t.name, ctx.layout);
     const [more, ...views] = await run(ctx.redis, script.listSchedules([sk.ids, sk.schedules], { after: page.after ?? '', limit: page.limit, maxBytes: SCRIPT_CALL_BYTES }));
     return { views, cut: more === 1 || views.length >= page.limit };

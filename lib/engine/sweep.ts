@@ -6,7 +6,6 @@ import { run, runPipelined } from './lua';
 import type { EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';
 import type { SweepResult } from './jobs';
-import { forEachPartition } from './partitions';
 import { advanceDue, dueCall } from './schedules';
 import * as script from './scripts';
 
@@ -60,31 +59,37 @@ export type OnReady = (readyByTopic: Readonly<Record<string, number>>) => Promis
  */
 export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady): Promise<SweepResult> {
   const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, givenBack: 0, purged: 0, schedulesAdvanced: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
-  const topics = [...ctx.config.topics.values()];
-  const names = topics.map((t) => t.name);
   const left: LeftGroup[] = [];
   let readyCalled: Promise<void> | undefined;
-  await forEachPartition(ctx.layout.size, async (partition) => {
-    const [replies, due] = await Promise.all([
-      runPipelined(
-        ctx.redis,
-        topics.map((t) => moveDueCall(ctx, t, partition, limit)),
-      ),
-      runPipelined(
-        ctx.redis,
-        names.map((name) => dueCall(ctx, name, partition, limit)),
-      ),
-    ]);
-    replies.forEach((reply, i) => {
-      tally(result, topics[i]!.name, reply);
-      left.push(...leftGroups(topics[i]!.name, partition, reply[9]));
-    });
-    if (onReady && !readyCalled && Object.keys(result.readyByTopic).length > 0) readyCalled = onReady({ ...result.readyByTopic });
-    const step = await advanceDue(ctx, partition, names, due);
-    result.schedulesAdvanced += step.advanced;
-    if (step.more) result.more = true;
-    if (step.nextAt !== null && (result.nextAt === null || step.nextAt < result.nextAt)) result.nextAt = step.nextAt;
-  });
+  // each partition with the topics that may have jobs in it: the topics without flow control in
+  // every partition of the layout, a flow topic in its own
+  const all = [...ctx.config.topics.values()];
+  const plain = all.filter((t) => !t.flow);
+  const visits = [...(plain.length > 0 ? ctx.layout.partitionsOf(plain[0]!).map((p) => ({ partition: p, topics: plain })) : []), ...all.filter((t) => t.flow).map((t) => ({ partition: ctx.layout.placeOf(t, ''), topics: [t] }))];
+  await Promise.all(
+    visits.map(async ({ partition, topics }) => {
+      const names = topics.map((t) => t.name);
+      const [replies, due] = await Promise.all([
+        runPipelined(
+          ctx.redis,
+          topics.map((t) => moveDueCall(ctx, t, partition, limit)),
+        ),
+        runPipelined(
+          ctx.redis,
+          names.map((name) => dueCall(ctx, name, partition, limit)),
+        ),
+      ]);
+      replies.forEach((reply, i) => {
+        tally(result, topics[i]!.name, reply);
+        left.push(...leftGroups(topics[i]!.name, partition, reply[9]));
+      });
+      if (onReady && !readyCalled && Object.keys(result.readyByTopic).length > 0) readyCalled = onReady({ ...result.readyByTopic });
+      const step = await advanceDue(ctx, partition, names, due);
+      result.schedulesAdvanced += step.advanced;
+      if (step.more) result.more = true;
+      if (step.nextAt !== null && (result.nextAt === null || step.nextAt < result.nextAt)) result.nextAt = step.nextAt;
+    }),
+  );
   if (left.length > 0) await leaveGroups(ctx, left);
   await readyCalled;
   return result;

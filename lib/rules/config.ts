@@ -48,6 +48,11 @@ export interface RateLimit {
 export interface QueueConfig {
   /** Partitions (cluster hash tags) jobs are spread over; 1 on a single node. */
   partitions: number;
+  /**
+   * While the partition count changes: the count before (lib/engine/keys.ts Layout). The former
+   * partitions are served beside the current ones until no job or schedule is left in them.
+   */
+  formerPartitions?: number;
   topics: ReadonlyMap<string, TopicConfig>;
   /** Largest body, in bytes of its JSON text. */
   maxBodyBytes: number;

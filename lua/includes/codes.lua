@@ -7,6 +7,11 @@
 local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED = 1, 2, 3, 4, 5, 6
 -- Refusals: the script changed nothing and says why.
 local REFUSAL = { JOB_EXISTS = -1, NOT_FOUND = -2, JOB_FINISHED = -3, STALE_ATTEMPT = -4, CANCELLED = -5, VERSION_MISMATCH = -6 }
+-- A partition of the former layout turns a new id away while the partition count changes (it is
+-- closed: MOVED_FIELD in the topic's jobs hash holds the current count); the caller writes it in
+-- the current layout.
+local RELAYOUT = { MOVED = -7 }
+local MOVED_FIELD = '#moved'
 -- What a job script did.
 local OUTCOME = {
   CREATED = 1, REPLACED = 2,             -- addJobs

@@ -103,7 +103,7 @@ describe('scenario 9: flow control with handlers SIGKILLed mid-job and a Redis r
     await until(async () => (await Promise.all(KEYS.map((key) => stack.queue.engine.flowKey('webhook', key)))).every((s) => s.running === 0), 30_000, 100);
     sampling = false;
     await sampler;
-    const left = (await stack.redis.hkeys('dq:{p0}:jobs:webhook#flow')).filter((f) => !f.startsWith('#'));
+    const left = (await stack.redis.hkeys('dq:{f:webhook}:jobs:webhook#flow')).filter((f) => !f.startsWith('#'));
     Object.assign(result, { kills, maxInFlightPerKey: maxInFlight, maxRunningSampled: maxRunning, samples, keyStateLeft: left.length, addErrors: stack.addErrors });
     report(result);
     t.diagnostic(JSON.stringify(result));

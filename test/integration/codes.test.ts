@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/rules/config';
 import * as engine from '../../lib/engine';
-import { FANOUT_MARK, JOB_STATE, KEY_CHANGE, LEASE, OUTCOME, REFUSAL, WAKE } from '../../lib/engine/codes';
+import { FANOUT_MARK, JOB_STATE, KEY_CHANGE, LEASE, OUTCOME, REFUSAL, RELAYOUT, WAKE } from '../../lib/engine/codes';
 import { TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 import common from '../../lua/includes/codes.lua';
@@ -19,9 +19,9 @@ describe('codes shared by Lua and TypeScript', () => {
     const states = Object.keys(JOB_STATE)
       .map((name) => `${name} = ${name}`)
       .join(', ');
-    const lua = `${common}\nreturn cjson.encode({ JOB_STATE = { ${states} }, REFUSAL = REFUSAL, OUTCOME = OUTCOME, LEASE = LEASE, WAKE = WAKE, FANOUT_MARK = FANOUT_MARK, KEY_CHANGE = KEY_CHANGE })`;
+    const lua = `${common}\nreturn cjson.encode({ JOB_STATE = { ${states} }, REFUSAL = REFUSAL, OUTCOME = OUTCOME, LEASE = LEASE, WAKE = WAKE, FANOUT_MARK = FANOUT_MARK, KEY_CHANGE = KEY_CHANGE, RELAYOUT = RELAYOUT })`;
     const tables = JSON.parse((await server.client().eval(lua, 0)) as string);
-    assert.deepEqual(tables, { JOB_STATE, REFUSAL, OUTCOME, LEASE, WAKE, FANOUT_MARK, KEY_CHANGE });
+    assert.deepEqual(tables, { JOB_STATE, REFUSAL, OUTCOME, LEASE, WAKE, FANOUT_MARK, KEY_CHANGE, RELAYOUT });
   });
 
   describe('the engine reports refusals as codes', () => {

@@ -44,7 +44,7 @@ describe('flow control: random operations keep every key true', () => {
       const r: Redis = redis.client();
       const flow = paced ? { concurrency: PER_KEY, rate: { count: 2, per: 1, burst: 2 } } : { concurrency: PER_KEY };
       const q = makeQueue(r, { [topic]: { concurrency: CAP, maxAttempts: 3, ttr: 5, backoff: '1s', flow } }, { clock });
-      const jobs = `dq:{p0}:jobs:${topic}`;
+      const jobs = `dq:{f:${topic}}:jobs:${topic}`;
       const limits = new Map<string, number>(); // pinned concurrency per key (only raised, so a claim's bound holds)
       const paused = new Set<string>();
       let claimed: ClaimedJob[] = [];
@@ -52,7 +52,7 @@ describe('flow control: random operations keep every key true', () => {
       let added = 0;
 
       const check = async (step: string) => {
-        const running = await r.zrange(`dq:{p0}:running:${topic}`, 0, -1);
+        const running = await r.zrange(`dq:{f:${topic}}:running:${topic}`, 0, -1);
         assert.ok(running.length <= CAP, `${step}: ${running.length} running over the cap ${CAP}`);
         const byKey = new Map<string, number>();
         for (const id of running) {

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { ClaimedJob } from '../../lib/engine';
 import type { TopicInput } from '../../lib/rules/config';
-import { partitionOf, rateKey, slotOf, topicKeys, topicRateKey } from '../../lib/engine/keys';
+import { rateKey, slotOf, topicKeys, topicRateKey } from '../../lib/engine/keys';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -17,8 +17,8 @@ const W = { name: 'producer', scope: 'write', topics: null } as const;
 
 /** Sums each key's running count from its state hash against the running zset's jobs by key: they must agree. */
 async function checkSlots(redis: Redis, q: ReturnType<typeof makeQueue>, topic: string): Promise<Map<string, number>> {
-  const jobs = `dq:{p0}:jobs:${topic}`;
-  const running = await redis.zrange(`dq:{p0}:running:${topic}`, 0, -1);
+  const jobs = `dq:{f:${topic}}:jobs:${topic}`;
+  const running = await redis.zrange(`dq:{f:${topic}}:running:${topic}`, 0, -1);
   const byKey = new Map<string, number>();
   for (const id of running) {
     const job = await q.get(topic, id);
@@ -206,7 +206,9 @@ describe('flow control per key', () => {
     const clock = new TestClock();
     const q = makeQueue(redis.client(), { [topic]: { concurrency: 50, flow: {}, rateLimit: { count: 2, per: 1 } } }, { clock, config: { partitions: 4 } });
     const t = q.engine.topic(topic);
-    const jobs = topicKeys(partitionOf(t, 'any', 4), topic, 4).jobs;
+    const layout = q.engine.ctx.layout;
+    const jobs = topicKeys(layout.placeOf(t, 'any'), topic, layout).jobs;
+    assert.equal(jobs, `dq:{f:${topic}}:jobs:${topic}`, 'a flow topic has a partition of its own, whatever the partition count');
     await addDue(
       q,
       topic,
@@ -214,7 +216,7 @@ describe('flow control per key', () => {
     );
     await q.engine.sweep();
     assert.equal((await q.engine.claim(topic, 10)).length, 1, 'one start every 500 ms across the keys (2 a second, paced)');
-    const rate = topicRateKey(t, 4);
+    const rate = topicRateKey(t, layout);
     assert.equal(slotOf(rate), slotOf(jobs), "the rate hash shares the slot of the topic's jobs and keys");
     assert.ok((await redis.client().exists(rate)) === 1);
     assert.equal(await redis.client().exists(rateKey(topic)), 0, 'nothing in the shared {rate} slot');
@@ -246,7 +248,7 @@ describe('flow control per key', () => {
       ['a', 'b', 'c'].map((id) => ({ id, key: `tenant-${id}` })),
     );
     await q.engine.sweep();
-    const state = `dq:{p0}:jobs:${topic}#flow`;
+    const state = `dq:{f:${topic}}:jobs:${topic}#flow`;
     assert.equal(await redis.client().object('ENCODING', state), 'hashtable', 'after the sweep wrote the keys');
     for (const j of await q.engine.claim(topic, 10)) await q.engine.ack(topic, j.id, j);
     assert.equal(await redis.client().object('ENCODING', state), 'hashtable', 'after claims and acks');
@@ -263,9 +265,9 @@ describe('flow control per key', () => {
     for (const j of await q.engine.claim(topic, 10)) await q.engine.ack(topic, j.id, j);
     clock.advance(1000);
     await q.engine.sweep();
-    const left = (await redis.client().keys(`dq:{p0}:jobs:${topic}#*`)).sort();
-    const fields = (await redis.client().hkeys(`dq:{p0}:jobs:${topic}#flow`)).sort();
+    const left = (await redis.client().keys(`dq:{f:${topic}}:jobs:${topic}#*`)).sort();
+    const fields = (await redis.client().hkeys(`dq:{f:${topic}}:jobs:${topic}#flow`)).sort();
     assert.deepEqual(fields, ['#dict', '#ready'], "no key state left: the topic's ready count and the hashtable marker only");
-    assert.deepEqual(left, [`dq:{p0}:jobs:${topic}#flow`], 'no lane, ring or wait zset left');
+    assert.deepEqual(left, [`dq:{f:${topic}}:jobs:${topic}#flow`], 'no lane, ring or wait zset left');
   });
 });
