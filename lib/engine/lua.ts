@@ -372,8 +372,17 @@ export async function run<Reply>(client: Client, call: ScriptCall<Reply>): Promi
     return await send<Promise<Reply>>(client, client, call.script, call.keys, call.args);
   } catch (error) {
     if (!needsSetup(client, error) && !notRun(client, error)) throw error;
+    if (notRun(client, error)) resent.set(client, resentCalls(client) + 1);
     return resend(client, call, error);
   }
+}
+
+/** Script calls a cluster (or ioredis) refused unrun, by client: sent again (run). */
+const resent = new WeakMap<Client, number>();
+
+/** How many script calls `client` had refused unrun and sent again (a slot moving; never on a cluster whose slots stay put). */
+export function resentCalls(client: Client): number {
+  return resent.get(client) ?? 0;
 }
 
 /**

@@ -40,6 +40,11 @@ export function createRedis(config: AppConfig['redis'], overrides: RedisOptions 
     dnsLookup: (address, callback) => callback(null, address),
     slotsRefreshTimeout: 2000,
     enableAutoPipelining: true,
+    // ioredis groups an auto-pipeline by the node of its commands' first argument, which for FCALL
+    // is the function's name, not a key: the calls of one function to every node would share one
+    // pipeline, which ioredis then refuses whole (its keys' slots are on several nodes), and the
+    // runner sends them again, backing off. Sent alone, each FCALL goes to its keys' node.
+    autoPipeliningIgnoredCommands: ['fcall', 'fcall_ro'],
     // While a slot moves (a reshard), Redis refuses a call it did not run: ioredis follows MOVED
     // (the slot's new primary) and ASK at once, and sends a TRYAGAIN (the call's keys are split
     // between the two primaries until MIGRATE has moved them all) again after 25 ms. At most 16
