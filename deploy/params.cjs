@@ -13,6 +13,7 @@ const DEFAULTS = {
   // with 1, from a failover until the lost node is replaced (minutes); 2 keep accepting.
   replicas: '1',
   partitions: '', // hash-tag partitions of the keys; default 1, or 4 per shard in cluster mode
+  formerPartitions: '', // while the partition count changes: the count before (DEPLOY.md, "Changing the partition count")
   nodeType: '', // the engine's smallest node type (ENGINES) unless given
   engineVersion: '', // the engine's Valkey version (ENGINES) unless given
   snapshotDays: '7', // daily snapshots kept

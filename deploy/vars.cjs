@@ -42,6 +42,12 @@ module.exports.partitions = async ({ resolveVariable }) => {
   return 4 * Number(p.shards);
 };
 
+/** custom.queue.formerPartitions: the partition count before, while it changes (DEPLOY.md); null when it does not. */
+module.exports.formerPartitions = async ({ resolveVariable }) => {
+  const p = await checkedParams(resolveVariable);
+  return p.formerPartitions ? Number(p.formerPartitions) : null;
+};
+
 /** DQ_WAKE_INVOKES of the AWS stages. */
 module.exports.wakeInvokes = async ({ resolveVariable }) => booleanParam(await params(resolveVariable), 'wakeInvokes');
 

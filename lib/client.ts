@@ -128,6 +128,8 @@ export interface TopicStats {
   oldestReadyAgeMs: number | null;
   /** Per minute of the last hour, oldest first. */
   lastHour: { minute: string; started: number; p99Ms: number | null }[];
+  /** Only while the partition count changes: jobs (any state) and schedules the topic still holds in the former partitions. */
+  former?: { jobs: number; schedules: number };
 }
 
 /** One page of a topic's dead jobs; `next` is the `after` cursor of the next page (an opaque string), or null. */

@@ -8,7 +8,9 @@
           (the first job is always done); the caller sends the jobs left in another call
   ARGV[4] the name of the API key that sends the jobs, or '' (updatedBy)
   ARGV[5] '1': the topic is a flow topic (each job's flow key is stored, '' for none); '0': not
-  ARGV[6..] 11 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
+  ARGV[6] '' or, while the partition count changes and this is a partition of the former layout,
+          the current count: the partition is closed from now on (MOVED_FIELD in the jobs hash)
+  ARGV[7..] 11 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
             version the job must have; put only), flow key|'', body
   A job with a group joins the group's newest zset, after its members (see "Groups" in
@@ -28,6 +30,10 @@
     REFUSAL.JOB_FINISHED, view, false, false   put of a running, done or dead job: nothing changed
     REFUSAL.VERSION_MISMATCH, view or false, false, false
                                                put whose if-match failed: nothing changed
+    RELAYOUT.MOVED, count, false, false        an id this partition does not hold, while it is
+                                               closed (ARGV[6] now or before: a former layout's
+                                               partition): nothing changed; the caller writes it
+                                               in the current layout of `count` partitions
   Mirrored by AddJobsReply in lib/engine/scripts.ts.
 ]]
 --- @include "codes"
@@ -43,6 +49,14 @@ local put = ARGV[2] == 'put'
 local budget = byteBudget(tonumber(ARGV[3]))
 local by = optional(ARGV[4])
 local flow = ARGV[5] == '1'
+-- the closing mark read with the first job's record (no request of its own)
+local first = redis.call('HMGET', jobsKey, MOVED_FIELD, ARGV[7])
+local moved = first[1]
+if ARGV[6] ~= '' and moved ~= ARGV[6] then
+  redis.call('HSET', jobsKey, MOVED_FIELD, ARGV[6])
+  moved = ARGV[6]
+end
+moved = moved and tonumber(moved)
 local headBefore = headScore(delayedKey)
 local results = { 0, now } -- headChanged set at the end
 
@@ -60,7 +74,7 @@ local function join(id, h, old, oldChunk)
   return false
 end
 
-for i = 6, #ARGV, 11 do
+for i = 7, #ARGV, 11 do
   local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local due = whenMs
   if whenKind == 'd' then due = now + whenMs end
@@ -68,8 +82,11 @@ for i = 6, #ARGV, 11 do
     optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
     optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 10]
 
-  local record = redis.call('HGET', jobsKey, id)
-  if not record then
+  local record
+  if i == 7 then record = first[2] else record = redis.call('HGET', jobsKey, id) end
+  if not record and moved then
+    reply(RELAYOUT.MOVED, moved, false, false)
+  elseif not record then
     if not put or matches(ifMatch, nil) then
       if not budget.take(#body) then break end
       local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }

@@ -3,10 +3,15 @@
   KEYS[1] schedules hash
   ARGV[1] schedule id
   Returns its view (includes/schedules.lua scheduleView, with the body), or nil when there is
-  none.
-  Mirrored by ScheduleView in lib/engine/scripts.ts.
+  none; while the partition count changes, when there is none in this partition of a former
+  layout, closed by a schedule's move (MOVE.MARK in the schedules hash), the current partition
+  count (a number): it may have moved to that layout. A schedule frozen for its move
+  (lua/deleteSchedule-8.lua 'freeze') is still replied.
+  Mirrored by ScheduleView and GetScheduleReply in lib/engine/scripts.ts.
 ]]
 --- @include "schedules"
-local record = redis.call('HGET', KEYS[1], ARGV[1])
-if not record then return false end
-return scheduleView(ARGV[1], cmsgpack.unpack(record), true)
+-- the record, and the closing mark read with it (no request of its own)
+local got = redis.call('HMGET', KEYS[1], ARGV[1], MOVE.MARK)
+if got[1] then return scheduleView(ARGV[1], cmsgpack.unpack(got[1]), true) end
+if got[2] then return tonumber(got[2]) end
+return false

@@ -41,11 +41,25 @@
   withdraws the pending occurrence and creates it again under the same id) is not taken out of the
   old group here (its key is not this call's): the reply lists it, and the caller calls
   lua/leaveGroup-2.lua.
+  While the partition count changes, a partition of the former layout that is closed (MOVED_FIELD
+  in the jobs hash: a move or a write through it closed it) refuses a new schedule id, and a
+  schedule frozen for its move (includes/schedules.lua MOVE.FROZEN) refuses every write: the caller
+  writes it in the layout of the count replied (its current partition, after the move).
+  ARGV[4] 'adopt' is a move's second step (lib/engine/relayout-schedules.ts), in the schedule's
+  current partition: ARGV[20] the frozen record as lua/deleteSchedule-8.lua 'freeze' replied it
+  (JSON of its slots); ARGV[3], ARGV[5..19] unused. The schedule is made here from it, unless this
+  partition holds it already (moved before, or put here since) or holds its MOVE.gone at the
+  frozen version or later (moved, then deleted): one copy, never made again. Its version grows
+  from the frozen one; its options, definition, body, pending occurrence, last run and pause stay;
+  the occurrences the freeze withdrew are made again here under their ids and due times.
   Returns { OUTCOME.CREATED | OUTCOME.REPLACED, version, headChanged 0|1, left } (left: { id,
           group, chunk } per occurrence that left a group) or
           { REFUSAL.VERSION_MISMATCH, version now (0: none) }: nothing changed (the version
-          differs from ARGV[3], or, at the version read, a stale 'replace' as above).
-  Mirrored by PutScheduleReply in lib/engine/scripts.ts.
+          differs from ARGV[3], or, at the version read, a stale 'replace' as above), or
+          { RELAYOUT.MOVED, count }: nothing changed, as above. 'adopt' returns
+          { RELAYOUT.ADOPTED, version, headChanged 0|1, left, earliest due time of the occurrences
+          made again or nil } or { REFUSAL.JOB_EXISTS }: nothing changed, as above.
+  Mirrored by PutScheduleReply and AdoptScheduleReply in lib/engine/scripts.ts.
 ]]
 --- @include "codes"
 --- @include "clock"
@@ -60,8 +74,50 @@ local schedulesKey, idsKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[
 local now, id, seen = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 local record = redis.call('HGET', schedulesKey, id)
+
+-- a move's second step: the schedule made here from its frozen record
+if ARGV[4] == 'adopt' then
+  if record then return { REFUSAL.JOB_EXISTS } end
+  local r = cjson.decode(ARGV[20])
+  local gone = redis.call('HGET', schedulesKey, MOVE.gone(id))
+  if gone and tonumber(gone) >= r[S_VERSION] then return { REFUSAL.JOB_EXISTS } end
+  local headBefore = headScore(k.delayed)
+  local options = occurrenceOptions(r)
+  local lefts, earliest = {}, false
+  for _, made in ipairs({ { r[S_NEXT_ID], r[MOVE.NEXT_DUE] }, { r[S_LAST_ID], r[MOVE.LAST_DUE] } }) do
+    if made[1] and made[2] then
+      noteLeft(lefts, made[1], createJob(k, groupKey, made[1], made[2], now, options, r[S_BODY]))
+      if not earliest or made[2] < earliest then earliest = made[2] end
+    end
+  end
+  if r[S_NEXT_ID] then redis.call('ZADD', nextKey, r[S_NEXT], id) end
+  r[MOVE.FROM] = r[S_VERSION]
+  r[MOVE.FROZEN], r[MOVE.NEXT_DUE], r[MOVE.LAST_DUE] = false, false, false
+  r[S_VERSION] = nextVersion(schedulesKey, r[MOVE.FROM])
+  redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
+  redis.call('ZADD', idsKey, 0, id)
+  local headAfter = headScore(k.delayed)
+  local headChanged = 0
+  if headAfter and (not headBefore or headAfter < headBefore) then headChanged = 1 end
+  return { RELAYOUT.ADOPTED, r[S_VERSION], headChanged, lefts, earliest }
+end
+
 local old = false
 if record then old = cmsgpack.unpack(record) end
+-- frozen for its move, or a new id in a closed partition of a former layout: written in the current layout
+if old and old[MOVE.FROZEN] then return { RELAYOUT.MOVED, old[MOVE.FROZEN] } end
+-- the new pending occurrence's record read with the closing mark (no request of its own)
+local prefetched = nil
+if not old then
+  local moved
+  if ARGV[8] ~= '' then
+    local got = redis.call('HMGET', k.jobs, MOVED_FIELD, ARGV[8])
+    moved, prefetched = got[1], got[2]
+  else
+    moved = redis.call('HGET', k.jobs, MOVED_FIELD)
+  end
+  if moved then return { RELAYOUT.MOVED, tonumber(moved) } end
+end
 local version = 0
 if old then version = old[S_VERSION] end
 if version ~= seen then return { REFUSAL.VERSION_MISMATCH, version } end
@@ -81,6 +137,7 @@ local r = { false, false, false, optionalNumber(ARGV[5]), optionalNumber(ARGV[10
   optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false, optional(ARGV[18]),
   optional(ARGV[19]) }
 if old then r[S_CREATED], r[S_LAST_ID] = old[S_CREATED], old[S_LAST_ID] or false end
+if old and old[MOVE.FROM] then r[MOVE.FROZEN], r[MOVE.NEXT_DUE], r[MOVE.LAST_DUE], r[MOVE.FROM] = false, false, false, old[MOVE.FROM] end
 if ranAt and (not r[S_LAST] or ranAt > r[S_LAST]) then r[S_LAST], r[S_LAST_ID] = ranAt, old[S_NEXT_ID] end
 local options = occurrenceOptions(r)
 local lefts = {}
@@ -91,7 +148,7 @@ if ARGV[6] ~= '' then
 end
 if ARGV[8] ~= '' then
   r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[9]), ARGV[8]
-  noteLeft(lefts, ARGV[8], createJob(k, groupKey, ARGV[8], tonumber(ARGV[17]), now, options, r[S_BODY]))
+  noteLeft(lefts, ARGV[8], createJob(k, groupKey, ARGV[8], tonumber(ARGV[17]), now, options, r[S_BODY], prefetched))
   redis.call('ZADD', nextKey, r[S_NEXT], id)
 else
   redis.call('ZREM', nextKey, id)
@@ -101,8 +158,5 @@ redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
 redis.call('ZADD', idsKey, 0, id)
 
 local headAfter = headScore(k.delayed)
-local headChanged = 0
-if headAfter and (not headBefore or headAfter < headBefore) then headChanged = 1 end
-local code = OUTCOME.CREATED
-if old then code = OUTCOME.REPLACED end
-return { code, r[S_VERSION], headChanged, lefts }
+local headChanged = (headAfter and (not headBefore or headAfter < headBefore)) and 1 or 0
+return { old and OUTCOME.REPLACED or OUTCOME.CREATED, r[S_VERSION], headChanged, lefts }

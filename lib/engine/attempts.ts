@@ -1,15 +1,15 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
 import { randomBytes } from 'node:crypto';
 import type { FlowDefaults, TopicConfig } from '../rules/config';
-import { jobKeys, latenessKey, topicKeys, topicRateKey, type BodiesKey } from './keys';
+import { latenessKey, topicKeys, topicRateKey, type BodiesKey } from './keys';
 import type { ClockArg } from './scripts';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { readSlots, run } from './lua';
 import type { EngineContext } from './context';
-import { OUTCOME } from './codes';
+import { OUTCOME, REFUSAL } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
-import { atLeastOne, batchesByPartition, partitionsInOrder } from './partitions';
-import { bodiesApart } from './read';
+import { atLeastOne, batchesByPartition, groupBy, partitionsInOrder } from './partitions';
+import { bodiesApart, placesOf } from './read';
 import * as script from './scripts';
 
 const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about a millisecond of Redis time
@@ -237,12 +237,22 @@ function sendAcks(ctx: EngineContext, clock: ClockArg, acks: readonly PendingAck
   }
 }
 
-/** One ackJobs call for acks of one topic and partition; answers each, or fails each with the call's error. */
+/**
+ * One ackJobs call for acks of one topic and partition; answers each, or fails each with the call's
+ * error. While the partition count changes, the attempts of jobs not in their current partition
+ * are acked in their former ones (one more call each).
+ */
 async function ackBatch(ctx: EngineContext, partition: number, clock: ClockArg, batch: readonly PendingAck[]): Promise<void> {
   const k = topicKeys(partition, batch[0]!.topic, ctx.layout);
   try {
     const reply = await run(ctx.redis, script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock, retentionMs: ctx.config.retentionMs, attempts: batch.map((a) => attemptArg(a.id, a.ref)) }));
-    batch.forEach((a, i) => a.resolve(toAckOutcome(reply[i]!)));
+    const elsewhere: PendingAck[] = [];
+    batch.forEach((a, i) => {
+      const former = reply[i] === REFUSAL.NOT_FOUND && partition < ctx.layout.count ? ctx.layout.formerPlaceOf(ctx.config.topics.get(a.topic) ?? a.topic, a.id) : null;
+      if (former === null) a.resolve(toAckOutcome(reply[i]!));
+      else elsewhere.push({ ...a, partition: former });
+    });
+    if (elsewhere.length > 0) await Promise.all([...groupBy(elsewhere, (a) => a.partition)].map(([p, acks]) => ackBatch(ctx, p, clock, acks)));
   } catch (error) {
     for (const a of batch) a.reject(error);
   }
@@ -250,17 +260,24 @@ async function ackBatch(ctx: EngineContext, partition: number, clock: ClockArg, 
 
 /** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */
 export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, ref: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
-  const k = jobKeys(t, id, ctx.layout);
-  const call = script.failJob([k.jobs, k.running, k.delayed, k.dead], {
-    clock: ctx.clock(),
-    ...attemptArg(id, ref),
-    error,
-    maxAttempts: t.maxAttempts,
-    backoff: t.backoff,
-    random: ctx.random(),
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-  });
-  return toFailOutcome(await run(ctx.redis, call));
+  const random = ctx.random();
+  let outcome: FailOutcome = { outcome: 'not_found' };
+  // while the partition count changes, a job not in its current partition is in its former one
+  for (const p of placesOf(ctx, t, id)) {
+    const k = topicKeys(p, t.name, ctx.layout);
+    const call = script.failJob([k.jobs, k.running, k.delayed, k.dead], {
+      clock: ctx.clock(),
+      ...attemptArg(id, ref),
+      error,
+      maxAttempts: t.maxAttempts,
+      backoff: t.backoff,
+      random,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    });
+    outcome = toFailOutcome(await run(ctx.redis, call));
+    if (outcome.outcome !== 'not_found') break;
+  }
+  return outcome;
 }
 
 type Ref = Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef;
@@ -272,8 +289,19 @@ const slotOf = (ctx: EngineContext) => ({ partition: (job: Ref) => ctx.layout.pl
  * instead (its attempt counts, with the reason as lastError). Returns how many were given back.
  */
 export async function releaseJobs(ctx: EngineContext, jobs: readonly Ref[], reason = 'the handler invoke failed'): Promise<number> {
+  // while the partition count changes, a job may be in its former partition: released there too
+  // (a job is in one of the two; the other call finds nothing of it)
+  const formerOf = (job: Ref) => ctx.layout.formerPlaceOf(ctx.config.topics.get(job.topic) ?? job.topic, job.id);
+  const inFormer = ctx.layout.former > 0 ? jobs.filter((job) => formerOf(job) !== null) : [];
+  let released = inFormer.length > 0 ? await releaseIn(ctx, inFormer, { partition: (job) => formerOf(job)!, topic: (job) => job.topic }, reason) : 0;
+  released += await releaseIn(ctx, jobs, slotOf(ctx), reason);
+  return released;
+}
+
+/** releaseJobs in the partitions `slot` gives. */
+async function releaseIn(ctx: EngineContext, jobs: readonly Ref[], slot: { partition(job: Ref): number; topic(job: Ref): string }, reason: string): Promise<number> {
   let released = 0;
-  for (const [partition, batches] of batchesByPartition(jobs, slotOf(ctx), RELEASE_BATCH)) {
+  for (const [partition, batches] of batchesByPartition(jobs, slot, RELEASE_BATCH)) {
     for (const batch of batches) {
       const t = ctx.config.topics.get(batch[0]!.topic);
       if (!t) throw new Error(`release of jobs of unknown topic ${batch[0]!.topic}`);
@@ -311,26 +339,35 @@ export interface Started {
  */
 export async function startAttempts(ctx: EngineContext, topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<Started> {
   const live: boolean[] = new Array<boolean>(jobs.length).fill(false);
+  const t = ctx.config.topics.get(topic) ?? topic;
   let now: number | null = null;
-  const byPartition = new Map<number, number[]>();
-  jobs.forEach((job, i) => {
-    const p = ctx.layout.placeOf(ctx.config.topics.get(topic) ?? topic, job.id);
-    byPartition.set(p, [...(byPartition.get(p) ?? []), i]);
-  });
-  await Promise.all(
-    [...byPartition].map(async ([partition, indexes]) => {
-      const k = topicKeys(partition, topic, ctx.layout);
-      // a call that reached its byte budget answered for the first attempts: the rest go in the next
-      for (let rest = indexes; rest.length > 0;) {
-        const reply = await run(
-          ctx.redis,
-          script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.layout), k.running, k.ready], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
-        );
-        now = Math.max(now ?? reply[0], reply[0]);
-        for (let j = 1; j < reply.length; j++) live[rest[j - 1]!] = reply[j] === OUTCOME.STARTED;
-        rest = rest.slice(atLeastOne(reply.length - 1, 'startAttempts'));
-      }
-    }),
+  const elsewhere: number[] = []; // not in their current partition: in their former one, while the partition count changes
+  const startIn = async (byPartition: Map<number, number[]>) => {
+    await Promise.all(
+      [...byPartition].map(async ([partition, indexes]) => {
+        const k = topicKeys(partition, topic, ctx.layout);
+        // a call that reached its byte budget answered for the first attempts: the rest go in the next
+        for (let rest = indexes; rest.length > 0;) {
+          const reply = await run(
+            ctx.redis,
+            script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.layout), k.running, k.ready], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
+          );
+          now = Math.max(now ?? reply[0], reply[0]);
+          for (let j = 1; j < reply.length; j++) {
+            live[rest[j - 1]!] = reply[j] === OUTCOME.STARTED;
+            if (reply[j] === REFUSAL.NOT_FOUND && partition < ctx.layout.count && ctx.layout.former > 0) elsewhere.push(rest[j - 1]!);
+          }
+          rest = rest.slice(atLeastOne(reply.length - 1, 'startAttempts'));
+        }
+      }),
+    );
+  };
+  await startIn(
+    groupBy(
+      jobs.map((_, i) => i),
+      (i) => ctx.layout.placeOf(t, jobs[i]!.id),
+    ),
   );
+  if (elsewhere.length > 0) await startIn(groupBy(elsewhere, (i) => ctx.layout.formerPlaceOf(t, jobs[i]!.id)!));
   return { live, now };
 }

@@ -17,7 +17,15 @@ export type Refusal = (typeof REFUSAL)[keyof typeof REFUSAL];
  * partition is closed to new ids: see Layout in lib/engine/keys.ts): never an answer to the API,
  * the engine writes it in the current layout. The script replies it with the current count.
  */
-export const RELAYOUT = { MOVED: -7 } as const;
+export const RELAYOUT = {
+  MOVED: -7,
+  /** deleteSchedule 'freeze': the schedule is not moved now (an occurrence of it runs, or waits for a retry, in the former partition) */
+  BUSY: -8,
+  /** deleteSchedule 'freeze': the schedule is frozen in the former partition for its move (lib/engine/relayout-schedules.ts) */
+  FROZEN: 3,
+  /** putSchedule 'adopt': the schedule was made in its current partition from its frozen record */
+  ADOPTED: 4,
+} as const;
 
 /** What a job script did, when it did something; the script that says each is named beside it. */
 export const OUTCOME = {

@@ -76,6 +76,9 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
   if ('ids' in which) {
     const byPartition = groupBy(which.ids, (id) => ctx.layout.placeOf(t, id));
     for (const [partition, ids] of byPartition) await visit(partition, { ids });
+    // while the partition count changes, a dead job may be in its former partition: looked for
+    // there too (a job is in one of the two; the other call finds nothing of it)
+    if (ctx.layout.former > 0 && !t.flow) for (const [partition, ids] of groupBy(which.ids, (id) => ctx.layout.formerPlaceOf(t, id)!)) await visit(partition, { ids });
   } else {
     // the oldest first of partition 0, then of 1, ...: dead jobs of one partition are ordered, not across partitions
     for (const partition of ctx.layout.partitionsOf(t)) {

@@ -53,19 +53,19 @@ export async function confirmSlotReplicated(ctx: EngineContext, key: string): Pr
 }
 
 /**
- * Waits until a replica has the changes this client made in `partitions` (and, for the
+ * Waits until a replica has the changes this client made in `partitions` of `layout` (and, for the
  * partitions in `covering`, every change their primary had made before); throws
  * NotReplicatedError when one did not confirm within `timeoutMs`. Redis errors propagate (the
  * API answers 503 UNAVAILABLE).
  */
-export async function confirmReplicated(ctx: EngineContext, partitions: Iterable<number>, covering: Iterable<number>, timeoutMs: number): Promise<void> {
+export async function confirmReplicated(ctx: EngineContext, partitions: Iterable<number>, covering: Iterable<number>, timeoutMs: number, layout: Layout = ctx.layout): Promise<void> {
   const cover = new Set(covering);
   const all = new Set([...partitions, ...cover]);
   if (all.size === 0) return;
   // one WAIT per connection: on a single node every partition shares one
   const byConnection = new Map<Redis | undefined, { group: number[]; sync?: number }>();
   for (const p of all) {
-    const connection = connectionFor(ctx.redis as Redis | Cluster, p, ctx.layout);
+    const connection = connectionFor(ctx.redis as Redis | Cluster, p, layout);
     const entry = byConnection.get(connection) ?? { group: [] };
     entry.group.push(p);
     if (cover.has(p)) entry.sync ??= p;
@@ -76,7 +76,7 @@ export async function confirmReplicated(ctx: EngineContext, partitions: Iterable
     [...byConnection].map(async ([connection, { group, sync }]) => {
       if (!connection) return void unconfirmed.push(...group);
       // one bump covers every partition of that primary: its replicas follow one stream of its writes
-      if (sync !== undefined) await run(ctx.redis, script.syncPoint([syncKey(sync, ctx.layout)]));
+      if (sync !== undefined) await run(ctx.redis, script.syncPoint([syncKey(sync, layout)]));
       const replicas = Number(await connection.call('WAIT', 1, timeoutMs));
       if (replicas < 1) unconfirmed.push(...group);
     }),

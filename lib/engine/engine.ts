@@ -88,9 +88,9 @@ export class EngineBase {
    * and, for `covering`, every change their primary had (answers that wrote nothing but report
    * state); throws NotReplicatedError when none confirmed in time.
    */
-  protected async durable(partitions: Iterable<number>, covering: Iterable<number> = []): Promise<void> {
+  protected async durable(partitions: Iterable<number>, covering: Iterable<number> = [], layout = this.ctx.layout): Promise<void> {
     const { mode, timeoutMs } = this.config.durability;
-    if (mode === 'replica') await confirmReplicated(this.ctx, partitions, covering, timeoutMs);
+    if (mode === 'replica') await confirmReplicated(this.ctx, partitions, covering, timeoutMs, layout);
   }
 
   /**
@@ -120,11 +120,8 @@ export class Engine extends EngineBase {
 
   /** Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order. `by` (in every API change): the key's name, its updatedBy. */
   async write(jobs: readonly NewJob[], mode: 'add' | 'put', by = ''): Promise<{ results: WriteResult[] } & Wake> {
-    const { results, wake } = await writeJobs(this.ctx, jobs, mode, by);
-    const changed = new Set<number>();
-    const covering = new Set<number>(); // answers that stand on what the primary had: exists, running, mismatch
-    results.forEach((r, i) => (r.status === 'created' || r.status === 'replaced' ? changed : covering).add(jobs[i]!.partition));
-    await this.durable(changed, covering);
+    const { results, wake, touched } = await writeJobs(this.ctx, jobs, mode, by);
+    for (const { changed, covering, layout } of touched) await this.durable(changed, covering, layout);
     if (wake) {
       const due = results.flatMap((r) => (r.status === 'created' || r.status === 'replaced' ? [Date.parse(r.job.runAt)] : []));
       if (due.length > 0) await this.wake(Math.min(...due));
@@ -134,17 +131,15 @@ export class Engine extends EngineBase {
 
   /** Cancels a pending or running job (`ifMatch`: '' none, '*' any version, or a version). */
   async cancel(topic: string, id: string, ifMatch: '' | '*' | number = '', by = ''): Promise<{ job: Job } | Refused> {
-    const { outcome, wrote } = await cancelJob(this.ctx, this.topic(topic), id, ifMatch, by);
-    const p = this.partitionOf(topic, id);
-    await this.durable([p], wrote ? [] : [p]); // 404, 409, 412 and "already cancelled" wrote nothing
+    const { outcome, wrote, looked } = await cancelJob(this.ctx, this.topic(topic), id, ifMatch, by);
+    await this.durable(looked, wrote ? looked.slice(0, -1) : looked); // 404, 409, 412 and "already cancelled" wrote nothing
     return outcome;
   }
 
   /** Changes the due time and/or body of a pending job. */
   async reschedule(topic: string, id: string, change: JobChange): Promise<({ job: Job } & Wake) | Refused> {
-    const outcome = await rescheduleJob(this.ctx, this.topic(topic), id, change);
-    const p = this.partitionOf(topic, id);
-    await this.durable([p], isRefused(outcome) ? [p] : []);
+    const { outcome, looked } = await rescheduleJob(this.ctx, this.topic(topic), id, change);
+    await this.durable(looked, isRefused(outcome) ? looked : looked.slice(0, -1));
     if ('wake' in outcome && outcome.wake) await this.wake(Date.parse(outcome.job.runAt));
     return outcome;
   }
@@ -166,8 +161,8 @@ export class Engine extends EngineBase {
 
   /** Creates or replaces a validated schedule and its pending occurrence. */
   async putSchedule(topic: string, s: NewSchedule): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
-    const result = await putSchedule(this.ctx, this.topic(topic), s);
-    await this.durable([s.partition], [s.partition]); // the answer is the schedule read after the write, another writer's change included
+    const { touched, ...result } = await putSchedule(this.ctx, this.topic(topic), s);
+    for (const d of touched) await this.durable(d.changed, d.covering, d.layout); // the answer is the schedule read after the write, another writer's change included
     if (result.wake) {
       // the pending occurrence, or a missed one caught up on resume (due now, at lastRunAt)
       const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
@@ -182,21 +177,19 @@ export class Engine extends EngineBase {
    * started runs on); a resume catches up on what the pause missed by its catchUp. Null: none.
    */
   async pauseSchedule(topic: string, id: string, paused: boolean, by = ''): Promise<Schedule | null> {
-    const p = this.partitionOf(topic, id);
-    const result = await pauseSchedule(this.ctx, this.topic(topic), p, id, paused, by);
-    await this.durable([p], [p]);
-    if (result?.wake) {
+    const result = await pauseSchedule(this.ctx, this.topic(topic), id, paused, by);
+    for (const d of result.touched) await this.durable(d.changed, d.covering, d.layout);
+    if (result.schedule && result.wake) {
       const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
       await this.wake(times.length > 0 ? Math.min(...times) : 'now');
     }
-    return result?.schedule ?? null;
+    return result.schedule;
   }
 
   /** Deletes a schedule and withdraws its pending occurrence; false when there was none. */
   async deleteSchedule(topic: string, id: string): Promise<boolean> {
-    const p = this.partitionOf(topic, id);
-    const deleted = await deleteSchedule(this.ctx, this.topic(topic), p, id);
-    await this.durable([p], deleted ? [] : [p]); // a 404 stands on what the primary had
+    const { deleted, touched } = await deleteSchedule(this.ctx, this.topic(topic), id);
+    for (const d of touched) await this.durable(d.changed, d.covering, d.layout); // a 404 stands on what the primary had
     return deleted;
   }
 
@@ -254,7 +247,7 @@ export class Engine extends EngineBase {
   }
 
   getSchedule(topic: string, id: string): Promise<Schedule | null> {
-    return getSchedule(this.ctx, this.topic(topic), this.partitionOf(topic, id), id);
+    return getSchedule(this.ctx, this.topic(topic), id);
   }
 
   listSchedules(topic: string, page: { limit?: number; after?: string } = {}): Promise<{ schedules: Schedule[]; next: string | null }> {

@@ -6,7 +6,7 @@
  * shared with other small groups instead of a key of its own (lua/includes/buckets.lua).
  */
 import type { TopicConfig } from '../rules/config';
-import { groupKey, topicKeys } from './keys';
+import { groupKey, topicKeys, type Layout } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { run, runPipelined, type ScriptCall } from './lua';
 import type { EngineContext } from './context';
@@ -92,8 +92,8 @@ export interface LeftGroup {
   partition: number;
 }
 
-/** Takes jobs that left their groups out of the groups' zsets (lua/leaveGroup-2.lua), pipelined per partition. */
-export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]): Promise<number> {
+/** Takes jobs that left their groups out of the groups' zsets (lua/leaveGroup-2.lua), pipelined per partition (of `layout`). */
+export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[], layout: Layout = ctx.layout): Promise<number> {
   let removed = 0;
   const byPartition = groupBy(left, (l) => l.partition);
   await Promise.all(
@@ -101,7 +101,7 @@ export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]
       const calls = [...groupBy(members, (m) => `${m.topic} ${m.group}`).values()].flatMap((same) =>
         chunk(same, LEAVE_BATCH).map((batch) => {
           const { topic, group } = batch[0]!;
-          return script.leaveGroup([topicKeys(p, topic, ctx.layout).jobs, groupKey(p, topic, group, ctx.layout)], { group, members: batch });
+          return script.leaveGroup([topicKeys(p, topic, layout).jobs, groupKey(p, topic, group, layout)], { group, members: batch });
         }),
       );
       for (const n of await runPipelined(ctx.redis, calls)) removed += n;

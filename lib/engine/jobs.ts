@@ -5,7 +5,7 @@
 import { describeBackoff, type Backoff } from '../rules/backoff';
 import type { TopicConfig } from '../rules/config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
-import type { AckReply, AddResult, ClaimedItem, FailReply, LeftChunk, ScoredEntry } from './scripts';
+import type { AckReply, AddResult, ClaimedItem, MovedResult, FailReply, LeftChunk, ScoredEntry } from './scripts';
 import type { JobView, NewJob } from './shapes';
 import { isoOrNull, isoTime } from '../rules/time';
 
@@ -84,6 +84,12 @@ export interface TopicStats {
   nextDueAt: string | null;
   /** The topic is paused: no job of it starts until it is resumed. */
   paused: boolean;
+  /**
+   * Only while the partition count changes (formerPartitions): what the topic still holds in the
+   * former partitions, jobs in any state (done and cancelled ones in their retention included) and
+   * schedules. When every topic shows 0 and 0, the change can end (DEPLOY.md).
+   */
+  former?: { jobs: number; schedules: number };
 }
 
 /** What one sweep over every topic and partition did. */
@@ -193,7 +199,7 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
 }
 
 /** What the add script did with `job` (of topic `t`), sent by key `by` ('' none). */
-export function toWriteResult(t: TopicConfig, job: NewJob, result: AddResult, by = ''): WriteResult {
+export function toWriteResult(t: TopicConfig, job: NewJob, result: Exclude<AddResult, MovedResult>, by = ''): WriteResult {
   if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[1], result[2], result[3], by), left: result[4] };
   // a replaced job's body is the one just sent: the script does not send it back
   if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: toJob(t, result[1], job.body), left: result[2] };

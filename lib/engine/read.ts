@@ -1,6 +1,6 @@
 /** Reads: one job, and a topic's counts. */
 import type { TopicConfig } from '../rules/config';
-import { flowKeys, jobKeys, PAUSED_FIELD, READY_FIELD, topicKeys, type BodiesKey } from './keys';
+import { flowKeys, PAUSED_FIELD, READY_FIELD, scheduleKeys, topicKeys, type BodiesKey } from './keys';
 import { readSlot, runThenHget } from './lua';
 import type { EngineContext } from './context';
 import { toJob, type Job, type JobView, type TopicStats } from './jobs';
@@ -11,11 +11,22 @@ import * as script from './scripts';
 /**
  * Job `id` of topic `t`, or null when there is none (or it was purged after its retention). The
  * script reads the record; a body kept apart comes from a plain HGET in the same transaction.
+ * While the partition count changes, a job not in its current partition is looked for in its former one.
  */
 export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Promise<Job | null> {
-  const k = jobKeys(t, id, ctx.layout);
-  const [view, apart] = await runThenHget(ctx.redis, script.getJob([k.jobs, k.delayed], { id }), k.bodies, id);
-  return view ? toJob(t, view, view[12] ?? apart) : null;
+  for (const p of placesOf(ctx, t, id)) {
+    const k = topicKeys(p, t.name, ctx.layout);
+    const [view, apart] = await runThenHget(ctx.redis, script.getJob([k.jobs, k.delayed], { id }), k.bodies, id);
+    if (view) return toJob(t, view, view[12] ?? apart);
+  }
+  return null;
+}
+
+/** Where job (topic, id) may be, in the order to look: its current partition, then (while the partition count changes) its former one. */
+export function placesOf(ctx: EngineContext, t: TopicConfig | string, id: string): number[] {
+  const former = ctx.layout.formerPlaceOf(t, id);
+  const current = ctx.layout.placeOf(t, id);
+  return former === null ? [current] : [current, former];
 }
 
 /**
@@ -44,6 +55,7 @@ export async function viewsWithBodies(ctx: EngineContext, key: BodiesKey, views:
 /** Counts per state and the next due time of a topic, summed over partitions (plain reads, no script). */
 export async function topicStats(ctx: EngineContext, topic: string): Promise<TopicStats> {
   const stats: TopicStats = { topic, delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null, paused: false };
+  const former = ctx.layout.former > 0 && !ctx.config.topics.get(topic)?.flow ? { jobs: 0, schedules: 0 } : null;
   let next: number | null = null;
   await forEachPartition(ctx.layout.partitionsOf(ctx.config.topics.get(topic) ?? topic), async (p) => {
     const k = topicKeys(p, topic, ctx.layout);
@@ -51,6 +63,11 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
     const [delayed, ready, running, dead, head, paused, lanes] = (await readSlot(ctx.redis, (pipeline) =>
       pipeline.zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES').hexists(k.jobs, PAUSED_FIELD).hget(f.state, READY_FIELD),
     )) as [number, number, number, number, string[], number, string | null];
+    if (former && p >= ctx.layout.count) {
+      const [done, schedules] = (await readSlot(ctx.redis, (pipeline) => pipeline.zcard(k.done).zcard(scheduleKeys(p, topic, ctx.layout).ids))) as [number, number];
+      former.jobs += delayed + ready + running + dead + done;
+      former.schedules += schedules;
+    }
     stats.delayed += delayed;
     stats.ready += ready + Number(lanes ?? 0); // a flow topic's ready ids are in its keys' lanes
     if (paused === 1) stats.paused = true;
@@ -59,7 +76,7 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
     if (head[1] !== undefined && (next === null || Number(head[1]) < next)) next = Number(head[1]);
   });
   stats.nextDueAt = isoOrNull(next);
-  return stats;
+  return former ? { ...stats, former } : stats;
 }
 
 /**

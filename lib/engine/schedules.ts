@@ -14,7 +14,7 @@ import { jitterOffsetMs } from '../rules/pacing';
 import { advancePlan, catchUpPlan, jitterWindowMs, nextRuns, occurrenceId, type ScheduleSpec } from '../rules/schedule';
 import type { NewSchedule } from './shapes';
 import { run, runPipelined } from './lua';
-import { OUTCOME, REFUSAL } from './codes';
+import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';
 import type { Wake } from './jobs';
@@ -22,6 +22,9 @@ import { forEachPartition } from './partitions';
 import * as script from './scripts';
 import { serverTime } from './context';
 import { isoTime } from '../rules/time';
+import { actWhereItLives, isView, Moved, readWhereItLives, type ScheduleTouched } from './relayout-schedules';
+
+export { moveSchedules, type ScheduleTouched } from './relayout-schedules';
 
 /** A schedule as the API shows it; times are ISO-8601, durations seconds. */
 export interface Schedule {
@@ -133,9 +136,10 @@ function readCall(t: string, partition: number, layout: Layout, id: string) {
   return script.getSchedule([scheduleKeys(partition, t, layout).schedules], { id });
 }
 
-/** Schedule `id` of topic `t` as stored, or null. */
-export function readSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<script.ScheduleView | null> {
-  return run(ctx.redis, readCall(t.name, partition, ctx.layout, id));
+/** Schedule `id` of topic `t` as stored in `partition`, or null (none there). */
+export async function readSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<script.ScheduleView | null> {
+  const reply = await run(ctx.redis, readCall(t.name, partition, ctx.layout, id));
+  return isView(reply) ? reply : null;
 }
 
 /** What a put commits, computed from the schedule as read (`current`, or null) at `now`. */
@@ -176,12 +180,23 @@ export function planPut(s: NewSchedule, current: script.ScheduleView | null, now
   return { seen: current?.[1] ?? 0, pending: keep ? 'keep' : 'replace', last, run: runAt, next };
 }
 
+/** A put's answer, and the partitions it touched (per layout: Engine.durable). */
+export type PutResult = { status: 'created' | 'replaced'; schedule: Schedule; touched: ScheduleTouched[] } & Wake;
+
 /**
- * Creates or replaces schedule `s` and, in the same script, its pending occurrence. Reads the
+ * Creates or replaces schedule `s` and, in the same script, its pending occurrence, where it lives
+ * (while the partition count changes: moved first, lib/engine/relayout-schedules.ts). Reads the
  * schedule and the clock, computes, commits; when the schedule changed in between (the sweeper
  * advanced it), computes again from a fresh read.
  */
-export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold = false): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
+export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold = false): Promise<PutResult> {
+  const touched: ScheduleTouched[] = [];
+  const put = await actWhereItLives(ctx, t, s.id, touched, (at, partition) => putIn(at, t, { ...s, partition }, hold, touched));
+  return { ...put, touched };
+}
+
+/** putSchedule in `s.partition` of `ctx.layout`; Moved when that partition turns it away. */
+async function putIn(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold: boolean, touched: ScheduleTouched[]): Promise<({ status: 'created' | 'replaced'; schedule: Schedule } & Wake) | Moved> {
   const sk = scheduleKeys(s.partition, t.name, ctx.layout);
   const k = topicKeys(s.partition, t.name, ctx.layout);
   const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(s.partition, t.name, s.group ?? '', ctx.layout)] as const;
@@ -218,6 +233,7 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
         by: s.by ?? '',
       }),
     );
+    if (reply[0] === RELAYOUT.MOVED) return new Moved(reply[1]);
     if (reply[0] === REFUSAL.VERSION_MISMATCH) {
       if (reply[1] === plan.seen && plan.pending === 'replace') floor = current?.[2] ?? floor;
       continue;
@@ -226,28 +242,52 @@ export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSche
     if (reply[3].length > 0) await leaveGroups(ctx, leftOccurrences(t.name, s.partition, reply[3]));
     const stored = await readSchedule(ctx, t, s.partition, s.id);
     if (!stored) continue; // deleted right after: put it again
+    touched.push({ layout: ctx.layout, changed: [s.partition], covering: [s.partition] }); // the answer is the schedule read after the write, another writer's change included
     return { status: reply[0] === OUTCOME.CREATED ? 'created' : 'replaced', schedule: toSchedule(t, stored), wake: reply[2] === 1 };
   }
   throw new Error(`schedule ${t.name}/${s.id} changed under ${PUT_ROUNDS} puts in a row`);
 }
 
-/** Deletes schedule `id` of topic `t` (in `partition`) and withdraws its pending occurrence; false when there was none. */
-export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<boolean> {
-  const sk = scheduleKeys(partition, t.name, ctx.layout);
-  const k = topicKeys(partition, t.name, ctx.layout);
-  const reply = await run(ctx.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id }));
-  return reply[0] === OUTCOME.DELETED;
+/**
+ * Deletes schedule `id` of topic `t` where it lives (moved first while the partition count
+ * changes) and withdraws its pending occurrence; false when there was none. `touched`: the
+ * partitions it wrote, and read its answer from.
+ */
+export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, id: string): Promise<{ deleted: boolean; touched: ScheduleTouched[] }> {
+  const touched: ScheduleTouched[] = [];
+  const deleted = await actWhereItLives(ctx, t, id, touched, async (at, partition) => {
+    const sk = scheduleKeys(partition, t.name, at.layout);
+    const k = topicKeys(partition, t.name, at.layout);
+    const reply = await run(at.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: at.clock(), id }));
+    if (reply[0] === RELAYOUT.MOVED) return new Moved(reply[1]);
+    const done = reply[0] === OUTCOME.DELETED;
+    touched.push({ layout: at.layout, changed: done ? [partition] : [], covering: done ? [] : [partition] }); // a 404 stands on what the primary had
+    return done;
+  });
+  return { deleted, touched };
 }
 
 /**
- * Schedule `id` of topic `t` (in `partition`) paused (or resumed), its definition kept: a pause
- * holds back every occurrence that has not started (putSchedule-9's 'hold'), so none starts after
- * it returns; a resume catches up on what the pause missed, by the schedule's catchUp. Null when
- * there is no such schedule.
+ * Schedule `id` of topic `t` paused (or resumed) where it lives (moved first while the partition
+ * count changes), its definition kept: a pause holds back every occurrence that has not started
+ * (putSchedule-9's 'hold'), so none starts after it returns; a resume catches up on what the pause
+ * missed, by the schedule's catchUp. `schedule` null when there is no such schedule.
  */
-export async function pauseSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string, paused: boolean, by: string): Promise<({ schedule: Schedule } & Wake) | null> {
-  const current = await readSchedule(ctx, t, partition, id);
-  if (!current) return null;
+export async function pauseSchedule(ctx: EngineContext, t: TopicConfig, id: string, paused: boolean, by: string): Promise<{ schedule: Schedule | null; wake: boolean; touched: ScheduleTouched[] }> {
+  const touched: ScheduleTouched[] = [];
+  const result = await actWhereItLives(ctx, t, id, touched, (at, partition) => pauseIn(at, t, partition, id, paused, by, touched));
+  return { schedule: result?.schedule ?? null, wake: result?.wake ?? false, touched };
+}
+
+/** pauseSchedule in `partition` of `ctx.layout`; Moved when that partition turns it away. */
+async function pauseIn(ctx: EngineContext, t: TopicConfig, partition: number, id: string, paused: boolean, by: string, touched: ScheduleTouched[]): Promise<({ schedule: Schedule } & Wake) | null | Moved> {
+  const reply = await run(ctx.redis, readCall(t.name, partition, ctx.layout, id));
+  if (typeof reply === 'number') return new Moved(reply);
+  const current = reply;
+  if (!current) {
+    touched.push({ layout: ctx.layout, changed: [], covering: [partition] });
+    return null;
+  }
   const [, , , , , max, ttr, backoff, url, group, , , , body, , key] = current;
   const s: NewSchedule = {
     topic: t.name,
@@ -263,13 +303,13 @@ export async function pauseSchedule(ctx: EngineContext, t: TopicConfig, partitio
     ...(key !== null ? { key } : {}),
     ...(by ? { by } : {}),
   };
-  const { schedule, wake } = await putSchedule(ctx, t, s, paused);
-  return { schedule, wake };
+  const put = await putIn(ctx, t, s, paused, touched);
+  return put instanceof Moved ? put : { schedule: put.schedule, wake: put.wake };
 }
 
-/** Schedule `id` of topic `t` (in `partition`) with its next run times, or null. */
-export async function getSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<Schedule | null> {
-  const view = await readSchedule(ctx, t, partition, id);
+/** Schedule `id` of topic `t` with its next run times, wherever it lives (lib/engine/relayout-schedules.ts readWhereItLives), or null. */
+export async function getSchedule(ctx: EngineContext, t: TopicConfig, id: string): Promise<Schedule | null> {
+  const view = await readWhereItLives(ctx, t, id);
   return view && toSchedule(t, view);
 }
 
@@ -289,10 +329,12 @@ export async function listSchedules(ctx: EngineContext, t: TopicConfig, page: { 
     const lastId = views.at(-1)?.[0];
     if (cut && lastId !== undefined && (bound === null || lastId < bound)) bound = lastId;
   }
+  // while the partition count changes, a schedule moving is in two partitions for a moment: listed once
   const merged = pages
     .flatMap((p) => p.views)
     .filter((v) => bound === null || v[0] <= bound)
-    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .filter((v, i, all) => i === 0 || all[i - 1]![0] !== v[0]);
   const taken = merged.slice(0, page.limit);
   const more = merged.length > page.limit || pages.some((p) => p.cut);
   return { schedules: taken.map((v) => toSchedule(t, v)), next: more && taken.length > 0 ? taken.at(-1)![0] : null };

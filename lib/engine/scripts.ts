@@ -30,7 +30,7 @@ import type {
   WakeListKey,
 } from './keys';
 import type { Arg, ScriptCall, ScriptName } from './lua';
-import { OUTCOME, REFUSAL, type FANOUT_MARK, type Flag, type KEY_CHANGE, type LEASE, type WAKE } from './codes';
+import { OUTCOME, REFUSAL, RELAYOUT, type FANOUT_MARK, type Flag, type KEY_CHANGE, type LEASE, type WAKE } from './codes';
 import type { JobChange, JobView, NewJob } from './shapes';
 
 /** ARGV[1] of every script that reads the clock: a fixed clock (epoch ms) from a test, or '' for Redis TIME. */
@@ -70,7 +70,11 @@ export type AddResult =
   | readonly [code: Outcome<'CREATED'>, runAt: number, createdAt: number, version: number, left: LeftChunk | null]
   | readonly [code: Outcome<'REPLACED'>, job: JobView, left: LeftChunk | null]
   | readonly [code: Refused<'JOB_EXISTS'> | Refused<'JOB_FINISHED'>, job: JobView]
-  | readonly [code: Refused<'VERSION_MISMATCH'>, job: JobView | null];
+  | readonly [code: Refused<'VERSION_MISMATCH'>, job: JobView | null]
+  | MovedResult;
+
+/** A job a closed partition of the former layout turned away: write it in the current layout of `count` partitions. */
+export type MovedResult = readonly [code: typeof RELAYOUT.MOVED, count: number];
 /**
  * lua/addJobs-5.lua's reply: whether the delayed head moved earlier, when the jobs created were
  * created, then four slots per job done, in order (fewer jobs than were sent when the byte budget
@@ -89,14 +93,21 @@ export function addResults(reply: AddJobsReply): AddResult[] {
     if (code === OUTCOME.CREATED) results.push([code, a as number, createdAt, b as number, c as LeftChunk | null]);
     else if (code === OUTCOME.REPLACED) results.push([code, a as JobView, b as LeftChunk | null]);
     else if (code === REFUSAL.VERSION_MISMATCH) results.push([code, a as JobView | null]);
+    else if (code === RELAYOUT.MOVED) results.push([code, a as number]);
     else results.push([code, a as JobView]);
   }
   return results;
 }
 
-/** lua/addJobs-5.lua: adds jobs of one topic, partition and group ('put': creates or replaces them), within the byte budget. */
-export function addJobs(keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey, GroupKey], a: { clock: ClockArg; mode: 'add' | 'put'; by?: string; flow?: boolean; jobs: readonly NewJob[] } & Budget): ScriptCall<AddJobsReply> {
-  return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, a.by ?? '', a.flow ? '1' : '0', ...a.jobs.flatMap(jobArgs)]);
+/**
+ * lua/addJobs-5.lua: adds jobs of one topic, partition and group ('put': creates or replaces them), within the byte budget.
+ * `close`: the partition is a former layout's, closed from now on to new ids (they are turned away, MOVED, with this count).
+ */
+export function addJobs(
+  keys: readonly [JobsKey, BodiesKey, DelayedKey, DoneKey, GroupKey],
+  a: { clock: ClockArg; mode: 'add' | 'put'; by?: string; flow?: boolean; close?: number; jobs: readonly NewJob[] } & Budget,
+): ScriptCall<AddJobsReply> {
+  return call('addJobs', keys, [a.clock, a.mode, a.maxBytes, a.by ?? '', a.flow ? '1' : '0', a.close ?? '', ...a.jobs.flatMap(jobArgs)]);
 }
 
 /** lua/getJob-2.lua: one job, or null; a body kept apart is null (read it from the bodies hash in the same transaction). */
@@ -412,7 +423,7 @@ export interface ScheduleRecordArg {
 export type LeftOccurrence = readonly [id: string, group: string, chunk: number];
 
 /** lua/putSchedule-9.lua's reply. */
-export type PutScheduleReply = readonly [code: Outcome<'CREATED'> | Outcome<'REPLACED'>, version: number, headChanged: Flag, left: readonly LeftOccurrence[]] | readonly [code: Refused<'VERSION_MISMATCH'>, version: number];
+export type PutScheduleReply = readonly [code: Outcome<'CREATED'> | Outcome<'REPLACED'>, version: number, headChanged: Flag, left: readonly LeftOccurrence[]] | readonly [code: Refused<'VERSION_MISMATCH'>, version: number] | ScheduleMoved;
 
 /**
  * lua/putSchedule-9.lua: creates or replaces a schedule read at version `seen` (0: none), replacing
@@ -462,7 +473,7 @@ export function advanceSchedule(
 }
 
 /** lua/deleteSchedule-8.lua's reply: `withdrawn` 1 when an occurrence (the pending one, or the one handed over and not yet started) was withdrawn. */
-export type DeleteScheduleReply = readonly [code: Outcome<'DELETED'>, withdrawn: Flag] | readonly [code: Refused<'NOT_FOUND'>];
+export type DeleteScheduleReply = readonly [code: Outcome<'DELETED'>, withdrawn: Flag] | readonly [code: Refused<'NOT_FOUND'>] | ScheduleMoved;
 
 /** lua/deleteSchedule-8.lua: deletes a schedule and withdraws its pending occurrence. */
 export function deleteSchedule(keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string }): ScriptCall<DeleteScheduleReply> {
@@ -477,8 +488,11 @@ export function dueSchedules(keys: readonly [ScheduleNextKey, SchedulesKey], a: 
   return call('dueSchedules', keys, [a.clock, a.limit, a.maxBytes]);
 }
 
-/** lua/getSchedule-1.lua: one schedule, with its body, or null. */
-export function getSchedule(keys: readonly [SchedulesKey], a: { id: string }): ScriptCall<ScheduleView | null> {
+/** lua/getSchedule-1.lua's reply: a number (the current partition count) when the schedule is not in this closed partition of a former layout, while the partition count changes. */
+export type GetScheduleReply = ScheduleView | number | null;
+
+/** lua/getSchedule-1.lua: one schedule, with its body, or null (or the current count: GetScheduleReply). */
+export function getSchedule(keys: readonly [SchedulesKey], a: { id: string }): ScriptCall<GetScheduleReply> {
   return call('getSchedule', keys, [a.id]);
 }
 
@@ -524,4 +538,35 @@ export type AuthKeyReply = readonly [name: string, scope: string, topics: string
 /** lua/authKey-4.lua: the key whose secret has digest `sha`, its use noted at most once per `touchMs`. */
 export function authKey(keys: readonly [KeyRecordsKey, KeyHashesKey, KeyUsesKey, RevokedKey], a: { clock: ClockArg; sha: string; deploymentSha: string; touchMs: number }): ScriptCall<AuthKeyReply> {
   return call('authKey', keys, [a.clock, a.sha, a.deploymentSha, a.touchMs]);
+}
+
+/**
+ * A schedule script's answer in a partition of a former layout while the partition count changes:
+ * the schedule is not there (the partition is closed to new ids) or is frozen for its move; act in
+ * the current layout of `count` partitions (lib/engine/relayout-schedules.ts).
+ */
+export type ScheduleMoved = readonly [code: typeof RELAYOUT.MOVED, count: number];
+
+/** lua/deleteSchedule-8.lua 'freeze''s reply: `record`, the frozen record's slots as JSON, for adoptSchedule. */
+export type FreezeScheduleReply = readonly [code: typeof RELAYOUT.FROZEN, version: number, record: string] | readonly [code: typeof RELAYOUT.BUSY] | readonly [code: Refused<'NOT_FOUND'>];
+
+/** lua/deleteSchedule-8.lua 'freeze': closes a former layout's partition (to `count`) and freezes a schedule there for its move. */
+export function freezeSchedule(keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; count: number }): ScriptCall<FreezeScheduleReply> {
+  return call('deleteSchedule', keys, [a.clock, a.id, 'freeze', a.count]);
+}
+
+/** lua/deleteSchedule-8.lua 'drop': deletes a schedule frozen at `version` in a former layout's partition, once moved. */
+export function dropSchedule(keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey], a: { clock: ClockArg; id: string; version: number }): ScriptCall<DeleteScheduleReply> {
+  return call('deleteSchedule', keys, [a.clock, a.id, 'drop', a.version]);
+}
+
+/** lua/putSchedule-9.lua 'adopt''s reply: `earliest`, the earliest due time of the occurrences made again, or null. */
+export type AdoptScheduleReply = readonly [code: typeof RELAYOUT.ADOPTED, version: number, headChanged: Flag, left: readonly LeftOccurrence[], earliest: number | null] | readonly [code: Refused<'JOB_EXISTS'>];
+
+/** lua/putSchedule-9.lua 'adopt': makes a schedule in its current partition from `record`, its frozen record (freezeSchedule's reply). */
+export function adoptSchedule(
+  keys: readonly [SchedulesKey, ScheduleIdsKey, ScheduleNextKey, JobsKey, BodiesKey, DelayedKey, RunningKey, DoneKey, GroupKey],
+  a: { clock: ClockArg; id: string; record: string },
+): ScriptCall<AdoptScheduleReply> {
+  return call('putSchedule', keys, [a.clock, a.id, 0, 'adopt', ...new Array<Arg>(15).fill(''), a.record]);
 }

@@ -3,10 +3,11 @@ import type { TopicConfig } from '../rules/config';
 import { topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
 import { run, runPipelined } from './lua';
+import { inheritPauses } from './relayout';
 import type { EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';
 import type { SweepResult } from './jobs';
-import { advanceDue, dueCall } from './schedules';
+import { advanceDue, dueCall, moveSchedules } from './schedules';
 import * as script from './scripts';
 
 function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
@@ -59,6 +60,8 @@ export type OnReady = (readyByTopic: Readonly<Record<string, number>>) => Promis
  */
 export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady): Promise<SweepResult> {
   const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, givenBack: 0, purged: 0, schedulesAdvanced: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
+  // a change of the partition count under way: a topic paused in the former layout is paused in the current one before any job moves
+  await inheritPauses(ctx);
   const left: LeftGroup[] = [];
   let readyCalled: Promise<void> | undefined;
   // each partition with the topics that may have jobs in it: the topics without flow control in
@@ -90,6 +93,7 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
       if (step.nextAt !== null && (result.nextAt === null || step.nextAt < result.nextAt)) result.nextAt = step.nextAt;
     }),
   );
+  if (ctx.layout.former > 0) await moveSchedules(ctx, limit, result); // schedules of the former layout to their current partitions
   if (left.length > 0) await leaveGroups(ctx, left);
   await readyCalled;
   return result;

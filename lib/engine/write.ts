@@ -1,9 +1,10 @@
 /** Producer-side changes: add, put, cancel and reschedule jobs. */
 import type { TopicConfig } from '../rules/config';
-import { groupKey, jobKeys, topicKeys } from './keys';
+import { groupKey, Layout, topicKeys, type TopicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { run, runPipelined } from './lua';
-import { OUTCOME, REFUSAL } from './codes';
+import { run, runPipelined, type ScriptCall } from './lua';
+import { placesOf } from './read';
+import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';
 import { toJob, toWriteResult, type Job, type JobChange, type NewJob, type Refused, type Wake, type WriteResult } from './jobs';
 import { leaveGroups } from './groups';
@@ -12,6 +13,13 @@ import * as script from './scripts';
 
 const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
 
+/** The partitions a write changed and those whose answers it read without writing, of one layout: what a replica must confirm. */
+export interface Touched {
+  layout: Layout;
+  changed: Set<number>;
+  covering: Set<number>;
+}
+
 /**
  * Writes validated jobs through addJobs ('add' refuses an existing id, 'put' replaces a pending
  * job), one result per job in order. Calls are grouped per partition, topic and group and cut at
@@ -19,27 +27,88 @@ const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a mi
  * once, each in one pipeline. A call that reached its byte budget (the jobs it found existing are
  * replied with their bodies) did its first jobs; the rest go in another call after the pipeline,
  * so of two adds of one id in one batch, the later may be the one created.
+ *
+ * While the partition count changes (Layout), a job goes first to its partition of the former
+ * layout, which closes it to new ids: a job that is there is added, replaced or refused there, one
+ * that is not is turned away (MOVED) and written in its current partition. So every writer of an
+ * id meets in one place, and an id never lives in both layouts. A closed partition turns new ids
+ * away from a writer that does not know of the change too (an instance still configured with the
+ * former count): it writes them in the layout the reply names.
  */
-export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mode: 'add' | 'put', by = ''): Promise<{ results: WriteResult[] } & Wake> {
-  const results: WriteResult[] = new Array(jobs.length);
-  let wake = false;
-  const indexes = jobs.map((_, i) => i);
+export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mode: 'add' | 'put', by = ''): Promise<{ results: WriteResult[]; touched: Touched[] } & Wake> {
+  const w: Writing = { ctx, jobs, mode, by, results: new Array(jobs.length), touched: [], movedTo: new Map(), wake: false };
+  const ref = (i: number) => ctx.config.topics.get(jobs[i]!.topic) ?? jobs[i]!.topic;
+  const former = jobs.map((_, i) => ctx.layout.formerPlaceOf(ref(i), jobs[i]!.id));
+  // the jobs the layout's former partitions take first, the rest in their current ones
+  const first = jobs.map((_, i) => i).filter((i) => former[i] !== null);
+  let next = jobs.map((_, i) => i).filter((i) => former[i] === null);
+  if (first.length > 0) next.push(...(await writeRound(w, ctx.layout, first, (i) => former[i]!, ctx.layout.count)));
+  // a job turned away: written in the layout the closed partition names (ours, unless we do not know of the change)
+  for (let layout = ctx.layout; next.length > 0;) {
+    const round = layout;
+    const moved = await writeRound(
+      w,
+      round,
+      next.sort((a, b) => a - b),
+      (i) => round.placeOf(ref(i), jobs[i]!.id),
+    );
+    if (moved.length === 0) break;
+    const count = w.movedTo.get(moved[0]!)!;
+    if (count === layout.count) throw new Error(`partition closed in the current layout of ${count}: two changes of the partition count at once?`);
+    layout = new Layout(count, layout.count, layout.flowTopics);
+    next = moved;
+  }
+  return { results: w.results, touched: w.touched, wake: w.wake };
+}
+
+/** A writeJobs under way: what it writes, and what it found so far. */
+interface Writing {
+  ctx: EngineContext;
+  jobs: readonly NewJob[];
+  mode: 'add' | 'put';
+  by: string;
+  results: WriteResult[];
+  touched: Touched[];
+  /** The count each job turned away (MOVED) was turned away with. */
+  movedTo: Map<number, number>;
+  wake: boolean;
+}
+
+/**
+ * Writes the jobs `indexes` of `w.jobs` in `layout`, each in partition `place(i)` (`close`: the
+ * current count, when these are the former layout's partitions); records their results, and
+ * returns those turned away (MOVED), the count each was turned away with in `w.movedTo`.
+ */
+async function writeRound(w: Writing, layout: Layout, indexes: readonly number[], place: (i: number) => number, close?: number): Promise<number[]> {
+  const { ctx, jobs } = w;
+  const moved: number[] = [];
+  const changed = new Set<number>();
+  const covering = new Set<number>(); // answers that stand on what the primary had: exists, running, mismatch
   // one group per call: the call joins its jobs to that group (KEYS[5], its first zset)
-  const slot = { partition: (i: number) => jobs[i]!.partition, topic: (i: number) => `${jobs[i]!.topic} ${jobs[i]!.group ?? ''}` };
+  const slot = { partition: place, topic: (i: number) => `${jobs[i]!.topic} ${jobs[i]!.group ?? ''}` };
   const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, { maxBytes: SCRIPT_CALL_BYTES, bytes: (i) => Buffer.byteLength(jobs[i]!.body) });
   const callFor = (partition: number, batch: readonly number[]) => {
     const first = jobs[batch[0]!]!;
-    const k = topicKeys(partition, first.topic, ctx.layout);
-    const g = groupKey(partition, first.topic, first.group ?? '', ctx.layout);
-    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode, by, flow: ctx.config.topics.get(first.topic)?.flow !== undefined, jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
+    const k = topicKeys(partition, first.topic, layout);
+    const g = groupKey(partition, first.topic, first.group ?? '', layout);
+    const flow = ctx.config.topics.get(first.topic)?.flow !== undefined;
+    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode: w.mode, by: w.by, flow, ...(close !== undefined ? { close } : {}), jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
   };
   /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
-  const record = (batch: readonly number[], reply: script.AddJobsReply): number => {
-    if (reply[0] === 1) wake = true;
+  const record = (partition: number, batch: readonly number[], reply: script.AddJobsReply): number => {
+    if (reply[0] === 1) w.wake = true;
     const added = script.addResults(reply);
     added.forEach((result, r) => {
-      const job = jobs[batch[r]!]!;
-      results[batch[r]!] = toWriteResult(ctx.config.topics.get(job.topic)!, job, result, by);
+      const i = batch[r]!;
+      if (result[0] === RELAYOUT.MOVED) {
+        moved.push(i);
+        w.movedTo.set(i, result[1]);
+        return;
+      }
+      const job = jobs[i]!;
+      const written = toWriteResult(ctx.config.topics.get(job.topic)!, job, result, w.by);
+      w.results[i] = written;
+      (written.status === 'created' || written.status === 'replaced' ? changed : covering).add(partition);
     });
     return added.length;
   };
@@ -50,16 +119,20 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
         batches.map((batch) => callFor(partition, batch)),
       );
       for (const [b, reply] of replies.entries()) {
-        for (let rest = batches[b]!.slice(atLeastOne(record(batches[b]!, reply), 'addJobs')); rest.length > 0;) {
-          rest = rest.slice(atLeastOne(record(rest, await run(ctx.redis, callFor(partition, rest))), 'addJobs'));
+        for (let rest = batches[b]!.slice(atLeastOne(record(partition, batches[b]!, reply), 'addJobs')); rest.length > 0;) {
+          rest = rest.slice(atLeastOne(record(partition, rest, await run(ctx.redis, callFor(partition, rest))), 'addJobs'));
         }
       }
     }),
   );
+  w.touched.push({ layout, changed, covering });
   // a put that moved jobs out of their groups: take them out of those groups' zsets
-  const left = results.flatMap((r, i) => ('left' in r && r.left !== null ? [{ topic: jobs[i]!.topic, group: r.left[0], chunk: r.left[1], id: jobs[i]!.id, partition: jobs[i]!.partition }] : []));
-  if (left.length > 0) await leaveGroups(ctx, left);
-  return { results, wake };
+  const left = indexes.flatMap((i) => {
+    const r = w.results[i];
+    return r && 'left' in r && r.left !== null ? [{ topic: jobs[i]!.topic, group: r.left[0], chunk: r.left[1], id: jobs[i]!.id, partition: place(i) }] : [];
+  });
+  if (left.length > 0) await leaveGroups(ctx, left, layout);
+  return moved;
 }
 
 /**
@@ -67,9 +140,14 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
  * when `ifMatch` ('*': any existing job; a number: the version it must have) does not hold.
  * `wrote`: this call cancelled the job (any other answer changed nothing).
  */
-export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = '', by = ''): Promise<{ outcome: { job: Job } | Refused; wrote: boolean }> {
-  const k = jobKeys(t, id, ctx.layout);
-  const reply = await run(ctx.redis, script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs, ifMatch, by }));
+export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = '', by = ''): Promise<{ outcome: { job: Job } | Refused; wrote: boolean; looked: number[] }> {
+  const { reply, looked } = await inPlaces(ctx, t, id, (k) => script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs, ifMatch, by }));
+  const answer = cancelAnswer(t, reply);
+  return { ...answer, looked };
+}
+
+/** What a cancelJob reply says. */
+function cancelAnswer(t: TopicConfig, reply: script.CancelReply): { outcome: { job: Job } | Refused; wrote: boolean } {
   if (reply[0] === REFUSAL.NOT_FOUND) return { outcome: { refusal: reply[0] }, wrote: false };
   if (reply[0] === REFUSAL.VERSION_MISMATCH) return { outcome: reply[1] ? { refusal: reply[0], job: toJob(t, reply[1]) } : { refusal: reply[0] }, wrote: false };
   const job = toJob(t, reply[1]);
@@ -78,10 +156,26 @@ export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, 
 }
 
 /** Changes the due time and/or the body of a pending job; refused unless it is delayed or ready. */
-export async function rescheduleJob(ctx: EngineContext, t: TopicConfig, id: string, change: JobChange): Promise<({ job: Job } & Wake) | Refused> {
-  const k = jobKeys(t, id, ctx.layout);
-  const reply = await run(ctx.redis, script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: ctx.clock(), id, change }));
-  if (reply[0] === REFUSAL.NOT_FOUND) return { refusal: reply[0] };
-  if (reply[0] === REFUSAL.JOB_FINISHED) return { refusal: reply[0], job: toJob(t, reply[1]) };
-  return { job: toJob(t, reply[2]), wake: reply[1] === 1 };
+export async function rescheduleJob(ctx: EngineContext, t: TopicConfig, id: string, change: JobChange): Promise<{ outcome: ({ job: Job } & Wake) | Refused; looked: number[] }> {
+  const { reply, looked } = await inPlaces(ctx, t, id, (k) => script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: ctx.clock(), id, change }));
+  if (reply[0] === REFUSAL.NOT_FOUND) return { outcome: { refusal: reply[0] }, looked };
+  if (reply[0] === REFUSAL.JOB_FINISHED) return { outcome: { refusal: reply[0], job: toJob(t, reply[1]) }, looked };
+  return { outcome: { job: toJob(t, reply[2]), wake: reply[1] === 1 }, looked };
+}
+
+/**
+ * Runs a by-id script call for job `id` of topic `t` in its current partition and, while the
+ * partition count changes and the call answered NOT_FOUND, in its former one (placesOf); the last
+ * reply, and the partitions it looked in.
+ */
+async function inPlaces<R extends readonly unknown[]>(ctx: EngineContext, t: TopicConfig, id: string, call: (k: TopicKeys) => ScriptCall<R>): Promise<{ reply: R; looked: number[] }> {
+  const looked: number[] = [];
+  let reply: R | undefined;
+  for (const p of placesOf(ctx, t, id)) {
+    looked.push(p);
+    const answer = await run(ctx.redis, call(topicKeys(p, t.name, ctx.layout)));
+    reply = answer;
+    if (answer[0] !== REFUSAL.NOT_FOUND) break;
+  }
+  return { reply: reply as R, looked };
 }

@@ -104,6 +104,8 @@ export interface TopicInput {
 /** What a caller may write for the engine; see QueueConfig for the meaning of each field. */
 export interface QueueConfigInput {
   partitions?: number;
+  /** While the partition count changes: the count before (null or absent: no change). */
+  formerPartitions?: number | null;
   topics: Record<string, TopicInput>;
   maxBodyBytes?: number;
   /** seconds */
@@ -163,6 +165,14 @@ function seconds(value: unknown, name: string, min: number, max: number): number
   return Math.round(value * 1000);
 }
 
+/** `formerPartitions`, when the partition count changes: a count other than `partitions`. */
+function formerPartitions(input: QueueConfigInput): { formerPartitions?: number } {
+  if (input.formerPartitions === undefined || input.formerPartitions === null) return {};
+  const former = integer(input.formerPartitions, 'formerPartitions', 1, 1024);
+  if (former === (input.partitions ?? DEFAULTS.partitions)) throw new Error(`formerPartitions: ${former} is the partition count itself; set it only while the count changes (to the count before)`);
+  return { formerPartitions: former };
+}
+
 /** Validates and completes a configuration; throws an Error naming the first bad field. */
 export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
   const maxDelayMs = seconds(input.maxDelay ?? DEFAULTS.maxDelay, 'maxDelay', 1, 10 * 365 * 86_400);
@@ -199,6 +209,7 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
   }
   return {
     partitions: integer(input.partitions ?? DEFAULTS.partitions, 'partitions', 1, 1024),
+    ...formerPartitions(input),
     topics,
     maxBodyBytes: integer(input.maxBodyBytes ?? DEFAULTS.maxBodyBytes, 'maxBodyBytes', 1, MAX_BODY_BYTES), // one job must fit a Lambda event
     maxDelayMs,

@@ -9,8 +9,10 @@ local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED = 1, 2, 3, 4, 5, 6
 local REFUSAL = { JOB_EXISTS = -1, NOT_FOUND = -2, JOB_FINISHED = -3, STALE_ATTEMPT = -4, CANCELLED = -5, VERSION_MISMATCH = -6 }
 -- A partition of the former layout turns a new id away while the partition count changes (it is
 -- closed: MOVED_FIELD in the topic's jobs hash holds the current count); the caller writes it in
--- the current layout.
-local RELAYOUT = { MOVED = -7 }
+-- the current layout. A schedule's move (lib/engine/relayout-schedules.ts): BUSY, not moved now (an
+-- occurrence of it is running or waits for a retry in the former partition); FROZEN, frozen there
+-- for its move; ADOPTED, made in its current partition from the frozen record.
+local RELAYOUT = { MOVED = -7, BUSY = -8, FROZEN = 3, ADOPTED = 4 }
 local MOVED_FIELD = '#moved'
 -- What a job script did.
 local OUTCOME = {

@@ -13,8 +13,10 @@
 -- done. Returns true when it created the job, and then, when it made anew a cancelled job of another
 -- group (or of a group when it has none now), { group, chunk } it left (false otherwise): that
 -- group's key is not the call's, so the caller takes the job out with lua/leaveGroup-2.lua.
-local function createJob(k, groupKey, id, due, now, o, body)
-  local record = redis.call('HGET', k.jobs, id)
+-- `prefetched`: job `id`'s record as the caller read it (false: none), or nil to read it here.
+local function createJob(k, groupKey, id, due, now, o, body, prefetched)
+  local record = prefetched
+  if record == nil then record = redis.call('HGET', k.jobs, id) end
   local old, oldChunk = false, nil
   if record then
     local h = decode(record)

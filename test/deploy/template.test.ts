@@ -111,6 +111,7 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
       assert.ok(!/dev-token|dev-webhook-secret|127\.0\.0\.1:6389|\$\{ssm:/.test(text(t)), 'local-stage values or ssm variables leaked into the template');
       const partitions = queueConfig(t).partitions;
       assert.ok(cluster ? partitions > 1 : partitions === 1, `partitions ${partitions}`);
+      assert.equal(queueConfig(t).formerPartitions, null, 'no partition count change unless --param formerPartitions is given');
     });
 
     it('opens Redis on 6379 to the Lambdas security group only, never to an address range', () => {

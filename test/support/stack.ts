@@ -74,7 +74,8 @@ export const functions = (t: Template) => ofType(t, 'AWS::Lambda::Function');
 /** serverless.yml key of a function resource (`delay-queue-prod-sweeper` -> `sweeper`). */
 export const functionKey = (fn: Json) => String(fn.Properties.FunctionName).replace(/^delay-queue-prod-/, '');
 /** The DQ_CONFIG the functions of `t` get. */
-export const queueConfig = (t: Template) => JSON.parse(functions(t)[0]![1].Properties.Environment.Variables.DQ_CONFIG) as { partitions: number; durability: string; topics: Record<string, { handler?: string }> };
+export const queueConfig = (t: Template) =>
+  JSON.parse(functions(t)[0]![1].Properties.Environment.Variables.DQ_CONFIG) as { partitions: number; formerPartitions?: number | null; durability: string; topics: Record<string, { handler?: string }> };
 /** The handler functions of the topics of `t`, sorted. */
 export const topicHandlers = (t: Template) => [...new Set(Object.values(queueConfig(t).topics).flatMap((topic) => (topic.handler ? [topic.handler] : [])))].sort();
 export const text = (value: Json) => JSON.stringify(value);

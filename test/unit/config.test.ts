@@ -21,6 +21,14 @@ describe('queue configuration', () => {
     assert.throws(() => resolveQueueConfig({ topics: { a: {} }, partitions: 0 }), /partitions/);
     assert.throws(() => resolveQueueConfig({ topics: { a: {} }, moveLimit: 10_000 }), /moveLimit/);
   });
+
+  it('formerPartitions: only while the partition count changes, a count other than partitions', () => {
+    assert.equal(resolveQueueConfig({ topics: { a: {} }, partitions: 6 }).formerPartitions, undefined);
+    assert.equal(resolveQueueConfig({ topics: { a: {} }, partitions: 6, formerPartitions: null }).formerPartitions, undefined, 'null (the deploy without the param): no change');
+    assert.equal(resolveQueueConfig({ topics: { a: {} }, partitions: 6, formerPartitions: 4 }).formerPartitions, 4);
+    assert.throws(() => resolveQueueConfig({ topics: { a: {} }, partitions: 4, formerPartitions: 4 }), /formerPartitions: 4 is the partition count itself/);
+    assert.throws(() => resolveQueueConfig({ topics: { a: {} }, formerPartitions: 0 }), /formerPartitions must be an integer from 1 to 1024/);
+  });
 });
 
 describe('durability (issue 13)', () => {

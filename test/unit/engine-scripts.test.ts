@@ -152,6 +152,7 @@ describe('typed script calls', () => {
       9,
       'orders-service',
       '0',
+      '',
       'a',
       'd',
       5,
@@ -165,6 +166,8 @@ describe('typed script calls', () => {
       '{}',
     ]);
     assert.match(SCRIPTS.addJobs.source, /ARGV\[5\] '1': the topic is a flow topic/);
+    assert.match(SCRIPTS.addJobs.source, /ARGV\[6\] '' or, while the partition count changes/);
+    assert.deepEqual(script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', close: 18, jobs: [job], maxBytes: 9 }).args.slice(5, 7), [18, 'a'], 'ARGV[6]: the count a former partition closes to');
     assert.deepEqual(
       script
         .addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: '', mode: 'add', flow: true, jobs: [{ ...job, key: 'tenant-1' }], maxBytes: 9 })
