@@ -38,16 +38,25 @@
  *    threw, by kind (Redis unavailable, the API's 503, is allowed: an add that threw is sent again
  *    with the same ids until it is acknowledged). The topic's ttr is 5 s and its backoff 1 s fixed
  *    (in step 1 too), so an attempt whose ack was lost would come back within the drain.
+ * 3. The partition count changing under load (DEPLOY.md, "Changing the partition count"). On a
+ *    3-master cluster, the same adders, workers and sweeper run on an engine of 12 partitions; at
+ *    8 s the deploy rolls over: one adder, two workers and the sweeper run on an engine of 18
+ *    partitions with `formerPartitions: 12`, the others still on the old one; 6 s later all run on
+ *    the new one. The adders stop at --change-seconds (30), the rest drains, the ledger is checked as
+ *    in step 2, and the bench waits until GET /topics' `former` shows the former partitions empty
+ *    (finished jobs are kept 20 s).
  *
  *   npm run bench:cluster
  *   npm run bench:cluster -- --jobs 100000 --masters 3,6,9
- *   npm run bench:cluster -- --skip-reshard     # step 1 only
- *   npm run bench:cluster -- --jobs 50000 --masters 3 --skip-reshard --claims handler   # a herd as warm handlers drain it
+ *   npm run bench:cluster -- --skip-reshard --skip-change     # step 1 only
+ *   npm run bench:cluster -- --jobs 50000 --masters 3 --skip-reshard --skip-change --claims handler   # a herd as warm handlers drain it
  *   npm run bench:cluster -- --reshard-only     # step 2 only
+ *   npm run bench:cluster -- --change-only      # step 3 only
  *
  * Options: --jobs (200,000), --workers (8) and --claims (fanout or handler) of step 1, --masters (3,6,9), --skip-reshard,
- * --reshard-only, and step 2's --load-seconds (45), --rate (1,000) and --drain-seconds (90).
- * Prints tables and one JSON line; exits 1 when step 2's ledger shows a lost or stuck job. On a
+ * --reshard-only, --skip-change, --change-only, step 2's --load-seconds (45), step 3's --change-seconds (30),
+ * and steps 2 and 3's --rate (1,000) and --drain-seconds (90).
+ * Prints tables and one JSON line; exits 1 when step 2's or step 3's ledger shows a lost or stuck job. On a
  * machine shared with other work, Redis's CPU per job moves by a tenth or more between runs.
  * Results are in BENCHMARKS.md.
  */
@@ -80,7 +89,20 @@ const ADMIN_COMMANDS = new Set(['info', 'config', 'cluster', 'ping', 'command', 
 // options
 
 function parseArgs(argv: string[]) {
-  const opts = { jobs: 200_000, masters: [3, 6, 9], workers: 8, skipReshard: false, reshardOnly: false, loadSeconds: 45, rate: 1000, drainSeconds: 90, claims: 'fanout' as 'fanout' | 'handler' };
+  const opts = {
+    jobs: 200_000,
+    masters: [3, 6, 9],
+    workers: 8,
+    skipReshard: false,
+    reshardOnly: false,
+    skipChange: false,
+    changeOnly: false,
+    loadSeconds: 45,
+    changeSeconds: 30,
+    rate: 1000,
+    drainSeconds: 90,
+    claims: 'fanout' as 'fanout' | 'handler',
+  };
   const positive = (name: string, raw: string | undefined) => {
     const n = Number(raw);
     if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
@@ -101,13 +123,20 @@ function parseArgs(argv: string[]) {
     else if (name === '--drain-seconds') opts.drainSeconds = positive(name, value());
     else if (name === '--skip-reshard') opts.skipReshard = true;
     else if (name === '--reshard-only') opts.reshardOnly = true;
+    else if (name === '--skip-change') opts.skipChange = true;
+    else if (name === '--change-only') opts.changeOnly = true;
+    else if (name === '--change-seconds') opts.changeSeconds = positive(name, value());
     else if (name === '--claims') {
       const v = value();
       if (v !== 'fanout' && v !== 'handler') throw new Error(`--claims must be fanout or handler, got ${JSON.stringify(v)}`);
       opts.claims = v;
-    } else throw new Error(`unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --claims fanout|handler, --load-seconds N, --rate N, --drain-seconds N)`);
+    } else
+      throw new Error(
+        `unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --skip-change, --change-only, --claims fanout|handler, --load-seconds N, --change-seconds N, --rate N, --drain-seconds N)`,
+      );
   }
   if (opts.skipReshard && opts.reshardOnly) throw new Error('--skip-reshard and --reshard-only exclude each other');
+  if (opts.reshardOnly && opts.changeOnly) throw new Error('--reshard-only and --change-only exclude each other');
   if (opts.masters.some((m) => m < 3)) throw new Error('--masters: a Redis Cluster needs at least 3 masters');
   return opts;
 }
@@ -212,9 +241,9 @@ async function startTopology(masters: number, partitions: number): Promise<Topol
   };
 }
 
-/** The engine (and the API's operations) over `client`, the bench topic's settings. */
-function makeQueue(client: Redis | Cluster, partitions: number): Queue {
-  const config = resolveQueueConfig({ partitions, topics: { [TOPIC]: { concurrency: 10_000, ttr: 5, backoff: { type: 'fixed', delay: 1 }, maxAttempts: 50 } } });
+/** The engine (and the API's operations) over `client`, the bench topic's settings; `change`: a partition count change under way from `formerPartitions`, finished jobs kept `retention` s. */
+function makeQueue(client: Redis | Cluster, partitions: number, change: { formerPartitions?: number; retention?: number } = {}): Queue {
+  const config = resolveQueueConfig({ partitions, ...change, topics: { [TOPIC]: { concurrency: 10_000, ttr: 5, backoff: { type: 'fixed', delay: 1 }, maxAttempts: 50 } } });
   return new Queue(new Engine(client, config));
 }
 
@@ -885,6 +914,200 @@ async function reshardUnderLoad() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// step 3: the partition count changes under load
+
+const CHANGE_FROM = PARTITIONS_PER_MASTER * 3; // 12 partitions on 3 masters
+const CHANGE_TO = 6 * 3; // 18
+const CHANGE_RETENTION = 20; // s a finished job stays readable: the ledger is checked within it
+const CHANGE_SCHEDULES = 20; // schedules `every: 1` made before the deploy: each must move, its occurrences run once
+
+/**
+ * A 3-master cluster whose stack changes from 12 to 18 partitions while jobs flow: two adders
+ * (addMany of 50, --rate jobs/s in all), 4 workers (claim 50, start, ack) and a sweeper, all on an
+ * engine of 12 partitions, until the deploy: from then on (at 8 s) one adder, two workers and the
+ * sweeper run on an engine of 18 partitions with `formerPartitions: 12`, the others on the old one,
+ * as Lambda instances of both versions do while a deploy rolls over; 6 s later all run on the new
+ * one. The adders stop at --change-seconds, the rest drains, and the ledger is checked as in step 2;
+ * then the bench waits until GET /topics' `former` says the former partitions hold nothing (the
+ * finished jobs' retention is 20 s), when the change can end.
+ */
+async function changeUnderLoad() {
+  const masters = 3;
+  const t = await startTopology(masters, CHANGE_TO);
+  try {
+    const before = makeQueue(t.client, CHANGE_FROM, { retention: CHANGE_RETENTION });
+    const after = makeQueue(t.client, CHANGE_TO, { formerPartitions: CHANGE_FROM, retention: CHANGE_RETENTION });
+    const ledger = new Ledger();
+    console.log(`\n== step 3: partition count ${CHANGE_FROM} -> ${CHANGE_TO} under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); load average ${load()}`);
+    // who runs on the new engine: nobody, then (the rollover) adder 0, workers 0 and 1 and the sweeper, then everyone
+    let phase: 'before' | 'rollover' | 'after' = 'before';
+    const onNew = (role: 'adder' | 'worker' | 'sweeper', n: number) => phase === 'after' || (phase === 'rollover' && (role === 'sweeper' || n === 0 || (role === 'worker' && n === 1)));
+    const queueFor = (role: 'adder' | 'worker' | 'sweeper', n: number) => (onNew(role, n) ? after : before);
+    let stopAdding = false;
+    let stopWorking = false;
+    let next = 0;
+    // schedules made before the deploy, each falling due every second: they move while the
+    // deploy rolls over, and each second's occurrence must run once, whoever moved it
+    const scheduleIds = Array.from({ length: CHANGE_SCHEDULES }, (_, s) => `every-${s}`);
+    for (const id of scheduleIds) await before.putSchedule(TOPIC, id, { every: 1, body: BODY, ttr: 5, maxAttempts: 50 });
+    const started = Date.now();
+    const at = () => round((Date.now() - started) / 1000, 1);
+    const adder = async (a: number) => {
+      const batch = 50;
+      const intervalMs = (batch * 1000) / (OPTS.rate / 2);
+      for (let nextAt = Date.now(); !stopAdding;) {
+        if (ledger.acknowledged.size - ledger.acked.size > BACKLOG) {
+          await sleep(50);
+          nextAt = Date.now();
+          continue;
+        }
+        const idsNow = Array.from({ length: batch }, () => `pc-${a}-${String(next++).padStart(7, '0')}`);
+        await addAcknowledged(queueFor('adder', a), ledger, idsNow, () => Math.random());
+        nextAt = Math.max(nextAt + intervalMs, Date.now() - intervalMs);
+        if (nextAt > Date.now()) await sleep(nextAt - Date.now());
+      }
+    };
+    const worker = async (w: number) => {
+      while (!stopWorking) {
+        const got = await workOnce(queueFor('worker', w).engine, ledger, 50);
+        if (got <= 0) await sleep(20);
+      }
+    };
+    let sweepCalls = 0;
+    const sweeper = async () => {
+      while (!stopWorking) {
+        try {
+          const r = await queueFor('sweeper', 0).engine.sweep();
+          sweepCalls++;
+          if (r.moved === 0 && !r.more) await sleep(50);
+        } catch (error) {
+          ledger.error('sweep', error);
+          await sleep(50);
+        }
+      }
+    };
+    const adders = [adder(0), adder(1)];
+    const workers = [...Array.from({ length: 4 }, (_, w) => worker(w)), sweeper()];
+    const events: Record<string, number> = {};
+    let atDeploy = { acknowledged: 0, acked: 0 };
+    try {
+      await sleep(8000);
+      atDeploy = { acknowledged: ledger.acknowledged.size, acked: ledger.acked.size };
+      phase = 'rollover';
+      events.rolloverAt = at();
+      console.log(`   t=${at()} s: ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked; the deploy rolls over: adder 0, workers 0 and 1 and the sweeper on ${CHANGE_TO} partitions (former ${CHANGE_FROM})`);
+      await sleep(6000);
+      phase = 'after';
+      events.allOnNewAt = at();
+      console.log(`   t=${at()} s: every role on ${CHANGE_TO} partitions`);
+      await sleep(Math.max(2000, started + OPTS.changeSeconds * 1000 - Date.now()));
+    } finally {
+      stopAdding = true;
+      await Promise.all(adders);
+    }
+    // the schedules end with the load: deleted, their pending occurrences withdrawn
+    for (const id of scheduleIds) await after.deleteSchedule(TOPIC, id);
+    events.addsStoppedAt = at();
+    const loadS = (Date.now() - started) / 1000;
+    console.log(`   t=${at()} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged), schedules deleted; draining (at most ${OPTS.drainSeconds} s)`);
+    const drainStart = Date.now();
+    while (Date.now() - drainStart < OPTS.drainSeconds * 1000 && [...ledger.acknowledged].some((id) => !ledger.acked.has(id))) await sleep(250);
+    const drainMs = Date.now() - drainStart;
+    events.drainedAt = at();
+    // the ledger against Redis, within the finished jobs' retention
+    const open = [...ledger.acknowledged].filter((id) => !ledger.acked.has(id));
+    const states: (string | null)[] = new Array(open.length).fill(null);
+    await pool(open.length, 64, async (i) => void (states[i] = await stateOf(after.engine, open[i]!)));
+    const lost = open.filter((_, i) => states[i] === null);
+    const doneUnseen = open.filter((_, i) => states[i] === 'done');
+    const stuck = open.filter((_, i) => states[i] !== null && states[i] !== 'done');
+    // the former partitions empty out: the jobs added before the deploy ran there, and leave with their retention
+    const formerAtDrain = (await after.stats(TOPIC)).former ?? { jobs: 0, schedules: 0 };
+    let formerEmptyAt: number | null = null;
+    for (const until = Date.now() + (CHANGE_RETENTION + 30) * 1000; Date.now() < until; await sleep(500)) {
+      const f = (await after.stats(TOPIC)).former;
+      if (f && f.jobs === 0 && f.schedules === 0) {
+        formerEmptyAt = at();
+        break;
+      }
+    }
+    stopWorking = true;
+    await Promise.all(workers);
+    const counts = await after.engine.counts(TOPIC);
+    // every second of every schedule ran once: occurrence ids are `<schedule>:<UTC second>`
+    const occurrences = [...ledger.acked.keys()].filter((id) => id.startsWith('every-'));
+    const perSchedule = scheduleIds.map((sid) => occurrences.filter((id) => id.startsWith(`${sid}:`)).length);
+    const seconds = scheduleIds.map((sid) => new Set(occurrences.filter((id) => id.startsWith(`${sid}:`)).map((id) => id.slice(sid.length + 1))));
+    const result = {
+      masters,
+      partitions: `${CHANGE_FROM} -> ${CHANGE_TO}`,
+      schedules: CHANGE_SCHEDULES,
+      occurrencesRun: occurrences.length,
+      occurrencesPerSchedule: { min: Math.min(...perSchedule), max: Math.max(...perSchedule) },
+      occurrencesRunTwice: occurrences.filter((id) => (ledger.starts.get(id) ?? 0) > 1).length,
+      occurrenceSecondsMissed: seconds.reduce((missed, set) => missed + secondsMissed(set), 0),
+      loadSeconds: round(loadS, 1),
+      addRate: OPTS.rate,
+      added: ledger.acknowledged.size,
+      addedBeforeDeploy: atDeploy.acknowledged,
+      addRetries: ledger.addRetries,
+      existsOnFirstTry: ledger.existsFirstTry,
+      acked: ledger.acknowledged.size - open.length + doneUnseen.length,
+      doneWithLostAckReply: doneUnseen.length,
+      lost: lost.length,
+      stuck: stuck.length,
+      runTwice: ledger.runTwice(),
+      ackedTwice: ledger.ackedTwice(),
+      startsRefused: ledger.notLive,
+      acksRefused: Object.fromEntries(ledger.refusedAcks),
+      errorsUnavailable: ledger.errorsOfClass('unavailable (503)'),
+      errorsOther: ledger.errorsOfClass('OTHER'),
+      errors: Object.fromEntries(ledger.errors),
+      drainMs,
+      sweepCalls,
+      formerAtDrain,
+      formerEmptyAt,
+      countsAtEnd: { delayed: counts.delayed, ready: counts.ready, running: counts.running, dead: counts.dead },
+      events,
+      lostSample: lost.slice(0, 10),
+      stuckSample: stuck.slice(0, 10),
+    };
+    printTable(
+      [
+        ['jobs added (acknowledged)', fmt(result.added), `${fmt(atDeploy.acknowledged)} before the deploy; ${fmt(result.addRetries)} add calls sent again; ${result.existsOnFirstTry} "exists" on a first try`],
+        ['acked (done)', fmt(result.acked), `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`],
+        ['lost', String(result.lost), 'acknowledged, gone from Redis'],
+        ['stuck', String(result.stuck), 'acknowledged, in Redis, not done after the drain'],
+        ['run twice', String(result.runTwice), `started live more than once; acked twice ${result.ackedTwice}`],
+        ['acks refused / starts refused', `${sum(Object.values(result.acksRefused))} / ${result.startsRefused}`, JSON.stringify(result.acksRefused)],
+        ['errors: unavailable (503) / other', `${fmt(result.errorsUnavailable)} / ${fmt(result.errorsOther)}`, ''],
+        [
+          'schedules: occurrences run',
+          `${fmt(result.occurrencesRun)}`,
+          `${CHANGE_SCHEDULES} schedules every 1 s: ${result.occurrencesPerSchedule.min}-${result.occurrencesPerSchedule.max} each; run twice ${result.occurrencesRunTwice}; seconds missed between a schedule's first and last run ${result.occurrenceSecondsMissed}`,
+        ],
+        ['former partitions at the drain', `${fmt(formerAtDrain.jobs)} jobs, ${formerAtDrain.schedules} schedules`, `finished jobs within their ${CHANGE_RETENTION} s retention`],
+        ['former partitions empty', formerEmptyAt === null ? 'not within the wait' : `t=${formerEmptyAt} s`, `the deploy rolled over at t=${events.rolloverAt} s`],
+        ['drain', `${fmt(drainMs)} ms`, `load ran ${fmt(loadS, 1)} s`],
+        ['counts at the end', JSON.stringify(result.countsAtEnd), ''],
+      ],
+      ['ledger', 'value', 'note'],
+    );
+    if (ledger.errors.size > 0) console.log(`errors by kind: ${JSON.stringify(result.errors, null, 1)}`);
+    for (const [kind, stack] of ledger.stacks) console.log(`first "${kind}":\n${stack.replace(/^/gm, '    ')}`);
+    return result;
+  } finally {
+    await t.stop();
+  }
+}
+
+/** Seconds missing between the first and the last of a schedule's occurrence times (`YYYYMMDDTHHMMSSZ`). */
+function secondsMissed(times: ReadonlySet<string>): number {
+  const ms = [...times].map((t) => Date.parse(`${t.slice(0, 4)}-${t.slice(4, 6)}-${t.slice(6, 8)}T${t.slice(9, 11)}:${t.slice(11, 13)}:${t.slice(13, 15)}Z`)).sort((a, b) => a - b);
+  return ms.length === 0 ? 0 : (ms.at(-1)! - ms[0]!) / 1000 + 1 - ms.length;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const at = new Date().toISOString();
@@ -898,12 +1121,19 @@ async function main(): Promise<void> {
   console.log(`options: ${JSON.stringify(OPTS)}; body ${Buffer.byteLength(JSON.stringify(BODY))} bytes of JSON`);
   console.log('Wall times below are NOT meaningful on this machine: every shard, the client and other work share its cores. Redis CPU figures come from INFO cpu.');
 
-  const scalingResults = OPTS.reshardOnly ? null : await scaling();
-  const reshard = OPTS.skipReshard ? null : await reshardUnderLoad();
-  console.log(JSON.stringify({ bench: 'cluster', at, machine, options: OPTS, loadAverageEnd: loadavg(), scaling: scalingResults, reshard }));
-  if (reshard && (reshard.lost > 0 || reshard.stuck > 0)) {
-    console.error(`FAILED: the ledger shows ${reshard.lost} lost and ${reshard.stuck} stuck jobs`);
-    process.exitCode = 1;
+  const only = OPTS.reshardOnly || OPTS.changeOnly;
+  const scalingResults = only ? null : await scaling();
+  const reshard = OPTS.skipReshard || OPTS.changeOnly ? null : await reshardUnderLoad();
+  const change = OPTS.skipChange || OPTS.reshardOnly ? null : await changeUnderLoad();
+  console.log(JSON.stringify({ bench: 'cluster', at, machine, options: OPTS, loadAverageEnd: loadavg(), scaling: scalingResults, reshard, change }));
+  for (const [step, r] of [
+    ['reshard', reshard],
+    ['partition change', change],
+  ] as const) {
+    if (r && (r.lost > 0 || r.stuck > 0)) {
+      console.error(`FAILED (${step}): the ledger shows ${r.lost} lost and ${r.stuck} stuck jobs`);
+      process.exitCode = 1;
+    }
   }
 }
 
