@@ -49,14 +49,14 @@ local put = ARGV[2] == 'put'
 local budget = byteBudget(tonumber(ARGV[3]))
 local by = optional(ARGV[4])
 local flow = ARGV[5] == '1'
--- the closing mark read with the first job's record (no request of its own)
-local first = redis.call('HMGET', jobsKey, MOVED_FIELD, ARGV[7])
-local moved = first[1]
-if ARGV[6] ~= '' and moved ~= ARGV[6] then
+-- the count the partition is closed to (MOVED_FIELD), false when it is open: set by this call
+-- (ARGV[6]), or read with SEQ_FIELD when the call first meets an id the partition does not hold
+-- (seqAnd: the version of a job created reads SEQ_FIELD anyway); nil until then
+local moved
+if ARGV[6] ~= '' then
   redis.call('HSET', jobsKey, MOVED_FIELD, ARGV[6])
-  moved = ARGV[6]
+  moved = tonumber(ARGV[6])
 end
-moved = moved and tonumber(moved)
 local headBefore = headScore(delayedKey)
 local results = { 0, now } -- headChanged set at the end
 
@@ -82,8 +82,8 @@ for i = 7, #ARGV, 11 do
     optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
     optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 10]
 
-  local record
-  if i == 7 then record = first[2] else record = redis.call('HGET', jobsKey, id) end
+  local record = redis.call('HGET', jobsKey, id)
+  if not record and moved == nil then moved = tonumber(seqAnd(jobsKey, MOVED_FIELD)) or false end
   if not record and moved then
     reply(RELAYOUT.MOVED, moved, false, false)
   elseif not record then

@@ -117,6 +117,15 @@ local function seqOf(key)
   return seq
 end
 
+-- Field `field` of hash `key`, read in one HMGET with SEQ_FIELD, which seqOf then takes from
+-- this call's read: a field read where a job is about to be created, which reads SEQ_FIELD anyway
+-- (addJobs-5's closing mark), costs no request of its own.
+local function seqAnd(key, field)
+  local got = redis.call('HMGET', key, SEQ_FIELD, field)
+  if not callSeqs[key] then callSeqs[key] = tonumber(got[1] or 0) end
+  return got[2]
+end
+
 -- Raises SEQ_FIELD of hash `key` to version `v`; never lowers it. '%d': exact past 1e14 too,
 -- where tostring (and a number passed to redis.call) keeps 14 digits.
 local function raiseSeq(key, v)
