@@ -51,7 +51,7 @@ local by = optional(ARGV[4])
 local flow = ARGV[5] == '1'
 -- the count the partition is closed to (MOVED_FIELD), false when it is open: set by this call
 -- (ARGV[6]), or read with SEQ_FIELD when the call first meets an id the partition does not hold
--- (seqAnd: the version of a job created reads SEQ_FIELD anyway); nil until then
+-- (seqOf: the version of a job created reads SEQ_FIELD anyway); nil until then
 local moved
 if ARGV[6] ~= '' then
   redis.call('HSET', jobsKey, MOVED_FIELD, ARGV[6])
@@ -83,7 +83,10 @@ for i = 7, #ARGV, 11 do
     optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 10]
 
   local record = redis.call('HGET', jobsKey, id)
-  if not record and moved == nil then moved = tonumber(seqAnd(jobsKey, MOVED_FIELD)) or false end
+  if not record and moved == nil then
+    local _, mark = seqOf(jobsKey, MOVED_FIELD)
+    moved = tonumber(mark) or false
+  end
   if not record and moved then
     reply(RELAYOUT.MOVED, moved, false, false)
   elseif not record then

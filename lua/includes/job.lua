@@ -107,23 +107,22 @@ local AHEAD_TICKS = 50
 local callSeqs = {}
 onEachCall(function() callSeqs = {} end)
 
--- SEQ_FIELD of hash `key`, read once a call.
-local function seqOf(key)
+-- SEQ_FIELD of hash `key`, read once a call. With `field`, also that field of the hash, read in
+-- the same HMGET: a field read where a job is about to be created, which reads SEQ_FIELD anyway
+-- (addJobs-5's closing mark), costs no request of its own. (No helper of its own: a script's
+-- top-level locals are at most 200, and putSchedule-9 is near them.)
+local function seqOf(key, field)
+  if field then
+    local got = redis.call('HMGET', key, SEQ_FIELD, field)
+    if not callSeqs[key] then callSeqs[key] = tonumber(got[1] or 0) end
+    return callSeqs[key], got[2]
+  end
   local seq = callSeqs[key]
   if not seq then
     seq = tonumber(redis.call('HGET', key, SEQ_FIELD) or 0)
     callSeqs[key] = seq
   end
   return seq
-end
-
--- Field `field` of hash `key`, read in one HMGET with SEQ_FIELD, which seqOf then takes from
--- this call's read: a field read where a job is about to be created, which reads SEQ_FIELD anyway
--- (addJobs-5's closing mark), costs no request of its own.
-local function seqAnd(key, field)
-  local got = redis.call('HMGET', key, SEQ_FIELD, field)
-  if not callSeqs[key] then callSeqs[key] = tonumber(got[1] or 0) end
-  return got[2]
 end
 
 -- Raises SEQ_FIELD of hash `key` to version `v`; never lowers it. '%d': exact past 1e14 too,
