@@ -372,6 +372,19 @@ class Ledger {
     for (const count of this.acked.values()) if (count > 1) n++;
     return n;
   }
+
+  /** What the ledger says of the attempts and errors, as steps 2 and 3 report it. */
+  outcomes() {
+    return {
+      runTwice: this.runTwice(),
+      ackedTwice: this.ackedTwice(),
+      startsRefused: this.notLive,
+      acksRefused: Object.fromEntries(this.refusedAcks),
+      errorsUnavailable: this.errorsOfClass('unavailable (503)'),
+      errorsOther: this.errorsOfClass('OTHER'),
+      errors: Object.fromEntries(this.errors),
+    };
+  }
 }
 
 const bump = <K>(map: Map<K, number>, key: K) => map.set(key, (map.get(key) ?? 0) + 1);
@@ -695,6 +708,70 @@ async function scaling(): Promise<ReturnType<typeof summarize>[]> {
 // ---------------------------------------------------------------------------------------------
 // step 2: resharding under load
 
+type LoadRole = 'adder' | 'worker' | 'sweeper';
+
+/**
+ * The load of steps 2 and 3: two adders (addMany of 50 ids `<prefix>-<adder>-<n>`, due within a
+ * second, --rate jobs/s in all, waiting while more than BACKLOG added jobs are not acked), 4 workers
+ * (claim 50, start, ack) and a sweeper, each asking `queueOf(role, n)` for its engine before every
+ * call. Every answer and error goes to `ledger`.
+ */
+function startLoad(ledger: Ledger, prefix: string, queueOf: (role: LoadRole, n: number) => Queue) {
+  let adding = true;
+  let working = true;
+  let next = 0;
+  let sweepCalls = 0;
+  const adder = async (a: number) => {
+    const batch = 50;
+    const intervalMs = (batch * 1000) / (OPTS.rate / 2); // this adder's share of --rate
+    for (let nextAt = Date.now(); adding;) {
+      // the workers set the pace when they fall behind: at most BACKLOG jobs wait
+      if (ledger.acknowledged.size - ledger.acked.size > BACKLOG) {
+        await sleep(50);
+        nextAt = Date.now();
+        continue;
+      }
+      const idsNow = Array.from({ length: batch }, () => `${prefix}-${a}-${String(next++).padStart(7, '0')}`);
+      await addAcknowledged(queueOf('adder', a), ledger, idsNow, () => Math.random());
+      nextAt = Math.max(nextAt + intervalMs, Date.now() - intervalMs);
+      if (nextAt > Date.now()) await sleep(nextAt - Date.now());
+    }
+  };
+  const worker = async (w: number) => {
+    while (working) {
+      const got = await workOnce(queueOf('worker', w).engine, ledger, 50);
+      if (got <= 0) await sleep(20);
+    }
+  };
+  const sweeper = async () => {
+    while (working) {
+      try {
+        const r = await queueOf('sweeper', 0).engine.sweep();
+        sweepCalls++;
+        if (r.moved === 0 && !r.more) await sleep(50);
+      } catch (error) {
+        ledger.error('sweep', error);
+        await sleep(50);
+      }
+    }
+  };
+  const adders = [adder(0), adder(1)];
+  const workers = [...Array.from({ length: 4 }, (_, w) => worker(w)), sweeper()];
+  return {
+    /** Stops the adders once their calls in flight are answered. */
+    async stopAdding(): Promise<void> {
+      adding = false;
+      await Promise.all(adders);
+    },
+    /** Stops the workers and the sweeper once their calls in flight are answered. */
+    async stopWorking(): Promise<void> {
+      working = false;
+      await Promise.all(workers);
+    },
+    sweepCalls: () => sweepCalls,
+  };
+}
+
 async function reshardUnderLoad() {
   const masters = 3;
   const partitions = PARTITIONS_PER_MASTER * masters;
@@ -712,47 +789,8 @@ async function reshardUnderLoad() {
     console.log(`\n== step 2: reshard under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per master ${t.nodes.map((_, s) => shardsBefore.filter((x) => x === s).length).join('/')}; load average ${load()}`);
     const before = await sampleAll(t.direct);
 
-    let stopAdding = false;
-    let stopWorking = false;
-    let next = 0;
     const started = Date.now();
-    const adder = async (a: number) => {
-      const batch = 50;
-      const intervalMs = (batch * 1000) / (OPTS.rate / 2); // this adder's share of --rate
-      for (let nextAt = Date.now(); !stopAdding;) {
-        // the workers set the pace when they fall behind: at most BACKLOG jobs wait
-        if (ledger.acknowledged.size - ledger.acked.size > BACKLOG) {
-          await sleep(50);
-          nextAt = Date.now();
-          continue;
-        }
-        const idsNow = Array.from({ length: batch }, () => `rs-${a}-${String(next++).padStart(7, '0')}`);
-        await addAcknowledged(q, ledger, idsNow, () => Math.random());
-        nextAt = Math.max(nextAt + intervalMs, Date.now() - intervalMs);
-        if (nextAt > Date.now()) await sleep(nextAt - Date.now());
-      }
-    };
-    const worker = async () => {
-      while (!stopWorking) {
-        const got = await workOnce(engine, ledger, 50);
-        if (got <= 0) await sleep(20);
-      }
-    };
-    let sweepCalls = 0;
-    const sweeper = async () => {
-      while (!stopWorking) {
-        try {
-          const r = await engine.sweep();
-          sweepCalls++;
-          if (r.moved === 0 && !r.more) await sleep(50);
-        } catch (error) {
-          ledger.error('sweep', error);
-          await sleep(50);
-        }
-      }
-    };
-    const adders = [adder(0), adder(1)];
-    const workers = [...Array.from({ length: 4 }, worker), sweeper()];
+    const actors = startLoad(ledger, 'rs', () => q);
     const events: Record<string, number | string> = {};
     const at = () => round((Date.now() - started) / 1000, 1);
     let reshardMs = 0;
@@ -801,8 +839,7 @@ async function reshardUnderLoad() {
       const loadEnd = started + OPTS.loadSeconds * 1000;
       await sleep(Math.max(5000, loadEnd - Date.now()));
     } finally {
-      stopAdding = true;
-      await Promise.all(adders);
+      await actors.stopAdding();
     }
     events.addsStoppedAt = at();
     const loadS = (Date.now() - started) / 1000;
@@ -821,8 +858,7 @@ async function reshardUnderLoad() {
       await sleep(250);
     }
     const drainMs = Date.now() - drainStart;
-    stopWorking = true;
-    await Promise.all(workers);
+    await actors.stopWorking();
     events.drainedAt = at();
     console.log(`   t=${at()} s: drain over after ${fmt(drainMs)} ms; ${fmt(ledger.acked.size)} acked; checking the ledger against Redis`);
 
@@ -862,13 +898,7 @@ async function reshardUnderLoad() {
       lost: lost.length,
       stuck: stuck.length,
       stuckStates,
-      runTwice: ledger.runTwice(),
-      ackedTwice: ledger.ackedTwice(),
-      startsRefused: ledger.notLive,
-      acksRefused: Object.fromEntries(ledger.refusedAcks),
-      errorsUnavailable: ledger.errorsOfClass('unavailable (503)'),
-      errorsOther: ledger.errorsOfClass('OTHER'),
-      errors: Object.fromEntries(ledger.errors),
+      ...ledger.outcomes(),
       scriptCallsRefusedByMovingSlots: refused,
       partitionsMoved,
       partitionsPerMasterAfter: [...t.nodes, ...(extra ? [extra] : [])].map((_, s) => shardsAfter.filter((x) => x === s).length),
@@ -876,7 +906,7 @@ async function reshardUnderLoad() {
       addNodeMs: Math.round(addNodeMs),
       rebalanceMs: Math.round(rebalanceMs),
       drainMs,
-      sweepCalls,
+      sweepCalls: actors.sweepCalls(),
       countsAtEnd: { delayed: counts.delayed, ready: counts.ready, running: counts.running, dead: counts.dead },
       events,
       lostSample: lost.slice(0, 10),
@@ -941,53 +971,15 @@ async function changeUnderLoad() {
     console.log(`\n== step 3: partition count ${CHANGE_FROM} -> ${CHANGE_TO} under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); load average ${load()}`);
     // who runs on the new engine: nobody, then (the rollover) adder 0, workers 0 and 1 and the sweeper, then everyone
     let phase: 'before' | 'rollover' | 'after' = 'before';
-    const onNew = (role: 'adder' | 'worker' | 'sweeper', n: number) => phase === 'after' || (phase === 'rollover' && (role === 'sweeper' || n === 0 || (role === 'worker' && n === 1)));
-    const queueFor = (role: 'adder' | 'worker' | 'sweeper', n: number) => (onNew(role, n) ? after : before);
-    let stopAdding = false;
-    let stopWorking = false;
-    let next = 0;
+    const onNew = (role: LoadRole, n: number) => phase === 'after' || (phase === 'rollover' && (role === 'sweeper' || n === 0 || (role === 'worker' && n === 1)));
+    const queueFor = (role: LoadRole, n: number) => (onNew(role, n) ? after : before);
     // schedules made before the deploy, each falling due every second: they move while the
     // deploy rolls over, and each second's occurrence must run once, whoever moved it
     const scheduleIds = Array.from({ length: CHANGE_SCHEDULES }, (_, s) => `every-${s}`);
     for (const id of scheduleIds) await before.putSchedule(TOPIC, id, { every: 1, body: BODY, ttr: 5, maxAttempts: 50 });
     const started = Date.now();
     const at = () => round((Date.now() - started) / 1000, 1);
-    const adder = async (a: number) => {
-      const batch = 50;
-      const intervalMs = (batch * 1000) / (OPTS.rate / 2);
-      for (let nextAt = Date.now(); !stopAdding;) {
-        if (ledger.acknowledged.size - ledger.acked.size > BACKLOG) {
-          await sleep(50);
-          nextAt = Date.now();
-          continue;
-        }
-        const idsNow = Array.from({ length: batch }, () => `pc-${a}-${String(next++).padStart(7, '0')}`);
-        await addAcknowledged(queueFor('adder', a), ledger, idsNow, () => Math.random());
-        nextAt = Math.max(nextAt + intervalMs, Date.now() - intervalMs);
-        if (nextAt > Date.now()) await sleep(nextAt - Date.now());
-      }
-    };
-    const worker = async (w: number) => {
-      while (!stopWorking) {
-        const got = await workOnce(queueFor('worker', w).engine, ledger, 50);
-        if (got <= 0) await sleep(20);
-      }
-    };
-    let sweepCalls = 0;
-    const sweeper = async () => {
-      while (!stopWorking) {
-        try {
-          const r = await queueFor('sweeper', 0).engine.sweep();
-          sweepCalls++;
-          if (r.moved === 0 && !r.more) await sleep(50);
-        } catch (error) {
-          ledger.error('sweep', error);
-          await sleep(50);
-        }
-      }
-    };
-    const adders = [adder(0), adder(1)];
-    const workers = [...Array.from({ length: 4 }, (_, w) => worker(w)), sweeper()];
+    const actors = startLoad(ledger, 'pc', queueFor);
     const events: Record<string, number> = {};
     let atDeploy = { acknowledged: 0, acked: 0 };
     try {
@@ -1002,8 +994,7 @@ async function changeUnderLoad() {
       console.log(`   t=${at()} s: every role on ${CHANGE_TO} partitions`);
       await sleep(Math.max(2000, started + OPTS.changeSeconds * 1000 - Date.now()));
     } finally {
-      stopAdding = true;
-      await Promise.all(adders);
+      await actors.stopAdding();
     }
     // the schedules end with the load: deleted, their pending occurrences withdrawn
     for (const id of scheduleIds) await after.deleteSchedule(TOPIC, id);
@@ -1031,8 +1022,7 @@ async function changeUnderLoad() {
         break;
       }
     }
-    stopWorking = true;
-    await Promise.all(workers);
+    await actors.stopWorking();
     const counts = await after.engine.counts(TOPIC);
     // every second of every schedule ran once: occurrence ids are `<schedule>:<UTC second>`
     const occurrences = [...ledger.acked.keys()].filter((id) => id.startsWith('every-'));
@@ -1056,15 +1046,9 @@ async function changeUnderLoad() {
       doneWithLostAckReply: doneUnseen.length,
       lost: lost.length,
       stuck: stuck.length,
-      runTwice: ledger.runTwice(),
-      ackedTwice: ledger.ackedTwice(),
-      startsRefused: ledger.notLive,
-      acksRefused: Object.fromEntries(ledger.refusedAcks),
-      errorsUnavailable: ledger.errorsOfClass('unavailable (503)'),
-      errorsOther: ledger.errorsOfClass('OTHER'),
-      errors: Object.fromEntries(ledger.errors),
+      ...ledger.outcomes(),
       drainMs,
-      sweepCalls,
+      sweepCalls: actors.sweepCalls(),
       formerAtDrain,
       formerEmptyAt,
       countsAtEnd: { delayed: counts.delayed, ready: counts.ready, running: counts.running, dead: counts.dead },
