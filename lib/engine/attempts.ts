@@ -9,7 +9,7 @@ import type { EngineContext } from './context';
 import { OUTCOME, REFUSAL } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
 import { atLeastOne, batchesByPartition, groupBy, partitionsInOrder } from './partitions';
-import { bodiesApart, placesOf } from './read';
+import { bodiesApart, inPlaces } from './read';
 import * as script from './scripts';
 
 const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about a millisecond of Redis time
@@ -261,11 +261,9 @@ async function ackBatch(ctx: EngineContext, partition: number, clock: ClockArg, 
 /** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */
 export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, ref: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
   const random = ctx.random();
-  let outcome: FailOutcome = { outcome: 'not_found' };
   // while the partition count changes, a job not in its current partition is in its former one
-  for (const p of placesOf(ctx, t, id)) {
-    const k = topicKeys(p, t.name, ctx.layout);
-    const call = script.failJob([k.jobs, k.running, k.delayed, k.dead], {
+  const { reply } = await inPlaces(ctx, t, id, (k) =>
+    script.failJob([k.jobs, k.running, k.delayed, k.dead], {
       clock: ctx.clock(),
       ...attemptArg(id, ref),
       error,
@@ -273,11 +271,9 @@ export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, re
       backoff: t.backoff,
       random,
       ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-    });
-    outcome = toFailOutcome(await run(ctx.redis, call));
-    if (outcome.outcome !== 'not_found') break;
-  }
-  return outcome;
+    }),
+  );
+  return toFailOutcome(reply);
 }
 
 type Ref = Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef;

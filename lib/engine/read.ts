@@ -1,7 +1,8 @@
 /** Reads: one job, and a topic's counts. */
 import type { TopicConfig } from '../rules/config';
-import { flowKeys, PAUSED_FIELD, READY_FIELD, scheduleKeys, topicKeys, type BodiesKey } from './keys';
-import { readSlot, runThenHget } from './lua';
+import { flowKeys, PAUSED_FIELD, READY_FIELD, scheduleKeys, topicKeys, type BodiesKey, type TopicKeys } from './keys';
+import { readSlot, run, runThenHget, type ScriptCall } from './lua';
+import { REFUSAL } from './codes';
 import type { EngineContext } from './context';
 import { toJob, type Job, type JobView, type TopicStats } from './jobs';
 import { isoOrNull } from '../rules/time';
@@ -27,6 +28,23 @@ export function placesOf(ctx: EngineContext, t: TopicConfig | string, id: string
   const former = ctx.layout.formerPlaceOf(t, id);
   const current = ctx.layout.placeOf(t, id);
   return former === null ? [current] : [current, former];
+}
+
+/**
+ * Runs a by-id script call for job `id` of topic `t` in its current partition and, while the
+ * partition count changes and the call answered NOT_FOUND, in its former one (placesOf); the last
+ * reply, and the partitions it looked in.
+ */
+export async function inPlaces<R extends readonly unknown[]>(ctx: EngineContext, t: TopicConfig, id: string, call: (k: TopicKeys) => ScriptCall<R>): Promise<{ reply: R; looked: number[] }> {
+  const looked: number[] = [];
+  let reply: R | undefined;
+  for (const p of placesOf(ctx, t, id)) {
+    looked.push(p);
+    const answer = await run(ctx.redis, call(topicKeys(p, t.name, ctx.layout)));
+    reply = answer;
+    if (answer[0] !== REFUSAL.NOT_FOUND) break;
+  }
+  return { reply: reply as R, looked };
 }
 
 /**

@@ -1,9 +1,9 @@
 /** Producer-side changes: add, put, cancel and reschedule jobs. */
 import type { TopicConfig } from '../rules/config';
-import { groupKey, Layout, topicKeys, type TopicKeys } from './keys';
+import { groupKey, Layout, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { run, runPipelined, type ScriptCall } from './lua';
-import { placesOf } from './read';
+import { run, runPipelined } from './lua';
+import { inPlaces } from './read';
 import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';
 import { toJob, toWriteResult, type Job, type JobChange, type NewJob, type Refused, type Wake, type WriteResult } from './jobs';
@@ -161,21 +161,4 @@ export async function rescheduleJob(ctx: EngineContext, t: TopicConfig, id: stri
   if (reply[0] === REFUSAL.NOT_FOUND) return { outcome: { refusal: reply[0] }, looked };
   if (reply[0] === REFUSAL.JOB_FINISHED) return { outcome: { refusal: reply[0], job: toJob(t, reply[1]) }, looked };
   return { outcome: { job: toJob(t, reply[2]), wake: reply[1] === 1 }, looked };
-}
-
-/**
- * Runs a by-id script call for job `id` of topic `t` in its current partition and, while the
- * partition count changes and the call answered NOT_FOUND, in its former one (placesOf); the last
- * reply, and the partitions it looked in.
- */
-async function inPlaces<R extends readonly unknown[]>(ctx: EngineContext, t: TopicConfig, id: string, call: (k: TopicKeys) => ScriptCall<R>): Promise<{ reply: R; looked: number[] }> {
-  const looked: number[] = [];
-  let reply: R | undefined;
-  for (const p of placesOf(ctx, t, id)) {
-    looked.push(p);
-    const answer = await run(ctx.redis, call(topicKeys(p, t.name, ctx.layout)));
-    reply = answer;
-    if (answer[0] !== REFUSAL.NOT_FOUND) break;
-  }
-  return { reply: reply as R, looked };
 }
