@@ -10,8 +10,9 @@
  *   npm run bench:instructions -- --against ../other-checkout  # and another (a git worktree, say)
  *
  * The workload is `bench:flow -- cheap`'s: BENCH_INSTR_JOBS (2,000) jobs with 200-byte bodies,
- * ids over 100 flow keys, added (batches of 100), swept, then claimed, started and acked (calls
- * of 100: claim, start, the acks together), on a plain topic, on a flow topic whose per-key limits
+ * ids over BENCH_INSTR_KEYS (100) flow keys (as many as the jobs: one job a key, the many-tenant
+ * case), added (batches of 100), swept, then claimed, started and acked (calls of 100: claim,
+ * start, the acks together), on a plain topic, on a flow topic whose per-key limits
  * never bind, and on a flow topic with no per-key limits; then half as many one job a call, 32 in
  * flight. A warm-up round (300 jobs) first, uncounted. Each path runs on a redis-server started
  * anew under valgrind (about 50 times slower than without: a run takes a few minutes) and stopped
@@ -30,7 +31,7 @@ import { envInt, fmt, printTable, round } from './env';
 import { addSweepClaimAck } from './workload';
 
 const JOBS = envInt('BENCH_INSTR_JOBS', 2_000);
-const KEYS = 100;
+const KEYS = envInt('BENCH_INSTR_KEYS', 100);
 const BODY = JSON.stringify({ orderId: 'order-000001', customer: 'customer-1', items: 3, note: 'x'.repeat(130) });
 const PATHS = ['plain', 'flow', 'flow, no key limits'] as const;
 type Path = (typeof PATHS)[number];
