@@ -89,7 +89,8 @@ end)
 local due = {}
 if flow then
   -- each to its key's lane: the key is in the record's first bytes (not decoded); a key's ids go
-  -- in one push, in due order, the keys in the order their first ids fell due
+  -- in one push, in due order, the keys in the order their first ids fell due (flowRoute); a key's
+  -- lone id is kept as a string, a list made at its second
   local routed, idsOf, keys = 0, {}, {}
   moved = drain(k.delayed, now, function(id, record)
     local state, key = stateAndKey(record)
@@ -97,16 +98,20 @@ if flow then
       key = key or ''
       local ids = idsOf[key]
       if not ids then
-        ids = {}
-        idsOf[key] = ids
+        idsOf[key] = id
         keys[#keys + 1] = key
+      elseif type(ids) == 'string' then
+        idsOf[key] = { ids, id }
+      else
+        ids[#ids + 1] = id
       end
-      ids[#ids + 1] = id
       routed = routed + 1
     end
   end)
-  for _, key in ipairs(keys) do flowReady(k.jobs, key, idsOf[key], now) end
-  countReady(flowKeys(k.jobs), routed)
+  if routed > 0 then
+    flowRoute(k.jobs, keys, idsOf)
+    countReady(flowKeys(k.jobs), routed)
+  end
 else
   due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
 end

@@ -71,7 +71,7 @@
 --- @include "occurrences"
 local k = { jobs = KEYS[4], bodies = KEYS[5], delayed = KEYS[6], running = KEYS[7], done = KEYS[8] }
 local schedulesKey, idsKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[9]
-local now, id, seen = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local now, id = clock(ARGV[1]), ARGV[2]
 
 local record = redis.call('HGET', schedulesKey, id)
 
@@ -120,7 +120,7 @@ if not old then
 end
 local version = 0
 if old then version = old[S_VERSION] end
-if version ~= seen then return { REFUSAL.VERSION_MISMATCH, version } end
+if version ~= tonumber(ARGV[3]) then return { REFUSAL.VERSION_MISMATCH, version } end
 -- a plan that withdraws the pending occurrence was computed before its run time: by now it may
 -- have been claimed, even run and deleted, and a resume would make it again
 if old and old[S_NEXT_ID] and ARGV[4] == 'replace' and old[S_NEXT] <= now then return { REFUSAL.VERSION_MISMATCH, version } end
@@ -158,5 +158,4 @@ redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
 redis.call('ZADD', idsKey, 0, id)
 
 local headAfter = headScore(k.delayed)
-local headChanged = (headAfter and (not headBefore or headAfter < headBefore)) and 1 or 0
-return { old and OUTCOME.REPLACED or OUTCOME.CREATED, r[S_VERSION], headChanged, lefts }
+return { old and OUTCOME.REPLACED or OUTCOME.CREATED, r[S_VERSION], (headAfter and (not headBefore or headAfter < headBefore)) and 1 or 0, lefts }

@@ -201,10 +201,11 @@ local function ringPush(f, key)
   t.keys[#t.keys + 1] = key
 end
 
--- Calls redis.call(command, key, <args...>) for `args` in slices (unpack's limit); the last reply.
-local function callSliced(command, key, args)
+-- Calls redis.call(command, key, <args...>) for `args` (from index `from`, 1 by default) in slices
+-- (unpack's limit); the last reply.
+local function callSliced(command, key, args, from)
   local reply
-  for i = 1, #args, 4000 do
+  for i = from or 1, #args, 4000 do
     reply = redis.call(command, key, unpack(args, i, math.min(#args, i + 3999)))
   end
   return reply
@@ -392,17 +393,50 @@ local function flowLeaveMany(jobsKey, keys, counts, now)
   writeStates(f, sets, dels)
 end
 
--- Puts ready jobs `ids` of a flow topic, all of key `key`, in order, last among its key's ready ids
--- (one RPUSH), and the key in the ring when it was at rest.
-local function flowReady(jobsKey, key, ids, now)
+-- Puts the due jobs of a flow topic that the sweep routes (batch) in their keys' lanes: `keys`, in
+-- the order their first ids fell due, and `idsOf[key]`, the key's ids in due order (a string when
+-- it is one id, else a list). The keys' states are read in one HMGET (those the batch holds already
+-- stay). A key with a head (in the ring, held, paused or at its cap already) has its ids pushed
+-- behind it in one RPUSH to its lane; one without takes the first as its head (a lone id makes no
+-- lane), the rest in its lane, and goes in the ring when it may claim.
+local function flowRoute(jobsKey, keys, idsOf)
   local f = flowKeys(jobsKey)
-  local lane = laneKey(f, key)
-  if callSliced('RPUSH', lane, ids) > #ids then return end -- the lane held ids: the head is set, and the key in the ring, held, paused or at its cap already
-  local st = flowState(f, key)
-  if st[F_HEAD] then return end -- ready already: the ids stay in the lane, behind the head
-  st[F_HEAD] = redis.call('LPOP', lane) -- the key's first ready id: its head (a lone one leaves no lane)
-  ringIfClaimable(f, key, st)
-  saveFlowState(f, key, st, now)
+  local b = batchOf(f)
+  local states, wanted, raws = b.st, {}, {}
+  for _, key in ipairs(keys) do
+    if not states[key] then wanted[#wanted + 1] = key end
+  end
+  for i = 1, #wanted, 1000 do
+    local last = math.min(#wanted, i + 999)
+    local got = redis.call('HMGET', f.state, unpack(wanted, i, last))
+    for j = i, last do raws[wanted[j]] = got[j - i + 1] end
+  end
+  for _, key in ipairs(keys) do
+    local ids, st = idsOf[key], states[key]
+    local lone, headed = type(ids) == 'string', false
+    if not st then
+      -- a stored state with a head is not unpacked: its ids only go behind the head
+      local raw = raws[key]
+      if raw and #raw >= (string.byte(raw, 3) >= 4 and STATE_PACED_AT or STATE_UNPACED_AT) then
+        headed = true
+      else
+        st = raw and unpackState(raw) or newFlowState()
+        states[key] = st
+      end
+    end
+    if headed or st[F_HEAD] then
+      if lone then redis.call('RPUSH', laneKey(f, key), ids) else callSliced('RPUSH', laneKey(f, key), ids) end
+    else
+      if lone then
+        st[F_HEAD] = ids
+      else
+        st[F_HEAD] = ids[1]
+        callSliced('RPUSH', laneKey(f, key), ids, 2)
+      end
+      ringIfClaimable(f, key, st)
+      markChanged(b, key) -- not at rest: it has a head
+    end
+  end
 end
 
 -- A pace: `count` starts `per` ms, with a burst of `burst`; with the GCRA's interval between starts
