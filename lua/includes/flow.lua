@@ -362,8 +362,10 @@ end
 
 -- Running jobs of a flow topic stop running, `counts[key]` of each key of `keys` (an ack's, one
 -- entry a key): their slots come back as flowLeave gives them one by one, the states read in one
--- HMGET; a key in the ring has its running count changed in its stored bytes alone; any other
--- key's state is unpacked, changed, and put back in the ring when it may claim. The states are
+-- HMGET; a key in the ring, or one with no ready id that still runs attempts, has its running
+-- count changed in its stored bytes alone, and one left with no attempts, no ready ids and no pace
+-- still to run out is deleted; any other key's state is unpacked, changed, and put back in the ring when it
+-- may claim. The states are
 -- written in one HSET, those at rest deleted in one HDEL, the keys put in the ring in one RPUSH (not
 -- batch: its tables cost more than they save here).
 local function flowLeaveMany(jobsKey, keys, counts, now)
@@ -372,13 +374,19 @@ local function flowLeaveMany(jobsKey, keys, counts, now)
   local sets, dels, ring = {}, {}, {}
   for i, key in ipairs(keys) do
     local raw = raws[i]
-    local running, flags
-    if raw then running, flags = struct.unpack('<HB', raw) end -- both formats start with them
-    if raw and flags % 2 == 1 then
+    local running, flags, headless
+    if raw then
+      running, flags = struct.unpack('<HB', raw) -- both formats start with them
       running = running - counts[key]
+      headless = #raw == (flags >= 4 and STATE_PACED_AT or STATE_UNPACED_AT) - 1
+    end
+    if raw and (flags % 2 == 1 or (headless and running > 0)) then
+      -- in the ring, or still running with nothing ready: the running count changed in place
       if running < 0 then running = 0 end
       sets[#sets + 1] = key
-      sets[#sets + 1] = struct.pack('<H', running) .. string.sub(raw, 3) -- the running count changed in place
+      sets[#sets + 1] = struct.pack('<H', running) .. string.sub(raw, 3)
+    elseif raw and headless and (flags == 0 or (flags == 4 and struct.unpack('<d', raw, 4) <= now)) then
+      dels[#dels + 1] = key -- at rest, with no pace or one run out by now (spent): deleted
     else
       local st = raw and unpackState(raw) or newFlowState()
       st[F_RUNNING] = math.max(0, st[F_RUNNING] - counts[key])
