@@ -56,6 +56,7 @@ local quota = math.max(1, math.floor(n / math.max(1, redis.call('LLEN', f.ring))
 -- Stale ids one visit passes over at most before it moves on to the next key.
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false
+local lanePrefix = laneKey(f, '') -- a key's lane: lanePrefix .. key
 
 -- More than one job wanted: the keys' states gathered for the call (claimGather in
 -- includes/flow.lua), written once at its end; one job wanted visits one key, whose state is read
@@ -70,7 +71,7 @@ local function claimFromLane(key, st)
     -- the key's first ready id: its head, which the lane's first refills
     local id = st[F_HEAD]
     if not id then return false end
-    st[F_HEAD] = redis.call('LPOP', laneKey(f, key)) or false
+    st[F_HEAD] = redis.call('LPOP', lanePrefix .. key) or false
     local record = redis.call('HGET', jobsKey, id)
     local h, inline
     if record then h, inline = decode(record) end
@@ -102,7 +103,12 @@ end
 -- One visit of key `key`, just taken off the ring. Returns true when the budget stopped the claim
 -- before the key's turn was used: the key goes back to the ring's head.
 local function visit(key)
-  local st = g and gatheredState(g, key) or flowState(f, key)
+  -- the key's state: gathered (its raw from the call's HMGET) or read now, written out here (a
+  -- call a job fewer)
+  local raw
+  if g then raw = g.raws[key] end
+  if raw == nil then raw = redis.call('HGET', f.state, key) end
+  local st = unpackState(raw)
   st[F_RING] = 0
   local conc, rate, paused = defaults.conc, defaults.rate, false
   if anyPinned then conc, rate, paused = flowLimits(flowConf(f, key), defaults) end
@@ -110,8 +116,10 @@ local function visit(key)
   local atHead = false
   if paused or (conc > 0 and st[F_RUNNING] >= conc) then
     -- out of the ring until it is resumed, or until one of its slots returns
-  elseif rate and allowedAt(st, rate) > now then
-    local at = allowedAt(st, rate)
+  elseif rate and st[F_TAT] - rate.allowance > now then
+    -- held: under its pace (GCRA) a key may start next at its pace's next start less the burst's
+    -- allowance
+    local at = st[F_TAT] - rate.allowance
     st[F_HELD] = 1
     redis.call('ZADD', f.wait, at, key)
     if not result[5] or at < result[5] then result[5] = at end
@@ -123,7 +131,7 @@ local function visit(key)
       claimed = claimed + 1
       st[F_RUNNING] = st[F_RUNNING] + 1
       -- the start counted in the pace (GCRA: its next start one interval on), which may hold the key
-      -- now (allowedAt, worked out in place: a call a job)
+      -- now
       local held = false
       if rate then
         local tat = st[F_TAT]
@@ -139,7 +147,8 @@ local function visit(key)
     if stopped then
       atHead = true
       st[F_RING] = 1
-    elseif got == 'more' or (got == true and claimable(st)) then
+    elseif got == 'more' or (got == true and st[F_HEAD] and st[F_HELD] == 0 and not (conc > 0 and st[F_RUNNING] >= conc)) then
+      -- claimable, written out
       if g then g.tails[#g.tails + 1] = key else ringPush(f, key) end
       st[F_RING] = 1
     end

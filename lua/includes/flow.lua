@@ -107,7 +107,9 @@ local function packState(st)
   return packed
 end
 
+-- The state packed in `raw` (false or nil: a new one at rest).
 local function unpackState(raw)
+  if not raw then return newFlowState() end
   local running, flags, tat, conc, headAt
   if string.byte(raw, 3) >= 4 then
     running, flags, tat, conc = struct.unpack(STATE_PACED, raw)
@@ -127,14 +129,13 @@ local function flowState(f, key)
     local st = b.st[key]
     if not st then
       local raw = redis.call('HGET', f.state, key)
-      st = raw and unpackState(raw) or newFlowState()
+      st = unpackState(raw)
       b.st[key] = st
     end
     return st
   end
   local raw = redis.call('HGET', f.state, key)
-  if raw then return unpackState(raw) end
-  return newFlowState()
+  return unpackState(raw)
 end
 
 -- At rest: nothing running or ready, not in the ring or the wait zset.
@@ -303,8 +304,8 @@ local function flowLeave(jobsKey, h, now, back)
 end
 
 -- A claim's keys' states (lua/claimFlow-6.lua, more than one job wanted): read many in one HMGET
--- (gatherStates; raws: as stored, false for none), each unpacked when its key is visited
--- (gatheredState) and packed when the visit ends (gatheredSave: to `sets`, or to `dels` at rest, and
+-- (gatherStates; raws: as stored, false for none), each unpacked when its key is visited (by the
+-- visit itself) and packed when the visit ends (gatheredSave: to `sets`, or to `dels` at rest, and
 -- back in raws, so a key visited twice, back in the ring and taken again, keeps its changes), all
 -- written at the end (gatheredWrite: one HSET, one HDEL; a key visited twice is in them twice, the
 -- later write last); the keys put back at the ring's tail wait in `tails` for the next take
@@ -313,13 +314,6 @@ end
 -- bookkeeping cost more Lua work than it saved.
 local function claimGather(f)
   return { f = f, raws = {}, sets = {}, dels = {}, tails = {} }
-end
-
-local function gatheredState(g, key)
-  local raw = g.raws[key]
-  if raw == nil then raw = redis.call('HGET', g.f.state, key) end
-  if raw then return unpackState(raw) end
-  return newFlowState()
 end
 
 local function gatheredSave(g, key, st, now)
@@ -388,7 +382,7 @@ local function flowLeaveMany(jobsKey, keys, counts, now)
     elseif raw and headless and (flags == 0 or (flags == 4 and struct.unpack('<d', raw, 4) <= now)) then
       dels[#dels + 1] = key -- at rest, with no pace or one run out by now (spent): deleted
     else
-      local st = raw and unpackState(raw) or newFlowState()
+      local st = unpackState(raw)
       st[F_RUNNING] = math.max(0, st[F_RUNNING] - counts[key])
       if claimable(st) then
         ring[#ring + 1] = key
@@ -428,7 +422,7 @@ local function flowRoute(jobsKey, keys, idsOf)
       if raw and #raw >= (string.byte(raw, 3) >= 4 and STATE_PACED_AT or STATE_UNPACED_AT) then
         headed = true
       else
-        st = raw and unpackState(raw) or newFlowState()
+        st = unpackState(raw)
         states[key] = st
       end
     end
@@ -462,12 +456,6 @@ local function flowLimits(conf, d)
   if conf[C_CONC] then conc = conf[C_CONC] end
   if conf[C_COUNT] then rate = flowRate(conf[C_COUNT], conf[C_PER], conf[C_BURST]) end
   return conc, rate, conf[C_PAUSED] == 1
-end
-
--- When key state `st` may start next under `rate` (GCRA): its pace's next start less the burst's
--- allowance; a start at or after that time is allowed.
-local function allowedAt(st, rate)
-  return st[F_TAT] - rate.allowance
 end
 
 -- Key `key` as lua/getFlowKey-1.lua and lua/setFlowKey-1.lua reply it: { now, running, ready ids,
