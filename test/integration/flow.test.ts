@@ -97,6 +97,38 @@ describe('flow control per key', () => {
     assert.equal(state.running, 0);
   });
 
+  it("starts a key's ready jobs in the order they fell due, through its head, its lane, a give-back and a later sweep", async () => {
+    const { topic, clock, q } = setup({ concurrency: 100 });
+    const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `k-${String(from + i).padStart(2, '0')}`);
+    await addDue(
+      q,
+      topic,
+      ids(0, 10).map((id) => ({ id, key: 'k' })),
+    );
+    await q.engine.sweep();
+    assert.equal((await q.engine.flowKey(topic, 'k')).ready, 10);
+    const claim = async (n: number) => (await q.engine.claim(topic, n)).map((j) => j.id);
+    const [first] = await q.engine.claim(topic, 1);
+    assert.equal(first?.id, 'k-00');
+    assert.equal(await q.engine.release([{ ...first!, topic }], 'test'), 1);
+    assert.equal((await q.engine.flowKey(topic, 'k')).ready, 10, 'the given-back job is ready again');
+    assert.deepEqual(await claim(1), ['k-00'], 'a given-back job is first again');
+    assert.deepEqual(await claim(5), ids(1, 6), 'across the head and the lane');
+    clock.advance(1);
+    await addDue(
+      q,
+      topic,
+      ids(10, 13).map((id) => ({ id, key: 'k' })),
+    );
+    await q.engine.sweep();
+    assert.equal((await q.engine.flowKey(topic, 'k')).ready, 7, 'the later ones behind the rest');
+    const rest: string[] = [];
+    for (let got = await claim(1); got.length > 0; got = await claim(1)) rest.push(...got);
+    assert.deepEqual(rest, ids(6, 13));
+    assert.equal((await q.engine.flowKey(topic, 'k')).ready, 0);
+    await checkSlots(redis.client(), q, topic);
+  });
+
   it('paces each key: count per per with its burst, the rest waiting for the sweep to let it go', async () => {
     const { topic, clock, q } = setup({ rate: { count: 2, per: 1, burst: 2 } });
     await addDue(q, topic, [...['a1', 'a2', 'a3', 'a4'].map((id) => ({ id, key: 'a' })), { id: 'b1', key: 'b' }]);
