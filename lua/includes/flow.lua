@@ -358,10 +358,9 @@ end
 -- entry a key): their slots come back as flowLeave gives them one by one, the states read in one
 -- HMGET; a key in the ring, or one with no ready id that still runs attempts, has its running
 -- count changed in its stored bytes alone, and one left with no attempts, no ready ids and no pace
--- still to run out is deleted; any other key's state is unpacked, changed, and put back in the ring when it
--- may claim. The states are
--- written in one HSET, those at rest deleted in one HDEL, the keys put in the ring in one RPUSH (not
--- batch: its tables cost more than they save here).
+-- still to run out is deleted unread; any other key's state is unpacked, changed, and put back in
+-- the ring when it may claim. The states are written in one HSET, those at rest deleted in one
+-- HDEL, the keys put in the ring in one RPUSH (not batch: its tables cost more than they save).
 local function flowLeaveMany(jobsKey, keys, counts, now)
   local f = flowKeys(jobsKey)
   local raws = redis.call('HMGET', f.state, unpack(keys))
