@@ -407,11 +407,7 @@ local function flowRoute(jobsKey, keys, idsOf)
   for _, key in ipairs(keys) do
     if not states[key] then wanted[#wanted + 1] = key end
   end
-  for i = 1, #wanted, 1000 do
-    local last = math.min(#wanted, i + 999)
-    local got = redis.call('HMGET', f.state, unpack(wanted, i, last))
-    for j = i, last do raws[wanted[j]] = got[j - i + 1] end
-  end
+  gatherStates({ f = f, raws = raws }, wanted) -- the claim's read of states, into raws
   for _, key in ipairs(keys) do
     local ids, st = idsOf[key], states[key]
     local lone, headed = type(ids) == 'string', false
