@@ -95,7 +95,7 @@ for i = 7, #ARGV, 11 do
       local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
       placeInGroup(jobsKey, groupKey, h, false, nil)
       store(jobsKey, bodiesKey, id, h, body, false)
-      redis.call('ZADD', delayedKey, due, id)
+      redis.call('ZADD', delayedKey, due, delayedMember(id, key))
       join(id, h, false, nil)
       reply(OUTCOME.CREATED, due, h[H_VERSION], false)
     else
@@ -113,11 +113,14 @@ for i = 7, #ARGV, 11 do
         h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
         redis.call('ZREM', doneKey, id)
       else
+        -- a new flow key is a new member: the old one leaves the delayed zset (if it is there)
+        local member = delayedMember(id, h[H_KEY])
+        if member ~= delayedMember(id, key) then redis.call('ZREM', delayedKey, member) end
         h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, by, key
       end
       placeInGroup(jobsKey, groupKey, h, old, oldChunk)
       store(jobsKey, bodiesKey, id, h, body, true)
-      redis.call('ZADD', delayedKey, due, id)
+      redis.call('ZADD', delayedKey, due, delayedMember(id, key))
       local left = join(id, h, old, oldChunk)
       if code == OUTCOME.CREATED then
         reply(OUTCOME.CREATED, due, h[H_VERSION], left)

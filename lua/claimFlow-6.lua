@@ -75,7 +75,7 @@ local function claimFromLane(key, st)
     local record = redis.call('HGET', jobsKey, id)
     local h, inline
     if record then h, inline = decode(record) end
-    local live = h and h[H_STATE] == PENDING and (h[H_KEY] or '') == key and not redis.call('ZSCORE', delayedKey, id)
+    local live = h and h[H_STATE] == PENDING and (h[H_KEY] or '') == key and not redis.call('ZSCORE', delayedKey, delayedMember(id, key))
     local mark = live and cancelledWithGroup(jobsKey, h)
     local size = record and #record or 0
     if live and not mark then size = size + bodySize(bodiesKey, id, inline) end

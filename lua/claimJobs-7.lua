@@ -70,7 +70,7 @@ for i, id in ipairs(ids) do
   if i == 1 then record = first[2] else record = redis.call('HGET', jobsKey, id) end
   local h, inline
   if record then h, inline = decode(record) end
-  local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, id)
+  local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY]))
   local mark = live and cancelledWithGroup(jobsKey, h)
   if mark then
     if not budget.take(#record) then result[4] = 1 break end

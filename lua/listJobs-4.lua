@@ -34,19 +34,28 @@ local function bytewiseAfter(a, b)
   return #a > #b
 end
 
+-- The job id of a member: a delayed zset's member of a job with a flow key holds the key after a
+-- space (delayedMember in includes/job.lua); the members of one score sort as their ids do.
+local function idOf(member)
+  local at = string.find(member, ' ', 1, true)
+  if at then return string.sub(member, 1, at - 1) end
+  return member
+end
+
 -- rank of the first entry after the cursor
 local function startRank()
   if cursorTime == '-inf' then return 0 end
   if cursorId == '' then return redis.call('ZCOUNT', zsetKey, '-inf', cursorTime) end
   local score = redis.call('ZSCORE', zsetKey, cursorId)
   if score and tonumber(score) == tonumber(cursorTime) then return redis.call('ZRANK', zsetKey, cursorId) + 1 end
-  -- the cursor's job has left (redriven, purged): binary search among the jobs that died at that
-  -- time, which hold consecutive ranks ordered by id: log2(ties) single-entry ZRANGEs
+  -- the cursor's job has left (redriven, purged), or its member holds a flow key: binary search
+  -- among the jobs of that score, which hold consecutive ranks ordered by id: log2(ties)
+  -- single-entry ZRANGEs
   local lo = redis.call('ZCOUNT', zsetKey, '-inf', '(' .. cursorTime)
   local hi = lo + redis.call('ZCOUNT', zsetKey, cursorTime, cursorTime)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if bytewiseAfter(redis.call('ZRANGE', zsetKey, mid, mid)[1], cursorId) then hi = mid else lo = mid + 1 end
+    if bytewiseAfter(idOf(redis.call('ZRANGE', zsetKey, mid, mid)[1]), cursorId) then hi = mid else lo = mid + 1 end
   end
   return lo
 end
@@ -55,7 +64,7 @@ local start = startRank()
 local entries = redis.call('ZRANGE', zsetKey, start, start + limit - 1, 'WITHSCORES')
 local result = { 0 }
 for i = 1, #entries, 2 do
-  local id = entries[i]
+  local id = idOf(entries[i])
   if maxScore ~= '+inf' and tonumber(entries[i + 1]) > tonumber(maxScore) then break end
   local record = redis.call('HGET', jobsKey, id)
   if record then

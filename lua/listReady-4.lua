@@ -31,7 +31,7 @@ for i, id in ipairs(ids) do
   local record = redis.call('HGET', jobsKey, id)
   local h, inline
   if record then h, inline = decode(record) end
-  local ready = h and not seen[id] and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, id)
+  local ready = h and not seen[id] and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY]))
   if ready and ((from and h[H_RUN_AT] < from) or (to and h[H_RUN_AT] > to)) then ready = false end
   if ready then
     if not fitsListing(budget, bodiesKey, id, record, inline) then

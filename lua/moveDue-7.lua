@@ -13,8 +13,9 @@
   ARGV[1] fixed clock ms or ''  ARGV[2] limit per part  ARGV[3] the topic's max attempts
   ARGV[4] the topic's backoff spec  ARGV[5] random number in [0, 1) for jitter
   ARGV[6] dead retention ms  ARGV[7] byte budget of the records read (parts 1 and 3)
-  ARGV[8] '1': a flow topic (includes/flow.lua): due jobs go to their keys' lanes (their records
-          read, within the budget), and keys whose pace held them go back in the ring; '0': not
+  ARGV[8] '1': a flow topic (includes/flow.lua): due jobs go to their keys' lanes (each key read
+          off the job's delayed member, no record read), and keys whose pace held them go back in
+          the ring; '0': not
   Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready, givenBack,
             { group, id, chunk, group, id, chunk, ... } of the purged jobs that had a group }
   where more = 1 when a part hit its limit or the budget (call again now), nextAt is the earliest
@@ -86,41 +87,37 @@ drain(runningKey, now, function(id, record)
   tally(ended, code)
 end)
 
-local due = {}
-if flow then
-  -- each to its key's lane: the key is in the record's first bytes (not decoded); a key's ids go
-  -- in one push, in due order, the keys in the order their first ids fell due (flowRoute); a key's
-  -- lone id is kept as a string, a list made at its second
-  local routed, idsOf, keys = 0, {}, {}
-  moved = drain(k.delayed, now, function(id, record)
-    local state, key = stateAndKey(record)
-    if state == PENDING then
-      key = key or ''
-      local ids = idsOf[key]
-      if not ids then
-        idsOf[key] = id
-        keys[#keys + 1] = key
-      elseif type(ids) == 'string' then
-        idsOf[key] = { ids, id }
-      else
-        ids[#ids + 1] = id
-      end
-      routed = routed + 1
-    end
-  end)
-  if routed > 0 then
-    flowRoute(k.jobs, keys, idsOf)
-    countReady(flowKeys(k.jobs), routed)
-  end
-else
-  due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
-end
+local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
 if #due > 0 then
   redis.call('ZREMRANGEBYRANK', k.delayed, 0, #due - 1)
-  redis.call('RPUSH', k.ready, unpack(due))
-  redis.call('HINCRBY', k.jobs, READY_TAIL_FIELD, #due)
   moved = #due
   if #due == limit then more = 1 end
+end
+if #due > 0 and flow then
+  -- each to its key's lane, its key read off its member (delayedMember in includes/job.lua: the
+  -- id, then a space and the key, none for the key ''); a key's ids go in one push, in due order,
+  -- the keys in the order their first ids fell due (flowRoute); a key's lone id is kept as a
+  -- string, a list made at its second
+  local idsOf, keys = {}, {}
+  for _, member in ipairs(due) do
+    local id, key = member, ''
+    local at = string.find(member, ' ', 1, true)
+    if at then id, key = string.sub(member, 1, at - 1), string.sub(member, at + 1) end
+    local ids = idsOf[key]
+    if not ids then
+      idsOf[key] = id
+      keys[#keys + 1] = key
+    elseif type(ids) == 'string' then
+      idsOf[key] = { ids, id }
+    else
+      ids[#ids + 1] = id
+    end
+  end
+  flowRoute(k.jobs, keys, idsOf)
+  countReady(flowKeys(k.jobs), #due)
+elseif #due > 0 then
+  redis.call('RPUSH', k.ready, unpack(due))
+  redis.call('HINCRBY', k.jobs, READY_TAIL_FIELD, #due)
 end
 
 local f = flow and flowKeys(k.jobs)

@@ -45,7 +45,7 @@ for _, id in ipairs(ids) do
       h[H_STATE], h[H_ATTEMPTS], h[H_RUN_AT], h[H_UPDATED] = PENDING, 0, now, now
       if by then h[H_BY] = by end
       save(jobsKey, id, h, inline)
-      redis.call('ZADD', delayedKey, now, id)
+      redis.call('ZADD', delayedKey, now, delayedMember(id, h[H_KEY]))
       redriven = redriven + 1
     end
     redis.call('ZREM', deadKey, id)

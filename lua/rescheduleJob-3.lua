@@ -27,7 +27,7 @@ if ARGV[3] ~= '' then
   local headBefore = headScore(delayedKey)
   h[H_RUN_AT] = due
   -- A ready job goes back to delayed; its id left in the ready list is skipped by claim.
-  redis.call('ZADD', delayedKey, due, id)
+  redis.call('ZADD', delayedKey, due, delayedMember(id, h[H_KEY]))
   if not headBefore or due < headBefore then headChanged = 1 end
 end
 local body

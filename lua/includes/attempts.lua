@@ -45,7 +45,7 @@ local function failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackof
   local due = now + (retryAfter or retryDelay(h[H_BACKOFF] or defaultBackoff, h[H_ATTEMPTS], rand))
   h[H_STATE] = PENDING
   h[H_RUN_AT] = due
-  redis.call('ZADD', k.delayed, due, id)
+  redis.call('ZADD', k.delayed, due, delayedMember(id, h[H_KEY]))
   save(k.jobs, id, h, inline)
   return OUTCOME.RETRY_SCHEDULED, due
 end

@@ -16,7 +16,7 @@ local function cancelNow(k, id, h, inline, now, retention, by)
     redis.call('ZREM', k.running, id)
     flowLeave(k.jobs, h, now)
   else
-    redis.call('ZREM', k.delayed, id)
+    redis.call('ZREM', k.delayed, delayedMember(id, h[H_KEY]))
   end
   h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
   if by then h[H_BY] = by end

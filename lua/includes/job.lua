@@ -14,8 +14,7 @@
 --- @include "call"
 
 -- H_KEY: the job's flow key on a flow topic ('' for none given: see includes/flow.lua), false on
--- any other topic. Second, right after the state: a sweep reads both off the record's first bytes
--- without decoding it (stateAndKey, below).
+-- any other topic; a pending job's delayed member holds it too (delayedMember, below).
 local H_STATE, H_KEY = 1, 2
 local H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
   3, 4, 5, 6, 7, 8, 9, 10, 11, 12
@@ -54,23 +53,20 @@ local function decode(record)
   return header, string.sub(record, offset + 1)
 end
 
--- A record's header alone: decode without the copy of its inline body (a sweep routing or purging
--- a job reads its header only).
+-- A record's header alone: decode without the copy of its inline body (a sweep purging a job reads
+-- its header only).
 local function headerOf(record)
   local _, header = cmsgpack.unpack_one(record)
   return header
 end
 
--- A record's state and flow key (H_STATE, H_KEY) read off its first bytes, without decoding it: a
--- header of 16 slots or more is a msgpack array16 (3 bytes), then the state, a positive fixint,
--- then the key: false (0xc2) or a string of at most 65,535 bytes (fixstr, str8 or str16).
-local function stateAndKey(record)
-  local state, tag = string.byte(record, 4, 5)
-  if tag == 0xc2 then return state, false end
-  if tag >= 0xa0 and tag <= 0xbf then return state, string.sub(record, 6, 5 + tag - 0xa0) end
-  if tag == 0xd9 then return state, string.sub(record, 7, 6 + string.byte(record, 6)) end
-  local hi, lo = string.byte(record, 6, 7)
-  return state, string.sub(record, 8, 7 + hi * 256 + lo)
+-- Job `id`'s member in its topic's delayed zset, its flow key `key` (H_KEY) being false or '' (the
+-- id alone) or a key: the id, a space, the key. A flow sweep then takes each due job's key from
+-- the member (lua/moveDue-7.lua) instead of reading its record. Ids never hold a space, which
+-- sorts before every character an id holds, so the members of one score sort as their ids do.
+local function delayedMember(id, key)
+  if key and key ~= '' then return id .. ' ' .. key end
+  return id
 end
 
 -- The header of job `id`'s record, nil when there is none.
@@ -206,7 +202,7 @@ end
 -- lib/engine/shapes.ts, in this order.
 local function view(delayedKey, id, h, body)
   local state = h[H_STATE]
-  if state == PENDING and not redis.call('ZSCORE', delayedKey, id) then state = READY end
+  if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY])) then state = READY end
   return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
     h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY] }
 end

@@ -27,7 +27,7 @@ local function createJob(k, groupKey, id, due, now, o, body, prefetched)
   local h = { PENDING, o.key, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group, false }
   placeInGroup(k.jobs, groupKey, h, old, oldChunk)
   store(k.jobs, k.bodies, id, h, body, record ~= false)
-  redis.call('ZADD', k.delayed, due, id)
+  redis.call('ZADD', k.delayed, due, delayedMember(id, h[H_KEY]))
   addToGroup(k.jobs, groupKey, id, h)
   if old and old ~= h[H_GROUP] then return true, { old, oldChunk or 0 } end
   return true, false
@@ -57,14 +57,15 @@ local function handOver(k, r, id, now)
   local before = r[S_LAST_ID]
   r[S_LAST_ID] = id
   if not before or before == id then return false end
-  local due = redis.call('ZSCORE', k.delayed, before)
-  if not due or tonumber(due) <= now then return false end
   local record = redis.call('HGET', k.jobs, before)
   if not record then return false end
   local h, inline = decode(record)
   if h[H_STATE] ~= PENDING or h[H_ATTEMPTS] ~= 0 then return false end
+  local member = delayedMember(before, h[H_KEY])
+  local due = redis.call('ZSCORE', k.delayed, member)
+  if not due or tonumber(due) <= now then return false end
   h[H_RUN_AT], h[H_UPDATED] = now, now
   save(k.jobs, before, h, inline)
-  redis.call('ZADD', k.delayed, now, before)
+  redis.call('ZADD', k.delayed, now, member)
   return true
 end

@@ -43,8 +43,8 @@ export const BUDGET = {
 
 /** The budget per job of a flow topic's paths (100 keys, 10 jobs each; DESIGN.md, "Per-job cost budget"). At most. */
 export const FLOW_BUDGET = {
-  /** moveDue-7 with the flow flag: the due jobs' records read 100 at a time (HMGET) for their keys, the keys' states in one HMGET; each key's due ids pushed behind its head in one RPUSH, or, for a key with none, the first made its head (the rest in one RPUSH) and the key put in the ring; the states it changed written at the end in one HSET. */
-  flowSweep: { scriptCalls: 0.004, commands: 0.15 },
+  /** moveDue-7 with the flow flag: the due jobs' keys read off their delayed members (no record read), the keys' states in one HMGET; each key's due ids pushed behind its head in one RPUSH, or, for a key with none, the first made its head (the rest in one RPUSH) and the key put in the ring; the states it changed written at the end in one HSET. */
+  flowSweep: { scriptCalls: 0.004, commands: 0.14 },
   /**
    * claimFlow-6 with start, 10 a call: per job a lane pop (the key's next head) and the claim as
    * claimJobs-7's; keys come off the ring as many at a time as the call still wants (LPOP with a

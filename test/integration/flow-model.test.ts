@@ -1,10 +1,11 @@
 /**
  * Flow control under random operations, against a real redis-server: adds with random keys,
- * sweeps, claims, starts, acks, failures, ttr expiries, cancels, releases, key pauses and pinned
- * limits in a random order (a seeded generator: a failure prints its seed). After every step the
- * keys' state must be true: each key's running count equals its jobs in the running zset, no
- * claim takes a key past its concurrency or the topic past its cap, the ring holds each key at
- * most once, and the lanes' count matches their ids. At the end, with every pause lifted, every
+ * sweeps, claims, starts, acks, failures, ttr expiries, cancels, replacements under another key,
+ * reschedules, redrives, releases, key pauses and pinned limits in a random order (a seeded
+ * generator: a failure prints its seed). After every step the keys' state must be true: each key's
+ * running count equals its jobs in the running zset, no claim takes a key past its concurrency or
+ * the topic past its cap, the ring holds each key at most once, the lanes' count matches their
+ * ids, and every member of the delayed zset is a delayed job's, carrying that job's key. At the end, with every pause lifted, every
  * job finishes and no key's state is left behind (no ghost slots, nothing stuck).
  */
 import assert from 'node:assert/strict';
@@ -68,6 +69,15 @@ describe('flow control: random operations keep every key true', () => {
         assert.equal(Number((await r.hget(`${jobs}#flow`, '#ready')) ?? 0), lanes, `${step}: the lanes' count`);
         const ring = await r.lrange(`${jobs}#lanes`, 0, -1);
         assert.equal(new Set(ring).size, ring.length, `${step}: a key twice in the ring: ${ring.join(',')}`);
+        // the sweep routes a due job by the key its member carries: none stale, none mislabelled
+        const members = await r.zrange(`dq:{f:${topic}}:delayed:${topic}`, 0, -1);
+        const delayed = members.map((m) => m.split(' ')[0]!);
+        assert.equal(new Set(delayed).size, delayed.length, `${step}: a job twice in the delayed zset: ${members.join(',')}`);
+        for (const [i, member] of members.entries()) {
+          const job = await q.get(topic, delayed[i]!);
+          assert.equal(job?.state, 'delayed', `${step}: member '${member}' of a job ${job?.state ?? 'gone'}`);
+          assert.equal(member, job.key ? `${job.id} ${job.key}` : job.id, `${step}: the member of ${job.id}, key '${job.key}'`);
+        }
         return byKey;
       };
 
@@ -110,8 +120,22 @@ describe('flow control: random operations keep every key true', () => {
           const j = claimed.splice(Math.floor(rand() * claimed.length), 1)[0]!;
           await q.engine.release([j], 'model');
         } else if (op < 0.82 && added > 0) {
-          name = 'cancel';
-          await q.cancel(topic, `j${Math.floor(rand() * added)}`, { by: 'model' }).catch(() => undefined); // 404, 409: fine
+          const change = rand();
+          const id = `j${Math.floor(rand() * added)}`;
+          if (change < 0.4) {
+            name = 'cancel';
+            await q.cancel(topic, id, { by: 'model' }).catch(() => undefined); // 404, 409: fine
+          } else if (change < 0.7) {
+            name = 'replace under a key';
+            const key = pick(KEYS);
+            await q.put(topic, id, { delay: pick([0, 1]), body: { n: step }, ...(key ? { key } : {}) }, { by: 'model' }); // refused when finished: fine
+          } else if (change < 0.85) {
+            name = 'reschedule';
+            await q.reschedule(topic, id, { delay: pick([0, 1]) }).catch(() => undefined); // 404, 409: fine
+          } else {
+            name = 'redrive';
+            await q.redrive(topic, { count: 5 }, 'model');
+          }
         } else if (op < 0.87) {
           name = 'clock';
           clock.advance(pick([100, 1000, 6000]));

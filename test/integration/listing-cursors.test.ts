@@ -65,4 +65,32 @@ describe('jobs listing cursors (real redis-server)', () => {
     );
     assert.equal(third.next, null);
   });
+  it("pages a flow topic's delayed jobs of one due time, keys in their members, each once and in id order", async () => {
+    const topic = uniqueTopic('list-flow');
+    const q = makeQueue(redis.client(), { [topic]: { flow: { concurrency: 1 } } });
+    const runAt = Date.now() + 3_600_000;
+    // ids that prefix one another, under keys that would order their members otherwise
+    const jobs = [
+      ['a', 'zz'],
+      ['a-b', ''],
+      ['a.c', 'a'],
+      ['ab', 'k'],
+      ['b', ''],
+      ['b-1', 'z'],
+      ['c', 'a'],
+    ] as const;
+    for (const [id, key] of jobs) await q.add({ topic, id, runAt: new Date(runAt).toISOString(), ...(key ? { key } : {}) });
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < jobs.length + 1; page++) {
+      const got = await q.listJobs(topic, { state: 'delayed', limit: 2, ...(cursor ? { cursor } : {}) });
+      seen.push(...got.jobs.map((j) => `${j.id}/${j.key ?? ''}`));
+      if (!got.next) break;
+      cursor = got.next;
+    }
+    assert.deepEqual(
+      seen,
+      jobs.map(([id, key]) => `${id}/${key}`),
+    );
+  });
 });
