@@ -32,12 +32,14 @@
  *    keys of 10 jobs each falling due 1 s later (10 ms apart), drained by 5 claim loops
  *    (claimStarted of 10, acked at once) under a combined cap of 50; each cold key's first start
  *    minus its due time. The same on a plain topic (no flow) for contrast.
- * 3. cheap: BENCH_CHEAP_JOBS (20,000) jobs added, swept, claimed, started and acked, on a plain
+ * 3. cheap: BENCH_CHEAP_JOBS (100,000) jobs added, swept, claimed, started and acked, on a plain
  *    topic, on a flow topic (100 keys, per-key limits that never bind) and on a flow topic with no
- *    per-key limits, in calls of 100 jobs and, half as many jobs, of one job (32 in flight), each
- *    path BENCH_CHEAP_REPEATS (3) times in turn (the median is reported): Redis CPU (INFO cpu,
- *    user + sys, and each alone) and commands per job (INFO commandstats: the commands the scripts run included),
- *    and the flow topic's ratio to the plain one. Memory: BENCH_MEMORY_KEYS (100,000) ready jobs
+ *    per-key limits, in calls of 100 jobs and, half as many jobs, of one job (32 in flight): the
+ *    three on redis-servers of their own side by side, in BENCH_CHEAP_ROUNDS (50) rounds of a
+ *    chunk of jobs on each path in turn (so the VM's drift falls on all three alike): Redis CPU
+ *    (INFO cpu before and after each chunk, user + sys, and each alone) and commands per job (INFO
+ *    commandstats: the commands the scripts run included), and the flow topic's ratio to the plain
+ *    one, over all rounds and round by round. Memory: BENCH_MEMORY_KEYS (100,000) ready jobs
  *    on a plain topic, on a flow topic under one key, and under as many distinct keys (INFO memory
  *    used_memory); bytes per active key. Then the distinct keys' jobs, and the plain ones, are all
  *    claimed and acked (retention 0): used_memory against before, and what is left of the keys'
@@ -73,11 +75,11 @@ const N = {
   killPercent: envInt('BENCH_KILL_PERCENT', 5),
   fairHot: envInt('BENCH_FAIR_HOT', 100_000),
   fairColdKeys: envInt('BENCH_FAIR_COLD_KEYS', 99),
-  cheapJobs: envInt('BENCH_CHEAP_JOBS', 20_000),
+  cheapJobs: envInt('BENCH_CHEAP_JOBS', 100_000),
   memoryKeys: envInt('BENCH_MEMORY_KEYS', 100_000),
   pauseCycles: envInt('BENCH_PAUSE_CYCLES', 100),
 };
-const REPEATS = envInt('BENCH_CHEAP_REPEATS', 3); // runs of each path in the cost comparison
+const ROUNDS = envInt('BENCH_CHEAP_ROUNDS', 50); // rounds of the cost comparison: a chunk of jobs on each path in turn
 const BY = 'bench'; // the API key's name the jobs are added with (updatedBy)
 const BODY = JSON.stringify({ order: 'x'.repeat(36) }); // 50 bytes
 
@@ -785,50 +787,96 @@ async function redisCounters(redis: Redis) {
 }
 
 type CostPath = 'plain' | 'flow' | 'flow, no key limits';
+const COST_PATHS: readonly CostPath[] = ['plain', 'flow', 'flow, no key limits'];
 
-async function costRun(path: CostPath, per: number, jobs: number) {
-  const flow = path !== 'plain';
-  return withRedis(async (_server, redis) => {
-    const TOPIC = 'cheap';
+/** Redis CPU seconds (user, sys) from INFO cpu: a read costs Redis a few µs. */
+async function cpuNow(redis: Redis) {
+  const cpu = await redis.info('cpu');
+  return { user: Number(info(cpu, 'used_cpu_user')), sys: Number(info(cpu, 'used_cpu_sys')) };
+}
+
+/**
+ * The three paths side by side, each on a redis-server of its own, all started together: `jobs`
+ * jobs a path in `rounds` rounds, each round a chunk of jobs on every path in turn (the order
+ * rotating from round to round), each chunk's Redis CPU read from INFO before and after it. The
+ * VM's speed drifts by ±20 % within a minute; interleaved chunks of a fraction of a second share
+ * its drift, where runs of a path one after another do not.
+ */
+async function costRuns(per: number, jobs: number, rounds: number) {
+  const servers: RedisProcess[] = [];
+  const clients: Redis[] = [];
+  try {
+    for (const _ of COST_PATHS) servers.push(await startRedis());
     const keys = keyNames(100);
-    // limits that never bind: concurrency 1,000 a key, 1,000,000 starts a second with a burst of 1,000
-    const limits = path === 'flow' ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } } : path === 'flow, no key limits' ? { flow: {} } : {};
-    const engine = engineOn(redis, { [TOPIC]: { concurrency: 10_000, ...limits } });
-    let made = 0;
-    const cycle = async (count: number) => {
-      const all = Array.from({ length: count }, () => {
-        const i = made++;
-        const key = keys[i % keys.length]!;
-        return newJob(engine, TOPIC, `${key}.${i}`, { kind: 'd', ms: 0 }, flow ? key : undefined);
+    const TOPIC = 'cheap';
+    const runs = COST_PATHS.map((path, i) => {
+      const redis = new Redis(servers[i]!.url, { maxRetriesPerRequest: null });
+      clients.push(redis);
+      const flow = path !== 'plain';
+      // limits that never bind: concurrency 1,000 a key, 1,000,000 starts a second with a burst of 1,000
+      const limits = path === 'flow' ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } } : path === 'flow, no key limits' ? { flow: {} } : {};
+      const engine = engineOn(redis, { [TOPIC]: { concurrency: 10_000, ...limits } });
+      let made = 0;
+      const cycle = async (count: number) => {
+        const all = Array.from({ length: count }, () => {
+          const i = made++;
+          const key = keys[i % keys.length]!;
+          return newJob(engine, TOPIC, `${key}.${i}`, { kind: 'd', ms: 0 }, flow ? key : undefined);
+        });
+        await addSweepClaimAck(engine, TOPIC, all, per);
+      };
+      return { path, redis, cycle, user: [] as number[], sys: [] as number[], wallS: 0, before: undefined as Awaited<ReturnType<typeof redisCounters>> | undefined };
+    });
+    for (const r of runs) {
+      await r.cycle(200); // warm: the library loaded, the keys made
+      await r.redis.config('RESETSTAT');
+      r.before = await redisCounters(r.redis);
+    }
+    const chunk = Math.max(1, Math.round(jobs / rounds));
+    for (let round = 0; round < rounds; round++) {
+      for (let j = 0; j < runs.length; j++) {
+        const r = runs[(round + j) % runs.length]!;
+        const a = await cpuNow(r.redis);
+        const began = performance.now();
+        await r.cycle(chunk);
+        r.wallS += (performance.now() - began) / 1000;
+        const b = await cpuNow(r.redis);
+        r.user.push(b.user - a.user);
+        r.sys.push(b.sys - a.sys);
+      }
+    }
+    const sum = (xs: number[]) => xs.reduce((x, y) => x + y, 0);
+    const done = chunk * rounds;
+    const results = [];
+    for (const r of runs) {
+      const after = await redisCounters(r.redis);
+      const before = r.before!;
+      const byCommand = Object.fromEntries(
+        Object.entries(after.byCommand)
+          .map(([name, calls]) => [name, round((calls - (before.byCommand[name] ?? 0)) / done, 3)] as const)
+          .filter(([, perJob]) => perJob > 0)
+          .sort((x, y) => y[1] - x[1]),
+      );
+      results.push({
+        path: r.path,
+        per,
+        jobs: done,
+        cpuUs: round(((sum(r.user) + sum(r.sys)) * 1e6) / done, 1),
+        /** Each round's chunk, µs a job. */
+        cpuUsEach: r.user.map((u, i) => round(((u + r.sys[i]!) * 1e6) / chunk, 1)),
+        userUs: round((sum(r.user) * 1e6) / done, 1),
+        sysUs: round((sum(r.sys) * 1e6) / done, 1),
+        commands: round((after.commands - before.commands) / done, 2), // INFO not counted
+        scriptCalls: round((after.scriptCalls - before.scriptCalls) / done, 3),
+        jobsPerSecond: round(done / r.wallS, 0),
+        byCommand,
       });
-      await addSweepClaimAck(engine, TOPIC, all, per);
-    };
-    await cycle(200); // warm: the library loaded, the keys made
-    await redis.config('RESETSTAT');
-    const before = await redisCounters(redis);
-    const began = performance.now();
-    await cycle(jobs);
-    const wallS = (performance.now() - began) / 1000;
-    const after = await redisCounters(redis);
-    const byCommand = Object.fromEntries(
-      Object.entries(after.byCommand)
-        .map(([name, calls]) => [name, round((calls - (before.byCommand[name] ?? 0)) / jobs, 3)] as const)
-        .filter(([, perJob]) => perJob > 0)
-        .sort((a, b) => b[1] - a[1]),
-    );
-    return {
-      path,
-      per,
-      jobs,
-      cpuUs: round(((after.cpuS - before.cpuS) * 1e6) / jobs, 1),
-      userUs: round(((after.userS - before.userS) * 1e6) / jobs, 1),
-      sysUs: round(((after.sysS - before.sysS) * 1e6) / jobs, 1),
-      commands: round((after.commands - before.commands) / jobs, 2),
-      scriptCalls: round((after.scriptCalls - before.scriptCalls) / jobs, 3),
-      jobsPerSecond: round(jobs / wallS, 0),
-      byCommand,
-    };
-  });
+    }
+    return { chunk, rounds, results };
+  } finally {
+    for (const c of clients) c.disconnect();
+    for (const s of servers) await s.stop();
+  }
 }
 
 type MemoryKind = 'plain' | 'one key' | 'distinct keys';
@@ -925,29 +973,26 @@ async function memoryRun(kind: MemoryKind, m: number): Promise<MemoryResult> {
 }
 
 async function cheap(): Promise<Section> {
-  // each path REPEATS times, in turn (plain, flow, no key limits, plain, …): the median of each,
-  // as the VM's speed drifts within a minute
   const runs = [];
   for (const per of [100, 1]) {
     const jobs = per === 1 ? Math.max(1, Math.round(N.cheapJobs / 2)) : N.cheapJobs;
-    const all: Record<CostPath, Awaited<ReturnType<typeof costRun>>[]> = { plain: [], flow: [], 'flow, no key limits': [] };
-    for (let i = 0; i < REPEATS; i++) for (const path of Object.keys(all) as CostPath[]) all[path].push(await costRun(path, per, jobs));
-    const median = (path: CostPath) => {
-      const list = all[path];
-      const mid = (xs: number[]) => quantile(sorted(xs), 0.5);
-      return {
-        path,
-        cpuUs: mid(list.map((r) => r.cpuUs)),
-        cpuUsEach: list.map((r) => r.cpuUs),
-        userUs: mid(list.map((r) => r.userUs)),
-        sysUs: mid(list.map((r) => r.sysUs)),
-        commands: mid(list.map((r) => r.commands)),
-        scriptCalls: mid(list.map((r) => r.scriptCalls)),
-        byCommand: list[0]!.byCommand,
-      };
-    };
-    const [plain, flow, bare] = [median('plain'), median('flow'), median('flow, no key limits')];
-    runs.push({ per, jobs, plain, flow, bare, cpuRatio: round(flow.cpuUs / plain.cpuUs, 2), commandsRatio: round(flow.commands / plain.commands, 2), bareCpuRatio: round(bare.cpuUs / plain.cpuUs, 2) });
+    const { chunk, results } = await costRuns(per, jobs, ROUNDS);
+    const [plain, flow, bare] = COST_PATHS.map((path) => results.find((r) => r.path === path)!);
+    // each round's ratio, flow chunk over plain chunk: how far the drift left within a round moves it
+    const each = plain!.cpuUsEach.map((p, i) => flow!.cpuUsEach[i]! / p);
+    runs.push({
+      per,
+      jobs: plain!.jobs,
+      chunk,
+      plain: plain!,
+      flow: flow!,
+      bare: bare!,
+      cpuRatio: round(flow!.cpuUs / plain!.cpuUs, 3),
+      userRatio: round(flow!.userUs / plain!.userUs, 3),
+      roundRatios: { min: round(Math.min(...each), 2), median: round(quantile(sorted(each), 0.5), 2), max: round(Math.max(...each), 2) },
+      commandsRatio: round(flow!.commands / plain!.commands, 2),
+      bareCpuRatio: round(bare!.cpuUs / plain!.cpuUs, 3),
+    });
   }
   const plainMem = await memoryRun('plain', N.memoryKeys);
   const oneKey = await memoryRun('one key', N.memoryKeys);
@@ -960,15 +1005,12 @@ async function cheap(): Promise<Section> {
   for (const r of runs) {
     const how = r.per === 1 ? 'one job a call, 32 in flight' : `calls of ${r.per} jobs`;
     rows.push([
-      `${fmt(r.jobs)} jobs added, claimed, started, acked in ${how}: Redis CPU per job (median of ${REPEATS}), plain / flow (no key limits)`,
+      `${fmt(r.jobs)} jobs a path added, claimed, started, acked in ${how}, ${ROUNDS} rounds of ${fmt(r.chunk)} a path in turn: Redis CPU per job, plain / flow (no key limits)`,
       `${fmt(r.plain.cpuUs, 1)} / ${fmt(r.flow.cpuUs, 1)} (${fmt(r.bare.cpuUs, 1)}) µs = ${r.cpuRatio}× (${r.bareCpuRatio}×)`,
       verdict(r.cpuRatio <= 1.2, '≤ 1.2×'),
     ]);
-    rows.push([
-      '  of which user / system (the kernel’s, for the requests), medians, plain / flow',
-      `${fmt(r.plain.userUs, 1)} / ${fmt(r.plain.sysUs, 1)} µs; ${fmt(r.flow.userUs, 1)} / ${fmt(r.flow.sysUs, 1)} µs: user ${round(r.flow.userUs / r.plain.userUs, 2)}×`,
-      '',
-    ]);
+    rows.push(['  flow ÷ plain in each round: min / median / max', `${r.roundRatios.min}× / ${r.roundRatios.median}× / ${r.roundRatios.max}×`, '']);
+    rows.push(['  of which user / system (the kernel’s, for the requests), plain / flow', `${fmt(r.plain.userUs, 1)} / ${fmt(r.plain.sysUs, 1)} µs; ${fmt(r.flow.userUs, 1)} / ${fmt(r.flow.sysUs, 1)} µs: user ${r.userRatio}×`, '']);
     rows.push([
       '  commands (script calls) per job, plain / flow',
       `${fmt(r.plain.commands, 2)} (${r.plain.scriptCalls}) / ${fmt(r.flow.commands, 2)} (${r.flow.scriptCalls}) = ${r.commandsRatio}×`,
