@@ -5,6 +5,7 @@ import { holdSweeperLease, LEASE, releaseSweeperLease, wakeListKey, type Engine,
 import { requestFanout } from './fanout';
 import type { Invoker } from '../platform/lambda';
 import { DEFAULT_TIMINGS, type Timings } from '../rules/config';
+import { TTR_SECONDS } from '../rules/limits';
 import { emitMetrics, type Logger } from '../platform/log';
 
 export interface SweeperDeps {
@@ -89,7 +90,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * one sweeper runs at a time; invokes the fan-out whenever jobs became ready.
  */
 export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
-  const { engine, log } = deps;
+  const { engine } = deps;
   const t = deps.timings ?? DEFAULT_TIMINGS;
   const owner = randomBytes(8).toString('hex');
   const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
@@ -99,52 +100,68 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const waker = new Waker(engine.ctx.redis, wakeListKey(), t.sweeperMaxWaitMs);
   let wakes = 0; // the wake counter seen before the latest sweep
   // A sweep that left jobs ready is followed by claims, whose time-to-run deadlines that sweep could
-  // not see: before it exits, the sweeper looks once more (within sweeperMaxWaitMs), so an attempt
-  // claimed then whose handler dies is timed out at its deadline, not at the next tick.
-  let lookAgain = false;
+  // not see: while jobs are left ready the sweeper looks again within the shortest ttr a job may
+  // have (lookMs), so an attempt claimed then whose handler dies is timed out at its deadline (the
+  // next look sees it running), not at the next tick. With nothing else due within the horizon it
+  // looks so for up to sweeperMaxWaitMs, then exits (a fan-out that never claims does not keep it).
+  const lookMs = Math.min(t.sweeperMaxWaitMs, TTR_SECONDS.min * 1000);
+  let lookingSince: number | null = null; // when the looks at jobs left ready began, nothing else due
   try {
     for (;;) {
       if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, report);
-      let result: SweepResult;
-      let sweptFrom = 0;
-      let asked = false; // this sweep invoked the fan-out (or found one running)
-      try {
-        wakes = await hold(null, true);
-        if (wakes === LEASE.NOT_OWNER) {
-          log.warn('sweeper lost its lease to another sweeper');
-          return { ...report, outcome: 'busy' };
-        }
-        // the fan-out is invoked as soon as jobs are ready, beside the schedules' advance
-        // the sweep reads Redis's time `now` right after this: the wait for `nextAt` counts from
-        // here, less what the sweep and the fan-out's invoke took (else every wake-up is late by them)
-        sweptFrom = performance.now();
-        result = await engine.sweep(undefined, async (ready) => {
-          asked = await fanOut(deps, t, ready, report);
-        });
-      } catch (error) {
-        log.error('sweep failed; retrying', { error });
-        emitMetrics({}, { sweeperErrors: { unit: 'Count', value: 1 } });
-        await pause(t.sweeperErrorPauseMs);
-        continue;
-      }
+      const swept = await sweepOnce(deps, t, report, () => hold(null, true));
+      if (swept === 'lost') return { ...report, outcome: 'busy' };
+      if (!swept) continue;
+      const { result, sweptFrom, asked } = swept;
+      wakes = swept.wakes;
       await afterSweep(deps, t, result, report, asked);
       if (result.more) continue;
 
       const waitFor = () => (result.nextAt === null ? Infinity : result.nextAt - result.now - (performance.now() - sweptFrom));
       const readyLeft = Object.keys(result.readyByTopic).length > 0;
-      if (waitFor() > t.sweeperHorizonMs && (lookAgain || !readyLeft)) {
+      if (waitFor() <= t.sweeperHorizonMs) lookingSince = null;
+      else if (!readyLeft || (lookingSince !== null && performance.now() - lookingSince >= t.sweeperMaxWaitMs)) {
         const released = await releaseSweeperLease(engine.ctx, { owner, wakesSeen: wakes, force: false }).catch(() => LEASE.KEPT);
         if (released === LEASE.RELEASED || released === LEASE.NOT_OWNER) return { ...report, outcome: 'idle' };
         continue; // a wake-up arrived since the sweep
-      }
-      lookAgain = waitFor() > t.sweeperHorizonMs; // this wait is the last look before it exits
-      // the look planned (the wake-ups compare a job's due time with it): the next due time, or the look again
-      await hold(lookAgain ? Math.min(result.nextAt ?? Infinity, result.now + t.sweeperMaxWaitMs) : result.nextAt, false).catch(() => 0);
+      } else lookingSince ??= performance.now();
+      // the look planned (the wake-ups compare a job's due time with it): the next due time, or
+      // sooner while jobs are left ready
+      await hold(readyLeft ? Math.min(result.nextAt ?? Infinity, result.now + lookMs) : result.nextAt, false).catch(() => 0);
       const budget = deps.remainingMs() - t.sweeperReserveMs;
-      await waker.wait(Math.min(waitFor(), t.sweeperMaxWaitMs, Math.max(0, budget)));
+      await waker.wait(Math.min(waitFor(), readyLeft ? lookMs : t.sweeperMaxWaitMs, Math.max(0, budget)));
     }
   } finally {
     waker.close();
+  }
+}
+
+/**
+ * One sweep under the lease (`hold` renews it and clears the wake-ups): its result, when it began
+ * (the sweep reads Redis's time `now` right after: the wait for `nextAt` counts from here, less what
+ * the sweep and the fan-out's invoke took, else every wake-up is late by them), whether it invoked
+ * the fan-out (or found one running) and the wake counter seen before it; 'lost' when another
+ * sweeper holds the lease; null when it failed (logged, after a pause).
+ */
+async function sweepOnce(deps: SweeperDeps, t: Timings, report: SweeperReport, hold: () => Promise<number>): Promise<{ result: SweepResult; sweptFrom: number; asked: boolean; wakes: number } | 'lost' | null> {
+  try {
+    const wakes = await hold();
+    if (wakes === LEASE.NOT_OWNER) {
+      deps.log.warn('sweeper lost its lease to another sweeper');
+      return 'lost';
+    }
+    const sweptFrom = performance.now();
+    let asked = false;
+    // the fan-out is invoked as soon as jobs are ready, beside the schedules' advance
+    const result = await deps.engine.sweep(undefined, async (ready) => {
+      asked = await fanOut(deps, t, ready, report);
+    });
+    return { result, sweptFrom, asked, wakes };
+  } catch (error) {
+    deps.log.error('sweep failed; retrying', { error });
+    emitMetrics({}, { sweeperErrors: { unit: 'Count', value: 1 } });
+    await pause(t.sweeperErrorPauseMs);
+    return null;
   }
 }
 

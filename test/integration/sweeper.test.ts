@@ -10,6 +10,7 @@ import * as script from '../../lib/engine/scripts';
 import { runSweeper } from '../../lib/roles/sweeper';
 import { Engine } from '../../lib/engine';
 import { DEFAULT_TIMINGS, resolveQueueConfig } from '../../lib/rules/config';
+import { TTR_SECONDS } from '../../lib/rules/limits';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { createRedis } from '../../lib/platform/redis';
 import { freePort, startRedis, useRedisServer } from '../support/redis';
@@ -115,6 +116,28 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const job = await queue.get(topic, 'claimed-late');
       assert.equal(job?.state, 'ready', `the sweeper saw the claim's deadline and gave the attempt back; it is ${job?.state}`);
       assert.match(job?.lastError ?? '', /given back/);
+    }));
+
+  it('after a sweep that left jobs ready it plans its next look within the shortest ttr, not its longest wait: an attempt claimed then, whose handler dies, is timed out at its deadline', () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic();
+      const queue = makeQueue(r, { [topic]: { handler: 'h', ttr: 1 } });
+      await queue.add({ topic, id: 'claimed-quiet', delay: 0 });
+      const invoker = new RecordingInvoker(); // the fan-out it invokes does nothing: this test claims
+      let stop = false; // then the sweeper hands over (to the recording invoker) at its next look
+      const sweeper = runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => (stop ? 0 : 60_000) }); // the default timings: 10 s waits at most
+      // the sweep left the job ready and the sweeper planned its next look: when?
+      let planned: string | null = null;
+      while ((await queue.get(topic, 'claimed-quiet'))?.state !== 'ready' || (planned = await r.get(sweeperKeys().next)) === null) await new Promise((done) => setTimeout(done, 5));
+      const [seconds, micros] = await r.time();
+      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      assert.ok(Number(planned) - now <= TTR_SECONDS.min * 1000, `its next look is ${Number(planned) - now} ms away: a job claimed now with the shortest ttr would be timed out that late`);
+      const [claimed] = await queue.engine.claim(topic, 1); // the fan-out's claim, after the sweep; its handler never starts
+      assert.ok(claimed);
+      // the sweeper gives the attempt back once its deadline has passed (waited for, not timed)
+      while (!/given back/.test((await queue.get(topic, 'claimed-quiet'))?.lastError ?? '')) await new Promise((done) => setTimeout(done, 20));
+      stop = true;
+      assert.equal((await sweeper).outcome, 'handed_over');
     }));
 
   it('holds a lease: a second sweeper started meanwhile returns busy', () =>
@@ -260,7 +283,8 @@ describe('sweeper and fan-out (real redis-server)', () => {
         }
         return result;
       };
-      const running = runSweeper({ engine, invoker, log, remainingMs: () => 60_000 });
+      let stop = false; // then it hands over at its next look, instead of looking on at the jobs left ready
+      const running = runSweeper({ engine, invoker, log, remainingMs: () => (stop ? 0 : 60_000) });
       try {
         let c = await real.get(topic, 'c');
         while (c === null || c.state === 'delayed') {
@@ -271,6 +295,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
         assert.equal(b?.state, 'delayed', 'c was moved by a sweep before b fell due, not with b 8 s later');
         assert.equal(c.state, 'ready');
       } finally {
+        stop = true;
         await running;
       }
     }));
