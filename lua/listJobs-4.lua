@@ -34,14 +34,6 @@ local function bytewiseAfter(a, b)
   return #a > #b
 end
 
--- The job id of a member: a delayed zset's member of a job with a flow key holds the key after a
--- space (delayedMember in includes/job.lua); the members of one score sort as their ids do.
-local function idOf(member)
-  local at = string.find(member, ' ', 1, true)
-  if at then return string.sub(member, 1, at - 1) end
-  return member
-end
-
 -- rank of the first entry after the cursor
 local function startRank()
   if cursorTime == '-inf' then return 0 end
@@ -55,7 +47,7 @@ local function startRank()
   local hi = lo + redis.call('ZCOUNT', zsetKey, cursorTime, cursorTime)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if bytewiseAfter(idOf(redis.call('ZRANGE', zsetKey, mid, mid)[1]), cursorId) then hi = mid else lo = mid + 1 end
+    if bytewiseAfter((memberParts(redis.call('ZRANGE', zsetKey, mid, mid)[1])), cursorId) then hi = mid else lo = mid + 1 end
   end
   return lo
 end
@@ -64,7 +56,8 @@ local start = startRank()
 local entries = redis.call('ZRANGE', zsetKey, start, start + limit - 1, 'WITHSCORES')
 local result = { 0 }
 for i = 1, #entries, 2 do
-  local id = idOf(entries[i])
+  -- a delayed member may hold a flow key after the id (delayedMember in includes/job.lua)
+  local id = memberParts(entries[i])
   if maxScore ~= '+inf' and tonumber(entries[i + 1]) > tonumber(maxScore) then break end
   local record = redis.call('HGET', jobsKey, id)
   if record then

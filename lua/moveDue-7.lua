@@ -92,32 +92,29 @@ if #due > 0 then
   redis.call('ZREMRANGEBYRANK', k.delayed, 0, #due - 1)
   moved = #due
   if #due == limit then more = 1 end
-end
-if #due > 0 and flow then
-  -- each to its key's lane, its key read off its member (delayedMember in includes/job.lua: the
-  -- id, then a space and the key, none for the key ''); a key's ids go in one push, in due order,
-  -- the keys in the order their first ids fell due (flowRoute); a key's lone id is kept as a
-  -- string, a list made at its second
-  local idsOf, keys = {}, {}
-  for _, member in ipairs(due) do
-    local id, key = member, ''
-    local at = string.find(member, ' ', 1, true)
-    if at then id, key = string.sub(member, 1, at - 1), string.sub(member, at + 1) end
-    local ids = idsOf[key]
-    if not ids then
-      idsOf[key] = id
-      keys[#keys + 1] = key
-    elseif type(ids) == 'string' then
-      idsOf[key] = { ids, id }
-    else
-      ids[#ids + 1] = id
+  if flow then
+    -- each to its key's lane, its key read off its member (memberParts in includes/job.lua); a
+    -- key's ids go in one push, in due order, the keys in the order their first ids fell due
+    -- (flowRoute); a key's lone id is kept as a string, a list made at its second
+    local idsOf, keys = {}, {}
+    for _, member in ipairs(due) do
+      local id, key = memberParts(member)
+      local ids = idsOf[key]
+      if not ids then
+        idsOf[key] = id
+        keys[#keys + 1] = key
+      elseif type(ids) == 'string' then
+        idsOf[key] = { ids, id }
+      else
+        ids[#ids + 1] = id
+      end
     end
+    flowRoute(k.jobs, keys, idsOf)
+    countReady(flowKeys(k.jobs), #due)
+  else
+    redis.call('RPUSH', k.ready, unpack(due))
+    redis.call('HINCRBY', k.jobs, READY_TAIL_FIELD, #due)
   end
-  flowRoute(k.jobs, keys, idsOf)
-  countReady(flowKeys(k.jobs), #due)
-elseif #due > 0 then
-  redis.call('RPUSH', k.ready, unpack(due))
-  redis.call('HINCRBY', k.jobs, READY_TAIL_FIELD, #due)
 end
 
 local f = flow and flowKeys(k.jobs)
