@@ -63,15 +63,17 @@ local lanePrefix = laneKey(f, '') -- a key's lane: lanePrefix .. key
 -- and written directly (a table or closure a call costs more than it saves).
 local g = n > 1 and claimGather(f)
 
--- Takes key `key`'s ready ids (state `st`: its head, then its lane) until one is claimed; false
--- when none is left or the budget stopped it, 'more' when the visit passed STALE_PER_VISIT stale
--- ids (the key stays).
-local function claimFromLane(key, st)
+-- Takes key `key`'s ready ids (its head `head`, then its lane) until one is claimed. Returns what
+-- came of it, then the key's head after it: true (one claimed), false (none left, or the budget
+-- stopped the claim: the id is back at the head), 'more' (the visit passed STALE_PER_VISIT stale
+-- ids: the key stays).
+local function claimFromLane(key, head)
   for _ = 1, STALE_PER_VISIT do
     -- the key's first ready id: its head, which the lane's first refills
-    local id = st[F_HEAD]
-    if not id then return false end
-    st[F_HEAD] = redis.call('LPOP', lanePrefix .. key) or false
+    local id = head
+    if not id then return false, false end
+    local lane = lanePrefix .. key
+    head = redis.call('LPOP', lane) or false
     local record = redis.call('HGET', jobsKey, id)
     local h, inline
     if record then h, inline = decode(record) end
@@ -80,9 +82,10 @@ local function claimFromLane(key, st)
     local size = record and #record or 0
     if live and not mark then size = size + bodySize(bodiesKey, id, inline) end
     if not budget.take(size) then
-      pushFront(f, key, st, id)
+      -- first among the key's ready ids again
+      if head then redis.call('LPUSH', lane, head) end
       stopped = true
-      return false
+      return false, id
     end
     taken = taken + 1
     if mark then
@@ -94,66 +97,88 @@ local function claimFromLane(key, st)
     else
       h[H_KEY] = key
       result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. taken, late)
-      return true
+      return true, head
     end
   end
-  return 'more'
+  return 'more', head
+end
+
+-- Writes key `key`'s state from its parts (gathered: to the call's write; else at once), or deletes
+-- it when it is at rest and its pace has run out (spent: held in the wait zset until it has).
+local function saveVisit(key, running, ring, held, tat, conc, head)
+  if running <= 0 and ring == 0 and held == 0 and not head then
+    if tat <= now then
+      if g then
+        g.dels[#g.dels + 1] = key
+        g.raws[key] = false
+      else
+        redis.call('HDEL', f.state, key)
+      end
+      return
+    end
+    held = 1
+    redis.call('ZADD', f.wait, tat, key)
+  end
+  local packed = packParts(running, ring, held, tat, conc, head)
+  if g then
+    local sets = g.sets
+    sets[#sets + 1] = key
+    sets[#sets + 1] = packed
+    g.raws[key] = packed
+  else
+    redis.call('HSET', f.state, key, packed, DICT_FIELD, DICT_VALUE)
+  end
 end
 
 -- One visit of key `key`, just taken off the ring. Returns true when the budget stopped the claim
--- before the key's turn was used: the key goes back to the ring's head.
+-- before the key's turn was used: the key goes back to the ring's head. The key's state is kept in
+-- locals (its parts, stateParts), read from the call's HMGET (gathered) or now, and written here.
 local function visit(key)
-  -- the key's state: gathered (its raw from the call's HMGET) or read now, written out here (a
-  -- call a job fewer)
   local raw
   if g then raw = g.raws[key] end
   if raw == nil then raw = redis.call('HGET', f.state, key) end
-  local st = unpackState(raw)
-  st[F_RING] = 0
+  local running, _, held, tat, _, head = stateParts(raw)
+  local ring = 0
   local conc, rate, paused = defaults.conc, defaults.rate, false
   if anyPinned then conc, rate, paused = flowLimits(flowConf(f, key), defaults) end
-  st[F_CONC] = conc
   local atHead = false
-  if paused or (conc > 0 and st[F_RUNNING] >= conc) then
+  if paused or (conc > 0 and running >= conc) then
     -- out of the ring until it is resumed, or until one of its slots returns
-  elseif rate and st[F_TAT] - rate.allowance > now then
+  elseif rate and tat - rate.allowance > now then
     -- held: under its pace (GCRA) a key may start next at its pace's next start less the burst's
     -- allowance
-    local at = st[F_TAT] - rate.allowance
-    st[F_HELD] = 1
+    local at = tat - rate.allowance
+    held = 1
     redis.call('ZADD', f.wait, at, key)
     if not result[5] or at < result[5] then result[5] = at end
   else
     local got
     for _ = 1, quota do
-      got = claimFromLane(key, st)
+      got, head = claimFromLane(key, head)
       if got ~= true then break end
       claimed = claimed + 1
-      st[F_RUNNING] = st[F_RUNNING] + 1
+      running = running + 1
       -- the start counted in the pace (GCRA: its next start one interval on), which may hold the key
       -- now
-      local held = false
+      local paced = false
       if rate then
-        local tat = st[F_TAT]
         if tat < now then tat = now end
         tat = tat + rate.interval
-        st[F_TAT] = tat
-        held = tat - rate.allowance > now
+        paced = tat - rate.allowance > now
       end
-      if claimed >= n or (conc > 0 and st[F_RUNNING] >= conc) or held then break end
+      if claimed >= n or (conc > 0 and running >= conc) or paced then break end
     end
     -- back in the ring while it has ids and room (the next visit checks its pace): at the head
     -- when the budget stopped this claim before its turn was used, else at the tail
     if stopped then
       atHead = true
-      st[F_RING] = 1
-    elseif got == 'more' or (got == true and st[F_HEAD] and st[F_HELD] == 0 and not (conc > 0 and st[F_RUNNING] >= conc)) then
-      -- claimable, written out
+      ring = 1
+    elseif got == 'more' or (got == true and head and held == 0 and not (conc > 0 and running >= conc)) then
       if g then g.tails[#g.tails + 1] = key else ringPush(f, key) end
-      st[F_RING] = 1
+      ring = 1
     end
   end
-  if g then gatheredSave(g, key, st, now) else saveFlowState(f, key, st, now) end
+  saveVisit(key, running, ring, held, tat, conc, head)
   return atHead
 end
 

@@ -95,21 +95,27 @@ end
 local STATE_PACED, STATE_PACED_AT = '<HBdH', 14 -- with a tat; the head from byte 14
 local STATE_UNPACED, STATE_UNPACED_AT = '<HBH', 6
 
-local function packState(st)
-  local packed
-  local flags = st[F_RING] + 2 * st[F_HELD]
-  if st[F_TAT] ~= 0 then
-    packed = struct.pack(STATE_PACED, math.min(st[F_RUNNING], 65535), flags + 4, st[F_TAT], st[F_CONC])
-  else
-    packed = struct.pack(STATE_UNPACED, math.min(st[F_RUNNING], 65535), flags, st[F_CONC])
+-- A state packed from its parts (packState's, for a caller that keeps them in locals): the head's
+-- bytes packed with the rest in one call (`c0`: the whole string).
+local function packParts(running, ring, held, tat, conc, head)
+  local flags = ring + 2 * held
+  if running > 65535 then running = 65535 end
+  if tat ~= 0 then
+    if head then return struct.pack('<HBdHc0', running, flags + 4, tat, conc, head) end
+    return struct.pack(STATE_PACED, running, flags + 4, tat, conc)
   end
-  if st[F_HEAD] then return packed .. st[F_HEAD] end
-  return packed
+  if head then return struct.pack('<HBHc0', running, flags, conc, head) end
+  return struct.pack(STATE_UNPACED, running, flags, conc)
 end
 
--- The state packed in `raw` (false or nil: a new one at rest).
-local function unpackState(raw)
-  if not raw then return newFlowState() end
+local function packState(st)
+  return packParts(st[F_RUNNING], st[F_RING], st[F_HELD], st[F_TAT], st[F_CONC], st[F_HEAD])
+end
+
+-- The parts of the state packed in `raw` (false or nil: a new one at rest): running, inRing, held,
+-- tat, conc, head (false: none).
+local function stateParts(raw)
+  if not raw then return 0, 0, 0, 0, 0, false end
   local running, flags, tat, conc, headAt
   if string.byte(raw, 3) >= 4 then
     running, flags, tat, conc = struct.unpack(STATE_PACED, raw)
@@ -119,7 +125,12 @@ local function unpackState(raw)
     tat, headAt = 0, STATE_UNPACED_AT
   end
   local ring = flags % 2
-  return { running, ring, (flags - ring) / 2, tat, conc, #raw >= headAt and string.sub(raw, headAt) or false }
+  return running, ring, (flags - ring) / 2, tat, conc, #raw >= headAt and string.sub(raw, headAt) or false
+end
+
+-- The state packed in `raw` (false or nil: a new one at rest).
+local function unpackState(raw)
+  return { stateParts(raw) }
 end
 
 -- Key `key`'s state (a new one at rest when it has none).
@@ -305,7 +316,7 @@ end
 
 -- A claim's keys' states (lua/claimFlow-6.lua, more than one job wanted): read many in one HMGET
 -- (gatherStates; raws: as stored, false for none), each unpacked when its key is visited (by the
--- visit itself) and packed when the visit ends (gatheredSave: to `sets`, or to `dels` at rest, and
+-- visit itself) and packed when the visit ends (the claim's saveVisit: to `sets`, or to `dels` at rest, and
 -- back in raws, so a key visited twice, back in the ring and taken again, keeps its changes), all
 -- written at the end (gatheredWrite: one HSET, one HDEL; a key visited twice is in them twice, the
 -- later write last); the keys put back at the ring's tail wait in `tails` for the next take
@@ -314,20 +325,6 @@ end
 -- bookkeeping cost more Lua work than it saved.
 local function claimGather(f)
   return { f = f, raws = {}, sets = {}, dels = {}, tails = {} }
-end
-
-local function gatheredSave(g, key, st, now)
-  -- addState written out, keeping the packed state for a second visit; a key still running or
-  -- ready is not at rest, so no call of spent (most are): two calls a job fewer on the claim
-  if st[F_RUNNING] > 0 or st[F_HEAD] or not spent(g.f, key, st, now) then
-    local packed, sets = packState(st), g.sets
-    sets[#sets + 1] = key
-    sets[#sets + 1] = packed
-    g.raws[key] = packed
-  else
-    g.dels[#g.dels + 1] = key
-    g.raws[key] = false
-  end
 end
 
 local function gatherStates(g, keys)
