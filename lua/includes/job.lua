@@ -72,9 +72,9 @@ end
 -- The id and flow key ('' for none) a delayed zset's member holds (delayedMember's inverse; a
 -- running, dead or done zset's member is the id alone).
 local function memberParts(member)
-  local at = string.find(member, ' ', 1, true)
-  if not at then return member, '' end
-  return string.sub(member, 1, at - 1), string.sub(member, at + 1)
+  local id, key = string.match(member, '^([^ ]*) (.*)$')
+  if not id then return member, '' end
+  return id, key
 end
 
 -- The header of job `id`'s record, nil when there is none.
