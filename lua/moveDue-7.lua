@@ -97,8 +97,8 @@ if #due > 0 then
     -- key's ids go in one push, in due order, the keys in the order their first ids fell due
     -- (flowRoute); a key's lone id is kept as a string, a list made at its second
     local idsOf, keys = {}, {}
-    for _, member in ipairs(due) do
-      local id, key = memberParts(member)
+    for i = 1, #due do
+      local id, key = memberParts(due[i])
       local ids = idsOf[key]
       if not ids then
         idsOf[key] = id
