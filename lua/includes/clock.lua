@@ -23,9 +23,16 @@ end
 local TICKS_EPOCH_S = 1735689600
 
 -- The call's clock in ticks of 20 µs since TICKS_EPOCH_S (below 1e14 until 2088): from the reading
--- clock made (a test's fixed ms give ms × 50), else from TIME, read once a call.
+-- clock made (a test's fixed ms give ms × 50), else from TIME, read once a call. Worked out once a
+-- call and kept in the reading (its third slot): every write of a record asks (nextVersion), and
+-- each tonumber of the reply's strings costs a strtod.
 local function clockTicks()
   if clockFixedMs then return math.floor((clockFixedMs - TICKS_EPOCH_S * 1000) * 50) end
   if not clockReading then clockReading = redis.call('TIME') end
-  return (tonumber(clockReading[1]) - TICKS_EPOCH_S) * 50000 + math.floor(tonumber(clockReading[2]) / 20)
+  local ticks = clockReading[3]
+  if not ticks then
+    ticks = (tonumber(clockReading[1]) - TICKS_EPOCH_S) * 50000 + math.floor(tonumber(clockReading[2]) / 20)
+    clockReading[3] = ticks
+  end
+  return ticks
 end
