@@ -45,7 +45,7 @@ for i = 3, #ARGV, 3 do
       if retention > 0 or h[H_GROUP] then
         h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = DONE, now, false
         save(jobsKey, id, h, inline)
-        redis.call('ZADD', doneKey, now + retention, id)
+        redis.call('ZADD', doneKey, string.format('%d', now + retention), id)
       else
         remove(jobsKey, bodiesKey, id, h)
       end

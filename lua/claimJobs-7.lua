@@ -47,7 +47,7 @@
 --- @include "lateness"
 local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[6] }
-local retention = tonumber(ARGV[8])
+local retention, ttrMs = tonumber(ARGV[8]), tonumber(ARGV[4])
 local start = ARGV[9] == '1'
 local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
@@ -84,7 +84,7 @@ for i, id in ipairs(ids) do
   else
     local size = #record + bodySize(bodiesKey, id, inline)
     if not budget.take(size) then result[4] = 1 break end
-    result[#result + 1] = claimOne(k, id, h, inline, now, tonumber(ARGV[4]), ARGV[5] .. '.' .. i, start and late)
+    result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. i, start and late)
   end
   taken = i
 end

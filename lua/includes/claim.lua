@@ -29,6 +29,6 @@ local function claimOne(k, id, h, inline, now, ttrMs, claim, late)
     late[#late + 1] = now - h[H_RUN_AT]
   end
   save(k.jobs, id, h, inline)
-  redis.call('ZADD', k.running, deadline, id)
+  redis.call('ZADD', k.running, string.format('%d', deadline), id) -- (a number argument costs a '%.17g')
   return { id, h[H_ATTEMPTS], h[H_RUN_AT], deadline, h[H_URL], inline, h[H_MAX], h[H_CLAIM] }
 end
