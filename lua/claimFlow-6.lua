@@ -1,9 +1,10 @@
 --[[
   Claims up to n ready jobs of a flow topic (includes/flow.lua) for an attempt each, going round
-  its keys: takes a key off the head of the ring, claims the first live jobs of its lane (one, or
-  the call's share of each key in the ring when there are fewer keys than jobs wanted), and puts
-  the key back at the tail while it has ids left and room under its limits, so one key's backlog
-  never holds back another key's jobs. A key at its concurrency, paused, or held by its pace leaves
+  its keys: takes a key off the head of the ring, claims the first live jobs of its lane (a turn:
+  up to 4, or the call's share of each key in the ring when that is larger, never more than the
+  call wants), and puts the key back at the tail while it has ids left and room under its limits,
+  so one key's backlog never holds back another key's jobs by more than a turn; a turn the call's
+  end cut short puts the key back at the head, the rest of its turn for the next claim. A key at its concurrency, paused, or held by its pace leaves
   the ring (a held key waits in the wait zset until its pace lets it go; one at its concurrency
   comes back when a slot returns; a paused one when it is resumed). The topic's running zset
   caps all keys together (ARGV[3]). Claims as lua/claimJobs-7.lua does otherwise: ids whose job
@@ -50,9 +51,14 @@ local anyPinned = redis.call('EXISTS', f.conf) == 1
 
 -- Keys visited at most: each visit claims a job or takes a key out of the ring, bar stale ids.
 local visits = n * 2 + 16
--- Jobs one visit claims at most: the call's share of each key in the ring, so a few keys cost
--- fewer visits, and many keys one job each in turn.
-local quota = math.max(1, math.floor(n / math.max(1, redis.call('LLEN', f.ring))))
+-- Jobs one visit claims at most: TURN, or the call's share of each key in the ring when that is
+-- larger (a few keys cost fewer visits). A key's turn takes up to TURN of its ready jobs before the
+-- claim moves on to the next key: claims still go round the keys, and a key's backlog holds another
+-- key's jobs back by at most TURN jobs for each key ahead of it in the ring, while the visit's own
+-- work (the key's state read and written, the ring's pop and push) is shared by up to TURN jobs
+-- (DESIGN.md, "Flow control per key").
+local TURN = 4
+local quota = math.min(n, math.max(TURN, math.floor(n / math.max(1, redis.call('LLEN', f.ring)))))
 -- Stale ids one visit passes over at most before it moves on to the next key.
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false
@@ -64,6 +70,11 @@ local lanePrefix = laneKey(f, '') -- a key's lane: lanePrefix .. key
 local g = n > 1 and claimGather(f)
 -- locals for what every visit reads (a global's or a field's lookup each fewer a job)
 local call, raws, stateKey = redis.call, g and g.raws, f.state
+-- A turn that a claim's end (or its budget) cut short goes on in the next claim of more than one job
+-- (of one, a turn is one job): TURN_FIELD of the state hash holds "<jobs taken> <key>" for that key,
+-- left at the ring's head, read with the first keys' states; its visit takes the rest of its turn.
+local TURN_FIELD = '#turn'
+local turnKey, turnTaken, cutTurn = false, 0, false
 
 -- Takes key `key`'s ready ids (its head `head`, then its lane) until one is claimed. Returns what
 -- came of it, then the key's head after it: true (one claimed), false (none left, or the budget
@@ -140,7 +151,12 @@ local function visit(key)
   if raws then raw = raws[key] end
   if raw == nil then raw = call('HGET', stateKey, key) end
   local running, _, held, tat, _, head = stateParts(raw)
-  local ring = 0
+  local ring, turn, before = 0, quota, 0
+  if key == turnKey then
+    -- the rest of a turn cut short, once
+    before, turnKey = turnTaken, '#none'
+    turn = math.max(1, quota - before)
+  end
   local conc, rate, paused = defaults.conc, defaults.rate, false
   if anyPinned then conc, rate, paused = flowLimits(flowConf(f, key), defaults) end
   local atHead = false
@@ -154,10 +170,11 @@ local function visit(key)
     redis.call('ZADD', f.wait, at, key)
     if not result[5] or at < result[5] then result[5] = at end
   else
-    local got
-    for _ = 1, quota do
+    local got, took = nil, 0
+    for _ = 1, turn do
       got, head = claimFromLane(key, head)
       if got ~= true then break end
+      took = took + 1
       claimed = claimed + 1
       running = running + 1
       -- the start counted in the pace (GCRA: its next start one interval on), which may hold the key
@@ -171,11 +188,14 @@ local function visit(key)
       if claimed >= n or (conc > 0 and running >= conc) or paced then break end
     end
     -- back in the ring while it has ids and room (the next visit checks its pace): at the head
-    -- when the budget stopped this claim before its turn was used, else at the tail
-    if stopped then
+    -- when the budget stopped this claim, or the claim ended, before the key's turn was used (its
+    -- turn goes on in the next claim), else at the tail
+    local claimable = got == 'more' or (got == true and head and held == 0 and not (conc > 0 and running >= conc))
+    if stopped or (claimable and claimed >= n and took < turn) then
       atHead = true
       ring = 1
-    elseif got == 'more' or (got == true and head and held == 0 and not (conc > 0 and running >= conc)) then
+      cutTurn = (before + took) .. ' ' .. key
+    elseif claimable then
       if g then g.tails[#g.tails + 1] = key else ringPush(f, key) end
       ring = 1
     end
@@ -184,20 +204,33 @@ local function visit(key)
   return atHead
 end
 
--- Keys are taken off the ring as many at a time as the jobs left want (their states read in one
--- HMGET); the keys a visit puts back at the tail are pushed before the next take, so the ring turns
--- as it would key by key. Keys taken and not visited (the claim is done) go back to its head.
+-- Keys are taken off the ring as many at a time as the jobs left want, `per` jobs a key (their
+-- states read in one HMGET): the quota at first, then what the keys visited gave (a key with one
+-- ready job gives one); the keys a visit puts back at the tail are pushed before the next take, so
+-- the ring turns as it would key by key. Keys taken and not visited (the claim is done) go back to
+-- its head.
+local per = quota
 while claimed < n and visits > 0 and not stopped do
   if g then gatheredTails(g) end
-  local keys = redis.call('LPOP', f.ring, math.min(visits, math.ceil((n - claimed) / quota)))
+  local keys = redis.call('LPOP', f.ring, math.min(visits, math.ceil((n - claimed) / per)))
   if not keys then break end
-  if g then gatherStates(g, keys) end
-  local head, i = {}, 0
+  if g and not turnKey then
+    -- the first take: the cut turn's record read with the keys' states
+    keys[#keys + 1] = TURN_FIELD
+    gatherStates(g, keys)
+    keys[#keys] = nil
+    local taken, key = string.match(raws[TURN_FIELD] or '', '^(%d+) (.*)$')
+    turnKey, turnTaken = key or '#none', tonumber(taken) or 0
+  elseif g then
+    gatherStates(g, keys)
+  end
+  local head, i, before = {}, 0, claimed
   while i < #keys and claimed < n and not stopped do
     i = i + 1
     if visit(keys[i]) then head[1] = keys[i] end
   end
   visits = visits - i
+  if claimed - before < i * per then per = math.max(1, math.floor((claimed - before) / i)) end
   for j = i + 1, #keys do head[#head + 1] = keys[j] end
   if #head > 0 then
     local reversed = {}
@@ -205,7 +238,15 @@ while claimed < n and visits > 0 and not stopped do
     redis.call('LPUSH', f.ring, unpack(reversed))
   end
 end
-if g then gatheredWrite(g) end
+if g then
+  if cutTurn then
+    g.sets[#g.sets + 1] = TURN_FIELD
+    g.sets[#g.sets + 1] = cutTurn
+  elseif raws[TURN_FIELD] then
+    g.dels[#g.dels + 1] = TURN_FIELD -- taken up: nothing left of it once the keys are idle
+  end
+  gatheredWrite(g)
+end
 countReady(f, -taken)
 if stopped then result[4] = 1 end
 if late and #late > 0 then recordLateness(KEYS[6], now, late) end

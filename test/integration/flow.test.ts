@@ -63,6 +63,29 @@ describe('flow control per key', () => {
     assert.equal((await q.get(topic, 'none-1'))?.key, '', 'a job without a key has the key ""');
   });
 
+  it("goes round the keys a turn at a time: up to 4 of a key's jobs, and a turn the claim's end cut short goes on in the next claim", async () => {
+    const { topic, q } = setup({});
+    await addDue(
+      q,
+      topic,
+      ['a', 'b', 'c'].flatMap((key) => Array.from({ length: 6 }, (_, i) => ({ id: `${key}${i + 1}`, key }))),
+    );
+    await q.engine.sweep();
+    const ids = async (n: number) => (await q.engine.claim(topic, n)).map((j) => j.id);
+    assert.deepEqual(await ids(10), ['a1', 'a2', 'a3', 'a4', 'b1', 'b2', 'b3', 'b4', 'c1', 'c2']);
+    assert.deepEqual(await ids(10), ['c3', 'c4', 'a5', 'a6', 'b5', 'b6', 'c5', 'c6'], "the rest of c's turn first (the last claim ended in it), then round again");
+    await addDue(
+      q,
+      topic,
+      ['a', 'b'].flatMap((key) => Array.from({ length: 3 }, (_, i) => ({ id: `${key}${i + 7}`, key }))),
+    );
+    await q.engine.sweep();
+    assert.deepEqual(await ids(1), ['a7'], 'one job a claim: its turn is the one job');
+    assert.deepEqual(await ids(1), ['b7']);
+    assert.deepEqual(await ids(2), ['a8', 'a9']);
+    await checkSlots(redis.client(), q, topic);
+  });
+
   it('a slot comes back however the attempt ends: ack, fail, timeout, cancel, release', async () => {
     const { topic, clock, q } = setup({ concurrency: 1 });
     await addDue(
@@ -193,10 +216,10 @@ describe('flow control per key', () => {
         ['a', 'b', 'c'].map((id) => ({ id })),
       );
       await q.engine.sweep();
-      const claimed = await q.engine.claim(topic, 1);
+      const claimed = await q.engine.claim(topic, 2);
       await q.engine.pauseTopic(topic, 'op');
       assert.equal((await q.engine.counts(topic)).paused, true);
-      assert.deepEqual(await q.engine.start(topic, claimed), [false], 'claimed before the pause, held back at its start');
+      assert.deepEqual(await q.engine.start(topic, claimed), [false, false], 'claimed before the pause, held back at its start');
       assert.deepEqual(await q.engine.claim(topic, 10), []);
       assert.deepEqual(await q.engine.claimStarted(topic, 10), []);
       assert.equal((await q.get(topic, claimed[0]!.id))?.attempts, 0, 'held back uncounted');
@@ -204,7 +227,11 @@ describe('flow control per key', () => {
       await q.engine.resumeTopic(topic, 'op');
       await q.engine.sweep();
       const after = await q.engine.claimStarted(topic, 10);
-      assert.deepEqual(after.map((j) => j.id).sort(), ['a', 'b', 'c', 'late'], `${flow ? 'flow' : 'plain'} topic: all start after the resume`);
+      assert.deepEqual(
+        after.map((j) => j.id),
+        ['a', 'b', 'c', 'late'],
+        `${flow ? 'flow' : 'plain'} topic: all start after the resume, the held-back first in the order they were claimed`,
+      );
     }
   });
 
@@ -212,13 +239,17 @@ describe('flow control per key', () => {
     const { topic, q } = setup({});
     await addDue(q, topic, [...['a1', 'a2'].map((id) => ({ id, key: 'a' })), ...['b1', 'b2'].map((id) => ({ id, key: 'b' }))]);
     await q.engine.sweep();
-    const first = await q.engine.claim(topic, 2);
-    assert.deepEqual(first.map((j) => j.id).sort(), ['a1', 'b1']);
+    const first = await q.engine.claim(topic, 3);
+    assert.deepEqual(
+      first.map((j) => j.id),
+      ['a1', 'a2', 'b1'],
+      "a key's turn: up to 4 of its jobs (here its 2), then the next key",
+    );
     const paused = await q.engine.setFlowKey(topic, 'a', { paused: true });
     assert.equal(paused.paused, true);
     assert.deepEqual(
       await q.engine.start(topic, first),
-      first.map((j) => j.id !== 'a1'),
+      first.map((j) => !j.id.startsWith('a')),
     );
     assert.deepEqual(
       (await q.engine.claim(topic, 10)).map((j) => j.id),
@@ -229,7 +260,7 @@ describe('flow control per key', () => {
     assert.deepEqual(
       (await q.engine.claim(topic, 10)).map((j) => j.id),
       ['a1', 'a2'],
-      'resumed: its lane in order, the held-back job first',
+      'resumed: its lane in order, the held-back jobs first',
     );
   });
 
