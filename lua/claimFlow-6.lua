@@ -44,10 +44,13 @@ local defaults = { conc = tonumber(ARGV[10]) or 0, rate = false }
 if ARGV[11] ~= '' then defaults.rate = flowRate(tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])) end
 local result = { now, 0, 0, 0, false }
 local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
-if n <= 0 or topicPaused(jobsKey) then return result end
+if n <= 0 then return result end
+-- the pause mark, and whether any key has pinned limits, in one read: pinned limits are rare, and
+-- when no key has any, no visit reads them
+local marks = redis.call('HMGET', jobsKey, PAUSED_FIELD, PINNED_FIELD)
+if marks[1] then return result end
 local f = flowKeys(jobsKey)
--- pinned limits are rare: when no key has any, no visit reads them
-local anyPinned = redis.call('EXISTS', f.conf) == 1
+local anyPinned = marks[2] and true or false
 
 -- Keys visited at most: each visit claims a job or takes a key out of the ring, bar stale ids.
 local visits = n * 2 + 16
@@ -58,7 +61,7 @@ local visits = n * 2 + 16
 -- work (the key's state read and written, the ring's pop and push) is shared by up to TURN jobs
 -- (DESIGN.md, "Flow control per key").
 local TURN = 4
-local quota = math.min(n, math.max(TURN, math.floor(n / math.max(1, redis.call('LLEN', f.ring)))))
+local quota = n == 1 and 1 or math.min(n, math.max(TURN, math.floor(n / math.max(1, redis.call('LLEN', f.ring)))))
 -- Stale ids one visit passes over at most before it moves on to the next key.
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false

@@ -34,6 +34,12 @@ end
 local pinned = conf[C_CONC] or conf[C_COUNT] or conf[C_PAUSED] == 1
 conf[C_BY], conf[C_AT] = ARGV[9] ~= '' and ARGV[9], now
 if pinned then redis.call('HSET', f.conf, key, cmsgpack.pack(conf)) else redis.call('HDEL', f.conf, key) end
+-- PINNED_FIELD says to claims and starts whether any key has a pinned record
+if redis.call('EXISTS', f.conf) == 1 then
+  redis.call('HSET', KEYS[1], PINNED_FIELD, '1')
+else
+  redis.call('HDEL', KEYS[1], PINNED_FIELD)
+end
 
 local st = flowState(f, key)
 if conf[C_PAUSED] ~= 1 then

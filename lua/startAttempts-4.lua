@@ -32,8 +32,9 @@ local now = clock(ARGV[1])
 local budget = byteBudget(tonumber(ARGV[2]))
 local result = { now }
 local late = {}
--- the pause mark read with the first record
-local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, ARGV[3] or PAUSED_FIELD)
+-- the pause mark, and whether a flow topic's keys have pinned limits or a pause, read with the
+-- first record
+local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, PINNED_FIELD, ARGV[3] or PAUSED_FIELD)
 local topicHeld = first[1] and true or false
 local f = flowKeys(jobsKey)
 
@@ -62,13 +63,11 @@ local function giveBackHeld()
   end
 end
 
--- A flow topic's job whose key is paused (no key has pinned limits or a pause when there is no
--- pinned record at all: looked up once a call).
-local anyPinned = nil
+-- A flow topic's job whose key is paused (no key has pinned limits or a pause when PINNED_FIELD
+-- is not set).
+local anyPinned = first[2] and true or false
 local function keyPaused(h)
-  if not h[H_KEY] then return false end
-  if anyPinned == nil then anyPinned = redis.call('EXISTS', f.conf) == 1 end
-  if not anyPinned then return false end
+  if not h[H_KEY] or not anyPinned then return false end
   local conf = flowConf(f, h[H_KEY])
   return conf and conf[C_PAUSED] == 1
 end
@@ -76,7 +75,7 @@ end
 for i = 3, #ARGV, 3 do
   local id = ARGV[i]
   local record
-  if i == 3 then record = first[2] else record = redis.call('HGET', jobsKey, id) end
+  if i == 3 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
   local code = REFUSAL.NOT_FOUND
   if record then
     if not budget.take(#record) then break end

@@ -30,6 +30,9 @@
 --- @include "job"
 
 local PAUSED_FIELD = '#paused'
+-- PINNED_FIELD in a flow topic's jobs hash: some key has pinned limits or a pause (<jobs>#fconf is
+-- not empty), kept by setFlowKey-1 so that a claim or a start reads it with the pause mark
+local PINNED_FIELD = '#pinned'
 local READY_FIELD = '#ready' -- no key holds '#'
 -- Written with every write of key states: a value longer than hash-max-listpack-value (64 bytes by
 -- default) keeps <jobs>#flow a hashtable (Redis never turns it back into a listpack), so a key's

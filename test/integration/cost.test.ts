@@ -49,15 +49,15 @@ export const FLOW_BUDGET = {
    * claimFlow-6 with start, 10 a call: per job a lane pop (the key's next head) and the claim as
    * claimJobs-7's; keys come off the ring as many at a time as the call still wants (LPOP with a
    * count), their states read in one HMGET, and at the end the states written in one HSET and the
-   * keys put back in one RPUSH; once a call whether any key has pinned limits (EXISTS), the ring's
-   * length (LLEN: the share of each key), the lanes' count (HINCRBY). A key's turn is up to 4 jobs:
-   * here (100 keys of 10 jobs, calls of 10) a key's last turn gives 2, and a call that meets one
-   * takes keys off the ring a second time (LPOP, HMGET) and puts back at its head those it did not
-   * visit (LPUSH): 6.46 measured.
+   * keys put back in one RPUSH; once a call the ring's length (LLEN: the share of each key), the
+   * lanes' count (HINCRBY), and whether any key has pinned limits, read with the pause mark
+   * (HMGET). A key's turn is up to 4 jobs: here (100 keys of 10 jobs, calls of 10) a key's last turn
+   * gives 2, and a call that meets one takes keys off the ring a second time (LPOP, HMGET) and puts
+   * back at its head those it did not visit (LPUSH): 6.40 measured.
    */
-  flowClaimStarted: { scriptCalls: 0.1, commands: 6.5 },
+  flowClaimStarted: { scriptCalls: 0.1, commands: 6.4 },
   /** The same with two keys: a visit claims each key's share of the call (5 of 10). */
-  flowClaimStartedTwoKeys: { scriptCalls: 0.1, commands: 6.4 },
+  flowClaimStartedTwoKeys: { scriptCalls: 0.1, commands: 6.3 },
   /** ackJobs-4 of 10 attempts together: the ack as ackJobs-4's, the keys' slots back: their states read in one HMGET and written in one HSET. */
   flowAckTogether: { scriptCalls: 0.1, commands: 4.3 },
 } as const;

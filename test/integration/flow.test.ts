@@ -191,8 +191,11 @@ describe('flow control per key', () => {
     assert.equal((await q.engine.claim(topic, 10)).length, 1);
     const before = await q.engine.flowKey(topic, 'vip');
     assert.deepEqual([before.pinned, before.updatedBy, before.updatedAt], [null, null, null], 'nothing pinned: no maker');
+    const jobs = `dq:{f:${topic}}:jobs:${topic}`;
+    assert.equal(await redis.client().hexists(jobs, '#pinned'), 0, 'no key pinned: claims and starts read no pinned record');
     const pinned = await q.engine.setFlowKey(topic, 'vip', { concurrency: 3 }, 'ops');
     assert.deepEqual([pinned.limits.concurrency, pinned.pinned, pinned.running, pinned.ready], [3, { concurrency: 3 }, 1, 2]);
+    assert.equal(await redis.client().hexists(jobs, '#pinned'), 1, 'a key pinned: said beside the pause mark');
     assert.equal(pinned.updatedBy, 'ops');
     assert.equal(typeof pinned.updatedAt, 'number');
     assert.equal((await q.engine.claim(topic, 10)).length, 2, 'the key got room at once');
@@ -204,6 +207,7 @@ describe('flow control per key', () => {
     assert.deepEqual([anonymous.updatedBy, anonymous.pinned], [null, { concurrency: 3 }], 'a change made without a key names none');
     const cleared = await q.engine.setFlowKey(topic, 'vip', 'clear', 'ops');
     assert.deepEqual([cleared.limits.concurrency, cleared.pinned, cleared.updatedBy, cleared.updatedAt], [1, null, null, null]);
+    assert.equal(await redis.client().hexists(jobs, '#pinned'), 0, 'the last pinned record cleared');
     await checkSlots(redis.client(), q, topic);
   });
 
