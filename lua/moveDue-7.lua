@@ -72,13 +72,14 @@ local function drain(key, maxScore, fn)
   return taken
 end
 
+local backs = {} -- never-started attempts given back together, in deadline order (backToHead)
 drain(runningKey, now, function(id, record)
   local h, inline = decode(record)
   if h[H_STATE] ~= RUNNING then return end
   local code
   if not h[H_STARTED] then
     -- claimed but never started: the fan-out died, the event was lost or came too late
-    code = giveBack(k, id, h, inline, now, 'never started: no handler took its claim within the ttr', defaultMax, defaultBackoff, rand)
+    code = giveBack(k, id, h, inline, now, 'never started: no handler took its claim within the ttr', defaultMax, defaultBackoff, rand, backs)
   else
     -- started: the handler did not answer in time, a failed attempt
     local err = 'attempt ' .. h[H_ATTEMPTS] .. ' timed out: no ack within its ttr'
@@ -86,6 +87,7 @@ drain(runningKey, now, function(id, record)
   end
   tally(ended, code)
 end)
+backToHead(k, backs, now)
 
 local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
 if #due > 0 then

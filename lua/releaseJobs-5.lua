@@ -24,6 +24,7 @@ local defaultMax, defaultBackoff, rand, reason = tonumber(ARGV[2]), ARGV[3], ton
 local budget = byteBudget(tonumber(ARGV[6]))
 local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
 local looked = 0
+local backs = {} -- given back together, in the order the ids came (backToHead)
 for i = 7, #ARGV, 3 do
   local id = ARGV[i]
   local record = redis.call('HGET', k.jobs, id)
@@ -32,10 +33,11 @@ for i = 7, #ARGV, 3 do
     local h, inline = decode(record)
     if isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
       redis.call('ZREM', runningKey, id)
-      local code = giveBack(k, id, h, inline, now, 'could not be invoked: ' .. reason, defaultMax, defaultBackoff, rand)
+      local code = giveBack(k, id, h, inline, now, 'could not be invoked: ' .. reason, defaultMax, defaultBackoff, rand, backs)
       tally(ended, code)
     end
   end
   looked = looked + 1
 end
+backToHead(k, backs, now)
 return { ended.givenBack, ended.retried, ended.deadLettered, looked }

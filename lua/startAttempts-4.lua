@@ -40,7 +40,7 @@ local f = flowKeys(jobsKey)
 
 -- Job `id` (header `h`, a running attempt that was never started) goes back as if never claimed:
 -- its record and the running zset now, its id back at the head of the ready list (its key's lane)
--- by giveBackHeld, once the call has looked at every attempt.
+-- once the call has looked at every attempt (backToHead in includes/attempts.lua).
 local held = {}
 local function holdBack(id, h, inline)
   h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_CLAIM] = PENDING, h[H_ATTEMPTS] - 1, now, false, false
@@ -48,19 +48,6 @@ local function holdBack(id, h, inline)
   redis.call('ZREM', runningKey, id)
   held[#held + 1] = id
   held[#held + 1] = h
-end
-
--- The held-back ids back at the head of the ready list or of their keys' lanes, the last first:
--- those of one list or key go back in the order they were claimed.
-local function giveBackHeld()
-  for i = #held - 1, 1, -2 do
-    local id, h = held[i], held[i + 1]
-    if h[H_KEY] then
-      flowGiveBack(jobsKey, id, h, now)
-    else
-      redis.call('LPUSH', readyKey, id)
-    end
-  end
 end
 
 -- A flow topic's job whose key is paused (no key has pinned limits or a pause when PINNED_FIELD
@@ -96,6 +83,6 @@ for i = 3, #ARGV, 3 do
   end
   result[#result + 1] = code
 end
-giveBackHeld()
+backToHead({ jobs = jobsKey, ready = readyKey }, held, now)
 if #late > 0 then recordLateness(KEYS[2], now, late) end
 return result

@@ -56,12 +56,27 @@ local function isAttempt(h, attempt, claim)
   return h[H_STATE] == RUNNING and h[H_ATTEMPTS] == tonumber(attempt) and h[H_CLAIM] == claim
 end
 
+-- Puts ids back at the front of their ready list (a flow topic's: of their keys' lanes), their
+-- keys' slots returned: `backs` holds id, header pairs in the order they were claimed, and the last
+-- goes back first, so that several of one list or key keep that order. `k`: jobs, ready.
+local function backToHead(k, backs, now)
+  for i = #backs - 1, 1, -2 do
+    local id, h = backs[i], backs[i + 1]
+    if h[H_KEY] then
+      flowGiveBack(k.jobs, id, h, now)
+    else
+      redis.call('LPUSH', k.ready, id)
+    end
+  end
+end
+
 -- Gives a running attempt that never started back to the front of the ready list (a flow topic's:
 -- of its key's lane) without counting
 -- it (`why` says what happened, for lastError). The give-back after MAX_GIVE_BACKS in a row counts
 -- as a failed attempt instead (retry or dead, as failAttempt). `k` as for failAttempt, and k.ready.
--- Returns OUTCOME.GIVEN_BACK, or failAttempt's reply.
-local function giveBack(k, id, h, inline, now, why, defaultMax, defaultBackoff, rand)
+-- With `backs` (a script giving several back), the id goes back when the script passes `backs` to
+-- backToHead, once it has looked at all. Returns OUTCOME.GIVEN_BACK, or failAttempt's reply.
+local function giveBack(k, id, h, inline, now, why, defaultMax, defaultBackoff, rand, backs)
   local n = h[H_GIVE_BACKS] + 1
   h[H_CLAIM], h[H_STARTED] = false, false
   if n > MAX_GIVE_BACKS then
@@ -72,11 +87,11 @@ local function giveBack(k, id, h, inline, now, why, defaultMax, defaultBackoff, 
   h[H_ERROR] = string.sub('claim of attempt ' .. h[H_ATTEMPTS] .. ' given back: ' .. why .. ' (' .. n .. ' of ' .. MAX_GIVE_BACKS .. ' in a row without counting)', 1, MAX_ERROR_BYTES)
   h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_GIVE_BACKS] = PENDING, h[H_ATTEMPTS] - 1, now, false, n
   save(k.jobs, id, h, inline)
-  if h[H_KEY] then
-    -- a flow topic's job: back to the head of its key's lane, its slot returned
-    flowGiveBack(k.jobs, id, h, now)
+  if backs then
+    backs[#backs + 1] = id
+    backs[#backs + 1] = h
   else
-    redis.call('LPUSH', k.ready, id)
+    backToHead(k, { id, h }, now)
   end
   return OUTCOME.GIVEN_BACK
 end

@@ -239,6 +239,37 @@ describe('flow control per key', () => {
     }
   });
 
+  it('claims given back together, released or timed out before their start, come back in the order they were claimed', async () => {
+    for (const flow of [undefined, {}] as const) {
+      const { topic, clock, q } = setup(flow);
+      await addDue(
+        q,
+        topic,
+        ['a', 'b', 'c'].map((id) => ({ id })),
+      );
+      await q.engine.sweep();
+      const claimed = await q.engine.claim(topic, 2);
+      assert.deepEqual(
+        claimed.map((j) => j.id),
+        ['a', 'b'],
+      );
+      assert.equal(await q.engine.release(claimed.map((j) => ({ ...j, topic }))), 2);
+      const again = await q.engine.claim(topic, 2);
+      assert.deepEqual(
+        again.map((j) => j.id),
+        ['a', 'b'],
+        `${flow ? 'flow' : 'plain'} topic: released, in claim order`,
+      );
+      clock.advance(10_001); // past their ttr (10 s), never started
+      await q.engine.sweep();
+      assert.deepEqual(
+        (await q.engine.claim(topic, 3)).map((j) => j.id),
+        ['a', 'b', 'c'],
+        `${flow ? 'flow' : 'plain'} topic: timed out unstarted, given back in claim order`,
+      );
+    }
+  });
+
   it('a paused key: its jobs wait, other keys go on; its claimed attempts are held back', async () => {
     const { topic, q } = setup({});
     await addDue(q, topic, [...['a1', 'a2'].map((id) => ({ id, key: 'a' })), ...['b1', 'b2'].map((id) => ({ id, key: 'b' }))]);
