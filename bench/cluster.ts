@@ -4,7 +4,7 @@
  * moving under load. Every redis-server and redis-cli it starts is stopped by PID, also on error,
  * Ctrl-C and SIGTERM; nothing is persisted (`--save '' --appendonly no`).
  *
- * 1. Scaling. The same workload through the engine (lib/edge/queue.ts addMany, engine.sweep, claim,
+ * 1. Scaling. The same workload through the engine (lib/api/queue.ts addMany, engine.sweep, claim,
  *    start, ack) on a single redis-server with 1 partition, on the same with 4 × the smallest
  *    cluster's masters partitions, and on clusters of 3, 6 and 9 masters (no replicas) with
  *    4 × masters partitions (the deploy default, DEPLOY.md), each started anew: N jobs with 200-byte
@@ -65,8 +65,8 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis, type Cluster } from 'ioredis';
-import { resolveQueueConfig } from '../lib/rules/config';
-import { Queue } from '../lib/edge/queue';
+import { resolveQueueConfig } from '../lib/core/queue-config';
+import { Queue } from '../lib/api/queue';
 import { Engine, type ClaimedJob } from '../lib/engine';
 import { slotOf, topicKeys } from '../lib/engine/keys';
 import { createRedis, isUnavailable } from '../lib/platform/redis';

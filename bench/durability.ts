@@ -14,8 +14,8 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/rules/config';
-import { Queue } from '../lib/edge/queue';
+import { resolveQueueConfig } from '../lib/core/queue-config';
+import { Queue } from '../lib/api/queue';
 import { Engine } from '../lib/engine';
 import { startPrimaryWithReplica } from '../test/support/redis';
 import { envInt } from './env';

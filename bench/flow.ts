@@ -58,10 +58,10 @@ import { Engine, type AckOutcome, type AttemptRef, type ClaimedJob, type EngineO
 import { topicKeys } from '../lib/engine/keys';
 import type { Invoker } from '../lib/platform/lambda';
 import { createRuntime, type Runtime } from '../lib/platform/runtime';
-import { runFanout, type HandlerEvent } from '../lib/roles/fanout';
-import { topicHandler } from '../lib/roles/handler';
-import { runSweeper } from '../lib/roles/sweeper';
-import { resolveQueueConfig, type QueueConfig, type TopicInput } from '../lib/rules/config';
+import { runFanout, type HandlerEvent } from '../lib/workers/fanout';
+import { topicHandler } from '../lib/workers/handler';
+import { runSweeper } from '../lib/workers/sweeper';
+import { resolveQueueConfig, type QueueConfig, type TopicInput } from '../lib/core/queue-config';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, printTable, round, usedMemory } from './env';
 import { addSweepClaimAck } from './workload';

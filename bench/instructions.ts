@@ -25,7 +25,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type * as EngineModule from '../lib/engine';
-import type * as ConfigModule from '../lib/rules/config';
+import type * as ConfigModule from '../lib/core/queue-config';
 import { freePort, killOnExit, stopChild } from '../scripts/support/process';
 import { envInt, fmt, printTable, round } from './env';
 import { addSweepClaimAck } from './workload';
@@ -45,7 +45,7 @@ interface Checkout {
 
 async function load(dir: string, name: string): Promise<Checkout> {
   const engine = (await import(resolve(dir, 'lib/engine/index.ts'))) as typeof EngineModule;
-  const config = (await import(resolve(dir, 'lib/rules/config.ts'))) as typeof ConfigModule;
+  const config = (await import(resolve(dir, 'lib/core/queue-config.ts'))) as typeof ConfigModule;
   return { name, engine, config };
 }
 

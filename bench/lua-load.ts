@@ -16,7 +16,7 @@
 import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { SCRIPTS, includeOrder, scriptText, type ScriptName } from '../lib/engine/lua';
+import { SCRIPTS, includeOrder, scriptText, type ScriptName } from '../lib/engine/script-runner';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, printTable } from './env';
 

@@ -22,11 +22,11 @@
 import { cpus, loadavg, totalmem, type as osType, release as osRelease } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/rules/config';
-import { runFanout, type HandlerEvent } from '../lib/roles/fanout';
+import { resolveQueueConfig } from '../lib/core/queue-config';
+import { runFanout, type HandlerEvent } from '../lib/workers/fanout';
 import type { Invoker } from '../lib/platform/lambda';
 import { createLogger } from '../lib/platform/log';
-import { Queue } from '../lib/edge/queue';
+import { Queue } from '../lib/api/queue';
 import { Engine } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { envInt, printTable } from './env';

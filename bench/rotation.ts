@@ -53,7 +53,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { Agent, request, type Dispatcher } from 'undici';
-import { KEY_RECHECK_MS } from '../lib/edge/access';
+import { KEY_RECHECK_MS } from '../lib/api/auth';
 import { secretDigest } from '../lib/engine';
 import { groupCpuTicks } from '../scripts/support/process';
 import { startOffline, type OfflineProcess } from '../test/support/offline';

@@ -35,7 +35,7 @@
  *    `every: 1` on the `example` topic through PUT /schedules (10 at once); they fire for
  *    BENCH_PRECISION_SECONDS (60) after the last put answered, then are deleted (DELETE, 10 at
  *    once), and the bench waits until the topic has nothing delayed, ready or running (at most
- *    30 s). A start is the handler's "job started" log line (written by lib/roles/handler.ts after the
+ *    30 s). A start is the handler's "job started" log line (written by lib/workers/handler.ts after the
  *    attempt was marked started, right before the job function runs); its `timestamp` minus the
  *    nominal time in the occurrence id (`<schedule id>:YYYYMMDDTHHMMSSZ`) is the lateness.
  *    Expected: for each schedule, every whole second from its first occurrence (the put's
@@ -59,12 +59,12 @@ import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/rules/config';
+import { resolveQueueConfig } from '../lib/core/queue-config';
 import { scheduleKeys, topicKeys } from '../lib/engine/keys';
-import { Queue } from '../lib/edge/queue';
+import { Queue } from '../lib/api/queue';
 import { Engine } from '../lib/engine';
 import { type Schedule } from '../lib/engine';
-import { catchUpPlan, occurrenceId } from '../lib/rules/schedule';
+import { catchUpPlan, occurrenceId } from '../lib/core/schedule';
 import { exited, freePort, groupGone, signalGroup } from '../scripts/support/process';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, round, slowlogReader, usedMemory } from './env';

@@ -26,12 +26,12 @@ import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { Engine, type Caller } from '../lib/engine';
-import { Queue } from '../lib/edge/queue';
+import { Queue } from '../lib/api/queue';
 import type { Invoker } from '../lib/platform/lambda';
 import { createRuntime, type Runtime } from '../lib/platform/runtime';
-import { runFanout, type HandlerEvent } from '../lib/roles/fanout';
-import { topicHandler } from '../lib/roles/handler';
-import { runSweeper } from '../lib/roles/sweeper';
+import { runFanout, type HandlerEvent } from '../lib/workers/fanout';
+import { topicHandler } from '../lib/workers/handler';
+import { runSweeper } from '../lib/workers/sweeper';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, printTable, reniceRedis, round } from './env';
 

@@ -14,7 +14,7 @@ async function authMode(resolveVariable) {
 
 /**
  * The execute-api:Invoke rights of each client policy: [method, path] of the routes, path
- * parameters as `*`. Each scope's list matches the scopes lib/edge/routes.ts gives the routes (a
+ * parameters as `*`. Each scope's list matches the scopes lib/api/routes.ts gives the routes (a
  * read policy reads jobs, topics, groups, flow keys and schedules; write adds every change; admin
  * is the whole API, the keys routes included). test/deploy/auth.test.ts checks them against the
  * template.

@@ -19,13 +19,13 @@ const MEMORYDB_ACCESS = [
   'on',
   '~dq:*', // lib/engine/keys.ts builds every key under dq:
   '-@all',
-  // scripts (lib/engine/lua.ts): FCALL of the queue's function library, which FUNCTION LOAD puts on a
+  // scripts (lib/engine/script-runner.ts): FCALL of the queue's function library, which FUNCTION LOAD puts on a
   // primary that lacks it; EVAL and EVALSHA when a server refuses functions (no SCRIPT LOAD)
   '+fcall',
   '+function|load',
   '+eval',
   '+evalsha',
-  '+blpop', // the sweeper's wake-up list (lib/roles/sweeper.ts)
+  '+blpop', // the sweeper's wake-up list (lib/workers/sweeper.ts)
   '+time',
   '+zcard',
   '+llen',

@@ -1,5 +1,5 @@
-import { cancelGroup } from '../lib/edge/routes';
-import { httpRoute } from '../lib/edge/http';
+import { cancelGroup } from '../lib/api/routes';
+import { httpRoute } from '../lib/api/http';
 
 /** DELETE /topics/{topic}/groups/{group}: cancels the group's pending jobs (and drops its running attempts' results). */
 export const handler = httpRoute(cancelGroup);

@@ -1,5 +1,5 @@
-import { deleteJob } from '../lib/edge/routes';
-import { httpRoute } from '../lib/edge/http';
+import { deleteJob } from '../lib/api/routes';
+import { httpRoute } from '../lib/api/http';
 
 /** DELETE /jobs/{topic}/{id}: cancels a pending or running job. */
 export const handler = httpRoute(deleteJob);

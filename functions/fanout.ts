@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import { runFanout } from '../lib/roles/fanout';
+import { runFanout } from '../lib/workers/fanout';
 import { takeColdStart } from '../lib/platform/log';
 import { runtime } from '../lib/platform/runtime';
 

@@ -1,5 +1,5 @@
-import { keys } from '../lib/edge/routes';
-import { httpRoute } from '../lib/edge/http';
+import { keys } from '../lib/api/routes';
+import { httpRoute } from '../lib/api/http';
 
 /** POST /keys (create: the secret is shown once), GET /keys (list, never a secret), DELETE /keys/{name} (revoke): admin keys only. */
 export const handler = httpRoute(keys);

@@ -1,5 +1,5 @@
-import { listGroup } from '../lib/edge/routes';
-import { httpRoute } from '../lib/edge/http';
+import { listGroup } from '../lib/api/routes';
+import { httpRoute } from '../lib/api/http';
 
 /** GET /topics/{topic}/groups/{group}: one page of the group's jobs, with a cursor to the next. */
 export const handler = httpRoute(listGroup);

@@ -1,5 +1,5 @@
-import { putJob } from '../lib/edge/routes';
-import { httpRoute } from '../lib/edge/http';
+import { putJob } from '../lib/api/routes';
+import { httpRoute } from '../lib/api/http';
 
 /** PUT /jobs/{topic}/{id}: creates the job (201) or replaces it while pending (200). */
 export const handler = httpRoute(putJob);

@@ -1,5 +1,5 @@
-import { redrive } from '../lib/edge/routes';
-import { httpRoute } from '../lib/edge/http';
+import { redrive } from '../lib/api/routes';
+import { httpRoute } from '../lib/api/http';
 
 /** POST /topics/{topic}/dead/redrive: moves dead jobs back to delayed, due now. */
 export const handler = httpRoute(redrive);

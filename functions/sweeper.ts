@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { takeColdStart } from '../lib/platform/log';
 import { runtime } from '../lib/platform/runtime';
-import { runSweeper, type SweeperReport } from '../lib/roles/sweeper';
+import { runSweeper, type SweeperReport } from '../lib/workers/sweeper';
 
 /** The sweeper: run by the per-minute tick, by itself, and by adds that need it sooner. */
 export async function handler(event: { source?: string } | undefined, context: Context): Promise<SweeperReport | { outcome: 'error' }> {

@@ -1,5 +1,5 @@
-import { whoami } from '../lib/edge/routes';
-import { httpRoute } from '../lib/edge/http';
+import { whoami } from '../lib/api/routes';
+import { httpRoute } from '../lib/api/http';
 
 /** GET /whoami: the name, scope and topics of the key the request came with. */
 export const handler = httpRoute(whoami);

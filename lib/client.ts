@@ -381,7 +381,7 @@ interface Reply {
   retryAfterMs?: number;
 }
 
-const MAX_BATCH = 500; // BATCH_JOBS.max of lib/rules/limits.ts, repeated (this file imports nothing); test/unit/limits.test.ts checks it
+const MAX_BATCH = 500; // BATCH_JOBS.max of lib/core/limits.ts, repeated (this file imports nothing); test/unit/limits.test.ts checks it
 const MAX_RETRY_WAIT_MS = 5_000;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,5 +1,5 @@
 --[[
-  Looks up the key whose secret has digest ARGV[2] (lib/edge/access.ts caches the answer for a
+  Looks up the key whose secret has digest ARGV[2] (lib/api/auth.ts caches the answer for a
   few seconds per Lambda instance) and notes its use, at most once per ARGV[4] ms, so that a busy
   key costs a write a minute, not one a request.
   KEYS[1] the keys' records  KEYS[2] the secrets' digests  KEYS[3] last uses  KEYS[4] revoked

@@ -1,5 +1,5 @@
 --[[
-  Creates a named API key (lib/engine/access.ts). The secret is never stored: only its SHA-256,
+  Creates a named API key (lib/engine/api-keys.ts). The secret is never stored: only its SHA-256,
   which the auth lookup (lua/authKey-4.lua) is keyed by.
   KEYS[1] the keys' records (dq:{keys}:keys: HASH name -> JSON record)
   KEYS[2] the secrets' digests (dq:{keys}:hashes: HASH sha256 hex -> name)

@@ -1,5 +1,5 @@
 --[[
-  Revokes an API key (lib/engine/access.ts): a named key is deleted with its digest and its
+  Revokes an API key (lib/engine/api-keys.ts): a named key is deleted with its digest and its
   last use; the deployment's key (API_TOKEN, named 'deployment') has no record, so its digest
   joins the revoked hash, which the auth lookup checks (a redeploy with another secret brings a
   working deployment key back).

@@ -1,6 +1,6 @@
 // Variables serverless.yml cannot express by itself. `queueConfig` turns `custom.queue` (topics
 // and limits, declared once) into the JSON string the Lambdas read from DQ_CONFIG, adding to each
-// topic with a handler that function's timeout (`handlerTimeout`, seconds): lib/rules/config.ts refuses
+// topic with a handler that function's timeout (`handlerTimeout`, seconds): lib/core/queue-config.ts refuses
 // a ttr longer than the handler can run.
 module.exports.queueConfig = async ({ resolveVariable }) => {
   const queue = await resolveVariable('self:custom.queue');

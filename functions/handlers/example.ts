@@ -1,4 +1,4 @@
-import { topicHandler } from '../../lib/roles/handler';
+import { topicHandler } from '../../lib/workers/handler';
 
 /** The README's example topic: logs each job (never its body) and succeeds. */
 export const handler = topicHandler(async (job, { log }) => {

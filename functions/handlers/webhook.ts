@@ -1,6 +1,6 @@
 import { runtime } from '../../lib/platform/runtime';
-import { topicHandler } from '../../lib/roles/handler';
-import { deliverWebhook } from '../../lib/roles/webhook';
+import { topicHandler } from '../../lib/workers/handler';
+import { deliverWebhook } from '../../lib/workers/webhook';
 
 /** The built-in webhook topic handler: POSTs each job's body to its url, signed; 2xx is success. */
 export const handler = topicHandler(async (job, { topic, signal, timeLeftMs, now }) => {

@@ -1,10 +1,10 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
 import { randomBytes } from 'node:crypto';
-import type { FlowDefaults, TopicConfig } from '../rules/config';
+import type { FlowDefaults, TopicConfig } from '../core/queue-config';
 import { latenessKey, topicKeys, topicRateKey, type BodiesKey } from './keys';
 import type { ClockArg } from './scripts';
-import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { readSlots, run } from './lua';
+import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { readSlots, run } from './script-runner';
 import type { EngineContext } from './context';
 import { OUTCOME, REFUSAL } from './codes';
 import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';

@@ -8,7 +8,7 @@
 export const JOB_STATE = { PENDING: 1, READY: 2, RUNNING: 3, DONE: 4, DEAD: 5, CANCELLED: 6 } as const;
 export type JobStateCode = (typeof JOB_STATE)[keyof typeof JOB_STATE];
 
-/** Refusals: a script changed nothing and says why. lib/edge/errors.ts maps each to its API error. */
+/** Refusals: a script changed nothing and says why. lib/api/api-errors.ts maps each to its API error. */
 export const REFUSAL = { JOB_EXISTS: -1, NOT_FOUND: -2, JOB_FINISHED: -3, STALE_ATTEMPT: -4, CANCELLED: -5, VERSION_MISMATCH: -6 } as const;
 export type Refusal = (typeof REFUSAL)[keyof typeof REFUSAL];
 

@@ -1,6 +1,6 @@
-import type { QueueConfig } from '../rules/config';
+import type { QueueConfig } from '../core/queue-config';
 import type { Layout } from './keys';
-import type { Client } from './lua';
+import type { Client } from './script-runner';
 import type { Rotation } from './partitions';
 import type { ClockArg } from './scripts';
 

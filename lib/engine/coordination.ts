@@ -6,7 +6,7 @@
 import { FANOUT_MARK, LEASE, WAKE } from './codes';
 import type { EngineContext } from './context';
 import { sweeperKeys } from './keys';
-import { run } from './lua';
+import { run } from './script-runner';
 import { endFanout, holdLease, releaseLease, startFanout, wakeSweeper, type LeaseKeys } from './scripts';
 
 export { FANOUT_MARK, LEASE, WAKE };

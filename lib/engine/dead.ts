@@ -1,8 +1,8 @@
 /** Dead letters: list them a page at a time, and move them back to delayed. */
-import { ID_PATTERN, type TopicConfig } from '../rules/config';
+import { ID_PATTERN, type TopicConfig } from '../core/queue-config';
 import { topicKeys } from './keys';
-import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { run } from './lua';
+import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { run } from './script-runner';
 import type { EngineContext } from './context';
 import { toDeadJob, type DeadJob, type Wake } from './jobs';
 import { listByScore } from './lists';

@@ -1,5 +1,5 @@
 /**
- * Durability `replica` (lib/rules/config.ts): a change the API acknowledges has reached a replica, so a
+ * Durability `replica` (lib/core/queue-config.ts): a change the API acknowledges has reached a replica, so a
  * failover to that replica keeps it. After the change's script replied, the connection that wrote
  * it sends `WAIT 1 <timeoutMs>`: Redis answers once a replica has every write this connection made
  * so far, or after the timeout with 0. On a cluster the wait goes to the primary that owns the
@@ -13,7 +13,7 @@
  */
 import { Cluster, type Redis } from 'ioredis';
 import { slotOf, syncKey, type Layout } from './keys';
-import { run } from './lua';
+import { run } from './script-runner';
 import type { EngineContext } from './context';
 import * as script from './scripts';
 
@@ -42,7 +42,7 @@ function connectionFor(client: Redis | Cluster, partition: number, layout: Layou
 
 /**
  * With durability `replica`, returns once a replica has this client's changes to `key`'s slot
- * (the API keys: lib/engine/access.ts); throws NotReplicatedError (no partitions) when none
+ * (the API keys: lib/engine/api-keys.ts); throws NotReplicatedError (no partitions) when none
  * confirmed in time. The scripts there always write when they answer a change, so no sync point.
  */
 export async function confirmSlotReplicated(ctx: EngineContext, key: string): Promise<void> {

@@ -7,10 +7,10 @@
  * `replica`: else NotReplicatedError), and an add that became the earliest due job wakes the
  * sweeper itself (`wake` in the options).
  */
-import type { QueueConfig, TopicConfig } from '../rules/config';
-import { DEAD_PAGE, JOBS_PAGE, MAX_KEYS, REDRIVE_COUNT, SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../rules/limits';
+import type { QueueConfig, TopicConfig } from '../core/queue-config';
+import { DEAD_PAGE, JOBS_PAGE, MAX_KEYS, REDRIVE_COUNT, SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../core/limits';
 import type { NewSchedule } from './shapes';
-import { authKey, createKey, listKeys, revokeKey, type Caller, type KeyInfo } from './access';
+import { authKey, createKey, listKeys, revokeKey, type Caller, type KeyInfo } from './api-keys';
 import { ackJob, claimPaced, failJob, releaseJobs, startAttempts, type PacedClaim, type Started } from './attempts';
 import { WAKE, wakeForDue } from './coordination';
 import { serverTime, type EngineContext } from './context';

@@ -5,10 +5,10 @@
  * within its own concurrency and rate, the topic within its combined `concurrency`. All of a flow
  * topic lives in one partition (the topic's own), so every key's state shares its jobs' slot.
  */
-import type { TopicConfig } from '../rules/config';
+import type { TopicConfig } from '../core/queue-config';
 import type { EngineContext } from './context';
 import { topicKeys } from './keys';
-import { run } from './lua';
+import { run } from './script-runner';
 import * as script from './scripts';
 
 /** A key's pace: at most `count` starts per `perMs`, `burst` of them at once after a quiet spell (GCRA). */

@@ -5,10 +5,10 @@
  * not a skiplist's 120; while the first holds at most 3 jobs, it is kept as slots in a bucket
  * shared with other small groups instead of a key of its own (lua/includes/buckets.lua).
  */
-import type { TopicConfig } from '../rules/config';
+import type { TopicConfig } from '../core/queue-config';
 import { groupKey, topicKeys, type Layout } from './keys';
-import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { run, runPipelined, type ScriptCall } from './lua';
+import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { run, runPipelined, type ScriptCall } from './script-runner';
 import type { EngineContext } from './context';
 import { toJob, type Job } from './jobs';
 import { chunk, groupBy } from './partitions';

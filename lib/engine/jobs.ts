@@ -2,12 +2,12 @@
  * The engine's job types, and the decoding of script replies into them. Replies arrive typed as
  * lib/engine/scripts.ts declares them (each the mirror of its script's contract block).
  */
-import { describeBackoff, type Backoff } from '../rules/backoff';
-import type { TopicConfig } from '../rules/config';
+import { describeBackoff, type Backoff } from '../core/backoff';
+import type { TopicConfig } from '../core/queue-config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
 import type { AckReply, AddResult, ClaimedItem, MovedResult, FailReply, LeftChunk, ScoredEntry } from './scripts';
 import type { JobView, NewJob } from './shapes';
-import { isoOrNull, isoTime } from '../rules/time';
+import { isoOrNull, isoTime } from '../core/time';
 
 export type { JobChange, JobView, NewJob } from './shapes';
 

@@ -7,7 +7,7 @@
  * Topics are validated (`[A-Za-z0-9_-]`) before they reach here, so `{`, `}`, `:` and
  * whitespace never do.
  */
-import { fnv1a } from '../rules/hash';
+import { fnv1a } from '../core/hash';
 import { partitionsInOrder } from './partitions';
 
 declare const holds: unique symbol;
@@ -268,7 +268,7 @@ export function sweeperKeys(): SweeperKeys {
   };
 }
 
-/** The API keys' keys (lib/engine/access.ts): one set per deployment, in the `{keys}` slot. */
+/** The API keys' keys (lib/engine/api-keys.ts): one set per deployment, in the `{keys}` slot. */
 export interface AccessKeys {
   /** HASH key name -> JSON record: scope, topics, secret's SHA-256, created at and by */
   records: KeyRecordsKey;
@@ -408,7 +408,7 @@ export function partitionTag(partition: number, count: number): string {
 
 /**
  * Trailing occurrence suffixes `:<YYYYMMDDTHHMMSSZ>`: a schedule's occurrence `<schedule id>:<UTC
- * time>` (lib/rules/schedule.ts) is routed by its schedule's id, so it lives in its schedule's partition.
+ * time>` (lib/core/schedule.ts) is routed by its schedule's id, so it lives in its schedule's partition.
  */
 const OCCURRENCE_SUFFIXES = /^(.+?)(?::\d{8}T\d{6}Z)+$/;
 

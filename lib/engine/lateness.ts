@@ -4,9 +4,9 @@
  * each record of starts goes to the next partition in turn, so no shard of a cluster takes them
  * all), and read back, merged, as the last 5 minutes' p50 / p99 / max and a per-minute series.
  */
-import type { TopicConfig } from '../rules/config';
+import type { TopicConfig } from '../core/queue-config';
 import { flowKeys, latenessKey, topicKeys, type JobsKey } from './keys';
-import { run } from './lua';
+import { run } from './script-runner';
 import type { EngineContext } from './context';
 import { forEachPartition } from './partitions';
 import { getJob } from './read';

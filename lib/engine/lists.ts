@@ -4,11 +4,11 @@
  * the same whatever the zsets hold: each partition gives at most `limit` jobs after the cursor
  * (O(log N + limit) in Redis), and the pages are merged here.
  */
-import { fnv1a } from '../rules/hash';
-import type { TopicConfig } from '../rules/config';
+import { fnv1a } from '../core/hash';
+import type { TopicConfig } from '../core/queue-config';
 import { topicKeys, type DeadKey, type DelayedKey, type RunningKey, type TopicKeys } from './keys';
-import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { run } from './lua';
+import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { run } from './script-runner';
 import type { EngineContext } from './context';
 import { toJob, type Job } from './jobs';
 import { forEachPartition } from './partitions';

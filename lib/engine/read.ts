@@ -1,11 +1,11 @@
 /** Reads: one job, and a topic's counts. */
-import type { TopicConfig } from '../rules/config';
+import type { TopicConfig } from '../core/queue-config';
 import { flowKeys, PAUSED_FIELD, READY_FIELD, scheduleKeys, topicKeys, type BodiesKey, type TopicKeys } from './keys';
-import { readSlot, run, runThenHget, type ScriptCall } from './lua';
+import { readSlot, run, runThenHget, type ScriptCall } from './script-runner';
 import { REFUSAL } from './codes';
 import type { EngineContext } from './context';
 import { toJob, type Job, type JobView, type TopicStats } from './jobs';
-import { isoOrNull } from '../rules/time';
+import { isoOrNull } from '../core/time';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
 

@@ -26,14 +26,14 @@
  * does not know of the change meets a closed partition of the former layout, which refuses (MOVED,
  * with the current count): it acts in the layout that count gives.
  */
-import type { TopicConfig } from '../rules/config';
-import { SCRIPT_CALL_BYTES } from '../rules/limits';
+import type { TopicConfig } from '../core/queue-config';
+import { SCRIPT_CALL_BYTES } from '../core/limits';
 import { REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';
 import { confirmReplicated, NotReplicatedError } from './durable';
 import { leaveGroups } from './groups';
 import { groupKey, Layout, scheduleKeys, topicKeys } from './keys';
-import { run } from './lua';
+import { run } from './script-runner';
 import * as script from './scripts';
 
 /** The partitions of one layout a change by id wrote, and those whose answer it read without writing: what a replica must confirm (Engine.durable). */

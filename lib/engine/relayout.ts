@@ -6,7 +6,7 @@
  */
 import type { EngineContext } from './context';
 import { PAUSED_FIELD, topicKeys } from './keys';
-import { run } from './lua';
+import { run } from './script-runner';
 import * as script from './scripts';
 
 /**

@@ -3,17 +3,17 @@
  * a record in the topic's schedules hash, and its pending occurrence's time in the schedule-next
  * zset. Each occurrence is an ordinary job of the topic (id `<schedule id>:<YYYYMMDDTHHMMSSZ>`,
  * placed in the same partition: lib/engine/keys.ts routingId), so retries, ttr, dead letters and groups
- * apply, and on a flow topic the schedule's flow key and its limits. TypeScript computes the run times (lib/rules/schedule.ts); one Lua script commits each change,
+ * apply, and on a flow topic the schedule's flow key and its limits. TypeScript computes the run times (lib/core/schedule.ts); one Lua script commits each change,
  * guarded by the version the caller read, so a change computed from a stale read changes nothing.
  */
-import { describeBackoff, type Backoff } from '../rules/backoff';
-import type { TopicConfig } from '../rules/config';
+import { describeBackoff, type Backoff } from '../core/backoff';
+import type { TopicConfig } from '../core/queue-config';
 import { groupKey, scheduleKeys, topicKeys, type Layout } from './keys';
-import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { jitterOffsetMs } from '../rules/pacing';
-import { advancePlan, catchUpPlan, jitterWindowMs, nextRuns, occurrenceId, type ScheduleSpec } from '../rules/schedule';
+import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { jitterOffsetMs } from '../core/pacing';
+import { advancePlan, catchUpPlan, jitterWindowMs, nextRuns, occurrenceId, type ScheduleSpec } from '../core/schedule';
 import type { NewSchedule } from './shapes';
-import { run, runPipelined } from './lua';
+import { run, runPipelined } from './script-runner';
 import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';
@@ -21,7 +21,7 @@ import type { Wake } from './jobs';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
 import { serverTime } from './context';
-import { isoTime } from '../rules/time';
+import { isoTime } from '../core/time';
 import { actWhereItLives, isView, Moved, readWhereItLives, type ScheduleTouched } from './relayout-schedules';
 
 export { moveSchedules, type ScheduleTouched } from './relayout-schedules';

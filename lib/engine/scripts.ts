@@ -2,7 +2,7 @@
  * One typed wrapper per Lua script: each takes the script's KEYS as a tuple of branded keys in
  * the script's order (a wrong order does not type-check), its ARGV by name, and declares the
  * reply's type. Each reply type mirrors the `Returns` of the script's contract block; the codes in
- * them are named in ./codes.ts. Send a call with run() or runPipelined() from lib/engine/lua.ts.
+ * them are named in ./codes.ts. Send a call with run() or runPipelined() from lib/engine/script-runner.ts.
  */
 import type {
   BodiesKey,
@@ -29,7 +29,7 @@ import type {
   WakeCounterKey,
   WakeListKey,
 } from './keys';
-import type { Arg, ScriptCall, ScriptName } from './lua';
+import type { Arg, ScriptCall, ScriptName } from './script-runner';
 import { OUTCOME, REFUSAL, RELAYOUT, type FANOUT_MARK, type Flag, type KEY_CHANGE, type LEASE, type WAKE } from './codes';
 import type { JobChange, JobView, NewJob } from './shapes';
 
@@ -53,7 +53,7 @@ function jobArgs(job: NewJob): Arg[] {
 
 /**
  * The byte budget of one script call (ARGV): how many bytes of job records and bodies it may read,
- * write or reply beyond its first job. The engine passes SCRIPT_CALL_BYTES (lib/rules/limits.ts).
+ * write or reply beyond its first job. The engine passes SCRIPT_CALL_BYTES (lib/core/limits.ts).
  */
 export interface Budget {
   maxBytes: number;
@@ -390,7 +390,7 @@ export type ScheduleView = readonly [
 
 /**
  * An occurrence to create: its job id, its run time by the schedule (epoch ms, in the id) and the
- * time its job falls due: the run time plus its jitter offset (lib/rules/pacing.ts).
+ * time its job falls due: the run time plus its jitter offset (lib/core/pacing.ts).
  */
 export interface OccurrenceArg {
   id: string;

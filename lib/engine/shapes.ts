@@ -2,10 +2,10 @@
  * The per-job shapes the Lua scripts take and return, apart from the decoding in ./jobs.ts so that
  * ./scripts.ts (the typed calls) and ./jobs.ts (which decodes their replies) need not import each other.
  */
-import type { ScheduleSpec } from '../rules/schedule';
+import type { ScheduleSpec } from '../core/schedule';
 import type { JobStateCode } from './codes';
 
-/** A job that passed validation (lib/edge/validation.ts), as the add script takes it. */
+/** A job that passed validation (lib/api/validation.ts), as the add script takes it. */
 export interface NewJob {
   topic: string;
   id: string;

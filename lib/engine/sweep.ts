@@ -1,8 +1,8 @@
 /** The sweeper's step: time out expired attempts, move due jobs to ready, purge finished ones. */
-import type { TopicConfig } from '../rules/config';
+import type { TopicConfig } from '../core/queue-config';
 import { topicKeys } from './keys';
-import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { run, runPipelined } from './lua';
+import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { run, runPipelined } from './script-runner';
 import { inheritPauses } from './relayout';
 import type { EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';

@@ -1,8 +1,8 @@
 /** Producer-side changes: add, put, cancel and reschedule jobs. */
-import type { TopicConfig } from '../rules/config';
+import type { TopicConfig } from '../core/queue-config';
 import { groupKey, Layout, topicKeys } from './keys';
-import { SCRIPT_CALL_BYTES } from '../rules/limits';
-import { run, runPipelined } from './lua';
+import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { run, runPipelined } from './script-runner';
 import { inPlaces } from './read';
 import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';

@@ -1,5 +1,5 @@
 import type { LambdaClient } from '@aws-sdk/client-lambda';
-import type { AppConfig } from '../rules/config';
+import type { AppConfig } from '../core/queue-config';
 
 type Sdk = typeof import('@aws-sdk/client-lambda');
 

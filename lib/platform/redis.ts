@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { AppConfig } from '../rules/config';
+import type { AppConfig } from '../core/queue-config';
 
 /**
  * Client settings for a Lambda: a command fails within about 2 s when Redis is unreachable
@@ -49,7 +49,7 @@ export function createRedis(config: AppConfig['redis'], overrides: RedisOptions 
     // (the slot's new primary) and ASK at once, and sends a TRYAGAIN (the call's keys are split
     // between the two primaries until MIGRATE has moved them all) again after 25 ms. At most 16
     // redirections a call (~0.4 s of TRYAGAIN); what is refused past that, or inside an
-    // auto-pipeline, the engine's runner sends again (lib/engine/lua.ts); then it answers 503.
+    // auto-pipeline, the engine's runner sends again (lib/engine/script-runner.ts); then it answers 503.
     retryDelayOnMoved: 0,
     retryDelayOnTryAgain: 25,
     maxRedirections: 16,

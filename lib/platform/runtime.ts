@@ -1,6 +1,6 @@
 import { Cluster, type Redis } from 'ioredis';
 import { connectedReplicas, Engine } from '../engine';
-import { loadConfig, type AppConfig } from '../rules/config';
+import { loadConfig, type AppConfig } from '../core/queue-config';
 import { createInvoker, type Invoker } from './lambda';
 import { createLogger, setMetricsService, type Logger } from './log';
 import { createRedis } from './redis';

@@ -1,6 +1,6 @@
 --[[
   Work in bytes: a script that loops over jobs counts the bytes of the records and bodies it reads
-  or writes against the byte budget its caller passes (SCRIPT_CALL_BYTES in lib/rules/limits.ts), and
+  or writes against the byte budget its caller passes (SCRIPT_CALL_BYTES in lib/core/limits.ts), and
   stops before the job that would pass it (never before its first job), saying so in its reply.
 ]]
 -- A byte budget: `take(bytes)` counts `bytes` more against `budget` and is true when they keep

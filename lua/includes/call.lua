@@ -1,6 +1,6 @@
 --[[
   State kept for one call. A script sent with EVAL runs its includes anew on every call, but in the
-  library (lib/engine/lua.ts: every include once, every script a function of it) the includes run
+  library (lib/engine/script-runner.ts: every include once, every script a function of it) the includes run
   once, at FUNCTION LOAD, and every call of every function shares their locals. An include that
   keeps something for the length of one call (a clock reading, a counter read once) says here how
   to clear it; each function of the library calls beginCall first.

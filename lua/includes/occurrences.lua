@@ -50,7 +50,7 @@ end
 -- Records occurrence `id` as the one schedule record `r` hands over now. The one handed over before
 -- it, if its jitter still holds it back (pending, never attempted, due after `now`), falls due now,
 -- so a schedule never holds back more than one occurrence whatever its jitter (each occurrence's
--- jitter is also kept within the time to its next run: lib/rules/schedule.ts jitterWindowMs).
+-- jitter is also kept within the time to its next run: lib/core/schedule.ts jitterWindowMs).
 -- Returns true when it made one fall due (the caller tells the sweeper), false otherwise.
 -- `k`: jobs, delayed.
 local function handOver(k, r, id, now)

@@ -30,10 +30,10 @@ function invokeTargets(t: Template, roleId: string): string[] {
 
 /** Who invokes whom, from the code (grep invokeAsync, nudgeSweeper, requestFanout in lib/). */
 function expectedInvokes(t: Template, key: string): string[] {
-  if (['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'resumeTopic', 'flows', 'resumeSchedule'].includes(key)) return ['sweeper']; // lib/edge/routes.ts nudgeSweeper
+  if (['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'resumeTopic', 'flows', 'resumeSchedule'].includes(key)) return ['sweeper']; // lib/api/routes.ts nudgeSweeper
   if (key === 'sweeper') return ['fanout', 'sweeper']; // hand-over, requestFanout
   if (key === 'fanout') return topicHandlers(t); // one invoke per batch
-  if (topicHandlers(t).includes(key)) return ['fanout', 'sweeper']; // lib/roles/handler.ts
+  if (topicHandlers(t).includes(key)) return ['fanout', 'sweeper']; // lib/workers/handler.ts
   return [];
 }
 

@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { deliverWebhook } from '../../lib/roles/webhook';
+import { deliverWebhook } from '../../lib/workers/webhook';
 import { startOffline, type OfflineProcess } from '../support/offline';
 import { startRedis, type RedisProcess } from '../support/redis';
 

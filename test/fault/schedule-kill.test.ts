@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { topicKeys } from '../../lib/engine/keys';
-import { CATCH_UP_GRACE_MS } from '../../lib/rules/schedule';
+import { CATCH_UP_GRACE_MS } from '../../lib/core/schedule';
 import { report, until } from './support/harness';
 import { Stack } from './support/stack';
 

@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { Access, KEY_RECHECK_MS, newSecret } from '../../lib/edge/access';
+import { Access, KEY_RECHECK_MS, newSecret } from '../../lib/api/auth';
 import { Engine, KEY_USE_NOTE_MS, secretDigest } from '../../lib/engine';
-import { createKey } from '../../lib/engine/access';
-import { resolveQueueConfig } from '../../lib/rules/config';
+import { createKey } from '../../lib/engine/api-keys';
+import { resolveQueueConfig } from '../../lib/core/queue-config';
 import { TestClock } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -14,10 +14,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { toWire } from '../../lib/roles/fanout';
-import type { Queue } from '../../lib/edge/queue';
+import { toWire } from '../../lib/workers/fanout';
+import type { Queue } from '../../lib/api/queue';
 import { runtime, type Runtime } from '../../lib/platform/runtime';
-import { topicHandler } from '../../lib/roles/handler';
+import { topicHandler } from '../../lib/workers/handler';
 import { makeQueue, TestClock, apiOf } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 

@@ -11,8 +11,8 @@ import type * as engine from '../../lib/engine';
 import { OUTCOME } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
 import { groupKey, latenessKey, partitionOf, topicKeys, type TopicKeys } from '../../lib/engine/keys';
-import type { Queue } from '../../lib/edge/queue';
-import { run } from '../../lib/engine/lua';
+import type { Queue } from '../../lib/api/queue';
+import { run } from '../../lib/engine/script-runner';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

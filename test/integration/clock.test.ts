@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/rules/config';
-import { Queue } from '../../lib/edge/queue';
+import { resolveQueueConfig } from '../../lib/core/queue-config';
+import { Queue } from '../../lib/api/queue';
 import { Engine } from '../../lib/engine';
 import { uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createRedis } from '../../lib/platform/redis';
-import { resentCalls } from '../../lib/engine/lua';
+import { resentCalls } from '../../lib/engine/script-runner';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { slotOwner, startRedisCluster, type RedisClusterProcess } from '../support/redis';
 import { slotOf, topicKeys } from '../../lib/engine/keys';

@@ -1,10 +1,10 @@
 /**
  * The codes Lua and TypeScript share (lib/engine/codes.ts, lua/includes/codes.lua) agree, and the
- * engine reports every refusal as its named code: no HTTP errors below lib/edge/queue.ts.
+ * engine reports every refusal as its named code: no HTTP errors below lib/api/queue.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/rules/config';
+import { resolveQueueConfig } from '../../lib/core/queue-config';
 import * as engine from '../../lib/engine';
 import { FANOUT_MARK, JOB_STATE, KEY_CHANGE, LEASE, OUTCOME, REFUSAL, RELAYOUT, WAKE } from '../../lib/engine/codes';
 import { TestClock, uniqueTopic } from '../support/queue';

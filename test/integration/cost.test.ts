@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
-import type { Queue } from '../../lib/edge/queue';
+import type { Queue } from '../../lib/api/queue';
 import type { ClaimedJob } from '../../lib/engine';
 import { partitionOf } from '../../lib/engine/keys';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';

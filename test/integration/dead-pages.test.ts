@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { HttpError } from '../../lib/edge/errors';
-import type { Queue } from '../../lib/edge/queue';
+import { HttpError } from '../../lib/api/api-errors';
+import type { Queue } from '../../lib/api/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { INCLUDES, includeOrder } from '../../lib/engine/lua';
-import { ID_PATTERN } from '../../lib/rules/config';
+import { INCLUDES, includeOrder } from '../../lib/engine/script-runner';
+import { ID_PATTERN } from '../../lib/core/queue-config';
 import { useRedisServer } from '../support/redis';
 
 /** Bytewise order, as a zset orders members. */

@@ -10,9 +10,9 @@ import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { httpRoute } from '../../lib/edge/http';
-import { addJob } from '../../lib/edge/routes';
-import { scriptLibrary } from '../../lib/engine/lua';
+import { httpRoute } from '../../lib/api/http';
+import { addJob } from '../../lib/api/routes';
+import { scriptLibrary } from '../../lib/engine/script-runner';
 import { useRedisServer } from '../support/redis';
 import { testRuntime } from '../support/runtime';
 
@@ -63,12 +63,12 @@ describe('POST /jobs: the modules on the way to the script (real redis-server)',
       const answer = (await httpRoute(addJob, () => rt)(event as unknown as APIGatewayProxyEventV2, { awsRequestId: 'r' })) as APIGatewayProxyStructuredResultV2;
       assert.equal(answer.statusCode, 201, String(answer.body));
       assert.equal(stacks.length, 1, 'one addJobs call');
-      // functions/addJob.ts is `httpRoute(addJob)`: its handler is the closure in lib/edge/http.ts
+      // functions/addJob.ts is `httpRoute(addJob)`: its handler is the closure in lib/api/http.ts
       const path = ['functions/addJob.ts', ...modulesOf(stacks[0]!)];
       console.log(`POST /jobs: ${path.length} modules: ${path.join(' -> ')}`);
       assert.equal(new Set(path).size, path.length, `a module entered twice: ${path.join(' -> ')}`);
       assert.ok(path.length <= 8, `${path.length} modules: ${path.join(' -> ')}`);
-      assert.ok(path.includes('lib/engine/lua.ts'), `the stack reaches the script runner: ${path.join(' -> ')}`);
+      assert.ok(path.includes('lib/engine/script-runner.ts'), `the stack reaches the script runner: ${path.join(' -> ')}`);
     } finally {
       rt.redis.disconnect();
     }

@@ -10,8 +10,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import type { QueueConfigInput, TopicInput } from '../../lib/rules/config';
-import type { Queue } from '../../lib/edge/queue';
+import type { QueueConfigInput, TopicInput } from '../../lib/core/queue-config';
+import type { Queue } from '../../lib/api/queue';
 import { until } from '../../scripts/support/process';
 import { startCuttableReplica, type CuttableReplica } from '../support/failover';
 import { makeQueue, rejects, uniqueTopic } from '../support/queue';

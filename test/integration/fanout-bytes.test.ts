@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { runFanout } from '../../lib/roles/fanout';
+import { runFanout } from '../../lib/workers/fanout';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
 import { makeQueue, uniqueTopic } from '../support/queue';

@@ -10,7 +10,7 @@ import { Engine } from '../../lib/engine';
 import { sweeperKeys } from '../../lib/engine/keys';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
-import { requestFanout, runFanout } from '../../lib/roles/fanout';
+import { requestFanout, runFanout } from '../../lib/workers/fanout';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { ClaimedJob } from '../../lib/engine';
-import type { TopicInput } from '../../lib/rules/config';
+import type { TopicInput } from '../../lib/core/queue-config';
 import { rateKey, slotOf, topicKeys, topicRateKey } from '../../lib/engine/keys';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';

@@ -1,12 +1,12 @@
 /**
- * The scripts as a Redis Functions library (lib/engine/lua.ts scriptLibrary): loaded where it is
+ * The scripts as a Redis Functions library (lib/engine/script-runner.ts scriptLibrary): loaded where it is
  * missing, each call starting from a clean per-call state, and EVALSHA when the server refuses
  * functions. Real redis-servers; counts come from INFO commandstats.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { SCRIPTS, scriptLibrary } from '../../lib/engine/lua';
+import { SCRIPTS, scriptLibrary } from '../../lib/engine/script-runner';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { startRedis, useRedisServer, type RedisProcess } from '../support/redis';
 

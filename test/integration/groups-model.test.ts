@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { topicKeys } from '../../lib/engine/keys';
 import { firstChunk } from '../support/group-layout';
-import type { Queue } from '../../lib/edge/queue';
+import type { Queue } from '../../lib/api/queue';
 import { listWholeGroup, makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -6,9 +6,9 @@
 import { apiOf } from '../support/queue';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { toWire } from '../../lib/roles/fanout';
+import { toWire } from '../../lib/workers/fanout';
 import type { Runtime } from '../../lib/platform/runtime';
-import { topicHandler } from '../../lib/roles/handler';
+import { topicHandler } from '../../lib/workers/handler';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';
 

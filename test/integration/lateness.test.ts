@@ -7,10 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { toWire } from '../../lib/roles/fanout';
+import { toWire } from '../../lib/workers/fanout';
 import { latenessKey } from '../../lib/engine/keys';
 import type { Runtime } from '../../lib/platform/runtime';
-import { topicHandler } from '../../lib/roles/handler';
+import { topicHandler } from '../../lib/workers/handler';
 import { makeQueue, TestClock, uniqueTopic, apiOf } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { FANOUT_MARK, LEASE, WAKE } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
 import { sweeperKeys } from '../../lib/engine/keys';
-import { run } from '../../lib/engine/lua';
+import { run } from '../../lib/engine/script-runner';
 import { useRedisServer } from '../support/redis';
 
 const HORIZON = 60_000;

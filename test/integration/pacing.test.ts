@@ -5,13 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { runFanout, type HandlerEvent } from '../../lib/roles/fanout';
+import { runFanout, type HandlerEvent } from '../../lib/workers/fanout';
 import { rateKey } from '../../lib/engine/keys';
-import { run } from '../../lib/engine/lua';
+import { run } from '../../lib/engine/script-runner';
 import { returnTokens } from '../../lib/engine/scripts';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
-import { jitterOffsetMs } from '../../lib/rules/pacing';
+import { jitterOffsetMs } from '../../lib/core/pacing';
 import type { ClaimedJob } from '../../lib/engine';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { partitionOf, scheduleKeys } from '../../lib/engine/keys';
 import { moveSchedules } from '../../lib/engine/schedules';
-import { occurrenceId } from '../../lib/rules/schedule';
+import { occurrenceId } from '../../lib/core/schedule';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { startPrimaryWithReplica, type PrimaryWithReplica } from '../support/redis';
 

@@ -13,11 +13,11 @@ import { describe, it } from 'node:test';
 import type { Schedule } from '../../lib/engine';
 import { REFUSAL, RELAYOUT } from '../../lib/engine/codes';
 import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/engine/keys';
-import { run } from '../../lib/engine/lua';
+import { run } from '../../lib/engine/script-runner';
 import { moveSchedules } from '../../lib/engine/schedules';
 import * as script from '../../lib/engine/scripts';
-import { occurrenceId } from '../../lib/rules/schedule';
-import type { Queue } from '../../lib/edge/queue';
+import { occurrenceId } from '../../lib/core/schedule';
+import type { Queue } from '../../lib/api/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
-import { requestFanout } from '../../lib/roles/fanout';
+import { requestFanout } from '../../lib/workers/fanout';
 import { sweeperKeys } from '../../lib/engine/keys';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createRedis } from '../../lib/platform/redis';

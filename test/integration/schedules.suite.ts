@@ -6,19 +6,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Cluster, Redis } from 'ioredis';
-import type { TopicInput } from '../../lib/rules/config';
+import type { TopicInput } from '../../lib/core/queue-config';
 import * as engine from '../../lib/engine/schedules'; // an advance's steps apart, to crash between them
 import { OUTCOME, REFUSAL } from '../../lib/engine/codes';
 import * as script from '../../lib/engine/scripts';
 import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/engine/keys';
-import type { Queue } from '../../lib/edge/queue';
-import { HttpError } from '../../lib/edge/errors';
-import { validateSchedulesQuery } from '../../lib/edge/validation';
-import { validateSchedule } from '../../lib/edge/schedule-input';
+import type { Queue } from '../../lib/api/queue';
+import { HttpError } from '../../lib/api/api-errors';
+import { validateSchedulesQuery } from '../../lib/api/validation';
+import { validateSchedule } from '../../lib/api/schedule-validation';
 import { moveDue } from '../../lib/engine/sweep'; // a sweep's steps apart, to claim before the schedule moves on
-import { jitterOffsetMs } from '../../lib/rules/pacing';
-import { occurrenceId } from '../../lib/rules/schedule';
-import { run } from '../../lib/engine/lua';
+import { jitterOffsetMs } from '../../lib/core/pacing';
+import { occurrenceId } from '../../lib/core/schedule';
+import { run } from '../../lib/engine/script-runner';
 import { bucketState, firstChunk } from '../support/group-layout';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { parseIfMatch } from '../../lib/edge/validation';
+import { parseIfMatch } from '../../lib/api/validation';
 import { startCuttableReplica } from '../support/failover';
 import { makeQueue, rejects, uniqueTopic } from '../support/queue';
 

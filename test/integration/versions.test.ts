@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { OUTCOME } from '../../lib/engine/codes';
 import { groupKey, partitionOf, topicKeys } from '../../lib/engine/keys';
-import { INCLUDES, includeOrder, run } from '../../lib/engine/lua';
+import { INCLUDES, includeOrder, run } from '../../lib/engine/script-runner';
 import * as script from '../../lib/engine/scripts';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';

@@ -4,8 +4,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
-import { RetryLater } from '../../lib/roles/retry-later';
-import { ATTEMPT_HEADER, deliverWebhook, JOB_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TOPIC_HEADER, verifyWebhook, WEBHOOK_USER_AGENT, type WebhookJob } from '../../lib/roles/webhook';
+import { RetryLater } from '../../lib/workers/retry-later';
+import { ATTEMPT_HEADER, deliverWebhook, JOB_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TOPIC_HEADER, verifyWebhook, WEBHOOK_USER_AGENT, type WebhookJob } from '../../lib/workers/webhook';
 
 interface Recorded {
   method: string;

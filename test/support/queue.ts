@@ -1,10 +1,10 @@
 /** Helpers that build engines for tests: unique topics, a fixed clock, fixed jitter. */
 import assert from 'node:assert/strict';
 import type { Cluster, Redis } from 'ioredis';
-import { resolveQueueConfig, type QueueConfigInput, type TopicInput } from '../../lib/rules/config';
-import { HttpError } from '../../lib/edge/errors';
+import { resolveQueueConfig, type QueueConfigInput, type TopicInput } from '../../lib/core/queue-config';
+import { HttpError } from '../../lib/api/api-errors';
 import { Engine, type Job } from '../../lib/engine';
-import { Queue } from '../../lib/edge/queue';
+import { Queue } from '../../lib/api/queue';
 
 let counter = 0;
 
@@ -24,7 +24,7 @@ export class TestClock {
 }
 
 /**
- * The API's operations (lib/edge/queue.ts) over an engine on `redis` with the given topics, a fixed
+ * The API's operations (lib/api/queue.ts) over an engine on `redis` with the given topics, a fixed
  * clock when `clock` is given: tests add with raw input as the API does, and drive attempts with
  * `q.engine` (the engine's door), the one way tests reach the engine.
  */

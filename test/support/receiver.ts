@@ -6,7 +6,7 @@
  * secrets it was given verify it (a receiver that knows only one of them, each).
  */
 import { createServer, type Server } from 'node:http';
-import { verifyWebhook } from '../../lib/roles/webhook';
+import { verifyWebhook } from '../../lib/workers/webhook';
 
 export interface Delivery {
   path: string;

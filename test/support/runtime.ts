@@ -1,5 +1,5 @@
 /** A runtime of its own for tests that run handlers through their seam (not the process's). */
-import type { TopicInput } from '../../lib/rules/config';
+import type { TopicInput } from '../../lib/core/queue-config';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
 
 export function testRuntime(redisUrl: string, topics: Record<string, TopicInput>): Runtime {

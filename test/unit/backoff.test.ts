@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { describeBackoff, ladderLength, parseBackoff, parseDuration } from '../../lib/rules/backoff';
+import { describeBackoff, ladderLength, parseBackoff, parseDuration } from '../../lib/core/backoff';
 
 const YEAR = 365 * 86_400_000;
 

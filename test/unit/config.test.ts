@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_TIMINGS, loadConfig, loadDurability, loadTimings, resolveQueueConfig } from '../../lib/rules/config';
+import { DEFAULT_TIMINGS, loadConfig, loadDurability, loadTimings, resolveQueueConfig } from '../../lib/core/queue-config';
 
 describe('queue configuration', () => {
   it('fills in defaults', () => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { handler } from '../../functions/dashboard';
-import page from '../../lib/edge/dashboard.html';
+import page from '../../lib/api/dashboard.html';
 import apiDescription from '../../openapi.yaml';
 
 const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as script from '../../lib/engine/scripts';
 import { accessKeys, groupKey, latenessKey, rateKey, scheduleKeys, syncKey, sweeperKeys, topicKeys } from '../../lib/engine/keys';
-import { SCRIPTS } from '../../lib/engine/lua';
+import { SCRIPTS } from '../../lib/engine/script-runner';
 
 const k = topicKeys(2, 'orders', 4);
 const g = groupKey(2, 'orders', 'meeting-1', 4);

@@ -1,9 +1,9 @@
 // cutBatches (issue 12, finding 4): handler events are cut by count and by bytes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/rules/config';
-import { cutBatches } from '../../lib/roles/fanout';
-import { EVENT_PAYLOAD_BYTES, MAX_BODY_BYTES } from '../../lib/rules/limits';
+import { resolveQueueConfig } from '../../lib/core/queue-config';
+import { cutBatches } from '../../lib/workers/fanout';
+import { EVENT_PAYLOAD_BYTES, MAX_BODY_BYTES } from '../../lib/core/limits';
 import type { ClaimedJob } from '../../lib/engine';
 
 const job = (id: string, bodyChars: number): ClaimedJob => ({ topic: 't', id, attempt: 1, maxAttempts: 3, runAt: 1, deadline: 30_001, body: { pad: 'x'.repeat(bodyChars) }, latenessMs: 0, claim: 'c' });

@@ -5,10 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/rules/config';
-import { HttpError } from '../../lib/edge/errors';
-import { checkFlowRef, requireFlowTopic, validateFlowChange, validateJob } from '../../lib/edge/validation';
-import { validateSchedule } from '../../lib/edge/schedule-input';
+import { resolveQueueConfig } from '../../lib/core/queue-config';
+import { HttpError } from '../../lib/api/api-errors';
+import { checkFlowRef, requireFlowTopic, validateFlowChange, validateJob } from '../../lib/api/validation';
+import { validateSchedule } from '../../lib/api/schedule-validation';
 
 const config = resolveQueueConfig({ topics: { orders: {}, partner: { flow: { concurrency: 2, rate: { count: 10, per: 1 } } }, open: { flow: {} } }, partitions: 4 });
 const NOW = Date.UTC(2030, 0, 1);

@@ -1,5 +1,5 @@
 /**
- * openapi.yaml cannot import lib/rules/limits.ts, so it repeats each limit: this checks every number
+ * openapi.yaml cannot import lib/core/limits.ts, so it repeats each limit: this checks every number
  * it states against the constant, and its example error messages against what validation says.
  */
 import assert from 'node:assert/strict';
@@ -7,13 +7,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../lib/rules/config';
+import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../lib/core/queue-config';
 import { REFUSAL } from '../../lib/engine/codes';
-import { HttpError, refusalError } from '../../lib/edge/errors';
-import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/rules/limits';
-import { SCHEDULE_ID_MAX } from '../../lib/rules/schedule';
-import { validateSchedule } from '../../lib/edge/schedule-input';
-import { badCursor, checkGroupRef, checkJobRef, LISTED_STATES, parseIfMatch, validateBatch, validateJob, validateJobsQuery, validateSchedulesQuery } from '../../lib/edge/validation';
+import { HttpError, refusalError } from '../../lib/api/api-errors';
+import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/core/limits';
+import { SCHEDULE_ID_MAX } from '../../lib/core/schedule';
+import { validateSchedule } from '../../lib/api/schedule-validation';
+import { badCursor, checkGroupRef, checkJobRef, LISTED_STATES, parseIfMatch, validateBatch, validateJob, validateJobsQuery, validateSchedulesQuery } from '../../lib/api/validation';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the parsed openapi.yaml, walked by property paths; a wrong path fails the test
 const spec = parse(readFileSync(join(__dirname, '..', '..', 'openapi.yaml'), 'utf8')) as Json;
@@ -33,7 +33,7 @@ function refusal(fn: () => unknown): Json {
   assert.fail('expected a validation error');
 }
 
-describe('openapi.yaml states the limits of lib/rules/limits.ts', () => {
+describe('openapi.yaml states the limits of lib/core/limits.ts', () => {
   it('a batch: 1 to BATCH_JOBS.max jobs', () => {
     const batch = spec.paths['/jobs/batch'].post;
     const jobs = jsonBody(batch).schema.properties.jobs;

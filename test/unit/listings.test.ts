@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeGroupCursor, decodeJobsCursor, encodeGroupCursor, encodeJobsCursor } from '../../lib/engine';
-import { HttpError } from '../../lib/edge/errors';
-import { JOBS_PAGE } from '../../lib/rules/limits';
-import { checkGroupRef, parseIfMatch, validateGroupPage, validateJobsQuery } from '../../lib/edge/validation';
+import { HttpError } from '../../lib/api/api-errors';
+import { JOBS_PAGE } from '../../lib/core/limits';
+import { checkGroupRef, parseIfMatch, validateGroupPage, validateJobsQuery } from '../../lib/api/validation';
 
 /** The field a 400 names. */
 function fieldOf(fn: () => unknown): string {

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { flowKeys, groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/engine/keys';
-import { INCLUDES, SCRIPTS, includeOrder, scriptLibrary, scriptText, type ScriptName } from '../../lib/engine/lua';
+import { INCLUDES, SCRIPTS, includeOrder, scriptLibrary, scriptText, type ScriptName } from '../../lib/engine/script-runner';
 
 const dir = join(__dirname, '..', '..', 'lua');
 const files = readdirSync(dir).filter((f) => f.endsWith('.lua'));

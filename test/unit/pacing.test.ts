@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/rules/config';
-import { HttpError } from '../../lib/edge/errors';
-import { jitterOffsetMs } from '../../lib/rules/pacing';
-import { validateJob } from '../../lib/edge/validation';
+import { resolveQueueConfig } from '../../lib/core/queue-config';
+import { HttpError } from '../../lib/api/api-errors';
+import { jitterOffsetMs } from '../../lib/core/pacing';
+import { validateJob } from '../../lib/api/validation';
 
 const NOW = Date.UTC(2030, 0, 1);
 const config = resolveQueueConfig({ topics: { plain: {}, spread: { jitter: 60 }, paced: { rateLimit: { count: 1000 } } } });

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import ts from 'typescript';
-import * as webhook from '../../lib/roles/webhook';
+import * as webhook from '../../lib/workers/webhook';
 
 const README = readFileSync(join(__dirname, '../../README.md'), 'utf8');
 
@@ -21,7 +21,7 @@ function readmeCheckWebhook(): (req: { headers: Record<string, string | string[]
   const js = ts.transpileModule(`${block[1]}\nexport { checkWebhook };`, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText;
   const module = { exports: {} as Record<string, unknown> };
   const requireFromReadme = (spec: string) => {
-    assert.equal(spec, './lib/roles/webhook', 'the snippet imports the webhook module from the repository root');
+    assert.equal(spec, './lib/workers/webhook', 'the snippet imports the webhook module from the repository root');
     return webhook;
   };
   new Function('require', 'module', 'exports', js)(requireFromReadme, module, module.exports);

@@ -1,5 +1,5 @@
 /**
- * lib/rules/schedule.ts: validation of a schedule, and its run times by our written rules: a local time
+ * lib/core/schedule.ts: validation of a schedule, and its run times by our written rules: a local time
  * that does not exist runs once, at the first valid instant after it; one that occurs twice runs
  * once, at its first occurrence; `every` counts real seconds. Transitions of 2026 and 2027:
  *   Europe/Berlin     spring 2026-03-29, 2027-03-28 at 01:00Z (02:00 CET -> 03:00 CEST)
@@ -9,11 +9,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveQueueConfig } from '../../lib/rules/config';
-import { HttpError } from '../../lib/edge/errors';
+import { resolveQueueConfig } from '../../lib/core/queue-config';
+import { HttpError } from '../../lib/api/api-errors';
 import { partitionOf, routingId } from '../../lib/engine/keys';
-import { advancePlan, catchUpPlan, CATCH_UP_GRACE_MS, instantOf, jitterWindowMs, latestRun, nextRuns, occurrenceId, SCHEDULE_ID_MAX, shortestGapMs, type Recurrence, type ScheduleSpec } from '../../lib/rules/schedule';
-import { validateSchedule } from '../../lib/edge/schedule-input';
+import { advancePlan, catchUpPlan, CATCH_UP_GRACE_MS, instantOf, jitterWindowMs, latestRun, nextRuns, occurrenceId, SCHEDULE_ID_MAX, shortestGapMs, type Recurrence, type ScheduleSpec } from '../../lib/core/schedule';
+import { validateSchedule } from '../../lib/api/schedule-validation';
 
 const at = (text: string) => Date.parse(text);
 const isos = (runs: number[]) => runs.map((ms) => new Date(ms).toISOString().replace('.000Z', 'Z'));

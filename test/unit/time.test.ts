@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isoTime } from '../../lib/rules/time';
+import { isoTime } from '../../lib/core/time';
 
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import dns from 'node:dns';
 import { describe, it } from 'node:test';
-import { loadConfig } from '../../lib/rules/config';
-import { deliverWebhook, isForbiddenAddress } from '../../lib/roles/webhook';
+import { loadConfig } from '../../lib/core/queue-config';
+import { deliverWebhook, isForbiddenAddress } from '../../lib/workers/webhook';
 
 /** Calls isForbiddenAddress with the VPC CIDRs as a second argument (code before the fix ignores it). */
 const forbidden = isForbiddenAddress as (ip: string, denyCidrs?: readonly string[]) => string | null;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { isForbiddenAddress, signWebhook, verifyWebhook } from '../../lib/roles/webhook';
+import { isForbiddenAddress, signWebhook, verifyWebhook } from '../../lib/workers/webhook';
 
 const NOW = 1_700_000_000;
 const BODY = JSON.stringify({ order: 42, note: 'héllo' });

@@ -372,7 +372,7 @@ export function lambdaEnv(redisUrl: string, routerUrl: string, extra: Record<str
     DQ_WEBHOOK_ALLOW_PRIVATE: 'true',
     LOG_LEVEL: 'warn',
     AWS_REGION: 'us-east-1',
-    // shortened timings, read by lib/rules/config.ts (the defaults: lease 30 s, waits 10 s, reserve 5 s, mark 30 s)
+    // shortened timings, read by lib/core/queue-config.ts (the defaults: lease 30 s, waits 10 s, reserve 5 s, mark 30 s)
     DQ_SWEEPER_LEASE_MS: '2000',
     DQ_SWEEPER_MAX_WAIT_MS: '500',
     DQ_SWEEPER_RESERVE_MS: '1000',

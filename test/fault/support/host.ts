@@ -5,7 +5,7 @@
  * host per function (sweeper, fan-out, webhook handler) and SIGKILL them at will.
  *
  * Environment: the Lambdas' own (REDIS_URL, DQ_CONFIG, DQ_LAMBDA_ENDPOINT, and the shortened
- * DQ_SWEEPER_* / DQ_FANOUT_MARK_MS timings, read by lib/rules/config.ts like any other setting), plus
+ * DQ_SWEEPER_* / DQ_FANOUT_MARK_MS timings, read by lib/core/queue-config.ts like any other setting), plus
  *   HOST_FUNCTIONS   comma-separated keys this host serves (sweeper,fanout,webhookHandler)
  *   HOST_TIMEOUT_MS  each invocation's time limit, seen through getRemainingTimeInMillis
  * Prints `READY <port>` on stdout when it listens.

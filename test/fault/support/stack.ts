@@ -5,10 +5,10 @@
  * schedule, every `tickMs`).
  */
 import { Redis } from 'ioredis';
-import { loadConfig, type Timings } from '../../../lib/rules/config';
+import { loadConfig, type Timings } from '../../../lib/core/queue-config';
 import { createInvoker } from '../../../lib/platform/lambda';
 import { createLogger } from '../../../lib/platform/log';
-import { Queue } from '../../../lib/edge/queue';
+import { Queue } from '../../../lib/api/queue';
 import { Engine } from '../../../lib/engine';
 import { startRedis, type RedisProcess } from '../../support/redis';
 import { FAULT_PREFIX, HostSlot, lambdaEnv, Recorder, Router, tally, until, type Tally } from './harness';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import * as script from '../../../lib/engine/scripts';
 import { groupChunkKey, groupKey, topicKeys, partitionOf } from '../../../lib/engine/keys';
-import { run } from '../../../lib/engine/lua';
+import { run } from '../../../lib/engine/script-runner';
 import { bucketState, firstChunk } from '../../support/group-layout';
 import { listWholeGroup } from '../../support/queue';
 import { HOUR, SEC, type SuiteHelpers, type SuiteTarget } from './shared';

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
-import type { TopicInput } from '../../../lib/rules/config';
-import type { Queue } from '../../../lib/edge/queue';
+import type { TopicInput } from '../../../lib/core/queue-config';
+import type { Queue } from '../../../lib/api/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../../support/queue';
 import type { SuiteHelpers, SuiteTarget } from './shared';
 import { addGet } from './add-get';

@@ -1,8 +1,8 @@
 /** Listings by state across partitions: order, paging, from/to windows and cursor refusals. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { Queue } from '../../../lib/edge/queue';
-import type { JobsQuery } from '../../../lib/edge/validation';
+import type { Queue } from '../../../lib/api/queue';
+import type { JobsQuery } from '../../../lib/api/validation';
 import type { Job } from '../../../lib/engine';
 import { rejects } from '../../support/queue';
 import { SEC, type SuiteHelpers, type SuiteTarget } from './shared';

@@ -22,10 +22,10 @@
  * A violation carries the seed, the step and the tail of the operation history.
  */
 import { Redis } from 'ioredis';
-import { HttpError } from '../../../lib/edge/errors';
-import type { Queue } from '../../../lib/edge/queue';
+import { HttpError } from '../../../lib/api/api-errors';
+import type { Queue } from '../../../lib/api/queue';
 import type { ClaimedJob, Job } from '../../../lib/engine';
-import { jitterOffsetMs } from '../../../lib/rules/pacing';
+import { jitterOffsetMs } from '../../../lib/core/pacing';
 import { CLIENT_OPTIONS, isUnavailable } from '../../../lib/platform/redis';
 import { until } from '../../../scripts/support/process';
 import { makeQueue, TestClock } from '../../support/queue';

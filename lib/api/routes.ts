@@ -1,11 +1,11 @@
-import { HttpError } from './errors';
-import { accessFor, requireScope, requireTopicAccess, type Scope } from './access';
+import { HttpError } from './api-errors';
+import { accessFor, requireScope, requireTopicAccess, type Scope } from './auth';
 import { errorBody, jobHeaders, type ApiRequest, type ApiResponse, type Route } from './http';
 import type { Engine, FlowKeyState, FlowRate, Job, KeyInfo } from '../engine';
 import type { Runtime } from '../platform/runtime';
 import { Queue, type WriteOutcome } from './queue';
 import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive, validateSchedulesQuery } from './validation';
-import { isoOrNull } from '../rules/time';
+import { isoOrNull } from '../core/time';
 
 /**
  * The routes of the HTTP API; each takes a parsed request and returns status and body, and says

@@ -2,15 +2,15 @@
  * All request validation: a job, a change to one, a put's path, a batch, a redrive, a page of
  * dead jobs. Each reports every problem at once as an HttpError (400 VALIDATION_FAILED with each
  * field and what is wrong, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE) and returns the input
- * normalised for the engine, which checks nothing itself. Limits come from lib/rules/limits.ts.
+ * normalised for the engine, which checks nothing itself. Limits come from lib/core/limits.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { ladderLength, parseBackoff, parseDuration } from '../rules/backoff';
-import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../rules/config';
+import { ladderLength, parseBackoff, parseDuration } from '../core/backoff';
+import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../core/queue-config';
 import { layoutFor, type FlowKeyChange, type FlowRate, type JobChange, type NewJob } from '../engine';
-import { HttpError, type FieldProblem } from './errors';
-import { jitterOffsetMs } from '../rules/pacing';
-import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from '../rules/limits';
+import { HttpError, type FieldProblem } from './api-errors';
+import { jitterOffsetMs } from '../core/pacing';
+import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from '../core/limits';
 
 export type { JobChange, NewJob } from '../engine';
 

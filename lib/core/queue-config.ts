@@ -7,7 +7,7 @@ export interface TopicConfig {
   name: string;
   /** Attempts before a job goes dead, for jobs that set none. */
   maxAttempts: number;
-  /** Compact backoff spec (lib/rules/backoff.ts), for jobs that set none. */
+  /** Compact backoff spec (lib/core/backoff.ts), for jobs that set none. */
   backoff: string;
   /** Time-to-run of one attempt (ms), for jobs that set none. */
   ttrMs: number;
@@ -23,7 +23,7 @@ export interface TopicConfig {
   maxTtrMs: number;
   /** At most `count` attempts of this topic start per `perMs`, across every fan-out; none when unset. */
   rateLimit?: RateLimit;
-  /** Spread of a job's first run time (ms) for jobs that set no jitter: see lib/rules/pacing.ts. 0: none. */
+  /** Spread of a job's first run time (ms) for jobs that set no jitter: see lib/core/pacing.ts. 0: none. */
   jitterMs: number;
   /**
    * Flow control per key (lib/engine/flow.ts): present on a flow topic, whose jobs may carry a
@@ -358,7 +358,7 @@ export interface AppConfig {
   /**
    * How API requests are authenticated (DQ_AUTH, from `custom.queue.auth`): `token`, a bearer key
    * (the API token or a named key); `iam`, AWS IAM signatures checked by API Gateway, the caller
-   * taken from the request's IAM authorizer context (lib/edge/iam.ts).
+   * taken from the request's IAM authorizer context (lib/api/iam.ts).
    */
   auth: 'token' | 'iam';
   /**

@@ -1,7 +1,7 @@
 /**
  * The API keys in Redis: create, revoke, list, and the lookup by a presented secret's digest. Keys
  * live in the `{keys}` slot (accessKeys), off every job's path: the HTTP edge
- * (lib/edge/access.ts) looks a key up once every few seconds per Lambda instance, not per request.
+ * (lib/api/auth.ts) looks a key up once every few seconds per Lambda instance, not per request.
  * Secrets are never stored: a key is found by the SHA-256 of its secret (secrets are 32 random
  * bytes, so a fast digest is as good as a slow one). The deployment's own key (API_TOKEN) has no
  * record: it is the admin key named `deployment`, and revoking it adds its digest to a hash.
@@ -13,7 +13,7 @@ import { KEY_CHANGE } from './codes';
 import { confirmSlotReplicated } from './durable';
 import type { EngineContext } from './context';
 import { accessKeys } from './keys';
-import { readSlot, run } from './lua';
+import { readSlot, run } from './script-runner';
 import * as script from './scripts';
 
 /** What a key may do: `admin` everything (keys included), `write` every change and read, `read` every GET. */

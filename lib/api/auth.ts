@@ -1,6 +1,6 @@
 /**
  * Who a request comes from, and what it may do. A request presents `Authorization: Bearer
- * <secret>`; the secret's SHA-256 names a key (lib/engine/access.ts): the deployment's (API_TOKEN,
+ * <secret>`; the secret's SHA-256 names a key (lib/engine/api-keys.ts): the deployment's (API_TOKEN,
  * admin, named `deployment`) or one created over the API. Each Lambda instance keeps what it
  * learnt of a digest for KEY_RECHECK_MS and then asks Redis again, so a new key works at once
  * (an unknown digest is looked up as it comes), a revoked one stops within KEY_RECHECK_MS on every
@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { secretDigest, type Caller, type Engine, type Scope } from '../engine';
-import { HttpError } from './errors';
+import { HttpError } from './api-errors';
 
 export type { Caller, Scope } from '../engine';
 

@@ -4,8 +4,8 @@ import { Cluster, type Redis } from 'ioredis';
 import { holdSweeperLease, LEASE, releaseSweeperLease, wakeListKey, type Engine, type SweepResult } from '../engine';
 import { requestFanout } from './fanout';
 import type { Invoker } from '../platform/lambda';
-import { DEFAULT_TIMINGS, type Timings } from '../rules/config';
-import { TTR_SECONDS } from '../rules/limits';
+import { DEFAULT_TIMINGS, type Timings } from '../core/queue-config';
+import { TTR_SECONDS } from '../core/limits';
 import { emitMetrics, type Logger } from '../platform/log';
 
 export interface SweeperDeps {

@@ -1,13 +1,13 @@
 /**
  * Validation of a schedule as PUT /schedules/{topic}/{id} receives it: every problem at once, then
- * the schedule normalised for the engine. The arithmetic of run times is lib/rules/schedule.ts.
+ * the schedule normalised for the engine. The arithmetic of run times is lib/core/schedule.ts.
  */
 import type { NewSchedule } from '../engine';
 import { layoutFor } from '../engine';
-import type { QueueConfig } from '../rules/config';
-import { ID_PATTERN, TOPIC_PATTERN } from '../rules/config';
-import { canonicalZone, cronProblem, ID_MAX, JITTER_CHECK_RUNS, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, shortestGapMs, type CatchUp, type Recurrence } from '../rules/schedule';
-import { HttpError, type FieldProblem } from './errors';
+import type { QueueConfig } from '../core/queue-config';
+import { ID_PATTERN, TOPIC_PATTERN } from '../core/queue-config';
+import { canonicalZone, cronProblem, ID_MAX, JITTER_CHECK_RUNS, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, shortestGapMs, type CatchUp, type Recurrence } from '../core/schedule';
+import { HttpError, type FieldProblem } from './api-errors';
 import { checkBodySize, checkFlowKey, checkJitter, checkJobOptions, requireTopic, secondsOf, throwProblems } from './validation';
 
 const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter', 'key'];

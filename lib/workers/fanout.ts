@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from '../rules/config';
-import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from '../rules/limits';
+import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from '../core/queue-config';
+import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from '../core/limits';
 import { chunkBySize, markFanout, unmarkFanout, type ClaimedJob, type Engine } from '../engine';
 import type { Invoker } from '../platform/lambda';
 import { emitMetrics, type Logger } from '../platform/log';

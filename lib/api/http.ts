@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from 'aws-lambda';
-import { accessFor, requireScope, requireTopicAccess, type Caller, type Scope } from './access';
-import { HttpError } from './errors';
+import { accessFor, requireScope, requireTopicAccess, type Caller, type Scope } from './auth';
+import { HttpError } from './api-errors';
 import { iamCaller, type IamIdentity } from './iam';
 import { takeColdStart } from '../platform/log';
 import { isUnavailable } from '../platform/redis';
@@ -36,7 +36,7 @@ const MAX_REQUEST_BYTES = 6 * 1024 * 1024; // Lambda's own limit for a synchrono
 
 /**
  * A route: takes a parsed request, returns status and body. `scope`: what a key needs to call it
- * (lib/edge/routes.ts sets it on each); a route without one needs `admin`.
+ * (lib/api/routes.ts sets it on each); a route without one needs `admin`.
  */
 export type Route = ((request: ApiRequest, rt: Runtime) => Promise<ApiResponse>) & { scope?: Scope };
 

@@ -6,11 +6,11 @@
  */
 import { decodeDeadCursor, decodeGroupCursor, decodeJobsCursor, decodeScheduleCursor, encodeDeadCursor, encodeGroupCursor, encodeJobsCursor, encodeScheduleCursor, isRefused, NotReplicatedError, REFUSAL, secretDigest } from '../engine';
 import type { Caller, DeadJob, Engine, FlowKeyChange, FlowKeyState, Job, KeyInfo, Refused, Schedule, TopicStatsView, Wake, WriteResult } from '../engine';
-import type { QueueConfig } from '../rules/config';
-import { MAX_KEYS, REDRIVE_COUNT } from '../rules/limits';
-import { mayUseTopic, newSecret, requireTopicAccess } from './access';
-import { HttpError, refusalError } from './errors';
-import { validateSchedule } from './schedule-input';
+import type { QueueConfig } from '../core/queue-config';
+import { MAX_KEYS, REDRIVE_COUNT } from '../core/limits';
+import { mayUseTopic, newSecret, requireTopicAccess } from './auth';
+import { HttpError, refusalError } from './api-errors';
+import { validateSchedule } from './schedule-validation';
 import {
   badCursor,
   checkFlowRef,

@@ -19,7 +19,7 @@ export type ErrorCode =
   | 'INTERNAL';
 
 /** One problem with one input field; `path` is dotted (`jobs.3.delay`). */
-export type { FieldProblem } from '../rules/backoff';
+export type { FieldProblem } from '../core/backoff';
 
 /**
  * The one error class: an HTTP status, a stable code, a message safe to show the caller. A 4xx,

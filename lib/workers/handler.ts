@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import type { TopicConfig } from '../rules/config';
+import type { TopicConfig } from '../core/queue-config';
 import { RetryLater } from './retry-later';
 import { requestFanout, toWire, type HandlerEvent, type WireJob } from './fanout';
 import { emitMetrics, takeColdStart, type Logger } from '../platform/log';

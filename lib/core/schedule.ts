@@ -1,6 +1,6 @@
 /**
  * Recurring schedules, pure: the arithmetic of their run times, and what makes a cron expression
- * valid. No Redis here (lib/engine/schedules.ts commits what this computes; lib/edge/schedule-input.ts
+ * valid. No Redis here (lib/engine/schedules.ts commits what this computes; lib/api/schedule-validation.ts
  * validates a schedule as the API receives it).
  *
  * A schedule runs on a cron expression in a time zone, or every N seconds. Croner matches the

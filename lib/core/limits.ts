@@ -32,7 +32,7 @@ export const DEAD_PAGE = { min: 1, max: 100, default: 50 } as const satisfies Ra
 /**
  * Time-to-run of one attempt in seconds, of a job and of a topic. At least 1 s: the ttr counts from
  * the claim (so it includes invoking the handler) and the handler ends an attempt 250 ms before
- * its deadline (SAFETY_MS in lib/roles/handler.ts); below that no attempt could succeed.
+ * its deadline (SAFETY_MS in lib/workers/handler.ts); below that no attempt could succeed.
  */
 export const TTR_SECONDS = { min: 1, max: 86_400 } as const satisfies Range;
 
@@ -61,7 +61,7 @@ export const EVENT_ENVELOPE_BYTES = 256;
  */
 export const EVENT_OVERHEAD_BYTES = 8192;
 
-/** The most named API keys a deployment may hold (lib/engine/access.ts): a listing reads them all. */
+/** The most named API keys a deployment may hold (lib/engine/api-keys.ts): a listing reads them all. */
 export const MAX_KEYS = 1000;
 
 /** Largest maxBodyBytes a configuration may set: one job with such a body still fits one event. */

@@ -1,7 +1,0 @@
-/**
- * Webhooks, as the rest of the code imports them: signing and verifying (webhook/sign.ts), which
- * addresses may receive a delivery (webhook/address.ts), and the delivery itself (webhook/deliver.ts).
- */
-export { SIGNATURE_HEADER, signWebhook, TIMESTAMP_HEADER, verifyWebhook, type VerifyWebhookOptions, type VerifyWebhookResult } from './sign';
-export { isForbiddenAddress } from './address';
-export { ATTEMPT_HEADER, deliverWebhook, JOB_ID_HEADER, TOPIC_HEADER, WEBHOOK_USER_AGENT, type DeliverWebhookOptions, type DeliveryResult, type WebhookJob } from './deliver';
