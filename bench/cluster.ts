@@ -49,16 +49,16 @@
  *   npm run bench:cluster
  *   npm run bench:cluster -- --jobs 100000 --masters 3,6,9
  *   npm run bench:cluster -- --skip-reshard --skip-change     # step 1 only
- *   npm run bench:cluster -- --jobs 50000 --masters 3 --skip-reshard --skip-change --claims handler   # a herd as warm handlers drain it
+ * npm run bench:cluster -- --jobs 50000 --masters 3 --skip-reshard --skip-change --claims handler # a herd as warm
+ * handlers drain it
  *   npm run bench:cluster -- --reshard-only     # step 2 only
  *   npm run bench:cluster -- --change-only      # step 3 only
  *
- * Options: --jobs (200,000), --workers (8) and --claims (fanout or handler) of step 1, --masters (3,6,9), --skip-reshard,
- * --reshard-only, --skip-change, --change-only, step 2's --load-seconds (45), step 3's --change-seconds (30),
- * and steps 2 and 3's --rate (1,000) and --drain-seconds (90).
- * Prints tables and one JSON line; exits 1 when step 2's or step 3's ledger shows a lost or stuck job. On a
- * machine shared with other work, Redis's CPU per job moves by a tenth or more between runs.
- * Results are in BENCHMARKS.md.
+ * Options: --jobs (200,000), --workers (8) and --claims (fanout or handler) of step 1, --masters (3,6,9),
+ * --skip-reshard, --reshard-only, --skip-change, --change-only, step 2's --load-seconds (45), step 3's --change-seconds
+ * (30), and steps 2 and 3's --rate (1,000) and --drain-seconds (90). Prints tables and one JSON line; exits 1 when step
+ * 2's or step 3's ledger shows a lost or stuck job. On a machine shared with other work, Redis's CPU per job moves by a
+ * tenth or more between runs. Results are in BENCHMARKS.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -81,9 +81,30 @@ const CLAIM = 100;
 const PARTITIONS_PER_MASTER = 4; // the deploy default (DEPLOY.md)
 const BACKLOG = 5000; // step 2: adders wait while more jobs than this are added and not acked
 const RESHARD_SLOTS = 2500; // from the first master: slots 0..2499, the slots of partitions 0 and 1 of 12
-const CLUSTER_NODE_ARGS = (port: number) => ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000'];
+const CLUSTER_NODE_ARGS = (port: number) => [
+  '--cluster-enabled',
+  'yes',
+  '--cluster-config-file',
+  `nodes-${port}.conf`,
+  '--cluster-node-timeout',
+  '5000',
+];
 // commands of the bench's own measuring and of the cluster client's upkeep, not of the workload
-const ADMIN_COMMANDS = new Set(['info', 'config', 'cluster', 'ping', 'command', 'client', 'hello', 'readonly', 'select', 'role', 'slowlog', 'latency', 'memory']);
+const ADMIN_COMMANDS = new Set([
+  'info',
+  'config',
+  'cluster',
+  'ping',
+  'command',
+  'client',
+  'hello',
+  'readonly',
+  'select',
+  'role',
+  'slowlog',
+  'latency',
+  'memory',
+]);
 
 // ---------------------------------------------------------------------------------------------
 // options
@@ -105,12 +126,15 @@ function parseArgs(argv: string[]) {
   };
   const positive = (name: string, raw: string | undefined) => {
     const n = Number(raw);
-    if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+    if (!Number.isInteger(n) || n <= 0)
+      throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
     return n;
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const [name, inline] = arg.includes('=')
+      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+      : [arg, undefined];
     const value = () => inline ?? argv[++i];
     if (name === '--jobs') opts.jobs = positive(name, value());
     else if (name === '--masters')
@@ -128,7 +152,8 @@ function parseArgs(argv: string[]) {
     else if (name === '--change-seconds') opts.changeSeconds = positive(name, value());
     else if (name === '--claims') {
       const v = value();
-      if (v !== 'fanout' && v !== 'handler') throw new Error(`--claims must be fanout or handler, got ${JSON.stringify(v)}`);
+      if (v !== 'fanout' && v !== 'handler')
+        throw new Error(`--claims must be fanout or handler, got ${JSON.stringify(v)}`);
       opts.claims = v;
     } else
       throw new Error(
@@ -172,7 +197,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /** Runs a child process to completion (stopped by its PID if the bench is interrupted meanwhile). */
-function run(cmd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+function run(
+  cmd: string,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -181,17 +209,24 @@ function run(cmd: string, args: string[]): Promise<{ code: number | null; stdout
     child.stdout!.on('data', (d) => (stdout += d));
     child.stderr!.on('data', (d) => (stderr += d));
     const forget = track(async () => {
-      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGTERM');
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined)
+        process.kill(child.pid, 'SIGTERM');
     });
     child.once('error', (error) => void forget().then(() => reject(error)));
-    child.once('close', (code) => void forget().then(() => resolve({ code, stdout, stderr, ms: performance.now() - started })));
+    child.once(
+      'close',
+      (code) => void forget().then(() => resolve({ code, stdout, stderr, ms: performance.now() - started })),
+    );
   });
 }
 
 /** `redis-cli` with `args`; throws with its output when it fails. */
 async function redisCli(args: string[]): Promise<{ stdout: string; ms: number }> {
   const r = await run('redis-cli', args);
-  if (r.code !== 0) throw new Error(`redis-cli ${args.join(' ')} failed (exit ${r.code}):\n${r.stdout.slice(-3000)}${r.stderr.slice(-2000)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `redis-cli ${args.join(' ')} failed (exit ${r.code}):\n${r.stdout.slice(-3000)}${r.stderr.slice(-2000)}`,
+    );
   return r;
 }
 
@@ -212,7 +247,10 @@ interface Topology {
 }
 
 async function startTopology(masters: number, partitions: number): Promise<Topology> {
-  const label = masters === 0 ? `single node, ${partitions} partition${partitions === 1 ? '' : 's'}` : `${masters} masters, ${partitions} partitions`;
+  const label =
+    masters === 0
+      ? `single node, ${partitions} partition${partitions === 1 ? '' : 's'}`
+      : `${masters} masters, ${partitions} partitions`;
   let stopServers: () => Promise<void>;
   let nodes: RedisProcess[];
   if (masters === 0) {
@@ -241,9 +279,20 @@ async function startTopology(masters: number, partitions: number): Promise<Topol
   };
 }
 
-/** The engine (and the API's operations) over `client`, the bench topic's settings; `change`: a partition count change under way from `formerPartitions`, finished jobs kept `retention` s. */
-function makeQueue(client: Redis | Cluster, partitions: number, change: { formerPartitions?: number; retention?: number } = {}): Queue {
-  const config = resolveQueueConfig({ partitions, ...change, topics: { [TOPIC]: { concurrency: 10_000, ttr: 5, backoff: { type: 'fixed', delay: 1 }, maxAttempts: 50 } } });
+/**
+ * The engine (and the API's operations) over `client`, the bench topic's settings; `change`: a partition count change
+ * under way from `formerPartitions`, finished jobs kept `retention` s.
+ */
+function makeQueue(
+  client: Redis | Cluster,
+  partitions: number,
+  change: { formerPartitions?: number; retention?: number } = {},
+): Queue {
+  const config = resolveQueueConfig({
+    partitions,
+    ...change,
+    topics: { [TOPIC]: { concurrency: 10_000, ttr: 5, backoff: { type: 'fixed', delay: 1 }, maxAttempts: 50 } },
+  });
   return new Queue(new Engine(client, config));
 }
 
@@ -252,7 +301,12 @@ async function slotOwners(t: Pick<Topology, 'masters' | 'direct'>, ports: number
   const owners = new Int16Array(16384);
   if (t.masters === 0) return owners;
   owners.fill(-1);
-  const ranges = (await t.direct[0]!.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+  const ranges = (await t.direct[0]!.call('CLUSTER', 'SLOTS')) as [
+    number,
+    number,
+    [string, number, ...unknown[]],
+    ...unknown[],
+  ][];
   for (const [first, last, [, port]] of ranges) owners.fill(ports.indexOf(Number(port)), first, last + 1);
   return owners;
 }
@@ -289,7 +343,9 @@ async function sampleNode(r: Redis): Promise<NodeSample> {
   let commands = 0;
   let scripts = 0;
   let refused = 0;
-  for (const [, name, calls, rejected] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)(?:.*?rejected_calls=(\d+))?/gm)) {
+  for (const [, name, calls, rejected] of stats.matchAll(
+    /^cmdstat_([^:]+):calls=(\d+)(?:.*?rejected_calls=(\d+))?/gm,
+  )) {
     if (name!.includes('|') ? ADMIN_COMMANDS.has(name!.split('|')[0]!) : ADMIN_COMMANDS.has(name!)) continue;
     commands += Number(calls);
     if (name === 'fcall' || name === 'evalsha' || name === 'eval') {
@@ -297,7 +353,14 @@ async function sampleNode(r: Redis): Promise<NodeSample> {
       refused += Number(rejected ?? 0);
     }
   }
-  return { cpu: (num('used_cpu_user') ?? 0) + (num('used_cpu_sys') ?? 0), cpuMain: user === null || sys === null ? null : user + sys, cpuSys: num('used_cpu_sys') ?? 0, commands, scripts, refused };
+  return {
+    cpu: (num('used_cpu_user') ?? 0) + (num('used_cpu_sys') ?? 0),
+    cpuMain: user === null || sys === null ? null : user + sys,
+    cpuSys: num('used_cpu_sys') ?? 0,
+    commands,
+    scripts,
+    refused,
+  };
 }
 
 const sampleAll = (direct: Redis[]) => Promise.all(direct.map(sampleNode));
@@ -349,10 +412,14 @@ class Ledger {
 
   error(where: string, error: unknown): void {
     const cls = isUnavailable(error) ? 'unavailable (503)' : 'OTHER';
-    const message = (error instanceof Error ? error.message : String(error)).replace(/\d+/g, 'N').replace(/\s+/g, ' ').slice(0, 100);
+    const message = (error instanceof Error ? error.message : String(error))
+      .replace(/\d+/g, 'N')
+      .replace(/\s+/g, ' ')
+      .slice(0, 100);
     const kind = `${where}: ${cls}: ${message}`;
     this.errors.set(kind, (this.errors.get(kind) ?? 0) + 1);
-    if (!this.stacks.has(kind) && error instanceof Error && error.stack) this.stacks.set(kind, error.stack.split('\n').slice(0, 8).join('\n'));
+    if (!this.stacks.has(kind) && error instanceof Error && error.stack)
+      this.stacks.set(kind, error.stack.split('\n').slice(0, 8).join('\n'));
   }
 
   errorsOfClass(cls: 'unavailable (503)' | 'OTHER'): number {
@@ -406,7 +473,13 @@ async function stateOf(engine: Engine, id: string): Promise<string | null> {
  * sent again with the same ids (after `pauseMs`) until it answers. Counts created and exists-on-retry
  * as acknowledged.
  */
-async function addAcknowledged(q: Queue, ledger: Ledger, ids: string[], delay: () => number, pauseMs = 50): Promise<void> {
+async function addAcknowledged(
+  q: Queue,
+  ledger: Ledger,
+  ids: string[],
+  delay: () => number,
+  pauseMs = 50,
+): Promise<void> {
   for (const id of ids) ledger.attempted.add(id);
   const giveUpAt = Date.now() + 120_000;
   for (let attempt = 0; ; attempt++) {
@@ -415,7 +488,8 @@ async function addAcknowledged(q: Queue, ledger: Ledger, ids: string[], delay: (
       outcomes = (await q.addMany(ids.map((id) => ({ topic: TOPIC, id, delay: delay(), body: BODY })))).outcomes;
     } catch (error) {
       ledger.error('add', error);
-      if (Date.now() > giveUpAt) throw new Error(`an add of ${ids.length} jobs kept failing for 120 s`, { cause: error });
+      if (Date.now() > giveUpAt)
+        throw new Error(`an add of ${ids.length} jobs kept failing for 120 s`, { cause: error });
       ledger.addRetries++;
       await sleep(pauseMs);
       continue;
@@ -485,7 +559,9 @@ interface TopologyResult {
 async function runWorkload(masters: number, partitions: number, ids: string[]): Promise<TopologyResult> {
   const t = await startTopology(masters, partitions);
   // the workers' clients, one each (createRedis as the engine's): each Lambda instance has its own connection
-  const workerClients = Array.from({ length: OPTS.workers }, () => createRedis({ url: t.nodes[0]!.url, cluster: masters > 0 }));
+  const workerClients = Array.from({ length: OPTS.workers }, () =>
+    createRedis({ url: t.nodes[0]!.url, cluster: masters > 0 }),
+  );
   try {
     const q = makeQueue(t.client, partitions);
     const engine = q.engine;
@@ -493,7 +569,9 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
     const partitionsPerShard = t.nodes.map((_, s) => shardOf.filter((x) => x === s).length);
     const jobsPerShard = t.nodes.map(() => 0);
     for (const id of ids) jobsPerShard[shardOf[engine.partitionOf(TOPIC, id)]!]!++;
-    console.log(`\n== ${t.label}: ${t.nodes.length} redis-server${t.nodes.length > 1 ? 's' : ''} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per shard ${partitionsPerShard.join('/')}; load average ${load()}`);
+    console.log(
+      `\n== ${t.label}: ${t.nodes.length} redis-server${t.nodes.length > 1 ? 's' : ''} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per shard ${partitionsPerShard.join('/')}; load average ${load()}`,
+    );
 
     // warm-up: connections up, scripts loaded on every node (a few jobs in every partition), then gone
     const warmLedger = new Ledger();
@@ -531,7 +609,8 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
         });
       }),
     );
-    if (ledger.acknowledged.size !== ids.length) throw new Error(`${t.label}: ${ledger.acknowledged.size} of ${ids.length} adds acknowledged`);
+    if (ledger.acknowledged.size !== ids.length)
+      throw new Error(`${t.label}: ${ledger.acknowledged.size} of ${ids.length} adds acknowledged`);
     console.log(`   add: ${fmt(added)} jobs, ${fmt(phases[0]!.wallMs)} ms wall`);
 
     let sweeps = 0;
@@ -609,7 +688,8 @@ const load = () =>
 /** What step 1 reports of one topology, against the single node with one partition (`base`). */
 function summarize(r: TopologyResult, n: number, base: TopologyResult | undefined) {
   const shards = r.ports.length;
-  const cpuOf = (s: number, phase?: string) => sum(r.phases.filter((p) => !phase || p.name === phase).map((p) => p.perNode[s]!.cpu));
+  const cpuOf = (s: number, phase?: string) =>
+    sum(r.phases.filter((p) => !phase || p.name === phase).map((p) => p.perNode[s]!.cpu));
   const mainOf = (s: number) => {
     const parts = r.phases.map((p) => p.perNode[s]!.cpuMain);
     return parts.some((x) => x === null) ? null : sum(parts as number[]);
@@ -634,10 +714,14 @@ function summarize(r: TopologyResult, n: number, base: TopologyResult | undefine
   });
   const totalCpu = sum(perShard.map((s) => s.usPerJob)); // µs per job
   const busiest = Math.max(...perShard.map((s) => s.usPerJob));
-  const baseTotal = base ? (sum(base.ports.map((_, s) => sum(base.phases.map((p) => p.perNode[s]!.cpu)))) * 1e6) / n : null;
+  const baseTotal = base
+    ? (sum(base.ports.map((_, s) => sum(base.phases.map((p) => p.perNode[s]!.cpu)))) * 1e6) / n
+    : null;
   const commands = sum(r.phases.flatMap((p) => p.perNode.map((x) => x.commands))) / n;
   const scripts = sum(r.phases.flatMap((p) => p.perNode.map((x) => x.scripts))) / n;
-  const commandsByPhase = Object.fromEntries(r.phases.map((p) => [p.name, round(sum(p.perNode.map((x) => x.commands)) / n, 2)]));
+  const commandsByPhase = Object.fromEntries(
+    r.phases.map((p) => [p.name, round(sum(p.perNode.map((x) => x.commands)) / n, 2)]),
+  );
   return {
     label: r.label,
     masters: r.masters,
@@ -664,13 +748,19 @@ async function scaling(): Promise<ReturnType<typeof summarize>[]> {
   const n = OPTS.jobs;
   const ids = Array.from({ length: n }, (_, i) => `job-${String(i).padStart(7, '0')}`);
   const smallest = Math.min(...OPTS.masters);
-  const runs: [number, number][] = [[0, 1], [0, PARTITIONS_PER_MASTER * smallest], ...OPTS.masters.map((m): [number, number] => [m, PARTITIONS_PER_MASTER * m])];
+  const runs: [number, number][] = [
+    [0, 1],
+    [0, PARTITIONS_PER_MASTER * smallest],
+    ...OPTS.masters.map((m): [number, number] => [m, PARTITIONS_PER_MASTER * m]),
+  ];
   const results: TopologyResult[] = [];
   for (const [masters, partitions] of runs) results.push(await runWorkload(masters, partitions, ids));
   const base = results[0];
   const summaries = results.map((r) => summarize(r, n, base));
 
-  console.log(`\nstep 1: ${fmt(n)} jobs through add, sweep, claim + start + ack. Redis CPU per job = a shard's INFO cpu (user + sys) ÷ ${fmt(n)}`);
+  console.log(
+    `\nstep 1: ${fmt(n)} jobs through add, sweep, claim + start + ack. Redis CPU per job = a shard's INFO cpu (user + sys) ÷ ${fmt(n)}`,
+  );
   const shardRows: string[][] = [];
   for (const s of summaries) {
     s.perShard.forEach((x, i) =>
@@ -689,7 +779,19 @@ async function scaling(): Promise<ReturnType<typeof summarize>[]> {
       ]),
     );
   }
-  printTable(shardRows, ['topology', 'shard', 'partitions', 'share of jobs', 'add µs/job', 'sweep µs/job', 'claim+start+ack µs/job', 'total µs/job', 'main thread µs/job', 'µs per own job', 'idle CPU in it']);
+  printTable(shardRows, [
+    'topology',
+    'shard',
+    'partitions',
+    'share of jobs',
+    'add µs/job',
+    'sweep µs/job',
+    'claim+start+ack µs/job',
+    'total µs/job',
+    'main thread µs/job',
+    'µs per own job',
+    'idle CPU in it',
+  ]);
   const rows = summaries.map((s) => [
     s.label,
     fmt(s.totalUsPerJob, 1),
@@ -701,7 +803,17 @@ async function scaling(): Promise<ReturnType<typeof summarize>[]> {
     fmt(s.scriptCallsPerJob, 3),
     `${fmt(s.wallS, 1)} s`,
   ]);
-  printTable(rows, ['topology', 'Redis CPU µs/job, all shards', 'of it sys', 'busiest shard µs/job', 'total ÷ single node (1 partition)', 'projected speed-up', 'commands/job', 'script calls/job', 'wall (not meaningful: 2 cores shared)']);
+  printTable(rows, [
+    'topology',
+    'Redis CPU µs/job, all shards',
+    'of it sys',
+    'busiest shard µs/job',
+    'total ÷ single node (1 partition)',
+    'projected speed-up',
+    'commands/job',
+    'script calls/job',
+    'wall (not meaningful: 2 cores shared)',
+  ]);
   return summaries;
 }
 
@@ -786,7 +898,9 @@ async function reshardUnderLoad() {
     const first = `127.0.0.1:${t.nodes[0]!.port}`;
     const ids = await Promise.all(t.direct.map(async (r) => String(await r.call('CLUSTER', 'MYID'))));
     const shardsBefore = await partitionShards(t);
-    console.log(`\n== step 2: reshard under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per master ${t.nodes.map((_, s) => shardsBefore.filter((x) => x === s).length).join('/')}; load average ${load()}`);
+    console.log(
+      `\n== step 2: reshard under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per master ${t.nodes.map((_, s) => shardsBefore.filter((x) => x === s).length).join('/')}; load average ${load()}`,
+    );
     const before = await sampleAll(t.direct);
 
     const started = Date.now();
@@ -798,11 +912,26 @@ async function reshardUnderLoad() {
     let rebalanceMs = 0;
     try {
       await sleep(5000);
-      console.log(`   t=${at()} s: ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked; reshard ${RESHARD_SLOTS} slots from master 1 to master 2`);
+      console.log(
+        `   t=${at()} s: ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked; reshard ${RESHARD_SLOTS} slots from master 1 to master 2`,
+      );
       events.reshardAt = at();
-      const reshard = await redisCli(['--cluster', 'reshard', first, '--cluster-from', ids[0]!, '--cluster-to', ids[1]!, '--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes']);
+      const reshard = await redisCli([
+        '--cluster',
+        'reshard',
+        first,
+        '--cluster-from',
+        ids[0]!,
+        '--cluster-to',
+        ids[1]!,
+        '--cluster-slots',
+        String(RESHARD_SLOTS),
+        '--cluster-yes',
+      ]);
       reshardMs = reshard.ms;
-      console.log(`   t=${at()} s: reshard done in ${fmt(reshardMs)} ms; ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`);
+      console.log(
+        `   t=${at()} s: reshard done in ${fmt(reshardMs)} ms; ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`,
+      );
       await sleep(3000);
 
       const port = await freePort(true);
@@ -824,18 +953,33 @@ async function reshardUnderLoad() {
       for (;;) {
         const views = await Promise.all(all.map((r) => r.call('CLUSTER', 'NODES').then(String)));
         const states = await Promise.all(all.map((r) => r.call('CLUSTER', 'INFO').then(String)));
-        const known = views.every((view) => allIds.every((id) => view.includes(id))) && states.every((info) => info.includes('cluster_state:ok'));
+        const known =
+          views.every((view) => allIds.every((id) => view.includes(id))) &&
+          states.every((info) => info.includes('cluster_state:ok'));
         const check = known ? await run('redis-cli', ['--cluster', 'check', first]) : undefined;
-        if (check && check.code === 0 && check.stdout.includes('[OK] All nodes agree about slots configuration') && check.stdout.includes(`127.0.0.1:${port}`)) break;
-        if (Date.now() > agreeBy) throw new Error(`the cluster did not agree on the new node within 60 s:\n${views.join('\n')}\n${states.join('\n')}`);
+        if (
+          check &&
+          check.code === 0 &&
+          check.stdout.includes('[OK] All nodes agree about slots configuration') &&
+          check.stdout.includes(`127.0.0.1:${port}`)
+        )
+          break;
+        if (Date.now() > agreeBy)
+          throw new Error(
+            `the cluster did not agree on the new node within 60 s:\n${views.join('\n')}\n${states.join('\n')}`,
+          );
         await sleep(250);
       }
       addNodeMs = performance.now() - added;
-      console.log(`   t=${at()} s: 4th master (PID ${extra.pid}, :${port}) joined in ${fmt(addNodeMs)} ms; rebalance --cluster-use-empty-masters`);
+      console.log(
+        `   t=${at()} s: 4th master (PID ${extra.pid}, :${port}) joined in ${fmt(addNodeMs)} ms; rebalance --cluster-use-empty-masters`,
+      );
       events.rebalanceAt = at();
       const rebalance = await redisCli(['--cluster', 'rebalance', first, '--cluster-use-empty-masters']);
       rebalanceMs = rebalance.ms;
-      console.log(`   t=${at()} s: rebalance done in ${fmt(rebalanceMs)} ms; ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`);
+      console.log(
+        `   t=${at()} s: rebalance done in ${fmt(rebalanceMs)} ms; ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`,
+      );
       const loadEnd = started + OPTS.loadSeconds * 1000;
       await sleep(Math.max(5000, loadEnd - Date.now()));
     } finally {
@@ -843,7 +987,9 @@ async function reshardUnderLoad() {
     }
     events.addsStoppedAt = at();
     const loadS = (Date.now() - started) / 1000;
-    console.log(`   t=${at()} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged); draining (at most ${OPTS.drainSeconds} s)`);
+    console.log(
+      `   t=${at()} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged); draining (at most ${OPTS.drainSeconds} s)`,
+    );
     const drainStart = Date.now();
     const openIds = () => [...ledger.acknowledged].filter((id) => !ledger.acked.has(id));
     for (let checked = 0; Date.now() - drainStart < OPTS.drainSeconds * 1000;) {
@@ -860,7 +1006,9 @@ async function reshardUnderLoad() {
     const drainMs = Date.now() - drainStart;
     await actors.stopWorking();
     events.drainedAt = at();
-    console.log(`   t=${at()} s: drain over after ${fmt(drainMs)} ms; ${fmt(ledger.acked.size)} acked; checking the ledger against Redis`);
+    console.log(
+      `   t=${at()} s: drain over after ${fmt(drainMs)} ms; ${fmt(ledger.acked.size)} acked; checking the ledger against Redis`,
+    );
 
     // the ledger against Redis
     const open = [...ledger.acknowledged].filter((id) => !ledger.acked.has(id));
@@ -870,7 +1018,8 @@ async function reshardUnderLoad() {
     const doneUnseen = open.filter((_, i) => states[i] === 'done');
     const stuck = open.filter((_, i) => states[i] !== null && states[i] !== 'done');
     const stuckStates: Record<string, number> = {};
-    for (let i = 0; i < open.length; i++) if (states[i] !== null && states[i] !== 'done') stuckStates[states[i]!] = (stuckStates[states[i]!] ?? 0) + 1;
+    for (let i = 0; i < open.length; i++)
+      if (states[i] !== null && states[i] !== 'done') stuckStates[states[i]!] = (stuckStates[states[i]!] ?? 0) + 1;
     const notAcknowledgedButAcked = [...ledger.acked.keys()].filter((id) => !ledger.acknowledged.has(id)).length;
     const neverAcknowledged = [...ledger.attempted].filter((id) => !ledger.acknowledged.has(id)).length;
     const counts = await engine.counts(TOPIC);
@@ -878,7 +1027,10 @@ async function reshardUnderLoad() {
     const after = await sampleAll(nodes);
     const refused = sum(after.map((s) => s.refused)) - sum(before.map((s) => s.refused));
     const shardsAfter = await (async () => {
-      const owners = await slotOwners({ masters, direct: t.direct }, [...t.nodes.map((n) => n.port), ...(extra ? [extra.port] : [])]);
+      const owners = await slotOwners({ masters, direct: t.direct }, [
+        ...t.nodes.map((n) => n.port),
+        ...(extra ? [extra.port] : []),
+      ]);
       return Array.from({ length: partitions }, (_, p) => owners[slotOf(topicKeys(p, TOPIC, partitions).jobs)]!);
     })();
     const partitionsMoved = shardsAfter.filter((s, p) => s !== shardsBefore[p]).length;
@@ -901,7 +1053,9 @@ async function reshardUnderLoad() {
       ...ledger.outcomes(),
       scriptCallsRefusedByMovingSlots: refused,
       partitionsMoved,
-      partitionsPerMasterAfter: [...t.nodes, ...(extra ? [extra] : [])].map((_, s) => shardsAfter.filter((x) => x === s).length),
+      partitionsPerMasterAfter: [...t.nodes, ...(extra ? [extra] : [])].map(
+        (_, s) => shardsAfter.filter((x) => x === s).length,
+      ),
       reshardMs: Math.round(reshardMs),
       addNodeMs: Math.round(addNodeMs),
       rebalanceMs: Math.round(rebalanceMs),
@@ -913,17 +1067,41 @@ async function reshardUnderLoad() {
       stuckSample: stuck.slice(0, 10),
     };
     const rows: string[][] = [
-      ['jobs added (acknowledged)', fmt(result.added), `${fmt(result.addRetries)} add calls sent again; ${result.addsNeverAcknowledged} never acknowledged; ${result.existsOnFirstTry} "exists" on a first try`],
-      ['acked (done)', fmt(result.acked), `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`],
+      [
+        'jobs added (acknowledged)',
+        fmt(result.added),
+        `${fmt(result.addRetries)} add calls sent again; ${result.addsNeverAcknowledged} never acknowledged; ${result.existsOnFirstTry} "exists" on a first try`,
+      ],
+      [
+        'acked (done)',
+        fmt(result.acked),
+        `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`,
+      ],
       ['lost', String(result.lost), 'acknowledged, gone from Redis'],
-      ['stuck', String(result.stuck), `acknowledged, in Redis, not done after the drain ${JSON.stringify(stuckStates)}`],
+      [
+        'stuck',
+        String(result.stuck),
+        `acknowledged, in Redis, not done after the drain ${JSON.stringify(stuckStates)}`,
+      ],
       ['run twice', String(result.runTwice), `started live more than once; acked twice ${result.ackedTwice}`],
       ['acks refused', String(sum(Object.values(result.acksRefused))), JSON.stringify(result.acksRefused)],
       ['starts refused', String(result.startsRefused), 'claimed attempt no longer live'],
-      ['errors: unavailable (503)', fmt(result.errorsUnavailable), 'allowed: an add that threw is sent again, a worker claims again'],
+      [
+        'errors: unavailable (503)',
+        fmt(result.errorsUnavailable),
+        'allowed: an add that threw is sent again, a worker claims again',
+      ],
       ['errors: other', fmt(result.errorsOther), ''],
-      ['script calls refused by moving slots', fmt(refused), 'MOVED/ASK/TRYAGAIN answered by Redis (commandstats rejected_calls)'],
-      ['partitions moved', `${partitionsMoved} of ${partitions}`, `per master after: ${result.partitionsPerMasterAfter.join('/')}`],
+      [
+        'script calls refused by moving slots',
+        fmt(refused),
+        'MOVED/ASK/TRYAGAIN answered by Redis (commandstats rejected_calls)',
+      ],
+      [
+        'partitions moved',
+        `${partitionsMoved} of ${partitions}`,
+        `per master after: ${result.partitionsPerMasterAfter.join('/')}`,
+      ],
       ['reshard wall time', `${fmt(reshardMs)} ms`, `${RESHARD_SLOTS} slots, master 1 -> master 2`],
       ['add-node wall time', `${fmt(addNodeMs)} ms`, 'until every node agrees'],
       ['rebalance wall time', `${fmt(rebalanceMs)} ms`, '--cluster-use-empty-masters'],
@@ -968,15 +1146,19 @@ async function changeUnderLoad() {
     const before = makeQueue(t.client, CHANGE_FROM, { retention: CHANGE_RETENTION });
     const after = makeQueue(t.client, CHANGE_TO, { formerPartitions: CHANGE_FROM, retention: CHANGE_RETENTION });
     const ledger = new Ledger();
-    console.log(`\n== step 3: partition count ${CHANGE_FROM} -> ${CHANGE_TO} under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); load average ${load()}`);
+    console.log(
+      `\n== step 3: partition count ${CHANGE_FROM} -> ${CHANGE_TO} under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); load average ${load()}`,
+    );
     // who runs on the new engine: nobody, then (the rollover) adder 0, workers 0 and 1 and the sweeper, then everyone
     let phase: 'before' | 'rollover' | 'after' = 'before';
-    const onNew = (role: LoadRole, n: number) => phase === 'after' || (phase === 'rollover' && (role === 'sweeper' || n === 0 || (role === 'worker' && n === 1)));
+    const onNew = (role: LoadRole, n: number) =>
+      phase === 'after' || (phase === 'rollover' && (role === 'sweeper' || n === 0 || (role === 'worker' && n === 1)));
     const queueFor = (role: LoadRole, n: number) => (onNew(role, n) ? after : before);
     // schedules made before the deploy, each falling due every second: they move while the
     // deploy rolls over, and each second's occurrence must run once, whoever moved it
     const scheduleIds = Array.from({ length: CHANGE_SCHEDULES }, (_, s) => `every-${s}`);
-    for (const id of scheduleIds) await before.putSchedule(TOPIC, id, { every: 1, body: BODY, ttr: 5, maxAttempts: 50 });
+    for (const id of scheduleIds)
+      await before.putSchedule(TOPIC, id, { every: 1, body: BODY, ttr: 5, maxAttempts: 50 });
     const started = Date.now();
     const at = () => round((Date.now() - started) / 1000, 1);
     const actors = startLoad(ledger, 'pc', queueFor);
@@ -987,7 +1169,9 @@ async function changeUnderLoad() {
       atDeploy = { acknowledged: ledger.acknowledged.size, acked: ledger.acked.size };
       phase = 'rollover';
       events.rolloverAt = at();
-      console.log(`   t=${at()} s: ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked; the deploy rolls over: adder 0, workers 0 and 1 and the sweeper on ${CHANGE_TO} partitions (former ${CHANGE_FROM})`);
+      console.log(
+        `   t=${at()} s: ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked; the deploy rolls over: adder 0, workers 0 and 1 and the sweeper on ${CHANGE_TO} partitions (former ${CHANGE_FROM})`,
+      );
       await sleep(6000);
       phase = 'after';
       events.allOnNewAt = at();
@@ -1000,9 +1184,15 @@ async function changeUnderLoad() {
     for (const id of scheduleIds) await after.deleteSchedule(TOPIC, id);
     events.addsStoppedAt = at();
     const loadS = (Date.now() - started) / 1000;
-    console.log(`   t=${at()} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged), schedules deleted; draining (at most ${OPTS.drainSeconds} s)`);
+    console.log(
+      `   t=${at()} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged), schedules deleted; draining (at most ${OPTS.drainSeconds} s)`,
+    );
     const drainStart = Date.now();
-    while (Date.now() - drainStart < OPTS.drainSeconds * 1000 && [...ledger.acknowledged].some((id) => !ledger.acked.has(id))) await sleep(250);
+    while (
+      Date.now() - drainStart < OPTS.drainSeconds * 1000 &&
+      [...ledger.acknowledged].some((id) => !ledger.acked.has(id))
+    )
+      await sleep(250);
     const drainMs = Date.now() - drainStart;
     events.drainedAt = at();
     // the ledger against Redis, within the finished jobs' retention
@@ -1027,7 +1217,9 @@ async function changeUnderLoad() {
     // every second of every schedule ran once: occurrence ids are `<schedule>:<UTC second>`
     const occurrences = [...ledger.acked.keys()].filter((id) => id.startsWith('every-'));
     const perSchedule = scheduleIds.map((sid) => occurrences.filter((id) => id.startsWith(`${sid}:`)).length);
-    const seconds = scheduleIds.map((sid) => new Set(occurrences.filter((id) => id.startsWith(`${sid}:`)).map((id) => id.slice(sid.length + 1))));
+    const seconds = scheduleIds.map(
+      (sid) => new Set(occurrences.filter((id) => id.startsWith(`${sid}:`)).map((id) => id.slice(sid.length + 1))),
+    );
     const result = {
       masters,
       partitions: `${CHANGE_FROM} -> ${CHANGE_TO}`,
@@ -1058,20 +1250,40 @@ async function changeUnderLoad() {
     };
     printTable(
       [
-        ['jobs added (acknowledged)', fmt(result.added), `${fmt(atDeploy.acknowledged)} before the deploy; ${fmt(result.addRetries)} add calls sent again; ${result.existsOnFirstTry} "exists" on a first try`],
-        ['acked (done)', fmt(result.acked), `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`],
+        [
+          'jobs added (acknowledged)',
+          fmt(result.added),
+          `${fmt(atDeploy.acknowledged)} before the deploy; ${fmt(result.addRetries)} add calls sent again; ${result.existsOnFirstTry} "exists" on a first try`,
+        ],
+        [
+          'acked (done)',
+          fmt(result.acked),
+          `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`,
+        ],
         ['lost', String(result.lost), 'acknowledged, gone from Redis'],
         ['stuck', String(result.stuck), 'acknowledged, in Redis, not done after the drain'],
         ['run twice', String(result.runTwice), `started live more than once; acked twice ${result.ackedTwice}`],
-        ['acks refused / starts refused', `${sum(Object.values(result.acksRefused))} / ${result.startsRefused}`, JSON.stringify(result.acksRefused)],
+        [
+          'acks refused / starts refused',
+          `${sum(Object.values(result.acksRefused))} / ${result.startsRefused}`,
+          JSON.stringify(result.acksRefused),
+        ],
         ['errors: unavailable (503) / other', `${fmt(result.errorsUnavailable)} / ${fmt(result.errorsOther)}`, ''],
         [
           'schedules: occurrences run',
           `${fmt(result.occurrencesRun)}`,
           `${CHANGE_SCHEDULES} schedules every 1 s: ${result.occurrencesPerSchedule.min}-${result.occurrencesPerSchedule.max} each; run twice ${result.occurrencesRunTwice}; seconds missed between a schedule's first and last run ${result.occurrenceSecondsMissed}`,
         ],
-        ['former partitions at the drain', `${fmt(formerAtDrain.jobs)} jobs, ${formerAtDrain.schedules} schedules`, `finished jobs within their ${CHANGE_RETENTION} s retention`],
-        ['former partitions empty', formerEmptyAt === null ? 'not within the wait' : `t=${formerEmptyAt} s`, `the deploy rolled over at t=${events.rolloverAt} s`],
+        [
+          'former partitions at the drain',
+          `${fmt(formerAtDrain.jobs)} jobs, ${formerAtDrain.schedules} schedules`,
+          `finished jobs within their ${CHANGE_RETENTION} s retention`,
+        ],
+        [
+          'former partitions empty',
+          formerEmptyAt === null ? 'not within the wait' : `t=${formerEmptyAt} s`,
+          `the deploy rolled over at t=${events.rolloverAt} s`,
+        ],
         ['drain', `${fmt(drainMs)} ms`, `load ran ${fmt(loadS, 1)} s`],
         ['counts at the end', JSON.stringify(result.countsAtEnd), ''],
       ],
@@ -1087,7 +1299,13 @@ async function changeUnderLoad() {
 
 /** Seconds missing between the first and the last of a schedule's occurrence times (`YYYYMMDDTHHMMSSZ`). */
 function secondsMissed(times: ReadonlySet<string>): number {
-  const ms = [...times].map((t) => Date.parse(`${t.slice(0, 4)}-${t.slice(4, 6)}-${t.slice(6, 8)}T${t.slice(9, 11)}:${t.slice(11, 13)}:${t.slice(13, 15)}Z`)).sort((a, b) => a - b);
+  const ms = [...times]
+    .map((t) =>
+      Date.parse(
+        `${t.slice(0, 4)}-${t.slice(4, 6)}-${t.slice(6, 8)}T${t.slice(9, 11)}:${t.slice(11, 13)}:${t.slice(13, 15)}Z`,
+      ),
+    )
+    .sort((a, b) => a - b);
   return ms.length === 0 ? 0 : (ms.at(-1)! - ms[0]!) / 1000 + 1 - ms.length;
 }
 
@@ -1101,15 +1319,30 @@ async function main(): Promise<void> {
   const machine = describeMachine(await probeClient.info('server'), probe.pid);
   probeClient.disconnect();
   await stopProbe();
-  console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`);
+  console.log(
+    `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`,
+  );
   console.log(`options: ${JSON.stringify(OPTS)}; body ${Buffer.byteLength(JSON.stringify(BODY))} bytes of JSON`);
-  console.log('Wall times below are NOT meaningful on this machine: every shard, the client and other work share its cores. Redis CPU figures come from INFO cpu.');
+  console.log(
+    'Wall times below are NOT meaningful on this machine: every shard, the client and other work share its cores. Redis CPU figures come from INFO cpu.',
+  );
 
   const only = OPTS.reshardOnly || OPTS.changeOnly;
   const scalingResults = only ? null : await scaling();
   const reshard = OPTS.skipReshard || OPTS.changeOnly ? null : await reshardUnderLoad();
   const change = OPTS.skipChange || OPTS.reshardOnly ? null : await changeUnderLoad();
-  console.log(JSON.stringify({ bench: 'cluster', at, machine, options: OPTS, loadAverageEnd: loadavg(), scaling: scalingResults, reshard, change }));
+  console.log(
+    JSON.stringify({
+      bench: 'cluster',
+      at,
+      machine,
+      options: OPTS,
+      loadAverageEnd: loadavg(),
+      scaling: scalingResults,
+      reshard,
+      change,
+    }),
+  );
   for (const [step, r] of [
     ['reshard', reshard],
     ['partition change', change],

@@ -50,7 +50,8 @@ async function main(): Promise<void> {
     const batchJobs: Record<Mode, number> = { none: 0, replica: 0 };
 
     // warm-up: scripts loaded, connections up
-    for (const mode of ['none', 'replica'] as const) for (let i = 0; i < 50; i++) await queues[mode].add({ topic: 'bench', id: `w${++seq}`, delay: 3600, body: BODY });
+    for (const mode of ['none', 'replica'] as const)
+      for (let i = 0; i < 50; i++) await queues[mode].add({ topic: 'bench', id: `w${++seq}`, delay: 3600, body: BODY });
 
     for (let round = 0; round < ROUNDS; round++) {
       const order: Mode[] = round % 2 === 0 ? ['none', 'replica'] : ['replica', 'none'];
@@ -68,7 +69,12 @@ async function main(): Promise<void> {
           Array.from({ length: IN_FLIGHT }, async () => {
             while (next < batches) {
               next += 1;
-              const jobs = Array.from({ length: BATCH }, () => ({ topic: 'bench', id: `b${++seq}`, delay: 3600, body: BODY }));
+              const jobs = Array.from({ length: BATCH }, () => ({
+                topic: 'bench',
+                id: `b${++seq}`,
+                delay: 3600,
+                body: BODY,
+              }));
               const { outcomes } = await q.addMany(jobs);
               if (outcomes.some((o) => o.status !== 'created')) throw new Error('a batch add was not created');
             }
@@ -81,14 +87,26 @@ async function main(): Promise<void> {
 
     const row = (mode: Mode) => {
       const sorted = [...latencies[mode]].sort((a, b) => a - b);
-      return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), jobsPerSec: batchJobs[mode] / (batchMs[mode] / 1000) };
+      return {
+        p50: percentile(sorted, 50),
+        p99: percentile(sorted, 99),
+        jobsPerSec: batchJobs[mode] / (batchMs[mode] / 1000),
+      };
     };
     const none = row('none');
     const replica = row('replica');
-    const ratios = { batched: replica.jobsPerSec / none.jobsPerSec, singleP50: replica.p50 / none.p50, singleP99: replica.p99 / none.p99 };
+    const ratios = {
+      batched: replica.jobsPerSec / none.jobsPerSec,
+      singleP50: replica.p50 / none.p50,
+      singleP99: replica.p99 / none.p99,
+    };
     const ms = (n: number) => n.toFixed(3);
-    console.log(`durability cost on a local primary + replica (${ROUNDS} alternating rounds; load average ${loadavg()[0]!.toFixed(1)} at the end)`);
-    console.log('| durability | single add p50 ms | single add p99 ms | batched ingest jobs/s (100 per batch, 4 in flight) |');
+    console.log(
+      `durability cost on a local primary + replica (${ROUNDS} alternating rounds; load average ${loadavg()[0]!.toFixed(1)} at the end)`,
+    );
+    console.log(
+      '| durability | single add p50 ms | single add p99 ms | batched ingest jobs/s (100 per batch, 4 in flight) |',
+    );
     console.log('|---|---|---|---|');
     console.log(`| none | ${ms(none.p50)} | ${ms(none.p99)} | ${Math.round(none.jobsPerSec)} |`);
     console.log(`| replica | ${ms(replica.p50)} | ${ms(replica.p99)} | ${Math.round(replica.jobsPerSec)} |`);
@@ -96,7 +114,9 @@ async function main(): Promise<void> {
       `replica / none: batched ingest ${ratios.batched.toFixed(2)}x (goal >= ${GOALS.batchedRatio}x: ${ratios.batched >= GOALS.batchedRatio ? 'met' : 'NOT met'}), ` +
         `single add p50 ${ratios.singleP50.toFixed(2)}x, p99 ${ratios.singleP99.toFixed(2)}x (goal <= ${GOALS.singleP99Ratio}x: ${ratios.singleP99 <= GOALS.singleP99Ratio ? 'met' : 'NOT met'})`,
     );
-    console.log(`BENCH-DURABILITY ${JSON.stringify({ single: SINGLE, batches: BATCHES, rounds: ROUNDS, none, replica, ratios, loadavg: loadavg() })}`);
+    console.log(
+      `BENCH-DURABILITY ${JSON.stringify({ single: SINGLE, batches: BATCHES, rounds: ROUNDS, none, replica, ratios, loadavg: loadavg() })}`,
+    );
   } finally {
     for (const c of clients) c.disconnect();
     await pair.stop();

@@ -37,14 +37,26 @@ function percentile(sorted: number[], p: number): number {
 
 async function main(): Promise<void> {
   const redis = await startRedis();
-  const offline = await startOffline({ redisUrl: redis.url, env: { LOG_LEVEL: 'info' }, maxLogBytes: 256 * 1024 * 1024 });
+  const offline = await startOffline({
+    redisUrl: redis.url,
+    env: { LOG_LEVEL: 'info' },
+    maxLogBytes: 256 * 1024 * 1024,
+  });
   const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(offline.baseUrl + path, { method, headers: { authorization: `Bearer ${offline.token}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
-    return { status: res.status, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; the benchmark reads the fields it needs
+    const res = await fetch(offline.baseUrl + path, {
+      method,
+      headers: { authorization: `Bearer ${offline.token}`, 'content-type': 'application/json' },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; the benchmark reads the fields it needs
+    return { status: res.status, body: (await res.json()) as any };
   };
   const pending = async () => {
     const { body } = await api('GET', '/topics');
-    return (body.topics as { delayed: number; ready: number; running: number }[]).reduce((n, t) => n + t.delayed + t.ready + t.running, 0);
+    return (body.topics as { delayed: number; ready: number; running: number }[]).reduce(
+      (n, t) => n + t.delayed + t.ready + t.running,
+      0,
+    );
   };
   try {
     console.log(`serverless offline ready in ${offline.startupMs} ms; warming up`);
@@ -59,16 +71,40 @@ async function main(): Promise<void> {
     // handler is sent a job that is not there: its start finds none (logged, not run); the fan-out
     // claims from the example topic, where nothing is ready: each worker has opened its Redis
     // connection and run its scripts before the run.
-    const warm = (name: string, payload: (i: number) => unknown, n: number, type: 'RequestResponse' | 'Event' = 'RequestResponse') =>
+    const warm = (
+      name: string,
+      payload: (i: number) => unknown,
+      n: number,
+      type: 'RequestResponse' | 'Event' = 'RequestResponse',
+    ) =>
       Array.from({ length: n }, async (_, i) => {
         const r = await invokeFunction(offline.lambdaUrl, name, payload(i), type);
-        if (r.status >= 300 || r.functionError) throw new Error(`warm-up invoke of ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
+        if (r.status >= 300 || r.functionError)
+          throw new Error(`warm-up invoke of ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
       });
     const missingJob = (i: number) => {
       const now = Date.now();
-      return { topic: 'example', jobs: [{ id: `warm-up-missing-${i}`, body: null, attempt: 1, maxAttempts: 1, runAt: now, deadline: now + 60_000, claimedAt: now, claim: 'warm-up' }] };
+      return {
+        topic: 'example',
+        jobs: [
+          {
+            id: `warm-up-missing-${i}`,
+            body: null,
+            attempt: 1,
+            maxAttempts: 1,
+            runAt: now,
+            deadline: now + 60_000,
+            claimedAt: now,
+            claim: 'warm-up',
+          },
+        ],
+      };
     };
-    await Promise.all([...warm('exampleHandler', missingJob, WARM), ...warm('fanout', () => ({ topics: ['example'] }), WARM), ...warm('sweeper', () => ({ source: WARM_SOURCE }), Math.min(WARM, 3), 'Event')]);
+    await Promise.all([
+      ...warm('exampleHandler', missingJob, WARM),
+      ...warm('fanout', () => ({ topics: ['example'] }), WARM),
+      ...warm('sweeper', () => ({ source: WARM_SOURCE }), Math.min(WARM, 3), 'Event'),
+    ]);
     while ((await pending()) > 0) await sleep(200);
     const logsBefore = offline.logs().length;
 
@@ -82,7 +118,8 @@ async function main(): Promise<void> {
     const addStarted = Date.now();
     for (let i = 0; i < jobs.length; i += 500) {
       const { status, body } = await api('POST', '/jobs/batch', { jobs: jobs.slice(i, i + 500) });
-      if (status !== 200 || body.results.some((r: { status: number }) => r.status !== 201)) throw new Error(`batch add failed: ${status}`);
+      if (status !== 200 || body.results.some((r: { status: number }) => r.status !== 201))
+        throw new Error(`batch add failed: ${status}`);
     }
     const addMs = Date.now() - addStarted;
     if (Date.now() > start) console.warn(`warning: adding took ${addMs} ms, past the first due time`);
@@ -108,13 +145,21 @@ async function main(): Promise<void> {
       if (!entry.jobId.startsWith('bench-')) continue;
       starts.set(entry.jobId, [...(starts.get(entry.jobId) ?? []), entry.startLatenessMs]);
     }
-    const lateness = ids.flatMap((id) => (starts.get(id)?.[0] !== undefined ? [starts.get(id)![0]!] : [])).sort((a, b) => a - b);
+    const lateness = ids
+      .flatMap((id) => (starts.get(id)?.[0] !== undefined ? [starts.get(id)![0]!] : []))
+      .sort((a, b) => a - b);
     const missing = ids.filter((id) => !starts.has(id)).length;
     const duplicates = [...starts.values()].filter((s) => s.length > 1).length;
     const result = {
       jobs: JOBS,
       spreadSeconds: SPREAD_S,
-      latenessMs: { p50: percentile(lateness, 50), p90: percentile(lateness, 90), p99: percentile(lateness, 99), max: lateness.at(-1) ?? NaN, min: lateness[0] ?? NaN },
+      latenessMs: {
+        p50: percentile(lateness, 50),
+        p90: percentile(lateness, 90),
+        p99: percentile(lateness, 99),
+        max: lateness.at(-1) ?? NaN,
+        min: lateness[0] ?? NaN,
+      },
       missing,
       duplicates,
       warmWorkers: WARM,
@@ -124,10 +169,16 @@ async function main(): Promise<void> {
     };
     console.log('');
     console.log(`jobs ${JOBS} due over ${SPREAD_S} s (example topic, no-op handler), through serverless offline`);
-    console.log(`lateness (handler start − runAt): p50 ${result.latenessMs.p50} ms  p90 ${result.latenessMs.p90} ms  p99 ${result.latenessMs.p99} ms  max ${result.latenessMs.max} ms`);
-    console.log(`missing ${missing}  duplicates ${duplicates}  (goals: p99 ≤ 50 ms, max ≤ 250 ms, 0 missing, 0 duplicates)`);
+    console.log(
+      `lateness (handler start − runAt): p50 ${result.latenessMs.p50} ms  p90 ${result.latenessMs.p90} ms  p99 ${result.latenessMs.p99} ms  max ${result.latenessMs.max} ms`,
+    );
+    console.log(
+      `missing ${missing}  duplicates ${duplicates}  (goals: p99 ≤ 50 ms, max ≤ 250 ms, 0 missing, 0 duplicates)`,
+    );
     const coldList = Object.entries(coldStarts).map(([name, n]) => `${name} ${n}`);
-    console.log(`cold starts during the run (${WARM} warm workers of the handler and fan-out started first): ${coldList.length ? coldList.join(', ') : 'none'}`);
+    console.log(
+      `cold starts during the run (${WARM} warm workers of the handler and fan-out started first): ${coldList.length ? coldList.join(', ') : 'none'}`,
+    );
     console.log(JSON.stringify(result));
   } finally {
     await offline.stop();

@@ -65,7 +65,12 @@ const TARGETS = {
 
 /** A JSON body whose JSON text is exactly BODY_BYTES bytes. */
 function makeBody(n: number): { orderId: string; customer: string; items: number; note: string } {
-  const base = { orderId: `order-${String(n).padStart(6, '0')}`, customer: `customer-${n % 9973}`, items: (n % 7) + 1, note: '' };
+  const base = {
+    orderId: `order-${String(n).padStart(6, '0')}`,
+    customer: `customer-${n % 9973}`,
+    items: (n % 7) + 1,
+    note: '',
+  };
   const pad = BODY_BYTES - Buffer.byteLength(JSON.stringify(base));
   if (pad < 0) throw new Error('body base is longer than BODY_BYTES');
   const body = { ...base, note: 'x'.repeat(pad) };
@@ -105,15 +110,24 @@ function describeSlowlog(entries: unknown[]): SlowEntry[] {
     const [name = '?', script = '', , ...keys] = args;
     // FCALL <function> <numkeys> <keys...>: the function names the script; EVALSHA <sha> <numkeys>
     // <keys...> | EVAL <source> <numkeys> <keys...> (a server that refused functions): the keys say which
-    if (/^fcall$/i.test(name)) return { durationUs, command: `FCALL ${script.replace(/^dq_[0-9a-f]+_/, '')} ${keys.slice(0, 2).join(' ')} …` };
-    if (/^evalsha$/i.test(name)) return { durationUs, command: `EVALSHA ${script.slice(0, 10)}… ${keys.slice(0, 2).join(' ')} …` };
-    if (/^eval$/i.test(name)) return { durationUs, command: `EVAL <source> (NOSCRIPT fallback: compiles the script) ${keys.slice(0, 2).join(' ')} …` };
+    if (/^fcall$/i.test(name))
+      return { durationUs, command: `FCALL ${script.replace(/^dq_[0-9a-f]+_/, '')} ${keys.slice(0, 2).join(' ')} …` };
+    if (/^evalsha$/i.test(name))
+      return { durationUs, command: `EVALSHA ${script.slice(0, 10)}… ${keys.slice(0, 2).join(' ')} …` };
+    if (/^eval$/i.test(name))
+      return {
+        durationUs,
+        command: `EVAL <source> (NOSCRIPT fallback: compiles the script) ${keys.slice(0, 2).join(' ')} …`,
+      };
     return { durationUs, command: args.slice(0, 4).join(' ') };
   });
 }
 
 /** Upper edge (µs) of the highest non-empty bucket of LATENCY HISTOGRAM for a command. */
-async function maxLatencyBucketUs(redis: Redis, command: string): Promise<{ calls: number; maxBucketUs: number | null }> {
+async function maxLatencyBucketUs(
+  redis: Redis,
+  command: string,
+): Promise<{ calls: number; maxBucketUs: number | null }> {
   const reply = (await redis.call('LATENCY', 'HISTOGRAM', command)) as unknown[];
   // [name, ['calls', n, 'histogram_usec', [bucket, count, bucket, count, ...]]]
   const body = reply[1] as unknown[] | undefined;
@@ -178,7 +192,13 @@ async function measured(redis: Redis, m: Mark) {
     redisInScripts: share(scriptUs / 1000),
     nodeCpu: share((nodeCpu.user + nodeCpu.system) / 1000),
     // CPU of every other process on the machine (other work, and redis-benchmark in the ceiling)
-    otherCpu: m.machineBusy === undefined || machineEnd === undefined ? null : Math.max(0, share((machineEnd - m.machineBusy) * 1000 - redisCpuS * 1000 - (nodeCpu.user + nodeCpu.system) / 1000)),
+    otherCpu:
+      m.machineBusy === undefined || machineEnd === undefined
+        ? null
+        : Math.max(
+            0,
+            share((machineEnd - m.machineBusy) * 1000 - redisCpuS * 1000 - (nodeCpu.user + nodeCpu.system) / 1000),
+          ),
     scriptCalls: calls,
     usPerScriptCall: Number((scriptUs / Math.max(1, calls)).toFixed(1)),
   };
@@ -202,7 +222,8 @@ interface ScriptCalls {
 const isReference = (script: string) => script.endsWith('(no script: reference)');
 
 /** The `q` quantile (0..1) of sorted `values`, nearest rank. */
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
 
 /**
  * Step 7: every state change and read with bodies of `bodyBytes` (the largest a configuration may
@@ -214,7 +235,11 @@ const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorte
 async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise<ScriptCalls[]> {
   const topic = 'bench-big';
   let now = Date.UTC(2030, 0, 1);
-  const config = resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, maxAttempts: 1, ttr: 30 } }, maxBodyBytes: bodyBytes, retention: 3600 });
+  const config = resolveQueueConfig({
+    topics: { [topic]: { concurrency: 10_000, maxAttempts: 1, ttr: 30 } },
+    maxBodyBytes: bodyBytes,
+    retention: 3600,
+  });
   const queue = new Queue(new Engine(redis, config, { clock: () => now, random: () => 0 }));
   const body = { pad: 'x'.repeat(bodyBytes - Buffer.byteLength(JSON.stringify({ pad: '' }))) };
   if (Buffer.byteLength(JSON.stringify(body)) !== bodyBytes) throw new Error('big body has the wrong size');
@@ -240,7 +265,8 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
     for (const [, , us, args, client] of entries) {
       // a command a script ran is logged too, from the scripts' own client (no address)
       const fromClient = /^\d[\d.]*:\d+$/.test(client ?? '');
-      const script = plain && fromClient && args[0]?.toUpperCase() === plain ? `${plain} (no script: reference)` : scriptOf(args);
+      const script =
+        plain && fromClient && args[0]?.toUpperCase() === plain ? `${plain} (no script: reference)` : scriptOf(args);
       if (script === undefined) continue;
       const row = per.get(script) ?? { phase: name, script, ms: [] };
       row.ms.push(us / 1000);
@@ -294,16 +320,22 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
     if (!(await queue.engine.start(topic, claimed)).every(Boolean)) throw new Error('an attempt was not live');
   });
   await phase('ack a third', async () => {
-    for (const j of claimed.slice(0, third)) if ((await queue.engine.ack(topic, j.id, j)) !== 'done') throw new Error('ack refused');
+    for (const j of claimed.slice(0, third))
+      if ((await queue.engine.ack(topic, j.id, j)) !== 'done') throw new Error('ack refused');
   });
   await phase('fail a third (dead: maxAttempts 1)', async () => {
-    for (const j of claimed.slice(third, 2 * third)) if ((await queue.engine.fail(topic, j.id, j, 'bench')).outcome !== 'dead') throw new Error('fail refused');
+    for (const j of claimed.slice(third, 2 * third))
+      if ((await queue.engine.fail(topic, j.id, j, 'bench')).outcome !== 'dead') throw new Error('fail refused');
   });
   now += 31_000; // past the ttr of the last third
   await phase('moveDue: the last third times out', sweepAll);
   await phase('listDead (pages of 100)', async () => {
     let listed = 0;
-    for (let page = await queue.listDead(topic, { limit: 100 }); ; page = await queue.listDead(topic, { limit: 100, after: page.next! })) {
+    for (
+      let page = await queue.listDead(topic, { limit: 100 });
+      ;
+      page = await queue.listDead(topic, { limit: 100, after: page.next! })
+    ) {
       listed += page.jobs.length;
       if (page.next === null) break;
     }
@@ -315,7 +347,12 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
   await phase('moveDue: redriven jobs to ready', sweepAll);
   await phase('claim, then release after a failed invoke', async () => {
     const again = [];
-    for (let got = await queue.engine.claim(topic, jobs, 1e9); got.length > 0; got = await queue.engine.claim(topic, jobs, 1e9)) again.push(...got);
+    for (
+      let got = await queue.engine.claim(topic, jobs, 1e9);
+      got.length > 0;
+      got = await queue.engine.claim(topic, jobs, 1e9)
+    )
+      again.push(...got);
     if ((await queue.engine.release(again, 'bench')) !== again.length) throw new Error('release missed jobs');
   });
   await phase('reschedule with a new body, then cancel', async () => {
@@ -326,15 +363,26 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
   return rows;
 }
 
-/** Per script, over every phase of step 7: calls, median, 99th percentile and slowest call (ms), and the phase of the slowest. */
-function bigSummary(rows: ScriptCalls[]): Record<string, { calls: number; p50Ms: number; p99Ms: number; maxMs: number; phase: string }> {
+/**
+ * Per script, over every phase of step 7: calls, median, 99th percentile and slowest call (ms), and the phase of the
+ * slowest.
+ */
+function bigSummary(
+  rows: ScriptCalls[],
+): Record<string, { calls: number; p50Ms: number; p99Ms: number; maxMs: number; phase: string }> {
   const out: Record<string, { calls: number; p50Ms: number; p99Ms: number; maxMs: number; phase: string }> = {};
   const round = (ms: number) => Number(ms.toFixed(3));
   for (const script of new Set(rows.map((r) => r.script))) {
     const mine = rows.filter((r) => r.script === script);
     const all = mine.flatMap((r) => r.ms).sort((a, b) => a - b);
     const slowest = mine.reduce((a, b) => (Math.max(...b.ms) > Math.max(...a.ms) ? b : a));
-    out[script] = { calls: all.length, p50Ms: round(quantile(all, 0.5)), p99Ms: round(quantile(all, 0.99)), maxMs: round(all.at(-1) ?? 0), phase: slowest.phase };
+    out[script] = {
+      calls: all.length,
+      p50Ms: round(quantile(all, 0.5)),
+      p99Ms: round(quantile(all, 0.99)),
+      maxMs: round(all.at(-1) ?? 0),
+      phase: slowest.phase,
+    };
   }
   return out;
 }
@@ -364,7 +412,9 @@ function printBigBodies(rows: ScriptCalls[]): void {
       `${fmt(s.p99Ms, 2)} ms`,
       `${fmt(s.maxMs, 2)} ms`,
       s.phase,
-      isReference(script) ? '(not a script)' : `≤ ${TARGETS.maxScriptCallMs} ms: ${s.maxMs <= TARGETS.maxScriptCallMs ? 'met' : 'MISSED'}`,
+      isReference(script)
+        ? '(not a script)'
+        : `≤ ${TARGETS.maxScriptCallMs} ms: ${s.maxMs <= TARGETS.maxScriptCallMs ? 'met' : 'MISSED'}`,
     ]);
   const head = ['script', 'calls', 'median', 'p99', 'slowest call', 'slowest in phase', 'target (slowest)'];
   printTable(table, head);
@@ -384,7 +434,9 @@ async function main(): Promise<void> {
     const queue = new Queue(new Engine(redis, config));
     const serverInfo = await redis.info('server');
     const machine = describeMachine(serverInfo, server.pid);
-    console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}`);
+    console.log(
+      `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}`,
+    );
     console.log(`counts: ${JSON.stringify(N)}; body ${Buffer.byteLength(bodyText)} bytes of JSON`);
     if (ONLY_BODIES) {
       const big = await bigBodies(redis, N.bigJobs, N.bigBodyBytes);
@@ -406,16 +458,41 @@ async function main(): Promise<void> {
     // 1. Ceiling: raw HSET + ZADD in one EVALSHA, pipelined by redis-benchmark (-n 1,000,000).
     // The hash and zset grow to about a million members, which slows Redis down; a second run
     // with as many requests as the batched add writes jobs is printed as a same-size reference.
-    const sha = (await redis.script('LOAD', "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])")) as string;
+    const sha = (await redis.script(
+      'LOAD',
+      "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])",
+    )) as string;
     const ceilingRun = async (requests: number) => {
       const ceilingMark = await mark(redis!);
-      const rb = await run('redis-benchmark', ['-p', String(server!.port), '-P', '64', '-c', '50', '-n', String(requests), '-r', '100000000', '-q', 'evalsha', sha, '2', 'h', 'z', 'm:__rand_int__', bodyText, '__rand_int__']);
+      const rb = await run('redis-benchmark', [
+        '-p',
+        String(server!.port),
+        '-P',
+        '64',
+        '-c',
+        '50',
+        '-n',
+        String(requests),
+        '-r',
+        '100000000',
+        '-q',
+        'evalsha',
+        sha,
+        '2',
+        'h',
+        'z',
+        'm:__rand_int__',
+        bodyText,
+        '__rand_int__',
+      ]);
       const rates = [...rb.stdout.matchAll(/([\d.]+) requests per second/g)].map((m) => Number(m[1]));
       const opsPerSec = rates.at(-1);
       const split = await measured(redis!, ceilingMark);
-      if (rb.code !== 0 || opsPerSec === undefined) throw new Error(`redis-benchmark failed (exit ${rb.code}): ${rb.stdout}${rb.stderr}`);
+      if (rb.code !== 0 || opsPerSec === undefined)
+        throw new Error(`redis-benchmark failed (exit ${rb.code}): ${rb.stdout}${rb.stderr}`);
       const members = { hlen: await redis!.hlen('h'), zcard: await redis!.zcard('z') };
-      if (members.hlen === 0 || members.zcard === 0) throw new Error(`redis-benchmark wrote nothing: ${JSON.stringify(members)}`);
+      if (members.hlen === 0 || members.zcard === 0)
+        throw new Error(`redis-benchmark wrote nothing: ${JSON.stringify(members)}`);
       await redis!.flushall();
       // give the freed pages back to the OS now, not while the next step runs
       await redis!.call('MEMORY', 'PURGE');
@@ -445,7 +522,9 @@ async function main(): Promise<void> {
     const addMs = addSplit.wallMs;
     if (created !== N.addJobs) throw new Error(`batched add created ${created} of ${N.addJobs}`);
     const addRate = N.addJobs / seconds(addMs);
-    console.log(`2. batched add: ${fmt(addRate)} jobs/s (${fmt(N.addJobs)} jobs in ${fmt(addMs)} ms), ${fmt(addRate / ceiling, 2)}× ceiling (${fmt(addRate / sameSize.opsPerSec, 2)}× the same-size reference); ${addSplit.text}`);
+    console.log(
+      `2. batched add: ${fmt(addRate)} jobs/s (${fmt(N.addJobs)} jobs in ${fmt(addMs)} ms), ${fmt(addRate / ceiling, 2)}× ceiling (${fmt(addRate / sameSize.opsPerSec, 2)}× the same-size reference); ${addSplit.text}`,
+    );
     await redis.flushall();
 
     // 3. Single add, many in flight.
@@ -459,7 +538,9 @@ async function main(): Promise<void> {
     const singleMs = singleSplit.wallMs;
     if (created !== N.singleJobs) throw new Error(`single add created ${created} of ${N.singleJobs}`);
     const singleRate = N.singleJobs / seconds(singleMs);
-    console.log(`3. single add (${N.singleInFlight} in flight): ${fmt(singleRate)} jobs/s (${fmt(N.singleJobs)} jobs in ${fmt(singleMs)} ms); ${singleSplit.text}`);
+    console.log(
+      `3. single add (${N.singleInFlight} in flight): ${fmt(singleRate)} jobs/s (${fmt(N.singleJobs)} jobs in ${fmt(singleMs)} ms); ${singleSplit.text}`,
+    );
 
     // 4. Memory per delayed job.
     await redis.flushall();
@@ -518,7 +599,9 @@ async function main(): Promise<void> {
     }
     const moveSplit = await measured(redis, m);
     const moveMs = moveSplit.wallMs;
-    const slowlog = describeSlowlog((await redis.call('SLOWLOG', 'GET', '128')) as unknown[]).sort((a, b) => b.durationUs - a.durationUs);
+    const slowlog = describeSlowlog((await redis.call('SLOWLOG', 'GET', '128')) as unknown[]).sort(
+      (a, b) => b.durationUs - a.durationUs,
+    );
     const latencyLatest = (await redis.call('LATENCY', 'LATEST')) as [string, number, number, number][];
     const scriptStats = info(await redis.info('commandstats'), 'cmdstat_fcall') ?? '';
     const moveUsPerCall = Number(/usec_per_call=([\d.]+)/.exec(scriptStats)?.[1] ?? NaN);
@@ -554,9 +637,12 @@ async function main(): Promise<void> {
     );
     const claimSplit = await measured(redis, m);
     const claimMs = claimSplit.wallMs;
-    if (acked !== N.dueJobs || notDone !== 0) throw new Error(`claim+ack acked ${acked} of ${N.dueJobs} (${notDone} not done)`);
+    if (acked !== N.dueJobs || notDone !== 0)
+      throw new Error(`claim+ack acked ${acked} of ${N.dueJobs} (${notDone} not done)`);
     const claimRate = acked / seconds(claimMs);
-    console.log(`6. claim+ack (${N.claimLoops} loops of claim 100 + acks): ${fmt(claimRate)} jobs/s (${fmt(acked)} jobs in ${fmt(claimMs)} ms, ${claims} claim calls); ${claimSplit.text}`);
+    console.log(
+      `6. claim+ack (${N.claimLoops} loops of claim 100 + acks): ${fmt(claimRate)} jobs/s (${fmt(acked)} jobs in ${fmt(claimMs)} ms, ${claims} claim calls); ${claimSplit.text}`,
+    );
 
     // 7. Every script with maximum-size bodies: the slowest single call of each.
     await redis.flushall();
@@ -573,7 +659,10 @@ async function main(): Promise<void> {
       batchedAddRatioToSameSizeCeiling: Number((addRate / sameSize.opsPerSec).toFixed(3)),
       singleAddJobsPerSec: Math.round(singleRate),
       bytesPerDelayedJob: Number(bytesPerJob.toFixed(1)),
-      memoryUsagePerJob: { jobsHash: Number(perKey.jobsHash.toFixed(1)), delayedZset: Number(perKey.delayedZset.toFixed(1)) },
+      memoryUsagePerJob: {
+        jobsHash: Number(perKey.jobsHash.toFixed(1)),
+        delayedZset: Number(perKey.delayedZset.toFixed(1)),
+      },
       moveDueJobsPerSec: Math.round(moveRate),
       moveDueSweeps: sweeps,
       moveDueUsPerCall: moveUsPerCall,
@@ -586,7 +675,14 @@ async function main(): Promise<void> {
       claimAckJobsPerSec: Math.round(claimRate),
       bigBodies: bigSummary(big),
       // share of the wall time spent in Redis scripts (commandstats) and in this Node process's CPU
-      busy: { ceiling: ceilingSplit.busy, sameSizeCeiling: sameSize.split.busy, batchedAdd: addSplit.busy, singleAdd: singleSplit.busy, moveDue: moveSplit.busy, claimAck: claimSplit.busy },
+      busy: {
+        ceiling: ceilingSplit.busy,
+        sameSizeCeiling: sameSize.split.busy,
+        batchedAdd: addSplit.busy,
+        singleAdd: singleSplit.busy,
+        moveDue: moveSplit.busy,
+        claimAck: claimSplit.busy,
+      },
     };
     const pass = {
       batchedAdd: results.batchedAddRatioToCeiling >= TARGETS.addRatioToCeiling,
@@ -598,7 +694,11 @@ async function main(): Promise<void> {
     const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
 
     const rows: [string, string, string][] = [
-      [`ceiling: EVALSHA HSET+ZADD (redis-benchmark -P 64 -c 50 -n ${fmt(N.ceilingRequests)})`, `${fmt(ceiling)} ops/s`, ''],
+      [
+        `ceiling: EVALSHA HSET+ZADD (redis-benchmark -P 64 -c 50 -n ${fmt(N.ceilingRequests)})`,
+        `${fmt(ceiling)} ops/s`,
+        '',
+      ],
       [`  same-size reference (-n ${fmt(N.addJobs)})`, `${fmt(sameSize.opsPerSec)} ops/s`, ''],
       [
         `batched add: addMany(${BATCH}), ${N.batchesInFlight} in flight, ${fmt(N.addJobs)} jobs`,
@@ -606,15 +706,46 @@ async function main(): Promise<void> {
         `≥ ${TARGETS.addRatioToCeiling}× ceiling: ${verdict(pass.batchedAdd)}`,
       ],
       [`single add: add(), ${N.singleInFlight} in flight, ${fmt(N.singleJobs)} jobs`, `${fmt(singleRate)} jobs/s`, ''],
-      [`memory per delayed job (${fmt(N.memoryJobs)} jobs)`, `${fmt(bytesPerJob, 1)} bytes`, `≤ ${TARGETS.bytesPerJob} bytes: ${verdict(pass.memory)}`],
-      [`moveDue: ${fmt(N.dueJobs)} jobs due at once, sweep() loop`, `${fmt(moveRate)} jobs/s, ${sweeps} calls`, `≥ ${fmt(TARGETS.moveJobsPerSec)} jobs/s: ${verdict(pass.moveDueRate)}`],
-      ['  slowest single command (SLOWLOG ≥ 1 ms)', slowest ? `${fmt(slowest.durationUs)} µs (${slowest.command})` : 'none ≥ 1 ms', `≤ ${TARGETS.maxScriptCallMs} ms: ${verdict(pass.moveDueMaxCall)}`],
-      ['  FCALL mean / histogram max bucket', `${fmt(moveUsPerCall, 1)} µs / ≤ ${moveHistogram.maxBucketUs ?? '?'} µs`, ''],
+      [
+        `memory per delayed job (${fmt(N.memoryJobs)} jobs)`,
+        `${fmt(bytesPerJob, 1)} bytes`,
+        `≤ ${TARGETS.bytesPerJob} bytes: ${verdict(pass.memory)}`,
+      ],
+      [
+        `moveDue: ${fmt(N.dueJobs)} jobs due at once, sweep() loop`,
+        `${fmt(moveRate)} jobs/s, ${sweeps} calls`,
+        `≥ ${fmt(TARGETS.moveJobsPerSec)} jobs/s: ${verdict(pass.moveDueRate)}`,
+      ],
+      [
+        '  slowest single command (SLOWLOG ≥ 1 ms)',
+        slowest ? `${fmt(slowest.durationUs)} µs (${slowest.command})` : 'none ≥ 1 ms',
+        `≤ ${TARGETS.maxScriptCallMs} ms: ${verdict(pass.moveDueMaxCall)}`,
+      ],
+      [
+        '  FCALL mean / histogram max bucket',
+        `${fmt(moveUsPerCall, 1)} µs / ≤ ${moveHistogram.maxBucketUs ?? '?'} µs`,
+        '',
+      ],
       [`claim(100) + ack, ${N.claimLoops} loops`, `${fmt(claimRate)} jobs/s`, ''],
-      [`slowest script call with ${fmt(N.bigBodyBytes)}-byte bodies (step 7)`, `${fmt(bigMax, 2)} ms`, `≤ ${TARGETS.maxScriptCallMs} ms: ${verdict(pass.bigBodiesMaxCall)}`],
+      [
+        `slowest script call with ${fmt(N.bigBodyBytes)}-byte bodies (step 7)`,
+        `${fmt(bigMax, 2)} ms`,
+        `≤ ${TARGETS.maxScriptCallMs} ms: ${verdict(pass.bigBodiesMaxCall)}`,
+      ],
     ];
     printTable(rows);
-    console.log(JSON.stringify({ bench: 'engine', at: new Date(started).toISOString(), machine, counts: N, bodyBytes: BODY_BYTES, results, targets: TARGETS, pass }));
+    console.log(
+      JSON.stringify({
+        bench: 'engine',
+        at: new Date(started).toISOString(),
+        machine,
+        counts: N,
+        bodyBytes: BODY_BYTES,
+        results,
+        targets: TARGETS,
+        pass,
+      }),
+    );
   } finally {
     redis?.disconnect();
     await server?.stop();

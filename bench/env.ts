@@ -37,7 +37,10 @@ export function describeMachine(serverInfo: string, redisPid: number) {
  * script's first call on a connection) by its text's length, since SLOWLOG cuts the text to 128
  * bytes and "... (N more bytes)" (every script starts with the same helpers). Undefined when unknown.
  */
-export function scriptNamer(): { bySha(sha: string): ScriptName | undefined; byEvalText(text: string): ScriptName | undefined } {
+export function scriptNamer(): {
+  bySha(sha: string): ScriptName | undefined;
+  byEvalText(text: string): ScriptName | undefined;
+} {
   const byDigest = new Map<string, ScriptName>();
   const byLength = new Map<number, ScriptName | 'ambiguous'>();
   for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
@@ -65,9 +68,11 @@ export function reniceRedis(pid: number): number | null {
   const raw = process.env.BENCH_REDIS_NICE;
   if (raw === undefined || raw === '') return null;
   const nice = Number(raw);
-  if (!Number.isInteger(nice) || nice < -20 || nice > 19) throw new Error(`BENCH_REDIS_NICE must be an integer from -20 to 19, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(nice) || nice < -20 || nice > 19)
+    throw new Error(`BENCH_REDIS_NICE must be an integer from -20 to 19, got ${JSON.stringify(raw)}`);
   const result = spawnSync('renice', ['-n', String(nice), '-p', String(pid)], { encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`renice ${nice} of redis-server ${pid} failed: ${result.stderr || result.error?.message}`);
+  if (result.status !== 0)
+    throw new Error(`renice ${nice} of redis-server ${pid} failed: ${result.stderr || result.error?.message}`);
   return nice;
 }
 
@@ -82,7 +87,9 @@ export function printTable(rows: readonly string[][], head: readonly string[] = 
   console.log('');
 }
 
-/** One SLOWLOG entry: its duration, its name (a script's, by scriptNamer), and whether a client sent it (not a script). */
+/**
+ * One SLOWLOG entry: its duration, its name (a script's, by scriptNamer), and whether a client sent it (not a script).
+ */
 export interface Logged {
   us: number;
   name: string;
@@ -101,7 +108,8 @@ export function slowlogReader(): (redis: Redis) => Promise<Logged[]> {
     const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string][];
     return entries.map(([, , us, [command = '?', first = ''], client]) => {
       let name = command.toUpperCase();
-      if (name === 'FCALL' || name === 'FCALL_RO') name = first.replace(/^dq_[0-9a-f]+_/, ''); // the library's function dq_<version>_<script>
+      // the library's function dq_<version>_<script>
+      if (name === 'FCALL' || name === 'FCALL_RO') name = first.replace(/^dq_[0-9a-f]+_/, '');
       if (name === 'EVALSHA') name = names.bySha(first) ?? `EVALSHA ${first.slice(0, 8)}`;
       if (name === 'EVAL') {
         const script = names.byEvalText(first);
@@ -123,7 +131,8 @@ export async function pool(count: number, inFlight: number, task: (i: number) =>
 }
 
 /** `n` with thousands separators and exactly `digits` decimals. */
-export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+export const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 /** `n` rounded to `digits` decimals, as a number (for JSON). */
 export const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 

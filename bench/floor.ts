@@ -30,15 +30,36 @@ local rec = cmsgpack.pack(h0) .. body`;
 /** Lua primitives, each looped 100 times; `empty` is the loop alone. */
 const PRIMITIVES: Record<string, { what: string; loop: string }> = {
   empty: { what: 'the loop alone (subtracted from the others)', loop: `for i = 1, 100 do end` },
-  concat: { what: "a short string made ('nonce' .. '.' .. i)", loop: `for i = 1, 100 do local c = 'abcdef0123456789' .. '.' .. i end` },
-  unpack: { what: 'cmsgpack.unpack_one of a record, and the body cut off it', loop: `for i = 1, 100 do local o, h = cmsgpack.unpack_one(rec) local b = string.sub(rec, o + 1) end` },
-  pack: { what: 'cmsgpack.pack of a header, the body appended', loop: `for i = 1, 100 do local s = cmsgpack.pack(h0) .. body end` },
-  hset: { what: "redis.call('HSET') of a new record", loop: `for i = 1, 100 do redis.call('HSET', KEYS[1], 'j' .. i, rec) end` },
+  concat: {
+    what: "a short string made ('nonce' .. '.' .. i)",
+    loop: `for i = 1, 100 do local c = 'abcdef0123456789' .. '.' .. i end`,
+  },
+  unpack: {
+    what: 'cmsgpack.unpack_one of a record, and the body cut off it',
+    loop: `for i = 1, 100 do local o, h = cmsgpack.unpack_one(rec) local b = string.sub(rec, o + 1) end`,
+  },
+  pack: {
+    what: 'cmsgpack.pack of a header, the body appended',
+    loop: `for i = 1, 100 do local s = cmsgpack.pack(h0) .. body end`,
+  },
+  hset: {
+    what: "redis.call('HSET') of a new record",
+    loop: `for i = 1, 100 do redis.call('HSET', KEYS[1], 'j' .. i, rec) end`,
+  },
   hget: { what: "redis.call('HGET') of a record", loop: `for i = 1, 100 do redis.call('HGET', KEYS[1], 'j' .. i) end` },
-  zadd: { what: "redis.call('ZADD') of a new id with an epoch-ms score", loop: `for i = 1, 100 do redis.call('ZADD', KEYS[2], 1795663828693 + i, 'j' .. i) end` },
-  zscore: { what: "redis.call('ZSCORE') of a member (of 100)", loop: `for i = 1, 100 do redis.call('ZSCORE', KEYS[2], 'j' .. i) end` },
+  zadd: {
+    what: "redis.call('ZADD') of a new id with an epoch-ms score",
+    loop: `for i = 1, 100 do redis.call('ZADD', KEYS[2], 1795663828693 + i, 'j' .. i) end`,
+  },
+  zscore: {
+    what: "redis.call('ZSCORE') of a member (of 100)",
+    loop: `for i = 1, 100 do redis.call('ZSCORE', KEYS[2], 'j' .. i) end`,
+  },
   time: { what: "redis.call('TIME')", loop: `for i = 1, 100 do redis.call('TIME') end` },
-  row: { what: "a claim's reply row (8 values, the body among them), returned", loop: `local r = {} for i = 1, 100 do r[i] = { 'j' .. i, 1, 1795663828693, 1795663828693, false, body, false, 'n.' .. i } end do return r end` },
+  row: {
+    what: "a claim's reply row (8 values, the body among them), returned",
+    loop: `local r = {} for i = 1, 100 do r[i] = { 'j' .. i, 1, 1795663828693, 1795663828693, false, body, false, 'n.' .. i } end do return r end`,
+  },
 };
 
 async function cpuSeconds(redis: Redis): Promise<number> {
@@ -59,7 +80,8 @@ async function main(): Promise<void> {
     redis = new Redis(server.url);
     const r = redis;
     let library = "#!lua name=floor\nredis.register_function('noop', function() return 1 end)\n";
-    for (const [name, p] of Object.entries(PRIMITIVES)) library += `redis.register_function('${name}', function(KEYS, ARGV)\n${SETUP}\n${p.loop}\nreturn 1 end)\n`;
+    for (const [name, p] of Object.entries(PRIMITIVES))
+      library += `redis.register_function('${name}', function(KEYS, ARGV)\n${SETUP}\n${p.loop}\nreturn 1 end)\n`;
     await r.call('FUNCTION', 'LOAD', library);
 
     // 1. requests
@@ -81,7 +103,12 @@ async function main(): Promise<void> {
         for (let i = 0; i < N.requests; i += 10) await Promise.all(Array.from({ length: 10 }, () => q.send()));
         cpu.pipelined = Math.min(cpu.pipelined, ((await cpuSeconds(r)) - c0) * 1e6);
       }
-      requestRows.push({ name: q.name, alone: cpu.alone / N.requests, pipelined: cpu.pipelined / N.requests, commandUs: cpu.command });
+      requestRows.push({
+        name: q.name,
+        alone: cpu.alone / N.requests,
+        pipelined: cpu.pipelined / N.requests,
+        commandUs: cpu.command,
+      });
     }
 
     // 2. Lua primitives
@@ -95,10 +122,17 @@ async function main(): Promise<void> {
         callUs[name] = Math.min(callUs[name] ?? Infinity, await commandUs(r, 'fcall'));
       }
     }
-    const primitiveUs = Object.fromEntries(Object.keys(PRIMITIVES).map((name) => [name, (callUs[name]! - callUs.empty!) / 100]));
+    const primitiveUs = Object.fromEntries(
+      Object.keys(PRIMITIVES).map((name) => [name, (callUs[name]! - callUs.empty!) / 100]),
+    );
 
     printTable(
-      requestRows.map((q) => [q.name, `${fmt(q.alone, 1)} µs`, `${fmt(q.pipelined, 1)} µs`, `${fmt(q.commandUs, 1)} µs`]),
+      requestRows.map((q) => [
+        q.name,
+        `${fmt(q.alone, 1)} µs`,
+        `${fmt(q.pipelined, 1)} µs`,
+        `${fmt(q.commandUs, 1)} µs`,
+      ]),
       ['request', 'Redis CPU a request, one at a time', 'in pipelines of 10', 'the command itself (commandstats)'],
     );
     console.log('');
@@ -112,7 +146,12 @@ async function main(): Promise<void> {
       JSON.stringify({
         bench: 'floor',
         ...N,
-        requests: requestRows.map((q) => ({ ...q, alone: round(q.alone, 1), pipelined: round(q.pipelined, 1), commandUs: round(q.commandUs, 1) })),
+        requests: requestRows.map((q) => ({
+          ...q,
+          alone: round(q.alone, 1),
+          pipelined: round(q.pipelined, 1),
+          commandUs: round(q.commandUs, 1),
+        })),
         primitivesUs: Object.fromEntries(Object.entries(primitiveUs).map(([k, v]) => [k, round(v, 2)])),
         emptyLoopCallUs: round(callUs.empty!, 1),
         machine: describeMachine(await r.info('server'), server.pid),

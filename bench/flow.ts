@@ -54,7 +54,16 @@ import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis, type Cluster } from 'ioredis';
-import { Engine, type AckOutcome, type AttemptRef, type ClaimedJob, type EngineOptions, type FailOutcome, type NewJob, type PacedClaim } from '../lib/engine';
+import {
+  Engine,
+  type AckOutcome,
+  type AttemptRef,
+  type ClaimedJob,
+  type EngineOptions,
+  type FailOutcome,
+  type NewJob,
+  type PacedClaim,
+} from '../lib/engine';
 import { topicKeys } from '../lib/engine/keys';
 import type { Invoker } from '../lib/platform/lambda';
 import { createRuntime, type Runtime } from '../lib/platform/runtime';
@@ -91,12 +100,14 @@ interface Section {
 }
 
 const verdict = (ok: boolean, goal: string) => `${goal}: ${ok ? 'met' : 'MISSED'}`;
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 const sorted = (xs: Iterable<number>) => [...xs].sort((a, b) => a - b);
 const load = () => loadavg().map((l) => round(l, 2));
 /** The key of a job of this bench: its id is `<key>.<n>`. */
 const keyOf = (id: string) => id.slice(0, id.lastIndexOf('.'));
-const keyNames = (n: number, prefix = 'k') => Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(String(n - 1).length, '0')}`);
+const keyNames = (n: number, prefix = 'k') =>
+  Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(String(n - 1).length, '0')}`);
 
 /** Redis TIME in epoch ms, with its microseconds. */
 async function redisNow(redis: Redis | Cluster): Promise<number> {
@@ -121,7 +132,14 @@ const localMs = () => performance.timeOrigin + performance.now();
 
 /** A validated job as the API would pass it: due `when`, of flow key `key` (none on a plain topic). */
 function newJob(engine: Engine, topic: string, id: string, when: NewJob['when'], key?: string): NewJob {
-  return { topic, id, partition: engine.partitionOf(topic, id), when, body: BODY, ...(key === undefined ? {} : { key }) };
+  return {
+    topic,
+    id,
+    partition: engine.partitionOf(topic, id),
+    when,
+    body: BODY,
+    ...(key === undefined ? {} : { key }),
+  };
 }
 
 /** Adds jobs in calls of `per`; throws if any is refused. */
@@ -158,7 +176,8 @@ async function withRedis<T>(fn: (server: RedisProcess, redis: Redis) => Promise<
   }
 }
 
-const engineOn = (redis: Redis, topics: Record<string, TopicInput>, retention?: number) => new Engine(redis, resolveQueueConfig({ topics, ...(retention === undefined ? {} : { retention }) }));
+const engineOn = (redis: Redis, topics: Record<string, TopicInput>, retention?: number) =>
+  new Engine(redis, resolveQueueConfig({ topics, ...(retention === undefined ? {} : { retention }) }));
 
 // ---------------------------------------------------------------------------------------------
 // 1. exact
@@ -171,7 +190,10 @@ interface Attempt {
   attempt: number;
   /** Claim time (the claim script's clock, whole ms). */
   at: number;
-  /** When this process sent its ack, fail or release (the end happened after), and got the answer (the end happened before). */
+  /**
+   * When this process sent its ack, fail or release (the end happened after), and got the answer (the end happened
+   * before).
+   */
   endSent?: number;
   endAnswered?: number;
   /** When its handler was killed (after its start answered); it then holds its slot until Redis times it out. */
@@ -232,7 +254,10 @@ class Ledger {
   }
 }
 
-/** An engine that tells the ledger of every claim, and of every end of an attempt (ack, fail, release, a start that found it ended). */
+/**
+ * An engine that tells the ledger of every claim, and of every end of an attempt (ack, fail, release, a start that
+ * found it ended).
+ */
 class TrackedEngine extends Engine {
   constructor(
     private readonly ledger: Ledger,
@@ -269,7 +294,13 @@ class TrackedEngine extends Engine {
     }
     return outcome;
   }
-  override async fail(topic: string, id: string, attempt: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
+  override async fail(
+    topic: string,
+    id: string,
+    attempt: AttemptRef,
+    error: string,
+    retryAfterMs?: number,
+  ): Promise<FailOutcome> {
     const answered = this.ledger.ending(attempt.claim);
     this.ledger.failed += 1;
     const outcome = await super.fail(topic, id, attempt, error, retryAfterMs);
@@ -343,7 +374,9 @@ function readKey(attempts: readonly Attempt[], s: Samples, ttrMs: number) {
     const b = s.answered[i]!;
     while (next < list.length && list[next]!.at - MARGIN_MS <= b) open.push(list[next++]!);
     // an attempt surely over before this read is over for every later one
-    open = open.filter((x) => !(x.endAnswered !== undefined && x.endAnswered + MARGIN_MS < a) && x.freedAt === undefined);
+    open = open.filter(
+      (x) => !(x.endAnswered !== undefined && x.endAnswered + MARGIN_MS < a) && x.freedAt === undefined,
+    );
     const before = (x: Attempt) => x.at + 1 + MARGIN_MS <= a;
     let sure = 0;
     let maybe = 0;
@@ -360,7 +393,8 @@ function readKey(attempts: readonly Attempt[], s: Samples, ttrMs: number) {
     }
     const r = s.running[i]!;
     const ghostsAtMost = r - sure;
-    if (ghostsAtMost < ghosts.length) for (const g of ghosts.slice(0, ghosts.length - Math.max(0, ghostsAtMost))) g.freedAt = b;
+    if (ghostsAtMost < ghosts.length)
+      for (const g of ghosts.slice(0, ghosts.length - Math.max(0, ghostsAtMost))) g.freedAt = b;
     if (r - maybe > ghostsMaybe) {
       leakSamples += 1;
       leakRun += 1;
@@ -384,7 +418,10 @@ function readKey(attempts: readonly Attempt[], s: Samples, ttrMs: number) {
 /** Runs `fn` with the roles' metric lines (CloudWatch EMF on stdout) left out of this bench's output. */
 async function withoutMetrics<T>(fn: () => Promise<T>): Promise<T> {
   const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) => (typeof chunk === 'string' && chunk.startsWith('{"_aws"') ? true : write(chunk, ...rest))) as typeof process.stdout.write;
+  process.stdout.write = ((chunk: string | Uint8Array, ...rest: never[]) =>
+    typeof chunk === 'string' && chunk.startsWith('{"_aws"')
+      ? true
+      : write(chunk, ...rest)) as typeof process.stdout.write;
   try {
     return await fn();
   } finally {
@@ -412,7 +449,16 @@ async function exact(): Promise<Section> {
   try {
     base = createRuntime({
       DQ_CONFIG: JSON.stringify({
-        topics: { [TOPIC]: { handler: 'flowHandler', concurrency: cap, ttr: ttrS, maxAttempts: 10, backoff: { type: 'fixed', delay: 0.2 }, flow: perKey } },
+        topics: {
+          [TOPIC]: {
+            handler: 'flowHandler',
+            concurrency: cap,
+            ttr: ttrS,
+            maxAttempts: 10,
+            backoff: { type: 'fixed', delay: 0.2 },
+            flow: perKey,
+          },
+        },
       }),
       REDIS_URL: server.url,
       API_TOKEN: 't',
@@ -448,7 +494,11 @@ async function exact(): Promise<Section> {
     };
     // every engine wakes the sweeper as the runtime's do (lib/platform/runtime.ts): a claim that
     // holds a key back by its pace must make a sweep look when the key may go again
-    const wake = { horizonMs: base.config.timings.sweeperHorizonMs, startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }), onError: () => undefined };
+    const wake = {
+      horizonMs: base.config.timings.sweeperHorizonMs,
+      startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }),
+      onError: () => undefined,
+    };
     const engine = new TrackedEngine(ledger, redis, config, { wake });
     const rt: Runtime = { ...base, engine, invoker };
     // each invocation with an engine of its own on the shared connection, as in bench:steady
@@ -470,7 +520,10 @@ async function exact(): Promise<Section> {
         for (const key of keys) {
           const n = added.get(key) ?? 0;
           const want = Math.min(10, backlog - (n - (ledger.doneByKey.get(key) ?? 0)));
-          for (let i = 0; i < want; i++) jobs.push(newJob(engine, TOPIC, `${key}.${n + i}`, { kind: 'd', ms: 50 + Math.floor(Math.random() * 250) }, key));
+          for (let i = 0; i < want; i++)
+            jobs.push(
+              newJob(engine, TOPIC, `${key}.${n + i}`, { kind: 'd', ms: 50 + Math.floor(Math.random() * 250) }, key),
+            );
           if (want > 0) added.set(key, n + want);
         }
         if (jobs.length > 0) await addAll(engine, jobs);
@@ -533,13 +586,16 @@ async function exact(): Promise<Section> {
         const tick = performance.now();
         while (ended < ledger.killed.length && ledger.killed[ended]!.endedAt !== undefined) ended++;
         if (!watching && (ended === ledger.killed.length || performance.now() > watchUntil)) break;
-        const due = ledger.killed.slice(ended).filter((a) => a.endedAt === undefined && a.at + ttrS * 1000 - 50 <= redisMs());
+        const due = ledger.killed
+          .slice(ended)
+          .filter((a) => a.endedAt === undefined && a.at + ttrS * 1000 - 50 <= redisMs());
         await Promise.all(
           due.map(async (a) => {
             const job = await engine.get(TOPIC, a.id);
             const answered = redisMs();
             if (job && job.attempts === a.attempt && job.state === 'running') return;
-            if (job && job.attempts === a.attempt && job.lastError?.startsWith(`attempt ${a.attempt} timed out`)) a.endedAt = Date.parse(job.updatedAt);
+            if (job && job.attempts === a.attempt && job.lastError?.startsWith(`attempt ${a.attempt} timed out`))
+              a.endedAt = Date.parse(job.updatedAt);
             else [a.endedAt, a.endedBound] = [answered, true];
           }),
         );
@@ -586,7 +642,9 @@ async function exact(): Promise<Section> {
       mostOverLedger = Math.max(mostOverLedger, r.mostByLedger - limit);
       leakSamples += r.leakSamples;
       longestLeak = Math.max(longestLeak, r.longestLeak);
-      const rate = fast.has(key) ? fastRate : { count: perKey.rate.count, perMs: perKey.rate.per * 1000, burst: perKey.rate.burst };
+      const rate = fast.has(key)
+        ? fastRate
+        : { count: perKey.rate.count, perMs: perKey.rate.per * 1000, burst: perKey.rate.burst };
       const starts = attempts.map((a) => a.at);
       const p = paceCheck(starts, rate);
       paceViolations += p.violations;
@@ -604,7 +662,9 @@ async function exact(): Promise<Section> {
     const ghostGoal = ttrS * 1000 + 1000;
     // the slowest ghost: its key's samples' longest gap and longest read around it (the sampler's or
     // Redis's stall errs the ghost long), and Redis's slow commands of the run
-    const slowest = kills.filter((a) => a.freedAt !== undefined).sort((x, y) => y.freedAt! - y.killedAt! - (x.freedAt! - x.killedAt!))[0];
+    const slowest = kills
+      .filter((a) => a.freedAt !== undefined)
+      .sort((x, y) => y.freedAt! - y.killedAt! - (x.freedAt! - x.killedAt!))[0];
     let gapMs = 0;
     let readMs = 0;
     if (slowest) {
@@ -652,9 +712,28 @@ async function exact(): Promise<Section> {
       tickMs: round(tickMs, 1),
       over: { redisSamples: overRedis, ledgerKeys: overLedger, combinedSamples: overCombined },
       most: { redisOverLimit: mostOverRedis, ledgerOverLimit: mostOverLedger, combined: mostCombined },
-      pace: { violations: paceViolations, worstMs: round(worstMs, 3), busiest, perSecond: { slow: round(mean(perSecond.slow), 1), fast: round(mean(perSecond.fast), 1) } },
-      ghostMs: { p50: round(quantile(ghostMs, 0.5), 1), p99: round(quantile(ghostMs, 0.99), 1), max: round(ghostMs.at(-1) ?? NaN, 1), unfreed, overGoal },
-      slowestGhost: slowest ? { key: slowest.key, claimedToKilledMs: round(slowest.killedAt! - slowest.at, 1), samplerGapMs: round(gapMs, 1), longestReadMs: round(readMs, 1), endedMs: round(slowest.endedAt! - slowest.killedAt!, 1) } : null,
+      pace: {
+        violations: paceViolations,
+        worstMs: round(worstMs, 3),
+        busiest,
+        perSecond: { slow: round(mean(perSecond.slow), 1), fast: round(mean(perSecond.fast), 1) },
+      },
+      ghostMs: {
+        p50: round(quantile(ghostMs, 0.5), 1),
+        p99: round(quantile(ghostMs, 0.99), 1),
+        max: round(ghostMs.at(-1) ?? NaN, 1),
+        unfreed,
+        overGoal,
+      },
+      slowestGhost: slowest
+        ? {
+            key: slowest.key,
+            claimedToKilledMs: round(slowest.killedAt! - slowest.at, 1),
+            samplerGapMs: round(gapMs, 1),
+            longestReadMs: round(readMs, 1),
+            endedMs: round(slowest.endedAt! - slowest.killedAt!, 1),
+          }
+        : null,
       endedMs: ended,
       slowCommands,
       leak: { samples: leakSamples, longestSamples: longestLeak },
@@ -665,18 +744,49 @@ async function exact(): Promise<Section> {
       name: 'exact',
       json,
       rows: [
-        ['load', `${fmt(N.seconds)} s, ${keys.length} keys (${fast.size} pinned to ${fastRate.count}/s burst ${fastRate.burst}); ${fmt(claimsInLoad)} attempts (${fmt(claimsInLoad / loadS, 0)}/s), ${fmt(kills.length)} killed`, ''],
-        ['starts per key per second, mean', `${fmt(json.pace.perSecond.slow, 1)}/s (keys at 20/s), ${fmt(json.pace.perSecond.fast, 1)}/s (pinned keys: concurrency 3 binds)`, ''],
+        [
+          'load',
+          `${fmt(N.seconds)} s, ${keys.length} keys (${fast.size} pinned to ${fastRate.count}/s burst ${fastRate.burst}); ${fmt(claimsInLoad)} attempts (${fmt(claimsInLoad / loadS, 0)}/s), ${fmt(kills.length)} killed`,
+          '',
+        ],
+        [
+          'starts per key per second, mean',
+          `${fmt(json.pace.perSecond.slow, 1)}/s (keys at 20/s), ${fmt(json.pace.perSecond.fast, 1)}/s (pinned keys: concurrency 3 binds)`,
+          '',
+        ],
         ['samples', `${fmt(ticks)} of all ${keys.length} keys, one every ${fmt(tickMs, 1)} ms`, ''],
-        ['samples over a key’s concurrency (Redis’s count)', `${overRedis} (most over: ${mostOverRedis})`, verdict(overRedis === 0, '0')],
-        ['keys ever over it by the ledger (surely running at once)', `${overLedger} (most over: ${mostOverLedger})`, verdict(overLedger === 0, '0')],
-        ['samples over the combined cap', `${overCombined} (most running at once: ${mostCombined} of ${cap})`, verdict(overCombined === 0, '0')],
-        ['starts beyond rate + burst, any span', `${paceViolations}${paceViolations ? ` (worst ${fmt(worstMs, 2)} ms early)` : ''}`, verdict(paceViolations === 0, '0')],
-        ['busiest 1-s span of one key', `${busiest.slow} (allowed ${busiest.allowedSlow}); pinned keys ${busiest.fast} (allowed ${busiest.allowedFast})`, ''],
+        [
+          'samples over a key’s concurrency (Redis’s count)',
+          `${overRedis} (most over: ${mostOverRedis})`,
+          verdict(overRedis === 0, '0'),
+        ],
+        [
+          'keys ever over it by the ledger (surely running at once)',
+          `${overLedger} (most over: ${mostOverLedger})`,
+          verdict(overLedger === 0, '0'),
+        ],
+        [
+          'samples over the combined cap',
+          `${overCombined} (most running at once: ${mostCombined} of ${cap})`,
+          verdict(overCombined === 0, '0'),
+        ],
+        [
+          'starts beyond rate + burst, any span',
+          `${paceViolations}${paceViolations ? ` (worst ${fmt(worstMs, 2)} ms early)` : ''}`,
+          verdict(paceViolations === 0, '0'),
+        ],
+        [
+          'busiest 1-s span of one key',
+          `${busiest.slow} (allowed ${busiest.allowedSlow}); pinned keys ${busiest.fast} (allowed ${busiest.allowedFast})`,
+          '',
+        ],
         [
           'ghost slot: kill → Redis ended the attempt and returned its slot (the job’s record), p50 / p99 / max',
           `${fmt(ended.p50)} / ${fmt(ended.p99)} / ${fmt(ended.max)} ms (${fmt(kills.length)} kills; ${ended.overGoal} over ${fmt(ghostGoal)} ms; ${ended.bounds} read as bounds)`,
-          verdict(kills.length > 0 && leakSamples === 0 && ended.max <= ghostGoal, `max ≤ ttr + 1 s = ${fmt(ghostGoal)} ms`),
+          verdict(
+            kills.length > 0 && leakSamples === 0 && ended.max <= ghostGoal,
+            `max ≤ ttr + 1 s = ${fmt(ghostGoal)} ms`,
+          ),
         ],
         [
           '  as the sampler bounds it: kill → its key’s count no longer holds it, p50 / p99 / max',
@@ -690,7 +800,11 @@ async function exact(): Promise<Section> {
             : '–',
           '',
         ],
-        ['samples where Redis counted more than can run', `${leakSamples}${leakSamples ? ` (longest ${longestLeak} in a row)` : ''}`, verdict(leakSamples === 0, '0')],
+        [
+          'samples where Redis counted more than can run',
+          `${leakSamples}${leakSamples ? ` (longest ${longestLeak} in a row)` : ''}`,
+          verdict(leakSamples === 0, '0'),
+        ],
         ['running left on the keys after the drain', `${leftRunning}`, verdict(leftRunning === 0, '0')],
       ],
     };
@@ -711,7 +825,8 @@ async function fairRun(flow: boolean) {
     const cold = keyNames(N.fairColdKeys, 'c');
     const began = performance.now();
     const hot: NewJob[] = [];
-    for (let i = 0; i < N.fairHot; i++) hot.push(newJob(engine, TOPIC, `hot.${i}`, { kind: 'd', ms: 0 }, flow ? 'hot' : undefined));
+    for (let i = 0; i < N.fairHot; i++)
+      hot.push(newJob(engine, TOPIC, `hot.${i}`, { kind: 'd', ms: 0 }, flow ? 'hot' : undefined));
     await addAll(engine, hot);
     await sweepAll(engine);
     const hotReadyS = (performance.now() - began) / 1000;
@@ -719,7 +834,11 @@ async function fairRun(flow: boolean) {
     const due = new Map(cold.map((key, i) => [key, now + 1000 + i * 10]));
     await addAll(
       engine,
-      cold.flatMap((key) => Array.from({ length: 10 }, (_, j) => newJob(engine, TOPIC, `${key}.${j}`, { kind: 'a', ms: due.get(key)! }, flow ? key : undefined))),
+      cold.flatMap((key) =>
+        Array.from({ length: 10 }, (_, j) =>
+          newJob(engine, TOPIC, `${key}.${j}`, { kind: 'a', ms: due.get(key)! }, flow ? key : undefined),
+        ),
+      ),
     );
     const first = new Map<string, number>();
     let hotStarts = 0;
@@ -744,7 +863,16 @@ async function fairRun(flow: boolean) {
     await Promise.all(loops);
     const wallS = (performance.now() - drainFrom) / 1000;
     const late = sorted([...first].map(([key, at]) => at - due.get(key)!));
-    return { flow, hotReadyS: round(hotReadyS, 1), hotStarts, hotPerSecond: round(hotStarts / wallS, 0), coldStarted: first.size, p50: quantile(late, 0.5), p99: quantile(late, 0.99), max: late.at(-1) ?? NaN };
+    return {
+      flow,
+      hotReadyS: round(hotReadyS, 1),
+      hotStarts,
+      hotPerSecond: round(hotStarts / wallS, 0),
+      coldStarted: first.size,
+      p50: quantile(late, 0.5),
+      p99: quantile(late, 0.99),
+      max: late.at(-1) ?? NaN,
+    };
   });
 }
 
@@ -756,10 +884,22 @@ async function fair(): Promise<Section> {
     name: 'fair',
     json: { hot: N.fairHot, coldKeys: N.fairColdKeys, flow: f, plain: p, load: load() },
     rows: [
-      ['setup', `${fmt(N.fairHot)} ready jobs of the hot key (added and swept in ${f.hotReadyS} s), ${N.fairColdKeys} cold keys × 10 due 1 s later, combined cap 50`, ''],
-      ['flow topic: cold key’s first start − due, p50 / p99 / max', ms(f), verdict(f.coldStarted === N.fairColdKeys && f.p99 <= 1000, 'p99 ≤ 1 s')],
+      [
+        'setup',
+        `${fmt(N.fairHot)} ready jobs of the hot key (added and swept in ${f.hotReadyS} s), ${N.fairColdKeys} cold keys × 10 due 1 s later, combined cap 50`,
+        '',
+      ],
+      [
+        'flow topic: cold key’s first start − due, p50 / p99 / max',
+        ms(f),
+        verdict(f.coldStarted === N.fairColdKeys && f.p99 <= 1000, 'p99 ≤ 1 s'),
+      ],
       ['  hot key meanwhile', `${fmt(f.hotStarts)} starts, ${fmt(f.hotPerSecond)}/s`, ''],
-      ['plain topic (contrast): p50 / p99 / max', `${ms(p)}${p.coldStarted < N.fairColdKeys ? ` (${p.coldStarted} of ${N.fairColdKeys} started)` : ''}`, ''],
+      [
+        'plain topic (contrast): p50 / p99 / max',
+        `${ms(p)}${p.coldStarted < N.fairColdKeys ? ` (${p.coldStarted} of ${N.fairColdKeys} started)` : ''}`,
+        '',
+      ],
       ['  hot jobs meanwhile', `${fmt(p.hotStarts)} starts, ${fmt(p.hotPerSecond)}/s`, ''],
     ],
   };
@@ -814,7 +954,12 @@ async function costRuns(per: number, jobs: number, rounds: number) {
       clients.push(redis);
       const flow = path !== 'plain';
       // limits that never bind: concurrency 1,000 a key, 1,000,000 starts a second with a burst of 1,000
-      const limits = path === 'flow' ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } } : path === 'flow, no key limits' ? { flow: {} } : {};
+      const limits =
+        path === 'flow'
+          ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } }
+          : path === 'flow, no key limits'
+            ? { flow: {} }
+            : {};
       const engine = engineOn(redis, { [TOPIC]: { concurrency: 10_000, ...limits } });
       let made = 0;
       const cycle = async (count: number) => {
@@ -825,7 +970,15 @@ async function costRuns(per: number, jobs: number, rounds: number) {
         });
         await addSweepClaimAck(engine, TOPIC, all, per);
       };
-      return { path, redis, cycle, user: [] as number[], sys: [] as number[], wallS: 0, before: undefined as Awaited<ReturnType<typeof redisCounters>> | undefined };
+      return {
+        path,
+        redis,
+        cycle,
+        user: [] as number[],
+        sys: [] as number[],
+        wallS: 0,
+        before: undefined as Awaited<ReturnType<typeof redisCounters>> | undefined,
+      };
     });
     for (const r of runs) {
       await r.cycle(200); // warm: the library loaded, the keys made
@@ -910,7 +1063,16 @@ async function memoryRun(kind: MemoryKind, m: number): Promise<MemoryResult> {
   return withRedis(async (_server, redis) => {
     const TOPIC = 'mem';
     const flow = kind !== 'plain';
-    const engine = engineOn(redis, { [TOPIC]: { concurrency: 10_000, ...(flow ? { flow: { concurrency: 5, rate: { count: 10, per: 1, burst: 1 } } } : {}) } }, 0);
+    const engine = engineOn(
+      redis,
+      {
+        [TOPIC]: {
+          concurrency: 10_000,
+          ...(flow ? { flow: { concurrency: 5, rate: { count: 10, per: 1, burst: 1 } } } : {}),
+        },
+      },
+      0,
+    );
     const keyFor = (i: number) => (kind === 'plain' ? undefined : kind === 'one key' ? 'k' : `k${i}`);
     const drain = async () => {
       for (;;) {
@@ -928,13 +1090,22 @@ async function memoryRun(kind: MemoryKind, m: number): Promise<MemoryResult> {
     const baseline = await usedMemory(redis);
     const began = performance.now();
     for (let i = 0; i < m; i += 1000) {
-      const batch = Array.from({ length: Math.min(1000, m - i) }, (_, j) => newJob(engine, TOPIC, `m.${i + j}`, { kind: 'd', ms: 0 }, keyFor(i + j)));
+      const batch = Array.from({ length: Math.min(1000, m - i) }, (_, j) =>
+        newJob(engine, TOPIC, `m.${i + j}`, { kind: 'd', ms: 0 }, keyFor(i + j)),
+      );
       await addAll(engine, batch, 1000);
     }
     await sweepAll(engine);
     const fillS = (performance.now() - began) / 1000;
     const filled = await usedMemory(redis);
-    const result: MemoryResult = { kind, jobs: m, fillS: round(fillS, 1), baseline, filled, perJob: round((filled - baseline) / m, 1) };
+    const result: MemoryResult = {
+      kind,
+      jobs: m,
+      fillS: round(fillS, 1),
+      baseline,
+      filled,
+      perJob: round((filled - baseline) / m, 1),
+    };
     if (kind === 'one key') return result;
     const drainFrom = performance.now();
     await drain();
@@ -951,9 +1122,16 @@ async function memoryRun(kind: MemoryKind, m: number): Promise<MemoryResult> {
       left.push(...found);
     } while (cursor !== '0');
     const laneKeys = left.filter((k) => k.startsWith(`${base}#lane:`)).length;
-    const [flowFields, lanes, waits] = await Promise.all([redis.hlen(`${base}#flow`), redis.llen(`${base}#lanes`), redis.zcard(`${base}#fwait`)]);
+    const [flowFields, lanes, waits] = await Promise.all([
+      redis.hlen(`${base}#flow`),
+      redis.llen(`${base}#lanes`),
+      redis.zcard(`${base}#fwait`),
+    ]);
     // HKEYS while the hash is small: a scan's first page of a hashtable emptied by the drain may hold none
-    const flowFieldNames = flowFields <= 1000 ? await redis.hkeys(`${base}#flow`) : (await redis.hscan(`${base}#flow`, '0', 'COUNT', 10))[1].filter((_, i) => i % 2 === 0);
+    const flowFieldNames =
+      flowFields <= 1000
+        ? await redis.hkeys(`${base}#flow`)
+        : (await redis.hscan(`${base}#flow`, '0', 'COUNT', 10))[1].filter((_, i) => i % 2 === 0);
     return {
       ...result,
       drained: {
@@ -989,7 +1167,11 @@ async function cheap(): Promise<Section> {
       bare: bare!,
       cpuRatio: round(flow!.cpuUs / plain!.cpuUs, 3),
       userRatio: round(flow!.userUs / plain!.userUs, 3),
-      roundRatios: { min: round(Math.min(...each), 2), median: round(quantile(sorted(each), 0.5), 2), max: round(Math.max(...each), 2) },
+      roundRatios: {
+        min: round(Math.min(...each), 2),
+        median: round(quantile(sorted(each), 0.5), 2),
+        max: round(Math.max(...each), 2),
+      },
       commandsRatio: round(flow!.commands / plain!.commands, 2),
       bareCpuRatio: round(bare!.cpuUs / plain!.cpuUs, 3),
     });
@@ -1000,7 +1182,8 @@ async function cheap(): Promise<Section> {
   const d = distinct.drained!;
   const p = plainMem.drained!;
   const perKey = (distinct.filled - distinct.baseline - (oneKey.filled - oneKey.baseline)) / N.memoryKeys;
-  const keyFields = d.flowFields - d.flowFieldNames.filter((f) => f.startsWith('#')).length; // '#'-fields are the topic's own (its ready count, the hashtable marker)
+  // '#'-fields are the topic's own (its ready count, the hashtable marker)
+  const keyFields = d.flowFields - d.flowFieldNames.filter((f) => f.startsWith('#')).length;
   const rows: Row[] = [];
   for (const r of runs) {
     const how = r.per === 1 ? 'one job a call, 32 in flight' : `calls of ${r.per} jobs`;
@@ -1009,23 +1192,46 @@ async function cheap(): Promise<Section> {
       `${fmt(r.plain.cpuUs, 1)} / ${fmt(r.flow.cpuUs, 1)} (${fmt(r.bare.cpuUs, 1)}) µs = ${r.cpuRatio}× (${r.bareCpuRatio}×)`,
       verdict(r.cpuRatio <= 1.2, '≤ 1.2×'),
     ]);
-    rows.push(['  flow ÷ plain in each round: min / median / max', `${r.roundRatios.min}× / ${r.roundRatios.median}× / ${r.roundRatios.max}×`, '']);
-    rows.push(['  of which user / system (the kernel’s, for the requests), plain / flow', `${fmt(r.plain.userUs, 1)} / ${fmt(r.plain.sysUs, 1)} µs; ${fmt(r.flow.userUs, 1)} / ${fmt(r.flow.sysUs, 1)} µs: user ${r.userRatio}×`, '']);
+    rows.push([
+      '  flow ÷ plain in each round: min / median / max',
+      `${r.roundRatios.min}× / ${r.roundRatios.median}× / ${r.roundRatios.max}×`,
+      '',
+    ]);
+    rows.push([
+      '  of which user / system (the kernel’s, for the requests), plain / flow',
+      `${fmt(r.plain.userUs, 1)} / ${fmt(r.plain.sysUs, 1)} µs; ${fmt(r.flow.userUs, 1)} / ${fmt(r.flow.sysUs, 1)} µs: user ${r.userRatio}×`,
+      '',
+    ]);
     rows.push([
       '  commands (script calls) per job, plain / flow',
       `${fmt(r.plain.commands, 2)} (${r.plain.scriptCalls}) / ${fmt(r.flow.commands, 2)} (${r.flow.scriptCalls}) = ${r.commandsRatio}×`,
       verdict(r.commandsRatio <= 1.2, '≤ 1.2×'),
     ]);
   }
-  rows.push([`memory: ${fmt(N.memoryKeys)} ready jobs, plain / flow one key / flow distinct keys`, `${fmt(plainMem.perJob)} / ${fmt(oneKey.perJob)} / ${fmt(distinct.perJob)} B a job`, '']);
+  rows.push([
+    `memory: ${fmt(N.memoryKeys)} ready jobs, plain / flow one key / flow distinct keys`,
+    `${fmt(plainMem.perJob)} / ${fmt(oneKey.perJob)} / ${fmt(distinct.perJob)} B a job`,
+    '',
+  ]);
   rows.push(['  bytes per active key (distinct less one key)', `${fmt(perKey, 1)} B`, '']);
-  rows.push(['  all claimed and acked: used_memory − before, flow distinct keys / plain', `${fmt(d.leftBytes)} / ${fmt(p.leftBytes)} B (drained in ${d.drainS} / ${p.drainS} s)`, '']);
+  rows.push([
+    '  all claimed and acked: used_memory − before, flow distinct keys / plain',
+    `${fmt(d.leftBytes)} / ${fmt(p.leftBytes)} B (drained in ${d.drainS} / ${p.drainS} s)`,
+    '',
+  ]);
   rows.push([
     '  left: #flow fields / #lanes / #fwait / lane keys',
     `${d.flowFields}${d.flowFields ? ` (${d.flowFieldNames.map((f) => JSON.stringify(f)).join(', ')})` : ''} / ${d.lanes} / ${d.waits} / ${d.laneKeys} (${d.keyCount} keys in all)`,
-    verdict(keyFields === 0 && d.lanes === 0 && d.waits === 0 && d.laneKeys === 0, 'idle keys cost 0 B: no key’s state'),
+    verdict(
+      keyFields === 0 && d.lanes === 0 && d.waits === 0 && d.laneKeys === 0,
+      'idle keys cost 0 B: no key’s state',
+    ),
   ]);
-  return { name: 'cheap', json: { runs, memory: { plain: plainMem, oneKey, distinct, perKey: round(perKey, 1) }, load: load() }, rows };
+  return {
+    name: 'cheap',
+    json: { runs, memory: { plain: plainMem, oneKey, distinct, perKey: round(perKey, 1) }, load: load() },
+    rows,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1118,8 +1324,11 @@ async function pause(): Promise<Section> {
       }
       return { inside, sameMs };
     };
-    const spanS = (windows: typeof topicWindows) => (windows.length ? (windows.at(-1)!.resume - windows[0]!.before) / 1000 : 0);
-    const inSpan = (windows: typeof topicWindows, of: (s: { key: string }) => boolean) => starts.filter((s) => of(s) && windows.length > 0 && s.at >= windows[0]!.before && s.at <= windows.at(-1)!.resume).length;
+    const spanS = (windows: typeof topicWindows) =>
+      windows.length ? (windows.at(-1)!.resume - windows[0]!.before) / 1000 : 0;
+    const inSpan = (windows: typeof topicWindows, of: (s: { key: string }) => boolean) =>
+      starts.filter((s) => of(s) && windows.length > 0 && s.at >= windows[0]!.before && s.at <= windows.at(-1)!.resume)
+        .length;
     const all = () => true;
     const isKey = (s: { key: string }) => s.key === KEY;
     const others = (s: { key: string }) => s.key !== KEY;
@@ -1130,7 +1339,12 @@ async function pause(): Promise<Section> {
       cycles: N.pauseCycles,
       starts: starts.length,
       topic: { ...topic, startsDuringCycles: inSpan(topicWindows, all), spanS: round(spanS(topicWindows), 1) },
-      key: { ...key, startsDuringCycles: inSpan(keyWindows, isKey), spanS: round(spanS(keyWindows), 1), othersInsidePauses: othersInKeyPause.inside },
+      key: {
+        ...key,
+        startsDuringCycles: inSpan(keyWindows, isKey),
+        spanS: round(spanS(keyWindows), 1),
+        othersInsidePauses: othersInKeyPause.inside,
+      },
       load: load(),
     };
     return {
@@ -1138,10 +1352,26 @@ async function pause(): Promise<Section> {
       json,
       rows: [
         ['load', `${fmt(starts.length)} starts, 20 keys, concurrency 2 each, 4 claim loops`, ''],
-        [`topic: ${N.pauseCycles} pauses and resumes`, `${fmt(json.topic.startsDuringCycles)} starts over the ${json.topic.spanS} s of the cycles`, ''],
-        ['  starts after a pause answered, before its resume', `${topic.inside} (${topic.sameMs} in the pause's own milliseconds)`, verdict(topic.inside === 0, '0')],
-        [`key ${KEY}: ${N.pauseCycles} pauses and resumes`, `${fmt(json.key.startsDuringCycles)} of its starts over the ${json.key.spanS} s; the other keys ${fmt(othersInKeyPause.inside)} inside its pauses`, ''],
-        ['  its starts after a pause answered, before its resume', `${key.inside} (${key.sameMs} in the pause's own milliseconds)`, verdict(key.inside === 0, '0')],
+        [
+          `topic: ${N.pauseCycles} pauses and resumes`,
+          `${fmt(json.topic.startsDuringCycles)} starts over the ${json.topic.spanS} s of the cycles`,
+          '',
+        ],
+        [
+          '  starts after a pause answered, before its resume',
+          `${topic.inside} (${topic.sameMs} in the pause's own milliseconds)`,
+          verdict(topic.inside === 0, '0'),
+        ],
+        [
+          `key ${KEY}: ${N.pauseCycles} pauses and resumes`,
+          `${fmt(json.key.startsDuringCycles)} of its starts over the ${json.key.spanS} s; the other keys ${fmt(othersInKeyPause.inside)} inside its pauses`,
+          '',
+        ],
+        [
+          '  its starts after a pause answered, before its resume',
+          `${key.inside} (${key.sameMs} in the pause's own milliseconds)`,
+          verdict(key.inside === 0, '0'),
+        ],
       ],
     };
   });
@@ -1150,15 +1380,20 @@ async function pause(): Promise<Section> {
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const asked = [...process.argv.slice(2), ...(process.env.BENCH_FLOW ?? '').split(',')].map((s) => s.trim()).filter(Boolean);
+  const asked = [...process.argv.slice(2), ...(process.env.BENCH_FLOW ?? '').split(',')]
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = asked.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
-  if (unknown.length > 0) throw new Error(`unknown scenario ${unknown.join(', ')}: choose among ${SCENARIOS.join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`unknown scenario ${unknown.join(', ')}: choose among ${SCENARIOS.join(', ')}`);
   const chosen = asked.length > 0 ? SCENARIOS.filter((s) => asked.includes(s)) : [...SCENARIOS];
   const run: Record<Scenario, () => Promise<Section>> = { exact, fair, cheap, pause };
   const at = new Date().toISOString();
   const loadAtStart = load();
   const probe = await withRedis(async (server, redis) => describeMachine(await redis.info('server'), server.pid));
-  console.log(`machine: ${probe.cpus} CPUs (${probe.cpuModel}), ${probe.memoryGiB} GiB, ${probe.os}, node ${probe.node}, redis ${probe.redis}; load average ${loadAtStart.join(' / ')}`);
+  console.log(
+    `machine: ${probe.cpus} CPUs (${probe.cpuModel}), ${probe.memoryGiB} GiB, ${probe.os}, node ${probe.node}, redis ${probe.redis}; load average ${loadAtStart.join(' / ')}`,
+  );
   console.log(`scenarios: ${chosen.join(', ')}; ${JSON.stringify(N)}`);
   const sections: Section[] = [];
   for (const name of chosen) {
@@ -1168,7 +1403,16 @@ async function main(): Promise<void> {
     console.log(`\n${name} (${fmt((performance.now() - began) / 1000, 1)} s; load average ${load().join(' / ')})`);
     printTable(section.rows, ['measure', 'result', 'goal']);
   }
-  console.log(JSON.stringify({ bench: 'flow', at, counts: N, loadAverage: { start: loadAtStart, end: load() }, machine: probe, results: Object.fromEntries(sections.map((s) => [s.name, s.json])) }));
+  console.log(
+    JSON.stringify({
+      bench: 'flow',
+      at,
+      counts: N,
+      loadAverage: { start: loadAtStart, end: load() },
+      machine: probe,
+      results: Object.fromEntries(sections.map((s) => [s.name, s.json])),
+    }),
+  );
 }
 
 main().then(

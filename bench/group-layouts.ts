@@ -12,7 +12,8 @@
  * - `zsets`: the engine's (lua/includes/groups.lua): per group and partition, zsets of at
  *   most 128 members (the key, then `<key>#1`, ...), the id as member, its place (1-128) as score.
  * - `buckets`: a form for small groups: hashes of BENCH_BUCKET_GROUPS (128) groups each (a hash
- *   stays a listpack up to `hash-max-listpack-entries`, 512 by default), the group's name as field and its ids, space-separated, as
+ * stays a listpack up to `hash-max-listpack-entries`, 512 by default), the group's name as field and its ids,
+ * space-separated, as
  *   value; at most 3 ids, since a value longer than 64 bytes (`hash-max-listpack-value`) turns the
  *   hash into a hashtable. Every bucket is full: the best case, which no real bucket scheme
  *   (buckets that split as groups come) keeps.
@@ -77,7 +78,12 @@ function* buckets(size: number, hashed = false): Generator<(string | Buffer | nu
   for (let g = 0; g < groups; g++) {
     const ids = [];
     for (let i = g * size; i < Math.min(JOBS, (g + 1) * size); i++) ids.push(id(i));
-    yield ['HSET', bucketKey(Math.floor(g / BUCKET_GROUPS)), hashed ? Buffer.from(nameHash(group(g)), 'latin1') : group(g), ids.join(' ')];
+    yield [
+      'HSET',
+      bucketKey(Math.floor(g / BUCKET_GROUPS)),
+      hashed ? Buffer.from(nameHash(group(g)), 'latin1') : group(g),
+      ids.join(' '),
+    ];
   }
 }
 
@@ -103,7 +109,9 @@ async function main() {
   try {
     await redis.connect();
     const serverInfo = await redis.info('server');
-    console.log(`redis ${info(serverInfo, 'redis_version')}, ${fmt(JOBS)} jobs a row, ids of ${id(0).length} bytes, group names of ${group(0).length}, ${BUCKET_GROUPS} groups a shared bucket`);
+    console.log(
+      `redis ${info(serverInfo, 'redis_version')}, ${fmt(JOBS)} jobs a row, ids of ${id(0).length} bytes, group names of ${group(0).length}, ${BUCKET_GROUPS} groups a shared bucket`,
+    );
     const rows: string[][] = [];
     const measure = async (layout: string, size: number, commands: Iterable<(string | Buffer | number)[]>) => {
       await redis.flushall();

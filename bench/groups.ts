@@ -47,9 +47,21 @@ import { Queue } from '../lib/api/queue';
 import { Engine } from '../lib/engine';
 import { type ClaimedJob, type Job } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, fmt, pool, printTable, reniceRedis, round, slowlogReader, usedMemory, type Logged } from './env';
+import {
+  describeMachine,
+  envInt,
+  fmt,
+  pool,
+  printTable,
+  reniceRedis,
+  round,
+  slowlogReader,
+  usedMemory,
+  type Logged,
+} from './env';
 
-const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200); // 200 as bench/engine.ts, so the no-group figure compares with its step 4
+// 200 as bench/engine.ts, so the no-group figure compares with its step 4
+const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200);
 const BODY_SPREAD = envInt('BENCH_BODY_SPREAD', 0);
 const N = {
   groupJobs: envInt('BENCH_GROUP_JOBS', 100_000),
@@ -67,7 +79,8 @@ const N = {
   batchesInFlight: envInt('BENCH_BATCHES_IN_FLIGHT', 4),
 };
 const ONLY = process.env.BENCH_ONLY;
-if (ONLY !== undefined && !['cancel', 'list', 'memory'].includes(ONLY)) throw new Error(`BENCH_ONLY must be cancel, list or memory, got ${JSON.stringify(ONLY)}`);
+if (ONLY !== undefined && !['cancel', 'list', 'memory'].includes(ONLY))
+  throw new Error(`BENCH_ONLY must be cancel, list or memory, got ${JSON.stringify(ONLY)}`);
 
 const TARGETS = { maxCommandMs: 10, pageMs: 5, pageRatio: 1, groupBytesPerJob: 40 };
 const BATCH = 500; // addMany's largest batch (BATCH_JOBS.max)
@@ -79,23 +92,31 @@ const load = () =>
     .map((l) => l.toFixed(1))
     .join(' / ');
 /** The `q` quantile (0..1) of sorted `values`, nearest rank. */
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
 const median = (values: readonly number[]) =>
   quantile(
     [...values].sort((a, b) => a - b),
     0.5,
   );
 
-/** A JSON body whose text is exactly BODY_BYTES bytes; with BODY_SPREAD, job n's size within BODY_BYTES ± BODY_SPREAD/2 (the same in every row). */
+/**
+ * A JSON body whose text is exactly BODY_BYTES bytes; with BODY_SPREAD, job n's size within BODY_BYTES ± BODY_SPREAD/2
+ * (the same in every row).
+ */
 function makeBody(n: number): { orderId: string; note: string } {
-  const bytes = BODY_SPREAD === 0 ? BODY_BYTES : BODY_BYTES - Math.floor(BODY_SPREAD / 2) + ((n * 7919) % (BODY_SPREAD + 1));
+  const bytes =
+    BODY_SPREAD === 0 ? BODY_BYTES : BODY_BYTES - Math.floor(BODY_SPREAD / 2) + ((n * 7919) % (BODY_SPREAD + 1));
   const base = { orderId: `order-${String(n).padStart(11, '0')}`, note: '' };
   const body = { ...base, note: 'x'.repeat(bytes - Buffer.byteLength(JSON.stringify(base))) };
   if (Buffer.byteLength(JSON.stringify(body)) !== bytes) throw new Error(`body is not ${bytes} bytes`);
   return body;
 }
 
-/** Adds `count` jobs built by `job(i)` through addMany, BATCH a call, several in flight; throws unless every one is created. */
+/**
+ * Adds `count` jobs built by `job(i)` through addMany, BATCH a call, several in flight; throws unless every one is
+ * created.
+ */
 async function addAll(queue: Queue, count: number, job: (i: number) => object): Promise<number> {
   const t0 = performance.now();
   await pool(Math.ceil(count / BATCH), N.batchesInFlight, async (b) => {
@@ -168,10 +189,16 @@ interface CancelRun {
   listGroupPagesMs: number;
 }
 
-async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSlowlog, partitions: number): Promise<CancelRun> {
+async function cancelRun(
+  server: RedisProcess,
+  admin: Redis,
+  readSlowlog: ReadSlowlog,
+  partitions: number,
+): Promise<CancelRun> {
   const topic = 'bench-cancel';
   const group = 'meeting-000001';
-  const config = resolveQueueConfig({ partitions, topics: { [topic]: { concurrency: 10_000, ttr: 900 } } }); // ttr: claimed jobs of the group stay running through the run
+  // ttr: claimed jobs of the group stay running through the run
+  const config = resolveQueueConfig({ partitions, topics: { [topic]: { concurrency: 10_000, ttr: 900 } } });
   const connect = () => new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
   const cancelRedis = connect();
   const loopRedis = connect();
@@ -181,18 +208,35 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
     const q = new Queue(new Engine(cancelRedis, config));
     const worker = new Queue(new Engine(loopRedis, config));
     const addStart = Date.now();
-    const addMs = await addAll(q, N.groupJobs, (i) => ({ topic, id: `g-${String(i).padStart(9, '0')}`, group, delay: spread(i, N.groupJobs) * HOUR_S, body: { i } }));
+    const addMs = await addAll(q, N.groupJobs, (i) => ({
+      topic,
+      id: `g-${String(i).padStart(9, '0')}`,
+      group,
+      delay: spread(i, N.groupJobs) * HOUR_S,
+      body: { i },
+    }));
     const delayOf = (i: number) => spread(i, N.groupJobs) * HOUR_S * 1000;
-    console.log(`   partitions ${partitions}: ${fmt(N.groupJobs)} jobs of group ${group} added in ${fmt(addMs / 1000, 1)} s`);
+    console.log(
+      `   partitions ${partitions}: ${fmt(N.groupJobs)} jobs of group ${group} added in ${fmt(addMs / 1000, 1)} s`,
+    );
     // the jobs of no group that keep the sweeper and the claims busy
-    await addAll(q, N.backgroundJobs, (i) => ({ topic, id: `bg-${String(i).padStart(9, '0')}`, delay: spread(i, N.backgroundJobs) * N.backgroundSeconds, body: { i } }));
+    await addAll(q, N.backgroundJobs, (i) => ({
+      topic,
+      id: `bg-${String(i).padStart(9, '0')}`,
+      delay: spread(i, N.backgroundJobs) * N.backgroundSeconds,
+      body: { i },
+    }));
     // the group's zsets in each partition: its key and `<key>#1`, `<key>#2`, ... (128 members each)
     const groupSize = async (p: number) => {
-      const keys = [groupKey(p, topic, group, partitions), ...(await scanKeys(admin, `${groupKey(p, topic, group, partitions)}#*`))];
+      const keys = [
+        groupKey(p, topic, group, partitions),
+        ...(await scanKeys(admin, `${groupKey(p, topic, group, partitions)}#*`)),
+      ];
       return (await Promise.all(keys.map((key) => admin.zcard(key)))).reduce((a, b) => a + b, 0);
     };
     const perPartition = await Promise.all(Array.from({ length: partitions }, (_, p) => groupSize(p)));
-    if (perPartition.reduce((a, b) => a + b, 0) !== N.groupJobs) throw new Error(`group zsets hold ${perPartition.join('+')}, not ${N.groupJobs}`);
+    if (perPartition.reduce((a, b) => a + b, 0) !== N.groupJobs)
+      throw new Error(`group zsets hold ${perPartition.join('+')}, not ${N.groupJobs}`);
     // a step looks at CANCEL_GROUP_STEP members; the one that sees fewer is the last
     const expectedCalls = perPartition.reduce((sum, m) => sum + Math.floor(m / CANCEL_GROUP_STEP) + 1, 0);
 
@@ -203,7 +247,12 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
     const groupPages: { ms: number; commands: number }[] = [];
     let pageCursor: string | undefined;
     for (let k = 0; k < N.pages; k++) {
-      const row = await pageMs(admin, readSlowlog, () => q.listGroup(topic, group, { limit: 100, ...(pageCursor ? { cursor: pageCursor } : {}) }), Math.min(100, N.groupJobs - 100 * k));
+      const row = await pageMs(
+        admin,
+        readSlowlog,
+        () => q.listGroup(topic, group, { limit: 100, ...(pageCursor ? { cursor: pageCursor } : {}) }),
+        Math.min(100, N.groupJobs - 100 * k),
+      );
       groupPages.push(row);
       if (row.page.next === null) break;
       pageCursor = row.page.next;
@@ -221,8 +270,14 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
         sweeps++;
         const began = performance.now();
         const jobs: ClaimedJob[] = await worker.engine.claim(topic, 100, 10_000);
-        claims.push({ began, ms: performance.now() - began, ids: jobs.filter((j) => j.id.startsWith('g-')).map((j) => j.id) });
-        const acks = await Promise.all(jobs.filter((j) => j.id.startsWith('bg-')).map((j) => worker.engine.ack(topic, j.id, j)));
+        claims.push({
+          began,
+          ms: performance.now() - began,
+          ids: jobs.filter((j) => j.id.startsWith('g-')).map((j) => j.id),
+        });
+        const acks = await Promise.all(
+          jobs.filter((j) => j.id.startsWith('bg-')).map((j) => worker.engine.ack(topic, j.id, j)),
+        );
         backgroundAcked += acks.filter((a) => a === 'done').length;
         if (jobs.length === 0 && !swept.more) await sleep(2); // nothing due: a sweeper would wait too
       }
@@ -243,16 +298,24 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
     stop = true;
     await loop;
 
-    const dueByAnswer = Array.from({ length: N.groupJobs }, (_, i) => i).filter((i) => addStart + delayOf(i) <= answeredAt).length;
+    const dueByAnswer = Array.from({ length: N.groupJobs }, (_, i) => i).filter(
+      (i) => addStart + delayOf(i) <= answeredAt,
+    ).length;
     const fromClients = logged.filter((l) => l.fromClient && l.name !== 'SLOWLOG');
     const cancelMs = fromClients.filter((l) => l.name.startsWith('cancelGroup')).map((l) => l.us / 1000);
     // the steps under the threshold (a partition's last, which finds few or no members) count as under it
-    const cancelAll = [...cancelMs, ...new Array<number>(Math.max(0, expectedCalls - cancelMs.length)).fill(0)].sort((a, b) => a - b);
+    const cancelAll = [...cancelMs, ...new Array<number>(Math.max(0, expectedCalls - cancelMs.length)).fill(0)].sort(
+      (a, b) => a - b,
+    );
     const slowest = fromClients.reduce<Logged | null>((a, b) => (a && a.us >= b.us ? a : b), null);
     const before = new Set(claims.filter((c) => c.began <= answered).flatMap((c) => c.ids));
     const afterClaims = claims.filter((c) => c.began > answered);
     const duringClaims = claims.filter((c) => c.began > t0 && c.began <= answered);
-    const claimWall = (rows: typeof claims) => ({ count: rows.length, p50Ms: round(median(rows.map((c) => c.ms)), 1), maxMs: round(Math.max(0, ...rows.map((c) => c.ms)), 1) });
+    const claimWall = (rows: typeof claims) => ({
+      count: rows.length,
+      p50Ms: round(median(rows.map((c) => c.ms)), 1),
+      maxMs: round(Math.max(0, ...rows.map((c) => c.ms)), 1),
+    });
     const claimedAfter = afterClaims.flatMap((c) => c.ids);
 
     // every job of the group, read back through listGroup
@@ -260,7 +323,10 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
     let cursor: string | undefined;
     const pagesStart = performance.now();
     for (;;) {
-      const page: { jobs: Job[]; next: string | null } = await q.listGroup(topic, group, { limit: 500, ...(cursor ? { cursor } : {}) });
+      const page: { jobs: Job[]; next: string | null } = await q.listGroup(topic, group, {
+        limit: 500,
+        ...(cursor ? { cursor } : {}),
+      });
       for (const job of page.jobs) states[job.state] = (states[job.state] ?? 0) + 1;
       if (page.next === null) break;
       cursor = page.next;
@@ -274,7 +340,13 @@ async function cancelRun(server: RedisProcess, admin: Redis, readSlowlog: ReadSl
       cancelMs: answered - t0,
       answer,
       dueByAnswer,
-      cancelCalls: { expected: expectedCalls, logged: cancelMs.length, p50Ms: round(quantile(cancelAll, 0.5)), p99Ms: round(quantile(cancelAll, 0.99)), maxMs: round(cancelAll.at(-1) ?? 0) },
+      cancelCalls: {
+        expected: expectedCalls,
+        logged: cancelMs.length,
+        p50Ms: round(quantile(cancelAll, 0.5)),
+        p99Ms: round(quantile(cancelAll, 0.99)),
+        maxMs: round(cancelAll.at(-1) ?? 0),
+      },
       slowest: slowest ? { ms: round(slowest.us / 1000), name: slowest.name } : null,
       loggedCommands: logged.length,
       slowlogFull: logged.length >= 100_000,
@@ -322,7 +394,12 @@ interface PageStats {
 }
 
 /** Redis time of one page: the sum of the durations of the commands the queue's client sent (SLOWLOG at 0). */
-async function pageMs<T extends { jobs: Job[] }>(admin: Redis, readSlowlog: ReadSlowlog, page: () => Promise<T>, expect: number): Promise<{ ms: number; commands: number; page: T }> {
+async function pageMs<T extends { jobs: Job[] }>(
+  admin: Redis,
+  readSlowlog: ReadSlowlog,
+  page: () => Promise<T>,
+  expect: number,
+): Promise<{ ms: number; commands: number; page: T }> {
   await admin.call('SLOWLOG', 'RESET');
   const result = await page();
   const logged = (await readSlowlog(admin)).filter((l) => l.fromClient && l.name !== 'SLOWLOG');
@@ -331,29 +408,57 @@ async function pageMs<T extends { jobs: Job[] }>(admin: Redis, readSlowlog: Read
 }
 
 /** Median, slowest and most commands of pages measured by pageMs. */
-function pageSummary(rows: readonly { ms: number; commands: number }[]): { p50Ms: number; maxMs: number; commands: number } {
-  return { p50Ms: round(median(rows.map((r) => r.ms))), maxMs: round(Math.max(...rows.map((r) => r.ms))), commands: Math.max(...rows.map((r) => r.commands)) };
+function pageSummary(rows: readonly { ms: number; commands: number }[]): {
+  p50Ms: number;
+  maxMs: number;
+  commands: number;
+} {
+  return {
+    p50Ms: round(median(rows.map((r) => r.ms))),
+    maxMs: round(Math.max(...rows.map((r) => r.ms))),
+    commands: Math.max(...rows.map((r) => r.commands)),
+  };
 }
 
-async function listingRun(admin: Redis, readSlowlog: ReadSlowlog, queue: Queue, topic: string, jobs: number, setupMs: number): Promise<PageStats> {
+async function listingRun(
+  admin: Redis,
+  readSlowlog: ReadSlowlog,
+  queue: Queue,
+  topic: string,
+  jobs: number,
+  setupMs: number,
+): Promise<PageStats> {
   const limit = 100;
   await queue.listJobs(topic, { state: 'delayed', limit }); // the script's first call on this connection compiles it
   const first: { ms: number; commands: number }[] = [];
   const middle: { ms: number; commands: number }[] = [];
   const delayed = topicKeys(0, topic, 1).delayed;
   for (let k = 0; k < N.pages; k++) {
-    first.push(await pageMs(admin, readSlowlog, () => queue.listJobs(topic, { state: 'delayed', limit }), Math.min(limit, jobs)));
+    first.push(
+      await pageMs(admin, readSlowlog, () => queue.listJobs(topic, { state: 'delayed', limit }), Math.min(limit, jobs)),
+    );
     // from the due time of a job around the middle: 40% to 60% of the way, a different one each page
     const rank = Math.floor(jobs * (0.4 + (0.2 * k) / N.pages));
     const [, score] = await admin.zrange(delayed, rank, rank, 'WITHSCORES');
     const from = Number(score);
     const left = await admin.zcount(delayed, from, '+inf');
-    middle.push(await pageMs(admin, readSlowlog, () => queue.listJobs(topic, { state: 'delayed', limit, from }), Math.min(limit, left)));
+    middle.push(
+      await pageMs(
+        admin,
+        readSlowlog,
+        () => queue.listJobs(topic, { state: 'delayed', limit, from }),
+        Math.min(limit, left),
+      ),
+    );
   }
   return { jobs, setupMs, first: pageSummary(first), middle: pageSummary(middle) };
 }
 
-async function listings(server: RedisProcess, admin: Redis, readSlowlog: ReadSlowlog): Promise<{ big: PageStats; small: PageStats }> {
+async function listings(
+  server: RedisProcess,
+  admin: Redis,
+  readSlowlog: ReadSlowlog,
+): Promise<{ big: PageStats; small: PageStats }> {
   const big = 'bench-list-big';
   const small = 'bench-list-small';
   const config = resolveQueueConfig({ topics: { [big]: {}, [small]: {} } });
@@ -363,10 +468,17 @@ async function listings(server: RedisProcess, admin: Redis, readSlowlog: ReadSlo
     await admin.call('MEMORY', 'PURGE');
     const queue = new Queue(new Engine(redis, config));
     // small bodies; due over the next hour from a minute on, so none is due while this runs
-    const job = (topic: string, n: number) => (i: number) => ({ topic, id: `job-${String(i).padStart(9, '0')}`, delay: 60 + spread(i, n) * HOUR_S, body: { i } });
+    const job = (topic: string, n: number) => (i: number) => ({
+      topic,
+      id: `job-${String(i).padStart(9, '0')}`,
+      delay: 60 + spread(i, n) * HOUR_S,
+      body: { i },
+    });
     const smallMs = await addAll(queue, N.listSmallJobs, job(small, N.listSmallJobs));
     const bigMs = await addAll(queue, N.listJobs, job(big, N.listJobs));
-    console.log(`   listing setup: ${fmt(N.listJobs)} delayed jobs added in ${fmt(bigMs / 1000, 1)} s (${fmt(N.listJobs / (bigMs / 1000))} jobs/s), ${fmt(N.listSmallJobs)} in ${fmt(smallMs)} ms; load average ${load()}`);
+    console.log(
+      `   listing setup: ${fmt(N.listJobs)} delayed jobs added in ${fmt(bigMs / 1000, 1)} s (${fmt(N.listJobs / (bigMs / 1000))} jobs/s), ${fmt(N.listSmallJobs)} in ${fmt(smallMs)} ms; load average ${load()}`,
+    );
     await admin.config('SET', 'slowlog-max-len', '10000');
     await admin.config('SET', 'slowlog-log-slower-than', '0');
     const bigStats = await listingRun(admin, readSlowlog, queue, big, N.listJobs, bigMs);
@@ -409,8 +521,15 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
   const jobs = N.memoryJobs;
   try {
     const queue = new Queue(new Engine(redis, config));
-    const groupOf = (i: number) => (groupSize === null ? undefined : `meeting-${String(Math.floor(i / groupSize)).padStart(6, '0')}`);
-    const job = (i: number) => ({ topic, id: `order-${String(i).padStart(11, '0')}`, delay: 60 + Math.random() * HOUR_S, body: makeBody(i), ...(groupSize === null ? {} : { group: groupOf(i) }) });
+    const groupOf = (i: number) =>
+      groupSize === null ? undefined : `meeting-${String(Math.floor(i / groupSize)).padStart(6, '0')}`;
+    const job = (i: number) => ({
+      topic,
+      id: `order-${String(i).padStart(11, '0')}`,
+      delay: 60 + Math.random() * HOUR_S,
+      body: makeBody(i),
+      ...(groupSize === null ? {} : { group: groupOf(i) }),
+    });
     // a first batch loads the scripts and sizes the client's buffers; then nothing is left of it
     await addAll(queue, 10, job);
     await admin.flushall();
@@ -431,7 +550,8 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
       for (let i = 0; i < keys.length; i += 1000) {
         const pipeline = admin.pipeline();
         for (const key of keys.slice(i, i + 1000)) pipeline.object('ENCODING', key);
-        for (const [, e] of (await pipeline.exec()) ?? []) encodings.set(String(e), (encodings.get(String(e)) ?? 0) + 1);
+        for (const [, e] of (await pipeline.exec()) ?? [])
+          encodings.set(String(e), (encodings.get(String(e)) ?? 0) + 1);
       }
       return encodings.size === 0 ? null : [...encodings].map(([e, n]) => `${fmt(n)} ${e}`).join(', ');
     };
@@ -439,7 +559,8 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
     const sample = ((await admin.call('HRANDFIELD', k.jobs, '1000')) as string[]).filter((f) => f.startsWith('order-'));
     const lengths = await Promise.all(sample.map((f) => admin.hstrlen(k.jobs, f)));
     return {
-      label: groupSize === null ? 'no group' : groupSize >= jobs ? `one group of ${fmt(jobs)}` : `groups of ${groupSize}`,
+      label:
+        groupSize === null ? 'no group' : groupSize >= jobs ? `one group of ${fmt(jobs)}` : `groups of ${groupSize}`,
       groupSize,
       groups: groups.length,
       bytesPerJob: round((after - before) / jobs, 1),
@@ -519,20 +640,36 @@ async function main(): Promise<void> {
     const rows: [string, string, string][] = [];
     for (const r of cancels) {
       const p = `cancel ${fmt(r.groupJobs)}-job group, partitions ${r.partitions}`;
-      rows.push([`${p}: wall time`, `${fmt(r.cancelMs)} ms (cancelled ${fmt(r.answer.cancelled)}, running ${fmt(r.answer.running)})`, '']);
+      rows.push([
+        `${p}: wall time`,
+        `${fmt(r.cancelMs)} ms (cancelled ${fmt(r.answer.cancelled)}, running ${fmt(r.answer.running)})`,
+        '',
+      ]);
       rows.push([
         `  cancelGroup calls (${r.cancelCalls.expected}): median / p99 / slowest`,
         `${fmt(r.cancelCalls.p50Ms, 2)} / ${fmt(r.cancelCalls.p99Ms, 2)} / ${fmt(r.cancelCalls.maxMs, 2)} ms`,
         `≤ ${TARGETS.maxCommandMs} ms: ${verdict(r.cancelCalls.maxMs <= TARGETS.maxCommandMs)}`,
       ]);
-      rows.push(['  slowest command while it ran', r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none ≥ ${N.slowlogUs} µs`, `≤ ${TARGETS.maxCommandMs} ms: ${verdict((r.slowest?.ms ?? 0) <= TARGETS.maxCommandMs)}`]);
+      rows.push([
+        '  slowest command while it ran',
+        r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none ≥ ${N.slowlogUs} µs`,
+        `≤ ${TARGETS.maxCommandMs} ms: ${verdict((r.slowest?.ms ?? 0) <= TARGETS.maxCommandMs)}`,
+      ]);
       rows.push([
         '  loop claim calls begun during / after the cancel: median wall',
         `${fmt(r.claimWall.during.count)} calls ${fmt(r.claimWall.during.p50Ms, 1)} ms / ${fmt(r.claimWall.after.count)} calls ${fmt(r.claimWall.after.p50Ms, 1)} ms`,
         '',
       ]);
-      rows.push(['  group jobs claimed before / after the answer', `${fmt(r.claimedBefore)} / ${fmt(r.claimedAfter)} (${fmt(r.claimsAfter)} claims after)`, `after = 0: ${verdict(r.claimedAfter === 0)}`]);
-      rows.push(['  answer: cancelled + running = jobs, running = claimed before', r.countsHold ? 'holds' : 'DOES NOT HOLD', '']);
+      rows.push([
+        '  group jobs claimed before / after the answer',
+        `${fmt(r.claimedBefore)} / ${fmt(r.claimedAfter)} (${fmt(r.claimsAfter)} claims after)`,
+        `after = 0: ${verdict(r.claimedAfter === 0)}`,
+      ]);
+      rows.push([
+        '  answer: cancelled + running = jobs, running = claimed before',
+        r.countsHold ? 'holds' : 'DOES NOT HOLD',
+        '',
+      ]);
       rows.push([
         '  listGroup page of 100 (before the cancel): median / slowest',
         `${fmt(r.listGroupPage.p50Ms, 3)} / ${fmt(r.listGroupPage.maxMs, 3)} ms`,
@@ -577,8 +714,17 @@ async function main(): Promise<void> {
         counts: N,
         results: {
           cancel: cancels,
-          list: list && { ...list, ratio: { first: round(list.big.first.p50Ms / list.small.first.p50Ms, 2), middle: round(list.big.middle.p50Ms / list.small.middle.p50Ms, 2) } },
-          memory: memory.map((m) => ({ ...m, extraBytesPerJob: base && m !== base ? round(m.bytesPerJob - base.bytesPerJob, 1) : null })),
+          list: list && {
+            ...list,
+            ratio: {
+              first: round(list.big.first.p50Ms / list.small.first.p50Ms, 2),
+              middle: round(list.big.middle.p50Ms / list.small.middle.p50Ms, 2),
+            },
+          },
+          memory: memory.map((m) => ({
+            ...m,
+            extraBytesPerJob: base && m !== base ? round(m.bytesPerJob - base.bytesPerJob, 1) : null,
+          })),
         },
         targets: TARGETS,
       }),

@@ -54,9 +54,31 @@ async function measure(checkout: Checkout, path: Path, per: number, jobs: number
   const dir = mkdtempSync(join(tmpdir(), 'dq-instr-'));
   const out = join(dir, 'callgrind.out');
   const port = await freePort();
-  const server = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const server = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      `--callgrind-out-file=${out}`,
+      'redis-server',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+    ],
+    { stdio: 'ignore' },
+  );
   killOnExit(server);
-  const redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, lazyConnect: true, retryStrategy: () => null });
+  const redis = new Redis({
+    port,
+    host: '127.0.0.1',
+    maxRetriesPerRequest: null,
+    lazyConnect: true,
+    retryStrategy: () => null,
+  });
   redis.on('error', () => {}); // refused while valgrind starts redis-server: retried below
   const control = (...args: string[]) => {
     const r = spawnSync('callgrind_control', [...args, String(server.pid)], { encoding: 'utf8' });
@@ -76,13 +98,28 @@ async function measure(checkout: Checkout, path: Path, per: number, jobs: number
     }
     for (const round of [0, 1]) {
       const topic = `t${round}`;
-      const flow = path === 'flow' ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } } : path === 'plain' ? {} : { flow: {} };
-      const engine = new checkout.engine.Engine(redis, checkout.config.resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, ...flow } } }));
+      const flow =
+        path === 'flow'
+          ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } }
+          : path === 'plain'
+            ? {}
+            : { flow: {} };
+      const engine = new checkout.engine.Engine(
+        redis,
+        checkout.config.resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, ...flow } } }),
+      );
       const n = round === 0 ? 300 : jobs;
       const all = Array.from({ length: n }, (_, i) => {
         const key = `k${i % KEYS}`;
         const id = `${key}.${i}`;
-        return { topic, id, partition: engine.partitionOf(topic, id), when: { kind: 'd' as const, ms: 0 }, body: BODY, ...(path === 'plain' ? {} : { key }) };
+        return {
+          topic,
+          id,
+          partition: engine.partitionOf(topic, id),
+          when: { kind: 'd' as const, ms: 0 },
+          body: BODY,
+          ...(path === 'plain' ? {} : { key }),
+        };
       });
       if (round === 1) control('-z');
       await addSweepClaimAck(engine, topic, all, per, (name) => round === 1 && control('-d', name));
@@ -101,12 +138,14 @@ async function measure(checkout: Checkout, path: Path, per: number, jobs: number
   }
   const dumps = readdirSync(dir).length;
   rmSync(dir, { recursive: true, force: true });
-  for (const p of PHASES) if (counts[p] === undefined) throw new Error(`no count for ${p}: callgrind wrote ${dumps} dumps`);
+  for (const p of PHASES)
+    if (counts[p] === undefined) throw new Error(`no count for ${p}: callgrind wrote ${dumps} dumps`);
   return counts;
 }
 
 async function main() {
-  if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('valgrind not found: apt-get install -y valgrind');
+  if (spawnSync('valgrind', ['--version']).status !== 0)
+    throw new Error('valgrind not found: apt-get install -y valgrind');
   const at = process.argv.indexOf('--against');
   const checkouts = [await load(resolve(__dirname, '..'), 'this checkout')];
   if (at > 0) {
@@ -125,12 +164,28 @@ async function main() {
         const total = PHASES.reduce((sum, p) => sum + counts[p]!, 0);
         totals[path] = total;
         const ratio = path === 'plain' ? '' : `${round(total / totals.plain!, 3)}×`;
-        rows.push([checkout.name, per === 1 ? 'one job a call, 32 in flight' : `calls of ${per}`, path, ...PHASES.map((p) => fmt(Math.round(counts[p]!))), fmt(Math.round(total)), ratio]);
-        json.push({ checkout: checkout.name, per, jobs, path, perJob: Object.fromEntries(PHASES.map((p) => [p, Math.round(counts[p]!)])), total: Math.round(total) });
+        rows.push([
+          checkout.name,
+          per === 1 ? 'one job a call, 32 in flight' : `calls of ${per}`,
+          path,
+          ...PHASES.map((p) => fmt(Math.round(counts[p]!))),
+          fmt(Math.round(total)),
+          ratio,
+        ]);
+        json.push({
+          checkout: checkout.name,
+          per,
+          jobs,
+          path,
+          perJob: Object.fromEntries(PHASES.map((p) => [p, Math.round(counts[p]!)])),
+          total: Math.round(total),
+        });
       }
     }
   }
-  console.log(`Redis instructions per job (callgrind), ${fmt(JOBS)} jobs in calls of 100, ${fmt(Math.round(JOBS / 2))} one a call; ${KEYS} keys\n`);
+  console.log(
+    `Redis instructions per job (callgrind), ${fmt(JOBS)} jobs in calls of 100, ${fmt(Math.round(JOBS / 2))} one a call; ${KEYS} keys\n`,
+  );
   printTable(rows, ['checkout', 'calls', 'path', ...PHASES, 'all', '÷ plain']);
   console.log(JSON.stringify({ bench: 'instructions', jobs: JOBS, keys: KEYS, runs: json }));
 }

@@ -35,17 +35,32 @@ function textsAt(ref: string): Record<ScriptName, string | null> {
       .split('\n')
       .filter((f) => f.endsWith('.lua'));
   const scripts = new Set(listed('lua'));
-  const includes = Object.fromEntries(listed('lua/includes').map((f) => [f.slice(0, -'.lua'.length), git('show', `${ref}:lua/includes/${f}`)]));
-  const sources = Object.fromEntries((Object.keys(SCRIPTS) as ScriptName[]).map((name) => [name, scripts.has(SCRIPTS[name].file) ? git('show', `${ref}:lua/${SCRIPTS[name].file}`) : null])) as Record<ScriptName, string | null>;
+  const includes = Object.fromEntries(
+    listed('lua/includes').map((f) => [f.slice(0, -'.lua'.length), git('show', `${ref}:lua/includes/${f}`)]),
+  );
+  const sources = Object.fromEntries(
+    (Object.keys(SCRIPTS) as ScriptName[]).map((name) => [
+      name,
+      scripts.has(SCRIPTS[name].file) ? git('show', `${ref}:lua/${SCRIPTS[name].file}`) : null,
+    ]),
+  ) as Record<ScriptName, string | null>;
   const byConcern = Object.values(sources).some((source) => source?.includes('\n--- @include "'));
-  const full = (name: ScriptName, source: string) => (byConcern ? [...includeOrder(source, includes, SCRIPTS[name].file).map((include) => includes[include]), source].join('\n') : `${includes.job}\n${source}`);
-  return Object.fromEntries(Object.entries(sources).map(([name, source]) => [name, source === null ? null : full(name as ScriptName, source)])) as Record<ScriptName, string | null>;
+  const full = (name: ScriptName, source: string) =>
+    byConcern
+      ? [...includeOrder(source, includes, SCRIPTS[name].file).map((include) => includes[include]), source].join('\n')
+      : `${includes.job}\n${source}`;
+  return Object.fromEntries(
+    Object.entries(sources).map(([name, source]) => [name, source === null ? null : full(name as ScriptName, source)]),
+  ) as Record<ScriptName, string | null>;
 }
 
 /** How many locals a Lua text declares at its top level (statements at the start of a line). */
 function topLevelLocals(text: string): number {
   const code = text.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--[^\n]*/g, '');
-  return [...code.matchAll(/^local\s+(?:function\s+\w+|([\w\s,]+?)\s*(?:=|$))/gm)].reduce((n, m) => n + (m[1] ? m[1].split(',').length : 1), 0);
+  return [...code.matchAll(/^local\s+(?:function\s+\w+|([\w\s,]+?)\s*(?:=|$))/gm)].reduce(
+    (n, m) => n + (m[1] ? m[1].split(',').length : 1),
+    0,
+  );
 }
 
 function median(values: readonly number[]): number {
@@ -68,7 +83,8 @@ async function loadOnce(redis: Redis, text: string): Promise<[number, number]> {
   await redis.call('SCRIPT', 'LOAD', text);
   const roundTrip = (performance.now() - start) * 1000;
   const [[, , us, args]] = (await redis.call('SLOWLOG', 'GET', '1')) as [[number, number, number, string[]]];
-  if (args[0]?.toUpperCase() !== 'SCRIPT' || args[1]?.toUpperCase() !== 'LOAD') throw new Error(`SLOWLOG's last entry is ${args.slice(0, 2).join(' ')}, not SCRIPT LOAD`);
+  if (args[0]?.toUpperCase() !== 'SCRIPT' || args[1]?.toUpperCase() !== 'LOAD')
+    throw new Error(`SLOWLOG's last entry is ${args.slice(0, 2).join(' ')}, not SCRIPT LOAD`);
   return [us, roundTrip];
 }
 
@@ -86,11 +102,17 @@ async function measure(redis: Redis, texts: readonly string[]): Promise<Side[]> 
       }
     }
   }
-  return texts.map((text, j) => ({ bytes: Buffer.byteLength(text), locals: topLevelLocals(text), redisUs: median(redisUs[j]!), roundTripUs: Math.round(median(roundTripUs[j]!)) }));
+  return texts.map((text, j) => ({
+    bytes: Buffer.byteLength(text),
+    locals: topLevelLocals(text),
+    redisUs: median(redisUs[j]!),
+    roundTripUs: Math.round(median(roundTripUs[j]!)),
+  }));
 }
 
 const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
-const change = (before: number, after: number) => `${after >= before ? '+' : ''}${Math.round(((after - before) / before) * 100)} %`;
+const change = (before: number, after: number) =>
+  `${after >= before ? '+' : ''}${Math.round(((after - before) / before) * 100)} %`;
 
 async function main(): Promise<void> {
   const base = git('rev-parse', '--short', REF).trim();
@@ -137,10 +159,36 @@ async function main(): Promise<void> {
       fmtInt(sum('before', 'roundTripUs')),
       fmtInt(sum('after', 'roundTripUs')),
     ]);
-    console.log(`SCRIPT LOAD after SCRIPT FLUSH, median of ${LOADS} loads per text; before: ${REF} (${base}), after: the working tree`);
-    console.log(`machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.os}, node ${machine.node}, redis ${machine.redis}`);
-    printTable(rows, ['script', 'bytes before', 'bytes after', 'Δ bytes', 'locals before', 'locals after', 'LOAD µs before', 'LOAD µs after', 'Δ LOAD', 'round trip µs before', 'round trip µs after']);
-    console.log(JSON.stringify({ bench: 'lua-load', at: new Date().toISOString(), machine, ref: REF, base, loads: LOADS, results }));
+    console.log(
+      `SCRIPT LOAD after SCRIPT FLUSH, median of ${LOADS} loads per text; before: ${REF} (${base}), after: the working tree`,
+    );
+    console.log(
+      `machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.os}, node ${machine.node}, redis ${machine.redis}`,
+    );
+    printTable(rows, [
+      'script',
+      'bytes before',
+      'bytes after',
+      'Δ bytes',
+      'locals before',
+      'locals after',
+      'LOAD µs before',
+      'LOAD µs after',
+      'Δ LOAD',
+      'round trip µs before',
+      'round trip µs after',
+    ]);
+    console.log(
+      JSON.stringify({
+        bench: 'lua-load',
+        at: new Date().toISOString(),
+        machine,
+        ref: REF,
+        base,
+        loads: LOADS,
+        results,
+      }),
+    );
   } finally {
     redis?.disconnect();
     await server?.stop();

@@ -59,7 +59,12 @@ interface Run {
   wallMs: number;
 }
 
-function summarise(path: string, jobs: number, starts: { id: string; at: number; latenessMs: number }[], wallMs: number): Run {
+function summarise(
+  path: string,
+  jobs: number,
+  starts: { id: string; at: number; latenessMs: number }[],
+  wallMs: number,
+): Run {
   const ids = new Set(starts.map((s) => s.id));
   const times = starts.map((s) => s.at).sort((a, b) => a - b);
   const first = times[0] ?? 0;
@@ -95,7 +100,12 @@ function summarise(path: string, jobs: number, starts: { id: string; at: number;
 
 async function fill(queue: Queue, topic: string, jobs: number): Promise<void> {
   for (let i = 0; i < jobs; i += 500) {
-    const batch = Array.from({ length: Math.min(500, jobs - i) }, (_, j) => ({ topic, id: `job-${i + j}`, delay: 0, body: { n: i + j } }));
+    const batch = Array.from({ length: Math.min(500, jobs - i) }, (_, j) => ({
+      topic,
+      id: `job-${i + j}`,
+      delay: 0,
+      body: { n: i + j },
+    }));
     await queue.addMany(batch);
   }
   for (let result = await queue.engine.sweep(); result.more; result = await queue.engine.sweep());
@@ -104,7 +114,16 @@ async function fill(queue: Queue, topic: string, jobs: number): Promise<void> {
 function queueOn(port: number, topic: string, handler?: string): { queue: Queue; redis: Redis } {
   const redis = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null });
   // concurrency 10,000 never binds: the claim loops pass a higher maxRunning, the fan-outs' handler acks
-  const config = resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, batchSize: 10, rateLimit: { count: N.rate, per: 1 }, ...(handler ? { handler } : {}) } } });
+  const config = resolveQueueConfig({
+    topics: {
+      [topic]: {
+        concurrency: 10_000,
+        batchSize: 10,
+        rateLimit: { count: N.rate, per: 1 },
+        ...(handler ? { handler } : {}),
+      },
+    },
+  });
   return { queue: new Queue(new Engine(redis, config)), redis };
 }
 
@@ -132,7 +151,10 @@ async function claimLoops(port: number): Promise<Run> {
   }
 }
 
-/** Stands in for the Lambda API and the handler: records each event's jobs and acks them, so the topic's concurrency never binds. */
+/**
+ * Stands in for the Lambda API and the handler: records each event's jobs and acks them, so the topic's concurrency
+ * never binds.
+ */
 class AckingInvoker implements Invoker {
   starts: { id: string; at: number; latenessMs: number }[] = [];
   acks: Promise<unknown>[] = [];
@@ -154,10 +176,14 @@ async function fanouts(port: number): Promise<Run> {
     await fill(a.queue, topic, N.fanoutJobs);
     const ackClient = queueOn(port, topic, 'h');
     const invoker = new AckingInvoker(ackClient.queue);
-    const remainingMs = () => 900_000; // a fan-out with Lambda's longest timeout: this bench measures the pace, not the hand-over
+    // a fan-out with Lambda's longest timeout: this bench measures the pace, not the hand-over
+    const remainingMs = () => 900_000;
     const begun = performance.now();
     for (let left = N.fanoutJobs; left > 0;) {
-      await Promise.all([runFanout({ engine: a.queue.engine, invoker, log, remainingMs }, { topics: [topic] }), runFanout({ engine: b.queue.engine, invoker, log, remainingMs }, { topics: [topic] })]);
+      await Promise.all([
+        runFanout({ engine: a.queue.engine, invoker, log, remainingMs }, { topics: [topic] }),
+        runFanout({ engine: b.queue.engine, invoker, log, remainingMs }, { topics: [topic] }),
+      ]);
       const stats = await a.queue.stats(topic);
       if (stats.ready === left) break; // nothing moved: report what was delivered
       left = stats.ready;
@@ -194,14 +220,38 @@ async function main(): Promise<void> {
     const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
     const rows: string[][] = [];
     for (const r of runs) {
-      rows.push([`${r.path}: ${r.jobs} jobs, delivered mean`, `${r.meanPerSecond}/s over ${(r.spanMs / 1000).toFixed(1)} s`, `${lo}–${hi}/s: ${verdict(r.meanPerSecond >= lo && r.meanPerSecond <= hi)}`]);
-      rows.push(['  per whole 1-s window: min / max', `${r.minWindow} / ${r.maxWindow} (${r.windows} windows)`, `${lo}–${hi}: ${verdict(r.minWindow >= lo && r.maxWindow <= hi)}`]);
-      rows.push(['  busiest 1-s span anywhere', `${r.busiestSecond}`, `≤ ${N.rate}: ${verdict(r.busiestSecond <= N.rate)}`]);
-      rows.push(['  lost / started twice', `${r.lost} / ${r.doubled}`, `0 / 0: ${verdict(r.lost === 0 && r.doubled === 0)}`]);
+      rows.push([
+        `${r.path}: ${r.jobs} jobs, delivered mean`,
+        `${r.meanPerSecond}/s over ${(r.spanMs / 1000).toFixed(1)} s`,
+        `${lo}–${hi}/s: ${verdict(r.meanPerSecond >= lo && r.meanPerSecond <= hi)}`,
+      ]);
+      rows.push([
+        '  per whole 1-s window: min / max',
+        `${r.minWindow} / ${r.maxWindow} (${r.windows} windows)`,
+        `${lo}–${hi}: ${verdict(r.minWindow >= lo && r.maxWindow <= hi)}`,
+      ]);
+      rows.push([
+        '  busiest 1-s span anywhere',
+        `${r.busiestSecond}`,
+        `≤ ${N.rate}: ${verdict(r.busiestSecond <= N.rate)}`,
+      ]);
+      rows.push([
+        '  lost / started twice',
+        `${r.lost} / ${r.doubled}`,
+        `0 / 0: ${verdict(r.lost === 0 && r.doubled === 0)}`,
+      ]);
       rows.push(['  lateness of the last start', `${(r.maxLatenessMs / 1000).toFixed(1)} s`, '']);
     }
     printTable(rows);
-    console.log(JSON.stringify({ bench: 'pacing', at: at.toISOString(), loadAverage: { start: loadAtStart, end: loadavg() }, counts: N, results: runs }));
+    console.log(
+      JSON.stringify({
+        bench: 'pacing',
+        at: at.toISOString(),
+        loadAverage: { start: loadAtStart, end: loadavg() },
+        counts: N,
+        results: runs,
+      }),
+    );
   } finally {
     admin?.disconnect();
     await server?.stop();

@@ -79,7 +79,10 @@ const REQUEST_TIMEOUT_MS = 15_000; // an answer later than this counts as none (
 type KeyName = 'deployment' | 'old' | 'new';
 type RouteName = 'addJob' | 'getJob' | 'topics' | 'listJobs' | 'whoami';
 
-/** Each route: its function (serverless.yml) is its name; `routeKey` as the functions log it; `ok` the status it answers. */
+/**
+ * Each route: its function (serverless.yml) is its name; `routeKey` as the functions log it; `ok` the status it
+ * answers.
+ */
 const ROUTES: Record<RouteName, { routeKey: string; ok: number }> = {
   addJob: { routeKey: 'POST /jobs', ok: 201 },
   getJob: { routeKey: 'GET /jobs/{topic}/{id}', ok: 200 },
@@ -88,7 +91,18 @@ const ROUTES: Record<RouteName, { routeKey: string; ok: number }> = {
   whoami: { routeKey: 'GET /whoami', ok: 200 },
 };
 /** The mix a client cycles through: 4 adds, 3 reads of a job, 1 each of the others. */
-const MIX: RouteName[] = ['addJob', 'getJob', 'addJob', 'topics', 'getJob', 'addJob', 'listJobs', 'getJob', 'addJob', 'whoami'];
+const MIX: RouteName[] = [
+  'addJob',
+  'getJob',
+  'addJob',
+  'topics',
+  'getJob',
+  'addJob',
+  'listJobs',
+  'getJob',
+  'addJob',
+  'whoami',
+];
 
 /** One request's record. Times are epoch ms with a fraction; status 0: no answer (`error` says why). */
 interface Answer {
@@ -107,14 +121,20 @@ interface Answer {
 const now = () => performance.timeOrigin + performance.now();
 const loadNow = () => loadavg().map((l) => Number(l.toFixed(2)));
 /** The `q` quantile (0..1) of sorted `values`, nearest rank. */
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
 const sortNum = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 const ms = (n: number | null) => (n === null || Number.isNaN(n) ? '—' : `${fmt(n)} ms`);
 const plusMs = (n: number | null) => (n === null ? '—' : `+${fmt(n)} ms`);
 const isOk = (a: Answer) => a.status >= 200 && a.status < 300;
 const latencies = (answers: readonly Answer[]) => {
   const sorted = sortNum(answers.filter((a) => a.status !== 0).map((a) => a.answeredAt - a.sentAt));
-  return { n: sorted.length, p50: Math.round(quantile(sorted, 0.5)), p99: Math.round(quantile(sorted, 0.99)), max: Math.round(sorted.at(-1) ?? NaN) };
+  return {
+    n: sorted.length,
+    p50: Math.round(quantile(sorted, 0.5)),
+    p99: Math.round(quantile(sorted, 0.99)),
+    max: Math.round(sorted.at(-1) ?? NaN),
+  };
 };
 /** "N (401 ×a, 500 ×b, no answer ×c)": how `answers` failed. */
 const failures = (answers: readonly Answer[]) => {
@@ -124,7 +144,11 @@ const failures = (answers: readonly Answer[]) => {
     const what = a.status === 0 ? `no answer: ${a.error}` : `${a.status}${a.code ? ` ${a.code}` : ''}`;
     by.set(what, (by.get(what) ?? 0) + 1);
   }
-  return { count: failed.length, by: Object.fromEntries(by), text: `${fmt(failed.length)}${by.size ? ` (${[...by].map(([w, c]) => `${w} ×${c}`).join(', ')})` : ''}` };
+  return {
+    count: failed.length,
+    by: Object.fromEntries(by),
+    text: `${fmt(failed.length)}${by.size ? ` (${[...by].map(([w, c]) => `${w} ×${c}`).join(', ')})` : ''}`,
+  };
 };
 
 /**
@@ -148,7 +172,10 @@ function cutOff(answers: readonly Answer[], from: number) {
   };
 }
 
-/** CPU ms used so far: by the stack (offline's process group), redis-server, this process, and the whole machine (busy and all, from /proc/stat). */
+/**
+ * CPU ms used so far: by the stack (offline's process group), redis-server, this process, and the whole machine (busy
+ * and all, from /proc/stat).
+ */
 function cpuNow(offlinePgid: number, redisPid: number) {
   const tickMs = 10; // USER_HZ is 100 on Linux
   let redisTicks = 0;
@@ -162,7 +189,13 @@ function cpuNow(offlinePgid: number, redisPid: number) {
   const all = n.slice(0, 8).reduce((a, b) => a + b, 0); // user nice system idle iowait irq softirq steal
   const idle = (n[3] ?? 0) + (n[4] ?? 0);
   const own = process.cpuUsage();
-  return { stack: (groupCpuTicks(offlinePgid) ?? 0) * tickMs, redis: redisTicks * tickMs, bench: (own.user + own.system) / 1000, busy: (all - idle) * tickMs, all: all * tickMs };
+  return {
+    stack: (groupCpuTicks(offlinePgid) ?? 0) * tickMs,
+    redis: redisTicks * tickMs,
+    bench: (own.user + own.system) / 1000,
+    busy: (all - idle) * tickMs,
+    all: all * tickMs,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -170,7 +203,8 @@ function cpuNow(offlinePgid: number, redisPid: number) {
 
 const cleanups: (() => Promise<void>)[] = [];
 async function stopEverything(): Promise<void> {
-  for (const stop of cleanups.splice(0).reverse()) await stop().catch((error: unknown) => console.error('cleanup failed:', error));
+  for (const stop of cleanups.splice(0).reverse())
+    await stop().catch((error: unknown) => console.error('cleanup failed:', error));
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
@@ -219,9 +253,15 @@ async function main(): Promise<void> {
   const probe = new Redis(redis.url);
   const machine = describeMachine(await probe.info('server'), redis.pid);
   probe.disconnect();
-  const offline: OfflineProcess = await startOffline({ redisUrl: redis.url, env: { LOG_LEVEL: 'info' }, maxLogBytes: 256 * 1024 * 1024 });
+  const offline: OfflineProcess = await startOffline({
+    redisUrl: redis.url,
+    env: { LOG_LEVEL: 'info' },
+    maxLogBytes: 256 * 1024 * 1024,
+  });
   cleanups.push(() => offline.stop());
-  console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), node ${machine.node}, redis ${machine.redis}; load average ${loadStart.join(' / ')}`);
+  console.log(
+    `machine: ${machine.cpus} CPUs (${machine.cpuModel}), node ${machine.node}, redis ${machine.redis}; load average ${loadStart.join(' / ')}`,
+  );
   console.log(`serverless offline ready in ${fmt(offline.startupMs)} ms; options ${JSON.stringify(N)}`);
 
   const agent = new Agent({ pipelining: 0 }); // no keep-alive (see the top of this file)
@@ -252,7 +292,8 @@ async function main(): Promise<void> {
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     const text = await res.body.text();
-    if (res.statusCode !== expect) throw new Error(`${method} ${path} answered ${res.statusCode}, not ${expect}: ${text}`);
+    if (res.statusCode !== expect)
+      throw new Error(`${method} ${path} answered ${res.statusCode}, not ${expect}: ${text}`);
     return JSON.parse(text) as Record<string, unknown>;
   };
 
@@ -291,7 +332,9 @@ async function main(): Promise<void> {
       }
     } catch (error) {
       answer.answeredAt = now();
-      const code = [(error as { code?: unknown }).code, (error as { cause?: { code?: unknown } }).cause?.code].find((c) => typeof c === 'string'); // not a DOMException's number
+      const code = [(error as { code?: unknown }).code, (error as { cause?: { code?: unknown } }).cause?.code].find(
+        (c) => typeof c === 'string',
+      ); // not a DOMException's number
       answer.error = error instanceof Error ? `${error.name}${code ? ` ${code}` : ''}` : String(error);
     }
     answers.push(answer);
@@ -321,7 +364,8 @@ async function main(): Promise<void> {
   };
 
   /** BENCH_ROTATION_LOG: a file to write the stack's output to, for a closer look. */
-  const saveLogs = () => process.env.BENCH_ROTATION_LOG && writeFileSync(process.env.BENCH_ROTATION_LOG, offline.logs());
+  const saveLogs = () =>
+    process.env.BENCH_ROTATION_LOG && writeFileSync(process.env.BENCH_ROTATION_LOG, offline.logs());
 
   const t: Record<string, number> = {};
   let cpuFrom: ReturnType<typeof cpuNow> | undefined;
@@ -335,9 +379,24 @@ async function main(): Promise<void> {
   ids.push('warm');
   await admin('GET', '/keys', 200);
   for (const route of Object.keys(ROUTES) as RouteName[]) {
-    const k = Math.max(2, Math.round((N.instances * MIX.filter((r) => r === route).length) / MIX.filter((r) => r === 'addJob').length));
-    const path = { addJob: '/jobs', getJob: `/jobs/${TOPIC}/warm`, topics: '/topics', listJobs: `/topics/${TOPIC}/jobs?limit=10`, whoami: '/whoami' }[route];
-    await Promise.all(Array.from({ length: k }, (_, i) => (route === 'addJob' ? admin('POST', path, 201, { topic: TOPIC, id: `warm-${i}`, delay: JOB_DELAY_S }) : admin('GET', path, 200))));
+    const k = Math.max(
+      2,
+      Math.round((N.instances * MIX.filter((r) => r === route).length) / MIX.filter((r) => r === 'addJob').length),
+    );
+    const path = {
+      addJob: '/jobs',
+      getJob: `/jobs/${TOPIC}/warm`,
+      topics: '/topics',
+      listJobs: `/topics/${TOPIC}/jobs?limit=10`,
+      whoami: '/whoami',
+    }[route];
+    await Promise.all(
+      Array.from({ length: k }, (_, i) =>
+        route === 'addJob'
+          ? admin('POST', path, 201, { topic: TOPIC, id: `warm-${i}`, delay: JOB_DELAY_S })
+          : admin('GET', path, 200),
+      ),
+    );
   }
   t.warmStart = now();
   const driving = drive();
@@ -360,14 +419,18 @@ async function main(): Promise<void> {
     await monitorRedis(redis.port, (time, line) => {
       if (!/^"(fcall|fcall_ro|evalsha|eval)"/i.test(line)) return; // the scripts' own commands are echoed too
       if (line.includes(`"${oldSha}"`)) redisSide.lookups.push(time);
-      else if (redisSide.revokedAt === undefined && line.includes('revokeKey"') && line.includes(' "old" ')) redisSide.revokedAt = time;
+      else if (redisSide.revokedAt === undefined && line.includes('revokeKey"') && line.includes(' "old" '))
+        redisSide.revokedAt = time;
     });
-    await sleep(N.moveSeconds * 1000 + Math.random() * KEY_RECHECK_MS); // the revoke at a random point of the instances' recheck cycle
+    // the revoke at a random point of the instances' recheck cycle
+    await sleep(N.moveSeconds * 1000 + Math.random() * KEY_RECHECK_MS);
     t.revokeSent = now();
     redisSide.revokeSentWall = Date.now();
     await admin('DELETE', '/keys/old', 200);
     t.revokeAnswered = now();
-    console.log(`key old revoked (answered in ${fmt(t.revokeAnswered - t.revokeSent)} ms); ${N.clients - movers} clients keep sending with it for ${N.afterSeconds} s`);
+    console.log(
+      `key old revoked (answered in ${fmt(t.revokeAnswered - t.revokeSent)} ms); ${N.clients - movers} clients keep sending with it for ${N.afterSeconds} s`,
+    );
     stopAt = t.revokeAnswered + N.afterSeconds * 1000;
   } catch (error) {
     stopAt = 0; // stop sending, let what is in flight end, then fail
@@ -379,8 +442,11 @@ async function main(): Promise<void> {
   await driving;
   t.stopped = now();
   const cpuTo = cpuNow(offline.pid, redis.pid);
-  const cpuMs = Object.fromEntries(Object.entries(cpuTo).map(([k, v]) => [k, Math.round(v - cpuFrom![k as keyof typeof cpuTo])])) as typeof cpuTo;
-  const cpu = { ...cpuMs, others: Math.max(0, cpuMs.busy - cpuMs.stack - cpuMs.redis - cpuMs.bench) }; // 0, not a few ticks below it: the counters tick at 10 ms
+  const cpuMs = Object.fromEntries(
+    Object.entries(cpuTo).map(([k, v]) => [k, Math.round(v - cpuFrom![k as keyof typeof cpuTo])]),
+  ) as typeof cpuTo;
+  // 0, not a few ticks below it: the counters tick at 10 ms
+  const cpu = { ...cpuMs, others: Math.max(0, cpuMs.busy - cpuMs.stack - cpuMs.redis - cpuMs.bench) };
   await sleep(1000); // the last log lines
   saveLogs();
   const logs = offline.logs();
@@ -390,10 +456,23 @@ async function main(): Promise<void> {
   // what happened
 
   const revoked = t.revokeAnswered!;
-  const phaseOf = (a: Answer) => (a.key === 'deployment' ? 'warm-up' : a.sentAt < t.newCreated! ? 'old' : a.sentAt < t.revokeSent! ? 'move' : a.sentAt < revoked ? 'revoking' : 'after');
+  const phaseOf = (a: Answer) =>
+    a.key === 'deployment'
+      ? 'warm-up'
+      : a.sentAt < t.newCreated!
+        ? 'old'
+        : a.sentAt < t.revokeSent!
+          ? 'move'
+          : a.sentAt < revoked
+            ? 'revoking'
+            : 'after';
   const phases = ['warm-up', 'old', 'move', 'revoking', 'after'] as const;
-  const byPhase = Object.fromEntries(phases.map((p) => [p, answers.filter((a) => phaseOf(a) === p)])) as Record<(typeof phases)[number], Answer[]>;
-  const spanOf = (list: readonly Answer[]) => (list.length < 2 ? NaN : (Math.max(...list.map((a) => a.dueAt)) - Math.min(...list.map((a) => a.dueAt))) / 1000);
+  const byPhase = Object.fromEntries(phases.map((p) => [p, answers.filter((a) => phaseOf(a) === p)])) as Record<
+    (typeof phases)[number],
+    Answer[]
+  >;
+  const spanOf = (list: readonly Answer[]) =>
+    list.length < 2 ? NaN : (Math.max(...list.map((a) => a.dueAt)) - Math.min(...list.map((a) => a.dueAt))) / 1000;
   const rateOf = (list: readonly Answer[]) => list.length / (spanOf(list) || NaN);
   const keyed = answers.filter((a) => a.key !== 'deployment');
   const loadSpanS = (t.stopped - t.oldCreated!) / 1000;
@@ -436,10 +515,13 @@ async function main(): Promise<void> {
   const routeOfKey = new Map(Object.entries(ROUTES).map(([name, r]) => [r.routeKey, name as RouteName]));
   // old-key requests the functions accepted after Redis ran the revoke: how many, and the last one's log time after it
   // Redis's and the functions' clocks are this machine's wall clock; the bench's own times are not (performance.now)
-  const inRedisAt = redisSide.revokedAt ?? redisSide.revokeSentWall!; // no FCALL seen (scripts by EVALSHA): the revoke's sending, earlier
+  // no FCALL seen (scripts by EVALSHA): the revoke's sending, earlier
+  const inRedisAt = redisSide.revokedAt ?? redisSide.revokeSentWall!;
   const lookupsBefore = redisSide.lookups.filter((at) => at < inRedisAt);
-  const lastFoundMs = lookupsBefore.length ? Math.round(inRedisAt - Math.max(...lookupsBefore)) : null; // how long before the revoke the last lookup found the key
-  const lookupsIn = (from: number, to: number) => redisSide.lookups.filter((at) => at >= inRedisAt + from && at < inRedisAt + to).length;
+  // how long before the revoke the last lookup found the key
+  const lastFoundMs = lookupsBefore.length ? Math.round(inRedisAt - Math.max(...lookupsBefore)) : null;
+  const lookupsIn = (from: number, to: number) =>
+    redisSide.lookups.filter((at) => at >= inRedisAt + from && at < inRedisAt + to).length;
   const serverOld: Partial<Record<RouteName | 'all', { accepted: number; lastMs: number }>> = {};
   const instances: Partial<Record<RouteName, { all: number; afterWarmUp: number }>> = {};
   let serverErrors = 0;
@@ -475,14 +557,36 @@ async function main(): Promise<void> {
   const met = (ok: boolean) => (ok ? 'met' : '**missed**');
 
   console.log('');
-  console.log(`key rotation through serverless offline: ${fmt(N.rate)} requests/s from ${N.clients} clients over ${Object.keys(ROUTES).length} functions; key recheck every ${fmt(KEY_RECHECK_MS)} ms`);
+  console.log(
+    `key rotation through serverless offline: ${fmt(N.rate)} requests/s from ${N.clients} clients over ${Object.keys(ROUTES).length} functions; key recheck every ${fmt(KEY_RECHECK_MS)} ms`,
+  );
   printTable([
-    ['requests sent: warm-up (deployment key) / old key only / moving / while the revoke ran / after it', `${phases.map((p) => fmt(byPhase[p].length)).join(' / ')}`, ''],
-    ['  after the revoke: old key / new key', `${fmt(oldAfter.length)} / ${fmt(byPhase.after.length - oldAfter.length)}`, ''],
-    ['request rate sent: old / move / after; all from the key old on', `${fmt(rateOf(byPhase.old), 1)} / ${fmt(rateOf(byPhase.move), 1)} / ${fmt(rateOf(byPhase.after), 1)}; ${fmt(keyed.length / loadSpanS, 1)} /s`, `${fmt(N.rate)} /s`],
+    [
+      'requests sent: warm-up (deployment key) / old key only / moving / while the revoke ran / after it',
+      `${phases.map((p) => fmt(byPhase[p].length)).join(' / ')}`,
+      '',
+    ],
+    [
+      '  after the revoke: old key / new key',
+      `${fmt(oldAfter.length)} / ${fmt(byPhase.after.length - oldAfter.length)}`,
+      '',
+    ],
+    [
+      'request rate sent: old / move / after; all from the key old on',
+      `${fmt(rateOf(byPhase.old), 1)} / ${fmt(rateOf(byPhase.move), 1)} / ${fmt(rateOf(byPhase.after), 1)}; ${fmt(keyed.length / loadSpanS, 1)} /s`,
+      `${fmt(N.rate)} /s`,
+    ],
     ['driver: most in flight; latest send after its due time', `${fmt(maxInFlight)}; ${ms(driverLagMs)}`, ''],
-    [`failed, sent with old or new and answered before the revoke was sent (of ${fmt(beforeRevoke.length)})`, failedBefore.text, `${GOALS.failedBeforeRevoke}: ${met(goals.failedBeforeRevoke)}`],
-    [`failed with the new key, any time (of ${fmt(newKey.length)})`, failedNew.text, `${GOALS.newKeyFailed}: ${met(goals.newKeyFailed)}`],
+    [
+      `failed, sent with old or new and answered before the revoke was sent (of ${fmt(beforeRevoke.length)})`,
+      failedBefore.text,
+      `${GOALS.failedBeforeRevoke}: ${met(goals.failedBeforeRevoke)}`,
+    ],
+    [
+      `failed with the new key, any time (of ${fmt(newKey.length)})`,
+      failedNew.text,
+      `${GOALS.newKeyFailed}: ${met(goals.newKeyFailed)}`,
+    ],
     [
       'old key, sent before the revoke, answered after it: accepted / refused / other',
       `${fmt(oldAcross.filter(isOk).length)} / ${fmt(oldAcross.filter((a) => a.status === 401).length)} / ${fmt(oldAcross.filter((a) => !isOk(a) && a.status !== 401).length)}`,
@@ -493,9 +597,21 @@ async function main(): Promise<void> {
       `${fmt(oldRevoking.filter(isOk).length)} / ${fmt(oldRevoking.filter((a) => a.status === 401).length)} / ${fmt(oldRevoking.filter((a) => !isOk(a) && a.status !== 401).length)}`,
       '',
     ],
-    ['old key, sent after the revoke answer: accepted / refused (401) / other', `${fmt(overall.accepted)} / ${fmt(overall.refused)} / ${fmt(overall.other)}`, ''],
-    ['last old-key request accepted, sent after the revoke answer', plusMs(overall.lastAcceptedMs), `(instances recheck every ${fmt(KEY_RECHECK_MS)} ms)`],
-    ['every old-key request refused from', plusMs(overall.allRefusedFromMs), `≤ +${fmt(GOALS.refusedWithinMs)} ms: ${met(goals.refusedWithin5s)}`],
+    [
+      'old key, sent after the revoke answer: accepted / refused (401) / other',
+      `${fmt(overall.accepted)} / ${fmt(overall.refused)} / ${fmt(overall.other)}`,
+      '',
+    ],
+    [
+      'last old-key request accepted, sent after the revoke answer',
+      plusMs(overall.lastAcceptedMs),
+      `(instances recheck every ${fmt(KEY_RECHECK_MS)} ms)`,
+    ],
+    [
+      'every old-key request refused from',
+      plusMs(overall.allRefusedFromMs),
+      `≤ +${fmt(GOALS.refusedWithinMs)} ms: ${met(goals.refusedWithin5s)}`,
+    ],
     [
       `Redis: lookups of the old key in the ${fmt(KEY_RECHECK_MS)} ms before the revoke ran / after; the last that found it`,
       `${fmt(lookupsIn(-KEY_RECHECK_MS, 0))} / ${fmt(lookupsIn(0, KEY_RECHECK_MS))}; ${lastFoundMs === null ? '—' : `${fmt(lastFoundMs)} ms before: no instance trusts it past +${fmt(KEY_RECHECK_MS - lastFoundMs)} ms`}`,
@@ -506,8 +622,16 @@ async function main(): Promise<void> {
       `${fmt(serverOld.all?.accepted ?? 0)}; ${plusMs(serverOld.all?.lastMs ?? null)}`,
       `≤ +${fmt(GOALS.refusedWithinMs)} ms: ${met(goals.acceptedByFunctionsWithin5s)}`,
     ],
-    ['latency p50 / p99 / max: before the revoke', `${ms(latBefore.p50)} / ${ms(latBefore.p99)} / ${ms(latBefore.max)}`, ''],
-    ['  after the revoke: new key / old key', `${ms(latAfterNew.p50)} / ${ms(latAfterNew.p99)} / ${ms(latAfterNew.max)}; ${ms(latAfterOld.p50)} / ${ms(latAfterOld.p99)} / ${ms(latAfterOld.max)}`, ''],
+    [
+      'latency p50 / p99 / max: before the revoke',
+      `${ms(latBefore.p50)} / ${ms(latBefore.p99)} / ${ms(latBefore.max)}`,
+      '',
+    ],
+    [
+      '  after the revoke: new key / old key',
+      `${ms(latAfterNew.p50)} / ${ms(latAfterNew.p99)} / ${ms(latAfterNew.max)}; ${ms(latAfterOld.p50)} / ${ms(latAfterOld.p99)} / ${ms(latAfterOld.max)}`,
+      '',
+    ],
     ['warm-up (deployment key): failed', warmFailed.text, ''],
     ["5xx in the functions' logs", fmt(serverErrors), ''],
     [
@@ -530,7 +654,14 @@ async function main(): Promise<void> {
         `${fmt(serverOld[r]?.accepted ?? 0)}; ${plusMs(serverOld[r]?.lastMs ?? null)}`,
       ];
     }),
-    ['route (function)', 'instances (started after the warm-up)', 'old key after the revoke: sent / accepted / refused / other', 'last accepted, sent', 'all refused from', "functions' logs: accepted after Redis ran the revoke; the last"],
+    [
+      'route (function)',
+      'instances (started after the warm-up)',
+      'old key after the revoke: sent / accepted / refused / other',
+      'last accepted, sent',
+      'all refused from',
+      "functions' logs: accepted after Redis ran the revoke; the last",
+    ],
   );
 
   // a line a second: what was sent, how it fared, how long it took
@@ -539,12 +670,25 @@ async function main(): Promise<void> {
     Array.from({ length: seconds }, (_, i) => {
       const sec = answers.filter((a) => Math.floor((a.dueAt - t.warmStart!) / 1000) === i);
       const l = latencies(sec);
-      const keys = (['deployment', 'old', 'new'] as const).map((k) => fmt(sec.filter((a) => a.key === k).length)).join(' / ');
+      const keys = (['deployment', 'old', 'new'] as const)
+        .map((k) => fmt(sec.filter((a) => a.key === k).length))
+        .join(' / ');
       const marks = Object.entries(t)
-        .filter(([name, v]) => name !== 'warmStart' && name !== 'stopped' && Math.floor((v - t.warmStart!) / 1000) === i)
+        .filter(
+          ([name, v]) => name !== 'warmStart' && name !== 'stopped' && Math.floor((v - t.warmStart!) / 1000) === i,
+        )
         .map(([name]) => name)
         .join(', ');
-      return [String(i), fmt(sec.length), keys, fmt(sec.filter(isOk).length), fmt(sec.filter((a) => a.status === 401).length), fmt(sec.filter((a) => !isOk(a) && a.status !== 401).length), `${ms(l.p50)} / ${ms(l.p99)}`, marks];
+      return [
+        String(i),
+        fmt(sec.length),
+        keys,
+        fmt(sec.filter(isOk).length),
+        fmt(sec.filter((a) => a.status === 401).length),
+        fmt(sec.filter((a) => !isOk(a) && a.status !== 401).length),
+        `${ms(l.p50)} / ${ms(l.p99)}`,
+        marks,
+      ];
     }),
     ['second', 'sent', 'deployment / old / new', '2xx', '401', 'other', 'latency p50 / p99', 'events'],
   );
@@ -558,22 +702,36 @@ async function main(): Promise<void> {
       times: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(v - t.warmStart!)])),
       revokeMs: Math.round(t.revokeAnswered! - t.revokeSent!),
       sent: Object.fromEntries(phases.map((p) => [p, byPhase[p].length])),
-      ratePerSecond: { old: rateOf(byPhase.old), move: rateOf(byPhase.move), after: rateOf(byPhase.after), fromOld: keyed.length / loadSpanS },
+      ratePerSecond: {
+        old: rateOf(byPhase.old),
+        move: rateOf(byPhase.move),
+        after: rateOf(byPhase.after),
+        fromOld: keyed.length / loadSpanS,
+      },
       maxInFlight,
       driverLagMs,
       failedBeforeRevoke: { of: beforeRevoke.length, count: failedBefore.count, by: failedBefore.by },
       newKeyFailed: { of: newKey.length, count: failedNew.count, by: failedNew.by },
-      oldAcrossRevoke: { accepted: oldAcross.filter(isOk).length, refused: oldAcross.filter((a) => a.status === 401).length },
-      oldWhileRevoking: { accepted: oldRevoking.filter(isOk).length, refused: oldRevoking.filter((a) => a.status === 401).length },
+      oldAcrossRevoke: {
+        accepted: oldAcross.filter(isOk).length,
+        refused: oldAcross.filter((a) => a.status === 401).length,
+      },
+      oldWhileRevoking: {
+        accepted: oldRevoking.filter(isOk).length,
+        refused: oldRevoking.filter((a) => a.status === 401).length,
+      },
       oldAfterRevoke: overall,
       oldAfterRevokeByRoute: perRoute,
       acceptedByFunctionsAfterRedis: serverOld,
       redis: {
-        revokeRanMsAfterSent: redisSide.revokedAt === undefined ? null : Math.round(redisSide.revokedAt - redisSide.revokeSentWall!),
+        revokeRanMsAfterSent:
+          redisSide.revokedAt === undefined ? null : Math.round(redisSide.revokedAt - redisSide.revokeSentWall!),
         lookupsBefore: lookupsIn(-KEY_RECHECK_MS, 0),
         lookupsAfter: lookupsIn(0, KEY_RECHECK_MS),
         lastFoundMsBefore: lastFoundMs,
-        lookupsAroundMs: redisSide.lookups.map((at) => Math.round(at - inRedisAt)).filter((ms) => Math.abs(ms) <= 2 * KEY_RECHECK_MS),
+        lookupsAroundMs: redisSide.lookups
+          .map((at) => Math.round(at - inRedisAt))
+          .filter((ms) => Math.abs(ms) <= 2 * KEY_RECHECK_MS),
       },
       instances,
       latencyMs: { beforeRevoke: latBefore, afterNew: latAfterNew, afterOld: latAfterOld },
@@ -586,10 +744,13 @@ async function main(): Promise<void> {
     }),
   );
   const missed = [
-    !goals.failedBeforeRevoke && `${failedBefore.count} requests failed before the revoke (goal ${GOALS.failedBeforeRevoke})`,
+    !goals.failedBeforeRevoke &&
+      `${failedBefore.count} requests failed before the revoke (goal ${GOALS.failedBeforeRevoke})`,
     !goals.newKeyFailed && `${failedNew.count} requests with the new key failed (goal ${GOALS.newKeyFailed})`,
-    !goals.refusedWithin5s && `old-key requests were not all refused from +${GOALS.refusedWithinMs} ms on (all refused from ${plusMs(overall.allRefusedFromMs)}; last accepted ${plusMs(overall.lastAcceptedMs)})`,
-    !goals.acceptedByFunctionsWithin5s && `the functions accepted the old key ${plusMs(serverOld.all?.lastMs ?? null)} after Redis ran the revoke (goal ≤ +${GOALS.refusedWithinMs} ms)`,
+    !goals.refusedWithin5s &&
+      `old-key requests were not all refused from +${GOALS.refusedWithinMs} ms on (all refused from ${plusMs(overall.allRefusedFromMs)}; last accepted ${plusMs(overall.lastAcceptedMs)})`,
+    !goals.acceptedByFunctionsWithin5s &&
+      `the functions accepted the old key ${plusMs(serverOld.all?.lastMs ?? null)} after Redis ran the revoke (goal ≤ +${GOALS.refusedWithinMs} ms)`,
   ].filter((m): m is string => typeof m === 'string');
   for (const m of missed) console.error(`GOAL MISSED: ${m}`);
   if (missed.length > 0) process.exitCode = 1;

@@ -20,7 +20,8 @@
  *    Everything is done again from empty with `slowlog-log-slower-than 0`, which names every
  *    command's time (a script's own commands are logged too, and inside its time), at a cost: the
  *    logging of a script's own commands lengthens it. Also timed: one catchUpPlan (the client's
- *    arithmetic per due schedule) for each kind. After each run the bench checks that every schedule advanced exactly once: sweep
+ * arithmetic per due schedule) for each kind. After each run the bench checks that every schedule advanced exactly
+ * once: sweep
  *    reports BENCH_SCHEDULES advances and moved occurrences; the jobs hash holds, per schedule,
  *    exactly its occurrence at B (in the ready list, once) and the next one (every: B + 60 s, cron:
  *    B + 5 min, in the delayed zset), and nothing else; each schedule's view names that next one as
@@ -80,22 +81,26 @@ const N = {
   devReadySeconds: envInt('BENCH_DEV_READY_SECONDS', 600),
 };
 const ONLY = process.env.BENCH_ONLY;
-if (ONLY !== undefined && !['sweep', 'precision'].includes(ONLY)) throw new Error(`BENCH_ONLY must be sweep or precision, got ${JSON.stringify(ONLY)}`);
+if (ONLY !== undefined && !['sweep', 'precision'].includes(ONLY))
+  throw new Error(`BENCH_ONLY must be sweep or precision, got ${JSON.stringify(ONLY)}`);
 
 const TARGETS = { p99Ms: 100, missed: 0, doubled: 0 };
 const TOPIC = 'bench-sched';
 const PRECISION_TOPIC = 'example'; // serverless.yml's topic with a no-op handler
 const FIVE_MIN = 300_000;
-const CRON = { cron: '*/5 * * * *', timezone: 'Europe/Berlin' } as const; // Berlin's offset is whole hours: due on UTC's 5-minute boundaries too
+// Berlin's offset is whole hours: due on UTC's 5-minute boundaries too
+const CRON = { cron: '*/5 * * * *', timezone: 'Europe/Berlin' } as const;
 const EVERY = { every: 60 } as const;
 const IN_FLIGHT_HTTP = 10;
 const DRAIN_MS = 30_000;
-const SLOWLOG_LIGHT_US = 1_000; // the first sweep logs only commands of 1 ms or more: a script's own commands (µs each) stay out, and cost nothing
+// the first sweep logs only commands of 1 ms or more: a script's own commands (µs each) stay out, and cost nothing
+const SLOWLOG_LIGHT_US = 1_000;
 
 const loadNow = () => loadavg().map((l) => Number(l.toFixed(2)));
 const load = () => loadNow().join(' / ');
 /** The `q` quantile (0..1) of sorted `values`, nearest rank. */
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
 const sortNum = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
@@ -117,7 +122,8 @@ const specOf = (i: number) => (i % 2 === 0 ? EVERY : CRON);
 async function scriptUsec(redis: Redis): Promise<number> {
   const text = await redis.info('commandstats');
   let usec = 0;
-  for (const m of text.matchAll(/^cmdstat_(?:fcall|fcall_ro|eval|evalsha|eval_ro|evalsha_ro):calls=\d+,usec=(\d+),/gm)) usec += Number(m[1]);
+  for (const m of text.matchAll(/^cmdstat_(?:fcall|fcall_ro|eval|evalsha|eval_ro|evalsha_ro):calls=\d+,usec=(\d+),/gm))
+    usec += Number(m[1]);
   return usec;
 }
 
@@ -137,7 +143,10 @@ interface SweepRun {
   putsPerSecond: number;
   calls: number;
   wallMs: number;
-  /** CPU time over the sweep calls: this Node process (the client computing the advances), and redis-server (INFO used_cpu_*). */
+  /**
+   * CPU time over the sweep calls: this Node process (the client computing the advances), and redis-server (INFO
+   * used_cpu_*).
+   */
   clientCpuMs: number;
   redisCpuMs: number;
   advanced: number;
@@ -168,14 +177,25 @@ interface MemoryResult {
 async function putAll(queue: Queue, due: number): Promise<number> {
   const t = performance.now();
   await pool(N.schedules, N.putsInFlight, async (i) => {
-    const { status, schedule } = await queue.putSchedule(TOPIC, scheduleId(i), { ...specOf(i), body: makeBody(i, N.bodyBytes) });
-    if (status !== 'created' || schedule.pending?.runAt !== new Date(due).toISOString()) throw new Error(`schedule ${scheduleId(i)}: ${status}, pending ${JSON.stringify(schedule.pending)}`);
+    const { status, schedule } = await queue.putSchedule(TOPIC, scheduleId(i), {
+      ...specOf(i),
+      body: makeBody(i, N.bodyBytes),
+    });
+    if (status !== 'created' || schedule.pending?.runAt !== new Date(due).toISOString())
+      throw new Error(`schedule ${scheduleId(i)}: ${status}, pending ${JSON.stringify(schedule.pending)}`);
   });
   return performance.now() - t;
 }
 
-/** Every schedule advanced exactly once at `due` (see the file's header); the problems found, the first 10 of each kind. */
-async function checkAdvanced(queue: Queue, admin: Redis, due: number, swept: { advanced: number; moved: number }): Promise<{ ok: boolean; problems: string[] }> {
+/**
+ * Every schedule advanced exactly once at `due` (see the file's header); the problems found, the first 10 of each kind.
+ */
+async function checkAdvanced(
+  queue: Queue,
+  admin: Redis,
+  due: number,
+  swept: { advanced: number; moved: number },
+): Promise<{ ok: boolean; problems: string[] }> {
   const problems: string[] = [];
   const k = topicKeys(0, TOPIC, 1);
   if (swept.advanced !== N.schedules) problems.push(`sweep advanced ${swept.advanced}, not ${N.schedules}`);
@@ -201,7 +221,8 @@ async function checkAdvanced(queue: Queue, admin: Redis, due: number, swept: { a
     const next = occurrenceId(scheduleId(i), nextOf(i));
     expected.add(ran).add(next);
     if (!jobIds.has(ran) || !readySet.has(ran)) bad.push(`${ran} not a ready job`);
-    if (!jobIds.has(next) || delayed.get(next) !== nextOf(i)) bad.push(`${next} not delayed to ${new Date(nextOf(i)).toISOString()}`);
+    if (!jobIds.has(next) || delayed.get(next) !== nextOf(i))
+      bad.push(`${next} not delayed to ${new Date(nextOf(i)).toISOString()}`);
   }
   if (bad.length) problems.push(`${bad.length} occurrences wrong: ${bad.slice(0, 10).join('; ')}`);
   const extra = [...jobIds].filter((id) => !expected.has(id));
@@ -230,7 +251,11 @@ async function checkAdvanced(queue: Queue, admin: Redis, due: number, swept: { a
   return { ok: problems.length === 0, problems };
 }
 
-async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): Promise<{ run: SweepRun; memory: MemoryResult }> {
+async function sweepRun(
+  server: RedisProcess,
+  admin: Redis,
+  slowlogUs: number,
+): Promise<{ run: SweepRun; memory: MemoryResult }> {
   const due = Math.ceil((Date.now() + 10 * 60_000) / FIVE_MIN) * FIVE_MIN;
   let clock = due - 30_000; // every: 60 and */5 both have their next run at `due`
   const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
@@ -257,7 +282,9 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
     ] as const) {
       keys[name] = round((await memoryUsage(admin, key)) / N.schedules, 1);
     }
-    const sample = ((await admin.call('HRANDFIELD', sk.schedules, '1000')) as string[]).filter((f) => !f.startsWith('#'));
+    const sample = ((await admin.call('HRANDFIELD', sk.schedules, '1000')) as string[]).filter(
+      (f) => !f.startsWith('#'),
+    );
     const lengths = await Promise.all(sample.map((f) => admin.hstrlen(sk.schedules, f)));
     const memory: MemoryResult = {
       bytesPerSchedule: round((after - before) / N.schedules, 1),
@@ -266,7 +293,9 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
       occurrence: round(keys['jobs hash']! + keys['delayed zset']!, 1),
       recordBytes: round(lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.length), 1),
     };
-    console.log(`1. ${fmt(N.schedules)} schedules put in ${fmt(putMs / 1000, 1)} s (${fmt((N.schedules / putMs) * 1000)}/s); ${fmt(memory.bytesPerSchedule, 1)} bytes each with its occurrence; load average ${load()}`);
+    console.log(
+      `1. ${fmt(N.schedules)} schedules put in ${fmt(putMs / 1000, 1)} s (${fmt((N.schedules / putMs) * 1000)}/s); ${fmt(memory.bytesPerSchedule, 1)} bytes each with its occurrence; load average ${load()}`,
+    );
 
     // all due at once
     clock = due;
@@ -312,7 +341,8 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
       more = result.more;
       const logged = await readSlowlog(admin);
       if (logged.length >= 1_000_000) run.slowlogOverflow = true;
-      const sent = logged.filter((l) => l.fromClient && !['SLOWLOG', 'INFO', 'CONFIG'].includes(l.name)); // not the bench's own
+      // not the bench's own
+      const sent = logged.filter((l) => l.fromClient && !['SLOWLOG', 'INFO', 'CONFIG'].includes(l.name));
       run.loggedInside += logged.length - logged.filter((l) => l.fromClient).length;
       run.slowlogMsPerCall.push(round(sent.reduce((s, l) => s + l.us, 0) / 1000));
       run.commandsPerCall.push(sent.length);
@@ -320,7 +350,8 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
         byScript.set(l.name, [...(byScript.get(l.name) ?? []), l.us / 1000]);
         if (!run.slowest || l.us / 1000 > run.slowest.ms) run.slowest = { ms: l.us / 1000, name: l.name };
       }
-      if (run.calls > 10 * Math.ceil(N.schedules / 1000) + 10) throw new Error(`sweep still says more after ${run.calls} calls`);
+      if (run.calls > 10 * Math.ceil(N.schedules / 1000) + 10)
+        throw new Error(`sweep still says more after ${run.calls} calls`);
     }
     await admin.config('SET', 'slowlog-log-slower-than', '-1');
     run.wallMs = round(run.wallMs, 1);
@@ -338,7 +369,10 @@ async function sweepRun(server: RedisProcess, admin: Redis, slowlogUs: number): 
   }
 }
 
-/** Mean µs of one catchUpPlan (the client's arithmetic for one due schedule) of `spec` at `due`, over 2,000 calls: wall and CPU. */
+/**
+ * Mean µs of one catchUpPlan (the client's arithmetic for one due schedule) of `spec` at `due`, over 2,000 calls: wall
+ * and CPU.
+ */
 function planMicros(spec: typeof EVERY | typeof CRON, due: number): { wall: number; cpu: number } {
   const full = { ...spec, catchUp: 'latest' as const, paused: false };
   const calls = 2_000;
@@ -351,14 +385,21 @@ function planMicros(spec: typeof EVERY | typeof CRON, due: number): { wall: numb
   return { wall: round((wall * 1000) / calls, 1), cpu: round((used.user + used.system) / calls, 1) };
 }
 
-async function sweepStep(): Promise<{ memory: MemoryResult; runs: SweepRun[]; planUs: { every: { wall: number; cpu: number }; cron: { wall: number; cpu: number } }; machine: ReturnType<typeof describeMachine> }> {
+async function sweepStep(): Promise<{
+  memory: MemoryResult;
+  runs: SweepRun[];
+  planUs: { every: { wall: number; cpu: number }; cron: { wall: number; cpu: number } };
+  machine: ReturnType<typeof describeMachine>;
+}> {
   let server: RedisProcess | undefined;
   let admin: Redis | undefined;
   try {
     server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
     admin = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
     const machine = describeMachine(await admin.info('server'), server.pid);
-    console.log(`machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`);
+    console.log(
+      `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`,
+    );
     await admin.config('SET', 'slowlog-log-slower-than', '-1');
     const first = await sweepRun(server, admin, SLOWLOG_LIGHT_US);
     printSweep(first.run);
@@ -366,7 +407,9 @@ async function sweepStep(): Promise<{ memory: MemoryResult; runs: SweepRun[]; pl
     printSweep(second.run);
     const due = Math.ceil(Date.now() / FIVE_MIN) * FIVE_MIN;
     const planUs = { every: planMicros(EVERY, due), cron: planMicros(CRON, due) };
-    console.log(`1. one advance planned in ${planUs.every.wall} µs wall, ${planUs.every.cpu} µs CPU (every: 60), ${planUs.cron.wall} µs wall, ${planUs.cron.cpu} µs CPU (cron in Berlin); load average ${load()}`);
+    console.log(
+      `1. one advance planned in ${planUs.every.wall} µs wall, ${planUs.every.cpu} µs CPU (every: 60), ${planUs.cron.wall} µs wall, ${planUs.cron.cpu} µs CPU (cron in Berlin); load average ${load()}`,
+    );
     return { memory: first.memory, runs: [first.run, second.run], planUs, machine };
   } finally {
     admin?.disconnect();
@@ -437,7 +480,10 @@ class DevOutput {
           coldStart: entry.cold_start === true,
         });
       } else if (entry._aws && entry.topic === PRECISION_TOPIC && Array.isArray(entry.lateness)) {
-        this.claims.push({ at: Number((entry._aws as { Timestamp: number }).Timestamp), lateness: entry.lateness as number[] });
+        this.claims.push({
+          at: Number((entry._aws as { Timestamp: number }).Timestamp),
+          lateness: entry.lateness as number[],
+        });
       }
       return;
     }
@@ -498,7 +544,14 @@ class DevStack {
     readonly output: DevOutput,
   ) {
     this.baseUrl = `http://127.0.0.1:${ports.http}`;
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(ports.http), LAMBDA_PORT: String(ports.lambda), DEV_REDIS_PORT: String(ports.redis), API_TOKEN: this.token, LOG_LEVEL: 'info' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(ports.http),
+      LAMBDA_PORT: String(ports.lambda),
+      DEV_REDIS_PORT: String(ports.redis),
+      API_TOKEN: this.token,
+      LOG_LEVEL: 'info',
+    };
     delete env.REDIS_URL; // npm run dev starts its own redis-server
     this.child = spawn('npm', ['run', 'dev'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (chunk: Buffer) => output.push('out', chunk));
@@ -519,11 +572,15 @@ class DevStack {
   async ready(timeoutMs: number): Promise<number> {
     const started = Date.now();
     for (;;) {
-      if (this.child.exitCode !== null || this.child.signalCode !== null) throw new Error(`npm run dev exited before it was ready. Its last lines:\n${this.output.lastLines()}`);
+      if (this.child.exitCode !== null || this.child.signalCode !== null)
+        throw new Error(`npm run dev exited before it was ready. Its last lines:\n${this.output.lastLines()}`);
       try {
         if ((await this.api('GET', '/topics')).status === 200) break;
       } catch {}
-      if (Date.now() - started > timeoutMs) throw new Error(`npm run dev was not ready within ${timeoutMs / 1000} s. Its last lines:\n${this.output.lastLines()}`);
+      if (Date.now() - started > timeoutMs)
+        throw new Error(
+          `npm run dev was not ready within ${timeoutMs / 1000} s. Its last lines:\n${this.output.lastLines()}`,
+        );
       await sleep(500);
     }
     this.known = descendants(this.child.pid!);
@@ -534,11 +591,19 @@ class DevStack {
    * (/proc/<pid>/task/<tid>/schedstat), by process kind. Threads that ended are not counted.
    */
   cpu(): Record<StackKind, { run: number; wait: number }> {
-    const out: Record<StackKind, { run: number; wait: number }> = { offline: { run: 0, wait: 0 }, redis: { run: 0, wait: 0 }, other: { run: 0, wait: 0 } };
+    const out: Record<StackKind, { run: number; wait: number }> = {
+      offline: { run: 0, wait: 0 },
+      redis: { run: 0, wait: 0 },
+      other: { run: 0, wait: 0 },
+    };
     for (const { pid } of descendants(this.child.pid!)) {
       try {
         const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-        const kind: StackKind = cmd.includes('redis-server') ? 'redis' : cmd.includes('serverless') ? 'offline' : 'other';
+        const kind: StackKind = cmd.includes('redis-server')
+          ? 'redis'
+          : cmd.includes('serverless')
+            ? 'offline'
+            : 'other';
         for (const tid of readdirSync(`/proc/${pid}/task`)) {
           const [run = '0', wait = '0'] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ');
           out[kind].run += Number(run) / 1e9;
@@ -568,8 +633,15 @@ class DevStack {
   }
 }
 
-/** Deletes schedules `ids` of the precision topic, 10 at once; `done` is called with each id and when its DELETE was sent. */
-async function deleteAll(stack: DevStack, ids: readonly string[], done: (id: string, sentAt: number) => void): Promise<void> {
+/**
+ * Deletes schedules `ids` of the precision topic, 10 at once; `done` is called with each id and when its DELETE was
+ * sent.
+ */
+async function deleteAll(
+  stack: DevStack,
+  ids: readonly string[],
+  done: (id: string, sentAt: number) => void,
+): Promise<void> {
   await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
     const start = Date.now();
     const { status } = await stack.api('DELETE', `/schedules/${PRECISION_TOPIC}/${ids[i]}`);
@@ -578,12 +650,18 @@ async function deleteAll(stack: DevStack, ids: readonly string[], done: (id: str
   });
 }
 
-/** Schedules of the precision topic named like this bench's (`prec-…`): left by a run that was killed before deleting them. */
+/**
+ * Schedules of the precision topic named like this bench's (`prec-…`): left by a run that was killed before deleting
+ * them.
+ */
 async function leftoverSchedules(stack: DevStack): Promise<string[]> {
   const found: string[] = [];
   let cursor: string | null = null;
   do {
-    const { status, body } = await stack.api('GET', `/schedules?topic=${PRECISION_TOPIC}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const { status, body } = await stack.api(
+      'GET',
+      `/schedules?topic=${PRECISION_TOPIC}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     if (status !== 200) throw new Error(`GET /schedules: ${status}`);
     found.push(...(body.schedules as { id: string }[]).map((s) => s.id).filter((id) => id.startsWith('prec-')));
     cursor = body.next as string | null;
@@ -609,7 +687,10 @@ interface PrecisionResult {
   /** Largest difference between the log line's latenessMs (Redis clock) and timestamp − nominal. */
   latenessFieldDiffMaxMs: number;
   claimLatenessMs: { claims: number; p50: number; p99: number; max: number };
-  /** The same over the occurrences due at least 1 s before the first DELETE was sent (steady firing, no deletes under way). */
+  /**
+   * The same over the occurrences due at least 1 s before the first DELETE was sent (steady firing, no deletes under
+   * way).
+   */
   steady: { expected: number; missed: number; latenessMs: { p50: number; p90: number; p99: number; max: number } };
   /**
    * While the schedules fired, per second: seconds the stack's threads ran on a CPU and waited on
@@ -623,7 +704,10 @@ interface PrecisionResult {
    */
   missedFirst: number;
   missedNextStarted: { count: number; p50Ms: number };
-  /** The first 20 missed: their id, whether it was its schedule's first occurrence, and how late the schedule's next one started. */
+  /**
+   * The first 20 missed: their id, whether it was its schedule's first occurrence, and how late the schedule's next one
+   * started.
+   */
   missedSamples: { id: string; first: boolean; nextLatenessMs: number | null }[];
   /** Median over the nominal seconds of the lateness of that second's first, 10th, 50th and last start. */
   byRankP50Ms: { first: number; tenth: number; fiftieth: number; last: number };
@@ -652,14 +736,18 @@ async function precisionStep(): Promise<PrecisionResult> {
   const onSignal = (signal: NodeJS.Signals) => {
     console.error(`got ${signal}: deleting the bench's schedules (at most 15 s), then stopping npm run dev`);
     // npm run dev keeps its Redis data (.data/redis): schedules left there would fire in the next run
-    const removed = putAny ? Promise.race([deleteAll(stack, ids, () => undefined).catch(() => undefined), sleep(15_000)]) : Promise.resolve();
+    const removed = putAny
+      ? Promise.race([deleteAll(stack, ids, () => undefined).catch(() => undefined), sleep(15_000)])
+      : Promise.resolve();
     void removed.then(() => stack.stop()).finally(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const loadStart = loadNow();
   try {
-    console.log(`2. npm run dev on ports ${http} (HTTP), ${lambda} (Lambda), ${redisPort} (redis); waiting for it (load average ${load()})`);
+    console.log(
+      `2. npm run dev on ports ${http} (HTTP), ${lambda} (Lambda), ${redisPort} (redis); waiting for it (load average ${load()})`,
+    );
     const readyMs = await stack.ready(N.devReadySeconds * 1000);
     const leftover = await leftoverSchedules(stack);
     if (leftover.length > 0) {
@@ -669,11 +757,17 @@ async function precisionStep(): Promise<PrecisionResult> {
     console.log(`2. ready in ${fmt(readyMs / 1000, 1)} s; warming up (load average ${load()})`);
     const pending = async () => {
       const { body } = await stack.api('GET', '/topics');
-      const t = (body.topics as { topic: string; delayed: number; ready: number; running: number }[]).find((s) => s.topic === PRECISION_TOPIC);
+      const t = (body.topics as { topic: string; delayed: number; ready: number; running: number }[]).find(
+        (s) => s.topic === PRECISION_TOPIC,
+      );
       return t ? t.delayed + t.ready + t.running : 0;
     };
     for (let r = 0; r < 3; r++) {
-      const jobs = Array.from({ length: 100 }, (_, i) => ({ topic: PRECISION_TOPIC, id: `warm-${tag}-${r}-${i}`, delay: 0.5 }));
+      const jobs = Array.from({ length: 100 }, (_, i) => ({
+        topic: PRECISION_TOPIC,
+        id: `warm-${tag}-${r}-${i}`,
+        delay: 0.5,
+      }));
       const { status } = await stack.api('POST', '/jobs/batch', { jobs });
       if (status !== 200) throw new Error(`warm-up batch: ${status}`);
       const end = Date.now() + 60_000;
@@ -692,12 +786,18 @@ async function precisionStep(): Promise<PrecisionResult> {
     putAny = true;
     const putStart = Date.now();
     await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
-      const { status, body } = await stack.api('PUT', `/schedules/${PRECISION_TOPIC}/${ids[i]}`, { every: 1, body: { n: i } });
-      if (status !== 201 || !body.schedule.pending) throw new Error(`PUT schedule ${ids[i]}: ${status} ${JSON.stringify(body)}`);
+      const { status, body } = await stack.api('PUT', `/schedules/${PRECISION_TOPIC}/${ids[i]}`, {
+        every: 1,
+        body: { n: i },
+      });
+      if (status !== 201 || !body.schedule.pending)
+        throw new Error(`PUT schedule ${ids[i]}: ${status} ${JSON.stringify(body)}`);
       first.set(ids[i]!, Date.parse(body.schedule.pending.runAt));
     });
     const putMs = Date.now() - putStart;
-    console.log(`2. ${ids.length} schedules every 1 s put in ${putMs} ms; firing for ${N.precisionSeconds} s (load average ${load()})`);
+    console.log(
+      `2. ${ids.length} schedules every 1 s put in ${putMs} ms; firing for ${N.precisionSeconds} s (load average ${load()})`,
+    );
     const cpuBefore = stack.cpu();
     const firingStart = performance.now();
     const during: number[][] = [];
@@ -710,7 +810,10 @@ async function precisionStep(): Promise<PrecisionResult> {
     const firingS = (performance.now() - firingStart) / 1000;
     const stackCpu = cpuAfter;
     for (const kind of ['offline', 'redis', 'other'] as const) {
-      stackCpu[kind] = { run: round((cpuAfter[kind].run - cpuBefore[kind].run) / firingS, 2), wait: round((cpuAfter[kind].wait - cpuBefore[kind].wait) / firingS, 2) };
+      stackCpu[kind] = {
+        run: round((cpuAfter[kind].run - cpuBefore[kind].run) / firingS, 2),
+        wait: round((cpuAfter[kind].wait - cpuBefore[kind].wait) / firingS, 2),
+      };
     }
     const deleteStart = Date.now();
     const deleted = new Map<string, { start: number; end: number }>();
@@ -722,7 +825,8 @@ async function precisionStep(): Promise<PrecisionResult> {
     await sleep(2_000); // the last log lines
     const loadEnd = loadNow();
 
-    // expected occurrences (up to 1 s before their schedule's DELETE was sent), the margin after, and the starts of each
+    // expected occurrences (up to 1 s before their schedule's DELETE was sent), the margin after, and the starts of
+    // each
     const expected = new Map<string, number>(); // occurrence id -> nominal ms
     const margin = new Set<string>();
     const deleteOf = new Map<string, number>(); // occurrence id -> its schedule's DELETE start
@@ -752,11 +856,15 @@ async function precisionStep(): Promise<PrecisionResult> {
     }
     const sorted = sortNum(lateness);
     const rank = (r: number | 'last') => {
-      const values = [...perSecond.values()].filter((v) => v.length >= N.precisionSchedules).map((v) => sortNum(v)[r === 'last' ? v.length - 1 : r - 1]!);
+      const values = [...perSecond.values()]
+        .filter((v) => v.length >= N.precisionSchedules)
+        .map((v) => sortNum(v)[r === 'last' ? v.length - 1 : r - 1]!);
       return quantile(sortNum(values), 0.5);
     };
     const firstNominal = Math.min(...first.values());
-    const claimValues = sortNum(output.claims.filter((c) => c.at >= firstNominal && c.at <= deleteStart).flatMap((c) => c.lateness));
+    const claimValues = sortNum(
+      output.claims.filter((c) => c.at >= firstNominal && c.at <= deleteStart).flatMap((c) => c.lateness),
+    );
     const steadyIds = [...expected].filter(([, nominal]) => nominal <= deleteStart - 1_000).map(([id]) => id);
     const steadyLate = sortNum(
       steadyIds.flatMap((id) => {
@@ -787,23 +895,51 @@ async function precisionStep(): Promise<PrecisionResult> {
       missedBySecondsBeforeDelete: missedBy,
       missedFirst: missedIds.filter((id) => first.get(id.slice(0, id.lastIndexOf(':'))) === expected.get(id)).length,
       missedNextStarted: { count: nextLateness.length, p50Ms: quantile(nextLateness, 0.5) },
-      missedSamples: missedIds.slice(0, 20).map((id) => ({ id, first: first.get(id.slice(0, id.lastIndexOf(':'))) === expected.get(id), nextLatenessMs: nextStart(id) })),
+      missedSamples: missedIds.slice(0, 20).map((id) => ({
+        id,
+        first: first.get(id.slice(0, id.lastIndexOf(':'))) === expected.get(id),
+        nextLatenessMs: nextStart(id),
+      })),
       doubled: [...startsOf.values()].filter((s) => s.length > 1).length,
       retried: output.starts.filter((s) => s.attempt > 1).length,
       marginNominal: margin.size,
       marginStarted: [...margin].filter((id) => startsOf.has(id)).length,
       unexpectedStarts: [...startsOf.keys()].filter((id) => !expected.has(id) && !margin.has(id)).length,
-      latenessMs: { p50: quantile(sorted, 0.5), p90: quantile(sorted, 0.9), p99: quantile(sorted, 0.99), max: sorted.at(-1) ?? NaN, min: sorted[0] ?? NaN },
+      latenessMs: {
+        p50: quantile(sorted, 0.5),
+        p90: quantile(sorted, 0.9),
+        p99: quantile(sorted, 0.99),
+        max: sorted.at(-1) ?? NaN,
+        min: sorted[0] ?? NaN,
+      },
       latenessFieldDiffMaxMs: fieldDiff,
-      claimLatenessMs: { claims: claimValues.length, p50: quantile(claimValues, 0.5), p99: quantile(claimValues, 0.99), max: claimValues.at(-1) ?? NaN },
+      claimLatenessMs: {
+        claims: claimValues.length,
+        p50: quantile(claimValues, 0.5),
+        p99: quantile(claimValues, 0.99),
+        max: claimValues.at(-1) ?? NaN,
+      },
       steady: {
         expected: steadyIds.length,
         missed: steadyIds.filter((id) => !startsOf.has(id)).length,
-        latenessMs: { p50: quantile(steadyLate, 0.5), p90: quantile(steadyLate, 0.9), p99: quantile(steadyLate, 0.99), max: steadyLate.at(-1) ?? NaN },
+        latenessMs: {
+          p50: quantile(steadyLate, 0.5),
+          p90: quantile(steadyLate, 0.9),
+          p99: quantile(steadyLate, 0.99),
+          max: steadyLate.at(-1) ?? NaN,
+        },
       },
       stackCpu,
-      byRankP50Ms: { first: rank(1), tenth: rank(10), fiftieth: rank(Math.min(50, N.precisionSchedules)), last: rank('last') },
-      handlerInvocationsPerSecond: round([...requestsPerSecond.values()].reduce((a, s) => a + s.size, 0) / Math.max(1, requestsPerSecond.size), 1),
+      byRankP50Ms: {
+        first: rank(1),
+        tenth: rank(10),
+        fiftieth: rank(Math.min(50, N.precisionSchedules)),
+        last: rank('last'),
+      },
+      handlerInvocationsPerSecond: round(
+        [...requestsPerSecond.values()].reduce((a, s) => a + s.size, 0) / Math.max(1, requestsPerSecond.size),
+        1,
+      ),
       coldStarts: inWindow.filter((s) => s.coldStart).length,
       warnings: Object.fromEntries(output.warnings),
       putMs,
@@ -838,31 +974,56 @@ async function main(): Promise<void> {
         1,
       )} ms`;
     };
-    const slowest = (r: SweepRun) => (r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none of ${r.slowlogUs} µs or more`);
+    const slowest = (r: SweepRun) =>
+      r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none of ${r.slowlogUs} µs or more`;
     const rows: [string, string, string][] = [
-      [`put ${fmt(N.schedules)} schedules (putSchedule, ${N.putsInFlight} in flight), run 1; run 2`, `${fmt(light.putMs / 1000, 1)} s = ${fmt(light.putsPerSecond)}/s; ${fmt(every.putMs / 1000, 1)} s = ${fmt(every.putsPerSecond)}/s`, ''],
+      [
+        `put ${fmt(N.schedules)} schedules (putSchedule, ${N.putsInFlight} in flight), run 1; run 2`,
+        `${fmt(light.putMs / 1000, 1)} s = ${fmt(light.putsPerSecond)}/s; ${fmt(every.putMs / 1000, 1)} s = ${fmt(every.putsPerSecond)}/s`,
+        '',
+      ],
       ['memory per schedule with its pending occurrence (used_memory)', `${fmt(m.bytesPerSchedule, 1)} bytes`, ''],
       [
         '  the schedule alone: schedules hash + ids zset + next zset (MEMORY USAGE)',
         `${fmt(m.scheduleAlone, 1)} = ${fmt(m.keys['schedules hash']!, 1)} + ${fmt(m.keys['schedule-ids zset']!, 1)} + ${fmt(m.keys['schedule-next zset']!, 1)} bytes (record ${fmt(m.recordBytes, 1)} bytes)`,
         '',
       ],
-      ['  its occurrence: jobs hash + delayed zset (MEMORY USAGE)', `${fmt(m.occurrence, 1)} = ${fmt(m.keys['jobs hash']!, 1)} + ${fmt(m.keys['delayed zset']!, 1)} bytes`, ''],
+      [
+        '  its occurrence: jobs hash + delayed zset (MEMORY USAGE)',
+        `${fmt(m.occurrence, 1)} = ${fmt(m.keys['jobs hash']!, 1)} + ${fmt(m.keys['delayed zset']!, 1)} bytes`,
+        '',
+      ],
     ];
     for (const [label, r] of [
       [`run 1, SLOWLOG from ${SLOWLOG_LIGHT_US} µs`, light],
       ['run 2, SLOWLOG at 0 (every command)', every],
     ] as const) {
-      rows.push([`sweep, all ${fmt(N.schedules)} due at once, ${label}: wall / calls`, `${fmt(r.wallMs, 1)} ms / ${r.calls} calls (load ${r.load.join(' / ')})`, '']);
-      rows.push(['  CPU over those calls: client (Node) / redis-server', `${fmt(r.clientCpuMs)} / ${fmt(r.redisCpuMs)} ms`, '']);
+      rows.push([
+        `sweep, all ${fmt(N.schedules)} due at once, ${label}: wall / calls`,
+        `${fmt(r.wallMs, 1)} ms / ${r.calls} calls (load ${r.load.join(' / ')})`,
+        '',
+      ]);
+      rows.push([
+        '  CPU over those calls: client (Node) / redis-server',
+        `${fmt(r.clientCpuMs)} / ${fmt(r.redisCpuMs)} ms`,
+        '',
+      ]);
       rows.push(['  Redis script time per sweep call (commandstats): median / max / total', perCall(r), '']);
       rows.push(['  slowest single command', slowest(r), '']);
     }
-    rows.push(['  run 2: commands sent per sweep call: median / max', `${quantile(sortNum(every.commandsPerCall), 0.5)} / ${Math.max(...every.commandsPerCall)}`, '']);
+    rows.push([
+      '  run 2: commands sent per sweep call: median / max',
+      `${quantile(sortNum(every.commandsPerCall), 0.5)} / ${Math.max(...every.commandsPerCall)}`,
+      '',
+    ]);
     rows.push(
       ...Object.entries(every.byScript)
         .sort((a, b) => b[1].maxMs - a[1].maxMs)
-        .map(([name, s]): [string, string, string] => [`  run 2: ${name}: calls, median / slowest`, `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`, '']),
+        .map(([name, s]): [string, string, string] => [
+          `  run 2: ${name}: calls, median / slowest`,
+          `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`,
+          '',
+        ]),
     );
     rows.push([
       'client: one advance planned (catchUpPlan), every: 60 / cron in Berlin, CPU',
@@ -871,7 +1032,9 @@ async function main(): Promise<void> {
     ]);
     rows.push([
       'every schedule advanced exactly once (both runs)',
-      light.check.ok && every.check.ok ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled` : `NO: ${[...light.check.problems, ...every.check.problems].join(' | ')}`,
+      light.check.ok && every.check.ok
+        ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled`
+        : `NO: ${[...light.check.problems, ...every.check.problems].join(' | ')}`,
       `all: ${verdict(light.check.ok && every.check.ok)}`,
     ]);
     printTable(rows);
@@ -882,7 +1045,11 @@ async function main(): Promise<void> {
     const p = precision;
     const rows: [string, string, string][] = [
       [`${p.schedules} schedules every 1 s for ${p.seconds} s: occurrences expected`, fmt(p.expected), ''],
-      ['  started / missed / doubled', `${fmt(p.started)} / ${fmt(p.missed)} / ${fmt(p.doubled)}`, `missed 0, doubled 0: ${verdict(p.missed === 0 && p.doubled === 0)}`],
+      [
+        '  started / missed / doubled',
+        `${fmt(p.started)} / ${fmt(p.missed)} / ${fmt(p.doubled)}`,
+        `missed 0, doubled 0: ${verdict(p.missed === 0 && p.doubled === 0)}`,
+      ],
       [
         '  lateness (job started − nominal): p50 / p90 / p99 / max',
         `${p.latenessMs.p50} / ${p.latenessMs.p90} / ${p.latenessMs.p99} / ${p.latenessMs.max} ms (min ${p.latenessMs.min})`,
@@ -895,19 +1062,47 @@ async function main(): Promise<void> {
           .join(', ') || 'none',
         '',
       ],
-      [`  steady (due ≥ 1 s before the first DELETE): expected / missed`, `${fmt(p.steady.expected)} / ${fmt(p.steady.missed)}`, ''],
+      [
+        `  steady (due ≥ 1 s before the first DELETE): expected / missed`,
+        `${fmt(p.steady.expected)} / ${fmt(p.steady.missed)}`,
+        '',
+      ],
       [
         '  steady: lateness p50 / p90 / p99 / max',
         `${p.steady.latenessMs.p50} / ${p.steady.latenessMs.p90} / ${p.steady.latenessMs.p99} / ${p.steady.latenessMs.max} ms`,
         `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.steady.latenessMs.p99 <= TARGETS.p99Ms)}`,
       ],
-      ["  missed: its schedule's first occurrence; its schedule's next one started (median lateness)", `${fmt(p.missedFirst)}; ${fmt(p.missedNextStarted.count)} (${p.missedNextStarted.p50Ms} ms)`, ''],
-      ['  stack threads per s while firing, offline / redis-server / rest: on CPU', `${p.stackCpu.offline.run} / ${p.stackCpu.redis.run} / ${p.stackCpu.other.run} s`, ''],
-      ['  the same, waiting for a CPU (run queue)', `${p.stackCpu.offline.wait} / ${p.stackCpu.redis.wait} / ${p.stackCpu.other.wait} s`, ''],
-      ['  fan-out claim lateness (EMF): p50 / p99 / max', `${p.claimLatenessMs.p50} / ${p.claimLatenessMs.p99} / ${p.claimLatenessMs.max} ms (${fmt(p.claimLatenessMs.claims)} claimed)`, ''],
-      ["  each second's 1st / 10th / 50th / last start, median", `${p.byRankP50Ms.first} / ${p.byRankP50Ms.tenth} / ${p.byRankP50Ms.fiftieth} / ${p.byRankP50Ms.last} ms`, ''],
+      [
+        "  missed: its schedule's first occurrence; its schedule's next one started (median lateness)",
+        `${fmt(p.missedFirst)}; ${fmt(p.missedNextStarted.count)} (${p.missedNextStarted.p50Ms} ms)`,
+        '',
+      ],
+      [
+        '  stack threads per s while firing, offline / redis-server / rest: on CPU',
+        `${p.stackCpu.offline.run} / ${p.stackCpu.redis.run} / ${p.stackCpu.other.run} s`,
+        '',
+      ],
+      [
+        '  the same, waiting for a CPU (run queue)',
+        `${p.stackCpu.offline.wait} / ${p.stackCpu.redis.wait} / ${p.stackCpu.other.wait} s`,
+        '',
+      ],
+      [
+        '  fan-out claim lateness (EMF): p50 / p99 / max',
+        `${p.claimLatenessMs.p50} / ${p.claimLatenessMs.p99} / ${p.claimLatenessMs.max} ms (${fmt(p.claimLatenessMs.claims)} claimed)`,
+        '',
+      ],
+      [
+        "  each second's 1st / 10th / 50th / last start, median",
+        `${p.byRankP50Ms.first} / ${p.byRankP50Ms.tenth} / ${p.byRankP50Ms.fiftieth} / ${p.byRankP50Ms.last} ms`,
+        '',
+      ],
       ['  handler invocations per second; cold starts', `${p.handlerInvocationsPerSecond}; ${p.coldStarts}`, ''],
-      ['  margin (nominal after deletes − 1 s): started of', `${p.marginStarted} of ${p.marginNominal}; unexpected starts ${p.unexpectedStarts}; retried ${p.retried}`, ''],
+      [
+        '  margin (nominal after deletes − 1 s): started of',
+        `${p.marginStarted} of ${p.marginNominal}; unexpected starts ${p.unexpectedStarts}; retried ${p.retried}`,
+        '',
+      ],
       [
         '  WARN / ERROR lines of the stack',
         Object.entries(p.warnings)

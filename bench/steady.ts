@@ -63,10 +63,16 @@ async function redisCounters(redis: Redis) {
   }
   const net = await redis.info('stats');
   // requests: socket reads with something to read (a pipelined batch read at once counts once)
-  return { cpuS: Number(info(cpu, 'used_cpu_user')) + Number(info(cpu, 'used_cpu_sys')), commands, scriptCalls, reads: Number(info(net, 'total_reads_processed')) };
+  return {
+    cpuS: Number(info(cpu, 'used_cpu_user')) + Number(info(cpu, 'used_cpu_sys')),
+    commands,
+    scriptCalls,
+    reads: Number(info(net, 'total_reads_processed')),
+  };
 }
 
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
 async function main(): Promise<void> {
   let server: RedisProcess | undefined;
@@ -77,7 +83,10 @@ async function main(): Promise<void> {
     const nice = reniceRedis(server.pid);
     admin = new Redis(server.url);
     const base = createRuntime({
-      DQ_CONFIG: JSON.stringify({ partitions: N.partitions, topics: { [TOPIC]: { handler: 'steadyHandler', concurrency: 1000 } } }),
+      DQ_CONFIG: JSON.stringify({
+        partitions: N.partitions,
+        topics: { [TOPIC]: { handler: 'steadyHandler', concurrency: 1000 } },
+      }),
       REDIS_URL: server.url,
       API_TOKEN: 't',
       WEBHOOK_SECRET: 's',
@@ -106,7 +115,13 @@ async function main(): Promise<void> {
       },
     };
     // an engine of its own (not base.engine): it wakes the sweeper through this process's invoker
-    const engine = new Engine(redis, base.config.queue, { wake: { horizonMs: base.config.timings.sweeperHorizonMs, startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }), onError: () => undefined } });
+    const engine = new Engine(redis, base.config.queue, {
+      wake: {
+        horizonMs: base.config.timings.sweeperHorizonMs,
+        startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }),
+        onError: () => undefined,
+      },
+    });
     rt = { ...base, engine, invoker };
     // each handler invocation with an engine of its own, as each Lambda instance has: what one
     // engine gathers into one call (acks made together) stays within one invocation
@@ -208,8 +223,16 @@ async function main(): Promise<void> {
     printTable([
       ['jobs (one a request)', `${fmt(jobs)} at ${fmt(N.rate)}/s, due ${fmt(N.delayMs)} ms after their add`, ''],
       ['Redis CPU per job (add and deliver)', `${fmt(cpuUsPerJob, 1)} µs`, '≤ 60 µs'],
-      ['commands / script calls / socket reads per job', `${fmt(result.commandsPerJob, 2)} / ${fmt(result.scriptCallsPerJob, 3)} / ${fmt(result.readsPerJob, 3)}`, ''],
-      ['lateness p50 / p99 / max', `${fmt(result.latenessMs.p50, 1)} / ${fmt(result.latenessMs.p99, 1)} / ${fmt(result.latenessMs.max, 1)} ms`, 'p99 ≤ 5 ms'],
+      [
+        'commands / script calls / socket reads per job',
+        `${fmt(result.commandsPerJob, 2)} / ${fmt(result.scriptCallsPerJob, 3)} / ${fmt(result.readsPerJob, 3)}`,
+        '',
+      ],
+      [
+        'lateness p50 / p99 / max',
+        `${fmt(result.latenessMs.p50, 1)} / ${fmt(result.latenessMs.p99, 1)} / ${fmt(result.latenessMs.max, 1)} ms`,
+        'p99 ≤ 5 ms',
+      ],
       ['never started / started twice', `${missing} / ${twice}`, '0 / 0'],
       ['load average (1 min) at start / end', `${result.loadAvg[0]} / ${result.loadAvg[1]}`, ''],
     ]);
@@ -217,7 +240,12 @@ async function main(): Promise<void> {
     if (PROFILE) {
       const rows = Object.entries(profile).sort((a, b) => b[1].usPerJob - a[1].usPerJob);
       printTable(
-        rows.map(([name, row]) => [name, fmt(row.callsPerJob, 3), fmt(row.usPerJob, 2), fmt(row.usPerJob / row.callsPerJob, 1)]),
+        rows.map(([name, row]) => [
+          name,
+          fmt(row.callsPerJob, 3),
+          fmt(row.usPerJob, 2),
+          fmt(row.usPerJob / row.callsPerJob, 1),
+        ]),
         ['call (SLOWLOG, every command)', 'calls per job', 'Redis µs per job', 'µs per call'],
       );
     }

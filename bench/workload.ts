@@ -9,7 +9,13 @@ export type CyclePhase = 'add' | 'sweep' | 'claim, start, ack';
  * is refused), sweeps until nothing more is due, then claims `per` at a time, starts and acks what
  * each claim got, until all are acked; `phase(name)` after each of the three.
  */
-export async function addSweepClaimAck(engine: Engine, topic: string, jobs: readonly NewJob[], per: number, phase: (name: CyclePhase) => void = () => {}): Promise<void> {
+export async function addSweepClaimAck(
+  engine: Engine,
+  topic: string,
+  jobs: readonly NewJob[],
+  per: number,
+  phase: (name: CyclePhase) => void = () => {},
+): Promise<void> {
   const inFlight = per === 1 ? 32 : 1;
   let next = 0;
   await Promise.all(

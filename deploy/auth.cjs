@@ -8,7 +8,8 @@ const AUTH_MODES = ['token', 'iam'];
 async function authMode(resolveVariable) {
   const value = await resolveVariable("self:custom.queue.auth, 'token'");
   const mode = value === null || value === undefined || value === '' ? 'token' : String(value);
-  if (!AUTH_MODES.includes(mode)) throw new Error(`custom.queue.auth must be ${AUTH_MODES.join(' or ')}, got ${JSON.stringify(value)}`);
+  if (!AUTH_MODES.includes(mode))
+    throw new Error(`custom.queue.auth must be ${AUTH_MODES.join(' or ')}, got ${JSON.stringify(value)}`);
   return mode;
 }
 
@@ -50,7 +51,9 @@ const ADMIN = [['*', '/*']];
 const SCOPES = { Read: READ, Write: WRITE, Admin: ADMIN };
 
 /** The ARN of routes `method` `path` of the stack's HTTP API, on any stage. */
-const routeArn = ([method, path]) => ({ 'Fn::Sub': `arn:\${AWS::Partition}:execute-api:\${AWS::Region}:\${AWS::AccountId}:\${HttpApi}/*/${method}${path}` });
+const routeArn = ([method, path]) => ({
+  'Fn::Sub': `arn:\${AWS::Partition}:execute-api:\${AWS::Region}:\${AWS::AccountId}:\${HttpApi}/*/${method}${path}`,
+});
 
 /** With auth iam: the three client policies and their ARNs as outputs (`{ Resources, Outputs }`, empty with token). */
 async function authResources(resolveVariable, prefix) {
@@ -63,10 +66,16 @@ async function authResources(resolveVariable, prefix) {
       Properties: {
         ManagedPolicyName: `${prefix}-api-${scope.toLowerCase()}`,
         Description: `Calls the delay queue's HTTP API ${prefix} with scope ${scope.toLowerCase()} (custom.queue.auth iam; DEPLOY.md)`,
-        PolicyDocument: { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: routes.map(routeArn) }] },
+        PolicyDocument: {
+          Version: '2012-10-17',
+          Statement: [{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: routes.map(routeArn) }],
+        },
       },
     };
-    Outputs[`Api${scope}PolicyArn`] = { Description: `Attach to a role or user that calls the API with scope ${scope.toLowerCase()}`, Value: { Ref: `DqApi${scope}Policy` } };
+    Outputs[`Api${scope}PolicyArn`] = {
+      Description: `Attach to a role or user that calls the API with scope ${scope.toLowerCase()}`,
+      Value: { Ref: `DqApi${scope}Policy` },
+    };
   }
   return { Resources, Outputs };
 }

@@ -13,7 +13,8 @@ const DEFAULTS = {
   // with 1, from a failover until the lost node is replaced (minutes); 2 keep accepting.
   replicas: '1',
   partitions: '', // hash-tag partitions of the keys; default 1, or 4 per shard in cluster mode
-  formerPartitions: '', // while the partition count changes: the count before (DEPLOY.md, "Changing the partition count")
+  // while the partition count changes: the count before (DEPLOY.md, "Changing the partition count")
+  formerPartitions: '',
   nodeType: '', // the engine's smallest node type (ENGINES) unless given
   engineVersion: '', // the engine's Valkey version (ENGINES) unless given
   snapshotDays: '7', // daily snapshots kept
@@ -56,9 +57,15 @@ async function param(resolveVariable, name) {
 
 /** Every parameter as a string, given or default (nodeType and engineVersion: the engine's); nothing checked. */
 async function params(resolveVariable) {
-  const p = Object.fromEntries(await Promise.all(Object.keys(DEFAULTS).map(async (n) => [n, await param(resolveVariable, n)])));
+  const p = Object.fromEntries(
+    await Promise.all(Object.keys(DEFAULTS).map(async (n) => [n, await param(resolveVariable, n)])),
+  );
   const engine = ENGINES[p.engine] ?? {};
-  return { ...p, nodeType: p.nodeType || (engine.nodeType ?? ''), engineVersion: p.engineVersion || (engine.engineVersion ?? '') };
+  return {
+    ...p,
+    nodeType: p.nodeType || (engine.nodeType ?? ''),
+    engineVersion: p.engineVersion || (engine.engineVersion ?? ''),
+  };
 }
 
 const isTrue = (value) => value === 'true';
@@ -78,18 +85,26 @@ function booleanParam(p, name) {
   return p[name];
 }
 
-/** Returns `p` after refusing an unknown engine, another engine's node type, or an unusable cluster or network choice. */
+/**
+ * Returns `p` after refusing an unknown engine, another engine's node type, or an unusable cluster or network choice.
+ */
 function check(p) {
-  if (!Object.hasOwn(ENGINES, p.engine)) throw new Error(`param engine must be ${Object.keys(ENGINES).join(' or ')}, got ${p.engine}`);
+  if (!Object.hasOwn(ENGINES, p.engine))
+    throw new Error(`param engine must be ${Object.keys(ENGINES).join(' or ')}, got ${p.engine}`);
   const { nodeTypePrefix } = ENGINES[p.engine];
-  if (!p.nodeType.startsWith(nodeTypePrefix)) throw new Error(`param nodeType ${p.nodeType} is not a node type of engine ${p.engine} (${nodeTypePrefix}*)`);
+  if (!p.nodeType.startsWith(nodeTypePrefix))
+    throw new Error(`param nodeType ${p.nodeType} is not a node type of engine ${p.engine} (${nodeTypePrefix}*)`);
   booleanParam(p, 'cluster');
-  if (p.vpcId && list(p.subnetIds).length < 2) throw new Error('param vpcId needs subnetIds: two or more private subnets in different AZs, comma-separated');
-  if (!p.vpcId && (p.subnetIds || p.lambdaSecurityGroupId)) throw new Error('params subnetIds and lambdaSecurityGroupId need vpcId');
+  if (p.vpcId && list(p.subnetIds).length < 2)
+    throw new Error('param vpcId needs subnetIds: two or more private subnets in different AZs, comma-separated');
+  if (!p.vpcId && (p.subnetIds || p.lambdaSecurityGroupId))
+    throw new Error('params subnetIds and lambdaSecurityGroupId need vpcId');
   const replicas = Number(p.replicas);
-  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new Error(`param replicas must be an integer from 1 to 5, got ${p.replicas}`);
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5)
+    throw new Error(`param replicas must be an integer from 1 to 5, got ${p.replicas}`);
   const shards = Number(p.shards);
-  if (!Number.isInteger(shards) || shards < 1 || shards > 500) throw new Error(`param shards must be an integer from 1 to 500, got ${p.shards}`);
+  if (!Number.isInteger(shards) || shards < 1 || shards > 500)
+    throw new Error(`param shards must be an integer from 1 to 500, got ${p.shards}`);
   return p;
 }
 
@@ -100,11 +115,25 @@ function check(p) {
  */
 function memoryDbName(service, stage) {
   const name = `${service}-${stage}`.toLowerCase();
-  if (!/^[a-z][a-z0-9-]*$/.test(name) || /--|-$/.test(name)) throw new Error(`param engine memorydb names its resources ${name}: use a stage of letters, digits and single hyphens`);
+  if (!/^[a-z][a-z0-9-]*$/.test(name) || /--|-$/.test(name))
+    throw new Error(
+      `param engine memorydb names its resources ${name}: use a stage of letters, digits and single hyphens`,
+    );
   return name;
 }
 
 /** Every parameter, checked (see check). */
 const checkedParams = async (resolveVariable) => check(await params(resolveVariable));
 
-module.exports = { DEFAULTS, ENGINES, params, checkedParams, booleanParam, isTrue, isMemoryDb, isCluster, list, memoryDbName };
+module.exports = {
+  DEFAULTS,
+  ENGINES,
+  params,
+  checkedParams,
+  booleanParam,
+  isTrue,
+  isMemoryDb,
+  isCluster,
+  list,
+  memoryDbName,
+};

@@ -34,7 +34,8 @@ const MEMORYDB_ACCESS = [
   '+hget',
   '+multi',
   '+exec', // bodies kept apart, read beside their script (engine/read.ts, attempts.ts, dead.ts)
-  '+hgetall', // GET /topics: lateness per minute (engine/lateness.ts); LRANGE of the ready heads is in the Lua list below
+  // GET /topics: lateness per minute (engine/lateness.ts); LRANGE of the ready heads is in the Lua list below
+  '+hgetall',
   '+wait', // durability replica only (lib/engine/durable.ts; DQ_DURABILITY may ask for it)
   '+info', // ioredis' ready check on every connection; durability replica's replica count
   '+cluster|slots',
@@ -109,7 +110,14 @@ async function resources({ resolveVariable }) {
     R.DqSecretsManagerEndpoint.Properties.ServiceName = { 'Fn::Sub': 'com.amazonaws.${AWS::Region}.secretsmanager' };
     R.DqSecretsManagerEndpoint.Properties.PolicyDocument = {
       Version: '2012-10-17',
-      Statement: [{ Effect: 'Allow', Principal: '*', Action: 'secretsmanager:GetSecretValue', Resource: { 'Fn::Sub': 'arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:*' } }],
+      Statement: [
+        {
+          Effect: 'Allow',
+          Principal: '*',
+          Action: 'secretsmanager:GetSecretValue',
+          Resource: { 'Fn::Sub': 'arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:*' },
+        },
+      ],
     };
   }
 
@@ -118,7 +126,10 @@ async function resources({ resolveVariable }) {
     // always a cluster: the `cluster` parameter does not apply
     Object.assign(R.DqMemoryDb.Properties, { NumShards: Number(p.shards), NumReplicasPerShard: Number(p.replicas) });
     R.DqMemoryDbUser.Properties.AccessString = MEMORYDB_ACCESS;
-    R.DqRedisSecurityGroup.Properties.GroupDescription = R.DqRedisSecurityGroup.Properties.GroupDescription.replace('ElastiCache', 'MemoryDB');
+    R.DqRedisSecurityGroup.Properties.GroupDescription = R.DqRedisSecurityGroup.Properties.GroupDescription.replace(
+      'ElastiCache',
+      'MemoryDB',
+    );
   } else if (isTrue(p.cluster)) {
     const group = R.DqRedis.Properties;
     delete group.NumCacheClusters;
@@ -137,7 +148,9 @@ async function resources({ resolveVariable }) {
         .filter(Boolean),
     ),
   ].sort();
-  R.DqFanoutRole.Properties.Policies[0].PolicyDocument.Statement[0].Resource = handlers.map((h) => functionArn(service, stage, h));
+  R.DqFanoutRole.Properties.Policies[0].PolicyDocument.Statement[0].Resource = handlers.map((h) =>
+    functionArn(service, stage, h),
+  );
 
   const names = isMemoryDb(p) ? { memoryDbName: memoryDbName(service, stage) } : {};
   merge(out, await authResources(resolveVariable, `${service}-${stage}`)); // custom.queue.auth iam: the client policies

@@ -2,7 +2,16 @@
 // values derived from the --param options of the AWS stages. The parameters, their defaults and
 // checks are in deploy/params.cjs; the resources in deploy/resources.cjs; the alarms in
 // deploy/alarms.cjs.
-const { booleanParam, checkedParams, isCluster, isMemoryDb, isTrue, list, memoryDbName, params } = require('./params.cjs');
+const {
+  booleanParam,
+  checkedParams,
+  isCluster,
+  isMemoryDb,
+  isTrue,
+  list,
+  memoryDbName,
+  params,
+} = require('./params.cjs');
 const { resources } = require('./resources.cjs');
 
 const target = async (resolveVariable) => String(await resolveVariable('param:target'));
@@ -52,13 +61,16 @@ module.exports.formerPartitions = async ({ resolveVariable }) => {
 module.exports.wakeInvokes = async ({ resolveVariable }) => booleanParam(await params(resolveVariable), 'wakeInvokes');
 
 /** Roles of the API functions that add jobs and of the topic handlers: with invoke rights or without. */
-module.exports.apiWriterRole = async ({ resolveVariable }) => (isTrue((await params(resolveVariable)).wakeInvokes) ? 'DqApiWriterRole' : 'DqFunctionRole');
-module.exports.handlerRole = async ({ resolveVariable }) => (isTrue((await params(resolveVariable)).wakeInvokes) ? 'DqHandlerRole' : 'DqFunctionRole');
+module.exports.apiWriterRole = async ({ resolveVariable }) =>
+  isTrue((await params(resolveVariable)).wakeInvokes) ? 'DqApiWriterRole' : 'DqFunctionRole';
+module.exports.handlerRole = async ({ resolveVariable }) =>
+  isTrue((await params(resolveVariable)).wakeInvokes) ? 'DqHandlerRole' : 'DqFunctionRole';
 
 /** REDIS_CLUSTER of the AWS stages: 'true' in ElastiCache cluster mode and on MemoryDB. */
 module.exports.redisCluster = async ({ resolveVariable }) => String(isCluster(await params(resolveVariable)));
 
-const stageMemoryDbName = async (resolveVariable) => memoryDbName(await resolveVariable('self:service'), await resolveVariable('sls:stage'));
+const stageMemoryDbName = async (resolveVariable) =>
+  memoryDbName(await resolveVariable('self:service'), await resolveVariable('sls:stage'));
 /** Name of the MemoryDB cluster, its subnet group, parameter group and ACL (params.cjs memoryDbName). */
 module.exports.memoryDbName = async ({ resolveVariable }) => stageMemoryDbName(resolveVariable);
 /** The ACL user the functions authenticate as on MemoryDB. */
@@ -87,7 +99,8 @@ module.exports.redisUrl = async ({ resolveVariable }) => {
  * in its Multi-AZ transaction log, which a failover keeps; its replicas are fed from that log, and
  * what WAIT answers there is not documented (DEPLOY.md, Choosing the Redis engine).
  */
-module.exports.durability = async ({ resolveVariable }) => (isMemoryDb(await params(resolveVariable)) ? 'none' : 'replica');
+module.exports.durability = async ({ resolveVariable }) =>
+  isMemoryDb(await params(resolveVariable)) ? 'none' : 'replica';
 
 for (const name of ['vpcCidr', 'nodeType', 'engineVersion']) {
   module.exports[name] = async ({ resolveVariable }) => (await params(resolveVariable))[name];

@@ -4,11 +4,23 @@ import { runtime } from '../lib/platform/runtime';
 import { runSweeper, type SweeperReport } from '../lib/workers/sweeper';
 
 /** The sweeper: run by the per-minute tick, by itself, and by adds that need it sooner. */
-export async function handler(event: { source?: string } | undefined, context: Context): Promise<SweeperReport | { outcome: 'error' }> {
+export async function handler(
+  event: { source?: string } | undefined,
+  context: Context,
+): Promise<SweeperReport | { outcome: 'error' }> {
   const rt = runtime();
-  const log = rt.log.child({ function_request_id: context.awsRequestId, cold_start: takeColdStart(), source: event?.source ?? 'unknown' });
+  const log = rt.log.child({
+    function_request_id: context.awsRequestId,
+    cold_start: takeColdStart(),
+    source: event?.source ?? 'unknown',
+  });
   try {
-    const report = await runSweeper({ ...rt, log, timings: rt.config.timings, remainingMs: () => context.getRemainingTimeInMillis() });
+    const report = await runSweeper({
+      ...rt,
+      log,
+      timings: rt.config.timings,
+      remainingMs: () => context.getRemainingTimeInMillis(),
+    });
     log.info('sweeper finished', { ...report });
     return report;
   } catch (error) {

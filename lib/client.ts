@@ -44,12 +44,22 @@ export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'BAD_RESPONSE';
 export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
 
 /** A job's retry policy as the API reports it: fixed, exponential (with jitter), or a ladder; seconds. */
-export type Backoff = { type: 'fixed'; delay: number } | { type: 'exponential'; delay: number; max: number; jitter: number } | { type: 'ladder'; delays: number[] };
+export type Backoff =
+  | { type: 'fixed'; delay: number }
+  | { type: 'exponential'; delay: number; max: number; jitter: number }
+  | { type: 'ladder'; delays: number[] };
 
 /** A retry policy to set: a Backoff (exponential's `max` and `jitter` optional), or a ladder as text. */
-export type BackoffInput = { type: 'fixed'; delay: number } | { type: 'exponential'; delay: number; max?: number; jitter?: number } | { type: 'ladder'; delays: number[] } | string;
+export type BackoffInput =
+  | { type: 'fixed'; delay: number }
+  | { type: 'exponential'; delay: number; max?: number; jitter?: number }
+  | { type: 'ladder'; delays: number[] }
+  | string;
 
-/** A duration as the API takes it for delay, ttr, every and jitter: a number and a unit, `'10m'`, `'90s'`, `'1.5h'`, `'250ms'`. */
+/**
+ * A duration as the API takes it for delay, ttr, every and jitter: a number and a unit, `'10m'`, `'90s'`, `'1.5h'`,
+ * `'250ms'`.
+ */
 export type Duration = `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
 
 /** A job to add. Give exactly one of `delay` (seconds from now, or a Duration) and `runAt` (epoch ms or ISO-8601). */
@@ -69,9 +79,15 @@ export interface NewJob<Body = unknown> {
   url?: string;
   /** A group to list or cancel the job with (`[A-Za-z0-9._:-]{1,128}`). */
   group?: string;
-  /** Seconds (or a Duration) over which the first run is spread, at a point fixed per topic and id (default: the topic's jitter). */
+  /**
+   * Seconds (or a Duration) over which the first run is spread, at a point fixed per topic and id (default: the topic's
+   * jitter).
+   */
   jitter?: number | Duration;
-  /** Flow topics only: the flow key (a tenant, a partner; `[A-Za-z0-9._:-]{1,128}`) the job is claimed under, round the keys, each within its limits. */
+  /**
+   * Flow topics only: the flow key (a tenant, a partner; `[A-Za-z0-9._:-]{1,128}`) the job is claimed under, round the
+   * keys, each within its limits.
+   */
   key?: string;
 }
 
@@ -96,13 +112,22 @@ export interface Job<Body = unknown> {
   lastError: string | null;
   /** The running attempt's time-to-run deadline. */
   deadline: string | null;
-  /** Grows with every change written to the job (0 for a job written before versions existed); its ETag is `"<version>"`: pass it as `ifMatch`. */
+  /**
+   * Grows with every change written to the job (0 for a job written before versions existed); its ETag is
+   * `"<version>"`: pass it as `ifMatch`.
+   */
   version: number;
   /** The job's group, or null. */
   group: string | null;
-  /** The job's flow key on a flow topic (`''` when added without one: those jobs share the key `''`); null on any other topic. */
+  /**
+   * The job's flow key on a flow topic (`''` when added without one: those jobs share the key `''`); null on any other
+   * topic.
+   */
   key: string | null;
-  /** The name of the API key that last changed it (added, replaced, cancelled, redrove it); null when only the queue has (a schedule's occurrence). */
+  /**
+   * The name of the API key that last changed it (added, replaced, cancelled, redrove it); null when only the queue has
+   * (a schedule's occurrence).
+   */
   updatedBy: string | null;
   body: Body;
 }
@@ -123,12 +148,21 @@ export interface TopicStats {
   dead: number;
   nextDueAt: string | null;
   /** Over the last 5 minutes; percentiles at most 19 % above the true value, max exact; null with no start. */
-  lateness: { windowSeconds: number; started: number; p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
+  lateness: {
+    windowSeconds: number;
+    started: number;
+    p50Ms: number | null;
+    p99Ms: number | null;
+    maxMs: number | null;
+  };
   /** How long the oldest ready job has been due (ms); null when none is ready. */
   oldestReadyAgeMs: number | null;
   /** Per minute of the last hour, oldest first. */
   lastHour: { minute: string; started: number; p99Ms: number | null }[];
-  /** Only while the partition count changes: jobs (any state) and schedules the topic still holds in the former partitions. */
+  /**
+   * Only while the partition count changes: jobs (any state) and schedules the topic still holds in the former
+   * partitions.
+   */
   former?: { jobs: number; schedules: number };
 }
 
@@ -151,7 +185,8 @@ export type ListedState = 'delayed' | 'ready' | 'running' | 'dead';
 export type TimeBound = Date | number | string;
 
 /** One job's result in `addMany`, in the order given. */
-export type BatchResult<Body = unknown> = { ok: true; status: 201; job: Job<Body> } | { ok: false; status: number; error: DelayQueueError };
+export type BatchResult<Body = unknown> =
+  { ok: true; status: 201; job: Job<Body> } | { ok: false; status: number; error: DelayQueueError };
 
 /**
  * A recurring schedule to put: `cron` (5 fields, or 6 with seconds first) in `timezone` (IANA,
@@ -170,9 +205,15 @@ export interface ScheduleInput<Body = unknown> {
   ttr?: number | Duration;
   url?: string;
   group?: string;
-  /** Seconds (or a Duration): each occurrence starts at a point of [run time, run time + jitter), fixed per occurrence (default: the topic's jitter). */
+  /**
+   * Seconds (or a Duration): each occurrence starts at a point of [run time, run time + jitter), fixed per occurrence
+   * (default: the topic's jitter).
+   */
   jitter?: number | Duration;
-  /** Flow topics only: the flow key (`[A-Za-z0-9._:-]{1,128}`) every occurrence is claimed under, within that key's limits and pause. */
+  /**
+   * Flow topics only: the flow key (`[A-Za-z0-9._:-]{1,128}`) every occurrence is claimed under, within that key's
+   * limits and pause.
+   */
   key?: string;
 }
 
@@ -192,9 +233,15 @@ export interface Schedule<Body = unknown> {
   backoff: Backoff;
   url: string | null;
   group: string | null;
-  /** The flow key each occurrence is claimed under (a flow topic's schedule), or null when it has none: its occurrences then have the key `''`. */
+  /**
+   * The flow key each occurrence is claimed under (a flow topic's schedule), or null when it has none: its occurrences
+   * then have the key `''`.
+   */
   key: string | null;
-  /** Its own jitter (seconds), or null: the topic's applies. Each occurrence starts within [run time, run time + jitter). */
+  /**
+   * Its own jitter (seconds), or null: the topic's applies. Each occurrence starts within [run time, run time +
+   * jitter).
+   */
   jitter: number | null;
   /** Grows with every change of the schedule, its advances included. */
   version: number;
@@ -203,7 +250,10 @@ export interface Schedule<Body = unknown> {
   updatedAt: string;
   /** The name of the API key that last put it. */
   updatedBy: string | null;
-  /** The occurrence waiting to fall due (a job of the topic, id `<schedule id>:<YYYYMMDDTHHMMSSZ>`), or null (paused, or no run left). */
+  /**
+   * The occurrence waiting to fall due (a job of the topic, id `<schedule id>:<YYYYMMDDTHHMMSSZ>`), or null (paused, or
+   * no run left).
+   */
   pending: { id: string; runAt: string } | null;
   /** The latest occurrence handed over (run, or skipped as missed), or null. */
   lastRunAt: string | null;
@@ -231,7 +281,10 @@ export interface FlowRateInput {
   burst?: number;
 }
 
-/** A flow key's limits: attempts running at once (null: only the topic's combined concurrency) and its pace (null: none). */
+/**
+ * A flow key's limits: attempts running at once (null: only the topic's combined concurrency) and its pace (null:
+ * none).
+ */
 export interface FlowLimits {
   concurrency: number | null;
   rate: FlowRate | null;
@@ -252,7 +305,10 @@ export interface FlowKeyState {
   limits: FlowLimits;
   /** The limits pinned for this key (an add cannot change them); null when it follows the topic's. */
   pinned: Partial<FlowLimits> | null;
-  /** The API key that last pinned its limits, or paused or resumed it; null when nothing is pinned (or the change was made without a key). */
+  /**
+   * The API key that last pinned its limits, or paused or resumed it; null when nothing is pinned (or the change was
+   * made without a key).
+   */
   updatedBy: string | null;
   /** When that was (ISO 8601); null when nothing is pinned. */
   updatedAt: string | null;
@@ -265,7 +321,10 @@ export interface FlowKeyChange {
   paused?: boolean;
 }
 
-/** What a key may do: `admin` everything (keys included), `write` every change and every read, `read` every GET but the keys listing. */
+/**
+ * What a key may do: `admin` everything (keys included), `write` every change and every read, `read` every GET but the
+ * keys listing.
+ */
 export type KeyScope = 'admin' | 'write' | 'read';
 
 /** A key to create: a `write` or `read` key may be limited to some topics. */
@@ -381,18 +440,24 @@ interface Reply {
   retryAfterMs?: number;
 }
 
-const MAX_BATCH = 500; // BATCH_JOBS.max of lib/core/limits.ts, repeated (this file imports nothing); test/unit/limits.test.ts checks it
+// BATCH_JOBS.max of lib/core/limits.ts, repeated (this file imports nothing); test/unit/limits.test.ts checks it
+const MAX_BATCH = 500;
 const MAX_RETRY_WAIT_MS = 5_000;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const sameBody = (a: unknown, b: unknown) => JSON.stringify(a === undefined ? null : a) === JSON.stringify(b === undefined ? null : b);
+const sameBody = (a: unknown, b: unknown) =>
+  JSON.stringify(a === undefined ? null : a) === JSON.stringify(b === undefined ? null : b);
 const path = (...parts: string[]) => '/' + parts.map(encodeURIComponent).join('/');
 
 function apiError(reply: Reply, attempts: number): DelayQueueError {
   const body = isObject(reply.body) ? reply.body : {};
   const error = isObject(body.error) ? body.error : undefined;
   if (!error || typeof error.code !== 'string') {
-    return new DelayQueueError(`unexpected HTTP ${reply.status} answer`, { status: reply.status, code: 'BAD_RESPONSE', attempts });
+    return new DelayQueueError(`unexpected HTTP ${reply.status} answer`, {
+      status: reply.status,
+      code: 'BAD_RESPONSE',
+      attempts,
+    });
   }
   const job = isObject(body.job) ? body.job : undefined;
   return new DelayQueueError(typeof error.message === 'string' ? error.message : String(error.code), {
@@ -408,7 +473,8 @@ function apiError(reply: Reply, attempts: number): DelayQueueError {
 function ifMatchHeader(ifMatch: number | '*' | undefined): Record<string, string> {
   if (ifMatch === undefined) return {};
   if (ifMatch === '*') return { 'if-match': '*' };
-  if (!Number.isSafeInteger(ifMatch) || ifMatch < 0) throw new TypeError(`ifMatch must be a job's version (an integer ≥ 0) or '*', not ${String(ifMatch)}`);
+  if (!Number.isSafeInteger(ifMatch) || ifMatch < 0)
+    throw new TypeError(`ifMatch must be a job's version (an integer ≥ 0) or '*', not ${String(ifMatch)}`);
   return { 'if-match': `"${ifMatch}"` };
 }
 
@@ -439,8 +505,8 @@ function wait(ms: number, signal?: AbortSignal): Promise<void> {
 
 // AWS Signature Version 4 (https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html)
 // with WebCrypto. Signed headers: host, x-amz-content-sha256 (the body's SHA-256, also the payload
-// hash), x-amz-date and, with temporary credentials, x-amz-security-token, as the AWS SDK signs. Paths are encoded twice, as every
-// service but S3 expects; the query is sent in its canonical form, so what is signed is what is sent.
+// hash), x-amz-date and, with temporary credentials, x-amz-security-token, as the AWS SDK signs. Paths are encoded
+// twice, as every service but S3 expects; the query is sent in its canonical form, so what is signed is what is sent.
 
 const textBytes = (text: string) => new TextEncoder().encode(text);
 const hex = (bytes: ArrayBuffer) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
@@ -450,9 +516,13 @@ async function hmac(key: ArrayBuffer | Uint8Array, text: string): Promise<ArrayB
   return crypto.subtle.sign('HMAC', cryptoKey, textBytes(text));
 }
 /** RFC 3986 encoding: encodeURIComponent plus ! ' ( ) *. */
-const uriEscape = (text: string) => encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const uriEscape = (text: string) =>
+  encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
-/** The canonical path of URL path `path` (already percent-encoded once): dot segments resolved, each segment encoded again. */
+/**
+ * The canonical path of URL path `path` (already percent-encoded once): dot segments resolved, each segment encoded
+ * again.
+ */
 function canonicalPath(path: string): string {
   const segments: string[] = [];
   for (const segment of path.split('/')) {
@@ -479,7 +549,10 @@ function canonicalQuery(params: URLSearchParams): string {
  * a session token).
  * `date` is the signing time (now by default). Exported for tests and for callers signing their own requests.
  */
-export async function signRequest(request: { method: string; url: string; body?: string }, options: { region: string; service?: string; credentials: AwsCredentials; date?: Date }): Promise<{ url: string; headers: Record<string, string> }> {
+export async function signRequest(
+  request: { method: string; url: string; body?: string },
+  options: { region: string; service?: string; credentials: AwsCredentials; date?: Date },
+): Promise<{ url: string; headers: Record<string, string> }> {
   const url = new URL(request.url);
   const { accessKeyId, secretAccessKey, sessionToken } = options.credentials;
   const service = options.service ?? 'execute-api';
@@ -489,10 +562,23 @@ export async function signRequest(request: { method: string; url: string; body?:
     .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const payloadHash = await sha256Hex(request.body ?? '');
-  const signed: Record<string, string> = { host: url.host, 'x-amz-content-sha256': payloadHash, 'x-amz-date': amzDate, ...(sessionToken ? { 'x-amz-security-token': sessionToken } : {}) };
+  const signed: Record<string, string> = {
+    host: url.host,
+    'x-amz-content-sha256': payloadHash,
+    'x-amz-date': amzDate,
+    ...(sessionToken ? { 'x-amz-security-token': sessionToken } : {}),
+  };
   const names = Object.keys(signed).sort();
   const query = canonicalQuery(url.searchParams);
-  const canonical = [request.method.toUpperCase(), canonicalPath(url.pathname), query, ...names.map((n) => `${n}:${signed[n]!.trim().replace(/\s+/g, ' ')}`), '', names.join(';'), payloadHash].join('\n');
+  const canonical = [
+    request.method.toUpperCase(),
+    canonicalPath(url.pathname),
+    query,
+    ...names.map((n) => `${n}:${signed[n]!.trim().replace(/\s+/g, ' ')}`),
+    '',
+    names.join(';'),
+    payloadHash,
+  ].join('\n');
   const scope = `${day}/${options.region}/${service}/aws4_request`;
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, await sha256Hex(canonical)].join('\n');
   let key = await hmac(textBytes(`AWS4${secretAccessKey}`), day);
@@ -500,7 +586,13 @@ export async function signRequest(request: { method: string; url: string; body?:
   const signature = hex(await hmac(key, toSign));
   const { host: _host, ...headers } = signed;
   url.search = query;
-  return { url: url.toString(), headers: { ...headers, authorization: `AWS4-HMAC-SHA256 Credential=${accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}` } };
+  return {
+    url: url.toString(),
+    headers: {
+      ...headers,
+      authorization: `AWS4-HMAC-SHA256 Credential=${accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}`,
+    },
+  };
 }
 
 /** A client of one delay queue API. Safe to share: it keeps no state between calls. */
@@ -516,7 +608,8 @@ export class DelayQueueClient {
   constructor(options: DelayQueueClientOptions) {
     if (!options.baseUrl) throw new TypeError('baseUrl is required');
     if (!options.token === !options.sigv4) throw new TypeError('give token or sigv4 (one of them)');
-    if (options.sigv4 && (!options.sigv4.region || !options.sigv4.credentials)) throw new TypeError('sigv4 needs region and credentials');
+    if (options.sigv4 && (!options.sigv4.region || !options.sigv4.credentials))
+      throw new TypeError('sigv4 needs region and credentials');
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.token = options.token ?? '';
     this.sigv4 = options.sigv4;
@@ -527,13 +620,30 @@ export class DelayQueueClient {
   }
 
   /** The SigV4 signature of a request: the URL to send and the headers to add. */
-  private async sign(method: string, url: string, body: string | undefined): Promise<{ url: string; headers: Record<string, string> }> {
+  private async sign(
+    method: string,
+    url: string,
+    body: string | undefined,
+  ): Promise<{ url: string; headers: Record<string, string> }> {
     const { region, service, credentials } = this.sigv4!;
-    return signRequest({ method, url, ...(body !== undefined ? { body } : {}) }, { region, ...(service ? { service } : {}), credentials: typeof credentials === 'function' ? await credentials() : credentials });
+    return signRequest(
+      { method, url, ...(body !== undefined ? { body } : {}) },
+      {
+        region,
+        ...(service ? { service } : {}),
+        credentials: typeof credentials === 'function' ? await credentials() : credentials,
+      },
+    );
   }
 
   /** One HTTP request; throws DelayQueueError NETWORK_ERROR or TIMEOUT when no answer comes. */
-  private async request(method: string, target: string, body: unknown, signal: AbortSignal | undefined, extraHeaders: Record<string, string>): Promise<Reply> {
+  private async request(
+    method: string,
+    target: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    extraHeaders: Record<string, string>,
+  ): Promise<Reply> {
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let res: Response;
@@ -541,19 +651,34 @@ export class DelayQueueClient {
     const json = body !== undefined ? JSON.stringify(body) : undefined;
     let url = this.baseUrl + target;
     let auth: Record<string, string> = { authorization: `Bearer ${this.token}` };
-    if (this.sigv4) ({ url, headers: auth } = await this.sign(method, url, json)); // a credentials provider's failure is its own
+    // a credentials provider's failure is its own
+    if (this.sigv4) ({ url, headers: auth } = await this.sign(method, url, json));
     try {
       res = await this.fetchFn(url, {
         method,
-        headers: { ...extraHeaders, ...auth, accept: 'application/json', ...(json !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          ...extraHeaders,
+          ...auth,
+          accept: 'application/json',
+          ...(json !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         ...(json !== undefined ? { body: json } : {}),
         signal: combined,
       });
       text = await res.text();
     } catch (error) {
       if (signal?.aborted) throw abortError(signal);
-      if (timeout.aborted) throw new DelayQueueError(`no answer from ${method} ${target} within ${this.timeoutMs} ms`, { status: 0, code: 'TIMEOUT', cause: error });
-      throw new DelayQueueError(`${method} ${target} failed: ${(error as Error).message}`, { status: 0, code: 'NETWORK_ERROR', cause: error });
+      if (timeout.aborted)
+        throw new DelayQueueError(`no answer from ${method} ${target} within ${this.timeoutMs} ms`, {
+          status: 0,
+          code: 'TIMEOUT',
+          cause: error,
+        });
+      throw new DelayQueueError(`${method} ${target} failed: ${(error as Error).message}`, {
+        status: 0,
+        code: 'NETWORK_ERROR',
+        cause: error,
+      });
     }
     let parsed: unknown;
     try {
@@ -562,14 +687,26 @@ export class DelayQueueClient {
       parsed = undefined; // a gateway's HTML page, say: apiError() calls it BAD_RESPONSE
     }
     const retryAfter = Number(res.headers.get('retry-after'));
-    return { status: res.status, body: parsed, ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}) };
+    return {
+      status: res.status,
+      body: parsed,
+      ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
+    };
   }
 
   /**
    * Sends a request, retrying (when `retry`) on no answer and on 5xx. `accept(reply, tries)`
    * turns an answer into a result, or returns undefined to make it an error.
    */
-  private async call<T>(method: string, target: string, body: unknown, options: CallOptions | undefined, retry: boolean, accept: (reply: Reply, tries: number) => T | undefined, headers: Record<string, string> = {}): Promise<T> {
+  private async call<T>(
+    method: string,
+    target: string,
+    body: unknown,
+    options: CallOptions | undefined,
+    retry: boolean,
+    accept: (reply: Reply, tries: number) => T | undefined,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     const maxTries = retry ? this.retries + 1 : 1;
     for (let tries = 1; ; tries++) {
       let reply: Reply | undefined;
@@ -587,7 +724,14 @@ export class DelayQueueClient {
         if (!failure.retryable) throw failure;
       }
       if (tries >= maxTries) {
-        throw new DelayQueueError(failure!.message, { status: failure!.status, code: failure!.code, details: failure!.details, ...(failure!.job ? { job: failure!.job } : {}), attempts: tries, cause: failure! });
+        throw new DelayQueueError(failure!.message, {
+          status: failure!.status,
+          code: failure!.code,
+          details: failure!.details,
+          ...(failure!.job ? { job: failure!.job } : {}),
+          attempts: tries,
+          cause: failure!,
+        });
       }
       const backoff = Math.random() * Math.min(MAX_RETRY_WAIT_MS, this.retryDelayMs * 2 ** (tries - 1));
       await wait(Math.min(MAX_RETRY_WAIT_MS, Math.max(backoff, reply?.retryAfterMs ?? 0)), options?.signal);
@@ -609,7 +753,15 @@ export class DelayQueueClient {
       const body = reply.body as { job?: Job<Body>; error?: { code?: string } } | undefined;
       if (reply.status === 201 && body?.job) return body.job;
       // an earlier try got through and its answer was lost: the job is ours if it is the same
-      if (tries > 1 && reply.status === 409 && body?.error?.code === 'JOB_EXISTS' && body.job && body.job.topic === sent.topic && sameBody(body.job.body, sent.body)) return body.job;
+      if (
+        tries > 1 &&
+        reply.status === 409 &&
+        body?.error?.code === 'JOB_EXISTS' &&
+        body.job &&
+        body.job.topic === sent.topic &&
+        sameBody(body.job.body, sent.body)
+      )
+        return body.job;
       return undefined;
     });
   }
@@ -626,12 +778,20 @@ export class DelayQueueClient {
       const chunk = sent.slice(start, start + MAX_BATCH);
       const page = await this.call('POST', '/jobs/batch', { jobs: chunk }, options, true, (reply, tries) => {
         const body = reply.body as { results?: { status: number; job?: Job<Body>; error?: unknown }[] } | undefined;
-        if (reply.status !== 200 || !Array.isArray(body?.results) || body.results.length !== chunk.length) return undefined;
+        if (reply.status !== 200 || !Array.isArray(body?.results) || body.results.length !== chunk.length)
+          return undefined;
         return body.results.map((r, i): BatchResult<Body> => {
           const mine = chunk[i]!;
           if (r.status === 201 && r.job) return { ok: true, status: 201, job: r.job };
           const error = apiError({ status: r.status, body: r }, tries);
-          if (tries > 1 && error.code === 'JOB_EXISTS' && r.job && r.job.topic === mine.topic && sameBody(r.job.body, mine.body)) return { ok: true, status: 201, job: r.job };
+          if (
+            tries > 1 &&
+            error.code === 'JOB_EXISTS' &&
+            r.job &&
+            r.job.topic === mine.topic &&
+            sameBody(r.job.body, mine.body)
+          )
+            return { ok: true, status: 201, job: r.job };
           return { ok: false, status: r.status, error };
         });
       });
@@ -646,7 +806,11 @@ export class DelayQueueClient {
   }
 
   /** GET of one resource, answered as `{ [field]: … }`; null on 404 NOT_FOUND. Retried as every read. */
-  private readOrNull<T>(target: string, field: 'job' | 'schedule', options: CallOptions | undefined): Promise<T | null> {
+  private readOrNull<T>(
+    target: string,
+    field: 'job' | 'schedule',
+    options: CallOptions | undefined,
+  ): Promise<T | null> {
     return this.call('GET', target, undefined, options, true, (reply) => {
       const body = reply.body as ({ error?: { code?: string } } & Record<string, unknown>) | undefined;
       if (reply.status === 200 && body?.[field]) return body[field] as T;
@@ -660,7 +824,12 @@ export class DelayQueueClient {
    * `created` tells which. Throws JOB_FINISHED (with `job`) when it is running, done or dead, and
    * with `ifMatch` VERSION_MISMATCH (with the job as it is now) when it is at another version.
    */
-  async put<Body = unknown>(topic: string, id: string, job: JobReplacement<Body>, options?: ChangeOptions): Promise<{ job: Job<Body>; created: boolean }> {
+  async put<Body = unknown>(
+    topic: string,
+    id: string,
+    job: JobReplacement<Body>,
+    options?: ChangeOptions,
+  ): Promise<{ job: Job<Body>; created: boolean }> {
     const headers = ifMatchHeader(options?.ifMatch);
     return this.call(
       'PUT',
@@ -670,7 +839,8 @@ export class DelayQueueClient {
       false,
       (reply) => {
         const body = reply.body as { job?: Job<Body> } | undefined;
-        if ((reply.status === 200 || reply.status === 201) && body?.job) return { job: body.job, created: reply.status === 201 };
+        if ((reply.status === 200 || reply.status === 201) && body?.job)
+          return { job: body.job, created: reply.status === 201 };
         return undefined;
       },
       headers,
@@ -703,15 +873,26 @@ export class DelayQueueClient {
    * Jobs added to the group later run normally. Returns how many delayed or ready jobs were
    * cancelled (`cancelled`) and how many running ones (`running`).
    */
-  async cancelGroup(topic: string, group: string, options?: CallOptions): Promise<{ cancelled: number; running: number }> {
+  async cancelGroup(
+    topic: string,
+    group: string,
+    options?: CallOptions,
+  ): Promise<{ cancelled: number; running: number }> {
     return this.call('DELETE', path('topics', topic, 'groups', group), undefined, options, false, (reply) => {
       const body = reply.body as { cancelled?: number; running?: number } | undefined;
-      return reply.status === 200 && typeof body?.cancelled === 'number' && typeof body.running === 'number' ? { cancelled: body.cancelled, running: body.running } : undefined;
+      return reply.status === 200 && typeof body?.cancelled === 'number' && typeof body.running === 'number'
+        ? { cancelled: body.cancelled, running: body.running }
+        : undefined;
     });
   }
 
   /** One page of a group's jobs (`limit` 1–500, default 100; `cursor`: the previous page's `next`). */
-  async listGroup<Body = unknown>(topic: string, group: string, page: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<JobPage<Body>> {
+  async listGroup<Body = unknown>(
+    topic: string,
+    group: string,
+    page: { limit?: number; cursor?: string } = {},
+    options?: CallOptions,
+  ): Promise<JobPage<Body>> {
     return this.page(path('topics', topic, 'groups', group), { limit: page.limit, cursor: page.cursor }, options);
   }
 
@@ -720,18 +901,32 @@ export class DelayQueueClient {
    * time, time-to-run deadline, time of death, or claim order for `ready`; ties by id. `from` and
    * `to` bound that time (inclusive). `limit` 1–500, default 100; `cursor`: the previous page's `next`.
    */
-  async listJobs<Body = unknown>(topic: string, query: { state?: ListedState; from?: TimeBound; to?: TimeBound; limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<JobPage<Body>> {
+  async listJobs<Body = unknown>(
+    topic: string,
+    query: { state?: ListedState; from?: TimeBound; to?: TimeBound; limit?: number; cursor?: string } = {},
+    options?: CallOptions,
+  ): Promise<JobPage<Body>> {
     const { state, from, to, limit, cursor } = query;
-    return this.page(path('topics', topic, 'jobs'), { state, from: timeParam(from), to: timeParam(to), limit, cursor }, options);
+    return this.page(
+      path('topics', topic, 'jobs'),
+      { state, from: timeParam(from), to: timeParam(to), limit, cursor },
+      options,
+    );
   }
 
   /** GET `target` with the query parameters that are set; a JobPage, retried as reads are. */
-  private async page<Body>(target: string, params: Record<string, string | number | undefined>, options: CallOptions | undefined): Promise<JobPage<Body>> {
+  private async page<Body>(
+    target: string,
+    params: Record<string, string | number | undefined>,
+    options: CallOptions | undefined,
+  ): Promise<JobPage<Body>> {
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(params)) if (value !== undefined) query.set(name, String(value));
     return this.call('GET', target + (query.toString() ? `?${query}` : ''), undefined, options, true, (reply) => {
       const body = reply.body as JobPage<Body> | undefined;
-      return reply.status === 200 && Array.isArray(body?.jobs) && (typeof body.next === 'string' || body.next === null) ? body : undefined;
+      return reply.status === 200 && Array.isArray(body?.jobs) && (typeof body.next === 'string' || body.next === null)
+        ? body
+        : undefined;
     });
   }
 
@@ -740,10 +935,16 @@ export class DelayQueueClient {
    * Throws VALIDATION_FAILED naming each bad field (`cron`, `timezone`, `every`, `id`, …),
    * UNKNOWN_TOPIC, PAYLOAD_TOO_LARGE.
    */
-  async putSchedule<Body = unknown>(topic: string, id: string, schedule: ScheduleInput<Body>, options?: CallOptions): Promise<{ schedule: Schedule<Body>; created: boolean }> {
+  async putSchedule<Body = unknown>(
+    topic: string,
+    id: string,
+    schedule: ScheduleInput<Body>,
+    options?: CallOptions,
+  ): Promise<{ schedule: Schedule<Body>; created: boolean }> {
     return this.call('PUT', path('schedules', topic, id), schedule, options, false, (reply) => {
       const body = reply.body as { schedule?: Schedule<Body> } | undefined;
-      if ((reply.status === 200 || reply.status === 201) && body?.schedule) return { schedule: body.schedule, created: reply.status === 201 };
+      if ((reply.status === 200 || reply.status === 201) && body?.schedule)
+        return { schedule: body.schedule, created: reply.status === 201 };
       return undefined;
     });
   }
@@ -770,12 +971,20 @@ export class DelayQueueClient {
     return this.schedulePause<Body>(topic, id, 'pause', options);
   }
 
-  /** Resumes a paused schedule: it runs again, catching up on missed runs by its catchUp. Returns the schedule. Throws NOT_FOUND when there is none. Sent once. */
+  /**
+   * Resumes a paused schedule: it runs again, catching up on missed runs by its catchUp. Returns the schedule. Throws
+   * NOT_FOUND when there is none. Sent once.
+   */
   async resumeSchedule<Body = unknown>(topic: string, id: string, options?: CallOptions): Promise<Schedule<Body>> {
     return this.schedulePause<Body>(topic, id, 'resume', options);
   }
 
-  private schedulePause<Body>(topic: string, id: string, action: 'pause' | 'resume', options: CallOptions | undefined): Promise<Schedule<Body>> {
+  private schedulePause<Body>(
+    topic: string,
+    id: string,
+    action: 'pause' | 'resume',
+    options: CallOptions | undefined,
+  ): Promise<Schedule<Body>> {
     return this.call('POST', path('schedules', topic, id, action), undefined, options, false, (reply) => {
       const body = reply.body as { schedule?: Schedule<Body> } | undefined;
       return reply.status === 200 && body?.schedule?.paused === (action === 'pause') ? body.schedule : undefined;
@@ -783,13 +992,21 @@ export class DelayQueueClient {
   }
 
   /** One page of a topic's schedules by id (`limit` 1–100, default 50; `cursor`: the previous page's `next`). */
-  async listSchedules<Body = unknown>(topic: string, page: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SchedulePage<Body>> {
+  async listSchedules<Body = unknown>(
+    topic: string,
+    page: { limit?: number; cursor?: string } = {},
+    options?: CallOptions,
+  ): Promise<SchedulePage<Body>> {
     const query = new URLSearchParams({ topic });
     if (page.limit !== undefined) query.set('limit', String(page.limit));
     if (page.cursor !== undefined) query.set('cursor', page.cursor);
     return this.call('GET', `/schedules?${query}`, undefined, options, true, (reply) => {
       const body = reply.body as SchedulePage<Body> | undefined;
-      return reply.status === 200 && Array.isArray(body?.schedules) && (typeof body.next === 'string' || body.next === null) ? body : undefined;
+      return reply.status === 200 &&
+        Array.isArray(body?.schedules) &&
+        (typeof body.next === 'string' || body.next === null)
+        ? body
+        : undefined;
     });
   }
 
@@ -805,7 +1022,11 @@ export class DelayQueueClient {
    * One page of a topic's dead jobs, oldest first (`limit` 1–100, default 50; `after`: the previous
    * page's `next`).
    */
-  async dead<Body = unknown>(topic: string, page: { limit?: number; after?: string } = {}, options?: CallOptions): Promise<DeadPage<Body>> {
+  async dead<Body = unknown>(
+    topic: string,
+    page: { limit?: number; after?: string } = {},
+    options?: CallOptions,
+  ): Promise<DeadPage<Body>> {
     const query = new URLSearchParams();
     if (page.limit !== undefined) query.set('limit', String(page.limit));
     if (page.after !== undefined) query.set('after', page.after);
@@ -820,14 +1041,21 @@ export class DelayQueueClient {
    * Moves dead jobs back, due now, with their attempts reset: the given ids, or the `count`
    * oldest (1–1000; default 100). Returns how many were moved.
    */
-  async redrive(topic: string, which: { ids: string[] } | { count: number } = { count: 100 }, options?: CallOptions): Promise<number> {
+  async redrive(
+    topic: string,
+    which: { ids: string[] } | { count: number } = { count: 100 },
+    options?: CallOptions,
+  ): Promise<number> {
     return this.call('POST', path('topics', topic, 'dead', 'redrive'), which, options, false, (reply) => {
       const body = reply.body as { redriven?: number } | undefined;
       return reply.status === 200 && typeof body?.redriven === 'number' ? body.redriven : undefined;
     });
   }
 
-  /** Pauses a topic: once this returns, none of its jobs starts until `resumeTopic` (adds are still taken; running attempts finish). Sent once. */
+  /**
+   * Pauses a topic: once this returns, none of its jobs starts until `resumeTopic` (adds are still taken; running
+   * attempts finish). Sent once.
+   */
   async pauseTopic(topic: string, options?: CallOptions): Promise<void> {
     await this.topicPause(topic, 'pause', options);
   }
@@ -844,12 +1072,18 @@ export class DelayQueueClient {
     });
   }
 
-  /** A flow key's state on a flow topic: running, ready, paused, held until, the limits in force and those pinned. A read, retried. */
+  /**
+   * A flow key's state on a flow topic: running, ready, paused, held until, the limits in force and those pinned. A
+   * read, retried.
+   */
   async flowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
     return this.flowCall('GET', [], undefined, topic, key, options, true);
   }
 
-  /** Pins a flow key's limits (null: back to the topic's default) and/or pauses or resumes it; a field left out stays. Sent once. */
+  /**
+   * Pins a flow key's limits (null: back to the topic's default) and/or pauses or resumes it; a field left out stays.
+   * Sent once.
+   */
   async setFlowKey(topic: string, key: string, change: FlowKeyChange, options?: CallOptions): Promise<FlowKeyState> {
     return this.flowCall('PUT', [], change, topic, key, options, false);
   }
@@ -859,7 +1093,10 @@ export class DelayQueueClient {
     return this.flowCall('DELETE', [], undefined, topic, key, options, false);
   }
 
-  /** Pauses a flow key: once this returns, none of its jobs starts until `resumeFlowKey`; the other keys go on. Sent once. */
+  /**
+   * Pauses a flow key: once this returns, none of its jobs starts until `resumeFlowKey`; the other keys go on. Sent
+   * once.
+   */
   async pauseFlowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
     return this.flowCall('POST', ['pause'], undefined, topic, key, options, false);
   }
@@ -869,10 +1106,23 @@ export class DelayQueueClient {
     return this.flowCall('POST', ['resume'], undefined, topic, key, options, false);
   }
 
-  private flowCall(method: string, suffix: string[], body: unknown, topic: string, key: string, options: CallOptions | undefined, retry: boolean): Promise<FlowKeyState> {
+  private flowCall(
+    method: string,
+    suffix: string[],
+    body: unknown,
+    topic: string,
+    key: string,
+    options: CallOptions | undefined,
+    retry: boolean,
+  ): Promise<FlowKeyState> {
     return this.call(method, path('topics', topic, 'flows', key, ...suffix), body, options, retry, (reply) => {
       const state = reply.body as FlowKeyState | undefined;
-      return reply.status === 200 && typeof state?.key === 'string' && typeof state.paused === 'boolean' && typeof state.limits === 'object' ? state : undefined;
+      return reply.status === 200 &&
+        typeof state?.key === 'string' &&
+        typeof state.paused === 'boolean' &&
+        typeof state.limits === 'object'
+        ? state
+        : undefined;
     });
   }
 
@@ -883,7 +1133,9 @@ export class DelayQueueClient {
   async createKey(key: NewKey, options?: CallOptions): Promise<{ key: ApiKey; secret: string }> {
     return this.call('POST', '/keys', key, options, false, (reply) => {
       const body = reply.body as { key?: ApiKey; secret?: string } | undefined;
-      return reply.status === 201 && body?.key && typeof body.secret === 'string' ? { key: body.key, secret: body.secret } : undefined;
+      return reply.status === 201 && body?.key && typeof body.secret === 'string'
+        ? { key: body.key, secret: body.secret }
+        : undefined;
     });
   }
 

@@ -51,13 +51,19 @@ function parseArgs(argv: string[]): Args {
     else if (argv[i] === '--runs' && value && Number(value) >= 1) args.runs = Number(value);
     else if (argv[i] === '--only' && value) args.only = value.split(',');
     else if (argv[i] === '--sources' && (value === 'tree' || value === 'base')) args.sources = value;
-    else throw new Error(`usage: bench-coldstart [--base <git ref>] [--runs <n>] [--only fn1,fn2] [--sources tree|base]; got ${argv[i]}`);
+    else
+      throw new Error(
+        `usage: bench-coldstart [--base <git ref>] [--runs <n>] [--only fn1,fn2] [--sources tree|base]; got ${argv[i]}`,
+      );
     i++; // every flag takes a value
   }
   return args;
 }
 
-type Yaml = { custom?: { esbuild?: Record<string, unknown> }; functions?: Record<string, { handler: string; events?: unknown[] }> };
+type Yaml = {
+  custom?: { esbuild?: Record<string, unknown> };
+  functions?: Record<string, { handler: string; events?: unknown[] }>;
+};
 
 /** Plugin options serverless-esbuild removes before calling esbuild (dist/bundle.js). */
 const PLUGIN_ONLY = [
@@ -84,10 +90,18 @@ const PLUGIN_ONLY = [
 
 /** The esbuild options serverless-esbuild derives from `custom.esbuild` (its defaults merged under them). */
 function esbuildOptions(custom: Record<string, unknown>): { options: BuildOptions; ext: string } {
-  const merged: Record<string, unknown> = { bundle: true, exclude: ['aws-sdk'], platform: 'node', outputFileExtension: '.js', ...custom };
+  const merged: Record<string, unknown> = {
+    bundle: true,
+    exclude: ['aws-sdk'],
+    platform: 'node',
+    outputFileExtension: '.js',
+    ...custom,
+  };
   const exclude = ([] as string[]).concat((merged.exclude as string[] | string | undefined) ?? []);
   const ext = String(merged.outputFileExtension);
-  const options: Record<string, unknown> = Object.fromEntries(Object.entries(merged).filter(([k]) => !PLUGIN_ONLY.includes(k)));
+  const options: Record<string, unknown> = Object.fromEntries(
+    Object.entries(merged).filter(([k]) => !PLUGIN_ONLY.includes(k)),
+  );
   options.external = [...((merged.external as string[] | undefined) ?? []), ...(exclude.includes('*') ? [] : exclude)];
   if (ext !== '.js') options.outExtension = { '.js': ext };
   return { options: options as BuildOptions, ext };
@@ -124,7 +138,12 @@ function closure(meta: Metafile, entryOut: string): { load: Set<string>; lazy: S
 }
 
 /** `entries`: handler files, relative to `root` (or absolute, for the probe); `root`: the sources' checkout. */
-async function buildVariant(dir: string, custom: Record<string, unknown>, entries: string[], root = ROOT): Promise<Map<string, Bundle>> {
+async function buildVariant(
+  dir: string,
+  custom: Record<string, unknown>,
+  entries: string[],
+  root = ROOT,
+): Promise<Map<string, Bundle>> {
   const { options, ext } = esbuildOptions(custom);
   const bundles = new Map<string, Bundle>();
   // one build per handler file into the handler's folder, like the plugin (chunks land beside them)
@@ -132,7 +151,14 @@ async function buildVariant(dir: string, custom: Record<string, unknown>, entrie
     const rel = relative(root, resolve(root, entry));
     const outdir = join(dir, rel.startsWith('..') ? 'probe' : dirname(rel));
     mkdirSync(outdir, { recursive: true });
-    const result = await build({ ...options, entryPoints: [resolve(root, entry)], outdir, metafile: true, logLevel: 'warning', absWorkingDir: root });
+    const result = await build({
+      ...options,
+      entryPoints: [resolve(root, entry)],
+      outdir,
+      metafile: true,
+      logLevel: 'warning',
+      absWorkingDir: root,
+    });
     const meta = result.metafile!;
     const entryOut = Object.entries(meta.outputs).find(([, o]) => o.entryPoint === rel)?.[0];
     if (!entryOut) throw new Error(`no output for ${entry}`);
@@ -176,7 +202,10 @@ process.exit(0);
 `;
 
 /** The probe: the Lambda invoker (lib/platform/lambda.ts) as a function would bundle it, with a hook for one invoke. */
-const lambdaModule = (root: string) => (existsSync(join(root, 'lib', 'platform', 'lambda.ts')) ? join(root, 'lib', 'platform', 'lambda') : join(root, 'lib', 'lambda'));
+const lambdaModule = (root: string) =>
+  existsSync(join(root, 'lib', 'platform', 'lambda.ts'))
+    ? join(root, 'lib', 'platform', 'lambda')
+    : join(root, 'lib', 'lambda');
 const probeSource = (root: string) => `import { createInvoker } from ${JSON.stringify(lambdaModule(root))};
 export const handler = () => undefined;
 export function firstInvoke(endpoint: string): Promise<void> {
@@ -236,8 +265,16 @@ async function main(): Promise<void> {
     // the baseline's build settings with the file loaders today's sources need (a loader decides
     // how a file type is read, not how the bundle loads: a newer source may import a newer type)
     const baseSettings = baseline.custom?.esbuild ?? {};
-    const loaders = { ...((current.custom?.esbuild?.loader as Record<string, string> | undefined) ?? {}), ...((baseSettings.loader as Record<string, string> | undefined) ?? {}) };
-    const beforeBuilt = await buildVariant(join(dir, 'before'), { ...baseSettings, loader: loaders }, [...entries, probeBefore], root);
+    const loaders = {
+      ...((current.custom?.esbuild?.loader as Record<string, string> | undefined) ?? {}),
+      ...((baseSettings.loader as Record<string, string> | undefined) ?? {}),
+    };
+    const beforeBuilt = await buildVariant(
+      join(dir, 'before'),
+      { ...baseSettings, loader: loaders },
+      [...entries, probeBefore],
+      root,
+    );
     const before = new Map([...beforeBuilt].map(([e, b]) => [e === probeBefore ? probe : e, b]));
     const after = await buildVariant(join(dir, 'after'), current.custom?.esbuild ?? {}, [...entries, probe]);
     const harness = join(dir, 'harness.mjs');
@@ -252,7 +289,11 @@ async function main(): Promise<void> {
         // interleaved, alternating which variant goes first, so load swings hit both alike
         const order = run % 2 ? (['after', 'before'] as const) : (['before', 'after'] as const);
         for (const variant of order) {
-          const { loadMs, invokeMs } = measure(harness, (variant === 'before' ? before : after).get(entry)!, entry === probe);
+          const { loadMs, invokeMs } = measure(
+            harness,
+            (variant === 'before' ? before : after).get(entry)!,
+            entry === probe,
+          );
           times.get(entry)![variant].push(loadMs);
           if (entry === probe) invokes[variant].push(invokeMs);
         }
@@ -263,13 +304,20 @@ async function main(): Promise<void> {
     const avg = (l: number[]) => l.map((x) => x.toFixed(1)).join(' / ');
 
     const lines: string[] = [];
-    const sources = args.sources === 'base' ? `sources: ${baseCommit}'s before, the working tree's after` : 'sources: the working tree for both';
-    lines.push(`Before: \`custom.esbuild\` of ${baseCommit}; after: the working tree's (HEAD ${headCommit}${dirty ? ', with uncommitted changes' : ''}); ${sources}.`);
+    const sources =
+      args.sources === 'base'
+        ? `sources: ${baseCommit}'s before, the working tree's after`
+        : 'sources: the working tree for both';
+    lines.push(
+      `Before: \`custom.esbuild\` of ${baseCommit}; after: the working tree's (HEAD ${headCommit}${dirty ? ', with uncommitted changes' : ''}); ${sources}.`,
+    );
     lines.push(
       `${args.runs} runs, interleaved; Node ${process.version}; ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}; load average (1/5/15 min) ${avg(load0)} at start, ${avg(load1)} at end; ${((Date.now() - started) / 1000).toFixed(0)} s.`,
     );
     lines.push('');
-    lines.push('| function | KB at load before | after | ratio | load ms before | after | ratio | SDK chunks, read at first invoke | goal |');
+    lines.push(
+      '| function | KB at load before | after | ratio | load ms before | after | ratio | SDK chunks, read at first invoke | goal |',
+    );
     lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---|');
     const summary: Record<string, number | string | boolean>[] = [];
     for (const fn of functions) {
@@ -279,9 +327,17 @@ async function main(): Promise<void> {
       const [mb, ma] = [median(t.before), median(t.after)];
       const bytesRatio = a.loadBytes / b.loadBytes;
       const msRatio = ma / mb;
-      const goal = !fn.api ? '—' : !b.hasSdk ? 'n/a (no SDK before)' : bytesRatio <= GOAL.bytes && msRatio <= GOAL.ms ? 'met' : 'MISSED';
+      const goal = !fn.api
+        ? '—'
+        : !b.hasSdk
+          ? 'n/a (no SDK before)'
+          : bytesRatio <= GOAL.bytes && msRatio <= GOAL.ms
+            ? 'met'
+            : 'MISSED';
       const kind = fn.api ? '' : fn.entry.includes('/handlers/') ? ' (topic handler)' : ' (invokes)';
-      lines.push(`| ${fn.name}${kind} | ${kb(b.loadBytes)} | ${kb(a.loadBytes)} | ${ratio(a.loadBytes, b.loadBytes)} | ${mb.toFixed(1)} | ${ma.toFixed(1)} | ${ratio(ma, mb)} | ${a.lazyBytes ? kb(a.lazyBytes) : '—'} | ${goal} |`);
+      lines.push(
+        `| ${fn.name}${kind} | ${kb(b.loadBytes)} | ${kb(a.loadBytes)} | ${ratio(a.loadBytes, b.loadBytes)} | ${mb.toFixed(1)} | ${ma.toFixed(1)} | ${ratio(ma, mb)} | ${a.lazyBytes ? kb(a.lazyBytes) : '—'} | ${goal} |`,
+      );
       summary.push({
         function: fn.name,
         api: fn.api,
@@ -303,7 +359,9 @@ async function main(): Promise<void> {
     const pt = times.get(probe)!;
     const [lb, la, ib, ia] = [median(pt.before), median(pt.after), median(invokes.before), median(invokes.after)];
     lines.push('');
-    lines.push(`API functions that bundled the SDK: bytes at load ${range('bytesRatio')} (goal ≤ ${GOAL.bytes}×), load time ${range('msRatio')} (goal ≤ ${GOAL.ms}×).`);
+    lines.push(
+      `API functions that bundled the SDK: bytes at load ${range('bytesRatio')} (goal ≤ ${GOAL.bytes}×), load time ${range('msRatio')} (goal ≤ ${GOAL.ms}×).`,
+    );
     lines.push(
       `First invoke (probe: lib/platform/lambda.ts alone, load then one invokeAsync against a local 202 endpoint): load ${lb.toFixed(1)} → ${la.toFixed(1)} ms, first invoke ${ib.toFixed(1)} → ${ia.toFixed(1)} ms, sum ${(lb + ib).toFixed(1)} → ${(la + ia).toFixed(1)} ms.`,
     );
@@ -312,7 +370,8 @@ async function main(): Promise<void> {
       `\nBENCH-COLDSTART ${JSON.stringify({ base: baseCommit, head: headCommit, dirty, runs: args.runs, node: process.version, loadavg: [load0, load1], functions: summary, probe: { loadMs: [lb, la], firstInvokeMs: [ib, ia] } })}`,
     );
   } finally {
-    if (args.sources === 'base') execFileSync('git', ['worktree', 'remove', '--force', baseRoot], { cwd: ROOT, stdio: 'ignore' });
+    if (args.sources === 'base')
+      execFileSync('git', ['worktree', 'remove', '--force', baseRoot], { cwd: ROOT, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
   }
 }

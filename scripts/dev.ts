@@ -21,7 +21,16 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { join, resolve } from 'node:path';
-import { groupCpuTicks, groupGone, OFFLINE_READY_LIMIT_MS, OFFLINE_STALL_MS, signalGroup, stopChild, until, waitWhileProgressing } from './support/process';
+import {
+  groupCpuTicks,
+  groupGone,
+  OFFLINE_READY_LIMIT_MS,
+  OFFLINE_STALL_MS,
+  signalGroup,
+  stopChild,
+  until,
+  waitWhileProgressing,
+} from './support/process';
 
 const root = resolve(__dirname, '..');
 const env = process.env;
@@ -38,7 +47,8 @@ const REPORT_EVERY_MS = 15_000;
 let redis: ChildProcess | undefined;
 let offline: ChildProcess | undefined;
 let stopping = false;
-const alive = (child: ChildProcess | undefined) => child !== undefined && child.exitCode === null && child.signalCode === null;
+const alive = (child: ChildProcess | undefined) =>
+  child !== undefined && child.exitCode === null && child.signalCode === null;
 
 function intEnv(name: string, fallback: number, max: number): number {
   const raw = env[name];
@@ -104,7 +114,8 @@ class Tail {
     const parts = text.split('\n');
     this.partial = parts.pop() ?? '';
     for (const line of parts) {
-      const plain = line.replace(/\x1b\[[0-9;]*m/g, '').trimEnd(); // eslint-disable-line no-control-regex -- \x1b starts the ANSI colour codes this strips
+      // eslint-disable-next-line no-control-regex -- \x1b starts the ANSI colour codes this strips
+      const plain = line.replace(/\x1b\[[0-9;]*m/g, '').trimEnd();
       if (plain.trim() === '') continue;
       this.lines.push(plain);
       this.lastLine = plain.trim();
@@ -123,7 +134,9 @@ async function shutdown(code: number, reason?: string): Promise<void> {
   if (reason) say(reason);
   if (offline && (alive(offline) || !groupGone(offline.pid!))) {
     say('stopping serverless offline');
-    await stopChild(offline, { group: true }).catch((error: Error) => say(`could not stop serverless offline: ${error.message}`));
+    await stopChild(offline, { group: true }).catch((error: Error) =>
+      say(`could not stop serverless offline: ${error.message}`),
+    );
   }
   if (alive(redis)) {
     say(`stopping redis-server (pid ${redis!.pid})`);
@@ -171,7 +184,22 @@ async function startRedis(): Promise<void> {
   say(`starting redis-server on 127.0.0.1:${redisPort}`);
   const dataDir = join(root, '.data', 'redis');
   mkdirSync(dataDir, { recursive: true });
-  const args = ['--port', String(redisPort), '--bind', '127.0.0.1', '--dir', dataDir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '', '--loglevel', 'warning'];
+  const args = [
+    '--port',
+    String(redisPort),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dataDir,
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'everysec',
+    '--save',
+    '',
+    '--loglevel',
+    'warning',
+  ];
   // Its own process group: Ctrl-C reaches only this script, which stops offline before Redis.
   const child = spawn('redis-server', args, { cwd: root, detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
   redis = child;
@@ -181,14 +209,28 @@ async function startRedis(): Promise<void> {
   const up = await until(async () => !alive(child) || (await redisPing(redisPort)), 30_000, 50);
   if (!alive(child)) await new Promise(() => undefined); // the exit handler reports and shuts down
   if (!up) await shutdown(1, `redis-server did not answer PING on port ${redisPort} within 30 s`);
-  say(`redis-server ${check.stdout.match(/v=(\S+)/)?.[1] ?? ''} up on 127.0.0.1:${redisPort} (pid ${child.pid}, data in .data/redis)`);
+  say(
+    `redis-server ${check.stdout.match(/v=(\S+)/)?.[1] ?? ''} up on 127.0.0.1:${redisPort} (pid ${child.pid}, data in .data/redis)`,
+  );
 }
 
 /** Phases of offline's start, recognised in its output, with what to say when one is reached. */
 const PHASES: { pattern: RegExp; say: string; waiting: string }[] = [
-  { pattern: /compiling with esbuild/i, say: 'building the functions with esbuild', waiting: 'building the functions with esbuild' },
-  { pattern: /compiling completed|compiled successfully/i, say: 'functions built; serverless offline is starting its servers', waiting: 'waiting for serverless offline to start its servers' },
-  { pattern: /listening on|server ready/i, say: 'serverless offline is listening; waiting for the first answer of the HTTP API', waiting: 'waiting for the first answer of the HTTP API' },
+  {
+    pattern: /compiling with esbuild/i,
+    say: 'building the functions with esbuild',
+    waiting: 'building the functions with esbuild',
+  },
+  {
+    pattern: /compiling completed|compiled successfully/i,
+    say: 'functions built; serverless offline is starting its servers',
+    waiting: 'waiting for serverless offline to start its servers',
+  },
+  {
+    pattern: /listening on|server ready/i,
+    say: 'serverless offline is listening; waiting for the first answer of the HTTP API',
+    waiting: 'waiting for the first answer of the HTTP API',
+  },
 ];
 
 /** Resolves when the HTTP API answers; gives up (and shuts down) when offline stalls or takes too long. */
@@ -203,7 +245,10 @@ async function waitUntilReady(child: ChildProcess, tail: Tail, started: number):
     lastOutputAt: () => tail.lastAt,
     abort: () => (stopping ? 'stopping' : undefined),
     ready: async () => {
-      await fetch(`${baseUrl}/topics`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
+      await fetch(`${baseUrl}/topics`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(5_000),
+      });
       return true; // any HTTP answer: the server is up (the route itself may still fail)
     },
     onWait: ({ cpu }) => {
@@ -218,12 +263,20 @@ async function waitUntilReady(child: ChildProcess, tail: Tail, started: number):
       lastReport = now;
       const busy = cpu === null ? '' : cpu > reportCpu ? ', busy' : ', idle';
       reportCpu = cpu ?? 0;
-      const doing = phase < 0 ? 'still loading serverless and building the functions (offline prints when done)' : `still ${PHASES[phase]!.waiting}`;
-      say(`${doing}: ${seconds(now - started)} so far${busy}; offline last printed ${tail.lastLine ? `${seconds(now - tail.lastAt)} ago: "${tail.lastLine.slice(0, 100)}"` : 'nothing yet'}`);
+      const doing =
+        phase < 0
+          ? 'still loading serverless and building the functions (offline prints when done)'
+          : `still ${PHASES[phase]!.waiting}`;
+      say(
+        `${doing}: ${seconds(now - started)} so far${busy}; offline last printed ${tail.lastLine ? `${seconds(now - tail.lastAt)} ago: "${tail.lastLine.slice(0, 100)}"` : 'nothing yet'}`,
+      );
     },
   });
   if (outcome.result === 'ready' || outcome.result === 'aborted') return;
-  const why = outcome.result === 'stalled' ? `serverless offline printed nothing and used no CPU for ${seconds(stallMs)}` : `the HTTP API did not answer on ${baseUrl} within ${seconds(readyMs)}, although offline kept working`;
+  const why =
+    outcome.result === 'stalled'
+      ? `serverless offline printed nothing and used no CPU for ${seconds(stallMs)}`
+      : `the HTTP API did not answer on ${baseUrl} within ${seconds(readyMs)}, although offline kept working`;
   process.stderr.write(
     `\n[dev] ${why}. Its last lines:\n${tail.text().replace(/^/gm, '    | ')}\n\n` +
       '[dev] What to try:\n' +
@@ -242,7 +295,9 @@ async function main(): Promise<void> {
     ['LAMBDA_PORT', lambdaPort],
   ] as const) {
     if (await portBusy(port)) {
-      fail(`port ${port} on 127.0.0.1 (${name}) is already in use: stop what runs there, or pick another, e.g. ${name}=${port + 100} npm run dev`);
+      fail(
+        `port ${port} on 127.0.0.1 (${name}) is already in use: stop what runs there, or pick another, e.g. ${name}=${port + 100} npm run dev`,
+      );
     }
   }
   if (httpPort === lambdaPort) fail('PORT and LAMBDA_PORT must differ');
@@ -261,19 +316,32 @@ async function main(): Promise<void> {
   // today's build wrote `addJob.mjs` beside it: the old code would answer (seen here). Build afresh.
   rmSync(join(root, '.esbuild'), { recursive: true, force: true });
   const started = Date.now();
-  say('starting serverless offline (stage local): it builds the functions first, which takes a while on a busy machine');
+  say(
+    'starting serverless offline (stage local): it builds the functions first, which takes a while on a busy machine',
+  );
   const child = spawn(process.execPath, [serverlessBin, 'offline', 'start', '--stage', 'local'], {
     cwd: root,
     detached: true, // own process group: stopped as a whole, and Ctrl-C does not reach it directly
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...env, REDIS_URL: redisUrl, API_TOKEN: token, PORT: String(httpPort), LAMBDA_PORT: String(lambdaPort), ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}) },
+    env: {
+      ...env,
+      REDIS_URL: redisUrl,
+      API_TOKEN: token,
+      PORT: String(httpPort),
+      LAMBDA_PORT: String(lambdaPort),
+      ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}),
+    },
   });
   offline = child;
   const tail = new Tail();
   child.stdout!.on('data', (chunk: Buffer) => (tail.push(chunk), process.stdout.write(chunk)));
   child.stderr!.on('data', (chunk: Buffer) => (tail.push(chunk), process.stderr.write(chunk)));
   child.once('exit', (code, signal) => {
-    if (!stopping) void shutdown(1, `serverless offline exited unexpectedly (${signal ?? `code ${code}`}). Its last lines:\n${tail.text().replace(/^/gm, '    | ')}`);
+    if (!stopping)
+      void shutdown(
+        1,
+        `serverless offline exited unexpectedly (${signal ?? `code ${code}`}). Its last lines:\n${tail.text().replace(/^/gm, '    | ')}`,
+      );
   });
 
   await waitUntilReady(child, tail, started);

@@ -98,10 +98,21 @@ function testCounts(log: string): string[] {
 }
 
 /** Runs `command` in `cwd` in its own process group, output to `logFile`; stopped at the timeout. */
-async function run(name: string, command: string, cwd: string, logFile: string, env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
+async function run(
+  name: string,
+  command: string,
+  cwd: string,
+  logFile: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<RunResult> {
   const started = Date.now();
   const log = createWriteStream(logFile);
-  const child = spawn('bash', ['-c', command], { cwd, env: { ...process.env, CI: 'true', ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('bash', ['-c', command], {
+    cwd,
+    env: { ...process.env, CI: 'true', ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   killOnExit(child, true);
   child.stdout!.pipe(log, { end: false });
   child.stderr!.pipe(log, { end: false });
@@ -110,7 +121,9 @@ async function run(name: string, command: string, cwd: string, logFile: string, 
     timedOut = true;
     void stopChild(child, { group: true });
   }, timeoutMs);
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((done) => child.once('close', (c, s) => done([c, s])));
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((done) =>
+    child.once('close', (c, s) => done([c, s])),
+  );
   clearTimeout(timer);
   await stopChild(child, { group: true }); // whatever the run left in its group
   await new Promise<void>((done) => log.end(() => done()));
@@ -125,7 +138,9 @@ async function run(name: string, command: string, cwd: string, logFile: string, 
     log: logFile,
   };
   results.push(result);
-  say(`${name}: ${result.ok ? 'PASS' : 'FAIL'} (${result.exit}) in ${result.seconds} s, load ${loadavg()[0]!.toFixed(1)}; ${result.counts.join('; ')}`);
+  say(
+    `${name}: ${result.ok ? 'PASS' : 'FAIL'} (${result.exit}) in ${result.seconds} s, load ${loadavg()[0]!.toFixed(1)}; ${result.counts.join('; ')}`,
+  );
   writeReport();
   return result;
 }
@@ -138,12 +153,17 @@ function writeReport(): void {
     '',
     '| run | result | wall | tests | slowest suites |',
     '|---|---|---|---|---|',
-    ...results.map((r) => `| ${r.name} | ${r.ok ? 'pass' : `**FAIL** (${r.exit})`} | ${r.seconds} s | ${r.counts.join('; ')} | ${r.slowest.map((s) => `${s.name} ${s.seconds.toFixed(0)} s`).join('; ')} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.name} | ${r.ok ? 'pass' : `**FAIL** (${r.exit})`} | ${r.seconds} s | ${r.counts.join('; ')} | ${r.slowest.map((s) => `${s.name} ${s.seconds.toFixed(0)} s`).join('; ')} |`,
+    ),
     '',
   ];
   const full = results.filter((r) => r.name.startsWith('ci'));
   const suite = results.filter((r) => !r.name.startsWith('ci'));
-  lines.push(`full .ci/run: ${full.filter((r) => r.ok).length} of ${full.length} passed, slowest ${Math.max(0, ...full.map((r) => r.seconds))} s`);
+  lines.push(
+    `full .ci/run: ${full.filter((r) => r.ok).length} of ${full.length} passed, slowest ${Math.max(0, ...full.map((r) => r.seconds))} s`,
+  );
   for (const s of suites) {
     const these = suite.filter((r) => r.name.startsWith(`${s} `));
     if (these.length) lines.push(`${s} suite alone: ${these.filter((r) => r.ok).length} of ${these.length} passed`);
@@ -152,7 +172,9 @@ function writeReport(): void {
 }
 
 async function main(): Promise<void> {
-  say(`soak of ${commit}: ${runs} full run(s), ${suiteRuns} run(s) of ${suites.join(' + ')}, ${hogCount} hog(s); output in ${out}`);
+  say(
+    `soak of ${commit}: ${runs} full run(s), ${suiteRuns} run(s) of ${suites.join(' + ')}, ${hogCount} hog(s); output in ${out}`,
+  );
   const hogs = startHogs(hogCount);
   let clone: string | undefined;
   try {

@@ -55,6 +55,11 @@ export function refusalError(refusal: Refusal, topic: string, id: string, detail
     case REFUSAL.CANCELLED:
       return new HttpError(409, 'JOB_FINISHED', `job ${topic}/${id} was cancelled`, details);
     case REFUSAL.VERSION_MISMATCH:
-      return new HttpError(412, 'VERSION_MISMATCH', `job ${topic}/${id} does not have the version If-Match names`, details);
+      return new HttpError(
+        412,
+        'VERSION_MISMATCH',
+        `job ${topic}/${id} does not have the version If-Match names`,
+        details,
+      );
   }
 }

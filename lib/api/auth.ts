@@ -33,12 +33,18 @@ export function mayUseTopic(caller: Caller, topic: string): boolean {
 
 /** Throws 403 FORBIDDEN when `caller` may not touch `topic`. */
 export function requireTopicAccess(caller: Caller, topic: string): void {
-  if (!mayUseTopic(caller, topic)) throw new HttpError(403, 'FORBIDDEN', `key ${caller.name} may not use topic ${topic} (it is limited to ${caller.topics!.join(', ')})`);
+  if (!mayUseTopic(caller, topic))
+    throw new HttpError(
+      403,
+      'FORBIDDEN',
+      `key ${caller.name} may not use topic ${topic} (it is limited to ${caller.topics!.join(', ')})`,
+    );
 }
 
 /** Throws 403 FORBIDDEN, naming the scope, when `caller` lacks `need`. */
 export function requireScope(caller: Caller, need: Scope): void {
-  if (!scopeAllows(caller.scope, need)) throw new HttpError(403, 'FORBIDDEN', `key ${caller.name} has scope ${caller.scope}; this needs scope ${need}`);
+  if (!scopeAllows(caller.scope, need))
+    throw new HttpError(403, 'FORBIDDEN', `key ${caller.name} has scope ${caller.scope}; this needs scope ${need}`);
 }
 
 /** A new key's secret: `dq_` and 32 random bytes, base64url. Shown once; only its digest is kept. */

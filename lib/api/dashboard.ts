@@ -47,7 +47,11 @@ const STATIC_HEADERS = { 'x-content-type-options': 'nosniff', 'cache-control': '
 
 /** GET /openapi.yaml: the API's description (OpenAPI 3.1), the repository's openapi.yaml as deployed. */
 export function apiDescriptionResponse(): APIGatewayProxyResultV2 {
-  return { statusCode: 200, headers: { 'content-type': 'application/yaml; charset=utf-8', ...STATIC_HEADERS }, body: apiDescription };
+  return {
+    statusCode: 200,
+    headers: { 'content-type': 'application/yaml; charset=utf-8', ...STATIC_HEADERS },
+    body: apiDescription,
+  };
 }
 
 /** GET /: where to go, for someone who opens the API's base URL: the dashboard and the API's description. */
@@ -55,8 +59,16 @@ export function indexResponse(): APIGatewayProxyResultV2 {
   const links = { dashboard: '/dashboard', api: '/openapi.yaml' };
   return {
     statusCode: 200,
-    headers: { 'content-type': 'application/json', link: '</dashboard>; rel="alternate"; type="text/html", </openapi.yaml>; rel="service-desc"', ...STATIC_HEADERS },
-    body: JSON.stringify({ message: "A delay queue on Redis: the operator's page is at /dashboard, the API is described at /openapi.yaml (every route but these takes a bearer token).", ...links }),
+    headers: {
+      'content-type': 'application/json',
+      link: '</dashboard>; rel="alternate"; type="text/html", </openapi.yaml>; rel="service-desc"',
+      ...STATIC_HEADERS,
+    },
+    body: JSON.stringify({
+      message:
+        "A delay queue on Redis: the operator's page is at /dashboard, the API is described at /openapi.yaml (every route but these takes a bearer token).",
+      ...links,
+    }),
   };
 }
 

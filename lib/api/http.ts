@@ -40,7 +40,9 @@ const MAX_REQUEST_BYTES = 6 * 1024 * 1024; // Lambda's own limit for a synchrono
  */
 export type Route = ((request: ApiRequest, rt: Runtime) => Promise<ApiResponse>) & { scope?: Scope };
 
-/** The job a refusal is about, when its details hold only `{ job }` (a Job, or null for "no such job"); else undefined. */
+/**
+ * The job a refusal is about, when its details hold only `{ job }` (a Job, or null for "no such job"); else undefined.
+ */
 function refusedJob(error: HttpError): unknown {
   const details = error.details as { job?: unknown } | undefined;
   return details && typeof details === 'object' && Object.keys(details).length === 1 ? details.job : undefined;
@@ -53,10 +55,20 @@ function refusedJob(error: HttpError): unknown {
 export function errorBody(error: HttpError, extra: Record<string, unknown> = {}): unknown {
   const job = refusedJob(error);
   if (job !== undefined) return { error: { code: error.code, message: error.message }, job, ...extra };
-  return { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) }, ...extra };
+  return {
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.details !== undefined ? { details: error.details } : {}),
+    },
+    ...extra,
+  };
 }
 
-/** The headers of an answer that carries one job: `ETag: "<version>"`, the job's version as a strong entity tag (none for no job). */
+/**
+ * The headers of an answer that carries one job: `ETag: "<version>"`, the job's version as a strong entity tag (none
+ * for no job).
+ */
 export function jobHeaders(job: unknown): Record<string, string> {
   const version = job && typeof job === 'object' ? (job as { version?: unknown }).version : undefined;
   return typeof version === 'number' && Number.isSafeInteger(version) ? { etag: `"${version}"` } : {};
@@ -69,7 +81,8 @@ function respond(status: number, body: unknown, headers: Record<string, string> 
 function parseBody(event: APIGatewayProxyEventV2): unknown {
   const raw = event.body ?? '';
   const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
-  if (Buffer.byteLength(text) > MAX_REQUEST_BYTES) throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `the request is over ${MAX_REQUEST_BYTES} bytes`);
+  if (Buffer.byteLength(text) > MAX_REQUEST_BYTES)
+    throw new HttpError(413, 'PAYLOAD_TOO_LARGE', `the request is over ${MAX_REQUEST_BYTES} bytes`);
   if (text.trim() === '') throw new HttpError(400, 'INVALID_JSON', 'the request body must be JSON, and it is empty');
   try {
     return JSON.parse(text);
@@ -87,26 +100,43 @@ function parseBody(event: APIGatewayProxyEventV2): unknown {
  * `getRuntime` is the seam for tests: the process's shared runtime by default.
  */
 export function httpRoute(route: Route, getRuntime: () => Runtime = runtime) {
-  return async (event: APIGatewayProxyEventV2, context?: Pick<Context, 'awsRequestId'>): Promise<APIGatewayProxyResultV2> => {
+  return async (
+    event: APIGatewayProxyEventV2,
+    context?: Pick<Context, 'awsRequestId'>,
+  ): Promise<APIGatewayProxyResultV2> => {
     const requestId = context?.awsRequestId ?? randomUUID();
     let rt: Runtime;
     try {
       rt = getRuntime();
     } catch (error) {
-      console.error(JSON.stringify({ level: 'ERROR', message: 'configuration error', error: (error as Error).message, requestId }));
+      console.error(
+        JSON.stringify({ level: 'ERROR', message: 'configuration error', error: (error as Error).message, requestId }),
+      );
       return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });
     }
     const method = event.requestContext?.http?.method ?? 'GET';
     const path = event.rawPath ?? '/';
-    let log = rt.log.child({ function_request_id: requestId, cold_start: takeColdStart(), method, path: event.routeKey ?? path });
-    const headers = Object.fromEntries(Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])));
+    let log = rt.log.child({
+      function_request_id: requestId,
+      cold_start: takeColdStart(),
+      method,
+      path: event.routeKey ?? path,
+    });
+    const headers = Object.fromEntries(
+      Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])),
+    );
     let caller: Caller | null;
     if (rt.config.auth === 'iam') {
       // API Gateway checked the signature and the IAM policy (./iam.ts); no context: not through it
       caller = iamCaller((event.requestContext as { authorizer?: { iam?: IamIdentity } } | undefined)?.authorizer?.iam);
       if (!caller) {
         log.warn('unauthorized request', { status: 401 });
-        return respond(401, { error: { code: 'UNAUTHORIZED', message: 'this deployment takes AWS IAM (SigV4) signed requests through API Gateway; none reached it' } });
+        return respond(401, {
+          error: {
+            code: 'UNAUTHORIZED',
+            message: 'this deployment takes AWS IAM (SigV4) signed requests through API Gateway; none reached it',
+          },
+        });
       }
     } else {
       try {
@@ -117,7 +147,16 @@ export function httpRoute(route: Route, getRuntime: () => Runtime = runtime) {
     }
     if (!caller) {
       log.warn('unauthorized request', { status: 401 });
-      return respond(401, { error: { code: 'UNAUTHORIZED', message: 'send Authorization: Bearer <key>, with a key that exists and is not revoked' } }, { 'www-authenticate': 'Bearer' });
+      return respond(
+        401,
+        {
+          error: {
+            code: 'UNAUTHORIZED',
+            message: 'send Authorization: Bearer <key>, with a key that exists and is not revoked',
+          },
+        },
+        { 'www-authenticate': 'Bearer' },
+      );
     }
     log = log.child({ key: caller.name });
     let parsed: { value: unknown } | undefined;
@@ -144,16 +183,24 @@ export function httpRoute(route: Route, getRuntime: () => Runtime = runtime) {
   };
 }
 
-/** The answer to a route's failure: an HttpError as it is, a Redis outage as 503 UNAVAILABLE, anything else as 500 (logged with its stack). */
+/**
+ * The answer to a route's failure: an HttpError as it is, a Redis outage as 503 UNAVAILABLE, anything else as 500
+ * (logged with its stack).
+ */
 function failed(error: unknown, log: Runtime['log'], requestId: string): APIGatewayProxyResultV2 {
   if (error instanceof HttpError && error.expose) {
     log.warn('request refused', { status: error.status, code: error.code });
-    const retryAfter: Record<string, string> = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) };
+    const retryAfter: Record<string, string> =
+      error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) };
     return respond(error.status, errorBody(error), { ...retryAfter, ...jobHeaders(refusedJob(error)) });
   }
   if (isUnavailable(error)) {
     log.error('redis unavailable', { status: 503, error });
-    return respond(503, { error: { code: 'UNAVAILABLE', message: 'the queue store is unavailable; retry shortly' } }, { 'retry-after': '1' });
+    return respond(
+      503,
+      { error: { code: 'UNAVAILABLE', message: 'the queue store is unavailable; retry shortly' } },
+      { 'retry-after': '1' },
+    );
   }
   log.error('request failed', { status: 500, error });
   return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });

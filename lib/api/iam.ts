@@ -7,7 +7,10 @@
  */
 import type { Caller } from '../engine';
 
-/** What API Gateway tells of the signer (@types/aws-lambda APIGatewayEventRequestContextIAMAuthorizer['iam'], the fields read here). */
+/**
+ * What API Gateway tells of the signer (@types/aws-lambda APIGatewayEventRequestContextIAMAuthorizer['iam'], the fields
+ * read here).
+ */
 export interface IamIdentity {
   userArn?: string | null;
   callerId?: string | null;
@@ -39,13 +42,17 @@ export function iamName(arn: string): string | null {
   const kind = parts[0];
   let name: string;
   if (kind === 'assumed-role' && parts.length >= 3) name = `${parts[1]}:${parts.slice(2).join('/')}`;
-  else if ((kind === 'user' || kind === 'federated-user' || kind === 'role') && parts.length >= 2) name = parts[parts.length - 1]!;
+  else if ((kind === 'user' || kind === 'federated-user' || kind === 'role') && parts.length >= 2)
+    name = parts[parts.length - 1]!;
   else return null;
   const clean = sanitise(name);
   return clean === '' ? null : clean;
 }
 
-/** The caller of a request API Gateway authorised with IAM: admin, every topic; null without a usable identity (the route answers 401). */
+/**
+ * The caller of a request API Gateway authorised with IAM: admin, every topic; null without a usable identity (the
+ * route answers 401).
+ */
 export function iamCaller(identity: IamIdentity | null | undefined): Caller | null {
   if (!identity) return null;
   const fromArn = identity.userArn ? iamName(identity.userArn) : null;

@@ -4,8 +4,34 @@
  * index) and turns the engine's refusals into HttpErrors (./errors.ts). The Lambda roles use the
  * engine directly, never this.
  */
-import { decodeDeadCursor, decodeGroupCursor, decodeJobsCursor, decodeScheduleCursor, encodeDeadCursor, encodeGroupCursor, encodeJobsCursor, encodeScheduleCursor, isRefused, NotReplicatedError, REFUSAL, secretDigest } from '../engine';
-import type { Caller, DeadJob, Engine, FlowKeyChange, FlowKeyState, Job, KeyInfo, Refused, Schedule, TopicStatsView, Wake, WriteResult } from '../engine';
+import {
+  decodeDeadCursor,
+  decodeGroupCursor,
+  decodeJobsCursor,
+  decodeScheduleCursor,
+  encodeDeadCursor,
+  encodeGroupCursor,
+  encodeJobsCursor,
+  encodeScheduleCursor,
+  isRefused,
+  NotReplicatedError,
+  REFUSAL,
+  secretDigest,
+} from '../engine';
+import type {
+  Caller,
+  DeadJob,
+  Engine,
+  FlowKeyChange,
+  FlowKeyState,
+  Job,
+  KeyInfo,
+  Refused,
+  Schedule,
+  TopicStatsView,
+  Wake,
+  WriteResult,
+} from '../engine';
 import type { QueueConfig } from '../core/queue-config';
 import { MAX_KEYS, REDRIVE_COUNT } from '../core/limits';
 import { mayUseTopic, newSecret, requireTopicAccess } from './auth';
@@ -31,12 +57,18 @@ import {
 } from './validation';
 
 /** What an add or put of one job did (invalid input throws instead). */
-export type WriteOutcome = { status: 'created'; job: Job } | { status: 'replaced'; job: Job } | { status: 'exists'; job: Job; error: HttpError } | { status: 'finished'; job: Job; error: HttpError };
+export type WriteOutcome =
+  | { status: 'created'; job: Job }
+  | { status: 'replaced'; job: Job }
+  | { status: 'exists'; job: Job; error: HttpError }
+  | { status: 'finished'; job: Job; error: HttpError };
 
 /** What the add of one job of a batch did; an invalid one says why. */
 export type AddOutcome = WriteOutcome | { status: 'invalid'; error: HttpError };
 
-/** A write result with its refusal as the API error it becomes; a failed If-Match throws 412 with the job as it stands. */
+/**
+ * A write result with its refusal as the API error it becomes; a failed If-Match throws 412 with the job as it stands.
+ */
 function toOutcome(result: WriteResult, input: NewJob): WriteOutcome {
   if (result.status === 'mismatch') throw refusalError(result.refusal, input.topic, input.id, { job: result.job });
   if (!('refusal' in result)) return { status: result.status, job: result.job };
@@ -47,7 +79,8 @@ function toOutcome(result: WriteResult, input: NewJob): WriteOutcome {
 /** Throws the API error of a refusal; otherwise returns the outcome. */
 function orThrow<T extends object>(outcome: T | Refused, topic: string, id: string): T {
   if (!isRefused(outcome)) return outcome;
-  if (outcome.refusal === REFUSAL.VERSION_MISMATCH) throw refusalError(outcome.refusal, topic, id, { job: outcome.job ?? null });
+  if (outcome.refusal === REFUSAL.VERSION_MISMATCH)
+    throw refusalError(outcome.refusal, topic, id, { job: outcome.job ?? null });
   throw refusalError(outcome.refusal, topic, id, outcome.job ? { job: outcome.job } : undefined);
 }
 
@@ -62,7 +95,8 @@ async function replicated<T>(change: Promise<T>): Promise<T> {
   }
 }
 
-const versionOf = (ifMatch: IfMatch | undefined): '' | '*' | number => (ifMatch === undefined ? '' : ifMatch === '*' ? '*' : ifMatch.version);
+const versionOf = (ifMatch: IfMatch | undefined): '' | '*' | number =>
+  ifMatch === undefined ? '' : ifMatch === '*' ? '*' : ifMatch.version;
 
 export class Queue {
   readonly config: QueueConfig;
@@ -81,7 +115,10 @@ export class Queue {
     return { outcomes: results.map((r, i) => toOutcome(r, jobs[i]!)), wake };
   }
 
-  /** Adds one job: created, or `exists` (nothing changed) with the job that holds the id; 403 when `caller` may not use its topic. */
+  /**
+   * Adds one job: created, or `exists` (nothing changed) with the job that holds the id; 403 when `caller` may not use
+   * its topic.
+   */
   async add(input: unknown, caller?: Caller): Promise<WriteOutcome & Wake> {
     const job = validateJob(input, this.config, this.clientNow());
     if (caller) requireTopicAccess(caller, job.topic);
@@ -89,7 +126,10 @@ export class Queue {
     return { ...outcomes[0]!, wake };
   }
 
-  /** Adds the jobs of a batch (its size checked by validateBatch); one outcome per input, in order, invalid ones (and 403s for topics `caller` may not use) included. */
+  /**
+   * Adds the jobs of a batch (its size checked by validateBatch); one outcome per input, in order, invalid ones (and
+   * 403s for topics `caller` may not use) included.
+   */
   async addMany(inputs: readonly unknown[], caller?: Caller): Promise<{ outcomes: AddOutcome[] } & Wake> {
     const outcomes: AddOutcome[] = new Array(inputs.length);
     const valid: NewJob[] = [];
@@ -110,8 +150,16 @@ export class Queue {
     return { outcomes, wake: written.wake };
   }
 
-  /** Creates job topic/id, or replaces it while pending (`finished` when running, done or dead); If-Match checked in the same script. `by`: the key's name (updatedBy). */
-  async put(topic: string, id: string, input: unknown, options: { ifMatch?: IfMatch; by?: string } = {}): Promise<WriteOutcome & Wake> {
+  /**
+   * Creates job topic/id, or replaces it while pending (`finished` when running, done or dead); If-Match checked in the
+   * same script. `by`: the key's name (updatedBy).
+   */
+  async put(
+    topic: string,
+    id: string,
+    input: unknown,
+    options: { ifMatch?: IfMatch; by?: string } = {},
+  ): Promise<WriteOutcome & Wake> {
     const job = validatePut(topic, id, input, this.config, this.clientNow());
     if (options.ifMatch !== undefined) job.ifMatch = versionOf(options.ifMatch) as '*' | number;
     const { outcomes, wake } = await this.write([job], 'put', options.by);
@@ -129,7 +177,8 @@ export class Queue {
   async cancel(topic: string, id: string, options: { ifMatch?: IfMatch; by?: string } = {}): Promise<Job> {
     checkJobRef(topic, id);
     requireTopic(this.config, topic);
-    return orThrow(await replicated(this.engine.cancel(topic, id, versionOf(options.ifMatch), options.by)), topic, id).job;
+    return orThrow(await replicated(this.engine.cancel(topic, id, versionOf(options.ifMatch), options.by)), topic, id)
+      .job;
   }
 
   /** Changes the due time and/or body of a pending job: 404, or 409 unless it is delayed or ready. */
@@ -141,10 +190,20 @@ export class Queue {
   }
 
   /** Moves dead jobs back to delayed, due now: the given ids, or the `count` oldest. */
-  async redrive(topic: string, request: Partial<RedriveRequest> & { ids?: string[]; count?: number } = {}, by = ''): Promise<{ redriven: number } & Wake> {
+  async redrive(
+    topic: string,
+    request: Partial<RedriveRequest> & { ids?: string[]; count?: number } = {},
+    by = '',
+  ): Promise<{ redriven: number } & Wake> {
     requireTopic(this.config, topic);
     if (request.ids) for (const id of request.ids) checkJobRef(topic, id);
-    return replicated(this.engine.redrive(topic, request.ids ? { ids: request.ids } : { count: request.count ?? REDRIVE_COUNT.default }, by));
+    return replicated(
+      this.engine.redrive(
+        topic,
+        request.ids ? { ids: request.ids } : { count: request.count ?? REDRIVE_COUNT.default },
+        by,
+      ),
+    );
   }
 
   /** Stats of one topic, or of every configured topic. */
@@ -170,9 +229,20 @@ export class Queue {
   async listGroup(topic: string, group: string, page: GroupPage = {}): Promise<{ jobs: Job[]; next: string | null }> {
     checkGroupRef(topic, group);
     requireTopic(this.config, topic);
-    const cursor = page.cursor === undefined ? undefined : decodeGroupCursor(page.cursor, this.engine.ctx.layout.partitionsOf(this.config.topics.get(topic)!).length, topic, group);
+    const cursor =
+      page.cursor === undefined
+        ? undefined
+        : decodeGroupCursor(
+            page.cursor,
+            this.engine.ctx.layout.partitionsOf(this.config.topics.get(topic)!).length,
+            topic,
+            group,
+          );
     if (cursor === null) throw badCursor();
-    const result = await this.engine.listGroup(topic, group, { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(cursor ? { cursor } : {}) });
+    const result = await this.engine.listGroup(topic, group, {
+      ...(page.limit !== undefined ? { limit: page.limit } : {}),
+      ...(cursor ? { cursor } : {}),
+    });
     return { jobs: result.jobs, next: result.next && encodeGroupCursor(result.next, topic, group) };
   }
 
@@ -185,23 +255,42 @@ export class Queue {
       const message = `topic ${topic} is a flow topic: its ready jobs wait per key, so they are not listed here; GET /topics/${topic}/flows/{key} shows a key's`;
       throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: 'state', message }]);
     }
-    const cursor = text === undefined ? undefined : decodeJobsCursor(text, state, this.engine.ctx.layout.partitionsOf(this.config.topics.get(topic)!).length, topic);
+    const cursor =
+      text === undefined
+        ? undefined
+        : decodeJobsCursor(
+            text,
+            state,
+            this.engine.ctx.layout.partitionsOf(this.config.topics.get(topic)!).length,
+            topic,
+          );
     if (cursor === null) throw badCursor();
     const page = await this.engine.listJobs(topic, state, { ...bounds, ...(cursor ? { cursor } : {}) });
     return { jobs: page.jobs, next: page.next && encodeJobsCursor(page.next, topic) };
   }
 
   /** Dead jobs of a topic, oldest first, after `after` (a previous page's `next`). */
-  async listDead(topic: string, page: { limit?: number; after?: string } = {}): Promise<{ jobs: DeadJob[]; next: string | null }> {
+  async listDead(
+    topic: string,
+    page: { limit?: number; after?: string } = {},
+  ): Promise<{ jobs: DeadJob[]; next: string | null }> {
     requireTopic(this.config, topic);
     const after = page.after === undefined ? undefined : decodeDeadCursor(page.after);
     if (after === null) throw badCursor('after');
-    const result = await this.engine.listDead(topic, { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(after ? { after } : {}) });
+    const result = await this.engine.listDead(topic, {
+      ...(page.limit !== undefined ? { limit: page.limit } : {}),
+      ...(after ? { after } : {}),
+    });
     return { jobs: result.jobs, next: result.next && encodeDeadCursor(result.next) };
   }
 
   /** Creates or replaces a schedule (validated here) and, in the same script, its pending occurrence. */
-  async putSchedule(topic: string, id: string, input: unknown, by = ''): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
+  async putSchedule(
+    topic: string,
+    id: string,
+    input: unknown,
+    by = '',
+  ): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
     const s = validateSchedule(topic, id, input, this.config, this.clientNow());
     return replicated(this.engine.putSchedule(topic, { ...s, ...(by ? { by } : {}) }));
   }
@@ -217,7 +306,8 @@ export class Queue {
   async deleteSchedule(topic: string, id: string): Promise<void> {
     checkJobRef(topic, id, 'schedule');
     requireTopic(this.config, topic);
-    if (!(await replicated(this.engine.deleteSchedule(topic, id)))) throw new HttpError(404, 'NOT_FOUND', `schedule ${topic}/${id} not found`);
+    if (!(await replicated(this.engine.deleteSchedule(topic, id))))
+      throw new HttpError(404, 'NOT_FOUND', `schedule ${topic}/${id} not found`);
   }
 
   /**
@@ -233,15 +323,24 @@ export class Queue {
   }
 
   /** A page of a topic's schedules by id. */
-  async listSchedules(topic: string, page: { limit?: number; cursor?: string } = {}): Promise<{ schedules: Schedule[]; next: string | null }> {
+  async listSchedules(
+    topic: string,
+    page: { limit?: number; cursor?: string } = {},
+  ): Promise<{ schedules: Schedule[]; next: string | null }> {
     requireTopic(this.config, topic);
     const after = page.cursor === undefined ? undefined : decodeScheduleCursor(page.cursor);
     if (after === null) throw badCursor();
-    const result = await this.engine.listSchedules(topic, { ...(page.limit !== undefined ? { limit: page.limit } : {}), ...(after !== undefined ? { after } : {}) });
+    const result = await this.engine.listSchedules(topic, {
+      ...(page.limit !== undefined ? { limit: page.limit } : {}),
+      ...(after !== undefined ? { after } : {}),
+    });
     return { schedules: result.schedules, next: result.next && encodeScheduleCursor(result.next) };
   }
 
-  /** Pauses a topic (any configured one): once this returns no job of it starts until it is resumed; adds are still taken, running attempts finish. */
+  /**
+   * Pauses a topic (any configured one): once this returns no job of it starts until it is resumed; adds are still
+   * taken, running attempts finish.
+   */
   async pauseTopic(topic: string, by = ''): Promise<void> {
     requireTopic(this.config, topic);
     await replicated(this.engine.pauseTopic(topic, by));
@@ -281,20 +380,43 @@ export class Queue {
     return this.changeFlowKey(topic, key, 'clear', by);
   }
 
-  private changeFlowKey(topic: string, key: string, change: FlowKeyChange | 'clear', by: string): Promise<FlowKeyState> {
+  private changeFlowKey(
+    topic: string,
+    key: string,
+    change: FlowKeyChange | 'clear',
+    by: string,
+  ): Promise<FlowKeyState> {
     return replicated(this.engine.setFlowKey(topic, key, change, by));
   }
 
   // API keys: the HTTP edge (./http.ts) has checked the caller's scope.
 
-  /** Creates a key (validated here) made by `by`; its secret is in the answer and nowhere else. 409 KEY_EXISTS, 409 TOO_MANY_KEYS. */
+  /**
+   * Creates a key (validated here) made by `by`; its secret is in the answer and nowhere else. 409 KEY_EXISTS, 409
+   * TOO_MANY_KEYS.
+   */
   async createKey(input: unknown, by: Caller): Promise<{ key: KeyInfo; secret: string }> {
     const request = validateNewKey(input, this.config);
     const secret = newSecret();
-    const created = await replicated(this.engine.createKey({ ...request, sha: secretDigest(secret), createdBy: by.name }));
-    if (created === 'taken') throw new HttpError(409, 'KEY_EXISTS', `a key named ${request.name} exists; revoke it first or pick another name`);
-    if (created === 'full') throw new HttpError(409, 'TOO_MANY_KEYS', `the deployment holds ${MAX_KEYS} keys, the most it may; revoke one first`);
-    return { key: { ...request, source: 'api', createdAt: created.createdAt, createdBy: by.name, lastUsedAt: null }, secret };
+    const created = await replicated(
+      this.engine.createKey({ ...request, sha: secretDigest(secret), createdBy: by.name }),
+    );
+    if (created === 'taken')
+      throw new HttpError(
+        409,
+        'KEY_EXISTS',
+        `a key named ${request.name} exists; revoke it first or pick another name`,
+      );
+    if (created === 'full')
+      throw new HttpError(
+        409,
+        'TOO_MANY_KEYS',
+        `the deployment holds ${MAX_KEYS} keys, the most it may; revoke one first`,
+      );
+    return {
+      key: { ...request, source: 'api', createdAt: created.createdAt, createdBy: by.name, lastUsedAt: null },
+      secret,
+    };
   }
 
   /** Every key, never a secret. */
@@ -304,6 +426,7 @@ export class Queue {
 
   /** Revokes key `name`: 404 when there is none (or it was revoked already). */
   async revokeKey(name: string, deploymentSha: string): Promise<void> {
-    if (!(await replicated(this.engine.revokeKey(name, deploymentSha)))) throw new HttpError(404, 'NOT_FOUND', `key ${name} not found`);
+    if (!(await replicated(this.engine.revokeKey(name, deploymentSha))))
+      throw new HttpError(404, 'NOT_FOUND', `key ${name} not found`);
   }
 }

@@ -4,7 +4,15 @@ import { errorBody, jobHeaders, type ApiRequest, type ApiResponse, type Route } 
 import type { Engine, FlowKeyState, FlowRate, Job, KeyInfo } from '../engine';
 import type { Runtime } from '../platform/runtime';
 import { Queue, type WriteOutcome } from './queue';
-import { parseIfMatch, validateBatch, validateDeadPage, validateGroupPage, validateJobsQuery, validateRedrive, validateSchedulesQuery } from './validation';
+import {
+  parseIfMatch,
+  validateBatch,
+  validateDeadPage,
+  validateGroupPage,
+  validateJobsQuery,
+  validateRedrive,
+  validateSchedulesQuery,
+} from './validation';
 import { isoOrNull } from '../core/time';
 
 /**
@@ -19,7 +27,11 @@ const location = (job: Job) => `/jobs/${encodeURIComponent(job.topic)}/${encodeU
 function writeResponse(outcome: WriteOutcome): ApiResponse {
   switch (outcome.status) {
     case 'created':
-      return { status: 201, body: { job: outcome.job }, headers: { location: location(outcome.job), ...jobHeaders(outcome.job) } };
+      return {
+        status: 201,
+        body: { job: outcome.job },
+        headers: { location: location(outcome.job), ...jobHeaders(outcome.job) },
+      };
     case 'replaced':
       return { status: 200, body: { job: outcome.job }, headers: jobHeaders(outcome.job) };
     case 'exists':
@@ -61,18 +73,29 @@ export async function getJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse>
   return { status: 200, body: { job }, headers: jobHeaders(job) };
 }
 
-/** PUT /jobs/{topic}/{id}: create, or replace a pending job; with If-Match only while the job is at that version (else 412). */
+/**
+ * PUT /jobs/{topic}/{id}: create, or replace a pending job; with If-Match only while the job is at that version (else
+ * 412).
+ */
 export async function putJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   const ifMatch = parseIfMatch(req.headers['if-match']);
-  return writeResponse(await queueOf(rt).put(topic, id, req.json(), { ...(ifMatch === undefined ? {} : { ifMatch }), by: req.caller.name }));
+  return writeResponse(
+    await queueOf(rt).put(topic, id, req.json(), {
+      ...(ifMatch === undefined ? {} : { ifMatch }),
+      by: req.caller.name,
+    }),
+  );
 }
 
 /** DELETE /jobs/{topic}/{id}; with If-Match only while the job is at that version (else 412). */
 export async function deleteJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   const ifMatch = parseIfMatch(req.headers['if-match']);
-  const job = await queueOf(rt).cancel(topic, id, { ...(ifMatch === undefined ? {} : { ifMatch }), by: req.caller.name });
+  const job = await queueOf(rt).cancel(topic, id, {
+    ...(ifMatch === undefined ? {} : { ifMatch }),
+    by: req.caller.name,
+  });
   return { status: 200, body: { job }, headers: jobHeaders(job) };
 }
 
@@ -87,15 +110,24 @@ export async function listDead(req: ApiRequest, rt: Runtime): Promise<ApiRespons
   return { status: 200, body: page };
 }
 
-/** POST /topics/{topic}/dead/redrive: { ids: [...] } or { count: n }; no body redrives the REDRIVE_COUNT.default oldest. */
+/**
+ * POST /topics/{topic}/dead/redrive: { ids: [...] } or { count: n }; no body redrives the REDRIVE_COUNT.default oldest.
+ */
 export async function redrive(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  const result = await queueOf(rt).redrive(req.params.topic ?? '', validateRedrive(req.hasBody ? req.json() : undefined), req.caller.name);
+  const result = await queueOf(rt).redrive(
+    req.params.topic ?? '',
+    validateRedrive(req.hasBody ? req.json() : undefined),
+    req.caller.name,
+  );
   return { status: 200, body: { redriven: result.redriven } };
 }
 
 /** DELETE /topics/{topic}/groups/{group}: cancels every pending job of the group; { cancelled, running }. */
 export async function cancelGroup(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  return { status: 200, body: await queueOf(rt).cancelGroup(req.params.topic ?? '', req.params.group ?? '', req.caller.name) };
+  return {
+    status: 200,
+    body: await queueOf(rt).cancelGroup(req.params.topic ?? '', req.params.group ?? '', req.caller.name),
+  };
 }
 
 /** GET /topics/{topic}/groups/{group}?limit=&cursor=: one page of the group's jobs; { jobs, next }. */
@@ -104,13 +136,19 @@ export async function listGroup(req: ApiRequest, rt: Runtime): Promise<ApiRespon
   return { status: 200, body: await queueOf(rt).listGroup(req.params.topic ?? '', req.params.group ?? '', page) };
 }
 
-/** GET /topics/{topic}/jobs?state=&from=&to=&limit=&cursor=: one page of a topic's jobs in one state, in that state's time order; { jobs, next }. */
+/**
+ * GET /topics/{topic}/jobs?state=&from=&to=&limit=&cursor=: one page of a topic's jobs in one state, in that state's
+ * time order; { jobs, next }.
+ */
 export async function listJobs(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const query = validateJobsQuery(req.query);
   return { status: 200, body: await queueOf(rt).listJobs(req.params.topic ?? '', query) };
 }
 
-/** POST /topics/{topic}/pause: once this answers no job of the topic starts until it is resumed; { topic, paused: true }. */
+/**
+ * POST /topics/{topic}/pause: once this answers no job of the topic starts until it is resumed; { topic, paused: true
+ * }.
+ */
 export async function pauseTopic(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const topic = req.params.topic ?? '';
   await queueOf(rt).pauseTopic(topic, req.caller.name);
@@ -137,7 +175,8 @@ export async function flows(req: ApiRequest, rt: Runtime): Promise<ApiResponse> 
   requireScope(req.caller, 'write');
   if (req.method === 'PUT') return flowResponse(await q.setFlowKey(topic, key, req.json(), by));
   if (req.method === 'DELETE') return flowResponse(await q.clearFlowKey(topic, key, by));
-  if (req.method === 'POST' && /\/(pause|resume)$/.test(req.path)) return flowResponse(await q.pauseFlowKey(topic, key, req.path.endsWith('/pause'), by));
+  if (req.method === 'POST' && /\/(pause|resume)$/.test(req.path))
+    return flowResponse(await q.pauseFlowKey(topic, key, req.path.endsWith('/pause'), by));
   throw new HttpError(404, 'NOT_FOUND', `no route ${req.method} ${req.path}`);
 }
 
@@ -149,20 +188,39 @@ function rateView(rate: FlowRate | null): { count: number; per: number; burst: n
 /** A flow key's state as the API shows it: heldUntil and updatedAt as ISO times, rates with per in seconds. */
 function flowResponse(state: FlowKeyState): ApiResponse {
   const { pinned, limits, heldUntil, updatedAt } = state;
-  const shown = pinned && { ...(pinned.concurrency !== undefined ? { concurrency: pinned.concurrency } : {}), ...(pinned.rate !== undefined ? { rate: rateView(pinned.rate) } : {}) };
-  const body = { ...state, heldUntil: isoOrNull(heldUntil), updatedAt: isoOrNull(updatedAt), limits: { concurrency: limits.concurrency, rate: rateView(limits.rate) }, pinned: shown };
+  const shown = pinned && {
+    ...(pinned.concurrency !== undefined ? { concurrency: pinned.concurrency } : {}),
+    ...(pinned.rate !== undefined ? { rate: rateView(pinned.rate) } : {}),
+  };
+  const body = {
+    ...state,
+    heldUntil: isoOrNull(heldUntil),
+    updatedAt: isoOrNull(updatedAt),
+    limits: { concurrency: limits.concurrency, rate: rateView(limits.rate) },
+    pinned: shown,
+  };
   return { status: 200, body };
 }
 
-/** PUT /schedules/{topic}/{id}: creates the schedule (201) or replaces it (200), its pending occurrence with it; `{ schedule }`. */
+/**
+ * PUT /schedules/{topic}/{id}: creates the schedule (201) or replaces it (200), its pending occurrence with it; `{
+ * schedule }`.
+ */
 export async function putSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   const { status, schedule } = await queueOf(rt).putSchedule(topic, id, req.json(), req.caller.name);
   if (status === 'replaced') return { status: 200, body: { schedule } };
-  return { status: 201, body: { schedule }, headers: { location: `/schedules/${encodeURIComponent(topic)}/${encodeURIComponent(id)}` } };
+  return {
+    status: 201,
+    body: { schedule },
+    headers: { location: `/schedules/${encodeURIComponent(topic)}/${encodeURIComponent(id)}` },
+  };
 }
 
-/** GET /schedules/{topic}/{id}: `{ schedule }` with its next 5 run times, pending occurrence and last run; 404 when there is none. */
+/**
+ * GET /schedules/{topic}/{id}: `{ schedule }` with its next 5 run times, pending occurrence and last run; 404 when
+ * there is none.
+ */
 export async function getSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   const schedule = await queueOf(rt).getSchedule(topic, id);
@@ -170,20 +228,29 @@ export async function getSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResp
   return { status: 200, body: { schedule } };
 }
 
-/** DELETE /schedules/{topic}/{id}: deletes the schedule and withdraws its pending occurrence; `{ deleted: true }`, 404 when there is none. */
+/**
+ * DELETE /schedules/{topic}/{id}: deletes the schedule and withdraws its pending occurrence; `{ deleted: true }`, 404
+ * when there is none.
+ */
 export async function deleteSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   await queueOf(rt).deleteSchedule(topic, id);
   return { status: 200, body: { deleted: true } };
 }
 
-/** POST /schedules/{topic}/{id}/pause: once this answers no occurrence of the schedule starts; `{ schedule }` (paused), 404 when there is none. */
+/**
+ * POST /schedules/{topic}/{id}/pause: once this answers no occurrence of the schedule starts; `{ schedule }` (paused),
+ * 404 when there is none.
+ */
 export async function pauseSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   return { status: 200, body: { schedule: await queueOf(rt).pauseSchedule(topic, id, true, req.caller.name) } };
 }
 
-/** POST /schedules/{topic}/{id}/resume: the schedule runs again, catching up by its catchUp; `{ schedule }`, 404 when there is none. */
+/**
+ * POST /schedules/{topic}/{id}/resume: the schedule runs again, catching up by its catchUp; `{ schedule }`, 404 when
+ * there is none.
+ */
 export async function resumeSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
   return { status: 200, body: { schedule: await queueOf(rt).pauseSchedule(topic, id, false, req.caller.name) } };
@@ -199,15 +266,25 @@ export async function listSchedules(req: ApiRequest, rt: Runtime): Promise<ApiRe
 /** POST /keys: { name, scope, topics? } -> 201 { key, secret }: the secret is shown this once. */
 export async function createKey(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { key, secret } = await queueOf(rt).createKey(req.json(), req.caller);
-  return { status: 201, body: { key: keyView(key), secret }, headers: { location: `/keys/${encodeURIComponent(key.name)}` } };
+  return {
+    status: 201,
+    body: { key: keyView(key), secret },
+    headers: { location: `/keys/${encodeURIComponent(key.name)}` },
+  };
 }
 
 /** GET /keys: { keys }: every key's name, scope, topics, source, created and last used; never a secret. */
 export async function listKeys(_req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  return { status: 200, body: { keys: (await queueOf(rt).listKeys(accessFor(rt.engine, rt.config.apiToken).deploymentSha)).map(keyView) } };
+  return {
+    status: 200,
+    body: { keys: (await queueOf(rt).listKeys(accessFor(rt.engine, rt.config.apiToken).deploymentSha)).map(keyView) },
+  };
 }
 
-/** DELETE /keys/{name}: revokes the key; { revoked: true }, 404 when there is none. Every warm instance refuses it within KEY_RECHECK_MS. */
+/**
+ * DELETE /keys/{name}: revokes the key; { revoked: true }, 404 when there is none. Every warm instance refuses it
+ * within KEY_RECHECK_MS.
+ */
 export async function revokeKey(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const name = req.params.name ?? '';
   const access = accessFor(rt.engine, rt.config.apiToken);
@@ -239,6 +316,21 @@ function needs(scope: Scope, ...routes: Route[]): void {
   for (const route of routes) route.scope = scope;
 }
 
-needs('read', getJob, listTopics, listDead, listGroup, listJobs, getSchedule, listSchedules, whoami, flows); // flows: its changes need write
-needs('write', addJob, addJobs, putJob, deleteJob, redrive, cancelGroup, putSchedule, deleteSchedule, pauseSchedule, resumeSchedule, pauseTopic, resumeTopic);
+// flows: its changes need write
+needs('read', getJob, listTopics, listDead, listGroup, listJobs, getSchedule, listSchedules, whoami, flows);
+needs(
+  'write',
+  addJob,
+  addJobs,
+  putJob,
+  deleteJob,
+  redrive,
+  cancelGroup,
+  putSchedule,
+  deleteSchedule,
+  pauseSchedule,
+  resumeSchedule,
+  pauseTopic,
+  resumeTopic,
+);
 needs('admin', createKey, listKeys, revokeKey, keys);

@@ -6,11 +6,44 @@ import type { NewSchedule } from '../engine';
 import { layoutFor } from '../engine';
 import type { QueueConfig } from '../core/queue-config';
 import { ID_PATTERN, TOPIC_PATTERN } from '../core/queue-config';
-import { canonicalZone, cronProblem, ID_MAX, JITTER_CHECK_RUNS, nextRuns, OCCURRENCE_SUFFIX_LENGTH, SCHEDULE_ID_MAX, shortestGapMs, type CatchUp, type Recurrence } from '../core/schedule';
+import {
+  canonicalZone,
+  cronProblem,
+  ID_MAX,
+  JITTER_CHECK_RUNS,
+  nextRuns,
+  OCCURRENCE_SUFFIX_LENGTH,
+  SCHEDULE_ID_MAX,
+  shortestGapMs,
+  type CatchUp,
+  type Recurrence,
+} from '../core/schedule';
 import { HttpError, type FieldProblem } from './api-errors';
-import { checkBodySize, checkFlowKey, checkJitter, checkJobOptions, requireTopic, secondsOf, throwProblems } from './validation';
+import {
+  checkBodySize,
+  checkFlowKey,
+  checkJitter,
+  checkJobOptions,
+  requireTopic,
+  secondsOf,
+  throwProblems,
+} from './validation';
 
-const SCHEDULE_FIELDS = ['cron', 'every', 'timezone', 'body', 'paused', 'catchUp', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter', 'key'];
+const SCHEDULE_FIELDS = [
+  'cron',
+  'every',
+  'timezone',
+  'body',
+  'paused',
+  'catchUp',
+  'maxAttempts',
+  'backoff',
+  'ttr',
+  'url',
+  'group',
+  'jitter',
+  'key',
+];
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -24,8 +57,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function checkScheduleJitter(jitterMs: number, recurrence: Recurrence, now: number, problems: FieldProblem[]): void {
   const gap = shortestGapMs(recurrence, now);
   if (gap === null || jitterMs < gap) return;
-  const between = 'every' in recurrence ? 'its period' : `the shortest time between two of its next ${JITTER_CHECK_RUNS} runs`;
-  problems.push({ path: 'jitter', message: `must be less than ${between}, ${gap / 1000} s: a jitter holds an occurrence back by less than the time to the next run` });
+  const between =
+    'every' in recurrence ? 'its period' : `the shortest time between two of its next ${JITTER_CHECK_RUNS} runs`;
+  problems.push({
+    path: 'jitter',
+    message: `must be less than ${between}, ${gap / 1000} s: a jitter holds an occurrence back by less than the time to the next run`,
+  });
 }
 
 /**
@@ -33,9 +70,17 @@ function checkScheduleJitter(jitterMs: number, recurrence: Recurrence, now: numb
  * 400 VALIDATION_FAILED naming each field, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE. `now` (epoch
  * ms) only serves to refuse an expression that never matches a date after it.
  */
-export function validateSchedule(topic: string, id: string, input: unknown, config: QueueConfig, now = Date.now()): NewSchedule {
+export function validateSchedule(
+  topic: string,
+  id: string,
+  input: unknown,
+  config: QueueConfig,
+  now = Date.now(),
+): NewSchedule {
   if (!isObject(input)) {
-    throw new HttpError(400, 'VALIDATION_FAILED', 'the schedule must be a JSON object', [{ path: '', message: 'must be an object' }]);
+    throw new HttpError(400, 'VALIDATION_FAILED', 'the schedule must be a JSON object', [
+      { path: '', message: 'must be an object' },
+    ]);
   }
   const problems: FieldProblem[] = [];
   const problem = (path: string, message: string) => problems.push({ path, message });
@@ -46,7 +91,10 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
   if (!topicOk) problem('topic', `must match ${TOPIC_PATTERN.source}`);
   if (!ID_PATTERN.test(id)) problem('id', `must match ${ID_PATTERN.source}`);
   else if (id.length > SCHEDULE_ID_MAX) {
-    problem('id', `must be at most ${SCHEDULE_ID_MAX} characters: an occurrence's id adds ${OCCURRENCE_SUFFIX_LENGTH} (":YYYYMMDDTHHMMSSZ") and ids have at most ${ID_MAX}`);
+    problem(
+      'id',
+      `must be at most ${SCHEDULE_ID_MAX} characters: an occurrence's id adds ${OCCURRENCE_SUFFIX_LENGTH} (":YYYYMMDDTHHMMSSZ") and ids have at most ${ID_MAX}`,
+    );
   }
 
   let recurrence: Recurrence | undefined;
@@ -69,7 +117,10 @@ export function validateSchedule(topic: string, id: string, input: unknown, conf
     const maxEvery = Math.floor(config.maxDelayMs / 1000);
     const seconds = secondsOf(every);
     if (seconds === undefined || !Number.isInteger(seconds) || seconds < 1 || seconds > maxEvery) {
-      problem('every', `must be a whole number of seconds from 1 to ${maxEvery}, or a duration like "10m" (s, m, h, d)`);
+      problem(
+        'every',
+        `must be a whole number of seconds from 1 to ${maxEvery}, or a duration like "10m" (s, m, h, d)`,
+      );
     } else recurrence = { every: seconds };
     if (timezone !== undefined) problem('timezone', 'applies to cron only: every counts seconds in real time');
   }

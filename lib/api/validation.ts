@@ -10,11 +10,37 @@ import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicCon
 import { layoutFor, type FlowKeyChange, type FlowRate, type JobChange, type NewJob } from '../engine';
 import { HttpError, type FieldProblem } from './api-errors';
 import { jitterOffsetMs } from '../core/pacing';
-import { BATCH_JOBS, DEAD_PAGE, JOBS_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH, type Range } from '../core/limits';
+import {
+  BATCH_JOBS,
+  DEAD_PAGE,
+  JOBS_PAGE,
+  EARLIEST_RUN_AT_MS,
+  JITTER_SECONDS,
+  MAX_ATTEMPTS,
+  REDRIVE_COUNT,
+  REDRIVE_IDS,
+  SCHEDULES_PAGE,
+  TTR_SECONDS,
+  URL_MAX_LENGTH,
+  type Range,
+} from '../core/limits';
 
 export type { JobChange, NewJob } from '../engine';
 
-const JOB_FIELDS = ['topic', 'id', 'delay', 'runAt', 'body', 'maxAttempts', 'backoff', 'ttr', 'url', 'group', 'jitter', 'key'];
+const JOB_FIELDS = [
+  'topic',
+  'id',
+  'delay',
+  'runAt',
+  'body',
+  'maxAttempts',
+  'backoff',
+  'ttr',
+  'url',
+  'group',
+  'jitter',
+  'key',
+];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** A fresh id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
@@ -63,7 +89,8 @@ export function secondsOf(value: unknown): number | undefined {
 }
 
 /** How a field that takes seconds or a duration says what it takes, from `min` to `max` seconds. */
-export const secondsRule = (min: number, max: number) => `must be a number of seconds from ${min} to ${max}, or a duration like "10m" (ms, s, m, h, d)`;
+export const secondsRule = (min: number, max: number) =>
+  `must be a number of seconds from ${min} to ${max}, or a duration like "10m" (ms, s, m, h, d)`;
 
 function parseDelay(value: unknown, config: QueueConfig, problems: FieldProblem[]): NewJob['when'] | undefined {
   const d = secondsOf(value);
@@ -74,7 +101,12 @@ function parseDelay(value: unknown, config: QueueConfig, problems: FieldProblem[
   return { kind: 'd', ms: Math.round(d * 1000) };
 }
 
-function parseRunAt(r: unknown, config: QueueConfig, problems: FieldProblem[], clientNow: number): NewJob['when'] | undefined {
+function parseRunAt(
+  r: unknown,
+  config: QueueConfig,
+  problems: FieldProblem[],
+  clientNow: number,
+): NewJob['when'] | undefined {
   let ms: number;
   if (typeof r === 'number') {
     if (!Number.isInteger(r)) {
@@ -99,7 +131,13 @@ function parseRunAt(r: unknown, config: QueueConfig, problems: FieldProblem[], c
   return { kind: 'a', ms };
 }
 
-function parseWhen(job: Record<string, unknown>, config: QueueConfig, problems: FieldProblem[], required: boolean, clientNow: number): NewJob['when'] | undefined {
+function parseWhen(
+  job: Record<string, unknown>,
+  config: QueueConfig,
+  problems: FieldProblem[],
+  required: boolean,
+  clientNow: number,
+): NewJob['when'] | undefined {
   const hasDelay = job.delay !== undefined;
   const hasRunAt = job.runAt !== undefined;
   if (hasDelay && hasRunAt) {
@@ -167,7 +205,13 @@ function checkGroup(value: unknown, problems: FieldProblem[]): string | undefine
  * with `flow` in its configuration). `topic` undefined (malformed) or not configured: only the form
  * is checked, the topic's own problem is reported elsewhere.
  */
-export function checkFlowKey(value: unknown, topic: string | undefined, config: QueueConfig, problems: FieldProblem[], what: 'job' | 'schedule' = 'job'): string | undefined {
+export function checkFlowKey(
+  value: unknown,
+  topic: string | undefined,
+  config: QueueConfig,
+  problems: FieldProblem[],
+  what: 'job' | 'schedule' = 'job',
+): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
     problem(problems, 'key', `must match ${ID_PATTERN.source}`);
@@ -175,14 +219,22 @@ export function checkFlowKey(value: unknown, topic: string | undefined, config: 
   }
   const t = topic === undefined ? undefined : config.topics.get(topic);
   if (t && !t.flow) {
-    problem(problems, 'key', `topic ${topic} has no flow control, so its ${what}s take no key: set flow for it in serverless.yml custom.queue.topics`);
+    problem(
+      problems,
+      'key',
+      `topic ${topic} has no flow control, so its ${what}s take no key: set flow for it in serverless.yml custom.queue.topics`,
+    );
     return undefined;
   }
   return value;
 }
 
 /** A job's own retry options (backoff, maxAttempts, ttr): those it sets, checked. */
-function checkOptions(job: Record<string, unknown>, config: QueueConfig, problems: FieldProblem[]): Pick<NewJob, 'backoff' | 'maxAttempts' | 'ttrMs'> {
+function checkOptions(
+  job: Record<string, unknown>,
+  config: QueueConfig,
+  problems: FieldProblem[],
+): Pick<NewJob, 'backoff' | 'maxAttempts' | 'ttrMs'> {
   let backoff: string | undefined;
   if (job.backoff !== undefined) {
     const parsed = parseBackoff(job.backoff, 'backoff', config.maxDelayMs);
@@ -191,7 +243,8 @@ function checkOptions(job: Record<string, unknown>, config: QueueConfig, problem
   }
   let maxAttempts: number | undefined;
   if (job.maxAttempts !== undefined) {
-    if (!isIntegerIn(job.maxAttempts, MAX_ATTEMPTS)) problem(problems, 'maxAttempts', `must be an integer from ${MAX_ATTEMPTS.min} to ${MAX_ATTEMPTS.max}`);
+    if (!isIntegerIn(job.maxAttempts, MAX_ATTEMPTS))
+      problem(problems, 'maxAttempts', `must be an integer from ${MAX_ATTEMPTS.min} to ${MAX_ATTEMPTS.max}`);
     else maxAttempts = job.maxAttempts;
   } else if (backoff) {
     // A ladder names every retry: the first attempt plus one per step, unless said otherwise.
@@ -201,10 +254,15 @@ function checkOptions(job: Record<string, unknown>, config: QueueConfig, problem
   let ttrMs: number | undefined;
   if (job.ttr !== undefined) {
     const t = secondsOf(job.ttr);
-    if (t === undefined || t < TTR_SECONDS.min || t > TTR_SECONDS.max) problem(problems, 'ttr', secondsRule(TTR_SECONDS.min, TTR_SECONDS.max));
+    if (t === undefined || t < TTR_SECONDS.min || t > TTR_SECONDS.max)
+      problem(problems, 'ttr', secondsRule(TTR_SECONDS.min, TTR_SECONDS.max));
     else ttrMs = Math.round(t * 1000);
   }
-  return { ...(maxAttempts !== undefined ? { maxAttempts } : {}), ...(ttrMs !== undefined ? { ttrMs } : {}), ...(backoff !== undefined ? { backoff } : {}) };
+  return {
+    ...(maxAttempts !== undefined ? { maxAttempts } : {}),
+    ...(ttrMs !== undefined ? { ttrMs } : {}),
+    ...(backoff !== undefined ? { backoff } : {}),
+  };
 }
 
 /**
@@ -212,20 +270,33 @@ function checkOptions(job: Record<string, unknown>, config: QueueConfig, problem
  * body, checked for topic `topic` (when known): backoff, maxAttempts, ttr (within the handler's
  * timeout), url (required for a webhook topic) and group. Adds a problem per bad field.
  */
-export function checkJobOptions(fields: Record<string, unknown>, topic: string | undefined, config: QueueConfig, problems: FieldProblem[]): Pick<NewJob, 'backoff' | 'maxAttempts' | 'ttrMs' | 'url' | 'group'> {
+export function checkJobOptions(
+  fields: Record<string, unknown>,
+  topic: string | undefined,
+  config: QueueConfig,
+  problems: FieldProblem[],
+): Pick<NewJob, 'backoff' | 'maxAttempts' | 'ttrMs' | 'url' | 'group'> {
   const options = checkOptions(fields, config, problems);
   const group = checkGroup(fields.group, problems);
   const maxTtrMs = topic ? config.topics.get(topic)?.maxTtrMs : undefined;
   if (options.ttrMs !== undefined && maxTtrMs !== undefined && options.ttrMs > maxTtrMs) {
-    problem(problems, 'ttr', `must be at most ${maxTtrMs / 1000} seconds: the handler of topic ${topic} times out after ${maxTtrMs / 1000} s`);
+    problem(
+      problems,
+      'ttr',
+      `must be at most ${maxTtrMs / 1000} seconds: the handler of topic ${topic} times out after ${maxTtrMs / 1000} s`,
+    );
   }
   let url: string | undefined;
   if (fields.url !== undefined) url = checkUrl(fields.url, problems);
-  else if (topic && config.topics.get(topic)?.kind === 'webhook') problem(problems, 'url', 'is required for a webhook topic');
+  else if (topic && config.topics.get(topic)?.kind === 'webhook')
+    problem(problems, 'url', 'is required for a webhook topic');
   return { ...options, ...(url !== undefined ? { url } : {}), ...(group !== undefined ? { group } : {}) };
 }
 
-/** A job's (or schedule's) own jitter (ms), or undefined when it sets none; adds a problem when it is not seconds (or a duration) in JITTER_SECONDS. */
+/**
+ * A job's (or schedule's) own jitter (ms), or undefined when it sets none; adds a problem when it is not seconds (or a
+ * duration) in JITTER_SECONDS.
+ */
 export function checkJitter(value: unknown, problems: FieldProblem[]): number | undefined {
   if (value === undefined) return undefined;
   const seconds = secondsOf(value);
@@ -239,7 +310,12 @@ export function checkJitter(value: unknown, problems: FieldProblem[]): number | 
 /** Throws the 400 for the problems found in a `what` (a job, a schedule), if any. */
 export function throwProblems(problems: FieldProblem[], what: 'job' | 'schedule' = 'job'): void {
   if (problems.length > 0) {
-    throw new HttpError(400, 'VALIDATION_FAILED', `the ${what} has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
+    throw new HttpError(
+      400,
+      'VALIDATION_FAILED',
+      `the ${what} has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`,
+      problems,
+    );
   }
 }
 
@@ -248,7 +324,12 @@ export function checkBodySize(body: string, config: QueueConfig, details: boolea
   const bytes = Buffer.byteLength(body);
   if (bytes <= config.maxBodyBytes) return;
   const message = `the body is ${bytes} bytes; the limit is ${config.maxBodyBytes}`;
-  throw new HttpError(413, 'PAYLOAD_TOO_LARGE', message, details ? [{ path: 'body', message: `must be at most ${config.maxBodyBytes} bytes of JSON` }] : undefined);
+  throw new HttpError(
+    413,
+    'PAYLOAD_TOO_LARGE',
+    message,
+    details ? [{ path: 'body', message: `must be at most ${config.maxBodyBytes} bytes of JSON` }] : undefined,
+  );
 }
 
 /** The configured topic `topic`; throws 400 UNKNOWN_TOPIC unless there is one. */
@@ -256,7 +337,11 @@ export function requireTopic(config: QueueConfig, topic: string): TopicConfig {
   const t = config.topics.get(topic);
   if (!t) {
     const known = [...config.topics.keys()];
-    throw new HttpError(400, 'UNKNOWN_TOPIC', `topic ${JSON.stringify(topic)} is not configured (configured: ${known.join(', ')})`);
+    throw new HttpError(
+      400,
+      'UNKNOWN_TOPIC',
+      `topic ${JSON.stringify(topic)} is not configured (configured: ${known.join(', ')})`,
+    );
   }
   return t;
 }
@@ -276,7 +361,9 @@ export function checkJobRef(topic: string, id: string, what: 'job' | 'schedule' 
  */
 export function validateJob(input: unknown, config: QueueConfig, clientNow = Date.now()): NewJob {
   if (!isObject(input)) {
-    throw new HttpError(400, 'VALIDATION_FAILED', 'the job must be a JSON object', [{ path: '', message: 'must be an object' }]);
+    throw new HttpError(400, 'VALIDATION_FAILED', 'the job must be a JSON object', [
+      { path: '', message: 'must be an object' },
+    ]);
   }
   const job = input;
   const problems: FieldProblem[] = [];
@@ -311,11 +398,22 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
  * Validates a put of job topic/id: the path must name a job, and topic and id in the body, if
  * given, must match it. Then as validateJob.
  */
-export function validatePut(topic: string, id: string, input: unknown, config: QueueConfig, clientNow = Date.now()): NewJob {
+export function validatePut(
+  topic: string,
+  id: string,
+  input: unknown,
+  config: QueueConfig,
+  clientNow = Date.now(),
+): NewJob {
   checkJobRef(topic, id);
   const fields = isObject(input) ? input : undefined;
-  if (fields && ((fields.topic !== undefined && fields.topic !== topic) || (fields.id !== undefined && fields.id !== id))) {
-    throw new HttpError(400, 'VALIDATION_FAILED', 'topic and id in the body must match the path', [{ path: 'id', message: 'must match the path' }]);
+  if (
+    fields &&
+    ((fields.topic !== undefined && fields.topic !== topic) || (fields.id !== undefined && fields.id !== id))
+  ) {
+    throw new HttpError(400, 'VALIDATION_FAILED', 'topic and id in the body must match the path', [
+      { path: 'id', message: 'must match the path' },
+    ]);
   }
   return validateJob(fields ? { ...fields, topic, id } : input, config, clientNow);
 }
@@ -323,12 +421,15 @@ export function validatePut(topic: string, id: string, input: unknown, config: Q
 /** Validates a change to a pending job: `{ delay | runAt, body }`, at least one of them. */
 export function validateChange(input: unknown, config: QueueConfig, clientNow = Date.now()): JobChange {
   if (!isObject(input)) {
-    throw new HttpError(400, 'VALIDATION_FAILED', 'the change must be a JSON object', [{ path: '', message: 'must be an object' }]);
+    throw new HttpError(400, 'VALIDATION_FAILED', 'the change must be a JSON object', [
+      { path: '', message: 'must be an object' },
+    ]);
   }
   const change = input;
   const problems: FieldProblem[] = [];
   for (const key of Object.keys(change)) {
-    if (!['delay', 'runAt', 'body'].includes(key)) problem(problems, key, 'is not a field of a change (fields: delay, runAt, body)');
+    if (!['delay', 'runAt', 'body'].includes(key))
+      problem(problems, key, 'is not a field of a change (fields: delay, runAt, body)');
   }
   const when = parseWhen(change, config, problems, false, clientNow);
   let body: string | undefined;
@@ -336,7 +437,8 @@ export function validateChange(input: unknown, config: QueueConfig, clientNow = 
     body = bodyText(change.body);
     if (body === undefined) problem(problems, 'body', 'must be a JSON value');
   }
-  if (!when && body === undefined && problems.length === 0) problem(problems, 'delay', 'give delay, runAt or body to change');
+  if (!when && body === undefined && problems.length === 0)
+    problem(problems, 'delay', 'give delay, runAt or body to change');
   throwProblems(problems);
   if (body !== undefined) checkBodySize(body, config, false);
   return { ...(when ? { when } : {}), ...(body !== undefined ? { body } : {}) };
@@ -345,7 +447,9 @@ export function validateChange(input: unknown, config: QueueConfig, clientNow = 
 /** Throws 400 VALIDATION_FAILED when a batch holds more jobs than one may. */
 export function checkBatchSize(count: number): void {
   if (count > BATCH_JOBS.max) {
-    throw new HttpError(400, 'VALIDATION_FAILED', `a batch holds at most ${BATCH_JOBS.max} jobs`, [{ path: 'jobs', message: `must hold ${BATCH_JOBS.min} to ${BATCH_JOBS.max} jobs` }]);
+    throw new HttpError(400, 'VALIDATION_FAILED', `a batch holds at most ${BATCH_JOBS.max} jobs`, [
+      { path: 'jobs', message: `must hold ${BATCH_JOBS.min} to ${BATCH_JOBS.max} jobs` },
+    ]);
   }
 }
 
@@ -354,13 +458,17 @@ export function validateBatch(body: unknown): unknown[] {
   const jobs = isObject(body) ? body.jobs : undefined;
   if (!Array.isArray(jobs) || jobs.length < BATCH_JOBS.min) {
     const range = `${BATCH_JOBS.min} to ${BATCH_JOBS.max}`;
-    throw new HttpError(400, 'VALIDATION_FAILED', `send { "jobs": [ ... ] } with ${range} jobs`, [{ path: 'jobs', message: `must be a list of ${range} jobs` }]);
+    throw new HttpError(400, 'VALIDATION_FAILED', `send { "jobs": [ ... ] } with ${range} jobs`, [
+      { path: 'jobs', message: `must be a list of ${range} jobs` },
+    ]);
   }
   checkBatchSize(jobs.length);
   return jobs;
 }
 
-/** A key to create: its name, scope and, for a `write` or `read` key, the topics it is limited to (null: every topic). */
+/**
+ * A key to create: its name, scope and, for a `write` or `read` key, the topics it is limited to (null: every topic).
+ */
 export interface NewKeyRequest {
   name: string;
   scope: 'admin' | 'write' | 'read';
@@ -375,36 +483,80 @@ export const KEY_NAME_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /** Validates `{ name, scope, topics? }`: every problem at once (400 VALIDATION_FAILED); topics must be configured. */
 export function validateNewKey(body: unknown, config: QueueConfig): NewKeyRequest {
-  if (!isObject(body)) throw new HttpError(400, 'VALIDATION_FAILED', 'send { "name": ..., "scope": "admin" | "write" | "read", "topics"?: [...] }', [{ path: '', message: 'must be an object' }]);
+  if (!isObject(body))
+    throw new HttpError(
+      400,
+      'VALIDATION_FAILED',
+      'send { "name": ..., "scope": "admin" | "write" | "read", "topics"?: [...] }',
+      [{ path: '', message: 'must be an object' }],
+    );
   const { name, scope, topics, ...rest } = body;
-  const problems: FieldProblem[] = Object.keys(rest).map((k) => ({ path: k, message: 'is not a field (fields: name, scope, topics)' }));
-  if (typeof name !== 'string' || !KEY_NAME_PATTERN.test(name)) problem(problems, 'name', `must match ${KEY_NAME_PATTERN.source}`);
-  else if (name === 'deployment') problem(problems, 'name', "deployment is the name of the deployment's own key (API_TOKEN)");
-  if (scope !== 'admin' && scope !== 'write' && scope !== 'read') problem(problems, 'scope', 'must be admin, write or read');
+  const problems: FieldProblem[] = Object.keys(rest).map((k) => ({
+    path: k,
+    message: 'is not a field (fields: name, scope, topics)',
+  }));
+  if (typeof name !== 'string' || !KEY_NAME_PATTERN.test(name))
+    problem(problems, 'name', `must match ${KEY_NAME_PATTERN.source}`);
+  else if (name === 'deployment')
+    problem(problems, 'name', "deployment is the name of the deployment's own key (API_TOKEN)");
+  if (scope !== 'admin' && scope !== 'write' && scope !== 'read')
+    problem(problems, 'scope', 'must be admin, write or read');
   if (topics !== undefined && topics !== null) {
-    if (!Array.isArray(topics) || topics.length === 0 || topics.length > config.topics.size || !topics.every((t) => typeof t === 'string')) problem(problems, 'topics', 'must be a list of configured topics, or left out for every topic');
-    else topics.forEach((t: string, i) => config.topics.has(t) || problem(problems, `topics.${i}`, `topic ${JSON.stringify(t)} is not configured`));
-    if (scope === 'admin') problem(problems, 'topics', 'an admin key manages keys, so it holds every topic: leave topics out');
+    if (
+      !Array.isArray(topics) ||
+      topics.length === 0 ||
+      topics.length > config.topics.size ||
+      !topics.every((t) => typeof t === 'string')
+    )
+      problem(problems, 'topics', 'must be a list of configured topics, or left out for every topic');
+    else
+      topics.forEach(
+        (t: string, i) =>
+          config.topics.has(t) || problem(problems, `topics.${i}`, `topic ${JSON.stringify(t)} is not configured`),
+      );
+    if (scope === 'admin')
+      problem(problems, 'topics', 'an admin key manages keys, so it holds every topic: leave topics out');
   }
   if (problems.length) throw new HttpError(400, 'VALIDATION_FAILED', 'invalid key', problems);
-  return { name: name as string, scope: scope as NewKeyRequest['scope'], topics: Array.isArray(topics) ? [...new Set(topics as string[])] : null };
+  return {
+    name: name as string,
+    scope: scope as NewKeyRequest['scope'],
+    topics: Array.isArray(topics) ? [...new Set(topics as string[])] : null,
+  };
 }
 
 /** Which dead jobs to redrive: the given ids, or the `count` oldest. */
 export type RedriveRequest = { ids: string[] } | { count: number };
 
-/** Validates a redrive body `{ ids: [...] }` or `{ count: n }`; no body (undefined) redrives the default count of oldest. */
+/**
+ * Validates a redrive body `{ ids: [...] }` or `{ count: n }`; no body (undefined) redrives the default count of
+ * oldest.
+ */
 export function validateRedrive(body: unknown): RedriveRequest {
   if (body === undefined) return { count: REDRIVE_COUNT.default };
-  if (!isObject(body)) throw new HttpError(400, 'VALIDATION_FAILED', 'send { "ids": [...] } or { "count": n }', [{ path: '', message: 'must be an object' }]);
+  if (!isObject(body))
+    throw new HttpError(400, 'VALIDATION_FAILED', 'send { "ids": [...] } or { "count": n }', [
+      { path: '', message: 'must be an object' },
+    ]);
   const { ids, count, ...rest } = body;
-  const problems: FieldProblem[] = Object.keys(rest).map((k) => ({ path: k, message: 'is not a field (fields: ids, count)' }));
-  const validIds = Array.isArray(ids) && ids.length >= REDRIVE_IDS.min && ids.length <= REDRIVE_IDS.max && ids.every((i) => typeof i === 'string');
-  if (ids !== undefined && !validIds) problem(problems, 'ids', `must be a list of ${REDRIVE_IDS.min} to ${REDRIVE_IDS.max} job ids`);
-  if (count !== undefined && !isIntegerIn(count, REDRIVE_COUNT)) problem(problems, 'count', `must be an integer from ${REDRIVE_COUNT.min} to ${REDRIVE_COUNT.max}`);
+  const problems: FieldProblem[] = Object.keys(rest).map((k) => ({
+    path: k,
+    message: 'is not a field (fields: ids, count)',
+  }));
+  const validIds =
+    Array.isArray(ids) &&
+    ids.length >= REDRIVE_IDS.min &&
+    ids.length <= REDRIVE_IDS.max &&
+    ids.every((i) => typeof i === 'string');
+  if (ids !== undefined && !validIds)
+    problem(problems, 'ids', `must be a list of ${REDRIVE_IDS.min} to ${REDRIVE_IDS.max} job ids`);
+  if (count !== undefined && !isIntegerIn(count, REDRIVE_COUNT))
+    problem(problems, 'count', `must be an integer from ${REDRIVE_COUNT.min} to ${REDRIVE_COUNT.max}`);
   if (ids !== undefined && count !== undefined) problem(problems, 'count', 'give ids or count, not both');
   if (problems.length) throw new HttpError(400, 'VALIDATION_FAILED', 'invalid redrive request', problems);
-  return ids !== undefined ? { ids: ids as string[] } : { count: (count as number | undefined) ?? REDRIVE_COUNT.default };
+  return ids !== undefined
+    ? { ids: ids as string[] }
+    : { count: (count as number | undefined) ?? REDRIVE_COUNT.default };
 }
 
 /**
@@ -443,9 +595,17 @@ export function parseIfMatch(header: string | undefined): IfMatch | undefined {
 /** A time in a query: epoch ms, or ISO-8601; adds a problem naming `name` otherwise. */
 function timeParam(value: string | undefined, name: string, problems: FieldProblem[]): number | undefined {
   if (value === undefined || value === '') return undefined;
-  const ms = /^\d{1,16}$/.test(value) ? Number(value) : ISO_8601.test(value) && isCalendarDate(value) ? Date.parse(value) : NaN;
+  const ms = /^\d{1,16}$/.test(value)
+    ? Number(value)
+    : ISO_8601.test(value) && isCalendarDate(value)
+      ? Date.parse(value)
+      : NaN;
   if (!Number.isSafeInteger(ms)) {
-    problem(problems, name, 'must be a time: epoch milliseconds or ISO-8601 of a date that exists (2027-03-28T01:00:00Z)');
+    problem(
+      problems,
+      name,
+      'must be a time: epoch milliseconds or ISO-8601 of a date that exists (2027-03-28T01:00:00Z)',
+    );
     return undefined;
   }
   return ms;
@@ -468,7 +628,12 @@ export interface JobsQuery {
 function throwQueryProblems(problems: FieldProblem[]): void {
   if (problems.length > 0) {
     const n = problems.length;
-    throw new HttpError(400, 'VALIDATION_FAILED', `the query has ${n} invalid parameter${n > 1 ? 's' : ''}: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+    throw new HttpError(
+      400,
+      'VALIDATION_FAILED',
+      `the query has ${n} invalid parameter${n > 1 ? 's' : ''}: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`,
+      problems,
+    );
   }
 }
 
@@ -480,14 +645,21 @@ function throwQueryProblems(problems: FieldProblem[]): void {
 export function validateJobsQuery(query: Record<string, string | undefined>): JobsQuery {
   const problems: FieldProblem[] = [];
   const state = query.state === undefined || query.state === '' ? 'delayed' : query.state;
-  if (!(LISTED_STATES as readonly string[]).includes(state)) problem(problems, 'state', `must be one of ${LISTED_STATES.join(', ')}`);
+  if (!(LISTED_STATES as readonly string[]).includes(state))
+    problem(problems, 'state', `must be one of ${LISTED_STATES.join(', ')}`);
   const from = timeParam(query.from, 'from', problems);
   const to = timeParam(query.to, 'to', problems);
   if (from !== undefined && to !== undefined && from > to) problem(problems, 'from', 'must not be after to');
   const limit = intParam(query.limit, 'limit', JOBS_PAGE, problems);
   throwQueryProblems(problems);
   const cursor = query.cursor === undefined || query.cursor === '' ? undefined : query.cursor;
-  return { state: state as ListedState, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}), ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+  return {
+    state: state as ListedState,
+    ...(from !== undefined ? { from } : {}),
+    ...(to !== undefined ? { to } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+    ...(cursor !== undefined ? { cursor } : {}),
+  };
 }
 
 /** A validated query of GET /topics/{topic}/groups/{group}. */
@@ -496,7 +668,10 @@ export interface GroupPage {
   cursor?: string;
 }
 
-/** Validates the query of a group listing: `limit` and `cursor` (the previous page's `next`, checked when the page is read). */
+/**
+ * Validates the query of a group listing: `limit` and `cursor` (the previous page's `next`, checked when the page is
+ * read).
+ */
 export function validateGroupPage(query: Record<string, string | undefined>): GroupPage {
   const problems: FieldProblem[] = [];
   const limit = intParam(query.limit, 'limit', JOBS_PAGE, problems);
@@ -510,7 +685,13 @@ export function checkGroupRef(topic: string, group: string): void {
   const problems: FieldProblem[] = [];
   if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `must match ${TOPIC_PATTERN.source}`);
   checkGroup(group, problems);
-  if (problems.length > 0) throw new HttpError(400, 'VALIDATION_FAILED', `the path names no group: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+  if (problems.length > 0)
+    throw new HttpError(
+      400,
+      'VALIDATION_FAILED',
+      `the path names no group: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`,
+      problems,
+    );
 }
 
 /** A cursor that is not the `next` of a previous page of this listing: 400 VALIDATION_FAILED. */
@@ -519,11 +700,15 @@ export function badCursor(path: 'cursor' | 'after' = 'cursor'): HttpError {
   return new HttpError(400, 'VALIDATION_FAILED', `${path} ${message}`, [{ path, message }]);
 }
 
-/** Validates the query of a page of dead jobs: `limit` (jobs per page) and `after` (the previous page's `next`), both optional. */
+/**
+ * Validates the query of a page of dead jobs: `limit` (jobs per page) and `after` (the previous page's `next`), both
+ * optional.
+ */
 export function validateDeadPage(query: Record<string, string | undefined>): { limit?: number; after?: string } {
   const problems: FieldProblem[] = [];
   const limit = intParam(query.limit, 'limit', DEAD_PAGE, problems);
-  if (problems.length > 0) throw new HttpError(400, 'VALIDATION_FAILED', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems);
+  if (problems.length > 0)
+    throw new HttpError(400, 'VALIDATION_FAILED', problems.map((p) => `${p.path} ${p.message}`).join('; '), problems);
   const after = query.after === undefined || query.after === '' ? undefined : query.after; // decoded by Queue.listDead
   return { ...(limit !== undefined ? { limit } : {}), ...(after !== undefined ? { after } : {}) };
 }
@@ -533,7 +718,11 @@ export function validateDeadPage(query: Record<string, string | undefined>): { l
  * (the previous page's `next`, checked when the page is read). Throws 400 VALIDATION_FAILED naming
  * every bad parameter.
  */
-export function validateSchedulesQuery(query: Record<string, string | undefined>): { topic: string; limit?: number; cursor?: string } {
+export function validateSchedulesQuery(query: Record<string, string | undefined>): {
+  topic: string;
+  limit?: number;
+  cursor?: string;
+} {
   const problems: FieldProblem[] = [];
   const topic = query.topic ?? '';
   if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `is required and must match ${TOPIC_PATTERN.source}`);
@@ -548,38 +737,59 @@ export function checkFlowRef(topic: string, key: string): void {
   const problems: FieldProblem[] = [];
   if (!TOPIC_PATTERN.test(topic)) problem(problems, 'topic', `must match ${TOPIC_PATTERN.source}`);
   if (!ID_PATTERN.test(key)) problem(problems, 'key', `must match ${ID_PATTERN.source}`);
-  if (problems.length > 0) throw new HttpError(400, 'VALIDATION_FAILED', `the path names no flow key: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+  if (problems.length > 0)
+    throw new HttpError(
+      400,
+      'VALIDATION_FAILED',
+      `the path names no flow key: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`,
+      problems,
+    );
 }
 
-/** The configured flow topic `topic`: 400 UNKNOWN_TOPIC when it is not configured, 400 VALIDATION_FAILED naming `topic` when it has no `flow`. */
+/**
+ * The configured flow topic `topic`: 400 UNKNOWN_TOPIC when it is not configured, 400 VALIDATION_FAILED naming `topic`
+ * when it has no `flow`.
+ */
 export function requireFlowTopic(config: QueueConfig, topic: string): TopicConfig {
   const t = requireTopic(config, topic);
   if (!t.flow) {
     const message = `topic ${topic} has no flow control: set flow for it in serverless.yml custom.queue.topics`;
-    throw new HttpError(400, 'VALIDATION_FAILED', message, [{ path: 'topic', message: 'has no flow control: set flow for it in serverless.yml custom.queue.topics' }]);
+    throw new HttpError(400, 'VALIDATION_FAILED', message, [
+      { path: 'topic', message: 'has no flow control: set flow for it in serverless.yml custom.queue.topics' },
+    ]);
   }
   return t;
 }
 
 const FLOW_CHANGE_FIELDS = ['concurrency', 'rate', 'paused'];
 
-/** A key's pace `{ count, per, burst? }` (per: seconds or a duration; burst default 1, at most count); adds a problem per bad field. */
+/**
+ * A key's pace `{ count, per, burst? }` (per: seconds or a duration; burst default 1, at most count); adds a problem
+ * per bad field.
+ */
 function checkFlowRate(value: unknown, problems: FieldProblem[]): FlowRate | undefined {
   if (!isObject(value)) {
     problem(problems, 'rate', 'must be { "count": n, "per": seconds, "burst"?: n }, or null for the topic\'s default');
     return undefined;
   }
   const { count, per, burst, ...rest } = value;
-  for (const k of Object.keys(rest)) problem(problems, `rate.${k}`, 'is not a field of a rate (fields: count, per, burst)');
+  for (const k of Object.keys(rest))
+    problem(problems, `rate.${k}`, 'is not a field of a rate (fields: count, per, burst)');
   const { count: c, perSeconds: p } = FLOW_LIMITS;
   const countOk = isIntegerIn(count, c);
-  if (!countOk) problem(problems, 'rate.count', `must be an integer from ${c.min} to ${c.max}: the starts per per seconds`);
+  if (!countOk)
+    problem(problems, 'rate.count', `must be an integer from ${c.min} to ${c.max}: the starts per per seconds`);
   const seconds = per === undefined ? p.default : secondsOf(per);
   const perOk = seconds !== undefined && seconds >= p.min && seconds <= p.max;
   if (!perOk) problem(problems, 'rate.per', secondsRule(p.min, p.max));
   const burstMax = countOk ? count : c.max;
   const burstOk = burst === undefined || isIntegerIn(burst, { min: 1, max: burstMax });
-  if (!burstOk) problem(problems, 'rate.burst', `must be an integer from 1 to ${countOk ? `count (${count})` : 'count'}: the starts allowed at once after a quiet spell`);
+  if (!burstOk)
+    problem(
+      problems,
+      'rate.burst',
+      `must be an integer from 1 to ${countOk ? `count (${count})` : 'count'}: the starts allowed at once after a quiet spell`,
+    );
   if (!countOk || !perOk || !burstOk) return undefined;
   return { count, perMs: Math.round(seconds * 1000), burst: (burst as number | undefined) ?? 1 };
 }
@@ -590,15 +800,28 @@ function checkFlowRate(value: unknown, problems: FieldProblem[]): FlowRate | und
  * the topic's default), `paused` true or false. Throws 400 VALIDATION_FAILED naming every bad field.
  */
 export function validateFlowChange(body: unknown): FlowKeyChange {
-  if (!isObject(body)) throw new HttpError(400, 'VALIDATION_FAILED', 'send { "concurrency"?: n | null, "rate"?: { count, per, burst? } | null, "paused"?: bool }', [{ path: '', message: 'must be an object' }]);
+  if (!isObject(body))
+    throw new HttpError(
+      400,
+      'VALIDATION_FAILED',
+      'send { "concurrency"?: n | null, "rate"?: { count, per, burst? } | null, "paused"?: bool }',
+      [{ path: '', message: 'must be an object' }],
+    );
   const problems: FieldProblem[] = [];
-  for (const k of Object.keys(body)) if (!FLOW_CHANGE_FIELDS.includes(k)) problem(problems, k, `is not a field of a flow key's change (fields: ${FLOW_CHANGE_FIELDS.join(', ')})`);
+  for (const k of Object.keys(body))
+    if (!FLOW_CHANGE_FIELDS.includes(k))
+      problem(problems, k, `is not a field of a flow key's change (fields: ${FLOW_CHANGE_FIELDS.join(', ')})`);
   const change: FlowKeyChange = {};
   const { concurrency, rate, paused } = body;
   if (concurrency === null) change.concurrency = null;
   else if (concurrency !== undefined) {
     if (isIntegerIn(concurrency, FLOW_LIMITS.concurrency)) change.concurrency = concurrency;
-    else problem(problems, 'concurrency', `must be an integer from ${FLOW_LIMITS.concurrency.min} to ${FLOW_LIMITS.concurrency.max}, or null for the topic's default`);
+    else
+      problem(
+        problems,
+        'concurrency',
+        `must be an integer from ${FLOW_LIMITS.concurrency.min} to ${FLOW_LIMITS.concurrency.max}, or null for the topic's default`,
+      );
   }
   if (rate === null) change.rate = null;
   else if (rate !== undefined) {
@@ -609,7 +832,14 @@ export function validateFlowChange(body: unknown): FlowKeyChange {
     if (typeof paused === 'boolean') change.paused = paused;
     else problem(problems, 'paused', 'must be true or false');
   }
-  if (problems.length === 0 && concurrency === undefined && rate === undefined && paused === undefined) problem(problems, '', 'give concurrency, rate or paused to change');
-  if (problems.length > 0) throw new HttpError(400, 'VALIDATION_FAILED', `the change has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`, problems);
+  if (problems.length === 0 && concurrency === undefined && rate === undefined && paused === undefined)
+    problem(problems, '', 'give concurrency, rate or paused to change');
+  if (problems.length > 0)
+    throw new HttpError(
+      400,
+      'VALIDATION_FAILED',
+      `the change has ${problems.length} invalid field${problems.length > 1 ? 's' : ''}`,
+      problems,
+    );
   return change;
 }

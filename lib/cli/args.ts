@@ -28,7 +28,11 @@ export interface ParsedArgs {
  * that command's options (`specsFor(words)`, undefined while they name none). Throws UsageError
  * for an unknown option, a missing or unwanted value, or an option given twice.
  */
-export function parseArgs(argv: readonly string[], globals: readonly OptionSpec[], specsFor: (words: readonly string[]) => readonly OptionSpec[] | undefined): ParsedArgs {
+export function parseArgs(
+  argv: readonly string[],
+  globals: readonly OptionSpec[],
+  specsFor: (words: readonly string[]) => readonly OptionSpec[] | undefined,
+): ParsedArgs {
   const words: string[] = [];
   const options: Record<string, string | true> = {};
   for (let i = 0; i < argv.length; i++) {
@@ -45,7 +49,8 @@ export function parseArgs(argv: readonly string[], globals: readonly OptionSpec[
     const written = eq === -1 ? token : token.slice(0, eq);
     const commandSpecs = specsFor(words);
     const spec = findSpec(written, [...globals, ...(commandSpecs ?? [])]);
-    if (!spec) throw new UsageError(`unknown option ${written}`, commandSpecs ? words.slice(0, 2).join(' ') : undefined);
+    if (!spec)
+      throw new UsageError(`unknown option ${written}`, commandSpecs ? words.slice(0, 2).join(' ') : undefined);
     if (options[spec.name] !== undefined) throw new UsageError(`--${spec.name} is given twice`);
     if (spec.value === undefined) {
       if (eq !== -1) throw new UsageError(`--${spec.name} takes no value`);
@@ -58,7 +63,9 @@ export function parseArgs(argv: readonly string[], globals: readonly OptionSpec[
     }
     const next = argv[i + 1];
     if (next === undefined || (next.startsWith('--') && next !== '--')) {
-      throw new UsageError(`--${spec.name} needs a value (${spec.value})${next ? `; to give one that starts with --, write --${spec.name}=${next}` : ''}`);
+      throw new UsageError(
+        `--${spec.name} needs a value (${spec.value})${next ? `; to give one that starts with --, write --${spec.name}=${next}` : ''}`,
+      );
     }
     options[spec.name] = next;
     i++;

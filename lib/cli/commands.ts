@@ -6,8 +6,27 @@
 import type { DelayQueueClient, FlowKeyChange, JobReplacement, KeyScope, ListedState, ScheduleInput } from '../client';
 import type { OptionSpec } from './args';
 import { notFound, UsageError } from './errors';
-import { deadTable, fields, flowView, jobTable, jobView, keyTable, scheduleTable, scheduleView, topicTable } from './format';
-import { parseBackoff, parseChoice, parseCount, parseDuration, parseIfMatch, parseTime, readBody, type TextSource } from './values';
+import {
+  deadTable,
+  fields,
+  flowView,
+  jobTable,
+  jobView,
+  keyTable,
+  scheduleTable,
+  scheduleView,
+  topicTable,
+} from './format';
+import {
+  parseBackoff,
+  parseChoice,
+  parseCount,
+  parseDuration,
+  parseIfMatch,
+  parseTime,
+  readBody,
+  type TextSource,
+} from './values';
 
 /** What a command runs with. */
 export interface Context {
@@ -55,21 +74,37 @@ export const GROUPS: readonly { name: string; summary: string }[] = [
   { name: 'keys', summary: 'create, list and revoke API keys; show the key in use' },
 ];
 
-const opt = (name: string, value: string | undefined, help: string): OptionSpec => (value === undefined ? { name, help } : { name, value, help });
+const opt = (name: string, value: string | undefined, help: string): OptionSpec =>
+  value === undefined ? { name, help } : { name, value, help };
 
-const WHEN_OPTIONS = [opt('delay', 'DURATION', 'due after this long: seconds or a duration (90, 10m, 1.5h, 250ms)'), opt('run-at', 'TIME', 'due at this time: ISO-8601 with a zone (2030-01-02T03:04:05Z) or epoch ms')];
+const WHEN_OPTIONS = [
+  opt('delay', 'DURATION', 'due after this long: seconds or a duration (90, 10m, 1.5h, 250ms)'),
+  opt('run-at', 'TIME', 'due at this time: ISO-8601 with a zone (2030-01-02T03:04:05Z) or epoch ms'),
+];
 const BODY = opt('body', 'JSON', 'the body: JSON inline, @file.json, or - for JSON on stdin (default null)');
 const RUN_OPTIONS = [
   opt('max-attempts', 'N', "attempts before the job goes dead (default: the topic's)"),
-  opt('backoff', 'POLICY', 'waits between attempts: a ladder like "15s 3m 10m", or JSON like {"type":"fixed","delay":30}'),
+  opt(
+    'backoff',
+    'POLICY',
+    'waits between attempts: a ladder like "15s 3m 10m", or JSON like {"type":"fixed","delay":30}',
+  ),
   opt('ttr', 'DURATION', "time one attempt may run (default: the topic's)"),
   opt('webhook-url', 'URL', 'webhook topics: where the body is POSTed (the job\'s "url")'),
   opt('group', 'GROUP', 'a group to list or cancel the job with'),
   opt('jitter', 'DURATION', "spread the first run over this long (default: the topic's)"),
 ];
 const FLOW_KEY = opt('flow-key', 'KEY', 'flow topics: the flow key the job is claimed under (a tenant, a partner)');
-const SCHEDULE_FLOW_KEY = opt('flow-key', 'KEY', 'flow topics: the flow key every occurrence is claimed under (a tenant, a partner)');
-const IF_MATCH = opt('if-match', 'VERSION', 'change it only while it is at this version (its "version"), or * for only if it exists');
+const SCHEDULE_FLOW_KEY = opt(
+  'flow-key',
+  'KEY',
+  'flow topics: the flow key every occurrence is claimed under (a tenant, a partner)',
+);
+const IF_MATCH = opt(
+  'if-match',
+  'VERSION',
+  'change it only while it is at this version (its "version"), or * for only if it exists',
+);
 const PAGE = (max: number, fallback: number) => [
   opt('limit', 'N', `items per page, 1-${max} (default ${fallback})`),
   opt('cursor', 'CURSOR', 'the page after the one that printed this cursor'),
@@ -79,7 +114,10 @@ const PAGE = (max: number, fallback: number) => [
 const str = (o: CommandInput['options'], name: string) => (typeof o[name] === 'string' ? o[name] : undefined);
 
 /** The run options a job and a schedule share, from their flags. */
-async function runFields(o: CommandInput['options'], text: TextSource): Promise<Omit<JobReplacement, 'delay' | 'runAt'>> {
+async function runFields(
+  o: CommandInput['options'],
+  text: TextSource,
+): Promise<Omit<JobReplacement, 'delay' | 'runAt'>> {
   const v = (name: string) => str(o, name);
   return {
     ...(v('body') !== undefined ? { body: await readBody(v('body')!, text) } : {}),
@@ -96,20 +134,28 @@ async function runFields(o: CommandInput['options'], text: TextSource): Promise<
 async function jobFields(o: CommandInput['options'], text: TextSource, command: string): Promise<JobReplacement> {
   const delay = str(o, 'delay');
   const runAt = str(o, 'run-at');
-  if ((delay === undefined) === (runAt === undefined)) throw new UsageError(`give one of --delay and --run-at`, command);
+  if ((delay === undefined) === (runAt === undefined))
+    throw new UsageError(`give one of --delay and --run-at`, command);
   const when = delay !== undefined ? { delay: parseDuration('delay', delay) } : { runAt: parseTime(runAt!) };
-  return { ...when, ...(await runFields(o, text)), ...(str(o, 'flow-key') !== undefined ? { key: str(o, 'flow-key')! } : {}) };
+  return {
+    ...when,
+    ...(await runFields(o, text)),
+    ...(str(o, 'flow-key') !== undefined ? { key: str(o, 'flow-key')! } : {}),
+  };
 }
 
 /** A schedule's fields from its flags: exactly one of --cron and --every, and the options. */
 async function scheduleFields(o: CommandInput['options'], text: TextSource): Promise<ScheduleInput> {
   const cron = str(o, 'cron');
   const every = str(o, 'every');
-  if ((cron === undefined) === (every === undefined)) throw new UsageError('give one of --cron and --every', 'schedules put');
+  if ((cron === undefined) === (every === undefined))
+    throw new UsageError('give one of --cron and --every', 'schedules put');
   return {
     ...(cron !== undefined ? { cron } : { every: parseDuration('every', every!) }),
     ...(str(o, 'timezone') !== undefined ? { timezone: str(o, 'timezone')! } : {}),
-    ...(str(o, 'catch-up') !== undefined ? { catchUp: parseChoice('catch-up', str(o, 'catch-up')!, ['latest', 'none'] as const) } : {}),
+    ...(str(o, 'catch-up') !== undefined
+      ? { catchUp: parseChoice('catch-up', str(o, 'catch-up')!, ['latest', 'none'] as const) }
+      : {}),
     ...(o.paused === true ? { paused: true } : {}),
     ...(await runFields(o, text)),
     ...(str(o, 'flow-key') !== undefined ? { key: str(o, 'flow-key')! } : {}),
@@ -119,20 +165,38 @@ async function scheduleFields(o: CommandInput['options'], text: TextSource): Pro
 /** A flow key's change from `flows set` flags: --concurrency, --rate with --per and --burst; "default" for null. */
 function flowChange(o: CommandInput['options']): FlowKeyChange {
   const [concurrency, rate, per, burst] = ['concurrency', 'rate', 'per', 'burst'].map((name) => str(o, name));
-  if (concurrency === undefined && rate === undefined) throw new UsageError('give --concurrency and/or --rate', 'flows set');
-  if (rate === undefined ? per !== undefined || burst !== undefined : rate === 'default' && (per !== undefined || burst !== undefined)) throw new UsageError('--per and --burst go with --rate COUNT', 'flows set');
+  if (concurrency === undefined && rate === undefined)
+    throw new UsageError('give --concurrency and/or --rate', 'flows set');
+  if (
+    rate === undefined
+      ? per !== undefined || burst !== undefined
+      : rate === 'default' && (per !== undefined || burst !== undefined)
+  )
+    throw new UsageError('--per and --burst go with --rate COUNT', 'flows set');
   const change: FlowKeyChange = {};
-  if (concurrency !== undefined) change.concurrency = concurrency === 'default' ? null : parseCount('concurrency', concurrency, 1, 10_000);
+  if (concurrency !== undefined)
+    change.concurrency = concurrency === 'default' ? null : parseCount('concurrency', concurrency, 1, 10_000);
   if (rate !== undefined) {
-    change.rate = rate === 'default' ? null : { count: parseCount('rate', rate, 1, 1_000_000), ...(per !== undefined ? { per: parseDuration('per', per) } : {}), ...(burst !== undefined ? { burst: parseCount('burst', burst) } : {}) };
+    change.rate =
+      rate === 'default'
+        ? null
+        : {
+            count: parseCount('rate', rate, 1, 1_000_000),
+            ...(per !== undefined ? { per: parseDuration('per', per) } : {}),
+            ...(burst !== undefined ? { burst: parseCount('burst', burst) } : {}),
+          };
   }
   return change;
 }
 
-const ifMatch = (o: CommandInput['options']) => (str(o, 'if-match') !== undefined ? { ifMatch: parseIfMatch(str(o, 'if-match')!) } : {});
+const ifMatch = (o: CommandInput['options']) =>
+  str(o, 'if-match') !== undefined ? { ifMatch: parseIfMatch(str(o, 'if-match')!) } : {};
 
 /** Pages from `cursor` on: one page, or with `all` every page to the last. */
-async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; next: string | null }>, o: CommandInput['options']): Promise<{ items: T[]; next: string | null }> {
+async function pages<T>(
+  fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; next: string | null }>,
+  o: CommandInput['options'],
+): Promise<{ items: T[]; next: string | null }> {
   let page = await fetchPage(str(o, 'cursor'));
   const items = [...page.items];
   while (o.all === true && page.next !== null) {
@@ -143,7 +207,8 @@ async function pages<T>(fetchPage: (cursor: string | undefined) => Promise<{ ite
 }
 
 const more = (next: string | null) => (next === null ? '' : `more: --cursor ${next}\n`);
-const limitOf = (o: CommandInput['options'], max: number) => (str(o, 'limit') !== undefined ? { limit: parseCount('limit', str(o, 'limit')!, 1, max) } : {});
+const limitOf = (o: CommandInput['options'], max: number) =>
+  str(o, 'limit') !== undefined ? { limit: parseCount('limit', str(o, 'limit')!, 1, max) } : {};
 
 /** Every command of `dq`. */
 export const COMMANDS: readonly Command[] = [
@@ -155,7 +220,11 @@ export const COMMANDS: readonly Command[] = [
     details: 'Give one of --delay and --run-at. An id that exists is refused with JOB_EXISTS and the job as it is.',
     options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY],
     async run(ctx, { args: [topic, id], options }) {
-      const job = await ctx.client.add({ topic: topic!, ...(id !== undefined ? { id } : {}), ...(await jobFields(options, ctx.text, 'jobs add')) });
+      const job = await ctx.client.add({
+        topic: topic!,
+        ...(id !== undefined ? { id } : {}),
+        ...(await jobFields(options, ctx.text, 'jobs add')),
+      });
       return { json: { job }, text: `added ${job.topic}/${job.id}\n${jobView(job, ctx.now)}` };
     },
   },
@@ -176,11 +245,20 @@ export const COMMANDS: readonly Command[] = [
     name: 'put',
     args: ['<topic>', '<id>'],
     summary: 'create a job, or replace it while it is pending (due time, body, options)',
-    details: 'Replaces the whole job: give one of --delay and --run-at, and every option to keep. A running, done or dead job is refused with JOB_FINISHED.',
+    details:
+      'Replaces the whole job: give one of --delay and --run-at, and every option to keep. A running, done or dead job is refused with JOB_FINISHED.',
     options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, IF_MATCH],
     async run(ctx, { args: [topic, id], options }) {
-      const { job, created } = await ctx.client.put(topic!, id!, await jobFields(options, ctx.text, 'jobs put'), ifMatch(options));
-      return { json: { job, created }, text: `${created ? 'created' : 'replaced'} ${job.topic}/${job.id}\n${jobView(job, ctx.now)}` };
+      const { job, created } = await ctx.client.put(
+        topic!,
+        id!,
+        await jobFields(options, ctx.text, 'jobs put'),
+        ifMatch(options),
+      );
+      return {
+        json: { job, created },
+        text: `${created ? 'created' : 'replaced'} ${job.topic}/${job.id}\n${jobView(job, ctx.now)}`,
+      };
     },
   },
   {
@@ -199,13 +277,27 @@ export const COMMANDS: readonly Command[] = [
     name: 'list',
     args: ['<topic>'],
     summary: "list a topic's jobs in one state, in time order",
-    details: 'Delayed jobs come by due time, running ones by deadline, dead ones by time of death, ready ones in claim order; --from and --to bound that time (inclusive).',
-    options: [opt('state', 'STATE', 'delayed (default), ready, running or dead'), opt('from', 'TIME', 'from this time: ISO-8601 with a zone, or epoch ms'), opt('to', 'TIME', 'to this time'), ...PAGE(500, 100)],
+    details:
+      'Delayed jobs come by due time, running ones by deadline, dead ones by time of death, ready ones in claim order; --from and --to bound that time (inclusive).',
+    options: [
+      opt('state', 'STATE', 'delayed (default), ready, running or dead'),
+      opt('from', 'TIME', 'from this time: ISO-8601 with a zone, or epoch ms'),
+      opt('to', 'TIME', 'to this time'),
+      ...PAGE(500, 100),
+    ],
     async run(ctx, { args: [topic], options }) {
-      const state = str(options, 'state') !== undefined ? parseChoice<ListedState>('state', str(options, 'state')!, ['delayed', 'ready', 'running', 'dead']) : undefined;
+      const state =
+        str(options, 'state') !== undefined
+          ? parseChoice<ListedState>('state', str(options, 'state')!, ['delayed', 'ready', 'running', 'dead'])
+          : undefined;
       const from = str(options, 'from') !== undefined ? parseTime(str(options, 'from')!) : undefined;
       const to = str(options, 'to') !== undefined ? parseTime(str(options, 'to')!) : undefined;
-      const query = { ...(state ? { state } : {}), ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}), ...limitOf(options, 500) };
+      const query = {
+        ...(state ? { state } : {}),
+        ...(from !== undefined ? { from } : {}),
+        ...(to !== undefined ? { to } : {}),
+        ...limitOf(options, 500),
+      };
       const { items, next } = await pages(async (cursor) => {
         const page = await ctx.client.listJobs(topic!, { ...query, ...(cursor !== undefined ? { cursor } : {}) });
         return { items: page.jobs, next: page.next };
@@ -221,7 +313,10 @@ export const COMMANDS: readonly Command[] = [
     options: PAGE(500, 100),
     async run(ctx, { args: [topic, group], options }) {
       const { items, next } = await pages(async (cursor) => {
-        const page = await ctx.client.listGroup(topic!, group!, { ...limitOf(options, 500), ...(cursor !== undefined ? { cursor } : {}) });
+        const page = await ctx.client.listGroup(topic!, group!, {
+          ...limitOf(options, 500),
+          ...(cursor !== undefined ? { cursor } : {}),
+        });
         return { items: page.jobs, next: page.next };
       }, options);
       return { json: { jobs: items, next }, text: jobTable(items, ctx.now) + more(next) };
@@ -232,12 +327,20 @@ export const COMMANDS: readonly Command[] = [
     name: 'cancel',
     args: ['<topic>', '<group>'],
     summary: 'cancel every job of a group (needs --yes)',
-    details: 'No job of the group that is delayed or ready when the answer comes starts afterwards; a running attempt finishes, its result dropped. Jobs added later run.',
+    details:
+      'No job of the group that is delayed or ready when the answer comes starts afterwards; a running attempt finishes, its result dropped. Jobs added later run.',
     options: [opt('yes', undefined, 'really cancel them')],
     async run(ctx, { args: [topic, group], options }) {
-      if (options.yes !== true) throw new UsageError(`this cancels every job of group ${group} of topic ${topic}: add --yes to do it`, 'groups cancel');
+      if (options.yes !== true)
+        throw new UsageError(
+          `this cancels every job of group ${group} of topic ${topic}: add --yes to do it`,
+          'groups cancel',
+        );
       const result = await ctx.client.cancelGroup(topic!, group!);
-      return { json: result, text: `cancelled ${result.cancelled} delayed or ready jobs of group ${group}; ${result.running} running (their results will be dropped)\n` };
+      return {
+        json: result,
+        text: `cancelled ${result.cancelled} delayed or ready jobs of group ${group}; ${result.running} running (their results will be dropped)\n`,
+      };
     },
   },
   {
@@ -248,7 +351,10 @@ export const COMMANDS: readonly Command[] = [
     options: PAGE(100, 50),
     async run(ctx, { args: [topic], options }) {
       const { items, next } = await pages(async (cursor) => {
-        const page = await ctx.client.dead(topic!, { ...limitOf(options, 100), ...(cursor !== undefined ? { after: cursor } : {}) });
+        const page = await ctx.client.dead(topic!, {
+          ...limitOf(options, 100),
+          ...(cursor !== undefined ? { after: cursor } : {}),
+        });
         return { items: page.jobs, next: page.next };
       }, options);
       return { json: { jobs: items, next }, text: deadTable(items, ctx.now) + more(next) };
@@ -263,7 +369,8 @@ export const COMMANDS: readonly Command[] = [
     async run(ctx, { args: [topic, ...ids], options }) {
       const count = str(options, 'count');
       if (count !== undefined && ids.length > 0) throw new UsageError('give ids or --count, not both', 'dead redrive');
-      const which = ids.length > 0 ? { ids } : { count: count !== undefined ? parseCount('count', count, 1, 1000) : 100 };
+      const which =
+        ids.length > 0 ? { ids } : { count: count !== undefined ? parseCount('count', count, 1, 1000) : 100 };
       const redriven = await ctx.client.redrive(topic!, which);
       return { json: { redriven }, text: `redriven ${redriven} dead jobs of ${topic}\n` };
     },
@@ -273,7 +380,8 @@ export const COMMANDS: readonly Command[] = [
     name: 'put',
     args: ['<topic>', '<id>'],
     summary: 'create or replace a recurring schedule',
-    details: 'Give one of --cron and --every. A put replaces the whole schedule and its pending occurrence: --paused puts it paused, a put without --paused runs it. schedules pause and resume keep the definition.',
+    details:
+      'Give one of --cron and --every. A put replaces the whole schedule and its pending occurrence: --paused puts it paused, a put without --paused runs it. schedules pause and resume keep the definition.',
     options: [
       opt('cron', 'EXPR', 'a cron expression: 5 fields, or 6 with seconds first ("0 9 * * 1-5")'),
       opt('timezone', 'TZ', 'the IANA time zone of --cron (default UTC)'),
@@ -286,7 +394,10 @@ export const COMMANDS: readonly Command[] = [
     ],
     async run(ctx, { args: [topic, id], options }) {
       const { schedule, created } = await ctx.client.putSchedule(topic!, id!, await scheduleFields(options, ctx.text));
-      return { json: { schedule, created }, text: `${created ? 'created' : 'replaced'} schedule ${schedule.topic}/${schedule.id}\n${scheduleView(schedule, ctx.now)}` };
+      return {
+        json: { schedule, created },
+        text: `${created ? 'created' : 'replaced'} schedule ${schedule.topic}/${schedule.id}\n${scheduleView(schedule, ctx.now)}`,
+      };
     },
   },
   {
@@ -309,7 +420,10 @@ export const COMMANDS: readonly Command[] = [
     options: PAGE(100, 50),
     async run(ctx, { args: [topic], options }) {
       const { items, next } = await pages(async (cursor) => {
-        const page = await ctx.client.listSchedules(topic!, { ...limitOf(options, 100), ...(cursor !== undefined ? { cursor } : {}) });
+        const page = await ctx.client.listSchedules(topic!, {
+          ...limitOf(options, 100),
+          ...(cursor !== undefined ? { cursor } : {}),
+        });
         return { items: page.schedules, next: page.next };
       }, options);
       return { json: { schedules: items, next }, text: scheduleTable(items, ctx.now) + more(next) };
@@ -330,11 +444,19 @@ export const COMMANDS: readonly Command[] = [
     group: 'schedules',
     name: action,
     args: ['<topic>', '<id>'],
-    summary: action === 'pause' ? 'pause a schedule, its definition kept: none of its occurrences starts until it is resumed' : 'resume a paused schedule: missed runs are caught up on by its catch-up',
+    summary:
+      action === 'pause'
+        ? 'pause a schedule, its definition kept: none of its occurrences starts until it is resumed'
+        : 'resume a paused schedule: missed runs are caught up on by its catch-up',
     options: [],
     async run(ctx, { args: [topic, id] }) {
-      const schedule = await (action === 'pause' ? ctx.client.pauseSchedule(topic!, id!) : ctx.client.resumeSchedule(topic!, id!));
-      return { json: { schedule }, text: `${action === 'pause' ? 'paused' : 'resumed'} schedule ${schedule.topic}/${schedule.id}\n${scheduleView(schedule, ctx.now)}` };
+      const schedule = await (action === 'pause'
+        ? ctx.client.pauseSchedule(topic!, id!)
+        : ctx.client.resumeSchedule(topic!, id!));
+      return {
+        json: { schedule },
+        text: `${action === 'pause' ? 'paused' : 'resumed'} schedule ${schedule.topic}/${schedule.id}\n${scheduleView(schedule, ctx.now)}`,
+      };
     },
   })),
   {
@@ -346,7 +468,8 @@ export const COMMANDS: readonly Command[] = [
     async run(ctx, { args }) {
       const all = await ctx.client.topics();
       const missing = args.filter((name) => !all.some((t) => t.topic === name));
-      if (missing.length > 0) throw notFound(`topic ${missing.join(', ')} (topics: ${all.map((t) => t.topic).join(', ')})`);
+      if (missing.length > 0)
+        throw notFound(`topic ${missing.join(', ')} (topics: ${all.map((t) => t.topic).join(', ')})`);
       const topics = args.length > 0 ? all.filter((t) => args.includes(t.topic)) : all;
       return { json: { topics }, text: topicTable(topics, ctx.now) };
     },
@@ -355,11 +478,17 @@ export const COMMANDS: readonly Command[] = [
     group: 'topics',
     name: action,
     args: ['<topic>'],
-    summary: action === 'pause' ? 'pause a topic: none of its jobs starts until it is resumed (adds are still taken)' : 'resume a paused topic: its due jobs start again',
+    summary:
+      action === 'pause'
+        ? 'pause a topic: none of its jobs starts until it is resumed (adds are still taken)'
+        : 'resume a paused topic: its due jobs start again',
     options: [],
     async run(ctx, { args: [topic] }) {
       await (action === 'pause' ? ctx.client.pauseTopic(topic!) : ctx.client.resumeTopic(topic!));
-      return { json: { topic, paused: action === 'pause' }, text: `${action === 'pause' ? 'paused' : 'resumed'} topic ${topic}\n` };
+      return {
+        json: { topic, paused: action === 'pause' },
+        text: `${action === 'pause' ? 'paused' : 'resumed'} topic ${topic}\n`,
+      };
     },
   })),
   {
@@ -378,7 +507,8 @@ export const COMMANDS: readonly Command[] = [
     name: 'set',
     args: ['<topic>', '<key>'],
     summary: "pin a flow key's limits over the topic's defaults (an add cannot change them)",
-    details: 'Give --concurrency and/or --rate (with --per and --burst); "default" returns that limit to the topic\'s. Limits left out stay as they are.',
+    details:
+      'Give --concurrency and/or --rate (with --per and --burst); "default" returns that limit to the topic\'s. Limits left out stay as they are.',
     options: [
       opt('concurrency', 'N', 'attempts of the key running at once (1-10000), or default'),
       opt('rate', 'COUNT', 'starts per --per (1-1000000), or default'),
@@ -404,7 +534,11 @@ export const COMMANDS: readonly Command[] = [
     options: [],
     async run(ctx, { args: [topic, key] }) {
       const c = ctx.client;
-      const state = await (name === 'clear' ? c.clearFlowKey(topic!, key!) : name === 'pause' ? c.pauseFlowKey(topic!, key!) : c.resumeFlowKey(topic!, key!));
+      const state = await (name === 'clear'
+        ? c.clearFlowKey(topic!, key!)
+        : name === 'pause'
+          ? c.pauseFlowKey(topic!, key!)
+          : c.resumeFlowKey(topic!, key!));
       return { json: state, text: `${done} flow ${topic}/${key}\n${flowView(state, ctx.now)}` };
     },
   })),
@@ -413,8 +547,12 @@ export const COMMANDS: readonly Command[] = [
     name: 'create',
     args: ['<name>'],
     summary: 'create an API key (admin keys only); prints its secret, shown this once',
-    details: 'Scopes: read (every GET but the keys list), write (read and every change), admin (everything, keys included). A read or write key may be limited to some topics with --topics. Store the secret now: only its SHA-256 is kept.',
-    options: [opt('scope', 'SCOPE', 'admin, write or read'), opt('topics', 'TOPICS', 'comma-separated topics a write or read key is limited to (default: every topic)')],
+    details:
+      'Scopes: read (every GET but the keys list), write (read and every change), admin (everything, keys included). A read or write key may be limited to some topics with --topics. Store the secret now: only its SHA-256 is kept.',
+    options: [
+      opt('scope', 'SCOPE', 'admin, write or read'),
+      opt('topics', 'TOPICS', 'comma-separated topics a write or read key is limited to (default: every topic)'),
+    ],
     async run(ctx, { args: [name], options }) {
       if (str(options, 'scope') === undefined) throw new UsageError('give --scope admin, write or read', 'keys create');
       const scope = parseChoice<KeyScope>('scope', str(options, 'scope')!, ['admin', 'write', 'read']);
@@ -422,14 +560,21 @@ export const COMMANDS: readonly Command[] = [
         ?.split(',')
         .map((t) => t.trim())
         .filter((t) => t !== '');
-      const { key, secret } = await ctx.client.createKey({ name: name!, scope, ...(topics !== undefined ? { topics } : {}) });
+      const { key, secret } = await ctx.client.createKey({
+        name: name!,
+        scope,
+        ...(topics !== undefined ? { topics } : {}),
+      });
       const text = fields([
         ['name', key.name],
         ['scope', key.scope],
         ['topics', key.topics?.join(', ') ?? 'all'],
         ['secret', secret],
       ]);
-      return { json: { key, secret }, text: `${text}The secret is shown only now: send it as Authorization: Bearer <secret> (dq: --key or DQ_KEY).\n` };
+      return {
+        json: { key, secret },
+        text: `${text}The secret is shown only now: send it as Authorization: Bearer <secret> (dq: --key or DQ_KEY).\n`,
+      };
     },
   },
   {
@@ -448,10 +593,12 @@ export const COMMANDS: readonly Command[] = [
     name: 'revoke',
     args: ['<name>'],
     summary: 'revoke an API key (admin keys only): refused everywhere within 2 s',
-    details: 'Revoking "deployment" stops the deployment\'s key (API_TOKEN) until a redeploy with another secret; create an admin key of your own first.',
+    details:
+      'Revoking "deployment" stops the deployment\'s key (API_TOKEN) until a redeploy with another secret; create an admin key of your own first.',
     options: [opt('yes', undefined, 'really revoke it')],
     async run(ctx, { args: [name], options }) {
-      if (options.yes !== true) throw new UsageError(`revoking ${name} stops every client that sends it: add --yes`, 'keys revoke');
+      if (options.yes !== true)
+        throw new UsageError(`revoking ${name} stops every client that sends it: add --yes`, 'keys revoke');
       await ctx.client.revokeKey(name!);
       return { json: { revoked: true }, text: `revoked ${name}\n` };
     },
@@ -484,5 +631,8 @@ export function findCommand(words: readonly string[]): Command | undefined {
 /** How many arguments a command takes: those in `<>` are required, `...` takes any number. */
 export function argCounts(command: Command): { min: number; max: number } {
   const min = command.args.filter((a) => a.startsWith('<')).length;
-  return { min, max: command.args.some((a) => a.endsWith('...]') || a.endsWith('...>')) ? Infinity : command.args.length };
+  return {
+    min,
+    max: command.args.some((a) => a.endsWith('...]') || a.endsWith('...>')) ? Infinity : command.args.length,
+  };
 }

@@ -29,7 +29,10 @@ export interface Connection {
   sources: { url: Source; key: Source };
 }
 
-/** What resolveConnection reads: the flags, the environment, and the profile file through `readFile` (undefined: no such file). */
+/**
+ * What resolveConnection reads: the flags, the environment, and the profile file through `readFile` (undefined: no such
+ * file).
+ */
 export interface ConnectionInput {
   flags: { url?: string; key?: string; profile?: string };
   env: Record<string, string | undefined>;
@@ -45,23 +48,33 @@ export function configPath(env: Record<string, string | undefined>, home: string
 }
 
 /** The profile file's profiles and default, checked; throws UsageError naming the file and the bad field. */
-export function parseProfiles(text: string, path: string): { default: string | undefined; profiles: Record<string, Profile> } {
+export function parseProfiles(
+  text: string,
+  path: string,
+): { default: string | undefined; profiles: Record<string, Profile> } {
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch (error) {
     throw new UsageError(`${path} is not JSON: ${(error as Error).message}`);
   }
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-  if (!isObject(data) || !isObject(data.profiles)) throw new UsageError(`${path} must be {"default": "<name>", "profiles": {"<name>": {"url": "…", "key": "…"}}}`);
-  if (data.default !== undefined && typeof data.default !== 'string') throw new UsageError(`${path}: "default" must be a profile name`);
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(data) || !isObject(data.profiles))
+    throw new UsageError(`${path} must be {"default": "<name>", "profiles": {"<name>": {"url": "…", "key": "…"}}}`);
+  if (data.default !== undefined && typeof data.default !== 'string')
+    throw new UsageError(`${path}: "default" must be a profile name`);
   const profiles: Record<string, Profile> = {};
   for (const [name, profile] of Object.entries(data.profiles)) {
     if (!isObject(profile)) throw new UsageError(`${path}: profile "${name}" must be an object with "url" and "key"`);
     for (const field of ['url', 'key'] as const) {
-      if (profile[field] !== undefined && typeof profile[field] !== 'string') throw new UsageError(`${path}: profiles.${name}.${field} must be a string`);
+      if (profile[field] !== undefined && typeof profile[field] !== 'string')
+        throw new UsageError(`${path}: profiles.${name}.${field} must be a string`);
     }
-    profiles[name] = { ...(profile.url !== undefined ? { url: profile.url as string } : {}), ...(profile.key !== undefined ? { key: profile.key as string } : {}) };
+    profiles[name] = {
+      ...(profile.url !== undefined ? { url: profile.url as string } : {}),
+      ...(profile.key !== undefined ? { key: profile.key as string } : {}),
+    };
   }
   return { default: data.default, profiles };
 }
@@ -72,14 +85,20 @@ function chooseProfile(input: ConnectionInput): { name: string; profile: Profile
   const named = input.flags.profile ?? (input.env.DQ_PROFILE || undefined);
   const text = input.readFile(path);
   if (text === undefined) {
-    if (named !== undefined) throw new UsageError(`profile "${named}" asked for (${input.flags.profile !== undefined ? '--profile' : 'DQ_PROFILE'}), but there is no profile file ${path}`);
+    if (named !== undefined)
+      throw new UsageError(
+        `profile "${named}" asked for (${input.flags.profile !== undefined ? '--profile' : 'DQ_PROFILE'}), but there is no profile file ${path}`,
+      );
     return undefined;
   }
   const file = parseProfiles(text, path);
   const name = named ?? file.default;
   if (name === undefined) return undefined;
   const profile = file.profiles[name];
-  if (!profile) throw new UsageError(`no profile "${name}" in ${path} (profiles: ${Object.keys(file.profiles).join(', ') || 'none'})`);
+  if (!profile)
+    throw new UsageError(
+      `no profile "${name}" in ${path} (profiles: ${Object.keys(file.profiles).join(', ') || 'none'})`,
+    );
   return { name, profile };
 }
 
@@ -88,8 +107,18 @@ const isLoopback = (url: URL) => ['127.0.0.1', 'localhost', '[::1]'].includes(ur
 /** Resolves the base URL and key, flag > environment > profile > default; throws UsageError when none fits. */
 export function resolveConnection(input: ConnectionInput): Connection {
   const chosen = chooseProfile(input);
-  const pick = (flag: string | undefined, env: string | undefined, fromProfile: string | undefined): [string, Source] | undefined =>
-    flag !== undefined ? [flag, 'flag'] : env ? [env, 'env'] : fromProfile !== undefined ? [fromProfile, 'profile'] : undefined;
+  const pick = (
+    flag: string | undefined,
+    env: string | undefined,
+    fromProfile: string | undefined,
+  ): [string, Source] | undefined =>
+    flag !== undefined
+      ? [flag, 'flag']
+      : env
+        ? [env, 'env']
+        : fromProfile !== undefined
+          ? [fromProfile, 'profile']
+          : undefined;
   const [url, urlSource] = pick(input.flags.url, input.env.DQ_URL, chosen?.profile.url) ?? [DEFAULT_URL, 'default'];
   let parsed: URL;
   try {
@@ -97,11 +126,19 @@ export function resolveConnection(input: ConnectionInput): Connection {
   } catch {
     throw new UsageError(`the base URL "${url}" (from ${urlSource}) is not a URL; give one like ${DEFAULT_URL}`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`the base URL "${url}" (from ${urlSource}) must be http:// or https://`);
-  const key = pick(input.flags.key, input.env.DQ_KEY, chosen?.profile.key) ?? (isLoopback(parsed) ? [DEV_KEY, 'default' as const] : undefined);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new UsageError(`the base URL "${url}" (from ${urlSource}) must be http:// or https://`);
+  const key =
+    pick(input.flags.key, input.env.DQ_KEY, chosen?.profile.key) ??
+    (isLoopback(parsed) ? [DEV_KEY, 'default' as const] : undefined);
   if (!key || key[0] === '') {
-    throw new UsageError(`no API key for ${url}: give --key, set DQ_KEY, or add "key" to a profile in ${configPath(input.env, input.home)}`);
+    throw new UsageError(
+      `no API key for ${url}: give --key, set DQ_KEY, or add "key" to a profile in ${configPath(input.env, input.home)}`,
+    );
   }
-  if (!/^[\x21-\x7e]+$/.test(key[0])) throw new UsageError(`the API key (from ${key[1]}) must be printable ASCII without spaces, as an HTTP header carries it`);
+  if (!/^[\x21-\x7e]+$/.test(key[0]))
+    throw new UsageError(
+      `the API key (from ${key[1]}) must be printable ASCII without spaces, as an HTTP header carries it`,
+    );
   return { url, key: key[0], profile: chosen?.name, sources: { url: urlSource, key: key[1] } };
 }

@@ -23,7 +23,10 @@ export const EXIT_HELP: readonly [number, string][] = [
   [EXIT.api, 'the API refused the request (its error code is printed: VALIDATION_FAILED, JOB_EXISTS, UNAUTHORIZED, …)'],
   [EXIT.usage, 'bad command, option, body or configuration; nothing was sent'],
   [EXIT.notFound, 'no such job or schedule (NOT_FOUND)'],
-  [EXIT.unavailable, 'no answer, a timeout, or the API unavailable (UNAVAILABLE, NOT_REPLICATED, HTTP 502-504); try again'],
+  [
+    EXIT.unavailable,
+    'no answer, a timeout, or the API unavailable (UNAVAILABLE, NOT_REPLICATED, HTTP 502-504); try again',
+  ],
 ];
 
 /** A mistake in the command line or the configuration, found before anything is sent (exit 2). */
@@ -55,7 +58,8 @@ const UNAVAILABLE_STATUS = new Set([0, 502, 503, 504]);
 function rootCause(error: DelayQueueError): string | undefined {
   if (error.status !== 0) return undefined;
   let inner: unknown = error;
-  for (let depth = 0; depth < 10 && inner instanceof Error && inner.cause instanceof Error; depth++) inner = inner.cause;
+  for (let depth = 0; depth < 10 && inner instanceof Error && inner.cause instanceof Error; depth++)
+    inner = inner.cause;
   return inner !== error && inner instanceof Error ? inner.message : undefined;
 }
 
@@ -64,7 +68,12 @@ export function describeFailure(error: unknown): Failure {
   if (error instanceof UsageError) return { exitCode: EXIT.usage, code: 'USAGE', message: error.message };
   if (error instanceof NotFoundError) return { exitCode: EXIT.notFound, code: 'NOT_FOUND', message: error.message };
   if (error instanceof DelayQueueError) {
-    const exitCode = error.code === 'NOT_FOUND' ? EXIT.notFound : UNAVAILABLE_STATUS.has(error.status) || error.code === 'UNAVAILABLE' || error.code === 'NOT_REPLICATED' ? EXIT.unavailable : EXIT.api;
+    const exitCode =
+      error.code === 'NOT_FOUND'
+        ? EXIT.notFound
+        : UNAVAILABLE_STATUS.has(error.status) || error.code === 'UNAVAILABLE' || error.code === 'NOT_REPLICATED'
+          ? EXIT.unavailable
+          : EXIT.api;
     const root = rootCause(error);
     return {
       exitCode,

@@ -50,7 +50,10 @@ export function span(ms: number): string {
     .join(' ');
 }
 
-/** An ISO time with how far from `now` it is: `2030-01-01T00:00:00.000Z (in 4m 5s)`, `(3s ago)`, `(now)` within a second; `-` for none. */
+/**
+ * An ISO time with how far from `now` it is: `2030-01-01T00:00:00.000Z (in 4m 5s)`, `(3s ago)`, `(now)` within a
+ * second; `-` for none.
+ */
 export function when(iso: string | null | undefined, now: number): string {
   if (!iso) return NONE;
   const t = Date.parse(iso);
@@ -79,7 +82,11 @@ export function jobView(job: Job | DeadJob, now: number): string {
   if ('diedAt' in job) pairs.push(['diedAt', when(job.diedAt, now)]);
   if (job.url) pairs.push(['url', job.url]);
   if (job.lastError) pairs.push(['lastError', job.lastError]);
-  pairs.push(['createdAt', when(job.createdAt, now)], ['updatedAt', when(job.updatedAt, now)], ['body', json(job.body)]);
+  pairs.push(
+    ['createdAt', when(job.createdAt, now)],
+    ['updatedAt', when(job.updatedAt, now)],
+    ['body', json(job.body)],
+  );
   return fields(pairs);
 }
 
@@ -92,14 +99,28 @@ function backoffText(b: Job['backoff']): string {
 /** Jobs as a table: id, state, due time, attempts, group, body (cut), last error (cut). */
 export function jobTable(jobs: readonly Job[], now: number): string {
   if (jobs.length === 0) return '(no jobs)\n';
-  const rows = jobs.map((j) => [j.id, j.state, when(j.runAt, now), `${j.attempts}/${j.maxAttempts}`, j.group ?? NONE, truncate(json(j.body), BODY_WIDTH), truncate(j.lastError ?? NONE, ERROR_WIDTH)]);
+  const rows = jobs.map((j) => [
+    j.id,
+    j.state,
+    when(j.runAt, now),
+    `${j.attempts}/${j.maxAttempts}`,
+    j.group ?? NONE,
+    truncate(json(j.body), BODY_WIDTH),
+    truncate(j.lastError ?? NONE, ERROR_WIDTH),
+  ]);
   return table(['ID', 'STATE', 'RUN AT', 'ATTEMPTS', 'GROUP', 'BODY', 'LAST ERROR'], rows);
 }
 
 /** Dead jobs as a table: id, when it died, attempts, last error (cut). */
 export function deadTable(jobs: readonly DeadJob[], now: number): string {
   if (jobs.length === 0) return '(no dead jobs)\n';
-  const rows = jobs.map((j) => [j.id, when(j.diedAt, now), `${j.attempts}/${j.maxAttempts}`, j.group ?? NONE, truncate(j.lastError ?? NONE, ERROR_WIDTH)]);
+  const rows = jobs.map((j) => [
+    j.id,
+    when(j.diedAt, now),
+    `${j.attempts}/${j.maxAttempts}`,
+    j.group ?? NONE,
+    truncate(j.lastError ?? NONE, ERROR_WIDTH),
+  ]);
   return table(['ID', 'DIED AT', 'ATTEMPTS', 'GROUP', 'LAST ERROR'], rows);
 }
 
@@ -119,14 +140,36 @@ export function topicTable(topics: readonly TopicStats[], now: number): string {
     ms(t.lateness.maxMs),
     ms(t.oldestReadyAgeMs),
   ]);
-  return table(['TOPIC', 'DELAYED', 'READY', 'RUNNING', 'DEAD', 'NEXT DUE', 'STARTED 5M', 'LATE P50', 'LATE P99', 'LATE MAX', 'OLDEST READY'], rows);
+  return table(
+    [
+      'TOPIC',
+      'DELAYED',
+      'READY',
+      'RUNNING',
+      'DEAD',
+      'NEXT DUE',
+      'STARTED 5M',
+      'LATE P50',
+      'LATE P99',
+      'LATE MAX',
+      'OLDEST READY',
+    ],
+    rows,
+  );
 }
 
 const rateText = (r: FlowRate | null | undefined) => (r ? `${r.count} per ${r.per}s, burst ${r.burst}` : NONE);
 
 /** A flow key's state as name/value lines: its counts, pause, hold, the limits in force and those pinned. */
 export function flowView(s: FlowKeyState, now: number): string {
-  const pinned = s.pinned && [s.pinned.concurrency !== undefined ? `concurrency ${s.pinned.concurrency ?? NONE}` : '', s.pinned.rate !== undefined ? `rate ${rateText(s.pinned.rate)}` : ''].filter((p) => p !== '').join('; ');
+  const pinned =
+    s.pinned &&
+    [
+      s.pinned.concurrency !== undefined ? `concurrency ${s.pinned.concurrency ?? NONE}` : '',
+      s.pinned.rate !== undefined ? `rate ${rateText(s.pinned.rate)}` : '',
+    ]
+      .filter((p) => p !== '')
+      .join('; ');
   return fields([
     ['flow', `${s.topic}/${s.key}`],
     ['paused', s.paused ? 'yes' : 'no'],
@@ -136,14 +179,24 @@ export function flowView(s: FlowKeyState, now: number): string {
     ['concurrency', s.limits.concurrency === null ? "- (only the topic's)" : String(s.limits.concurrency)],
     ['rate', rateText(s.limits.rate)],
     ['pinned', pinned || "- (the topic's defaults)"],
-    ...(s.updatedAt !== null ? ([['updated', `${when(s.updatedAt, now)}${s.updatedBy ? ` by ${s.updatedBy}` : ''}`]] as [string, string][]) : []),
+    ...(s.updatedAt !== null
+      ? ([['updated', `${when(s.updatedAt, now)}${s.updatedBy ? ` by ${s.updatedBy}` : ''}`]] as [string, string][])
+      : []),
   ]);
 }
 
 /** The API keys: name, scope, topics, where it comes from, who made it and when, last use. */
 export function keyTable(keys: readonly ApiKey[], now: number): string {
   if (keys.length === 0) return '(no keys)\n';
-  const rows = keys.map((k) => [k.name, k.scope, k.topics?.join(',') ?? 'all', k.source, k.createdBy ?? NONE, when(k.createdAt, now), when(k.lastUsedAt, now)]);
+  const rows = keys.map((k) => [
+    k.name,
+    k.scope,
+    k.topics?.join(',') ?? 'all',
+    k.source,
+    k.createdBy ?? NONE,
+    when(k.createdAt, now),
+    when(k.lastUsedAt, now),
+  ]);
   return table(['NAME', 'SCOPE', 'TOPICS', 'SOURCE', 'CREATED BY', 'CREATED', 'LAST USED'], rows);
 }
 
@@ -178,16 +231,25 @@ export function scheduleView(s: Schedule, now: number): string {
 /** Schedules as a table: id, recurrence, paused, next run, last run. */
 export function scheduleTable(schedules: readonly Schedule[], now: number): string {
   if (schedules.length === 0) return '(no schedules)\n';
-  const rows = schedules.map((s) => [s.id, recurrence(s), s.paused ? 'paused' : 'active', when(s.nextRuns[0], now), when(s.lastRunAt, now)]);
+  const rows = schedules.map((s) => [
+    s.id,
+    recurrence(s),
+    s.paused ? 'paused' : 'active',
+    when(s.nextRuns[0], now),
+    when(s.lastRunAt, now),
+  ]);
   return table(['ID', 'RUNS', 'STATE', 'NEXT RUN', 'LAST RUN'], rows);
 }
 
-/** A failure for stderr: `dq: CODE (HTTP 404): message`, each detail on a line, the job as it is when the API sent one. */
+/**
+ * A failure for stderr: `dq: CODE (HTTP 404): message`, each detail on a line, the job as it is when the API sent one.
+ */
 export function failureText(f: Failure): string {
   const status = f.status !== undefined ? (f.status === 0 ? ' (no answer)' : ` (HTTP ${f.status})`) : '';
   const lines = [`dq: ${f.code}${status}: ${f.message}`];
   if (Array.isArray(f.details)) {
-    for (const d of f.details as { path?: unknown; message?: unknown }[]) lines.push(`  ${String(d.path ?? '') || '(body)'}: ${String(d.message ?? '')}`);
+    for (const d of f.details as { path?: unknown; message?: unknown }[])
+      lines.push(`  ${String(d.path ?? '') || '(body)'}: ${String(d.message ?? '')}`);
   }
   if (f.job && typeof f.job === 'object') {
     const j = f.job as Partial<Job>;

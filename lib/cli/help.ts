@@ -12,7 +12,11 @@ import { table } from './format';
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
   { name: 'url', value: 'URL', help: `the API's base URL (else DQ_URL, the profile's "url", or ${DEFAULT_URL})` },
   { name: 'key', value: 'KEY', help: 'the API key, sent as a bearer token (else DQ_KEY, or the profile\'s "key")' },
-  { name: 'profile', value: 'NAME', help: 'the profile of the profile file to use (else DQ_PROFILE, or the file\'s "default")' },
+  {
+    name: 'profile',
+    value: 'NAME',
+    help: 'the profile of the profile file to use (else DQ_PROFILE, or the file\'s "default")',
+  },
   { name: 'json', help: "print the API's answer as JSON on stdout, and errors as JSON on stderr" },
   { name: 'help', short: 'h', help: 'show help' },
 ];
@@ -27,11 +31,15 @@ const indent = (text: string) =>
 const noHeader = (text: string) => text.slice(text.indexOf('\n') + 1);
 
 function optionLines(options: readonly OptionSpec[]): string {
-  const rows = options.map((o) => [[o.short ? `-${o.short}, ` : '', `--${o.name}`, o.value ? ` ${o.value}` : ''].join(''), o.help]);
+  const rows = options.map((o) => [
+    [o.short ? `-${o.short}, ` : '', `--${o.name}`, o.value ? ` ${o.value}` : ''].join(''),
+    o.help,
+  ]);
   return indent(noHeader(table(['', ''], rows)));
 }
 
-const usage = (c: Command) => `dq ${c.group} ${c.name}${c.args.length ? ` ${c.args.join(' ')}` : ''}${c.options.length ? ' [options]' : ''}`;
+const usage = (c: Command) =>
+  `dq ${c.group} ${c.name}${c.args.length ? ` ${c.args.join(' ')}` : ''}${c.options.length ? ' [options]' : ''}`;
 
 function commandList(commands: readonly Command[]): string {
   return indent(
@@ -79,7 +87,15 @@ export function mainHelp(): string {
 /** `dq <group> --help`: the group's commands. */
 export function groupHelp(group: string): string {
   const summary = GROUPS.find((g) => g.name === group)?.summary ?? '';
-  return [`dq ${group}: ${summary}`, '', 'Commands:', commandList(COMMANDS.filter((c) => c.group === group)), '', `Run 'dq ${group} <command> --help' for its options.`, ''].join('\n');
+  return [
+    `dq ${group}: ${summary}`,
+    '',
+    'Commands:',
+    commandList(COMMANDS.filter((c) => c.group === group)),
+    '',
+    `Run 'dq ${group} <command> --help' for its options.`,
+    '',
+  ].join('\n');
 }
 
 /** `dq <group> <command> --help`: usage, what it does, its options and the global ones. */

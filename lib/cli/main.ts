@@ -42,10 +42,14 @@ function helpFor(words: readonly string[]): string | undefined {
 
 /** The usage error for words that name no command. */
 function unknownCommand(words: readonly string[]): UsageError {
-  if (!GROUPS.some((g) => g.name === words[0])) return new UsageError(`unknown command "${words[0]}" (groups: ${GROUPS.map((g) => g.name).join(', ')})`);
+  if (!GROUPS.some((g) => g.name === words[0]))
+    return new UsageError(`unknown command "${words[0]}" (groups: ${GROUPS.map((g) => g.name).join(', ')})`);
   const names = COMMANDS.filter((c) => c.group === words[0]).map((c) => c.name);
   if (words.length === 1) return new UsageError(`dq ${words[0]} needs a command: ${names.join(', ')}`, words[0]);
-  return new UsageError(`unknown command "${words[0]} ${words[1]}" (${words[0]} commands: ${names.join(', ')})`, words[0]);
+  return new UsageError(
+    `unknown command "${words[0]} ${words[1]}" (${words[0]} commands: ${names.join(', ')})`,
+    words[0],
+  );
 }
 
 /** The command the words name, with its arguments checked; throws UsageError otherwise. */
@@ -55,7 +59,10 @@ function commandOf(words: readonly string[]): { command: Command; args: string[]
   const args = words.slice(2);
   const { min, max } = argCounts(command);
   if (args.length < min || args.length > max) {
-    const which = args.length < min ? `missing ${command.args.slice(args.length, min).join(' ')}` : `too many arguments: ${args.slice(max).join(' ')}`;
+    const which =
+      args.length < min
+        ? `missing ${command.args.slice(args.length, min).join(' ')}`
+        : `too many arguments: ${args.slice(max).join(' ')}`;
     throw new UsageError(`${which}\n${usageLine(command)}`, `${command.group} ${command.name}`);
   }
   return { command, args };
@@ -102,8 +109,17 @@ export async function runCli(io: Io): Promise<number> {
   try {
     const { command, args } = commandOf(words);
     const str = (name: string) => (typeof options[name] === 'string' ? (options[name] as string) : undefined);
-    const connection = resolveConnection({ flags: { url: str('url'), key: str('key'), profile: str('profile') }, env: io.env, home: io.home, readFile: io.readConfig });
-    const client = new DelayQueueClient({ baseUrl: connection.url, token: connection.key, ...(io.fetch ? { fetch: io.fetch } : {}) });
+    const connection = resolveConnection({
+      flags: { url: str('url'), key: str('key'), profile: str('profile') },
+      env: io.env,
+      home: io.home,
+      readFile: io.readConfig,
+    });
+    const client = new DelayQueueClient({
+      baseUrl: connection.url,
+      token: connection.key,
+      ...(io.fetch ? { fetch: io.fetch } : {}),
+    });
     const output = await command.run({ client, text: io.text, now: (io.now ?? Date.now)() }, { args, options });
     io.stdout(json ? JSON.stringify(output.json) + '\n' : output.text);
     return EXIT.ok;

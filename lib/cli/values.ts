@@ -24,7 +24,10 @@ export function parseTime(text: string): number | string {
 /** A whole number from `min` to `max`. */
 export function parseCount(option: string, text: string, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   const n = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`--${option} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, not "${text}"`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new UsageError(
+      `--${option} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, not "${text}"`,
+    );
   return n;
 }
 
@@ -32,7 +35,8 @@ export function parseCount(option: string, text: string, min = 1, max = Number.M
 export function parseIfMatch(text: string): number | '*' {
   if (text === '*') return '*';
   const bare = /^"(\d+)"$/.exec(text)?.[1] ?? text;
-  if (!/^\d+$/.test(bare) || !Number.isSafeInteger(Number(bare))) throw new UsageError(`--if-match must be a job's version (a whole number, as in its ETag) or *, not "${text}"`);
+  if (!/^\d+$/.test(bare) || !Number.isSafeInteger(Number(bare)))
+    throw new UsageError(`--if-match must be a job's version (a whole number, as in its ETag) or *, not "${text}"`);
   return Number(bare);
 }
 
@@ -83,6 +87,8 @@ export async function readBody(spec: string, source: TextSource): Promise<unknow
     return JSON.parse(text);
   } catch (error) {
     const origin = from ? ` (from ${from})` : '';
-    throw new UsageError(`--body is not JSON${origin}: ${(error as Error).message}; send a string quoted, as --body '"hello"'`);
+    throw new UsageError(
+      `--body is not JSON${origin}: ${(error as Error).message}; send a string quoted, as --body '"hello"'`,
+    );
   }
 }

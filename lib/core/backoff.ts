@@ -15,7 +15,10 @@ export interface FieldProblem {
  * It is stored per job as a compact spec that the Lua scripts evaluate (lua/includes/attempts.lua):
  *   'f:<ms>' | 'e:<baseMs>:<capMs>:<jitterPermille>' | 'l:<ms>,<ms>,…'
  */
-export type Backoff = { type: 'fixed'; delay: number } | { type: 'exponential'; delay: number; max: number; jitter: number } | { type: 'ladder'; delays: number[] };
+export type Backoff =
+  | { type: 'fixed'; delay: number }
+  | { type: 'exponential'; delay: number; max: number; jitter: number }
+  | { type: 'ladder'; delays: number[] };
 
 const MAX_LADDER_STEPS = 100; // a longer ladder is a mistake, and every step costs bytes per job
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -35,20 +38,30 @@ function isSeconds(value: unknown, maxMs: number): value is number {
  * Validates a user's backoff and returns its compact spec, or the problems found (paths under
  * `path`). `maxDelayMs` bounds every single delay.
  */
-export function parseBackoff(input: unknown, path: string, maxDelayMs: number): { spec?: string; problems: FieldProblem[] } {
+export function parseBackoff(
+  input: unknown,
+  path: string,
+  maxDelayMs: number,
+): { spec?: string; problems: FieldProblem[] } {
   const problems: FieldProblem[] = [];
   const tooLong = `must be a number of seconds from 0 to ${maxDelayMs / 1000}`;
   if (typeof input === 'string') {
     const words = input.trim().split(/\s+/).filter(Boolean);
     const steps = words.map(parseDuration);
     if (words.length === 0 || words.length > MAX_LADDER_STEPS || steps.some((s) => s === undefined || s > maxDelayMs)) {
-      problems.push({ path, message: `must be durations like "15s 3m 1h" (1 to ${MAX_LADDER_STEPS} steps, each at most ${maxDelayMs / 1000}s)` });
+      problems.push({
+        path,
+        message: `must be durations like "15s 3m 1h" (1 to ${MAX_LADDER_STEPS} steps, each at most ${maxDelayMs / 1000}s)`,
+      });
       return { problems };
     }
     return { spec: `l:${steps.join(',')}`, problems };
   }
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    problems.push({ path, message: 'must be an object with "type" fixed, exponential or ladder, or a ladder like "15s 3m 1h"' });
+    problems.push({
+      path,
+      message: 'must be an object with "type" fixed, exponential or ladder, or a ladder like "15s 3m 1h"',
+    });
     return { problems };
   }
   const b = input as Record<string, unknown>;
@@ -63,7 +76,8 @@ export function parseBackoff(input: unknown, path: string, maxDelayMs: number): 
     return { problems };
   }
   for (const key of Object.keys(b)) {
-    if (!known.includes(key)) problems.push({ path: `${path}.${key}`, message: `is not a field of a ${b.type} backoff` });
+    if (!known.includes(key))
+      problems.push({ path: `${path}.${key}`, message: `is not a field of a ${b.type} backoff` });
   }
   if (b.type === 'fixed') {
     if (!isSeconds(b.delay, maxDelayMs)) problems.push({ path: `${path}.delay`, message: tooLong });
@@ -71,14 +85,22 @@ export function parseBackoff(input: unknown, path: string, maxDelayMs: number): 
     return { spec: `f:${Math.round((b.delay as number) * 1000)}`, problems };
   }
   if (b.type === 'exponential') {
-    if (!isSeconds(b.delay, maxDelayMs) || b.delay === 0) problems.push({ path: `${path}.delay`, message: `must be a number of seconds above 0, at most ${maxDelayMs / 1000}` });
+    if (!isSeconds(b.delay, maxDelayMs) || b.delay === 0)
+      problems.push({
+        path: `${path}.delay`,
+        message: `must be a number of seconds above 0, at most ${maxDelayMs / 1000}`,
+      });
     const max = b.max ?? maxDelayMs / 1000;
     if (!isSeconds(max, maxDelayMs)) problems.push({ path: `${path}.max`, message: tooLong });
     const jitter = b.jitter === true ? 0.5 : b.jitter === false || b.jitter === undefined ? 0 : b.jitter;
-    if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)) problems.push({ path: `${path}.jitter`, message: 'must be true, false or a fraction from 0 to 1' });
+    if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1))
+      problems.push({ path: `${path}.jitter`, message: 'must be true, false or a fraction from 0 to 1' });
     if (problems.length) return { problems };
     const base = Math.round((b.delay as number) * 1000);
-    return { spec: `e:${base}:${Math.max(base, Math.round((max as number) * 1000))}:${Math.round((jitter as number) * 1000)}`, problems };
+    return {
+      spec: `e:${base}:${Math.max(base, Math.round((max as number) * 1000))}:${Math.round((jitter as number) * 1000)}`,
+      problems,
+    };
   }
   const delays = b.delays;
   if (!Array.isArray(delays) || delays.length === 0 || delays.length > MAX_LADDER_STEPS) {
@@ -115,7 +137,13 @@ function deepFreeze<T extends object>(value: T): T {
 function parseBackoffSpec(spec: string): Backoff {
   const [kind, ...rest] = spec.split(':');
   if (kind === 'f') return { type: 'fixed', delay: Number(rest[0]) / 1000 };
-  if (kind === 'e') return { type: 'exponential', delay: Number(rest[0]) / 1000, max: Number(rest[1]) / 1000, jitter: Number(rest[2]) / 1000 };
+  if (kind === 'e')
+    return {
+      type: 'exponential',
+      delay: Number(rest[0]) / 1000,
+      max: Number(rest[1]) / 1000,
+      jitter: Number(rest[2]) / 1000,
+    };
   return { type: 'ladder', delays: (rest[0] ?? '').split(',').map((ms) => Number(ms) / 1000) };
 }
 

@@ -32,7 +32,10 @@ export interface TopicConfig {
   flow?: FlowDefaults;
 }
 
-/** A flow topic's per-key defaults: attempts running at once per key (null: only the topic's `concurrency` caps) and each key's pace (null: none). */
+/**
+ * A flow topic's per-key defaults: attempts running at once per key (null: only the topic's `concurrency` caps) and
+ * each key's pace (null: none).
+ */
 export interface FlowDefaults {
   concurrency: number | null;
   rate: { count: number; perMs: number; burst: number } | null;
@@ -147,9 +150,15 @@ export const ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_MOVE_LIMIT = 5000;
 /** Range of the replica wait (ms): long enough for a cross-AZ round trip, shorter than the client's command timeout. */
 export const DURABILITY_TIMEOUT_MS = { min: 10, max: 1500 } as const;
-/** A rate limit's range: `count` starts per `per` seconds (per at least 0.1 s: a window of 100 slots of 1 ms or more). */
-export const RATE_LIMIT = { count: { min: 1, max: 1_000_000 }, perSeconds: { min: 0.1, max: 86_400, default: 1 } } as const;
-const DURABILITY_MODES = ['replica', 'none'] as const; // moveDue passes this many ids to one RPUSH (Lua's stack allows ~8000)
+/**
+ * A rate limit's range: `count` starts per `per` seconds (per at least 0.1 s: a window of 100 slots of 1 ms or more).
+ */
+export const RATE_LIMIT = {
+  count: { min: 1, max: 1_000_000 },
+  perSeconds: { min: 0.1, max: 86_400, default: 1 },
+} as const;
+// moveDue passes this many ids to one RPUSH (Lua's stack allows ~8000)
+const DURABILITY_MODES = ['replica', 'none'] as const;
 
 function integer(value: unknown, name: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -169,7 +178,10 @@ function seconds(value: unknown, name: string, min: number, max: number): number
 function formerPartitions(input: QueueConfigInput): { formerPartitions?: number } {
   if (input.formerPartitions === undefined || input.formerPartitions === null) return {};
   const former = integer(input.formerPartitions, 'formerPartitions', 1, 1024);
-  if (former === (input.partitions ?? DEFAULTS.partitions)) throw new Error(`formerPartitions: ${former} is the partition count itself; set it only while the count changes (to the count before)`);
+  if (former === (input.partitions ?? DEFAULTS.partitions))
+    throw new Error(
+      `formerPartitions: ${former} is the partition count itself; set it only while the count changes (to the count before)`,
+    );
   return { formerPartitions: former };
 }
 
@@ -187,14 +199,24 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
     if (!backoff.spec) throw new Error(backoff.problems.map((p) => `${p.path} ${p.message}`).join('; '));
     const kind = t.kind ?? 'function';
     if (kind !== 'function' && kind !== 'webhook') throw new Error(`${where}.kind must be "function" or "webhook"`);
-    const maxTtrMs = t.handlerTimeout === undefined ? TTR_SECONDS.max * 1000 : seconds(t.handlerTimeout, `${where}.handlerTimeout`, 1, 900); // Lambda's longest timeout
+    const maxTtrMs =
+      t.handlerTimeout === undefined
+        ? TTR_SECONDS.max * 1000
+        : seconds(t.handlerTimeout, `${where}.handlerTimeout`, 1, 900); // Lambda's longest timeout
     const ttrMs = seconds(t.ttr ?? DEFAULTS.topic.ttr, `${where}.ttr`, TTR_SECONDS.min, TTR_SECONDS.max);
     if (ttrMs > maxTtrMs) {
-      throw new Error(`${where}.ttr (${ttrMs / 1000} s) is longer than its handler ${t.handler} can run (timeout ${maxTtrMs / 1000} s): lower the ttr or raise the function's timeout`);
+      throw new Error(
+        `${where}.ttr (${ttrMs / 1000} s) is longer than its handler ${t.handler} can run (timeout ${maxTtrMs / 1000} s): lower the ttr or raise the function's timeout`,
+      );
     }
     topics.set(name, {
       name,
-      maxAttempts: integer(t.maxAttempts ?? DEFAULTS.topic.maxAttempts, `${where}.maxAttempts`, MAX_ATTEMPTS.min, MAX_ATTEMPTS.max),
+      maxAttempts: integer(
+        t.maxAttempts ?? DEFAULTS.topic.maxAttempts,
+        `${where}.maxAttempts`,
+        MAX_ATTEMPTS.min,
+        MAX_ATTEMPTS.max,
+      ),
       backoff: backoff.spec,
       ttrMs,
       maxTtrMs,
@@ -211,32 +233,50 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
     partitions: integer(input.partitions ?? DEFAULTS.partitions, 'partitions', 1, 1024),
     ...formerPartitions(input),
     topics,
-    maxBodyBytes: integer(input.maxBodyBytes ?? DEFAULTS.maxBodyBytes, 'maxBodyBytes', 1, MAX_BODY_BYTES), // one job must fit a Lambda event
+    // one job must fit a Lambda event
+    maxBodyBytes: integer(input.maxBodyBytes ?? DEFAULTS.maxBodyBytes, 'maxBodyBytes', 1, MAX_BODY_BYTES),
     maxDelayMs,
     retentionMs: seconds(input.retention ?? DEFAULTS.retention, 'retention', 0, 365 * 86_400),
     deadRetentionMs: seconds(input.deadRetention ?? DEFAULTS.deadRetention, 'deadRetention', 1, 10 * 365 * 86_400),
     moveLimit: integer(input.moveLimit ?? DEFAULTS.moveLimit, 'moveLimit', 1, MAX_MOVE_LIMIT),
     durability: {
       mode: durabilityMode(input.durability ?? DEFAULTS.durability, 'durability'),
-      timeoutMs: seconds(input.durabilityTimeout ?? DEFAULTS.durabilityTimeout, 'durabilityTimeout', DURABILITY_TIMEOUT_MS.min / 1000, DURABILITY_TIMEOUT_MS.max / 1000),
+      timeoutMs: seconds(
+        input.durabilityTimeout ?? DEFAULTS.durabilityTimeout,
+        'durabilityTimeout',
+        DURABILITY_TIMEOUT_MS.min / 1000,
+        DURABILITY_TIMEOUT_MS.max / 1000,
+      ),
     },
   };
 }
 
 function rateLimit(value: unknown, name: string): RateLimit {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error(`${name} must be an object { count, per }: count jobs started per per seconds, got ${JSON.stringify(value)}`);
+    throw new Error(
+      `${name} must be an object { count, per }: count jobs started per per seconds, got ${JSON.stringify(value)}`,
+    );
   }
   const { count, per, ...rest } = value as Record<string, unknown>;
   const extra = Object.keys(rest);
   if (extra.length > 0) throw new Error(`${name}.${extra[0]} is not a rateLimit field (fields: count, per)`);
   if (count === undefined) throw new Error(`${name}.count is required: the jobs started per per seconds`);
   const { count: c, perSeconds: p } = RATE_LIMIT;
-  return { count: integer(count, `${name}.count`, c.min, c.max), perMs: seconds(per ?? p.default, `${name}.per`, p.min, p.max) };
+  return {
+    count: integer(count, `${name}.count`, c.min, c.max),
+    perMs: seconds(per ?? p.default, `${name}.per`, p.min, p.max),
+  };
 }
 
-/** A key's limits' ranges (flow control): concurrency per key, and a pace of `count` per `per` seconds with `burst` at once. */
-export const FLOW_LIMITS = { concurrency: { min: 1, max: 10_000 }, count: { min: 1, max: 1_000_000 }, perSeconds: { min: 0.001, max: 86_400, default: 1 } } as const;
+/**
+ * A key's limits' ranges (flow control): concurrency per key, and a pace of `count` per `per` seconds with `burst` at
+ * once.
+ */
+export const FLOW_LIMITS = {
+  concurrency: { min: 1, max: 10_000 },
+  count: { min: 1, max: 1_000_000 },
+  perSeconds: { min: 0.001, max: 86_400, default: 1 },
+} as const;
 
 function flowDefaults(value: unknown, name: string): FlowDefaults {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -247,7 +287,10 @@ function flowDefaults(value: unknown, name: string): FlowDefaults {
   if (extra.length > 0) throw new Error(`${name}.${extra[0]} is not a flow field (fields: concurrency, rate)`);
   const { concurrency: c } = FLOW_LIMITS;
   return {
-    concurrency: concurrency === undefined || concurrency === null ? null : integer(concurrency, `${name}.concurrency`, c.min, c.max),
+    concurrency:
+      concurrency === undefined || concurrency === null
+        ? null
+        : integer(concurrency, `${name}.concurrency`, c.min, c.max),
     rate: rate === undefined || rate === null ? null : flowRate(rate, `${name}.rate`),
   };
 }
@@ -255,7 +298,9 @@ function flowDefaults(value: unknown, name: string): FlowDefaults {
 /** A key's pace from `{ count, per, burst }` (per in seconds, default 1; burst default 1, at most count). */
 export function flowRate(value: unknown, name: string): { count: number; perMs: number; burst: number } {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error(`${name} must be an object { count, per, burst }: count starts per per seconds, got ${JSON.stringify(value)}`);
+    throw new Error(
+      `${name} must be an object { count, per, burst }: count starts per per seconds, got ${JSON.stringify(value)}`,
+    );
   }
   const { count, per, burst, ...rest } = value as Record<string, unknown>;
   const extra = Object.keys(rest);
@@ -263,11 +308,16 @@ export function flowRate(value: unknown, name: string): { count: number; perMs: 
   if (count === undefined) throw new Error(`${name}.count is required: the starts per per seconds`);
   const { count: c, perSeconds: p } = FLOW_LIMITS;
   const n = integer(count, `${name}.count`, c.min, c.max);
-  return { count: n, perMs: seconds(per ?? p.default, `${name}.per`, p.min, p.max), burst: integer(burst ?? 1, `${name}.burst`, 1, n) };
+  return {
+    count: n,
+    perMs: seconds(per ?? p.default, `${name}.per`, p.min, p.max),
+    burst: integer(burst ?? 1, `${name}.burst`, 1, n),
+  };
 }
 
 function durabilityMode(value: unknown, name: string): Durability['mode'] {
-  if (!DURABILITY_MODES.includes(value as Durability['mode'])) throw new Error(`${name} must be "replica" or "none", got ${JSON.stringify(value)}`);
+  if (!DURABILITY_MODES.includes(value as Durability['mode']))
+    throw new Error(`${name} must be "replica" or "none", got ${JSON.stringify(value)}`);
   return value as Durability['mode'];
 }
 
@@ -276,12 +326,16 @@ function durabilityMode(value: unknown, name: string): Durability['mode'] {
  * (whole ms) applied over it when set; throws naming the variable.
  */
 export function loadDurability(env: Env, configured: Durability): Durability {
-  const mode = env.DQ_DURABILITY ? durabilityMode(env.DQ_DURABILITY, 'environment variable DQ_DURABILITY') : configured.mode;
+  const mode = env.DQ_DURABILITY
+    ? durabilityMode(env.DQ_DURABILITY, 'environment variable DQ_DURABILITY')
+    : configured.mode;
   const raw = env.DQ_DURABILITY_TIMEOUT_MS;
   if (raw === undefined || raw === '') return { mode, timeoutMs: configured.timeoutMs };
   const n = Number(raw);
   if (!Number.isInteger(n) || n < DURABILITY_TIMEOUT_MS.min || n > DURABILITY_TIMEOUT_MS.max) {
-    throw new Error(`environment variable DQ_DURABILITY_TIMEOUT_MS must be a whole number of milliseconds from ${DURABILITY_TIMEOUT_MS.min} to ${DURABILITY_TIMEOUT_MS.max}, got ${JSON.stringify(raw)}`);
+    throw new Error(
+      `environment variable DQ_DURABILITY_TIMEOUT_MS must be a whole number of milliseconds from ${DURABILITY_TIMEOUT_MS.min} to ${DURABILITY_TIMEOUT_MS.max}, got ${JSON.stringify(raw)}`,
+    );
   }
   return { mode, timeoutMs: n };
 }
@@ -325,18 +379,25 @@ const TIMING_ENV: Record<keyof Timings, string> = {
   fanoutMarkMs: 'DQ_FANOUT_MARK_MS',
 };
 
-/** The timings from DQ_SWEEPER_* and DQ_FANOUT_MARK_MS, each a whole number of ms from 1 to 900,000, else its default. */
+/**
+ * The timings from DQ_SWEEPER_* and DQ_FANOUT_MARK_MS, each a whole number of ms from 1 to 900,000, else its default.
+ */
 export function loadTimings(env: Env): Timings {
   const timings = { ...DEFAULT_TIMINGS };
   for (const [key, name] of Object.entries(TIMING_ENV) as [keyof Timings, string][]) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1 || n > 900_000) throw new Error(`environment variable ${name} must be a whole number of milliseconds from 1 to 900000, got ${JSON.stringify(raw)}`);
+    if (!Number.isInteger(n) || n < 1 || n > 900_000)
+      throw new Error(
+        `environment variable ${name} must be a whole number of milliseconds from 1 to 900000, got ${JSON.stringify(raw)}`,
+      );
     timings[key] = n;
   }
   if (timings.sweeperMaxWaitMs >= timings.sweeperLeaseMs) {
-    throw new Error(`DQ_SWEEPER_MAX_WAIT_MS (${timings.sweeperMaxWaitMs}) must be below DQ_SWEEPER_LEASE_MS (${timings.sweeperLeaseMs}): the lease is renewed after each wait`);
+    throw new Error(
+      `DQ_SWEEPER_MAX_WAIT_MS (${timings.sweeperMaxWaitMs}) must be below DQ_SWEEPER_LEASE_MS (${timings.sweeperLeaseMs}): the lease is renewed after each wait`,
+    );
   }
   return timings;
 }
@@ -371,7 +432,9 @@ export interface AppConfig {
   webhookAllowPrivate: boolean;
   /** Hosts webhooks may reach whatever they resolve to. */
   webhookAllowHosts: string[];
-  /** CIDR blocks webhooks may not reach besides the special-purpose ranges: the stack's own VPC (DQ_WEBHOOK_DENY_CIDRS). */
+  /**
+   * CIDR blocks webhooks may not reach besides the special-purpose ranges: the stack's own VPC (DQ_WEBHOOK_DENY_CIDRS).
+   */
   webhookDenyCidrs: string[];
   /**
    * API functions and topic handlers may start a sweeper or a fan-out by invoking it (false:
@@ -402,7 +465,9 @@ function flag(env: Env, name: string): boolean {
   throw new Error(`environment variable ${name} must be true or false, got ${JSON.stringify(value)}`);
 }
 
-/** A comma-separated list of CIDR blocks (`10.42.0.0/16,2600:1f18::/56`); throws naming the variable and the bad block. */
+/**
+ * A comma-separated list of CIDR blocks (`10.42.0.0/16,2600:1f18::/56`); throws naming the variable and the bad block.
+ */
 function cidrList(env: Env, name: string): string[] {
   const cidrs = (env[name] ?? '')
     .split(',')
@@ -421,7 +486,8 @@ function cidrList(env: Env, name: string): string[] {
 /** DQ_AUTH: `token` (also when unset) or `iam`; throws naming the variable otherwise. */
 function authMode(env: Env): AppConfig['auth'] {
   const value = env.DQ_AUTH || 'token';
-  if (value !== 'token' && value !== 'iam') throw new Error(`environment variable DQ_AUTH must be token or iam, got ${JSON.stringify(value)}`);
+  if (value !== 'token' && value !== 'iam')
+    throw new Error(`environment variable DQ_AUTH must be token or iam, got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -444,9 +510,11 @@ export function loadConfig(env: Env): AppConfig {
   }
   queue = { ...queue, durability: loadDurability(env, queue.durability) };
   const url = required(env, 'REDIS_URL');
-  if (!/^rediss?:\/\//.test(url)) throw new Error('environment variable REDIS_URL must start with redis:// or rediss://');
+  if (!/^rediss?:\/\//.test(url))
+    throw new Error('environment variable REDIS_URL must start with redis:// or rediss://');
   const logLevel = env.LOG_LEVEL ?? 'info';
-  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new Error('environment variable LOG_LEVEL must be debug, info, warn or error');
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel))
+    throw new Error('environment variable LOG_LEVEL must be debug, info, warn or error');
   return {
     queue,
     redis: { url, cluster: flag(env, 'REDIS_CLUSTER') },

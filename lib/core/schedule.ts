@@ -62,7 +62,8 @@ function wallCron(cron: string): Cron {
 
 /** The problem with cron expression `cron`, or undefined when it is one of 5 or 6 fields. */
 export function cronProblem(cron: unknown): string | undefined {
-  const usage = 'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first)';
+  const usage =
+    'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first)';
   if (typeof cron !== 'string' || cron.length > 256) return usage;
   const fields = cron.trim().split(/\s+/).length;
   if (fields !== 5 && fields !== 6) return `${usage}; it has ${fields}`;
@@ -86,7 +87,16 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 function formatter(zone: string): Intl.DateTimeFormat {
   let f = formatters.get(zone);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
     formatters.set(zone, f);
   }
   return f;
@@ -119,7 +129,10 @@ function firstPassing(lo: number, hi: number, passes: (t: number) => boolean): n
  * first when it occurs twice; the first valid instant after it (the jump) when it does not exist.
  */
 export function instantOf(w: number, zone: string): number {
-  const offsets = new Set([wallAt(w - OFFSET_SPAN, zone) - (w - OFFSET_SPAN), wallAt(w + OFFSET_SPAN, zone) - (w + OFFSET_SPAN)]);
+  const offsets = new Set([
+    wallAt(w - OFFSET_SPAN, zone) - (w - OFFSET_SPAN),
+    wallAt(w + OFFSET_SPAN, zone) - (w + OFFSET_SPAN),
+  ]);
   const valid = [...offsets].map((o) => w - o).filter((t) => wallAt(t, zone) === w);
   if (valid.length > 0) return Math.min(...valid);
   // in a gap: before the jump the clock reads earlier than w, from the jump on later
@@ -186,7 +199,11 @@ export function latestRun(recurrence: Recurrence, at: number): number | null {
  * run after `now`, or null when there is none. Never more than one run at or before `now`: missed
  * occurrences never come in a burst.
  */
-export function catchUpPlan(spec: ScheduleSpec, from: number, now: number): { run: number | null; latest: number | null; next: number | null } {
+export function catchUpPlan(
+  spec: ScheduleSpec,
+  from: number,
+  now: number,
+): { run: number | null; latest: number | null; next: number | null } {
   const [next = null] = nextRuns(spec, now, 1);
   if (from > now) return { run: null, latest: null, next };
   const latest = Math.max(from, latestRun(spec, now) ?? from);
@@ -202,7 +219,11 @@ export function catchUpPlan(spec: ScheduleSpec, from: number, now: number): { ru
  * grace's worth). Later than that, the queue was down: catchUpPlan decides, and missed
  * occurrences never come in a burst.
  */
-export function advancePlan(spec: ScheduleSpec, pending: number, now: number): { run: number | null; latest: number | null; next: number | null } {
+export function advancePlan(
+  spec: ScheduleSpec,
+  pending: number,
+  now: number,
+): { run: number | null; latest: number | null; next: number | null } {
   if (pending > now || now - pending > CATCH_UP_GRACE_MS) return catchUpPlan(spec, pending, now);
   const [next = null] = nextRuns(spec, pending, 1);
   return { run: pending, latest: pending, next };
@@ -237,8 +258,14 @@ export function shortestGapMs(recurrence: Recurrence, after: number): number | n
  * jitter never holds back two occurrences of one schedule, whatever it is (a topic's default
  * longer than the period, a gap a spring-forward jump shortens).
  */
-export function jitterWindowMs(recurrence: Recurrence, runAt: number, jitterMs: number, following?: number | null): number {
+export function jitterWindowMs(
+  recurrence: Recurrence,
+  runAt: number,
+  jitterMs: number,
+  following?: number | null,
+): number {
   if (jitterMs <= 0) return 0;
-  const next = following !== undefined && following !== null && following > runAt ? following : nextRuns(recurrence, runAt, 1)[0];
+  const next =
+    following !== undefined && following !== null && following > runAt ? following : nextRuns(recurrence, runAt, 1)[0];
   return next === undefined ? jitterMs : Math.min(jitterMs, next - runAt);
 }

@@ -54,15 +54,36 @@ const all = [k.records, k.hashes, k.uses, k.revoked] as const;
 
 /** The key whose secret has digest `sha`, its use noted; null when there is none (or it was revoked). */
 export async function authKey(ctx: EngineContext, sha: string, deploymentSha: string): Promise<Caller | null> {
-  const reply = await run(ctx.redis, script.authKey(all, { clock: ctx.clock(), sha, deploymentSha, touchMs: KEY_USE_NOTE_MS }));
+  const reply = await run(
+    ctx.redis,
+    script.authKey(all, { clock: ctx.clock(), sha, deploymentSha, touchMs: KEY_USE_NOTE_MS }),
+  );
   if (!reply) return null;
   const [name, scope, topics] = reply;
   return { name, scope: scope as Scope, topics: topicsOf(topics) };
 }
 
-/** Creates key `name` for the secret of digest `sha`; 'taken' when the name is, 'full' at `maxKeys`. Durable before it returns. */
-export async function createKey(ctx: EngineContext, key: Caller & { sha: string; createdBy: string }, maxKeys: number): Promise<{ createdAt: number } | 'taken' | 'full'> {
-  const reply = await run(ctx.redis, script.createKey([k.records, k.hashes], { clock: ctx.clock(), name: key.name, sha: key.sha, scope: key.scope, topics: key.topics?.join(',') ?? '', createdBy: key.createdBy, maxKeys }));
+/**
+ * Creates key `name` for the secret of digest `sha`; 'taken' when the name is, 'full' at `maxKeys`. Durable before it
+ * returns.
+ */
+export async function createKey(
+  ctx: EngineContext,
+  key: Caller & { sha: string; createdBy: string },
+  maxKeys: number,
+): Promise<{ createdAt: number } | 'taken' | 'full'> {
+  const reply = await run(
+    ctx.redis,
+    script.createKey([k.records, k.hashes], {
+      clock: ctx.clock(),
+      name: key.name,
+      sha: key.sha,
+      scope: key.scope,
+      topics: key.topics?.join(',') ?? '',
+      createdBy: key.createdBy,
+      maxKeys,
+    }),
+  );
   const [code, createdAt] = reply;
   if (code === KEY_CHANGE.NAME_TAKEN) return 'taken';
   if (code === KEY_CHANGE.TOO_MANY) return 'full';
@@ -90,9 +111,26 @@ export async function listKeys(ctx: EngineContext, deploymentSha: string): Promi
   const keys: KeyInfo[] = Object.entries(records)
     .map(([name, text]) => {
       const r = JSON.parse(text) as { scope: Scope; topics: string; createdAt: number; createdBy: string };
-      return { name, scope: r.scope, topics: topicsOf(r.topics), source: 'api' as const, createdAt: r.createdAt, createdBy: r.createdBy, lastUsedAt: used(name) };
+      return {
+        name,
+        scope: r.scope,
+        topics: topicsOf(r.topics),
+        source: 'api' as const,
+        createdAt: r.createdAt,
+        createdBy: r.createdBy,
+        lastUsedAt: used(name),
+      };
     })
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  if (deploymentSha !== '' && revoked === null) keys.unshift({ name: DEPLOYMENT_KEY, scope: 'admin', topics: null, source: 'deployment', createdAt: null, createdBy: null, lastUsedAt: used(DEPLOYMENT_KEY) });
+  if (deploymentSha !== '' && revoked === null)
+    keys.unshift({
+      name: DEPLOYMENT_KEY,
+      scope: 'admin',
+      topics: null,
+      source: 'deployment',
+      createdAt: null,
+      createdBy: null,
+      lastUsedAt: used(DEPLOYMENT_KEY),
+    });
   return keys;
 }

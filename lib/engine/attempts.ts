@@ -7,7 +7,15 @@ import { SCRIPT_CALL_BYTES } from '../core/limits';
 import { readSlots, run } from './script-runner';
 import type { EngineContext } from './context';
 import { OUTCOME, REFUSAL } from './codes';
-import { toAckOutcome, toClaimed, toFailOutcome, type AckOutcome, type AttemptRef, type ClaimedJob, type FailOutcome } from './jobs';
+import {
+  toAckOutcome,
+  toClaimed,
+  toFailOutcome,
+  type AckOutcome,
+  type AttemptRef,
+  type ClaimedJob,
+  type FailOutcome,
+} from './jobs';
 import { atLeastOne, batchesByPartition, groupBy, partitionsInOrder } from './partitions';
 import { bodiesApart, inPlaces } from './read';
 import * as script from './scripts';
@@ -19,7 +27,10 @@ const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about 
  * one pipeline per node: see readSlots); null on a single partition, where the script counts them
  * itself.
  */
-async function countsByPartition(ctx: EngineContext, t: TopicConfig): Promise<{ running: number[]; ready: number[] } | null> {
+async function countsByPartition(
+  ctx: EngineContext,
+  t: TopicConfig,
+): Promise<{ running: number[]; ready: number[] } | null> {
   if (ctx.layout.size === 1) return null;
   const keys = partitionsInOrder(ctx.layout.size).map((p) => topicKeys(p, t.name, ctx.layout));
   const counts = await readSlots(
@@ -41,7 +52,15 @@ async function countsByPartition(ctx: EngineContext, t: TopicConfig): Promise<{ 
  * time (ms) the claim counts as made, instead of the clock at each call. `start`: the attempts are
  * started too, in the same script call (for a handler that runs what it claims at once).
  */
-export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, at?: number, start = false): Promise<Claim> {
+export async function claimJobs(
+  ctx: EngineContext,
+  t: TopicConfig,
+  count: number,
+  maxRunning: number,
+  maxBytes: number = SCRIPT_CALL_BYTES,
+  at?: number,
+  start = false,
+): Promise<Claim> {
   if (t.flow) return claimFlow(ctx, t, t.flow, count, maxRunning, maxBytes, at, start);
   const counts = await countsByPartition(ctx, t);
   const runningBy = counts?.running ?? [];
@@ -63,7 +82,10 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, count: numbe
     for (let more = room > 0; more && !full && claimed.length < count;) {
       const rest = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
-      const call = script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)], claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }));
+      const call = script.claimJobs(
+        [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)],
+        claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
+      );
       const [now, , , stopped, empty, atCap, ...items] = await run(ctx.redis, call);
       bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
       running += items.length;
@@ -97,8 +119,15 @@ export interface Claim {
   capped: boolean;
 }
 
-/** The arguments of a claim script call (claimJobs-7, claimFlow-6): `left` of the caller's bytes, at most one call's budget. */
-function claimArgs(ctx: EngineContext, t: TopicConfig, c: { at: number | undefined; count: number; maxRunning: number; left: number; strict: boolean; start: boolean }) {
+/**
+ * The arguments of a claim script call (claimJobs-7, claimFlow-6): `left` of the caller's bytes, at most one call's
+ * budget.
+ */
+function claimArgs(
+  ctx: EngineContext,
+  t: TopicConfig,
+  c: { at: number | undefined; count: number; maxRunning: number; left: number; strict: boolean; start: boolean },
+) {
   return {
     clock: c.at ?? ctx.clock(),
     count: c.count,
@@ -116,7 +145,14 @@ function claimArgs(ctx: EngineContext, t: TopicConfig, c: { at: number | undefin
  * The claimed items of one script call as jobs, appended to `claimed`, with the bodies kept apart
  * read by a plain HMGET; returns the bytes of the bodies handed out.
  */
-async function handOut(ctx: EngineContext, t: TopicConfig, bodiesKey: BodiesKey, now: number, items: readonly script.ClaimedItem[], claimed: ClaimedJob[]): Promise<number> {
+async function handOut(
+  ctx: EngineContext,
+  t: TopicConfig,
+  bodiesKey: BodiesKey,
+  now: number,
+  items: readonly script.ClaimedItem[],
+  claimed: ClaimedJob[],
+): Promise<number> {
   const apart = items.filter((item) => item[5] === null).map((item) => item[0]);
   const read = new Map(apart.map((id, i) => [id, i]));
   const bodies = await bodiesApart(ctx, bodiesKey, apart);
@@ -139,7 +175,16 @@ async function handOut(ctx: EngineContext, t: TopicConfig, bodiesKey: BodiesKey,
  * budget with room left. `heldUntil`: the earliest time a key held by its pace may start again
  * (the engine makes sure a sweep looks then), null when none was held.
  */
-async function claimFlow(ctx: EngineContext, t: TopicConfig, flow: FlowDefaults, count: number, maxRunning: number, maxBytes: number, at: number | undefined, start: boolean): Promise<Claim> {
+async function claimFlow(
+  ctx: EngineContext,
+  t: TopicConfig,
+  flow: FlowDefaults,
+  count: number,
+  maxRunning: number,
+  maxBytes: number,
+  at: number | undefined,
+  start: boolean,
+): Promise<Claim> {
   const p = ctx.layout.placeOf(t, '');
   const k = topicKeys(p, t.name, ctx.layout);
   const claimed: ClaimedJob[] = [];
@@ -148,10 +193,13 @@ async function claimFlow(ctx: EngineContext, t: TopicConfig, flow: FlowDefaults,
   for (let more = true; more && claimed.length < count && bytes < maxBytes;) {
     const left = maxBytes - bytes;
     const strict = claimed.length > 0;
-    const call = script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)], {
-      ...claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning, left, strict, start }),
-      flow,
-    });
+    const call = script.claimFlow(
+      [k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)],
+      {
+        ...claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning, left, strict, start }),
+        flow,
+      },
+    );
     const [now, , , stopped, held, ...items] = await run(ctx.redis, call);
     if (held !== null && (heldUntil === null || held < heldUntil)) heldUntil = held;
     bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
@@ -161,9 +209,15 @@ async function claimFlow(ctx: EngineContext, t: TopicConfig, flow: FlowDefaults,
   return { jobs: claimed, heldUntil, drained: false, capped: true }; // it cannot tell: the handlers claim on
 }
 
-/** What a paced claim got: the jobs (and a flow topic's heldUntil, see Claim), and when the rate limit held it back, the ms until more tokens are due. */
+/**
+ * What a paced claim got: the jobs (and a flow topic's heldUntil, see Claim), and when the rate limit held it back, the
+ * ms until more tokens are due.
+ */
 export interface PacedClaim extends Claim {
-  /** ms until the rate limit grants more starts, when it granted fewer than asked for; null when it did not hold the claim back (or the topic has none). */
+  /**
+   * ms until the rate limit grants more starts, when it granted fewer than asked for; null when it did not hold the
+   * claim back (or the topic has none).
+   */
   waitMs: number | null;
 }
 
@@ -173,17 +227,33 @@ export interface PacedClaim extends Claim {
  * and gives the unused back. A topic without a rate limit is claimed exactly as by claimJobs (no
  * further calls). `start`: the attempts are started too (see claimJobs).
  */
-export async function claimPaced(ctx: EngineContext, t: TopicConfig, count: number, maxRunning: number, maxBytes: number = SCRIPT_CALL_BYTES, start = false): Promise<PacedClaim> {
-  if (!t.rateLimit || count <= 0) return { ...(await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start)), waitMs: null };
+export async function claimPaced(
+  ctx: EngineContext,
+  t: TopicConfig,
+  count: number,
+  maxRunning: number,
+  maxBytes: number = SCRIPT_CALL_BYTES,
+  start = false,
+): Promise<PacedClaim> {
+  if (!t.rateLimit || count <= 0)
+    return { ...(await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start)), waitMs: null };
   const key = [topicRateKey(t, ctx.layout)] as const;
-  const [granted, slot, waitMs, grantedAt] = await run(ctx.redis, script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }));
+  const [granted, slot, waitMs, grantedAt] = await run(
+    ctx.redis,
+    script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }),
+  );
   if (granted === 0) return { jobs: [], heldUntil: null, drained: false, capped: false, waitMs: Math.max(1, waitMs) };
   // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),
   // so the starts the window counts are the starts the jobs record, whatever the claim's own delay.
-  // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow side.
+  // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow
+  // side.
   const { jobs, heldUntil, drained, capped } = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt, start);
   const unused = granted - jobs.length;
-  if (unused > 0) await run(ctx.redis, script.returnTokens(key, { slot, n: unused, intervalMs: t.rateLimit.perMs / t.rateLimit.count }));
+  if (unused > 0)
+    await run(
+      ctx.redis,
+      script.returnTokens(key, { slot, n: unused, intervalMs: t.rateLimit.perMs / t.rateLimit.count }),
+    );
   // fewer jobs than tokens: what stopped the claim was not the limit
   return { jobs, heldUntil, drained, capped, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
 }
@@ -227,12 +297,25 @@ export function ackJob(ctx: EngineContext, topic: string, id: string, ref: Attem
   const clock = ctx.clock();
   const acks = pending.get(clock) ?? [];
   pending.set(clock, acks);
-  return new Promise<AckOutcome>((resolve, reject) => acks.push({ topic, id, partition: ctx.layout.placeOf(ctx.config.topics.get(topic) ?? topic, id), ref, resolve, reject }));
+  return new Promise<AckOutcome>((resolve, reject) =>
+    acks.push({
+      topic,
+      id,
+      partition: ctx.layout.placeOf(ctx.config.topics.get(topic) ?? topic, id),
+      ref,
+      resolve,
+      reject,
+    }),
+  );
 }
 
 /** Sends acks made at one clock: an ackJobs call per topic, partition and ACK_BATCH attempts, all at once. */
 function sendAcks(ctx: EngineContext, clock: ClockArg, acks: readonly PendingAck[]): void {
-  for (const [partition, batches] of batchesByPartition(acks, { partition: (a) => a.partition, topic: (a) => a.topic }, ACK_BATCH)) {
+  for (const [partition, batches] of batchesByPartition(
+    acks,
+    { partition: (a) => a.partition, topic: (a) => a.topic },
+    ACK_BATCH,
+  )) {
     for (const batch of batches) void ackBatch(ctx, partition, clock, batch);
   }
 }
@@ -242,24 +325,50 @@ function sendAcks(ctx: EngineContext, clock: ClockArg, acks: readonly PendingAck
  * error. While the partition count changes, the attempts of jobs not in their current partition
  * are acked in their former ones (one more call each).
  */
-async function ackBatch(ctx: EngineContext, partition: number, clock: ClockArg, batch: readonly PendingAck[]): Promise<void> {
+async function ackBatch(
+  ctx: EngineContext,
+  partition: number,
+  clock: ClockArg,
+  batch: readonly PendingAck[],
+): Promise<void> {
   const k = topicKeys(partition, batch[0]!.topic, ctx.layout);
   try {
-    const reply = await run(ctx.redis, script.ackJobs([k.jobs, k.bodies, k.running, k.done], { clock, retentionMs: ctx.config.retentionMs, attempts: batch.map((a) => attemptArg(a.id, a.ref)) }));
+    const reply = await run(
+      ctx.redis,
+      script.ackJobs([k.jobs, k.bodies, k.running, k.done], {
+        clock,
+        retentionMs: ctx.config.retentionMs,
+        attempts: batch.map((a) => attemptArg(a.id, a.ref)),
+      }),
+    );
     const elsewhere: PendingAck[] = [];
     batch.forEach((a, i) => {
-      const former = reply[i] === REFUSAL.NOT_FOUND && partition < ctx.layout.count ? ctx.layout.formerPlaceOf(ctx.config.topics.get(a.topic) ?? a.topic, a.id) : null;
+      const former =
+        reply[i] === REFUSAL.NOT_FOUND && partition < ctx.layout.count
+          ? ctx.layout.formerPlaceOf(ctx.config.topics.get(a.topic) ?? a.topic, a.id)
+          : null;
       if (former === null) a.resolve(toAckOutcome(reply[i]!));
       else elsewhere.push({ ...a, partition: former });
     });
-    if (elsewhere.length > 0) await Promise.all([...groupBy(elsewhere, (a) => a.partition)].map(([p, acks]) => ackBatch(ctx, p, clock, acks)));
+    if (elsewhere.length > 0)
+      await Promise.all([...groupBy(elsewhere, (a) => a.partition)].map(([p, acks]) => ackBatch(ctx, p, clock, acks)));
   } catch (error) {
     for (const a of batch) a.reject(error);
   }
 }
 
-/** Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or dead. */
-export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, ref: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
+/**
+ * Ends the claimed attempt `ref` of job `id` of topic `t` as failed: a retry after the backoff (or `retryAfterMs`), or
+ * dead.
+ */
+export async function failJob(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+  ref: AttemptRef,
+  error: string,
+  retryAfterMs?: number,
+): Promise<FailOutcome> {
   const random = ctx.random();
   // while the partition count changes, a job not in its current partition is in its former one
   const { reply } = await inPlaces(ctx, t, id, (k) =>
@@ -277,25 +386,40 @@ export async function failJob(ctx: EngineContext, t: TopicConfig, id: string, re
 }
 
 type Ref = Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef;
-const slotOf = (ctx: EngineContext) => ({ partition: (job: Ref) => ctx.layout.placeOf(ctx.config.topics.get(job.topic) ?? job.topic, job.id), topic: (job: Ref) => job.topic });
+const slotOf = (ctx: EngineContext) => ({
+  partition: (job: Ref) => ctx.layout.placeOf(ctx.config.topics.get(job.topic) ?? job.topic, job.id),
+  topic: (job: Ref) => job.topic,
+});
 
 /**
  * Gives claimed jobs back to the front of their ready lists without counting the attempt, after
  * their handler could not be invoked (`reason`); a job given back 5 times in a row is failed
  * instead (its attempt counts, with the reason as lastError). Returns how many were given back.
  */
-export async function releaseJobs(ctx: EngineContext, jobs: readonly Ref[], reason = 'the handler invoke failed'): Promise<number> {
+export async function releaseJobs(
+  ctx: EngineContext,
+  jobs: readonly Ref[],
+  reason = 'the handler invoke failed',
+): Promise<number> {
   // while the partition count changes, a job may be in its former partition: released there too
   // (a job is in one of the two; the other call finds nothing of it)
   const formerOf = (job: Ref) => ctx.layout.formerPlaceOf(ctx.config.topics.get(job.topic) ?? job.topic, job.id);
   const inFormer = ctx.layout.former > 0 ? jobs.filter((job) => formerOf(job) !== null) : [];
-  let released = inFormer.length > 0 ? await releaseIn(ctx, inFormer, { partition: (job) => formerOf(job)!, topic: (job) => job.topic }, reason) : 0;
+  let released =
+    inFormer.length > 0
+      ? await releaseIn(ctx, inFormer, { partition: (job) => formerOf(job)!, topic: (job) => job.topic }, reason)
+      : 0;
   released += await releaseIn(ctx, jobs, slotOf(ctx), reason);
   return released;
 }
 
 /** releaseJobs in the partitions `slot` gives. */
-async function releaseIn(ctx: EngineContext, jobs: readonly Ref[], slot: { partition(job: Ref): number; topic(job: Ref): string }, reason: string): Promise<number> {
+async function releaseIn(
+  ctx: EngineContext,
+  jobs: readonly Ref[],
+  slot: { partition(job: Ref): number; topic(job: Ref): string },
+  reason: string,
+): Promise<number> {
   let released = 0;
   for (const [partition, batches] of batchesByPartition(jobs, slot, RELEASE_BATCH)) {
     for (const batch of batches) {
@@ -325,7 +449,10 @@ async function releaseIn(ctx: EngineContext, jobs: readonly Ref[], slot: { parti
 /** What a start answers: which attempts are live (run those), in order, and the clock they were checked on. */
 export interface Started {
   live: boolean[];
-  /** The Redis clock (or the fixed test clock) of the latest of the start's calls, epoch ms; null when no attempt was sent. */
+  /**
+   * The Redis clock (or the fixed test clock) of the latest of the start's calls, epoch ms; null when no attempt was
+   * sent.
+   */
   now: number | null;
 }
 
@@ -333,11 +460,16 @@ export interface Started {
  * Marks the claimed attempts of topic `topic` that are still live as started (a timeout counts
  * them from now on) and says, in order, which are: one script call per partition, all at once.
  */
-export async function startAttempts(ctx: EngineContext, topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<Started> {
+export async function startAttempts(
+  ctx: EngineContext,
+  topic: string,
+  jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[],
+): Promise<Started> {
   const live: boolean[] = new Array<boolean>(jobs.length).fill(false);
   const t = ctx.config.topics.get(topic) ?? topic;
   let now: number | null = null;
-  const elsewhere: number[] = []; // not in their current partition: in their former one, while the partition count changes
+  // not in their current partition: in their former one, while the partition count changes
+  const elsewhere: number[] = [];
   const startIn = async (byPartition: Map<number, number[]>) => {
     await Promise.all(
       [...byPartition].map(async ([partition, indexes]) => {
@@ -346,12 +478,17 @@ export async function startAttempts(ctx: EngineContext, topic: string, jobs: rea
         for (let rest = indexes; rest.length > 0;) {
           const reply = await run(
             ctx.redis,
-            script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.layout), k.running, k.ready], { clock: ctx.clock(), attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)), maxBytes: SCRIPT_CALL_BYTES }),
+            script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.layout), k.running, k.ready], {
+              clock: ctx.clock(),
+              attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)),
+              maxBytes: SCRIPT_CALL_BYTES,
+            }),
           );
           now = Math.max(now ?? reply[0], reply[0]);
           for (let j = 1; j < reply.length; j++) {
             live[rest[j - 1]!] = reply[j] === OUTCOME.STARTED;
-            if (reply[j] === REFUSAL.NOT_FOUND && partition < ctx.layout.count && ctx.layout.former > 0) elsewhere.push(rest[j - 1]!);
+            if (reply[j] === REFUSAL.NOT_FOUND && partition < ctx.layout.count && ctx.layout.former > 0)
+              elsewhere.push(rest[j - 1]!);
           }
           rest = rest.slice(atLeastOne(reply.length - 1, 'startAttempts'));
         }

@@ -9,7 +9,14 @@ export const JOB_STATE = { PENDING: 1, READY: 2, RUNNING: 3, DONE: 4, DEAD: 5, C
 export type JobStateCode = (typeof JOB_STATE)[keyof typeof JOB_STATE];
 
 /** Refusals: a script changed nothing and says why. lib/api/api-errors.ts maps each to its API error. */
-export const REFUSAL = { JOB_EXISTS: -1, NOT_FOUND: -2, JOB_FINISHED: -3, STALE_ATTEMPT: -4, CANCELLED: -5, VERSION_MISMATCH: -6 } as const;
+export const REFUSAL = {
+  JOB_EXISTS: -1,
+  NOT_FOUND: -2,
+  JOB_FINISHED: -3,
+  STALE_ATTEMPT: -4,
+  CANCELLED: -5,
+  VERSION_MISMATCH: -6,
+} as const;
 export type Refusal = (typeof REFUSAL)[keyof typeof REFUSAL];
 
 /**
@@ -19,9 +26,15 @@ export type Refusal = (typeof REFUSAL)[keyof typeof REFUSAL];
  */
 export const RELAYOUT = {
   MOVED: -7,
-  /** deleteSchedule 'freeze': the schedule is not moved now (an occurrence of it runs, or waits for a retry, in the former partition) */
+  /**
+   * deleteSchedule 'freeze': the schedule is not moved now (an occurrence of it runs, or waits for a retry, in the
+   * former partition)
+   */
   BUSY: -8,
-  /** deleteSchedule 'freeze': the schedule is frozen in the former partition for its move (lib/engine/relayout-schedules.ts) */
+  /**
+   * deleteSchedule 'freeze': the schedule is frozen in the former partition for its move
+   * (lib/engine/relayout-schedules.ts)
+   */
   FROZEN: 3,
   /** putSchedule 'adopt': the schedule was made in its current partition from its frozen record */
   ADOPTED: 4,

@@ -22,12 +22,18 @@ export function wakeListKey(): string {
 }
 
 /** Takes or renews the sweeper's lease for `owner`; replies the wake counter, or LEASE.NOT_OWNER. */
-export function holdSweeperLease(ctx: EngineContext, a: { owner: string; leaseMs: number; nextAt: number | null; clearWake: boolean }): Promise<number> {
+export function holdSweeperLease(
+  ctx: EngineContext,
+  a: { owner: string; leaseMs: number; nextAt: number | null; clearWake: boolean },
+): Promise<number> {
   return run(ctx.redis, holdLease(leaseKeys(), a));
 }
 
 /** Gives up the lease unless woken since `wakesSeen` (or `force`): LEASE.RELEASED, KEPT or NOT_OWNER. */
-export function releaseSweeperLease(ctx: EngineContext, a: { owner: string; wakesSeen: number; force: boolean }): Promise<number> {
+export function releaseSweeperLease(
+  ctx: EngineContext,
+  a: { owner: string; wakesSeen: number; force: boolean },
+): Promise<number> {
   return run(ctx.redis, releaseLease(leaseKeys(), a));
 }
 

@@ -38,10 +38,17 @@ export function decodeDeadCursor(text: string): DeadCursor | null {
  * at most SCRIPT_CALL_BYTES of bodies (one job always; a page may then hold fewer than `limit`).
  * `next` is the cursor after the last job of the page, or null when no job is left after it.
  */
-export async function listDeadJobs(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: DeadCursor }): Promise<{ jobs: DeadJob[]; next: DeadCursor | null }> {
+export async function listDeadJobs(
+  ctx: EngineContext,
+  t: TopicConfig,
+  page: { limit: number; after?: DeadCursor },
+): Promise<{ jobs: DeadJob[]; next: DeadCursor | null }> {
   const after = page.after ? { score: page.after.diedAt, id: page.after.id } : undefined;
   const { jobs, next } = await listByScore(ctx, t, (k) => k.dead, { limit: page.limit, ...(after ? { after } : {}) });
-  return { jobs: jobs.map(({ entry, body }) => toDeadJob(t, entry, body)), next: next && { diedAt: next.score, id: next.id } };
+  return {
+    jobs: jobs.map(({ entry, body }) => toDeadJob(t, entry, body)),
+    next: next && { diedAt: next.score, id: next.id },
+  };
 }
 
 /**
@@ -49,7 +56,12 @@ export async function listDeadJobs(ctx: EngineContext, t: TopicConfig, page: { l
  * `changed`: the partitions where it redrove jobs; `looked`: those where it looked and redrove
  * none (its answer stands on their state too).
  */
-export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { ids: readonly string[] } | { count: number }, by = ''): Promise<{ redriven: number; changed: number[]; looked: number[] } & Wake> {
+export async function redriveJobs(
+  ctx: EngineContext,
+  t: TopicConfig,
+  which: { ids: readonly string[] } | { count: number },
+  by = '',
+): Promise<{ redriven: number; changed: number[]; looked: number[] } & Wake> {
   let redriven = 0;
   let wake = false;
   const changed: number[] = [];
@@ -58,7 +70,15 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
   const redrive = async (partition: number, args: { ids: readonly string[] } | { count: number }): Promise<void> => {
     const k = topicKeys(partition, t.name, ctx.layout);
     for (let rest = args; ;) {
-      const reply: script.RedriveReply = await run(ctx.redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: ctx.clock(), by, maxBytes: SCRIPT_CALL_BYTES, ...rest }));
+      const reply: script.RedriveReply = await run(
+        ctx.redis,
+        script.redriveJobs([k.dead, k.delayed, k.jobs], {
+          clock: ctx.clock(),
+          by,
+          maxBytes: SCRIPT_CALL_BYTES,
+          ...rest,
+        }),
+      );
       const [n, headChanged, looked, stopped] = reply;
       redriven += n;
       if (headChanged === 1) wake = true;
@@ -78,7 +98,9 @@ export async function redriveJobs(ctx: EngineContext, t: TopicConfig, which: { i
     for (const [partition, ids] of byPartition) await visit(partition, { ids });
     // while the partition count changes, a dead job may be in its former partition: looked for
     // there too (a job is in one of the two; the other call finds nothing of it)
-    if (ctx.layout.former > 0 && !t.flow) for (const [partition, ids] of groupBy(which.ids, (id) => ctx.layout.formerPlaceOf(t, id)!)) await visit(partition, { ids });
+    if (ctx.layout.former > 0 && !t.flow)
+      for (const [partition, ids] of groupBy(which.ids, (id) => ctx.layout.formerPlaceOf(t, id)!))
+        await visit(partition, { ids });
   } else {
     // the oldest first of partition 0, then of 1, ...: dead jobs of one partition are ordered, not across partitions
     for (const partition of ctx.layout.partitionsOf(t)) {

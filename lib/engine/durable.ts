@@ -17,7 +17,9 @@ import { run } from './script-runner';
 import type { EngineContext } from './context';
 import * as script from './scripts';
 
-/** No replica confirmed the changes of `partitions` within `timeoutMs`: the primary has them, a failover may lose them. */
+/**
+ * No replica confirmed the changes of `partitions` within `timeoutMs`: the primary has them, a failover may lose them.
+ */
 export class NotReplicatedError extends Error {
   constructor(
     readonly partitions: readonly number[],
@@ -28,7 +30,10 @@ export class NotReplicatedError extends Error {
   }
 }
 
-/** The connection that serves `key`'s slot: the client itself on a single node, else the primary owning it (undefined when the slot map has none). */
+/**
+ * The connection that serves `key`'s slot: the client itself on a single node, else the primary owning it (undefined
+ * when the slot map has none).
+ */
 function connectionForKey(client: Redis | Cluster, key: string): Redis | undefined {
   if (!(client instanceof Cluster)) return client;
   const owner = client.slots[slotOf(key)]?.[0];
@@ -49,7 +54,8 @@ export async function confirmSlotReplicated(ctx: EngineContext, key: string): Pr
   const { mode, timeoutMs } = ctx.config.durability;
   if (mode !== 'replica') return;
   const connection = connectionForKey(ctx.redis as Redis | Cluster, key);
-  if (!connection || Number(await connection.call('WAIT', 1, timeoutMs)) < 1) throw new NotReplicatedError([], timeoutMs);
+  if (!connection || Number(await connection.call('WAIT', 1, timeoutMs)) < 1)
+    throw new NotReplicatedError([], timeoutMs);
 }
 
 /**
@@ -58,7 +64,13 @@ export async function confirmSlotReplicated(ctx: EngineContext, key: string): Pr
  * NotReplicatedError when one did not confirm within `timeoutMs`. Redis errors propagate (the
  * API answers 503 UNAVAILABLE).
  */
-export async function confirmReplicated(ctx: EngineContext, partitions: Iterable<number>, covering: Iterable<number>, timeoutMs: number, layout: Layout = ctx.layout): Promise<void> {
+export async function confirmReplicated(
+  ctx: EngineContext,
+  partitions: Iterable<number>,
+  covering: Iterable<number>,
+  timeoutMs: number,
+  layout: Layout = ctx.layout,
+): Promise<void> {
   const cover = new Set(covering);
   const all = new Set([...partitions, ...cover]);
   if (all.size === 0) return;

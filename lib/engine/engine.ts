@@ -17,7 +17,22 @@ import { serverTime, type EngineContext } from './context';
 import { listDeadJobs, redriveJobs, type DeadCursor } from './dead';
 import { confirmReplicated } from './durable';
 import { cancelGroup, listGroup, type GroupCursor } from './groups';
-import { isRefused, type AckOutcome, type AttemptRef, type ClaimedJob, type DeadJob, type FailOutcome, type Job, type JobChange, type NewJob, type Refused, type SweepResult, type TopicStats, type Wake, type WriteResult } from './jobs';
+import {
+  isRefused,
+  type AckOutcome,
+  type AttemptRef,
+  type ClaimedJob,
+  type DeadJob,
+  type FailOutcome,
+  type Job,
+  type JobChange,
+  type NewJob,
+  type Refused,
+  type SweepResult,
+  type TopicStats,
+  type Wake,
+  type WriteResult,
+} from './jobs';
 import { latenessStats, oldestReadyAgeMs, recordStarts, type LatenessMinute, type LatenessWindow } from './lateness';
 import { listJobs, type JobsCursor, type ListState } from './lists';
 import { layoutFor } from './keys';
@@ -43,7 +58,11 @@ export interface EngineOptions {
 }
 
 /** A topic's stats with its lateness, as GET /topics shows them. */
-export type TopicStatsView = TopicStats & { lateness: LatenessWindow; oldestReadyAgeMs: number | null; lastHour: LatenessMinute[] };
+export type TopicStatsView = TopicStats & {
+  lateness: LatenessWindow;
+  oldestReadyAgeMs: number | null;
+  lastHour: LatenessMinute[];
+};
 
 /**
  * What every operation of the Engine stands on: its client, configuration and context, the
@@ -58,7 +77,15 @@ export class EngineBase {
     private readonly options: EngineOptions = {},
   ) {
     const fixed = options.clock ?? (() => undefined);
-    this.ctx = { redis, config, layout: layoutFor(config), clock: () => fixed() ?? '', random: options.random ?? Math.random, rotation: new Rotation(), statsRotation: new Rotation() };
+    this.ctx = {
+      redis,
+      config,
+      layout: layoutFor(config),
+      clock: () => fixed() ?? '',
+      random: options.random ?? Math.random,
+      rotation: new Rotation(),
+      statsRotation: new Rotation(),
+    };
   }
 
   /** The configuration of topic `name`, which the caller has validated. */
@@ -88,7 +115,11 @@ export class EngineBase {
    * and, for `covering`, every change their primary had (answers that wrote nothing but report
    * state); throws NotReplicatedError when none confirmed in time.
    */
-  protected async durable(partitions: Iterable<number>, covering: Iterable<number> = [], layout = this.ctx.layout): Promise<void> {
+  protected async durable(
+    partitions: Iterable<number>,
+    covering: Iterable<number> = [],
+    layout = this.ctx.layout,
+  ): Promise<void> {
     const { mode, timeoutMs } = this.config.durability;
     if (mode === 'replica') await confirmReplicated(this.ctx, partitions, covering, timeoutMs, layout);
   }
@@ -102,13 +133,17 @@ export class EngineBase {
     const wake = this.options.wake;
     if (!wake) return;
     try {
-      if ((await wakeForDue(this.ctx, dueAt, wake.horizonMs)) === WAKE.START_SWEEPER && wake.startSweeper) await wake.startSweeper();
+      if ((await wakeForDue(this.ctx, dueAt, wake.horizonMs)) === WAKE.START_SWEEPER && wake.startSweeper)
+        await wake.startSweeper();
     } catch (error) {
       wake.onError(error);
     }
   }
 
-  /** A flow topic's claim that left keys held by their pace: a sweep must look when the first may go (it puts them back in turn). */
+  /**
+   * A flow topic's claim that left keys held by their pace: a sweep must look when the first may go (it puts them back
+   * in turn).
+   */
   protected async heldBack<C extends PacedClaim>(claim: C): Promise<C> {
     if (claim.heldUntil !== null) await this.wake(claim.heldUntil);
     return claim;
@@ -118,12 +153,17 @@ export class EngineBase {
 export class Engine extends EngineBase {
   // Producers' changes: durable before they return; wake the sweeper when they made a job due first.
 
-  /** Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order. `by` (in every API change): the key's name, its updatedBy. */
+  /**
+   * Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order.
+   * `by` (in every API change): the key's name, its updatedBy.
+   */
   async write(jobs: readonly NewJob[], mode: 'add' | 'put', by = ''): Promise<{ results: WriteResult[] } & Wake> {
     const { results, wake, touched } = await writeJobs(this.ctx, jobs, mode, by);
     for (const { changed, covering, layout } of touched) await this.durable(changed, covering, layout);
     if (wake) {
-      const due = results.flatMap((r) => (r.status === 'created' || r.status === 'replaced' ? [Date.parse(r.job.runAt)] : []));
+      const due = results.flatMap((r) =>
+        r.status === 'created' || r.status === 'replaced' ? [Date.parse(r.job.runAt)] : [],
+      );
       if (due.length > 0) await this.wake(Math.min(...due));
     }
     return { results, wake };
@@ -132,7 +172,8 @@ export class Engine extends EngineBase {
   /** Cancels a pending or running job (`ifMatch`: '' none, '*' any version, or a version). */
   async cancel(topic: string, id: string, ifMatch: '' | '*' | number = '', by = ''): Promise<{ job: Job } | Refused> {
     const { outcome, wrote, looked } = await cancelJob(this.ctx, this.topic(topic), id, ifMatch, by);
-    await this.durable(looked, wrote ? looked.slice(0, -1) : looked); // 404, 409, 412 and "already cancelled" wrote nothing
+    // 404, 409, 412 and "already cancelled" wrote nothing
+    await this.durable(looked, wrote ? looked.slice(0, -1) : looked);
     return outcome;
   }
 
@@ -145,7 +186,11 @@ export class Engine extends EngineBase {
   }
 
   /** Moves dead jobs back to delayed, due now: the given ids, or the `count` oldest. */
-  async redrive(topic: string, which: { ids: readonly string[] } | { count: number } = { count: REDRIVE_COUNT.default }, by = ''): Promise<{ redriven: number } & Wake> {
+  async redrive(
+    topic: string,
+    which: { ids: readonly string[] } | { count: number } = { count: REDRIVE_COUNT.default },
+    by = '',
+  ): Promise<{ redriven: number } & Wake> {
     const { redriven, wake, changed, looked } = await redriveJobs(this.ctx, this.topic(topic), which, by);
     await this.durable(changed, looked); // "redriven: 0" stands on what the primary had
     if (wake) await this.wake('now');
@@ -160,12 +205,18 @@ export class Engine extends EngineBase {
   }
 
   /** Creates or replaces a validated schedule and its pending occurrence. */
-  async putSchedule(topic: string, s: NewSchedule): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
+  async putSchedule(
+    topic: string,
+    s: NewSchedule,
+  ): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
     const { touched, ...result } = await putSchedule(this.ctx, this.topic(topic), s);
-    for (const d of touched) await this.durable(d.changed, d.covering, d.layout); // the answer is the schedule read after the write, another writer's change included
+    // the answer is the schedule read after the write, another writer's change included
+    for (const d of touched) await this.durable(d.changed, d.covering, d.layout);
     if (result.wake) {
       // the pending occurrence, or a missed one caught up on resume (due now, at lastRunAt)
-      const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
+      const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) =>
+        t ? [Date.parse(t)] : [],
+      );
       await this.wake(times.length > 0 ? Math.min(...times) : 'now');
     }
     return result;
@@ -180,7 +231,9 @@ export class Engine extends EngineBase {
     const result = await pauseSchedule(this.ctx, this.topic(topic), id, paused, by);
     for (const d of result.touched) await this.durable(d.changed, d.covering, d.layout);
     if (result.schedule && result.wake) {
-      const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
+      const times = [result.schedule.pending?.runAt, result.schedule.lastRunAt].flatMap((t) =>
+        t ? [Date.parse(t)] : [],
+      );
       await this.wake(times.length > 0 ? Math.min(...times) : 'now');
     }
     return result.schedule;
@@ -189,7 +242,8 @@ export class Engine extends EngineBase {
   /** Deletes a schedule and withdraws its pending occurrence; false when there was none. */
   async deleteSchedule(topic: string, id: string): Promise<boolean> {
     const { deleted, touched } = await deleteSchedule(this.ctx, this.topic(topic), id);
-    for (const d of touched) await this.durable(d.changed, d.covering, d.layout); // a 404 stands on what the primary had
+    // a 404 stands on what the primary had
+    for (const d of touched) await this.durable(d.changed, d.covering, d.layout);
     return deleted;
   }
 
@@ -234,15 +288,26 @@ export class Engine extends EngineBase {
     return getJob(this.ctx, this.topic(topic), id);
   }
 
-  listGroup(topic: string, group: string, page: { limit?: number; cursor?: GroupCursor } = {}): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
+  listGroup(
+    topic: string,
+    group: string,
+    page: { limit?: number; cursor?: GroupCursor } = {},
+  ): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
     return listGroup(this.ctx, this.topic(topic), group, { limit: JOBS_PAGE.default, ...page });
   }
 
-  listJobs(topic: string, state: ListState, page: { limit?: number; from?: number; to?: number; cursor?: JobsCursor } = {}) {
+  listJobs(
+    topic: string,
+    state: ListState,
+    page: { limit?: number; from?: number; to?: number; cursor?: JobsCursor } = {},
+  ) {
     return listJobs(this.ctx, this.topic(topic), state, { limit: JOBS_PAGE.default, ...page });
   }
 
-  listDead(topic: string, page: { limit?: number; after?: DeadCursor } = {}): Promise<{ jobs: DeadJob[]; next: (DeadCursor & { id: string }) | null }> {
+  listDead(
+    topic: string,
+    page: { limit?: number; after?: DeadCursor } = {},
+  ): Promise<{ jobs: DeadJob[]; next: (DeadCursor & { id: string }) | null }> {
     return listDeadJobs(this.ctx, this.topic(topic), { limit: DEAD_PAGE.default, ...page });
   }
 
@@ -250,11 +315,17 @@ export class Engine extends EngineBase {
     return getSchedule(this.ctx, this.topic(topic), id);
   }
 
-  listSchedules(topic: string, page: { limit?: number; after?: string } = {}): Promise<{ schedules: Schedule[]; next: string | null }> {
+  listSchedules(
+    topic: string,
+    page: { limit?: number; after?: string } = {},
+  ): Promise<{ schedules: Schedule[]; next: string | null }> {
     return listSchedules(this.ctx, this.topic(topic), { limit: SCHEDULES_PAGE.default, ...page });
   }
 
-  /** Whether topic `topic` may have jobs a claim would take now: not paused, under its concurrency, ready ids (a flow topic: keys in turn). Advisory. */
+  /**
+   * Whether topic `topic` may have jobs a claim would take now: not paused, under its concurrency, ready ids (a flow
+   * topic: keys in turn). Advisory.
+   */
   claimable(topic: string): Promise<boolean> {
     return claimable(this.ctx, this.topic(topic));
   }
@@ -268,7 +339,11 @@ export class Engine extends EngineBase {
   async stats(topic: string, now?: number): Promise<TopicStatsView> {
     const t = this.topic(topic);
     now ??= await this.serverTime();
-    const [counts, lateness, oldest] = await Promise.all([topicStats(this.ctx, t.name), latenessStats(this.ctx, t.name, now), oldestReadyAgeMs(this.ctx, t, now)]);
+    const [counts, lateness, oldest] = await Promise.all([
+      topicStats(this.ctx, t.name),
+      latenessStats(this.ctx, t.name, now),
+      oldestReadyAgeMs(this.ctx, t, now),
+    ]);
     return { ...counts, lateness: lateness.window, oldestReadyAgeMs: oldest, lastHour: lateness.lastHour };
   }
 
@@ -280,7 +355,10 @@ export class Engine extends EngineBase {
 
   // Attempts: the sweeper, the fan-out and the topic handlers.
 
-  /** One bounded sweep step over every topic and partition (lib/engine/sweep.ts); `onReady` runs as soon as jobs are ready. */
+  /**
+   * One bounded sweep step over every topic and partition (lib/engine/sweep.ts); `onReady` runs as soon as jobs are
+   * ready.
+   */
   sweep(limit = this.config.moveLimit, onReady?: OnReady): Promise<SweepResult> {
     return sweep(this.ctx, limit, onReady);
   }
@@ -290,7 +368,12 @@ export class Engine extends EngineBase {
    * most `maxRunning` (default: its concurrency) and the bodies under `maxBytes`; `waitMs`: how long
    * the topic's rateLimit holds further claims back (null when it does not).
    */
-  async claimPaced(topic: string, count: number, maxRunning?: number, maxBytes = SCRIPT_CALL_BYTES): Promise<PacedClaim> {
+  async claimPaced(
+    topic: string,
+    count: number,
+    maxRunning?: number,
+    maxBytes = SCRIPT_CALL_BYTES,
+  ): Promise<PacedClaim> {
     const t = this.topic(topic);
     return this.heldBack(await claimPaced(this.ctx, t, count, maxRunning ?? t.concurrency, maxBytes));
   }
@@ -300,18 +383,27 @@ export class Engine extends EngineBase {
     return (await this.claimPaced(topic, count, maxRunning, maxBytes)).jobs;
   }
 
-  /** As claim, each attempt started in the same script call (lateness recorded): for a handler that runs what it claims at once. */
+  /**
+   * As claim, each attempt started in the same script call (lateness recorded): for a handler that runs what it claims
+   * at once.
+   */
   async claimStarted(topic: string, count: number): Promise<ClaimedJob[]> {
     const t = this.topic(topic);
     return (await this.heldBack(await claimPaced(this.ctx, t, count, t.concurrency, SCRIPT_CALL_BYTES, true))).jobs;
   }
 
-  /** Marks claimed attempts still live as started and records their lateness; says, in order, which are (run only those). */
+  /**
+   * Marks claimed attempts still live as started and records their lateness; says, in order, which are (run only
+   * those).
+   */
   async start(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
     return (await startAttempts(this.ctx, this.topic(topic).name, jobs)).live;
   }
 
-  /** As start, and the clock the attempts were checked on (Redis's, or the fixed test clock): a handler's offset to it, without a TIME request of its own. */
+  /**
+   * As start, and the clock the attempts were checked on (Redis's, or the fixed test clock): a handler's offset to it,
+   * without a TIME request of its own.
+   */
   startTimed(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<Started> {
     return startAttempts(this.ctx, this.topic(topic).name, jobs);
   }
@@ -321,8 +413,17 @@ export class Engine extends EngineBase {
     return ackJob(this.ctx, topic, id, attempt);
   }
 
-  /** Ends a claimed attempt as failed: a retry after the backoff (or `retryAfterMs`), or dead; wakes the sweeper for the retry. */
-  async fail(topic: string, id: string, attempt: AttemptRef, error: string, retryAfterMs?: number): Promise<FailOutcome> {
+  /**
+   * Ends a claimed attempt as failed: a retry after the backoff (or `retryAfterMs`), or dead; wakes the sweeper for the
+   * retry.
+   */
+  async fail(
+    topic: string,
+    id: string,
+    attempt: AttemptRef,
+    error: string,
+    retryAfterMs?: number,
+  ): Promise<FailOutcome> {
     const outcome = await failJob(this.ctx, this.topic(topic), id, attempt, error, retryAfterMs);
     if (outcome.outcome === 'retry' && outcome.wake) await this.wake(outcome.runAt);
     return outcome;
@@ -338,7 +439,10 @@ export class Engine extends EngineBase {
     return recordStarts(this.ctx, topic, latenessMs);
   }
 
-  /** API keys (./access.ts): the key whose secret has digest `sha` (`deploymentSha`: API_TOKEN's, '' for none), its use noted; null for none. */
+  /**
+   * API keys (./access.ts): the key whose secret has digest `sha` (`deploymentSha`: API_TOKEN's, '' for none), its use
+   * noted; null for none.
+   */
   authKey(sha: string, deploymentSha: string): Promise<Caller | null> {
     return authKey(this.ctx, sha, deploymentSha);
   }

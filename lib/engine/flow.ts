@@ -39,7 +39,10 @@ export interface FlowKeyState {
   limits: FlowLimits;
   /** The limits set for this key over the API (producers cannot change them); null when it follows the topic's. */
   pinned: Partial<FlowLimits> | null;
-  /** The name of the API key that last pinned the key's limits or paused or resumed it (null: none, or a deployment without keys); null when nothing is pinned. */
+  /**
+   * The name of the API key that last pinned the key's limits or paused or resumed it (null: none, or a deployment
+   * without keys); null when nothing is pinned.
+   */
   updatedBy: string | null;
   /** When that was (epoch ms); null when nothing is pinned. */
   updatedAt: number | null;
@@ -63,7 +66,10 @@ function flowTopicKeys(ctx: EngineContext, t: TopicConfig) {
 function toState(t: TopicConfig, key: string, reply: script.FlowKeyReply): FlowKeyState {
   const [now, running, ready, tat, concurrency, count, perMs, burst, paused, , updatedBy, updatedAt] = reply;
   const pinnedRate = count !== null ? { count, perMs: perMs!, burst: burst! } : null;
-  const pinned: Partial<FlowLimits> = { ...(concurrency !== null ? { concurrency } : {}), ...(pinnedRate ? { rate: pinnedRate } : {}) };
+  const pinned: Partial<FlowLimits> = {
+    ...(concurrency !== null ? { concurrency } : {}),
+    ...(pinnedRate ? { rate: pinnedRate } : {}),
+  };
   const limits: FlowLimits = { concurrency: concurrency ?? t.flow!.concurrency, rate: pinnedRate ?? t.flow!.rate };
   const next = limits.rate && tat > 0 ? tat - (limits.rate.burst - 1) * (limits.rate.perMs / limits.rate.count) : 0;
   return {
@@ -86,8 +92,17 @@ export async function getFlowKey(ctx: EngineContext, t: TopicConfig, key: string
   return toState(t, key, await run(ctx.redis, script.getFlowKey([jobs], { clock: ctx.clock(), key })));
 }
 
-/** Pins key `key`'s limits and pause ('clear': drops them), `by` (the API key's name, '' for none) recorded as the change's maker; the key's state after. Returns the partition written too. */
-export async function setFlowKey(ctx: EngineContext, t: TopicConfig, key: string, change: FlowKeyChange | 'clear', by: string): Promise<{ state: FlowKeyState; partition: number }> {
+/**
+ * Pins key `key`'s limits and pause ('clear': drops them), `by` (the API key's name, '' for none) recorded as the
+ * change's maker; the key's state after. Returns the partition written too.
+ */
+export async function setFlowKey(
+  ctx: EngineContext,
+  t: TopicConfig,
+  key: string,
+  change: FlowKeyChange | 'clear',
+  by: string,
+): Promise<{ state: FlowKeyState; partition: number }> {
   const { jobs, partition } = flowTopicKeys(ctx, t);
   const c = change === 'clear' ? {} : change;
   const call = script.setFlowKey([jobs], {
@@ -105,6 +120,8 @@ export async function setFlowKey(ctx: EngineContext, t: TopicConfig, key: string
 /** Pauses (or resumes) topic `t` in every partition at once; the partitions written. */
 export async function pauseTopic(ctx: EngineContext, t: TopicConfig, paused: boolean, by: string): Promise<number[]> {
   const partitions = [...ctx.layout.partitionsOf(t)];
-  await Promise.all(partitions.map((p) => run(ctx.redis, script.pauseTopic([topicKeys(p, t.name, ctx.layout).jobs], { paused, by }))));
+  await Promise.all(
+    partitions.map((p) => run(ctx.redis, script.pauseTopic([topicKeys(p, t.name, ctx.layout).jobs], { paused, by }))),
+  );
   return partitions;
 }

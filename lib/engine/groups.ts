@@ -36,12 +36,21 @@ export interface GroupCancel {
  * claims and sweeps on the same Redis wait for at most one step, never for one per partition.
  * First the group is marked in every partition (all at once, no member looked at): from then on
  * no job of the group that has not changed since can start there (a claim cancels it instead),
- * even if this call stops half-way; then each step cancels up to `step` of its jobs. Returns once every partition is through: then no job of the group that
- * was delayed or ready starts any more. Jobs joining the group after a partition's mark are left alone.
+ * even if this call stops half-way; then each step cancels up to `step` of its jobs. Returns once every partition is
+ * through: then no job of the group that was delayed or ready starts any more. Jobs joining the group after a
+ * partition's mark are left alone.
  */
-export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: string, step = CANCEL_GROUP_STEP, by = ''): Promise<GroupCancel & { partitions: number[] }> {
+export async function cancelGroup(
+  ctx: EngineContext,
+  t: TopicConfig,
+  group: string,
+  step = CANCEL_GROUP_STEP,
+  by = '',
+): Promise<GroupCancel & { partitions: number[] }> {
   const total: GroupCancel = { cancelled: 0, running: 0 };
-  const left = ctx.layout.partitionsOf(t).map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
+  const left = ctx.layout
+    .partitionsOf(t)
+    .map((p) => ({ p, mark: '', chunk: '' as number | '', cursor: '-inf', last: '' as number | '' }));
   const keysOf = (p: number) => {
     const k = topicKeys(p, t.name, ctx.layout);
     return [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, t.name, group, ctx.layout)] as const;
@@ -50,7 +59,21 @@ export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: str
   // stops half-way, the jobs it has not reached still cannot start
   const marks = await runPipelinedPerPartition(
     ctx,
-    left.map((part) => ({ p: part.p, call: script.cancelGroup(keysOf(part.p), { clock: ctx.clock(), group, mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: SCRIPT_CALL_BYTES, retentionMs: ctx.config.retentionMs, by }) })),
+    left.map((part) => ({
+      p: part.p,
+      call: script.cancelGroup(keysOf(part.p), {
+        clock: ctx.clock(),
+        group,
+        mark: '',
+        chunk: '',
+        cursor: '-inf',
+        last: '',
+        limit: 0,
+        maxBytes: SCRIPT_CALL_BYTES,
+        retentionMs: ctx.config.retentionMs,
+        by,
+      }),
+    })),
   );
   for (const part of left) [, , , part.chunk, part.cursor, part.mark, part.last] = marks.get(part.p)!;
   while (left.length > 0) {
@@ -78,7 +101,10 @@ export async function cancelGroup(ctx: EngineContext, t: TopicConfig, group: str
 }
 
 /** Runs one call per partition, all at once; the replies by partition. */
-async function runPipelinedPerPartition<R>(ctx: EngineContext, calls: readonly { p: number; call: ScriptCall<R> }[]): Promise<Map<number, R>> {
+async function runPipelinedPerPartition<R>(
+  ctx: EngineContext,
+  calls: readonly { p: number; call: ScriptCall<R> }[],
+): Promise<Map<number, R>> {
   const replies = await Promise.all(calls.map(({ call }) => run(ctx.redis, call)));
   return new Map(calls.map(({ p }, i) => [p, replies[i]!]));
 }
@@ -92,8 +118,15 @@ export interface LeftGroup {
   partition: number;
 }
 
-/** Takes jobs that left their groups out of the groups' zsets (lua/leaveGroup-2.lua), pipelined per partition (of `layout`). */
-export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[], layout: Layout = ctx.layout): Promise<number> {
+/**
+ * Takes jobs that left their groups out of the groups' zsets (lua/leaveGroup-2.lua), pipelined per partition (of
+ * `layout`).
+ */
+export async function leaveGroups(
+  ctx: EngineContext,
+  left: readonly LeftGroup[],
+  layout: Layout = ctx.layout,
+): Promise<number> {
   let removed = 0;
   const byPartition = groupBy(left, (l) => l.partition);
   await Promise.all(
@@ -101,7 +134,10 @@ export async function leaveGroups(ctx: EngineContext, left: readonly LeftGroup[]
       const calls = [...groupBy(members, (m) => `${m.topic} ${m.group}`).values()].flatMap((same) =>
         chunk(same, LEAVE_BATCH).map((batch) => {
           const { topic, group } = batch[0]!;
-          return script.leaveGroup([topicKeys(p, topic, layout).jobs, groupKey(p, topic, group, layout)], { group, members: batch });
+          return script.leaveGroup([topicKeys(p, topic, layout).jobs, groupKey(p, topic, group, layout)], {
+            group,
+            members: batch,
+          });
         }),
       );
       for (const n of await runPipelined(ctx.redis, calls)) removed += n;
@@ -133,12 +169,18 @@ function groupTag(topic: string, group: string): string {
   return (hash >>> 0).toString(16).padStart(8, '0');
 }
 
-/** The opaque `next` string of a page of group `group` of `topic`: base64url of `g<partition>:<chunk>.<score>:<group tag>`. */
+/**
+ * The opaque `next` string of a page of group `group` of `topic`: base64url of `g<partition>:<chunk>.<score>:<group
+ * tag>`.
+ */
 export function encodeGroupCursor(c: GroupCursor, topic: string, group: string): string {
   return Buffer.from(`g${c.partition}:${c.chunk}.${c.after}:${groupTag(topic, group)}`).toString('base64url');
 }
 
-/** The cursor a `next` string stands for, or null when it is not one of a page of this group (and of this deployment's partitions). */
+/**
+ * The cursor a `next` string stands for, or null when it is not one of a page of this group (and of this deployment's
+ * partitions).
+ */
 export function decodeGroupCursor(text: string, partitions: number, topic: string, group: string): GroupCursor | null {
   if (!/^[A-Za-z0-9_-]{1,60}$/.test(text)) return null;
   const match = GROUP_CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
@@ -151,7 +193,12 @@ export function decodeGroupCursor(text: string, partitions: number, topic: strin
  * in the order they joined the group within each; at most SCRIPT_CALL_BYTES of bodies (one job
  * always). `next` is null when the group has no job after the page.
  */
-export async function listGroup(ctx: EngineContext, t: TopicConfig, group: string, page: { limit: number; cursor?: GroupCursor }): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
+export async function listGroup(
+  ctx: EngineContext,
+  t: TopicConfig,
+  group: string,
+  page: { limit: number; cursor?: GroupCursor },
+): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
   const jobs: Job[] = [];
   const partitions = ctx.layout.partitionsOf(t);
   let { partition: place, after } = page.cursor ?? { partition: 0, after: '-inf' };
@@ -161,7 +208,13 @@ export async function listGroup(ctx: EngineContext, t: TopicConfig, group: strin
     const partition = partitions[place]!;
     const k = topicKeys(partition, t.name, ctx.layout);
     const left = page.limit - jobs.length;
-    const call = script.listGroup([groupKey(partition, t.name, group, ctx.layout), k.jobs, k.bodies, k.delayed], { group, chunk, cursor: after, limit: left, maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes) });
+    const call = script.listGroup([groupKey(partition, t.name, group, ctx.layout), k.jobs, k.bodies, k.delayed], {
+      group,
+      chunk,
+      cursor: after,
+      limit: left,
+      maxBytes: Math.max(0, SCRIPT_CALL_BYTES - bytes),
+    });
     const [more, nextChunk, cursor, ...views] = await run(ctx.redis, call);
     for (const { view, body } of await viewsWithBodies(ctx, k.bodies, views)) {
       if (body === null) continue; // purged since the script listed it
@@ -174,5 +227,8 @@ export async function listGroup(ctx: EngineContext, t: TopicConfig, group: strin
     after = '-inf';
     if (jobs.length >= page.limit || bytes >= SCRIPT_CALL_BYTES) break;
   }
-  return { jobs, next: place < partitions.length ? { partition: place, chunk: chunk === '' ? 0 : chunk, after } : null };
+  return {
+    jobs,
+    next: place < partitions.length ? { partition: place, chunk: chunk === '' ? 0 : chunk, after } : null,
+  };
 }

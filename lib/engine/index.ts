@@ -7,7 +7,22 @@
 export { Engine, type EngineOptions, type TopicStatsView } from './engine';
 export type { EngineContext } from './context';
 export { DEPLOYMENT_KEY, KEY_USE_NOTE_MS, secretDigest, type Caller, type KeyInfo, type Scope } from './api-keys';
-export type { AckOutcome, AttemptRef, ClaimedJob, DeadJob, FailOutcome, Job, JobChange, JobState, NewJob, Refused, SweepResult, TopicStats, Wake, WriteResult } from './jobs';
+export type {
+  AckOutcome,
+  AttemptRef,
+  ClaimedJob,
+  DeadJob,
+  FailOutcome,
+  Job,
+  JobChange,
+  JobState,
+  NewJob,
+  Refused,
+  SweepResult,
+  TopicStats,
+  Wake,
+  WriteResult,
+} from './jobs';
 export type { NewSchedule } from './shapes';
 export { isRefused } from './jobs';
 export { REFUSAL, type Refusal } from './codes';

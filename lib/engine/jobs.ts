@@ -37,9 +37,15 @@ export interface Job {
   version: number;
   /** The job's group, or null. */
   group: string | null;
-  /** The name of the API key that last changed it (added, replaced, cancelled, redrove it); null when only the queue has (a schedule's occurrence). */
+  /**
+   * The name of the API key that last changed it (added, replaced, cancelled, redrove it); null when only the queue has
+   * (a schedule's occurrence).
+   */
   updatedBy: string | null;
-  /** Its flow key on a flow topic ('' when it was added without one: the jobs without a key share the key ''); null on any other topic. */
+  /**
+   * Its flow key on a flow topic ('' when it was added without one: the jobs without a key share the key ''); null on
+   * any other topic.
+   */
   key: string | null;
   body: unknown;
 }
@@ -122,7 +128,10 @@ export interface Wake {
  * What the add script did with one job; a refused one comes with the job as it stands (none for a
  * version mismatch on a job that does not exist). `left`: the group a put moved the job out of.
  */
-export type WriteResult = { status: 'created' | 'replaced'; job: Job; left: LeftChunk | null } | { status: 'exists' | 'finished'; job: Job; refusal: Refusal } | { status: 'mismatch'; job: Job | null; refusal: Refusal };
+export type WriteResult =
+  | { status: 'created' | 'replaced'; job: Job; left: LeftChunk | null }
+  | { status: 'exists' | 'finished'; job: Job; refusal: Refusal }
+  | { status: 'mismatch'; job: Job | null; refusal: Refusal };
 
 /** A script refused a change to one job; `job` is the job as it stands, when there is one. */
 export interface Refused {
@@ -133,7 +142,10 @@ export interface Refused {
 /** What an ack did: `stale` when that attempt already ended, `cancelled` when the job was cancelled while running. */
 export type AckOutcome = 'done' | 'stale' | 'cancelled' | 'not_found';
 /** What a fail did: a retry scheduled at `runAt`, dead-lettered, or nothing (the attempt was not running). */
-export type FailOutcome = { outcome: 'retry'; runAt: number; wake: boolean } | { outcome: 'dead' } | { outcome: 'stale' | 'cancelled' | 'not_found' };
+export type FailOutcome =
+  | { outcome: 'retry'; runAt: number; wake: boolean }
+  | { outcome: 'dead' }
+  | { outcome: 'stale' | 'cancelled' | 'not_found' };
 
 const STATE_NAMES: Record<JobStateCode, JobState> = {
   [JOB_STATE.PENDING]: 'delayed',
@@ -149,8 +161,27 @@ const STATE_NAMES: Record<JobStateCode, JobState> = {
  * when the view leaves it out (a body kept apart, read by the engine; a replaced job's new body).
  */
 export function toJob(t: TopicConfig, view: JobView, body: string | null = view[12]): Job {
-  const [id, state, runAt, createdAt, attempts, max, ttr, backoff, url, lastError, updatedAt, deadline, , version, group, updatedBy, key] = view;
-  if (body === null) throw new Error(`job ${t.name}/${id} has no body: its record says it is kept apart, and the bodies hash has none`);
+  const [
+    id,
+    state,
+    runAt,
+    createdAt,
+    attempts,
+    max,
+    ttr,
+    backoff,
+    url,
+    lastError,
+    updatedAt,
+    deadline,
+    ,
+    version,
+    group,
+    updatedBy,
+    key,
+  ] = view;
+  if (body === null)
+    throw new Error(`job ${t.name}/${id} has no body: its record says it is kept apart, and the bodies hash has none`);
   return {
     topic: t.name,
     id,
@@ -199,17 +230,28 @@ function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: numbe
 }
 
 /** What the add script did with `job` (of topic `t`), sent by key `by` ('' none). */
-export function toWriteResult(t: TopicConfig, job: NewJob, result: Exclude<AddResult, MovedResult>, by = ''): WriteResult {
-  if (result[0] === OUTCOME.CREATED) return { status: 'created', job: createdJob(t, job, result[1], result[2], result[3], by), left: result[4] };
+export function toWriteResult(
+  t: TopicConfig,
+  job: NewJob,
+  result: Exclude<AddResult, MovedResult>,
+  by = '',
+): WriteResult {
+  if (result[0] === OUTCOME.CREATED)
+    return { status: 'created', job: createdJob(t, job, result[1], result[2], result[3], by), left: result[4] };
   // a replaced job's body is the one just sent: the script does not send it back
-  if (result[0] === OUTCOME.REPLACED) return { status: 'replaced', job: toJob(t, result[1], job.body), left: result[2] };
-  if (result[0] === REFUSAL.VERSION_MISMATCH) return { status: 'mismatch', job: result[1] ? toJob(t, result[1]) : null, refusal: REFUSAL.VERSION_MISMATCH };
+  if (result[0] === OUTCOME.REPLACED)
+    return { status: 'replaced', job: toJob(t, result[1], job.body), left: result[2] };
+  if (result[0] === REFUSAL.VERSION_MISMATCH)
+    return { status: 'mismatch', job: result[1] ? toJob(t, result[1]) : null, refusal: REFUSAL.VERSION_MISMATCH };
   const existing = toJob(t, result[1]);
   if (result[0] === REFUSAL.JOB_EXISTS) return { status: 'exists', job: existing, refusal: REFUSAL.JOB_EXISTS };
   return { status: 'finished', job: existing, refusal: REFUSAL.JOB_FINISHED };
 }
 
-/** A claimed job of topic `t`, claimed at `now` on the Redis clock, with its body (JSON text: the item's, or the one kept apart). */
+/**
+ * A claimed job of topic `t`, claimed at `now` on the Redis clock, with its body (JSON text: the item's, or the one
+ * kept apart).
+ */
 export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem, body: string): ClaimedJob {
   const [id, attempt, runAt, deadline, url, , max, claim] = item;
   return {
@@ -226,7 +268,9 @@ export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem, body: 
   };
 }
 
-/** A dead job of topic `t` from a listJobs entry of its dead zset, with `body` (JSON text) when the entry leaves it out. */
+/**
+ * A dead job of topic `t` from a listJobs entry of its dead zset, with `body` (JSON text) when the entry leaves it out.
+ */
 export function toDeadJob(t: TopicConfig, [diedAt, view]: ScoredEntry, body: string | null = view[12]): DeadJob {
   return { ...toJob(t, view, body), diedAt: isoTime(diedAt) };
 }

@@ -136,7 +136,10 @@ export class Layout {
     return partitionOf(t, id, this.count);
   }
 
-  /** The former layout's partition of job (topic, id), or null when no change is under way (or the topic is a flow topic, which never moves). */
+  /**
+   * The former layout's partition of job (topic, id), or null when no change is under way (or the topic is a flow
+   * topic, which never moves).
+   */
   formerPlaceOf(t: TopicRef | string, id: string): number | null {
     if (this.former === 0 || (typeof t !== 'string' && t.flow)) return null;
     return this.count + partitionOf(t, id, this.former);
@@ -159,7 +162,11 @@ const layoutsByCount = new Map<number, Layout>();
 const layoutsByConfig = new WeakMap<object, Layout>();
 
 /** The Layout of configuration `config`: its partitions, its former partitions, its flow topics. */
-export function layoutFor(config: { partitions: number; formerPartitions?: number; topics: ReadonlyMap<string, TopicRef> }): Layout {
+export function layoutFor(config: {
+  partitions: number;
+  formerPartitions?: number;
+  topics: ReadonlyMap<string, TopicRef>;
+}): Layout {
   let layout = layoutsByConfig.get(config);
   if (!layout) {
     const flowTopics = [...config.topics.values()].filter((t) => t.flow).map((t) => t.name);
@@ -223,13 +230,12 @@ export function scheduleKeys(partition: number, topic: string, partitions: Parti
 }
 
 /**
- * ZSET of the jobs of group `group` of `topic` in partition `partition` of `partitions`: id -> its place in the order the
- * jobs joined; the first of the group's zsets (chunk 0), and the key the scripts are passed. A group
- * with more than GROUP_CHUNK_SIZE jobs (lua/includes/groups.lua) in a partition goes on in further
- * zsets, `<key>#1`, `<key>#2`, ... (groupChunkKey), each small enough to stay a listpack; the
- * scripts derive their names from this key, so they share its hash slot. The empty group's key
- * (group '') is never written: a script call whose jobs have no group is passed it. Groups follow
- * the id rules, so may hold ':' but never '#'; the topic never holds ':', so names stay unambiguous.
+ * ZSET of the jobs of group `group` of `topic` in partition `partition` of `partitions`: id -> its place in the order
+ * the jobs joined; the first of the group's zsets (chunk 0), and the key the scripts are passed. A group with more than
+ * GROUP_CHUNK_SIZE jobs (lua/includes/groups.lua) in a partition goes on in further zsets, `<key>#1`, `<key>#2`, ...
+ * (groupChunkKey), each small enough to stay a listpack; the scripts derive their names from this key, so they share
+ * its hash slot. The empty group's key (group '') is never written: a script call whose jobs have no group is passed
+ * it. Groups follow the id rules, so may hold ':' but never '#'; the topic never holds ':', so names stay unambiguous.
  */
 export function groupKey(partition: number, topic: string, group: string, partitions: Partitions): GroupKey {
   return `${partitionBase(partition, partitions)}group:${topic}:${group}` as GroupKey;
@@ -282,7 +288,12 @@ export interface AccessKeys {
 
 /** Keys of the API keys: off every job's path (a Lambda instance looks a key up once every few seconds). */
 export function accessKeys(): AccessKeys {
-  return { records: 'dq:{keys}:keys' as KeyRecordsKey, hashes: 'dq:{keys}:hashes' as KeyHashesKey, uses: 'dq:{keys}:used' as KeyUsesKey, revoked: 'dq:{keys}:revoked' as RevokedKey };
+  return {
+    records: 'dq:{keys}:keys' as KeyRecordsKey,
+    hashes: 'dq:{keys}:hashes' as KeyHashesKey,
+    uses: 'dq:{keys}:used' as KeyUsesKey,
+    revoked: 'dq:{keys}:revoked' as RevokedKey,
+  };
 }
 
 /**
@@ -378,7 +389,8 @@ function tagsInSlots(slots: readonly number[], prefix: string): Map<number, stri
       if (wanted.has(slot) && !found.has(slot)) found.set(slot, text);
       return;
     }
-    for (let d = text === prefix && length > 1 ? 1 : 0; d <= 9 && found.size < wanted.size; d++) walk(text + d, step(crc, d), length - 1);
+    for (let d = text === prefix && length > 1 ? 1 : 0; d <= 9 && found.size < wanted.size; d++)
+      walk(text + d, step(crc, d), length - 1);
   };
   for (let length = 1; found.size < wanted.size; length++) walk(prefix, crc16Ascii(prefix), length);
   return found;
@@ -393,7 +405,8 @@ function tagsInSlots(slots: readonly number[], prefix: string): Map<number, stri
  * tags change with `count`: changing it moves every partition.
  */
 export function partitionTag(partition: number, count: number): string {
-  if (!Number.isInteger(partition) || partition < 0 || partition >= count) throw new RangeError(`partition ${partition} of ${count}`);
+  if (!Number.isInteger(partition) || partition < 0 || partition >= count)
+    throw new RangeError(`partition ${partition} of ${count}`);
   let tags = tagsByCount.get(count);
   if (!tags) {
     const middles = Array.from({ length: count }, (_, p) => Math.floor(((p + 0.5) * SLOTS) / count));
@@ -431,7 +444,8 @@ export function routingId(id: string): string {
 export function partitionOf(t: TopicRef | string, id: string, count: number): number {
   if (count === 1) return 0;
   if (typeof t === 'string') t = { name: t }; // a topic without flow control (tests)
-  if (t.flow) return fnv1a(t.name) % count; // a flow topic lives in one partition: its keys' state shares its jobs' slot
+  // a flow topic lives in one partition: its keys' state shares its jobs' slot
+  if (t.flow) return fnv1a(t.name) % count;
   return fnv1a(`${t.name}:${routingId(id)}`) % count;
 }
 
@@ -449,7 +463,13 @@ export interface TopicRef {
  * keys held by their pace, and each key's lane (`lane(key)`, LIST of its ready ids).
  */
 export function flowKeys(jobs: JobsKey) {
-  return { state: `${jobs}#flow`, conf: `${jobs}#fconf`, ring: `${jobs}#lanes`, wait: `${jobs}#fwait`, lane: (key: string) => `${jobs}#lane:${key}` };
+  return {
+    state: `${jobs}#flow`,
+    conf: `${jobs}#fconf`,
+    ring: `${jobs}#lanes`,
+    wait: `${jobs}#fwait`,
+    lane: (key: string) => `${jobs}#lane:${key}`,
+  };
 }
 
 /** The field of a topic's jobs hash that says it is paused (lua/includes/flow.lua). */

@@ -17,7 +17,10 @@ export interface LatenessWindow {
   windowSeconds: number;
   /** Attempts started in the window. */
   started: number;
-  /** Percentiles from a histogram with four bins per doubling: the bin's upper bound (at most 19 % above the true value) or the exact max if lower; null with no start. */
+  /**
+   * Percentiles from a histogram with four bins per doubling: the bin's upper bound (at most 19 % above the true value)
+   * or the exact max if lower; null with no start.
+   */
   p50Ms: number | null;
   p99Ms: number | null;
   /** Exact. */
@@ -44,8 +47,12 @@ export async function recordStarts(ctx: EngineContext, topic: string, latenessMs
   if (latenessMs.length === 0) return;
   // a flow topic's own partition, else the current layout's partitions in turn (read from all of them)
   const t = ctx.config.topics.get(topic) ?? topic;
-  const partition = typeof t !== 'string' && t.flow ? ctx.layout.placeOf(t, '') : ctx.statsRotation.take(ctx.layout.count);
-  await run(ctx.redis, script.recordStarts([latenessKey(partition, topic, ctx.layout)], { clock: ctx.clock(), latenessMs }));
+  const partition =
+    typeof t !== 'string' && t.flow ? ctx.layout.placeOf(t, '') : ctx.statsRotation.take(ctx.layout.count);
+  await run(
+    ctx.redis,
+    script.recordStarts([latenessKey(partition, topic, ctx.layout)], { clock: ctx.clock(), latenessMs }),
+  );
 }
 
 /** The upper bound (ms) of histogram bin `bin` (values with floor(4 * log2(ms + 1)) = bin). */
@@ -71,7 +78,8 @@ export function parseMinutes(fields: Readonly<Record<string, string>>): Minute[]
     }
     const slot = /^m(\d+)$/.exec(name)?.[1];
     const head = /^(\d+)\|(\d+)\|(\d+)$/.exec(value);
-    if (slot !== undefined && head) minutes.set(slot, { minute: Number(head[1]), n: Number(head[2]), max: Number(head[3]), bins: new Map() });
+    if (slot !== undefined && head)
+      minutes.set(slot, { minute: Number(head[1]), n: Number(head[2]), max: Number(head[3]), bins: new Map() });
   }
   for (const [slot, minute] of minutes) minute.bins = bins.get(slot) ?? new Map();
   return [...minutes.values()];
@@ -107,8 +115,14 @@ function merge(minutes: Minute[]): Map<number, number> {
 }
 
 /** A topic's lateness over the last 5 minutes and per minute over the last hour, at `nowMs` (Redis clock). */
-export async function latenessStats(ctx: EngineContext, topic: string, nowMs: number): Promise<{ window: LatenessWindow; lastHour: LatenessMinute[] }> {
-  const hashes = await forEachPartition(ctx.layout.partitionsOf(ctx.config.topics.get(topic) ?? topic), (p) => ctx.redis.hgetall(latenessKey(p, topic, ctx.layout)));
+export async function latenessStats(
+  ctx: EngineContext,
+  topic: string,
+  nowMs: number,
+): Promise<{ window: LatenessWindow; lastHour: LatenessMinute[] }> {
+  const hashes = await forEachPartition(ctx.layout.partitionsOf(ctx.config.topics.get(topic) ?? topic), (p) =>
+    ctx.redis.hgetall(latenessKey(p, topic, ctx.layout)),
+  );
   const current = Math.floor(nowMs / 60_000);
   const byMinute = new Map<number, Minute>();
   for (const m of hashes.flatMap(parseMinutes)) {
@@ -120,19 +134,34 @@ export async function latenessStats(ctx: EngineContext, topic: string, nowMs: nu
   const bins = merge(recent);
   const started = recent.reduce((a, m) => a + m.n, 0);
   const maxMs = started > 0 ? Math.max(...recent.map((m) => m.max)) : null;
-  const window: LatenessWindow = { windowSeconds: 300, started, p50Ms: capped(percentileMs(bins, 50), maxMs), p99Ms: capped(percentileMs(bins, 99), maxMs), maxMs };
+  const window: LatenessWindow = {
+    windowSeconds: 300,
+    started,
+    p50Ms: capped(percentileMs(bins, 50), maxMs),
+    p99Ms: capped(percentileMs(bins, 99), maxMs),
+    maxMs,
+  };
   const lastHour: LatenessMinute[] = [];
   for (let minute = current - 59; minute <= current; minute++) {
     const m = byMinute.get(minute);
-    lastHour.push({ minute: new Date(minute * 60_000).toISOString(), started: m?.n ?? 0, p99Ms: m ? capped(percentileMs(m.bins, 99), m.max) : null });
+    lastHour.push({
+      minute: new Date(minute * 60_000).toISOString(),
+      started: m?.n ?? 0,
+      p99Ms: m ? capped(percentileMs(m.bins, 99), m.max) : null,
+    });
   }
   return { window, lastHour };
 }
 
-/** A flow topic's ready ids first in turn: the first of each of the first 5 keys in its ring (keys at their cap, held or paused are not in it). */
+/**
+ * A flow topic's ready ids first in turn: the first of each of the first 5 keys in its ring (keys at their cap, held or
+ * paused are not in it).
+ */
 async function laneHeads(ctx: EngineContext, jobs: JobsKey): Promise<string[]> {
   const keys = await ctx.redis.lrange(flowKeys(jobs).ring, 0, 4);
-  const views = await Promise.all(keys.map((key) => run(ctx.redis, script.getFlowKey([jobs], { clock: ctx.clock(), key }))));
+  const views = await Promise.all(
+    keys.map((key) => run(ctx.redis, script.getFlowKey([jobs], { clock: ctx.clock(), key }))),
+  );
   return views.flatMap((view) => (view[9] === null ? [] : [view[9]]));
 }
 

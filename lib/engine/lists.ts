@@ -16,7 +16,10 @@ import { viewsWithBodies } from './read';
 import * as script from './scripts';
 import type { ScoredEntry } from './scripts';
 
-/** Where a page by score resumes: after job `id` scored `score`, in (score, id bytewise) order; `id` null resumes after every job scored `score`. */
+/**
+ * Where a page by score resumes: after job `id` scored `score`, in (score, id bytewise) order; `id` null resumes after
+ * every job scored `score`.
+ */
 export interface ScoreCursor {
   score: number;
   id: string | null;
@@ -63,7 +66,10 @@ export async function listByScore(
   const { limit } = page;
   const pages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
-    const [stopped, ...entries] = await run(ctx.redis, script.listJobs([zset(k), k.jobs, k.bodies, k.delayed], { ...page, maxBytes: SCRIPT_CALL_BYTES }));
+    const [stopped, ...entries] = await run(
+      ctx.redis,
+      script.listJobs([zset(k), k.jobs, k.bodies, k.delayed], { ...page, maxBytes: SCRIPT_CALL_BYTES }),
+    );
     const bodies = await viewsWithBodies(
       ctx,
       k.bodies,
@@ -103,7 +109,11 @@ export type ReadyCursor = number[];
  * jobs passes over no job that stayed ready: a page resumes after the last id the one before looked
  * at (a job that went running and came back to the head of the list in between is not shown again).
  */
-export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limit: number; from?: number; to?: number; cursor?: ReadyCursor }): Promise<{ jobs: Job[]; next: ReadyCursor | null }> {
+export async function listReady(
+  ctx: EngineContext,
+  t: TopicConfig,
+  page: { limit: number; from?: number; to?: number; cursor?: ReadyCursor },
+): Promise<{ jobs: Job[]; next: ReadyCursor | null }> {
   const pages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
     const call = script.listReady([k.ready, k.jobs, k.bodies, k.delayed], {
@@ -147,9 +157,15 @@ export async function listReady(ctx: EngineContext, t: TopicConfig, page: { limi
 export type ListState = 'delayed' | 'ready' | 'running' | 'dead';
 
 /** Where a page of GET /topics/{topic}/jobs resumes: the state's own kind of cursor. */
-export type JobsCursor = { state: 'delayed' | 'running' | 'dead'; after: ScoreCursor & { id: string } } | { state: 'ready'; positions: ReadyCursor };
+export type JobsCursor =
+  | { state: 'delayed' | 'running' | 'dead'; after: ScoreCursor & { id: string } }
+  | { state: 'ready'; positions: ReadyCursor };
 
-const ZSET_OF = { delayed: (k: TopicKeys) => k.delayed, running: (k: TopicKeys) => k.running, dead: (k: TopicKeys) => k.dead } as const;
+const ZSET_OF = {
+  delayed: (k: TopicKeys) => k.delayed,
+  running: (k: TopicKeys) => k.running,
+  dead: (k: TopicKeys) => k.dead,
+} as const;
 
 /** The check a jobs cursor carries: 8 hex digits of FNV-1a over its topic and its text. */
 function cursorTag(topic: string, text: string): string {
@@ -165,7 +181,10 @@ export function encodeJobsCursor(c: JobsCursor, topic: string): string {
   return Buffer.from(`${text}:${cursorTag(topic, text)}`).toString('base64url');
 }
 
-/** The cursor a `next` string stands for when a page of `topic`'s jobs in `state` gave it (with this deployment's partitions); else null. */
+/**
+ * The cursor a `next` string stands for when a page of `topic`'s jobs in `state` gave it (with this deployment's
+ * partitions); else null.
+ */
 export function decodeJobsCursor(text: string, state: ListState, partitions: number, topic: string): JobsCursor | null {
   if (!/^[A-Za-z0-9_-]{1,12000}$/.test(text)) return null;
   const tagged = /^(.*):([0-9a-f]{8})$/s.exec(Buffer.from(text, 'base64url').toString('latin1'));
@@ -185,7 +204,12 @@ export function decodeJobsCursor(text: string, state: ListState, partitions: num
  * A page of topic `t`'s jobs in `state`, due (or timing out, or dead) within [from, to], at most
  * `limit`, after `cursor`; `next` is null when no job is left after the page.
  */
-export async function listJobs(ctx: EngineContext, t: TopicConfig, state: ListState, page: { limit: number; from?: number; to?: number; cursor?: JobsCursor }): Promise<{ jobs: Job[]; next: JobsCursor | null }> {
+export async function listJobs(
+  ctx: EngineContext,
+  t: TopicConfig,
+  state: ListState,
+  page: { limit: number; from?: number; to?: number; cursor?: JobsCursor },
+): Promise<{ jobs: Job[]; next: JobsCursor | null }> {
   const { limit, from, to, cursor } = page;
   const bounds = { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) };
   if (state === 'ready') {
@@ -194,7 +218,15 @@ export async function listJobs(ctx: EngineContext, t: TopicConfig, state: ListSt
     return { jobs: result.jobs, next: result.next && { state, positions: result.next } };
   }
   // no cursor: from `from` on (the jobs scored after from - 1 ms: scores are whole ms)
-  const after = cursor && cursor.state !== 'ready' ? cursor.after : from !== undefined ? { score: from - 1, id: null } : undefined;
-  const result = await listByScore(ctx, t, ZSET_OF[state], { limit, ...(after ? { after } : {}), ...(to !== undefined ? { to } : {}) });
-  return { jobs: result.jobs.map(({ entry, body }) => toJob(t, entry[1], body)), next: result.next && { state, after: result.next } };
+  const after =
+    cursor && cursor.state !== 'ready' ? cursor.after : from !== undefined ? { score: from - 1, id: null } : undefined;
+  const result = await listByScore(ctx, t, ZSET_OF[state], {
+    limit,
+    ...(after ? { after } : {}),
+    ...(to !== undefined ? { to } : {}),
+  });
+  return {
+    jobs: result.jobs.map(({ entry, body }) => toJob(t, entry[1], body)),
+    next: result.next && { state, after: result.next },
+  };
 }

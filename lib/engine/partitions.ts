@@ -13,7 +13,10 @@ export function partitionsInOrder(count: number): number[] {
 }
 
 /** Runs `fn` for every partition of `partitions` (a list, or a count: 0..count-1) at once; results in their order. */
-export function forEachPartition<T>(partitions: number | readonly number[], fn: (partition: number) => Promise<T>): Promise<T[]> {
+export function forEachPartition<T>(
+  partitions: number | readonly number[],
+  fn: (partition: number) => Promise<T>,
+): Promise<T[]> {
   return Promise.all((typeof partitions === 'number' ? partitionsInOrder(partitions) : partitions).map(fn));
 }
 
@@ -63,13 +66,20 @@ export function chunkBySize<T>(items: readonly T[], size: number, maxBytes: numb
  * into batches of at most `size` items (and, given `bytes`, at most `maxBytes` bytes, an item over
  * it alone): one script call each. Partitions, groups and items keep the order they first appear in.
  */
-export function batchesByPartition<T>(items: readonly T[], slot: { partition(item: T): number; topic(item: T): string }, size: number, bySize?: { maxBytes: number; bytes(item: T): number }): Map<number, T[][]> {
+export function batchesByPartition<T>(
+  items: readonly T[],
+  slot: { partition(item: T): number; topic(item: T): string },
+  size: number,
+  bySize?: { maxBytes: number; bytes(item: T): number },
+): Map<number, T[][]> {
   const byPartition = new Map<number, T[][]>();
   for (const [partition, members] of groupBy(items, slot.partition)) {
     const groups = [...groupBy(members, slot.topic).values()];
     byPartition.set(
       partition,
-      groups.flatMap((group) => (bySize ? chunkBySize(group, size, bySize.maxBytes, bySize.bytes) : chunk(group, size))),
+      groups.flatMap((group) =>
+        bySize ? chunkBySize(group, size, bySize.maxBytes, bySize.bytes) : chunk(group, size),
+      ),
     );
   }
   return byPartition;

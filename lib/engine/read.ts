@@ -23,7 +23,10 @@ export async function getJob(ctx: EngineContext, t: TopicConfig, id: string): Pr
   return null;
 }
 
-/** Where job (topic, id) may be, in the order to look: its current partition, then (while the partition count changes) its former one. */
+/**
+ * Where job (topic, id) may be, in the order to look: its current partition, then (while the partition count changes)
+ * its former one.
+ */
 export function placesOf(ctx: EngineContext, t: TopicConfig | string, id: string): number[] {
   const former = ctx.layout.formerPlaceOf(t, id);
   const current = ctx.layout.placeOf(t, id);
@@ -35,7 +38,12 @@ export function placesOf(ctx: EngineContext, t: TopicConfig | string, id: string
  * partition count changes and the call answered NOT_FOUND, in its former one (placesOf); the last
  * reply, and the partitions it looked in.
  */
-export async function inPlaces<R extends readonly unknown[]>(ctx: EngineContext, t: TopicConfig, id: string, call: (k: TopicKeys) => ScriptCall<R>): Promise<{ reply: R; looked: number[] }> {
+export async function inPlaces<R extends readonly unknown[]>(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+  call: (k: TopicKeys) => ScriptCall<R>,
+): Promise<{ reply: R; looked: number[] }> {
   const looked: number[] = [];
   let reply: R | undefined;
   for (const p of placesOf(ctx, t, id)) {
@@ -52,7 +60,11 @@ export async function inPlaces<R extends readonly unknown[]>(ctx: EngineContext,
  * none. A plain HMGET, no script: a script that replies bodies pays about ten times as much per byte
  * (BENCHMARKS.md, step 7). The scripts that list the ids keep their bodies within SCRIPT_CALL_BYTES.
  */
-export async function bodiesApart(ctx: EngineContext, key: BodiesKey, ids: readonly string[]): Promise<(string | null)[]> {
+export async function bodiesApart(
+  ctx: EngineContext,
+  key: BodiesKey,
+  ids: readonly string[],
+): Promise<(string | null)[]> {
   if (ids.length === 0) return [];
   const [bodies] = await readSlot(ctx.redis, (pipeline) => pipeline.hmget(key, ...ids));
   return bodies as (string | null)[];
@@ -63,7 +75,11 @@ export async function bodiesApart(ctx: EngineContext, key: BodiesKey, ids: reado
  * the one kept apart (one HMGET for all). A body read as null: the job left since the script
  * listed it (purged, or changed and its body moved): the caller passes it over.
  */
-export async function viewsWithBodies(ctx: EngineContext, key: BodiesKey, views: readonly JobView[]): Promise<{ view: JobView; body: string | null }[]> {
+export async function viewsWithBodies(
+  ctx: EngineContext,
+  key: BodiesKey,
+  views: readonly JobView[],
+): Promise<{ view: JobView; body: string | null }[]> {
   const apart = views.filter((view) => view[12] === null).map((view) => view[0]);
   const read = new Map(apart.map((id, i) => [id, i]));
   const bodies = await bodiesApart(ctx, key, apart);
@@ -79,10 +95,19 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
     const k = topicKeys(p, topic, ctx.layout);
     const f = flowKeys(k.jobs);
     const [delayed, ready, running, dead, head, paused, lanes] = (await readSlot(ctx.redis, (pipeline) =>
-      pipeline.zcard(k.delayed).llen(k.ready).zcard(k.running).zcard(k.dead).zrange(k.delayed, 0, 0, 'WITHSCORES').hexists(k.jobs, PAUSED_FIELD).hget(f.state, READY_FIELD),
+      pipeline
+        .zcard(k.delayed)
+        .llen(k.ready)
+        .zcard(k.running)
+        .zcard(k.dead)
+        .zrange(k.delayed, 0, 0, 'WITHSCORES')
+        .hexists(k.jobs, PAUSED_FIELD)
+        .hget(f.state, READY_FIELD),
     )) as [number, number, number, number, string[], number, string | null];
     if (former && p >= ctx.layout.count) {
-      const [done, schedules] = (await readSlot(ctx.redis, (pipeline) => pipeline.zcard(k.done).zcard(scheduleKeys(p, topic, ctx.layout).ids))) as [number, number];
+      const [done, schedules] = (await readSlot(ctx.redis, (pipeline) =>
+        pipeline.zcard(k.done).zcard(scheduleKeys(p, topic, ctx.layout).ids),
+      )) as [number, number];
       former.jobs += delayed + ready + running + dead + done;
       former.schedules += schedules;
     }
@@ -106,7 +131,9 @@ export async function claimable(ctx: EngineContext, t: TopicConfig): Promise<boo
   const counts = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
     const ready = t.flow ? flowKeys(k.jobs).ring : k.ready;
-    return (await readSlot(ctx.redis, (pipeline) => pipeline.llen(ready).zcard(k.running).hexists(k.jobs, PAUSED_FIELD))) as [number, number, number];
+    return (await readSlot(ctx.redis, (pipeline) =>
+      pipeline.llen(ready).zcard(k.running).hexists(k.jobs, PAUSED_FIELD),
+    )) as [number, number, number];
   });
   const running = counts.reduce((sum, [, r]) => sum + r, 0);
   return running < t.concurrency && counts.some(([ready, , paused]) => ready > 0 && paused === 0);

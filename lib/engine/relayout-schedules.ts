@@ -36,7 +36,10 @@ import { groupKey, Layout, scheduleKeys, topicKeys } from './keys';
 import { run } from './script-runner';
 import * as script from './scripts';
 
-/** The partitions of one layout a change by id wrote, and those whose answer it read without writing: what a replica must confirm (Engine.durable). */
+/**
+ * The partitions of one layout a change by id wrote, and those whose answer it read without writing: what a replica
+ * must confirm (Engine.durable).
+ */
 export interface ScheduleTouched {
   layout: Layout;
   changed: number[];
@@ -67,12 +70,20 @@ function deleteKeys(partition: number, topic: string, layout: Layout) {
  * current one (the three steps above); `touched` gets the partitions it wrote. Call it only while a
  * change is under way and `t` is not a flow topic (formerPlaceOf not null).
  */
-export async function moveSchedule(ctx: EngineContext, t: TopicConfig, id: string, touched: ScheduleTouched[] = []): Promise<MoveResult> {
+export async function moveSchedule(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+  touched: ScheduleTouched[] = [],
+): Promise<MoveResult> {
   const layout = ctx.layout;
   const from = layout.formerPlaceOf(t, id);
   if (from === null) return { outcome: 'absent', dueAt: null };
   const to = layout.placeOf(t, id);
-  const frozen = await run(ctx.redis, script.freezeSchedule(deleteKeys(from, t.name, layout), { clock: ctx.clock(), id, count: layout.count }));
+  const frozen = await run(
+    ctx.redis,
+    script.freezeSchedule(deleteKeys(from, t.name, layout), { clock: ctx.clock(), id, count: layout.count }),
+  );
   touched.push({ layout, changed: [from], covering: [] });
   if (frozen[0] === REFUSAL.NOT_FOUND) return { outcome: 'absent', dueAt: null };
   if (frozen[0] === RELAYOUT.BUSY) return { outcome: 'busy', dueAt: null };
@@ -81,7 +92,17 @@ export async function moveSchedule(ctx: EngineContext, t: TopicConfig, id: strin
   const group = (JSON.parse(record) as unknown[])[GROUP_SLOT];
   const sk = scheduleKeys(to, t.name, layout);
   const k = topicKeys(to, t.name, layout);
-  const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(to, t.name, typeof group === 'string' ? group : '', layout)] as const;
+  const keys = [
+    sk.schedules,
+    sk.ids,
+    sk.next,
+    k.jobs,
+    k.bodies,
+    k.delayed,
+    k.running,
+    k.done,
+    groupKey(to, t.name, typeof group === 'string' ? group : '', layout),
+  ] as const;
   const adopted = await run(ctx.redis, script.adoptSchedule(keys, { clock: ctx.clock(), id, record }));
   touched.push({ layout, changed: [to], covering: [to] });
   let dueAt: number | null = null;
@@ -99,7 +120,10 @@ export async function moveSchedule(ctx: EngineContext, t: TopicConfig, id: strin
   return { outcome: 'moved', dueAt };
 }
 
-/** With durability `replica`, returns once a replica has every change partition `partition` (of ctx's layout) had: a move's step before the next. */
+/**
+ * With durability `replica`, returns once a replica has every change partition `partition` (of ctx's layout) had: a
+ * move's step before the next.
+ */
 async function replicated(ctx: EngineContext, partition: number): Promise<void> {
   const { mode, timeoutMs } = ctx.config.durability;
   if (mode === 'replica') await confirmReplicated(ctx, [partition], [partition], timeoutMs, ctx.layout);
@@ -107,7 +131,8 @@ async function replicated(ctx: EngineContext, partition: number): Promise<void> 
 
 /** `ctx` in the layout a closed partition named: `count` partitions now, ctx's count the former. */
 function relayout(ctx: EngineContext, count: number): EngineContext {
-  if (count === ctx.layout.count) throw new Error(`partition closed in the current layout of ${count}: two changes of the partition count at once?`);
+  if (count === ctx.layout.count)
+    throw new Error(`partition closed in the current layout of ${count}: two changes of the partition count at once?`);
   return { ...ctx, layout: new Layout(count, ctx.layout.count, ctx.layout.flowTopics) };
 }
 
@@ -123,7 +148,13 @@ export class Moved {
  * closed partition of a layout this engine does not know of), and it is placed and run again.
  * With no change under way, `act` runs at once in the schedule's partition: no command more.
  */
-export async function actWhereItLives<R>(ctx: EngineContext, t: TopicConfig, id: string, touched: ScheduleTouched[], act: (ctx: EngineContext, partition: number) => Promise<R | Moved>): Promise<R> {
+export async function actWhereItLives<R>(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+  touched: ScheduleTouched[],
+  act: (ctx: EngineContext, partition: number) => Promise<R | Moved>,
+): Promise<R> {
   let at = ctx;
   for (let round = 0; round < MOVE_ROUNDS; round++) {
     const former = at.layout.formerPlaceOf(t, id);
@@ -142,8 +173,13 @@ export async function actWhereItLives<R>(ctx: EngineContext, t: TopicConfig, id:
  * again (it moved between the two reads). In a closed partition of a layout this engine does not
  * know of, in the layout it names.
  */
-export async function readWhereItLives(ctx: EngineContext, t: TopicConfig, id: string): Promise<script.ScheduleView | null> {
-  const read = (at: EngineContext, partition: number) => run(at.redis, script.getSchedule([scheduleKeys(partition, t.name, at.layout).schedules], { id }));
+export async function readWhereItLives(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+): Promise<script.ScheduleView | null> {
+  const read = (at: EngineContext, partition: number) =>
+    run(at.redis, script.getSchedule([scheduleKeys(partition, t.name, at.layout).schedules], { id }));
   const current = ctx.layout.placeOf(t, id);
   const first = await read(ctx, current);
   if (typeof first !== 'number') {
@@ -166,11 +202,17 @@ export function isView(reply: script.GetScheduleReply): reply is script.Schedule
 export interface MoveStep {
   /** Schedules moved to their current partition. */
   moved: number;
-  /** Schedules that could not move now (an occurrence running or waiting for a retry there, or no replica confirmed a step): a later call moves them. */
+  /**
+   * Schedules that could not move now (an occurrence running or waiting for a retry there, or no replica confirmed a
+   * step): a later call moves them.
+   */
   busy: number;
   /** Schedules this call did not reach (its limit or byte budget): call again at once. */
   more: boolean;
-  /** Schedules are left in the former layout's partitions (the busy ones, or those not reached): the change cannot end yet. */
+  /**
+   * Schedules are left in the former layout's partitions (the busy ones, or those not reached): the change cannot end
+   * yet.
+   */
   left: boolean;
   /** Earliest due time of an occurrence a move made again, or null. */
   nextAt: number | null;
@@ -182,7 +224,10 @@ function notConfirmed(error: unknown): MoveResult {
   throw error;
 }
 
-/** Per topic and former partition (by its schedule ids zset), the id the last call stopped after, so busy schedules never hold back the rest. */
+/**
+ * Per topic and former partition (by its schedule ids zset), the id the last call stopped after, so busy schedules
+ * never hold back the rest.
+ */
 const resumeAfter = new Map<string, string>();
 
 /**
@@ -192,7 +237,11 @@ const resumeAfter = new Map<string, string>();
  * calls it once a step while a change is under way, and folds `more` and `nextAt` into its result
  * (`into`): an occurrence made again, due, is moved to ready at once.
  */
-export async function moveSchedules(ctx: EngineContext, limit: number, into?: { more: boolean; nextAt: number | null }): Promise<MoveStep> {
+export async function moveSchedules(
+  ctx: EngineContext,
+  limit: number,
+  into?: { more: boolean; nextAt: number | null },
+): Promise<MoveStep> {
   const step: MoveStep = { moved: 0, busy: 0, more: false, left: false, nextAt: null };
   const plain = [...ctx.config.topics.values()].filter((t) => !t.flow);
   let budget = limit;
@@ -204,7 +253,10 @@ export async function moveSchedules(ctx: EngineContext, limit: number, into?: { 
       }
       const sk = scheduleKeys(p, t.name, ctx.layout);
       const after = resumeAfter.get(sk.ids) ?? '';
-      const [cut, ...views] = await run(ctx.redis, script.listSchedules([sk.ids, sk.schedules], { after, limit: budget, maxBytes: SCRIPT_CALL_BYTES }));
+      const [cut, ...views] = await run(
+        ctx.redis,
+        script.listSchedules([sk.ids, sk.schedules], { after, limit: budget, maxBytes: SCRIPT_CALL_BYTES }),
+      );
       const reachedEnd = cut === 0 && views.length < budget;
       budget -= views.length;
       if (reachedEnd) resumeAfter.delete(sk.ids);

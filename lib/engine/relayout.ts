@@ -20,8 +20,16 @@ export async function inheritPauses(ctx: EngineContext): Promise<string[]> {
   const { layout } = ctx;
   if (layout.former === 0) return [];
   const plain = [...ctx.config.topics.values()].filter((t) => !t.flow);
-  const marks = await Promise.all(plain.map((t) => ctx.redis.hget(topicKeys(layout.count, t.name, layout).jobs, PAUSED_FIELD)));
+  const marks = await Promise.all(
+    plain.map((t) => ctx.redis.hget(topicKeys(layout.count, t.name, layout).jobs, PAUSED_FIELD)),
+  );
   const paused = plain.flatMap((t, i) => (marks[i] !== null && marks[i] !== undefined ? [{ t, by: marks[i] }] : []));
-  await Promise.all(paused.flatMap(({ t, by }) => Array.from({ length: layout.count }, (_, p) => run(ctx.redis, script.pauseTopic([topicKeys(p, t.name, layout).jobs], { paused: true, by })))));
+  await Promise.all(
+    paused.flatMap(({ t, by }) =>
+      Array.from({ length: layout.count }, (_, p) =>
+        run(ctx.redis, script.pauseTopic([topicKeys(p, t.name, layout).jobs], { paused: true, by })),
+      ),
+    ),
+  );
   return paused.map(({ t }) => t.name);
 }

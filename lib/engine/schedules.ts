@@ -3,8 +3,9 @@
  * a record in the topic's schedules hash, and its pending occurrence's time in the schedule-next
  * zset. Each occurrence is an ordinary job of the topic (id `<schedule id>:<YYYYMMDDTHHMMSSZ>`,
  * placed in the same partition: lib/engine/keys.ts routingId), so retries, ttr, dead letters and groups
- * apply, and on a flow topic the schedule's flow key and its limits. TypeScript computes the run times (lib/core/schedule.ts); one Lua script commits each change,
- * guarded by the version the caller read, so a change computed from a stale read changes nothing.
+ * apply, and on a flow topic the schedule's flow key and its limits. TypeScript computes the run times
+ * (lib/core/schedule.ts); one Lua script commits each change, guarded by the version the caller read, so a change
+ * computed from a stale read changes nothing.
  */
 import { describeBackoff, type Backoff } from '../core/backoff';
 import type { TopicConfig } from '../core/queue-config';
@@ -42,9 +43,15 @@ export interface Schedule {
   backoff: Backoff;
   url: string | null;
   group: string | null;
-  /** The flow key each occurrence is claimed under (a flow topic's schedule), or null when it has none: its occurrences then have the key ''. */
+  /**
+   * The flow key each occurrence is claimed under (a flow topic's schedule), or null when it has none: its occurrences
+   * then have the key ''.
+   */
   key: string | null;
-  /** Its own jitter (seconds), or null: the topic's applies. Each occurrence starts within [run time, run time + jitter). */
+  /**
+   * Its own jitter (seconds), or null: the topic's applies. Each occurrence starts within [run time, run time +
+   * jitter).
+   */
   jitter: number | null;
   /** Grows with every change of the schedule, its advances included. */
   version: number;
@@ -66,7 +73,9 @@ export interface Schedule {
 
 /** How many run times a schedule view lists. */
 export const NEXT_RUNS_SHOWN = 5;
-/** Rounds of read, compute, commit a put tries while the schedule keeps changing under it (the sweeper advancing it). */
+/**
+ * Rounds of read, compute, commit a put tries while the schedule keeps changing under it (the sweeper advancing it).
+ */
 const PUT_ROUNDS = 5;
 
 /** The definition a record holds. */
@@ -76,7 +85,8 @@ export function specOf(view: script.ScheduleView): ScheduleSpec {
 
 /** The API's view of schedule `view` of topic `t` (its body read, so not null). */
 export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule {
-  const [id, version, next, nextId, last, max, ttr, backoff, url, group, createdAt, updatedAt, , body, updatedBy, key] = view;
+  const [id, version, next, nextId, last, max, ttr, backoff, url, group, createdAt, updatedAt, , body, updatedBy, key] =
+    view;
   const spec = specOf(view);
   const recurrence = 'every' in spec ? { every: spec.every } : { cron: spec.cron, timezone: spec.timezone };
   return {
@@ -126,7 +136,14 @@ export function occurrenceJitterMs(spec: ScheduleSpec, topicJitterMs: number): n
  * `jitterMs` but less than the time to the next run (`following`, when known: see jitterWindowMs),
  * so it falls due before the next occurrence is handed over.
  */
-function occurrence(topic: string, scheduleId: string, spec: ScheduleSpec, ms: number | null, jitterMs: number, following?: number | null): script.OccurrenceArg | null {
+function occurrence(
+  topic: string,
+  scheduleId: string,
+  spec: ScheduleSpec,
+  ms: number | null,
+  jitterMs: number,
+  following?: number | null,
+): script.OccurrenceArg | null {
   if (ms === null) return null;
   const id = occurrenceId(scheduleId, ms);
   return { id, ms, due: ms + jitterOffsetMs(topic, id, jitterWindowMs(spec, ms, jitterMs, following)) };
@@ -137,7 +154,12 @@ function readCall(t: string, partition: number, layout: Layout, id: string) {
 }
 
 /** Schedule `id` of topic `t` as stored in `partition`, or null (none there). */
-export async function readSchedule(ctx: EngineContext, t: TopicConfig, partition: number, id: string): Promise<script.ScheduleView | null> {
+export async function readSchedule(
+  ctx: EngineContext,
+  t: TopicConfig,
+  partition: number,
+  id: string,
+): Promise<script.ScheduleView | null> {
   const reply = await run(ctx.redis, readCall(t.name, partition, ctx.layout, id));
   return isView(reply) ? reply : null;
 }
@@ -189,17 +211,40 @@ export type PutResult = { status: 'created' | 'replaced'; schedule: Schedule; to
  * schedule and the clock, computes, commits; when the schedule changed in between (the sweeper
  * advanced it), computes again from a fresh read.
  */
-export async function putSchedule(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold = false): Promise<PutResult> {
+export async function putSchedule(
+  ctx: EngineContext,
+  t: TopicConfig,
+  s: NewSchedule,
+  hold = false,
+): Promise<PutResult> {
   const touched: ScheduleTouched[] = [];
-  const put = await actWhereItLives(ctx, t, s.id, touched, (at, partition) => putIn(at, t, { ...s, partition }, hold, touched));
+  const put = await actWhereItLives(ctx, t, s.id, touched, (at, partition) =>
+    putIn(at, t, { ...s, partition }, hold, touched),
+  );
   return { ...put, touched };
 }
 
 /** putSchedule in `s.partition` of `ctx.layout`; Moved when that partition turns it away. */
-async function putIn(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold: boolean, touched: ScheduleTouched[]): Promise<({ status: 'created' | 'replaced'; schedule: Schedule } & Wake) | Moved> {
+async function putIn(
+  ctx: EngineContext,
+  t: TopicConfig,
+  s: NewSchedule,
+  hold: boolean,
+  touched: ScheduleTouched[],
+): Promise<({ status: 'created' | 'replaced'; schedule: Schedule } & Wake) | Moved> {
   const sk = scheduleKeys(s.partition, t.name, ctx.layout);
   const k = topicKeys(s.partition, t.name, ctx.layout);
-  const keys = [sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(s.partition, t.name, s.group ?? '', ctx.layout)] as const;
+  const keys = [
+    sk.schedules,
+    sk.ids,
+    sk.next,
+    k.jobs,
+    k.bodies,
+    k.delayed,
+    k.running,
+    k.done,
+    groupKey(s.partition, t.name, s.group ?? '', ctx.layout),
+  ] as const;
   const record: script.ScheduleRecordArg = {
     ...(s.maxAttempts !== undefined ? { maxAttempts: s.maxAttempts } : {}),
     ...(s.ttrMs !== undefined ? { ttrMs: s.ttrMs } : {}),
@@ -242,8 +287,13 @@ async function putIn(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold: b
     if (reply[3].length > 0) await leaveGroups(ctx, leftOccurrences(t.name, s.partition, reply[3]));
     const stored = await readSchedule(ctx, t, s.partition, s.id);
     if (!stored) continue; // deleted right after: put it again
-    touched.push({ layout: ctx.layout, changed: [s.partition], covering: [s.partition] }); // the answer is the schedule read after the write, another writer's change included
-    return { status: reply[0] === OUTCOME.CREATED ? 'created' : 'replaced', schedule: toSchedule(t, stored), wake: reply[2] === 1 };
+    // the answer is the schedule read after the write, another writer's change included
+    touched.push({ layout: ctx.layout, changed: [s.partition], covering: [s.partition] });
+    return {
+      status: reply[0] === OUTCOME.CREATED ? 'created' : 'replaced',
+      schedule: toSchedule(t, stored),
+      wake: reply[2] === 1,
+    };
   }
   throw new Error(`schedule ${t.name}/${s.id} changed under ${PUT_ROUNDS} puts in a row`);
 }
@@ -253,15 +303,26 @@ async function putIn(ctx: EngineContext, t: TopicConfig, s: NewSchedule, hold: b
  * changes) and withdraws its pending occurrence; false when there was none. `touched`: the
  * partitions it wrote, and read its answer from.
  */
-export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, id: string): Promise<{ deleted: boolean; touched: ScheduleTouched[] }> {
+export async function deleteSchedule(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+): Promise<{ deleted: boolean; touched: ScheduleTouched[] }> {
   const touched: ScheduleTouched[] = [];
   const deleted = await actWhereItLives(ctx, t, id, touched, async (at, partition) => {
     const sk = scheduleKeys(partition, t.name, at.layout);
     const k = topicKeys(partition, t.name, at.layout);
-    const reply = await run(at.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: at.clock(), id }));
+    const reply = await run(
+      at.redis,
+      script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], {
+        clock: at.clock(),
+        id,
+      }),
+    );
     if (reply[0] === RELAYOUT.MOVED) return new Moved(reply[1]);
     const done = reply[0] === OUTCOME.DELETED;
-    touched.push({ layout: at.layout, changed: done ? [partition] : [], covering: done ? [] : [partition] }); // a 404 stands on what the primary had
+    // a 404 stands on what the primary had
+    touched.push({ layout: at.layout, changed: done ? [partition] : [], covering: done ? [] : [partition] });
     return done;
   });
   return { deleted, touched };
@@ -273,14 +334,30 @@ export async function deleteSchedule(ctx: EngineContext, t: TopicConfig, id: str
  * (putSchedule-9's 'hold'), so none starts after it returns; a resume catches up on what the pause
  * missed, by the schedule's catchUp. `schedule` null when there is no such schedule.
  */
-export async function pauseSchedule(ctx: EngineContext, t: TopicConfig, id: string, paused: boolean, by: string): Promise<{ schedule: Schedule | null; wake: boolean; touched: ScheduleTouched[] }> {
+export async function pauseSchedule(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+  paused: boolean,
+  by: string,
+): Promise<{ schedule: Schedule | null; wake: boolean; touched: ScheduleTouched[] }> {
   const touched: ScheduleTouched[] = [];
-  const result = await actWhereItLives(ctx, t, id, touched, (at, partition) => pauseIn(at, t, partition, id, paused, by, touched));
+  const result = await actWhereItLives(ctx, t, id, touched, (at, partition) =>
+    pauseIn(at, t, partition, id, paused, by, touched),
+  );
   return { schedule: result?.schedule ?? null, wake: result?.wake ?? false, touched };
 }
 
 /** pauseSchedule in `partition` of `ctx.layout`; Moved when that partition turns it away. */
-async function pauseIn(ctx: EngineContext, t: TopicConfig, partition: number, id: string, paused: boolean, by: string, touched: ScheduleTouched[]): Promise<({ schedule: Schedule } & Wake) | null | Moved> {
+async function pauseIn(
+  ctx: EngineContext,
+  t: TopicConfig,
+  partition: number,
+  id: string,
+  paused: boolean,
+  by: string,
+  touched: ScheduleTouched[],
+): Promise<({ schedule: Schedule } & Wake) | null | Moved> {
   const reply = await run(ctx.redis, readCall(t.name, partition, ctx.layout, id));
   if (typeof reply === 'number') return new Moved(reply);
   const current = reply;
@@ -307,7 +384,10 @@ async function pauseIn(ctx: EngineContext, t: TopicConfig, partition: number, id
   return put instanceof Moved ? put : { schedule: put.schedule, wake: put.wake };
 }
 
-/** Schedule `id` of topic `t` with its next run times, wherever it lives (lib/engine/relayout-schedules.ts readWhereItLives), or null. */
+/**
+ * Schedule `id` of topic `t` with its next run times, wherever it lives (lib/engine/relayout-schedules.ts
+ * readWhereItLives), or null.
+ */
 export async function getSchedule(ctx: EngineContext, t: TopicConfig, id: string): Promise<Schedule | null> {
   const view = await readWhereItLives(ctx, t, id);
   return view && toSchedule(t, view);
@@ -318,10 +398,21 @@ export async function getSchedule(ctx: EngineContext, t: TopicConfig, id: string
  * merged. A partition whose page was cut (by `limit` or the byte budget) bounds the page, so no
  * schedule is passed over. `next` is the last id of the page, or null at the end.
  */
-export async function listSchedules(ctx: EngineContext, t: TopicConfig, page: { limit: number; after?: string }): Promise<{ schedules: Schedule[]; next: string | null }> {
+export async function listSchedules(
+  ctx: EngineContext,
+  t: TopicConfig,
+  page: { limit: number; after?: string },
+): Promise<{ schedules: Schedule[]; next: string | null }> {
   const pages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const sk = scheduleKeys(p, t.name, ctx.layout);
-    const [more, ...views] = await run(ctx.redis, script.listSchedules([sk.ids, sk.schedules], { after: page.after ?? '', limit: page.limit, maxBytes: SCRIPT_CALL_BYTES }));
+    const [more, ...views] = await run(
+      ctx.redis,
+      script.listSchedules([sk.ids, sk.schedules], {
+        after: page.after ?? '',
+        limit: page.limit,
+        maxBytes: SCRIPT_CALL_BYTES,
+      }),
+    );
     return { views, cut: more === 1 || views.length >= page.limit };
   });
   let bound: string | null = null;
@@ -372,10 +463,16 @@ export interface AdvancePlan {
  * advancePlan: a pending occurrence at most a grace late runs, and the next is the run after it;
  * one later than that was missed, and the latest run due runs once (unless catchUp `none` skips
  * it) in its place, unless the pending one was claimed or cancelled by the commit (it stands for
- * the runs due: lua/advanceSchedule-8.lua), the next being the first run after `now`. Occurrences are moved by their jitter offset
- * within the schedule's jitter, else `topicJitterMs`, and less than the time to their next run.
+ * the runs due: lua/advanceSchedule-8.lua), the next being the first run after `now`. Occurrences are moved by their
+ * jitter offset within the schedule's jitter, else `topicJitterMs`, and less than the time to their next run.
  */
-export function planAdvance(topic: string, partition: number, view: script.ScheduleView, now: number, topicJitterMs = 0): AdvancePlan {
+export function planAdvance(
+  topic: string,
+  partition: number,
+  view: script.ScheduleView,
+  now: number,
+  topicJitterMs = 0,
+): AdvancePlan {
   const [id, seen, pendingAt, pendingId, last, , , , , group] = view;
   const from = pendingAt ?? now;
   const spec = specOf(view);
@@ -403,20 +500,33 @@ function leftOccurrences(topic: string, partition: number, left: readonly script
 export function advanceCall(ctx: EngineContext, plan: AdvancePlan) {
   const sk = scheduleKeys(plan.partition, plan.topic, ctx.layout);
   const k = topicKeys(plan.partition, plan.topic, ctx.layout);
-  return script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(plan.partition, plan.topic, plan.group ?? '', ctx.layout)], {
-    clock: ctx.clock(),
-    id: plan.id,
-    seen: plan.seen,
-    run: plan.run,
-    next: plan.next,
-    last: plan.last,
-  });
+  return script.advanceSchedule(
+    [
+      sk.schedules,
+      sk.next,
+      k.jobs,
+      k.bodies,
+      k.delayed,
+      k.running,
+      k.done,
+      groupKey(plan.partition, plan.topic, plan.group ?? '', ctx.layout),
+    ],
+    {
+      clock: ctx.clock(),
+      id: plan.id,
+      seen: plan.seen,
+      run: plan.run,
+      next: plan.next,
+      last: plan.last,
+    },
+  );
 }
 
 /** Commits one advance; see lua/advanceSchedule-8.lua for its refusals (nothing changed). */
 export async function commitAdvance(ctx: EngineContext, plan: AdvancePlan): Promise<script.AdvanceReply> {
   const reply = await run(ctx.redis, advanceCall(ctx, plan));
-  if (reply[0] === OUTCOME.ADVANCED && reply[3].length > 0) await leaveGroups(ctx, leftOccurrences(plan.topic, plan.partition, reply[3]));
+  if (reply[0] === OUTCOME.ADVANCED && reply[3].length > 0)
+    await leaveGroups(ctx, leftOccurrences(plan.topic, plan.partition, reply[3]));
   return reply;
 }
 
@@ -431,7 +541,11 @@ export const DUE_SCHEDULES_STEP = 200;
 /** The dueSchedules call of topic `topic` in `partition`: at most `limit` schedules, and DUE_SCHEDULES_STEP. */
 export function dueCall(ctx: EngineContext, topic: string, partition: number, limit: number) {
   const sk = scheduleKeys(partition, topic, ctx.layout);
-  return script.dueSchedules([sk.next, sk.schedules], { clock: ctx.clock(), limit: Math.min(limit, DUE_SCHEDULES_STEP), maxBytes: SCRIPT_CALL_BYTES });
+  return script.dueSchedules([sk.next, sk.schedules], {
+    clock: ctx.clock(),
+    limit: Math.min(limit, DUE_SCHEDULES_STEP),
+    maxBytes: SCRIPT_CALL_BYTES,
+  });
 }
 
 /** What one partition's schedule step did. */
@@ -444,7 +558,10 @@ export interface ScheduleStep {
   unplanned: number;
   /** Due schedules left for another step (limit or byte budget). */
   more: boolean;
-  /** Earliest time a schedule needs the sweeper again (a pending occurrence, a caught-up one due now, or one a hand-over made due now), or null. */
+  /**
+   * Earliest time a schedule needs the sweeper again (a pending occurrence, a caught-up one due now, or one a hand-over
+   * made due now), or null.
+   */
   nextAt: number | null;
 }
 
@@ -453,7 +570,12 @@ export interface ScheduleStep {
  * topic of `topics`, in `partition`): computes each advance and commits them in one pipeline. An
  * advance refused because the schedule changed since it was read is left to the next sweep.
  */
-export async function advanceDue(ctx: EngineContext, partition: number, topics: readonly string[], replies: readonly script.DueSchedulesReply[]): Promise<ScheduleStep> {
+export async function advanceDue(
+  ctx: EngineContext,
+  partition: number,
+  topics: readonly string[],
+  replies: readonly script.DueSchedulesReply[],
+): Promise<ScheduleStep> {
   const step: ScheduleStep = { advanced: 0, created: 0, unplanned: 0, more: false, nextAt: null };
   const earliest = (ms: number | null) => {
     if (ms !== null && (step.nextAt === null || ms < step.nextAt)) step.nextAt = ms;

@@ -145,7 +145,11 @@ export const INCLUDES: Readonly<Record<string, string>> = {
  * The includes a Lua text names on its `--- @include "name"` lines, and theirs, each once and each
  * after those it includes: the order they go before the text. Throws on an unknown name or a cycle.
  */
-export function includeOrder(text: string, includes: Readonly<Record<string, string>> = INCLUDES, from = 'the script'): string[] {
+export function includeOrder(
+  text: string,
+  includes: Readonly<Record<string, string>> = INCLUDES,
+  from = 'the script',
+): string[] {
   const order: string[] = [];
   const open: string[] = [];
   const visit = (source: string, by: string): void => {
@@ -170,7 +174,16 @@ export function scriptText(name: ScriptName): string {
 }
 
 /** Scripts that change nothing: flagged `no-writes` in the library, so they answer while Redis is out of memory. */
-const READ_ONLY: ReadonlySet<ScriptName> = new Set(['getJob', 'getFlowKey', 'listJobs', 'listReady', 'listGroup', 'dueSchedules', 'getSchedule', 'listSchedules']);
+const READ_ONLY: ReadonlySet<ScriptName> = new Set([
+  'getJob',
+  'getFlowKey',
+  'listJobs',
+  'listReady',
+  'listGroup',
+  'dueSchedules',
+  'getSchedule',
+  'listSchedules',
+]);
 
 /** The scripts as one Redis Functions library: its name, its text, and each script's function name. */
 export interface Library {
@@ -209,7 +222,10 @@ export function scriptLibrary(): Library {
   library = {
     name: `dq_${version}`,
     text: `#!lua name=dq_${version}\n${body.replaceAll('@VERSION@', version)}`,
-    functions: Object.fromEntries(names.map((name) => [name, fn(name).replace('@VERSION@', version)])) as Record<ScriptName, string>,
+    functions: Object.fromEntries(names.map((name) => [name, fn(name).replace('@VERSION@', version)])) as Record<
+      ScriptName,
+      string
+    >,
   };
   return library;
 }
@@ -227,7 +243,10 @@ function modeOf(client: Client): Mode {
   return modes.get(client) ?? 'functions';
 }
 
-/** Switches `client` to EVALSHA for good (before any pipeline is made for it: a pipeline copies the client's script commands when made). */
+/**
+ * Switches `client` to EVALSHA for good (before any pipeline is made for it: a pipeline copies the client's script
+ * commands when made).
+ */
 function useScripts(client: Client): void {
   registerScripts(client);
   modes.set(client, 'scripts');
@@ -252,7 +271,11 @@ const NO_FUNCTIONS = /^ERR unknown command [`']f(call|unction)[`']|^NOPERM .*\bf
 
 /** True when `error` says the call did not run because the library is missing or functions are refused. */
 function needsSetup(client: Client, error: unknown): error is Error {
-  return modeOf(client) === 'functions' && error instanceof Error && (NO_FUNCTION.test(error.message) || NO_FUNCTIONS.test(error.message));
+  return (
+    modeOf(client) === 'functions' &&
+    error instanceof Error &&
+    (NO_FUNCTION.test(error.message) || NO_FUNCTIONS.test(error.message))
+  );
 }
 
 /**
@@ -284,15 +307,20 @@ async function setUp(client: Client, refusal: Error): Promise<void> {
 }
 
 function checkKeys(name: ScriptName, keys: readonly string[]): void {
-  if (keys.length !== SCRIPTS[name].numberOfKeys) throw new Error(`${name} takes ${SCRIPTS[name].numberOfKeys} keys, got ${keys.length}`);
+  if (keys.length !== SCRIPTS[name].numberOfKeys)
+    throw new Error(`${name} takes ${SCRIPTS[name].numberOfKeys} keys, got ${keys.length}`);
 }
 
 type Command = (...args: Arg[]) => unknown;
 
-/** Queues or sends one call on `target` (the client, a pipeline or a transaction of it), the way its client runs scripts. */
+/**
+ * Queues or sends one call on `target` (the client, a pipeline or a transaction of it), the way its client runs
+ * scripts.
+ */
 function send<T>(client: Client, target: object, name: ScriptName, keys: readonly string[], args: readonly Arg[]): T {
   checkKeys(name, keys);
-  if (modeOf(client) === 'functions') return (target as { fcall: Command }).fcall(scriptLibrary().functions[name], keys.length, ...keys, ...args) as T;
+  if (modeOf(client) === 'functions')
+    return (target as { fcall: Command }).fcall(scriptLibrary().functions[name], keys.length, ...keys, ...args) as T;
   return (target as Record<string, Command>)[PREFIX + name]!.call(target, ...keys, ...args) as T;
 }
 
@@ -301,7 +329,8 @@ function send<T>(client: Client, target: object, name: ScriptName, keys: readonl
 // (ioredis took a script for loaded on a primary when its EVAL there was refused, and after a
 // redirection inside a pipeline it does not fall back to EVAL); and ioredis' refusal, before
 // sending it, of a pipeline whose slots no longer share a node.
-const NOT_RUN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|NOSCRIPT) |^All keys in the pipeline should belong to the same slots allocation group/;
+const NOT_RUN =
+  /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN|NOSCRIPT) |^All keys in the pipeline should belong to the same slots allocation group/;
 // How long a refused call is sent again: a partition's slot stays split for the whole time its
 // keys take to MIGRATE (up to ~1.8 s in test/integration/slot-move.test.ts on a busy 2-core
 // machine), and an ack that gives up makes its job run twice. Well inside the API Lambda's 10 s.
@@ -357,7 +386,9 @@ async function execPipeline(client: Client, build: (pipeline: ChainableCommander
  * auto-pipeline shared with other slots (see untilRun).
  */
 async function resend<Reply>(client: Client, call: ScriptCall<Reply>, refusal: Error): Promise<Reply> {
-  const [reply] = await untilRun(client, refusal, () => execPipeline(client, (pipeline) => send(client, pipeline, call.script, call.keys, call.args)));
+  const [reply] = await untilRun(client, refusal, () =>
+    execPipeline(client, (pipeline) => send(client, pipeline, call.script, call.keys, call.args)),
+  );
   return reply as Reply;
 }
 
@@ -380,7 +411,10 @@ export async function run<Reply>(client: Client, call: ScriptCall<Reply>): Promi
 /** Script calls a cluster (or ioredis) refused unrun, by client: sent again (run). */
 const resent = new WeakMap<Client, number>();
 
-/** How many script calls `client` had refused unrun and sent again (a slot moving; never on a cluster whose slots stay put). */
+/**
+ * How many script calls `client` had refused unrun and sent again (a slot moving; never on a cluster whose slots stay
+ * put).
+ */
 export function resentCalls(client: Client): number {
   return resent.get(client) ?? 0;
 }
@@ -429,9 +463,14 @@ export async function readSlot(client: Client, reads: (pipeline: ChainableComman
  * slots whose reads did not all answer are read again, each alone, by readSlot, which waits the
  * move out. A slot the client knows no node for (not connected yet) goes alone.
  */
-export async function readSlots(client: Client, keys: readonly string[], reads: (pipeline: ChainableCommander, i: number) => unknown): Promise<unknown[][]> {
+export async function readSlots(
+  client: Client,
+  keys: readonly string[],
+  reads: (pipeline: ChainableCommander, i: number) => unknown,
+): Promise<unknown[][]> {
   const replies: unknown[][] = [];
-  const node = (i: number) => (client instanceof Cluster ? (client.slots[slotOf(keys[i]!)]?.join(';') ?? `slot ${i}`) : '');
+  const node = (i: number) =>
+    client instanceof Cluster ? (client.slots[slotOf(keys[i]!)]?.join(';') ?? `slot ${i}`) : '';
   const groups = groupBy(partitionsInOrder(keys.length), node).values();
   await Promise.all(
     [...groups].map(async (group) => {
@@ -445,7 +484,10 @@ export async function readSlots(client: Client, keys: readonly string[], reads: 
       await Promise.all(
         group.map(async (i, n) => {
           const got = answers?.slice(spans[n]![0], spans[n]![1]);
-          replies[i] = got && got.every(([error]) => !error) ? got.map(([, reply]) => reply) : await readSlot(client, (p) => reads(p, i));
+          replies[i] =
+            got && got.every(([error]) => !error)
+              ? got.map(([, reply]) => reply)
+              : await readSlot(client, (p) => reads(p, i));
         }),
       );
     }),
@@ -462,7 +504,12 @@ export async function readSlots(client: Client, keys: readonly string[], reads: 
  * loads the script, and the transaction is sent again (twice at most): only for a script that
  * changes nothing. A transaction refused unrun while its slot moves is sent again for up to RESEND_MS.
  */
-export async function runThenHget<Reply>(client: Client, call: ScriptCall<Reply>, key: string, field: string): Promise<[Reply, string | null]> {
+export async function runThenHget<Reply>(
+  client: Client,
+  call: ScriptCall<Reply>,
+  key: string,
+  field: string,
+): Promise<[Reply, string | null]> {
   const attempt = async (): Promise<[Reply, string | null]> => {
     const tx = client.multi();
     send(client, tx, call.script, call.keys, call.args);

@@ -41,7 +41,8 @@ function tally(result: SweepResult, topic: string, reply: script.MoveDueReply): 
 /** The purged jobs of a moveDue reply (topic `topic`, partition `partition`) that had a group. */
 function leftGroups(topic: string, partition: number, left: readonly (string | number)[]): LeftGroup[] {
   const out: LeftGroup[] = [];
-  for (let i = 0; i + 2 < left.length; i += 3) out.push({ topic, partition, group: String(left[i]), id: String(left[i + 1]), chunk: Number(left[i + 2]) });
+  for (let i = 0; i + 2 < left.length; i += 3)
+    out.push({ topic, partition, group: String(left[i]), id: String(left[i + 1]), chunk: Number(left[i + 2]) });
   return out;
 }
 
@@ -59,8 +60,20 @@ export type OnReady = (readyByTopic: Readonly<Record<string, number>>) => Promis
  * before it returns, and it must not throw.
  */
 export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady): Promise<SweepResult> {
-  const result: SweepResult = { moved: 0, retried: 0, deadLettered: 0, givenBack: 0, purged: 0, schedulesAdvanced: 0, readyByTopic: {}, more: false, nextAt: null, now: 0 };
-  // a change of the partition count under way: a topic paused in the former layout is paused in the current one before any job moves
+  const result: SweepResult = {
+    moved: 0,
+    retried: 0,
+    deadLettered: 0,
+    givenBack: 0,
+    purged: 0,
+    schedulesAdvanced: 0,
+    readyByTopic: {},
+    more: false,
+    nextAt: null,
+    now: 0,
+  };
+  // a change of the partition count under way: a topic paused in the former layout is paused in the current one before
+  // any job moves
   await inheritPauses(ctx);
   const left: LeftGroup[] = [];
   let readyCalled: Promise<void> | undefined;
@@ -68,7 +81,10 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
   // every partition of the layout, a flow topic in its own
   const all = [...ctx.config.topics.values()];
   const plain = all.filter((t) => !t.flow);
-  const visits = [...(plain.length > 0 ? ctx.layout.partitionsOf(plain[0]!).map((p) => ({ partition: p, topics: plain })) : []), ...all.filter((t) => t.flow).map((t) => ({ partition: ctx.layout.placeOf(t, ''), topics: [t] }))];
+  const visits = [
+    ...(plain.length > 0 ? ctx.layout.partitionsOf(plain[0]!).map((p) => ({ partition: p, topics: plain })) : []),
+    ...all.filter((t) => t.flow).map((t) => ({ partition: ctx.layout.placeOf(t, ''), topics: [t] })),
+  ];
   await Promise.all(
     visits.map(async ({ partition, topics }) => {
       const names = topics.map((t) => t.name);
@@ -86,14 +102,16 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
         tally(result, topics[i]!.name, reply);
         left.push(...leftGroups(topics[i]!.name, partition, reply[9]));
       });
-      if (onReady && !readyCalled && Object.keys(result.readyByTopic).length > 0) readyCalled = onReady({ ...result.readyByTopic });
+      if (onReady && !readyCalled && Object.keys(result.readyByTopic).length > 0)
+        readyCalled = onReady({ ...result.readyByTopic });
       const step = await advanceDue(ctx, partition, names, due);
       result.schedulesAdvanced += step.advanced;
       if (step.more) result.more = true;
       if (step.nextAt !== null && (result.nextAt === null || step.nextAt < result.nextAt)) result.nextAt = step.nextAt;
     }),
   );
-  if (ctx.layout.former > 0) await moveSchedules(ctx, limit, result); // schedules of the former layout to their current partitions
+  // schedules of the former layout to their current partitions
+  if (ctx.layout.former > 0) await moveSchedules(ctx, limit, result);
   if (left.length > 0) await leaveGroups(ctx, left);
   await readyCalled;
   return result;
@@ -101,7 +119,10 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
 
 /** moveDue for topic `t` in one partition (and the purged jobs' leaving their groups). */
 export async function moveDue(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
-  const [moved, retried, deadLettered, purged, more, nextAt, now, , givenBack, left] = await run(ctx.redis, moveDueCall(ctx, t, partition, limit));
+  const [moved, retried, deadLettered, purged, more, nextAt, now, , givenBack, left] = await run(
+    ctx.redis,
+    moveDueCall(ctx, t, partition, limit),
+  );
   if (left.length > 0) await leaveGroups(ctx, leftGroups(t.name, partition, left));
   return { moved, retried, deadLettered, givenBack, purged, more: more === 1, nextAt, now };
 }

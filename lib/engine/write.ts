@@ -6,14 +6,26 @@ import { run, runPipelined } from './script-runner';
 import { inPlaces } from './read';
 import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';
-import { toJob, toWriteResult, type Job, type JobChange, type NewJob, type Refused, type Wake, type WriteResult } from './jobs';
+import {
+  toJob,
+  toWriteResult,
+  type Job,
+  type JobChange,
+  type NewJob,
+  type Refused,
+  type Wake,
+  type WriteResult,
+} from './jobs';
 import { leaveGroups } from './groups';
 import { atLeastOne, batchesByPartition } from './partitions';
 import * as script from './scripts';
 
 const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
 
-/** The partitions a write changed and those whose answers it read without writing, of one layout: what a replica must confirm. */
+/**
+ * The partitions a write changed and those whose answers it read without writing, of one layout: what a replica must
+ * confirm.
+ */
 export interface Touched {
   layout: Layout;
   changed: Set<number>;
@@ -35,8 +47,22 @@ export interface Touched {
  * away from a writer that does not know of the change too (an instance still configured with the
  * former count): it writes them in the layout the reply names.
  */
-export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mode: 'add' | 'put', by = ''): Promise<{ results: WriteResult[]; touched: Touched[] } & Wake> {
-  const w: Writing = { ctx, jobs, mode, by, results: new Array(jobs.length), touched: [], movedTo: new Map(), wake: false };
+export async function writeJobs(
+  ctx: EngineContext,
+  jobs: readonly NewJob[],
+  mode: 'add' | 'put',
+  by = '',
+): Promise<{ results: WriteResult[]; touched: Touched[] } & Wake> {
+  const w: Writing = {
+    ctx,
+    jobs,
+    mode,
+    by,
+    results: new Array(jobs.length),
+    touched: [],
+    movedTo: new Map(),
+    wake: false,
+  };
   const ref = (i: number) => ctx.config.topics.get(jobs[i]!.topic) ?? jobs[i]!.topic;
   const former = jobs.map((_, i) => ctx.layout.formerPlaceOf(ref(i), jobs[i]!.id));
   // the jobs the layout's former partitions take first, the rest in their current ones
@@ -54,7 +80,10 @@ export async function writeJobs(ctx: EngineContext, jobs: readonly NewJob[], mod
     );
     if (moved.length === 0) break;
     const count = w.movedTo.get(moved[0]!)!;
-    if (count === layout.count) throw new Error(`partition closed in the current layout of ${count}: two changes of the partition count at once?`);
+    if (count === layout.count)
+      throw new Error(
+        `partition closed in the current layout of ${count}: two changes of the partition count at once?`,
+      );
     layout = new Layout(count, layout.count, layout.flowTopics);
     next = moved;
   }
@@ -79,20 +108,37 @@ interface Writing {
  * current count, when these are the former layout's partitions); records their results, and
  * returns those turned away (MOVED), the count each was turned away with in `w.movedTo`.
  */
-async function writeRound(w: Writing, layout: Layout, indexes: readonly number[], place: (i: number) => number, close?: number): Promise<number[]> {
+async function writeRound(
+  w: Writing,
+  layout: Layout,
+  indexes: readonly number[],
+  place: (i: number) => number,
+  close?: number,
+): Promise<number[]> {
   const { ctx, jobs } = w;
   const moved: number[] = [];
   const changed = new Set<number>();
   const covering = new Set<number>(); // answers that stand on what the primary had: exists, running, mismatch
   // one group per call: the call joins its jobs to that group (KEYS[5], its first zset)
   const slot = { partition: place, topic: (i: number) => `${jobs[i]!.topic} ${jobs[i]!.group ?? ''}` };
-  const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, { maxBytes: SCRIPT_CALL_BYTES, bytes: (i) => Buffer.byteLength(jobs[i]!.body) });
+  const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, {
+    maxBytes: SCRIPT_CALL_BYTES,
+    bytes: (i) => Buffer.byteLength(jobs[i]!.body),
+  });
   const callFor = (partition: number, batch: readonly number[]) => {
     const first = jobs[batch[0]!]!;
     const k = topicKeys(partition, first.topic, layout);
     const g = groupKey(partition, first.topic, first.group ?? '', layout);
     const flow = ctx.config.topics.get(first.topic)?.flow !== undefined;
-    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], { clock: ctx.clock(), mode: w.mode, by: w.by, flow, ...(close !== undefined ? { close } : {}), jobs: batch.map((i) => jobs[i]!), maxBytes: SCRIPT_CALL_BYTES });
+    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], {
+      clock: ctx.clock(),
+      mode: w.mode,
+      by: w.by,
+      flow,
+      ...(close !== undefined ? { close } : {}),
+      jobs: batch.map((i) => jobs[i]!),
+      maxBytes: SCRIPT_CALL_BYTES,
+    });
   };
   /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
   const record = (partition: number, batch: readonly number[], reply: script.AddJobsReply): number => {
@@ -119,8 +165,13 @@ async function writeRound(w: Writing, layout: Layout, indexes: readonly number[]
         batches.map((batch) => callFor(partition, batch)),
       );
       for (const [b, reply] of replies.entries()) {
-        for (let rest = batches[b]!.slice(atLeastOne(record(partition, batches[b]!, reply), 'addJobs')); rest.length > 0;) {
-          rest = rest.slice(atLeastOne(record(partition, rest, await run(ctx.redis, callFor(partition, rest))), 'addJobs'));
+        for (
+          let rest = batches[b]!.slice(atLeastOne(record(partition, batches[b]!, reply), 'addJobs'));
+          rest.length > 0;
+        ) {
+          rest = rest.slice(
+            atLeastOne(record(partition, rest, await run(ctx.redis, callFor(partition, rest))), 'addJobs'),
+          );
         }
       }
     }),
@@ -129,7 +180,9 @@ async function writeRound(w: Writing, layout: Layout, indexes: readonly number[]
   // a put that moved jobs out of their groups: take them out of those groups' zsets
   const left = indexes.flatMap((i) => {
     const r = w.results[i];
-    return r && 'left' in r && r.left !== null ? [{ topic: jobs[i]!.topic, group: r.left[0], chunk: r.left[1], id: jobs[i]!.id, partition: place(i) }] : [];
+    return r && 'left' in r && r.left !== null
+      ? [{ topic: jobs[i]!.topic, group: r.left[0], chunk: r.left[1], id: jobs[i]!.id, partition: place(i) }]
+      : [];
   });
   if (left.length > 0) await leaveGroups(ctx, left, layout);
   return moved;
@@ -140,8 +193,22 @@ async function writeRound(w: Writing, layout: Layout, indexes: readonly number[]
  * when `ifMatch` ('*': any existing job; a number: the version it must have) does not hold.
  * `wrote`: this call cancelled the job (any other answer changed nothing).
  */
-export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, ifMatch: script.IfMatchArg = '', by = ''): Promise<{ outcome: { job: Job } | Refused; wrote: boolean; looked: number[] }> {
-  const { reply, looked } = await inPlaces(ctx, t, id, (k) => script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: ctx.clock(), id, retentionMs: ctx.config.retentionMs, ifMatch, by }));
+export async function cancelJob(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+  ifMatch: script.IfMatchArg = '',
+  by = '',
+): Promise<{ outcome: { job: Job } | Refused; wrote: boolean; looked: number[] }> {
+  const { reply, looked } = await inPlaces(ctx, t, id, (k) =>
+    script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], {
+      clock: ctx.clock(),
+      id,
+      retentionMs: ctx.config.retentionMs,
+      ifMatch,
+      by,
+    }),
+  );
   const answer = cancelAnswer(t, reply);
   return { ...answer, looked };
 }
@@ -149,15 +216,23 @@ export async function cancelJob(ctx: EngineContext, t: TopicConfig, id: string, 
 /** What a cancelJob reply says. */
 function cancelAnswer(t: TopicConfig, reply: script.CancelReply): { outcome: { job: Job } | Refused; wrote: boolean } {
   if (reply[0] === REFUSAL.NOT_FOUND) return { outcome: { refusal: reply[0] }, wrote: false };
-  if (reply[0] === REFUSAL.VERSION_MISMATCH) return { outcome: reply[1] ? { refusal: reply[0], job: toJob(t, reply[1]) } : { refusal: reply[0] }, wrote: false };
+  if (reply[0] === REFUSAL.VERSION_MISMATCH)
+    return { outcome: reply[1] ? { refusal: reply[0], job: toJob(t, reply[1]) } : { refusal: reply[0] }, wrote: false };
   const job = toJob(t, reply[1]);
   if (reply[0] === REFUSAL.JOB_FINISHED) return { outcome: { refusal: reply[0], job }, wrote: false };
   return { outcome: { job }, wrote: reply[0] === OUTCOME.CANCELLED };
 }
 
 /** Changes the due time and/or the body of a pending job; refused unless it is delayed or ready. */
-export async function rescheduleJob(ctx: EngineContext, t: TopicConfig, id: string, change: JobChange): Promise<{ outcome: ({ job: Job } & Wake) | Refused; looked: number[] }> {
-  const { reply, looked } = await inPlaces(ctx, t, id, (k) => script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: ctx.clock(), id, change }));
+export async function rescheduleJob(
+  ctx: EngineContext,
+  t: TopicConfig,
+  id: string,
+  change: JobChange,
+): Promise<{ outcome: ({ job: Job } & Wake) | Refused; looked: number[] }> {
+  const { reply, looked } = await inPlaces(ctx, t, id, (k) =>
+    script.rescheduleJob([k.jobs, k.bodies, k.delayed], { clock: ctx.clock(), id, change }),
+  );
   if (reply[0] === REFUSAL.NOT_FOUND) return { outcome: { refusal: reply[0] }, looked };
   if (reply[0] === REFUSAL.JOB_FINISHED) return { outcome: { refusal: reply[0], job: toJob(t, reply[1]) }, looked };
   return { outcome: { job: toJob(t, reply[2]), wake: reply[1] === 1 }, looked };

@@ -37,7 +37,9 @@ export function createInvoker(config: Pick<AppConfig, 'functionPrefix' | 'lambda
         client: new LambdaClient({
           region: config.region,
           maxAttempts: 2,
-          ...(config.lambdaEndpoint ? { endpoint: config.lambdaEndpoint, credentials: { accessKeyId: 'offline', secretAccessKey: 'offline' } } : {}),
+          ...(config.lambdaEndpoint
+            ? { endpoint: config.lambdaEndpoint, credentials: { accessKeyId: 'offline', secretAccessKey: 'offline' } }
+            : {}),
         }),
       }),
       (error: unknown) => {
@@ -55,7 +57,10 @@ export function createInvoker(config: Pick<AppConfig, 'functionPrefix' | 'lambda
           Payload: Buffer.from(JSON.stringify(payload)),
         }),
       );
-      if (result.StatusCode !== 202) throw new Error(`invoke of ${name} answered ${result.StatusCode}${result.FunctionError ? ` (${result.FunctionError})` : ''}`);
+      if (result.StatusCode !== 202)
+        throw new Error(
+          `invoke of ${name} answered ${result.StatusCode}${result.FunctionError ? ` (${result.FunctionError})` : ''}`,
+        );
     },
   };
 }

@@ -32,11 +32,26 @@ function errorFields(error: unknown): Fields {
 }
 
 /** A logger writing to stdout at `minLevel` and above (LOG_LEVEL). */
-export function createLogger(service: string, base: Fields = {}, minLevel: Level = 'info', write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Logger {
+export function createLogger(
+  service: string,
+  base: Fields = {},
+  minLevel: Level = 'info',
+  write: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+): Logger {
   const emit = (level: Level, message: string, fields?: Fields) => {
     if (ORDER[level] < ORDER[minLevel]) return;
-    const extra = fields && 'error' in fields && fields.error !== undefined ? { ...fields, ...errorFields(fields.error) } : fields;
-    write(JSON.stringify({ level: level.toUpperCase(), message, timestamp: new Date().toISOString(), service, ...base, ...extra }));
+    const extra =
+      fields && 'error' in fields && fields.error !== undefined ? { ...fields, ...errorFields(fields.error) } : fields;
+    write(
+      JSON.stringify({
+        level: level.toUpperCase(),
+        message,
+        timestamp: new Date().toISOString(),
+        service,
+        ...base,
+        ...extra,
+      }),
+    );
   };
   return {
     debug: (m, f) => emit('debug', m, f),
@@ -65,7 +80,11 @@ export const EMF_MAX_VALUES = 100;
  * the given ones. A list longer than EMF_MAX_VALUES is split over several lines (all with the
  * same dimensions); scalars go on the first line only, so sums stay right.
  */
-export function emitMetrics(extraDimensions: Record<string, string>, metrics: Record<string, { unit: Unit; value: number | number[] }>, write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): void {
+export function emitMetrics(
+  extraDimensions: Record<string, string>,
+  metrics: Record<string, { unit: Unit; value: number | number[] }>,
+  write: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+): void {
   const dimensions = { service: metricsService, ...extraDimensions };
   const names = Object.keys(metrics).filter((name) => {
     const v = metrics[name]!.value;
@@ -93,7 +112,13 @@ export function emitMetrics(extraDimensions: Record<string, string>, metrics: Re
       JSON.stringify({
         _aws: {
           Timestamp: Date.now(),
-          CloudWatchMetrics: [{ Namespace: 'DelayQueue', Dimensions: [Object.keys(dimensions)], Metrics: present.map((n) => ({ Name: n, Unit: metrics[n]!.unit })) }],
+          CloudWatchMetrics: [
+            {
+              Namespace: 'DelayQueue',
+              Dimensions: [Object.keys(dimensions)],
+              Metrics: present.map((n) => ({ Name: n, Unit: metrics[n]!.unit })),
+            },
+          ],
         },
         ...dimensions,
         ...values,

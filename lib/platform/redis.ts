@@ -27,7 +27,10 @@ export const CLIENT_OPTIONS: RedisOptions = {
 export function createRedis(config: AppConfig['redis'], overrides: RedisOptions = {}): Redis | Cluster {
   const url = new URL(config.url);
   // SNI names a host; an IP address is not sent (RFC 6066), the certificate's IP SAN still checked
-  const tls = url.protocol === 'rediss:' ? { ...(isIP(url.hostname) ? {} : { servername: url.hostname }), ...overrides.tls } : undefined;
+  const tls =
+    url.protocol === 'rediss:'
+      ? { ...(isIP(url.hostname) ? {} : { servername: url.hostname }), ...overrides.tls }
+      : undefined;
   const options: RedisOptions = { ...CLIENT_OPTIONS, ...overrides, ...(tls ? { tls } : {}) };
   if (!config.cluster) return new Redis(config.url, options);
   const clusterOptions: ClusterOptions = {
@@ -62,7 +65,8 @@ const UNAVAILABLE =
 // A slot on the move: a redirection ioredis did not follow (inside an auto-pipeline, or past
 // maxRedirections), or an auto-pipeline ioredis refused before sending it because its slots no
 // longer share a node (it groups an auto-pipeline by node, not by slot).
-const SLOT_MOVING = /^(MOVED|ASK) \d+ |^Too many Cluster redirections|^All keys in the pipeline should belong to the same slots allocation group/;
+const SLOT_MOVING =
+  /^(MOVED|ASK) \d+ |^Too many Cluster redirections|^All keys in the pipeline should belong to the same slots allocation group/;
 
 /**
  * True when an error means Redis could not be reached, is not serving, is full, or is moving the
@@ -72,6 +76,7 @@ export function isUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return true;
   const previous = (error as { previousErrors?: unknown }).previousErrors;
-  if (error.message.startsWith('EXECABORT') && Array.isArray(previous)) return previous.length > 0 && previous.every(isUnavailable);
+  if (error.message.startsWith('EXECABORT') && Array.isArray(previous))
+    return previous.length > 0 && previous.every(isUnavailable);
   return UNAVAILABLE.test(error.message) || SLOT_MOVING.test(error.message);
 }

@@ -30,7 +30,11 @@ export function createRuntime(env: NodeJS.ProcessEnv): Runtime {
   const invoker = createInvoker(config);
   // the engine wakes the sweeper after a change that made a job due first; it starts one only where wake-ups may invoke
   const startSweeper = config.wakeInvokes ? () => invoker.invokeAsync('sweeper', { source: 'wake' }) : undefined;
-  const wake = { horizonMs: config.timings.sweeperHorizonMs, onError: (error: unknown) => log.warn('could not wake the sweeper', { error }), ...(startSweeper ? { startSweeper } : {}) };
+  const wake = {
+    horizonMs: config.timings.sweeperHorizonMs,
+    onError: (error: unknown) => log.warn('could not wake the sweeper', { error }),
+    ...(startSweeper ? { startSweeper } : {}),
+  };
   return { config, redis, engine: new Engine(redis, config.queue, { wake }), invoker, log };
 }
 
@@ -44,7 +48,10 @@ function warnWithoutReplica(redis: Redis | Cluster, log: Logger): void {
     connectedReplicas(redis).then(
       (counts) => {
         if (counts.length === 0 || counts.some((n) => n === 0)) {
-          log.warn('durability is replica but a primary has no connected replica: changes will be refused with 503 NOT_REPLICATED until one connects (or set DQ_DURABILITY=none)', { replicas: counts });
+          log.warn(
+            'durability is replica but a primary has no connected replica: changes will be refused with 503 NOT_REPLICATED until one connects (or set DQ_DURABILITY=none)',
+            { replicas: counts },
+          );
         }
       },
       (error: unknown) => log.warn('could not check the replicas of the primary', { error }),

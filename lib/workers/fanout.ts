@@ -104,23 +104,40 @@ export function toWire(job: ClaimedJob): WireJob {
  * Cuts claimed jobs into handler events of at most batchSize jobs and at most EVENT_PAYLOAD_BYTES
  * (less EVENT_ENVELOPE_BYTES for the envelope) as JSON. A job that alone is over it is returned apart.
  */
-export function cutBatches(topic: Pick<TopicConfig, 'name' | 'batchSize'>, claimed: readonly ClaimedJob[]): { batches: ClaimedJob[][]; oversized: { job: ClaimedJob; bytes: number }[] } {
+export function cutBatches(
+  topic: Pick<TopicConfig, 'name' | 'batchSize'>,
+  claimed: readonly ClaimedJob[],
+): { batches: ClaimedJob[][]; oversized: { job: ClaimedJob; bytes: number }[] } {
   const room = EVENT_PAYLOAD_BYTES - EVENT_ENVELOPE_BYTES;
-  const sized = claimed.map((job) => ({ job, bytes: Buffer.byteLength(JSON.stringify(toWire(job))) + 1 })); // and its comma
+  // and its comma
+  const sized = claimed.map((job) => ({ job, bytes: Buffer.byteLength(JSON.stringify(toWire(job))) + 1 }));
   const oversized = sized.filter((s) => s.bytes > room);
   const fitting = sized.filter((s) => s.bytes <= room);
   const batches = chunkBySize(fitting, topic.batchSize, room, (s) => s.bytes).map((run) => run.map((s) => s.job));
   return { batches, oversized };
 }
 
-/** Claims and invokes one topic's ready jobs; returns the ms until its rate limit allows more when it held the topic back, else null. */
+/**
+ * Claims and invokes one topic's ready jobs; returns the ms until its rate limit allows more when it held the topic
+ * back, else null.
+ */
 async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutReport): Promise<number | null> {
   if (!topic.handler) return null;
   const handler = topic.handler;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     // as many jobs, and bodies, as the invokes in flight carry: a round claims fewer than
     // batchSize × INVOKES_IN_FLIGHT when their bodies fill INVOKES_IN_FLIGHT events first
-    const { jobs: claimed, waitMs, drained, capped } = await deps.engine.claimPaced(topic.name, topic.batchSize * INVOKES_IN_FLIGHT, undefined, INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES);
+    const {
+      jobs: claimed,
+      waitMs,
+      drained,
+      capped,
+    } = await deps.engine.claimPaced(
+      topic.name,
+      topic.batchSize * INVOKES_IN_FLIGHT,
+      undefined,
+      INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES,
+    );
     if (claimed.length === 0) return waitMs;
     report.claimed += claimed.length;
     emitMetrics(
@@ -136,7 +153,11 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     for (const { job, bytes } of oversized) {
       // only a job stored while maxBodyBytes was set larger: it can never be delivered
       const error = `the job is ${bytes} bytes as a Lambda event, over the ${EVENT_PAYLOAD_BYTES}-byte limit; it cannot be delivered`;
-      deps.log.error('job too large for a handler event; failing its attempt', { topic: topic.name, jobId: job.id, bytes });
+      deps.log.error('job too large for a handler event; failing its attempt', {
+        topic: topic.name,
+        jobId: job.id,
+        bytes,
+      });
       await deps.engine.fail(topic.name, job.id, job, error);
     }
     const failed: ClaimedJob[] = [];
@@ -148,9 +169,17 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
           await deps.invoker.invokeAsync(handler, event);
           report.invoked += 1;
         } catch (error) {
-          deps.log.error('handler invoke failed; releasing its jobs', { error, topic: topic.name, jobIds: batch.map((j) => j.id) });
+          deps.log.error('handler invoke failed; releasing its jobs', {
+            error,
+            topic: topic.name,
+            jobIds: batch.map((j) => j.id),
+          });
           failed.push(...batch);
-          reason ??= `the handler invoke failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`.slice(0, 500);
+          reason ??=
+            `the handler invoke failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`.slice(
+              0,
+              500,
+            );
         }
       }),
     );
@@ -199,7 +228,10 @@ async function claimable(engine: Engine): Promise<boolean> {
  * `token` (from requestFanout), it clears the mark when done and looks once more, so work made
  * ready meanwhile is never left waiting.
  */
-export async function runFanout(deps: FanoutDeps, options: { token?: string; topics?: string[] } = {}): Promise<Record<string, FanoutReport>> {
+export async function runFanout(
+  deps: FanoutDeps,
+  options: { token?: string; topics?: string[] } = {},
+): Promise<Record<string, FanoutReport>> {
   const config = deps.engine.config;
   const names = (options.topics ?? [...config.topics.keys()]).filter((t) => config.topics.has(t));
   const reports: Record<string, FanoutReport> = {};
@@ -239,6 +271,9 @@ export async function runFanout(deps: FanoutDeps, options: { token?: string; top
     return reports;
   } finally {
     // however it ends (done, or a call that threw), it leaves no mark of its own behind
-    if (token) await unmarkFanout(deps.engine.ctx, token).catch((error: unknown) => deps.log.error('could not clear the fan-out mark; it expires by itself', { error }));
+    if (token)
+      await unmarkFanout(deps.engine.ctx, token).catch((error: unknown) =>
+        deps.log.error('could not clear the fan-out mark; it expires by itself', { error }),
+      );
   }
 }

@@ -26,7 +26,10 @@ export interface BatchReport {
   done: number;
   retried: number;
   dead: number;
-  /** Attempts not run (their attempt had ended, or the job was cancelled or created anew) or whose ack/fail came too late. */
+  /**
+   * Attempts not run (their attempt had ended, or the job was cancelled or created anew) or whose ack/fail came too
+   * late.
+   */
   stale: number;
 }
 
@@ -39,7 +42,16 @@ class TimeoutError extends Error {}
  * Runs `fn` for one job with the TTR as a timeout, then acks or fails the attempt. `offsetMs` is
  * the Redis clock minus this host's: deadlines are on the Redis clock, and this host's may be off.
  */
-async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction, report: BatchReport, log: Logger, offsetMs: number, invocationEndsAt: number): Promise<void> {
+async function runJob(
+  rt: Runtime,
+  topic: string,
+  job: WireJob,
+  fn: JobFunction,
+  report: BatchReport,
+  log: Logger,
+  offsetMs: number,
+  invocationEndsAt: number,
+): Promise<void> {
   const startedAt = Date.now();
   const ttrMs = job.deadline - job.claimedAt;
   // On this host's clock: the attempt's deadline, or the end of this invocation (Lambda's timeout)
@@ -47,7 +59,9 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   const deadlineEndsAt = job.deadline - offsetMs - SAFETY_MS;
   const endsAt = Math.min(deadlineEndsAt, invocationEndsAt - SAFETY_MS);
   const why =
-    endsAt < deadlineEndsAt ? `attempt ${job.attempt} ran out of invocation time (the handler Lambda's timeout) before its ttr of ${Math.round(ttrMs / 1000)}s` : `attempt ${job.attempt} ran past its ttr of ${Math.round(ttrMs / 1000)}s`;
+    endsAt < deadlineEndsAt
+      ? `attempt ${job.attempt} ran out of invocation time (the handler Lambda's timeout) before its ttr of ${Math.round(ttrMs / 1000)}s`
+      : `attempt ${job.attempt} ran past its ttr of ${Math.round(ttrMs / 1000)}s`;
   const jobLog = log.child({ topic, jobId: job.id, attempt: job.attempt });
   const latenessMs = startedAt + offsetMs - job.runAt;
   jobLog.info('job started', { latenessMs, startLatenessMs: latenessMs });
@@ -64,7 +78,16 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   });
   let failure: unknown;
   try {
-    await Promise.race([fn(job, { topic, signal: controller.signal, timeLeftMs: () => Math.max(0, endsAt - Date.now()), now: () => Date.now() + offsetMs, log: jobLog }), timeout]);
+    await Promise.race([
+      fn(job, {
+        topic,
+        signal: controller.signal,
+        timeLeftMs: () => Math.max(0, endsAt - Date.now()),
+        now: () => Date.now() + offsetMs,
+        log: jobLog,
+      }),
+      timeout,
+    ]);
   } catch (error) {
     failure = error;
   } finally {
@@ -87,7 +110,11 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
   const result: FailOutcome = await rt.engine.fail(topic, job.id, job, message, retryAfterMs);
   if (result.outcome === 'retry') {
     report.retried += 1;
-    jobLog.warn('job failed; retry scheduled', { reason: message, retryAt: new Date(result.runAt).toISOString(), durationMs });
+    jobLog.warn('job failed; retry scheduled', {
+      reason: message,
+      retryAt: new Date(result.runAt).toISOString(),
+      durationMs,
+    });
   } else if (result.outcome === 'dead') {
     report.dead += 1;
     jobLog.error('job failed for the last time; dead-lettered', { reason: message, durationMs });
@@ -105,7 +132,8 @@ async function runJob(rt: Runtime, topic: string, job: WireJob, fn: JobFunction,
  */
 async function handOnRest(rt: Runtime, topic: TopicConfig, lastBatch: number, log: Logger): Promise<void> {
   try {
-    if (lastBatch === topic.batchSize || (await rt.engine.claimable(topic.name))) await requestFanout({ engine: rt.engine, invoker: rt.invoker, timings: rt.config.timings });
+    if (lastBatch === topic.batchSize || (await rt.engine.claimable(topic.name)))
+      await requestFanout({ engine: rt.engine, invoker: rt.invoker, timings: rt.config.timings });
   } catch (error) {
     log.warn('could not request a fan-out', { error });
   }
@@ -119,7 +147,10 @@ async function handOnRest(rt: Runtime, topic: TopicConfig, lastBatch: number, lo
  * for tests: the process's shared runtime by default.
  */
 export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtime) {
-  return async (event: HandlerEvent, context?: Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'>): Promise<BatchReport> => {
+  return async (
+    event: HandlerEvent,
+    context?: Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'>,
+  ): Promise<BatchReport> => {
     const report: BatchReport = { done: 0, retried: 0, dead: 0, stale: 0 };
     let rt: Runtime | undefined;
     try {
@@ -141,17 +172,25 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         // An Event invoke can start late, or twice: run only the attempts still live, marking them
         // started and recording how late they are (one script call per partition of the batch, all
         // at once). A batch this handler claimed itself was started by its claim.
-        const start = started ? { live: jobs.map(() => true), now: null } : await rt.engine.startTimed(topic.name, jobs);
+        const start = started
+          ? { live: jobs.map(() => true), now: null }
+          : await rt.engine.startTimed(topic.name, jobs);
         const offsetMs = claimOffsetMs ?? (start.now ?? (await rt.engine.serverTime())) - before;
         const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
         const batch = jobs.filter((job, i) => {
           if (!start.live[i]) {
             report.stale += 1;
-            log.warn('attempt no longer live (ended, cancelled, created anew or started already); not run', { topic: topic.name, jobId: job.id, attempt: job.attempt });
+            log.warn('attempt no longer live (ended, cancelled, created anew or started already); not run', {
+              topic: topic.name,
+              jobId: job.id,
+              attempt: job.attempt,
+            });
           }
           return start.live[i];
         });
-        await Promise.all(batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)));
+        await Promise.all(
+          batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)),
+        );
         const remaining = context?.getRemainingTimeInMillis() ?? 0;
         if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
           if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, log);

@@ -48,7 +48,10 @@ class Waker {
     private readonly maxWaitMs: number,
   ) {
     // its own connection, without the command timeout: BLPOP blocks on purpose
-    this.conn = redis instanceof Cluster ? redis.duplicate(undefined, { redisOptions: { ...redis.options.redisOptions, commandTimeout: undefined } }) : redis.duplicate({ commandTimeout: undefined, enableAutoPipelining: false });
+    this.conn =
+      redis instanceof Cluster
+        ? redis.duplicate(undefined, { redisOptions: { ...redis.options.redisOptions, commandTimeout: undefined } })
+        : redis.duplicate({ commandTimeout: undefined, enableAutoPipelining: false });
     this.conn.on('error', () => undefined);
   }
   /** Resolves true when woken, false when `ms` passed. */
@@ -94,7 +97,8 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const t = deps.timings ?? DEFAULT_TIMINGS;
   const owner = randomBytes(8).toString('hex');
   const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
-  const hold = (nextAt: number | null, clearWake: boolean) => holdSweeperLease(engine.ctx, { owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake });
+  const hold = (nextAt: number | null, clearWake: boolean) =>
+    holdSweeperLease(engine.ctx, { owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake });
 
   if (!(await takeLease(deps, t, () => hold(null, true)))) return { ...report, outcome: 'busy' };
   const waker = new Waker(engine.ctx.redis, wakeListKey(), t.sweeperMaxWaitMs);
@@ -117,17 +121,22 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
       await afterSweep(deps, t, result, report, asked);
       if (result.more) continue;
 
-      const waitFor = () => (result.nextAt === null ? Infinity : result.nextAt - result.now - (performance.now() - sweptFrom));
+      const waitFor = () =>
+        result.nextAt === null ? Infinity : result.nextAt - result.now - (performance.now() - sweptFrom);
       const readyLeft = Object.keys(result.readyByTopic).length > 0;
       if (waitFor() <= t.sweeperHorizonMs) lookingSince = null;
       else if (!readyLeft || (lookingSince !== null && performance.now() - lookingSince >= t.sweeperMaxWaitMs)) {
-        const released = await releaseSweeperLease(engine.ctx, { owner, wakesSeen: wakes, force: false }).catch(() => LEASE.KEPT);
+        const released = await releaseSweeperLease(engine.ctx, { owner, wakesSeen: wakes, force: false }).catch(
+          () => LEASE.KEPT,
+        );
         if (released === LEASE.RELEASED || released === LEASE.NOT_OWNER) return { ...report, outcome: 'idle' };
         continue; // a wake-up arrived since the sweep
       } else lookingSince ??= performance.now();
       // the look planned (the wake-ups compare a job's due time with it): the next due time, or
       // sooner while jobs are left ready
-      await hold(readyLeft ? Math.min(result.nextAt ?? Infinity, result.now + lookMs) : result.nextAt, false).catch(() => 0);
+      await hold(readyLeft ? Math.min(result.nextAt ?? Infinity, result.now + lookMs) : result.nextAt, false).catch(
+        () => 0,
+      );
       const budget = deps.remainingMs() - t.sweeperReserveMs;
       await waker.wait(Math.min(waitFor(), readyLeft ? lookMs : t.sweeperMaxWaitMs, Math.max(0, budget)));
     }
@@ -143,7 +152,12 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
  * the fan-out (or found one running) and the wake counter seen before it; 'lost' when another
  * sweeper holds the lease; null when it failed (logged, after a pause).
  */
-async function sweepOnce(deps: SweeperDeps, t: Timings, report: SweeperReport, hold: () => Promise<number>): Promise<{ result: SweepResult; sweptFrom: number; asked: boolean; wakes: number } | 'lost' | null> {
+async function sweepOnce(
+  deps: SweeperDeps,
+  t: Timings,
+  report: SweeperReport,
+  hold: () => Promise<number>,
+): Promise<{ result: SweepResult; sweptFrom: number; asked: boolean; wakes: number } | 'lost' | null> {
   try {
     const wakes = await hold();
     if (wakes === LEASE.NOT_OWNER) {
@@ -185,7 +199,12 @@ async function takeLease(deps: SweeperDeps, t: Timings, hold: () => Promise<numb
  * Invokes the fan-out for jobs that became ready (`ready`: per topic) unless one is running;
  * false when that failed (logged: the jobs stay ready, the next sweep or tick tries again).
  */
-async function fanOut(deps: SweeperDeps, t: Timings, ready: Readonly<Record<string, number>>, report: SweeperReport): Promise<boolean> {
+async function fanOut(
+  deps: SweeperDeps,
+  t: Timings,
+  ready: Readonly<Record<string, number>>,
+  report: SweeperReport,
+): Promise<boolean> {
   try {
     if (await requestFanout({ engine: deps.engine, invoker: deps.invoker, timings: t })) report.fanouts += 1;
     return true;
@@ -199,7 +218,13 @@ async function fanOut(deps: SweeperDeps, t: Timings, ready: Readonly<Record<stri
  * Counts a sweep into the report, invokes the fan-out when jobs became ready unless the sweep
  * invoked it already (`asked`; a failed try there is tried again here), writes the metrics.
  */
-async function afterSweep(deps: SweeperDeps, t: Timings, result: SweepResult, report: SweeperReport, asked: boolean): Promise<void> {
+async function afterSweep(
+  deps: SweeperDeps,
+  t: Timings,
+  result: SweepResult,
+  report: SweeperReport,
+  asked: boolean,
+): Promise<void> {
   report.sweeps += 1;
   report.moved += result.moved;
   report.retried += result.retried;

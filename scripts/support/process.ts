@@ -42,7 +42,8 @@ function ephemeralLow(): number {
  */
 export async function freePort(bus = false): Promise<number> {
   const low = 10_000;
-  const high = Math.min(ephemeralLow(), 65_536) - (bus ? 10_000 : 0); // exclusive; the bus port stays below the range too
+  // exclusive; the bus port stays below the range too
+  const high = Math.min(ephemeralLow(), 65_536) - (bus ? 10_000 : 0);
   for (let tries = 0; tries < 200; tries++) {
     const port = low + Math.floor(Math.random() * (high - low));
     if (!(await portFree(port))) continue;
@@ -55,7 +56,11 @@ export async function freePort(bus = false): Promise<number> {
  * Calls `check` every `everyMs` until it returns true (resolves true) or `timeoutMs` has passed
  * (resolves false). A check that throws counts as false.
  */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<boolean> {
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  everyMs = 100,
+): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     if (
@@ -98,7 +103,10 @@ export function exited(child: ChildProcess): Promise<void> {
  * is left of it once the leader is gone (an esbuild service, say) gets SIGKILL too. Does not wait
  * for the group to vanish: its exited members stay zombies until init reaps them.
  */
-export async function stopChild(child: ChildProcess, options: { group?: boolean; graceMs?: number; signal?: NodeJS.Signals } = {}): Promise<void> {
+export async function stopChild(
+  child: ChildProcess,
+  options: { group?: boolean; graceMs?: number; signal?: NodeJS.Signals } = {},
+): Promise<void> {
   const pid = child.pid;
   if (pid === undefined) return;
   const { group = false, graceMs = STOP_GRACE_MS, signal = 'SIGTERM' } = options;
@@ -159,7 +167,8 @@ export function groupCpuTicks(pgid: number): number | null {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on
       if (Number(fields[2]) !== pgid) continue; // pgrp
-      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]); // utime stime cutime cstime
+      // utime stime cutime cstime
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {} // the process ended meanwhile
   }
   return ticks;
@@ -193,7 +202,10 @@ export interface ProgressWait {
 }
 
 /** How a progress wait ended: `idleMs` is how long the child had been silent and idle then. */
-export type ProgressOutcome = { result: 'ready'; elapsedMs: number } | { result: 'stalled' | 'overtime'; elapsedMs: number; idleMs: number } | { result: 'aborted'; elapsedMs: number; reason: string };
+export type ProgressOutcome =
+  | { result: 'ready'; elapsedMs: number }
+  | { result: 'stalled' | 'overtime'; elapsedMs: number; idleMs: number }
+  | { result: 'aborted'; elapsedMs: number; reason: string };
 
 /**
  * Waits for `ready` as long as the child makes progress: it prints, or its process group uses

@@ -60,7 +60,16 @@ describe('the dashboard in headless Chromium', () => {
     const launching = chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1280, height: 860 },
     });
     offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: SECRET } });
@@ -69,7 +78,8 @@ describe('the dashboard in headless Chromium', () => {
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
       // the wrong key's 401 is logged by Chromium as a failed resource: expected
-      if (message.type() === 'error' && !/status of 401/.test(message.text())) problems.push(`console: ${message.text()}`);
+      if (message.type() === 'error' && !/status of 401/.test(message.text()))
+        problems.push(`console: ${message.text()}`);
     });
     page.on('dialog', (dialog) => {
       problems.push(`unexpected dialog: ${dialog.message()}`);
@@ -97,7 +107,9 @@ describe('the dashboard in headless Chromium', () => {
     const end = Date.now() + timeoutMs;
     while (!(await check())) {
       if (Date.now() > end) {
-        await page.screenshot({ path: join(ARTIFACTS, 'dashboard-failure.png'), fullPage: true }).catch(() => undefined);
+        await page
+          .screenshot({ path: join(ARTIFACTS, 'dashboard-failure.png'), fullPage: true })
+          .catch(() => undefined);
         assert.fail(`timed out waiting for ${what}`);
       }
       await page.waitForTimeout(100);
@@ -146,7 +158,14 @@ describe('the dashboard in headless Chromium', () => {
 
     // a webhook whose receiver fails once: with one attempt it dies
     const id = `healed-${process.pid}`;
-    await client.add({ topic: 'webhook', id, delay: 0, url: `${receiver.url}/fail-1/${id}`, maxAttempts: 1, body: { orderId: 7 } });
+    await client.add({
+      topic: 'webhook',
+      id,
+      delay: 0,
+      url: `${receiver.url}/fail-1/${id}`,
+      maxAttempts: 1,
+      body: { orderId: 7 },
+    });
     await until('webhook to show 1 dead', async () => (await text('[data-testid="webhook-dead"]')) === '1');
     await page.click('#topics tr[data-topic="webhook"] .topic-link');
     const item = page.locator(`#dead-list li[data-id="${id}"]`);
@@ -190,7 +209,14 @@ describe('the dashboard in headless Chromium', () => {
         headers: { 'content-type': 'application/json', date: new Date().toUTCString() },
         body: JSON.stringify({
           topics: [
-            { topic: 'example', delayed: 40, ready: 12, running: 0, dead: 0, nextDueAt: new Date(Date.now() - 95_000).toISOString() },
+            {
+              topic: 'example',
+              delayed: 40,
+              ready: 12,
+              running: 0,
+              dead: 0,
+              nextDueAt: new Date(Date.now() - 95_000).toISOString(),
+            },
             { topic: 'webhook', delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null },
           ],
         }),
@@ -213,8 +239,20 @@ describe('the dashboard in headless Chromium', () => {
       role: await chart.getAttribute('role', { timeout }),
       title: await chart.locator(':scope > title').textContent({ timeout }),
       markup: await chart.evaluate((node) => node.outerHTML, undefined, { timeout }),
-      bars: await chart.locator(`rect[data-testid="${topic}-bar"]`).evaluateAll((rects) => rects.map((r) => ({ started: Number(r.getAttribute('data-started')), x: Number(r.getAttribute('x')), height: Number(r.getAttribute('height')) }))),
-      points: await chart.locator(`circle[data-testid="${topic}-p99-point"]`).evaluateAll((dots) => dots.map((c) => ({ minute: c.getAttribute('data-minute'), p99: Number(c.getAttribute('data-p99')), cy: Number(c.getAttribute('cy')) }))),
+      bars: await chart.locator(`rect[data-testid="${topic}-bar"]`).evaluateAll((rects) =>
+        rects.map((r) => ({
+          started: Number(r.getAttribute('data-started')),
+          x: Number(r.getAttribute('x')),
+          height: Number(r.getAttribute('height')),
+        })),
+      ),
+      points: await chart.locator(`circle[data-testid="${topic}-p99-point"]`).evaluateAll((dots) =>
+        dots.map((c) => ({
+          minute: c.getAttribute('data-minute'),
+          p99: Number(c.getAttribute('data-p99')),
+          cy: Number(c.getAttribute('cy')),
+        })),
+      ),
       line: await chart
         .locator(`path[data-testid="${topic}-p99-line"]`)
         .getAttribute('d', { timeout: 1000 })
@@ -224,7 +262,10 @@ describe('the dashboard in headless Chromium', () => {
     };
   }
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  /** Opens the page (signing in with the deployment's key unless the session's key is still there) and waits for `topic`'s row; `fast`: refresh every 2 s. */
+  /**
+   * Opens the page (signing in with the deployment's key unless the session's key is still there) and waits for
+   * `topic`'s row; `fast`: refresh every 2 s.
+   */
   async function openDashboard(topic: string, fast: boolean): Promise<void> {
     await page.goto(`${offline.baseUrl}/dashboard`);
     if (await page.locator('#login').isVisible()) {
@@ -246,16 +287,24 @@ describe('the dashboard in headless Chromium', () => {
     await until("the page to show the API's webhook starts", async () => {
       live = (await client.topics()).find((t) => t.topic === 'webhook');
       if (!live || live.lateness.started < 1) return false;
-      const bars = await page.locator('rect[data-testid="webhook-bar"]').evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('data-started'))));
-      return bars.length === 60 && sum(bars) === sum(live.lastHour.map((m) => m.started)) && /\d/.test(await text('[data-testid="webhook-p50"]'));
+      const bars = await page
+        .locator('rect[data-testid="webhook-bar"]')
+        .evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('data-started'))));
+      return (
+        bars.length === 60 &&
+        sum(bars) === sum(live.lastHour.map((m) => m.started)) &&
+        /\d/.test(await text('[data-testid="webhook-p50"]'))
+      );
     });
-    for (const key of ['p50', 'p99', 'max']) assert.match(await text(`[data-testid="webhook-${key}"]`), /^(\d+ ms|\d+(\.\d)? s|\d+ min \d+ s)$/, key);
+    for (const key of ['p50', 'p99', 'max'])
+      assert.match(await text(`[data-testid="webhook-${key}"]`), /^(\d+ ms|\d+(\.\d)? s|\d+ min \d+ s)$/, key);
     assert.equal(await text('[data-testid="webhook-oldest-ready"]'), '—', 'nothing is ready');
     const webhook = await chartOf('webhook');
     assert.equal(webhook.points.length, live!.lastHour.filter((m) => m.p99Ms !== null).length);
     assert.match(webhook.label ?? '', /^webhook, last hour: \d+ attempts? started, at most \d+ in a minute/);
     // example has only jobs due in an hour or more: nothing started, all zero and null
-    for (const key of ['p50', 'p99', 'max', 'oldest-ready']) assert.equal(await text(`[data-testid="example-${key}"]`), '—', key);
+    for (const key of ['p50', 'p99', 'max', 'oldest-ready'])
+      assert.equal(await text(`[data-testid="example-${key}"]`), '—', key);
     const idle = await chartOf('example');
     assert.equal(idle.bars.length, 60);
     assert.deepEqual(
@@ -263,17 +312,36 @@ describe('the dashboard in headless Chromium', () => {
       Array(60).fill(0),
     );
     assert.deepEqual([idle.points.length, idle.line], [0, null]);
-    assert.deepEqual([idle.maxStarted, idle.maxP99, idle.label], ['0/min', 'p99 —', 'example, last hour: no attempts started.']);
+    assert.deepEqual(
+      [idle.maxStarted, idle.maxP99, idle.label],
+      ['0/min', 'p99 —', 'example, last hour: no attempts started.'],
+    );
     assert.doesNotMatch(idle.markup, /NaN|Infinity|undefined/);
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-lateness-live.png') });
 
     // faked: a busy hour with gaps (a minute without starts has no p99), a topic that never ran, and
     // one whose p99 bin bound (up to 19 % high) is above the exact max: shown as the max
     const now = Math.floor(Date.now() / 60_000) * 60_000;
-    const started = Array.from({ length: 60 }, (_, i) => (i >= 30 && i < 35 ? 0 : (i * 7) % 25)); // 0 at 0, 25, 30-34 and 50; 24 (the most) at 7 and 57
-    const busy: TopicStats['lastHour'] = started.map((n, i) => ({ minute: new Date(now - (59 - i) * 60_000).toISOString(), started: n, p99Ms: n > 0 ? 50 + i * 20 : null }));
+    // 0 at 0, 25, 30-34 and 50; 24 (the most) at 7 and 57
+    const started = Array.from({ length: 60 }, (_, i) => (i >= 30 && i < 35 ? 0 : (i * 7) % 25));
+    const busy: TopicStats['lastHour'] = started.map((n, i) => ({
+      minute: new Date(now - (59 - i) * 60_000).toISOString(),
+      started: n,
+      p99Ms: n > 0 ? 50 + i * 20 : null,
+    }));
     const topics: TopicStats[] = [
-      { topic: 'example', paused: false, delayed: 40, ready: 12, running: 3, dead: 0, nextDueAt: null, lateness: { windowSeconds: 300, started: 321, p50Ms: 12, p99Ms: 1480, maxMs: 95_000 }, oldestReadyAgeMs: 7_200_000, lastHour: busy },
+      {
+        topic: 'example',
+        paused: false,
+        delayed: 40,
+        ready: 12,
+        running: 3,
+        dead: 0,
+        nextDueAt: null,
+        lateness: { windowSeconds: 300, started: 321, p50Ms: 12, p99Ms: 1480, maxMs: 95_000 },
+        oldestReadyAgeMs: 7_200_000,
+        lastHour: busy,
+      },
       {
         topic: 'webhook',
         paused: false,
@@ -301,20 +369,23 @@ describe('the dashboard in headless Chromium', () => {
     ];
     const body = JSON.stringify({ topics });
     const headers = { 'content-type': 'application/json', date: new Date().toUTCString() };
-    new Contract().check({ method: 'GET', url: '/topics', status: 200, headers: new Headers(headers), text: body }); // the fake is what the API may answer
+    // the fake is what the API may answer
+    new Contract().check({ method: 'GET', url: '/topics', status: 200, headers: new Headers(headers), text: body });
     await page.route('**/topics', (route) => route.fulfill({ status: 200, headers, body }));
     await until('the faked numbers', async () => (await text('[data-testid="example-p50"]')) === '12 ms');
-    assert.deepEqual(await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].flatMap((key) => [text(`[data-testid="example-${key}"]`), text(`[data-testid="webhook-${key}"]`)])), [
-      '12 ms',
-      '—',
-      '1.5 s',
-      '—',
-      '1 min 35 s',
-      '—',
-      '2 h 0 min',
-      '—',
-    ]);
-    assert.deepEqual(await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].map((key) => text(`[data-testid="burst-${key}"]`))), ['800 ms', '2.1 s', '2.1 s', '0 ms']);
+    assert.deepEqual(
+      await Promise.all(
+        ['p50', 'p99', 'max', 'oldest-ready'].flatMap((key) => [
+          text(`[data-testid="example-${key}"]`),
+          text(`[data-testid="webhook-${key}"]`),
+        ]),
+      ),
+      ['12 ms', '—', '1.5 s', '—', '1 min 35 s', '—', '2 h 0 min', '—'],
+    );
+    assert.deepEqual(
+      await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].map((key) => text(`[data-testid="burst-${key}"]`))),
+      ['800 ms', '2.1 s', '2.1 s', '0 ms'],
+    );
 
     const chart = await chartOf('example');
     assert.equal(chart.role, 'img');
@@ -329,7 +400,11 @@ describe('the dashboard in headless Chromium', () => {
     );
     const tallest = Math.max(...chart.bars.map((b) => b.height));
     assert.ok(tallest >= 20, `the busiest minute's bar is tall (${tallest} px)`);
-    for (const [i, bar] of chart.bars.entries()) assert.ok(Math.abs(bar.height - (started[i]! / 24) * tallest) < 0.02, `bar ${i}: ${bar.height} px for ${started[i]} started`);
+    for (const [i, bar] of chart.bars.entries())
+      assert.ok(
+        Math.abs(bar.height - (started[i]! / 24) * tallest) < 0.02,
+        `bar ${i}: ${bar.height} px for ${started[i]} started`,
+      );
     const timed = busy.filter((m) => m.p99Ms !== null);
     assert.deepEqual(
       chart.points.map((p) => [p.minute, p.p99]),
@@ -340,9 +415,18 @@ describe('the dashboard in headless Chromium', () => {
       chart.points.every((p, i) => i === 0 || p.cy < chart.points[i - 1]!.cy),
       'a higher p99 is drawn higher',
     );
-    assert.equal((chart.line ?? '').match(/M/g)?.length, 4, 'the line breaks at each run of minutes without a p99 (0, 25, 30-34, 50)');
+    assert.equal(
+      (chart.line ?? '').match(/M/g)?.length,
+      4,
+      'the line breaks at each run of minutes without a p99 (0, 25, 30-34, 50)',
+    );
     assert.deepEqual([chart.maxStarted, chart.maxP99], ['24/min', 'p99 1.2 s']);
-    assert.match(chart.label ?? '', new RegExp(`^example, last hour: ${sum(started)} attempts started, at most 24 in a minute \\(.+\\); per-minute start lateness p99 at most 1\\.2 s\\.$`));
+    assert.match(
+      chart.label ?? '',
+      new RegExp(
+        `^example, last hour: ${sum(started)} attempts started, at most 24 in a minute \\(.+\\); per-minute start lateness p99 at most 1\\.2 s\\.$`,
+      ),
+    );
     assert.equal(chart.title, chart.label);
     assert.doesNotMatch(chart.markup, /NaN|Infinity|undefined/);
 
@@ -352,14 +436,23 @@ describe('the dashboard in headless Chromium', () => {
       [[59, true]],
       'one bar, the current minute',
     );
-    assert.deepEqual([lone.points.length, lone.maxStarted, lone.maxP99], [1, '3/min', 'p99 2.4 s'], 'a lone minute is a point');
+    assert.deepEqual(
+      [lone.points.length, lone.maxStarted, lone.maxP99],
+      [1, '3/min', 'p99 2.4 s'],
+      'a lone minute is a point',
+    );
 
     const never = await chartOf('webhook');
-    assert.deepEqual([never.bars.length, Math.max(...never.bars.map((b) => b.height)), never.points.length, never.line], [60, 0, 0, null]);
+    assert.deepEqual(
+      [never.bars.length, Math.max(...never.bars.map((b) => b.height)), never.points.length, never.line],
+      [60, 0, 0, null],
+    );
     assert.doesNotMatch(never.markup, /NaN|Infinity|undefined/);
 
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-lateness.png') });
-    await page.locator('#topics').screenshot({ path: join(ARTIFACTS, 'dashboard-lateness-topics.png'), scale: 'device' });
+    await page
+      .locator('#topics')
+      .screenshot({ path: join(ARTIFACTS, 'dashboard-lateness-topics.png'), scale: 'device' });
     await page.setViewportSize({ width: 390, height: 844 });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-lateness-phone.png'), fullPage: true });
     await page.setViewportSize({ width: 1280, height: 860 });
@@ -372,7 +465,10 @@ describe('the dashboard in headless Chromium', () => {
   async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
     const res = await fetch(offline.baseUrl + path, {
       method,
-      headers: { authorization: `Bearer ${offline.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${offline.token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body !== undefined ? JSON.stringify(body) : undefined,
     });
     return { status: res.status, body: (await res.json()) as T };
@@ -392,7 +488,10 @@ describe('the dashboard in headless Chromium', () => {
     const jobs: Job[] = [];
     let cursor: string | null = null;
     do {
-      const res: { status: number; body: JobPage } = await call<JobPage>('GET', `/topics/example/groups/${encodeURIComponent(group)}?limit=50${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const res: { status: number; body: JobPage } = await call<JobPage>(
+        'GET',
+        `/topics/example/groups/${encodeURIComponent(group)}?limit=50${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       assert.equal(res.status, 200, JSON.stringify(res.body));
       jobs.push(...res.body.jobs);
       cursor = res.body.next;
@@ -401,7 +500,13 @@ describe('the dashboard in headless Chromium', () => {
   }
   /** The rows of a table of the page: each row's data-id and data-run-at, and its cells' text. */
   const rowsOf = (table: string) =>
-    page.locator(`#${table} tbody tr`).evaluateAll((trs) => trs.map((tr) => ({ id: tr.getAttribute('data-id'), runAt: tr.getAttribute('data-run-at'), cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()) })));
+    page.locator(`#${table} tbody tr`).evaluateAll((trs) =>
+      trs.map((tr) => ({
+        id: tr.getAttribute('data-id'),
+        runAt: tr.getAttribute('data-run-at'),
+        cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()),
+      })),
+    );
   const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
   it("lists the next 50 upcoming jobs with their groups, shows a group page by page, cancels it only after a confirmation, and shows a job's group and version", async () => {
@@ -417,7 +522,10 @@ describe('the dashboard in headless Chromium', () => {
     await addJob({ id: up.d, delay: 1800, maxAttempts: 3 });
     await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3 });
     await page.selectOption('#upcoming-topic', 'example');
-    await until('the four jobs in the upcoming list', async () => (await rowsOf('upcoming')).filter((r) => Object.values(up).includes(r.id ?? '')).length === 4);
+    await until(
+      'the four jobs in the upcoming list',
+      async () => (await rowsOf('upcoming')).filter((r) => Object.values(up).includes(r.id ?? '')).length === 4,
+    );
     const rows = await rowsOf('upcoming');
     assert.deepEqual(
       rows.slice(0, 4).map((r) => [r.id, r.cells[1], r.cells[2], r.cells[3]]),
@@ -442,7 +550,12 @@ describe('the dashboard in headless Chromium', () => {
 
     // at most 50: 60 more (one group, due later) fill the list, and the rest is counted
     const batch = await call<{ results: { status: number }[] }>('POST', '/jobs/batch', {
-      jobs: Array.from({ length: 60 }, (_, i) => ({ topic: 'example', id: `${fill}-${String(i).padStart(2, '0')}`, delay: 2400 + i, group: fill })),
+      jobs: Array.from({ length: 60 }, (_, i) => ({
+        topic: 'example',
+        id: `${fill}-${String(i).padStart(2, '0')}`,
+        delay: 2400 + i,
+        group: fill,
+      })),
     });
     assert.equal(batch.status, 200);
     assert.deepEqual(
@@ -451,7 +564,11 @@ describe('the dashboard in headless Chromium', () => {
     );
     await until('50 rows, the fillers among them', async () => {
       const now = await rowsOf('upcoming');
-      return now.length === 50 && now.some((r) => r.id === `${fill}-00`) && /^The next 50 delayed jobs of example \(\d+ in all\)/.test(await text('#upcoming-summary'));
+      return (
+        now.length === 50 &&
+        now.some((r) => r.id === `${fill}-00`) &&
+        /^The next 50 delayed jobs of example \(\d+ in all\)/.test(await text('#upcoming-summary'))
+      );
     });
     const full = await call<JobPage>('GET', '/topics/example/jobs?state=delayed&limit=50');
     assert.notEqual(full.body.next, null, 'the API has more than 50');
@@ -465,8 +582,14 @@ describe('the dashboard in headless Chromium', () => {
 
     // a group of 60, page by page: its link in the upcoming list opens it, "Show more" reads on
     await page.locator(`#upcoming tbody tr[data-id="${fill}-00"] [data-testid="upcoming-group"] button`).click();
-    await until('the first page of the group', async () => (await rowsOf('group-jobs')).length === 50 && (await page.locator('#group-more').isVisible()));
-    assert.match(await text('#group-summary'), new RegExp(`^The first 50 jobs in group ${fill} of example: 50 delayed`));
+    await until(
+      'the first page of the group',
+      async () => (await rowsOf('group-jobs')).length === 50 && (await page.locator('#group-more').isVisible()),
+    );
+    assert.match(
+      await text('#group-summary'),
+      new RegExp(`^The first 50 jobs in group ${fill} of example: 50 delayed`),
+    );
     assert.equal(await page.inputValue('#group-name'), fill);
     await page.click('#group-more');
     await until('the whole group', async () => (await rowsOf('group-jobs')).length === 60);
@@ -495,7 +618,10 @@ describe('the dashboard in headless Chromium', () => {
       (await rowsOf('group-jobs')).map((r) => [r.id, r.cells[1], r.cells[3]]),
       before.map((j) => [j.id, j.state, `${j.attempts} of ${j.maxAttempts}`]),
     );
-    assert.match(await text('#group-summary'), new RegExp(`^4 jobs in group ${group} of example: (3 delayed, 1 done|1 done, 3 delayed)\\.$`));
+    assert.match(
+      await text('#group-summary'),
+      new RegExp(`^4 jobs in group ${group} of example: (3 delayed, 1 done|1 done, 3 delayed)\\.$`),
+    );
     const states = async () => Promise.all(members.map(async (id) => (await jobOf(id)).state));
 
     // "Cancel group" alone cancels nothing: it asks, "Keep them" backs out
@@ -505,7 +631,10 @@ describe('the dashboard in headless Chromium', () => {
     await page.waitForTimeout(1000);
     assert.deepEqual(await states(), ['delayed', 'delayed', 'delayed'], 'nothing cancelled before the confirmation');
     await page.click('#group-keep');
-    assert.deepEqual([await page.locator('#group-confirm').isVisible(), await page.locator('#group-cancel').isVisible()], [false, true]);
+    assert.deepEqual(
+      [await page.locator('#group-confirm').isVisible(), await page.locator('#group-cancel').isVisible()],
+      [false, true],
+    );
     // nor does a double click on it: the second click lands on "Keep them" or a confirm not yet enabled
     await page.dblclick('#group-cancel');
     await page.waitForTimeout(1000);
@@ -515,7 +644,9 @@ describe('the dashboard in headless Chromium', () => {
     // confirmed: the API cancels the three, the page shows its answer and the new states
     await page.click('#group-cancel');
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-group-confirm.png') });
-    const answering = page.waitForResponse((r) => r.request().method() === 'DELETE' && r.url().endsWith(`/topics/example/groups/${group}`));
+    const answering = page.waitForResponse(
+      (r) => r.request().method() === 'DELETE' && r.url().endsWith(`/topics/example/groups/${group}`),
+    );
     await page.click('#group-confirm');
     const answer = await answering;
     assert.equal(answer.status(), 200);
@@ -532,14 +663,28 @@ describe('the dashboard in headless Chromium', () => {
         after.map((j) => [j.id, j.state]),
       ),
     );
-    assert.equal(await page.isDisabled('#group-cancel'), !after.some((j) => ACTIVE.includes(j.state)), 'nothing left to cancel: the button is off');
+    assert.equal(
+      await page.isDisabled('#group-cancel'),
+      !after.some((j) => ACTIVE.includes(j.state)),
+      'nothing left to cancel: the button is off',
+    );
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-group-cancelled.png'), fullPage: true });
 
     // running attempts are shown with what happens to them (faked: no example job runs that long)
     const fake = JSON.stringify({ cancelled: 1, running: 2 });
     const fakeHeaders = { 'content-type': 'application/json', date: new Date().toUTCString() };
-    new Contract().check({ method: 'DELETE', url: `/topics/example/groups/${g1}`, status: 200, headers: new Headers(fakeHeaders), text: fake }); // the fake is what the API may answer
-    await page.route(`**/topics/example/groups/${g1}`, (route) => (route.request().method() === 'DELETE' ? route.fulfill({ status: 200, headers: fakeHeaders, body: fake }) : route.fallback()));
+    new Contract().check({
+      method: 'DELETE',
+      url: `/topics/example/groups/${g1}`,
+      status: 200,
+      headers: new Headers(fakeHeaders),
+      text: fake,
+    }); // the fake is what the API may answer
+    await page.route(`**/topics/example/groups/${g1}`, (route) =>
+      route.request().method() === 'DELETE'
+        ? route.fulfill({ status: 200, headers: fakeHeaders, body: fake })
+        : route.fallback(),
+    );
     await page.fill('#group-name', g1);
     await page.click('#group-form button[type=submit]');
     await until('group g1', async () => (await rowsOf('group-jobs')).length === 2);
@@ -547,7 +692,10 @@ describe('the dashboard in headless Chromium', () => {
     assert.equal(await text('#group-confirm'), 'Confirm cancel 2 jobs');
     await page.click('#group-confirm');
     await until('the faked outcome', async () => (await text('[data-testid="group-running"]')) === '2');
-    assert.match(await text('#group-outcome'), /1 cancelled, 2 running \(they finish the attempt they are in, then stay cancelled: no retry\)/);
+    assert.match(
+      await text('#group-outcome'),
+      /1 cancelled, 2 running \(they finish the attempt they are in, then stay cancelled: no retry\)/,
+    );
     await page.unroute(`**/topics/example/groups/${g1}`);
 
     // the job view: group (a link to it) and version, which grows with a change
@@ -561,12 +709,18 @@ describe('the dashboard in headless Chromium', () => {
     const put = await call<{ job: Job }>('PUT', `/jobs/example/${up.a}`, { delay: 650, group: g1, maxAttempts: 4 });
     assert.equal(put.status, 200, JSON.stringify(put.body));
     assert.ok(put.body.job.version > v1, `the version grew (${v1} -> ${put.body.job.version})`);
-    await until('the new version', async () => (await text('[data-testid="job-version"]')) === String(put.body.job.version));
+    await until(
+      'the new version',
+      async () => (await text('[data-testid="job-version"]')) === String(put.body.job.version),
+    );
     assert.equal(await text('[data-testid="job-group"]'), g1);
     await page.fill('#lookup-id', members[0]!);
     await page.click('#lookup-form button[type=submit]');
     await until('the cancelled job', async () => (await text('[data-testid="job-state"]')) === 'cancelled');
-    assert.deepEqual([await text('[data-testid="job-group"]'), await text('[data-testid="job-version"]')], [group, String((await jobOf(members[0]!)).version)]);
+    assert.deepEqual(
+      [await text('[data-testid="job-group"]'), await text('[data-testid="job-version"]')],
+      [group, String((await jobOf(members[0]!)).version)],
+    );
     await page.fill('#lookup-id', up.d);
     await page.click('#lookup-form button[type=submit]');
     await until('the job without a group', async () => (await text('[data-testid="job-group"]')) === 'none');
@@ -600,14 +754,20 @@ describe('the dashboard in headless Chromium', () => {
     const schedules: Schedule[] = [];
     let cursor: string | null = null;
     do {
-      const res: { status: number; body: SchedulePage } = await call<SchedulePage>('GET', `/schedules?topic=example&limit=100${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const res: { status: number; body: SchedulePage } = await call<SchedulePage>(
+        'GET',
+        `/schedules?topic=example&limit=100${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       assert.equal(res.status, 200, JSON.stringify(res.body));
       schedules.push(...res.body.schedules);
       cursor = res.body.next;
     } while (cursor !== null);
     return schedules;
   }
-  /** The rows of the schedules table: id, first next run, the next runs and last run shown (datetime), and each cell's text. */
+  /**
+   * The rows of the schedules table: id, first next run, the next runs and last run shown (datetime), and each cell's
+   * text.
+   */
   const scheduleRows = () =>
     page.locator('#schedules tbody tr').evaluateAll((trs) =>
       trs.map((tr) => ({
@@ -618,7 +778,10 @@ describe('the dashboard in headless Chromium', () => {
         cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()),
       })),
     );
-  /** What the schedules table should show for `s`: id, recurrence, first 3 next runs, last run, paused, pending occurrence, its Pause / Resume button. */
+  /**
+   * What the schedules table should show for `s`: id, recurrence, first 3 next runs, last run, paused, pending
+   * occurrence, its Pause / Resume button.
+   */
   const expectedRow = (s: Schedule) => ({
     id: s.id,
     nextRun: s.nextRuns[0] ?? null,
@@ -635,7 +798,8 @@ describe('the dashboard in headless Chromium', () => {
     ],
   });
   /** A row's cells with those whose text holds a time ("in 3 h 12 min") left out, as expectedRow leaves them. */
-  const timeless = (rows: Awaited<ReturnType<typeof scheduleRows>>, expected: ReturnType<typeof expectedRow>[]) => rows.map((r, i) => ({ ...r, cells: r.cells.map((c, j) => (expected[i]?.cells[j] === undefined ? undefined : c)) }));
+  const timeless = (rows: Awaited<ReturnType<typeof scheduleRows>>, expected: ReturnType<typeof expectedRow>[]) =>
+    rows.map((r, i) => ({ ...r, cells: r.cells.map((c, j) => (expected[i]?.cells[j] === undefined ? undefined : c)) }));
 
   it("lists a topic's schedules (recurrence, next runs, last run, paused, pending occurrence) page by page, an empty topic and an API error, and shows hostile text as text", async () => {
     await openDashboard('example', true);
@@ -646,10 +810,16 @@ describe('the dashboard in headless Chromium', () => {
     await putSchedule(ids.cron, { cron: '30 9 * * 1-5', timezone: 'America/New_York', body: { note: HOSTILE } }, 201);
     await putSchedule(ids.every, { every: 7200 }, 201);
     await putSchedule(ids.paused, { every: 1 }, 201);
-    await until('the every-second schedule to run once', async () => (await client.getSchedule('example', ids.paused))?.lastRunAt != null);
+    await until(
+      'the every-second schedule to run once',
+      async () => (await client.getSchedule('example', ids.paused))?.lastRunAt != null,
+    );
     assert.equal((await putSchedule(ids.paused, { every: 1, paused: true }, 200)).paused, true);
     // an occurrence already due when it was paused runs as it was: wait until it is handed over
-    await until('the paused schedule to have nothing pending', async () => (await client.getSchedule('example', ids.paused))?.pending === null);
+    await until(
+      'the paused schedule to have nothing pending',
+      async () => (await client.getSchedule('example', ids.paused))?.pending === null,
+    );
 
     await page.selectOption('#schedules-topic', 'example');
     let listed = await schedulesOf();
@@ -690,8 +860,12 @@ describe('the dashboard in headless Chromium', () => {
 
     // 50 a page: 50 more (paused, so no jobs) and "Show more" reads on
     const fillers = Array.from({ length: 50 }, (_, i) => `s-d-fill-${sfx}-${String(i).padStart(2, '0')}`);
-    for (let i = 0; i < fillers.length; i += 10) await Promise.all(fillers.slice(i, i + 10).map((id) => putSchedule(id, { every: 60, paused: true }, 201)));
-    await until('the first page', async () => (await scheduleRows()).length === 50 && (await page.locator('#schedules-more').isVisible()));
+    for (let i = 0; i < fillers.length; i += 10)
+      await Promise.all(fillers.slice(i, i + 10).map((id) => putSchedule(id, { every: 60, paused: true }, 201)));
+    await until(
+      'the first page',
+      async () => (await scheduleRows()).length === 50 && (await page.locator('#schedules-more').isVisible()),
+    );
     assert.equal(await text('#schedules-summary'), 'The first 50 schedules of example, by id; "Show more" reads on.');
     await page.click('#schedules-more');
     listed = await schedulesOf();
@@ -715,10 +889,17 @@ describe('the dashboard in headless Chromium', () => {
     const mark = problems.length;
     const isList = (url: URL) => url.pathname.endsWith('/schedules');
     await page.route(isList, (route) =>
-      route.fulfill({ status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' }, body: JSON.stringify({ error: { code: 'UNAVAILABLE', message: 'the queue store is unavailable' } }) }),
+      route.fulfill({
+        status: 503,
+        headers: { 'content-type': 'application/json', 'retry-after': '1' },
+        body: JSON.stringify({ error: { code: 'UNAVAILABLE', message: 'the queue store is unavailable' } }),
+      }),
     );
     await page.selectOption('#schedules-topic', 'example');
-    await until('the error', async () => (await text('#schedules-summary')) === 'Could not read the schedules: the queue store is unavailable');
+    await until(
+      'the error',
+      async () => (await text('#schedules-summary')) === 'Could not read the schedules: the queue store is unavailable',
+    );
     assert.equal(await page.locator('#schedules .error-text, #schedules-summary .error-text').count(), 1);
     assert.equal((await scheduleRows()).length, 0);
     await page.unroute(isList);
@@ -746,7 +927,13 @@ describe('the dashboard in headless Chromium', () => {
       lastRunAt: null,
       nextRuns: [runAt],
     };
-    await page.route(isList, (route) => route.fulfill({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ schedules: [hostile], next: null }) }));
+    await page.route(isList, (route) =>
+      route.fulfill({
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ schedules: [hostile], next: null }),
+      }),
+    );
     await until('the hostile row', async () => (await scheduleRows()).some((r) => r.id === HOSTILE));
     const [row] = await scheduleRows();
     assert.deepEqual([row!.cells[0], row!.cells[1], row!.cells[5]], [HOSTILE, `${HOSTILE} (${HOSTILE})`, HOSTILE]);
@@ -802,15 +989,27 @@ describe('the dashboard in headless Chromium', () => {
     const sameElement = await page.locator('#topics tr[data-topic="webhook"] .topic-link[data-pressed]').count();
     await page.mouse.up();
     assert.equal(sameElement, 1, 'the table was not drawn anew under the pressed link');
-    await until('the click to select webhook', async () => (await page.inputValue('#schedules-topic')) === 'webhook' && (await text('#schedules-summary')) === 'No schedules in webhook.');
+    await until(
+      'the click to select webhook',
+      async () =>
+        (await page.inputValue('#schedules-topic')) === 'webhook' &&
+        (await text('#schedules-summary')) === 'No schedules in webhook.',
+    );
     // once released, the refresh draws (the mark goes with the old element)
-    await until('the table drawn again after the release', async () => (await page.locator('#topics tr[data-topic="webhook"] .topic-link[data-pressed]').count()) === 0);
+    await until(
+      'the table drawn again after the release',
+      async () => (await page.locator('#topics tr[data-topic="webhook"] .topic-link[data-pressed]').count()) === 0,
+    );
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
 
   /** Creates a key with the deployment's key (POST /keys); its secret. */
   async function createKey(name: string, scope: 'read' | 'write', topics?: string[]): Promise<string> {
-    const res = await call<{ key: { name: string; scope: string; topics: string[] | null }; secret: string }>('POST', '/keys', { name, scope, ...(topics ? { topics } : {}) });
+    const res = await call<{ key: { name: string; scope: string; topics: string[] | null }; secret: string }>(
+      'POST',
+      '/keys',
+      { name, scope, ...(topics ? { topics } : {}) },
+    );
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.deepEqual(res.body.key, { ...res.body.key, name, scope, topics: topics ?? null });
     return res.body.secret;
@@ -828,7 +1027,11 @@ describe('the dashboard in headless Chromium', () => {
   /** Whether `selector` is disabled and its title says the key is read-only. */
   async function offForRead(selector: string, name: string): Promise<boolean> {
     const button = page.locator(selector);
-    return (await button.isDisabled()) && (await button.getAttribute('title')) === `key ${name} has scope read: changes need a key with scope write (or admin)`;
+    return (
+      (await button.isDisabled()) &&
+      (await button.getAttribute('title')) ===
+        `key ${name} has scope read: changes need a key with scope write (or admin)`
+    );
   }
 
   it('with a read key: shows its name and scope, reads everything, and disables every change; a change refused anyway shows the 403 and keeps the key; a write key limited to a topic sees it only and redrives', async () => {
@@ -837,18 +1040,32 @@ describe('the dashboard in headless Chromium', () => {
     const readSecret = await createKey(reader, 'read');
     // a dead webhook job and a group of two delayed jobs to look at
     const dead = `ro-dead-${sfx}`;
-    await client.add({ topic: 'webhook', id: dead, delay: 0, url: `${receiver.url}/fail-1/${dead}`, maxAttempts: 1, body: {} });
+    await client.add({
+      topic: 'webhook',
+      id: dead,
+      delay: 0,
+      url: `${receiver.url}/fail-1/${dead}`,
+      maxAttempts: 1,
+      body: {},
+    });
     await until('the webhook job to die', async () => (await client.get('webhook', dead))?.state === 'dead');
     const group = `ro-grp-${sfx}`;
     for (const i of [1, 2]) await addJob({ id: `${group}-${i}`, delay: 3600, group });
 
     await signInWith(readSecret);
-    await until("the key's name and scope", async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
+    await until(
+      "the key's name and scope",
+      async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`,
+    );
     assert.equal(await page.evaluate('sessionStorage.length'), 1);
     // reading works: the topics table fills with what the API counts
     await page.waitForSelector('#topics tr[data-topic="webhook"]');
     const counts = await client.topics();
-    await until('the counts the API gives', async () => (await text('[data-testid="webhook-dead"]')) === String(counts.find((t) => t.topic === 'webhook')?.dead));
+    await until(
+      'the counts the API gives',
+      async () =>
+        (await text('[data-testid="webhook-dead"]')) === String(counts.find((t) => t.topic === 'webhook')?.dead),
+    );
     assert.deepEqual(
       await page.locator('#topics tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-topic'))),
       counts.map((t) => t.topic),
@@ -859,7 +1076,11 @@ describe('the dashboard in headless Chromium', () => {
     const item = page.locator(`#dead-list li[data-id="${dead}"]`);
     await until('the dead job in the list', async () => (await item.count()) === 1);
     assert.equal(await offForRead('#redrive-all', reader), true, '"Redrive all" is off, saying why');
-    assert.equal(await offForRead(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`, reader), true, '"Redrive" is off, saying why');
+    assert.equal(
+      await offForRead(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`, reader),
+      true,
+      '"Redrive" is off, saying why',
+    );
     await item.getByRole('button', { name: 'Details' }).click();
     await until('the dead job in the lookup', async () => (await text('[data-testid="job-state"]')) === 'dead');
 
@@ -867,10 +1088,17 @@ describe('the dashboard in headless Chromium', () => {
     await page.selectOption('#group-topic', 'example');
     await page.fill('#group-name', group);
     await page.click('#group-form button[type=submit]');
-    await until("the group's two jobs", async () => (await text('#group-summary')) === `2 jobs in group ${group} of example: 2 delayed.`);
+    await until(
+      "the group's two jobs",
+      async () => (await text('#group-summary')) === `2 jobs in group ${group} of example: 2 delayed.`,
+    );
     assert.equal(await offForRead('#group-cancel', reader), true, '"Cancel group" is off, saying why');
     await page.click('#group-cancel', { force: true });
-    assert.deepEqual([await page.locator('#group-confirm').isVisible(), await page.locator('#group-keep').isVisible()], [false, false], 'no confirm step');
+    assert.deepEqual(
+      [await page.locator('#group-confirm').isVisible(), await page.locator('#group-keep').isVisible()],
+      [false, false],
+      'no confirm step',
+    );
     assert.equal(await text('#whoami'), `signed in as ${reader} (read)`);
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-read-key.png'), fullPage: true });
 
@@ -880,20 +1108,48 @@ describe('the dashboard in headless Chromium', () => {
     let faked = 0;
     await page.route('**/whoami', (route) => {
       if (faked++ > 0) return route.fallback();
-      return route.fulfill({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key: { name: reader, scope: 'write', topics: null } }) });
+      return route.fulfill({
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key: { name: reader, scope: 'write', topics: null } }),
+      });
     });
     await page.reload();
-    await until('the faked scope', async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (write)`);
+    await until(
+      'the faked scope',
+      async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (write)`,
+    );
     await page.click('#topics tr[data-topic="webhook"] .topic-link');
     const redrive = page.locator(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`);
     await until('"Redrive" on', async () => (await redrive.count()) === 1 && (await redrive.isEnabled()));
-    const refusing = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/topics/webhook/dead/redrive'));
+    const refusing = page.waitForResponse(
+      (r) => r.request().method() === 'POST' && r.url().endsWith('/topics/webhook/dead/redrive'),
+    );
     await redrive.click();
     assert.equal((await refusing).status(), 403);
-    await until('the refusal in the toast', async () => (await text('#toast')) === `Redrive failed: key ${reader} has scope read; this needs scope write`);
-    await until('the scope read again', async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
-    await until('the change controls off again', async () => (await offForRead('#redrive-all', reader)) && (await offForRead(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`, reader)));
-    assert.deepEqual([await page.locator('#app').isVisible(), await page.locator('#login').isVisible(), await page.evaluate('sessionStorage.length')], [true, false, 1], 'still signed in');
+    await until(
+      'the refusal in the toast',
+      async () => (await text('#toast')) === `Redrive failed: key ${reader} has scope read; this needs scope write`,
+    );
+    await until(
+      'the scope read again',
+      async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`,
+    );
+    await until(
+      'the change controls off again',
+      async () =>
+        (await offForRead('#redrive-all', reader)) &&
+        (await offForRead(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`, reader)),
+    );
+    assert.deepEqual(
+      [
+        await page.locator('#app').isVisible(),
+        await page.locator('#login').isVisible(),
+        await page.evaluate('sessionStorage.length'),
+      ],
+      [true, false, 1],
+      'still signed in',
+    );
     assert.equal((await client.get('webhook', dead))?.state, 'dead', 'nothing redriven');
     await page.unroute('**/whoami');
     const during = problems.splice(mark);
@@ -904,11 +1160,25 @@ describe('the dashboard in headless Chromium', () => {
 
     // a write key limited to webhook: its topics are shown, only webhook is listed, a redrive works
     await signInWith(await createKey(writer, 'write', ['webhook']));
-    await until("the write key's name, scope and topics", async () => (await text('[data-testid="whoami"]')) === `signed in as ${writer} (write) · topics: webhook`);
-    await until('the dead job in the list', async () => (await page.locator(`#dead-list li[data-id="${dead}"]`).count()) === 1);
-    assert.deepEqual(await page.locator('#topics tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-topic'))), ['webhook']);
-    assert.deepEqual(await page.locator('#group-topic option').evaluateAll((os) => os.map((o) => o.textContent)), ['webhook']);
-    assert.deepEqual([await page.isEnabled('#redrive-all'), await page.getAttribute('#redrive-all', 'title')], [true, '']);
+    await until(
+      "the write key's name, scope and topics",
+      async () => (await text('[data-testid="whoami"]')) === `signed in as ${writer} (write) · topics: webhook`,
+    );
+    await until(
+      'the dead job in the list',
+      async () => (await page.locator(`#dead-list li[data-id="${dead}"]`).count()) === 1,
+    );
+    assert.deepEqual(
+      await page.locator('#topics tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-topic'))),
+      ['webhook'],
+    );
+    assert.deepEqual(await page.locator('#group-topic option').evaluateAll((os) => os.map((o) => o.textContent)), [
+      'webhook',
+    ]);
+    assert.deepEqual(
+      [await page.isEnabled('#redrive-all'), await page.getAttribute('#redrive-all', 'title')],
+      [true, ''],
+    );
     await page.locator(`#dead-list li[data-id="${dead}"] [data-testid="redrive"]`).click();
     await until('the toast', async () => /1 job redriven/.test(await text('#toast')));
     await until('the job to finish', async () => (await client.get('webhook', dead))?.state === 'done');
@@ -923,7 +1193,10 @@ describe('the dashboard in headless Chromium', () => {
     const readSecret = await createKey(reader, 'read');
     await signInWith(offline.token);
     const button = page.locator('[data-testid="partner-pause"]');
-    await until('the Pause button of topic partner', async () => (await button.count()) === 1 && (await button.innerText()) === 'Pause' && (await button.isEnabled()));
+    await until(
+      'the Pause button of topic partner',
+      async () => (await button.count()) === 1 && (await button.innerText()) === 'Pause' && (await button.isEnabled()),
+    );
     await button.click();
     await until('the paused mark', async () => (await page.locator('[data-testid="partner-paused"]').count()) === 1);
     assert.equal((await client.topics()).find((t) => t.topic === 'partner')?.paused, true, 'the API says paused');
@@ -931,13 +1204,26 @@ describe('the dashboard in headless Chromium', () => {
     await until('the Resume button', async () => (await button.innerText()) === 'Resume' && (await button.isEnabled()));
 
     await signInWith(readSecret);
-    await until("the reader's name", async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
-    await until('the Resume button, off for a read key', async () => (await button.count()) === 1 && (await offForRead('[data-testid="partner-pause"]', reader)));
+    await until(
+      "the reader's name",
+      async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`,
+    );
+    await until(
+      'the Resume button, off for a read key',
+      async () => (await button.count()) === 1 && (await offForRead('[data-testid="partner-pause"]', reader)),
+    );
 
     await signInWith(offline.token);
-    await until('the Resume button, on', async () => (await button.count()) === 1 && (await button.innerText()) === 'Resume' && (await button.isEnabled()));
+    await until(
+      'the Resume button, on',
+      async () => (await button.count()) === 1 && (await button.innerText()) === 'Resume' && (await button.isEnabled()),
+    );
     await button.click();
-    await until('the paused mark gone', async () => (await page.locator('[data-testid="partner-paused"]').count()) === 0 && (await button.innerText()) === 'Pause');
+    await until(
+      'the paused mark gone',
+      async () =>
+        (await page.locator('[data-testid="partner-paused"]').count()) === 0 && (await button.innerText()) === 'Pause',
+    );
     assert.equal((await client.topics()).find((t) => t.topic === 'partner')?.paused, false, 'the API says not paused');
     await page.click('#signout');
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
@@ -951,7 +1237,10 @@ describe('the dashboard in headless Chromium', () => {
     const row = page.locator(`#schedules tbody tr[data-id="${id}"]`);
     const button = row.locator('[data-testid="schedule-pause"]');
     const shown = async (paused: 'yes' | 'no', label: 'Pause' | 'Resume') =>
-      (await button.count()) === 1 && (await row.locator('[data-testid="schedule-paused"]').innerText()) === paused && (await button.innerText()) === label && (await button.isEnabled());
+      (await button.count()) === 1 &&
+      (await row.locator('[data-testid="schedule-paused"]').innerText()) === paused &&
+      (await button.innerText()) === label &&
+      (await button.isEnabled());
     await signInWith(offline.token);
     await page.waitForSelector('#topics tr[data-topic="example"]');
     await page.selectOption('#schedules-topic', 'example');
@@ -959,12 +1248,24 @@ describe('the dashboard in headless Chromium', () => {
     await button.click();
     await until('the schedule shown paused, with a Resume button', () => shown('yes', 'Resume'));
     const paused = await client.getSchedule('example', id);
-    assert.deepEqual([paused?.paused, paused?.pending, paused?.every], [true, null, 3600], 'the API says paused, the definition kept');
+    assert.deepEqual(
+      [paused?.paused, paused?.pending, paused?.every],
+      [true, null, 3600],
+      'the API says paused, the definition kept',
+    );
 
     await signInWith(readSecret);
-    await until("the reader's name", async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
+    await until(
+      "the reader's name",
+      async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`,
+    );
     await page.selectOption('#schedules-topic', 'example');
-    await until('the Resume button, off for a read key', async () => (await button.count()) === 1 && (await offForRead(`#schedules tbody tr[data-id="${id}"] [data-testid="schedule-pause"]`, reader)));
+    await until(
+      'the Resume button, off for a read key',
+      async () =>
+        (await button.count()) === 1 &&
+        (await offForRead(`#schedules tbody tr[data-id="${id}"] [data-testid="schedule-pause"]`, reader)),
+    );
 
     await signInWith(offline.token);
     await page.waitForSelector('#topics tr[data-topic="example"]');
@@ -973,7 +1274,11 @@ describe('the dashboard in headless Chromium', () => {
     await button.click();
     await until('the schedule shown running, with a Pause button', () => shown('no', 'Pause'));
     const resumed = await client.getSchedule('example', id);
-    assert.deepEqual([resumed?.paused, resumed?.pending !== null], [false, true], 'the API says not paused, an occurrence pending');
+    assert.deepEqual(
+      [resumed?.paused, resumed?.pending !== null],
+      [false, true],
+      'the API says not paused, an occurrence pending',
+    );
     await client.deleteSchedule('example', id);
     await page.click('#signout');
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
@@ -981,7 +1286,10 @@ describe('the dashboard in headless Chromium', () => {
 
   /** Looks flow key `key` of `topic` up in the flow keys card. */
   async function showFlowKey(topic: string, key: string): Promise<void> {
-    await until(`topic ${topic} in the flow keys card`, async () => (await page.locator(`#flow-topic option[value="${topic}"]`).count()) === 1);
+    await until(
+      `topic ${topic} in the flow keys card`,
+      async () => (await page.locator(`#flow-topic option[value="${topic}"]`).count()) === 1,
+    );
     await page.selectOption('#flow-topic', topic);
     await page.fill('#flow-key', key);
     await page.click('#flow-form button[type=submit]');
@@ -997,7 +1305,10 @@ describe('the dashboard in headless Chromium', () => {
       await page.waitForSelector('#topics tr[data-topic="partner"]');
       await page.selectOption('#schedules-topic', 'partner');
       const row = (id: string) => page.locator(`#schedules tbody tr[data-id="${id}"]`);
-      await until('both schedules listed', async () => (await row(withKey).count()) === 1 && (await row(without).count()) === 1);
+      await until(
+        'both schedules listed',
+        async () => (await row(withKey).count()) === 1 && (await row(without).count()) === 1,
+      );
       assert.equal(await row(withKey).locator('[data-testid="schedule-key"]').innerText(), `key tenant-${process.pid}`);
       assert.equal(await row(without).locator('[data-testid="schedule-key"]').count(), 0, 'no key, no key line');
     } finally {
@@ -1012,7 +1323,11 @@ describe('the dashboard in headless Chromium', () => {
     const readSecret = await createKey(reader, 'read');
     const button = page.locator('[data-testid="flow-pause"]');
     /** The key shown paused or not, with the button to change that, on. */
-    const shown = async (paused: 'yes' | 'no', label: 'Pause' | 'Resume') => (await text('[data-testid="flow-paused"]')) === paused && (await button.count()) === 1 && (await button.innerText()) === label && (await button.isEnabled());
+    const shown = async (paused: 'yes' | 'no', label: 'Pause' | 'Resume') =>
+      (await text('[data-testid="flow-paused"]')) === paused &&
+      (await button.count()) === 1 &&
+      (await button.innerText()) === label &&
+      (await button.isEnabled());
     const ids = [1, 2, 3].map((i) => `${key}-${i}`);
     // the topic paused: the key's jobs, due now, wait in its lane (ready), none starts
     await client.pauseTopic('partner');
@@ -1023,13 +1338,33 @@ describe('the dashboard in headless Chromium', () => {
 
       await signInWith(offline.token);
       await showFlowKey('partner', key);
-      await until("the key's state", async () => (await text('[data-testid="flow-ready"]')) === '3' && (await shown('no', 'Pause')));
+      await until(
+        "the key's state",
+        async () => (await text('[data-testid="flow-ready"]')) === '3' && (await shown('no', 'Pause')),
+      );
       assert.deepEqual(
-        await Promise.all(['name', 'running', 'ready', 'paused', 'held', 'concurrency', 'rate', 'pinned'].map((f) => text(`[data-testid="flow-${f}"]`))),
-        [`partner / ${key}`, '0', '3', 'no', 'not held: its rate lets the next start go', '1 at once', '10 per s, burst 1', 'concurrency 1'],
+        await Promise.all(
+          ['name', 'running', 'ready', 'paused', 'held', 'concurrency', 'rate', 'pinned'].map((f) =>
+            text(`[data-testid="flow-${f}"]`),
+          ),
+        ),
+        [
+          `partner / ${key}`,
+          '0',
+          '3',
+          'no',
+          'not held: its rate lets the next start go',
+          '1 at once',
+          '10 per s, burst 1',
+          'concurrency 1',
+        ],
         'the key pinned to 1 at once, the topic default rate',
       );
-      assert.match(await text('[data-testid="flow-updated"]'), / by deployment$/, 'who pinned it (the client signs with the deployment key)');
+      assert.match(
+        await text('[data-testid="flow-updated"]'),
+        / by deployment$/,
+        'who pinned it (the client signs with the deployment key)',
+      );
       await page.screenshot({ path: join(ARTIFACTS, 'dashboard-flow-key.png'), fullPage: true });
       await button.click();
       await until('the key shown paused, with a Resume button', () => shown('yes', 'Resume'));
@@ -1040,7 +1375,12 @@ describe('the dashboard in headless Chromium', () => {
       // a topic without flow control: the API's 400 is shown as it is, with no button
       const before400 = problems.length;
       await showFlowKey('example', key);
-      await until('the 400 shown', async () => (await text('[data-testid="flow-none"]')) === 'topic example has no flow control: set flow for it in serverless.yml custom.queue.topics');
+      await until(
+        'the 400 shown',
+        async () =>
+          (await text('[data-testid="flow-none"]')) ===
+          'topic example has no flow control: set flow for it in serverless.yml custom.queue.topics',
+      );
       assert.equal(await button.count(), 0);
       await showFlowKey('partner', key); // back to the flow topic: no 400 from the refreshes from now on
       await until('the key shown paused again', () => shown('yes', 'Resume'));
@@ -1052,9 +1392,17 @@ describe('the dashboard in headless Chromium', () => {
 
       // a read key sees the key, the button off, saying why
       await signInWith(readSecret);
-      await until("the reader's name", async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`);
+      await until(
+        "the reader's name",
+        async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)`,
+      );
       await showFlowKey('partner', key);
-      await until('the Resume button, off for a read key', async () => (await text('[data-testid="flow-paused"]')) === 'yes' && (await offForRead('[data-testid="flow-pause"]', reader)));
+      await until(
+        'the Resume button, off for a read key',
+        async () =>
+          (await text('[data-testid="flow-paused"]')) === 'yes' &&
+          (await offForRead('[data-testid="flow-pause"]', reader)),
+      );
       assert.equal(await text('[data-testid="flow-ready"]'), '3');
 
       // the page thinks the read key may write (GET /whoami faked once): the API refuses the
@@ -1063,18 +1411,45 @@ describe('the dashboard in headless Chromium', () => {
       let faked = 0;
       await page.route('**/whoami', (route) => {
         if (faked++ > 0) return route.fallback();
-        return route.fulfill({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key: { name: reader, scope: 'write', topics: null } }) });
+        return route.fulfill({
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ key: { name: reader, scope: 'write', topics: null } }),
+        });
       });
       await page.reload();
-      await until('the faked scope', async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (write)`);
+      await until(
+        'the faked scope',
+        async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (write)`,
+      );
       await showFlowKey('partner', key);
       await until('the Resume button, on', () => shown('yes', 'Resume'));
-      const refusing = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith(`/topics/partner/flows/${key}/resume`));
+      const refusing = page.waitForResponse(
+        (r) => r.request().method() === 'POST' && r.url().endsWith(`/topics/partner/flows/${key}/resume`),
+      );
       await button.click();
       assert.equal((await refusing).status(), 403);
-      await until('the refusal in the card', async () => (await text('[data-testid="flow-failed"]')) === `Resume failed: key ${reader} has scope read; this needs scope write`);
-      await until('the button off again', async () => (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)` && (await offForRead('[data-testid="flow-pause"]', reader)));
-      assert.deepEqual([await page.locator('#app').isVisible(), await page.evaluate('sessionStorage.length'), await page.inputValue('#flow-key')], [true, 1, key], 'still signed in, the key still shown');
+      await until(
+        'the refusal in the card',
+        async () =>
+          (await text('[data-testid="flow-failed"]')) ===
+          `Resume failed: key ${reader} has scope read; this needs scope write`,
+      );
+      await until(
+        'the button off again',
+        async () =>
+          (await text('[data-testid="whoami"]')) === `signed in as ${reader} (read)` &&
+          (await offForRead('[data-testid="flow-pause"]', reader)),
+      );
+      assert.deepEqual(
+        [
+          await page.locator('#app').isVisible(),
+          await page.evaluate('sessionStorage.length'),
+          await page.inputValue('#flow-key'),
+        ],
+        [true, 1, key],
+        'still signed in, the key still shown',
+      );
       assert.equal((await client.flowKey('partner', key)).paused, true, 'nothing resumed');
       await page.unroute('**/whoami');
       const during = problems.splice(mark);
@@ -1094,8 +1469,14 @@ describe('the dashboard in headless Chromium', () => {
       await client.resumeTopic('partner');
     }
     // the topic resumed: the key's jobs run, one at a time, and the card follows
-    await until("the key's jobs done", async () => (await Promise.all(ids.map((id) => client.get('partner', id)))).every((job) => job?.state === 'done'));
-    await until('the card to show none ready or running', async () => (await text('[data-testid="flow-ready"]')) === '0' && (await text('[data-testid="flow-running"]')) === '0');
+    await until("the key's jobs done", async () =>
+      (await Promise.all(ids.map((id) => client.get('partner', id)))).every((job) => job?.state === 'done'),
+    );
+    await until(
+      'the card to show none ready or running',
+      async () =>
+        (await text('[data-testid="flow-ready"]')) === '0' && (await text('[data-testid="flow-running"]')) === '0',
+    );
     await client.clearFlowKey('partner', key);
     assert.equal(await page.evaluate('window.__pwned'), undefined);
     await page.click('#signout');

@@ -7,14 +7,27 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { cfnLint, functions, hasCfnLint, ofType, packageStage, printConfig, projectCopy, type Template, text } from '../support/stack';
+import {
+  cfnLint,
+  functions,
+  hasCfnLint,
+  ofType,
+  packageStage,
+  printConfig,
+  projectCopy,
+  type Template,
+  text,
+} from '../support/stack';
 
 const OPEN = ['GET /', 'GET /dashboard', 'GET /openapi.yaml'];
 
 /** Route keys that a policy with execute-api ARNs `resources` may invoke (`*` matches anything, as in IAM). */
 function allowed(resources: { 'Fn::Sub': string }[], routeKeys: string[]): string[] {
   const patterns = resources.map((r) => {
-    const match = /^arn:\$\{AWS::Partition\}:execute-api:\$\{AWS::Region\}:\$\{AWS::AccountId\}:\$\{HttpApi\}\/\*\/(.+)$/.exec(r['Fn::Sub']);
+    const match =
+      /^arn:\$\{AWS::Partition\}:execute-api:\$\{AWS::Region\}:\$\{AWS::AccountId\}:\$\{HttpApi\}\/\*\/(.+)$/.exec(
+        r['Fn::Sub'],
+      );
     assert.ok(match, `not a route ARN of this API: ${text(r)}`);
     return new RegExp(`^${match[1]!.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
   });
@@ -29,13 +42,19 @@ describe('custom.queue.auth (serverless package, dummy credentials)', () => {
   let iamPath: string;
   before(async () => {
     dirs.push(projectCopy(), projectCopy());
-    [{ template: token }, { template: iam, path: iamPath }] = await Promise.all([packageStage(dirs[0]!, []), packageStage(dirs[1]!, ['auth=iam'])]);
+    [{ template: token }, { template: iam, path: iamPath }] = await Promise.all([
+      packageStage(dirs[0]!, []),
+      packageStage(dirs[1]!, ['auth=iam']),
+    ]);
   });
   after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  const routes = (t: Template) => ofType(t, 'AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties as { RouteKey: string; AuthorizationType?: string });
+  const routes = (t: Template) =>
+    ofType(t, 'AWS::ApiGatewayV2::Route').map(
+      ([, r]) => r.Properties as { RouteKey: string; AuthorizationType?: string },
+    );
 
   it('token (the default): no route has an authorizer, no client policies, DQ_AUTH=token', () => {
     assert.ok(routes(token).length >= 20);
@@ -56,7 +75,8 @@ describe('custom.queue.auth (serverless package, dummy credentials)', () => {
         .sort(),
       'the same routes',
     );
-    for (const route of all) assert.equal(route.AuthorizationType, OPEN.includes(route.RouteKey) ? undefined : 'AWS_IAM', route.RouteKey);
+    for (const route of all)
+      assert.equal(route.AuthorizationType, OPEN.includes(route.RouteKey) ? undefined : 'AWS_IAM', route.RouteKey);
     assert.equal(all.filter((r) => r.AuthorizationType === undefined).length, OPEN.length);
     for (const [id, fn] of functions(iam)) assert.equal(fn.Properties.Environment.Variables.DQ_AUTH, 'iam', id);
   });
@@ -71,7 +91,11 @@ describe('custom.queue.auth (serverless package, dummy credentials)', () => {
     for (const [scope, want] of Object.entries(expected)) {
       const policy = iam.Resources[`DqApi${scope}Policy`];
       assert.equal(policy?.Type, 'AWS::IAM::ManagedPolicy', scope);
-      const statements = policy!.Properties.PolicyDocument.Statement as { Effect: string; Action: string; Resource: { 'Fn::Sub': string }[] }[];
+      const statements = policy!.Properties.PolicyDocument.Statement as {
+        Effect: string;
+        Action: string;
+        Resource: { 'Fn::Sub': string }[];
+      }[];
       assert.equal(statements.length, 1);
       assert.equal(statements[0]!.Effect, 'Allow');
       assert.equal(statements[0]!.Action, 'execute-api:Invoke');
@@ -83,16 +107,22 @@ describe('custom.queue.auth (serverless package, dummy credentials)', () => {
   });
 
   // W3005 (DependsOn already implied by a Ref or GetAtt) comes from the framework's templates, as in template.test.ts.
-  it('iam: the template passes AWS cfn-lint (ignoring W3005)', { skip: !hasCfnLint() && 'cfn-lint is not on PATH' }, () => {
-    const lint = cfnLint(iamPath);
-    assert.equal(lint.status, 0, `cfn-lint ${iamPath}:\n${lint.output}`);
-  });
+  it(
+    'iam: the template passes AWS cfn-lint (ignoring W3005)',
+    { skip: !hasCfnLint() && 'cfn-lint is not on PATH' },
+    () => {
+      const lint = cfnLint(iamPath);
+      assert.equal(lint.status, 0, `cfn-lint ${iamPath}:\n${lint.output}`);
+    },
+  );
 
   it('iam on the local stage: DQ_AUTH=iam, no authorizer (serverless-offline 14 cannot start with one)', async () => {
     const { status, config, output } = await printConfig(['--stage', 'local', '--param=auth=iam']);
     assert.equal(status, 0, output);
     assert.equal(config.provider.environment.DQ_AUTH, 'iam');
-    const events = Object.values(config.functions as Record<string, { events?: { httpApi?: { authorizer?: unknown } }[] }>).flatMap((fn) => fn.events ?? []);
+    const events = Object.values(
+      config.functions as Record<string, { events?: { httpApi?: { authorizer?: unknown } }[] }>,
+    ).flatMap((fn) => fn.events ?? []);
     assert.ok(events.filter((e) => e.httpApi).length >= 20);
     for (const event of events) assert.equal(event.httpApi?.authorizer ?? null, null, text(event));
   });

@@ -8,7 +8,20 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PROJECT_ROOT } from '../support/offline';
-import { cfnLint, functions, hasCfnLint, type Json, ofType, packageStage, printConfig, projectCopy, queueConfig, runServerless, type Template, text } from '../support/stack';
+import {
+  cfnLint,
+  functions,
+  hasCfnLint,
+  type Json,
+  ofType,
+  packageStage,
+  printConfig,
+  projectCopy,
+  queueConfig,
+  runServerless,
+  type Template,
+  text,
+} from '../support/stack';
 
 const SHARDS = 3; // not the default (2), so the template shows the parameter reached the cluster
 const secret = '{{resolve:secretsmanager:${DqRedisAuthSecret}:SecretString}}';
@@ -21,7 +34,8 @@ function luaCommands(): string[] {
     .filter((f) => f.endsWith('.lua'));
   const commands = new Set<string>();
   for (const file of files) {
-    for (const m of readFileSync(join(dir, file), 'utf8').matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'/g)) commands.add(m[1]!.toLowerCase());
+    for (const m of readFileSync(join(dir, file), 'utf8').matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'/g))
+      commands.add(m[1]!.toLowerCase());
   }
   return [...commands].sort();
 }
@@ -38,7 +52,17 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
   let refused: { code: number | null; output: string };
   before(async () => {
     dirs.push(projectCopy(), projectCopy());
-    [packaged, refused] = await Promise.all([packageStage(dirs[0]!, ['engine=memorydb', `shards=${SHARDS}`]), runServerless(dirs[1]!, ['package', '--stage', 'prod', '--package', join(dirs[1]!, 'package'), '--param=engine=redis'])]);
+    [packaged, refused] = await Promise.all([
+      packageStage(dirs[0]!, ['engine=memorydb', `shards=${SHARDS}`]),
+      runServerless(dirs[1]!, [
+        'package',
+        '--stage',
+        'prod',
+        '--package',
+        join(dirs[1]!, 'package'),
+        '--param=engine=redis',
+      ]),
+    ]);
   });
   after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -108,11 +132,13 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
     );
     assert.ok(rules.includes('-@all') && !rules.some((r) => r.startsWith('+@')), 'no command category granted');
     const granted = new Set(rules.filter((r) => r.startsWith('+')).map((r) => r.slice(1)));
-    for (const command of ['fcall', 'function|load', 'eval', 'evalsha', 'blpop', 'time', 'cluster|slots']) assert.ok(granted.has(command), command);
+    for (const command of ['fcall', 'function|load', 'eval', 'evalsha', 'blpop', 'time', 'cluster|slots'])
+      assert.ok(granted.has(command), command);
     // a command a Lua script calls runs under the caller's ACL: every one must be granted
     const missing = luaCommands().filter((c) => !granted.has(c));
     assert.deepEqual(missing, [], 'commands the Lua scripts call that the user may not run');
-    for (const dangerous of ['flushall', 'flushdb', 'keys', 'config', 'script', 'debug', 'shutdown', 'acl']) assert.ok(![...granted].some((c) => c === dangerous || c.startsWith(`${dangerous}|`)), dangerous);
+    for (const dangerous of ['flushall', 'flushdb', 'keys', 'config', 'script', 'debug', 'shutdown', 'acl'])
+      assert.ok(![...granted].some((c) => c === dangerous || c.startsWith(`${dangerous}|`)), dangerous);
     assert.deepEqual(
       [...granted].filter((c) => c === 'function' || c.startsWith('function|')),
       ['function|load'],
@@ -123,7 +149,9 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
   it('gives the functions the cluster endpoint with the user and password over TLS, the cluster client, 4 partitions per shard, durability none', () => {
     const t = packaged.template;
     const user = one(t, 'AWS::MemoryDB::User').UserName;
-    const url = { 'Fn::Sub': `rediss://${user}:${secret}@\${DqMemoryDb.ClusterEndpoint.Address}:${one(t, 'AWS::MemoryDB::Cluster').Port}` };
+    const url = {
+      'Fn::Sub': `rediss://${user}:${secret}@\${DqMemoryDb.ClusterEndpoint.Address}:${one(t, 'AWS::MemoryDB::Cluster').Port}`,
+    };
     for (const [id, fn] of functions(t)) {
       assert.deepEqual(fn.Properties.Environment.Variables.REDIS_URL, url, id);
       assert.equal(fn.Properties.Environment.Variables.REDIS_CLUSTER, 'true', id);
@@ -144,7 +172,9 @@ describe('engine=memorydb (serverless package, dummy credentials)', () => {
       alarms.filter((a) => a.Namespace === 'AWS/ElastiCache'),
       [],
     );
-    const memory = alarms.filter((a) => a.Namespace === 'AWS/MemoryDB' && a.MetricName === 'DatabaseMemoryUsagePercentage');
+    const memory = alarms.filter(
+      (a) => a.Namespace === 'AWS/MemoryDB' && a.MetricName === 'DatabaseMemoryUsagePercentage',
+    );
     assert.deepEqual(
       memory.map((a) => a.Dimensions),
       Array.from({ length: SHARDS }, (_, i) => [
@@ -191,7 +221,12 @@ describe('engine=memorydb options (serverless print)', { concurrency: true }, ()
   });
 
   it('refuses an ElastiCache node type, naming the parameter', async () => {
-    const { status, output } = await printConfig(['--stage', 'prod', '--param=engine=memorydb', '--param=nodeType=cache.t4g.micro']);
+    const { status, output } = await printConfig([
+      '--stage',
+      'prod',
+      '--param=engine=memorydb',
+      '--param=nodeType=cache.t4g.micro',
+    ]);
     assert.notEqual(status, 0);
     assert.match(output, /param nodeType cache\.t4g\.micro is not a node type of engine memorydb/);
   });

@@ -21,7 +21,8 @@ describe('network options (serverless print)', { concurrency: true }, () => {
     assert.equal(status, 0, output);
     assert.deepEqual(config.provider.vpc, { securityGroupIds: ['sg-0ccc'], subnetIds: ['subnet-0aaa', 'subnet-0bbb'] });
     const resources = config.resources.Resources as Record<string, Json>;
-    for (const id of ['DqVpc', 'DqNatGateway', 'DqLambdaEndpoint', 'DqLambdaSecurityGroup']) assert.equal(resources[id], undefined, id);
+    for (const id of ['DqVpc', 'DqNatGateway', 'DqLambdaEndpoint', 'DqLambdaSecurityGroup'])
+      assert.equal(resources[id], undefined, id);
     assert.deepEqual(resources.DqRedisSubnetGroup.Properties.SubnetIds, ['subnet-0aaa', 'subnet-0bbb']);
     assert.equal(resources.DqRedisSecurityGroup.Properties.VpcId, 'vpc-0abc');
     assert.equal(resources.DqRedisIngressFromLambdas.Properties.SourceSecurityGroupId, 'sg-0ccc');
@@ -33,7 +34,8 @@ describe('network options (serverless print)', { concurrency: true }, () => {
     assert.equal(status, 0, output);
     const resources = config.resources.Resources as Record<string, Json>;
     assert.ok(resources.DqVpc && resources.DqLambdaEndpoint);
-    for (const id of ['DqNatGateway', 'DqInternetGateway', 'DqPublicSubnet', 'DqPrivateDefaultRoute']) assert.equal(resources[id], undefined, id);
+    for (const id of ['DqNatGateway', 'DqInternetGateway', 'DqPublicSubnet', 'DqPrivateDefaultRoute'])
+      assert.equal(resources[id], undefined, id);
   });
 
   it('with wakeInvokes=false, only the sweeper and the fan-out may invoke functions', async () => {
@@ -41,24 +43,42 @@ describe('network options (serverless print)', { concurrency: true }, () => {
     assert.equal(status, 0, output);
     const resources = config.resources.Resources as Record<string, Json>;
     const invokers = Object.entries(resources)
-      .filter(([, r]) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.Policies ?? []).includes('lambda:InvokeFunction'))
+      .filter(
+        ([, r]) =>
+          r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.Policies ?? []).includes('lambda:InvokeFunction'),
+      )
       .map(([id]) => id)
       .sort();
     assert.deepEqual(invokers, ['DqFanoutRole', 'DqSweeperRole']);
-    for (const name of ['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'resumeTopic', 'flows', 'resumeSchedule', 'exampleHandler', 'webhookHandler']) {
+    for (const name of [
+      'addJob',
+      'addJobs',
+      'putJob',
+      'redrive',
+      'putSchedule',
+      'resumeTopic',
+      'flows',
+      'resumeSchedule',
+      'exampleHandler',
+      'webhookHandler',
+    ]) {
       assert.equal(config.functions[name].role, 'DqFunctionRole', name);
     }
     assert.equal(config.provider.environment.DQ_WAKE_INVOKES, 'false');
   });
 
   it('replicas: more replicas per shard, on every engine; at least one (durability replica needs it)', async () => {
-    const prints = (variants: string[][]) => Promise.all(variants.map((params) => printConfig(['--stage', 'prod', ...params.map((p) => `--param=${p}`)])));
+    const prints = (variants: string[][]) =>
+      Promise.all(variants.map((params) => printConfig(['--stage', 'prod', ...params.map((p) => `--param=${p}`)])));
     const resourcesOf = ({ status, config, output }: Awaited<ReturnType<typeof printConfig>>) => {
       assert.equal(status, 0, output);
       return config.resources.Resources as Record<string, Json>;
     };
     const bad = ['0', '6', 'two'];
-    const [good, refused] = await Promise.all([prints([[], ['replicas=2'], ['replicas=2', 'cluster=true'], ['replicas=2', 'engine=memorydb']]), prints(bad.map((value) => [`replicas=${value}`]))]);
+    const [good, refused] = await Promise.all([
+      prints([[], ['replicas=2'], ['replicas=2', 'cluster=true'], ['replicas=2', 'engine=memorydb']]),
+      prints(bad.map((value) => [`replicas=${value}`])),
+    ]);
     const [byDefault, two, twoCluster, twoMemoryDb] = good.map(resourcesOf);
     assert.equal(byDefault!.DqRedis!.Properties.NumCacheClusters, 2, 'default: a primary and one replica');
     assert.equal(two!.DqRedis!.Properties.NumCacheClusters, 3);
@@ -84,7 +104,8 @@ describe('the local stage', () => {
     assert.equal(config.resources ?? null, null);
     assert.equal(config.provider.vpc ?? null, null);
     assert.equal(config.provider.iam ?? null, null);
-    for (const [name, fn] of Object.entries(config.functions as Record<string, Json>)) assert.equal(fn.role ?? null, null, name);
+    for (const [name, fn] of Object.entries(config.functions as Record<string, Json>))
+      assert.equal(fn.role ?? null, null, name);
     assert.match(config.provider.environment.REDIS_URL, /^redis:\/\//);
     assert.equal(config.provider.environment.REDIS_CLUSTER, 'false');
   });

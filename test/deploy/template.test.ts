@@ -7,7 +7,20 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { cfnLint, functionKey, functions, hasCfnLint, type Json, ofType, packageStage, projectCopy, queueConfig, type Template, text, topicHandlers } from '../support/stack';
+import {
+  cfnLint,
+  functionKey,
+  functions,
+  hasCfnLint,
+  type Json,
+  ofType,
+  packageStage,
+  projectCopy,
+  queueConfig,
+  type Template,
+  text,
+  topicHandlers,
+} from '../support/stack';
 
 /** Function names an IAM role may invoke, read from its inline policies' Fn::Sub ARNs. */
 function invokeTargets(t: Template, roleId: string): string[] {
@@ -30,7 +43,8 @@ function invokeTargets(t: Template, roleId: string): string[] {
 
 /** Who invokes whom, from the code (grep invokeAsync, nudgeSweeper, requestFanout in lib/). */
 function expectedInvokes(t: Template, key: string): string[] {
-  if (['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'resumeTopic', 'flows', 'resumeSchedule'].includes(key)) return ['sweeper']; // lib/api/routes.ts nudgeSweeper
+  if (['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'resumeTopic', 'flows', 'resumeSchedule'].includes(key))
+    return ['sweeper']; // lib/api/routes.ts nudgeSweeper
   if (key === 'sweeper') return ['fanout', 'sweeper']; // hand-over, requestFanout
   if (key === 'fanout') return topicHandlers(t); // one invoke per batch
   if (topicHandlers(t).includes(key)) return ['fanout', 'sweeper']; // lib/workers/handler.ts
@@ -51,7 +65,8 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
         assert.equal(vpc.SubnetIds.length, 2, `${id} subnets`);
         assert.deepEqual(vpc.SecurityGroupIds, [{ Ref: 'DqLambdaSecurityGroup' }], `${id} security group`);
       }
-      for (const [id, group] of ofType(t, 'AWS::Logs::LogGroup')) assert.equal(group.Properties.RetentionInDays, 30, id);
+      for (const [id, group] of ofType(t, 'AWS::Logs::LogGroup'))
+        assert.equal(group.Properties.RetentionInDays, 30, id);
     });
 
     it('has ElastiCache with TLS, encryption at rest, an AUTH token from Secrets Manager, failover to a replica', () => {
@@ -86,15 +101,29 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
       const endpoint = cluster ? 'ConfigurationEndPoint' : 'PrimaryEndPoint';
       // The API token only in the functions behind routes (but the dashboard's static page), the
       // webhook secret only in the handlers of webhook topics.
-      const routed = new Set(ofType(t, 'AWS::ApiGatewayV2::Integration').map(([, i]) => text(i.Properties.IntegrationUri).match(/"([A-Za-z0-9]+)LambdaFunction"/)![1]!));
-      const webhookHandlers = new Set(Object.values(queueConfig(t).topics).flatMap((topic: Json) => (topic.kind === 'webhook' ? [topic.handler] : [])));
+      const routed = new Set(
+        ofType(t, 'AWS::ApiGatewayV2::Integration').map(
+          ([, i]) => text(i.Properties.IntegrationUri).match(/"([A-Za-z0-9]+)LambdaFunction"/)![1]!,
+        ),
+      );
+      const webhookHandlers = new Set(
+        Object.values(queueConfig(t).topics).flatMap((topic: Json) =>
+          topic.kind === 'webhook' ? [topic.handler] : [],
+        ),
+      );
       const apiToken = { 'Fn::Sub': '{{resolve:secretsmanager:${DqApiTokenSecret}:SecretString}}' };
       const webhookSecret = { 'Fn::Sub': '{{resolve:secretsmanager:${DqWebhookSecret}:SecretString}}' };
       let holders = 0;
       for (const [id, fn] of functions(t)) {
         const env = fn.Properties.Environment.Variables;
         const key = functionKey(fn);
-        assert.deepEqual(env.REDIS_URL, { 'Fn::Sub': `rediss://:{{resolve:secretsmanager:\${DqRedisAuthSecret}:SecretString}}@\${DqRedis.${endpoint}.Address}:\${DqRedis.${endpoint}.Port}` }, id);
+        assert.deepEqual(
+          env.REDIS_URL,
+          {
+            'Fn::Sub': `rediss://:{{resolve:secretsmanager:\${DqRedisAuthSecret}:SecretString}}@\${DqRedis.${endpoint}.Address}:\${DqRedis.${endpoint}.Port}`,
+          },
+          id,
+        );
         assert.equal(env.REDIS_CLUSTER, String(cluster), id);
         const servesApi = routed.has(id.replace(/LambdaFunction$/, '')) && key !== 'dashboard';
         assert.deepEqual(env.API_TOKEN, servesApi ? apiToken : '', `${id} API_TOKEN`);
@@ -108,20 +137,29 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
       const references = text(t).match(/\{\{resolve:/g)!.length;
       assert.equal(references, functions(t).length + holders + 1);
       assert.ok(references <= 60, `${references} dynamic references`);
-      assert.ok(!/dev-token|dev-webhook-secret|127\.0\.0\.1:6389|\$\{ssm:/.test(text(t)), 'local-stage values or ssm variables leaked into the template');
+      assert.ok(
+        !/dev-token|dev-webhook-secret|127\.0\.0\.1:6389|\$\{ssm:/.test(text(t)),
+        'local-stage values or ssm variables leaked into the template',
+      );
       const partitions = queueConfig(t).partitions;
       assert.ok(cluster ? partitions > 1 : partitions === 1, `partitions ${partitions}`);
-      assert.equal(queueConfig(t).formerPartitions, null, 'no partition count change unless --param formerPartitions is given');
+      assert.equal(
+        queueConfig(t).formerPartitions,
+        null,
+        'no partition count change unless --param formerPartitions is given',
+      );
     });
 
     it('opens Redis on 6379 to the Lambdas security group only, never to an address range', () => {
       const t = get();
       const rules: Json[] = [];
-      for (const [, sg] of ofType(t, 'AWS::EC2::SecurityGroup')) rules.push(...(sg.Properties.SecurityGroupIngress ?? []).map((r: Json) => ({ ...r, GroupId: 'inline' })));
+      for (const [, sg] of ofType(t, 'AWS::EC2::SecurityGroup'))
+        rules.push(...(sg.Properties.SecurityGroupIngress ?? []).map((r: Json) => ({ ...r, GroupId: 'inline' })));
       for (const [, rule] of ofType(t, 'AWS::EC2::SecurityGroupIngress')) rules.push(rule.Properties);
       for (const rule of rules) {
         const covers6379 = rule.IpProtocol === '-1' || (rule.FromPort <= 6379 && rule.ToPort >= 6379);
-        if (covers6379) assert.ok(!rule.CidrIp && !rule.CidrIpv6, `ingress on 6379 from an address range: ${text(rule)}`);
+        if (covers6379)
+          assert.ok(!rule.CidrIp && !rule.CidrIpv6, `ingress on 6379 from an address range: ${text(rule)}`);
         assert.notEqual(rule.CidrIp, '0.0.0.0/0', text(rule));
         assert.notEqual(rule.CidrIpv6, '::/0', text(rule));
       }
@@ -137,7 +175,9 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
     it('reaches the Lambda API through an interface endpoint (no NAT needed for it)', () => {
       const t = get();
       const endpoints = ofType(t, 'AWS::EC2::VPCEndpoint').map(([, e]) => e.Properties);
-      const lambda = endpoints.find((e) => text(e.ServiceName) === text({ 'Fn::Sub': 'com.amazonaws.${AWS::Region}.lambda' }));
+      const lambda = endpoints.find(
+        (e) => text(e.ServiceName) === text({ 'Fn::Sub': 'com.amazonaws.${AWS::Region}.lambda' }),
+      );
       assert.ok(lambda, 'no Lambda endpoint');
       assert.equal(lambda.VpcEndpointType, 'Interface');
       assert.equal(lambda.PrivateDnsEnabled, true);
@@ -157,7 +197,8 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
         assert.ok(role?.['Fn::GetAtt']?.[1] === 'Arn', `${id} has no role of ours: ${text(role)}`);
         const targets = invokeTargets(t, role['Fn::GetAtt'][0]);
         assert.deepEqual(targets, expectedInvokes(t, functionKey(fn)), `${id} (${role['Fn::GetAtt'][0]}) may invoke`);
-        for (const target of targets) assert.ok(keys.includes(target), `${id} may invoke ${target}, which does not exist`);
+        for (const target of targets)
+          assert.ok(keys.includes(target), `${id} may invoke ${target}, which does not exist`);
       }
       assert.equal(
         ofType(t, 'AWS::IAM::Role').some(([id]) => id === 'IamRoleLambdaExecution'),
@@ -165,17 +206,29 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
         'the framework default role is unused',
       );
       for (const [id, role] of ofType(t, 'AWS::IAM::Role')) {
-        assert.deepEqual(role.Properties.ManagedPolicyArns, [{ Ref: 'DqFunctionBasePolicy' }], `${id} managed policies`);
+        assert.deepEqual(
+          role.Properties.ManagedPolicyArns,
+          [{ Ref: 'DqFunctionBasePolicy' }],
+          `${id} managed policies`,
+        );
       }
       // Resource '*' only where AWS requires it: the ENI actions of Lambdas in a VPC.
       const statements = [
         ...ofType(t, 'AWS::IAM::ManagedPolicy').flatMap(([, p]) => p.Properties.PolicyDocument.Statement),
-        ...ofType(t, 'AWS::IAM::Role').flatMap(([, r]) => (r.Properties.Policies ?? []).flatMap((p: Json) => p.PolicyDocument.Statement)),
+        ...ofType(t, 'AWS::IAM::Role').flatMap(([, r]) =>
+          (r.Properties.Policies ?? []).flatMap((p: Json) => p.PolicyDocument.Statement),
+        ),
       ];
       for (const s of statements) {
         if ([s.Resource].flat().includes('*'))
           assert.ok(
-            [s.Action].flat().every((a: string) => /^ec2:(Create|Describe|Delete)NetworkInterfaces?$|^ec2:DescribeSubnets$|^ec2:(Assign|Unassign)PrivateIpAddresses$/.test(a)),
+            [s.Action]
+              .flat()
+              .every((a: string) =>
+                /^ec2:(Create|Describe|Delete)NetworkInterfaces?$|^ec2:DescribeSubnets$|^ec2:(Assign|Unassign)PrivateIpAddresses$/.test(
+                  a,
+                ),
+              ),
             text(s),
           );
         assert.ok(![s.Action].flat().some((a: string) => a === '*' || a.endsWith(':*')), text(s));
@@ -184,7 +237,12 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
 
     it('turns Lambda async retries off on the handlers, the sweeper and the fan-out, with a bounded event age', () => {
       const t = get();
-      const configs = new Map(ofType(t, 'AWS::Lambda::EventInvokeConfig').map(([, c]) => [c.Properties.FunctionName.Ref as string, c.Properties]));
+      const configs = new Map(
+        ofType(t, 'AWS::Lambda::EventInvokeConfig').map(([, c]) => [
+          c.Properties.FunctionName.Ref as string,
+          c.Properties,
+        ]),
+      );
       const byKey = new Map(functions(t).map(([id, fn]) => [functionKey(fn), id]));
       for (const key of [...topicHandlers(t), 'sweeper', 'fanout']) {
         const config = configs.get(byKey.get(key)!);
@@ -202,7 +260,10 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
     it("tells each topic its handler's timeout, so a longer ttr is refused (issue 12, finding 5)", () => {
       const t = get();
       const byKey = new Map(functions(t).map(([, fn]) => [functionKey(fn), fn]));
-      for (const [name, topic] of Object.entries(queueConfig(t).topics) as [string, { handler?: string; handlerTimeout?: number }][]) {
+      for (const [name, topic] of Object.entries(queueConfig(t).topics) as [
+        string,
+        { handler?: string; handlerTimeout?: number },
+      ][]) {
         if (!topic.handler) continue;
         assert.equal(topic.handlerTimeout, byKey.get(topic.handler)!.Properties.Timeout, `topic ${name}`);
       }
@@ -211,21 +272,32 @@ function checkTemplate(label: string, get: () => Template, cluster: boolean): vo
     it('throttles the HTTP API and leaves CORS off', () => {
       const t = get();
       const stage = t.Resources.HttpApiStage!.Properties;
-      assert.ok(stage.DefaultRouteSettings.ThrottlingRateLimit > 0 && stage.DefaultRouteSettings.ThrottlingBurstLimit > 0, text(stage));
+      assert.ok(
+        stage.DefaultRouteSettings.ThrottlingRateLimit > 0 && stage.DefaultRouteSettings.ThrottlingBurstLimit > 0,
+        text(stage),
+      );
       assert.equal(t.Resources.HttpApi!.Properties.CorsConfiguration, undefined);
     });
 
     it('alarms on dead letters, lateness p99 per topic, sweeper errors and Redis memory', () => {
       const t = get();
       const alarms = ofType(t, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
-      const find = (metric: string, topic?: string) => alarms.find((a) => a.Namespace === 'DelayQueue' && a.MetricName === metric && text(a.Dimensions).includes(topic ? `"Value":"${topic}"` : '"service"'));
+      const find = (metric: string, topic?: string) =>
+        alarms.find(
+          (a) =>
+            a.Namespace === 'DelayQueue' &&
+            a.MetricName === metric &&
+            text(a.Dimensions).includes(topic ? `"Value":"${topic}"` : '"service"'),
+        );
       assert.ok(find('sweeperErrors'));
       assert.ok(find('deadLettered'));
       for (const topic of Object.keys(queueConfig(t).topics)) {
         assert.ok(find('dead', topic), `dead-letter alarm of ${topic}`);
         assert.equal(find('lateness', topic)?.ExtendedStatistic, 'p99', `lateness alarm of ${topic}`);
       }
-      const memory = alarms.filter((a) => a.Namespace === 'AWS/ElastiCache' && a.MetricName === 'DatabaseMemoryUsagePercentage');
+      const memory = alarms.filter(
+        (a) => a.Namespace === 'AWS/ElastiCache' && a.MetricName === 'DatabaseMemoryUsagePercentage',
+      );
       const group = ofType(t, 'AWS::ElastiCache::ReplicationGroup')[0]![1].Properties;
       assert.equal(memory.length, cluster ? group.NumNodeGroups : 1, 'a memory alarm per shard');
       const actions = alarms.map((a) => text(a.AlarmActions));
@@ -243,7 +315,10 @@ describe('AWS stages (serverless package, dummy credentials)', () => {
   let cluster: { template: Template; path: string };
   before(async () => {
     dirs.push(projectCopy(), projectCopy());
-    [single, cluster] = await Promise.all([packageStage(dirs[0]!, []), packageStage(dirs[1]!, ['cluster=true', 'alarmEmail=ops@example.com', 'secretsEndpoint=true'])]);
+    [single, cluster] = await Promise.all([
+      packageStage(dirs[0]!, []),
+      packageStage(dirs[1]!, ['cluster=true', 'alarmEmail=ops@example.com', 'secretsEndpoint=true']),
+    ]);
   });
   after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -253,10 +328,14 @@ describe('AWS stages (serverless package, dummy credentials)', () => {
   checkTemplate('prod, cluster mode', () => cluster.template, true);
 
   // W3005 (DependsOn already implied by a Ref or GetAtt) comes from the framework's templates.
-  it('passes AWS cfn-lint (ignoring W3005) on both templates', { skip: !hasCfnLint() && 'cfn-lint is not on PATH' }, () => {
-    for (const path of [single.path, cluster.path]) {
-      const lint = cfnLint(path);
-      assert.equal(lint.status, 0, `cfn-lint ${path}:\n${lint.output}`);
-    }
-  });
+  it(
+    'passes AWS cfn-lint (ignoring W3005) on both templates',
+    { skip: !hasCfnLint() && 'cfn-lint is not on PATH' },
+    () => {
+      for (const path of [single.path, cluster.path]) {
+        const lint = cfnLint(path);
+        assert.equal(lint.status, 0, `cfn-lint ${path}:\n${lint.output}`);
+      }
+    },
+  );
 });

@@ -14,7 +14,10 @@ async function environment(args: string[]): Promise<Record<string, string>> {
 
 describe('DQ_WEBHOOK_DENY_CIDRS (serverless print)', { concurrency: true }, () => {
   it("is the VPC's CIDR on AWS stages: the default, or the vpcCidr given", async () => {
-    const [byDefault, given] = await Promise.all([environment(['--stage', 'prod']), environment(['--stage', 'prod', '--param=vpcCidr=10.9.0.0/16'])]);
+    const [byDefault, given] = await Promise.all([
+      environment(['--stage', 'prod']),
+      environment(['--stage', 'prod', '--param=vpcCidr=10.9.0.0/16']),
+    ]);
     assert.equal(byDefault.DQ_WEBHOOK_DENY_CIDRS, '10.42.0.0/16');
     assert.equal(given.DQ_WEBHOOK_DENY_CIDRS, '10.9.0.0/16');
   });

@@ -37,9 +37,22 @@ describe('the dq CLI against the stack', () => {
   let seq = 0;
   const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
 
-  /** Runs `command` (node bin/dq.cjs, or another program) with the stack's URL and key in DQ_URL and DQ_KEY unless `env` says otherwise. */
-  function run(args: string[], options: { env?: Record<string, string | undefined>; stdin?: string; command?: string[] } = {}): Promise<Run> {
-    const env: NodeJS.ProcessEnv = { ...process.env, DQ_URL: offline.baseUrl, DQ_KEY: offline.token, DQ_CONFIG: join(dir, 'absent.json'), DQ_PROFILE: undefined, ...options.env };
+  /**
+   * Runs `command` (node bin/dq.cjs, or another program) with the stack's URL and key in DQ_URL and DQ_KEY unless `env`
+   * says otherwise.
+   */
+  function run(
+    args: string[],
+    options: { env?: Record<string, string | undefined>; stdin?: string; command?: string[] } = {},
+  ): Promise<Run> {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DQ_URL: offline.baseUrl,
+      DQ_KEY: offline.token,
+      DQ_CONFIG: join(dir, 'absent.json'),
+      DQ_PROFILE: undefined,
+      ...options.env,
+    };
     delete env.NODE_TEST_CONTEXT; // set by node --test for its subprocesses; not for this one
     for (const [name, value] of Object.entries(env)) if (value === undefined) delete env[name];
     const [program, ...prefix] = options.command ?? [process.execPath, BIN];
@@ -96,7 +109,20 @@ describe('the dq CLI against the stack', () => {
 
   it('jobs add, get, put, list, cancel; a body from a file and from stdin; --json; a missing job exits 3', async () => {
     const id = uid('order');
-    const added = await dq('jobs', 'add', 'example', id, '--delay', '1h', '--body', '{"orderId":42}', '--max-attempts', '3', '--ttr', '20s');
+    const added = await dq(
+      'jobs',
+      'add',
+      'example',
+      id,
+      '--delay',
+      '1h',
+      '--body',
+      '{"orderId":42}',
+      '--max-attempts',
+      '3',
+      '--ttr',
+      '20s',
+    );
     ok(added, 'jobs add');
     assert.match(added.stdout, new RegExp(`^added example/${id}\\n`));
     assert.match(added.stdout, /^state +delayed$/m);
@@ -106,17 +132,46 @@ describe('the dq CLI against the stack', () => {
     assert.deepEqual([job.body, job.maxAttempts, job.ttr], [{ orderId: 42 }, 3, 20]);
 
     writeFileSync(join(dir, 'body.json'), '{"orderId": 43}\n');
-    const put = await dq('jobs', 'put', 'example', id, '--delay', '2h', '--body', `@${join(dir, 'body.json')}`, '--if-match', String(job.version));
+    const put = await dq(
+      'jobs',
+      'put',
+      'example',
+      id,
+      '--delay',
+      '2h',
+      '--body',
+      `@${join(dir, 'body.json')}`,
+      '--if-match',
+      String(job.version),
+    );
     ok(put, 'jobs put');
     assert.match(put.stdout, new RegExp(`^replaced example/${id}\\n`));
     const stale = await dq('jobs', 'put', 'example', id, '--delay', '2h', '--if-match', String(job.version));
     assert.equal(stale.code, 1);
-    assert.match(stale.stderr, /^dq: VERSION_MISMATCH \(HTTP 412\): .*\n {2}the job as it is: example\/.*, state delayed, version \d+\n$/);
+    assert.match(
+      stale.stderr,
+      /^dq: VERSION_MISMATCH \(HTTP 412\): .*\n {2}the job as it is: example\/.*, state delayed, version \d+\n$/,
+    );
     const replaced = await queue.get('example', id);
-    assert.deepEqual([replaced?.body, replaced?.maxAttempts], [{ orderId: 43 }, 5], "a put replaces the whole job: no --max-attempts, the topic's");
+    assert.deepEqual(
+      [replaced?.body, replaced?.maxAttempts],
+      [{ orderId: 43 }, 5],
+      "a put replaces the whole job: no --max-attempts, the topic's",
+    );
 
     const from = Date.now();
-    const listed = await dqJson<{ jobs: Job[]; next: string | null }>('jobs', 'list', 'example', '--state', 'delayed', '--from', String(from), '--to', new Date(from + 3 * 3_600_000).toISOString(), '--all');
+    const listed = await dqJson<{ jobs: Job[]; next: string | null }>(
+      'jobs',
+      'list',
+      'example',
+      '--state',
+      'delayed',
+      '--from',
+      String(from),
+      '--to',
+      new Date(from + 3 * 3_600_000).toISOString(),
+      '--all',
+    );
     assert.ok(
       listed.jobs.some((j) => j.id === id),
       `${id} is listed`,
@@ -125,14 +180,20 @@ describe('the dq CLI against the stack', () => {
     const table = await dq('jobs', 'list', 'example', '--from', String(from));
     ok(table, 'jobs list');
     assert.match(table.stdout, /^ID +STATE +RUN AT +ATTEMPTS +GROUP +BODY +LAST ERROR$/m);
-    assert.match(table.stdout, new RegExp(`^${id} +delayed +\\S+ \\(in \\d+h[ \\dm]*\\) +0/5 +- +\\{"orderId":43\\}`, 'm'));
+    assert.match(
+      table.stdout,
+      new RegExp(`^${id} +delayed +\\S+ \\(in \\d+h[ \\dm]*\\) +0/5 +- +\\{"orderId":43\\}`, 'm'),
+    );
 
     const cancelled = await dq('jobs', 'cancel', 'example', id);
     ok(cancelled, 'jobs cancel');
     assert.match(cancelled.stdout, /^state +cancelled$/m);
 
     const now = uid('now');
-    ok(await run(['jobs', 'add', 'example', now, '--delay', '0', '--body', '-'], { stdin: '"hello"' }), 'jobs add --body -');
+    ok(
+      await run(['jobs', 'add', 'example', now, '--delay', '0', '--body', '-'], { stdin: '"hello"' }),
+      'jobs add --body -',
+    );
     assert.equal((await untilState('example', now, 'done')).body, 'hello');
 
     const missing = await dq('jobs', 'get', 'example', uid('missing'));
@@ -165,13 +226,29 @@ describe('the dq CLI against the stack', () => {
 
     const cancelled = await dq('groups', 'cancel', 'example', group, '--yes');
     ok(cancelled, 'groups cancel');
-    assert.equal(cancelled.stdout, `cancelled 3 delayed or ready jobs of group ${group}; 0 running (their results will be dropped)\n`);
+    assert.equal(
+      cancelled.stdout,
+      `cancelled 3 delayed or ready jobs of group ${group}; 0 running (their results will be dropped)\n`,
+    );
     assert.ok((await queue.listGroup('example', group)).jobs.every((j) => j.state === 'cancelled'));
   });
 
   it('dead list and redrive: a webhook that fails once dies, is listed, redriven and delivered', async () => {
     const id = uid('hook');
-    const added = await dq('jobs', 'add', 'webhook', id, '--delay', '0', '--webhook-url', `${receiver.url}/fail-1/${id}`, '--max-attempts', '1', '--body', '{"n":1}');
+    const added = await dq(
+      'jobs',
+      'add',
+      'webhook',
+      id,
+      '--delay',
+      '0',
+      '--webhook-url',
+      `${receiver.url}/fail-1/${id}`,
+      '--max-attempts',
+      '1',
+      '--body',
+      '{"n":1}',
+    );
     ok(added, 'jobs add webhook');
     await untilState('webhook', id, 'dead');
 
@@ -201,8 +278,29 @@ describe('the dq CLI against the stack', () => {
     assert.match(created.stdout, new RegExp(`^created schedule example/${id}\\n`));
     assert.match(created.stdout, /^runs +every 3600s$/m);
 
-    const replaced = await dqJson<{ schedule: Schedule; created: boolean }>('schedules', 'put', 'example', id, '--cron', '0 9 * * 1-5', '--timezone', 'Europe/Berlin', '--paused', '--catch-up', 'none');
-    assert.deepEqual([replaced.created, replaced.schedule.cron, replaced.schedule.timezone, replaced.schedule.paused, replaced.schedule.catchUp], [false, '0 9 * * 1-5', 'Europe/Berlin', true, 'none']);
+    const replaced = await dqJson<{ schedule: Schedule; created: boolean }>(
+      'schedules',
+      'put',
+      'example',
+      id,
+      '--cron',
+      '0 9 * * 1-5',
+      '--timezone',
+      'Europe/Berlin',
+      '--paused',
+      '--catch-up',
+      'none',
+    );
+    assert.deepEqual(
+      [
+        replaced.created,
+        replaced.schedule.cron,
+        replaced.schedule.timezone,
+        replaced.schedule.paused,
+        replaced.schedule.catchUp,
+      ],
+      [false, '0 9 * * 1-5', 'Europe/Berlin', true, 'none'],
+    );
 
     const got = await dq('schedules', 'get', 'example', id);
     ok(got, 'schedules get');
@@ -238,7 +336,15 @@ describe('the dq CLI against the stack', () => {
 
   it('keys create, whoami, list, revoke: a read key reads and is refused a change (FORBIDDEN, exit 1), and once revoked is refused (UNAUTHORIZED)', async () => {
     const name = uid('cli-reader');
-    const created = await dqJson<{ key: { name: string; scope: string; topics: string[] | null }; secret: string }>('keys', 'create', name, '--scope', 'read', '--topics', 'example');
+    const created = await dqJson<{ key: { name: string; scope: string; topics: string[] | null }; secret: string }>(
+      'keys',
+      'create',
+      name,
+      '--scope',
+      'read',
+      '--topics',
+      'example',
+    );
     assert.deepEqual([created.key.name, created.key.scope, created.key.topics], [name, 'read', ['example']]);
     assert.match(created.secret, /^dq_/);
     const asReader = (...args: string[]) => run(args, { env: { DQ_KEY: created.secret } });
@@ -281,8 +387,13 @@ describe('the dq CLI against the stack', () => {
     assert.match(unknownTopic.stderr, /^dq: UNKNOWN_TOPIC \(HTTP 400\)/);
     const invalid = await dq('--json', 'jobs', 'add', 'example', '--delay', '400d');
     assert.equal(invalid.code, 1);
-    const { error } = JSON.parse(invalid.stderr) as { error: { code: string; status: number; details: { path: string }[] } };
-    assert.deepEqual([error.code, error.status, error.details.map((d) => d.path)], ['VALIDATION_FAILED', 400, ['delay']]);
+    const { error } = JSON.parse(invalid.stderr) as {
+      error: { code: string; status: number; details: { path: string }[] };
+    };
+    assert.deepEqual(
+      [error.code, error.status, error.details.map((d) => d.path)],
+      ['VALIDATION_FAILED', 400, ['delay']],
+    );
     const stranger = await run(['topics', 'stats'], { env: { DQ_KEY: 'wrong' } });
     assert.equal(stranger.code, 1);
     assert.match(stranger.stderr, /^dq: UNAUTHORIZED \(HTTP 401\)/);
@@ -294,13 +405,36 @@ describe('the dq CLI against the stack', () => {
 
   it('the connection from a profile file; a flag beats the environment, which beats the profile', async () => {
     const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ default: 'stack', profiles: { stack: { url: offline.baseUrl, key: offline.token }, wrongKey: { url: offline.baseUrl, key: 'wrong' } } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        default: 'stack',
+        profiles: {
+          stack: { url: offline.baseUrl, key: offline.token },
+          wrongKey: { url: offline.baseUrl, key: 'wrong' },
+        },
+      }),
+    );
     const profileEnv = { DQ_CONFIG: config, DQ_URL: undefined, DQ_KEY: undefined };
     ok(await run(['topics', 'stats'], { env: profileEnv }), "the file's default profile");
-    assert.equal((await run(['topics', 'stats', '--profile', 'wrongKey'], { env: profileEnv })).code, 1, '--profile picks another');
-    ok(await run(['topics', 'stats', '--profile', 'wrongKey', '--key', offline.token], { env: profileEnv }), '--key beats the profile');
-    ok(await run(['topics', 'stats'], { env: { ...profileEnv, DQ_PROFILE: 'wrongKey', DQ_KEY: offline.token } }), 'DQ_KEY beats the profile DQ_PROFILE chose');
-    assert.equal((await run(['topics', 'stats', '--key', 'wrong'], { env: profileEnv })).code, 1, '--key beats the default profile too');
+    assert.equal(
+      (await run(['topics', 'stats', '--profile', 'wrongKey'], { env: profileEnv })).code,
+      1,
+      '--profile picks another',
+    );
+    ok(
+      await run(['topics', 'stats', '--profile', 'wrongKey', '--key', offline.token], { env: profileEnv }),
+      '--key beats the profile',
+    );
+    ok(
+      await run(['topics', 'stats'], { env: { ...profileEnv, DQ_PROFILE: 'wrongKey', DQ_KEY: offline.token } }),
+      'DQ_KEY beats the profile DQ_PROFILE chose',
+    );
+    assert.equal(
+      (await run(['topics', 'stats', '--key', 'wrong'], { env: profileEnv })).code,
+      1,
+      '--key beats the default profile too',
+    );
     const noProfile = await run(['topics', 'stats', '--profile', 'nope'], { env: profileEnv });
     assert.equal(noProfile.code, 2);
     assert.match(noProfile.stderr, /no profile "nope" in .*config.json \(profiles: stack, wrongKey\)/);

@@ -24,7 +24,8 @@ describe('the client against the stack', () => {
   const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
 
   async function until(what: string, check: () => Promise<Job | null>, state: string): Promise<Job> {
-    const end = Date.now() + 120_000; // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    const end = Date.now() + 120_000;
     for (;;) {
       const job = await check();
       if (job?.state === state) return job;
@@ -36,7 +37,11 @@ describe('the client against the stack', () => {
   before(async () => {
     [redisServer, receiver] = await Promise.all([startRedis(), startReceiver(SECRET)]);
     offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: SECRET } });
-    queue = new DelayQueueClient({ baseUrl: offline.baseUrl, token: offline.token, fetch: checkingFetch(contract, offline.baseUrl) });
+    queue = new DelayQueueClient({
+      baseUrl: offline.baseUrl,
+      token: offline.token,
+      fetch: checkingFetch(contract, offline.baseUrl),
+    });
   });
   after(async () => {
     await offline?.stop();
@@ -75,7 +80,10 @@ describe('the client against the stack', () => {
     assert.ok(invalid instanceof DelayQueueError);
     assert.equal(invalid.code, 'VALIDATION_FAILED');
     assert.deepEqual((invalid.details as { path: string }[]).map((d) => d.path).sort(), ['delay', 'maxAttempts']);
-    assert.equal(((await queue.add({ topic: 'nope', delay: 1 }).catch((e: unknown) => e)) as DelayQueueError).code, 'UNKNOWN_TOPIC');
+    assert.equal(
+      ((await queue.add({ topic: 'nope', delay: 1 }).catch((e: unknown) => e)) as DelayQueueError).code,
+      'UNKNOWN_TOPIC',
+    );
     const stranger = new DelayQueueClient({ baseUrl: offline.baseUrl, token: 'wrong' });
     assert.deepEqual(await stranger.topics().catch((e: DelayQueueError) => [e.status, e.code]), [401, 'UNAUTHORIZED']);
 
@@ -100,7 +108,14 @@ describe('the client against the stack', () => {
     );
 
     const id = uid('healed');
-    await queue.add({ topic: 'webhook', id, delay: 0, url: `${receiver.url}/fail-1/${id}`, maxAttempts: 1, body: { orderId: 9 } });
+    await queue.add({
+      topic: 'webhook',
+      id,
+      delay: 0,
+      url: `${receiver.url}/fail-1/${id}`,
+      maxAttempts: 1,
+      body: { orderId: 9 },
+    });
     await until(id, () => queue.get('webhook', id), 'dead');
     const stats = (await queue.topics()).find((t) => t.topic === 'webhook');
     assert.equal(stats?.dead, 1);
@@ -120,7 +135,9 @@ describe('the client against the stack', () => {
     const group = uid('cgrp');
     const ids = Array.from({ length: 5 }, (_, i) => `${group}-${i}`);
     const base = Date.now() + 100 * 86_400_000; // after every other job of this file
-    const added = await queue.addMany(ids.map((id, i) => ({ topic: 'example', id, runAt: base + (4 - i) * 1000, group })));
+    const added = await queue.addMany(
+      ids.map((id, i) => ({ topic: 'example', id, runAt: base + (4 - i) * 1000, group })),
+    );
     assert.ok(added.every((r) => r.ok));
 
     const first = await queue.listGroup('example', group, { limit: 2 });
@@ -133,11 +150,15 @@ describe('the client against the stack', () => {
 
     const byTime = [...ids].reverse();
     assert.deepEqual(
-      (await queue.listJobs('example', { state: 'delayed', from: new Date(base), to: base + 4000 })).jobs.map((j) => j.id),
+      (await queue.listJobs('example', { state: 'delayed', from: new Date(base), to: base + 4000 })).jobs.map(
+        (j) => j.id,
+      ),
       byTime,
     );
     assert.deepEqual(
-      (await queue.listJobs('example', { from: new Date(base + 1000).toISOString(), to: new Date(base + 3000) })).jobs.map((j) => j.id),
+      (
+        await queue.listJobs('example', { from: new Date(base + 1000).toISOString(), to: new Date(base + 3000) })
+      ).jobs.map((j) => j.id),
       byTime.slice(1, 4),
     );
     const paged = await queue.listJobs('example', { from: base, limit: 3 });
@@ -151,7 +172,10 @@ describe('the client against the stack', () => {
     );
     const invalid = await queue.listJobs('example', { from: base + 1, to: base }).catch((e: unknown) => e);
     assert.ok(invalid instanceof DelayQueueError);
-    assert.deepEqual([invalid.code, (invalid.details as { path: string }[]).map((d) => d.path)], ['VALIDATION_FAILED', ['from']]);
+    assert.deepEqual(
+      [invalid.code, (invalid.details as { path: string }[]).map((d) => d.path)],
+      ['VALIDATION_FAILED', ['from']],
+    );
 
     assert.deepEqual(await queue.cancelGroup('example', group), { cancelled: 5, running: 0 });
     assert.ok((await queue.listGroup('example', group)).jobs.every((j) => j.state === 'cancelled'));
@@ -160,15 +184,23 @@ describe('the client against the stack', () => {
 
   it('ifMatch: a put or cancel of another version is VERSION_MISMATCH with the current job; of the current one it goes through', async () => {
     const added = await queue.add({ topic: 'example', delay: 3600, body: 1 });
-    const stale = await queue.put('example', added.id, { delay: 60, body: 'stale' }, { ifMatch: added.version + 1 }).catch((e: unknown) => e);
+    const stale = await queue
+      .put('example', added.id, { delay: 60, body: 'stale' }, { ifMatch: added.version + 1 })
+      .catch((e: unknown) => e);
     assert.ok(stale instanceof DelayQueueError);
-    assert.deepEqual([stale.status, stale.code, stale.job], [412, 'VERSION_MISMATCH', await queue.get('example', added.id)]);
+    assert.deepEqual(
+      [stale.status, stale.code, stale.job],
+      [412, 'VERSION_MISMATCH', await queue.get('example', added.id)],
+    );
 
     const { job: replaced } = await queue.put('example', added.id, { delay: 60, body: 2 }, { ifMatch: added.version });
     assert.ok(replaced.version > added.version);
     const notCancelled = await queue.cancel('example', added.id, { ifMatch: added.version }).catch((e: unknown) => e);
     assert.ok(notCancelled instanceof DelayQueueError);
-    assert.deepEqual([notCancelled.code, notCancelled.job?.version, notCancelled.job?.body], ['VERSION_MISMATCH', replaced.version, 2]);
+    assert.deepEqual(
+      [notCancelled.code, notCancelled.job?.version, notCancelled.job?.body],
+      ['VERSION_MISMATCH', replaced.version, 2],
+    );
     assert.equal((await queue.cancel('example', added.id, { ifMatch: replaced.version })).state, 'cancelled');
 
     const absent = await queue.put('example', uid('absent'), { delay: 60 }, { ifMatch: '*' }).catch((e: unknown) => e);
@@ -181,7 +213,10 @@ describe('the client against the stack', () => {
     const jobs: Job[] = [];
     let cursor: string | null = null;
     do {
-      const page: { jobs: Job[]; next: string | null } = await queue.listGroup('example', group, { limit: 500, ...(cursor ? { cursor } : {}) });
+      const page: { jobs: Job[]; next: string | null } = await queue.listGroup('example', group, {
+        limit: 500,
+        ...(cursor ? { cursor } : {}),
+      });
       jobs.push(...page.jobs);
       cursor = page.next;
     } while (cursor !== null);
@@ -205,7 +240,8 @@ describe('the client against the stack', () => {
     const deadline = Date.now() + 90_000; // generous: the machine may be busy
     let jobs = await groupJobs(group);
     while (jobs.filter((j) => j.state === 'done').length < 3) {
-      if (Date.now() > deadline) assert.fail(`fewer than 3 occurrences done in 90 s: ${JSON.stringify(jobs.map((j) => [j.id, j.state]))}`);
+      if (Date.now() > deadline)
+        assert.fail(`fewer than 3 occurrences done in 90 s: ${JSON.stringify(jobs.map((j) => [j.id, j.state]))}`);
       await sleep(250);
       jobs = await groupJobs(group);
     }
@@ -241,8 +277,16 @@ describe('the client against the stack', () => {
       'no occurrence created after the delete answered',
     );
     for (const job of final) {
-      assert.ok(Date.parse(job.runAt) <= answeredAt + 1000, `${job.id}: at most the pending occurrence was due after the delete`);
-      if (Date.parse(job.runAt) > answeredAt) assert.equal(job.state, 'cancelled', `${job.id} was pending: withdrawn (kept cancelled for its group until purged)`);
+      assert.ok(
+        Date.parse(job.runAt) <= answeredAt + 1000,
+        `${job.id}: at most the pending occurrence was due after the delete`,
+      );
+      if (Date.parse(job.runAt) > answeredAt)
+        assert.equal(
+          job.state,
+          'cancelled',
+          `${job.id} was pending: withdrawn (kept cancelled for its group until purged)`,
+        );
     }
     const again = await queue.deleteSchedule('example', id).catch((e: unknown) => e);
     assert.ok(again instanceof DelayQueueError);
@@ -258,14 +302,23 @@ describe('the client against the stack', () => {
     assert.equal(edited.created, false);
     const after = edited.schedule.pending!;
     assert.notEqual(after.id, before.id);
-    assert.deepEqual([edited.schedule.cron, edited.schedule.timezone, edited.schedule.every, edited.schedule.nextRuns.length], ['0 0 1 1 *', 'America/New_York', undefined, 5]);
+    assert.deepEqual(
+      [edited.schedule.cron, edited.schedule.timezone, edited.schedule.every, edited.schedule.nextRuns.length],
+      ['0 0 1 1 *', 'America/New_York', undefined, 5],
+    );
     const withdrawn = await queue.get('example', before.id); // removed, or cancelled until the sweeper purges it
-    assert.ok(withdrawn === null || withdrawn.state === 'cancelled', `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn)}`);
+    assert.ok(
+      withdrawn === null || withdrawn.state === 'cancelled',
+      `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn)}`,
+    );
     const pending = await queue.get('example', after.id);
     assert.deepEqual([pending?.state, pending?.runAt, pending?.body], ['delayed', after.runAt, 2]);
     await queue.deleteSchedule('example', id);
     const gone = await queue.get('example', after.id);
-    assert.ok(gone === null || gone.state === 'cancelled', `the delete withdrew the pending occurrence: ${JSON.stringify(gone)}`);
+    assert.ok(
+      gone === null || gone.state === 'cancelled',
+      `the delete withdrew the pending occurrence: ${JSON.stringify(gone)}`,
+    );
   });
 
   it('schedules: every bad input the issue lists is a 400 naming its field', async () => {
@@ -282,7 +335,11 @@ describe('the client against the stack', () => {
     for (const [topic, id, input, field] of cases) {
       const error = await queue.putSchedule(topic, id, input).catch((e: unknown) => e);
       assert.ok(error instanceof DelayQueueError, JSON.stringify(input));
-      assert.deepEqual([error.status, error.code, (error.details as { path: string }[]).map((d) => d.path)], [400, 'VALIDATION_FAILED', [field]], JSON.stringify(input));
+      assert.deepEqual(
+        [error.status, error.code, (error.details as { path: string }[]).map((d) => d.path)],
+        [400, 'VALIDATION_FAILED', [field]],
+        JSON.stringify(input),
+      );
       assert.equal(await queue.getSchedule(topic, id), null, 'nothing was written');
     }
     const unknown = await queue.putSchedule('nope', uid('bad'), { every: 5 }).catch((e: unknown) => e);
@@ -294,7 +351,13 @@ describe('the client against the stack', () => {
   it('an add during a Redis outage is retried (503, Retry-After) until Redis is back, and stored once', async () => {
     const port = redisServer.port;
     await redisServer.stop();
-    const patient = new DelayQueueClient({ baseUrl: offline.baseUrl, token: offline.token, retries: 20, retryDelayMs: 200, fetch: checkingFetch(contract, offline.baseUrl) });
+    const patient = new DelayQueueClient({
+      baseUrl: offline.baseUrl,
+      token: offline.token,
+      retries: 20,
+      retryDelayMs: 200,
+      fetch: checkingFetch(contract, offline.baseUrl),
+    });
     const id = uid('outage');
     const adding = patient.add({ topic: 'example', id, delay: 3600, body: { survived: true } });
     await sleep(1500);

@@ -18,7 +18,8 @@ const NEXT_SECRET = 'e2e-webhook-secret-next';
 
 interface Reply {
   status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; each test reads the fields it checks
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; each test reads the fields it checks
+  body: any;
   headers: Headers;
 }
 
@@ -40,7 +41,13 @@ describe('the stack under serverless offline', () => {
   let seq = 0;
   const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
 
-  async function api(method: string, path: string, body?: unknown, token: string | null = offline.token, raw?: string): Promise<Reply> {
+  async function api(
+    method: string,
+    path: string,
+    body?: unknown,
+    token: string | null = offline.token,
+    raw?: string,
+  ): Promise<Reply> {
     const res = await fetch(offline.baseUrl + path, {
       method,
       headers: { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json' },
@@ -72,7 +79,13 @@ describe('the stack under serverless offline', () => {
 
   it('a job added with a 2 s delay reaches its handler once, then reads done with 1 attempt', async () => {
     const id = uid('once');
-    const added = await api('POST', '/jobs', { topic: 'webhook', id, delay: 2, url: `${receiver.url}/ok/${id}`, body: { order: 42 } });
+    const added = await api('POST', '/jobs', {
+      topic: 'webhook',
+      id,
+      delay: 2,
+      url: `${receiver.url}/ok/${id}`,
+      body: { order: 42 },
+    });
     assert.equal(added.status, 201);
     assert.equal(added.headers.get('location'), `/jobs/webhook/${id}`);
     const runAt = Date.parse(added.body.job.runAt);
@@ -83,10 +96,17 @@ describe('the stack under serverless offline', () => {
     assert.ok(got[0]!.at >= runAt, 'not delivered before it was due');
     assert.equal(got[0]!.body, '{"order":42}');
     assert.equal(got[0]!.verified, true, 'the signature verifies with the shared secret');
-    assert.deepEqual(got[0]!.verifiedBy, [SECRET, NEXT_SECRET], 'a receiver that knows only the old secret, and one that knows only the new one, both verify it');
+    assert.deepEqual(
+      got[0]!.verifiedBy,
+      [SECRET, NEXT_SECRET],
+      'a receiver that knows only the old secret, and one that knows only the new one, both verify it',
+    );
 
     const exampleId = uid('example');
-    assert.equal((await api('POST', '/jobs', { topic: 'example', id: exampleId, delay: 2, body: { hello: 'world' } })).status, 201);
+    assert.equal(
+      (await api('POST', '/jobs', { topic: 'example', id: exampleId, delay: 2, body: { hello: 'world' } })).status,
+      201,
+    );
     const example = await jobIn('example', exampleId, 'done');
     assert.equal(example.attempts, 1);
     await sleep(1500);
@@ -95,13 +115,20 @@ describe('the stack under serverless offline', () => {
 
   it('a job deleted before it is due never runs; a rescheduled job runs at its new time', async () => {
     const gone = uid('gone');
-    assert.equal((await api('POST', '/jobs', { topic: 'webhook', id: gone, delay: 2, url: `${receiver.url}/ok/${gone}` })).status, 201);
+    assert.equal(
+      (await api('POST', '/jobs', { topic: 'webhook', id: gone, delay: 2, url: `${receiver.url}/ok/${gone}` })).status,
+      201,
+    );
     const deleted = await api('DELETE', `/jobs/webhook/${gone}`);
     assert.equal(deleted.status, 200);
     assert.equal(deleted.body.job.state, 'cancelled');
 
     const moved = uid('moved');
-    assert.equal((await api('POST', '/jobs', { topic: 'webhook', id: moved, delay: 300, url: `${receiver.url}/ok/${moved}` })).status, 201);
+    assert.equal(
+      (await api('POST', '/jobs', { topic: 'webhook', id: moved, delay: 300, url: `${receiver.url}/ok/${moved}` }))
+        .status,
+      201,
+    );
     const put = await api('PUT', `/jobs/webhook/${moved}`, { delay: 1, url: `${receiver.url}/ok/${moved}` });
     assert.equal(put.status, 200);
     const newRunAt = Date.parse(put.body.job.runAt);
@@ -114,7 +141,14 @@ describe('the stack under serverless offline', () => {
 
   it('a handler that fails twice then succeeds: three attempts spaced by its backoff, then done', async () => {
     const id = uid('flaky');
-    const added = await api('POST', '/jobs', { topic: 'webhook', id, delay: 0, url: `${receiver.url}/fail-2/${id}`, backoff: { type: 'fixed', delay: 1 }, maxAttempts: 5 });
+    const added = await api('POST', '/jobs', {
+      topic: 'webhook',
+      id,
+      delay: 0,
+      url: `${receiver.url}/fail-2/${id}`,
+      backoff: { type: 'fixed', delay: 1 },
+      maxAttempts: 5,
+    });
     assert.equal(added.status, 201);
     const done = await jobIn('webhook', id, 'done');
     assert.equal(done.attempts, 3);
@@ -123,23 +157,42 @@ describe('the stack under serverless offline', () => {
       got.map((d) => d.attempt),
       ['1', '2', '3'],
     );
-    for (let i = 1; i < got.length; i++) assert.ok(got[i]!.at - got[i - 1]!.at >= 1000, `attempt ${i + 1} came ${got[i]!.at - got[i - 1]!.at} ms after attempt ${i}`);
+    for (let i = 1; i < got.length; i++)
+      assert.ok(
+        got[i]!.at - got[i - 1]!.at >= 1000,
+        `attempt ${i + 1} came ${got[i]!.at - got[i - 1]!.at} ms after attempt ${i}`,
+      );
   });
 
   it('a handler that always fails ends dead after maxAttempts, and comes back with redrive', async () => {
     const id = uid('doomed');
-    await api('POST', '/jobs', { topic: 'webhook', id, delay: 0, url: `${receiver.url}/fail/${id}`, backoff: { type: 'fixed', delay: 0.5 }, maxAttempts: 3 });
+    await api('POST', '/jobs', {
+      topic: 'webhook',
+      id,
+      delay: 0,
+      url: `${receiver.url}/fail/${id}`,
+      backoff: { type: 'fixed', delay: 0.5 },
+      maxAttempts: 3,
+    });
     const dead = await jobIn('webhook', id, 'dead');
     assert.equal(dead.attempts, 3);
     assert.match(dead.lastError, /HTTP 500/);
     assert.equal(receiver.of(id).length, 3);
     const list = await api('GET', '/topics/webhook/dead?limit=100');
     assert.equal(list.status, 200);
-    assert.ok(list.body.jobs.some((j: { id: string; lastError: string }) => j.id === id && /HTTP 500/.test(j.lastError)));
+    assert.ok(
+      list.body.jobs.some((j: { id: string; lastError: string }) => j.id === id && /HTTP 500/.test(j.lastError)),
+    );
 
     // a receiver that failed once and then recovered: dead after its one attempt, redriven, delivered
     const healed = uid('healed');
-    await api('POST', '/jobs', { topic: 'webhook', id: healed, delay: 0, url: `${receiver.url}/fail-1/${healed}`, maxAttempts: 1 });
+    await api('POST', '/jobs', {
+      topic: 'webhook',
+      id: healed,
+      delay: 0,
+      url: `${receiver.url}/fail-1/${healed}`,
+      maxAttempts: 1,
+    });
     await jobIn('webhook', healed, 'dead');
     const redriven = await api('POST', '/topics/webhook/dead/redrive', { ids: [healed] });
     assert.deepEqual([redriven.status, redriven.body], [200, { redriven: 1 }]);
@@ -150,7 +203,15 @@ describe('the stack under serverless offline', () => {
 
   it('a handler that hangs past its ttr is retried', async () => {
     const id = uid('hang');
-    await api('POST', '/jobs', { topic: 'webhook', id, delay: 0, url: `${receiver.url}/hang-1/${id}`, ttr: 2, backoff: { type: 'fixed', delay: 0.5 }, maxAttempts: 3 });
+    await api('POST', '/jobs', {
+      topic: 'webhook',
+      id,
+      delay: 0,
+      url: `${receiver.url}/hang-1/${id}`,
+      ttr: 2,
+      backoff: { type: 'fixed', delay: 0.5 },
+      maxAttempts: 3,
+    });
     const done = await jobIn('webhook', id, 'done');
     assert.equal(done.attempts, 2);
     assert.equal(receiver.of(id).length, 2);
@@ -168,7 +229,11 @@ describe('the stack under serverless offline', () => {
     const invalid = await api('POST', '/jobs', { topic: 'example', delay: -5, maxAttempts: 0, extra: 1 });
     assert.equal(invalid.status, 400);
     assert.equal(invalid.body.error.code, 'VALIDATION_FAILED');
-    assert.deepEqual(invalid.body.error.details.map((d: { path: string }) => d.path).sort(), ['delay', 'extra', 'maxAttempts']);
+    assert.deepEqual(invalid.body.error.details.map((d: { path: string }) => d.path).sort(), [
+      'delay',
+      'extra',
+      'maxAttempts',
+    ]);
     const badJson = await api('POST', '/jobs', undefined, offline.token, '{"topic": ');
     assert.deepEqual([badJson.status, badJson.body.error.code], [400, 'INVALID_JSON']);
     const unknown = await api('POST', '/jobs', { topic: 'nope', delay: 1 });
@@ -216,8 +281,14 @@ describe('the stack under serverless offline', () => {
 
   it('the sweeper does not poll Redis while nothing is due', async (t) => {
     await waitFor('nothing due within two minutes', async () => {
-      const topics = (await api('GET', '/topics')).body.topics as { ready: number; running: number; nextDueAt: string | null }[];
-      return topics.every((t) => t.ready + t.running === 0 && (t.nextDueAt === null || Date.parse(t.nextDueAt) > Date.now() + 120_000));
+      const topics = (await api('GET', '/topics')).body.topics as {
+        ready: number;
+        running: number;
+        nextDueAt: string | null;
+      }[];
+      return topics.every(
+        (t) => t.ready + t.running === 0 && (t.nextDueAt === null || Date.parse(t.nextDueAt) > Date.now() + 120_000),
+      );
     });
     // The window must hold no per-minute tick: offline fires it at second 0 of each minute, and on
     // a busy machine its sweeper may start seconds late and run for seconds. So the window is
@@ -235,7 +306,9 @@ describe('the stack under serverless offline', () => {
     // What was sent, for the message if it fails (MONITOR shows commands scripts run, too).
     const monitor = await redis.monitor();
     const seen: string[] = [];
-    monitor.on('monitor', (time: string, args: string[]) => seen.push(`${time} ${args.slice(0, 3).join(' ').slice(0, 80)}`));
+    monitor.on('monitor', (time: string, args: string[]) =>
+      seen.push(`${time} ${args.slice(0, 3).join(' ').slice(0, 80)}`),
+    );
     const count = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))![1]);
     const first = await count();
     await sleep(WINDOW_MS);

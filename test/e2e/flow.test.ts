@@ -27,7 +27,8 @@ describe('flow control per key through the stack', () => {
 
   /** Polls until job topic/id is in `state` (120 s at most). */
   async function until(topic: string, id: string, state: string): Promise<Job> {
-    const end = Date.now() + 120_000; // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    const end = Date.now() + 120_000;
     for (;;) {
       const job = await queue.get(topic, id);
       if (job?.state === state) return job;
@@ -50,7 +51,11 @@ describe('flow control per key through the stack', () => {
   before(async () => {
     redisServer = await startRedis();
     offline = await startOffline({ redisUrl: redisServer.url });
-    queue = new DelayQueueClient({ baseUrl: offline.baseUrl, token: offline.token, fetch: checkingFetch(contract, offline.baseUrl) });
+    queue = new DelayQueueClient({
+      baseUrl: offline.baseUrl,
+      token: offline.token,
+      fetch: checkingFetch(contract, offline.baseUrl),
+    });
   });
   after(async () => {
     await offline?.stop();
@@ -67,8 +72,16 @@ describe('flow control per key through the stack', () => {
     assert.equal(plain.key, '', "a key is optional on a flow topic: the jobs without one share the key ''");
     assert.equal((await queue.add({ topic: 'example', delay: 3600 })).key, null);
 
-    assert.deepEqual(await refusal(queue.add({ topic: 'example', delay: 1, key: 'acme' })), [400, 'VALIDATION_FAILED', ['key']]);
-    assert.deepEqual(await refusal(queue.add({ topic: 'partner', delay: 1, key: 'has space' })), [400, 'VALIDATION_FAILED', ['key']]);
+    assert.deepEqual(await refusal(queue.add({ topic: 'example', delay: 1, key: 'acme' })), [
+      400,
+      'VALIDATION_FAILED',
+      ['key'],
+    ]);
+    assert.deepEqual(await refusal(queue.add({ topic: 'partner', delay: 1, key: 'has space' })), [
+      400,
+      'VALIDATION_FAILED',
+      ['key'],
+    ]);
     const batch = await queue.addMany([
       { topic: 'partner', delay: 3600, key: 'acme' },
       { topic: 'example', delay: 3600, key: 'acme' },
@@ -83,20 +96,39 @@ describe('flow control per key through the stack', () => {
   it("a key's state shows the topic's defaults; limits pinned, a bad change refused whole, cleared; 400 on a topic with no flow control, UNKNOWN_TOPIC, a bad key", async () => {
     const key = uid('tenant');
     const fresh = await queue.flowKey('partner', key);
-    assert.deepEqual(fresh, { topic: 'partner', key, running: 0, ready: 0, paused: false, heldUntil: null, limits: TOPIC_DEFAULTS, pinned: null, updatedBy: null, updatedAt: null });
+    assert.deepEqual(fresh, {
+      topic: 'partner',
+      key,
+      running: 0,
+      ready: 0,
+      paused: false,
+      heldUntil: null,
+      limits: TOPIC_DEFAULTS,
+      pinned: null,
+      updatedBy: null,
+      updatedAt: null,
+    });
 
     const pinned = await queue.setFlowKey('partner', key, { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } });
     assert.deepEqual(pinned.limits, { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } });
     assert.deepEqual(pinned.pinned, { concurrency: 1, rate: { count: 5, per: 2, burst: 2 } });
     assert.deepEqual((await queue.flowKey('partner', key)).limits, pinned.limits, 'a read shows what was pinned');
     assert.equal(pinned.updatedBy, 'deployment', 'the pin names the API key that made it');
-    assert.ok(pinned.updatedAt !== null && Math.abs(Date.parse(pinned.updatedAt) - Date.now()) < 3_600_000, `updatedAt ${pinned.updatedAt} is an ISO time of today`);
+    assert.ok(
+      pinned.updatedAt !== null && Math.abs(Date.parse(pinned.updatedAt) - Date.now()) < 3_600_000,
+      `updatedAt ${pinned.updatedAt} is an ISO time of today`,
+    );
 
     const back = await queue.setFlowKey('partner', key, { rate: null });
     assert.deepEqual(back.limits, { concurrency: 1, rate: TOPIC_DEFAULTS.rate }, "null: the topic's default again");
     assert.equal(back.pinned?.concurrency, 1);
 
-    assert.deepEqual(await refusal(queue.setFlowKey('partner', key, { concurrency: 0, rate: { count: 2, burst: 3 }, extra: 1 } as never)), [400, 'VALIDATION_FAILED', ['concurrency', 'extra', 'rate.burst']]);
+    assert.deepEqual(
+      await refusal(
+        queue.setFlowKey('partner', key, { concurrency: 0, rate: { count: 2, burst: 3 }, extra: 1 } as never),
+      ),
+      [400, 'VALIDATION_FAILED', ['concurrency', 'extra', 'rate.burst']],
+    );
     assert.deepEqual(await refusal(queue.setFlowKey('partner', key, {})), [400, 'VALIDATION_FAILED', ['']]);
     assert.deepEqual((await queue.flowKey('partner', key)).limits, back.limits, 'a refused change changed nothing');
 
@@ -105,7 +137,11 @@ describe('flow control per key through the stack', () => {
 
     assert.deepEqual(await refusal(queue.flowKey('example', key)), [400, 'VALIDATION_FAILED', ['topic']]);
     assert.deepEqual(await refusal(queue.pauseFlowKey('example', key)), [400, 'VALIDATION_FAILED', ['topic']]);
-    assert.deepEqual(await refusal(queue.setFlowKey('example', key, { paused: true })), [400, 'VALIDATION_FAILED', ['topic']]);
+    assert.deepEqual(await refusal(queue.setFlowKey('example', key, { paused: true })), [
+      400,
+      'VALIDATION_FAILED',
+      ['topic'],
+    ]);
     assert.deepEqual(await refusal(queue.flowKey('nope', key)), [400, 'UNKNOWN_TOPIC', []]);
     assert.deepEqual(await refusal(queue.flowKey('partner', 'has space')), [400, 'VALIDATION_FAILED', ['key']]);
   });
@@ -118,7 +154,10 @@ describe('flow control per key through the stack', () => {
     await until('partner', other.id, 'done'); // the pipeline ran a job of the topic due at the same time
     const state = await queue.flowKey('partner', held);
     assert.deepEqual([state.paused, state.running], [true, 0]);
-    assert.ok(['delayed', 'ready'].includes((await queue.get('partner', waiting.id))!.state), 'the paused key’s job has not started');
+    assert.ok(
+      ['delayed', 'ready'].includes((await queue.get('partner', waiting.id))!.state),
+      'the paused key’s job has not started',
+    );
 
     assert.equal((await queue.resumeFlowKey('partner', held)).paused, false);
     const done = await until('partner', waiting.id, 'done');
@@ -136,7 +175,8 @@ describe('flow control per key through the stack', () => {
     assert.equal((await queue.getSchedule('partner', id))?.key, key);
     const first = schedule.pending!.id;
     assert.equal((await queue.get('partner', first))?.key, key, 'the pending occurrence carries the key');
-    const end = Date.now() + 120_000; // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    const end = Date.now() + 120_000;
     while ((await queue.flowKey('partner', key)).ready === 0) {
       if (Date.now() > end) assert.fail(`no occurrence of ${id} reached the lane of key ${key}`);
       await sleep(100);
@@ -148,7 +188,11 @@ describe('flow control per key through the stack', () => {
     const done = await until('partner', first, 'done');
     assert.deepEqual([done.key, done.attempts], [key, 1]);
     await queue.deleteSchedule('partner', id);
-    assert.deepEqual(await refusal(queue.putSchedule('example', uid('s'), { every: 60, key: 'acme' })), [400, 'VALIDATION_FAILED', ['key']]);
+    assert.deepEqual(await refusal(queue.putSchedule('example', uid('s'), { every: 60, key: 'acme' })), [
+      400,
+      'VALIDATION_FAILED',
+      ['key'],
+    ]);
     assert.equal((await queue.putSchedule('example', uid('s'), { every: 3600, paused: true })).schedule.key, null);
   });
 
@@ -164,7 +208,10 @@ describe('flow control per key through the stack', () => {
     const waiting = await queue.add({ topic: 'partner', id: uid('tp'), delay: 0, key: 'acme' });
     const control = await queue.add({ topic: 'example', id: uid('ctl'), delay: 0 });
     await until('example', control.id, 'done');
-    assert.ok(['delayed', 'ready'].includes((await queue.get('partner', waiting.id))!.state), 'the paused topic’s job has not started');
+    assert.ok(
+      ['delayed', 'ready'].includes((await queue.get('partner', waiting.id))!.state),
+      'the paused topic’s job has not started',
+    );
 
     await queue.resumeTopic('partner');
     await until('partner', waiting.id, 'done');
@@ -175,7 +222,11 @@ describe('flow control per key through the stack', () => {
   it('a read key reads a flow key but gets 403 on every change; a key limited to another topic gets 403', async () => {
     const make = async (scope: 'read' | 'write', topics?: string[]) => {
       const { secret } = await queue.createKey({ name: uid(scope), scope, ...(topics ? { topics } : {}) });
-      return new DelayQueueClient({ baseUrl: offline.baseUrl, token: secret, fetch: checkingFetch(contract, offline.baseUrl) });
+      return new DelayQueueClient({
+        baseUrl: offline.baseUrl,
+        token: secret,
+        fetch: checkingFetch(contract, offline.baseUrl),
+      });
     };
     const reader = await make('read');
     const key = uid('r');

@@ -21,7 +21,8 @@ const SPEC_VALIDATOR = spawnSync('sh', ['-c', 'command -v openapi-spec-validator
 
 interface Reply {
   status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; each test reads the fields it checks
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; each test reads the fields it checks
+  body: any;
   headers: Headers;
 }
 
@@ -37,16 +38,32 @@ describe('openapi.yaml matches what the stack answers', () => {
    * A real request; its answer is checked against the document before it is returned, and an
    * answer that carries one job must send that job's version as its ETag.
    */
-  async function call(method: string, url: string, body?: unknown, options: { token?: string | null; raw?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+  async function call(
+    method: string,
+    url: string,
+    body?: unknown,
+    options: { token?: string | null; raw?: string; headers?: Record<string, string> } = {},
+  ): Promise<Reply> {
     const token = options.token === undefined ? offline.token : options.token;
     const payload = options.raw ?? (body !== undefined ? JSON.stringify(body) : undefined);
     const res = await fetch(offline.baseUrl + url, {
       method,
-      headers: { ...options.headers, ...(token !== null ? { authorization: `Bearer ${token}` } : {}), ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        ...options.headers,
+        ...(token !== null ? { authorization: `Bearer ${token}` } : {}),
+        ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       ...(payload !== undefined ? { body: payload } : {}),
     });
     const text = await res.text();
-    contract.check({ method, url, ...(options.raw === undefined && body !== undefined ? { requestBody: body } : {}), status: res.status, headers: res.headers, text });
+    contract.check({
+      method,
+      url,
+      ...(options.raw === undefined && body !== undefined ? { requestBody: body } : {}),
+      status: res.status,
+      headers: res.headers,
+      text,
+    });
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -54,17 +71,27 @@ describe('openapi.yaml matches what the stack answers', () => {
       parsed = text;
     }
     const job = (parsed as { job?: { version?: unknown } | null } | null)?.job;
-    if (job !== undefined) assert.equal(res.headers.get('etag'), job === null ? null : `"${String(job.version)}"`, `${method} ${url} → ${res.status}: ETag of ${text.slice(0, 300)}`);
+    if (job !== undefined)
+      assert.equal(
+        res.headers.get('etag'),
+        job === null ? null : `"${String(job.version)}"`,
+        `${method} ${url} → ${res.status}: ETag of ${text.slice(0, 300)}`,
+      );
     return { status: res.status, body: parsed, headers: res.headers };
   }
 
   /** Every page of a listing (`url` without cursor), following `next`; the pages' sizes and their jobs in order. */
-  async function allPages(url: string): Promise<{ sizes: number[]; jobs: { id: string; state: string; runAt: string; group: string | null }[] }> {
+  async function allPages(
+    url: string,
+  ): Promise<{ sizes: number[]; jobs: { id: string; state: string; runAt: string; group: string | null }[] }> {
     const sizes: number[] = [];
     const jobs = [];
     let next: string | null = null;
     do {
-      const page: Reply = await call('GET', next === null ? url : `${url}${url.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(next)}`);
+      const page: Reply = await call(
+        'GET',
+        next === null ? url : `${url}${url.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(next)}`,
+      );
       assert.equal(page.status, 200, JSON.stringify(page.body));
       sizes.push(page.body.jobs.length);
       jobs.push(...page.body.jobs);
@@ -81,14 +108,16 @@ describe('openapi.yaml matches what the stack answers', () => {
   }
 
   async function waitForState(topic: string, id: string, state: string): Promise<void> {
-    const end = Date.now() + 120_000; // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    const end = Date.now() + 120_000;
     while ((await call('GET', `/jobs/${topic}/${id}`)).body.job?.state !== state) {
       if (Date.now() > end) assert.fail(`job ${topic}/${id} never reached ${state}`);
       await sleep(100);
     }
   }
 
-  const expectError = (reply: Reply, status: number, code: string) => assert.deepEqual([reply.status, reply.body?.error?.code], [status, code]);
+  const expectError = (reply: Reply, status: number, code: string) =>
+    assert.deepEqual([reply.status, reply.body?.error?.code], [status, code]);
 
   before(async () => {
     [redisServer, receiver] = await Promise.all([startRedis(), startReceiver(SECRET)]);
@@ -102,19 +131,26 @@ describe('openapi.yaml matches what the stack answers', () => {
 
   it('the document itself: its schemas compile in strict mode and every example matches its schema', () => {
     assert.equal(contract.doc.openapi, '3.1.0');
-    for (const name of Object.keys(contract.doc.components.schemas)) contract.validator({ $ref: `#/components/schemas/${name}` }, `schema ${name}`);
+    for (const name of Object.keys(contract.doc.components.schemas))
+      contract.validator({ $ref: `#/components/schemas/${name}` }, `schema ${name}`);
     assert.ok(contract.checkExamples() >= 15);
   });
 
-  it('the document is valid OpenAPI 3.1 (openapi-spec-validator, when installed)', { skip: SPEC_VALIDATOR === '' && 'openapi-spec-validator is not installed' }, () => {
-    const run = spawnSync(SPEC_VALIDATOR, [join(PROJECT_ROOT, 'openapi.yaml')], { encoding: 'utf8' });
-    assert.equal(run.status, 0, run.stdout + run.stderr);
-    assert.match(run.stdout, /OK/);
-  });
+  it(
+    'the document is valid OpenAPI 3.1 (openapi-spec-validator, when installed)',
+    { skip: SPEC_VALIDATOR === '' && 'openapi-spec-validator is not installed' },
+    () => {
+      const run = spawnSync(SPEC_VALIDATOR, [join(PROJECT_ROOT, 'openapi.yaml')], { encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stdout + run.stderr);
+      assert.match(run.stdout, /OK/);
+    },
+  );
 
   it('routes in serverless.yml and paths in the document are the same set', () => {
     const yml = readFileSync(join(PROJECT_ROOT, 'serverless.yml'), 'utf8');
-    const routes = [...yml.matchAll(/httpApi:\s*\{\s*method:\s*(\w+),\s*path:\s*(?:'([^']+)'|([^\s,}]+))/g)].map((m) => `${m[1]!.toUpperCase()} ${m[2] ?? m[3]}`);
+    const routes = [...yml.matchAll(/httpApi:\s*\{\s*method:\s*(\w+),\s*path:\s*(?:'([^']+)'|([^\s,}]+))/g)].map(
+      (m) => `${m[1]!.toUpperCase()} ${m[2] ?? m[3]}`,
+    );
     assert.deepEqual(routes.sort(), contract.operations().sort());
   });
 
@@ -123,10 +159,45 @@ describe('openapi.yaml matches what the stack answers', () => {
     const created = await call('POST', '/jobs', { topic: 'example', id, delay: 3600, body: { orderId: 7 } });
     assert.equal(created.status, 201);
     assert.equal(created.headers.get('location'), `/jobs/example/${id}`);
-    assert.equal((await call('POST', '/jobs', { topic: 'example', runAt: new Date(Date.now() + 60_000).toISOString(), backoff: '15s 3m 10m', ttr: 5, body: 'text' })).status, 201);
-    assert.equal((await call('POST', '/jobs', { topic: 'example', runAt: Date.now() + 60_000, backoff: { type: 'fixed', delay: 3 }, maxAttempts: 2, body: [1, null] })).status, 201);
-    assert.equal((await call('POST', '/jobs', { topic: 'example', delay: 60, backoff: { type: 'exponential', delay: 1 } })).status, 201);
-    assert.equal((await call('POST', '/jobs', { topic: 'webhook', delay: 3600, url: `${receiver.url}/ok/x`, backoff: { type: 'ladder', delays: [1, 2] } })).status, 201);
+    assert.equal(
+      (
+        await call('POST', '/jobs', {
+          topic: 'example',
+          runAt: new Date(Date.now() + 60_000).toISOString(),
+          backoff: '15s 3m 10m',
+          ttr: 5,
+          body: 'text',
+        })
+      ).status,
+      201,
+    );
+    assert.equal(
+      (
+        await call('POST', '/jobs', {
+          topic: 'example',
+          runAt: Date.now() + 60_000,
+          backoff: { type: 'fixed', delay: 3 },
+          maxAttempts: 2,
+          body: [1, null],
+        })
+      ).status,
+      201,
+    );
+    assert.equal(
+      (await call('POST', '/jobs', { topic: 'example', delay: 60, backoff: { type: 'exponential', delay: 1 } })).status,
+      201,
+    );
+    assert.equal(
+      (
+        await call('POST', '/jobs', {
+          topic: 'webhook',
+          delay: 3600,
+          url: `${receiver.url}/ok/x`,
+          backoff: { type: 'ladder', delays: [1, 2] },
+        })
+      ).status,
+      201,
+    );
 
     const exists = await call('POST', '/jobs', { topic: 'example', id, delay: 1, body: { orderId: 8 } });
     expectError(exists, 409, 'JOB_EXISTS');
@@ -135,14 +206,22 @@ describe('openapi.yaml matches what the stack answers', () => {
     const invalid = await call('POST', '/jobs', { topic: 'example', delay: -1, dealy: 3 });
     expectError(invalid, 400, 'VALIDATION_FAILED');
     assert.equal(invalid.body.error.details.length, 2);
-    expectError(await call('POST', '/jobs', { topic: 'example', delay: 1, runAt: 0, backoff: 'soon' }), 400, 'VALIDATION_FAILED');
+    expectError(
+      await call('POST', '/jobs', { topic: 'example', delay: 1, runAt: 0, backoff: 'soon' }),
+      400,
+      'VALIDATION_FAILED',
+    );
     expectError(await call('POST', '/jobs', [1, 2]), 400, 'VALIDATION_FAILED');
     expectError(await call('POST', '/jobs', undefined, { raw: '{"topic":' }), 400, 'INVALID_JSON');
     expectError(await call('POST', '/jobs', undefined, { raw: '' }), 400, 'INVALID_JSON');
     expectError(await call('POST', '/jobs', { topic: 'nope', delay: 1 }), 400, 'UNKNOWN_TOPIC');
     expectError(await call('POST', '/jobs', { topic: 'example', delay: 1 }, { token: null }), 401, 'UNAUTHORIZED');
     expectError(await call('POST', '/jobs', { topic: 'example', delay: 1 }, { token: 'wrong' }), 401, 'UNAUTHORIZED');
-    expectError(await call('POST', '/jobs', { topic: 'example', delay: 1, body: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE');
+    expectError(
+      await call('POST', '/jobs', { topic: 'example', delay: 1, body: 'x'.repeat(70_000) }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
   });
 
   it('batch adds: 200 with 201 / 400 / 409 / 413 results, 400 for an empty or malformed batch, 401', async () => {
@@ -162,7 +241,11 @@ describe('openapi.yaml matches what the stack answers', () => {
       [201, 400, 409, 413, 400],
     );
     expectError(await call('POST', '/jobs/batch', { jobs: [] }), 400, 'VALIDATION_FAILED');
-    expectError(await call('POST', '/jobs/batch', { jobs: Array.from({ length: 501 }, () => ({ topic: 'example', delay: 1 })) }), 400, 'VALIDATION_FAILED');
+    expectError(
+      await call('POST', '/jobs/batch', { jobs: Array.from({ length: 501 }, () => ({ topic: 'example', delay: 1 })) }),
+      400,
+      'VALIDATION_FAILED',
+    );
     expectError(await call('POST', '/jobs/batch', undefined, { raw: 'jobs' }), 400, 'INVALID_JSON');
     expectError(await call('POST', '/jobs/batch', { jobs: [] }, { token: null }), 401, 'UNAUTHORIZED');
   });
@@ -180,12 +263,20 @@ describe('openapi.yaml matches what the stack answers', () => {
     const replaced = await call('PUT', `/jobs/example/${id}`, { delay: 7200, body: { v: 2 } });
     assert.deepEqual([replaced.status, replaced.body.job.body], [200, { v: 2 }]);
     const fresh = uid('put');
-    const created = await call('PUT', `/jobs/example/${fresh}`, { runAt: new Date(Date.now() + 3_600_000).toISOString(), topic: 'example', id: fresh });
+    const created = await call('PUT', `/jobs/example/${fresh}`, {
+      runAt: new Date(Date.now() + 3_600_000).toISOString(),
+      topic: 'example',
+      id: fresh,
+    });
     assert.equal(created.status, 201);
     assert.equal(created.headers.get('location'), `/jobs/example/${fresh}`);
     expectError(await call('PUT', `/jobs/example/${id}`, { id: 'other', delay: 1 }), 400, 'VALIDATION_FAILED');
     expectError(await call('PUT', `/jobs/example/${id}`, undefined, { raw: '{' }), 400, 'INVALID_JSON');
-    expectError(await call('PUT', `/jobs/example/${id}`, { delay: 1, body: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE');
+    expectError(
+      await call('PUT', `/jobs/example/${id}`, { delay: 1, body: 'x'.repeat(70_000) }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
 
     const cancelled = await call('DELETE', `/jobs/example/${id}`);
     assert.deepEqual([cancelled.status, cancelled.body.job.state], [200, 'cancelled']);
@@ -206,11 +297,22 @@ describe('openapi.yaml matches what the stack answers', () => {
 
   it('topics, dead jobs and redrive: 200, 400, 401', async () => {
     const topics = await call('GET', '/topics');
-    assert.deepEqual(topics.body.topics.map((t: { topic: string }) => t.topic).sort(), ['example', 'partner', 'webhook']);
+    assert.deepEqual(topics.body.topics.map((t: { topic: string }) => t.topic).sort(), [
+      'example',
+      'partner',
+      'webhook',
+    ]);
     expectError(await call('GET', '/topics', undefined, { token: null }), 401, 'UNAUTHORIZED');
 
     const ids = [uid('dead'), uid('dead')];
-    for (const id of ids) await call('POST', '/jobs', { topic: 'webhook', id, delay: 0, url: `${receiver.url}/fail/${id}`, maxAttempts: 1 });
+    for (const id of ids)
+      await call('POST', '/jobs', {
+        topic: 'webhook',
+        id,
+        delay: 0,
+        url: `${receiver.url}/fail/${id}`,
+        maxAttempts: 1,
+      });
     for (const id of ids) await waitForState('webhook', id, 'dead');
     const page = await call('GET', '/topics/webhook/dead?limit=1');
     assert.equal(page.body.jobs.length, 1);
@@ -218,7 +320,10 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.equal(typeof page.body.next, 'string');
     const rest = await call('GET', `/topics/webhook/dead?limit=100&after=${page.body.next}`);
     assert.equal(rest.status, 200);
-    assert.ok(!rest.body.jobs.some((j: { id: string }) => j.id === page.body.jobs[0].id), 'the next page starts after the cursor');
+    assert.ok(
+      !rest.body.jobs.some((j: { id: string }) => j.id === page.body.jobs[0].id),
+      'the next page starts after the cursor',
+    );
     expectError(await call('GET', '/topics/webhook/dead?after=0'), 400, 'VALIDATION_FAILED');
     expectError(await call('GET', '/topics/webhook/dead?after=not-a-cursor'), 400, 'VALIDATION_FAILED');
     assert.equal((await call('GET', '/topics/webhook/dead')).body.jobs.length, 2);
@@ -229,7 +334,11 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.deepEqual((await call('POST', '/topics/webhook/dead/redrive', { ids: [ids[0]] })).body, { redriven: 1 });
     assert.equal((await call('POST', '/topics/webhook/dead/redrive', { count: 5 })).status, 200);
     assert.equal((await call('POST', '/topics/webhook/dead/redrive')).status, 200);
-    expectError(await call('POST', '/topics/webhook/dead/redrive', { ids: [], count: 0, extra: 1 }), 400, 'VALIDATION_FAILED');
+    expectError(
+      await call('POST', '/topics/webhook/dead/redrive', { ids: [], count: 0, extra: 1 }),
+      400,
+      'VALIDATION_FAILED',
+    );
     expectError(await call('POST', '/topics/webhook/dead/redrive', undefined, { raw: '[' }), 400, 'INVALID_JSON');
     expectError(await call('POST', '/topics/nope/dead/redrive', { count: 1 }), 400, 'UNKNOWN_TOPIC');
     expectError(await call('POST', '/topics/webhook/dead/redrive', {}, { token: null }), 401, 'UNAUTHORIZED');
@@ -237,7 +346,13 @@ describe('openapi.yaml matches what the stack answers', () => {
 
   it('versions: ETag "<version>" on single-job answers; If-Match on PUT and DELETE: 200, 412 VERSION_MISMATCH with the current job, 400 naming If-Match', async () => {
     const id = uid('ver');
-    const created = await call('POST', '/jobs', { topic: 'example', id, delay: 3600, group: 'ver-group', body: { v: 1 } });
+    const created = await call('POST', '/jobs', {
+      topic: 'example',
+      id,
+      delay: 3600,
+      group: 'ver-group',
+      body: { v: 1 },
+    });
     assert.equal(created.status, 201);
     assert.deepEqual([typeof created.body.job.version, created.body.job.group], ['number', 'ver-group']);
     const v1: number = created.body.job.version;
@@ -246,16 +361,31 @@ describe('openapi.yaml matches what the stack answers', () => {
     const exists = await call('POST', '/jobs', { topic: 'example', id, delay: 1 });
     assert.deepEqual([exists.status, exists.headers.get('etag')], [409, `"${v1}"`]);
 
-    const stale = await call('PUT', `/jobs/example/${id}`, { delay: 60, body: { v: 'stale' } }, { headers: { 'if-match': `"${v1 + 1}"` } });
+    const stale = await call(
+      'PUT',
+      `/jobs/example/${id}`,
+      { delay: 60, body: { v: 'stale' } },
+      { headers: { 'if-match': `"${v1 + 1}"` } },
+    );
     expectError(stale, 412, 'VERSION_MISMATCH');
     assert.deepEqual(stale.body.job, got.body.job, 'the job as it is, unchanged');
     assert.deepEqual((await call('GET', `/jobs/example/${id}`)).body.job, got.body.job);
 
-    const replaced = await call('PUT', `/jobs/example/${id}`, { delay: 7200, body: { v: 2 } }, { headers: { 'if-match': `"${v1}"` } });
+    const replaced = await call(
+      'PUT',
+      `/jobs/example/${id}`,
+      { delay: 7200, body: { v: 2 } },
+      { headers: { 'if-match': `"${v1}"` } },
+    );
     assert.deepEqual([replaced.status, replaced.body.job.body], [200, { v: 2 }]);
     const v2: number = replaced.body.job.version;
     assert.ok(v2 > v1, `version ${v1} -> ${v2}`);
-    const any = await call('PUT', `/jobs/example/${id}`, { delay: 7200, body: { v: 3 } }, { headers: { 'if-match': '*' } });
+    const any = await call(
+      'PUT',
+      `/jobs/example/${id}`,
+      { delay: 7200, body: { v: 3 } },
+      { headers: { 'if-match': '*' } },
+    );
     assert.equal(any.status, 200);
     const v3: number = any.body.job.version;
     assert.ok(v3 > v2, `version ${v2} -> ${v3}`);
@@ -274,17 +404,31 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.ok(cancelled.body.job.version > v3);
 
     for (const value of ['3', 'W/"3"', '"abc"', '"3", "4"', '**']) {
-      assert.deepEqual(invalidPaths(await call('PUT', `/jobs/example/${id}`, { delay: 1 }, { headers: { 'if-match': value } })), ['If-Match'], `PUT If-Match: ${value}`);
-      assert.deepEqual(invalidPaths(await call('DELETE', `/jobs/example/${id}`, undefined, { headers: { 'if-match': value } })), ['If-Match'], `DELETE If-Match: ${value}`);
+      assert.deepEqual(
+        invalidPaths(await call('PUT', `/jobs/example/${id}`, { delay: 1 }, { headers: { 'if-match': value } })),
+        ['If-Match'],
+        `PUT If-Match: ${value}`,
+      );
+      assert.deepEqual(
+        invalidPaths(await call('DELETE', `/jobs/example/${id}`, undefined, { headers: { 'if-match': value } })),
+        ['If-Match'],
+        `DELETE If-Match: ${value}`,
+      );
     }
-    assert.equal((await call('GET', `/jobs/example/${id}`)).body.job.state, 'cancelled', 'a refused If-Match changed nothing');
+    assert.equal(
+      (await call('GET', `/jobs/example/${id}`)).body.job.state,
+      'cancelled',
+      'a refused If-Match changed nothing',
+    );
     expectError(await call('PUT', `/jobs/example/${id}`, { delay: 1, group: 'bad group' }), 400, 'VALIDATION_FAILED');
   });
 
   it('groups: a cancel of 50 answers cancelled 50 and they end cancelled; a job added afterwards runs; pages with a cursor; 400, 401', async () => {
     const group = uid('grp');
     const ids = Array.from({ length: 50 }, (_, i) => `${group}-${String(i).padStart(2, '0')}`);
-    const batch = await call('POST', '/jobs/batch', { jobs: ids.map((id) => ({ topic: 'example', id, delay: 3600, group, body: { id } })) });
+    const batch = await call('POST', '/jobs/batch', {
+      jobs: ids.map((id) => ({ topic: 'example', id, delay: 3600, group, body: { id } })),
+    });
     assert.deepEqual(
       batch.body.results.map((r: { status: number }) => r.status),
       ids.map(() => 201),
@@ -302,25 +446,49 @@ describe('openapi.yaml matches what the stack answers', () => {
       after.jobs.map((j) => [j.id, j.state]).sort(),
       ids.map((id) => [id, 'cancelled']),
     );
-    assert.deepEqual((await call('DELETE', `/topics/example/groups/${group}`)).body, { cancelled: 0, running: 0 }, 'cancelling twice is fine');
+    assert.deepEqual(
+      (await call('DELETE', `/topics/example/groups/${group}`)).body,
+      { cancelled: 0, running: 0 },
+      'cancelling twice is fine',
+    );
 
     const later = `${group}-later`;
     assert.equal((await call('POST', '/jobs', { topic: 'example', id: later, delay: 0, group })).status, 201);
     await waitForState('example', later, 'done');
     const final = await allPages(`/topics/example/groups/${group}`);
-    assert.deepEqual(final.jobs.map((j) => [j.id, j.state]).sort(), [...ids.map((id) => [id, 'cancelled']), [later, 'done']].sort());
+    assert.deepEqual(
+      final.jobs.map((j) => [j.id, j.state]).sort(),
+      [...ids.map((id) => [id, 'cancelled']), [later, 'done']].sort(),
+    );
 
     assert.deepEqual((await call('GET', `/topics/example/groups/${uid('empty')}`)).body, { jobs: [], next: null });
-    assert.deepEqual((await call('DELETE', `/topics/example/groups/${uid('empty')}`)).body, { cancelled: 0, running: 0 });
+    assert.deepEqual((await call('DELETE', `/topics/example/groups/${uid('empty')}`)).body, {
+      cancelled: 0,
+      running: 0,
+    });
     assert.deepEqual(invalidPaths(await call('GET', '/topics/example/groups/bad%20group')), ['group']);
     assert.deepEqual(invalidPaths(await call('DELETE', '/topics/example/groups/bad%20group')), ['group']);
     assert.deepEqual(invalidPaths(await call('GET', `/topics/example/groups/${'g'.repeat(129)}`)), ['group']);
-    for (const limit of ['0', '501', 'ten']) assert.deepEqual(invalidPaths(await call('GET', `/topics/example/groups/${group}?limit=${limit}`)), ['limit'], `limit=${limit}`);
-    for (const cursor of ['%25%25%25', 'not-a-cursor']) assert.deepEqual(invalidPaths(await call('GET', `/topics/example/groups/${group}?cursor=${cursor}`)), ['cursor'], `cursor=${cursor}`);
+    for (const limit of ['0', '501', 'ten'])
+      assert.deepEqual(
+        invalidPaths(await call('GET', `/topics/example/groups/${group}?limit=${limit}`)),
+        ['limit'],
+        `limit=${limit}`,
+      );
+    for (const cursor of ['%25%25%25', 'not-a-cursor'])
+      assert.deepEqual(
+        invalidPaths(await call('GET', `/topics/example/groups/${group}?cursor=${cursor}`)),
+        ['cursor'],
+        `cursor=${cursor}`,
+      );
     expectError(await call('GET', `/topics/nope/groups/${group}`), 400, 'UNKNOWN_TOPIC');
     expectError(await call('DELETE', `/topics/nope/groups/${group}`), 400, 'UNKNOWN_TOPIC');
     expectError(await call('GET', `/topics/example/groups/${group}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
-    expectError(await call('DELETE', `/topics/example/groups/${group}`, undefined, { token: 'wrong' }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call('DELETE', `/topics/example/groups/${group}`, undefined, { token: 'wrong' }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 
   it('groups: no job of a cancelled group due in 3 s is delivered (but a job of another group due then is)', async () => {
@@ -328,7 +496,10 @@ describe('openapi.yaml matches what the stack answers', () => {
     const ids = Array.from({ length: 10 }, (_, i) => `${group}-${i}`);
     const control = uid('control');
     const batch = await call('POST', '/jobs/batch', {
-      jobs: [...ids.map((id) => ({ topic: 'webhook', id, delay: 3, group, url: `${receiver.url}/ok/${id}` })), { topic: 'webhook', id: control, delay: 3, group: `${group}-other`, url: `${receiver.url}/ok/${control}` }],
+      jobs: [
+        ...ids.map((id) => ({ topic: 'webhook', id, delay: 3, group, url: `${receiver.url}/ok/${id}` })),
+        { topic: 'webhook', id: control, delay: 3, group: `${group}-other`, url: `${receiver.url}/ok/${control}` },
+      ],
     });
     assert.ok(batch.body.results.every((r: { status: number }) => r.status === 201));
     const cancel = await call('DELETE', `/topics/webhook/groups/${group}`);
@@ -338,7 +509,10 @@ describe('openapi.yaml matches what the stack answers', () => {
     await waitForState('webhook', control, 'done'); // the pipeline delivered jobs due then
     await sleep(2000); // and a little longer, for any wrongly claimed job of the group to arrive
     const delivered = ids.filter((id) => receiver.of(id).length > 0);
-    assert.ok(delivered.length <= cancel.body.running, `delivered ${delivered.length}, running at the cancel ${cancel.body.running}`);
+    assert.ok(
+      delivered.length <= cancel.body.running,
+      `delivered ${delivered.length}, running at the cancel ${cancel.body.running}`,
+    );
     const states = await allPages(`/topics/webhook/groups/${group}`);
     assert.deepEqual(
       states.jobs.map((j) => j.state),
@@ -349,14 +523,21 @@ describe('openapi.yaml matches what the stack answers', () => {
   it('listing a topic by state: delayed jobs page in runAt order (ties by id) within from..to inclusive; 400 per field, 401', async () => {
     const base = Date.now() + 200 * 86_400_000; // far after every other job of this file
     const prefix = uid('list');
-    const jobs = Array.from({ length: 25 }, (_, i) => ({ id: `${prefix}-${String((i * 7) % 25).padStart(2, '0')}`, runAt: base + (((i * 7) % 25) % 12) * 1000 }));
+    const jobs = Array.from({ length: 25 }, (_, i) => ({
+      id: `${prefix}-${String((i * 7) % 25).padStart(2, '0')}`,
+      runAt: base + (((i * 7) % 25) % 12) * 1000,
+    }));
     const outside = [
       { id: `${prefix}-before`, runAt: base - 1 },
       { id: `${prefix}-after`, runAt: base + 11_001 },
     ];
-    const batch = await call('POST', '/jobs/batch', { jobs: [...jobs, ...outside].map((j) => ({ topic: 'example', ...j })) });
+    const batch = await call('POST', '/jobs/batch', {
+      jobs: [...jobs, ...outside].map((j) => ({ topic: 'example', ...j })),
+    });
     assert.ok(batch.body.results.every((r: { status: number }) => r.status === 201));
-    const expected = [...jobs].sort((a, b) => a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((j) => [j.id, new Date(j.runAt).toISOString()]);
+    const expected = [...jobs]
+      .sort((a, b) => a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((j) => [j.id, new Date(j.runAt).toISOString()]);
 
     const bounds = `from=${encodeURIComponent(new Date(base).toISOString())}&to=${base + 11_000}`;
     const listed = await allPages(`/topics/example/jobs?state=delayed&${bounds}&limit=10`);
@@ -367,7 +548,11 @@ describe('openapi.yaml matches what the stack answers', () => {
     );
     assert.ok(listed.jobs.every((j) => j.state === 'delayed'));
     const byDefault = await call('GET', `/topics/example/jobs?${bounds}&limit=500`);
-    assert.deepEqual([byDefault.body.jobs.map((j: { id: string }) => j.id), byDefault.body.next], [expected.map(([id]) => id), null], 'state defaults to delayed');
+    assert.deepEqual(
+      [byDefault.body.jobs.map((j: { id: string }) => j.id), byDefault.body.next],
+      [expected.map(([id]) => id), null],
+      'state defaults to delayed',
+    );
     for (const state of ['ready', 'running', 'dead']) {
       const page = await call('GET', `/topics/example/jobs?state=${state}`);
       assert.equal(page.status, 200);
@@ -378,7 +563,9 @@ describe('openapi.yaml matches what the stack answers', () => {
     }
 
     const first = await call('GET', `/topics/example/jobs?${bounds}&limit=5`);
-    await call('POST', '/jobs/batch', { jobs: [1, 2].map(() => ({ topic: 'example', delay: 3600, group: `${prefix}-g` })) });
+    await call('POST', '/jobs/batch', {
+      jobs: [1, 2].map(() => ({ topic: 'example', delay: 3600, group: `${prefix}-g` })),
+    });
     const groupPage = await call('GET', `/topics/example/groups/${prefix}-g?limit=1`);
     assert.equal(typeof groupPage.body.next, 'string');
     for (const [query, field] of [
@@ -406,7 +593,16 @@ describe('openapi.yaml matches what the stack answers', () => {
     const prefix = uid('sched');
     const id = `${prefix}-a`;
     // at half past: the hourly schedule that replaces it (whole UTC hours) never has the same run time
-    const created = await call('PUT', `/schedules/example/${id}`, { cron: '30 9 * * 1-5', timezone: 'Europe/Berlin', body: { report: 'daily' }, catchUp: 'none', maxAttempts: 2, backoff: '15s 1m', ttr: 5, group: `${prefix}-g` });
+    const created = await call('PUT', `/schedules/example/${id}`, {
+      cron: '30 9 * * 1-5',
+      timezone: 'Europe/Berlin',
+      body: { report: 'daily' },
+      catchUp: 'none',
+      maxAttempts: 2,
+      backoff: '15s 1m',
+      ttr: 5,
+      group: `${prefix}-g`,
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assert.equal(created.headers.get('location'), `/schedules/example/${id}`);
     const schedule = created.body.schedule;
@@ -414,33 +610,70 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.deepEqual(schedule.pending, { id: `${id}:${compact(schedule.nextRuns[0])}`, runAt: schedule.nextRuns[0] });
     const got = await call('GET', `/schedules/example/${id}`);
     assert.deepEqual([got.status, got.body.schedule], [200, schedule]);
-    assert.equal((await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`)).body.job.state, 'delayed');
+    assert.equal(
+      (await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`)).body.job.state,
+      'delayed',
+    );
 
-    const replaced = await call('PUT', `/schedules/example/${id}`, { every: 3600, body: { report: 'hourly' }, jitter: 600 });
+    const replaced = await call('PUT', `/schedules/example/${id}`, {
+      every: 3600,
+      body: { report: 'hourly' },
+      jitter: 600,
+    });
     assert.equal(replaced.status, 200);
     assert.notEqual(replaced.body.schedule.pending.id, schedule.pending.id);
     assert.equal(replaced.body.schedule.jitter, 600);
-    const occurrence = (await call('GET', `/jobs/example/${encodeURIComponent(replaced.body.schedule.pending.id)}`)).body.job;
+    const occurrence = (await call('GET', `/jobs/example/${encodeURIComponent(replaced.body.schedule.pending.id)}`))
+      .body.job;
     const offset = Date.parse(occurrence.runAt) - Date.parse(replaced.body.schedule.pending.runAt);
     assert.ok(offset >= 0 && offset < 600_000, `the occurrence's job moves within the jitter: ${offset} ms`);
-    const withdrawn = await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`); // cancelled until the sweeper purges it
-    assert.ok(withdrawn.status === 404 || withdrawn.body.job.state === 'cancelled', `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn.body)}`);
+    // cancelled until the sweeper purges it
+    const withdrawn = await call('GET', `/jobs/example/${encodeURIComponent(schedule.pending.id)}`);
+    assert.ok(
+      withdrawn.status === 404 || withdrawn.body.job.state === 'cancelled',
+      `the old pending occurrence is withdrawn: ${JSON.stringify(withdrawn.body)}`,
+    );
     const paused = await call('PUT', `/schedules/example/${id}`, { every: 60, paused: true });
     assert.deepEqual([paused.status, paused.body.schedule.pending, paused.body.schedule.nextRuns], [200, null, []]);
     const resumed = await call('POST', `/schedules/example/${id}/resume`);
-    assert.deepEqual([resumed.status, resumed.body.schedule.paused, resumed.body.schedule.every, resumed.body.schedule.nextRuns.length], [200, false, 60, 5], JSON.stringify(resumed.body));
+    assert.deepEqual(
+      [
+        resumed.status,
+        resumed.body.schedule.paused,
+        resumed.body.schedule.every,
+        resumed.body.schedule.nextRuns.length,
+      ],
+      [200, false, 60, 5],
+      JSON.stringify(resumed.body),
+    );
     assert.notEqual(resumed.body.schedule.pending, null, 'resumed: an occurrence is pending');
     const pausedAgain = await call('POST', `/schedules/example/${id}/pause`);
-    assert.deepEqual([pausedAgain.status, pausedAgain.body.schedule.paused, pausedAgain.body.schedule.pending, pausedAgain.body.schedule.nextRuns], [200, true, null, []]);
-    assert.deepEqual((await call('GET', `/schedules/example/${id}`)).body.schedule, pausedAgain.body.schedule, 'a pause answers the schedule as GET shows it');
+    assert.deepEqual(
+      [
+        pausedAgain.status,
+        pausedAgain.body.schedule.paused,
+        pausedAgain.body.schedule.pending,
+        pausedAgain.body.schedule.nextRuns,
+      ],
+      [200, true, null, []],
+    );
+    assert.deepEqual(
+      (await call('GET', `/schedules/example/${id}`)).body.schedule,
+      pausedAgain.body.schedule,
+      'a pause answers the schedule as GET shows it',
+    );
 
     const ids = [id, ...['b', 'c', 'd', 'e'].map((x) => `${prefix}-${x}`)];
-    for (const other of ids.slice(1)) assert.equal((await call('PUT', `/schedules/example/${other}`, { every: 86400 })).status, 201);
+    for (const other of ids.slice(1))
+      assert.equal((await call('PUT', `/schedules/example/${other}`, { every: 86400 })).status, 201);
     const listed: string[] = [];
     const sizes: number[] = [];
     let next: string | null = null;
     do {
-      const page: Reply = await call('GET', `/schedules?topic=example&limit=2${next === null ? '' : `&cursor=${encodeURIComponent(next)}`}`);
+      const page: Reply = await call(
+        'GET',
+        `/schedules?topic=example&limit=2${next === null ? '' : `&cursor=${encodeURIComponent(next)}`}`,
+      );
       assert.equal(page.status, 200, JSON.stringify(page.body));
       sizes.push(page.body.schedules.length);
       listed.push(...page.body.schedules.map((x: { id: string }) => x.id));
@@ -465,7 +698,11 @@ describe('openapi.yaml matches what the stack answers', () => {
       [{ every: 5, timezone: 'UTC' }, 'timezone'],
       [{ every: 5, delay: 1 }, 'delay'],
     ] as const) {
-      assert.deepEqual(invalidPaths(await call('PUT', `/schedules/example/${prefix}-bad`, body)), [field], JSON.stringify(body));
+      assert.deepEqual(
+        invalidPaths(await call('PUT', `/schedules/example/${prefix}-bad`, body)),
+        [field],
+        JSON.stringify(body),
+      );
     }
     assert.deepEqual(invalidPaths(await call('PUT', `/schedules/example/${'x'.repeat(112)}`, { every: 5 })), ['id']);
     assert.deepEqual(invalidPaths(await call('PUT', '/schedules/example/bad%20id', { every: 5 })), ['id']);
@@ -474,31 +711,56 @@ describe('openapi.yaml matches what the stack answers', () => {
     expectError(unknown, 400, 'UNKNOWN_TOPIC');
     assert.match(unknown.body.error.message, /topic "nope"/);
     expectError(await call('PUT', `/schedules/example/${id}`, undefined, { raw: '{' }), 400, 'INVALID_JSON');
-    expectError(await call('PUT', `/schedules/example/${id}`, { every: 5, body: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE');
+    expectError(
+      await call('PUT', `/schedules/example/${id}`, { every: 5, body: 'x'.repeat(70_000) }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
     assert.deepEqual(invalidPaths(await call('GET', '/schedules/example/bad%20id')), ['id']);
     assert.deepEqual(invalidPaths(await call('DELETE', '/schedules/example/bad%20id')), ['id']);
     for (const action of ['pause', 'resume']) {
       expectError(await call('POST', `/schedules/example/${ids[1]}/${action}`), 404, 'NOT_FOUND');
       assert.deepEqual(invalidPaths(await call('POST', `/schedules/example/bad%20id/${action}`)), ['id'], action);
       expectError(await call('POST', `/schedules/nope/${id}/${action}`), 400, 'UNKNOWN_TOPIC');
-      expectError(await call('POST', `/schedules/example/${id}/${action}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
+      expectError(
+        await call('POST', `/schedules/example/${id}/${action}`, undefined, { token: null }),
+        401,
+        'UNAUTHORIZED',
+      );
     }
     expectError(await call('GET', `/schedules/nope/${id}`), 400, 'UNKNOWN_TOPIC');
     expectError(await call('DELETE', `/schedules/nope/${id}`), 400, 'UNKNOWN_TOPIC');
     assert.deepEqual(invalidPaths(await call('GET', '/schedules')), ['topic']);
-    for (const limit of ['0', '101', 'ten']) assert.deepEqual(invalidPaths(await call('GET', `/schedules?topic=example&limit=${limit}`)), ['limit'], `limit=${limit}`);
-    for (const cursor of ['%25%25%25', 'not-a-cursor']) assert.deepEqual(invalidPaths(await call('GET', `/schedules?topic=example&cursor=${cursor}`)), ['cursor'], `cursor=${cursor}`);
+    for (const limit of ['0', '101', 'ten'])
+      assert.deepEqual(
+        invalidPaths(await call('GET', `/schedules?topic=example&limit=${limit}`)),
+        ['limit'],
+        `limit=${limit}`,
+      );
+    for (const cursor of ['%25%25%25', 'not-a-cursor'])
+      assert.deepEqual(
+        invalidPaths(await call('GET', `/schedules?topic=example&cursor=${cursor}`)),
+        ['cursor'],
+        `cursor=${cursor}`,
+      );
     expectError(await call('GET', '/schedules?topic=nope'), 400, 'UNKNOWN_TOPIC');
     expectError(await call('PUT', `/schedules/example/${id}`, { every: 5 }, { token: null }), 401, 'UNAUTHORIZED');
     expectError(await call('GET', `/schedules/example/${id}`, undefined, { token: 'wrong' }), 401, 'UNAUTHORIZED');
     expectError(await call('DELETE', `/schedules/example/${id}`, undefined, { token: null }), 401, 'UNAUTHORIZED');
     expectError(await call('GET', '/schedules?topic=example', undefined, { token: null }), 401, 'UNAUTHORIZED');
-    assert.deepEqual((await call('GET', `/schedules/example/${id}`)).body.schedule.every, 60, 'refused puts changed nothing');
+    assert.deepEqual(
+      (await call('GET', `/schedules/example/${id}`)).body.schedule.every,
+      60,
+      'refused puts changed nothing',
+    );
   });
 
   it('topic pause and resume; flow keys: read, pin, clear, pause, resume: 200, 400 (no flow control, bad key or change, unknown topic), 401', async () => {
     assert.deepEqual((await call('POST', '/topics/partner/pause')).body, { topic: 'partner', paused: true });
-    assert.equal((await call('GET', '/topics')).body.topics.find((t: { topic: string }) => t.topic === 'partner').paused, true);
+    assert.equal(
+      (await call('GET', '/topics')).body.topics.find((t: { topic: string }) => t.topic === 'partner').paused,
+      true,
+    );
     assert.deepEqual((await call('POST', '/topics/partner/resume')).body, { topic: 'partner', paused: false });
     for (const action of ['pause', 'resume']) {
       expectError(await call('POST', `/topics/nope/${action}`), 400, 'UNKNOWN_TOPIC');
@@ -510,13 +772,19 @@ describe('openapi.yaml matches what the stack answers', () => {
     const read = await call('GET', base);
     assert.deepEqual([read.status, read.body.key, read.body.paused, read.body.pinned], [200, key, false, null]);
     const pinned = await call('PUT', base, { concurrency: 1, rate: { count: 3, per: '2s' } });
-    assert.deepEqual([pinned.status, pinned.body.limits], [200, { concurrency: 1, rate: { count: 3, per: 2, burst: 1 } }]);
+    assert.deepEqual(
+      [pinned.status, pinned.body.limits],
+      [200, { concurrency: 1, rate: { count: 3, per: 2, burst: 1 } }],
+    );
     assert.deepEqual((await call('POST', `${base}/pause`)).body.paused, true);
     assert.deepEqual((await call('POST', `${base}/resume`)).body.paused, false);
     const cleared = await call('DELETE', base);
     assert.deepEqual([cleared.status, cleared.body.pinned], [200, null]);
 
-    assert.deepEqual(invalidPaths(await call('PUT', base, { concurrency: 10_001, rate: { count: 0 }, paused: 1 })).sort(), ['concurrency', 'paused', 'rate.count']);
+    assert.deepEqual(
+      invalidPaths(await call('PUT', base, { concurrency: 10_001, rate: { count: 0 }, paused: 1 })).sort(),
+      ['concurrency', 'paused', 'rate.count'],
+    );
     expectError(await call('PUT', base, undefined, { raw: '{' }), 400, 'INVALID_JSON');
     for (const [method, suffix] of [
       ['GET', ''],
@@ -526,8 +794,16 @@ describe('openapi.yaml matches what the stack answers', () => {
       ['POST', '/resume'],
     ] as const) {
       const body = method === 'PUT' ? { paused: true } : undefined;
-      assert.deepEqual(invalidPaths(await call(method, `/topics/example/flows/${key}${suffix}`, body)), ['topic'], `${method} on a topic with no flow control`);
-      assert.deepEqual(invalidPaths(await call(method, `/topics/partner/flows/bad%20key${suffix}`, body)), ['key'], `${method} with a bad key`);
+      assert.deepEqual(
+        invalidPaths(await call(method, `/topics/example/flows/${key}${suffix}`, body)),
+        ['topic'],
+        `${method} on a topic with no flow control`,
+      );
+      assert.deepEqual(
+        invalidPaths(await call(method, `/topics/partner/flows/bad%20key${suffix}`, body)),
+        ['key'],
+        `${method} with a bad key`,
+      );
       expectError(await call(method, `/topics/nope/flows/${key}${suffix}`, body), 400, 'UNKNOWN_TOPIC');
       expectError(await call(method, `${base}${suffix}`, body, { token: null }), 401, 'UNAUTHORIZED');
     }
@@ -546,7 +822,11 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.match(index.headers.get('link') ?? '', /<\/openapi\.yaml>; rel="service-desc"/);
     const description = await call('GET', '/openapi.yaml', undefined, { token: null });
     assert.equal(description.status, 200);
-    assert.equal(description.body, readFileSync(join(PROJECT_ROOT, 'openapi.yaml'), 'utf8'), "the repository's openapi.yaml");
+    assert.equal(
+      description.body,
+      readFileSync(join(PROJECT_ROOT, 'openapi.yaml'), 'utf8'),
+      "the repository's openapi.yaml",
+    );
   });
 
   it('keys: every route × scope answers 403 FORBIDDEN below its scope and not above; topic limits; create 201/400/409, list without secrets, whoami, revoke 200/404 and refused within seconds', async () => {
@@ -554,12 +834,25 @@ describe('openapi.yaml matches what the stack answers', () => {
       const reply = await call('POST', '/keys', { name, scope, ...(topics ? { topics } : {}) });
       assert.equal(reply.status, 201, JSON.stringify(reply.body));
       assert.equal(reply.headers.get('location'), `/keys/${name}`);
-      assert.deepEqual([reply.body.key.name, reply.body.key.scope, reply.body.key.createdBy, reply.body.key.source], [name, scope, 'deployment', 'api']);
+      assert.deepEqual(
+        [reply.body.key.name, reply.body.key.scope, reply.body.key.createdBy, reply.body.key.source],
+        [name, scope, 'deployment', 'api'],
+      );
       return reply.body.secret as string;
     };
     const names = { read: uid('reader'), write: uid('writer'), admin: uid('admin'), limited: uid('limited') };
-    const secrets = { read: await make(names.read, 'read'), write: await make(names.write, 'write'), admin: await make(names.admin, 'admin'), limited: await make(names.limited, 'write', ['example']) };
-    assert.deepEqual(invalidPaths(await call('POST', '/keys', { name: 'deployment', scope: 'root', topics: ['nope'], extra: 1 })).sort(), ['extra', 'name', 'scope', 'topics.0']);
+    const secrets = {
+      read: await make(names.read, 'read'),
+      write: await make(names.write, 'write'),
+      admin: await make(names.admin, 'admin'),
+      limited: await make(names.limited, 'write', ['example']),
+    };
+    assert.deepEqual(
+      invalidPaths(
+        await call('POST', '/keys', { name: 'deployment', scope: 'root', topics: ['nope'], extra: 1 }),
+      ).sort(),
+      ['extra', 'name', 'scope', 'topics.0'],
+    );
     expectError(await call('POST', '/keys', { name: names.read, scope: 'read' }), 409, 'KEY_EXISTS');
 
     const who = await call('GET', '/whoami', undefined, { token: secrets.limited });
@@ -567,10 +860,21 @@ describe('openapi.yaml matches what the stack answers', () => {
 
     // who did what: each change records the key that made it
     const byId = uid('by');
-    assert.equal((await call('POST', '/jobs', { topic: 'example', id: byId, delay: 3600 }, { token: secrets.write })).body.job.updatedBy, names.write);
+    assert.equal(
+      (await call('POST', '/jobs', { topic: 'example', id: byId, delay: 3600 }, { token: secrets.write })).body.job
+        .updatedBy,
+      names.write,
+    );
     assert.equal((await call('GET', `/jobs/example/${byId}`)).body.job.updatedBy, names.write);
-    assert.equal((await call('DELETE', `/jobs/example/${byId}`, undefined, { token: secrets.admin })).body.job.updatedBy, names.admin);
-    assert.equal((await call('PUT', `/schedules/example/${byId}`, { every: 3600, paused: true }, { token: secrets.limited })).body.schedule.updatedBy, names.limited);
+    assert.equal(
+      (await call('DELETE', `/jobs/example/${byId}`, undefined, { token: secrets.admin })).body.job.updatedBy,
+      names.admin,
+    );
+    assert.equal(
+      (await call('PUT', `/schedules/example/${byId}`, { every: 3600, paused: true }, { token: secrets.limited })).body
+        .schedule.updatedBy,
+      names.limited,
+    );
     assert.equal((await call('POST', '/jobs', { topic: 'example', delay: 3600 })).body.job.updatedBy, 'deployment');
 
     // every route of serverless.yml but the static ones, with the scope it needs
@@ -578,12 +882,20 @@ describe('openapi.yaml matches what the stack answers', () => {
     const routes = [...yml.matchAll(/httpApi:\s*\{\s*method:\s*(\w+),\s*path:\s*(?:'([^']+)'|([^\s,}]+))/g)]
       .map((m) => ({ method: m[1]!.toUpperCase(), path: (m[2] ?? m[3])! }))
       .filter((r) => !['/', '/dashboard', '/openapi.yaml'].includes(r.path));
-    const needs = (r: { method: string; path: string }) => (r.path.startsWith('/keys') ? 'admin' : r.method === 'GET' ? 'read' : 'write');
+    const needs = (r: { method: string; path: string }) =>
+      r.path.startsWith('/keys') ? 'admin' : r.method === 'GET' ? 'read' : 'write';
     const rank: Record<string, number> = { read: 1, write: 2, admin: 3 };
     assert.ok(routes.length >= 28, `${routes.length} routes`);
     for (const route of routes) {
-      const url = route.path.replace('{topic}', 'example').replace('{id}', uid('walk')).replace('{group}', uid('g')).replace('{key}', uid('k')).replace('{name}', uid('no-such-key')) + (route.path === '/schedules' ? '?topic=example' : '');
-      const takesBody = route.method === 'PUT' || (route.method === 'POST' && !/\/(pause|resume)$/.test(route.path)); // a pause or resume takes none
+      const url =
+        route.path
+          .replace('{topic}', 'example')
+          .replace('{id}', uid('walk'))
+          .replace('{group}', uid('g'))
+          .replace('{key}', uid('k'))
+          .replace('{name}', uid('no-such-key')) + (route.path === '/schedules' ? '?topic=example' : '');
+      // a pause or resume takes none
+      const takesBody = route.method === 'PUT' || (route.method === 'POST' && !/\/(pause|resume)$/.test(route.path));
       const body = takesBody ? {} : undefined;
       for (const scope of ['read', 'write', 'admin'] as const) {
         const reply = await call(route.method, url, body, { token: secrets[scope] });
@@ -599,12 +911,20 @@ describe('openapi.yaml matches what the stack answers', () => {
         assert.match(other.body.error.message, /may not use topic webhook/);
       }
     }
-    assert.equal((await call('POST', '/topics/example/resume')).status, 200, 'the walk paused topic example, and resumed it');
+    assert.equal(
+      (await call('POST', '/topics/example/resume')).status,
+      200,
+      'the walk paused topic example, and resumed it',
+    );
 
     // a key limited to topic example: other topics are refused wherever the topic comes from
     const limited = { token: secrets.limited };
     expectError(await call('GET', `/jobs/webhook/${uid('x')}`, undefined, limited), 403, 'FORBIDDEN');
-    expectError(await call('POST', '/jobs', { topic: 'webhook', delay: 60, url: 'https://example.com/hook' }, limited), 403, 'FORBIDDEN');
+    expectError(
+      await call('POST', '/jobs', { topic: 'webhook', delay: 60, url: 'https://example.com/hook' }, limited),
+      403,
+      'FORBIDDEN',
+    );
     expectError(await call('GET', '/schedules?topic=webhook', undefined, limited), 403, 'FORBIDDEN');
     const batch = await call(
       'POST',
@@ -633,11 +953,17 @@ describe('openapi.yaml matches what the stack answers', () => {
         listed.body.keys.some((k: { name: string }) => k.name === name),
         `${scope} key listed`,
       );
-    for (const secret of Object.values(secrets)) assert.ok(!JSON.stringify(listed.body).includes(secret), 'no secret in the listing');
-    assert.ok(listed.body.keys.find((k: { name: string }) => k.name === names.read).lastUsedAt !== null, 'the reader was used');
+    for (const secret of Object.values(secrets))
+      assert.ok(!JSON.stringify(listed.body).includes(secret), 'no secret in the listing');
+    assert.ok(
+      listed.body.keys.find((k: { name: string }) => k.name === names.read).lastUsedAt !== null,
+      'the reader was used',
+    );
 
     // revoked: refused on the warm instance within seconds (it looks again 2 s after it last did)
-    assert.deepEqual((await call('DELETE', `/keys/${names.read}`, undefined, { token: secrets.admin })).body, { revoked: true });
+    assert.deepEqual((await call('DELETE', `/keys/${names.read}`, undefined, { token: secrets.admin })).body, {
+      revoked: true,
+    });
     expectError(await call('DELETE', `/keys/${names.read}`), 404, 'NOT_FOUND');
     const end = Date.now() + 30_000;
     while ((await call('GET', '/whoami', undefined, { token: secrets.read })).status !== 401) {
@@ -645,7 +971,8 @@ describe('openapi.yaml matches what the stack answers', () => {
       await sleep(100);
     }
     expectError(await call('GET', '/topics', undefined, { token: secrets.read }), 401, 'UNAUTHORIZED');
-    for (const name of [names.write, names.admin, names.limited]) assert.equal((await call('DELETE', `/keys/${name}`)).status, 200);
+    for (const name of [names.write, names.admin, names.limited])
+      assert.equal((await call('DELETE', `/keys/${name}`)).status, 200);
   });
 
   it('503 UNAVAILABLE with Retry-After while Redis is down; then every operation was exercised', async () => {

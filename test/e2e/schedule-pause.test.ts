@@ -28,7 +28,8 @@ describe('schedule pause and resume through the stack', () => {
 
   /** Polls `read` until `ok` holds for what it returns (120 s at most). */
   async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
-    const end = Date.now() + 120_000; // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    // a ceiling, so a stuck job fails the test instead of hanging it: a slow machine only waits longer
+    const end = Date.now() + 120_000;
     for (;;) {
       const value = await read();
       if (ok(value)) return value;
@@ -57,7 +58,11 @@ describe('schedule pause and resume through the stack', () => {
   before(async () => {
     redisServer = await startRedis();
     offline = await startOffline({ redisUrl: redisServer.url });
-    queue = new DelayQueueClient({ baseUrl: offline.baseUrl, token: offline.token, fetch: checkingFetch(contract, offline.baseUrl) });
+    queue = new DelayQueueClient({
+      baseUrl: offline.baseUrl,
+      token: offline.token,
+      fetch: checkingFetch(contract, offline.baseUrl),
+    });
   });
   after(async () => {
     await offline?.stop();
@@ -75,23 +80,39 @@ describe('schedule pause and resume through the stack', () => {
 
     const paused = await queue.pauseSchedule('example', id);
     assert.deepEqual([paused.paused, paused.pending, paused.nextRuns], [true, null, []]);
-    assert.deepEqual([paused.every, paused.body, paused.maxAttempts, paused.catchUp], [1, { tick: true }, 2, 'latest'], 'the definition is kept');
+    assert.deepEqual(
+      [paused.every, paused.body, paused.maxAttempts, paused.catchUp],
+      [1, { tick: true }, 2, 'latest'],
+      'the definition is kept',
+    );
     assert.ok(paused.lastRunAt! >= running!.lastRunAt!);
     assert.deepEqual(await queue.getSchedule('example', id), paused, 'GET shows it paused, as the pause answered');
     const again = await queue.pauseSchedule('example', id);
-    assert.deepEqual([again.paused, again.pending, again.lastRunAt], [true, null, paused.lastRunAt], 'pausing a paused schedule is fine');
+    assert.deepEqual(
+      [again.paused, again.pending, again.lastRunAt],
+      [true, null, paused.lastRunAt],
+      'pausing a paused schedule is fine',
+    );
 
     // a job due 3 s on runs: the sweeper has passed the schedule's run times meanwhile, and handed none over
     const control = await queue.add({ topic: 'example', id: uid('control'), delay: 3 });
     await jobIn(control.id, 'done');
     const still = (await queue.getSchedule('example', id))!;
-    assert.deepEqual([still.paused, still.pending, still.lastRunAt], [true, null, paused.lastRunAt], 'no occurrence while paused');
+    assert.deepEqual(
+      [still.paused, still.pending, still.lastRunAt],
+      [true, null, paused.lastRunAt],
+      'no occurrence while paused',
+    );
 
     const resumed = await queue.resumeSchedule('example', id);
     assert.equal(resumed.paused, false);
     assert.notEqual(resumed.pending, null, 'an occurrence is pending');
     assert.equal(resumed.nextRuns.length, 5);
-    assert.deepEqual([resumed.every, resumed.body, resumed.maxAttempts], [1, { tick: true }, 2], 'the definition is kept');
+    assert.deepEqual(
+      [resumed.every, resumed.body, resumed.maxAttempts],
+      [1, { tick: true }, 2],
+      'the definition is kept',
+    );
     assert.equal((await queue.getSchedule('example', id))!.paused, false, 'GET shows it running');
     const ran = await until<Schedule | null>(
       'an occurrence after the resume',
@@ -112,7 +133,11 @@ describe('schedule pause and resume through the stack', () => {
     const id = uid('read-only');
     await queue.putSchedule('example', id, { every: 3600 });
     const { secret } = await queue.createKey({ name: uid('reader'), scope: 'read' });
-    const reader = new DelayQueueClient({ baseUrl: offline.baseUrl, token: secret, fetch: checkingFetch(contract, offline.baseUrl) });
+    const reader = new DelayQueueClient({
+      baseUrl: offline.baseUrl,
+      token: secret,
+      fetch: checkingFetch(contract, offline.baseUrl),
+    });
     assert.equal((await reader.getSchedule('example', id))?.id, id, 'a read key reads it');
     for (const action of ['pauseSchedule', 'resumeSchedule'] as const) {
       assert.deepEqual(await refusal(reader[action]('example', id)), [403, 'FORBIDDEN'], action);

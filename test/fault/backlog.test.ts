@@ -32,7 +32,8 @@ const TARGET_COMMAND_MS = 10; // the issue's target, reported (SLOWLOG threshold
 const LEADS_MS = [20_000, 60_000, 180_000];
 const MOVE_BOUND_MS = 120_000; // a backlog not moved by then is lost, not late (it moves in ~1 s)
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 describe('scenario 5: 200,000 jobs due at the same instant', () => {
   let server: RedisProcess;
@@ -69,7 +70,12 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
     idle.sort((a, b) => a - b);
 
     const config = loadConfig({
-      DQ_CONFIG: JSON.stringify({ topics: { example: { handler: 'exampleHandler', batchSize: 10, concurrency: 10 }, webhook: { kind: 'webhook', handler: 'webhookHandler' } } }),
+      DQ_CONFIG: JSON.stringify({
+        topics: {
+          example: { handler: 'exampleHandler', batchSize: 10, concurrency: 10 },
+          webhook: { kind: 'webhook', handler: 'webhookHandler' },
+        },
+      }),
       REDIS_URL: server.url,
       API_TOKEN: 'x',
       WEBHOOK_SECRET: 'x',
@@ -90,7 +96,12 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
           while (next < BACKLOG) {
             const from = next;
             next += 500;
-            const jobs = Array.from({ length: Math.min(500, BACKLOG - from) }, (_, i) => ({ topic: 'example', id: `b-${from + i}`, runAt: dueAt, body }));
+            const jobs = Array.from({ length: Math.min(500, BACKLOG - from) }, (_, i) => ({
+              topic: 'example',
+              id: `b-${from + i}`,
+              runAt: dueAt,
+              body,
+            }));
             const { outcomes } = await queue.addMany(jobs);
             assert.ok(outcomes.every((o) => o.status === 'created'));
           }
@@ -141,10 +152,28 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
     const figures = {
       backlog: BACKLOG,
       loadMs,
-      idle: { n: idle.length, p50: +pct(idle, 50).toFixed(1), p99: +pct(idle, 99).toFixed(1), max: +idle.at(-1)!.toFixed(1) },
+      idle: {
+        n: idle.length,
+        p50: +pct(idle, 50).toFixed(1),
+        p99: +pct(idle, 99).toFixed(1),
+        max: +idle.at(-1)!.toFixed(1),
+      },
       sweepMs: movedAt ? movedAt - dueAt : null,
-      duringSweep: sweep.length ? { n: sweep.length, p50: +pct(sweep, 50).toFixed(1), p99: +pct(sweep, 99).toFixed(1), max: +sweep.at(-1)!.toFixed(1) } : null,
-      window: { ms: WINDOW_MS, n: all.length, p50: +pct(all, 50).toFixed(1), p99: +pct(all, 99).toFixed(1), max: +all.at(-1)!.toFixed(1) },
+      duringSweep: sweep.length
+        ? {
+            n: sweep.length,
+            p50: +pct(sweep, 50).toFixed(1),
+            p99: +pct(sweep, 99).toFixed(1),
+            max: +sweep.at(-1)!.toFixed(1),
+          }
+        : null,
+      window: {
+        ms: WINDOW_MS,
+        n: all.length,
+        p50: +pct(all, 50).toFixed(1),
+        p99: +pct(all, 99).toFixed(1),
+        max: +all.at(-1)!.toFixed(1),
+      },
       jobsDoneInWindow: done,
       slowlog: slow.map(([, , micros, args]) => ({ micros, command: args.slice(0, 2).join(' ') })),
       latencyLatest: latency,

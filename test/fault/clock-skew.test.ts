@@ -30,9 +30,16 @@ for (const skewMs of [5 * 60_000, -5 * 60_000]) {
       const result = await stack.settle(`6 clock ${skewMs > 0 ? '+' : '-'}5 min`, 30_000);
       const first = new Map<string, number>();
       for (const d of stack.recorder.deliveries) if (!first.has(d.id)) first.set(d.id, d.at);
-      const lateness = [...stack.ledger].flatMap(([id, runAt]) => (first.has(id) ? [first.get(id)! - runAt] : [])).sort((a, b) => a - b);
+      const lateness = [...stack.ledger]
+        .flatMap(([id, runAt]) => (first.has(id) ? [first.get(id)! - runAt] : []))
+        .sort((a, b) => a - b);
       const early = lateness.filter((l) => l < 0).length;
-      const extra = { early, latenessMinMs: lateness[0], latenessP50Ms: lateness[Math.floor(lateness.length / 2)], latenessMaxMs: lateness.at(-1) };
+      const extra = {
+        early,
+        latenessMinMs: lateness[0],
+        latenessP50Ms: lateness[Math.floor(lateness.length / 2)],
+        latenessMaxMs: lateness.at(-1),
+      };
       Object.assign(result, extra);
       report(result);
       t.diagnostic(JSON.stringify(result));

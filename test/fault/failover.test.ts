@@ -78,7 +78,10 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
   let rt: Runtime | undefined;
   let replacement: RedisProcess | undefined;
   try {
-    assert.ok(await until(() => /master_link_status:up/.test(replication(replica.port)), 30_000, 50), 'the replica synced');
+    assert.ok(
+      await until(() => /master_link_status:up/.test(replication(replica.port)), 30_000, 50),
+      'the replica synced',
+    );
     await stack.start();
     // the API as Lambda runs it, with the stack's invoke endpoint (adds wake the sweeper)
     const api = createRuntime({ ...stack.env, LOG_LEVEL: 'error' });
@@ -117,7 +120,13 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
         // due after the failover and the settling of the stack: deletes land before the job is due
         const delayS = 4 + Math.random() * 3;
         const sentAt = Date.now();
-        const status = await request(post, 'POST', '/jobs', { topic: 'webhook', id, delay: delayS, url: `${stack.recorder.url}/hook/${id}`, body: { id } });
+        const status = await request(post, 'POST', '/jobs', {
+          topic: 'webhook',
+          id,
+          delay: delayS,
+          url: `${stack.recorder.url}/hook/${id}`,
+          body: { id },
+        });
         if (sentIn === 'cut' && phase === 'cut') addsDuringCut[status] = (addsDuringCut[status] ?? 0) + 1;
         if (sentAfterFailover) addsAfter[status] = (addsAfter[status] ?? 0) + 1;
         if (status === 201) {
@@ -127,7 +136,16 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
         }
         // every third round deletes a job acknowledged about a second ago (still 3 s or more
         // before it is due), so deletes during the cut undo jobs the replica has
-        const victim = mySeq % 3 === 0 ? [...added].find((v) => !deleted.has(v) && !unsettled.has(v) && dueAt.get(v)! - Date.now() > 3000 && dueAt.get(v)! - Date.now() < 5500) : undefined;
+        const victim =
+          mySeq % 3 === 0
+            ? [...added].find(
+                (v) =>
+                  !deleted.has(v) &&
+                  !unsettled.has(v) &&
+                  dueAt.get(v)! - Date.now() > 3000 &&
+                  dueAt.get(v)! - Date.now() < 5500,
+              )
+            : undefined;
         if (victim) {
           const deletedStatus = await request(del, 'DELETE', `/jobs/webhook/${victim}`);
           if (deletedStatus === 200) deleted.add(victim);
@@ -153,7 +171,8 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
       endpoint.repoint({ port: replica.port });
       // ElastiCache replaces the failed node with a new replica of the new primary; until it has
       // synced, durability replica refuses changes (503) rather than acknowledge them unreplicated
-      if (variant === 'kill') replacement = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(replica.port)] });
+      if (variant === 'kill')
+        replacement = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(replica.port)] });
       if (variant === 'demote') {
         const old = new Redis(primary.port);
         await old.replicaof('127.0.0.1', replica.port); // the old primary follows the new one: READONLY to its clients
@@ -173,7 +192,11 @@ async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
     // Wait for every due job; with durability none some never come (the failover lost them), so
     // stop 10 s after the last due time: several TTRs (2 s), leases (2 s) and ticks (2 s) later.
     const lastDue = Math.max(...dueAt.values());
-    await until(() => due.every((id) => counts().has(id)), mode === 'replica' ? 60_000 : Math.max(0, lastDue + 10_000 - Date.now()), 200);
+    await until(
+      () => due.every((id) => counts().has(id)),
+      mode === 'replica' ? 60_000 : Math.max(0, lastDue + 10_000 - Date.now()),
+      200,
+    );
     await until(() => Date.now() > lastDue + 1500, 30_000, 100); // a deleted job that ran anyway has run by now
     const c = counts();
     const lostIds = due.filter((id) => !c.has(id));
@@ -209,13 +232,26 @@ describe('scenario 7: failover to a replica that lacks the last writes', { concu
   for (const variant of ['kill', 'demote'] as const) {
     it(`durability replica, ${variant}: no acknowledged add lost, no acknowledged delete undone, adds during the cut refused`, async (t) => {
       const o = await failover('replica', variant);
-      report({ accepted: o.addsAcknowledged, delivered: o.addsAcknowledged - o.addsLost, missing: o.addsLost, missingIds: o.lostIds, ...o });
+      report({
+        accepted: o.addsAcknowledged,
+        delivered: o.addsAcknowledged - o.addsLost,
+        missing: o.addsLost,
+        missingIds: o.lostIds,
+        ...o,
+      });
       t.diagnostic(JSON.stringify(o));
       assert.equal(o.addsLost, 0, `acknowledged adds lost: ${o.lostIds.join(', ')}`);
       assert.equal(o.deletesUndone, 0, `acknowledged deletes that ran anyway: ${o.undoneIds.join(', ')}`);
       assert.ok((o.addsDuringCut['503'] ?? 0) > 0, `adds during the cut: ${JSON.stringify(o.addsDuringCut)}`);
-      assert.equal(o.addsDuringCut['201'] ?? 0, 0, `no add sent during the cut may be acknowledged: ${JSON.stringify(o.addsDuringCut)}`);
-      assert.ok(o.addsAcknowledged > MIN_ADDS && o.deletesAcknowledged > MIN_DELETES, `the stream ran: ${o.addsAcknowledged} adds, ${o.deletesAcknowledged} deletes acknowledged`);
+      assert.equal(
+        o.addsDuringCut['201'] ?? 0,
+        0,
+        `no add sent during the cut may be acknowledged: ${JSON.stringify(o.addsDuringCut)}`,
+      );
+      assert.ok(
+        o.addsAcknowledged > MIN_ADDS && o.deletesAcknowledged > MIN_DELETES,
+        `the stream ran: ${o.addsAcknowledged} adds, ${o.deletesAcknowledged} deletes acknowledged`,
+      );
       assert.notEqual(o.recoveryMs, null, 'the API acknowledged adds again after the failover, with nothing restarted');
     });
   }
@@ -223,12 +259,24 @@ describe('scenario 7: failover to a replica that lacks the last writes', { concu
   for (const variant of ['kill', 'demote'] as const) {
     it(`durability none, ${variant}: reports what the failover undid (the loss window)`, async (t) => {
       const o = await failover('none', variant);
-      report({ accepted: o.addsAcknowledged, delivered: o.addsAcknowledged - o.addsLost, missing: o.addsLost, missingIds: o.lostIds, ...o });
+      report({
+        accepted: o.addsAcknowledged,
+        delivered: o.addsAcknowledged - o.addsLost,
+        missing: o.addsLost,
+        missingIds: o.lostIds,
+        ...o,
+      });
       t.diagnostic(JSON.stringify(o));
       // the control: without durability the same failover does undo acknowledged changes, so the
       // replica runs above would catch a wait that does not wait
-      assert.ok(o.addsLost + o.deletesUndone > 0, `a failover after a ${PHASE_MS.cut} ms cut undid nothing: ${JSON.stringify(o)}`);
-      assert.ok((o.addsDuringCut['201'] ?? 0) > 0, `without durability the primary acknowledges adds during the cut: ${JSON.stringify(o.addsDuringCut)}`);
+      assert.ok(
+        o.addsLost + o.deletesUndone > 0,
+        `a failover after a ${PHASE_MS.cut} ms cut undid nothing: ${JSON.stringify(o)}`,
+      );
+      assert.ok(
+        (o.addsDuringCut['201'] ?? 0) > 0,
+        `without durability the primary acknowledges adds during the cut: ${JSON.stringify(o.addsDuringCut)}`,
+      );
       assert.notEqual(o.recoveryMs, null, 'the API acknowledged adds again after the failover, with nothing restarted');
     });
   }

@@ -29,7 +29,10 @@ describe('scenario 9: flow control with handlers SIGKILLed mid-job and a Redis r
   let stack: Stack;
   before(async () => {
     redis = await startRedis({ dir, args: AOF });
-    stack = new Stack({ redisUrl: redis.url, env: { DQ_CONFIG: faultQueueConfig({ concurrency: 20, flow: { concurrency: PER_KEY } }) } });
+    stack = new Stack({
+      redisUrl: redis.url,
+      env: { DQ_CONFIG: faultQueueConfig({ concurrency: 20, flow: { concurrency: PER_KEY } }) },
+    });
     await stack.start();
   });
   after(async () => {
@@ -40,7 +43,8 @@ describe('scenario 9: flow control with handlers SIGKILLed mid-job and a Redis r
 
   it('no key ever runs more than its concurrency; every job is delivered; the counts come back true', async (t) => {
     const keyOf = new Map<string, string>();
-    const inFlight = new Map<string, number>(); // per key: delivered, neither answered nor abandoned by a killed handler
+    // per key: delivered, neither answered nor abandoned by a killed handler
+    const inFlight = new Map<string, number>();
     let maxInFlight = 0;
     let kills = 0;
     let busy = false;
@@ -83,7 +87,14 @@ describe('scenario 9: flow control with handlers SIGKILLed mid-job and a Redis r
       const key = KEYS[seq % KEYS.length]!;
       keyOf.set(id, key);
       try {
-        const outcome = await stack.queue.add({ topic: 'webhook', id, key, delay: Math.random() * 2, url: `${stack.recorder.url}/hook/${id}`, body: { id } });
+        const outcome = await stack.queue.add({
+          topic: 'webhook',
+          id,
+          key,
+          delay: Math.random() * 2,
+          url: `${stack.recorder.url}/hook/${id}`,
+          body: { id },
+        });
         if (outcome.status === 'created') stack.ledger.set(id, Date.parse(outcome.job.runAt));
       } catch {
         stack.addErrors += 1; // Redis down: not accepted, not in the ledger
@@ -100,11 +111,25 @@ describe('scenario 9: flow control with handlers SIGKILLed mid-job and a Redis r
     }
     const result = await stack.settle('9 flow control: handler SIGKILLs + Redis restart', 120_000);
     // every attempt has ended: each key's count comes back to 0 by itself (killed ones by their ttr)
-    await until(async () => (await Promise.all(KEYS.map((key) => stack.queue.engine.flowKey('webhook', key)))).every((s) => s.running === 0), 30_000, 100);
+    await until(
+      async () =>
+        (await Promise.all(KEYS.map((key) => stack.queue.engine.flowKey('webhook', key)))).every(
+          (s) => s.running === 0,
+        ),
+      30_000,
+      100,
+    );
     sampling = false;
     await sampler;
     const left = (await stack.redis.hkeys('dq:{f:webhook}:jobs:webhook#flow')).filter((f) => !f.startsWith('#'));
-    Object.assign(result, { kills, maxInFlightPerKey: maxInFlight, maxRunningSampled: maxRunning, samples, keyStateLeft: left.length, addErrors: stack.addErrors });
+    Object.assign(result, {
+      kills,
+      maxInFlightPerKey: maxInFlight,
+      maxRunningSampled: maxRunning,
+      samples,
+      keyStateLeft: left.length,
+      addErrors: stack.addErrors,
+    });
     report(result);
     t.diagnostic(JSON.stringify(result));
     assert.equal(result.missing, 0, `missing: ${result.missingIds.join(', ')}\n${stack.output()}`);

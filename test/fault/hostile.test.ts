@@ -46,7 +46,9 @@ describe('hostile input and security (serverless offline)', () => {
       ['example', 'seed-1'],
       ['webhook', 'seed-2'],
     ]) {
-      const res = await send('POST', '/jobs', { body: JSON.stringify({ topic, id, delay: 3600, url: 'https://example.com/hook', body: { a: 1 } }) });
+      const res = await send('POST', '/jobs', {
+        body: JSON.stringify({ topic, id, delay: 3600, url: 'https://example.com/hook', body: { a: 1 } }),
+      });
       assert.equal(res.status, 201, res.text);
     }
   });
@@ -56,11 +58,19 @@ describe('hostile input and security (serverless offline)', () => {
     await server?.stop();
   });
 
-  async function send(method: string, path: string, options: { body?: string; headers?: Record<string, string>; token?: string | null } = {}): Promise<Reply> {
+  async function send(
+    method: string,
+    path: string,
+    options: { body?: string; headers?: Record<string, string>; token?: string | null } = {},
+  ): Promise<Reply> {
     const token = options.token === undefined ? offline.token : options.token;
     const res = await fetch(offline.baseUrl + path, {
       method,
-      headers: { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json', ...options.headers },
+      headers: {
+        ...(token !== null ? { authorization: `Bearer ${token}` } : {}),
+        'content-type': 'application/json',
+        ...options.headers,
+      },
       ...(options.body !== undefined && method !== 'GET' ? { body: options.body } : {}),
     });
     const text = await res.text();
@@ -83,22 +93,50 @@ describe('hostile input and security (serverless offline)', () => {
   it(`random and malformed requests: never a 5xx, always a documented 4xx, nothing written when refused (seed ${SEED}, ${RUNS} runs)`, async (t) => {
     t.diagnostic(`fast-check seed ${SEED} (FAULT_SEED=${SEED} repeats it)`);
     const segment = fc.oneof(
-      fc.constantFrom('example', 'webhook', 'seed-1', 'nope', '', '%7B', '%7D', 'a%3Ab', '*', '%20', '%0A', '..', '%2F', 'x'.repeat(200), 'p0}:jobs', 'é', '%F0%9F%98%80', '%00'),
+      fc.constantFrom(
+        'example',
+        'webhook',
+        'seed-1',
+        'nope',
+        '',
+        '%7B',
+        '%7D',
+        'a%3Ab',
+        '*',
+        '%20',
+        '%0A',
+        '..',
+        '%2F',
+        'x'.repeat(200),
+        'p0}:jobs',
+        'é',
+        '%F0%9F%98%80',
+        '%00',
+      ),
       fc.string({ unit: 'grapheme', maxLength: 20 }).map(encodeURIComponent),
       fc.string({ maxLength: 140 }).map(encodeURIComponent),
     );
     const route = fc.oneof(
       fc.record({ method: fc.constant('POST'), path: fc.constant('/jobs') }),
       fc.record({ method: fc.constant('POST'), path: fc.constant('/jobs/batch') }),
-      fc.record({ method: fc.constantFrom('GET', 'PUT', 'DELETE'), path: fc.tuple(segment, segment).map(([a, b]) => `/jobs/${a}/${b}`) }),
+      fc.record({
+        method: fc.constantFrom('GET', 'PUT', 'DELETE'),
+        path: fc.tuple(segment, segment).map(([a, b]) => `/jobs/${a}/${b}`),
+      }),
       fc.record({ method: fc.constant('GET'), path: segment.map((s) => `/topics/${s}/dead`) }),
       fc.record({ method: fc.constant('POST'), path: segment.map((s) => `/topics/${s}/dead/redrive`) }),
     );
-    const hugeNumber = fc.oneof(fc.constantFrom(1e308, -1e308, 2 ** 53 + 1, -0, 1e-320, Number.MAX_SAFE_INTEGER), fc.double());
+    const hugeNumber = fc.oneof(
+      fc.constantFrom(1e308, -1e308, 2 ** 53 + 1, -0, 1e-320, Number.MAX_SAFE_INTEGER),
+      fc.double(),
+    );
     const deep = fc.integer({ min: 50, max: 5000 }).map((n) => '['.repeat(n) + ']'.repeat(n));
     const wrongJob = fc.record(
       {
-        topic: fc.oneof(fc.constantFrom('example', 'webhook', 'a{b}', 'a:b', 'a b', 'a\nb', '*', 'x'.repeat(65)), fc.anything()),
+        topic: fc.oneof(
+          fc.constantFrom('example', 'webhook', 'a{b}', 'a:b', 'a b', 'a\nb', '*', 'x'.repeat(65)),
+          fc.anything(),
+        ),
         id: fc.oneof(fc.constantFrom('a{b}', 'a b', 'a\nb', '*', 'x'.repeat(129), '😀'), fc.anything()),
         delay: fc.oneof(hugeNumber, fc.constantFrom(-1, '5', null, true, [], {})),
         runAt: fc.oneof(hugeNumber, fc.constantFrom('2030-02-30T00:00:00Z', 'yesterday', '1700000000', 1700000000)),
@@ -106,7 +144,10 @@ describe('hostile input and security (serverless offline)', () => {
         maxAttempts: fc.oneof(hugeNumber, fc.constantFrom(0, 1001, '3')),
         backoff: fc.oneof(fc.anything(), fc.constantFrom('15s 3m', 'forever', { type: 'ladder', delays: [] })),
         ttr: fc.oneof(hugeNumber, fc.constantFrom(0, 0.01, 86401)),
-        url: fc.oneof(fc.constantFrom('javascript:alert(1)', 'http://user:pw@x', 'ftp://x', 'x'.repeat(3000)), fc.webUrl()),
+        url: fc.oneof(
+          fc.constantFrom('javascript:alert(1)', 'http://user:pw@x', 'ftp://x', 'x'.repeat(3000)),
+          fc.webUrl(),
+        ),
         extra: fc.anything(),
       },
       { requiredKeys: [] },
@@ -117,12 +158,32 @@ describe('hostile input and security (serverless offline)', () => {
       deep,
       wrongJob.map((j) => JSON.stringify(j)),
       fc.array(wrongJob, { maxLength: 5 }).map((jobs) => JSON.stringify({ jobs })),
-      fc.constantFrom('', '{', '{"topic": "example", "delay": 1,}', 'null', '[]', '{"jobs": []}', `{"jobs": [${'{},'.repeat(600)}{}]}`, '"\\ud800"', `{"body": "${'x'.repeat(70_000)}", "topic": "example", "delay": 1}`),
+      fc.constantFrom(
+        '',
+        '{',
+        '{"topic": "example", "delay": 1,}',
+        'null',
+        '[]',
+        '{"jobs": []}',
+        `{"jobs": [${'{},'.repeat(600)}{}]}`,
+        '"\\ud800"',
+        `{"body": "${'x'.repeat(70_000)}", "topic": "example", "delay": 1}`,
+      ),
     );
     const headers = fc.oneof(
       fc.constant({}),
-      fc.record({ 'content-type': fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', '') }),
-      fc.record({ 'x-forwarded-for': fc.constantFrom('169.254.169.254', '127.0.0.1'), 'content-encoding': fc.constantFrom('gzip', 'identity') }),
+      fc.record({
+        'content-type': fc.constantFrom(
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'application/json; charset=latin1',
+          '',
+        ),
+      }),
+      fc.record({
+        'x-forwarded-for': fc.constantFrom('169.254.169.254', '127.0.0.1'),
+        'content-encoding': fc.constantFrom('gzip', 'identity'),
+      }),
     );
     const seen: Record<string, number> = {};
     const outcome = await fc.check(
@@ -137,14 +198,20 @@ describe('hostile input and security (serverless offline)', () => {
         // a request the gateway refuses itself (an unmatched route, say /topics//dead) never reaches
         // a Lambda: its body is the gateway's, without our error code
         if (typeof reply.json?.error === 'object' || ![400, 404].includes(reply.status)) {
-          assert.ok(DOCUMENTED[reply.status]?.includes(code ?? ''), `${method} ${path} -> ${reply.status} ${reply.text.slice(0, 300)}`);
+          assert.ok(
+            DOCUMENTED[reply.status]?.includes(code ?? ''),
+            `${method} ${path} -> ${reply.status} ${reply.text.slice(0, 300)}`,
+          );
         }
-        if (reply.status !== 409) assert.equal(await digest(), before, `${method} ${path} (${reply.status}) changed Redis`);
+        if (reply.status !== 409)
+          assert.equal(await digest(), before, `${method} ${path} (${reply.status}) changed Redis`);
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
     if (outcome.failed) {
-      assert.fail(`seed ${SEED}, after ${outcome.numRuns} runs: ${JSON.stringify(outcome.counterexample)}\n${String(outcome.errorInstance)}`);
+      assert.fail(
+        `seed ${SEED}, after ${outcome.numRuns} runs: ${JSON.stringify(outcome.counterexample)}\n${String(outcome.errorInstance)}`,
+      );
     }
     t.diagnostic(`answers: ${JSON.stringify(seen)}`);
   });
@@ -158,17 +225,39 @@ describe('hostile input and security (serverless offline)', () => {
       monitor.disconnect();
     });
     m.on('monitor', (_time: string, args: string[]) => commands.push(args));
-    const hostile = ['a{b', 'a}b', '{p0}', 'a:b', 'a*', '*', 'a b', 'a\nb', 'a\r\nDEL x', 't'.repeat(65), 'x'.repeat(129), 'é', '😀', '../x', 'a%7Bb'];
+    const hostile = [
+      'a{b',
+      'a}b',
+      '{p0}',
+      'a:b',
+      'a*',
+      '*',
+      'a b',
+      'a\nb',
+      'a\r\nDEL x',
+      't'.repeat(65),
+      'x'.repeat(129),
+      'é',
+      '😀',
+      '../x',
+      'a%7Bb',
+    ];
     const refused: string[] = [];
     for (const value of hostile) {
       for (const [field, other] of [
         ['topic', 'example'],
         ['id', 'ok-id'],
       ] as const) {
-        const job = field === 'topic' ? { topic: value, id: other, delay: 1 } : { topic: 'example', id: value, delay: 1 };
-        if (field === 'id' && (value === 'a:b' || value === 't'.repeat(65))) continue; // valid ids: ':' is allowed (a hash field, never part of a key), and up to 128 characters
+        const job =
+          field === 'topic' ? { topic: value, id: other, delay: 1 } : { topic: 'example', id: value, delay: 1 };
+        // valid ids: ':' is allowed (a hash field, never part of a key), and up to 128 characters
+        if (field === 'id' && (value === 'a:b' || value === 't'.repeat(65))) continue;
         const r = await send('POST', '/jobs', { body: JSON.stringify(job) });
-        assert.deepEqual([r.status, r.json?.error?.code], [400, 'VALIDATION_FAILED'], `${field} ${JSON.stringify(value)}: ${r.text}`);
+        assert.deepEqual(
+          [r.status, r.json?.error?.code],
+          [400, 'VALIDATION_FAILED'],
+          `${field} ${JSON.stringify(value)}: ${r.text}`,
+        );
         refused.push(value);
       }
       const enc = encodeURIComponent(value);
@@ -176,7 +265,10 @@ describe('hostile input and security (serverless offline)', () => {
       for (const path of validId ? [`/jobs/${enc}/ok-id`] : [`/jobs/${enc}/ok-id`, `/jobs/example/${enc}`]) {
         for (const method of ['GET', 'PUT', 'DELETE']) {
           const r = await send(method, path, { body: '{"delay":1}' });
-          assert.ok(r.status === 400 || (r.status === 404 && r.json?.error === undefined), `${method} ${path}: ${r.status} ${r.text}`);
+          assert.ok(
+            r.status === 400 || (r.status === 404 && r.json?.error === undefined),
+            `${method} ${path}: ${r.status} ${r.text}`,
+          );
           if (r.status === 400) assert.equal(r.json?.error?.code, 'VALIDATION_FAILED');
         }
       }
@@ -188,7 +280,9 @@ describe('hostile input and security (serverless offline)', () => {
     monitor.disconnect();
     // a value reaching Redis would be an argument (an id) or the end of a key name (a topic)
     const refusedValues = hostile.filter((v) => v !== 'a:b' && v !== 't'.repeat(65));
-    const leaked = commands.filter((args) => args.some((a) => refusedValues.some((v) => a === v || a.endsWith(`:${v}`)))).map((args) => args.join(' ').slice(0, 200));
+    const leaked = commands
+      .filter((args) => args.some((a) => refusedValues.some((v) => a === v || a.endsWith(`:${v}`))))
+      .map((args) => args.join(' ').slice(0, 200));
     assert.deepEqual(leaked, [], 'no hostile value reached Redis');
     assert.ok(refused.length > 20);
   });
@@ -218,7 +312,13 @@ describe('hostile input and security (serverless offline)', () => {
         sent.push(token);
       }
     }
-    for (const authorization of [`bearer ${real}`, `Basic ${Buffer.from(`u:${real}`).toString('base64')}`, real, `Bearer  ${real}`, `Token ${real}`]) {
+    for (const authorization of [
+      `bearer ${real}`,
+      `Basic ${Buffer.from(`u:${real}`).toString('base64')}`,
+      real,
+      `Bearer  ${real}`,
+      `Token ${real}`,
+    ]) {
       const r = await send('GET', '/topics', { token: null, headers: { authorization } });
       assert.equal(r.status, 401, authorization);
     }
@@ -230,24 +330,33 @@ describe('hostile input and security (serverless offline)', () => {
     const logs = offline.logs();
     assert.ok(logs.includes('unauthorized request'), 'the 401s were logged');
     assert.equal(logs.includes(real), false, 'the real token appears in the logs');
-    for (const token of wrong.filter((w) => w.trim().length >= 8)) assert.equal(logs.includes(token.trim()), false, `a sent token appears in the logs: ${token}`);
+    for (const token of wrong.filter((w) => w.trim().length >= 8))
+      assert.equal(logs.includes(token.trim()), false, `a sent token appears in the logs: ${token}`);
   });
 
   it('webhooks on an AWS stage: an allowed host redirecting to the metadata address is not followed', async () => {
     let hits = 0;
     const target = createServer((req, res) => {
       hits += 1;
-      res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/iam/security-credentials/?x=secret' }).end();
+      res
+        .writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/iam/security-credentials/?x=secret' })
+        .end();
     });
     await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()));
     const port = (target.address() as { port: number }).port;
     try {
       const job = { topic: 'webhook', id: 'r1', attempt: 1, url: `http://localhost:${port}/hook`, body: { a: 1 } };
       // plain http is refused outright on AWS stages
-      await assert.rejects(deliverWebhook(job, { secret: 's', allowPrivate: false, allowHosts: ['localhost'], timeoutMs: 2000 }), /refused: http URLs are not allowed/);
+      await assert.rejects(
+        deliverWebhook(job, { secret: 's', allowPrivate: false, allowHosts: ['localhost'], timeoutMs: 2000 }),
+        /refused: http URLs are not allowed/,
+      );
       // local stage rules (http allowed) but the redirect target is never requested
       await assert.rejects(deliverWebhook(job, { secret: 's', allowPrivate: true, timeoutMs: 2000 }), (err: Error) => {
-        assert.match(err.message, /^HTTP 302: redirect to http:\/\/169\.254\.169\.254\/latest\/meta-data\/iam\/security-credentials\/ not followed$/);
+        assert.match(
+          err.message,
+          /^HTTP 302: redirect to http:\/\/169\.254\.169\.254\/latest\/meta-data\/iam\/security-credentials\/ not followed$/,
+        );
         return true;
       });
       assert.equal(hits, 1);

@@ -58,7 +58,13 @@ describe('scenario 4: Redis SIGKILLed and restarted with its AOF during load', (
           const res = await fetch(`${offline.baseUrl}/jobs`, {
             method: 'POST',
             headers: { authorization: `Bearer ${offline.token}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ topic: 'webhook', id, delay: 0.5 + Math.random() * 2.5, url: `${receiver.url}/ok/${id}`, body: { id } }),
+            body: JSON.stringify({
+              topic: 'webhook',
+              id,
+              delay: 0.5 + Math.random() * 2.5,
+              url: `${receiver.url}/ok/${id}`,
+              body: { id },
+            }),
             signal: AbortSignal.timeout(15_000),
           });
           status = res.status;
@@ -118,8 +124,18 @@ describe('scenario 4: Redis SIGKILLed and restarted with its AOF during load', (
     t.diagnostic(JSON.stringify(result));
     assert.equal(result.missing, 0, `missing: ${result.missingIds.join(', ')}; offline's output is in ${logFile}`);
     assert.ok(acceptedBeforeKill.size > 50, `only ${acceptedBeforeKill.size} jobs were accepted before the kill`);
-    assert.ok((statusesWhileDown[503] ?? 0) > 0, `the API answered ${JSON.stringify(statusesWhileDown)} while Redis was down`);
-    assert.deepEqual(Object.keys(statusesWhileDown), ['503'], `only 503 while Redis is down: ${JSON.stringify(statusesWhileDown)}`);
-    assert.ok(result.accepted > acceptedBeforeKill.size, 'jobs were accepted again after the restart, with nothing else restarted');
+    assert.ok(
+      (statusesWhileDown[503] ?? 0) > 0,
+      `the API answered ${JSON.stringify(statusesWhileDown)} while Redis was down`,
+    );
+    assert.deepEqual(
+      Object.keys(statusesWhileDown),
+      ['503'],
+      `only 503 while Redis is down: ${JSON.stringify(statusesWhileDown)}`,
+    );
+    assert.ok(
+      result.accepted > acceptedBeforeKill.size,
+      'jobs were accepted again after the restart, with nothing else restarted',
+    );
   });
 });

@@ -30,7 +30,11 @@ describe('scenario: sweeper killed with SIGKILL while a schedule advances', () =
     const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     t.diagnostic(`seed ${seed} (FAULT_SEED=${seed} repeats the kill times)`);
 
-    const put = await stack.queue.putSchedule('webhook', 'beat', { every: PERIOD_MS / 1000, url: `${stack.recorder.url}/hook/beat`, body: { beat: true } });
+    const put = await stack.queue.putSchedule('webhook', 'beat', {
+      every: PERIOD_MS / 1000,
+      url: `${stack.recorder.url}/hook/beat`,
+      body: { beat: true },
+    });
     const started = Date.parse(put.schedule.pending!.runAt) - PERIOD_MS;
     await stack.tick();
 
@@ -67,19 +71,34 @@ describe('scenario: sweeper killed with SIGKILL while a schedule advances', () =
       200,
     );
     const alive = await stack.queue.getSchedule('webhook', 'beat');
-    assert.ok(alive?.pending && Date.parse(alive.pending.runAt) > killedAt, 'the schedule kept a pending occurrence through every kill');
+    assert.ok(
+      alive?.pending && Date.parse(alive.pending.runAt) > killedAt,
+      'the schedule kept a pending occurrence through every kill',
+    );
     await stack.queue.deleteSchedule('webhook', 'beat');
     const ended = Date.now();
 
     // the ledger: every occurrence job the schedule created (the withdrawn pending one is gone)
-    const ids = (await stack.redis.hkeys(topicKeys(0, 'webhook', 1).jobs)).filter((id) => id.startsWith('beat:')).sort();
-    const times = ids.map((id) => Date.parse(id.slice(5).replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z')));
+    const ids = (await stack.redis.hkeys(topicKeys(0, 'webhook', 1).jobs))
+      .filter((id) => id.startsWith('beat:'))
+      .sort();
+    const times = ids.map((id) =>
+      Date.parse(id.slice(5).replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z')),
+    );
     for (const id of ids) stack.ledger.set(id, 0);
-    const result = await stack.settle(`schedule: sweeper SIGKILL x${KILLS}`, 60_000, { kills: stack.sweeper.restarts, ...kinds, occurrences: ids.length });
+    const result = await stack.settle(`schedule: sweeper SIGKILL x${KILLS}`, 60_000, {
+      kills: stack.sweeper.restarts,
+      ...kinds,
+      occurrences: ids.length,
+    });
     report(result);
     t.diagnostic(JSON.stringify(result));
     assert.ok(ids.length >= 5, `only ${ids.length} occurrences`);
-    assert.equal(result.missing, 0, `occurrences created but not delivered: ${result.missingIds.join(', ')}\n${stack.output()}`);
+    assert.equal(
+      result.missing,
+      0,
+      `occurrences created but not delivered: ${result.missingIds.join(', ')}\n${stack.output()}`,
+    );
     assert.ok(
       times.every((ms) => Number.isFinite(ms) && ms % PERIOD_MS === 0),
       'every occurrence is a run time of the schedule',
@@ -92,7 +111,10 @@ describe('scenario: sweeper killed with SIGKILL while a schedule advances', () =
       .map((ms, i) => ms - times[i]!)
       .filter((d) => d !== PERIOD_MS);
     assert.deepEqual(gaps, [], `run times skipped between the first and the last occurrence: ${ids.join(', ')}`);
-    assert.ok(ids.length <= Math.ceil((ended - started) / PERIOD_MS) + 1, `${ids.length} occurrences in ${ended - started} ms: more than the schedule has run times`);
+    assert.ok(
+      ids.length <= Math.ceil((ended - started) / PERIOD_MS) + 1,
+      `${ids.length} occurrences in ${ended - started} ms: more than the schedule has run times`,
+    );
     // never a burst of missed ones: an occurrence is created before its run time, or late by at
     // most the grace (a restarted sweeper runs the late ones in order; older ones were missed, and
     // catchUp latest creates only the latest of those, at most a period after its run time)

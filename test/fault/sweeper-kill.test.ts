@@ -60,7 +60,11 @@ describe('scenario 1: sweeper killed with SIGKILL at random points', () => {
     producing = false;
     await producer;
 
-    const result = await stack.settle('1 sweeper SIGKILL x' + KILLS, 60_000, { kills: stack.sweeper.restarts, ...kinds, addErrors: stack.addErrors });
+    const result = await stack.settle('1 sweeper SIGKILL x' + KILLS, 60_000, {
+      kills: stack.sweeper.restarts,
+      ...kinds,
+      addErrors: stack.addErrors,
+    });
     report(result);
     t.diagnostic(JSON.stringify(result));
     assert.equal(result.missing, 0, `missing jobs: ${result.missingIds.join(', ')}\n${stack.output()}`);

@@ -21,7 +21,9 @@ describe('API keys in Redis', () => {
 
   function setup() {
     const clock = new TestClock();
-    const engine = new Engine(server.client(), resolveQueueConfig({ topics: { orders: {}, emails: {} } }), { clock: () => clock.now });
+    const engine = new Engine(server.client(), resolveQueueConfig({ topics: { orders: {}, emails: {} } }), {
+      clock: () => clock.now,
+    });
     const deploymentToken = unique('deploy');
     return { clock, engine, deploymentToken, deploymentSha: secretDigest(deploymentToken) };
   }
@@ -30,18 +32,41 @@ describe('API keys in Redis', () => {
     const { engine, deploymentSha } = setup();
     const name = unique('reader');
     const secret = newSecret();
-    const created = await engine.createKey({ name, scope: 'read', topics: ['orders'], sha: secretDigest(secret), createdBy: 'deployment' });
+    const created = await engine.createKey({
+      name,
+      scope: 'read',
+      topics: ['orders'],
+      sha: secretDigest(secret),
+      createdBy: 'deployment',
+    });
     assert.ok(typeof created === 'object' && created.createdAt > 0);
-    assert.deepEqual(await engine.authKey(secretDigest(secret), deploymentSha), { name, scope: 'read', topics: ['orders'] });
+    assert.deepEqual(await engine.authKey(secretDigest(secret), deploymentSha), {
+      name,
+      scope: 'read',
+      topics: ['orders'],
+    });
     assert.equal(await engine.authKey(secretDigest(newSecret()), deploymentSha), null, 'an unknown secret');
 
     const listed = (await engine.listKeys(deploymentSha)).find((k) => k.name === name);
-    assert.deepEqual(listed, { name, scope: 'read', topics: ['orders'], source: 'api', createdAt: created.createdAt, createdBy: 'deployment', lastUsedAt: listed?.lastUsedAt });
+    assert.deepEqual(listed, {
+      name,
+      scope: 'read',
+      topics: ['orders'],
+      source: 'api',
+      createdAt: created.createdAt,
+      createdBy: 'deployment',
+      lastUsedAt: listed?.lastUsedAt,
+    });
     assert.ok(listed.lastUsedAt !== null, 'the lookup noted its use');
-    const stored = JSON.stringify(await server.client().hgetall('dq:{keys}:keys')) + JSON.stringify(await server.client().hgetall('dq:{keys}:hashes'));
+    const stored =
+      JSON.stringify(await server.client().hgetall('dq:{keys}:keys')) +
+      JSON.stringify(await server.client().hgetall('dq:{keys}:hashes'));
     assert.ok(!stored.includes(secret), 'the secret is stored nowhere');
 
-    assert.equal(await engine.createKey({ name, scope: 'write', topics: null, sha: secretDigest(newSecret()), createdBy: 'x' }), 'taken');
+    assert.equal(
+      await engine.createKey({ name, scope: 'write', topics: null, sha: secretDigest(newSecret()), createdBy: 'x' }),
+      'taken',
+    );
     assert.equal(await engine.revokeKey(name, deploymentSha), true);
     assert.equal(await engine.authKey(secretDigest(secret), deploymentSha), null);
     assert.equal(await engine.revokeKey(name, deploymentSha), false, 'twice: not found');
@@ -50,14 +75,26 @@ describe('API keys in Redis', () => {
       undefined,
     );
     const again = newSecret();
-    assert.ok(typeof (await engine.createKey({ name, scope: 'write', topics: null, sha: secretDigest(again), createdBy: 'x' })) === 'object');
+    assert.ok(
+      typeof (await engine.createKey({
+        name,
+        scope: 'write',
+        topics: null,
+        sha: secretDigest(again),
+        createdBy: 'x',
+      })) === 'object',
+    );
     assert.deepEqual(await engine.authKey(secretDigest(again), deploymentSha), { name, scope: 'write', topics: null });
     assert.equal(await engine.revokeKey(name, deploymentSha), true);
   });
 
   it('the deployment key is admin, listed first, revocable; another deployment secret works after its revocation', async () => {
     const { engine, deploymentSha } = setup();
-    assert.deepEqual(await engine.authKey(deploymentSha, deploymentSha), { name: 'deployment', scope: 'admin', topics: null });
+    assert.deepEqual(await engine.authKey(deploymentSha, deploymentSha), {
+      name: 'deployment',
+      scope: 'admin',
+      topics: null,
+    });
     assert.deepEqual((await engine.listKeys(deploymentSha))[0], {
       name: 'deployment',
       scope: 'admin',
@@ -72,7 +109,11 @@ describe('API keys in Redis', () => {
     assert.notEqual((await engine.listKeys(deploymentSha))[0]?.name, 'deployment');
     assert.equal(await engine.revokeKey('deployment', deploymentSha), false, 'revoked already');
     const redeployed = secretDigest(unique('deploy'));
-    assert.deepEqual(await engine.authKey(redeployed, redeployed), { name: 'deployment', scope: 'admin', topics: null });
+    assert.deepEqual(await engine.authKey(redeployed, redeployed), {
+      name: 'deployment',
+      scope: 'admin',
+      topics: null,
+    });
     assert.equal(await engine.authKey(redeployed, ''), null, 'no deployment key when API_TOKEN is empty');
     assert.equal(await engine.revokeKey('deployment', ''), false);
   });
@@ -100,7 +141,14 @@ describe('API keys in Redis', () => {
     const { engine } = setup();
     const held = await server.client().hlen('dq:{keys}:keys');
     const name = unique('over');
-    assert.equal(await createKey(engine.ctx, { name, scope: 'read', topics: null, sha: secretDigest(newSecret()), createdBy: 'x' }, held), 'full');
+    assert.equal(
+      await createKey(
+        engine.ctx,
+        { name, scope: 'read', topics: null, sha: secretDigest(newSecret()), createdBy: 'x' },
+        held,
+      ),
+      'full',
+    );
     assert.equal(await server.client().hexists('dq:{keys}:keys', name), 0);
   });
 
@@ -113,7 +161,13 @@ describe('API keys in Redis', () => {
       const access = new Access(counted, deploymentToken, () => now);
       const name = unique('rotating');
       const secret = newSecret();
-      await engine.createKey({ name, scope: 'write', topics: null, sha: secretDigest(secret), createdBy: 'deployment' });
+      await engine.createKey({
+        name,
+        scope: 'write',
+        topics: null,
+        sha: secretDigest(secret),
+        createdBy: 'deployment',
+      });
       assert.equal((await access.caller(`Bearer ${secret}`))?.name, name, 'a new key works at once');
       await engine.revokeKey(name, deploymentSha); // through another instance
       now += KEY_RECHECK_MS - 1;

@@ -35,7 +35,13 @@ describe('acks made together (real redis-server)', () => {
 
   it('answers each ack for its own attempt, in one script call', async () => {
     const { redis, q, topic, jobs } = await claimed(5);
-    const [a, b, c, d, e] = jobs as [(typeof jobs)[0], (typeof jobs)[0], (typeof jobs)[0], (typeof jobs)[0], (typeof jobs)[0]];
+    const [a, b, c, d, e] = jobs as [
+      (typeof jobs)[0],
+      (typeof jobs)[0],
+      (typeof jobs)[0],
+      (typeof jobs)[0],
+      (typeof jobs)[0],
+    ];
     assert.equal((await q.cancel(topic, c.id)).state, 'cancelled');
     await redis.config('RESETSTAT');
     const outcomes = await Promise.all([

@@ -25,7 +25,8 @@ const TOPICS = {
   keep: { handler: 'h', ttr: 30, maxAttempts: 3, backoff: { type: 'fixed', delay: 10 } },
   once: { handler: 'h', ttr: 30, maxAttempts: 1 },
 };
-const lambda = { awsRequestId: 'r', getRemainingTimeInMillis: () => 30_400 }; // under ttr + 2 × 250 ms: no draining of other tests' jobs
+// under ttr + 2 × 250 ms: no draining of other tests' jobs
+const lambda = { awsRequestId: 'r', getRemainingTimeInMillis: () => 30_400 };
 
 describe('attempt identity and delivery (real redis-server)', () => {
   let server: RedisProcess;
@@ -136,7 +137,10 @@ describe('attempt identity and delivery (real redis-server)', () => {
       const claimed = await claimOne(apiOf(rt), 'keep');
       await apiOf(rt).cancel('keep', 'f3-cancelled');
       let ran = 0;
-      const report = await topicHandler(async () => void (ran += 1))({ topic: 'keep', jobs: [toWire(claimed)] }, lambda);
+      const report = await topicHandler(async () => void (ran += 1))(
+        { topic: 'keep', jobs: [toWire(claimed)] },
+        lambda,
+      );
       assert.equal(ran, 0, 'a job DELETE answered "cancelled" for is not run');
       assert.equal(report.stale, 1);
     });

@@ -24,7 +24,11 @@ const INLINE_BODY_BYTES = 1024; // lua/includes/job.lua
  * How job `id` is stored: its record's length and inline bytes (what follows the header), and
  * the length of its entry in the bodies hash (0 when none).
  */
-async function stored(redis: Redis, k: TopicKeys, id: string): Promise<{ record: number; inline: number; apart: number }> {
+async function stored(
+  redis: Redis,
+  k: TopicKeys,
+  id: string,
+): Promise<{ record: number; inline: number; apart: number }> {
   const [record, inline] = (await redis.eval(
     "local r = redis.call('HGET', KEYS[1], ARGV[1]) if not r then return { 0, 0 } end local offset = cmsgpack.unpack_one(r) if offset < 0 then return { #r, 0 } end return { #r, #r - offset }",
     1,
@@ -48,14 +52,21 @@ async function orphans(redis: Redis, k: TopicKeys): Promise<string[]> {
 async function pages(q: Queue, topic: string): Promise<string[]> {
   await q.engine.sweep();
   const claimed = [];
-  for (let got = await q.engine.claim(topic, 100); got.length > 0; got = await q.engine.claim(topic, 100)) claimed.push(...got);
+  for (let got = await q.engine.claim(topic, 100); got.length > 0; got = await q.engine.claim(topic, 100))
+    claimed.push(...got);
   for (const job of claimed) await q.engine.fail(topic, job.id, job, 'x');
   const listed: string[] = [];
   let next: string | null = null;
   for (let page = 0; page < 100; page++) {
-    const got: { jobs: { id: string; body: unknown }[]; next: string | null } = await q.listDead(topic, { limit: 100, ...(next ? { after: next } : {}) });
+    const got: { jobs: { id: string; body: unknown }[]; next: string | null } = await q.listDead(topic, {
+      limit: 100,
+      ...(next ? { after: next } : {}),
+    });
     const bytes = got.jobs.reduce((n, j) => n + Buffer.byteLength(JSON.stringify(j.body)), 0);
-    assert.ok(got.jobs.length >= 1 && bytes <= 1_048_576, `page ${page}: ${got.jobs.length} jobs, ${bytes} bytes of bodies`);
+    assert.ok(
+      got.jobs.length >= 1 && bytes <= 1_048_576,
+      `page ${page}: ${got.jobs.length} jobs, ${bytes} bytes of bodies`,
+    );
     listed.push(...got.jobs.map((j) => j.id));
     next = got.next;
     if (next === null) break;
@@ -71,7 +82,11 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const topic = uniqueTopic('layout');
       const k = topicKeys(0, topic, 1);
       const redis = server.client();
-      const q = makeQueue(redis, { [topic]: { maxAttempts: 2, backoff: { type: 'fixed', delay: 1 } } }, { clock: new TestClock() });
+      const q = makeQueue(
+        redis,
+        { [topic]: { maxAttempts: 2, backoff: { type: 'fixed', delay: 1 } } },
+        { clock: new TestClock() },
+      );
       const edge = { p: 'e'.repeat(INLINE_BODY_BYTES - 8) }; // {"p":"…"}: exactly 1024 bytes
       assert.equal(Buffer.byteLength(JSON.stringify(edge)), INLINE_BODY_BYTES);
       const over = { p: 'o'.repeat(INLINE_BODY_BYTES - 7) };
@@ -131,7 +146,8 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const body = { pad: 'c'.repeat(60_000) };
       await q.addMany(Array.from({ length: 100 }, (_, i) => ({ topic, id: `c-${i}`, delay: 0, body })));
       await q.engine.sweep();
-      const bytes = (jobs: { body: unknown }[]) => jobs.reduce((n, j) => n + Buffer.byteLength(JSON.stringify(j.body)), 0);
+      const bytes = (jobs: { body: unknown }[]) =>
+        jobs.reduce((n, j) => n + Buffer.byteLength(JSON.stringify(j.body)), 0);
       const capped = await q.engine.claim(topic, 100, 1000, 3_000_000);
       assert.ok(bytes(capped) <= 3_000_000, `${capped.length} jobs, ${bytes(capped)} bytes of bodies`);
       assert.ok(bytes(capped) > 3_000_000 - 60_010, `filled to within one body: ${bytes(capped)} bytes`);
@@ -144,7 +160,9 @@ describe('bodies apart from their jobs (real redis-server)', () => {
     it('on one partition, a second call gets what is left of the cap, and no job past it', async () => {
       const topic = uniqueTopic('cap');
       const q = makeQueue(server.client(), { [topic]: { concurrency: 1000 } });
-      await q.addMany(Array.from({ length: 40 }, (_, i) => ({ topic, id: `c-${i}`, delay: 0, body: { pad: 'c'.repeat(60_000) } })));
+      await q.addMany(
+        Array.from({ length: 40 }, (_, i) => ({ topic, id: `c-${i}`, delay: 0, body: { pad: 'c'.repeat(60_000) } })),
+      );
       await q.engine.sweep();
       const cap = 1_048_576 + 30_000; // one call's budget holds 17 bodies; what is left, 58 KB, holds none
       const claimed = await q.engine.claim(topic, 40, 1000, cap);
@@ -161,8 +179,27 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const topics = { [topic]: { maxAttempts: 1, ttr: 30, concurrency: 100 } };
       const keep = makeQueue(redis, topics, { clock, config: { retention: 10, deadRetention: 20 } });
       const drop = makeQueue(redis, topics, { clock, config: { retention: 0 } });
-      const ids = ['acked-now', 'cancelled-now', 'acked-kept', 'cancelled-kept', 'dead-kept', 'put-small', 'put-over-cancelled', 'rescheduled-small', 'rescheduled-big', 'live'];
-      await keep.addMany(ids.map((id) => ({ topic, id, delay: id.startsWith('rescheduled') || id === 'put-small' || id === 'live' || id.includes('cancelled') ? 60 : 0, body: id === 'rescheduled-big' ? SMALL : BIG })));
+      const ids = [
+        'acked-now',
+        'cancelled-now',
+        'acked-kept',
+        'cancelled-kept',
+        'dead-kept',
+        'put-small',
+        'put-over-cancelled',
+        'rescheduled-small',
+        'rescheduled-big',
+        'live',
+      ];
+      await keep.addMany(
+        ids.map((id) => ({
+          topic,
+          id,
+          delay:
+            id.startsWith('rescheduled') || id === 'put-small' || id === 'live' || id.includes('cancelled') ? 60 : 0,
+          body: id === 'rescheduled-big' ? SMALL : BIG,
+        })),
+      );
       assert.equal(await redis.hlen(k.bodies), ids.length - 1);
 
       await keep.engine.sweep();
@@ -179,7 +216,13 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await keep.reschedule(topic, 'rescheduled-small', { body: SMALL });
       await keep.reschedule(topic, 'rescheduled-big', { body: BIG });
       assert.deepEqual(await orphans(redis, k), []);
-      assert.deepEqual((await redis.hkeys(k.bodies)).sort(), ['acked-kept', 'cancelled-kept', 'dead-kept', 'live', 'rescheduled-big']);
+      assert.deepEqual((await redis.hkeys(k.bodies)).sort(), [
+        'acked-kept',
+        'cancelled-kept',
+        'dead-kept',
+        'live',
+        'rescheduled-big',
+      ]);
 
       clock.advance(11_000); // past the retention of done and cancelled jobs
       assert.equal((await keep.engine.sweep()).purged, 2);
@@ -197,14 +240,32 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       const topic = uniqueTopic('budget');
       const clock = new TestClock();
       const redis = server.client();
-      const q = makeQueue(redis, { [topic]: { maxAttempts: 1, ttr: 30, concurrency: 100, ...topicInput } }, { clock, config: { retention: 3600 } });
+      const q = makeQueue(
+        redis,
+        { [topic]: { maxAttempts: 1, ttr: 30, concurrency: 100, ...topicInput } },
+        { clock, config: { retention: 3600 } },
+      );
       return { topic, clock, redis, q, k: topicKeys(0, topic, 1) };
     }
-    const newJob = (topic: string, id: string): engine.NewJob => ({ topic, id, partition: 0, when: { kind: 'd', ms: 0 }, body: JSON.stringify(SMALL) });
+    const newJob = (topic: string, id: string): engine.NewJob => ({
+      topic,
+      id,
+      partition: 0,
+      when: { kind: 'd', ms: 0 },
+      body: JSON.stringify(SMALL),
+    });
 
     it('addJobs: one result for three jobs; the others are not written', async () => {
       const { topic, clock, redis, k } = setup();
-      const reply = await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '', 1)], { clock: clock.now, mode: 'add', jobs: ['a', 'b', 'c'].map((id) => newJob(topic, id)), maxBytes: 1 }));
+      const reply = await run(
+        redis,
+        script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '', 1)], {
+          clock: clock.now,
+          mode: 'add',
+          jobs: ['a', 'b', 'c'].map((id) => newJob(topic, id)),
+          maxBytes: 1,
+        }),
+      );
       assert.equal(script.addResults(reply).length, 1, 'one result');
       assert.equal(reply.length, 6, 'headChanged, the time, and one result of four slots');
       assert.deepEqual(
@@ -219,7 +280,19 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
       await q.engine.sweep();
       const claim = (strict: boolean) =>
-        run(redis, script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(0, topic, 1)], { clock: clock.now, count: 3, maxRunning: 10, ttrMs: 30_000, nonce: 'n', maxBytes: 1, strict, retentionMs: 0 }));
+        run(
+          redis,
+          script.claimJobs([k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(0, topic, 1)], {
+            clock: clock.now,
+            count: 3,
+            maxRunning: 10,
+            ttrMs: 30_000,
+            nonce: 'n',
+            maxBytes: 1,
+            strict,
+            retentionMs: 0,
+          }),
+        );
       const strict = await claim(true);
       assert.deepEqual(strict.slice(1), [0, 0, 1, 0, 0], 'taken 0, skipped 0, more, not drained, not capped');
       const [, taken, skipped, more, drained, capped, ...items] = await claim(false);
@@ -233,8 +306,30 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.engine.sweep();
       const claimed = await q.engine.claim(topic, 3);
       const attempts = claimed.map((j) => ({ id: j.id, attempt: j.attempt, claim: j.claim }));
-      assert.deepEqual(await run(redis, script.startAttempts([k.jobs, latenessKey(0, topic, 1), k.running, k.ready], { clock: clock.now, attempts, maxBytes: 1 })), [clock.now, OUTCOME.STARTED], 'the clock, then one code');
-      const release = await run(redis, script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], { clock: clock.now, maxAttempts: 1, backoff: 'f:0', random: 0, reason: 'r', jobs: attempts.slice(1), maxBytes: 1 }));
+      assert.deepEqual(
+        await run(
+          redis,
+          script.startAttempts([k.jobs, latenessKey(0, topic, 1), k.running, k.ready], {
+            clock: clock.now,
+            attempts,
+            maxBytes: 1,
+          }),
+        ),
+        [clock.now, OUTCOME.STARTED],
+        'the clock, then one code',
+      );
+      const release = await run(
+        redis,
+        script.releaseJobs([k.jobs, k.running, k.ready, k.delayed, k.dead], {
+          clock: clock.now,
+          maxAttempts: 1,
+          backoff: 'f:0',
+          random: 0,
+          reason: 'r',
+          jobs: attempts.slice(1),
+          maxBytes: 1,
+        }),
+      );
       assert.deepEqual(release, [1, 0, 0, 1], 'released 1, looked at 1');
       assert.deepEqual((await q.stats(topic)).running, 2);
       // the engine sends the rest itself
@@ -247,7 +342,18 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.engine.sweep();
       await q.engine.start(topic, await q.engine.claim(topic, 3));
       clock.advance(31_000);
-      const reply = await run(redis, script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: clock.now, limit: 100, maxAttempts: 1, backoff: 'f:0', random: 0, deadRetentionMs: 1000, maxBytes: 1 }));
+      const reply = await run(
+        redis,
+        script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
+          clock: clock.now,
+          limit: 100,
+          maxAttempts: 1,
+          backoff: 'f:0',
+          random: 0,
+          deadRetentionMs: 1000,
+          maxBytes: 1,
+        }),
+      );
       const [, , deadLettered, , more] = reply;
       assert.deepEqual([deadLettered, more], [1, 1]);
       assert.equal(await redis.zcard(k.running), 2, 'the others are still to time out');
@@ -258,10 +364,22 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       await q.addMany(['a', 'b', 'c'].map((id) => ({ topic, id, delay: 0, body: SMALL })));
       await q.engine.sweep();
       for (const job of await q.engine.claim(topic, 3)) await q.engine.fail(topic, job.id, job, 'x');
-      const [more, ...entries] = await run(redis, script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 10, maxBytes: 1 }));
+      const [more, ...entries] = await run(
+        redis,
+        script.listJobs([k.dead, k.jobs, k.bodies, k.delayed], { limit: 10, maxBytes: 1 }),
+      );
       assert.deepEqual([more, entries.map((e) => e[1][0])], [1, ['a']]);
-      assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: clock.now, count: 3, maxBytes: 1 })), [1, 1, 1, 1]);
-      assert.deepEqual(await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: clock.now, ids: ['b', 'c'], maxBytes: 1 })), [1, 0, 1, 1]);
+      assert.deepEqual(
+        await run(redis, script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: clock.now, count: 3, maxBytes: 1 })),
+        [1, 1, 1, 1],
+      );
+      assert.deepEqual(
+        await run(
+          redis,
+          script.redriveJobs([k.dead, k.delayed, k.jobs], { clock: clock.now, ids: ['b', 'c'], maxBytes: 1 }),
+        ),
+        [1, 0, 1, 1],
+      );
       assert.equal(await redis.zcard(k.dead), 1);
     });
   });
@@ -270,7 +388,11 @@ describe('bodies apart from their jobs (real redis-server)', () => {
     it('4 partitions, 60 jobs with 60 KB bodies that died in the same millisecond', async () => {
       const topic = uniqueTopic('pages');
       const clock = new TestClock();
-      const q = makeQueue(server.client(), { [topic]: { maxAttempts: 1, concurrency: 100 } }, { clock, config: { partitions: 4 } });
+      const q = makeQueue(
+        server.client(),
+        { [topic]: { maxAttempts: 1, concurrency: 100 } },
+        { clock, config: { partitions: 4 } },
+      );
       const ids = Array.from({ length: 60 }, (_, i) => `job-${String(i).padStart(2, '0')}`);
       await q.addMany(ids.map((id) => ({ topic, id, delay: 0, body: { pad: 'y'.repeat(60_000) } })));
       assert.deepEqual(await pages(q, topic), ids);
@@ -279,7 +401,11 @@ describe('bodies apart from their jobs (real redis-server)', () => {
     it('4 partitions, 60 jobs that died in the same millisecond, those of partition 0 with 400 KB bodies, the others 2 KB', async () => {
       const topic = uniqueTopic('pages');
       const clock = new TestClock();
-      const q = makeQueue(server.client(), { [topic]: { maxAttempts: 1, concurrency: 100 } }, { clock, config: { partitions: 4, maxBodyBytes: 500_000 } });
+      const q = makeQueue(
+        server.client(),
+        { [topic]: { maxAttempts: 1, concurrency: 100 } },
+        { clock, config: { partitions: 4, maxBodyBytes: 500_000 } },
+      );
       const ids = Array.from({ length: 60 }, (_, i) => `job-${String(i).padStart(2, '0')}`);
       // partition 0's page stops at its third body while the others list on: the merge must not
       // list past that stop, or partition 0's next jobs would be skipped

@@ -30,7 +30,8 @@ const ALL_BODIES = JOBS * BODY_BYTES; // 65 MB
 // rewritten body per job.
 const FAR_BELOW = ALL_BODIES / 20;
 
-const bytesOf = (jobs: readonly { body: unknown }[]) => jobs.reduce((n, j) => n + Buffer.byteLength(JSON.stringify(j.body)), 0);
+const bytesOf = (jobs: readonly { body: unknown }[]) =>
+  jobs.reduce((n, j) => n + Buffer.byteLength(JSON.stringify(j.body)), 0);
 const mb = (n: number) => `${(n / 1e6).toFixed(2)} MB`;
 
 /** Sizes of the top-level write blocks (a MULTI … EXEC, or one command) in RESP text. */
@@ -67,7 +68,9 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
   let server: RedisProcess;
   let redis: Redis;
   before(async () => {
-    server = await startRedis({ args: ['--appendonly', 'yes', '--appendfsync', 'no', '--auto-aof-rewrite-percentage', '0'] });
+    server = await startRedis({
+      args: ['--appendonly', 'yes', '--appendfsync', 'no', '--auto-aof-rewrite-percentage', '0'],
+    });
     redis = new Redis(server.url);
   });
   after(async () => {
@@ -134,9 +137,20 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
     let claimed: ClaimedJob[] = [];
 
     before(async () => {
-      q = makeQueue(redis, { [topic]: { maxAttempts: 1, ttr: 30, concurrency: JOBS } }, { clock, config: { retention: 3600 } });
+      q = makeQueue(
+        redis,
+        { [topic]: { maxAttempts: 1, ttr: 30, concurrency: JOBS } },
+        { clock, config: { retention: 3600 } },
+      );
       for (let i = 0; i < JOBS; i += 500) {
-        const { outcomes } = await q.addMany(Array.from({ length: 500 }, (_, j) => ({ topic, id: `job-${String(i + j).padStart(4, '0')}`, delay: 0, body: BODY })));
+        const { outcomes } = await q.addMany(
+          Array.from({ length: 500 }, (_, j) => ({
+            topic,
+            id: `job-${String(i + j).padStart(4, '0')}`,
+            delay: 0,
+            body: BODY,
+          })),
+        );
         assert.ok(outcomes.every((o) => o.status === 'created'));
       }
       assert.equal((await sweepAll(q)).moved, JOBS);
@@ -150,7 +164,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
         'each claim carries its body',
       );
       t.diagnostic(`AOF +${mb(bytes)}`);
-      assert.ok(bytes < FAR_BELOW, `claims of ${JOBS} jobs wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
+      assert.ok(
+        bytes < FAR_BELOW,
+        `claims of ${JOBS} jobs wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`,
+      );
     });
 
     it('failing them (dead-lettered: maxAttempts 1)', async (t) => {
@@ -165,7 +182,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
       const { bytes, result } = await aofGrowth(() => q.redrive(topic, { count: JOBS }));
       assert.equal(result.redriven, JOBS);
       t.diagnostic(`AOF +${mb(bytes)}`);
-      assert.ok(bytes < FAR_BELOW, `a redrive of ${JOBS} dead jobs wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
+      assert.ok(
+        bytes < FAR_BELOW,
+        `a redrive of ${JOBS} dead jobs wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`,
+      );
       assert.deepEqual((await q.get(topic, 'job-0007'))?.body, BODY, 'the body is intact');
     });
 
@@ -175,7 +195,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
       const { bytes, result } = await aofGrowth(() => q.engine.start(topic, claimed));
       assert.ok(result.every(Boolean));
       t.diagnostic(`AOF +${mb(bytes)}`);
-      assert.ok(bytes < FAR_BELOW, `starting ${JOBS} attempts wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`);
+      assert.ok(
+        bytes < FAR_BELOW,
+        `starting ${JOBS} attempts wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES)}`,
+      );
     });
 
     it('acking half of them (kept readable: retention 3600 s)', async (t) => {
@@ -184,7 +207,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
         for (const job of half) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
       });
       t.diagnostic(`AOF +${mb(bytes)}`);
-      assert.ok(bytes < FAR_BELOW / 2, `${half.length} acks wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES / 2)}`);
+      assert.ok(
+        bytes < FAR_BELOW / 2,
+        `${half.length} acks wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES / 2)}`,
+      );
       assert.deepEqual((await q.get(topic, half[0]!.id))?.body, BODY, 'the done job still has its body');
     });
 
@@ -193,7 +219,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
       const { bytes, result } = await aofGrowth(() => sweepAll(q));
       assert.equal(result.deadLettered, JOBS / 2);
       t.diagnostic(`AOF +${mb(bytes)}`);
-      assert.ok(bytes < FAR_BELOW / 2, `timing out ${JOBS / 2} attempts wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES / 2)}`);
+      assert.ok(
+        bytes < FAR_BELOW / 2,
+        `timing out ${JOBS / 2} attempts wrote ${mb(bytes)} to the AOF; their bodies are ${mb(ALL_BODIES / 2)}`,
+      );
       assert.deepEqual((await q.get(topic, claimed.at(-1)!.id))?.body, BODY, 'the dead job still has its body');
     });
   });
@@ -202,7 +231,9 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
     const big = { pad: 'y'.repeat(60_000) };
 
     async function deadJobs(q: Queue, topic: string, n: number) {
-      await q.addMany(Array.from({ length: n }, (_, i) => ({ topic, id: `d-${String(i).padStart(3, '0')}`, delay: 0, body: big })));
+      await q.addMany(
+        Array.from({ length: n }, (_, i) => ({ topic, id: `d-${String(i).padStart(3, '0')}`, delay: 0, body: big })),
+      );
       await sweepAll(q);
       for (const job of await claimAll(q, topic, n)) await q.engine.fail(topic, job.id, job, 'boom');
     }
@@ -214,7 +245,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
       await sweepAll(q);
       const first = await q.engine.claim(topic, 100, 100);
       assert.ok(first.length >= 1, 'at least one job always fits');
-      assert.ok(bytesOf(first) <= EVENT_PAYLOAD_BYTES, `one claim replied ${first.length} jobs with ${mb(bytesOf(first))} of bodies, over ${mb(EVENT_PAYLOAD_BYTES)}`);
+      assert.ok(
+        bytesOf(first) <= EVENT_PAYLOAD_BYTES,
+        `one claim replied ${first.length} jobs with ${mb(bytesOf(first))} of bodies, over ${mb(EVENT_PAYLOAD_BYTES)}`,
+      );
       assert.equal((await q.stats(topic)).ready, 100 - first.length, 'what was not claimed is still ready');
       const rest = await claimAll(q, topic, 100 - first.length);
       assert.equal(new Set([...first, ...rest].map((j) => j.id)).size, 100);
@@ -226,7 +260,10 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
       await deadJobs(q, topic, 100);
       const page = await q.listDead(topic, { limit: 100 });
       assert.ok(page.jobs.length >= 1);
-      assert.ok(bytesOf(page.jobs) <= EVENT_PAYLOAD_BYTES, `one page held ${page.jobs.length} jobs with ${mb(bytesOf(page.jobs))} of bodies, over ${mb(EVENT_PAYLOAD_BYTES)}`);
+      assert.ok(
+        bytesOf(page.jobs) <= EVENT_PAYLOAD_BYTES,
+        `one page held ${page.jobs.length} jobs with ${mb(bytesOf(page.jobs))} of bodies, over ${mb(EVENT_PAYLOAD_BYTES)}`,
+      );
       const ids = page.jobs.map((j) => j.id);
       for (let next = page.next, pages = 0; next !== null && pages < 100; pages++) {
         const more = await q.listDead(topic, { limit: 100, after: next });
@@ -244,13 +281,18 @@ describe('script calls do work bounded in bytes, not in bodies (real redis-serve
       const q = makeQueue(redis, { [topic]: {} });
       let created = 0;
       const blocks = await blocksWritten(async () => {
-        const { outcomes } = await q.addMany(Array.from({ length: 500 }, (_, i) => ({ topic, id: `a-${i}`, delay: 60, body: big })));
+        const { outcomes } = await q.addMany(
+          Array.from({ length: 500 }, (_, i) => ({ topic, id: `a-${i}`, delay: 60, body: big })),
+        );
         created = outcomes.filter((o) => o.status === 'created').length;
       });
       assert.equal(created, 500);
       const largest = Math.max(...blocks);
       // the bodies of one call, plus each job's header, id and index entry in RESP
-      assert.ok(largest <= EVENT_PAYLOAD_BYTES + 64 * 1024, `one add call wrote ${mb(largest)} (${blocks.length} calls), over ${mb(EVENT_PAYLOAD_BYTES)} of bodies`);
+      assert.ok(
+        largest <= EVENT_PAYLOAD_BYTES + 64 * 1024,
+        `one add call wrote ${mb(largest)} (${blocks.length} calls), over ${mb(EVENT_PAYLOAD_BYTES)} of bodies`,
+      );
       assert.ok(blocks.reduce((a, b) => a + b, 0) >= 500 * 60_000, 'the bodies were written');
     });
   });

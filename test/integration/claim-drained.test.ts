@@ -68,7 +68,11 @@ describe('a claim that drains the ready list says so (real redis-server)', () =>
     const invoker: Invoker = { invokeAsync: async (_name, payload) => void events.push(payload as HandlerEvent) };
     const counted = countClaims(q.engine);
     const reports = await runFanout({ engine: q.engine, invoker, log }, { topics: [topic] });
-    return { events: events.map((e) => [e.jobs.length, e.more]), claims: counted.claims, claimed: reports[topic]!.claimed };
+    return {
+      events: events.map((e) => [e.jobs.length, e.more]),
+      claims: counted.claims,
+      claimed: reports[topic]!.claimed,
+    };
   }
 
   it('the fan-out claims once when its claim drained the topic, and tells the handlers so', async () => {
@@ -130,7 +134,11 @@ describe('a handler whose event came from a claim that drained the topic claims 
         async (job) => void ran.push(job.id),
         () => rt,
       );
-      const event: HandlerEvent = { topic: 'orders', jobs: claimed.map(toWire), ...(more === undefined ? {} : { more }) };
+      const event: HandlerEvent = {
+        topic: 'orders',
+        jobs: claimed.map(toWire),
+        ...(more === undefined ? {} : { more }),
+      };
       await handler(event, { awsRequestId: 'r', getRemainingTimeInMillis: () => 60_000 });
       if (more === false) {
         assert.deepEqual(ran, [ids[0]], 'it ran its own job and claimed nothing');

@@ -15,7 +15,10 @@ const PARTITIONS = 12;
 const ZCARD = '$5\r\nzcard\r\n'; // the command as ioredis writes it (a script's text says ZCARD in capitals)
 
 /** Requests written to `nodes` while `fn` runs that carry a ZCARD, and the ZCARDs in them. */
-async function probes(nodes: readonly Redis[], fn: () => Promise<unknown>): Promise<{ requests: number; zcards: number }> {
+async function probes(
+  nodes: readonly Redis[],
+  fn: () => Promise<unknown>,
+): Promise<{ requests: number; zcards: number }> {
   const seen = { requests: 0, zcards: 0 };
   const restore = nodes.map((node) => {
     const stream = node.stream;
@@ -54,7 +57,10 @@ async function readyJobs(redis: Redis | Cluster, n: number) {
   return { q, topic, running };
 }
 
-/** Claims of a topic with concurrency 10 over all partitions: 4, then the 6 left of the cap, then none; 3 more after 3 acks. */
+/**
+ * Claims of a topic with concurrency 10 over all partitions: 4, then the 6 left of the cap, then none; 3 more after 3
+ * acks.
+ */
 async function capHolds(redis: Redis | Cluster): Promise<void> {
   const { q, topic, running } = await readyJobs(redis, 120);
   assert.equal((await q.engine.claim(topic, 4)).length, 4);
@@ -89,10 +95,13 @@ describe('a claim over 12 partitions on a single node', () => {
     client.pipeline = ((...args: Parameters<Redis['pipeline']>) => {
       client.pipeline = pipeline;
       const refused = pipeline(...args);
-      refused.exec = () => Promise.reject(new Error('All keys in the pipeline should belong to the same slots allocation group'));
+      refused.exec = () =>
+        Promise.reject(new Error('All keys in the pipeline should belong to the same slots allocation group'));
       return refused;
     }) as Redis['pipeline'];
-    const seen = await probes([client], async () => assert.equal((await q.engine.claim(topic, 100)).length, 3, 'the cap leaves 3 of 10'));
+    const seen = await probes([client], async () =>
+      assert.equal((await q.engine.claim(topic, 100)).length, 3, 'the cap leaves 3 of 10'),
+    );
     assert.equal(client.pipeline, pipeline, 'the refused pipeline was made');
     assert.deepEqual(seen, { requests: PARTITIONS, zcards: PARTITIONS }, 'each partition read alone');
     assert.equal(await running(), 10);

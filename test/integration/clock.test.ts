@@ -26,9 +26,14 @@ describe('due times come from the Redis clock', () => {
       const afterAdd = await redisNow();
       t.mock.timers.reset();
       const runAt = Date.parse(added.job.runAt);
-      assert.ok(runAt >= before + 600_000 && runAt <= afterAdd + 600_000, `runAt ${runAt} within Redis [${before}, ${afterAdd}] + 600 s`);
+      assert.ok(
+        runAt >= before + 600_000 && runAt <= afterAdd + 600_000,
+        `runAt ${runAt} within Redis [${before}, ${afterAdd}] + 600 s`,
+      );
       assert.equal((await q.engine.sweep()).moved, 0, 'not due now on the Redis clock');
-      const later = new Queue(new Engine(server.client(), resolveQueueConfig({ topics: { [topic]: {} } }), { clock: () => runAt }));
+      const later = new Queue(
+        new Engine(server.client(), resolveQueueConfig({ topics: { [topic]: {} } }), { clock: () => runAt }),
+      );
       assert.equal((await later.engine.sweep()).moved, 1, 'due once the Redis clock reaches runAt');
     });
   }

@@ -26,7 +26,11 @@ describe('script calls on a cluster', () => {
     try {
       const topic = uniqueTopic('cluster-calls');
       const q = makeQueue(client, { [topic]: { concurrency: 1000 } }, { config: { partitions: 12 } });
-      const nodes = new Set(await Promise.all(Array.from({ length: 12 }, (_, p) => slotOwner(cluster, slotOf(topicKeys(p, topic, 12).jobs)))));
+      const nodes = new Set(
+        await Promise.all(
+          Array.from({ length: 12 }, (_, p) => slotOwner(cluster, slotOf(topicKeys(p, topic, 12).jobs))),
+        ),
+      );
       assert.equal(nodes.size, 3, 'the partitions are on every node');
       const ids = Array.from({ length: 240 }, (_, i) => `j${i}`);
       await q.addMany(ids.map((id) => ({ topic, id, delay: 0, body: id })));
@@ -37,7 +41,10 @@ describe('script calls on a cluster', () => {
       assert.equal(claimed.length, 240);
       const live = await Promise.all(claimed.map((job) => q.engine.start(topic, [job])));
       assert.ok(live.every(([ok]) => ok));
-      assert.deepEqual(new Set(await Promise.all(claimed.map((job) => q.engine.ack(topic, job.id, job)))), new Set(['done']));
+      assert.deepEqual(
+        new Set(await Promise.all(claimed.map((job) => q.engine.ack(topic, job.id, job)))),
+        new Set(['done']),
+      );
       assert.equal(resentCalls(client) - was, 0, 'no call refused unrun and sent again');
     } finally {
       client.disconnect();

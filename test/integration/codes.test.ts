@@ -56,7 +56,9 @@ describe('codes shared by Lua and TypeScript', () => {
       const cancel = await e.cancel(topic, 'd');
       assert.ok(engine.isRefused(cancel) && cancel.refusal === REFUSAL.JOB_FINISHED && cancel.job?.state === 'dead');
       const reschedule = await e.reschedule(topic, 'd', { body: '1' });
-      assert.ok(engine.isRefused(reschedule) && reschedule.refusal === REFUSAL.JOB_FINISHED && reschedule.job?.state === 'dead');
+      assert.ok(
+        engine.isRefused(reschedule) && reschedule.refusal === REFUSAL.JOB_FINISHED && reschedule.job?.state === 'dead',
+      );
     });
   });
 });

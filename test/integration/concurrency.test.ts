@@ -25,7 +25,12 @@ describe('engine under concurrency (real redis-server)', () => {
   async function addReady(topic: string, count: number, redis: Redis) {
     const q = makeQueue(redis, { [topic]: {} });
     for (let i = 0; i < count; i += 500) {
-      const jobs = Array.from({ length: Math.min(500, count - i) }, (_, j) => ({ topic, id: `job-${i + j}`, delay: 0, body: { n: i + j } }));
+      const jobs = Array.from({ length: Math.min(500, count - i) }, (_, j) => ({
+        topic,
+        id: `job-${i + j}`,
+        delay: 0,
+        body: { n: i + j },
+      }));
       const { outcomes } = await q.addMany(jobs);
       assert.ok(outcomes.every((o) => o.status === 'created'));
     }

@@ -19,7 +19,10 @@ const JOBS = 1000;
 
 /** The budget per job, per path: script calls, and every command Redis runs (inside scripts too). At most. */
 export const BUDGET = {
-  /** POST /jobs: one job per request (addJobs-5: the record's HGET and HSET, HGET of the versions' #seq, ZADD, head reads). */
+  /**
+   * POST /jobs: one job per request (addJobs-5: the record's HGET and HSET, HGET of the versions' #seq, ZADD, head
+   * reads).
+   */
   addOne: { scriptCalls: 1, commands: 7 },
   /** POST /jobs/batch: 500 jobs per request, in calls of 100 (ADD_BATCH). */
   addBatch: { scriptCalls: 0.01, commands: 3.04 },
@@ -31,19 +34,28 @@ export const BUDGET = {
   sweep: { scriptCalls: 0.003, commands: 0.02 },
   /** Claims of 10 jobs (claimJobs-7). */
   claim: { scriptCalls: 0.1, commands: 4.4 },
-  /** Start marks of 10 attempts, their lateness recorded (startAttempts-2: the minute's HGET, HSET and PEXPIRE, a bin's HINCRBY). */
+  /**
+   * Start marks of 10 attempts, their lateness recorded (startAttempts-2: the minute's HGET, HSET and PEXPIRE, a bin's
+   * HINCRBY).
+   */
   start: { scriptCalls: 0.1, commands: 2.5 },
   /** A handler's own claims of 10 jobs, started in the same call (claimJobs-7 with start: claim and start in one). */
   claimStarted: { scriptCalls: 0.1, commands: 4.8 },
   /** Acks, one at a time (ackJobs-4 with one attempt: TIME, the record's HGET and HSET, ZREM, ZADD to done). */
   ack: { scriptCalls: 1, commands: 5 },
-  /** Acks of 10 attempts made in one turn of the event loop (a handler whose batch ends at once): one ackJobs-4 call. */
+  /**
+   * Acks of 10 attempts made in one turn of the event loop (a handler whose batch ends at once): one ackJobs-4 call.
+   */
   ackTogether: { scriptCalls: 0.1, commands: 4.1 },
 } as const;
 
 /** The budget per job of a flow topic's paths (100 keys, 10 jobs each; DESIGN.md, "Per-job cost budget"). At most. */
 export const FLOW_BUDGET = {
-  /** moveDue-7 with the flow flag: the due jobs' keys read off their delayed members (no record read), the keys' states in one HMGET; each key's due ids pushed behind its head in one RPUSH, or, for a key with none, the first made its head (the rest in one RPUSH) and the key put in the ring; the states it changed written at the end in one HSET. */
+  /**
+   * moveDue-7 with the flow flag: the due jobs' keys read off their delayed members (no record read), the keys' states
+   * in one HMGET; each key's due ids pushed behind its head in one RPUSH, or, for a key with none, the first made its
+   * head (the rest in one RPUSH) and the key put in the ring; the states it changed written at the end in one HSET.
+   */
   flowSweep: { scriptCalls: 0.004, commands: 0.14 },
   /**
    * claimFlow-6 with start, 10 a call: per job a lane pop (the key's next head) and the claim as
@@ -58,7 +70,10 @@ export const FLOW_BUDGET = {
   flowClaimStarted: { scriptCalls: 0.1, commands: 6.4 },
   /** The same with two keys: a visit claims each key's share of the call (5 of 10). */
   flowClaimStartedTwoKeys: { scriptCalls: 0.1, commands: 6.3 },
-  /** ackJobs-4 of 10 attempts together: the ack as ackJobs-4's, the keys' slots back: their states read in one HMGET and written in one HSET. */
+  /**
+   * ackJobs-4 of 10 attempts together: the ack as ackJobs-4's, the keys' slots back: their states read in one HMGET and
+   * written in one HSET.
+   */
   flowAckTogether: { scriptCalls: 0.1, commands: 4.3 },
 } as const;
 
@@ -71,7 +86,8 @@ async function counted(redis: Redis): Promise<Counts> {
     const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
     if (m) byCommand[m[1]!] = Number(m[2]);
   }
-  for (const name of Object.keys(byCommand)) if (name === 'info' || name.startsWith('config')) delete byCommand[name]; // this read, and the reset
+  // this read, and the reset
+  for (const name of Object.keys(byCommand)) if (name === 'info' || name.startsWith('config')) delete byCommand[name];
   const scriptCalls = (byCommand.fcall ?? 0) + (byCommand.evalsha ?? 0) + (byCommand.eval ?? 0);
   const commands = Object.values(byCommand).reduce((a, b) => a + b, 0);
   return { scriptCalls, commands, byCommand };
@@ -128,12 +144,15 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
   it('add, sweep, claim, start and ack: a job costs at most its budget on each path', async () => {
     const body = { order: 'x'.repeat(150) }; // a 150-200 byte body, as the benchmarks use
     const one = await measure(redis, async () => {
-      for (let i = 0; i < JOBS; i++) assert.equal((await q.add({ topic, id: `one-${i}`, delay: 60, body })).status, 'created');
+      for (let i = 0; i < JOBS; i++)
+        assert.equal((await q.add({ topic, id: `one-${i}`, delay: 60, body })).status, 'created');
     });
     check('addOne', one, JOBS);
     const batch = await measure(redis, async () => {
       for (let i = 0; i < 2 * JOBS; i += 500) {
-        const { outcomes } = await q.addMany(Array.from({ length: 500 }, (_, j) => ({ topic, id: `batch-${i + j}`, delay: 60, body })));
+        const { outcomes } = await q.addMany(
+          Array.from({ length: 500 }, (_, j) => ({ topic, id: `batch-${i + j}`, delay: 60, body })),
+        );
         assert.ok(outcomes.every((o) => o.status === 'created'));
       }
     });
@@ -162,7 +181,8 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     assert.equal(claimed.length, due);
     check('claim', claims, due);
     const started = await measure(redis, async () => {
-      for (let i = 0; i < claimed.length; i += 10) assert.ok((await q.engine.start(topic, claimed.slice(i, i + 10))).every(Boolean));
+      for (let i = 0; i < claimed.length; i += 10)
+        assert.ok((await q.engine.start(topic, claimed.slice(i, i + 10))).every(Boolean));
     });
     check('start', started, due);
     const acked = await measure(redis, async () => {
@@ -171,15 +191,24 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     check('ack', acked, due);
 
     // a handler's drain: claimed and started in one call, then acked
-    for (let i = 0; i < JOBS; i += 500) await q.addMany(Array.from({ length: 500 }, (_, j) => ({ topic, id: `drain-${i + j}`, delay: 60, body })));
+    for (let i = 0; i < JOBS; i += 500)
+      await q.addMany(Array.from({ length: 500 }, (_, j) => ({ topic, id: `drain-${i + j}`, delay: 60, body })));
     clock.advance(60_000);
     for (let more = true; more;) more = (await q.engine.sweep()).more;
     const drained: typeof claimed = [];
     const claimedStarted = await measure(redis, () => claimAllStarted(q, topic, drained));
     check('claimStarted', claimedStarted, JOBS);
-    assert.deepEqual(await q.engine.start(topic, drained.slice(0, 3)), [false, false, false], 'started by their claim already');
+    assert.deepEqual(
+      await q.engine.start(topic, drained.slice(0, 3)),
+      [false, false, false],
+      'started by their claim already',
+    );
     const together = await measure(redis, async () => {
-      for (let i = 0; i < drained.length; i += 10) assert.deepEqual(await Promise.all(drained.slice(i, i + 10).map((job) => q.engine.ack(topic, job.id, job))), Array(10).fill('done'));
+      for (let i = 0; i < drained.length; i += 10)
+        assert.deepEqual(
+          await Promise.all(drained.slice(i, i + 10).map((job) => q.engine.ack(topic, job.id, job))),
+          Array(10).fill('done'),
+        );
     });
     check('ackTogether', together, JOBS);
     assert.deepEqual(over, [], 'paths over their budget');
@@ -190,7 +219,15 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     const qf = makeQueue(redis, { [flowTopic]: { concurrency: 10_000, flow: { concurrency: 10 } } }, { clock });
     const body = { order: 'x'.repeat(150) };
     for (let i = 0; i < JOBS; i += 500) {
-      const { outcomes } = await qf.addMany(Array.from({ length: 500 }, (_, j) => ({ topic: flowTopic, id: `f-${i + j}`, key: `tenant-${(i + j) % 100}`, delay: 60, body })));
+      const { outcomes } = await qf.addMany(
+        Array.from({ length: 500 }, (_, j) => ({
+          topic: flowTopic,
+          id: `f-${i + j}`,
+          key: `tenant-${(i + j) % 100}`,
+          delay: 60,
+          body,
+        })),
+      );
       assert.ok(outcomes.every((o) => o.status === 'created'));
     }
     clock.advance(60_000);
@@ -211,18 +248,36 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     const drained: ClaimedJob[] = [];
     flowCheck('flowClaimStarted', await measure(redis, () => claimAllStarted(qf, flowTopic, drained)));
     const turns = new Map<number, number>();
-    for (const j of drained.slice(0, 100)) turns.set(Number(j.id.split('-')[1]) % 100, (turns.get(Number(j.id.split('-')[1]) % 100) ?? 0) + 1);
-    assert.deepEqual([...turns.values()], Array(25).fill(4), 'the first 100 claims went round the keys a turn (4 jobs) each');
+    for (const j of drained.slice(0, 100))
+      turns.set(Number(j.id.split('-')[1]) % 100, (turns.get(Number(j.id.split('-')[1]) % 100) ?? 0) + 1);
+    assert.deepEqual(
+      [...turns.values()],
+      Array(25).fill(4),
+      'the first 100 claims went round the keys a turn (4 jobs) each',
+    );
     flowCheck(
       'flowAckTogether',
       await measure(redis, async () => {
-        for (let i = 0; i < drained.length; i += 10) assert.deepEqual(await Promise.all(drained.slice(i, i + 10).map((job) => qf.engine.ack(flowTopic, job.id, job))), Array(10).fill('done'));
+        for (let i = 0; i < drained.length; i += 10)
+          assert.deepEqual(
+            await Promise.all(drained.slice(i, i + 10).map((job) => qf.engine.ack(flowTopic, job.id, job))),
+            Array(10).fill('done'),
+          );
       }),
     );
     // two keys: a visit claims each key's share of the call (5 of 10), not one job
     const fewTopic = uniqueTopic('costflow2');
     const q2 = makeQueue(redis, { [fewTopic]: { concurrency: 10_000, flow: {} } }, { clock });
-    for (let i = 0; i < JOBS; i += 500) await q2.addMany(Array.from({ length: 500 }, (_, j) => ({ topic: fewTopic, id: `g-${i + j}`, key: `tenant-${(i + j) % 2}`, delay: 60, body })));
+    for (let i = 0; i < JOBS; i += 500)
+      await q2.addMany(
+        Array.from({ length: 500 }, (_, j) => ({
+          topic: fewTopic,
+          id: `g-${i + j}`,
+          key: `tenant-${(i + j) % 2}`,
+          delay: 60,
+          body,
+        })),
+      );
     clock.advance(60_000);
     for (let more = true; more;) more = (await q2.engine.sweep()).more;
     flowCheck('flowClaimStartedTwoKeys', await measure(redis, () => claimAllStarted(q2, fewTopic, [])));
@@ -244,7 +299,11 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
     });
     assert.equal(claimed.length, 10);
     assert.equal(c.scriptCalls, 1, `script calls: ${JSON.stringify(c.byCommand)}`);
-    assert.equal(c.byCommand.zcard, 8 + 1, 'each partition counted once (running), and the claim script counts its own');
+    assert.equal(
+      c.byCommand.zcard,
+      8 + 1,
+      'each partition counted once (running), and the claim script counts its own',
+    );
     assert.equal(c.byCommand.llen, 8, 'each partition counted once (ready)');
     for (const job of claimed) assert.equal(await q8.engine.ack(topic8, job.id, job), 'done');
   });

@@ -12,17 +12,28 @@ import { useRedisServer } from '../support/redis';
 describe('dead-job pages', () => {
   const redis = useRedisServer();
 
-  /** A queue whose topic dead-letters on the first timeout, with `n` jobs (or the given ids) that all died in one sweep (same ms). */
-  async function deadInOneSweep(n: number | string[], partitions: number): Promise<{ q: Queue; topic: string; clock: TestClock; diedAt: number }> {
+  /**
+   * A queue whose topic dead-letters on the first timeout, with `n` jobs (or the given ids) that all died in one sweep
+   * (same ms).
+   */
+  async function deadInOneSweep(
+    n: number | string[],
+    partitions: number,
+  ): Promise<{ q: Queue; topic: string; clock: TestClock; diedAt: number }> {
     const topic = uniqueTopic('dead');
     const clock = new TestClock();
-    const q = makeQueue(redis.client(), { [topic]: { ttr: 1, maxAttempts: 1, concurrency: 1000 } }, { clock, config: { partitions } });
+    const q = makeQueue(
+      redis.client(),
+      { [topic]: { ttr: 1, maxAttempts: 1, concurrency: 1000 } },
+      { clock, config: { partitions } },
+    );
     return { q, topic, clock, diedAt: await killAll(q, topic, clock, n) };
   }
 
   /** Adds the jobs, runs them, and lets one sweep dead-letter them all at once; returns when they died. */
   async function killAll(q: Queue, topic: string, clock: TestClock, jobs: number | string[]): Promise<number> {
-    const ids = typeof jobs === 'number' ? Array.from({ length: jobs }, (_, i) => `job-${String(i).padStart(3, '0')}`) : jobs;
+    const ids =
+      typeof jobs === 'number' ? Array.from({ length: jobs }, (_, i) => `job-${String(i).padStart(3, '0')}`) : jobs;
     const n = ids.length;
     for (const id of ids) await q.add({ topic, id, delay: 0 });
     await q.engine.sweep();
@@ -94,7 +105,11 @@ describe('dead-job pages', () => {
   it('a cursor that no page gave is refused with 400 VALIDATION_FAILED', async () => {
     const { q, topic } = await deadInOneSweep(1, 1);
     for (const after of ['x', 'MTIz', '-1', '1.5', Buffer.from('12:bad id').toString('base64url'), '1'.repeat(17)]) {
-      await assert.rejects(q.listDead(topic, { after }), (error: unknown) => error instanceof HttpError && error.status === 400 && error.code === 'VALIDATION_FAILED', after);
+      await assert.rejects(
+        q.listDead(topic, { after }),
+        (error: unknown) => error instanceof HttpError && error.status === 400 && error.code === 'VALIDATION_FAILED',
+        after,
+      );
     }
   });
 

@@ -35,6 +35,12 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)`;
       [...ids].sort(bytewise),
     );
     // the key is carried after the space, none for '' or no key
-    assert.ok(members.includes('a zz') && members.includes('a-') && members.includes('a. -') && members.includes('a0 a') && members.includes('a:'));
+    assert.ok(
+      members.includes('a zz') &&
+        members.includes('a-') &&
+        members.includes('a. -') &&
+        members.includes('a0 a') &&
+        members.includes('a:'),
+    );
   });
 });

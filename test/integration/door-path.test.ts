@@ -38,7 +38,9 @@ describe('POST /jobs: the modules on the way to the script (real redis-server)',
   it('passes through at most 8 modules, none twice', async () => {
     const rt = testRuntime(redis.server().url, { example: {} });
     const stacks: string[] = [];
-    const client = rt.redis as unknown as { pipeline: (...args: unknown[]) => Record<string, (...a: unknown[]) => unknown> };
+    const client = rt.redis as unknown as {
+      pipeline: (...args: unknown[]) => Record<string, (...a: unknown[]) => unknown>;
+    };
     const pipeline = client.pipeline.bind(client);
     client.pipeline = (...args: unknown[]) => {
       const p = pipeline(...args);
@@ -55,12 +57,27 @@ describe('POST /jobs: the modules on the way to the script (real redis-server)',
       return p;
     };
     try {
-      const event = { rawPath: '/jobs', routeKey: 'POST /jobs', headers: { authorization: 'Bearer t' }, body: JSON.stringify({ topic: 'example', id: 'path-1', delay: 60 }), requestContext: { http: { method: 'POST' } } };
+      const event = {
+        rawPath: '/jobs',
+        routeKey: 'POST /jobs',
+        headers: { authorization: 'Bearer t' },
+        body: JSON.stringify({ topic: 'example', id: 'path-1', delay: 60 }),
+        requestContext: { http: { method: 'POST' } },
+      };
       // a first add loads the function library on this fresh server (its first call is sent twice)
       const warm = { ...event, body: JSON.stringify({ topic: 'example', id: 'path-0', delay: 60 }) };
-      assert.equal(((await httpRoute(addJob, () => rt)(warm as unknown as APIGatewayProxyEventV2, { awsRequestId: 'w' })) as APIGatewayProxyStructuredResultV2).statusCode, 201);
+      assert.equal(
+        (
+          (await httpRoute(addJob, () => rt)(warm as unknown as APIGatewayProxyEventV2, {
+            awsRequestId: 'w',
+          })) as APIGatewayProxyStructuredResultV2
+        ).statusCode,
+        201,
+      );
       stacks.length = 0;
-      const answer = (await httpRoute(addJob, () => rt)(event as unknown as APIGatewayProxyEventV2, { awsRequestId: 'r' })) as APIGatewayProxyStructuredResultV2;
+      const answer = (await httpRoute(addJob, () => rt)(event as unknown as APIGatewayProxyEventV2, {
+        awsRequestId: 'r',
+      })) as APIGatewayProxyStructuredResultV2;
       assert.equal(answer.statusCode, 201, String(answer.body));
       assert.equal(stacks.length, 1, 'one addJobs call');
       // functions/addJob.ts is `httpRoute(addJob)`: its handler is the closure in lib/api/http.ts
@@ -68,7 +85,10 @@ describe('POST /jobs: the modules on the way to the script (real redis-server)',
       console.log(`POST /jobs: ${path.length} modules: ${path.join(' -> ')}`);
       assert.equal(new Set(path).size, path.length, `a module entered twice: ${path.join(' -> ')}`);
       assert.ok(path.length <= 8, `${path.length} modules: ${path.join(' -> ')}`);
-      assert.ok(path.includes('lib/engine/script-runner.ts'), `the stack reaches the script runner: ${path.join(' -> ')}`);
+      assert.ok(
+        path.includes('lib/engine/script-runner.ts'),
+        `the stack reaches the script runner: ${path.join(' -> ')}`,
+      );
     } finally {
       rt.redis.disconnect();
     }
@@ -79,7 +99,13 @@ describe('POST /jobs: the modules on the way to the script (real redis-server)',
     const route = httpRoute(addJob, () => rt);
     const send = (id: string) =>
       route(
-        { rawPath: '/jobs', routeKey: 'POST /jobs', headers: { authorization: 'Bearer t' }, body: JSON.stringify({ topic: 'example', id, delay: 60 }), requestContext: { http: { method: 'POST' } } } as unknown as APIGatewayProxyEventV2,
+        {
+          rawPath: '/jobs',
+          routeKey: 'POST /jobs',
+          headers: { authorization: 'Bearer t' },
+          body: JSON.stringify({ topic: 'example', id, delay: 60 }),
+          requestContext: { http: { method: 'POST' } },
+        } as unknown as APIGatewayProxyEventV2,
         { awsRequestId: 'r' },
       );
     const session = new Session();
@@ -93,7 +119,10 @@ describe('POST /jobs: the modules on the way to the script (real redis-server)',
       const { result } = await session.post('Profiler.takePreciseCoverage');
       await session.post('Profiler.stopPreciseCoverage');
       const touched = result
-        .filter((s) => s.url.startsWith('file://') && s.functions.some((f) => f.functionName !== '' && f.ranges[0]!.count > 0))
+        .filter(
+          (s) =>
+            s.url.startsWith('file://') && s.functions.some((f) => f.functionName !== '' && f.ranges[0]!.count > 0),
+        )
         .map((s) => relative(ROOT, fileURLToPath(s.url)))
         .filter((f) => f.startsWith('lib/') || f.startsWith('functions/'))
         .sort();

@@ -17,7 +17,12 @@ import { partitionOf, slotOf, syncKey } from '../../lib/engine/keys';
 import type { Queue } from '../../lib/api/queue';
 import { postJob } from '../support/failover';
 import { makeQueue, uniqueTopic } from '../support/queue';
-import { startPrimaryWithReplica, startRedisCluster, type PrimaryWithReplica, type RedisClusterProcess } from '../support/redis';
+import {
+  startPrimaryWithReplica,
+  startRedisCluster,
+  type PrimaryWithReplica,
+  type RedisClusterProcess,
+} from '../support/redis';
 
 /** The replica wait of the queues that must refuse: a paused replica never answers, so 200 ms is enough to see it. */
 const TIMEOUT_S = 0.2;
@@ -121,13 +126,21 @@ describe('durability replica on a primary with one replica', () => {
   it('answers that wrote nothing in many partitions cost one sync bump per primary, not one per partition', async () => {
     const wide = uniqueTopic('dur-wide');
     const partitions = 8;
-    const q = makeQueue(redis, { [wide]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: PATIENT_S } });
+    const q = makeQueue(
+      redis,
+      { [wide]: {} },
+      { config: { partitions, durability: 'replica', durabilityTimeout: PATIENT_S } },
+    );
     const bumps = async () => {
       const values = await Promise.all(Array.from({ length: partitions }, (_, p) => redis.get(syncKey(p, partitions))));
       return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
     };
     const before = await bumps();
-    assert.deepEqual(await q.redrive(wide, { count: 10 }), { redriven: 0, wake: false }, 'looked in all 8 partitions, redrove nothing');
+    assert.deepEqual(
+      await q.redrive(wide, { count: 10 }),
+      { redriven: 0, wake: false },
+      'looked in all 8 partitions, redrove nothing',
+    );
     assert.equal((await bumps()) - before, 1, 'one bump covers every partition of the one primary');
     assert.deepEqual(await q.cancelGroup(wide, 'g'), { cancelled: 0, running: 0 });
     assert.equal((await bumps()) - before, 2, 'a group cancel over 8 partitions: one more');
@@ -135,8 +148,16 @@ describe('durability replica on a primary with one replica', () => {
 
   it('redrive is acknowledged only once replicated', async () => {
     const dead = uniqueTopic('dur-dead');
-    const q = makeQueue(redis, { [dead]: { maxAttempts: 1 } }, { config: { durability: 'replica', durabilityTimeout: TIMEOUT_S } });
-    const setup = makeQueue(redis, { [dead]: { maxAttempts: 1 } }, { config: { durability: 'replica', durabilityTimeout: PATIENT_S } });
+    const q = makeQueue(
+      redis,
+      { [dead]: { maxAttempts: 1 } },
+      { config: { durability: 'replica', durabilityTimeout: TIMEOUT_S } },
+    );
+    const setup = makeQueue(
+      redis,
+      { [dead]: { maxAttempts: 1 } },
+      { config: { durability: 'replica', durabilityTimeout: PATIENT_S } },
+    );
     await setup.add({ topic: dead, id: 'd1', delay: 0 });
     await setup.engine.sweep();
     const [claimed] = await setup.engine.claim(dead, 1);
@@ -160,7 +181,8 @@ describe('durability replica on a primary with one replica', () => {
       DQ_WAKE_INVOKES: 'false',
       LOG_LEVEL: 'error',
       DQ_DURABILITY: 'replica',
-      DQ_DURABILITY_TIMEOUT_MS: String(PATIENT_S * 1000), // the 503 waits it out; the 409 and 201 after it need it on a busy machine
+      // the 503 waits it out; the 409 and 201 after it need it on a busy machine
+      DQ_DURABILITY_TIMEOUT_MS: String(PATIENT_S * 1000),
     });
     const route = httpRoute(addJob, () => rt);
     const post = (id: string) => postJob(route, { topic, id, delay: 60 });
@@ -176,7 +198,11 @@ describe('durability replica on a primary with one replica', () => {
       assert.equal(res.headers?.['retry-after'], '1');
       assert.equal((JSON.parse(String(res.body)) as { error: { code: string } }).error.code, 'NOT_REPLICATED');
       const again = await post('h1');
-      assert.equal(again.statusCode, 409, 'the retry meets the job the 503 left on the primary (lib/client.ts takes that as added)');
+      assert.equal(
+        again.statusCode,
+        409,
+        'the retry meets the job the 503 left on the primary (lib/client.ts takes that as added)',
+      );
       assert.equal((await post('h2')).statusCode, 201);
     } finally {
       rt.redis.disconnect();
@@ -198,8 +224,16 @@ describe('durability replica on a cluster: the wait reaches the shard that owns 
     cluster = await startRedisCluster(3, 1);
     client = cluster.client();
     if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
-    q = makeQueue(client, { [topic]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: TIMEOUT_S } });
-    patient = makeQueue(client, { [topic]: {} }, { config: { partitions, durability: 'replica', durabilityTimeout: PATIENT_S } });
+    q = makeQueue(
+      client,
+      { [topic]: {} },
+      { config: { partitions, durability: 'replica', durabilityTimeout: TIMEOUT_S } },
+    );
+    patient = makeQueue(
+      client,
+      { [topic]: {} },
+      { config: { partitions, durability: 'replica', durabilityTimeout: PATIENT_S } },
+    );
   });
   after(async () => {
     for (const node of cluster.nodes) {
@@ -249,12 +283,21 @@ describe('durability replica on a cluster: the wait reaches the shard that owns 
     process.kill(frozenPid, 'SIGSTOP');
     try {
       await refusedNotReplicated(q.add({ topic, id: byPort.get(frozenPrimary!)![1]!, delay: 60 }));
-      for (const port of others) assert.equal((await patient.add({ topic, id: byPort.get(port)![1]!, delay: 60 })).status, 'created', `primary ${port}'s replica answers`);
+      for (const port of others)
+        assert.equal(
+          (await patient.add({ topic, id: byPort.get(port)![1]!, delay: 60 })).status,
+          'created',
+          `primary ${port}'s replica answers`,
+        );
       // a batch touching every shard is refused as a whole: one of its shards did not confirm
       await refusedNotReplicated(q.addMany([...byPort.values()].map((ids) => ({ topic, id: ids[2]!, delay: 60 }))));
     } finally {
       process.kill(frozenPid, 'SIGCONT');
     }
-    assert.equal((await patient.add({ topic, id: byPort.get(frozenPrimary!)![1]!, delay: 60 })).status, 'exists', 'the retry is acknowledged once the replica answers');
+    assert.equal(
+      (await patient.add({ topic, id: byPort.get(frozenPrimary!)![1]!, delay: 60 })).status,
+      'exists',
+      'the retry is acknowledged once the replica answers',
+    );
   });
 });

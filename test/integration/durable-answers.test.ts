@@ -29,7 +29,13 @@ const PATIENT_S = 1.5;
 async function withCuttableReplica(
   topics: Record<string, TopicInput>,
   config: Omit<QueueConfigInput, 'topics'>,
-  body: (ctx: { pair: CuttableReplica; setup: Queue; first: Queue; retry: Queue; on: (url: string) => Queue }) => Promise<void>,
+  body: (ctx: {
+    pair: CuttableReplica;
+    setup: Queue;
+    first: Queue;
+    retry: Queue;
+    on: (url: string) => Queue;
+  }) => Promise<void>,
 ): Promise<void> {
   const pair = await startCuttableReplica();
   const clients: Redis[] = [];
@@ -56,7 +62,11 @@ describe('durability replica: the retry of a change answered 503 waits for the r
       await rejects(first.deleteSchedule(topic, 's1'), 503, 'NOT_REPLICATED');
       await rejects(retry.deleteSchedule(topic, 's1'), 503, 'NOT_REPLICATED');
       const promoted = on((await pair.failover()).url);
-      assert.notEqual(await promoted.getSchedule(topic, 's1'), null, 'the delete no replica had is undone: a 404 would have been wrong');
+      assert.notEqual(
+        await promoted.getSchedule(topic, 's1'),
+        null,
+        'the delete no replica had is undone: a 404 would have been wrong',
+      );
       await promoted.deleteSchedule(topic, 's1');
       assert.equal(await promoted.getSchedule(topic, 's1'), null, 'the retry on the new primary deletes it');
     });
@@ -70,7 +80,11 @@ describe('durability replica: the retry of a change answered 503 waits for the r
       await rejects(first.cancel(topic, 'j1'), 503, 'NOT_REPLICATED');
       await rejects(retry.cancel(topic, 'j1'), 503, 'NOT_REPLICATED');
       const promoted = on((await pair.failover()).url);
-      assert.equal((await promoted.get(topic, 'j1'))?.state, 'delayed', 'the cancel no replica had is undone: a 404 would have been wrong');
+      assert.equal(
+        (await promoted.get(topic, 'j1'))?.state,
+        'delayed',
+        'the cancel no replica had is undone: a 404 would have been wrong',
+      );
       assert.equal((await promoted.cancel(topic, 'j1')).state, 'cancelled');
     });
   });
@@ -80,12 +94,27 @@ describe('durability replica: the retry of a change answered 503 waits for the r
     await withCuttableReplica({ [topic]: {} }, {}, async ({ pair, setup, first, retry, on }) => {
       const v1 = (await setup.add({ topic, id: 'j1', delay: 60, body: 'one' })).job.version;
       pair.cutLink();
-      await rejects(first.put(topic, 'j1', { delay: 60, body: 'two' }, { ifMatch: { version: v1 } }), 503, 'NOT_REPLICATED');
-      await rejects(retry.put(topic, 'j1', { delay: 60, body: 'two' }, { ifMatch: { version: v1 } }), 503, 'NOT_REPLICATED');
+      await rejects(
+        first.put(topic, 'j1', { delay: 60, body: 'two' }, { ifMatch: { version: v1 } }),
+        503,
+        'NOT_REPLICATED',
+      );
+      await rejects(
+        retry.put(topic, 'j1', { delay: 60, body: 'two' }, { ifMatch: { version: v1 } }),
+        503,
+        'NOT_REPLICATED',
+      );
       const promoted = on((await pair.failover()).url);
       const back = await promoted.get(topic, 'j1');
-      assert.deepEqual([back?.body, back?.version], ['one', v1], 'the put no replica had is undone: a 412 showing "two" would have been wrong');
-      assert.equal((await promoted.put(topic, 'j1', { delay: 60, body: 'two' }, { ifMatch: { version: v1 } })).status, 'replaced');
+      assert.deepEqual(
+        [back?.body, back?.version],
+        ['one', v1],
+        'the put no replica had is undone: a 412 showing "two" would have been wrong',
+      );
+      assert.equal(
+        (await promoted.put(topic, 'j1', { delay: 60, body: 'two' }, { ifMatch: { version: v1 } })).status,
+        'replaced',
+      );
     });
   });
 
@@ -99,7 +128,10 @@ describe('durability replica: the retry of a change answered 503 waits for the r
       assert.equal((await setup.engine.fail(topic, 'd1', claimed, 'boom')).outcome, 'dead');
       const replica = new Redis(pair.replica.url);
       try {
-        assert.ok(await until(async () => (await replica.zscore(`dq:{p0}:dead:${topic}`, 'd1')) !== null, 10_000, 20), 'the replica has the dead job');
+        assert.ok(
+          await until(async () => (await replica.zscore(`dq:{p0}:dead:${topic}`, 'd1')) !== null, 10_000, 20),
+          'the replica has the dead job',
+        );
       } finally {
         replica.disconnect();
       }
@@ -108,7 +140,11 @@ describe('durability replica: the retry of a change answered 503 waits for the r
       await rejects(retry.redrive(topic, { ids: ['d1'] }), 503, 'NOT_REPLICATED');
       await rejects(retry.redrive(topic, { count: 10 }), 503, 'NOT_REPLICATED');
       const promoted = on((await pair.failover()).url);
-      assert.equal((await promoted.get(topic, 'd1'))?.state, 'dead', 'the redrive no replica had is undone: "redriven: 0" would have been wrong');
+      assert.equal(
+        (await promoted.get(topic, 'd1'))?.state,
+        'dead',
+        'the redrive no replica had is undone: "redriven: 0" would have been wrong',
+      );
       assert.equal((await promoted.redrive(topic, { ids: ['d1'] })).redriven, 1);
     });
   });

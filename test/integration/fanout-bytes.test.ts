@@ -23,7 +23,10 @@ class SizeCheckingInvoker implements Invoker {
     const bytes = Buffer.byteLength(JSON.stringify(payload));
     if (bytes > LAMBDA_EVENT_LIMIT) {
       this.refused += 1;
-      throw Object.assign(new Error(`Request must be smaller than ${LAMBDA_EVENT_LIMIT} bytes for the InvokeAsync operation`), { name: 'RequestTooLargeException' });
+      throw Object.assign(
+        new Error(`Request must be smaller than ${LAMBDA_EVENT_LIMIT} bytes for the InvokeAsync operation`),
+        { name: 'RequestTooLargeException' },
+      );
     }
     this.sizes.push(bytes);
     this.jobs += (payload as { jobs: unknown[] }).jobs.length;

@@ -37,7 +37,8 @@ describe('the fan-out mark (real redis-server)', () => {
   const server = useRedisServer();
 
   it('is cleared when the fan-out fails to clear it at first', async () => {
-    const db = new Redis(server.server().url, { db: 1 + Math.floor(Math.random() * 14) }); // the mark is one per deployment
+    // the mark is one per deployment
+    const db = new Redis(server.server().url, { db: 1 + Math.floor(Math.random() * 14) });
     try {
       await db.flushdb();
       const topic = uniqueTopic('mark');

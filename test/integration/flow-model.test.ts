@@ -5,8 +5,8 @@
  * generator: a failure prints its seed). After every step the keys' state must be true: each key's
  * running count equals its jobs in the running zset, no claim takes a key past its concurrency or
  * the topic past its cap, the ring holds each key at most once, the lanes' count matches their
- * ids, and every member of the delayed zset is a delayed job's, carrying that job's key. At the end, with every pause lifted, every
- * job finishes and no key's state is left behind (no ghost slots, nothing stuck).
+ * ids, and every member of the delayed zset is a delayed job's, carrying that job's key. At the end, with every pause
+ * lifted, every job finishes and no key's state is left behind (no ghost slots, nothing stuck).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -63,7 +63,11 @@ describe('flow control: random operations keep every key true', () => {
         let lanes = 0;
         for (const key of KEYS) {
           const state = await q.engine.flowKey(topic, key);
-          assert.equal(state.running, byKey.get(key) ?? 0, `${step}: key '${key}' counts ${state.running}, the running zset holds ${byKey.get(key) ?? 0}`);
+          assert.equal(
+            state.running,
+            byKey.get(key) ?? 0,
+            `${step}: key '${key}' counts ${state.running}, the running zset holds ${byKey.get(key) ?? 0}`,
+          );
           lanes += state.ready;
         }
         assert.equal(Number((await r.hget(`${jobs}#flow`, '#ready')) ?? 0), lanes, `${step}: the lanes' count`);
@@ -72,11 +76,19 @@ describe('flow control: random operations keep every key true', () => {
         // the sweep routes a due job by the key its member carries: none stale, none mislabelled
         const members = await r.zrange(`dq:{f:${topic}}:delayed:${topic}`, 0, -1);
         const delayed = members.map((m) => m.split(' ')[0]!);
-        assert.equal(new Set(delayed).size, delayed.length, `${step}: a job twice in the delayed zset: ${members.join(',')}`);
+        assert.equal(
+          new Set(delayed).size,
+          delayed.length,
+          `${step}: a job twice in the delayed zset: ${members.join(',')}`,
+        );
         for (const [i, member] of members.entries()) {
           const job = await q.get(topic, delayed[i]!);
           assert.equal(job?.state, 'delayed', `${step}: member '${member}' of a job ${job?.state ?? 'gone'}`);
-          assert.equal(member, job.key ? `${job.id} ${job.key}` : job.id, `${step}: the member of ${job.id}, key '${job.key}'`);
+          assert.equal(
+            member,
+            job.key ? `${job.id} ${job.key}` : job.id,
+            `${step}: the member of ${job.id}, key '${job.key}'`,
+          );
         }
         return byKey;
       };
@@ -87,7 +99,12 @@ describe('flow control: random operations keep every key true', () => {
         if (op < 0.25) {
           name = 'add';
           const n = 1 + Math.floor(rand() * 4);
-          const batch = Array.from({ length: n }, () => ({ topic, id: `j${added++}`, delay: pick([0, 0, 1]), key: pick(KEYS) }));
+          const batch = Array.from({ length: n }, () => ({
+            topic,
+            id: `j${added++}`,
+            delay: pick([0, 0, 1]),
+            key: pick(KEYS),
+          }));
           await q.addMany(batch, W);
         } else if (op < 0.35) {
           name = 'sweep';
@@ -96,13 +113,16 @@ describe('flow control: random operations keep every key true', () => {
           name = 'claim';
           const before = await check('before claim');
           const withStart = paced && rand() < 0.5;
-          const got = withStart ? await q.engine.claimStarted(topic, 1 + Math.floor(rand() * 6)) : await q.engine.claim(topic, 1 + Math.floor(rand() * 6));
+          const got = withStart
+            ? await q.engine.claimStarted(topic, 1 + Math.floor(rand() * 6))
+            : await q.engine.claim(topic, 1 + Math.floor(rand() * 6));
           const after = await check('claim');
           for (const [key, n] of after) {
             const limit = Math.max(limits.get(key) ?? PER_KEY, before.get(key) ?? 0);
             assert.ok(n <= limit, `claim took key '${key}' to ${n}, over ${limit}`);
           }
-          for (const j of got) assert.ok(!paused.has((await q.get(topic, j.id))!.key!), `claimed ${j.id} of a paused key`);
+          for (const j of got)
+            assert.ok(!paused.has((await q.get(topic, j.id))!.key!), `claimed ${j.id} of a paused key`);
           if (withStart) started.push(...got);
           else claimed.push(...got);
         } else if (op < 0.6 && claimed.length > 0) {
@@ -128,7 +148,12 @@ describe('flow control: random operations keep every key true', () => {
           } else if (change < 0.7) {
             name = 'replace under a key';
             const key = pick(KEYS);
-            await q.put(topic, id, { delay: pick([0, 1]), body: { n: step }, ...(key ? { key } : {}) }, { by: 'model' }); // refused when finished: fine
+            await q.put(
+              topic,
+              id,
+              { delay: pick([0, 1]), body: { n: step }, ...(key ? { key } : {}) },
+              { by: 'model' },
+            ); // refused when finished: fine
           } else if (change < 0.85) {
             name = 'reschedule';
             await q.reschedule(topic, id, { delay: pick([0, 1]) }).catch(() => undefined); // 404, 409: fine

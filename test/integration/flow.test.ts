@@ -27,7 +27,11 @@ async function checkSlots(redis: Redis, q: ReturnType<typeof makeQueue>, topic: 
   const fields = await redis.hkeys(`${jobs}#flow`);
   for (const key of fields.filter((f) => !f.startsWith('#'))) {
     const state = await q.engine.flowKey(topic, key);
-    assert.equal(state.running, byKey.get(key) ?? 0, `key ${key}: running count ${state.running} against ${byKey.get(key) ?? 0} in the running zset`);
+    assert.equal(
+      state.running,
+      byKey.get(key) ?? 0,
+      `key ${key}: running count ${state.running} against ${byKey.get(key) ?? 0} in the running zset`,
+    );
   }
   for (const [key, n] of byKey) assert.equal((await q.engine.flowKey(topic, key)).running, n, `key ${key}`);
   return byKey;
@@ -39,7 +43,11 @@ describe('flow control per key', () => {
   function setup(flow: TopicInput['flow'], extra: TopicInput = {}) {
     const topic = uniqueTopic('flow');
     const clock = new TestClock();
-    const q = makeQueue(redis.client(), { [topic]: { concurrency: 50, maxAttempts: 3, ttr: 10, flow, ...extra } }, { clock });
+    const q = makeQueue(
+      redis.client(),
+      { [topic]: { concurrency: 50, maxAttempts: 3, ttr: 10, flow, ...extra } },
+      { clock },
+    );
     return { topic, clock, q };
   }
 
@@ -53,13 +61,22 @@ describe('flow control per key', () => {
 
   it('keeps each key within its concurrency and the topic within its cap, and goes round the keys', async () => {
     const { topic, q } = setup({ concurrency: 2 }, { concurrency: 5 });
-    await addDue(q, topic, [...Array.from({ length: 20 }, (_, i) => ({ id: `hot-${i}`, key: 'hot' })), { id: 'cold-1', key: 'cold' }, { id: 'warm-1', key: 'warm' }, { id: 'none-1' }]);
+    await addDue(q, topic, [
+      ...Array.from({ length: 20 }, (_, i) => ({ id: `hot-${i}`, key: 'hot' })),
+      { id: 'cold-1', key: 'cold' },
+      { id: 'warm-1', key: 'warm' },
+      { id: 'none-1' },
+    ]);
     await q.engine.sweep();
     const claimed = await q.engine.claim(topic, 10);
     const byKey = await checkSlots(redis.client(), q, topic);
     assert.equal(claimed.length, 5, 'the topic cap stops the claim');
     assert.ok((byKey.get('hot') ?? 0) <= 2, 'hot within its concurrency');
-    assert.deepEqual(new Set(claimed.map((j) => j.id.split('-')[0])), new Set(['hot', 'cold', 'warm', 'none']), 'every key got a turn: the hot backlog holds nobody back');
+    assert.deepEqual(
+      new Set(claimed.map((j) => j.id.split('-')[0])),
+      new Set(['hot', 'cold', 'warm', 'none']),
+      'every key got a turn: the hot backlog holds nobody back',
+    );
     assert.equal((await q.get(topic, 'none-1'))?.key, '', 'a job without a key has the key ""');
   });
 
@@ -73,7 +90,11 @@ describe('flow control per key', () => {
     await q.engine.sweep();
     const ids = async (n: number) => (await q.engine.claim(topic, n)).map((j) => j.id);
     assert.deepEqual(await ids(10), ['a1', 'a2', 'a3', 'a4', 'b1', 'b2', 'b3', 'b4', 'c1', 'c2']);
-    assert.deepEqual(await ids(10), ['c3', 'c4', 'a5', 'a6', 'b5', 'b6', 'c5', 'c6'], "the rest of c's turn first (the last claim ended in it), then round again");
+    assert.deepEqual(
+      await ids(10),
+      ['c3', 'c4', 'a5', 'a6', 'b5', 'b6', 'c5', 'c6'],
+      "the rest of c's turn first (the last claim ended in it), then round again",
+    );
     await addDue(
       q,
       topic,
@@ -122,7 +143,8 @@ describe('flow control per key', () => {
 
   it("starts a key's ready jobs in the order they fell due, through its head, its lane, a give-back and a later sweep", async () => {
     const { topic, clock, q } = setup({ concurrency: 100 });
-    const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `k-${String(from + i).padStart(2, '0')}`);
+    const ids = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => `k-${String(from + i).padStart(2, '0')}`);
     await addDue(
       q,
       topic,
@@ -190,23 +212,45 @@ describe('flow control per key', () => {
     await q.engine.sweep();
     assert.equal((await q.engine.claim(topic, 10)).length, 1);
     const before = await q.engine.flowKey(topic, 'vip');
-    assert.deepEqual([before.pinned, before.updatedBy, before.updatedAt], [null, null, null], 'nothing pinned: no maker');
+    assert.deepEqual(
+      [before.pinned, before.updatedBy, before.updatedAt],
+      [null, null, null],
+      'nothing pinned: no maker',
+    );
     const jobs = `dq:{f:${topic}}:jobs:${topic}`;
-    assert.equal(await redis.client().hexists(jobs, '#pinned'), 0, 'no key pinned: claims and starts read no pinned record');
+    assert.equal(
+      await redis.client().hexists(jobs, '#pinned'),
+      0,
+      'no key pinned: claims and starts read no pinned record',
+    );
     const pinned = await q.engine.setFlowKey(topic, 'vip', { concurrency: 3 }, 'ops');
-    assert.deepEqual([pinned.limits.concurrency, pinned.pinned, pinned.running, pinned.ready], [3, { concurrency: 3 }, 1, 2]);
+    assert.deepEqual(
+      [pinned.limits.concurrency, pinned.pinned, pinned.running, pinned.ready],
+      [3, { concurrency: 3 }, 1, 2],
+    );
     assert.equal(await redis.client().hexists(jobs, '#pinned'), 1, 'a key pinned: said beside the pause mark');
     assert.equal(pinned.updatedBy, 'ops');
     assert.equal(typeof pinned.updatedAt, 'number');
     assert.equal((await q.engine.claim(topic, 10)).length, 2, 'the key got room at once');
     const paused = await q.engine.setFlowKey(topic, 'vip', { paused: true }, 'oncall');
-    assert.deepEqual([paused.pinned, paused.paused, paused.updatedBy], [{ concurrency: 3 }, true, 'oncall'], 'the last change names its maker; the limits stay');
+    assert.deepEqual(
+      [paused.pinned, paused.paused, paused.updatedBy],
+      [{ concurrency: 3 }, true, 'oncall'],
+      'the last change names its maker; the limits stay',
+    );
     const read = await q.engine.flowKey(topic, 'vip');
     assert.deepEqual([read.updatedBy, read.updatedAt], ['oncall', paused.updatedAt], 'a read shows the same');
     const anonymous = await q.engine.setFlowKey(topic, 'vip', { paused: false });
-    assert.deepEqual([anonymous.updatedBy, anonymous.pinned], [null, { concurrency: 3 }], 'a change made without a key names none');
+    assert.deepEqual(
+      [anonymous.updatedBy, anonymous.pinned],
+      [null, { concurrency: 3 }],
+      'a change made without a key names none',
+    );
     const cleared = await q.engine.setFlowKey(topic, 'vip', 'clear', 'ops');
-    assert.deepEqual([cleared.limits.concurrency, cleared.pinned, cleared.updatedBy, cleared.updatedAt], [1, null, null, null]);
+    assert.deepEqual(
+      [cleared.limits.concurrency, cleared.pinned, cleared.updatedBy, cleared.updatedAt],
+      [1, null, null, null],
+    );
     assert.equal(await redis.client().hexists(jobs, '#pinned'), 0, 'the last pinned record cleared');
     await checkSlots(redis.client(), q, topic);
   });
@@ -223,7 +267,11 @@ describe('flow control per key', () => {
       const claimed = await q.engine.claim(topic, 2);
       await q.engine.pauseTopic(topic, 'op');
       assert.equal((await q.engine.counts(topic)).paused, true);
-      assert.deepEqual(await q.engine.start(topic, claimed), [false, false], 'claimed before the pause, held back at its start');
+      assert.deepEqual(
+        await q.engine.start(topic, claimed),
+        [false, false],
+        'claimed before the pause, held back at its start',
+      );
       assert.deepEqual(await q.engine.claim(topic, 10), []);
       assert.deepEqual(await q.engine.claimStarted(topic, 10), []);
       assert.equal((await q.get(topic, claimed[0]!.id))?.attempts, 0, 'held back uncounted');
@@ -272,7 +320,10 @@ describe('flow control per key', () => {
 
   it('a paused key: its jobs wait, other keys go on; its claimed attempts are held back', async () => {
     const { topic, q } = setup({});
-    await addDue(q, topic, [...['a1', 'a2'].map((id) => ({ id, key: 'a' })), ...['b1', 'b2'].map((id) => ({ id, key: 'b' }))]);
+    await addDue(q, topic, [
+      ...['a1', 'a2'].map((id) => ({ id, key: 'a' })),
+      ...['b1', 'b2'].map((id) => ({ id, key: 'b' })),
+    ]);
     await q.engine.sweep();
     const first = await q.engine.claim(topic, 3);
     assert.deepEqual(
@@ -302,18 +353,30 @@ describe('flow control per key', () => {
   it("a flow topic's rateLimit paces all its keys together from a hash in the topic's own slot", async () => {
     const topic = uniqueTopic('flow-rate');
     const clock = new TestClock();
-    const q = makeQueue(redis.client(), { [topic]: { concurrency: 50, flow: {}, rateLimit: { count: 2, per: 1 } } }, { clock, config: { partitions: 4 } });
+    const q = makeQueue(
+      redis.client(),
+      { [topic]: { concurrency: 50, flow: {}, rateLimit: { count: 2, per: 1 } } },
+      { clock, config: { partitions: 4 } },
+    );
     const t = q.engine.topic(topic);
     const layout = q.engine.ctx.layout;
     const jobs = topicKeys(layout.placeOf(t, 'any'), topic, layout).jobs;
-    assert.equal(jobs, `dq:{f:${topic}}:jobs:${topic}`, 'a flow topic has a partition of its own, whatever the partition count');
+    assert.equal(
+      jobs,
+      `dq:{f:${topic}}:jobs:${topic}`,
+      'a flow topic has a partition of its own, whatever the partition count',
+    );
     await addDue(
       q,
       topic,
       ['a', 'b', 'c'].map((id) => ({ id, key: id })),
     );
     await q.engine.sweep();
-    assert.equal((await q.engine.claim(topic, 10)).length, 1, 'one start every 500 ms across the keys (2 a second, paced)');
+    assert.equal(
+      (await q.engine.claim(topic, 10)).length,
+      1,
+      'one start every 500 ms across the keys (2 a second, paced)',
+    );
     const rate = topicRateKey(t, layout);
     assert.equal(slotOf(rate), slotOf(jobs), "the rate hash shares the slot of the topic's jobs and keys");
     assert.ok((await redis.client().exists(rate)) === 1);
@@ -335,7 +398,11 @@ describe('flow control per key', () => {
     );
     assert.equal((await q.listJobs(topic, { state: 'delayed' })).jobs.length, 0, 'the other states list as ever');
     const stats = await q.stats(topic);
-    assert.deepEqual([stats.ready, stats.oldestReadyAgeMs], [1, 0], "GET /topics counts it ready, its age from the lanes' heads");
+    assert.deepEqual(
+      [stats.ready, stats.oldestReadyAgeMs],
+      [1, 0],
+      "GET /topics counts it ready, its age from the lanes' heads",
+    );
   });
 
   it("the keys' state hash is a hashtable from its first write (a key's state found in O(1), not scanned for in a listpack)", async () => {
@@ -365,7 +432,11 @@ describe('flow control per key', () => {
     await q.engine.sweep();
     const left = (await redis.client().keys(`dq:{f:${topic}}:jobs:${topic}#*`)).sort();
     const fields = (await redis.client().hkeys(`dq:{f:${topic}}:jobs:${topic}#flow`)).sort();
-    assert.deepEqual(fields, ['#dict', '#ready'], "no key state left: the topic's ready count and the hashtable marker only");
+    assert.deepEqual(
+      fields,
+      ['#dict', '#ready'],
+      "no key state left: the topic's ready count and the hashtable marker only",
+    );
     assert.deepEqual(left, [`dq:{f:${topic}}:jobs:${topic}#flow`], 'no lane, ring or wait zset left');
   });
 });

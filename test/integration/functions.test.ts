@@ -66,7 +66,8 @@ describe('the scripts as a function library', () => {
     const redis = server.client();
     const topic = uniqueTopic('fn-get');
     const q = makeQueue(redis, { [topic]: {} }, { clock: new TestClock() });
-    await q.add({ topic, id: 'big', delay: 60, body: { pad: 'x'.repeat(2000) } }); // a body kept apart: the transaction reads it
+    // a body kept apart: the transaction reads it
+    await q.add({ topic, id: 'big', delay: 60, body: { pad: 'x'.repeat(2000) } });
     await redis.function('FLUSH');
     const job = await q.get(topic, 'big');
     assert.equal(job?.state, 'delayed');
@@ -84,7 +85,10 @@ describe('the scripts as a function library', () => {
     const ticksOf = (ms: number) => (ms - Date.UTC(2025, 0, 1)) * 50; // lua/includes/clock.lua clockTicks
     assert.equal(first.job.version, ticksOf(fixed.now));
     const seconds = Number((await redis.time())[0]);
-    assert.ok(second.job.version <= ticksOf((seconds + 1) * 1000), `the second add's version ${second.job.version} is on the Redis clock, not the first call's 2040`);
+    assert.ok(
+      second.job.version <= ticksOf((seconds + 1) * 1000),
+      `the second add's version ${second.job.version} is on the Redis clock, not the first call's 2040`,
+    );
     assert.ok(Date.parse(second.job.runAt) < Date.UTC(2039, 0, 1), `runAt ${second.job.runAt} is on the Redis clock`);
   });
 });

@@ -53,7 +53,11 @@ describe('groups against a model', () => {
     const topic = uniqueTopic('gm');
     const partitions = 2;
     const clock = new TestClock();
-    const q = makeQueue(redis.client(), { [topic]: { ttr: 86_400, maxAttempts: 3, concurrency: 10_000 } }, { clock, config: { partitions, retention: RETENTION_S } });
+    const q = makeQueue(
+      redis.client(),
+      { [topic]: { ttr: 86_400, maxAttempts: 3, concurrency: 10_000 } },
+      { clock, config: { partitions, retention: RETENTION_S } },
+    );
     // a running attempt never times out here (the clock moves about 2 h in all): the model has no retries
     const model = new Map<string, ModelJob>();
     const ids = Array.from({ length: 1200 }, (_, i) => `j-${i}`);
@@ -73,7 +77,12 @@ describe('groups against a model', () => {
      * Checks the listings of groups a, b and c, of `also`, and of 8 small groups picked at random;
      * of every group when `all` (every 100th step, and at the end).
      */
-    async function checkListings(step: number, what: string, also: readonly (string | undefined)[] = [], all = step % 100 === 0) {
+    async function checkListings(
+      step: number,
+      what: string,
+      also: readonly (string | undefined)[] = [],
+      all = step % 100 === 0,
+    ) {
       const checked = new Set<string>(all ? GROUPS : ['a', 'b', 'c', ...Array.from({ length: 8 }, () => pick(SMALL))]);
       for (const group of also) if (group) checked.add(group);
       for (let p = 0; p < partitions; p++) {
@@ -88,7 +97,11 @@ describe('groups against a model', () => {
       for (const group of checked) {
         const listed = await listWholeGroup(q, topic, group, 1 + Math.floor(random() * 150), 5000);
         const listedIds = listed.map((j) => j.id);
-        assert.equal(new Set(listedIds).size, listedIds.length, `${context(step, what)}: group ${group} lists a job twice`);
+        assert.equal(
+          new Set(listedIds).size,
+          listedIds.length,
+          `${context(step, what)}: group ${group} lists a job twice`,
+        );
         const expected = [...model]
           .filter(([, m]) => m.group === group)
           .map(([id]) => id)
@@ -97,7 +110,10 @@ describe('groups against a model', () => {
         for (const job of listed) {
           const m = model.get(job.id)!;
           const state = m.state === 'pending' ? ['delayed', 'ready'] : [m.state];
-          assert.ok(state.includes(job.state), `${context(step, what)}: ${job.id} is ${job.state}, the model says ${m.state}`);
+          assert.ok(
+            state.includes(job.state),
+            `${context(step, what)}: ${job.id} is ${job.state}, the model says ${m.state}`,
+          );
           assert.equal(job.group, group);
         }
       }
@@ -129,9 +145,13 @@ describe('groups against a model', () => {
         if (before && (before.state === 'running' || before.state === 'done')) {
           assert.equal(outcome.status, 'finished', context(step, `put ${id} (${before.state})`));
         } else {
-          assert.ok(outcome.status === 'created' || outcome.status === 'replaced', context(step, `put ${id}: ${outcome.status}`));
+          assert.ok(
+            outcome.status === 'created' || outcome.status === 'replaced',
+            context(step, `put ${id}: ${outcome.status}`),
+          );
           model.set(id, { group, state: 'pending' });
-          if (group !== before?.group) await checkListings(step, `put ${id} from ${before?.group} to ${group}`, [before?.group, group]);
+          if (group !== before?.group)
+            await checkListings(step, `put ${id} from ${before?.group} to ${group}`, [before?.group, group]);
         }
       } else if (r < 0.65) {
         const id = pick(ids);
@@ -169,7 +189,8 @@ describe('groups against a model', () => {
         };
         assert.deepEqual(result, expected, context(step, `cancelGroup ${group}`));
         for (const [id, m] of members) {
-          if (m.state === 'pending' || m.state === 'running') model.set(id, { ...m, state: 'cancelled', purgeAt: clock.now + RETENTION_S * SEC });
+          if (m.state === 'pending' || m.state === 'running')
+            model.set(id, { ...m, state: 'cancelled', purgeAt: clock.now + RETENTION_S * SEC });
         }
         await checkListings(step, `cancelGroup ${group}`, [group]);
       } else {
@@ -178,7 +199,10 @@ describe('groups against a model', () => {
     }
 
     // the small groups were seen in both forms
-    assert.ok(smallForms.bucket > 0 && smallForms.zset > 0, `small groups seen in a bucket ${smallForms.bucket} times, in a zset ${smallForms.zset} times`);
+    assert.ok(
+      smallForms.bucket > 0 && smallForms.zset > 0,
+      `small groups seen in a bucket ${smallForms.bucket} times, in a zset ${smallForms.zset} times`,
+    );
     // the big group spans several zsets in each partition, each a listpack of at most 128
     const client = redis.client();
     const buckets = async () => {
@@ -186,7 +210,13 @@ describe('groups against a model', () => {
       for (let p = 0; p < partitions; p++) {
         let cursor = '0';
         do {
-          const [next, batch] = await client.scan(cursor, 'MATCH', `${topicKeys(p, topic, partitions).jobs}#gb*`, 'COUNT', 1000);
+          const [next, batch] = await client.scan(
+            cursor,
+            'MATCH',
+            `${topicKeys(p, topic, partitions).jobs}#gb*`,
+            'COUNT',
+            1000,
+          );
           keys.push(...batch);
           cursor = next;
         } while (cursor !== '0');
@@ -210,7 +240,8 @@ describe('groups against a model', () => {
     const fieldsLeft = async () => {
       const fields: string[] = [];
       for (let p = 0; p < partitions; p++) {
-        for (const field of await client.hkeys(topicKeys(p, topic, partitions).jobs)) if (field.startsWith('#') && field !== '#seq' && field !== '#tail') fields.push(`${p}:${field}`);
+        for (const field of await client.hkeys(topicKeys(p, topic, partitions).jobs))
+          if (field.startsWith('#') && field !== '#seq' && field !== '#tail') fields.push(`${p}:${field}`);
       }
       return fields;
     };
@@ -219,11 +250,17 @@ describe('groups against a model', () => {
       assert.ok((await client.zcard(key)) <= 128, key);
       assert.equal(await client.object('ENCODING', key), 'listpack', key);
     }
-    for (let p = 0; p < partitions; p++) assert.ok(newestZset[p]! >= 2, `partition ${p}: group a went past its first zsets (newest seen: ${newestZset[p]})`);
+    for (let p = 0; p < partitions; p++)
+      assert.ok(
+        newestZset[p]! >= 2,
+        `partition ${p}: group a went past its first zsets (newest seen: ${newestZset[p]})`,
+      );
 
     // the end: every group cancelled, the running attempts acked (dropped), everything purged
     for (const group of GROUPS) await q.cancelGroup(topic, group);
-    for (const [id, m] of model) if (m.group && (m.state === 'pending' || m.state === 'running')) model.set(id, { ...m, state: 'cancelled', purgeAt: clock.now + RETENTION_S * SEC });
+    for (const [id, m] of model)
+      if (m.group && (m.state === 'pending' || m.state === 'running'))
+        model.set(id, { ...m, state: 'cancelled', purgeAt: clock.now + RETENTION_S * SEC });
     await checkListings(3000, 'the final cancels', [], true);
     clock.advance((RETENTION_S + 1) * SEC);
     await sweepAll(q);

@@ -26,7 +26,11 @@ describe('group cancel under load', () => {
     const ids = Array.from({ length: N }, (_, i) => `big-${i}`);
     // due over the next 3 s: many fall due while the cancel below is under way
     for (let i = 0; i < N; i += 500) {
-      const outcomes = await q.addMany(ids.slice(i, i + 500).map((id, j) => ({ topic, id, runAt: Date.now() + ((i + j) % 3000), group: 'big', body: { i: i + j } })));
+      const outcomes = await q.addMany(
+        ids
+          .slice(i, i + 500)
+          .map((id, j) => ({ topic, id, runAt: Date.now() + ((i + j) % 3000), group: 'big', body: { i: i + j } })),
+      );
       assert.ok(outcomes.outcomes.every((o) => o.status === 'created'));
     }
     for (let i = 0; i < 200; i++) await q.add({ topic, id: `other-${i}`, delay: 0, group: 'other' });
@@ -53,13 +57,19 @@ describe('group cancel under load', () => {
     stop = true;
     await worker;
 
-    const startedAfter = claims.filter((c) => c.began > answered).flatMap((c) => c.jobs.filter((j) => j.id.startsWith('big-')));
+    const startedAfter = claims
+      .filter((c) => c.began > answered)
+      .flatMap((c) => c.jobs.filter((j) => j.id.startsWith('big-')));
     assert.deepEqual(
       startedAfter.map((j) => j.id),
       [],
       'no job of the group is handed out by a claim that began after the answer',
     );
-    const startedBefore = new Set(claims.filter((c) => c.began <= answered).flatMap((c) => c.jobs.filter((j) => j.id.startsWith('big-')).map((j) => j.id)));
+    const startedBefore = new Set(
+      claims
+        .filter((c) => c.began <= answered)
+        .flatMap((c) => c.jobs.filter((j) => j.id.startsWith('big-')).map((j) => j.id)),
+    );
     assert.ok(claims.filter((c) => c.began > answered).length > 0, 'claims went on after the answer');
 
     const states = new Map<string, number>();
@@ -73,16 +83,26 @@ describe('group cancel under load', () => {
     }
     assert.deepEqual([...states], [['cancelled', N]], 'every job of the group ends cancelled');
     assert.equal(result.cancelled + result.running, N, 'each job counted once');
-    assert.equal(result.running, startedBefore.size, 'running counts the jobs whose attempt began before the cancel reached them');
+    assert.equal(
+      result.running,
+      startedBefore.size,
+      'running counts the jobs whose attempt began before the cancel reached them',
+    );
     // how many fell due during the cancel and were cancelled by the claim that found them depends
-    // on the machine's speed: reported, not asserted (lifecycle/groups.ts and lifecycle/small-groups.ts asserts it step by step)
-    t.diagnostic(`cancelled ${result.cancelled} (${cancelledByClaim} of them by a claim), running ${result.running}, claims after the answer ${claims.filter((c) => c.began > answered).length}`);
+    // on the machine's speed: reported, not asserted (lifecycle/groups.ts and lifecycle/small-groups.ts asserts it step
+    // by step)
+    t.diagnostic(
+      `cancelled ${result.cancelled} (${cancelledByClaim} of them by a claim), running ${result.running}, claims after the answer ${claims.filter((c) => c.began > answered).length}`,
+    );
     const others = await Promise.all(Array.from({ length: 200 }, (_, i) => q.get(topic, `other-${i}`)));
     assert.ok(
       others.every((j) => j?.state === 'done'),
       'the other group ran',
     );
     const left = (await q.listGroup(topic, 'big', { limit: 500 })).jobs;
-    assert.ok(left.length > 0 && left.every((j) => j.state === 'cancelled'), 'the group still lists its cancelled jobs until they are purged');
+    assert.ok(
+      left.length > 0 && left.every((j) => j.state === 'cancelled'),
+      'the group still lists its cancelled jobs until they are purged',
+    );
   });
 });

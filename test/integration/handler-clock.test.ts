@@ -40,7 +40,10 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
       );
       Date.now = () => realNow() + skewMs;
       try {
-        const report = await handler({ topic: 'skewed', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
+        const report = await handler(
+          { topic: 'skewed', jobs: claimed.map(toWire) },
+          { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 },
+        );
         assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
       } finally {
         Date.now = realNow;
@@ -68,7 +71,10 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
         async () => undefined,
         () => rt,
       );
-      const report = await handler({ topic: 'skewed', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
+      const report = await handler(
+        { topic: 'skewed', jobs: claimed.map(toWire) },
+        { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 },
+      );
       assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
     } finally {
       rt.engine.serverTime = serverTime;

@@ -44,7 +44,10 @@ describe('a handler out of time hands the rest of its topic to a fan-out (real r
       () => rt,
     );
     // 1.2 s left: under ttr + 2 x 250 ms after the batch, so it stops instead of claiming more
-    const report = await handler({ topic: 'orders', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1200 });
+    const report = await handler(
+      { topic: 'orders', jobs: claimed.map(toWire) },
+      { awsRequestId: 'r', getRemainingTimeInMillis: () => 1200 },
+    );
     assert.deepEqual(report, { done: 2, retried: 0, dead: 0, stale: 0 });
     assert.equal((await queue.stats('orders')).ready, 4, 'four jobs are left ready');
     assert.deepEqual(invoker.calls, ['fanout'], 'the rest goes to a fan-out now, not to the next tick');

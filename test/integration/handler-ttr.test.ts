@@ -22,7 +22,10 @@ describe('the smallest ttr (real redis-server)', () => {
   let rt: Runtime;
   before(async () => {
     server = await startRedis();
-    rt = testRuntime(server.url, { quick: { handler: 'h', ttr: TTR_SECONDS.min, maxAttempts: 1 }, long: { handler: 'h', ttr: 30, maxAttempts: 3 } });
+    rt = testRuntime(server.url, {
+      quick: { handler: 'h', ttr: TTR_SECONDS.min, maxAttempts: 1 },
+      long: { handler: 'h', ttr: 30, maxAttempts: 3 },
+    });
   });
   after(async () => {
     rt?.redis.disconnect();
@@ -39,29 +42,40 @@ describe('the smallest ttr (real redis-server)', () => {
       async () => new Promise((resolve) => setTimeout(resolve, 20)),
       () => rt,
     );
-    const report = await handler({ topic: 'quick', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 });
+    const report = await handler(
+      { topic: 'quick', jobs: claimed.map(toWire) },
+      { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 },
+    );
     assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
     assert.equal((await queue.get('quick', 'q1'))?.state, 'done');
   });
 
-  it('fails an attempt when the invocation runs out before the ttr, and schedules the retry', { timeout: 20_000 }, async () => {
-    const queue = apiOf(rt);
-    await queue.add({ topic: 'long', id: 'l1', delay: 0 });
-    await queue.engine.sweep();
-    const claimed = await queue.engine.claim('long', 1);
-    assert.equal(claimed.length, 1);
-    let aborted = false;
-    // runs until told to stop, as a well-behaved function does
-    const handler = topicHandler(
-      (_job, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve(undefined)))),
-      () => rt,
-    );
-    const report = await handler({ topic: 'long', jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 600 });
-    assert.deepEqual(report, { done: 0, retried: 1, dead: 0, stale: 0 });
-    assert.ok(aborted, 'the function was told to stop');
-    const job = await queue.get('long', 'l1');
-    assert.equal(job?.state, 'delayed', 'the retry is scheduled, not left running until the ttr');
-    assert.equal(job?.attempts, 1);
-    assert.match(String(job?.lastError), /ran out of invocation time/);
-  });
+  it(
+    'fails an attempt when the invocation runs out before the ttr, and schedules the retry',
+    { timeout: 20_000 },
+    async () => {
+      const queue = apiOf(rt);
+      await queue.add({ topic: 'long', id: 'l1', delay: 0 });
+      await queue.engine.sweep();
+      const claimed = await queue.engine.claim('long', 1);
+      assert.equal(claimed.length, 1);
+      let aborted = false;
+      // runs until told to stop, as a well-behaved function does
+      const handler = topicHandler(
+        (_job, ctx) =>
+          new Promise((resolve) => ctx.signal.addEventListener('abort', () => ((aborted = true), resolve(undefined)))),
+        () => rt,
+      );
+      const report = await handler(
+        { topic: 'long', jobs: claimed.map(toWire) },
+        { awsRequestId: 'r', getRemainingTimeInMillis: () => 600 },
+      );
+      assert.deepEqual(report, { done: 0, retried: 1, dead: 0, stale: 0 });
+      assert.ok(aborted, 'the function was told to stop');
+      const job = await queue.get('long', 'l1');
+      assert.equal(job?.state, 'delayed', 'the retry is scheduled, not left running until the ttr');
+      assert.equal(job?.attempts, 1);
+      assert.match(String(job?.lastError), /ran out of invocation time/);
+    },
+  );
 });

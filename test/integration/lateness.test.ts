@@ -1,9 +1,9 @@
 /**
  * Issue 14, item 5: lateness you can see. Each start records how late the attempt started
- * (lua/includes/lateness.lua, from startAttempts-2 and claimJobs-7; tests seed it with recordStarts-1); GET /topics shows the last 5 minutes' p50 / p99 / max, the age of the
- * oldest ready job, and a per-minute series over the last hour, kept in bounded space. With several
- * partitions, the records go to the partitions in turn (no shard of a cluster takes them all) and
- * are read back merged.
+ * (lua/includes/lateness.lua, from startAttempts-2 and claimJobs-7; tests seed it with recordStarts-1); GET /topics
+ * shows the last 5 minutes' p50 / p99 / max, the age of the oldest ready job, and a per-minute series over the last
+ * hour, kept in bounded space. With several partitions, the records go to the partitions in turn (no shard of a cluster
+ * takes them all) and are read back merged.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -60,7 +60,11 @@ describe('lateness stats (real redis-server)', () => {
     const clock = new TestClock(Date.UTC(2030, 0, 4, 12, 0, 0));
     const q = makeQueue(redis, { [topic]: {} }, { clock, config: { partitions: 4 } });
     for (let i = 1; i <= 8; i++) await q.engine.recordStarts(topic, [i, 100 * i]);
-    const perPartition = await Promise.all([0, 1, 2, 3].map((p) => redis.hget(latenessKey(p, topic, 4), `m${(Date.UTC(2030, 0, 4, 12, 0, 0) / 60_000) % 60}`)));
+    const perPartition = await Promise.all(
+      [0, 1, 2, 3].map((p) =>
+        redis.hget(latenessKey(p, topic, 4), `m${(Date.UTC(2030, 0, 4, 12, 0, 0) / 60_000) % 60}`),
+      ),
+    );
     assert.deepEqual(
       perPartition.map((raw) => raw?.split('|')[1]),
       ['4', '4', '4', '4'],
@@ -70,7 +74,10 @@ describe('lateness stats (real redis-server)', () => {
     assert.equal(s.lateness.started, 16);
     assert.equal(s.lateness.maxMs, 800, 'the largest of all partitions');
     assert.equal(s.lastHour.at(-1)!.started, 16);
-    assert.ok(s.lateness.p50Ms! >= 8 && s.lateness.p50Ms! <= 119, `p50 ${s.lateness.p50Ms}: between the 8 small and the 8 large values`);
+    assert.ok(
+      s.lateness.p50Ms! >= 8 && s.lateness.p50Ms! <= 119,
+      `p50 ${s.lateness.p50Ms}: between the 8 small and the 8 large values`,
+    );
   });
 
   it('stays bounded: a day of starts every minute keeps 60 minutes, each with its bins only', async (t) => {
@@ -96,11 +103,15 @@ describe('lateness stats (real redis-server)', () => {
     assert.equal(minutes.length, 60, 'a field per minute of the last hour');
     // the bins of 100 values spread over 0-100 s: the same set every minute, so a minute's slot
     // holds exactly them (a slot reused by a later minute lost the earlier minute's bins)
-    const binsOfOneMinute = new Set(Array.from({ length: 100 }, (_, i) => Math.floor(4 * Math.log2(((i * 7919) % 100_000) + 1)))).size;
+    const binsOfOneMinute = new Set(
+      Array.from({ length: 100 }, (_, i) => Math.floor(4 * Math.log2(((i * 7919) % 100_000) + 1))),
+    ).size;
     assert.equal(fields.length, 60 * (1 + binsOfOneMinute));
     const bytes = Number(await redis.call('MEMORY', 'USAGE', latenessKey(0, topic, 1)));
     assert.ok(bytes < 60 * (1 + 67) * 100, `${bytes} bytes`); // at most ~100 bytes a field, 67 bins below 100 s
-    t.diagnostic(`lateness hash after an hour of 100 starts a minute spread over 0-100 s: ${fields.length} fields, ${bytes} bytes`);
+    t.diagnostic(
+      `lateness hash after an hour of 100 starts a minute spread over 0-100 s: ${fields.length} fields, ${bytes} bytes`,
+    );
     const ttl = await redis.pttl(latenessKey(0, topic, 1));
     assert.ok(ttl > 3_600_000 && ttl <= 3_720_000, `expires an hour after the last start: pttl ${ttl}`);
   });
@@ -114,7 +125,10 @@ describe('lateness stats (real redis-server)', () => {
       await queue.engine.sweep();
       await new Promise((resolve) => setTimeout(resolve, 50));
       const before = await queue.stats(topic);
-      assert.ok(before.oldestReadyAgeMs !== null && before.oldestReadyAgeMs >= 50, `oldest ready ${before.oldestReadyAgeMs}`);
+      assert.ok(
+        before.oldestReadyAgeMs !== null && before.oldestReadyAgeMs >= 50,
+        `oldest ready ${before.oldestReadyAgeMs}`,
+      );
       const claimed = await queue.engine.claim(topic, 5);
       await topicHandler(
         async () => undefined,
@@ -145,7 +159,11 @@ describe('lateness stats (real redis-server)', () => {
       assert.deepEqual(report, { done: 8, retried: 0, dead: 0, stale: 0 });
       assert.deepEqual(ran.sort(), Array.from({ length: 8 }, (_, i) => `d${i}`).sort());
       const after = await queue.stats(topic);
-      assert.equal(after.lateness.started, 8, 'the 5 of the event (startAttempts) and the 3 it claimed (claimJobs with start)');
+      assert.equal(
+        after.lateness.started,
+        8,
+        'the 5 of the event (startAttempts) and the 3 it claimed (claimJobs with start)',
+      );
       assert.equal(after.running + after.ready, 0);
     } finally {
       rt.redis.disconnect();

@@ -32,7 +32,8 @@ describe('sweeper and fan-out scripts (real redis-server)', () => {
 
   it('wakeSweeper reads "now" from ARGV[1]: the fixed clock when given, else Redis TIME', () =>
     isolated(async (r) => {
-      const wake = (clock: script.ClockArg, dueAt: number | 'now') => run(r, script.wakeSweeper(lease, { clock, dueAt, horizonMs: HORIZON }));
+      const wake = (clock: script.ClockArg, dueAt: number | 'now') =>
+        run(r, script.wakeSweeper(lease, { clock, dueAt, horizonMs: HORIZON }));
       assert.equal(await wake(FIXED, FIXED + HORIZON), WAKE.START_SWEEPER, 'due within the horizon of the fixed clock');
       assert.equal(await wake(FIXED, FIXED + HORIZON + 1), WAKE.NOTHING, 'past the horizon: the tick will see it');
       assert.equal(await wake('', FIXED), WAKE.NOTHING, 'on Redis TIME the same job is years ahead');
@@ -43,7 +44,10 @@ describe('sweeper and fan-out scripts (real redis-server)', () => {
 
   it('wakeSweeper wakes a running sweeper only when it plans to look later than the job is due', () =>
     isolated(async (r) => {
-      assert.equal(await run(r, script.holdLease(lease, { owner: 'me', leaseMs: 30_000, nextAt: FIXED + 5000, clearWake: true })), 0);
+      assert.equal(
+        await run(r, script.holdLease(lease, { owner: 'me', leaseMs: 30_000, nextAt: FIXED + 5000, clearWake: true })),
+        0,
+      );
       const wake = (dueAt: number) => run(r, script.wakeSweeper(lease, { clock: FIXED, dueAt, horizonMs: HORIZON }));
       assert.equal(await wake(FIXED + 5000), WAKE.NOTHING, 'it looks at that time anyway');
       assert.equal(await wake(FIXED + 4000), WAKE.WOKEN);
@@ -53,8 +57,10 @@ describe('sweeper and fan-out scripts (real redis-server)', () => {
 
   it('holdLease and releaseLease: the wake counter, NOT_OWNER, KEPT and RELEASED', () =>
     isolated(async (r) => {
-      const hold = (owner: string) => run(r, script.holdLease(lease, { owner, leaseMs: 30_000, nextAt: null, clearWake: true }));
-      const release = (owner: string, wakesSeen: number, force = false) => run(r, script.releaseLease(lease, { owner, wakesSeen, force }));
+      const hold = (owner: string) =>
+        run(r, script.holdLease(lease, { owner, leaseMs: 30_000, nextAt: null, clearWake: true }));
+      const release = (owner: string, wakesSeen: number, force = false) =>
+        run(r, script.releaseLease(lease, { owner, wakesSeen, force }));
       const seen = await hold('me');
       assert.equal(seen, 0);
       assert.equal(await hold('other'), LEASE.NOT_OWNER);

@@ -10,7 +10,11 @@ import { HttpError } from '../../lib/api/api-errors';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
-const isBadCursor = (error: unknown) => error instanceof HttpError && error.status === 400 && error.code === 'VALIDATION_FAILED' && JSON.stringify(error.details).includes('cursor');
+const isBadCursor = (error: unknown) =>
+  error instanceof HttpError &&
+  error.status === 400 &&
+  error.code === 'VALIDATION_FAILED' &&
+  JSON.stringify(error.details).includes('cursor');
 
 describe('jobs listing cursors (real redis-server)', () => {
   const redis = useRedisServer();
@@ -27,12 +31,24 @@ describe('jobs listing cursors (real redis-server)', () => {
       ['j1'],
       'its own listing takes it',
     );
-    await assert.rejects(q.listJobs(b, { state: 'delayed', limit: 1, cursor: page.next }), isBadCursor, "topic B refuses topic A's cursor");
+    await assert.rejects(
+      q.listJobs(b, { state: 'delayed', limit: 1, cursor: page.next }),
+      isBadCursor,
+      "topic B refuses topic A's cursor",
+    );
     const job = await q.get(a, 'j1');
     const forged = Buffer.from(`delayed:${Date.parse(job!.runAt)}:j1`).toString('base64url');
-    await assert.rejects(q.listJobs(a, { state: 'delayed', limit: 1, cursor: forged }), isBadCursor, 'a cursor no page gave is refused');
+    await assert.rejects(
+      q.listJobs(a, { state: 'delayed', limit: 1, cursor: forged }),
+      isBadCursor,
+      'a cursor no page gave is refused',
+    );
     const ready = Buffer.from('ready:0').toString('base64url');
-    await assert.rejects(q.listJobs(a, { state: 'ready', limit: 1, cursor: ready }), isBadCursor, 'a forged ready cursor is refused');
+    await assert.rejects(
+      q.listJobs(a, { state: 'ready', limit: 1, cursor: ready }),
+      isBadCursor,
+      'a forged ready cursor is refused',
+    );
   });
 
   it('a ready listing paged across claims passes over no job that stayed ready', async () => {
@@ -79,7 +95,8 @@ describe('jobs listing cursors (real redis-server)', () => {
       ['b-1', 'z'],
       ['c', 'a'],
     ] as const;
-    for (const [id, key] of jobs) await q.add({ topic, id, runAt: new Date(runAt).toISOString(), ...(key ? { key } : {}) });
+    for (const [id, key] of jobs)
+      await q.add({ topic, id, runAt: new Date(runAt).toISOString(), ...(key ? { key } : {}) });
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < jobs.length + 1; page++) {

@@ -38,7 +38,11 @@ function cases(): Case[] {
   if (!seeds) return DEFAULT;
   const steps = Number(process.env.MODEL_STEPS ?? 1000);
   const names = (process.env.MODEL_FAULTS ?? 'drops').split(',');
-  const faults = { drops: names.includes('drops'), failover: names.includes('failover'), restart: names.includes('restart') };
+  const faults = {
+    drops: names.includes('drops'),
+    failover: names.includes('failover'),
+    restart: names.includes('restart'),
+  };
   return seeds.split(',').map((s) => ({ seed: Number(s), steps, faults }));
 }
 
@@ -51,7 +55,9 @@ describe('the engine against a reference model', () => {
         .join(', ') || 'no faults';
     it(`seed ${c.seed}: ${c.steps} random steps with ${faults} agree with the model`, async (t) => {
       const result = await runModel({ seed: c.seed, steps: c.steps, faults: c.faults });
-      t.diagnostic(`seed ${c.seed}: ${result.steps} steps in ${(result.ms / 1000).toFixed(1)} s (${Math.round(result.steps / (result.ms / 1000))} steps/s); ${JSON.stringify(result.counts)}`);
+      t.diagnostic(
+        `seed ${c.seed}: ${result.steps} steps in ${(result.ms / 1000).toFixed(1)} s (${Math.round(result.steps / (result.ms / 1000))} steps/s); ${JSON.stringify(result.counts)}`,
+      );
       if (result.violation) assert.fail(result.violation.message);
       assert.equal(result.steps, c.steps);
     });

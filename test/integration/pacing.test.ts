@@ -54,20 +54,33 @@ describe('pacing (real redis-server)', () => {
     const claimed: ClaimedJob[] = [];
     const claimAll = async () => {
       for (let got = 0; ;) {
-        const round = await Promise.all([a.engine.claimPaced(topic, 4), b.engine.claimPaced(topic, 4), a.engine.claimPaced(topic, 4), b.engine.claimPaced(topic, 4)]);
+        const round = await Promise.all([
+          a.engine.claimPaced(topic, 4),
+          b.engine.claimPaced(topic, 4),
+          a.engine.claimPaced(topic, 4),
+          b.engine.claimPaced(topic, 4),
+        ]);
         const jobs = round.flatMap((r) => r.jobs);
         claimed.push(...jobs);
         got += jobs.length;
         if (jobs.length === 0) return { got, waits: round.map((r) => r.waitMs) };
       }
     };
-    assert.deepEqual(await claimAll(), { got: 1, waits: [100, 100, 100, 100] }, 'one start per 100 ms: no herd at the start');
+    assert.deepEqual(
+      await claimAll(),
+      { got: 1, waits: [100, 100, 100, 100] },
+      'one start per 100 ms: no herd at the start',
+    );
     for (let k = 1; k < 10; k++) {
       clock.now = t0 + 100 * k;
       assert.equal((await claimAll()).got, 1);
     }
     clock.now = t0 + 950;
-    assert.deepEqual(await claimAll(), { got: 0, waits: [60, 60, 60, 60] }, 'count reached: none until the first slot leaves the window at +1010');
+    assert.deepEqual(
+      await claimAll(),
+      { got: 0, waits: [60, 60, 60, 60] },
+      'count reached: none until the first slot leaves the window at +1010',
+    );
     clock.now = t0 + 1000;
     assert.deepEqual(await claimAll(), { got: 0, waits: [10, 10, 10, 10] }, 'the pace allows one, the window does not');
     clock.now = t0 + 1010;
@@ -124,7 +137,10 @@ describe('pacing (real redis-server)', () => {
     await a.engine.sweep();
     const invoker = new RecordingInvoker();
     const deps = { invoker, log, remainingMs: () => 20_000 };
-    const [ra, rb] = await Promise.all([runFanout({ ...deps, engine: a.engine }, { topics: [topic] }), runFanout({ ...deps, engine: b.engine }, { topics: [topic] })]);
+    const [ra, rb] = await Promise.all([
+      runFanout({ ...deps, engine: a.engine }, { topics: [topic] }),
+      runFanout({ ...deps, engine: b.engine }, { topics: [topic] }),
+    ]);
     const jobs = invoker.jobs();
     assert.equal(ra[topic]!.claimed + rb[topic]!.claimed, 30);
     assert.equal(new Set(jobs.map((j) => j.id)).size, 30, 'every job delivered once');
@@ -144,7 +160,9 @@ describe('pacing (real redis-server)', () => {
 
   it('a fan-out out of time hands the waiting jobs to a new fan-out; they stay ready', async () => {
     const topic = uniqueTopic('pace');
-    const queue = makeQueue(server.client(), { [topic]: { handler: 'h', concurrency: 1000, rateLimit: { count: 5, per: 60 } } }); // one start per 12 s
+    const queue = makeQueue(server.client(), {
+      [topic]: { handler: 'h', concurrency: 1000, rateLimit: { count: 5, per: 60 } },
+    }); // one start per 12 s
     for (let i = 0; i < 12; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: i });
     await queue.engine.sweep();
     const invoker = new RecordingInvoker();
@@ -152,7 +170,10 @@ describe('pacing (real redis-server)', () => {
     const { sweeperKeys } = await import('../../lib/engine/keys');
     await r.del(sweeperKeys().fanout);
     await r.set(sweeperKeys().fanout, 'mine', 'PX', 30_000);
-    await runFanout({ engine: queue.engine, invoker, log, remainingMs: () => 10_000 }, { token: 'mine', topics: [topic] });
+    await runFanout(
+      { engine: queue.engine, invoker, log, remainingMs: () => 10_000 },
+      { token: 'mine', topics: [topic] },
+    );
     assert.equal(invoker.jobs().length, 1, 'the first start; the next is 12 s away, beyond its time');
     assert.equal(invoker.calls.filter((c) => c.name === 'fanout').length, 1, 'a new fan-out was invoked');
     assert.notEqual(await r.get(sweeperKeys().fanout), 'mine', 'its own mark cleared, the new one set');
@@ -164,17 +185,33 @@ describe('pacing (real redis-server)', () => {
   it('tokens a claim did not use go back to the window and the pace (returnTokens), and a slot that left the window takes none', async () => {
     const topic = uniqueTopic('pace');
     const clock = new TestClock();
-    const queue = makeQueue(server.client(), { [topic]: { concurrency: 1000, rateLimit: { count: 1000, per: 1 } } }, { clock });
+    const queue = makeQueue(
+      server.client(),
+      { [topic]: { concurrency: 1000, rateLimit: { count: 1000, per: 1 } } },
+      { clock },
+    );
     for (let i = 0; i < 2; i++) await queue.add({ topic, id: `j${i}`, delay: 0, body: i });
     await queue.engine.sweep();
     const r = server.client();
     const got = await queue.engine.claimPaced(topic, 50);
     assert.deepEqual([got.jobs.length, got.waitMs], [2, null], 'two ready: the other 48 tokens were not the limit');
     const slot = String(Math.floor((clock.now * 100) / 1000));
-    assert.deepEqual(await r.hgetall(rateKey(topic)), { [slot]: '2', tat: String(clock.now + 2) }, 'the window holds 2, the pace moved by 2 ms');
+    assert.deepEqual(
+      await r.hgetall(rateKey(topic)),
+      { [slot]: '2', tat: String(clock.now + 2) },
+      'the window holds 2, the pace moved by 2 ms',
+    );
     assert.equal(await run(r, returnTokens([rateKey(topic)], { slot: Number(slot), n: 1, intervalMs: 1 })), 1);
-    assert.equal(await run(r, returnTokens([rateKey(topic)], { slot: Number(slot), n: 5, intervalMs: 1 })), 0, 'never below 0; the emptied slot is deleted');
-    assert.equal(await run(r, returnTokens([rateKey(topic)], { slot: 12, n: 1, intervalMs: 1 })), 0, 'a slot no longer held');
+    assert.equal(
+      await run(r, returnTokens([rateKey(topic)], { slot: Number(slot), n: 5, intervalMs: 1 })),
+      0,
+      'never below 0; the emptied slot is deleted',
+    );
+    assert.equal(
+      await run(r, returnTokens([rateKey(topic)], { slot: 12, n: 1, intervalMs: 1 })),
+      0,
+      'a slot no longer held',
+    );
     assert.deepEqual(await r.hgetall(rateKey(topic)), { tat: String(clock.now + 2 - 7) }, 'the pace takes back all 7');
   });
 

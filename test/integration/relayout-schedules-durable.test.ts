@@ -38,7 +38,10 @@ describe('moving schedules with durability replica', () => {
     const topics = { [topic]: { ttr: 30 } };
     const config = { durability: 'replica', durabilityTimeout: 0.2, retention: 0 };
     const old = makeQueue(redis, topics, { clock, config: { ...config, partitions: BEFORE } });
-    const changing = makeQueue(redis, topics, { clock, config: { ...config, partitions: AFTER, formerPartitions: BEFORE } });
+    const changing = makeQueue(redis, topics, {
+      clock,
+      config: { ...config, partitions: AFTER, formerPartitions: BEFORE },
+    });
     await old.putSchedule(topic, 'd', { every: 60 });
     const inFormer = () => redis.hexists(scheduleKeys(partitionOf(topic, 'd', BEFORE), topic, BEFORE).schedules, 'd');
     const inCurrent = () => redis.hexists(scheduleKeys(partitionOf(topic, 'd', AFTER), topic, AFTER).schedules, 'd');
@@ -46,7 +49,11 @@ describe('moving schedules with durability replica', () => {
     try {
       const cut = await moveSchedules(changing.engine.ctx, 10);
       assert.deepEqual([cut.moved, cut.busy, cut.left], [0, 1, true], 'not confirmed: not moved now');
-      assert.deepEqual([await inFormer(), await inCurrent()], [1, 0], 'frozen in the former partition, no copy made yet');
+      assert.deepEqual(
+        [await inFormer(), await inCurrent()],
+        [1, 0],
+        'frozen in the former partition, no copy made yet',
+      );
     } finally {
       pair.resumeReplica();
     }

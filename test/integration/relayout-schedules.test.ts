@@ -34,7 +34,10 @@ describe('moving schedules while the partition count changes', () => {
     const topic = uniqueTopic('relayout-sched');
     const topics = { [topic]: { ttr: 30, maxAttempts: 3, concurrency: 1000, ...topicInput } };
     const before = makeQueue(redis, topics, { clock, config: { partitions: BEFORE, retention: 0 } });
-    const after = makeQueue(redis, topics, { clock, config: { partitions: AFTER, formerPartitions: BEFORE, retention: 0 } });
+    const after = makeQueue(redis, topics, {
+      clock,
+      config: { partitions: AFTER, formerPartitions: BEFORE, retention: 0 },
+    });
     const former = (id: string) => partitionOf(topic, id, BEFORE);
     const current = (id: string) => partitionOf(topic, id, AFTER);
     /** Where schedule `id` is stored: 'former', 'current', 'both' or 'none'. */
@@ -50,14 +53,27 @@ describe('moving schedules while the partition count changes', () => {
       const csk = scheduleKeys(current(id), topic, AFTER);
       const ck = topicKeys(current(id), topic, AFTER);
       const inFormer = [fsk.schedules, fsk.ids, fsk.next, fk.jobs, fk.bodies, fk.delayed, fk.running, fk.done] as const;
-      const inCurrent = [csk.schedules, csk.ids, csk.next, ck.jobs, ck.bodies, ck.delayed, ck.running, ck.done, groupKey(current(id), topic, group, AFTER)] as const;
+      const inCurrent = [
+        csk.schedules,
+        csk.ids,
+        csk.next,
+        ck.jobs,
+        ck.bodies,
+        ck.delayed,
+        ck.running,
+        ck.done,
+        groupKey(current(id), topic, group, AFTER),
+      ] as const;
       return {
         freeze: () => run(redis, script.freezeSchedule(inFormer, { clock: clock.now, id, count: AFTER })),
         adopt: (record: string) => run(redis, script.adoptSchedule(inCurrent, { clock: clock.now, id, record })),
         drop: (version: number) => run(redis, script.dropSchedule(inFormer, { clock: clock.now, id, version })),
       };
     };
-    /** Sweeps through `q` as the sweeper does (again at once while it has more, or something due now), then claims, starts and acks what is ready; the ids run, sorted. */
+    /**
+     * Sweeps through `q` as the sweeper does (again at once while it has more, or something due now), then claims,
+     * starts and acks what is ready; the ids run, sorted.
+     */
     const sweepAndRun = async (q: Queue = after) => {
       for (let i = 0; i < 20; i++) {
         const swept = await q.engine.sweep();
@@ -65,7 +81,8 @@ describe('moving schedules while the partition count changes', () => {
       }
       const claimed = await q.engine.claim(topic, 1000);
       const live = await q.engine.start(topic, claimed);
-      for (const [i, job] of claimed.entries()) if (live[i]) assert.equal(await q.engine.ack(topic, job.id, job), 'done', `ack of ${job.id}`);
+      for (const [i, job] of claimed.entries())
+        if (live[i]) assert.equal(await q.engine.ack(topic, job.id, job), 'done', `ack of ${job.id}`);
       return claimed
         .filter((_, i) => live[i])
         .map((j) => j.id)
@@ -95,7 +112,13 @@ describe('moving schedules while the partition count changes', () => {
   it('the sweep moves every schedule to its current partition: definition, pending occurrence, last run and pause carry over, the version grows, and each occurrence runs once, on time', async () => {
     const { clock, topic, before, after, where, sweepAndRun } = setup();
     const all = ids(24);
-    for (const id of all) await before.putSchedule(topic, id, { every: 60, body: { id }, maxAttempts: 2, ...(id === 's3' ? { paused: true } : {}) }, 'ops');
+    for (const id of all)
+      await before.putSchedule(
+        topic,
+        id,
+        { every: 60, body: { id }, maxAttempts: 2, ...(id === 's3' ? { paused: true } : {}) },
+        'ops',
+      );
     clock.advance(MIN);
     const first = await sweepAndRun(before);
     assert.equal(first.length, 23, 'each running schedule ran once (s3 is paused)');
@@ -109,7 +132,8 @@ describe('moving schedules while the partition count changes', () => {
     const step = await moveSchedules(after.engine.ctx, 5);
     assert.deepEqual([step.moved, step.more, step.left], [5, true, true]);
     assert.equal((await Promise.all(all.map(where))).filter((w) => w === 'current').length, 5);
-    for (let i = 0; i < 20 && (await Promise.all(all.map(where))).some((w) => w !== 'current'); i++) await after.engine.sweep();
+    for (let i = 0; i < 20 && (await Promise.all(all.map(where))).some((w) => w !== 'current'); i++)
+      await after.engine.sweep();
     for (const id of all) {
       assert.equal(await where(id), 'current', id);
       const moved = await after.getSchedule(topic, id);
@@ -167,9 +191,17 @@ describe('moving schedules while the partition count changes', () => {
     await moveAll();
     assert.equal(await where('a'), 'current');
     assert.equal(await where('b'), 'current');
-    assert.deepEqual(await sweepAndRun(), [occurrenceId('a', clock.now), occurrenceId('b', clock.now)], 'each ran once, a sweep late');
+    assert.deepEqual(
+      await sweepAndRun(),
+      [occurrenceId('a', clock.now), occurrenceId('b', clock.now)],
+      'each ran once, a sweep late',
+    );
     const b1 = await after.getSchedule(topic, 'b');
-    assert.deepEqual([b1?.lastRunAt, b1?.pending?.id, b1?.body, b1?.createdAt], [new Date(clock.now).toISOString(), occurrenceId('b', clock.now + MIN), b0?.body, b0?.createdAt], 'moved on from where it was');
+    assert.deepEqual(
+      [b1?.lastRunAt, b1?.pending?.id, b1?.body, b1?.createdAt],
+      [new Date(clock.now).toISOString(), occurrenceId('b', clock.now + MIN), b0?.body, b0?.createdAt],
+      'moved on from where it was',
+    );
     clock.advance(MIN);
     assert.deepEqual(await sweepAndRun(), [occurrenceId('a', clock.now), occurrenceId('b', clock.now)]);
   });
@@ -181,19 +213,34 @@ describe('moving schedules while the partition count changes', () => {
     // a stale mover: it froze (and read) the record of 'gone', then stalled
     const stale = await steps('gone').freeze();
     assert.equal(stale[0], RELAYOUT.FROZEN);
-    const twin = makeQueue(after.engine.ctx.redis, Object.fromEntries([[topic, { ttr: 30 }]]), { clock, config: { partitions: AFTER, formerPartitions: BEFORE, retention: 0 } });
-    await Promise.all([moveSchedules(after.engine.ctx, 100), moveSchedules(twin.engine.ctx, 100), moveSchedules(after.engine.ctx, 100)]);
+    const twin = makeQueue(after.engine.ctx.redis, Object.fromEntries([[topic, { ttr: 30 }]]), {
+      clock,
+      config: { partitions: AFTER, formerPartitions: BEFORE, retention: 0 },
+    });
+    await Promise.all([
+      moveSchedules(after.engine.ctx, 100),
+      moveSchedules(twin.engine.ctx, 100),
+      moveSchedules(after.engine.ctx, 100),
+    ]);
     for (const id of [...all, 'gone']) assert.equal(await where(id), 'current', id);
     await moveAll();
     // the move finished by others, the schedule is deleted; then the stale mover goes on
     await after.deleteSchedule(topic, 'gone');
-    assert.deepEqual(await steps('gone').adopt(stale[2] as string), [REFUSAL.JOB_EXISTS], 'the current partition remembers it moved in and was deleted');
+    assert.deepEqual(
+      await steps('gone').adopt(stale[2] as string),
+      [REFUSAL.JOB_EXISTS],
+      'the current partition remembers it moved in and was deleted',
+    );
     assert.deepEqual(await steps('gone').drop(stale[1] as number), [REFUSAL.NOT_FOUND]);
     assert.equal(await where('gone'), 'none');
     assert.equal(await after.getSchedule(topic, 'gone'), null);
     clock.advance(MIN);
     const ran = await sweepAndRun();
-    assert.deepEqual(ran, all.map((id) => occurrenceId(id, clock.now)).sort(), 'one occurrence each, none of the deleted one');
+    assert.deepEqual(
+      ran,
+      all.map((id) => occurrenceId(id, clock.now)).sort(),
+      'one occurrence each, none of the deleted one',
+    );
   });
 
   it('put, pause, resume, delete and GET work during the change wherever the schedule is: a change by id moves it first', async () => {
@@ -215,7 +262,11 @@ describe('moving schedules while the partition count changes', () => {
     assert.equal(created.status, 'created');
     assert.equal(await where('n'), 'current', 'a new id: in the current layout');
     clock.advance(MIN);
-    assert.deepEqual(await sweepAndRun(), [occurrenceId('n', clock.now), occurrenceId('r', clock.now)], 'r, moved by the sweep as its occurrence fell due, runs on time; q paused; p every 2 minutes; d deleted');
+    assert.deepEqual(
+      await sweepAndRun(),
+      [occurrenceId('n', clock.now), occurrenceId('r', clock.now)],
+      'r, moved by the sweep as its occurrence fell due, runs on time; q paused; p every 2 minutes; d deleted',
+    );
     const resumed = await after.pauseSchedule(topic, 'q', false);
     assert.equal(resumed.paused, false);
     assert.deepEqual(
@@ -232,7 +283,11 @@ describe('moving schedules while the partition count changes', () => {
     const [job] = await before.engine.claim(topic, 10);
     assert.ok(job);
     assert.deepEqual(await before.engine.start(topic, [job]), [true]);
-    assert.deepEqual(await moveSchedules(after.engine.ctx, 10).then((s) => [s.moved, s.busy, s.left]), [0, 1, true], 'busy: not moved');
+    assert.deepEqual(
+      await moveSchedules(after.engine.ctx, 10).then((s) => [s.moved, s.busy, s.left]),
+      [0, 1, true],
+      'busy: not moved',
+    );
     assert.equal(await where('busy'), 'former');
     assert.equal((await after.pauseSchedule(topic, 'busy', true)).paused, true, 'the pause acts where it lives');
     assert.equal(await after.engine.ack(topic, job.id, job), 'done', 'the started occurrence ran on');
@@ -243,15 +298,24 @@ describe('moving schedules while the partition count changes', () => {
 
   it('an engine that does not know of the change, putting a new id in a closed partition of the former layout, is refused there and writes it in the current one; it reaches a moved schedule too', async () => {
     const { topic, before, after, former, where } = setup();
-    // a schedule put through the engine that knows closes its former partition (and, moved, the schedule is in the current one)
+    // a schedule put through the engine that knows closes its former partition (and, moved, the schedule is in the
+    // current one)
     await after.putSchedule(topic, 'first', { every: 60 });
     const closed = former('first');
     const fresh = ids(40, 'x').find((id) => former(id) === closed)!;
     const created = await before.putSchedule(topic, fresh, { every: 60, body: { fresh: true } });
     assert.equal(created.status, 'created');
-    assert.equal(await where(fresh), 'current', 'refused in the closed former partition, written in the current layout');
+    assert.equal(
+      await where(fresh),
+      'current',
+      'refused in the closed former partition, written in the current layout',
+    );
     assert.deepEqual((await after.getSchedule(topic, fresh))?.body, { fresh: true });
-    assert.deepEqual((await before.getSchedule(topic, fresh))?.body, { fresh: true }, 'read in the layout the closed partition names');
+    assert.deepEqual(
+      (await before.getSchedule(topic, fresh))?.body,
+      { fresh: true },
+      'read in the layout the closed partition names',
+    );
     // a schedule the old engine put before the partition closed, moved since, is changed through it where it lives
     const old = ids(40, 'y').find((id) => former(id) !== closed) ?? 'y0';
     await before.putSchedule(topic, old, { every: 60 });
@@ -267,7 +331,8 @@ describe('moving schedules while the partition count changes', () => {
     await before.putSchedule(topic, 'g', { every: 60, group: 'tenant-1', jitter: 20 });
     await after.engine.sweep();
     assert.equal(await where('g'), 'current');
-    for (let i = 0; i < 3; i++) await after.engine.sweep(); // the withdrawn occurrence's leftovers in the former partition purged
+    // the withdrawn occurrence's leftovers in the former partition purged
+    for (let i = 0; i < 3; i++) await after.engine.sweep();
     const grouped = await after.listGroup(topic, 'tenant-1', { limit: 10 });
     assert.deepEqual(
       grouped.jobs.map((j) => [j.id, j.state]),
@@ -279,10 +344,14 @@ describe('moving schedules while the partition count changes', () => {
 
   it('a stack not changing: a schedule costs the script calls it did before (no move, no look in another layout)', async () => {
     const { redis, topic, before } = setup();
-    // the script calls and other requests the engine sent (the commands the scripts ran are counted apart, as cmdstat_hget and such: left out)
+    // the script calls and other requests the engine sent (the commands the scripts ran are counted apart, as
+    // cmdstat_hget and such: left out)
     const calls = async () => {
       const stats = await redis.info('commandstats');
-      return [...stats.matchAll(/cmdstat_(fcall|fcall_ro|evalsha|eval|time):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[2]), 0);
+      return [...stats.matchAll(/cmdstat_(fcall|fcall_ro|evalsha|eval|time):calls=(\d+)/g)].reduce(
+        (sum, m) => sum + Number(m[2]),
+        0,
+      );
     };
     await before.putSchedule(topic, 'warm', { every: 60 });
     let at = await calls();

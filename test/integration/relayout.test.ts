@@ -59,14 +59,26 @@ describe('changing the partition count of a stack that holds jobs', () => {
     assert.deepEqual((await after.stats(topic)).former, { jobs: 30, schedules: 0 });
     for (const id of fresh) assert.equal(await where(id), 'current', id);
     const dueNow = await drain();
-    assert.deepEqual(dueNow.sort(), [...old, ...fresh].filter((id) => i(id) % 2 === 0).sort(), 'the jobs due now, of both layouts, each once');
+    assert.deepEqual(
+      dueNow.sort(),
+      [...old, ...fresh].filter((id) => i(id) % 2 === 0).sort(),
+      'the jobs due now, of both layouts, each once',
+    );
     clock.advance(60_000);
     const dueLater = await drain();
-    assert.deepEqual(dueLater.sort(), [...old, ...fresh].filter((id) => i(id) % 2 === 1).sort(), 'the jobs due in a minute, of both layouts, each once');
+    assert.deepEqual(
+      dueLater.sort(),
+      [...old, ...fresh].filter((id) => i(id) % 2 === 1).sort(),
+      'the jobs due in a minute, of both layouts, each once',
+    );
     for (const id of [...old, ...fresh]) assert.equal((await after.get(topic, id))?.state, 'done', id);
     const stats = await after.stats(topic);
     assert.deepEqual([stats.delayed, stats.ready, stats.running, stats.dead], [0, 0, 0, 0]);
-    assert.deepEqual(stats.former, { jobs: 30, schedules: 0 }, 'the former partitions hold the 30 old jobs, done, until their retention ends');
+    assert.deepEqual(
+      stats.former,
+      { jobs: 30, schedules: 0 },
+      'the former partitions hold the 30 old jobs, done, until their retention ends',
+    );
     assert.equal((await before.stats(topic)).former, undefined, 'no change under way: no former partitions');
   });
 
@@ -91,8 +103,13 @@ describe('changing the partition count of a stack that holds jobs', () => {
     for (let n = 0; partitionOf(topic, y, BEFORE) !== p; n++) y = `y${n}`;
     assert.equal((await after.add({ topic, id: 'x', delay: 60, body: 'x' })).status, 'created');
     assert.equal(await where('x'), 'current');
-    assert.equal(await redis.hget(topicKeys(p, topic, BEFORE).jobs, '#moved'), String(AFTER), 'the former partition is closed, with the count to go to');
-    // the engine of 2 partitions, knowing nothing of the change, adds y there: turned away, written in the current layout
+    assert.equal(
+      await redis.hget(topicKeys(p, topic, BEFORE).jobs, '#moved'),
+      String(AFTER),
+      'the former partition is closed, with the count to go to',
+    );
+    // the engine of 2 partitions, knowing nothing of the change, adds y there: turned away, written in the current
+    // layout
     assert.equal((await before.add({ topic, id: y, delay: 60, body: 'y' })).status, 'created');
     assert.equal(await where(y), 'current', 'y lives in the current layout: one place for every writer');
     // and its add of x, which the current layout holds, answers exists
@@ -106,7 +123,10 @@ describe('changing the partition count of a stack that holds jobs', () => {
     const { topic, before, after, where } = setup();
     for (let n = 0; n < 40; n++) {
       const id = `race-${n}`;
-      const outcomes = await Promise.all([before.add({ topic, id, delay: 60, body: 'b' }), after.add({ topic, id, delay: 60, body: 'a' })]);
+      const outcomes = await Promise.all([
+        before.add({ topic, id, delay: 60, body: 'b' }),
+        after.add({ topic, id, delay: 60, body: 'a' }),
+      ]);
       assert.deepEqual(outcomes.map((o) => o.status).sort(), ['created', 'exists'], id);
       assert.notEqual(await where(id), 'both', id);
     }
@@ -146,10 +166,16 @@ describe('changing the partition count of a stack that holds jobs', () => {
     await after.add({ topic, id: 'p', delay: 0, body: 'p' });
     await after.engine.sweep();
     assert.deepEqual(await after.engine.claim(topic, 10), []);
-    for (let p = 0; p < AFTER; p++) assert.equal(await redis.hget(topicKeys(p, topic, layout).jobs, PAUSED_FIELD), 'ops', `current partition ${p} paused by ops`);
+    for (let p = 0; p < AFTER; p++)
+      assert.equal(
+        await redis.hget(topicKeys(p, topic, layout).jobs, PAUSED_FIELD),
+        'ops',
+        `current partition ${p} paused by ops`,
+      );
     assert.equal((await after.stats(topic)).paused, true);
     await after.resumeTopic(topic);
-    for (let p = 0; p < layout.size; p++) assert.equal(await redis.hexists(topicKeys(p, topic, layout).jobs, PAUSED_FIELD), 0, `partition ${p} resumed`);
+    for (let p = 0; p < layout.size; p++)
+      assert.equal(await redis.hexists(topicKeys(p, topic, layout).jobs, PAUSED_FIELD), 0, `partition ${p} resumed`);
     await after.engine.sweep();
     assert.deepEqual(
       (await after.engine.claim(topic, 10)).map((j) => j.id),
@@ -162,7 +188,11 @@ describe('changing the partition count of a stack that holds jobs', () => {
     for (let n = 0; n < 6; n++) await before.add({ topic, id: `g-old-${n}`, delay: 60, group: 'g', body: n });
     for (let n = 0; n < 6; n++) await after.add({ topic, id: `g-new-${n}`, delay: 60, group: 'g', body: n });
     const listed: string[] = [];
-    for (let page = await after.listGroup(topic, 'g', { limit: 4 }); ; page = await after.listGroup(topic, 'g', { limit: 4, cursor: page.next! })) {
+    for (
+      let page = await after.listGroup(topic, 'g', { limit: 4 });
+      ;
+      page = await after.listGroup(topic, 'g', { limit: 4, cursor: page.next! })
+    ) {
       listed.push(...page.jobs.map((j) => j.id));
       if (!page.next) break;
     }

@@ -47,7 +47,10 @@ describe('a lost script reply (real redis-server behind a reply-dropping proxy)'
     proxy.dropReplyTo(`${topic}`);
     const outcome = await settle(queue.engine.claim(topic, 2));
     assert.equal(proxy.dropped, before + 1, 'the reply was dropped');
-    assert.ok('error' in outcome, `a lost reply surfaces as an error, not as another answer: got ${JSON.stringify(outcome)}`);
+    assert.ok(
+      'error' in outcome,
+      `a lost reply surfaces as an error, not as another answer: got ${JSON.stringify(outcome)}`,
+    );
     const direct = makeQueue(server.client(), { [topic]: { handler: 'h' } });
     const stats = await direct.stats(topic);
     assert.deepEqual([stats.running, stats.ready], [2, 0], 'the claim ran once');
@@ -68,7 +71,8 @@ describe('a lost script reply (real redis-server behind a reply-dropping proxy)'
     const calls: unknown[] = [];
     const invoker: Invoker = { invokeAsync: async (_name, payload) => void calls.push(payload) };
     await server.client().del(sweeperKeys().fanout);
-    await requestFanout({ engine: makeQueue(proxied, { fanout: {} }).engine, invoker }).catch(() => false); // warm the script
+    // warm the script
+    await requestFanout({ engine: makeQueue(proxied, { fanout: {} }).engine, invoker }).catch(() => false);
     await server.client().del(sweeperKeys().fanout);
     calls.length = 0;
     proxy.dropReplyTo('fanout');

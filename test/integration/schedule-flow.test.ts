@@ -23,7 +23,11 @@ describe('a schedule on a flow topic carries its key', () => {
     const clock = new TestClock();
     // 4 partitions: the schedule and its occurrences are in the flow topic's one partition; a ttr of
     // 10 minutes outlasts the minutes a test moves its clock by, so a claimed occurrence stays running
-    const q = makeQueue(redis.client(), { [topic]: { concurrency: 50, ttr: 600, maxAttempts: 3, flow: { concurrency: 1 } }, [plain]: {} }, { clock, config: { partitions: 4 } });
+    const q = makeQueue(
+      redis.client(),
+      { [topic]: { concurrency: 50, ttr: 600, maxAttempts: 3, flow: { concurrency: 1 } }, [plain]: {} },
+      { clock, config: { partitions: 4 } },
+    );
     return { topic, plain, clock, q };
   }
 
@@ -137,7 +141,8 @@ describe('a schedule on a flow topic carries its key', () => {
     assert.equal((await q.engine.flowKey(topic, 'k2')).running, 1);
     await ackAll(q, topic, [...one, ...two]);
 
-    // a put once the pending occurrence's run time came, before the sweep moved the schedule on: it is left to run (under k2), the next is made under k3
+    // a put once the pending occurrence's run time came, before the sweep moved the schedule on: it is left to run
+    // (under k2), the next is made under k3
     clock.advance(MIN);
     const due = (await q.getSchedule(topic, 'swap'))!.pending!.id;
     const kept = await q.putSchedule(topic, 'swap', { every: 60, key: 'k3' });

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { moveDue } from '../../lib/engine/sweep'; // a sweep's steps apart: the occurrence runs before its schedule moves on
+// a sweep's steps apart: the occurrence runs before its schedule moves on
+import { moveDue } from '../../lib/engine/sweep';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -18,7 +19,11 @@ describe('pausing a schedule', () => {
   function setup() {
     const topic = uniqueTopic('sched-pause');
     const clock = new TestClock(); // on the hour
-    const q = makeQueue(redis.client(), { [topic]: { ttr: 30, maxAttempts: 3, concurrency: 100 } }, { clock, config: { retention: 0 } });
+    const q = makeQueue(
+      redis.client(),
+      { [topic]: { ttr: 30, maxAttempts: 3, concurrency: 100 } },
+      { clock, config: { retention: 0 } },
+    );
     return { topic, clock, q };
   }
 
@@ -43,12 +48,20 @@ describe('pausing a schedule', () => {
       assert.deepEqual(await q.engine.claim(topic, 10), [], 'nothing runs while paused');
     }
     const kept = await q.getSchedule(topic, 'minutely');
-    assert.deepEqual([kept?.every, kept?.body, kept?.maxAttempts, kept?.updatedBy], [60, { kind: 'tick' }, 7, 'ops'], 'the definition stays');
+    assert.deepEqual(
+      [kept?.every, kept?.body, kept?.maxAttempts, kept?.updatedBy],
+      [60, { kind: 'tick' }, 7, 'ops'],
+      'the definition stays',
+    );
     const resumed = await q.engine.pauseSchedule(topic, 'minutely', false, 'ops');
     assert.equal(resumed?.paused, false);
     await sweepAll(q);
     const after = await q.engine.claim(topic, 10);
-    assert.equal(after.length, 1, `catchUp latest: one run for what the pause missed, got ${after.map((j) => j.id).join(', ')}`);
+    assert.equal(
+      after.length,
+      1,
+      `catchUp latest: one run for what the pause missed, got ${after.map((j) => j.id).join(', ')}`,
+    );
     assert.equal(await q.engine.pauseSchedule(topic, 'none', true), null, 'no such schedule');
   });
 

@@ -75,7 +75,13 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
    * For `seconds` seconds: advances the clock a second, then sweeps and runs what is ready (and
    * calls `each` with the seconds gone); asserts no occurrence runs twice. Returns when each ran.
    */
-  async function runEachSecond(q: Queue, topic: string, clock: TestClock, seconds: number, each?: (s: number) => Promise<void>): Promise<Map<string, number>> {
+  async function runEachSecond(
+    q: Queue,
+    topic: string,
+    clock: TestClock,
+    seconds: number,
+    each?: (s: number) => Promise<void>,
+  ): Promise<Map<string, number>> {
     const ran = new Map<string, number>();
     for (let s = 1; s <= seconds; s++) {
       clock.advance(SEC);
@@ -93,9 +99,15 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
    * jitter holds it back more than 2 minutes) is handed over and held back; then a put shortens
    * the period to a minute.
    */
-  async function heldBackThenShortened(q: Queue, topic: string, clock: TestClock): Promise<{ start: number; id: string; held: string }> {
+  async function heldBackThenShortened(
+    q: Queue,
+    topic: string,
+    clock: TestClock,
+  ): Promise<{ start: number; id: string; held: string }> {
     const start = clock.now;
-    const id = ['slow', 'slow-b', 'slow-c', 'slow-d', 'slow-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + HOUR), 3_000_000) > 2 * MIN)!;
+    const id = ['slow', 'slow-b', 'slow-c', 'slow-d', 'slow-e'].find(
+      (x) => jitterOffsetMs(topic, occurrenceId(x, start + HOUR), 3_000_000) > 2 * MIN,
+    )!;
     await q.putSchedule(topic, id, { every: 3600, jitter: 3000 });
     const held = occurrenceId(id, start + HOUR);
     clock.advance(HOUR + 5 * SEC);
@@ -107,7 +119,13 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
   describe('schedules', () => {
     it('put creates the schedule and its first occurrence, an ordinary job of the topic, found by GET', async () => {
       const { q, topic, clock } = setup();
-      const put = await q.putSchedule(topic, 'report', { cron: '0 9 * * *', timezone: 'Europe/Berlin', body: { kind: 'daily' }, maxAttempts: 7, group: 'reports' });
+      const put = await q.putSchedule(topic, 'report', {
+        cron: '0 9 * * *',
+        timezone: 'Europe/Berlin',
+        body: { kind: 'daily' },
+        maxAttempts: 7,
+        group: 'reports',
+      });
       assert.equal(put.status, 'created');
       assert.equal(put.wake, true);
       const first = Date.parse('2030-01-01T08:00:00Z'); // 09:00 CET
@@ -156,7 +174,11 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         ran,
         Array.from({ length: 20 }, (_, i) => occurrenceId('tick', start + (i + 1) * SEC)),
       );
-      assert.deepEqual(await liveJobs(q, topic), [occurrenceId('tick', start + 21 * SEC)], 'only the next occurrence is pending');
+      assert.deepEqual(
+        await liveJobs(q, topic),
+        [occurrenceId('tick', start + 21 * SEC)],
+        'only the next occurrence is pending',
+      );
       assert.equal((await q.get(topic, ran[0]!))?.state, 'done', 'an occurrence is an ordinary job: acked, done');
     });
 
@@ -174,7 +196,11 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(seen[0]!.ready, { [topic]: 1 });
       assert.equal(seen[0]!.pending, iso(clock.now), 'called before the schedule moved on');
       assert.equal(swept.schedulesAdvanced, 1);
-      assert.equal((await q.getSchedule(topic, 'tick'))?.pending?.runAt, iso(clock.now + SEC), 'the same sweep then moved it on');
+      assert.equal(
+        (await q.getSchedule(topic, 'tick'))?.pending?.runAt,
+        iso(clock.now + SEC),
+        'the same sweep then moved it on',
+      );
       const [job] = await q.engine.claim(topic, 10);
       assert.equal(await q.engine.ack(topic, job!.id, job!), 'done');
       let calls = 0;
@@ -192,7 +218,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.equal(own.schedule.jitter, 8);
       assert.equal(inherited.schedule.jitter, null, "none of its own: the topic's applies");
       // the schedule's run times stay nominal; the occurrence (a job) carries the offset
-      assert.deepEqual(own.schedule.pending, { id: occurrenceId('spread', start + 10 * SEC), runAt: iso(start + 10 * SEC) });
+      assert.deepEqual(own.schedule.pending, {
+        id: occurrenceId('spread', start + 10 * SEC),
+        runAt: iso(start + 10 * SEC),
+      });
       const due = (id: string, nominal: number, jitterMs: number) => nominal + jitterOffsetMs(topic, id, jitterMs);
       const herdId = occurrenceId('herd', start + HOUR);
       assert.equal((await q.get(topic, herdId))?.runAt, iso(due(herdId, start + HOUR, 600_000)));
@@ -261,16 +290,25 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const { q, topic, clock } = setup();
       const start = clock.now;
       // an id whose offset within a 50-s jitter is over 2 s, so it is still delayed after its run time
-      const id = ['held', 'held-b', 'held-c', 'held-d', 'held-e'].find((x) => jitterOffsetMs(topic, occurrenceId(x, start + MIN), 50_000) > 2 * SEC)!;
+      const id = ['held', 'held-b', 'held-c', 'held-d', 'held-e'].find(
+        (x) => jitterOffsetMs(topic, occurrenceId(x, start + MIN), 50_000) > 2 * SEC,
+      )!;
       await q.putSchedule(topic, id, { every: 60, jitter: 50 });
       const first = occurrenceId(id, start + MIN);
       clock.advance(MIN + SEC);
       assert.deepEqual(await sweepAndRun(q, topic), [], 'its run time passed, its jitter holds it back');
-      assert.equal((await q.getSchedule(topic, id))?.pending?.id, occurrenceId(id, start + 2 * MIN), 'the schedule moved on');
+      assert.equal(
+        (await q.getSchedule(topic, id))?.pending?.id,
+        occurrenceId(id, start + 2 * MIN),
+        'the schedule moved on',
+      );
       assert.equal((await q.get(topic, first))?.state, 'delayed', 'handed over, held back');
       await q.deleteSchedule(topic, id);
       for (const occurrence of [first, occurrenceId(id, start + 2 * MIN)]) {
-        assert.ok(['gone', 'cancelled'].includes((await q.get(topic, occurrence))?.state ?? 'gone'), `${occurrence} is withdrawn`);
+        assert.ok(
+          ['gone', 'cancelled'].includes((await q.get(topic, occurrence))?.state ?? 'gone'),
+          `${occurrence} is withdrawn`,
+        );
       }
       assert.deepEqual(await liveJobs(q, topic), [], 'nothing of the schedule is left to run');
       clock.advance(MIN);
@@ -283,13 +321,20 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       await q.putSchedule(topic, 'fast', { every: 1 });
       const ran = await runEachSecond(q, topic, clock, 120, async (s) => {
         const waiting = await liveJobs(q, topic);
-        assert.ok(waiting.length <= 2, `after ${s} s, ${waiting.length} occurrences wait: ${waiting.slice(0, 4).join(', ')}…`);
+        assert.ok(
+          waiting.length <= 2,
+          `after ${s} s, ${waiting.length} occurrences wait: ${waiting.slice(0, 4).join(', ')}…`,
+        );
       });
       // the topic's jitter applies up to the period: an occurrence falls due within [run time, run time + 1 s)
       for (let n = 1; n < 120; n++) {
         const id = occurrenceId('fast', start + n * SEC);
         const offset = jitterOffsetMs(topic, id, SEC);
-        assert.equal(ran.get(id), start + n * SEC + (offset === 0 ? 0 : SEC), `${id} (offset ${offset} ms) ran at the sweep after it fell due`);
+        assert.equal(
+          ran.get(id),
+          start + n * SEC + (offset === 0 ? 0 : SEC),
+          `${id} (offset ${offset} ms) ran at the sweep after it fell due`,
+        );
       }
       await q.deleteSchedule(topic, 'fast');
       assert.deepEqual(await liveJobs(q, topic), [], 'the delete withdrew every occurrence that had not started');
@@ -332,8 +377,15 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       clock.now = start + HOUR + MIN;
       const swept = await q.engine.sweep();
       assert.equal(swept.schedulesAdvanced, 1);
-      assert.ok(swept.nextAt !== null && swept.nextAt <= swept.now, `the sweep at ${iso(swept.now)} looks again at ${swept.nextAt === null ? 'never' : iso(swept.nextAt)}`);
-      assert.deepEqual(await sweepAndRun(q, topic), [held, occurrenceId(id, start + HOUR + MIN)].sort(), 'the next look moves the released one');
+      assert.ok(
+        swept.nextAt !== null && swept.nextAt <= swept.now,
+        `the sweep at ${iso(swept.now)} looks again at ${swept.nextAt === null ? 'never' : iso(swept.nextAt)}`,
+      );
+      assert.deepEqual(
+        await sweepAndRun(q, topic),
+        [held, occurrenceId(id, start + HOUR + MIN)].sort(),
+        'the next look moves the released one',
+      );
     });
 
     it('a delete leaves an occurrence that ran and waits for its retry to its backoff: one that started runs on', async () => {
@@ -389,7 +441,11 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(await sweepAndRun(q, topic), []);
       assert.deepEqual(await sweepAndRun(q, topic), []);
       assert.deepEqual(await liveJobs(q, topic), [occurrenceId('skip', Date.parse('2030-01-01T05:00:00Z'))]);
-      assert.equal((await q.getSchedule(topic, 'skip'))?.lastRunAt, iso(Date.parse('2030-01-01T04:00:00Z')), 'skipped up to the latest missed');
+      assert.equal(
+        (await q.getSchedule(topic, 'skip'))?.lastRunAt,
+        iso(Date.parse('2030-01-01T04:00:00Z')),
+        'skipped up to the latest missed',
+      );
       clock.advance(40 * MIN + 30 * SEC); // 05:00:30: 30 s late, within the grace
       assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('skip', Date.parse('2030-01-01T05:00:00Z'))]);
     });
@@ -422,7 +478,11 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         const resumed = await q.putSchedule(topic, id, { cron: '*/10 * * * *', catchUp, paused: false });
         assert.equal(resumed.schedule.pending?.id, `${id}:20300101T012000Z`);
       }
-      assert.deepEqual(await sweepAndRun(q, topic), ['p-latest:20300101T011000Z'], 'latest: the latest missed (01:10) once; none: nothing');
+      assert.deepEqual(
+        await sweepAndRun(q, topic),
+        ['p-latest:20300101T011000Z'],
+        'latest: the latest missed (01:10) once; none: nothing',
+      );
       assert.deepEqual(await sweepAndRun(q, topic), []);
     });
 
@@ -435,14 +495,19 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const k = topicKeys(p, topic, target.partitions);
       await q.putSchedule(topic, 'twice', { every: 60 });
       clock.advance(MIN);
-      assert.deepEqual(await sweepAndRun(q, topic), [occurrenceId('twice', start + MIN)], 'a first run, so a resume has a last run to catch up from');
+      assert.deepEqual(
+        await sweepAndRun(q, topic),
+        [occurrenceId('twice', start + MIN)],
+        'a first run, so a resume has a last run to catch up from',
+      );
       const second = occurrenceId('twice', start + 2 * MIN);
       // the pause reads the schedule a second before the second occurrence's run time, and plans
       clock.advance(MIN - SEC);
       const pause = validateSchedule(topic, 'twice', { every: 60, paused: true }, ctx.config, clock.now);
       const plan = engine.planPut(pause, await engine.readSchedule(ctx, t, p, 'twice'), clock.now);
       assert.equal(plan.pending, 'replace', 'read before its run time, the plan withdraws the pending occurrence');
-      // the run time comes; the sweeper moves the job to ready (its schedule not moved on yet), a handler claims and acks it
+      // the run time comes; the sweeper moves the job to ready (its schedule not moved on yet), a handler claims and
+      // acks it
       clock.advance(SEC);
       await moveDue(ctx, t, p, 100);
       const [job] = await q.engine.claim(topic, 10);
@@ -451,16 +516,29 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       // now the pause commits the plan it made from its read (the engine's call), and reads again when refused
       const stale = await run(
         ctx.redis,
-        script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '', target.partitions)], {
-          clock: ctx.clock(),
-          id: 'twice',
-          seen: plan.seen,
-          pending: plan.pending,
-          last: plan.last,
-          run: null,
-          next: null,
-          record: { spec: JSON.stringify(pause.spec), body: pause.body },
-        }),
+        script.putSchedule(
+          [
+            sk.schedules,
+            sk.ids,
+            sk.next,
+            k.jobs,
+            k.bodies,
+            k.delayed,
+            k.running,
+            k.done,
+            groupKey(p, topic, '', target.partitions),
+          ],
+          {
+            clock: ctx.clock(),
+            id: 'twice',
+            seen: plan.seen,
+            pending: plan.pending,
+            last: plan.last,
+            run: null,
+            next: null,
+            record: { spec: JSON.stringify(pause.spec), body: pause.body },
+          },
+        ),
       );
       if (stale[0] === REFUSAL.VERSION_MISMATCH) await q.putSchedule(topic, 'twice', { every: 60, paused: true });
       assert.equal((await q.getSchedule(topic, 'twice'))?.paused, true);
@@ -522,7 +600,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const p = partitionOf(topic, 'moved', target.partitions);
       const pending = occurrenceId('moved', clock.now + HOUR);
       await q.putSchedule(topic, 'moved', { every: 3600, group: 'old-g' });
-      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g', target.partitions), { form: 'bucket', ids: [pending] });
+      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g', target.partitions), {
+        form: 'bucket',
+        ids: [pending],
+      });
       const put = await q.putSchedule(topic, 'moved', { every: 3600, group: 'new-g' });
       assert.equal(put.schedule.pending?.id, pending, 'the same occurrence, made anew');
       assert.equal((await q.get(topic, pending))?.group, 'new-g');
@@ -530,8 +611,16 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         (await q.listGroup(topic, 'new-g')).jobs.map((j) => j.id),
         [pending],
       );
-      assert.deepEqual(await firstChunk(redis, p, topic, 'old-g', target.partitions), { form: 'none', ids: [] }, 'no slot of the old group is left');
-      assert.equal((await bucketState(redis, p, topic, target.partitions)).count, 1, 'one small group in the buckets: the new one');
+      assert.deepEqual(
+        await firstChunk(redis, p, topic, 'old-g', target.partitions),
+        { form: 'none', ids: [] },
+        'no slot of the old group is left',
+      );
+      assert.equal(
+        (await bucketState(redis, p, topic, target.partitions)).count,
+        1,
+        'one small group in the buckets: the new one',
+      );
       clock.advance(HOUR);
       assert.deepEqual(await sweepAndRun(q, topic), [pending]);
     });
@@ -549,7 +638,11 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         seen.push(...page.schedules.map((s) => s.id));
       }
       assert.deepEqual(seen, ids);
-      if (target.partitions > 1) assert.ok(new Set(ids.map((id) => partitionOf(topic, id, target.partitions))).size > 1, 'spread over partitions');
+      if (target.partitions > 1)
+        assert.ok(
+          new Set(ids.map((id) => partitionOf(topic, id, target.partitions))).size > 1,
+          'spread over partitions',
+        );
       await rejects(q.listSchedules(topic, { cursor: 'bogus!' }), 400, 'VALIDATION_FAILED');
       assert.throws(
         () => validateSchedulesQuery({ topic, limit: '0' }),
@@ -582,13 +675,21 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
 
     it('bad input gets a 400 naming the field, and writes nothing', async () => {
       const { q, topic } = setup();
-      const error = await rejects(q.putSchedule(topic, 'bad', { cron: '61 * * * *', timezone: 'Nowhere/City' }), 400, 'VALIDATION_FAILED');
+      const error = await rejects(
+        q.putSchedule(topic, 'bad', { cron: '61 * * * *', timezone: 'Nowhere/City' }),
+        400,
+        'VALIDATION_FAILED',
+      );
       assert.deepEqual((error.details as { path: string }[]).map((d) => d.path).sort(), ['cron', 'timezone']);
       await rejects(q.putSchedule('not-configured', 'bad', { every: 5 }), 400, 'UNKNOWN_TOPIC');
       await rejects(q.putSchedule(topic, 'x'.repeat(112), { every: 5 }), 400, 'VALIDATION_FAILED');
       for (const call of [q.getSchedule(topic, 'bad id'), q.deleteSchedule(topic, 'bad id')]) {
         const refused = await rejects(call, 400, 'VALIDATION_FAILED');
-        assert.equal(refused.message, 'the schedule has 1 invalid field', 'the message speaks of a schedule, not a job');
+        assert.equal(
+          refused.message,
+          'the schedule has 1 invalid field',
+          'the message speaks of a schedule, not a job',
+        );
         assert.deepEqual(
           (refused.details as { path: string }[]).map((d) => d.path),
           ['id'],
@@ -606,7 +707,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const [now, , , ...due] = await run(ctx.redis, engine.dueCall(ctx, topic, partition, 10));
       assert.equal(due.length, 1);
       const plan = engine.planAdvance(topic, partition, due[0]!, now);
-      assert.deepEqual([plan.run?.id, plan.next?.id], [occurrenceId('crash', clock.now), occurrenceId('crash', clock.now + MIN)]);
+      assert.deepEqual(
+        [plan.run?.id, plan.next?.id],
+        [occurrenceId('crash', clock.now), occurrenceId('crash', clock.now + MIN)],
+      );
       // the next sweeper (lease expired) advances it
       const swept = await q.engine.sweep();
       assert.equal(swept.schedulesAdvanced, 1);
@@ -623,8 +727,15 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.equal(again[0], REFUSAL.VERSION_MISMATCH);
       assert.equal((await q.engine.sweep()).schedulesAdvanced, 0, 'nothing left to advance');
       const claimed = await q.engine.claim(topic, 100);
-      assert.deepEqual(claimed.map((j) => j.id).sort(), [occurrenceId('crash', clock.now - MIN), occurrenceId('crash', clock.now)], 'each occurrence once');
-      assert.deepEqual(await liveJobs(q, topic), [...claimed.map((j) => j.id), occurrenceId('crash', clock.now + MIN)].sort());
+      assert.deepEqual(
+        claimed.map((j) => j.id).sort(),
+        [occurrenceId('crash', clock.now - MIN), occurrenceId('crash', clock.now)],
+        'each occurrence once',
+      );
+      assert.deepEqual(
+        await liveJobs(q, topic),
+        [...claimed.map((j) => j.id), occurrenceId('crash', clock.now + MIN)].sort(),
+      );
     });
 
     it('a catch-up read before the late pending occurrence was claimed, run and deleted (retention 0) and committed after runs no second occurrence (issue 30: no occurrence runs twice)', async () => {
@@ -634,12 +745,17 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const p = partitionOf(topic, 'c', target.partitions);
       await q.putSchedule(topic, 'c', { every: 60 });
       const pending = occurrenceId('c', start + MIN);
-      clock.advance(3 * MIN + 30 * SEC); // 00:03:30: the pending 00:01 is 2.5 min late, past the grace; 00:02 and 00:03 missed
+      // 00:03:30: the pending 00:01 is 2.5 min late, past the grace; 00:02 and 00:03 missed
+      clock.advance(3 * MIN + 30 * SEC);
       // the sweep reads the due schedule and plans the catch-up: the latest missed (00:03) in place of the pending one
       const [now, , , ...due] = await run(ctx.redis, engine.dueCall(ctx, topic, p, 10));
       const plan = engine.planAdvance(topic, p, due[0]!, now);
-      assert.deepEqual([plan.pendingId, plan.run?.id, plan.next?.id], [pending, occurrenceId('c', start + 3 * MIN), occurrenceId('c', start + 4 * MIN)]);
-      // beside it the sweep moves the pending occurrence to ready and invokes the fan-out: a handler claims and acks it, and it is deleted
+      assert.deepEqual(
+        [plan.pendingId, plan.run?.id, plan.next?.id],
+        [pending, occurrenceId('c', start + 3 * MIN), occurrenceId('c', start + 4 * MIN)],
+      );
+      // beside it the sweep moves the pending occurrence to ready and invokes the fan-out: a handler claims and acks
+      // it, and it is deleted
       await moveDue(ctx, t, p, 100);
       const [job] = await q.engine.claim(topic, 10);
       assert.equal(job?.id, pending);
@@ -662,12 +778,24 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         clock.advance(3 * MIN + 30 * SEC);
         await q.cancel(topic, occurrenceId('cancelled', start + MIN));
         const ran = [...(await sweepAndRun(q, topic)), ...(await sweepAndRun(q, topic))];
-        assert.deepEqual(ran, [occurrenceId('waiting', start + 3 * MIN)], `retention ${retention}: the cancel of the pending occurrence is a cancel of the catch-up`);
+        assert.deepEqual(
+          ran,
+          [occurrenceId('waiting', start + 3 * MIN)],
+          `retention ${retention}: the cancel of the pending occurrence is a cancel of the catch-up`,
+        );
         for (const id of ['cancelled', 'waiting']) {
           const s = await q.getSchedule(topic, id);
-          assert.deepEqual([s?.lastRunAt, s?.pending?.id], [iso(start + 3 * MIN), occurrenceId(id, start + 4 * MIN)], `retention ${retention}: ${id} moved on`);
+          assert.deepEqual(
+            [s?.lastRunAt, s?.pending?.id],
+            [iso(start + 3 * MIN), occurrenceId(id, start + 4 * MIN)],
+            `retention ${retention}: ${id} moved on`,
+          );
         }
-        assert.equal(await q.get(topic, occurrenceId('waiting', start + MIN)), null, 'the one still pending was withdrawn');
+        assert.equal(
+          await q.get(topic, occurrenceId('waiting', start + MIN)),
+          null,
+          'the one still pending was withdrawn',
+        );
       }
     });
 
@@ -698,19 +826,35 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const p = partitionOf(topic, 'broken', target.partitions);
       const sk = scheduleKeys(p, topic, target.partitions);
       const k = topicKeys(p, topic, target.partitions);
-      const record: script.ScheduleRecordArg = { spec: JSON.stringify({ cron: '61 * * * *', timezone: 'UTC', catchUp: 'latest', paused: false }), body: '1' };
+      const record: script.ScheduleRecordArg = {
+        spec: JSON.stringify({ cron: '61 * * * *', timezone: 'UTC', catchUp: 'latest', paused: false }),
+        body: '1',
+      };
       await run(
         ctx.redis,
-        script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, '', target.partitions)], {
-          clock: clock.now,
-          id: 'broken',
-          seen: 0,
-          pending: 'replace',
-          last: null,
-          run: null,
-          next: { id: occurrenceId('broken', clock.now + MIN), ms: clock.now + MIN, due: clock.now + MIN },
-          record,
-        }),
+        script.putSchedule(
+          [
+            sk.schedules,
+            sk.ids,
+            sk.next,
+            k.jobs,
+            k.bodies,
+            k.delayed,
+            k.running,
+            k.done,
+            groupKey(p, topic, '', target.partitions),
+          ],
+          {
+            clock: clock.now,
+            id: 'broken',
+            seen: 0,
+            pending: 'replace',
+            last: null,
+            run: null,
+            next: { id: occurrenceId('broken', clock.now + MIN), ms: clock.now + MIN, due: clock.now + MIN },
+            record,
+          },
+        ),
       );
       clock.advance(MIN);
       const swept = await q.engine.sweep();
@@ -732,7 +876,10 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       const sk = scheduleKeys(p, topic, target.partitions);
       const k = topicKeys(p, topic, target.partitions);
       const g = groupKey(p, topic, '', target.partitions);
-      const record: script.ScheduleRecordArg = { spec: JSON.stringify({ every: 60, catchUp: 'latest', paused: false }), body: '1' };
+      const record: script.ScheduleRecordArg = {
+        spec: JSON.stringify({ every: 60, catchUp: 'latest', paused: false }),
+        body: '1',
+      };
       const put = (seen: number) =>
         run(
           ctx.redis,
@@ -752,13 +899,39 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
       assert.deepEqual(await put(0), [REFUSAL.VERSION_MISMATCH, created[1]], 'a put computed from a stale read');
       const replaced = await put(created[1]);
       assert.equal(replaced[0], OUTCOME.REPLACED);
-      assert.deepEqual(await liveJobs(q, topic), [occurrenceId('codes', clock.now + MIN)], 'the same occurrence id is not doubled');
-      clock.advance(MIN); // the pending occurrence's run time has come: a plan that withdraws it was made from an earlier read
-      assert.deepEqual(await put(replaced[1]), [REFUSAL.VERSION_MISMATCH, replaced[1]], 'a put replacing a pending occurrence whose run time has come');
+      assert.deepEqual(
+        await liveJobs(q, topic),
+        [occurrenceId('codes', clock.now + MIN)],
+        'the same occurrence id is not doubled',
+      );
+      // the pending occurrence's run time has come: a plan that withdraws it was made from an earlier read
+      clock.advance(MIN);
+      assert.deepEqual(
+        await put(replaced[1]),
+        [REFUSAL.VERSION_MISMATCH, replaced[1]],
+        'a put replacing a pending occurrence whose run time has come',
+      );
       const advance = (seen: number, id = 'codes') =>
-        run(ctx.redis, script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], { clock: clock.now, id, seen, run: null, next: null, last: clock.now }));
+        run(
+          ctx.redis,
+          script.advanceSchedule([sk.schedules, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], {
+            clock: clock.now,
+            id,
+            seen,
+            run: null,
+            next: null,
+            last: clock.now,
+          }),
+        );
       assert.deepEqual(await advance(1, 'missing'), [REFUSAL.NOT_FOUND]);
-      const del = (id: string) => run(ctx.redis, script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], { clock: clock.now, id }));
+      const del = (id: string) =>
+        run(
+          ctx.redis,
+          script.deleteSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done], {
+            clock: clock.now,
+            id,
+          }),
+        );
       assert.deepEqual(await del('codes'), [OUTCOME.DELETED, 1]);
       assert.deepEqual(await del('codes'), [REFUSAL.NOT_FOUND]);
       assert.equal(await run(ctx.redis, script.getSchedule([sk.schedules], { id: 'codes' })), null);

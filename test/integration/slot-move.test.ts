@@ -31,7 +31,9 @@ async function scriptCalls(node: Redis): Promise<{ answered: number; refused: nu
   const stats = await node.info('commandstats');
   let answered = 0;
   let refused = 0;
-  for (const [, calls, rejected, failed] of stats.matchAll(/^cmdstat_(?:fcall|eval|evalsha):calls=(\d+),.*rejected_calls=(\d+),failed_calls=(\d+)/gm)) {
+  for (const [, calls, rejected, failed] of stats.matchAll(
+    /^cmdstat_(?:fcall|eval|evalsha):calls=(\d+),.*rejected_calls=(\d+),failed_calls=(\d+)/gm,
+  )) {
     answered += Number(calls) + Number(rejected) + Number(failed);
     refused += Number(rejected);
   }
@@ -41,16 +43,31 @@ async function scriptCalls(node: Redis): Promise<{ answered: number; refused: nu
 /** Waits until `node` has answered `n` more script calls (or refused them): load met the slot's current state. */
 async function loadReaches(node: Redis, n: number, what: string): Promise<void> {
   const start = (await scriptCalls(node)).answered;
-  assert.ok(await until(async () => (await scriptCalls(node)).answered >= start + n, 20_000, 5), `no load reached ${what} within 20 s`);
+  assert.ok(
+    await until(async () => (await scriptCalls(node)).answered >= start + n, 20_000, 5),
+    `no load reached ${what} within 20 s`,
+  );
 }
 
 /** A job id of `topic` that falls in partition `p`. */
-function idIn(q: { engine: { partitionOf(topic: string, id: string): number } }, topic: string, p: number, label: string): string {
+function idIn(
+  q: { engine: { partitionOf(topic: string, id: string): number } },
+  topic: string,
+  p: number,
+  label: string,
+): string {
   for (let i = 0; ; i++) if (q.engine.partitionOf(topic, `${label}-${i}`) === p) return `${label}-${i}`;
 }
 
-/** Two partitions of 16 served by one primary (16 over 3 primaries: one serves at least 6), and an id of `topic` in each. */
-async function twoOnOneNode(cluster: RedisClusterProcess, q: Queue, topic: string): Promise<{ node: number; p2: number; a: string; b: string }> {
+/**
+ * Two partitions of 16 served by one primary (16 over 3 primaries: one serves at least 6), and an id of `topic` in
+ * each.
+ */
+async function twoOnOneNode(
+  cluster: RedisClusterProcess,
+  q: Queue,
+  topic: string,
+): Promise<{ node: number; p2: number; a: string; b: string }> {
   const owners = await Promise.all([...Array(16).keys()].map((p) => slotOwner(cluster, slotOf(syncKey(p, 16)))));
   const node = owners.find((o) => owners.filter((x) => x === o).length >= 2)!;
   const [p1, p2] = [...owners.keys()].filter((p) => owners[p] === node) as [number, number];
@@ -141,7 +158,10 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
   it('while every partition slot moves under load: adds answer 201 or 503, every ack succeeds, every job added is there', async (t) => {
     const topics = [uniqueTopic('rs'), uniqueTopic('rs'), uniqueTopic('rs')];
     const rt: Runtime = createRuntime({
-      DQ_CONFIG: JSON.stringify({ partitions: PARTITIONS, topics: Object.fromEntries(topics.map((name) => [name, { handler: 'h' }])) }),
+      DQ_CONFIG: JSON.stringify({
+        partitions: PARTITIONS,
+        topics: Object.fromEntries(topics.map((name) => [name, { handler: 'h' }])),
+      }),
       REDIS_URL: cluster.nodes[0]!.url,
       REDIS_CLUSTER: 'true',
       API_TOKEN: 't',
@@ -151,7 +171,11 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
       LOG_LEVEL: 'error',
     });
     const errors500: string[] = []; // the error a 500 logged (a 503 logs an error line too: not printed here)
-    const log = (line: string) => void (line.includes('"status":500') && errors500.push(String((JSON.parse(line) as { error?: { message?: unknown } }).error?.message)));
+    const log = (line: string) =>
+      void (
+        line.includes('"status":500') &&
+        errors500.push(String((JSON.parse(line) as { error?: { message?: unknown } }).error?.message))
+      );
     const quiet = { ...rt, log: createLogger('test', {}, 'error', log) };
     const route = httpRoute(addJob, () => quiet);
     const post = (topic: string, id: string) => postJob(route, { topic, id, delay: 0 });
@@ -163,7 +187,8 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
     const unavailable = new Map<string, number>();
     const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
     const kind = (where: string, error: unknown) => `${where}: ${String(error).replace(/\d+/g, 'N').slice(0, 90)}`;
-    const onError = (where: string) => (error: unknown) => count(isUnavailable(error) ? unavailable : failures, kind(where, error));
+    const onError = (where: string) => (error: unknown) =>
+      count(isUnavailable(error) ? unavailable : failures, kind(where, error));
     let stop = false;
     const adder = async (w: number) => {
       for (let i = 0; !stop; i++) {
@@ -183,7 +208,9 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
     const worker = async (topic: string) => {
       while (!stop) {
         await rt.engine.sweep().catch(onError('sweep'));
-        const jobs = await rt.engine.claim(topic, 10).catch((error: unknown) => (onError('claim')(error), [] as ClaimedJob[]));
+        const jobs = await rt.engine
+          .claim(topic, 10)
+          .catch((error: unknown) => (onError('claim')(error), [] as ClaimedJob[]));
         await Promise.all(jobs.map((job) => ack(topic, job)));
       }
     };
@@ -207,7 +234,9 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
           const slot = slotOf(syncKey(p, PARTITIONS));
           const to = ((await slotOwner(cluster, slot)) + 1) % 3;
           // keys MIGRATEd 10 at a time (redis-cli's default); load meets the slot after each step, while it is split
-          splitMs.push(await moveSlot(cluster, slot, to, { between: (from) => loadReaches(direct[from]!, 5, `slot ${slot}`) }));
+          splitMs.push(
+            await moveSlot(cluster, slot, to, { between: (from) => loadReaches(direct[from]!, 5, `slot ${slot}`) }),
+          );
         }
         const settled = added.length;
         assert.ok(await until(() => added.length >= settled + 100, 20_000, 5), 'adds go on after the move');
@@ -216,8 +245,12 @@ describe('slots moving between primaries (3-master cluster, real redis-servers)'
         await Promise.all(load);
       }
       const refused = (await refusedNow()) - refusedBefore;
-      t.diagnostic(`move and load: ${Date.now() - started} ms; each slot split for (ms): ${splitMs.join(', ')}; script calls refused by the moving slots (MOVED/ASK/TRYAGAIN): ${refused}`);
-      t.diagnostic(`POST /jobs: ${JSON.stringify(Object.fromEntries(statuses))}; acks: ${JSON.stringify(Object.fromEntries(acks))}`);
+      t.diagnostic(
+        `move and load: ${Date.now() - started} ms; each slot split for (ms): ${splitMs.join(', ')}; script calls refused by the moving slots (MOVED/ASK/TRYAGAIN): ${refused}`,
+      );
+      t.diagnostic(
+        `POST /jobs: ${JSON.stringify(Object.fromEntries(statuses))}; acks: ${JSON.stringify(Object.fromEntries(acks))}`,
+      );
       t.diagnostic(`unavailable (503) by kind: ${JSON.stringify(Object.fromEntries(unavailable))}`);
       assert.ok(refused > 0, 'the load met the slots while they moved');
       assert.deepEqual(Object.fromEntries(failures), {}, 'answers that were neither success nor unavailable, by kind');

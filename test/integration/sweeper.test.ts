@@ -34,12 +34,20 @@ const log = createLogger('test', {}, 'debug', (line) => lines.push(line));
 /** An engine on `r` that wakes the sweeper as the runtime's does, starting one through `invoker`. */
 function waking(r: Redis, invoker: Invoker): Engine {
   const startSweeper = () => invoker.invokeAsync('sweeper', { source: 'wake' });
-  return new Engine(r, resolveQueueConfig({ topics: { wake: {} } }), { wake: { horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs, startSweeper, onError: (error) => log.warn('wake failed', { error }) } });
+  return new Engine(r, resolveQueueConfig({ topics: { wake: {} } }), {
+    wake: {
+      horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs,
+      startSweeper,
+      onError: (error) => log.warn('wake failed', { error }),
+    },
+  });
 }
 
 /** As waking, on a deployment whose wake-ups may not invoke (wakeInvokes off): it only wakes a running sweeper. */
 function wakeOnly(r: Redis): Engine {
-  return new Engine(r, resolveQueueConfig({ topics: { wake: {} } }), { wake: { horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs, onError: (error) => log.warn('wake failed', { error }) } });
+  return new Engine(r, resolveQueueConfig({ topics: { wake: {} } }), {
+    wake: { horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs, onError: (error) => log.warn('wake failed', { error }) },
+  });
 }
 
 describe('sweeper and fan-out (real redis-server)', () => {
@@ -79,7 +87,11 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const invoker = new RecordingInvoker();
       let remaining = 7_000; // each look at the clock spends 500 ms: it waits a little, then hands over
       const report = await runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => (remaining -= 500) });
-      assert.equal(report.outcome, 'handed_over', 'with the default horizon it waits for the job, handing over to a fresh invocation');
+      assert.equal(
+        report.outcome,
+        'handed_over',
+        'with the default horizon it waits for the job, handing over to a fresh invocation',
+      );
       assert.equal(invoker.named('sweeper').length, 1);
       assert.ok(DEFAULT_TIMINGS.sweeperHorizonMs >= 2 * 60_000, 'the horizon covers a tick up to a whole period late');
     }));
@@ -108,13 +120,19 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const invoker = new RecordingInvoker(); // the fan-out it invokes does nothing: this test claims
       const timings = { ...DEFAULT_TIMINGS, sweeperMaxWaitMs: 300 };
       const sweeper = runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000, timings });
-      while ((await queue.get(topic, 'claimed-late'))?.state !== 'ready') await new Promise((done) => setTimeout(done, 5));
-      const [claimed] = await queue.engine.claim(topic, 1); // the fan-out's claim, after the sweep; its handler never starts
+      while ((await queue.get(topic, 'claimed-late'))?.state !== 'ready')
+        await new Promise((done) => setTimeout(done, 5));
+      // the fan-out's claim, after the sweep; its handler never starts
+      const [claimed] = await queue.engine.claim(topic, 1);
       assert.ok(claimed);
       const report = await sweeper;
       assert.equal(report.outcome, 'idle');
       const job = await queue.get(topic, 'claimed-late');
-      assert.equal(job?.state, 'ready', `the sweeper saw the claim's deadline and gave the attempt back; it is ${job?.state}`);
+      assert.equal(
+        job?.state,
+        'ready',
+        `the sweeper saw the claim's deadline and gave the attempt back; it is ${job?.state}`,
+      );
       assert.match(job?.lastError ?? '', /given back/);
     }));
 
@@ -125,17 +143,27 @@ describe('sweeper and fan-out (real redis-server)', () => {
       await queue.add({ topic, id: 'claimed-quiet', delay: 0 });
       const invoker = new RecordingInvoker(); // the fan-out it invokes does nothing: this test claims
       let stop = false; // then the sweeper hands over (to the recording invoker) at its next look
-      const sweeper = runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => (stop ? 0 : 60_000) }); // the default timings: 10 s waits at most
+      // the default timings: 10 s waits at most
+      const sweeper = runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => (stop ? 0 : 60_000) });
       // the sweep left the job ready and the sweeper planned its next look: when?
       let planned: string | null = null;
-      while ((await queue.get(topic, 'claimed-quiet'))?.state !== 'ready' || (planned = await r.get(sweeperKeys().next)) === null) await new Promise((done) => setTimeout(done, 5));
+      while (
+        (await queue.get(topic, 'claimed-quiet'))?.state !== 'ready' ||
+        (planned = await r.get(sweeperKeys().next)) === null
+      )
+        await new Promise((done) => setTimeout(done, 5));
       const [seconds, micros] = await r.time();
       const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-      assert.ok(Number(planned) - now <= TTR_SECONDS.min * 1000, `its next look is ${Number(planned) - now} ms away: a job claimed now with the shortest ttr would be timed out that late`);
-      const [claimed] = await queue.engine.claim(topic, 1); // the fan-out's claim, after the sweep; its handler never starts
+      assert.ok(
+        Number(planned) - now <= TTR_SECONDS.min * 1000,
+        `its next look is ${Number(planned) - now} ms away: a job claimed now with the shortest ttr would be timed out that late`,
+      );
+      // the fan-out's claim, after the sweep; its handler never starts
+      const [claimed] = await queue.engine.claim(topic, 1);
       assert.ok(claimed);
       // the sweeper gives the attempt back once its deadline has passed (waited for, not timed)
-      while (!/given back/.test((await queue.get(topic, 'claimed-quiet'))?.lastError ?? '')) await new Promise((done) => setTimeout(done, 20));
+      while (!/given back/.test((await queue.get(topic, 'claimed-quiet'))?.lastError ?? ''))
+        await new Promise((done) => setTimeout(done, 20));
       stop = true;
       assert.equal((await sweeper).outcome, 'handed_over');
     }));
@@ -146,9 +174,21 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const queue = makeQueue(r, { [topic]: { handler: 'h' } });
       await queue.add({ topic, id: 'x', delay: 0.5 });
       const timings = { ...DEFAULT_TIMINGS, sweeperMaxWaitMs: 300 }; // its look again before it exits
-      const first = runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000, timings });
+      const first = runSweeper({
+        engine: queue.engine,
+        invoker: new RecordingInvoker(),
+        log,
+        remainingMs: () => 60_000,
+        timings,
+      });
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const second = await runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000, timings });
+      const second = await runSweeper({
+        engine: queue.engine,
+        invoker: new RecordingInvoker(),
+        log,
+        remainingMs: () => 60_000,
+        timings,
+      });
       assert.equal(second.outcome, 'busy');
       assert.equal((await first).moved, 1);
     }));
@@ -166,7 +206,8 @@ describe('sweeper and fan-out (real redis-server)', () => {
       assert.equal(added.wake, true);
       await waking(r, invoker).wake(Date.parse(added.job.runAt));
       // the sweeper moves the new job long before the 30 s one is due; then we let it go
-      for (let i = 0; i < 100 && invoker.named('fanout').length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      for (let i = 0; i < 100 && invoker.named('fanout').length === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       assert.equal(invoker.named('fanout').length, 1);
       assert.equal(invoker.named('sweeper').length, 0, 'the running sweeper was woken, no new one started');
       remaining = 0;
@@ -200,7 +241,12 @@ describe('sweeper and fan-out (real redis-server)', () => {
     const invoker = new RecordingInvoker();
     const reports = await runFanout({ engine: queue.engine, invoker, log }, { topics: [topic] });
     assert.deepEqual(reports[topic], { claimed: 7, invoked: 3, released: 0 });
-    const batches = invoker.named('myHandler').map((c) => c.payload as { topic: string; jobs: { id: string; attempt: number; claimedAt: number; deadline: number }[] });
+    const batches = invoker
+      .named('myHandler')
+      .map(
+        (c) =>
+          c.payload as { topic: string; jobs: { id: string; attempt: number; claimedAt: number; deadline: number }[] },
+      );
     assert.deepEqual(batches.map((b) => b.jobs.length).sort(), [1, 3, 3]);
     for (const b of batches) {
       assert.equal(b.topic, topic);
@@ -248,18 +294,46 @@ describe('sweeper and fan-out (real redis-server)', () => {
     isolated(async (r) => {
       const k = sweeperKeys();
       const lease = [k.lease, k.next, k.wake, k.wakes] as const;
-      const seen = await run(r, script.holdLease(lease, { owner: 'me', leaseMs: 30_000, nextAt: null, clearWake: true }));
-      assert.equal(await run(r, script.holdLease(lease, { owner: 'someone-else', leaseMs: 30_000, nextAt: null, clearWake: true })), -1);
+      const seen = await run(
+        r,
+        script.holdLease(lease, { owner: 'me', leaseMs: 30_000, nextAt: null, clearWake: true }),
+      );
+      assert.equal(
+        await run(
+          r,
+          script.holdLease(lease, { owner: 'someone-else', leaseMs: 30_000, nextAt: null, clearWake: true }),
+        ),
+        -1,
+      );
       const [s, us] = await r.time();
       const due = Number(s) * 1000 + Math.floor(Number(us) / 1000) + 5000;
-      assert.equal(await run(r, script.wakeSweeper(lease, { clock: '', dueAt: due, horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs })), 1, 'the running sweeper is woken');
+      assert.equal(
+        await run(r, script.wakeSweeper(lease, { clock: '', dueAt: due, horizonMs: DEFAULT_TIMINGS.sweeperHorizonMs })),
+        1,
+        'the running sweeper is woken',
+      );
       assert.equal(await r.lpop(k.wake), String(due), 'its pending BLPOP takes the wake-up...');
-      assert.equal(await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: seen, force: false })), 0, '...and it still may not leave');
-      const now = await run(r, script.holdLease(lease, { owner: 'me', leaseMs: 30_000, nextAt: null, clearWake: true }));
+      assert.equal(
+        await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: seen, force: false })),
+        0,
+        '...and it still may not leave',
+      );
+      const now = await run(
+        r,
+        script.holdLease(lease, { owner: 'me', leaseMs: 30_000, nextAt: null, clearWake: true }),
+      );
       assert.equal(now, seen + 1);
-      assert.equal(await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: now, force: false })), 1, 'after sweeping again it may');
+      assert.equal(
+        await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: now, force: false })),
+        1,
+        'after sweeping again it may',
+      );
       assert.equal(await r.exists(k.lease), 0);
-      assert.equal(await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: now, force: false })), -1, 'not the owner any more');
+      assert.equal(
+        await run(r, script.releaseLease(lease, { owner: 'me', wakesSeen: now, force: false })),
+        -1,
+        'not the owner any more',
+      );
     }));
 
   // Issue 12, finding 2: a wait that ended by its timer left its BLPOP pending; a wake-up sent while
@@ -307,7 +381,12 @@ describe('sweeper and fan-out (real redis-server)', () => {
     const topic = uniqueTopic();
     const queue = makeQueue(r, { [topic]: { handler: 'h' } });
     const before = lines.length;
-    const running = runSweeper({ engine: queue.engine, invoker: new RecordingInvoker(), log, remainingMs: () => 60_000 });
+    const running = runSweeper({
+      engine: queue.engine,
+      invoker: new RecordingInvoker(),
+      log,
+      remainingMs: () => 60_000,
+    });
     await new Promise((resolve) => setTimeout(resolve, 800));
     const redisLater = await startRedis({ port });
     try {

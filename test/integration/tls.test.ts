@@ -25,10 +25,38 @@ function openssl(dir: string, args: string[]): void {
 /** A CA and a server certificate for 127.0.0.1 signed by it, in `dir`. */
 function makeCertificates(dir: string): void {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl(dir, ['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=delay-queue test CA']);
+  openssl(dir, [
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=delay-queue test CA',
+  ]);
   openssl(dir, ['req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
   writeFileSync(join(dir, 'san.cnf'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl(dir, ['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'san.cnf']);
+  openssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'san.cnf',
+  ]);
 }
 
 // Debian's redis-server (7.0) is built with TLS (it links libssl), so this runs everywhere CI does.
@@ -102,13 +130,19 @@ describe('engine over TLS with AUTH (the AWS client settings)', () => {
   });
 
   it('refuses a server whose certificate it cannot verify, and a wrong token', async () => {
-    const untrusted = createRedis({ url, cluster: false }, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }) as Redis;
+    const untrusted = createRedis(
+      { url, cluster: false },
+      { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null },
+    ) as Redis;
     const errors: Error[] = [];
     untrusted.on('error', (error: Error) => errors.push(error));
     await assert.rejects(untrusted.connect());
     untrusted.disconnect();
     assert.match(errors.map((e) => e.message).join('\n'), /self-signed|unable to verify|certificate/i);
-    const wrong = createRedis({ url: url.replace(password, 'not-the-token'), cluster: false }, { tls: { ca }, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }) as Redis;
+    const wrong = createRedis(
+      { url: url.replace(password, 'not-the-token'), cluster: false },
+      { tls: { ca }, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null },
+    ) as Redis;
     const refusals: Error[] = [];
     wrong.on('error', (error: Error) => refusals.push(error));
     await assert.rejects(wrong.connect().then(() => wrong.ping()));

@@ -42,7 +42,10 @@ describe('updatedBy: the key behind each change', () => {
 
     assert.equal((await q.cancel(topic, 'a', { by: 'support' })).updatedBy, 'support');
     assert.deepEqual(await q.cancelGroup(topic, 'g', 'cleanup'), { cancelled: 1, running: 0 });
-    assert.deepEqual([(await q.get(topic, 'b'))?.state, (await q.get(topic, 'b'))?.updatedBy], ['cancelled', 'cleanup']);
+    assert.deepEqual(
+      [(await q.get(topic, 'b'))?.state, (await q.get(topic, 'b'))?.updatedBy],
+      ['cancelled', 'cleanup'],
+    );
   });
 
   it('a schedule records the key that put it; its occurrence, made by the queue, has none', async () => {

@@ -36,19 +36,35 @@ describe('versions across a failover', () => {
 
       const promoted = await pair.failover();
       const other = api(promoted.url, 1.5);
-      assert.deepEqual([(await other.get(topic, 'j1'))?.body, (await other.get(topic, 'j1'))?.version], ['one', first.job.version], 'the failover lost "two"');
+      assert.deepEqual(
+        [(await other.get(topic, 'j1'))?.body, (await other.get(topic, 'j1'))?.version],
+        ['one', first.job.version],
+        'the failover lost "two"',
+      );
       const theirs = await other.put(topic, 'j1', { delay: 60, body: 'three' });
       assert.equal(theirs.status, 'replaced', "another writer's put, acknowledged by the new primary's replica");
-      assert.notEqual(theirs.job.version, seen.version, `version ${seen.version} named "two" on the failed primary; it must not name "three" now`);
-      assert.ok(theirs.job.version > seen.version, 'a version given after the failover is larger than any the failed primary gave');
+      assert.notEqual(
+        theirs.job.version,
+        seen.version,
+        `version ${seen.version} named "two" on the failed primary; it must not name "three" now`,
+      );
+      assert.ok(
+        theirs.job.version > seen.version,
+        'a version given after the failover is larger than any the failed primary gave',
+      );
 
       // the reader changes the job only if it is still what it saw: it is not
       const readerNow = api(promoted.url, 1.5);
-      await rejects(readerNow.put(topic, 'j1', { delay: 60, body: 'four' }, { ifMatch: { version: seen.version } }), 412, 'VERSION_MISMATCH');
+      await rejects(
+        readerNow.put(topic, 'j1', { delay: 60, body: 'four' }, { ifMatch: { version: seen.version } }),
+        412,
+        'VERSION_MISMATCH',
+      );
       assert.equal((await other.get(topic, 'j1'))?.body, 'three', "the other writer's acknowledged put is not lost");
 
       // still the API's ETag: one quoted decimal that If-Match takes back
-      for (const v of [first.job.version, seen.version, theirs.job.version]) assert.deepEqual(parseIfMatch(`"${v}"`), { version: v });
+      for (const v of [first.job.version, seen.version, theirs.job.version])
+        assert.deepEqual(parseIfMatch(`"${v}"`), { version: v });
     } finally {
       for (const c of clients) c.disconnect();
       await pair.stop();

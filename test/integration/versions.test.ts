@@ -53,24 +53,40 @@ describe('versions within one tick of the clock', () => {
     seen.push((await q.get(topic, 'j'))!.version);
     assert.deepEqual(await q.engine.start(topic, [claimed!]), [true]);
     seen.push((await q.get(topic, 'j'))!.version);
-    for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! > seen[i - 1]!, `each write of the job in one tick grows its version: ${seen.join(', ')}`);
+    for (let i = 1; i < seen.length; i++)
+      assert.ok(seen[i]! > seen[i - 1]!, `each write of the job in one tick grows its version: ${seen.join(', ')}`);
     assert.equal(seen[0], ticksOf(clock.now));
 
     assert.equal(await q.engine.ack(topic, 'j', claimed!), 'done');
     assert.equal(await q.get(topic, 'j'), null, 'retention 0: the ack deleted the record');
-    assert.equal(Number(await redis.hget(k.jobs, '#seq')), Math.max(...seen), "the deleted record's version, not below the clock, is written down");
+    assert.equal(
+      Number(await redis.hget(k.jobs, '#seq')),
+      Math.max(...seen),
+      "the deleted record's version, not below the clock, is written down",
+    );
 
     const again = await q.add({ topic, id: 'j', delay: 60, body: 'three' });
     assert.equal(again.status, 'created');
-    assert.ok(again.job.version > Math.max(...seen), `made again in the same tick: ${again.job.version} is above ${Math.max(...seen)}`);
-    await rejects(q.put(topic, 'j', { delay: 60, body: 'four' }, { ifMatch: { version: seen[1]! } }), 412, 'VERSION_MISMATCH');
+    assert.ok(
+      again.job.version > Math.max(...seen),
+      `made again in the same tick: ${again.job.version} is above ${Math.max(...seen)}`,
+    );
+    await rejects(
+      q.put(topic, 'j', { delay: 60, body: 'four' }, { ifMatch: { version: seen[1]! } }),
+      412,
+      'VERSION_MISMATCH',
+    );
 
     // a cancel that deletes (retention 0), then the id again, still in the same tick
     const cancelled = await q.cancel(topic, 'j');
     assert.equal(cancelled.version, again.job.version, 'a cancel that deletes writes no version');
     const third = await q.add({ topic, id: 'j', delay: 60, body: 'five' });
     assert.ok(third.job.version > again.job.version, `${third.job.version} is above ${again.job.version}`);
-    await rejects(q.put(topic, 'j', { delay: 60, body: 'six' }, { ifMatch: { version: again.job.version } }), 412, 'VERSION_MISMATCH');
+    await rejects(
+      q.put(topic, 'j', { delay: 60, body: 'six' }, { ifMatch: { version: again.job.version } }),
+      412,
+      'VERSION_MISMATCH',
+    );
   });
 
   it('a cancelled job put again within one tick gets a version above the cancelled one', async () => {
@@ -85,9 +101,28 @@ describe('versions within one tick of the clock', () => {
 
   it('a record written twice in one call gets two versions, the second larger; the next call goes on from it', async () => {
     const { redis, clock, topic, q, k } = setup();
-    const job = (body: string) => ({ topic, partition: 0, id: 'twice', when: { kind: 'd' as const, ms: 60_000 }, body });
-    const [first, second] = script.addResults(await run(redis, script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '', 1)], { clock: clock.now, mode: 'put', jobs: [job('"one"'), job('"two"')], maxBytes: 1 << 20 })));
-    assert.ok(first?.[0] === OUTCOME.CREATED && second?.[0] === OUTCOME.REPLACED, 'one put creates the job, the next in the same call replaces it');
+    const job = (body: string) => ({
+      topic,
+      partition: 0,
+      id: 'twice',
+      when: { kind: 'd' as const, ms: 60_000 },
+      body,
+    });
+    const [first, second] = script.addResults(
+      await run(
+        redis,
+        script.addJobs([k.jobs, k.bodies, k.delayed, k.done, groupKey(0, topic, '', 1)], {
+          clock: clock.now,
+          mode: 'put',
+          jobs: [job('"one"'), job('"two"')],
+          maxBytes: 1 << 20,
+        }),
+      ),
+    );
+    assert.ok(
+      first?.[0] === OUTCOME.CREATED && second?.[0] === OUTCOME.REPLACED,
+      'one put creates the job, the next in the same call replaces it',
+    );
     const v1 = first[3];
     const v2 = second[1][13];
     assert.equal(v1, ticksOf(clock.now));
@@ -107,7 +142,11 @@ describe('versions within one tick of the clock', () => {
       last = v;
     }
     assert.ok(last > ticksOf(clock.now) + AHEAD_TICKS);
-    assert.equal(Number(await redis.hget(k.jobs, '#seq')), last, 'a version more than AHEAD_TICKS ahead of the clock is written down');
+    assert.equal(
+      Number(await redis.hget(k.jobs, '#seq')),
+      last,
+      'a version more than AHEAD_TICKS ahead of the clock is written down',
+    );
     await q.cancel(topic, 'busy');
     const again = await q.add({ topic, id: 'busy', delay: 60, body: 'again' });
     assert.ok(again.job.version > last, `${again.job.version} is above ${last}`);
@@ -117,13 +156,16 @@ describe('versions within one tick of the clock', () => {
 
   it('a record written and deleted in one call (includes/job.lua store, save, remove), then made again in the same tick, gets a larger version', async () => {
     const { redis, clock, k } = setup();
-    // the helpers of includes/job.lua, as a script runs them: a call that writes a record twice and deletes it, and one that makes it again
+    // the helpers of includes/job.lua, as a script runs them: a call that writes a record twice and deletes it, and one
+    // that makes it again
     const lua = (body: string) => [...includeOrder(body).map((name) => INCLUDES[name]), body].join('\n');
     const make = `local now = clock(ARGV[1])
 local h = { PENDING, false, now, now, 0, false, false, false, false, false, now, false, false, false, 0, 0, false, false }
 store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
     const [v1, v2] = (await redis.eval(
-      lua(`--- @include "job"\n${make}\nlocal v1 = h[H_VERSION]\nsave(KEYS[1], ARGV[2], h, '"x"')\nlocal v2 = h[H_VERSION]\nremove(KEYS[1], KEYS[2], ARGV[2], h)\nreturn { v1, v2 }`),
+      lua(
+        `--- @include "job"\n${make}\nlocal v1 = h[H_VERSION]\nsave(KEYS[1], ARGV[2], h, '"x"')\nlocal v2 = h[H_VERSION]\nremove(KEYS[1], KEYS[2], ARGV[2], h)\nreturn { v1, v2 }`,
+      ),
       2,
       k.jobs,
       k.bodies,
@@ -132,7 +174,14 @@ store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
     )) as number[];
     assert.deepEqual([v1, v2], [ticksOf(clock.now), ticksOf(clock.now) + 1]);
     assert.equal(await redis.hexists(k.jobs, 'r'), 0);
-    const v3 = (await redis.eval(lua(`--- @include "job"\n${make}\nreturn h[H_VERSION]`), 2, k.jobs, k.bodies, clock.now, 'r')) as number;
+    const v3 = (await redis.eval(
+      lua(`--- @include "job"\n${make}\nreturn h[H_VERSION]`),
+      2,
+      k.jobs,
+      k.bodies,
+      clock.now,
+      'r',
+    )) as number;
     assert.ok(v3 > v2!, `made again in the same tick: ${v3} is above ${v2}`);
   });
 
@@ -143,18 +192,38 @@ store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
     await q.add({ topic, id: 'before', delay: 0, group: 'g' });
     await q.add({ topic, id: 'moved', delay: 0, group: 'elsewhere' });
     const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g', 1)] as const;
-    const [, , , , , mark] = await run(redis, script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: 1 << 20, retentionMs: HOUR }));
+    const [, , , , , mark] = await run(
+      redis,
+      script.cancelGroup(keys, {
+        clock: clock.now,
+        group: 'g',
+        mark: '',
+        chunk: '',
+        cursor: '-inf',
+        last: '',
+        limit: 0,
+        maxBytes: 1 << 20,
+        retentionMs: HOUR,
+      }),
+    );
     assert.match(mark, /^\d+$/, 'the mark is plain decimal digits');
     await q.add({ topic, id: 'after', delay: 0, group: 'g' });
     await q.put(topic, 'moved', { delay: 0, group: 'g' }); // an existing job joins the group after the mark
     const before = (await q.get(topic, 'before'))!.version;
     const after = (await q.get(topic, 'after'))!.version;
     const moved = (await q.get(topic, 'moved'))!.version;
-    assert.ok(before < Number(mark) && Number(mark) <= Math.min(after, moved), `before ${before} < mark ${mark} <= after ${after} and moved ${moved}, all in one tick`);
+    assert.ok(
+      before < Number(mark) && Number(mark) <= Math.min(after, moved),
+      `before ${before} < mark ${mark} <= after ${after} and moved ${moved}, all in one tick`,
+    );
 
     await q.engine.sweep();
     const claimed = await q.engine.claim(topic, 10);
     assert.deepEqual(claimed.map((j) => j.id).sort(), ['after', 'moved']);
-    assert.equal((await q.get(topic, 'before'))?.state, 'cancelled', 'the claim cancelled the job that joined before the mark');
+    assert.equal(
+      (await q.get(topic, 'before'))?.state,
+      'cancelled',
+      'the claim cancelled the job that joined before the mark',
+    );
   });
 });

@@ -5,7 +5,17 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
 import { RetryLater } from '../../lib/workers/retry-later';
-import { ATTEMPT_HEADER, deliverWebhook, JOB_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, TOPIC_HEADER, verifyWebhook, WEBHOOK_USER_AGENT, type WebhookJob } from '../../lib/workers/webhook';
+import {
+  ATTEMPT_HEADER,
+  deliverWebhook,
+  JOB_ID_HEADER,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  TOPIC_HEADER,
+  verifyWebhook,
+  WEBHOOK_USER_AGENT,
+  type WebhookJob,
+} from '../../lib/workers/webhook';
 
 interface Recorded {
   method: string;
@@ -18,7 +28,9 @@ const SECRET = 'whsec_test';
 const TEN_MB = 10 * 1024 * 1024;
 
 function listen(server: net.Server): Promise<number> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)),
+  );
 }
 
 function rejection(promise: Promise<unknown>): Promise<Error> {
@@ -33,7 +45,12 @@ function rejection(promise: Promise<unknown>): Promise<Error> {
 
 describe('deliverWebhook without a secret', () => {
   it('refuses to send an unsigned request', async () => {
-    const error = await rejection(deliverWebhook({ topic: 't', id: 'j', attempt: 1, url: 'http://127.0.0.1:9/', body: {} }, { secret: '', allowPrivate: true, timeoutMs: 1000 }));
+    const error = await rejection(
+      deliverWebhook(
+        { topic: 't', id: 'j', attempt: 1, url: 'http://127.0.0.1:9/', body: {} },
+        { secret: '', allowPrivate: true, timeoutMs: 1000 },
+      ),
+    );
     assert.match(error.message, /secret is not configured/);
   });
 });
@@ -50,7 +67,12 @@ describe('deliverWebhook against a local server', () => {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const path = req.url ?? '/';
-        requests.push({ method: req.method ?? '', path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+        requests.push({
+          method: req.method ?? '',
+          path,
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
         switch (path) {
           case '/ok':
           case '/target':
@@ -61,7 +83,9 @@ describe('deliverWebhook against a local server', () => {
             res.write('accepted, but this body never ends');
             return;
           case '/fail':
-            res.writeHead(500, { 'content-type': 'text/plain' }).end('database\r\nexploded:\tconnection pool exhausted');
+            res
+              .writeHead(500, { 'content-type': 'text/plain' })
+              .end('database\r\nexploded:\tconnection pool exhausted');
             return;
           case '/empty-fail':
             res.writeHead(502).end();
@@ -129,13 +153,22 @@ describe('deliverWebhook against a local server', () => {
     assert.ok(Math.abs(Number(timestamp) - Date.now() / 1000) < 60);
     const signature = got.headers[SIGNATURE_HEADER] as string | undefined;
     assert.deepEqual(verifyWebhook({ secret: SECRET, body: got.body, timestamp, signature }), { ok: true });
-    assert.deepEqual(verifyWebhook({ secret: 'wrong', body: got.body, timestamp, signature }), { ok: false, reason: 'bad_signature' });
+    assert.deepEqual(verifyWebhook({ secret: 'wrong', body: got.body, timestamp, signature }), {
+      ok: false,
+      reason: 'bad_signature',
+    });
   });
 
   it('while a secret is rotated, signs with both: a receiver that knows only the old one and one that knows only the new one both verify', async () => {
     await deliverWebhook(job('/ok'), { ...local, secret: ['new-secret', SECRET] });
     const got = requests.at(-1)!;
-    const check = (secret: string) => verifyWebhook({ secret, body: got.body, timestamp: got.headers[TIMESTAMP_HEADER] as string, signature: got.headers[SIGNATURE_HEADER] as string });
+    const check = (secret: string) =>
+      verifyWebhook({
+        secret,
+        body: got.body,
+        timestamp: got.headers[TIMESTAMP_HEADER] as string,
+        signature: got.headers[SIGNATURE_HEADER] as string,
+      });
     assert.equal(String(got.headers[SIGNATURE_HEADER]).split(' ').length, 2);
     assert.deepEqual(check(SECRET), { ok: true }, 'a receiver with the old secret only');
     assert.deepEqual(check('new-secret'), { ok: true }, 'a receiver with the new secret only');
@@ -223,7 +256,9 @@ describe('deliverWebhook against a local server', () => {
   it('gives up when the caller aborts', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const err = await rejection(deliverWebhook(job('/hang'), { ...local, timeoutMs: 10_000, signal: controller.signal }));
+    const err = await rejection(
+      deliverWebhook(job('/hang'), { ...local, timeoutMs: 10_000, signal: controller.signal }),
+    );
     assert.match(err.message, /^timed out after \d+ ms$/);
   });
 
@@ -267,9 +302,13 @@ describe('deliverWebhook against a local server', () => {
     it('refuses IPv6 loopback and metadata addresses given literally', async () => {
       const v6 = await rejection(deliverWebhook(job('/', { url: 'https://[::1]:9/' }), strict));
       assert.match(v6.message, /loopback/);
-      const mapped = await rejection(deliverWebhook(job('/', { url: 'https://[::ffff:169.254.169.254]/latest' }), strict));
+      const mapped = await rejection(
+        deliverWebhook(job('/', { url: 'https://[::ffff:169.254.169.254]/latest' }), strict),
+      );
       assert.match(mapped.message, /link-local/);
-      const metadata = await rejection(deliverWebhook(job('/', { url: 'https://169.254.169.254/latest/meta-data' }), strict));
+      const metadata = await rejection(
+        deliverWebhook(job('/', { url: 'https://169.254.169.254/latest/meta-data' }), strict),
+      );
       assert.match(metadata.message, /link-local/);
       const decimal = await rejection(deliverWebhook(job('/', { url: 'https://2130706433/' }), strict));
       assert.match(decimal.message, /loopback/);
@@ -301,11 +340,15 @@ describe('deliverWebhook against a local server', () => {
         connects.push(options);
         throw new Error('not connecting in this test');
       });
-      const err = await rejection(deliverWebhook(job('/', { url: 'https://pinned.invalid:9/' }), { ...strict, timeoutMs: 500 }));
+      const err = await rejection(
+        deliverWebhook(job('/', { url: 'https://pinned.invalid:9/' }), { ...strict, timeoutMs: 500 }),
+      );
       assert.match(err.message, /not connecting in this test/);
       assert.equal(connects.length, 1);
       const lookup = connects[0]!.lookup!;
-      const answer = await new Promise((resolve) => lookup('pinned.invalid', {}, (error, address, family) => resolve([error, address, family])));
+      const answer = await new Promise((resolve) =>
+        lookup('pinned.invalid', {}, (error, address, family) => resolve([error, address, family])),
+      );
       assert.deepEqual(answer, [null, '93.184.216.34', 4], 'the connection resolves to the checked address');
       assert.deepEqual(lookups, ['pinned.invalid'], 'no second DNS lookup of the hostname');
     });

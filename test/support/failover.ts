@@ -20,7 +20,13 @@ function replication(port: number): string {
 }
 
 async function synced(replica: RedisProcess, primary: RedisProcess): Promise<void> {
-  const up = await until(() => /master_link_status:up/.test(replication(replica.port)) && /^slave0:.*state=online/m.test(replication(primary.port)), 30_000, 50);
+  const up = await until(
+    () =>
+      /master_link_status:up/.test(replication(replica.port)) &&
+      /^slave0:.*state=online/m.test(replication(primary.port)),
+    30_000,
+    50,
+  );
   if (!up) throw new Error(`timed out waiting for the replica on ${replica.port} to sync with ${primary.port}`);
 }
 
@@ -81,7 +87,10 @@ export async function startCuttableReplica(): Promise<CuttableReplica> {
  * POST /jobs with `job` as its JSON body and bearer token `t`, as API Gateway hands it to `route`
  * (the addJob Lambda: `httpRoute(addJob, …)`); the Lambda's answer.
  */
-export async function postJob(route: (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>, job: { topic: string; id: string; delay: number }): Promise<APIGatewayProxyStructuredResultV2> {
+export async function postJob(
+  route: (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyResultV2>,
+  job: { topic: string; id: string; delay: number },
+): Promise<APIGatewayProxyStructuredResultV2> {
   return (await route({
     rawPath: '/jobs',
     routeKey: 'POST /jobs',

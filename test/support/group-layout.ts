@@ -13,8 +13,16 @@ export function bucketField(group: string): { field: Buffer; n: number } {
   return { field, n: field.readUInt32BE(0) };
 }
 
-/** level, split and count of the small groups' buckets of a topic in partition `partition` of `partitions` (all 0: none). */
-export async function bucketState(redis: Redis | Cluster, partition: number, topic: string, partitions: number): Promise<{ level: number; split: number; count: number }> {
+/**
+ * level, split and count of the small groups' buckets of a topic in partition `partition` of `partitions` (all 0:
+ * none).
+ */
+export async function bucketState(
+  redis: Redis | Cluster,
+  partition: number,
+  topic: string,
+  partitions: number,
+): Promise<{ level: number; split: number; count: number }> {
   const state = await redis.hget(topicKeys(partition, topic, partitions).jobs, '#gbuckets');
   if (state === null) return { level: 0, split: 0, count: 0 };
   const [level, split, count] = state.split(' ').map(Number) as [number, number, number];
@@ -22,7 +30,13 @@ export async function bucketState(redis: Redis | Cluster, partition: number, top
 }
 
 /** The key of the bucket group `group` is in now. */
-export async function bucketKeyOf(redis: Redis | Cluster, partition: number, topic: string, group: string, partitions: number): Promise<string> {
+export async function bucketKeyOf(
+  redis: Redis | Cluster,
+  partition: number,
+  topic: string,
+  group: string,
+  partitions: number,
+): Promise<string> {
   const { level, split } = await bucketState(redis, partition, topic, partitions);
   const { n } = bucketField(group);
   let b = n % 2 ** level;
@@ -31,13 +45,28 @@ export async function bucketKeyOf(redis: Redis | Cluster, partition: number, top
 }
 
 /** The slots of group `group`'s field in its bucket ('' for an empty slot), [] when it has none. */
-export async function bucketSlots(redis: Redis | Cluster, partition: number, topic: string, group: string, partitions: number): Promise<string[]> {
-  const value = await redis.hgetBuffer(await bucketKeyOf(redis, partition, topic, group, partitions), bucketField(group).field);
+export async function bucketSlots(
+  redis: Redis | Cluster,
+  partition: number,
+  topic: string,
+  group: string,
+  partitions: number,
+): Promise<string[]> {
+  const value = await redis.hgetBuffer(
+    await bucketKeyOf(redis, partition, topic, group, partitions),
+    bucketField(group).field,
+  );
   return value === null ? [] : value.toString().split(',');
 }
 
 /** Where the first chunk of group `group` is ('zset', 'bucket', or 'none'), and the ids stored there. */
-export async function firstChunk(redis: Redis | Cluster, partition: number, topic: string, group: string, partitions: number): Promise<{ form: 'zset' | 'bucket' | 'none'; ids: string[] }> {
+export async function firstChunk(
+  redis: Redis | Cluster,
+  partition: number,
+  topic: string,
+  group: string,
+  partitions: number,
+): Promise<{ form: 'zset' | 'bucket' | 'none'; ids: string[] }> {
   const key = groupKey(partition, topic, group, partitions);
   if ((await redis.exists(key)) === 1) return { form: 'zset', ids: await redis.zrange(key, 0, -1) };
   const ids = (await bucketSlots(redis, partition, topic, group, partitions)).filter((id) => id !== '');

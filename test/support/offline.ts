@@ -17,11 +17,28 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { forget, freePort, killOnExit, OFFLINE_READY_LIMIT_MS, OFFLINE_STALL_MS, stopChild, waitWhileProgressing } from '../../scripts/support/process';
+import {
+  forget,
+  freePort,
+  killOnExit,
+  OFFLINE_READY_LIMIT_MS,
+  OFFLINE_STALL_MS,
+  stopChild,
+  waitWhileProgressing,
+} from '../../scripts/support/process';
 
 /** The project root (this file is test/support/offline.ts). */
 export const PROJECT_ROOT = resolve(__dirname, '..', '..');
@@ -29,7 +46,15 @@ export const PROJECT_ROOT = resolve(__dirname, '..', '..');
 /** Function names offline exposes: `${service}-${stage}-${key}`. */
 export const FUNCTION_PREFIX = 'delay-queue-local-';
 
-const CONFIG_FILES = ['serverless.yml', 'serverless.yaml', 'serverless.json', 'serverless.js', 'serverless.cjs', 'serverless.mjs', 'serverless.ts'];
+const CONFIG_FILES = [
+  'serverless.yml',
+  'serverless.yaml',
+  'serverless.json',
+  'serverless.js',
+  'serverless.cjs',
+  'serverless.mjs',
+  'serverless.ts',
+];
 /** Top-level entries not linked into an instance folder: build output, state, data, VCS. */
 const NOT_LINKED = new Set(['.esbuild', '.serverless', '.build', '.data', '.git', ...CONFIG_FILES]);
 const MAX_LOG_BYTES = 5 * 1024 * 1024;
@@ -145,12 +170,16 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
   let lastOutputAt = started;
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [join(PROJECT_ROOT, 'node_modules', '.bin', 'serverless'), 'offline', 'start', '--stage', 'local'], {
-      cwd: serviceDir,
-      env,
-      detached: true, // its own process group, stopped as a whole (offline, esbuild service)
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      [join(PROJECT_ROOT, 'node_modules', '.bin', 'serverless'), 'offline', 'start', '--stage', 'local'],
+      {
+        cwd: serviceDir,
+        env,
+        detached: true, // its own process group, stopped as a whole (offline, esbuild service)
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
   } catch (error) {
     removeServiceDir(serviceDir);
     throw error;
@@ -193,7 +222,8 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
     lastOutputAt: () => lastOutputAt,
     abort: () => {
       if (!alive) return `serverless offline exited before it was ready (${exitStatus})`;
-      if (/EADDRINUSE/.test(logs.text())) return `serverless offline could not bind its ports (${httpPort}, ${lambdaPort})`;
+      if (/EADDRINUSE/.test(logs.text()))
+        return `serverless offline could not bind its ports (${httpPort}, ${lambdaPort})`;
       return undefined;
     },
     // the Lambda API starts first, the HTTP API after it: check both anyway. Offline's own lines
@@ -201,7 +231,9 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
     // between freePort() and offline's listen (seen in a soak: a test's receiver answered 200).
     ready: async () => {
       const text = logs.text();
-      const bound = text.includes(`listening on http://127.0.0.1:${lambdaPort}`) && text.includes(`Server ready: http://127.0.0.1:${httpPort}`);
+      const bound =
+        text.includes(`listening on http://127.0.0.1:${lambdaPort}`) &&
+        text.includes(`Server ready: http://127.0.0.1:${httpPort}`);
       return bound && (await answers(`${baseUrl}/`)) && (await answers(`${lambdaUrl}/`));
     },
   });
@@ -230,7 +262,10 @@ export async function startOffline(options: OfflineOptions): Promise<OfflineProc
 }
 
 export interface InvokeResult {
-  /** HTTP status of the invoke API: 200 (RequestResponse, even when the function threw), 202 (Event), 404 (no such function). */
+  /**
+   * HTTP status of the invoke API: 200 (RequestResponse, even when the function threw), 202 (Event), 404 (no such
+   * function).
+   */
   status: number;
   /** The function's result, parsed as JSON when it is JSON; undefined when empty (Event). */
   body: unknown;
@@ -248,7 +283,12 @@ export interface InvokeResult {
  * background; a function that throws then kills the whole offline process (a serverless-offline
  * bug, see ../shared/TOOLCHAIN.md).
  */
-export async function invokeFunction(lambdaUrl: string, name: string, payload: unknown = {}, invocationType: 'RequestResponse' | 'Event' = 'RequestResponse'): Promise<InvokeResult> {
+export async function invokeFunction(
+  lambdaUrl: string,
+  name: string,
+  payload: unknown = {},
+  invocationType: 'RequestResponse' | 'Event' = 'RequestResponse',
+): Promise<InvokeResult> {
   const functionName = name.startsWith(FUNCTION_PREFIX) ? name : `${FUNCTION_PREFIX}${name}`;
   const res = await fetch(`${lambdaUrl}/2015-03-31/functions/${encodeURIComponent(functionName)}/invocations`, {
     method: 'POST',

@@ -12,7 +12,8 @@ import addFormats from 'ajv-formats';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from './offline';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the parsed openapi.yaml, walked by property paths; a wrong path fails the test
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the parsed openapi.yaml, walked by property paths; a wrong path fails the test
+type Json = Record<string, any>;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 const SCHEMA_ID = 'https://delay-queue.local/openapi.json';
@@ -46,7 +47,9 @@ export class Contract {
     // strict: a typo in a schema keyword fails here instead of silently allowing anything
     this.ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, strictTypes: false });
     addFormats(this.ajv);
-    const defs = JSON.parse(JSON.stringify(this.doc.components.schemas).replaceAll('"#/components/schemas/', '"#/$defs/'));
+    const defs = JSON.parse(
+      JSON.stringify(this.doc.components.schemas).replaceAll('"#/components/schemas/', '"#/$defs/'),
+    );
     this.ajv.addSchema({ $id: SCHEMA_ID, $defs: defs });
     this.routes = Object.keys(this.doc.paths).map((template) => ({
       template,
@@ -76,7 +79,9 @@ export class Contract {
   validator(schema: unknown, key: string): ValidateFunction {
     let v = this.validators.get(key);
     if (!v) {
-      const rewritten = JSON.parse(JSON.stringify(schema ?? {}).replaceAll('"#/components/schemas/', `"${SCHEMA_ID}#/$defs/`));
+      const rewritten = JSON.parse(
+        JSON.stringify(schema ?? {}).replaceAll('"#/components/schemas/', `"${SCHEMA_ID}#/$defs/`),
+      );
       v = this.ajv.compile(rewritten);
       this.validators.set(key, v);
     }
@@ -107,7 +112,8 @@ export class Contract {
 
   private validate(ex: Exchange, schema: unknown, key: string, value: unknown, what: string): void {
     const v = this.validator(schema, key);
-    if (!v(value)) this.fail(ex, `${what} does not match ${key}: ${this.ajv.errorsText(v.errors, { separator: '\n  ' })}`);
+    if (!v(value))
+      this.fail(ex, `${what} does not match ${key}: ${this.ajv.errorsText(v.errors, { separator: '\n  ' })}`);
   }
 
   /** Throws, naming the request, unless the exchange is what the document says. */
@@ -121,7 +127,11 @@ export class Contract {
     const name = `${ex.method.toUpperCase()} ${route.template}`;
     const responses = op.responses as Json;
     const statusKey = [String(ex.status), `${String(ex.status)[0]}XX`, 'default'].find((k) => k in responses);
-    if (!statusKey) this.fail(ex, `status ${ex.status} is not documented for ${name} (documented: ${Object.keys(responses).join(', ')})`);
+    if (!statusKey)
+      this.fail(
+        ex,
+        `status ${ex.status} is not documented for ${name} (documented: ${Object.keys(responses).join(', ')})`,
+      );
     const response = this.resolve(responses[statusKey]);
 
     for (const [header, spec] of Object.entries((response.headers ?? {}) as Json)) {
@@ -141,8 +151,10 @@ export class Contract {
       if (ex.text !== '') this.fail(ex, 'the response has a body, the document says none');
     } else {
       const media = content[contentType];
-      if (!media) this.fail(ex, `content type ${JSON.stringify(contentType)} is not one of ${Object.keys(content).join(', ')}`);
-      let body: any = ex.text; // eslint-disable-line @typescript-eslint/no-explicit-any -- the text or the JSON it holds, checked against the document's schema next
+      if (!media)
+        this.fail(ex, `content type ${JSON.stringify(contentType)} is not one of ${Object.keys(content).join(', ')}`);
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the text or the JSON it holds, checked against the document's schema next
+      let body: any = ex.text;
       if (/json/.test(contentType)) {
         try {
           body = JSON.parse(ex.text);
@@ -152,7 +164,8 @@ export class Contract {
       }
       this.validate(ex, media.schema, `${name} ${statusKey} ${contentType}`, body, 'the response body');
       // a batch is accepted with invalid jobs in it (each gets its own 4xx): not a valid request then
-      if (Array.isArray(body?.results) && body.results.some((r: { status: number }) => r.status >= 300)) accepted = false;
+      if (Array.isArray(body?.results) && body.results.some((r: { status: number }) => r.status >= 300))
+        accepted = false;
     }
 
     if (accepted && ex.status >= 200 && ex.status < 300 && ex.requestBody !== undefined) {
@@ -177,10 +190,16 @@ export class Contract {
     const schemaExamples = (schema: unknown, where: string[]): void => {
       if (Array.isArray(schema) || !schema || typeof schema !== 'object') return;
       const s = schema as Json;
-      if (Array.isArray(s.examples)) s.examples.forEach((value: unknown, i: number) => found.push({ where: pointer(...where, 'examples', String(i)), value, schema: s }));
+      if (Array.isArray(s.examples))
+        s.examples.forEach((value: unknown, i: number) =>
+          found.push({ where: pointer(...where, 'examples', String(i)), value, schema: s }),
+        );
       for (const key of SUBSCHEMA) if (key in s) schemaExamples(s[key], [...where, key]);
-      for (const key of SUBSCHEMA_LISTS) if (Array.isArray(s[key])) s[key].forEach((sub: unknown, i: number) => schemaExamples(sub, [...where, key, String(i)]));
-      for (const key of SUBSCHEMA_MAPS) for (const [name, sub] of Object.entries((s[key] ?? {}) as Json)) schemaExamples(sub, [...where, key, name]);
+      for (const key of SUBSCHEMA_LISTS)
+        if (Array.isArray(s[key]))
+          s[key].forEach((sub: unknown, i: number) => schemaExamples(sub, [...where, key, String(i)]));
+      for (const key of SUBSCHEMA_MAPS)
+        for (const [name, sub] of Object.entries((s[key] ?? {}) as Json)) schemaExamples(sub, [...where, key, name]);
     };
     const visit = (node: unknown, where: string[]): void => {
       if (Array.isArray(node)) return node.forEach((n, i) => visit(n, [...where, String(i)]));
@@ -189,14 +208,23 @@ export class Contract {
       if (n.schema !== undefined) {
         // a media type, parameter or header: its schema, and the examples beside it
         schemaExamples(n.schema, [...where, 'schema']);
-        if (n.example !== undefined) found.push({ where: pointer(...where, 'example'), value: n.example, schema: n.schema });
-        for (const [k, e] of Object.entries((n.examples ?? {}) as Json)) found.push({ where: pointer(...where, 'examples', k), value: this.resolve(e as Json).value, schema: n.schema });
+        if (n.example !== undefined)
+          found.push({ where: pointer(...where, 'example'), value: n.example, schema: n.schema });
+        for (const [k, e] of Object.entries((n.examples ?? {}) as Json))
+          found.push({
+            where: pointer(...where, 'examples', k),
+            value: this.resolve(e as Json).value,
+            schema: n.schema,
+          });
       }
-      for (const [k, v] of Object.entries(n)) if (k !== 'schema' && k !== 'examples' && k !== 'example') visit(v, [...where, k]);
+      for (const [k, v] of Object.entries(n))
+        if (k !== 'schema' && k !== 'examples' && k !== 'example') visit(v, [...where, k]);
     };
     visit(this.doc.paths, ['paths']);
-    for (const part of ['responses', 'parameters', 'headers', 'requestBodies']) visit(this.doc.components?.[part], ['components', part]);
-    for (const [name, schema] of Object.entries((this.doc.components?.schemas ?? {}) as Json)) schemaExamples(schema, ['components', 'schemas', name]);
+    for (const part of ['responses', 'parameters', 'headers', 'requestBodies'])
+      visit(this.doc.components?.[part], ['components', part]);
+    for (const [name, schema] of Object.entries((this.doc.components?.schemas ?? {}) as Json))
+      schemaExamples(schema, ['components', 'schemas', name]);
     return found;
   }
 
@@ -208,10 +236,14 @@ export class Contract {
     });
   }
 
-  /** Checks every example against its schema; returns how many there are, or throws listing every one that does not match. */
+  /**
+   * Checks every example against its schema; returns how many there are, or throws listing every one that does not
+   * match.
+   */
   checkExamples(): number {
     const problems = this.exampleProblems();
-    if (problems.length) throw new Error(`${problems.length} examples do not match their schema:\n${problems.join('\n')}`);
+    if (problems.length)
+      throw new Error(`${problems.length} examples do not match their schema:\n${problems.join('\n')}`);
     return this.examples().length;
   }
 }
@@ -224,7 +256,18 @@ export interface DocExample {
 }
 
 /** JSON Schema 2020-12 keywords whose value is one subschema, a list of them, or a map of them. */
-const SUBSCHEMA = ['items', 'not', 'if', 'then', 'else', 'contains', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames'];
+const SUBSCHEMA = [
+  'items',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'propertyNames',
+];
 const SUBSCHEMA_LISTS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
 const SUBSCHEMA_MAPS = ['properties', 'patternProperties', 'dependentSchemas', '$defs'];
 
@@ -258,7 +301,14 @@ export function checkingFetch(contract: Contract, baseUrl: string): typeof fetch
     const res = await fetch(input, init);
     const text = await res.text();
     const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
-    contract.check({ method: init?.method ?? 'GET', url: url.slice(baseUrl.length), requestBody: body, status: res.status, headers: res.headers, text });
+    contract.check({
+      method: init?.method ?? 'GET',
+      url: url.slice(baseUrl.length),
+      requestBody: body,
+      status: res.status,
+      headers: res.headers,
+      text,
+    });
     return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }

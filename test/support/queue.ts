@@ -28,7 +28,11 @@ export class TestClock {
  * clock when `clock` is given: tests add with raw input as the API does, and drive attempts with
  * `q.engine` (the engine's door), the one way tests reach the engine.
  */
-export function makeQueue(redis: Redis | Cluster, topics: Record<string, TopicInput>, options: { clock?: TestClock; random?: number; config?: Omit<QueueConfigInput, 'topics'> } = {}): Queue {
+export function makeQueue(
+  redis: Redis | Cluster,
+  topics: Record<string, TopicInput>,
+  options: { clock?: TestClock; random?: number; config?: Omit<QueueConfigInput, 'topics'> } = {},
+): Queue {
   const config = resolveQueueConfig({ ...options.config, topics });
   const engine = new Engine(redis, config, {
     ...(options.clock ? { clock: () => options.clock!.now } : {}),
@@ -51,7 +55,13 @@ export async function rejects(promise: Promise<unknown>, status: number, code: s
 }
 
 /** Every job of group `group`, following `next` from the first page of `limit`; fails past `maxPages` pages. */
-export async function listWholeGroup(q: Queue, topic: string, group: string, limit: number, maxPages = 100): Promise<Job[]> {
+export async function listWholeGroup(
+  q: Queue,
+  topic: string,
+  group: string,
+  limit: number,
+  maxPages = 100,
+): Promise<Job[]> {
   const jobs: Job[] = [];
   let page = await q.listGroup(topic, group, { limit });
   jobs.push(...page.jobs);

@@ -40,8 +40,16 @@ export async function startReceiver(secret: string, ...others: string[]): Promis
         const v = req.headers[name];
         return Array.isArray(v) ? v[0] : v;
       };
-      const verifies = (s: string) => verifyWebhook({ secret: s, body, timestamp: header('x-dq-timestamp'), signature: header('x-dq-signature') }).ok;
-      deliveries.push({ path, at: Date.now(), body, attempt: header('x-dq-attempt'), verified: verifies(secret), verifiedBy: [secret, ...others].filter(verifies) });
+      const verifies = (s: string) =>
+        verifyWebhook({ secret: s, body, timestamp: header('x-dq-timestamp'), signature: header('x-dq-signature') }).ok;
+      deliveries.push({
+        path,
+        at: Date.now(),
+        body,
+        attempt: header('x-dq-attempt'),
+        verified: verifies(secret),
+        verifiedBy: [secret, ...others].filter(verifies),
+      });
       const n = (counts.get(path) ?? 0) + 1;
       counts.set(path, n);
       const [, mode] = path.split('/');

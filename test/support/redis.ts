@@ -25,7 +25,13 @@ export interface RedisProcess {
 class RedisStartError extends Error {}
 
 async function ping(port: number): Promise<boolean> {
-  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   client.on('error', () => undefined); // refused until the server listens: expected while polling
   try {
     await client.connect();
@@ -39,7 +45,9 @@ async function ping(port: number): Promise<boolean> {
  * Starts one redis-server. `args` are extra server options; by default nothing is persisted
  * (`--save '' --appendonly no`). `dir` reuses a data folder (for restart tests).
  */
-export async function startRedis(options: { args?: string[]; dir?: string; port?: number } = {}): Promise<RedisProcess> {
+export async function startRedis(
+  options: { args?: string[]; dir?: string; port?: number } = {},
+): Promise<RedisProcess> {
   // A port found free can be taken before redis-server binds it: then try another (3 times)
   for (let attempt = 1; ; attempt++) {
     try {
@@ -52,7 +60,19 @@ export async function startRedis(options: { args?: string[]; dir?: string; port?
 
 async function startRedisOnce(options: { args?: string[]; dir?: string }, port: number): Promise<RedisProcess> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'dq-redis-'));
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...(options.args ?? [])];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    ...(options.args ?? []),
+  ];
   const child: ChildProcess = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const spawnError = new Promise<never>((_, reject) => child.once('error', (error) => reject(missingRedis(error))));
   spawnError.catch(() => undefined); // raced below; unhandled otherwise once the server is up
@@ -77,7 +97,11 @@ async function startRedisOnce(options: { args?: string[]; dir?: string }, port: 
 /** The error for a missing redis-server: what to install, not a stack trace. */
 function missingRedis(error: Error): Error {
   if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return error;
-  return new Error('redis-server is not installed (the integration, e2e and fault tests start their own). Install it:\n' + '    Debian/Ubuntu: sudo apt-get install -y redis-server\n' + '    macOS:         brew install redis');
+  return new Error(
+    'redis-server is not installed (the integration, e2e and fault tests start their own). Install it:\n' +
+      '    Debian/Ubuntu: sudo apt-get install -y redis-server\n' +
+      '    macOS:         brew install redis',
+  );
 }
 
 export interface RedisClusterProcess {
@@ -99,15 +123,46 @@ export async function startRedisCluster(masters = 3, replicas = 0): Promise<Redi
       nodes.push(
         await startRedis({
           port,
-          args: ['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000'],
+          args: [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--cluster-node-timeout',
+            '5000',
+          ],
         }),
       );
     }
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8' });
+    const create = spawnSync(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
+      { encoding: 'utf8' },
+    );
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
-    const ok = await until(() => nodes.every((node) => spawnSync('redis-cli', ['-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout.includes('cluster_state:ok')), 30_000, 50);
+    const ok = await until(
+      () =>
+        nodes.every((node) =>
+          spawnSync('redis-cli', ['-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout.includes(
+            'cluster_state:ok',
+          ),
+        ),
+      30_000,
+      50,
+    );
     if (!ok) throw new Error('timed out waiting for cluster_state:ok on every node');
-    const linked = await until(() => nodes.every((node) => !/role:slave/.test(info(node.port)) || /master_link_status:up/.test(info(node.port))), 30_000, 50);
+    const linked = await until(
+      () => nodes.every((node) => !/role:slave/.test(info(node.port)) || /master_link_status:up/.test(info(node.port))),
+      30_000,
+      50,
+    );
     if (!linked) throw new Error('timed out waiting for every replica to sync with its primary');
   } catch (error) {
     await Promise.all(nodes.map((n) => n.stop()));
@@ -156,7 +211,11 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
       await Promise.all([replica.stop(), primary.stop()]);
     },
   };
-  const synced = await until(() => /master_link_status:up/.test(info(replica.port)) && /connected_slaves:1/.test(info(primary.port)), 30_000, 50);
+  const synced = await until(
+    () => /master_link_status:up/.test(info(replica.port)) && /connected_slaves:1/.test(info(primary.port)),
+    30_000,
+    50,
+  );
   if (!synced) {
     await pair.stop();
     throw new Error('timed out waiting for the replica to sync with its primary');
@@ -168,7 +227,10 @@ export async function startPrimaryWithReplica(): Promise<PrimaryWithReplica> {
  * Gives the enclosing suite a redis-server of its own: started in a `before` hook, stopped in an
  * `after` hook, with one client on it. Call at the top of a describe().
  */
-export function useRedisServer(options: Parameters<typeof startRedis>[0] = {}): { server(): RedisProcess; client(): Redis } {
+export function useRedisServer(options: Parameters<typeof startRedis>[0] = {}): {
+  server(): RedisProcess;
+  client(): Redis;
+} {
   let server: RedisProcess | undefined;
   let client: Redis | undefined;
   before(async () => {
@@ -210,7 +272,12 @@ export function useRedisCluster(masters = 3): { cluster(): RedisClusterProcess; 
 export async function slotOwner(cluster: RedisClusterProcess, slot: number): Promise<number> {
   const client = new Redis(cluster.nodes[0]!.port, '127.0.0.1');
   try {
-    const ranges = (await client.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+    const ranges = (await client.call('CLUSTER', 'SLOTS')) as [
+      number,
+      number,
+      [string, number, ...unknown[]],
+      ...unknown[],
+    ][];
     const range = ranges.find(([first, last]) => slot >= first && slot <= last);
     const index = cluster.nodes.findIndex((node) => node.port === range?.[2][1]);
     if (index < 0) throw new Error(`no primary serves slot ${slot}`);
@@ -228,7 +295,12 @@ export async function slotOwner(cluster: RedisClusterProcess, slot: number): Pro
  * slot is split between the two nodes: a test waits there for its load to meet the split.
  * Resolves how long the slot was split (ms from IMPORTING to the last SETSLOT … NODE).
  */
-export async function moveSlot(cluster: RedisClusterProcess, slot: number, to: number, options: { batch?: number; between?: (from: number) => Promise<void> } = {}): Promise<number> {
+export async function moveSlot(
+  cluster: RedisClusterProcess,
+  slot: number,
+  to: number,
+  options: { batch?: number; between?: (from: number) => Promise<void> } = {},
+): Promise<number> {
   const from = await slotOwner(cluster, slot);
   if (from === to) return 0;
   const nodes = cluster.nodes.map((node) => new Redis(node.port, '127.0.0.1'));

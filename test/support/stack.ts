@@ -10,15 +10,42 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from './offline';
 
-export type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any -- CloudFormation properties of any resource type; tests read the fields they check
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- CloudFormation properties of any resource type; tests read the fields they check
+export type Json = any;
 export interface Template {
-  Resources: Record<string, { Type: string; Properties: Json; DependsOn?: string | string[]; DeletionPolicy?: string; UpdateReplacePolicy?: string }>;
+  Resources: Record<
+    string,
+    {
+      Type: string;
+      Properties: Json;
+      DependsOn?: string | string[];
+      DeletionPolicy?: string;
+      UpdateReplacePolicy?: string;
+    }
+  >;
   Outputs?: Record<string, Json>;
 }
 
 /** Left out of the copies: dependencies (linked instead), build output, local data, tests. */
-const NOT_COPIED = new Set(['node_modules', '.git', '.serverless', '.esbuild', '.build', '.data', '.tmp', 'coverage', 'test-artifacts', 'test', 'bench']);
-export const DUMMY_AWS = { AWS_ACCESS_KEY_ID: 'dummy', AWS_SECRET_ACCESS_KEY: 'dummy', AWS_REGION: 'us-east-1', AWS_PROFILE: '' };
+const NOT_COPIED = new Set([
+  'node_modules',
+  '.git',
+  '.serverless',
+  '.esbuild',
+  '.build',
+  '.data',
+  '.tmp',
+  'coverage',
+  'test-artifacts',
+  'test',
+  'bench',
+]);
+export const DUMMY_AWS = {
+  AWS_ACCESS_KEY_ID: 'dummy',
+  AWS_SECRET_ACCESS_KEY: 'dummy',
+  AWS_REGION: 'us-east-1',
+  AWS_PROFILE: '',
+};
 export const SERVERLESS = join(PROJECT_ROOT, 'node_modules', 'serverless', 'bin', 'serverless.js');
 
 /** A copy of the project in a temporary folder, sharing node_modules. */
@@ -32,9 +59,16 @@ export function projectCopy(): string {
 }
 
 /** Runs the framework in `cwd` with `args`; resolves with its exit code, its stdout, and everything it printed. */
-export function runServerless(cwd: string, args: string[]): Promise<{ code: number | null; stdout: string; output: string }> {
+export function runServerless(
+  cwd: string,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SERVERLESS, ...args], { cwd, env: { ...process.env, ...DUMMY_AWS, SLS_TELEMETRY_DISABLED: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SERVERLESS, ...args], {
+      cwd,
+      env: { ...process.env, ...DUMMY_AWS, SLS_TELEMETRY_DISABLED: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let output = '';
     child.stdout.on('data', (d) => {
@@ -50,7 +84,14 @@ export function runServerless(cwd: string, args: string[]): Promise<{ code: numb
 /** `serverless package --stage prod` in `dir` plus `params` (name=value); returns the update-stack template. */
 export async function packageStage(dir: string, params: string[]): Promise<{ template: Template; path: string }> {
   const out = join(dir, 'package');
-  const { code, output } = await runServerless(dir, ['package', '--stage', 'prod', '--package', out, ...params.map((p) => `--param=${p}`)]);
+  const { code, output } = await runServerless(dir, [
+    'package',
+    '--stage',
+    'prod',
+    '--package',
+    out,
+    ...params.map((p) => `--param=${p}`),
+  ]);
   assert.equal(code, 0, `serverless package ${params.join(' ')} failed:\n${output}`);
   const path = join(out, 'cloudformation-template-update-stack.json');
   return { template: JSON.parse(readFileSync(path, 'utf8')) as Template, path };
@@ -75,15 +116,24 @@ export const functions = (t: Template) => ofType(t, 'AWS::Lambda::Function');
 export const functionKey = (fn: Json) => String(fn.Properties.FunctionName).replace(/^delay-queue-prod-/, '');
 /** The DQ_CONFIG the functions of `t` get. */
 export const queueConfig = (t: Template) =>
-  JSON.parse(functions(t)[0]![1].Properties.Environment.Variables.DQ_CONFIG) as { partitions: number; formerPartitions?: number | null; durability: string; topics: Record<string, { handler?: string }> };
+  JSON.parse(functions(t)[0]![1].Properties.Environment.Variables.DQ_CONFIG) as {
+    partitions: number;
+    formerPartitions?: number | null;
+    durability: string;
+    topics: Record<string, { handler?: string }>;
+  };
 /** The handler functions of the topics of `t`, sorted. */
-export const topicHandlers = (t: Template) => [...new Set(Object.values(queueConfig(t).topics).flatMap((topic) => (topic.handler ? [topic.handler] : [])))].sort();
+export const topicHandlers = (t: Template) =>
+  [...new Set(Object.values(queueConfig(t).topics).flatMap((topic) => (topic.handler ? [topic.handler] : [])))].sort();
 export const text = (value: Json) => JSON.stringify(value);
 
 /** Whether AWS's cfn-lint is on PATH (it is not installable everywhere; the tests that use it skip). */
 export const hasCfnLint = () => spawnSync('cfn-lint', ['--version'], { encoding: 'utf8' }).status === 0;
 
-/** Runs AWS's cfn-lint on the template at `path`, ignoring W3005 (DependsOn already implied, from the framework's templates). */
+/**
+ * Runs AWS's cfn-lint on the template at `path`, ignoring W3005 (DependsOn already implied, from the framework's
+ * templates).
+ */
 export function cfnLint(path: string): { status: number | null; output: string } {
   const lint = spawnSync('cfn-lint', ['--ignore-checks', 'W3005', '--', path], { encoding: 'utf8' });
   return { status: lint.status, output: lint.stdout + lint.stderr };

@@ -23,7 +23,11 @@ function sources(dir: string): string[] {
 /** The project files a file imports (relative specifiers only), as paths from the root. */
 function importsOf(file: string): string[] {
   const text = readFileSync(join(ROOT, file), 'utf8');
-  const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g)].map((m) => m[1] ?? m[2]!);
+  const specs = [
+    ...text.matchAll(
+      /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g,
+    ),
+  ].map((m) => m[1] ?? m[2]!);
   return specs.map((spec) => {
     const base = resolve(ROOT, dirname(file), spec);
     const found = [base, `${base}.ts`, join(base, 'index.ts')].find((p) => existsSync(p) && statSync(p).isFile());
@@ -32,7 +36,18 @@ function importsOf(file: string): string[] {
   });
 }
 
-type Wing = 'functions' | 'api' | 'engine' | 'workers' | 'core' | 'platform' | 'client' | 'cli' | 'lua' | 'apiDescription' | 'other';
+type Wing =
+  | 'functions'
+  | 'api'
+  | 'engine'
+  | 'workers'
+  | 'core'
+  | 'platform'
+  | 'client'
+  | 'cli'
+  | 'lua'
+  | 'apiDescription'
+  | 'other';
 
 function wingOf(file: string): Wing {
   if (file.startsWith('functions/')) return 'functions';
@@ -61,15 +76,18 @@ const ALLOWED: Record<Wing, readonly Wing[]> = {
 
 const DOORS: Partial<Record<Wing, (target: string) => boolean>> = {
   engine: (t) => t === 'lib/engine/index.ts',
-  api: (t) => ['lib/api/http.ts', 'lib/api/routes.ts', 'lib/api/dashboard.ts'].includes(t), // what functions/ may import
+  // what functions/ may import
+  api: (t) => ['lib/api/http.ts', 'lib/api/routes.ts', 'lib/api/dashboard.ts'].includes(t),
 };
 
 const files = [...sources('lib'), ...sources('functions')];
 
 /** Functions allowed over 60 lines, and why. At most 3. */
 const LONG_FUNCTIONS: Record<string, string> = {
-  'lib/workers/webhook/deliver.ts post': 'one HTTP request and every way it can end (answer, redirect, timeout, abort, socket error), as one promise',
-  'lib/api/schedule-validation.ts validateSchedule': 'one field after another, each problem collected so a PUT reports them all at once',
+  'lib/workers/webhook/deliver.ts post':
+    'one HTTP request and every way it can end (answer, redirect, timeout, abort, socket error), as one promise',
+  'lib/api/schedule-validation.ts validateSchedule':
+    'one field after another, each problem collected so a PUT reports them all at once',
 };
 
 /** Classes and functions of a file with their lengths in lines. */
@@ -77,11 +95,23 @@ function sizes(file: string): { kind: 'class' | 'function'; name: string; lines:
   const src = ts.createSourceFile(file, readFileSync(join(ROOT, file), 'utf8'), ts.ScriptTarget.ES2022, true);
   const out: { kind: 'class' | 'function'; name: string; lines: number }[] = [];
   const visit = (node: ts.Node) => {
-    const lines = src.getLineAndCharacterOfPosition(node.getEnd()).line - src.getLineAndCharacterOfPosition(node.getStart(src)).line + 1;
+    const lines =
+      src.getLineAndCharacterOfPosition(node.getEnd()).line -
+      src.getLineAndCharacterOfPosition(node.getStart(src)).line +
+      1;
     if (ts.isClassDeclaration(node)) out.push({ kind: 'class', name: node.name?.text ?? '(anonymous)', lines });
-    else if (ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isArrowFunction(node) || ts.isFunctionExpression(node)) {
+    else if (
+      ts.isFunctionDeclaration(node) ||
+      ts.isMethodDeclaration(node) ||
+      ts.isArrowFunction(node) ||
+      ts.isFunctionExpression(node)
+    ) {
       const named = (node as { name?: ts.Node }).name;
-      const name = named ? named.getText(src) : ts.isVariableDeclaration(node.parent) ? node.parent.name.getText(src) : '(anonymous)';
+      const name = named
+        ? named.getText(src)
+        : ts.isVariableDeclaration(node.parent)
+          ? node.parent.name.getText(src)
+          : '(anonymous)';
       out.push({ kind: 'function', name, lines });
     }
     ts.forEachChild(node, visit);
@@ -106,14 +136,19 @@ describe('architecture: the wings and their doors', () => {
       for (const target of targets) {
         const to = wingOf(target);
         if (!ALLOWED[from].includes(to)) broken.push(`${file} -> ${target} (${from} may not import ${to})`);
-        else if (to !== from && DOORS[to] && !DOORS[to]!(target)) broken.push(`${file} -> ${target} (past the ${to}'s door)`);
+        else if (to !== from && DOORS[to] && !DOORS[to]!(target))
+          broken.push(`${file} -> ${target} (past the ${to}'s door)`);
       }
     }
     assert.deepEqual(broken, []);
   });
 
   it('only the engine runs Lua', () => {
-    const outside = files.filter((f) => wingOf(f) !== 'engine' && /\.(evalsha|eval|defineCommand|script)\s*\(/.test(readFileSync(join(ROOT, f), 'utf8')));
+    const outside = files.filter(
+      (f) =>
+        wingOf(f) !== 'engine' &&
+        /\.(evalsha|eval|defineCommand|script)\s*\(/.test(readFileSync(join(ROOT, f), 'utf8')),
+    );
     assert.deepEqual(outside, []);
   });
 
@@ -137,7 +172,9 @@ describe('architecture: the wings and their doors', () => {
   it('no class over 250 lines (lib/client.ts apart), no function over 60 lines but those with a reason', () => {
     const found = files.flatMap((file) => sizes(file).map((s) => ({ ...s, where: `${file} ${s.name}` })));
     assert.deepEqual(
-      found.filter((s) => s.kind === 'class' && s.lines > 250 && !s.where.startsWith('lib/client.ts ')).map((s) => `${s.where}: ${s.lines} lines`),
+      found
+        .filter((s) => s.kind === 'class' && s.lines > 250 && !s.where.startsWith('lib/client.ts '))
+        .map((s) => `${s.where}: ${s.lines} lines`),
       [],
     );
     const long = found.filter((s) => s.kind === 'function' && s.lines > 60);

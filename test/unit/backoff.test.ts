@@ -18,14 +18,20 @@ describe('backoff', () => {
 
   it('turns each kind into a compact spec and back', () => {
     assert.equal(parseBackoff({ type: 'fixed', delay: 5 }, 'b', YEAR).spec, 'f:5000');
-    assert.equal(parseBackoff({ type: 'exponential', delay: 1, max: 60, jitter: 0.25 }, 'b', YEAR).spec, 'e:1000:60000:250');
+    assert.equal(
+      parseBackoff({ type: 'exponential', delay: 1, max: 60, jitter: 0.25 }, 'b', YEAR).spec,
+      'e:1000:60000:250',
+    );
     assert.equal(parseBackoff({ type: 'exponential', delay: 2, jitter: true }, 'b', YEAR).spec, `e:2000:${YEAR}:500`);
     assert.equal(parseBackoff({ type: 'ladder', delays: [15, 180] }, 'b', YEAR).spec, 'l:15000,180000');
     const ladder = parseBackoff('15s 3m 10m 30m 30m 1h 2h 6h 15h', 'b', YEAR).spec!;
     assert.equal(ladder, 'l:15000,180000,600000,1800000,1800000,3600000,7200000,21600000,54000000');
     assert.equal(ladderLength(ladder), 9);
     assert.equal(ladderLength('f:5'), undefined);
-    assert.deepEqual(describeBackoff(ladder), { type: 'ladder', delays: [15, 180, 600, 1800, 1800, 3600, 7200, 21600, 54000] });
+    assert.deepEqual(describeBackoff(ladder), {
+      type: 'ladder',
+      delays: [15, 180, 600, 1800, 1800, 3600, 7200, 21600, 54000],
+    });
     assert.deepEqual(describeBackoff('e:1000:60000:250'), { type: 'exponential', delay: 1, max: 60, jitter: 0.25 });
     assert.deepEqual(describeBackoff('f:5000'), { type: 'fixed', delay: 5 });
   });
@@ -43,7 +49,11 @@ describe('backoff', () => {
   it('reports every problem with its path', () => {
     const paths = (input: unknown) => parseBackoff(input, 'backoff', YEAR).problems.map((p) => p.path);
     assert.deepEqual(paths({ type: 'fixed', delay: -1 }), ['backoff.delay']);
-    assert.deepEqual(paths({ type: 'exponential', delay: 0, max: 'x', jitter: 2 }), ['backoff.delay', 'backoff.max', 'backoff.jitter']);
+    assert.deepEqual(paths({ type: 'exponential', delay: 0, max: 'x', jitter: 2 }), [
+      'backoff.delay',
+      'backoff.max',
+      'backoff.jitter',
+    ]);
     assert.deepEqual(paths({ type: 'ladder', delays: [1, -2, 'x'] }), ['backoff.delays.1', 'backoff.delays.2']);
     assert.deepEqual(paths({ type: 'ladder', delays: [] }), ['backoff.delays']);
     assert.deepEqual(paths({ type: 'fixed', delay: 1, extra: 1 }), ['backoff.extra']);

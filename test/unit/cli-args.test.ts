@@ -27,11 +27,27 @@ describe('dq argument parsing', () => {
       words: ['jobs', 'add', 'example', 'id-1'],
       options: { json: true, delay: '10m', url: 'http://x', yes: true },
     });
-    assert.deepEqual(parse('jobs', 'add', '--body', '-', 'example').options, { body: '-' }, 'a lone dash is a value (stdin)');
-    assert.deepEqual(parse('jobs', 'add', 'example', '--delay', '-1').options, { delay: '-1' }, 'a value may start with one dash');
-    assert.deepEqual(parse('jobs', 'add', 'example', '--body={"a":1}').options, { body: '{"a":1}' }, '= splits at the first =');
+    assert.deepEqual(
+      parse('jobs', 'add', '--body', '-', 'example').options,
+      { body: '-' },
+      'a lone dash is a value (stdin)',
+    );
+    assert.deepEqual(
+      parse('jobs', 'add', 'example', '--delay', '-1').options,
+      { delay: '-1' },
+      'a value may start with one dash',
+    );
+    assert.deepEqual(
+      parse('jobs', 'add', 'example', '--body={"a":1}').options,
+      { body: '{"a":1}' },
+      '= splits at the first =',
+    );
     assert.deepEqual(parse('-h').options, { help: true });
-    assert.deepEqual(parse('jobs', 'add', '--', '--json', '-x').words, ['jobs', 'add', '--json', '-x'], 'after -- everything is a word');
+    assert.deepEqual(
+      parse('jobs', 'add', '--', '--json', '-x').words,
+      ['jobs', 'add', '--json', '-x'],
+      'after -- everything is a word',
+    );
   });
 
   it('refuses unknown options, naming the command whose help to read', () => {
@@ -50,7 +66,10 @@ describe('dq argument parsing', () => {
 
   it('refuses a missing value, a value for a flag, and an option given twice', () => {
     assert.throws(() => parse('jobs', 'add', 'example', '--delay'), usage(/--delay needs a value \(DURATION\)$/));
-    assert.throws(() => parse('jobs', 'add', 'example', '--delay', '--json'), usage(/--delay needs a value \(DURATION\); to give one that starts with --, write --delay=--json/));
+    assert.throws(
+      () => parse('jobs', 'add', 'example', '--delay', '--json'),
+      usage(/--delay needs a value \(DURATION\); to give one that starts with --, write --delay=--json/),
+    );
     assert.throws(() => parse('--json=yes', 'topics'), usage(/--json takes no value/));
     assert.throws(() => parse('jobs', 'add', '--delay', '1', '--delay', '2'), usage(/--delay is given twice/));
   });

@@ -5,7 +5,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeadJob, Job, Schedule, TopicStats } from '../../lib/client';
-import { deadTable, failureText, jobTable, jobView, recurrence, scheduleTable, scheduleView, span, table, topicTable, truncate, when } from '../../lib/cli/format';
+import {
+  deadTable,
+  failureText,
+  jobTable,
+  jobView,
+  recurrence,
+  scheduleTable,
+  scheduleView,
+  span,
+  table,
+  topicTable,
+  truncate,
+  when,
+} from '../../lib/cli/format';
 
 const NOW = Date.parse('2030-01-01T12:00:00.000Z');
 const iso = (offsetMs: number) => new Date(NOW + offsetMs).toISOString();
@@ -78,7 +91,14 @@ describe('dq output for people', () => {
   });
 
   it('spans in their two largest units, times with how far from now', () => {
-    assert.deepEqual([250, 45_000, 245_000, 3_600_000, 12_000_000, 90_061_000].map(span), ['250ms', '45s', '4m 5s', '1h', '3h 20m', '1d 1h']);
+    assert.deepEqual([250, 45_000, 245_000, 3_600_000, 12_000_000, 90_061_000].map(span), [
+      '250ms',
+      '45s',
+      '4m 5s',
+      '1h',
+      '3h 20m',
+      '1d 1h',
+    ]);
     assert.equal(when(iso(245_000), NOW), `${iso(245_000)} (in 4m 5s)`);
     assert.equal(when(iso(-3_000), NOW), `${iso(-3_000)} (3s ago)`);
     assert.equal(when(iso(-400), NOW), `${iso(-400)} (now)`);
@@ -103,7 +123,10 @@ describe('dq output for people', () => {
   });
 
   it('dead jobs with the time they died', () => {
-    const dead: DeadJob = { ...job({ state: 'dead', attempts: 1, maxAttempts: 1, lastError: 'HTTP 500' }), diedAt: iso(-60_000) };
+    const dead: DeadJob = {
+      ...job({ state: 'dead', attempts: 1, maxAttempts: 1, lastError: 'HTTP 500' }),
+      diedAt: iso(-60_000),
+    };
     assert.match(deadTable([dead], NOW), /^order-7 +2030-01-01T11:59:00.000Z \(1m ago\) +1\/1 +- +HTTP 500$/m);
     assert.match(jobView(dead, NOW), /^diedAt +.*\(1m ago\)$/m);
     assert.equal(deadTable([], NOW), '(no dead jobs)\n');
@@ -123,7 +146,10 @@ describe('dq output for people', () => {
       lastHour: [],
     };
     const text = topicTable([stats], NOW);
-    assert.match(text, /^TOPIC +DELAYED +READY +RUNNING +DEAD +NEXT DUE +STARTED 5M +LATE P50 +LATE P99 +LATE MAX +OLDEST READY$/m);
+    assert.match(
+      text,
+      /^TOPIC +DELAYED +READY +RUNNING +DEAD +NEXT DUE +STARTED 5M +LATE P50 +LATE P99 +LATE MAX +OLDEST READY$/m,
+    );
     assert.match(text, /^webhook +3 +0 +1 +2 +2030-01-01T12:00:10.000Z \(in 10s\) +12 +4ms +30ms +31ms +-$/m);
   });
 
@@ -137,7 +163,10 @@ describe('dq output for people', () => {
     assert.match(view, /^jitter +- \(the topic's\)$/m);
     assert.doesNotMatch(view, /^key /m, 'no flow key, no line');
     assert.match(scheduleView(schedule({ key: 'acme' }), NOW), /^group +-\nkey +acme$/m);
-    assert.match(scheduleTable([schedule({ paused: true, cron: undefined, timezone: undefined, every: 60, nextRuns: [] })], NOW), /^daily +every 60s +paused +- +-$/m);
+    assert.match(
+      scheduleTable([schedule({ paused: true, cron: undefined, timezone: undefined, every: 60, nextRuns: [] })], NOW),
+      /^daily +every 60s +paused +- +-$/m,
+    );
     assert.equal(scheduleTable([], NOW), '(no schedules)\n');
   });
 
@@ -155,8 +184,14 @@ describe('dq output for people', () => {
       }),
       'dq: VALIDATION_FAILED (HTTP 400): the job has 2 invalid fields\n  delay: must be ≥ 0\n  (body): must be an object\n',
     );
-    assert.equal(failureText({ exitCode: 1, code: 'JOB_EXISTS', status: 409, message: 'exists', job: job({ version: 3 }) }), 'dq: JOB_EXISTS (HTTP 409): exists\n  the job as it is: example/order-7, state delayed, version 3\n');
-    assert.equal(failureText({ exitCode: 4, code: 'NETWORK_ERROR', status: 0, message: 'GET /topics failed' }), 'dq: NETWORK_ERROR (no answer): GET /topics failed\n');
+    assert.equal(
+      failureText({ exitCode: 1, code: 'JOB_EXISTS', status: 409, message: 'exists', job: job({ version: 3 }) }),
+      'dq: JOB_EXISTS (HTTP 409): exists\n  the job as it is: example/order-7, state delayed, version 3\n',
+    );
+    assert.equal(
+      failureText({ exitCode: 4, code: 'NETWORK_ERROR', status: 0, message: 'GET /topics failed' }),
+      'dq: NETWORK_ERROR (no answer): GET /topics failed\n',
+    );
     assert.equal(failureText({ exitCode: 2, code: 'USAGE', message: 'missing <id>' }), 'dq: USAGE: missing <id>\n');
   });
 });

@@ -6,13 +6,27 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { DelayQueueClient, DelayQueueError, type FlowKeyState, type Job as ClientJob, type NewJob, type Schedule as ClientSchedule, type TopicStats as ClientTopicStats } from '../../lib/client';
+import {
+  DelayQueueClient,
+  DelayQueueError,
+  type FlowKeyState,
+  type Job as ClientJob,
+  type NewJob,
+  type Schedule as ClientSchedule,
+  type TopicStats as ClientTopicStats,
+} from '../../lib/client';
 import type { Job, Schedule, TopicStatsView as TopicStats } from '../../lib/engine';
 
 // The client repeats the API's types so it can be copied alone; these keep the two in step.
 const sameJob: [ClientJob extends Job ? true : false, Job extends ClientJob ? true : false] = [true, true];
-const sameStats: [ClientTopicStats extends TopicStats ? true : false, TopicStats extends ClientTopicStats ? true : false] = [true, true];
-const sameSchedule: [ClientSchedule extends Schedule ? true : false, Schedule extends ClientSchedule ? true : false] = [true, true];
+const sameStats: [
+  ClientTopicStats extends TopicStats ? true : false,
+  TopicStats extends ClientTopicStats ? true : false,
+] = [true, true];
+const sameSchedule: [ClientSchedule extends Schedule ? true : false, Schedule extends ClientSchedule ? true : false] = [
+  true,
+  true,
+];
 void sameJob;
 void sameStats;
 void sameSchedule;
@@ -21,7 +35,8 @@ interface Seen {
   method: string;
   url: string;
   headers: IncomingMessage['headers'];
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- the JSON the test server received; each test reads the fields it checks
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON the test server received; each test reads the fields it checks
+  body: any;
 }
 type Script = (req: Seen, res: ServerResponse, n: number) => void;
 
@@ -77,9 +92,19 @@ function schedule(fields: Partial<ClientSchedule> = {}): ClientSchedule {
     ...fields,
   };
 }
-const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
-const apiError = (res: ServerResponse, status: number, code: string, extra: Record<string, unknown> = {}, details?: unknown) =>
-  json(res, status, { error: { code, message: `${code.toLowerCase()} happened`, ...(details !== undefined ? { details } : {}) }, ...extra });
+const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body));
+const apiError = (
+  res: ServerResponse,
+  status: number,
+  code: string,
+  extra: Record<string, unknown> = {},
+  details?: unknown,
+) =>
+  json(res, status, {
+    error: { code, message: `${code.toLowerCase()} happened`, ...(details !== undefined ? { details } : {}) },
+    ...extra,
+  });
 
 describe('DelayQueueClient', () => {
   let server: Server;
@@ -93,7 +118,12 @@ describe('DelayQueueClient', () => {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        const entry: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: text ? JSON.parse(text) : undefined };
+        const entry: Seen = {
+          method: req.method ?? '',
+          url: req.url ?? '',
+          headers: req.headers,
+          body: text ? JSON.parse(text) : undefined,
+        };
         seen.push(entry);
         script(entry, res, seen.length);
       });
@@ -109,7 +139,8 @@ describe('DelayQueueClient', () => {
     seen = [];
   });
 
-  const client = (options: { retries?: number; timeoutMs?: number } = {}) => new DelayQueueClient({ baseUrl, token: TOKEN, retryDelayMs: 5, ...options });
+  const client = (options: { retries?: number; timeoutMs?: number } = {}) =>
+    new DelayQueueClient({ baseUrl, token: TOKEN, retryDelayMs: 5, ...options });
 
   it('add: sends the job with a bearer token and an id made on the client, returns the job', async () => {
     script = (req, res) => json(res, 201, { job: job({ id: req.body.id, body: req.body.body }) });
@@ -148,7 +179,8 @@ describe('DelayQueueClient', () => {
     await client().add({ topic: 'example', delay: 1 });
     const waited = Date.now() - started;
     assert.equal(seen.length, 2);
-    assert.ok(waited >= 950, `waited ${waited} ms`); // at least Retry-After; no upper bound: a busy machine stretches any wait
+    // at least Retry-After; no upper bound: a busy machine stretches any wait
+    assert.ok(waited >= 950, `waited ${waited} ms`);
   });
 
   it('add: an answer lost after the write, then JOB_EXISTS with the same body, is a success', async () => {
@@ -167,7 +199,10 @@ describe('DelayQueueClient', () => {
   });
 
   it('add: JOB_EXISTS with a different body after a retry, or on the first try, is an error carrying the job', async () => {
-    script = (req, res, n) => (n === 1 ? res.destroy() : apiError(res, 409, 'JOB_EXISTS', { job: job({ id: req.body.id, body: { other: true } }) }));
+    script = (req, res, n) =>
+      n === 1
+        ? res.destroy()
+        : apiError(res, 409, 'JOB_EXISTS', { job: job({ id: req.body.id, body: { other: true } }) });
     const retried = await client()
       .add({ topic: 'example', id: 'taken', delay: 5, body: { mine: true } })
       .catch((e: unknown) => e);
@@ -194,7 +229,10 @@ describe('DelayQueueClient', () => {
       .add({ topic: 'example', delay: -1 })
       .catch((e: unknown) => e);
     assert.ok(error instanceof DelayQueueError);
-    assert.deepEqual([error.status, error.code, error.details, error.retryable, error.attempts], [400, 'VALIDATION_FAILED', details, false, 1]);
+    assert.deepEqual(
+      [error.status, error.code, error.details, error.retryable, error.attempts],
+      [400, 'VALIDATION_FAILED', details, false, 1],
+    );
     assert.equal(error.message, 'validation_failed happened');
     assert.equal(seen.length, 1);
   });
@@ -261,7 +299,11 @@ describe('DelayQueueClient', () => {
   it('put, cancel and redrive are sent once, even on a 503', async () => {
     script = (_req, res) => apiError(res, 503, 'UNAVAILABLE');
     const c = client();
-    for (const call of [() => c.put('example', 'j1', { delay: 1 }), () => c.cancel('example', 'j1'), () => c.redrive('example')]) {
+    for (const call of [
+      () => c.put('example', 'j1', { delay: 1 }),
+      () => c.cancel('example', 'j1'),
+      () => c.redrive('example'),
+    ]) {
       seen = [];
       const error = await call().catch((e: unknown) => e);
       assert.ok(error instanceof DelayQueueError);
@@ -272,7 +314,18 @@ describe('DelayQueueClient', () => {
 
   it('get (null on NOT_FOUND), put (created or replaced), cancel, topics, dead, redrive: paths, bodies, results', async () => {
     const stats: ClientTopicStats[] = [
-      { topic: 'example', paused: false, delayed: 1, ready: 0, running: 0, dead: 2, nextDueAt: null, lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, oldestReadyAgeMs: null, lastHour: [] },
+      {
+        topic: 'example',
+        paused: false,
+        delayed: 1,
+        ready: 0,
+        running: 0,
+        dead: 2,
+        nextDueAt: null,
+        lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null },
+        oldestReadyAgeMs: null,
+        lastHour: [],
+      },
     ];
     script = (req, res) => {
       const route = `${req.method} ${req.url}`;
@@ -280,19 +333,29 @@ describe('DelayQueueClient', () => {
       if (route === 'GET /jobs/example/gone') return apiError(res, 404, 'NOT_FOUND');
       if (route === 'PUT /jobs/example/new') return json(res, 201, { job: job({ id: 'new' }) });
       if (route === 'PUT /jobs/example/old') return json(res, 200, { job: job({ id: 'old' }) });
-      if (route === 'PUT /jobs/example/done') return apiError(res, 409, 'JOB_FINISHED', { job: job({ id: 'done', state: 'done' }) });
+      if (route === 'PUT /jobs/example/done')
+        return apiError(res, 409, 'JOB_FINISHED', { job: job({ id: 'done', state: 'done' }) });
       if (route === 'DELETE /jobs/example/old') return json(res, 200, { job: job({ id: 'old', state: 'cancelled' }) });
-      if (route === 'DELETE /jobs/example/done') return json(res, 409, { error: { code: 'JOB_FINISHED', message: 'no' }, job: job({ id: 'done', state: 'done' }) });
+      if (route === 'DELETE /jobs/example/done')
+        return json(res, 409, {
+          error: { code: 'JOB_FINISHED', message: 'no' },
+          job: job({ id: 'done', state: 'done' }),
+        });
       if (route === 'GET /topics') return json(res, 200, { topics: stats });
-      if (route === 'GET /topics/example/dead?limit=10&after=MTIz') return json(res, 200, { jobs: [{ ...job({ state: 'dead' }), diedAt: new Date().toISOString() }], next: null });
-      if (route === 'POST /topics/example/dead/redrive') return json(res, 200, { redriven: req.body.ids?.length ?? req.body.count });
+      if (route === 'GET /topics/example/dead?limit=10&after=MTIz')
+        return json(res, 200, { jobs: [{ ...job({ state: 'dead' }), diedAt: new Date().toISOString() }], next: null });
+      if (route === 'POST /topics/example/dead/redrive')
+        return json(res, 200, { redriven: req.body.ids?.length ?? req.body.count });
       apiError(res, 404, 'NOT_FOUND');
     };
     const c = client();
     assert.equal((await c.get('example', 'a:b'))?.id, 'a:b');
     assert.equal(await c.get('example', 'gone'), null);
     assert.deepEqual(await c.put('example', 'new', { delay: 1 }).then((r) => [r.created, r.job.id]), [true, 'new']);
-    assert.deepEqual(await c.put('example', 'old', { runAt: '2030-01-01T00:00:00Z', body: 2 }).then((r) => [r.created, r.job.id]), [false, 'old']);
+    assert.deepEqual(
+      await c.put('example', 'old', { runAt: '2030-01-01T00:00:00Z', body: 2 }).then((r) => [r.created, r.job.id]),
+      [false, 'old'],
+    );
     assert.deepEqual(seen.at(-1)!.body, { runAt: '2030-01-01T00:00:00Z', body: 2 });
     const finished = await c.put('example', 'done', { delay: 1 }).catch((e: unknown) => e);
     assert.ok(finished instanceof DelayQueueError);
@@ -300,7 +363,11 @@ describe('DelayQueueClient', () => {
     assert.equal((await c.cancel('example', 'old')).state, 'cancelled');
     const notCancelled = await c.cancel('example', 'done').catch((e: unknown) => e);
     assert.ok(notCancelled instanceof DelayQueueError);
-    assert.deepEqual([notCancelled.code, notCancelled.job?.state], ['JOB_FINISHED', 'done'], 'a 409 on cancel carries the job too');
+    assert.deepEqual(
+      [notCancelled.code, notCancelled.job?.state],
+      ['JOB_FINISHED', 'done'],
+      'a 409 on cancel carries the job too',
+    );
     assert.deepEqual(await c.topics(), stats);
     const page = await c.dead('example', { limit: 10, after: 'MTIz' });
     assert.deepEqual([page.jobs.length, page.next], [1, null]);
@@ -328,13 +395,23 @@ describe('DelayQueueClient', () => {
       const route = `${req.method} ${req.url}`;
       if (route === 'POST /topics/partner/pause') return json(res, 200, { topic: 'partner', paused: true });
       if (route === 'POST /topics/partner/resume') return json(res, 200, { topic: 'partner', paused: false });
-      if (route === 'GET /topics/partner/flows/p%3A1') return ++flaky === 1 ? apiError(res, 503, 'UNAVAILABLE') : json(res, 200, state());
-      if (route === 'PUT /topics/partner/flows/p%3A1') return json(res, 200, state({ limits: { concurrency: req.body.concurrency, rate: null }, pinned: { concurrency: req.body.concurrency } }));
+      if (route === 'GET /topics/partner/flows/p%3A1')
+        return ++flaky === 1 ? apiError(res, 503, 'UNAVAILABLE') : json(res, 200, state());
+      if (route === 'PUT /topics/partner/flows/p%3A1')
+        return json(
+          res,
+          200,
+          state({
+            limits: { concurrency: req.body.concurrency, rate: null },
+            pinned: { concurrency: req.body.concurrency },
+          }),
+        );
       if (route === 'DELETE /topics/partner/flows/p%3A1') return json(res, 200, state());
       if (route === 'POST /topics/partner/flows/p%3A1/pause') return json(res, 200, state({ paused: true }));
       if (route === 'POST /topics/partner/flows/p%3A1/resume') return json(res, 200, state());
       if (route === 'POST /topics/example/flows/k/pause') return apiError(res, 503, 'UNAVAILABLE');
-      if (route === 'POST /jobs') return json(res, 201, { job: job({ topic: 'partner', id: req.body.id, key: req.body.key }) });
+      if (route === 'POST /jobs')
+        return json(res, 201, { job: job({ topic: 'partner', id: req.body.id, key: req.body.key }) });
       apiError(res, 404, 'NOT_FOUND');
     };
     const c = client();
@@ -347,14 +424,21 @@ describe('DelayQueueClient', () => {
     assert.deepEqual(await c.flowKey('partner', 'p:1'), state());
     assert.equal(flaky, 2, 'the read was retried after the 503');
     seen = [];
-    assert.deepEqual((await c.setFlowKey('partner', 'p:1', { concurrency: 1, rate: { count: 2, per: '1m' } })).pinned, { concurrency: 1 });
+    assert.deepEqual((await c.setFlowKey('partner', 'p:1', { concurrency: 1, rate: { count: 2, per: '1m' } })).pinned, {
+      concurrency: 1,
+    });
     assert.deepEqual(seen[0]!.body, { concurrency: 1, rate: { count: 2, per: '1m' } });
     assert.equal((await c.pauseFlowKey('partner', 'p:1')).paused, true);
     assert.equal((await c.resumeFlowKey('partner', 'p:1')).paused, false);
     assert.equal((await c.clearFlowKey('partner', 'p:1')).pinned, null);
     assert.deepEqual(
       seen.map((r) => `${r.method} ${r.url}`),
-      ['PUT /topics/partner/flows/p%3A1', 'POST /topics/partner/flows/p%3A1/pause', 'POST /topics/partner/flows/p%3A1/resume', 'DELETE /topics/partner/flows/p%3A1'],
+      [
+        'PUT /topics/partner/flows/p%3A1',
+        'POST /topics/partner/flows/p%3A1/pause',
+        'POST /topics/partner/flows/p%3A1/resume',
+        'DELETE /topics/partner/flows/p%3A1',
+      ],
     );
     seen = [];
     const refused = await c.pauseFlowKey('example', 'k').catch((e: unknown) => e);
@@ -366,7 +450,8 @@ describe('DelayQueueClient', () => {
   });
 
   it('put and cancel with ifMatch send If-Match "<version>" or *, and none without it; a bad ifMatch sends nothing', async () => {
-    script = (req, res) => json(res, 200, { job: job({ id: 'j1', version: 4, state: req.method === 'DELETE' ? 'cancelled' : 'delayed' }) });
+    script = (req, res) =>
+      json(res, 200, { job: job({ id: 'j1', version: 4, state: req.method === 'DELETE' ? 'cancelled' : 'delayed' }) });
     const c = client();
     await c.put('example', 'j1', { delay: 1 }, { ifMatch: 3 });
     await c.put('example', 'j1', { delay: 1 }, { ifMatch: 0 });
@@ -398,13 +483,24 @@ describe('DelayQueueClient', () => {
     script = (req, res) =>
       req.url === '/jobs/example/gone'
         ? json(res, 412, { error: { code: 'VERSION_MISMATCH', message: 'job example/gone does not exist' }, job: null })
-        : json(res, 412, { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 is at version 5' }, job: current }, { etag: '"5"' });
+        : json(
+            res,
+            412,
+            { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 is at version 5' }, job: current },
+            { etag: '"5"' },
+          );
     const c = client();
-    for (const call of [() => c.put('example', 'j1', { delay: 1 }, { ifMatch: 4 }), () => c.cancel('example', 'j1', { ifMatch: 4 })]) {
+    for (const call of [
+      () => c.put('example', 'j1', { delay: 1 }, { ifMatch: 4 }),
+      () => c.cancel('example', 'j1', { ifMatch: 4 }),
+    ]) {
       seen = [];
       const error = await call().catch((e: unknown) => e);
       assert.ok(error instanceof DelayQueueError);
-      assert.deepEqual([error.status, error.code, error.job, error.retryable, error.message], [412, 'VERSION_MISMATCH', current, false, 'job example/j1 is at version 5']);
+      assert.deepEqual(
+        [error.status, error.code, error.job, error.retryable, error.message],
+        [412, 'VERSION_MISMATCH', current, false, 'job example/j1 is at version 5'],
+      );
       assert.equal(seen.length, 1);
     }
     const gone = await c.cancel('example', 'gone', { ifMatch: '*' }).catch((e: unknown) => e);
@@ -415,7 +511,8 @@ describe('DelayQueueClient', () => {
   it('cancelGroup is sent once; listGroup and listJobs are reads (retried), with their query', async () => {
     const page = { jobs: [job({ id: 'a', group: 'g:1' })], next: 'c2' };
     script = (req, res, n) => {
-      if (req.method === 'DELETE') return n === 1 ? apiError(res, 503, 'UNAVAILABLE') : json(res, 200, { cancelled: 50, running: 2 });
+      if (req.method === 'DELETE')
+        return n === 1 ? apiError(res, 503, 'UNAVAILABLE') : json(res, 200, { cancelled: 50, running: 2 });
       if (n % 2 === 1) return apiError(res, 503, 'UNAVAILABLE'); // every read fails once first
       json(res, 200, page);
     };
@@ -431,8 +528,14 @@ describe('DelayQueueClient', () => {
     assert.deepEqual(await c.listGroup('example', 'g:1', { limit: 20, cursor: 'c1' }), page);
     const at = new Date('2027-01-02T03:04:05.678Z');
     assert.deepEqual(await c.listJobs('example'), page);
-    assert.deepEqual(await c.listJobs('example', { state: 'dead', from: at, to: at.getTime() + 1000, limit: 500, cursor: 'a_b-c' }), page);
-    assert.deepEqual(await c.listJobs('example', { state: 'running', from: '2027-01-02T03:04:05Z', to: '2027-01-03T00:00:00+01:00' }), page);
+    assert.deepEqual(
+      await c.listJobs('example', { state: 'dead', from: at, to: at.getTime() + 1000, limit: 500, cursor: 'a_b-c' }),
+      page,
+    );
+    assert.deepEqual(
+      await c.listJobs('example', { state: 'running', from: '2027-01-02T03:04:05Z', to: '2027-01-03T00:00:00+01:00' }),
+      page,
+    );
     assert.deepEqual(
       seen.map((s) => `${s.method} ${s.url}`),
       [
@@ -458,9 +561,19 @@ describe('DelayQueueClient', () => {
         failed = true;
         return apiError(res, 503, 'UNAVAILABLE'); // the first read fails once
       }
-      if (route === 'PUT /schedules/example/daily%3Areport') return json(res, 201, { schedule: schedule({ id: 'daily:report', cron: req.body.cron, timezone: req.body.timezone, every: undefined }) });
-      if (route === 'PUT /schedules/example/s1') return json(res, 200, { schedule: schedule({ every: req.body.every }) });
-      if (route === 'PUT /schedules/example/bad') return apiError(res, 400, 'VALIDATION_FAILED', {}, [{ path: 'cron', message: 'must be a cron expression' }]);
+      if (route === 'PUT /schedules/example/daily%3Areport')
+        return json(res, 201, {
+          schedule: schedule({
+            id: 'daily:report',
+            cron: req.body.cron,
+            timezone: req.body.timezone,
+            every: undefined,
+          }),
+        });
+      if (route === 'PUT /schedules/example/s1')
+        return json(res, 200, { schedule: schedule({ every: req.body.every }) });
+      if (route === 'PUT /schedules/example/bad')
+        return apiError(res, 400, 'VALIDATION_FAILED', {}, [{ path: 'cron', message: 'must be a cron expression' }]);
       if (route === 'PUT /schedules/example/down') return apiError(res, 503, 'UNAVAILABLE');
       if (route === 'GET /schedules/example/s1') return json(res, 200, { schedule: schedule() });
       if (route === 'GET /schedules/example/gone') return apiError(res, 404, 'NOT_FOUND');
@@ -470,10 +583,20 @@ describe('DelayQueueClient', () => {
       apiError(res, 404, 'NOT_FOUND');
     };
     const c = client();
-    const created = await c.putSchedule('example', 'daily:report', { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', body: { r: 1 } });
-    assert.deepEqual([created.created, created.schedule.cron, created.schedule.timezone], [true, '0 9 * * 1-5', 'Europe/Berlin']);
+    const created = await c.putSchedule('example', 'daily:report', {
+      cron: '0 9 * * 1-5',
+      timezone: 'Europe/Berlin',
+      body: { r: 1 },
+    });
+    assert.deepEqual(
+      [created.created, created.schedule.cron, created.schedule.timezone],
+      [true, '0 9 * * 1-5', 'Europe/Berlin'],
+    );
     assert.deepEqual(seen.at(-1)!.body, { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', body: { r: 1 } });
-    assert.deepEqual(await c.putSchedule('example', 's1', { every: 5 }).then((r) => [r.created, r.schedule.every]), [false, 5]);
+    assert.deepEqual(await c.putSchedule('example', 's1', { every: 5 }).then((r) => [r.created, r.schedule.every]), [
+      false,
+      5,
+    ]);
     const invalid = await c.putSchedule('example', 'bad', { cron: '61 * * * *' }).catch((e: unknown) => e);
     assert.ok(invalid instanceof DelayQueueError);
     assert.deepEqual([invalid.code, (invalid.details as { path: string }[])[0]!.path], ['VALIDATION_FAILED', 'cron']);
@@ -501,7 +624,10 @@ describe('DelayQueueClient', () => {
       ],
     );
 
-    for (const call of [() => c.putSchedule('example', 'down', { every: 1 }), () => c.deleteSchedule('example', 'down')]) {
+    for (const call of [
+      () => c.putSchedule('example', 'down', { every: 1 }),
+      () => c.deleteSchedule('example', 'down'),
+    ]) {
       seen = [];
       const error = await call().catch((e: unknown) => e);
       assert.ok(error instanceof DelayQueueError);
@@ -512,8 +638,10 @@ describe('DelayQueueClient', () => {
   it('schedules: pauseSchedule and resumeSchedule are sent once and answer the schedule; NOT_FOUND throws; paths, no body', async () => {
     script = (req, res) => {
       const route = `${req.method} ${req.url}`;
-      if (route === 'POST /schedules/example/daily%3Areport/pause') return json(res, 200, { schedule: schedule({ id: 'daily:report', paused: true }) });
-      if (route === 'POST /schedules/example/daily%3Areport/resume') return json(res, 200, { schedule: schedule({ id: 'daily:report', nextRuns: ['2026-11-24T08:00:00.000Z'] }) });
+      if (route === 'POST /schedules/example/daily%3Areport/pause')
+        return json(res, 200, { schedule: schedule({ id: 'daily:report', paused: true }) });
+      if (route === 'POST /schedules/example/daily%3Areport/resume')
+        return json(res, 200, { schedule: schedule({ id: 'daily:report', nextRuns: ['2026-11-24T08:00:00.000Z'] }) });
       if (route === 'POST /schedules/example/down/pause') return apiError(res, 503, 'UNAVAILABLE');
       apiError(res, 404, 'NOT_FOUND');
     };
@@ -524,7 +652,10 @@ describe('DelayQueueClient', () => {
     assert.deepEqual([resumed.paused, resumed.nextRuns], [false, ['2026-11-24T08:00:00.000Z']]);
     assert.deepEqual(
       seen.map((r) => `${r.method} ${r.url} ${JSON.stringify(r.body)}`),
-      ['POST /schedules/example/daily%3Areport/pause undefined', 'POST /schedules/example/daily%3Areport/resume undefined'],
+      [
+        'POST /schedules/example/daily%3Areport/pause undefined',
+        'POST /schedules/example/daily%3Areport/resume undefined',
+      ],
     );
     for (const action of ['pauseSchedule', 'resumeSchedule'] as const) {
       const missing = await c[action]('example', 'gone').catch((e: unknown) => e);
@@ -559,8 +690,17 @@ describe('DelayQueueClient', () => {
     let lose = true;
     script = (req, res) => {
       const results = (req.body.jobs as { id: string; body?: unknown; delay: number }[]).map((j) => {
-        if (j.delay < 0) return { status: 400, error: { code: 'VALIDATION_FAILED', message: 'bad', details: [{ path: 'delay', message: 'must be ≥ 0' }] } };
-        if (stored.has(j.id)) return { status: 409, error: { code: 'JOB_EXISTS', message: 'exists' }, job: job({ id: j.id, body: stored.get(j.id) }) };
+        if (j.delay < 0)
+          return {
+            status: 400,
+            error: { code: 'VALIDATION_FAILED', message: 'bad', details: [{ path: 'delay', message: 'must be ≥ 0' }] },
+          };
+        if (stored.has(j.id))
+          return {
+            status: 409,
+            error: { code: 'JOB_EXISTS', message: 'exists' },
+            job: job({ id: j.id, body: stored.get(j.id) }),
+          };
         stored.set(j.id, j.body ?? null);
         return { status: 201, job: job({ id: j.id, body: j.body ?? null }) };
       });
@@ -571,7 +711,11 @@ describe('DelayQueueClient', () => {
       json(res, 200, { results });
     };
     stored.set('taken', { someone: 'else' });
-    const jobs: NewJob[] = [...Array.from({ length: 600 }, (_, i) => ({ topic: 'example', delay: 1, body: { i } })), { topic: 'example', delay: -1 }, { topic: 'example', id: 'taken', delay: 1, body: { mine: true } }];
+    const jobs: NewJob[] = [
+      ...Array.from({ length: 600 }, (_, i) => ({ topic: 'example', delay: 1, body: { i } })),
+      { topic: 'example', delay: -1 },
+      { topic: 'example', id: 'taken', delay: 1, body: { mine: true } },
+    ];
     const results = await client().addMany(jobs);
     assert.equal(results.length, 602);
     assert.deepEqual(

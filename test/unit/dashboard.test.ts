@@ -14,7 +14,11 @@ const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text, 'u
 
 describe('GET /dashboard', () => {
   it('serves the page with a CSP naming the hashes of its one script and one style and nosniff', async () => {
-    const res = (await handler({ rawPath: '/dashboard' })) as { statusCode: number; headers: Record<string, string>; body: string };
+    const res = (await handler({ rawPath: '/dashboard' })) as {
+      statusCode: number;
+      headers: Record<string, string>;
+      body: string;
+    };
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
     assert.equal(res.headers['x-content-type-options'], 'nosniff');
@@ -22,7 +26,12 @@ describe('GET /dashboard', () => {
     const scripts = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]!);
     const styles = [...page.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]!);
     assert.deepEqual([scripts.length, styles.length], [1, 1]);
-    const csp = Object.fromEntries(res.headers['content-security-policy']!.split('; ').map((d) => [d.split(' ')[0], d.split(' ').slice(1).join(' ')]));
+    const csp = Object.fromEntries(
+      res.headers['content-security-policy']!.split('; ').map((d) => [
+        d.split(' ')[0],
+        d.split(' ').slice(1).join(' '),
+      ]),
+    );
     assert.equal(csp['default-src'], "'none'");
     assert.equal(csp['script-src'], sha256(scripts[0]!));
     assert.equal(csp['style-src'], sha256(styles[0]!));

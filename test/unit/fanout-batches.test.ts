@@ -6,7 +6,17 @@ import { cutBatches } from '../../lib/workers/fanout';
 import { EVENT_PAYLOAD_BYTES, MAX_BODY_BYTES } from '../../lib/core/limits';
 import type { ClaimedJob } from '../../lib/engine';
 
-const job = (id: string, bodyChars: number): ClaimedJob => ({ topic: 't', id, attempt: 1, maxAttempts: 3, runAt: 1, deadline: 30_001, body: { pad: 'x'.repeat(bodyChars) }, latenessMs: 0, claim: 'c' });
+const job = (id: string, bodyChars: number): ClaimedJob => ({
+  topic: 't',
+  id,
+  attempt: 1,
+  maxAttempts: 3,
+  runAt: 1,
+  deadline: 30_001,
+  body: { pad: 'x'.repeat(bodyChars) },
+  latenessMs: 0,
+  claim: 'c',
+});
 const eventBytes = (jobs: ClaimedJob[]) => Buffer.byteLength(JSON.stringify({ topic: 't', jobs }));
 
 describe('cutBatches', () => {
@@ -34,7 +44,11 @@ describe('cutBatches', () => {
   });
 
   it('sets apart a job that alone is over the limit, and keeps the others', () => {
-    const { batches, oversized } = cutBatches({ name: 't', batchSize: 10 }, [job('a', 10), job('huge', EVENT_PAYLOAD_BYTES), job('b', 10)]);
+    const { batches, oversized } = cutBatches({ name: 't', batchSize: 10 }, [
+      job('a', 10),
+      job('huge', EVENT_PAYLOAD_BYTES),
+      job('b', 10),
+    ]);
     assert.deepEqual(
       batches.map((b) => b.map((j) => j.id)),
       [['a', 'b']],
@@ -47,7 +61,11 @@ describe('cutBatches', () => {
   });
 
   it('a job with a body of MAX_BODY_BYTES and a long url still fits one event', () => {
-    const big: ClaimedJob = { ...job('x'.repeat(128), 0), body: 'y'.repeat(MAX_BODY_BYTES - 2), url: `https://example.com/${'p'.repeat(2020)}` };
+    const big: ClaimedJob = {
+      ...job('x'.repeat(128), 0),
+      body: 'y'.repeat(MAX_BODY_BYTES - 2),
+      url: `https://example.com/${'p'.repeat(2020)}`,
+    };
     const { batches, oversized } = cutBatches({ name: 't'.repeat(64), batchSize: 1 }, [big]);
     assert.equal(oversized.length, 0);
     assert.ok(eventBytes(batches[0]!) <= EVENT_PAYLOAD_BYTES);
@@ -55,6 +73,9 @@ describe('cutBatches', () => {
 
   it('the configuration refuses a maxBodyBytes no event could carry', () => {
     assert.equal(resolveQueueConfig({ topics: { t: {} }, maxBodyBytes: MAX_BODY_BYTES }).maxBodyBytes, MAX_BODY_BYTES);
-    assert.throws(() => resolveQueueConfig({ topics: { t: {} }, maxBodyBytes: MAX_BODY_BYTES + 1 }), /maxBodyBytes must be an integer from 1 to 1040384/);
+    assert.throws(
+      () => resolveQueueConfig({ topics: { t: {} }, maxBodyBytes: MAX_BODY_BYTES + 1 }),
+      /maxBodyBytes must be an integer from 1 to 1040384/,
+    );
   });
 });

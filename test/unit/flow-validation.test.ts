@@ -10,7 +10,10 @@ import { HttpError } from '../../lib/api/api-errors';
 import { checkFlowRef, requireFlowTopic, validateFlowChange, validateJob } from '../../lib/api/validation';
 import { validateSchedule } from '../../lib/api/schedule-validation';
 
-const config = resolveQueueConfig({ topics: { orders: {}, partner: { flow: { concurrency: 2, rate: { count: 10, per: 1 } } }, open: { flow: {} } }, partitions: 4 });
+const config = resolveQueueConfig({
+  topics: { orders: {}, partner: { flow: { concurrency: 2, rate: { count: 10, per: 1 } } }, open: { flow: {} } },
+  partitions: 4,
+});
 const NOW = Date.UTC(2030, 0, 1);
 
 /** The code, status and detail paths of the HttpError `run` throws. */
@@ -44,7 +47,12 @@ describe('a job’s flow key', () => {
   });
 
   it('every job of a flow topic goes to the topic’s one partition', () => {
-    const partitions = new Set(Array.from({ length: 40 }, (_, i) => validateJob({ topic: 'partner', id: `j-${i}`, delay: 0, key: `k-${i % 3}` }, config, NOW).partition));
+    const partitions = new Set(
+      Array.from(
+        { length: 40 },
+        (_, i) => validateJob({ topic: 'partner', id: `j-${i}`, delay: 0, key: `k-${i % 3}` }, config, NOW).partition,
+      ),
+    );
     assert.equal(partitions.size, 1);
   });
 
@@ -76,7 +84,11 @@ describe('a schedule’s flow key', () => {
   it('is taken on a flow topic, with the rules of an id, and passed on; left out, the schedule has none', () => {
     const s = validateSchedule('partner', 'sync', { every: 60, key: 'acme:eu-1' }, config, NOW);
     assert.equal(s.key, 'acme:eu-1');
-    assert.equal(s.partition, validateJob({ topic: 'partner', delay: 0 }, config, NOW).partition, 'in the flow topic’s one partition');
+    assert.equal(
+      s.partition,
+      validateJob({ topic: 'partner', delay: 0 }, config, NOW).partition,
+      'in the flow topic’s one partition',
+    );
     assert.equal('key' in validateSchedule('partner', 'sync', { every: 60 }, config, NOW), false);
   });
 
@@ -85,7 +97,10 @@ describe('a schedule’s flow key', () => {
     assert.deepEqual([noFlow.status, noFlow.code], [400, 'VALIDATION_FAILED']);
     const [detail] = noFlow.details as { path: string; message: string }[];
     assert.equal(detail!.path, 'key');
-    assert.match(detail!.message, /topic orders has no flow control, so its schedules take no key: set flow for it in serverless\.yml custom\.queue\.topics/);
+    assert.match(
+      detail!.message,
+      /topic orders has no flow control, so its schedules take no key: set flow for it in serverless\.yml custom\.queue\.topics/,
+    );
     for (const key of ['has space', '', 'x'.repeat(129), 7, null])
       assert.deepEqual(
         refusal(() => validateSchedule('partner', 'sync', { every: 60, key }, config, NOW)),
@@ -127,22 +142,45 @@ describe('a flow key’s path and its change', () => {
   });
 
   it('a change: concurrency, rate ({ count, per in seconds or a duration, burst }) and paused, each optional, null for the default', () => {
-    assert.deepEqual(validateFlowChange({ concurrency: 1, rate: { count: 5, per: 2, burst: 2 }, paused: true }), { concurrency: 1, rate: { count: 5, perMs: 2000, burst: 2 }, paused: true });
-    assert.deepEqual(validateFlowChange({ rate: { count: 3 } }), { rate: { count: 3, perMs: 1000, burst: 1 } }, 'per 1 s and burst 1 by default');
-    assert.deepEqual(validateFlowChange({ rate: { count: 1, per: '1m' } }), { rate: { count: 1, perMs: 60_000, burst: 1 } });
-    assert.deepEqual(validateFlowChange({ rate: { count: 1, per: 0.001 } }), { rate: { count: 1, perMs: 1, burst: 1 } });
+    assert.deepEqual(validateFlowChange({ concurrency: 1, rate: { count: 5, per: 2, burst: 2 }, paused: true }), {
+      concurrency: 1,
+      rate: { count: 5, perMs: 2000, burst: 2 },
+      paused: true,
+    });
+    assert.deepEqual(
+      validateFlowChange({ rate: { count: 3 } }),
+      { rate: { count: 3, perMs: 1000, burst: 1 } },
+      'per 1 s and burst 1 by default',
+    );
+    assert.deepEqual(validateFlowChange({ rate: { count: 1, per: '1m' } }), {
+      rate: { count: 1, perMs: 60_000, burst: 1 },
+    });
+    assert.deepEqual(validateFlowChange({ rate: { count: 1, per: 0.001 } }), {
+      rate: { count: 1, perMs: 1, burst: 1 },
+    });
     assert.deepEqual(validateFlowChange({ concurrency: null, rate: null }), { concurrency: null, rate: null });
     assert.deepEqual(validateFlowChange({ paused: false }), { paused: false });
-    assert.deepEqual(validateFlowChange({ concurrency: 10_000, rate: { count: 1_000_000, per: 86_400, burst: 1_000_000 } }), { concurrency: 10_000, rate: { count: 1_000_000, perMs: 86_400_000, burst: 1_000_000 } });
+    assert.deepEqual(
+      validateFlowChange({ concurrency: 10_000, rate: { count: 1_000_000, per: 86_400, burst: 1_000_000 } }),
+      { concurrency: 10_000, rate: { count: 1_000_000, perMs: 86_400_000, burst: 1_000_000 } },
+    );
   });
 
   it('a change is refused whole, every bad field named', () => {
     const bad = (body: unknown) => refusal(() => validateFlowChange(body));
-    assert.deepEqual(bad({ concurrency: 0, rate: { count: 2, burst: 3, extra: 1 }, paused: 'yes', other: 1 }), [400, 'VALIDATION_FAILED', ['concurrency', 'other', 'paused', 'rate.burst', 'rate.extra']]);
+    assert.deepEqual(bad({ concurrency: 0, rate: { count: 2, burst: 3, extra: 1 }, paused: 'yes', other: 1 }), [
+      400,
+      'VALIDATION_FAILED',
+      ['concurrency', 'other', 'paused', 'rate.burst', 'rate.extra'],
+    ]);
     assert.deepEqual(bad({ concurrency: 10_001 }), [400, 'VALIDATION_FAILED', ['concurrency']]);
     assert.deepEqual(bad({ concurrency: 1.5 }), [400, 'VALIDATION_FAILED', ['concurrency']]);
     assert.deepEqual(bad({ rate: { count: 0, per: 0 } }), [400, 'VALIDATION_FAILED', ['rate.count', 'rate.per']]);
-    assert.deepEqual(bad({ rate: { count: 1_000_001, per: 86_401 } }), [400, 'VALIDATION_FAILED', ['rate.count', 'rate.per']]);
+    assert.deepEqual(bad({ rate: { count: 1_000_001, per: 86_401 } }), [
+      400,
+      'VALIDATION_FAILED',
+      ['rate.count', 'rate.per'],
+    ]);
     assert.deepEqual(bad({ rate: { per: 1 } }), [400, 'VALIDATION_FAILED', ['rate.count']]);
     assert.deepEqual(bad({ rate: { count: 1, burst: 0 } }), [400, 'VALIDATION_FAILED', ['rate.burst']]);
     assert.deepEqual(bad({ rate: 5 }), [400, 'VALIDATION_FAILED', ['rate']]);

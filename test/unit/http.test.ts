@@ -17,12 +17,25 @@ const READER = 'unit-reader-secret';
 const KEYS = new Map<string, Caller>([[secretDigest(READER), { name: 'reader', scope: 'read', topics: ['orders'] }]]);
 
 function fakeRuntime(lines: string[]): () => Runtime {
-  const authKey = async (sha: string, deploymentSha: string): Promise<Caller | null> => (sha === deploymentSha ? { name: 'deployment', scope: 'admin', topics: null } : (KEYS.get(sha) ?? null));
-  const rt = { config: { apiToken: TOKEN }, engine: { authKey }, log: createLogger('test', {}, 'debug', (line) => lines.push(line)) } as unknown as Runtime;
+  const authKey = async (sha: string, deploymentSha: string): Promise<Caller | null> =>
+    sha === deploymentSha ? { name: 'deployment', scope: 'admin', topics: null } : (KEYS.get(sha) ?? null);
+  const rt = {
+    config: { apiToken: TOKEN },
+    engine: { authKey },
+    log: createLogger('test', {}, 'debug', (line) => lines.push(line)),
+  } as unknown as Runtime;
   return () => rt;
 }
 
-function event(options: { token?: string | null; body?: string; base64?: boolean; headers?: Record<string, string>; params?: Record<string, string> } = {}): APIGatewayProxyEventV2 {
+function event(
+  options: {
+    token?: string | null;
+    body?: string;
+    base64?: boolean;
+    headers?: Record<string, string>;
+    params?: Record<string, string>;
+  } = {},
+): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== null) headers.Authorization = `Bearer ${options.token ?? TOKEN}`;
   return {
@@ -36,8 +49,15 @@ function event(options: { token?: string | null; body?: string; base64?: boolean
 }
 
 async function call(route: Route, ev: APIGatewayProxyEventV2, lines: string[] = []) {
-  const result = (await httpRoute(route, fakeRuntime(lines))(ev, { awsRequestId: 'req-1' })) as APIGatewayProxyStructuredResultV2;
-  return { status: result.statusCode, headers: result.headers ?? {}, text: String(result.body), body: JSON.parse(String(result.body)) as { error?: { code: string; message: string } } };
+  const result = (await httpRoute(route, fakeRuntime(lines))(ev, {
+    awsRequestId: 'req-1',
+  })) as APIGatewayProxyStructuredResultV2;
+  return {
+    status: result.statusCode,
+    headers: result.headers ?? {},
+    text: String(result.body),
+    body: JSON.parse(String(result.body)) as { error?: { code: string; message: string } },
+  };
 }
 
 const echo = async (req: ApiRequest): Promise<ApiResponse> => ({ status: 200, body: { got: req.json() } });
@@ -85,7 +105,9 @@ describe('httpRoute maps failures to HTTP answers', () => {
     const route: Route = async () => ({ status: 200, body: {} });
     route.scope = 'read';
     await call(route, event({ token: READER, params: { topic: 'orders' } }), lines);
-    const logged = lines.map((l) => JSON.parse(l) as { message: string; key?: string }).find((l) => l.message === 'request');
+    const logged = lines
+      .map((l) => JSON.parse(l) as { message: string; key?: string })
+      .find((l) => l.message === 'request');
     assert.equal(logged?.key, 'reader');
   });
 
@@ -153,11 +175,17 @@ describe('httpRoute maps failures to HTTP answers', () => {
     const conflict = await call(async () => {
       throw new HttpError(412, 'VERSION_MISMATCH', 'job example/j1 is at version 7', { job });
     }, event());
-    assert.deepEqual([conflict.status, conflict.body, conflict.headers.etag], [412, { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 is at version 7' }, job }, '"7"']);
+    assert.deepEqual(
+      [conflict.status, conflict.body, conflict.headers.etag],
+      [412, { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 is at version 7' }, job }, '"7"'],
+    );
     const gone = await call(async () => {
       throw new HttpError(412, 'VERSION_MISMATCH', 'job example/j1 does not exist', { job: null });
     }, event());
-    assert.deepEqual([gone.status, gone.body, gone.headers.etag], [412, { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 does not exist' }, job: null }, undefined]);
+    assert.deepEqual(
+      [gone.status, gone.body, gone.headers.etag],
+      [412, { error: { code: 'VERSION_MISMATCH', message: 'job example/j1 does not exist' }, job: null }, undefined],
+    );
     const invalid = await call(async () => {
       throw new HttpError(400, 'VALIDATION_FAILED', 'bad', [{ path: 'If-Match', message: 'must be a quoted version' }]);
     }, event());
@@ -175,7 +203,10 @@ describe('httpRoute maps failures to HTTP answers', () => {
     );
     assert.equal(res.status, 500);
     assert.deepEqual(res.body, { error: { code: 'INTERNAL', message: 'internal error (request req-1)' } });
-    assert.ok(!res.text.includes('secret-detail') && !res.text.includes('TypeError') && !res.text.includes('at '), res.text);
+    assert.ok(
+      !res.text.includes('secret-detail') && !res.text.includes('TypeError') && !res.text.includes('at '),
+      res.text,
+    );
     const logged = lines.find((l) => l.includes('request failed'));
     assert.ok(logged?.includes('secret-detail') && logged.includes('"stack"'), 'the log keeps the error and its stack');
   });
@@ -204,21 +235,40 @@ describe('httpRoute maps failures to HTTP answers', () => {
 describe('httpRoute with auth iam (API Gateway checked the SigV4 signature and the policy)', () => {
   function iamRuntime(lines: string[]): () => Runtime {
     const authKey = async (): Promise<Caller | null> => assert.fail('auth iam never looks a key up');
-    const rt = { config: { apiToken: TOKEN, auth: 'iam' }, engine: { authKey }, log: createLogger('test', {}, 'debug', (line) => lines.push(line)) } as unknown as Runtime;
+    const rt = {
+      config: { apiToken: TOKEN, auth: 'iam' },
+      engine: { authKey },
+      log: createLogger('test', {}, 'debug', (line) => lines.push(line)),
+    } as unknown as Runtime;
     return () => rt;
   }
   function iamEvent(iam: Record<string, unknown> | undefined, params?: Record<string, string>): APIGatewayProxyEventV2 {
-    const ev = event({ token: TOKEN, body: '{}', ...(params ? { params } : {}) }) as unknown as { requestContext: Record<string, unknown> };
+    const ev = event({ token: TOKEN, body: '{}', ...(params ? { params } : {}) }) as unknown as {
+      requestContext: Record<string, unknown>;
+    };
     if (iam) ev.requestContext.authorizer = { iam };
     return ev as unknown as APIGatewayProxyEventV2;
   }
-  const whoami: Route = Object.assign(async (req: ApiRequest): Promise<ApiResponse> => ({ status: 200, body: req.caller }), { scope: 'admin' as const });
+  const whoami: Route = Object.assign(
+    async (req: ApiRequest): Promise<ApiResponse> => ({ status: 200, body: req.caller }),
+    { scope: 'admin' as const },
+  );
 
   it('takes the caller from requestContext.authorizer.iam: the signer, admin on every topic', async () => {
     const lines: string[] = [];
-    const result = (await httpRoute(whoami, iamRuntime(lines))(iamEvent({ userArn: 'arn:aws:sts::123456789012:assumed-role/deployer/ci-run-7', callerId: 'AROAEXAMPLE:ci-run-7', accountId: '123456789012' }, { topic: 'orders' }), {
-      awsRequestId: 'req-1',
-    })) as APIGatewayProxyStructuredResultV2;
+    const result = (await httpRoute(whoami, iamRuntime(lines))(
+      iamEvent(
+        {
+          userArn: 'arn:aws:sts::123456789012:assumed-role/deployer/ci-run-7',
+          callerId: 'AROAEXAMPLE:ci-run-7',
+          accountId: '123456789012',
+        },
+        { topic: 'orders' },
+      ),
+      {
+        awsRequestId: 'req-1',
+      },
+    )) as APIGatewayProxyStructuredResultV2;
     assert.equal(result.statusCode, 200);
     assert.deepEqual(JSON.parse(String(result.body)), { name: 'deployer:ci-run-7', scope: 'admin', topics: null });
     assert.ok(
@@ -231,7 +281,9 @@ describe('httpRoute with auth iam (API Gateway checked the SigV4 signature and t
     let ran = 0;
     const route = async () => ((ran += 1), { status: 200, body: {} });
     for (const iam of [undefined, {}, { userArn: '', callerId: '' }]) {
-      const result = (await httpRoute(route, iamRuntime([]))(iamEvent(iam), { awsRequestId: 'req-1' })) as APIGatewayProxyStructuredResultV2;
+      const result = (await httpRoute(route, iamRuntime([]))(iamEvent(iam), {
+        awsRequestId: 'req-1',
+      })) as APIGatewayProxyStructuredResultV2;
       assert.equal(result.statusCode, 401, JSON.stringify(iam));
       assert.equal((JSON.parse(String(result.body)) as { error: { code: string } }).error.code, 'UNAUTHORIZED');
     }

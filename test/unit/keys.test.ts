@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jobKeys, Layout, layoutOf, partitionOf, partitionTag, slotOf, syncKey, topicKeys } from '../../lib/engine/keys';
+import {
+  jobKeys,
+  Layout,
+  layoutOf,
+  partitionOf,
+  partitionTag,
+  slotOf,
+  syncKey,
+  topicKeys,
+} from '../../lib/engine/keys';
 
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {
@@ -14,7 +23,8 @@ describe('keys', () => {
   });
 
   it('partitions are stable: the same (topic, id) always lands in the same partition', () => {
-    // FNV-1a reference values (checked with an independent implementation): changing the hash would strand existing jobs, so this must fail loudly.
+    // FNV-1a reference values (checked with an independent implementation): changing the hash would strand existing
+    // jobs, so this must fail loudly.
     assert.equal(partitionOf('orders', 'order-1', 6), partitionOf('orders', 'order-1', 6));
     assert.deepEqual(
       ['a', 'b', 'c', 'order-1', 'order-2'].map((id) => partitionOf('orders', id, 16)),
@@ -81,7 +91,9 @@ describe('cluster slots', () => {
 
   it("a partition's tag lies in the middle slot of its share of the slots; one partition alone is p0", () => {
     assert.equal(partitionTag(0, 1), 'p0');
-    for (const count of [2, 12, 1024]) for (let p = 0; p < count; p++) assert.equal(slotOf(`{${partitionTag(p, count)}}`), Math.floor(((p + 0.5) * 16384) / count));
+    for (const count of [2, 12, 1024])
+      for (let p = 0; p < count; p++)
+        assert.equal(slotOf(`{${partitionTag(p, count)}}`), Math.floor(((p + 0.5) * 16384) / count));
     assert.equal(new Set(Array.from({ length: 1024 }, (_, p) => partitionTag(p, 1024))).size, 1024);
     assert.throws(() => partitionTag(4, 4), RangeError);
   });
@@ -97,7 +109,8 @@ describe('cluster slots', () => {
       assert.notEqual(partitionTag(p, count), partitionTag(q, other), 'not the same tag');
     }
     const tags = new Set<string>();
-    for (const count of [1, 2, 3, 4, 6, 8, 9, 12, 16, 24, 36]) for (let p = 0; p < count; p++) tags.add(partitionTag(p, count));
+    for (const count of [1, 2, 3, 4, 6, 8, 9, 12, 16, 24, 36])
+      for (let p = 0; p < count; p++) tags.add(partitionTag(p, count));
     assert.equal(
       tags.size,
       [1, 2, 3, 4, 6, 8, 9, 12, 16, 24, 36].reduce((a, b) => a + b, 0),

@@ -25,18 +25,31 @@ describe('lateness histogram (issue 14, item 5)', () => {
   });
 
   it('parses the stored minutes of a stats hash, each with its bins, and passes over what is not one', () => {
-    assert.deepEqual(parseMinutes({ m0: '29529000|3|250', 'm0/0': '1', 'm0/31': '2', m1: '29529001|1|4', 'm1/9': '1', 'm2/5': '7', 'm1:3': '1', m3: 'garbage', other: '1' }), [
-      {
-        minute: 29529000,
-        n: 3,
-        max: 250,
-        bins: new Map([
-          [0, 1],
-          [31, 2],
-        ]),
-      },
-      { minute: 29529001, n: 1, max: 4, bins: new Map([[9, 1]]) },
-    ]);
+    assert.deepEqual(
+      parseMinutes({
+        m0: '29529000|3|250',
+        'm0/0': '1',
+        'm0/31': '2',
+        m1: '29529001|1|4',
+        'm1/9': '1',
+        'm2/5': '7',
+        'm1:3': '1',
+        m3: 'garbage',
+        other: '1',
+      }),
+      [
+        {
+          minute: 29529000,
+          n: 3,
+          max: 250,
+          bins: new Map([
+            [0, 1],
+            [31, 2],
+          ]),
+        },
+        { minute: 29529001, n: 1, max: 4, bins: new Map([[9, 1]]) },
+      ],
+    );
     assert.deepEqual(parseMinutes({}), []);
   });
 });

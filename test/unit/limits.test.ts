@@ -10,17 +10,41 @@ import { parse } from 'yaml';
 import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../lib/core/queue-config';
 import { REFUSAL } from '../../lib/engine/codes';
 import { HttpError, refusalError } from '../../lib/api/api-errors';
-import { BATCH_JOBS, DEAD_PAGE, EARLIEST_RUN_AT_MS, JITTER_SECONDS, JOBS_PAGE, MAX_ATTEMPTS, REDRIVE_COUNT, REDRIVE_IDS, SCHEDULES_PAGE, TTR_SECONDS, URL_MAX_LENGTH } from '../../lib/core/limits';
+import {
+  BATCH_JOBS,
+  DEAD_PAGE,
+  EARLIEST_RUN_AT_MS,
+  JITTER_SECONDS,
+  JOBS_PAGE,
+  MAX_ATTEMPTS,
+  REDRIVE_COUNT,
+  REDRIVE_IDS,
+  SCHEDULES_PAGE,
+  TTR_SECONDS,
+  URL_MAX_LENGTH,
+} from '../../lib/core/limits';
 import { SCHEDULE_ID_MAX } from '../../lib/core/schedule';
 import { validateSchedule } from '../../lib/api/schedule-validation';
-import { badCursor, checkGroupRef, checkJobRef, LISTED_STATES, parseIfMatch, validateBatch, validateJob, validateJobsQuery, validateSchedulesQuery } from '../../lib/api/validation';
+import {
+  badCursor,
+  checkGroupRef,
+  checkJobRef,
+  LISTED_STATES,
+  parseIfMatch,
+  validateBatch,
+  validateJob,
+  validateJobsQuery,
+  validateSchedulesQuery,
+} from '../../lib/api/validation';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the parsed openapi.yaml, walked by property paths; a wrong path fails the test
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the parsed openapi.yaml, walked by property paths; a wrong path fails the test
+type Json = Record<string, any>;
 const spec = parse(readFileSync(join(__dirname, '..', '..', 'openapi.yaml'), 'utf8')) as Json;
 const schemas = spec.components.schemas as Json;
 const jsonBody = (operation: Json) => operation.requestBody.content['application/json'];
 /** An example's value, its `$ref` to components/examples resolved. */
-const exampleValue = (example: Json): Json => (example.$ref ? spec.components.examples[String(example.$ref).split('/').pop()!] : example).value;
+const exampleValue = (example: Json): Json =>
+  (example.$ref ? spec.components.examples[String(example.$ref).split('/').pop()!] : example).value;
 
 /** The error body validation throws for `fn`, as the API sends it. */
 function refusal(fn: () => unknown): Json {
@@ -28,7 +52,13 @@ function refusal(fn: () => unknown): Json {
     fn();
   } catch (error) {
     assert.ok(error instanceof HttpError);
-    return { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } };
+    return {
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.details !== undefined ? { details: error.details } : {}),
+      },
+    };
   }
   assert.fail('expected a validation error');
 }
@@ -68,18 +98,33 @@ describe('openapi.yaml states the limits of lib/core/limits.ts', () => {
     assert.deepEqual([state.enum, state.default], [[...LISTED_STATES], 'delayed']);
     for (const path of ['/topics/{topic}/jobs', '/topics/{topic}/groups/{group}']) {
       const refs = (spec.paths[path].get.parameters as Json[]).map((p) => p.$ref ?? p.name);
-      assert.ok(refs.includes('#/components/parameters/PageLimit') && refs.includes('#/components/parameters/PageCursor'), path);
+      assert.ok(
+        refs.includes('#/components/parameters/PageLimit') && refs.includes('#/components/parameters/PageCursor'),
+        path,
+      );
     }
   });
 
   it('a page of schedules: limit and its default; a schedule id leaves room for the occurrence suffix; every at most maxDelay', () => {
     const parameters = spec.paths['/schedules'].get.parameters as Json[];
     const limit = parameters.find((p) => p.name === 'limit')!.schema;
-    assert.deepEqual([limit.minimum, limit.maximum, limit.default], [SCHEDULES_PAGE.min, SCHEDULES_PAGE.max, SCHEDULES_PAGE.default]);
+    assert.deepEqual(
+      [limit.minimum, limit.maximum, limit.default],
+      [SCHEDULES_PAGE.min, SCHEDULES_PAGE.max, SCHEDULES_PAGE.default],
+    );
     assert.ok(parameters.some((p) => p.$ref === '#/components/parameters/PageCursor'));
     assert.equal(schemas.ScheduleId.pattern, `^[A-Za-z0-9._:-]{1,${SCHEDULE_ID_MAX}}$`);
-    assert.match(spec.paths['/schedules/{topic}/{id}'].put.responses['400'].description, new RegExp(`over ${SCHEDULE_ID_MAX} characters`));
-    assert.deepEqual([schemas.ScheduleInput.properties.every.oneOf[0].minimum, schemas.ScheduleInput.properties.every.oneOf[0].maximum], [1, DEFAULTS.maxDelay]);
+    assert.match(
+      spec.paths['/schedules/{topic}/{id}'].put.responses['400'].description,
+      new RegExp(`over ${SCHEDULE_ID_MAX} characters`),
+    );
+    assert.deepEqual(
+      [
+        schemas.ScheduleInput.properties.every.oneOf[0].minimum,
+        schemas.ScheduleInput.properties.every.oneOf[0].maximum,
+      ],
+      [1, DEFAULTS.maxDelay],
+    );
   });
 
   it('its example schedule errors are the ones validation gives', () => {
@@ -114,8 +159,12 @@ describe('openapi.yaml states the limits of lib/core/limits.ts', () => {
   it("a job's fields: ttr, maxAttempts, url, runAt, delay, topic and id", () => {
     const job = schemas.JobOptions.properties;
     assert.deepEqual([job.ttr.oneOf[0].minimum, job.ttr.oneOf[0].maximum], [TTR_SECONDS.min, TTR_SECONDS.max]);
-    assert.deepEqual([job.jitter.oneOf[0].minimum, job.jitter.oneOf[0].maximum], [JITTER_SECONDS.min, JITTER_SECONDS.max]);
-    for (const field of ['delay', 'ttr', 'jitter']) assert.equal(job[field].oneOf[1].$ref, '#/components/schemas/Duration', `${field} takes a duration`);
+    assert.deepEqual(
+      [job.jitter.oneOf[0].minimum, job.jitter.oneOf[0].maximum],
+      [JITTER_SECONDS.min, JITTER_SECONDS.max],
+    );
+    for (const field of ['delay', 'ttr', 'jitter'])
+      assert.equal(job[field].oneOf[1].$ref, '#/components/schemas/Duration', `${field} takes a duration`);
     assert.equal(schemas.Duration.pattern, '^\\d+(\\.\\d+)?(ms|s|m|h|d)$');
     assert.deepEqual([job.maxAttempts.minimum, job.maxAttempts.maximum], [MAX_ATTEMPTS.min, MAX_ATTEMPTS.max]);
     assert.equal(job.url.maxLength, URL_MAX_LENGTH);
@@ -132,7 +181,10 @@ describe('openapi.yaml states the limits of lib/core/limits.ts', () => {
     const invalid = spec.components.responses.BadJob.content['application/json'].examples.invalid.value;
     const actual = refusal(() => validateJob({ topic: 'example', delay: -1, dealy: 3 }, config));
     const byPath = (a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path);
-    assert.deepEqual({ ...invalid.error, details: [...invalid.error.details].sort(byPath) }, { ...actual.error, details: [...actual.error.details].sort(byPath) });
+    assert.deepEqual(
+      { ...invalid.error, details: [...invalid.error.details].sort(byPath) },
+      { ...actual.error, details: [...actual.error.details].sort(byPath) },
+    );
     const unknown = exampleValue(spec.components.responses.BadJob.content['application/json'].examples.unknownTopic);
     assert.deepEqual(
       unknown,
@@ -174,7 +226,8 @@ describe('openapi.yaml states the limits of lib/core/limits.ts', () => {
     const mismatch = spec.components.responses.VersionMismatch.content['application/json'].examples;
     const version = refusalError(REFUSAL.VERSION_MISMATCH, 'example', 'close-order-7');
     assert.deepEqual([version.status, version.code], [412, 'VERSION_MISMATCH']);
-    for (const example of [mismatch.changed.value, mismatch.gone.value]) assert.deepEqual(example.error, { code: version.code, message: version.message });
+    for (const example of [mismatch.changed.value, mismatch.gone.value])
+      assert.deepEqual(example.error, { code: version.code, message: version.message });
   });
 });
 

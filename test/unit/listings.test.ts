@@ -43,13 +43,22 @@ describe('If-Match', () => {
 describe('listing queries', () => {
   it('defaults to delayed, takes epoch ms and ISO-8601 bounds', () => {
     assert.deepEqual(validateJobsQuery({}), { state: 'delayed' });
-    assert.deepEqual(validateJobsQuery({ state: 'dead', from: '1700000000000', to: '2027-03-28T01:00:00Z', limit: '7', cursor: 'abc' }), {
-      state: 'dead',
-      from: 1_700_000_000_000,
-      to: Date.UTC(2027, 2, 28, 1),
-      limit: 7,
-      cursor: 'abc',
-    });
+    assert.deepEqual(
+      validateJobsQuery({
+        state: 'dead',
+        from: '1700000000000',
+        to: '2027-03-28T01:00:00Z',
+        limit: '7',
+        cursor: 'abc',
+      }),
+      {
+        state: 'dead',
+        from: 1_700_000_000_000,
+        to: Date.UTC(2027, 2, 28, 1),
+        limit: 7,
+        cursor: 'abc',
+      },
+    );
   });
 
   it('names the field of every bad input', () => {
@@ -105,28 +114,52 @@ describe('listing queries', () => {
 
 describe('page cursors', () => {
   it('a jobs cursor round-trips, and only for its own topic, state and partition count', () => {
-    const delayed = encodeJobsCursor({ state: 'delayed', after: { score: 1_800_000_000_000, id: 'order:1' } }, 'orders');
+    const delayed = encodeJobsCursor(
+      { state: 'delayed', after: { score: 1_800_000_000_000, id: 'order:1' } },
+      'orders',
+    );
     assert.match(delayed, /^[A-Za-z0-9_-]+$/, 'URL-safe');
-    assert.deepEqual(decodeJobsCursor(delayed, 'delayed', 4, 'orders'), { state: 'delayed', after: { score: 1_800_000_000_000, id: 'order:1' } });
+    assert.deepEqual(decodeJobsCursor(delayed, 'delayed', 4, 'orders'), {
+      state: 'delayed',
+      after: { score: 1_800_000_000_000, id: 'order:1' },
+    });
     assert.equal(decodeJobsCursor(delayed, 'dead', 4, 'orders'), null, "a delayed page's cursor is foreign to dead");
     const ready = encodeJobsCursor({ state: 'ready', positions: [3, 0, 7] }, 'orders');
     assert.deepEqual(decodeJobsCursor(ready, 'ready', 3, 'orders'), { state: 'ready', positions: [3, 0, 7] });
     assert.equal(decodeJobsCursor(ready, 'ready', 4, 'orders'), null, 'positions for another partition count');
     assert.equal(decodeJobsCursor(ready, 'delayed', 3, 'orders'), null);
     assert.equal(decodeJobsCursor(delayed, 'delayed', 4, 'invoices'), null, "another topic's cursor");
-    const edited = Buffer.from(Buffer.from(delayed, 'base64url').toString().replace('order:1', 'order:2')).toString('base64url');
+    const edited = Buffer.from(Buffer.from(delayed, 'base64url').toString().replace('order:1', 'order:2')).toString(
+      'base64url',
+    );
     assert.equal(decodeJobsCursor(edited, 'delayed', 4, 'orders'), null, 'an edited cursor');
-    for (const junk of ['', '!!', 'bm90IGEgY3Vyc29y', Buffer.from('delayed:12:bad id').toString('base64url')]) assert.equal(decodeJobsCursor(junk, 'delayed', 1, 'orders'), null, junk);
+    for (const junk of ['', '!!', 'bm90IGEgY3Vyc29y', Buffer.from('delayed:12:bad id').toString('base64url')])
+      assert.equal(decodeJobsCursor(junk, 'delayed', 1, 'orders'), null, junk);
   });
 
   it('a group cursor round-trips within the partitions, for its own group only', () => {
     const c = encodeGroupCursor({ partition: 2, chunk: 5, after: '41' }, 'orders', 'meeting-1');
     assert.deepEqual(decodeGroupCursor(c, 3, 'orders', 'meeting-1'), { partition: 2, chunk: 5, after: '41' });
-    const chunkless = Buffer.from(`g2:41:${Buffer.from(c, 'base64url').toString().split(':')[2]}`).toString('base64url');
+    const chunkless = Buffer.from(`g2:41:${Buffer.from(c, 'base64url').toString().split(':')[2]}`).toString(
+      'base64url',
+    );
     assert.equal(decodeGroupCursor(chunkless, 3, 'orders', 'meeting-1'), null, 'a cursor without its chunk is not one');
-    assert.equal(decodeGroupCursor(c, 2, 'orders', 'meeting-1'), null, 'partition 2 of a 2-partition deployment does not exist');
+    assert.equal(
+      decodeGroupCursor(c, 2, 'orders', 'meeting-1'),
+      null,
+      'partition 2 of a 2-partition deployment does not exist',
+    );
     assert.equal(decodeGroupCursor(c, 3, 'orders', 'meeting-2'), null, "another group's cursor");
     assert.equal(decodeGroupCursor(c, 3, 'invoices', 'meeting-1'), null, "another topic's cursor");
-    assert.equal(decodeGroupCursor(encodeJobsCursor({ state: 'delayed', after: { score: 1, id: 'a' } }, 'orders'), 3, 'orders', 'meeting-1'), null, 'a jobs cursor is not a group cursor');
+    assert.equal(
+      decodeGroupCursor(
+        encodeJobsCursor({ state: 'delayed', after: { score: 1, id: 'a' } }, 'orders'),
+        3,
+        'orders',
+        'meeting-1',
+      ),
+      null,
+      'a jobs cursor is not a group cursor',
+    );
   });
 });

@@ -6,7 +6,10 @@ import { test } from 'node:test';
 import { emitMetrics, EMF_MAX_VALUES, setMetricsService } from '../../lib/platform/log';
 
 interface EmfLine {
-  _aws: { Timestamp: number; CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[] };
+  _aws: {
+    Timestamp: number;
+    CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[];
+  };
   [key: string]: unknown;
 }
 
@@ -23,7 +26,13 @@ test('EMF: the limit is the one CloudWatch documents', () => {
 test('EMF: 250 lateness values become lines of at most 100 values each, none lost, none repeated', () => {
   setMetricsService('delay-queue-test');
   const lateness = Array.from({ length: 250 }, (_, i) => i);
-  const lines = capture((write) => emitMetrics({ topic: 'orders' }, { Lateness: { unit: 'Milliseconds', value: lateness }, Delivered: { unit: 'Count', value: 250 } }, write));
+  const lines = capture((write) =>
+    emitMetrics(
+      { topic: 'orders' },
+      { Lateness: { unit: 'Milliseconds', value: lateness }, Delivered: { unit: 'Count', value: 250 } },
+      write,
+    ),
+  );
   assert.ok(lines.length >= 3, `expected at least 3 lines, got ${lines.length}`);
   const seen: number[] = [];
   let delivered = 0;
@@ -46,7 +55,17 @@ test('EMF: 250 lateness values become lines of at most 100 values each, none los
 });
 
 test('EMF: a small list and scalars stay one line; an empty list is left out', () => {
-  const lines = capture((write) => emitMetrics({}, { Lateness: { unit: 'Milliseconds', value: [1, 2, 3] }, Empty: { unit: 'Count', value: [] }, Claimed: { unit: 'Count', value: 3 } }, write));
+  const lines = capture((write) =>
+    emitMetrics(
+      {},
+      {
+        Lateness: { unit: 'Milliseconds', value: [1, 2, 3] },
+        Empty: { unit: 'Count', value: [] },
+        Claimed: { unit: 'Count', value: 3 },
+      },
+      write,
+    ),
+  );
   assert.equal(lines.length, 1);
   assert.deepEqual(lines[0]!.Lateness, [1, 2, 3]);
   assert.equal(lines[0]!.Claimed, 3);
@@ -55,7 +74,9 @@ test('EMF: a small list and scalars stay one line; an empty list is left out', (
 });
 
 test('EMF: exactly 100 values is one line', () => {
-  const lines = capture((write) => emitMetrics({}, { Lateness: { unit: 'Milliseconds', value: Array.from({ length: 100 }, () => 7) } }, write));
+  const lines = capture((write) =>
+    emitMetrics({}, { Lateness: { unit: 'Milliseconds', value: Array.from({ length: 100 }, () => 7) } }, write),
+  );
   assert.equal(lines.length, 1);
   assert.equal((lines[0]!.Lateness as number[]).length, 100);
 });
@@ -68,9 +89,19 @@ test('EMF: every DelayQueue alarm watches a metric that lib/ emits, with the sam
   const { join } = await import('node:path');
   const { createRequire } = await import('node:module');
   const { alarms } = createRequire(__filename)('../../deploy/alarms.cjs') as {
-    alarms: (input: unknown) => { Resources: Record<string, { Type: string; Properties: { Namespace: string; MetricName: string; Dimensions: { Name: string }[] } }> };
+    alarms: (input: unknown) => {
+      Resources: Record<
+        string,
+        { Type: string; Properties: { Namespace: string; MetricName: string; Dimensions: { Name: string }[] } }
+      >;
+    };
   };
-  const { Resources } = alarms({ service: 'dq', stage: 'prod', queue: { topics: { orders: {} } }, p: { latenessAlarmMs: '1000', cluster: 'false', shards: '1' } });
+  const { Resources } = alarms({
+    service: 'dq',
+    stage: 'prod',
+    queue: { topics: { orders: {} } },
+    p: { latenessAlarmMs: '1000', cluster: 'false', shards: '1' },
+  });
   const watched = Object.values(Resources)
     .filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties.Namespace === 'DelayQueue')
     .map((r) => ({
@@ -96,5 +127,9 @@ test('EMF: every DelayQueue alarm watches a metric that lib/ emits, with the sam
       for (const m of call[2]!.matchAll(/(\w+)\s*:\s*\{\s*unit/g)) emitted.add(`${m[1]}|${dims}`);
     }
   }
-  for (const { metric, dims } of watched) assert.ok(emitted.has(`${metric}|${dims}`), `alarm on ${metric} [${dims}] matches an emitMetrics call; emitted: ${[...emitted].join(' ')}`);
+  for (const { metric, dims } of watched)
+    assert.ok(
+      emitted.has(`${metric}|${dims}`),
+      `alarm on ${metric} [${dims}] matches an emitMetrics call; emitted: ${[...emitted].join(' ')}`,
+    );
 });

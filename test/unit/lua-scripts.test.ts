@@ -3,7 +3,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { flowKeys, groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/engine/keys';
-import { INCLUDES, SCRIPTS, includeOrder, scriptLibrary, scriptText, type ScriptName } from '../../lib/engine/script-runner';
+import {
+  INCLUDES,
+  SCRIPTS,
+  includeOrder,
+  scriptLibrary,
+  scriptText,
+  type ScriptName,
+} from '../../lib/engine/script-runner';
 
 const dir = join(__dirname, '..', '..', 'lua');
 const files = readdirSync(dir).filter((f) => f.endsWith('.lua'));
@@ -19,7 +26,9 @@ function code(text: string): string {
 
 /** The names a Lua text declares at its top level (a statement at the start of a line), in order. */
 function topLevelLocals(text: string): string[] {
-  return [...code(text).matchAll(/^local\s+(?:function\s+(\w+)|([\w\s,]+?)\s*(?:=|$))/gm)].flatMap((m) => (m[1] ? [m[1]] : m[2]!.split(',').map((n) => n.trim())));
+  return [...code(text).matchAll(/^local\s+(?:function\s+(\w+)|([\w\s,]+?)\s*(?:=|$))/gm)].flatMap((m) =>
+    m[1] ? [m[1]] : m[2]!.split(',').map((n) => n.trim()),
+  );
 }
 
 /** Every name a Lua text declares anywhere: locals, parameters, loop variables. */
@@ -55,7 +64,9 @@ describe('lua/ scripts', () => {
   });
 
   it("lua/includes/ build three kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets and a flow topic's keys, from the jobs hash's (as groupChunkKey, groupBucketKey and flowKeys in lib/engine/keys.ts)", () => {
-    const code = includeFiles.map((f) => readFileSync(join(dir, 'includes', f), 'utf8').replace(/--[^\n]*/g, '')).join('\n');
+    const code = includeFiles
+      .map((f) => readFileSync(join(dir, 'includes', f), 'utf8').replace(/--[^\n]*/g, ''))
+      .join('\n');
     assert.doesNotMatch(code, /['"]dq:/);
     assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]).sort(), [
       ".. '#' .. c",
@@ -87,7 +98,11 @@ describe('lua/ scripts', () => {
 
     it(`${file}: opens with a contract block and builds no key names`, () => {
       assert.match(source, /^--\[\[\n {2}\S[\s\S]*?KEYS\[1\][\s\S]*?\n\]\]/);
-      assert.doesNotMatch(code, /['"]dq:|\.\.\s*['"][:#]/, 'key names are built in lib/engine/keys.ts only (and chunkKey in lua/includes/groups.lua)');
+      assert.doesNotMatch(
+        code,
+        /['"]dq:|\.\.\s*['"][:#]/,
+        'key names are built in lib/engine/keys.ts only (and chunkKey in lua/includes/groups.lua)',
+      );
       assert.doesNotMatch(code, /'KEYS'|"KEYS"|'SCAN'|'LREM'|ZRANGE[^\n]*0,\s*-1/, 'no unbounded commands');
     });
 
@@ -98,10 +113,14 @@ describe('lua/ scripts', () => {
 });
 
 describe('lua/includes/', () => {
-  const texts = new Map(includeFiles.map((f) => [f.slice(0, -'.lua'.length), readFileSync(join(dir, 'includes', f), 'utf8')]));
+  const texts = new Map(
+    includeFiles.map((f) => [f.slice(0, -'.lua'.length), readFileSync(join(dir, 'includes', f), 'utf8')]),
+  );
   /** Which include declares each top-level name of the includes. */
   const owner = new Map<string, string>();
-  for (const [name, text] of texts) for (const local of topLevelLocals(text)) owner.set(local, owner.has(local) ? `${owner.get(local)}, ${name}` : name);
+  for (const [name, text] of texts)
+    for (const local of topLevelLocals(text))
+      owner.set(local, owner.has(local) ? `${owner.get(local)}, ${name}` : name);
   const reach = (names: readonly string[], seen = new Set<string>()): Set<string> => {
     for (const name of names) if (!seen.has(name)) reach(directives(texts.get(name) ?? ''), seen.add(name));
     return seen;
@@ -134,19 +153,26 @@ describe('lua/includes/', () => {
     );
   });
 
-  const pieces = [...files.map((f) => ({ label: f, text: readFileSync(join(dir, f), 'utf8') })), ...[...texts].map(([name, text]) => ({ label: `includes/${name}.lua`, text }))];
+  const pieces = [
+    ...files.map((f) => ({ label: f, text: readFileSync(join(dir, f), 'utf8') })),
+    ...[...texts].map(([name, text]) => ({ label: `includes/${name}.lua`, text })),
+  ];
   for (const { label, text } of pieces) {
     it(`${label}: includes what it uses of the includes, and uses each include it names`, () => {
       const own = declared(text);
       const given = reach(directives(text));
-      const missing = [...used(text)].filter((name) => owner.has(name) && !own.has(name) && !given.has(owner.get(name)!));
+      const missing = [...used(text)].filter(
+        (name) => owner.has(name) && !own.has(name) && !given.has(owner.get(name)!),
+      );
       assert.deepEqual(
         missing.map((name) => `${name} (includes/${owner.get(name)}.lua)`),
         [],
         `${label} uses names it does not include`,
       );
       const names = used(text);
-      const idle = directives(text).filter((include) => !topLevelLocals(texts.get(include) ?? '').some((local) => names.has(local)));
+      const idle = directives(text).filter(
+        (include) => !topLevelLocals(texts.get(include) ?? '').some((local) => names.has(local)),
+      );
       assert.deepEqual(idle, [], `${label} includes what it does not use`);
     });
   }
@@ -170,13 +196,18 @@ describe('lua/includes/', () => {
     const lib = scriptLibrary();
     assert.match(lib.name, /^dq_[0-9a-f]{12}$/);
     assert.ok(lib.text.startsWith(`#!lua name=${lib.name}\n`));
-    for (const [name, text] of Object.entries(INCLUDES)) assert.equal(lib.text.split(text).length, 2, `includes/${name}.lua once`);
+    for (const [name, text] of Object.entries(INCLUDES))
+      assert.equal(lib.text.split(text).length, 2, `includes/${name}.lua once`);
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       assert.equal(lib.functions[name], `${lib.name}_${name}`);
       assert.ok(lib.text.includes(`function_name = '${lib.functions[name]}'`), name);
-      assert.ok(lib.text.includes(`\nbeginCall()\n${SCRIPTS[name].source}\nend }`), `${name} starts from a clean per-call state`);
+      assert.ok(
+        lib.text.includes(`\nbeginCall()\n${SCRIPTS[name].source}\nend }`),
+        `${name} starts from a clean per-call state`,
+      );
     }
-    const locals = topLevelLocals(lib.text.slice(0, lib.text.indexOf('redis.register_function'))); // the functions' own are theirs
+    // the functions' own are theirs
+    const locals = topLevelLocals(lib.text.slice(0, lib.text.indexOf('redis.register_function')));
     assert.equal(new Set(locals).size, locals.length, 'a name declared twice');
     assert.ok(locals.length < 200, `${locals.length} top-level locals`);
   });
@@ -191,20 +222,33 @@ describe('includeOrder', () => {
   const includes = { a: '--- @include "b"\n--- @include "c"\n', b: '--- @include "c"\n', c: '', d: '' };
 
   it('puts every include after those it includes, each once, in the order named', () => {
-    assert.deepEqual(includeOrder('--- @include "d"\n--- @include "a"\n--- @include "c"\nreturn 1', includes), ['d', 'c', 'b', 'a']);
+    assert.deepEqual(includeOrder('--- @include "d"\n--- @include "a"\n--- @include "c"\nreturn 1', includes), [
+      'd',
+      'c',
+      'b',
+      'a',
+    ]);
     assert.deepEqual(includeOrder('return 1', includes), []);
   });
 
   it('reads only whole `--- @include` lines', () => {
-    assert.deepEqual(includeOrder('-- --- @include "a"\nlocal x = 1 --- @include "b"\n--- @include "c"', includes), ['c']);
+    assert.deepEqual(includeOrder('-- --- @include "a"\nlocal x = 1 --- @include "b"\n--- @include "c"', includes), [
+      'c',
+    ]);
   });
 
   it('throws on an unknown include, naming who includes it', () => {
-    assert.throws(() => includeOrder('--- @include "a"', { a: '--- @include "zz"' }, 'x-1.lua'), /includes\/a\.lua includes "zz"/);
+    assert.throws(
+      () => includeOrder('--- @include "a"', { a: '--- @include "zz"' }, 'x-1.lua'),
+      /includes\/a\.lua includes "zz"/,
+    );
     assert.throws(() => includeOrder('--- @include "toString"', includes, 'x-1.lua'), /x-1\.lua includes "toString"/);
   });
 
   it('throws on includes that go round', () => {
-    assert.throws(() => includeOrder('--- @include "a"', { a: '--- @include "b"', b: '--- @include "a"' }), /a -> b -> a/);
+    assert.throws(
+      () => includeOrder('--- @include "a"', { a: '--- @include "b"', b: '--- @include "a"' }),
+      /a -> b -> a/,
+    );
   });
 });

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Contract, refsWithSiblings } from '../support/openapi';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the parsed openapi.yaml, walked by property paths; a wrong path fails the test
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the parsed openapi.yaml, walked by property paths; a wrong path fails the test
+type Json = Record<string, any>;
 
 const contract = new Contract();
 const doc = contract.doc;
@@ -62,7 +63,18 @@ const schedule = {
   lastRunAt: null,
   nextRuns: ['2026-11-24T08:00:00.000Z'],
 };
-const flow = { topic: 'partner', key: 'partner-42', running: 0, ready: 3, paused: false, heldUntil: null, limits: { concurrency: 2, rate: { count: 10, per: 1, burst: 1 } }, pinned: null, updatedBy: null, updatedAt: null };
+const flow = {
+  topic: 'partner',
+  key: 'partner-42',
+  running: 0,
+  ready: 3,
+  paused: false,
+  heldUntil: null,
+  limits: { concurrency: 2, rate: { count: 10, per: 1, burst: 1 } },
+  pinned: null,
+  updatedBy: null,
+  updatedAt: null,
+};
 const error = (code: string, extra: Json = {}) => ({ error: { code, message: 'm', ...extra } });
 
 describe('openapi.yaml, the document', () => {
@@ -91,7 +103,10 @@ describe('openapi.yaml, the document', () => {
     }
     const used = JSON.stringify(doc.paths) + JSON.stringify(doc.components.responses);
     for (const name of Object.keys(doc.components.examples)) {
-      assert.ok(used.includes(`"#/components/examples/${name}"`), `components/examples/${name} is used nowhere, so it is checked against no schema`);
+      assert.ok(
+        used.includes(`"#/components/examples/${name}"`),
+        `components/examples/${name} is used nowhere, so it is checked against no schema`,
+      );
     }
   });
 
@@ -100,7 +115,8 @@ describe('openapi.yaml, the document', () => {
     const addExamples = broken.paths['/jobs'].post.requestBody.content['application/json'].examples;
     addExamples.closeOrder.value.dealy = 3;
     broken.components.examples.CreatedJob.value.job.extra = 1;
-    broken.components.responses.Unauthorized.content['application/json'].examples.noToken.value.error.code = 'NOT_FOUND';
+    broken.components.responses.Unauthorized.content['application/json'].examples.noToken.value.error.code =
+      'NOT_FOUND';
     broken.components.responses.Unavailable.headers['Retry-After'].schema.examples = [1];
     broken.components.parameters.JobId.example = 'has space';
     broken.components.schemas.BackoffInput.oneOf[3].examples = [15];
@@ -124,8 +140,18 @@ describe('openapi.yaml, the document', () => {
     const ifMatch = doc.components.parameters.IfMatch.schema;
     const cases: [string, unknown, unknown, boolean][] = [
       ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1 }, true],
-      ['NewJob', schemaRef('NewJob'), { topic: 'example', id: 'a-1', delay: 0, body: [1], ttr: 5, maxAttempts: 2, backoff: '15s 1m' }, true],
-      ['NewJob', schemaRef('NewJob'), { topic: 'webhook', runAt: '2027-06-01T09:50:00Z', url: 'https://x.example/h' }, true],
+      [
+        'NewJob',
+        schemaRef('NewJob'),
+        { topic: 'example', id: 'a-1', delay: 0, body: [1], ttr: 5, maxAttempts: 2, backoff: '15s 1m' },
+        true,
+      ],
+      [
+        'NewJob',
+        schemaRef('NewJob'),
+        { topic: 'webhook', runAt: '2027-06-01T09:50:00Z', url: 'https://x.example/h' },
+        true,
+      ],
       ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, dealy: 3 }, false],
       ['NewJob', schemaRef('NewJob'), { topic: 'example' }, false],
       ['NewJob', schemaRef('NewJob'), { topic: 'example', delay: 1, runAt: 0 }, false],
@@ -145,8 +171,18 @@ describe('openapi.yaml, the document', () => {
       ['Job', schemaRef('Job'), { ...job, version: -1 }, false],
       ['Job', schemaRef('Job'), { ...job, version: 1.5 }, false],
       ['Job', schemaRef('Job'), { ...job, group: 'has space' }, false],
-      ['ScheduleInput', schemaRef('ScheduleInput'), { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', body: { r: 1 } }, true],
-      ['ScheduleInput', schemaRef('ScheduleInput'), { every: 1, paused: true, catchUp: 'none', maxAttempts: 2, backoff: '15s 1m', ttr: 5, group: 'g' }, true],
+      [
+        'ScheduleInput',
+        schemaRef('ScheduleInput'),
+        { cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', body: { r: 1 } },
+        true,
+      ],
+      [
+        'ScheduleInput',
+        schemaRef('ScheduleInput'),
+        { every: 1, paused: true, catchUp: 'none', maxAttempts: 2, backoff: '15s 1m', ttr: 5, group: 'g' },
+        true,
+      ],
       ['ScheduleInput', schemaRef('ScheduleInput'), { cron: '* * * * *', every: 1 }, false],
       ['ScheduleInput', schemaRef('ScheduleInput'), { body: 1 }, false],
       ['ScheduleInput', schemaRef('ScheduleInput'), { every: 0 }, false],
@@ -159,7 +195,12 @@ describe('openapi.yaml, the document', () => {
       ['ScheduleInput', schemaRef('ScheduleInput'), { every: 5, key: '' }, false],
       ['ScheduleInput', schemaRef('ScheduleInput'), { every: 5, key: 'has space' }, false],
       ['Schedule', schemaRef('Schedule'), schedule, true],
-      ['Schedule', schemaRef('Schedule'), { ...schedule, cron: undefined, timezone: undefined, every: 10, pending: null, nextRuns: [] }, true],
+      [
+        'Schedule',
+        schemaRef('Schedule'),
+        { ...schedule, cron: undefined, timezone: undefined, every: 10, pending: null, nextRuns: [] },
+        true,
+      ],
       ['Schedule', schemaRef('Schedule'), { ...schedule, every: 10 }, false],
       ['Schedule', schemaRef('Schedule'), { ...schedule, timezone: undefined }, false],
       ['Schedule', schemaRef('Schedule'), { ...schedule, extra: 1 }, false],
@@ -180,15 +221,30 @@ describe('openapi.yaml, the document', () => {
       ['Job', schemaRef('Job'), { ...job, key: 'partner-42' }, true],
       ['Job', schemaRef('Job'), { ...job, key: '' }, true],
       ['Job', schemaRef('Job'), { ...job, key: undefined }, false],
-      ['FlowKeyChange', schemaRef('FlowKeyChange'), { concurrency: 1, rate: { count: 2, per: '1m', burst: 2 }, paused: true }, true],
+      [
+        'FlowKeyChange',
+        schemaRef('FlowKeyChange'),
+        { concurrency: 1, rate: { count: 2, per: '1m', burst: 2 }, paused: true },
+        true,
+      ],
       ['FlowKeyChange', schemaRef('FlowKeyChange'), { concurrency: null, rate: null }, true],
       ['FlowKeyChange', schemaRef('FlowKeyChange'), {}, false],
       ['FlowKeyChange', schemaRef('FlowKeyChange'), { concurrency: 0 }, false],
       ['FlowKeyChange', schemaRef('FlowKeyChange'), { rate: { per: 1 } }, false],
       ['FlowKeyChange', schemaRef('FlowKeyChange'), { paused: 'yes' }, false],
       ['FlowKeyState', schemaRef('FlowKeyState'), flow, true],
-      ['FlowKeyState', schemaRef('FlowKeyState'), { ...flow, heldUntil: '2026-11-21T15:00:00.500Z', pinned: { concurrency: 1 } }, true],
-      ['FlowKeyState', schemaRef('FlowKeyState'), { ...flow, limits: { concurrency: 2, rate: { count: 10, per: 1 } } }, false],
+      [
+        'FlowKeyState',
+        schemaRef('FlowKeyState'),
+        { ...flow, heldUntil: '2026-11-21T15:00:00.500Z', pinned: { concurrency: 1 } },
+        true,
+      ],
+      [
+        'FlowKeyState',
+        schemaRef('FlowKeyState'),
+        { ...flow, limits: { concurrency: 2, rate: { count: 10, per: 1 } } },
+        false,
+      ],
       ['FlowKeyState', schemaRef('FlowKeyState'), { ...flow, extra: 1 }, false],
       ['TopicPause', schemaRef('TopicPause'), { topic: 'example', paused: true }, true],
       ['TopicPause', schemaRef('TopicPause'), { topic: 'example' }, false],
@@ -238,7 +294,12 @@ describe('openapi.yaml, the document', () => {
       ['401', jsonSchema(responses.Unauthorized), error('UNAUTHORIZED', { extra: 1 }), false],
       ['404', jsonSchema(responses.NotFound), error('NOT_FOUND'), true],
       ['404', jsonSchema(responses.NotFound), error('UNAUTHORIZED'), false],
-      ['413', jsonSchema(responses.PayloadTooLarge), error('PAYLOAD_TOO_LARGE', { details: [{ path: 'body', message: 'm' }] }), true],
+      [
+        '413',
+        jsonSchema(responses.PayloadTooLarge),
+        error('PAYLOAD_TOO_LARGE', { details: [{ path: 'body', message: 'm' }] }),
+        true,
+      ],
       ['413', jsonSchema(responses.PayloadTooLarge), error('INTERNAL'), false],
       ['503', jsonSchema(responses.Unavailable), error('NOT_REPLICATED'), true],
       ['503', jsonSchema(responses.Unavailable), error('INTERNAL'), false],
@@ -252,7 +313,11 @@ describe('openapi.yaml, the document', () => {
     ];
     const wrong = cases.flatMap(([name, schema, value, valid], i) => {
       const v = contract.validator(schema, `case schema ${name}`);
-      return v(JSON.parse(JSON.stringify(value))) === valid ? [] : [`case ${i} (${name}) should be ${valid ? 'accepted' : 'refused'}: ${JSON.stringify(value)} ${contract.errorsText(v.errors)}`];
+      return v(JSON.parse(JSON.stringify(value))) === valid
+        ? []
+        : [
+            `case ${i} (${name}) should be ${valid ? 'accepted' : 'refused'}: ${JSON.stringify(value)} ${contract.errorsText(v.errors)}`,
+          ];
     });
     assert.deepEqual(wrong, []);
   });

@@ -13,12 +13,17 @@ import * as webhook from '../../lib/workers/webhook';
 const README = readFileSync(join(__dirname, '../../README.md'), 'utf8');
 
 /** The ```ts block after "this very snippet runs in `test/unit/readme-webhook.test.ts`", compiled: its checkWebhook. */
-function readmeCheckWebhook(): (req: { headers: Record<string, string | string[] | undefined> }, rawBody: string) => webhook.VerifyWebhookResult {
+function readmeCheckWebhook(): (
+  req: { headers: Record<string, string | string[] | undefined> },
+  rawBody: string,
+) => webhook.VerifyWebhookResult {
   const at = README.indexOf('this very snippet runs in\n`test/unit/readme-webhook.test.ts`');
   assert.ok(at >= 0, 'the README points to this test');
   const block = /```ts\n([\s\S]*?)```/.exec(README.slice(at));
   assert.ok(block, 'a ts code block follows');
-  const js = ts.transpileModule(`${block[1]}\nexport { checkWebhook };`, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText;
+  const js = ts.transpileModule(`${block[1]}\nexport { checkWebhook };`, {
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
+  }).outputText;
   const module = { exports: {} as Record<string, unknown> };
   const requireFromReadme = (spec: string) => {
     assert.equal(spec, './lib/workers/webhook', 'the snippet imports the webhook module from the repository root');
@@ -42,8 +47,14 @@ describe("the README's webhook verification snippet", () => {
   it('verifies a request signed with its secret, and refuses another secret, a changed body and missing headers', () => {
     process.env.WEBHOOK_SECRET = 'partner-secret';
     assert.deepEqual(checkWebhook(request(webhook.signWebhook('partner-secret', now, body)), body), { ok: true });
-    assert.deepEqual(checkWebhook(request(webhook.signWebhook('other', now, body)), body), { ok: false, reason: 'bad_signature' });
-    assert.deepEqual(checkWebhook(request(webhook.signWebhook('partner-secret', now, body)), `${body} `), { ok: false, reason: 'bad_signature' });
+    assert.deepEqual(checkWebhook(request(webhook.signWebhook('other', now, body)), body), {
+      ok: false,
+      reason: 'bad_signature',
+    });
+    assert.deepEqual(checkWebhook(request(webhook.signWebhook('partner-secret', now, body)), `${body} `), {
+      ok: false,
+      reason: 'bad_signature',
+    });
     assert.deepEqual(checkWebhook({ headers: {} }, body), { ok: false, reason: 'missing_headers' });
   });
 

@@ -37,14 +37,23 @@ describe('isUnavailable: which Redis errors answer 503', () => {
     ]) {
       assert.equal(isUnavailable(new Error(message)), true, message);
     }
-    const aborted = Object.assign(new Error('EXECABORT Transaction discarded because of previous errors.'), { previousErrors: [new Error('ASK 3999 127.0.0.1:30002')] });
+    const aborted = Object.assign(new Error('EXECABORT Transaction discarded because of previous errors.'), {
+      previousErrors: [new Error('ASK 3999 127.0.0.1:30002')],
+    });
     assert.equal(isUnavailable(aborted), true, 'a transaction discarded because its slot was moving');
-    const broken = Object.assign(new Error('EXECABORT Transaction discarded because of previous errors.'), { previousErrors: [new Error('ERR unknown command')] });
+    const broken = Object.assign(new Error('EXECABORT Transaction discarded because of previous errors.'), {
+      previousErrors: [new Error('ERR unknown command')],
+    });
     assert.equal(isUnavailable(broken), false, 'a transaction discarded for a bug is not');
   });
 
   it('does not hide bugs: script errors and other failures are not unavailability', () => {
-    for (const message of ['ERR user_script:12: Script attempted to access nonexistent global variable', 'WRONGTYPE Operation against a key holding the wrong kind of value', 'boom', 'ERR TASK 12 failed']) {
+    for (const message of [
+      'ERR user_script:12: Script attempted to access nonexistent global variable',
+      'WRONGTYPE Operation against a key holding the wrong kind of value',
+      'boom',
+      'ERR TASK 12 failed',
+    ]) {
       assert.equal(isUnavailable(new Error(message)), false, message);
     }
     assert.equal(isUnavailable('ECONNREFUSED'), false, 'only Errors count');

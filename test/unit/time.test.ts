@@ -19,7 +19,8 @@ describe('isoTime', () => {
       Date.UTC(9999, 11, 31),
     ];
     for (const day of days) {
-      for (const ms of [day, day + 1, day + 999, day + 3_599_999, day + DAY - 1]) assert.equal(isoTime(ms), iso(ms), `ms ${ms}`);
+      for (const ms of [day, day + 1, day + 999, day + 3_599_999, day + DAY - 1])
+        assert.equal(isoTime(ms), iso(ms), `ms ${ms}`);
     }
   });
 
@@ -38,7 +39,8 @@ describe('isoTime', () => {
   });
 
   it('leaves other values to toISOString: before 1970, past year 9999, fractional', () => {
-    for (const ms of [-1, -DAY * 400, Date.UTC(10_000, 0, 1), 1.5, 1_764_000_000_000.25]) assert.equal(isoTime(ms), iso(ms), `ms ${ms}`);
+    for (const ms of [-1, -DAY * 400, Date.UTC(10_000, 0, 1), 1.5, 1_764_000_000_000.25])
+      assert.equal(isoTime(ms), iso(ms), `ms ${ms}`);
     assert.throws(() => isoTime(Number.NaN), RangeError);
   });
 

@@ -5,7 +5,18 @@ import { HttpError } from '../../lib/api/api-errors';
 import { encodeDeadCursor } from '../../lib/engine/dead';
 import { BATCH_JOBS, DEAD_PAGE, REDRIVE_COUNT, REDRIVE_IDS } from '../../lib/core/limits';
 import { decodeDeadCursor } from '../../lib/engine';
-import { requireTopic, validateBatch, validateChange, validateDeadPage, validateGroupPage, validateJob, validateJobsQuery, validatePut, validateRedrive, validateSchedulesQuery } from '../../lib/api/validation';
+import {
+  requireTopic,
+  validateBatch,
+  validateChange,
+  validateDeadPage,
+  validateGroupPage,
+  validateJob,
+  validateJobsQuery,
+  validatePut,
+  validateRedrive,
+  validateSchedulesQuery,
+} from '../../lib/api/validation';
 
 const config = resolveQueueConfig({ topics: { orders: {}, hooks: { kind: 'webhook' } }, maxBodyBytes: 100 });
 const NOW = Date.UTC(2030, 0, 1);
@@ -23,7 +34,19 @@ function problems(input: unknown): { code: string; status: number; paths: string
 
 describe('job validation', () => {
   it('normalises a valid job', () => {
-    const job = validateJob({ topic: 'orders', id: 'o:1.a_b-c', delay: 1.5, body: { a: [1, 'x'] }, maxAttempts: 3, ttr: 2, backoff: { type: 'fixed', delay: 1 } }, config, NOW);
+    const job = validateJob(
+      {
+        topic: 'orders',
+        id: 'o:1.a_b-c',
+        delay: 1.5,
+        body: { a: [1, 'x'] },
+        maxAttempts: 3,
+        ttr: 2,
+        backoff: { type: 'fixed', delay: 1 },
+      },
+      config,
+      NOW,
+    );
     assert.deepEqual(job, {
       topic: 'orders',
       id: 'o:1.a_b-c',
@@ -44,11 +67,23 @@ describe('job validation', () => {
 
   it('accepts runAt as epoch ms or ISO-8601 with a zone', () => {
     assert.deepEqual(validateJob({ topic: 'orders', runAt: NOW + 5 }, config, NOW).when, { kind: 'a', ms: NOW + 5 });
-    assert.deepEqual(validateJob({ topic: 'orders', runAt: '2030-01-01T00:00:01.5+01:00' }, config, NOW).when, { kind: 'a', ms: NOW + 1500 - 3_600_000 });
+    assert.deepEqual(validateJob({ topic: 'orders', runAt: '2030-01-01T00:00:01.5+01:00' }, config, NOW).when, {
+      kind: 'a',
+      ms: NOW + 1500 - 3_600_000,
+    });
   });
 
   it('reports every problem at once, each with its path', () => {
-    const r = problems({ topic: 'orders', id: 'bad id', delay: -1, maxAttempts: 1.5, ttr: 0, backoff: { type: 'x' }, url: 'ftp://x', extra: true });
+    const r = problems({
+      topic: 'orders',
+      id: 'bad id',
+      delay: -1,
+      maxAttempts: 1.5,
+      ttr: 0,
+      backoff: { type: 'x' },
+      url: 'ftp://x',
+      extra: true,
+    });
     assert.equal(r.code, 'VALIDATION_FAILED');
     assert.equal(r.status, 400);
     assert.deepEqual(r.paths.sort(), ['backoff.type', 'delay', 'extra', 'id', 'maxAttempts', 'ttr', 'url']);
@@ -58,10 +93,18 @@ describe('job validation', () => {
     const job = validateJob({ topic: 'orders', delay: '10m', ttr: '1.5m' }, config, NOW);
     assert.deepEqual(job.when, { kind: 'd', ms: 600_000 });
     assert.equal(job.ttrMs, 90_000);
-    assert.deepEqual(problems({ topic: 'orders', delay: 1, jitter: '250ms', ttr: 'x' }).paths, ['ttr'], 'a jitter of "250ms" is taken');
-    assert.deepEqual(validateJob({ topic: 'orders', delay: '2h' }, config, NOW).when, validateJob({ topic: 'orders', delay: 7200 }, config, NOW).when);
+    assert.deepEqual(
+      problems({ topic: 'orders', delay: 1, jitter: '250ms', ttr: 'x' }).paths,
+      ['ttr'],
+      'a jitter of "250ms" is taken',
+    );
+    assert.deepEqual(
+      validateJob({ topic: 'orders', delay: '2h' }, config, NOW).when,
+      validateJob({ topic: 'orders', delay: 7200 }, config, NOW).when,
+    );
     assert.deepEqual(validateChange({ delay: '30s' }, config, NOW).when, { kind: 'd', ms: 30_000 });
-    for (const bad of ['10', '10 m', '-1m', '1w', 'soon', '', '1e3s']) assert.deepEqual(problems({ topic: 'orders', delay: bad }).paths, ['delay'], `delay ${JSON.stringify(bad)}`);
+    for (const bad of ['10', '10 m', '-1m', '1w', 'soon', '', '1e3s'])
+      assert.deepEqual(problems({ topic: 'orders', delay: bad }).paths, ['delay'], `delay ${JSON.stringify(bad)}`);
     assert.deepEqual(problems({ topic: 'orders', delay: '400d' }).paths, ['delay'], 'over the maximum delay');
     assert.deepEqual(problems({ topic: 'orders', delay: 1, ttr: '0s' }).paths, ['ttr']);
     assert.deepEqual(problems({ topic: 'orders', delay: 1, jitter: '2d' }).paths, ['jitter']);
@@ -82,8 +125,10 @@ describe('job validation', () => {
   });
 
   it('refuses topics and ids that could escape the key space', () => {
-    for (const topic of ['{p0}', 'a:b', 'a*', 'a b', 'a\nb', '', 'x'.repeat(65), 5]) assert.ok(problems({ topic, delay: 0 }).paths.includes('topic'), String(topic));
-    for (const id of ['{p0}', 'a b', 'a\nb', '', 'x'.repeat(129), 'é', 7]) assert.ok(problems({ topic: 'orders', id, delay: 0 }).paths.includes('id'), String(id));
+    for (const topic of ['{p0}', 'a:b', 'a*', 'a b', 'a\nb', '', 'x'.repeat(65), 5])
+      assert.ok(problems({ topic, delay: 0 }).paths.includes('topic'), String(topic));
+    for (const id of ['{p0}', 'a b', 'a\nb', '', 'x'.repeat(129), 'é', 7])
+      assert.ok(problems({ topic: 'orders', id, delay: 0 }).paths.includes('id'), String(id));
   });
 
   it('says UNKNOWN_TOPIC for a well-formed topic that is not configured', () => {
@@ -100,12 +145,18 @@ describe('job validation', () => {
   it('requires a url on webhook topics, without credentials', () => {
     assert.deepEqual(problems({ topic: 'hooks', delay: 0 }).paths, ['url']);
     assert.deepEqual(problems({ topic: 'hooks', delay: 0, url: 'https://u:p@example.com/' }).paths, ['url']);
-    assert.equal(validateJob({ topic: 'hooks', delay: 0, url: 'https://example.com/hook' }, config, NOW).url, 'https://example.com/hook');
+    assert.equal(
+      validateJob({ topic: 'hooks', delay: 0, url: 'https://example.com/hook' }, config, NOW).url,
+      'https://example.com/hook',
+    );
   });
 
   it('gives a ladder its length + 1 attempts unless maxAttempts is set', () => {
     assert.equal(validateJob({ topic: 'orders', delay: 0, backoff: '1s 2s' }, config, NOW).maxAttempts, 3);
-    assert.equal(validateJob({ topic: 'orders', delay: 0, backoff: '1s 2s', maxAttempts: 9 }, config, NOW).maxAttempts, 9);
+    assert.equal(
+      validateJob({ topic: 'orders', delay: 0, backoff: '1s 2s', maxAttempts: 9 }, config, NOW).maxAttempts,
+      9,
+    );
   });
 
   it('refuses what is not an object', () => {
@@ -143,7 +194,13 @@ describe('request validation', () => {
   });
 
   it('a put: the path names the job, and topic and id in the body must match it', () => {
-    assert.deepEqual(validatePut('orders', 'p-1', { delay: 1 }, config, NOW), { topic: 'orders', id: 'p-1', partition: 0, when: { kind: 'd', ms: 1000 }, body: 'null' });
+    assert.deepEqual(validatePut('orders', 'p-1', { delay: 1 }, config, NOW), {
+      topic: 'orders',
+      id: 'p-1',
+      partition: 0,
+      when: { kind: 'd', ms: 1000 },
+      body: 'null',
+    });
     assert.equal(validatePut('orders', 'p-1', { topic: 'orders', id: 'p-1', delay: 1 }, config, NOW).id, 'p-1');
     assert.deepEqual(refused(() => validatePut('orders', 'p-1', { id: 'other', delay: 1 }, config, NOW)).paths, ['id']);
     assert.deepEqual(refused(() => validatePut('orders', 'bad id', { delay: 1 }, config, NOW)).paths, ['id']);
@@ -156,10 +213,18 @@ describe('request validation', () => {
     for (const body of [{}, { jobs: [] }, { jobs: {} }, [], null]) {
       assert.deepEqual(
         refused(() => validateBatch(body)),
-        { status: 400, code: 'VALIDATION_FAILED', message: 'send { "jobs": [ ... ] } with 1 to 500 jobs', paths: ['jobs'] },
+        {
+          status: 400,
+          code: 'VALIDATION_FAILED',
+          message: 'send { "jobs": [ ... ] } with 1 to 500 jobs',
+          paths: ['jobs'],
+        },
       );
     }
-    assert.equal(refused(() => validateBatch({ jobs: [...jobs, {}] })).message, `a batch holds at most ${BATCH_JOBS.max} jobs`);
+    assert.equal(
+      refused(() => validateBatch({ jobs: [...jobs, {}] })).message,
+      `a batch holds at most ${BATCH_JOBS.max} jobs`,
+    );
   });
 
   it('a redrive: ids or count, within their limits, and no body means the default count', () => {
@@ -169,7 +234,10 @@ describe('request validation', () => {
     assert.deepEqual(validateRedrive({ ids: ['a', 'b'] }), { ids: ['a', 'b'] });
     assert.deepEqual(refused(() => validateRedrive({ count: REDRIVE_COUNT.max + 1 })).paths, ['count']);
     assert.deepEqual(refused(() => validateRedrive({ count: 1.5 })).paths, ['count']);
-    assert.deepEqual(refused(() => validateRedrive({ ids: Array.from({ length: REDRIVE_IDS.max + 1 }, (_, i) => `j${i}`) })).paths, ['ids']);
+    assert.deepEqual(
+      refused(() => validateRedrive({ ids: Array.from({ length: REDRIVE_IDS.max + 1 }, (_, i) => `j${i}`) })).paths,
+      ['ids'],
+    );
     assert.deepEqual(refused(() => validateRedrive({ ids: [], extra: 1 })).paths, ['extra', 'ids']);
     assert.deepEqual(refused(() => validateRedrive({ ids: ['a'], count: 1 })).paths, ['count']);
     assert.deepEqual(refused(() => validateRedrive(null)).paths, ['']);
@@ -178,7 +246,11 @@ describe('request validation', () => {
   it('a page of dead jobs: limit and after, each optional', () => {
     assert.deepEqual(validateDeadPage({}), {});
     assert.deepEqual(validateDeadPage({ limit: '', after: '' }), {});
-    assert.deepEqual(validateDeadPage({ limit: String(DEAD_PAGE.max), after: 'MTIz' }), { limit: DEAD_PAGE.max, after: 'MTIz' }, 'after is decoded once, by the listing');
+    assert.deepEqual(
+      validateDeadPage({ limit: String(DEAD_PAGE.max), after: 'MTIz' }),
+      { limit: DEAD_PAGE.max, after: 'MTIz' },
+      'after is decoded once, by the listing',
+    );
     const next = encodeDeadCursor({ diedAt: 1_700_000_000_000, id: 'a.b:c-D_9' });
     assert.match(next, /^[A-Za-z0-9_-]+$/, 'a cursor needs no escaping in a query string');
     assert.deepEqual(validateDeadPage({ after: next }), { after: next });
@@ -194,7 +266,16 @@ describe('request validation', () => {
       },
     );
     assert.deepEqual(refused(() => validateDeadPage({ limit: '0' })).paths, ['limit']);
-    for (const after of ['-1', 'x', '0', '1.5', '1'.repeat(17), `${next}=`, Buffer.from('5:no spaces').toString('base64url'), Buffer.from('x:a').toString('base64url')]) {
+    for (const after of [
+      '-1',
+      'x',
+      '0',
+      '1.5',
+      '1'.repeat(17),
+      `${next}=`,
+      Buffer.from('5:no spaces').toString('base64url'),
+      Buffer.from('x:a').toString('base64url'),
+    ]) {
       assert.equal(decodeDeadCursor(after), null, after);
     }
   });
@@ -208,7 +289,10 @@ describe('a job ttr and its topic handler timeout (issue 12, finding 5)', () => 
       () => validateJob({ topic: 'timed', delay: 1, ttr: 61 }, c),
       (error: HttpError) => {
         assert.equal(error.status, 400);
-        assert.match(JSON.stringify(error.details), /"path":"ttr".*at most 60 seconds: the handler of topic timed times out after 60 s/);
+        assert.match(
+          JSON.stringify(error.details),
+          /"path":"ttr".*at most 60 seconds: the handler of topic timed times out after 60 s/,
+        );
         return true;
       },
     );
@@ -220,7 +304,10 @@ describe('listing queries take only what they say: real dates and plain decimal 
     try {
       fn();
     } catch (error) {
-      assert.ok(error instanceof HttpError && error.status === 400 && error.code === 'VALIDATION_FAILED', String(error));
+      assert.ok(
+        error instanceof HttpError && error.status === 400 && error.code === 'VALIDATION_FAILED',
+        String(error),
+      );
       return ((error.details ?? []) as { path: string }[]).map((p) => p.path);
     }
     return assert.fail('accepted');

@@ -59,7 +59,19 @@ describe('webhook address policy: special-purpose ranges', () => {
     assert.match(forbidden('64:ff9b::7f00:1') ?? '', /loopback/);
   });
 
-  const allowed = ['8.8.8.8', '93.184.216.34', '198.17.255.255', '198.20.0.1', '192.0.1.1', '2606:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8', '::ffff:0:8.8.8.8', '64:ff9b::8.8.8.8', '2a00:1450:4001::1'];
+  const allowed = [
+    '8.8.8.8',
+    '93.184.216.34',
+    '198.17.255.255',
+    '198.20.0.1',
+    '192.0.1.1',
+    '2606:4700::1111',
+    '2001:4860:4860::8888',
+    '::ffff:8.8.8.8',
+    '::ffff:0:8.8.8.8',
+    '64:ff9b::8.8.8.8',
+    '2a00:1450:4001::1',
+  ];
   for (const ip of allowed) {
     it(`allows global unicast ${ip}`, () => assert.equal(forbidden(ip), null));
   }
@@ -81,17 +93,32 @@ describe('webhook address policy: special-purpose ranges', () => {
       'bench.example': '198.18.0.5',
       'vpc.example': '52.94.3.4',
     };
-    t.mock.method(dns.promises, 'lookup', async (host: string) => [{ address: answers[host]!, family: answers[host]!.includes(':') ? 6 : 4 }]);
+    t.mock.method(dns.promises, 'lookup', async (host: string) => [
+      { address: answers[host]!, family: answers[host]!.includes(':') ? 6 : 4 },
+    ]);
     const options = { secret: 's', allowPrivate: false, timeoutMs: 2_000, denyCidrs: ['52.94.0.0/16'] };
     for (const host of Object.keys(answers)) {
       const job = { topic: 'webhook', id: 'j', attempt: 1, url: `https://${host}/hook`, body: {} };
-      await assert.rejects(deliverWebhook(job, options), (err: Error) => err.message.startsWith(`refused: ${host} resolves to ${answers[host]}`), host);
+      await assert.rejects(
+        deliverWebhook(job, options),
+        (err: Error) => err.message.startsWith(`refused: ${host} resolves to ${answers[host]}`),
+        host,
+      );
     }
   });
 
   it('reads the VPC CIDRs from DQ_WEBHOOK_DENY_CIDRS, and fails at cold start on a bad one', () => {
-    const env = { DQ_CONFIG: JSON.stringify({ topics: { webhook: { kind: 'webhook', handler: 'webhookHandler' } } }), REDIS_URL: 'redis://127.0.0.1:6379', DQ_FUNCTION_PREFIX: 'x-' };
-    const read = (cidrs?: string) => (loadConfig({ ...env, ...(cidrs === undefined ? {} : { DQ_WEBHOOK_DENY_CIDRS: cidrs }) }) as { webhookDenyCidrs?: string[] }).webhookDenyCidrs;
+    const env = {
+      DQ_CONFIG: JSON.stringify({ topics: { webhook: { kind: 'webhook', handler: 'webhookHandler' } } }),
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      DQ_FUNCTION_PREFIX: 'x-',
+    };
+    const read = (cidrs?: string) =>
+      (
+        loadConfig({ ...env, ...(cidrs === undefined ? {} : { DQ_WEBHOOK_DENY_CIDRS: cidrs }) }) as {
+          webhookDenyCidrs?: string[];
+        }
+      ).webhookDenyCidrs;
     assert.deepEqual(read(), []);
     assert.deepEqual(read('10.42.0.0/16'), ['10.42.0.0/16']);
     assert.deepEqual(read(' 52.94.0.0/16, 2600:1f18:abcd::/56 '), ['52.94.0.0/16', '2600:1f18:abcd::/56']);

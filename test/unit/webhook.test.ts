@@ -15,18 +15,29 @@ describe('webhook signatures', () => {
 
   it('verifies its own signature', () => {
     const signature = signWebhook('sekret', NOW, BODY);
-    assert.deepEqual(verifyWebhook({ secret: 'sekret', body: BODY, timestamp: String(NOW), signature, now: NOW }), { ok: true });
+    assert.deepEqual(verifyWebhook({ secret: 'sekret', body: BODY, timestamp: String(NOW), signature, now: NOW }), {
+      ok: true,
+    });
   });
 
   it('rejects a tampered body, a tampered signature and a wrong secret', () => {
     const signature = signWebhook('sekret', NOW, BODY);
     const base = { secret: 'sekret', body: BODY, timestamp: String(NOW), signature, now: NOW };
-    assert.deepEqual(verifyWebhook({ ...base, body: BODY.replace('42', '43') }), { ok: false, reason: 'bad_signature' });
+    assert.deepEqual(verifyWebhook({ ...base, body: BODY.replace('42', '43') }), {
+      ok: false,
+      reason: 'bad_signature',
+    });
     assert.deepEqual(verifyWebhook({ ...base, secret: 'other' }), { ok: false, reason: 'bad_signature' });
     const flipped = signature.slice(0, -1) + (signature.endsWith('0') ? '1' : '0');
     assert.deepEqual(verifyWebhook({ ...base, signature: flipped }), { ok: false, reason: 'bad_signature' });
-    assert.deepEqual(verifyWebhook({ ...base, signature: signature.slice(0, -2) }), { ok: false, reason: 'bad_signature' });
-    assert.deepEqual(verifyWebhook({ ...base, signature: signature.replace('v1=', 'v0=') }), { ok: false, reason: 'bad_signature' });
+    assert.deepEqual(verifyWebhook({ ...base, signature: signature.slice(0, -2) }), {
+      ok: false,
+      reason: 'bad_signature',
+    });
+    assert.deepEqual(verifyWebhook({ ...base, signature: signature.replace('v1=', 'v0=') }), {
+      ok: false,
+      reason: 'bad_signature',
+    });
   });
 
   it('binds the timestamp into the signature', () => {
@@ -38,33 +49,62 @@ describe('webhook signatures', () => {
   });
 
   it('rejects stale, future and malformed timestamps', () => {
-    const at = (ts: number) => ({ secret: 'sekret', body: BODY, timestamp: String(ts), signature: signWebhook('sekret', ts, BODY), now: NOW });
+    const at = (ts: number) => ({
+      secret: 'sekret',
+      body: BODY,
+      timestamp: String(ts),
+      signature: signWebhook('sekret', ts, BODY),
+      now: NOW,
+    });
     assert.deepEqual(verifyWebhook(at(NOW - 300)), { ok: true });
     assert.deepEqual(verifyWebhook(at(NOW + 300)), { ok: true });
     assert.deepEqual(verifyWebhook(at(NOW - 301)), { ok: false, reason: 'stale_timestamp' });
     assert.deepEqual(verifyWebhook(at(NOW + 301)), { ok: false, reason: 'stale_timestamp' });
-    assert.deepEqual(verifyWebhook({ ...at(NOW - 30), toleranceSeconds: 10 }), { ok: false, reason: 'stale_timestamp' });
+    assert.deepEqual(verifyWebhook({ ...at(NOW - 30), toleranceSeconds: 10 }), {
+      ok: false,
+      reason: 'stale_timestamp',
+    });
     assert.deepEqual(verifyWebhook({ ...at(NOW), timestamp: 'yesterday' }), { ok: false, reason: 'stale_timestamp' });
     assert.deepEqual(verifyWebhook({ ...at(NOW), timestamp: '-1' }), { ok: false, reason: 'stale_timestamp' });
   });
 
   it('uses the system clock by default', () => {
     const ts = Math.floor(Date.now() / 1000);
-    assert.deepEqual(verifyWebhook({ secret: 's', body: BODY, timestamp: String(ts), signature: signWebhook('s', ts, BODY) }), { ok: true });
-    assert.deepEqual(verifyWebhook({ secret: 's', body: BODY, timestamp: String(ts - 3600), signature: signWebhook('s', ts - 3600, BODY) }), {
-      ok: false,
-      reason: 'stale_timestamp',
-    });
+    assert.deepEqual(
+      verifyWebhook({ secret: 's', body: BODY, timestamp: String(ts), signature: signWebhook('s', ts, BODY) }),
+      { ok: true },
+    );
+    assert.deepEqual(
+      verifyWebhook({
+        secret: 's',
+        body: BODY,
+        timestamp: String(ts - 3600),
+        signature: signWebhook('s', ts - 3600, BODY),
+      }),
+      {
+        ok: false,
+        reason: 'stale_timestamp',
+      },
+    );
   });
 
   it('reports missing headers', () => {
     const signature = signWebhook('sekret', NOW, BODY);
-    assert.deepEqual(verifyWebhook({ secret: 'sekret', body: BODY, timestamp: undefined, signature, now: NOW }), { ok: false, reason: 'missing_headers' });
-    assert.deepEqual(verifyWebhook({ secret: 'sekret', body: BODY, timestamp: String(NOW), signature: undefined, now: NOW }), {
+    assert.deepEqual(verifyWebhook({ secret: 'sekret', body: BODY, timestamp: undefined, signature, now: NOW }), {
       ok: false,
       reason: 'missing_headers',
     });
-    assert.deepEqual(verifyWebhook({ secret: 'sekret', body: BODY, timestamp: '', signature: '', now: NOW }), { ok: false, reason: 'missing_headers' });
+    assert.deepEqual(
+      verifyWebhook({ secret: 'sekret', body: BODY, timestamp: String(NOW), signature: undefined, now: NOW }),
+      {
+        ok: false,
+        reason: 'missing_headers',
+      },
+    );
+    assert.deepEqual(verifyWebhook({ secret: 'sekret', body: BODY, timestamp: '', signature: '', now: NOW }), {
+      ok: false,
+      reason: 'missing_headers',
+    });
   });
 
   it('signs with each of several secrets while one is rotated: a receiver knowing either verifies', () => {
@@ -74,7 +114,10 @@ describe('webhook signatures', () => {
     assert.deepEqual(verifyWebhook({ ...base, secret: 'old' }), { ok: true });
     assert.deepEqual(verifyWebhook({ ...base, secret: 'new' }), { ok: true });
     assert.deepEqual(verifyWebhook({ ...base, secret: 'other' }), { ok: false, reason: 'bad_signature' });
-    assert.deepEqual(verifyWebhook({ ...base, body: `${BODY} `, secret: 'new' }), { ok: false, reason: 'bad_signature' });
+    assert.deepEqual(verifyWebhook({ ...base, body: `${BODY} `, secret: 'new' }), {
+      ok: false,
+      reason: 'bad_signature',
+    });
   });
 
   it('accepts any of several secrets and any of several signatures during rotation', () => {
@@ -85,7 +128,10 @@ describe('webhook signatures', () => {
     assert.deepEqual(verifyWebhook({ ...base, secret: ['new', 'old'], signature: newSig }), { ok: true });
     assert.deepEqual(verifyWebhook({ ...base, secret: 'new', signature: `${oldSig} ${newSig}` }), { ok: true });
     assert.deepEqual(verifyWebhook({ ...base, secret: 'old', signature: `${oldSig}  ${newSig}` }), { ok: true });
-    assert.deepEqual(verifyWebhook({ ...base, secret: ['newer', 'newest'], signature: `${oldSig} ${newSig}` }), { ok: false, reason: 'bad_signature' });
+    assert.deepEqual(verifyWebhook({ ...base, secret: ['newer', 'newest'], signature: `${oldSig} ${newSig}` }), {
+      ok: false,
+      reason: 'bad_signature',
+    });
     assert.deepEqual(verifyWebhook({ ...base, secret: [], signature: newSig }), { ok: false, reason: 'bad_signature' });
   });
 });
@@ -133,7 +179,20 @@ describe('isForbiddenAddress', () => {
     it(`refuses ${ip || '(empty)'}`, () => assert.match(isForbiddenAddress(ip) ?? 'null', reason));
   }
 
-  const allowed = ['93.184.216.34', '8.8.8.8', '1.1.1.1', '172.15.255.255', '172.32.0.1', '100.63.255.255', '100.128.0.1', '169.253.0.1', '2606:4700::1111', '2001:4860:4860::8888', '::ffff:93.184.216.34', '64:ff9b::8.8.8.8'];
+  const allowed = [
+    '93.184.216.34',
+    '8.8.8.8',
+    '1.1.1.1',
+    '172.15.255.255',
+    '172.32.0.1',
+    '100.63.255.255',
+    '100.128.0.1',
+    '169.253.0.1',
+    '2606:4700::1111',
+    '2001:4860:4860::8888',
+    '::ffff:93.184.216.34',
+    '64:ff9b::8.8.8.8',
+  ];
   for (const ip of allowed) {
     it(`allows ${ip}`, () => assert.equal(isForbiddenAddress(ip), null));
   }

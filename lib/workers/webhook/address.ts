@@ -58,7 +58,10 @@ export function isForbiddenAddress(ip: string, denyCidrs: readonly string[] = []
   return inDenied(v6, deny);
 }
 
-/** An IP literal as ipaddr.js sees it, or null. IPv6 goes through the WHATWG serializer first: ipaddr.js reads `::a.b.c.d` as `::ffff:a.b.c.d`. */
+/**
+ * An IP literal as ipaddr.js sees it, or null. IPv6 goes through the WHATWG serializer first: ipaddr.js reads
+ * `::a.b.c.d` as `::ffff:a.b.c.d`.
+ */
 function parse(ip: string): IP | null {
   const text = ip
     .trim()
@@ -77,7 +80,9 @@ function forbiddenV4(v4: ipaddr.IPv4, deny: readonly Cidr[]): string | null {
 
 function inDenied(address: IP, deny: readonly Cidr[]): string | null {
   const hit = deny.find(([range, bits]) =>
-    address.kind() === 'ipv4' ? range.kind() === 'ipv4' && (address as ipaddr.IPv4).match(range as ipaddr.IPv4, bits) : range.kind() === 'ipv6' && (address as ipaddr.IPv6).match(range as ipaddr.IPv6, bits),
+    address.kind() === 'ipv4'
+      ? range.kind() === 'ipv4' && (address as ipaddr.IPv4).match(range as ipaddr.IPv4, bits)
+      : range.kind() === 'ipv6' && (address as ipaddr.IPv6).match(range as ipaddr.IPv6, bits),
   );
   return hit ? `in the stack's VPC (${hit[0].toString()}/${hit[1]})` : null;
 }
@@ -97,7 +102,8 @@ function embeddedV4(v6: ipaddr.IPv6, range: string): { v4: ipaddr.IPv4; kind: st
   if (range === 'rfc6052') return { v4: v4(p[6]!, p[7]!), kind: 'local-use NAT64', judgedAsV4: false };
   if (range === '6to4') return { v4: v4(p[1]!, p[2]!), kind: '6to4', judgedAsV4: false };
   if (range === 'teredo') return { v4: v4(p[6]! ^ 0xffff, p[7]! ^ 0xffff), kind: 'Teredo', judgedAsV4: false };
-  if (p.slice(0, 6).every((x) => x === 0) && range === 'unicast') return { v4: v4(p[6]!, p[7]!), kind: 'IPv4-compatible', judgedAsV4: false };
+  if (p.slice(0, 6).every((x) => x === 0) && range === 'unicast')
+    return { v4: v4(p[6]!, p[7]!), kind: 'IPv4-compatible', judgedAsV4: false };
   return null;
 }
 
@@ -105,7 +111,11 @@ function embeddedV4(v6: ipaddr.IPv6, range: string): { v4: ipaddr.IPv4; kind: st
  * Resolves `hostname` (an IP literal as itself) and returns its addresses; throws if the lookup
  * fails or any address is forbidden (isForbiddenAddress, with `denyCidrs`).
  */
-export async function checkedAddresses(hostname: string, signal: AbortSignal, denyCidrs: readonly string[] = []): Promise<LookupAddress[]> {
+export async function checkedAddresses(
+  hostname: string,
+  signal: AbortSignal,
+  denyCidrs: readonly string[] = [],
+): Promise<LookupAddress[]> {
   let addresses: LookupAddress[];
   const family = net.isIP(hostname);
   if (family) {
@@ -124,7 +134,11 @@ export async function checkedAddresses(hostname: string, signal: AbortSignal, de
   for (const { address } of addresses) {
     const reason = isForbiddenAddress(address, denyCidrs);
     if (reason) {
-      throw new Error(family ? `refused: ${hostname} is a forbidden address (${reason})` : `refused: ${hostname} resolves to ${address} (${reason})`);
+      throw new Error(
+        family
+          ? `refused: ${hostname} is a forbidden address (${reason})`
+          : `refused: ${hostname} resolves to ${address} (${reason})`,
+      );
     }
   }
   return addresses;

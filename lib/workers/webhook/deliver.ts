@@ -29,7 +29,9 @@ export type WebhookJob = Pick<ClaimedJob, 'topic' | 'id' | 'attempt' | 'url' | '
 
 /** Options of {@link deliverWebhook}. */
 export interface DeliverWebhookOptions {
-  /** Secret the request is signed with; several while one is rotated: the request carries a signature made with each. */
+  /**
+   * Secret the request is signed with; several while one is rotated: the request carries a signature made with each.
+   */
   secret: string | readonly string[];
   /** Local development only: allows http: URLs and skips the address check. */
   allowPrivate: boolean;
@@ -51,12 +53,16 @@ export interface DeliveryResult {
   durationMs: number;
 }
 
-/** POSTs the job's signed JSON body to its URL; resolves on 2xx, throws RetryLater on 429/503 with Retry-After and Error on anything else. */
+/**
+ * POSTs the job's signed JSON body to its URL; resolves on 2xx, throws RetryLater on 429/503 with Retry-After and Error
+ * on anything else.
+ */
 export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOptions): Promise<DeliveryResult> {
   const now = options.now ?? Date.now;
   const started = now();
   const secrets: readonly string[] = typeof options.secret === 'string' ? [options.secret] : options.secret;
-  if (secrets.length === 0 || !secrets.every(Boolean)) throw new Error('webhook secret is not configured (WEBHOOK_SECRET): refusing to send unsigned');
+  if (secrets.length === 0 || !secrets.every(Boolean))
+    throw new Error('webhook secret is not configured (WEBHOOK_SECRET): refusing to send unsigned');
   if (!job.url) throw new Error('job has no url');
   let url: URL;
   try {
@@ -75,7 +81,8 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
   if (options.signal?.aborted) onOuterAbort();
   else options.signal?.addEventListener('abort', onOuterAbort, { once: true });
   try {
-    const exempt = options.allowPrivate || (options.allowHosts ?? []).some((h) => h.toLowerCase() === hostname.toLowerCase());
+    const exempt =
+      options.allowPrivate || (options.allowHosts ?? []).some((h) => h.toLowerCase() === hostname.toLowerCase());
     const pinned = exempt ? undefined : await checkedAddresses(hostname, abort.signal, options.denyCidrs);
     const status = await post(url, hostname, job, secrets, now, pinned, abort.signal);
     return { status, durationMs: Math.max(0, now() - started) };
@@ -89,7 +96,15 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
  * One POST as a Promise over node's request callbacks (over 60 lines on purpose: the settle, abort,
  * response and error handlers share the request's state; split up, each would need it passed in).
  */
-function post(url: URL, hostname: string, job: WebhookJob, secrets: readonly string[], now: () => number, pinned: LookupAddress[] | undefined, signal: AbortSignal): Promise<number> {
+function post(
+  url: URL,
+  hostname: string,
+  job: WebhookJob,
+  secrets: readonly string[],
+  now: () => number,
+  pinned: LookupAddress[] | undefined,
+  signal: AbortSignal,
+): Promise<number> {
   const payload = JSON.stringify(job.body) ?? 'null';
   const timestamp = Math.floor(now() / 1000);
   const headers: OutgoingHttpHeaders = {
@@ -170,7 +185,11 @@ function outcome(res: IncomingMessage, body: Buffer, now: () => number): number 
   if (status >= 200 && status < 300) return status;
   if (status >= 300 && status < 400) {
     const location = res.headers.location;
-    throw new Error(location ? `HTTP ${status}: redirect to ${describeLocation(location)} not followed` : `HTTP ${status}: redirect not followed`);
+    throw new Error(
+      location
+        ? `HTTP ${status}: redirect to ${describeLocation(location)} not followed`
+        : `HTTP ${status}: redirect not followed`,
+    );
   }
   const message = `HTTP ${status}: ${snippet(body) || oneLine(res.statusMessage ?? '')}`.trimEnd().replace(/:$/, '');
   if (status === 429 || status === 503) {
@@ -183,7 +202,8 @@ function outcome(res: IncomingMessage, body: Buffer, now: () => number): number 
 function describeLocation(location: string): string {
   try {
     const target = new URL(location, 'http://relative.invalid');
-    const text = target.host === 'relative.invalid' ? target.pathname : `${target.protocol}//${target.host}${target.pathname}`;
+    const text =
+      target.host === 'relative.invalid' ? target.pathname : `${target.protocol}//${target.host}${target.pathname}`;
     return oneLine(text).slice(0, MAX_SNIPPET);
   } catch {
     return 'an invalid location';
@@ -204,7 +224,8 @@ function retryAfterMs(header: string | undefined, nowMs: number): number | undef
 }
 
 function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f\s]+/g, ' ').trim(); // eslint-disable-line no-control-regex -- control characters are what this removes, so a receiver's reply becomes one printable line
+  // eslint-disable-next-line no-control-regex -- control characters are what this removes, so a receiver's reply becomes one printable line
+  return text.replace(/[\u0000-\u001f\u007f\s]+/g, ' ').trim();
 }
 
 function snippet(body: Buffer): string {
@@ -213,7 +234,8 @@ function snippet(body: Buffer): string {
 
 function networkMessage(err: NodeJS.ErrnoException & { address?: string; port?: number }): string {
   const code = err.code;
-  if (code && err.address) return `${code} ${err.address.includes(':') ? `[${err.address}]` : err.address}${err.port ? `:${err.port}` : ''}`;
+  if (code && err.address)
+    return `${code} ${err.address.includes(':') ? `[${err.address}]` : err.address}${err.port ? `:${err.port}` : ''}`;
   const text = oneLine(err.message ?? '').slice(0, MAX_SNIPPET);
   if (code && text && !text.includes(code)) return `${code}: ${text}`;
   return text || code || 'network error';

@@ -42,9 +42,13 @@ export interface VerifyWebhookOptions {
 }
 
 /** Outcome of {@link verifyWebhook}. */
-export type VerifyWebhookResult = { ok: true } | { ok: false; reason: 'missing_headers' | 'stale_timestamp' | 'bad_signature' };
+export type VerifyWebhookResult =
+  { ok: true } | { ok: false; reason: 'missing_headers' | 'stale_timestamp' | 'bad_signature' };
 
-/** Checks a received webhook's timestamp (a malformed one counts as stale) and, in constant time, its signature against every secret. */
+/**
+ * Checks a received webhook's timestamp (a malformed one counts as stale) and, in constant time, its signature against
+ * every secret.
+ */
 export function verifyWebhook(options: VerifyWebhookOptions): VerifyWebhookResult {
   const { body, timestamp, signature } = options;
   if (!timestamp || !signature || !signature.trim()) return { ok: false, reason: 'missing_headers' };

@@ -46,7 +46,9 @@ export interface Host {
   pid: number;
   port: number;
   alive(): boolean;
-  /** Sends `signal` (SIGKILL by default; SIGKILL after a grace period for another) and waits for the process to exit. */
+  /**
+   * Sends `signal` (SIGKILL by default; SIGKILL after a grace period for another) and waits for the process to exit.
+   */
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Everything it wrote, for diagnostics. */
   output(): string;
@@ -55,9 +57,21 @@ export interface Host {
 const HOST_START_MS = 60_000; // a bundle loads in ~100 ms; with both cores busy, seconds
 
 /** Starts a host serving `functions`, with `env` on top of the Lambdas' environment. */
-export async function startHost(functions: string[], env: Record<string, string>, options: { skewMs?: number } = {}): Promise<Host> {
-  const args = [...(options.skewMs ? ['--import', join(ROOT, 'test', 'fault', 'support', 'skew.mjs')] : []), hostBundle()];
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env, HOST_FUNCTIONS: functions.join(','), FAULT_SKEW_MS: String(options.skewMs ?? 0) };
+export async function startHost(
+  functions: string[],
+  env: Record<string, string>,
+  options: { skewMs?: number } = {},
+): Promise<Host> {
+  const args = [
+    ...(options.skewMs ? ['--import', join(ROOT, 'test', 'fault', 'support', 'skew.mjs')] : []),
+    hostBundle(),
+  ];
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...env,
+    HOST_FUNCTIONS: functions.join(','),
+    FAULT_SKEW_MS: String(options.skewMs ?? 0),
+  };
   delete childEnv.NODE_TEST_CONTEXT;
   delete childEnv.NODE_OPTIONS;
   const child = spawn(process.execPath, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -71,7 +85,10 @@ export async function startHost(functions: string[], env: Record<string, string>
   let out = '';
   try {
     const port = await new Promise<number>((resolvePort, reject) => {
-      const timer = setTimeout(() => reject(new Error(`host did not start within ${HOST_START_MS / 1000} s: ${out}`)), HOST_START_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`host did not start within ${HOST_START_MS / 1000} s: ${out}`)),
+        HOST_START_MS,
+      );
       child.stdout!.on('data', (c: Buffer) => {
         out += c.toString();
         const m = /READY (\d+)/.exec(out);
@@ -243,12 +260,25 @@ export class Router {
 
 function post(port: number, path: string, payload: string, type: string): Promise<string> {
   return new Promise((done, fail) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'x-amz-invocation-type': type, 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => (res.statusCode === 202 || res.statusCode === 200 ? done(Buffer.concat(chunks).toString('utf8')) : fail(new Error(`host answered ${res.statusCode}`))));
-      res.on('error', fail);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: { 'x-amz-invocation-type': type, 'content-type': 'application/json' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          res.statusCode === 202 || res.statusCode === 200
+            ? done(Buffer.concat(chunks).toString('utf8'))
+            : fail(new Error(`host answered ${res.statusCode}`)),
+        );
+        res.on('error', fail);
+      },
+    );
     req.on('error', fail);
     req.end(payload);
   });
@@ -280,7 +310,11 @@ export class Recorder {
     this.server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        const delivery = { id: String(req.headers['x-dq-job-id'] ?? ''), attempt: Number(req.headers['x-dq-attempt'] ?? 0), at: Date.now() };
+        const delivery = {
+          id: String(req.headers['x-dq-job-id'] ?? ''),
+          attempt: Number(req.headers['x-dq-attempt'] ?? 0),
+          at: Date.now(),
+        };
         this.deliveries.push(delivery);
         this.onDelivery(delivery);
         let ended = false;
@@ -334,12 +368,25 @@ export interface Tally {
 }
 
 /** Compares the ids accepted (201) with the deliveries: each must arrive at least once. */
-export function tally(scenario: string, accepted: Iterable<string>, counts: Map<string, number>, extra: Record<string, unknown> = {}): Tally {
+export function tally(
+  scenario: string,
+  accepted: Iterable<string>,
+  counts: Map<string, number>,
+  extra: Record<string, unknown> = {},
+): Tally {
   const ids = [...accepted];
   const missingIds = ids.filter((id) => !counts.has(id));
   let duplicates = 0;
   for (const id of ids) duplicates += Math.max(0, (counts.get(id) ?? 0) - 1);
-  return { scenario, accepted: ids.length, delivered: ids.length - missingIds.length, missing: missingIds.length, duplicates, missingIds: missingIds.slice(0, 20), ...extra };
+  return {
+    scenario,
+    accepted: ids.length,
+    delivered: ids.length - missingIds.length,
+    missing: missingIds.length,
+    duplicates,
+    missingIds: missingIds.slice(0, 20),
+    ...extra,
+  };
 }
 
 /** Prints a tally as one line (FAULT-RESULT {...}) for RELIABILITY.md. */
@@ -355,13 +402,26 @@ export function faultQueueConfig(overrides: Record<string, unknown> = {}): strin
     partitions: 1,
     retention: 3600,
     topics: {
-      webhook: { kind: 'webhook', handler: 'webhookHandler', ttr: 2, backoff: { type: 'fixed', delay: 0.2 }, maxAttempts: 1000, batchSize: 1, concurrency: 50, ...overrides },
+      webhook: {
+        kind: 'webhook',
+        handler: 'webhookHandler',
+        ttr: 2,
+        backoff: { type: 'fixed', delay: 0.2 },
+        maxAttempts: 1000,
+        batchSize: 1,
+        concurrency: 50,
+        ...overrides,
+      },
     },
   });
 }
 
 /** The Lambdas' environment for the hosts. */
-export function lambdaEnv(redisUrl: string, routerUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+export function lambdaEnv(
+  redisUrl: string,
+  routerUrl: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     REDIS_URL: redisUrl,
     DQ_CONFIG: faultQueueConfig(),
@@ -372,7 +432,8 @@ export function lambdaEnv(redisUrl: string, routerUrl: string, extra: Record<str
     DQ_WEBHOOK_ALLOW_PRIVATE: 'true',
     LOG_LEVEL: 'warn',
     AWS_REGION: 'us-east-1',
-    // shortened timings, read by lib/core/queue-config.ts (the defaults: lease 30 s, waits 10 s, reserve 5 s, mark 30 s)
+    // shortened timings, read by lib/core/queue-config.ts (the defaults: lease 30 s, waits 10 s, reserve 5 s, mark 30
+    // s)
     DQ_SWEEPER_LEASE_MS: '2000',
     DQ_SWEEPER_MAX_WAIT_MS: '500',
     DQ_SWEEPER_RESERVE_MS: '1000',

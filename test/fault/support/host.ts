@@ -20,7 +20,11 @@ import { handler as sweeper } from '../../../functions/sweeper';
 const env = process.env;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the handlers take different event types, and a parameter typed unknown would accept none of them
-const handlers: Record<string, (event: any, context: Context) => Promise<unknown>> = { sweeper, fanout, webhookHandler };
+const handlers: Record<string, (event: any, context: Context) => Promise<unknown>> = {
+  sweeper,
+  fanout,
+  webhookHandler,
+};
 const served = new Set((env.HOST_FUNCTIONS ?? 'sweeper,fanout,webhookHandler').split(','));
 const prefix = env.DQ_FUNCTION_PREFIX ?? '';
 const timeoutMs = Number(env.HOST_TIMEOUT_MS ?? 30_000);
@@ -39,7 +43,10 @@ const server = createServer((req, res) => {
     const text = Buffer.concat(chunks).toString('utf8');
     const event = text ? JSON.parse(text) : {};
     const started = Date.now();
-    const context = { awsRequestId: randomUUID(), getRemainingTimeInMillis: () => timeoutMs - (Date.now() - started) } as Context;
+    const context = {
+      awsRequestId: randomUUID(),
+      getRemainingTimeInMillis: () => timeoutMs - (Date.now() - started),
+    } as Context;
     if (req.headers['x-amz-invocation-type'] === 'Event') {
       res.writeHead(202).end();
       void fn(event, context).catch((error) => console.error('host: function threw', name, error));
@@ -47,7 +54,10 @@ const server = createServer((req, res) => {
     }
     fn(event, context).then(
       (result) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result ?? null)),
-      (error) => res.writeHead(200, { 'x-amz-function-error': 'Unhandled' }).end(JSON.stringify({ errorMessage: String(error) })),
+      (error) =>
+        res
+          .writeHead(200, { 'x-amz-function-error': 'Unhandled' })
+          .end(JSON.stringify({ errorMessage: String(error) })),
     );
   });
 });

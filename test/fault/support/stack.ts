@@ -59,10 +59,18 @@ export class Stack {
     for (const slot of [this.sweeper, this.fanout, this.handler]) this.router.route(slot);
     const config = loadConfig(env);
     this.timings = config.timings;
-    const invoker = createInvoker({ functionPrefix: FAULT_PREFIX, lambdaEndpoint: this.router.url, region: 'us-east-1' });
+    const invoker = createInvoker({
+      functionPrefix: FAULT_PREFIX,
+      lambdaEndpoint: this.router.url,
+      region: 'us-east-1',
+    });
     this.invoker = invoker;
     // adds wake the sweeper the way the API's do (the runtime gives its engine the same wake-up)
-    const wake = { horizonMs: config.timings.sweeperHorizonMs, startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }), onError: () => undefined };
+    const wake = {
+      horizonMs: config.timings.sweeperHorizonMs,
+      startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }),
+      onError: () => undefined,
+    };
     this.queue = new Queue(new Engine(this.redis, config.queue, { wake }));
     const tickMs = this.options.tickMs ?? 2000;
     this.ticker = setInterval(() => void this.tick(), tickMs);
@@ -77,7 +85,13 @@ export class Stack {
   async add(delayS: number, label = 'job'): Promise<string | undefined> {
     const id = `${label}-${++this.seq}`;
     try {
-      const outcome = await this.queue.add({ topic: 'webhook', id, delay: delayS, url: `${this.recorder.url}/hook/${id}`, body: { id } });
+      const outcome = await this.queue.add({
+        topic: 'webhook',
+        id,
+        delay: delayS,
+        url: `${this.recorder.url}/hook/${id}`,
+        body: { id },
+      });
       if (outcome.status !== 'created') throw new Error(`add answered ${outcome.status}`);
       this.ledger.set(id, Date.parse(outcome.job.runAt));
       return id;
@@ -103,13 +117,21 @@ export class Stack {
 
   /** Hosts' output, for a failure message. */
   output(): string {
-    return [this.sweeper, this.fanout, this.handler].map((s) => `--- ${s.functions.join(',')}\n${s.host?.output() ?? ''}`).join('\n');
+    return [this.sweeper, this.fanout, this.handler]
+      .map((s) => `--- ${s.functions.join(',')}\n${s.host?.output() ?? ''}`)
+      .join('\n');
   }
 
   /** Stops everything it started, each part whatever happened to the others. */
   async stop(): Promise<void> {
     if (this.ticker) clearInterval(this.ticker);
-    const results = await Promise.allSettled([this.sweeper?.stop(), this.fanout?.stop(), this.handler?.stop(), this.router.close(), this.recorder.close()]);
+    const results = await Promise.allSettled([
+      this.sweeper?.stop(),
+      this.fanout?.stop(),
+      this.handler?.stop(),
+      this.router.close(),
+      this.recorder.close(),
+    ]);
     this.redis?.disconnect();
     await this.redisServer?.stop();
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

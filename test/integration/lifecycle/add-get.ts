@@ -102,7 +102,10 @@ export function addGet(target: SuiteTarget, h: SuiteHelpers): void {
       const { q, topic, clock } = setup();
       const iso = new Date(clock.now + HOUR).toISOString();
       assert.equal((await q.add({ topic, id: 'iso', runAt: iso })).job.runAt, iso);
-      assert.equal((await q.add({ topic, id: 'ms', runAt: clock.now + 5 * SEC })).job.runAt, new Date(clock.now + 5 * SEC).toISOString());
+      assert.equal(
+        (await q.add({ topic, id: 'ms', runAt: clock.now + 5 * SEC })).job.runAt,
+        new Date(clock.now + 5 * SEC).toISOString(),
+      );
       await q.add({ topic, id: 'past', runAt: clock.now - HOUR });
       assert.equal((await sweep(q)).moved, 1);
       assert.equal((await claimOne(q, topic)).id, 'past');
@@ -110,7 +113,11 @@ export function addGet(target: SuiteTarget, h: SuiteHelpers): void {
 
     it('rejects invalid jobs listing every problem, unknown topics and large bodies, and writes nothing', async () => {
       const { q, topic } = setup({}, {});
-      const error = await rejects(q.add({ topic, id: 'has space', delay: -1, runAt: 5, maxAttempts: 0, ttr: 'x', dealy: 3 }), 400, 'VALIDATION_FAILED');
+      const error = await rejects(
+        q.add({ topic, id: 'has space', delay: -1, runAt: 5, maxAttempts: 0, ttr: 'x', dealy: 3 }),
+        400,
+        'VALIDATION_FAILED',
+      );
       const paths = (error.details as { path: string }[]).map((d) => d.path).sort();
       assert.deepEqual(paths, ['dealy', 'delay', 'id', 'maxAttempts', 'ttr']);
       await rejects(q.add({ topic: 'other-topic', delay: 1 }), 400, 'UNKNOWN_TOPIC');

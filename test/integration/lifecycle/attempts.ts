@@ -15,7 +15,11 @@ export function attempts(target: SuiteTarget, h: SuiteHelpers): void {
       await sweep(q);
       const first = await claimOne(q, topic);
       assert.deepEqual(await q.engine.start(topic, [first]), [true], 'a handler started it');
-      assert.deepEqual(await q.engine.start(topic, [first]), [false], 'a duplicate event of the same attempt does not run it again');
+      assert.deepEqual(
+        await q.engine.start(topic, [first]),
+        [false],
+        'a duplicate event of the same attempt does not run it again',
+      );
       clock.advance(30 * SEC - 1);
       assert.equal((await sweep(q)).retried, 0, 'not expired 1 ms before the deadline');
       clock.advance(1);
@@ -25,9 +29,17 @@ export function attempts(target: SuiteTarget, h: SuiteHelpers): void {
       assert.equal(timedOut?.state, 'delayed');
       assert.equal(timedOut?.runAt, new Date(clock.now + 5 * SEC).toISOString());
       assert.match(timedOut?.lastError ?? '', /timed out/);
-      assert.equal(await q.engine.ack(topic, 'slow', first), 'stale', 'the late ack of the timed-out attempt changes nothing');
+      assert.equal(
+        await q.engine.ack(topic, 'slow', first),
+        'stale',
+        'the late ack of the timed-out attempt changes nothing',
+      );
       assert.equal((await q.engine.fail(topic, 'slow', first, 'late')).outcome, 'stale');
-      assert.deepEqual(await q.engine.start(topic, [first, { id: 'gone', attempt: 1, claim: 'x' }]), [false, false], 'ended, or not found');
+      assert.deepEqual(
+        await q.engine.start(topic, [first, { id: 'gone', attempt: 1, claim: 'x' }]),
+        [false, false],
+        'ended, or not found',
+      );
 
       clock.advance(5 * SEC);
       await sweep(q);
@@ -113,16 +125,30 @@ export function attempts(target: SuiteTarget, h: SuiteHelpers): void {
       await sweep(q);
       await q.engine.claim(topic, 1);
       const { lateness, oldestReadyAgeMs, lastHour, ...counts } = await q.stats(topic);
-      assert.deepEqual(counts, { topic, delayed: 1, ready: 1, running: 1, dead: 0, nextDueAt: new Date(clock.now + 50 * SEC).toISOString(), paused: false });
+      assert.deepEqual(counts, {
+        topic,
+        delayed: 1,
+        ready: 1,
+        running: 1,
+        dead: 0,
+        nextDueAt: new Date(clock.now + 50 * SEC).toISOString(),
+        paused: false,
+      });
       assert.equal(oldestReadyAgeMs, 0, 'the ready job fell due at the (fixed) present');
-      assert.deepEqual(lateness, { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null }, 'no handler started anything');
+      assert.deepEqual(
+        lateness,
+        { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null },
+        'no handler started anything',
+      );
       assert.equal(lastHour.length, 60);
     });
 
     it('sweep reports the next due time and TTR deadline, and more when it hit its limit', async () => {
       const { q, topic, clock } = setup({ ttr: 5 });
       // all in one partition, so the per-partition limit of 3 is what stops the first sweep
-      const ids = Array.from({ length: 500 }, (_, i) => `n${i}`).filter((id) => partitionOf(topic, id, target.partitions) === 0);
+      const ids = Array.from({ length: 500 }, (_, i) => `n${i}`).filter(
+        (id) => partitionOf(topic, id, target.partitions) === 0,
+      );
       for (const id of ids.slice(0, 5)) await q.add({ topic, id, delay: 0 });
       await q.add({ topic, id: ids[5]!, delay: 60 });
       const first = await q.engine.sweep(3);

@@ -28,7 +28,8 @@ export function flushAndSlots(target: SuiteTarget, h: SuiteHelpers): void {
     const partitions = new Set(ids.map((id) => partitionOf(topic, id, target.partitions)));
     if (target.partitions === 1) assert.deepEqual([...partitions], [0]);
     let total = 0;
-    for (let p = 0; p < target.partitions; p++) total += await target.redis().zcard(topicKeys(p, topic, target.partitions).delayed);
+    for (let p = 0; p < target.partitions; p++)
+      total += await target.redis().zcard(topicKeys(p, topic, target.partitions).delayed);
     assert.equal(total, 20);
     if (target.partitions > 1) assert.ok(partitions.size > 1, 'jobs spread over partitions');
   });

@@ -18,7 +18,8 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
   it('cancels a whole group: delayed, ready and running jobs, not other groups; a job added afterwards runs', async () => {
     const { q, topic, clock } = setup({ concurrency: 100 });
     const ids = Array.from({ length: 30 }, (_, i) => `m-${String(i).padStart(2, '0')}`);
-    for (const [i, id] of ids.entries()) await q.add({ topic, id, delay: i < 10 ? 0 : 60 + i, group: 'meeting-1', body: { i } });
+    for (const [i, id] of ids.entries())
+      await q.add({ topic, id, delay: i < 10 ? 0 : 60 + i, group: 'meeting-1', body: { i } });
     await q.add({ topic, id: 'other', delay: 0, group: 'meeting-2' });
     await q.add({ topic, id: 'loose', delay: 0 });
     await sweep(q);
@@ -35,10 +36,16 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     assert.equal(cancelled, 30, 'every job of the group is cancelled');
     assert.equal(result.cancelled + result.running, 30);
     assert.equal(result.running, 10, 'the ten claimed jobs were running');
-    for (const job of running) assert.equal(await q.engine.ack(topic, job.id, job), 'cancelled', 'a running attempt finishes, but its ack is dropped');
+    for (const job of running)
+      assert.equal(
+        await q.engine.ack(topic, job.id, job),
+        'cancelled',
+        'a running attempt finishes, but its ack is dropped',
+      );
     assert.equal((await q.get(topic, 'other'))?.state, 'running', 'another group is untouched');
     assert.equal((await q.get(topic, 'loose'))?.state, 'running', 'a job without a group is untouched');
-    for (const job of claimed.filter((j) => !ids.includes(j.id))) assert.equal(await q.engine.ack(topic, job.id, job), 'done');
+    for (const job of claimed.filter((j) => !ids.includes(j.id)))
+      assert.equal(await q.engine.ack(topic, job.id, job), 'done');
 
     clock.advance(HOUR);
     assert.equal((await sweep(q)).moved, 0, 'no job of the group falls due any more');
@@ -49,7 +56,11 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
       ['after'],
       'a job added after the cancel runs',
     );
-    assert.deepEqual(await q.cancelGroup(topic, 'meeting-1'), { cancelled: 0, running: 1 }, 'cancelling again finds only the new one');
+    assert.deepEqual(
+      await q.cancelGroup(topic, 'meeting-1'),
+      { cancelled: 0, running: 1 },
+      'cancelling again finds only the new one',
+    );
     assert.deepEqual(await q.listGroup(topic, 'nobody'), { jobs: [], next: null }, 'a group without jobs lists empty');
   });
 
@@ -62,25 +73,65 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     const steps = [];
     for (let p = 0; p < target.partitions; p++) {
       const k = topicKeys(p, topic, target.partitions);
-      const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(p, topic, 'g', target.partitions)] as const;
+      const keys = [
+        k.jobs,
+        k.bodies,
+        k.delayed,
+        k.running,
+        k.done,
+        groupKey(p, topic, 'g', target.partitions),
+      ] as const;
       const [cancelled, running, done, chunk, cursor, mark, last] = await run(
         target.redis(),
-        script.cancelGroup(keys, { clock: clock.now, group: 'g', mark: '', chunk: '', cursor: '-inf', last: '', limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }),
+        script.cancelGroup(keys, {
+          clock: clock.now,
+          group: 'g',
+          mark: '',
+          chunk: '',
+          cursor: '-inf',
+          last: '',
+          limit: 1,
+          maxBytes: 1 << 20,
+          retentionMs: HOUR,
+        }),
       );
       steps.push({ keys, cancelled, running, done, chunk, cursor, mark, last });
     }
     clock.advance(10 * SEC);
-    assert.equal((await sweep(q)).moved, ids.length - steps.reduce((n, s) => n + s.cancelled, 0), 'the jobs not yet reached fall due');
+    assert.equal(
+      (await sweep(q)).moved,
+      ids.length - steps.reduce((n, s) => n + s.cancelled, 0),
+      'the jobs not yet reached fall due',
+    );
     assert.deepEqual(await q.engine.claim(topic, 100), [], 'none of them starts');
-    const cancelledByClaim = (await Promise.all(ids.map((id) => q.get(topic, id)))).filter((j) => j?.lastError?.startsWith('cancelled with its group'));
-    assert.equal(cancelledByClaim.length, ids.length - steps.reduce((n, s) => n + s.cancelled, 0), 'the claim cancelled them, and says why');
+    const cancelledByClaim = (await Promise.all(ids.map((id) => q.get(topic, id)))).filter((j) =>
+      j?.lastError?.startsWith('cancelled with its group'),
+    );
+    assert.equal(
+      cancelledByClaim.length,
+      ids.length - steps.reduce((n, s) => n + s.cancelled, 0),
+      'the claim cancelled them, and says why',
+    );
     // the cancel goes on to the end and counts them
     let total = 0;
     for (const step of steps) {
       total += step.cancelled;
       let { chunk, cursor, done } = step;
       while (done !== 1) {
-        const reply = await run(target.redis(), script.cancelGroup(step.keys, { clock: clock.now, group: 'g', mark: step.mark, chunk, cursor, last: step.last, limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
+        const reply = await run(
+          target.redis(),
+          script.cancelGroup(step.keys, {
+            clock: clock.now,
+            group: 'g',
+            mark: step.mark,
+            chunk,
+            cursor,
+            last: step.last,
+            limit: 1,
+            maxBytes: 1 << 20,
+            retentionMs: HOUR,
+          }),
+        );
         total += reply[0];
         [, , done, chunk, cursor] = reply;
       }
@@ -110,7 +161,8 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     );
     const groupSize = async (group: string) => {
       let n = 0;
-      for (let p = 0; p < target.partitions; p++) n += (await firstChunk(target.redis(), p, topic, group, target.partitions)).ids.length;
+      for (let p = 0; p < target.partitions; p++)
+        n += (await firstChunk(target.redis(), p, topic, group, target.partitions)).ids.length;
       return n;
     };
     assert.equal(await groupSize('a'), 1, 'the moved job left the old group (its bucket slot)');
@@ -128,7 +180,9 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     const n = 300 * target.partitions;
     const ids = Array.from({ length: n }, (_, i) => `big-${String(i).padStart(5, '0')}`);
     for (let i = 0; i < n; i += 100) {
-      const { outcomes } = await q.addMany(ids.slice(i, i + 100).map((id, j) => ({ topic, id, delay: 5 + i + j, group: 'big' })));
+      const { outcomes } = await q.addMany(
+        ids.slice(i, i + 100).map((id, j) => ({ topic, id, delay: 5 + i + j, group: 'big' })),
+      );
       assert.ok(outcomes.every((o) => o.status === 'created'));
     }
     const redis = target.redis();
@@ -150,14 +204,21 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
         assert.ok(z.size <= 128, `${z.key} holds ${z.size} members, more than 128`);
         assert.equal(z.encoding, 'listpack', `${z.key} is a ${z.encoding}`);
       }
-      assert.ok(found.length >= 2, `partition ${p}: ${found.length} zset(s) for ${ids.filter((id) => partitionOf(topic, id, target.partitions) === p).length} jobs`);
+      assert.ok(
+        found.length >= 2,
+        `partition ${p}: ${found.length} zset(s) for ${ids.filter((id) => partitionOf(topic, id, target.partitions) === p).length} jobs`,
+      );
       stored += found.reduce((sum, z) => sum + z.size, 0);
     }
     assert.equal(stored, n, 'every job of the group is a member of one of its zsets, once');
 
     const listed = await listWholeGroup(q, topic, 'big', 70);
     assert.equal(listed.length, n);
-    assert.deepEqual([...listed.map((j) => j.id)].sort(), ids, 'the listing goes through every zset of the group, each job once');
+    assert.deepEqual(
+      [...listed.map((j) => j.id)].sort(),
+      ids,
+      'the listing goes through every zset of the group, each job once',
+    );
     for (let p = 0; p < target.partitions; p++) {
       const inP = listed.filter((j) => partitionOf(topic, j.id, target.partitions) === p).map((j) => j.id);
       assert.deepEqual(inP, [...inP].sort(), `partition ${p}: in the order the jobs joined`);
@@ -176,7 +237,11 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     assert.deepEqual(running.map((j) => j.id).sort(), ids.slice(0, 5));
 
     const result = await q.cancelGroup(topic, 'big');
-    assert.deepEqual(result, { cancelled: n - 6, running: 5 }, 'every job of the group, in every zset, once; not the one that moved');
+    assert.deepEqual(
+      result,
+      { cancelled: n - 6, running: 5 },
+      'every job of the group, in every zset, once; not the one that moved',
+    );
     const after = await listWholeGroup(q, topic, 'big', 500);
     assert.equal(after.length, n - 1);
     assert.ok(after.every((j) => j.state === 'cancelled'));
@@ -195,11 +260,18 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
       const home = p === partitionOf(topic, moved, target.partitions);
       const jobsKey = topicKeys(p, topic, target.partitions).jobs;
       assert.equal(
-        (await redis.hlen(jobsKey)) - (await redis.hexists(jobsKey, '#seq')) - (await redis.hexists(jobsKey, '#gbuckets')) - (await redis.hexists(jobsKey, '#tail')),
+        (await redis.hlen(jobsKey)) -
+          (await redis.hexists(jobsKey, '#seq')) -
+          (await redis.hexists(jobsKey, '#gbuckets')) -
+          (await redis.hexists(jobsKey, '#tail')),
         home ? 1 : 0,
         `partition ${p}: nothing but the moved job, the version counter, the ready list's count and the small groups' bucket count in the jobs hash`,
       );
-      assert.equal((await bucketState(redis, p, topic, target.partitions)).count, home ? 1 : 0, `partition ${p}: one small group in a bucket, the moved job's`);
+      assert.equal(
+        (await bucketState(redis, p, topic, target.partitions)).count,
+        home ? 1 : 0,
+        `partition ${p}: one small group in a bucket, the moved job's`,
+      );
     }
     await q.add({ topic, id: 'again', delay: 0, group: 'big' });
     assert.deepEqual(
@@ -213,7 +285,8 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     const { q, topic, clock } = setup({}, { retention: 60 });
     // 130 jobs of one partition: 128 in the group's first zset, 2 in the second
     const ids: string[] = [];
-    for (let i = 0; ids.length < 130; i++) if (partitionOf(topic, `re-${i}`, target.partitions) === 0) ids.push(`re-${i}`);
+    for (let i = 0; ids.length < 130; i++)
+      if (partitionOf(topic, `re-${i}`, target.partitions) === 0) ids.push(`re-${i}`);
     await q.addMany(ids.slice(0, 100).map((id) => ({ topic, id, delay: 600, group: 'g' })));
     await q.addMany(ids.slice(100).map((id) => ({ topic, id, delay: 600, group: 'g' })));
     const base = groupKey(0, topic, 'g', target.partitions);
@@ -226,7 +299,15 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     const k = topicKeys(0, topic, target.partitions);
     const reply = await run(
       target.redis(),
-      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: clock.now, limit: 100, maxAttempts: 3, backoff: 'f:10', random: 0, deadRetentionMs: HOUR, maxBytes: 1 << 20 }),
+      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
+        clock: clock.now,
+        limit: 100,
+        maxAttempts: 3,
+        backoff: 'f:10',
+        random: 0,
+        deadRetentionMs: HOUR,
+        maxBytes: 1 << 20,
+      }),
     );
     assert.deepEqual(reply[9], ['g', first, 0], 'the purge names the group and the zset the job was in');
     // added again: it joins the newest zset, while its old member is still in the first
@@ -237,7 +318,10 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     assert.equal(listed.filter((id) => id === first).length, 1, 'listed once, where it joined last');
     assert.equal(listed.at(-1), first);
     // the leave the sweeper would have run takes out the old member only
-    assert.equal(await run(target.redis(), script.leaveGroup([k.jobs, base], { group: 'g', members: [{ id: first, chunk: 0 }] })), 1);
+    assert.equal(
+      await run(target.redis(), script.leaveGroup([k.jobs, base], { group: 'g', members: [{ id: first, chunk: 0 }] })),
+      1,
+    );
     assert.equal(await target.redis().zscore(base, first), null);
     assert.notEqual(await target.redis().zscore(groupChunkKey(base, 1), first), null, 'the job stays in the group');
     assert.deepEqual(await q.cancelGroup(topic, 'g'), { cancelled: 130, running: 0 });
@@ -247,7 +331,8 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     const { q, topic, clock } = setup();
     const inP0 = (prefix: string, n: number) => {
       const ids: string[] = [];
-      for (let i = 0; ids.length < n; i++) if (partitionOf(topic, `${prefix}-${i}`, target.partitions) === 0) ids.push(`${prefix}-${i}`);
+      for (let i = 0; ids.length < n; i++)
+        if (partitionOf(topic, `${prefix}-${i}`, target.partitions) === 0) ids.push(`${prefix}-${i}`);
       return ids;
     };
     const before = inP0('before', 3);
@@ -255,7 +340,20 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     const k = topicKeys(0, topic, target.partitions);
     const keys = [k.jobs, k.bodies, k.delayed, k.running, k.done, groupKey(0, topic, 'r', target.partitions)] as const;
     // the cancel marks the group in partition 0 (a step of 0 members), then waits
-    let [, , done, chunk, cursor, mark, last] = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'r', mark: '', chunk: '', cursor: '-inf', last: '', limit: 0, maxBytes: 1 << 20, retentionMs: HOUR }));
+    let [, , done, chunk, cursor, mark, last] = await run(
+      target.redis(),
+      script.cancelGroup(keys, {
+        clock: clock.now,
+        group: 'r',
+        mark: '',
+        chunk: '',
+        cursor: '-inf',
+        last: '',
+        limit: 0,
+        maxBytes: 1 << 20,
+        retentionMs: HOUR,
+      }),
+    );
     // every job of the group leaves it (a put moves it), and new ones join the emptied group
     for (const id of before) await q.put(topic, id, { delay: 60, group: 'elsewhere' });
     assert.deepEqual((await q.listGroup(topic, 'r')).jobs, []);
@@ -263,11 +361,25 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     for (const id of after) await q.add({ topic, id, delay: 60, group: 'r' });
     let cancelled = 0;
     while (done !== 1) {
-      const reply = await run(target.redis(), script.cancelGroup(keys, { clock: clock.now, group: 'r', mark, chunk, cursor, last, limit: 1, maxBytes: 1 << 20, retentionMs: HOUR }));
+      const reply = await run(
+        target.redis(),
+        script.cancelGroup(keys, {
+          clock: clock.now,
+          group: 'r',
+          mark,
+          chunk,
+          cursor,
+          last,
+          limit: 1,
+          maxBytes: 1 << 20,
+          retentionMs: HOUR,
+        }),
+      );
       cancelled += reply[0];
       [, , done, chunk, cursor, mark, last] = reply;
     }
     assert.equal(cancelled, 0, 'the cancel found none of the jobs that were in the group at its mark');
-    for (const id of after) assert.equal((await q.get(topic, id))?.state, 'delayed', `${id} joined after the mark: it runs`);
+    for (const id of after)
+      assert.equal((await q.get(topic, id))?.state, 'delayed', `${id} joined after the mark: it runs`);
   });
 }

@@ -21,7 +21,10 @@ import { flushAndSlots } from './flush-and-slots';
 
 export type { SuiteTarget } from './shared';
 
-/** Declares the lifecycle suite on `target` inside the caller's describe: the same tests, in the same order, on every target. */
+/**
+ * Declares the lifecycle suite on `target` inside the caller's describe: the same tests, in the same order, on every
+ * target.
+ */
 export function lifecycleSuite(target: SuiteTarget): void {
   function setup(topic: TopicInput = {}, extra: { retention?: number; deadRetention?: number } = {}) {
     const name = uniqueTopic();

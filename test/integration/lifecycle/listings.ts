@@ -26,8 +26,12 @@ export function listings(_target: SuiteTarget, h: SuiteHelpers): void {
 
   it('lists upcoming jobs across partitions by due time, paged, within from and to', async () => {
     const { q, topic, clock } = setup();
-    const dues = Array.from({ length: 40 }, (_, i) => ({ id: `up-${String(i).padStart(2, '0')}`, delay: 10 + (i % 7) * 60 }));
-    for (const d of dues) await q.add({ topic, id: d.id, delay: d.delay, group: d.id.endsWith('3') ? 'g3' : undefined });
+    const dues = Array.from({ length: 40 }, (_, i) => ({
+      id: `up-${String(i).padStart(2, '0')}`,
+      delay: 10 + (i % 7) * 60,
+    }));
+    for (const d of dues)
+      await q.add({ topic, id: d.id, delay: d.delay, group: d.id.endsWith('3') ? 'g3' : undefined });
     const expected = [...dues].sort((a, b) => a.delay - b.delay || (a.id < b.id ? -1 : 1)).map((d) => d.id);
     const all = await listAll(q, topic, { state: 'delayed', limit: 6 });
     assert.deepEqual(
@@ -61,7 +65,10 @@ export function listings(_target: SuiteTarget, h: SuiteHelpers): void {
     );
     assert.ok(ready.every((j) => j.state === 'ready'));
     const claimed = await q.engine.claim(topic, 3);
-    assert.deepEqual((await listAll(q, topic, { state: 'running', limit: 2 })).map((j) => j.id).sort(), claimed.map((j) => j.id).sort());
+    assert.deepEqual(
+      (await listAll(q, topic, { state: 'running', limit: 2 })).map((j) => j.id).sort(),
+      claimed.map((j) => j.id).sort(),
+    );
     assert.equal((await listAll(q, topic, { state: 'ready', limit: 100 })).length, ready.length - 3);
     await rejects(q.listJobs(topic, { state: 'delayed', cursor: 'not-a-cursor!' }), 400, 'VALIDATION_FAILED');
     const deadPage = await q.listJobs(topic, { state: 'delayed', limit: 1 });

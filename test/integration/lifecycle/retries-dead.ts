@@ -11,7 +11,12 @@ export function retriesDead(target: SuiteTarget, h: SuiteHelpers): void {
 
   describe('retries and backoff', () => {
     /** Fails attempt after attempt; returns the delays (ms) between each failure and the retry. */
-    async function failAll(q: Queue, topic: string, clock: TestClock, id: string): Promise<{ delays: number[]; final: string }> {
+    async function failAll(
+      q: Queue,
+      topic: string,
+      clock: TestClock,
+      id: string,
+    ): Promise<{ delays: number[]; final: string }> {
       const delays: number[] = [];
       for (;;) {
         await sweep(q);
@@ -52,7 +57,11 @@ export function retriesDead(target: SuiteTarget, h: SuiteHelpers): void {
     it('exponential backoff with jitter takes up to jitter × delay off', async () => {
       const name = uniqueTopic();
       const clock = new TestClock();
-      const q = makeQueue(target.redis(), { [name]: { maxAttempts: 3, backoff: { type: 'exponential', delay: 10, jitter: 0.5 } } }, { clock, random: 0.5, config: { partitions: target.partitions } });
+      const q = makeQueue(
+        target.redis(),
+        { [name]: { maxAttempts: 3, backoff: { type: 'exponential', delay: 10, jitter: 0.5 } } },
+        { clock, random: 0.5, config: { partitions: target.partitions } },
+      );
       await q.add({ topic: name, id: 'j', delay: 0 });
       const { delays } = await failAll(q, name, clock, 'j');
       assert.deepEqual(delays, [7500, 15000]); // d − d·0.5·0.5
@@ -62,7 +71,10 @@ export function retriesDead(target: SuiteTarget, h: SuiteHelpers): void {
       const { q, topic, clock } = setup({ ttr: 10 });
       const added = await q.add({ topic, id: 'notify', delay: 0, backoff: '15s 3m 10m 30m 30m 1h 2h 6h 15h' });
       assert.equal(added.job.maxAttempts, 10, 'a ladder of 9 steps allows 10 attempts');
-      assert.deepEqual(added.job.backoff, { type: 'ladder', delays: [15, 180, 600, 1800, 1800, 3600, 7200, 21600, 54000] });
+      assert.deepEqual(added.job.backoff, {
+        type: 'ladder',
+        delays: [15, 180, 600, 1800, 1800, 3600, 7200, 21600, 54000],
+      });
       const { delays, final } = await failAll(q, topic, clock, 'notify');
       assert.deepEqual(delays, [15 * SEC, 3 * MIN, 10 * MIN, 30 * MIN, 30 * MIN, HOUR, 2 * HOUR, 6 * HOUR, 15 * HOUR]);
       assert.equal(final, 'dead');

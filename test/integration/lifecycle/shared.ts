@@ -15,8 +15,13 @@ export interface SuiteTarget {
 
 /** The helpers every behaviour file shares, built once per target by lifecycleSuite. */
 export interface SuiteHelpers {
-  /** A queue over one fresh topic (ttr 30, 3 attempts, fixed 10 s backoff unless `topic` overrides), on a fixed clock. */
-  setup(topic?: TopicInput, extra?: { retention?: number; deadRetention?: number }): { q: Queue; topic: string; clock: TestClock };
+  /**
+   * A queue over one fresh topic (ttr 30, 3 attempts, fixed 10 s backoff unless `topic` overrides), on a fixed clock.
+   */
+  setup(
+    topic?: TopicInput,
+    extra?: { retention?: number; deadRetention?: number },
+  ): { q: Queue; topic: string; clock: TestClock };
   /** Claims exactly one job of `topic`, failing the test otherwise. */
   claimOne(q: Queue, topic: string): Promise<ClaimedJob>;
   /** Moves due jobs of every partition of the queue's topics. */

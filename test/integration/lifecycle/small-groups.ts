@@ -10,14 +10,17 @@ import { run } from '../../../lib/engine/script-runner';
 import { bucketField, bucketSlots, bucketState, firstChunk } from '../../support/group-layout';
 import { HOUR, SEC, type SuiteHelpers, type SuiteTarget } from './shared';
 
-/** Declares the small-group tests of the describe 'groups, listings and versions' (its caller declares the describe). */
+/**
+ * Declares the small-group tests of the describe 'groups, listings and versions' (its caller declares the describe).
+ */
 export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
   const { setup, claimOne, sweep } = h;
 
   /** `n` ids starting with `prefix` that fall in partition 0 of the suite's partitions. */
   const inPartition0 = (topic: string, prefix: string, n: number) => {
     const ids: string[] = [];
-    for (let i = 0; ids.length < n; i++) if (partitionOf(topic, `${prefix}-${i}`, target.partitions) === 0) ids.push(`${prefix}-${i}`);
+    for (let i = 0; ids.length < n; i++)
+      if (partitionOf(topic, `${prefix}-${i}`, target.partitions) === 0) ids.push(`${prefix}-${i}`);
     return ids;
   };
 
@@ -38,7 +41,10 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const redis = target.redis();
     const ids = inPartition0(topic, 'sm', 4);
     for (const id of ids.slice(0, 3)) await q.add({ topic, id, delay: 600, group: 'small' });
-    assert.deepEqual(await firstChunk(redis, 0, topic, 'small', target.partitions), { form: 'bucket', ids: ids.slice(0, 3) });
+    assert.deepEqual(await firstChunk(redis, 0, topic, 'small', target.partitions), {
+      form: 'bucket',
+      ids: ids.slice(0, 3),
+    });
     assert.equal(await redis.exists(groupKey(0, topic, 'small', target.partitions)), 0, 'no key of its own');
     assert.deepEqual(
       (await q.listGroup(topic, 'small')).jobs.map((j) => j.id),
@@ -52,7 +58,16 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
       [ids[0]],
     );
     await q.add({ topic, id: ids[3]!, delay: 600, group: 'small' });
-    assert.deepEqual(await redis.zrange(groupKey(0, topic, 'small', target.partitions), 0, -1, 'WITHSCORES'), [ids[0], '1', ids[1], '2', ids[2], '3', ids[3], '4']);
+    assert.deepEqual(await redis.zrange(groupKey(0, topic, 'small', target.partitions), 0, -1, 'WITHSCORES'), [
+      ids[0],
+      '1',
+      ids[1],
+      '2',
+      ids[2],
+      '3',
+      ids[3],
+      '4',
+    ]);
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'small', target.partitions), [], 'its bucket field is gone');
     assert.equal((await bucketState(redis, 0, topic, target.partitions)).count, 0, 'and counted out');
     const rest: string[] = [];
@@ -71,7 +86,11 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: a, delay: 600, group: 'g' });
     await q.add({ topic, id: b, delay: 600, group: 'g' });
     await q.put(topic, a, { delay: 600, group: 'elsewhere' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'g', target.partitions), ['', b], 'the moved job left its slot empty');
+    assert.deepEqual(
+      await bucketSlots(redis, 0, topic, 'g', target.partitions),
+      ['', b],
+      'the moved job left its slot empty',
+    );
     await q.add({ topic, id: c, delay: 600, group: 'g' });
     assert.deepEqual(await bucketSlots(redis, 0, topic, 'g', target.partitions), ['', b, c]);
     assert.deepEqual(
@@ -79,7 +98,14 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
       [b, c],
     );
     await q.add({ topic, id: d, delay: 600, group: 'g' });
-    assert.deepEqual(await redis.zrange(groupKey(0, topic, 'g', target.partitions), 0, -1, 'WITHSCORES'), [b, '2', c, '3', d, '4']);
+    assert.deepEqual(await redis.zrange(groupKey(0, topic, 'g', target.partitions), 0, -1, 'WITHSCORES'), [
+      b,
+      '2',
+      c,
+      '3',
+      d,
+      '4',
+    ]);
     assert.deepEqual(
       (await q.listGroup(topic, 'g')).jobs.map((j) => j.id),
       [b, c, d],
@@ -136,7 +162,9 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const ids = inPartition0(topic, 'sp', 600);
     const groupOf = (i: number) => `m-${Math.floor(i / 2)}`;
     for (let i = 0; i < ids.length; i += 2) {
-      const { outcomes } = await q.addMany([0, 1].map((j) => ({ topic, id: ids[i + j]!, delay: 600, group: groupOf(i) })));
+      const { outcomes } = await q.addMany(
+        [0, 1].map((j) => ({ topic, id: ids[i + j]!, delay: 600, group: groupOf(i) })),
+      );
       assert.ok(outcomes.every((o) => o.status === 'created'));
     }
     const buckets = await bucketsOf(topic);
@@ -172,7 +200,9 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const ids = inPartition0(topic, 'lf', 1200);
     let most = 0;
     for (let i = 0; i < ids.length; i += 50) {
-      const { outcomes } = await q.addMany(ids.slice(i, i + 50).map((id, j) => ({ topic, id, delay: 600, group: `f-${i + j}` })));
+      const { outcomes } = await q.addMany(
+        ids.slice(i, i + 50).map((id, j) => ({ topic, id, delay: 600, group: `f-${i + j}` })),
+      );
       assert.ok(outcomes.every((o) => o.status === 'created'));
       const buckets = await bucketsOf(topic);
       assert.equal(buckets.count, i + 50);
@@ -282,7 +312,11 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.add({ topic, id: a1, delay: 600, group: 'gwuw' });
     await q.add({ topic, id: a2, delay: 1, group: 'gwuw' });
     await q.put(topic, a1, { delay: 600, group: 'g2whj' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'gwuw', target.partitions), [a1, a2], "the moved job's slot is now the other group's");
+    assert.deepEqual(
+      await bucketSlots(redis, 0, topic, 'gwuw', target.partitions),
+      [a1, a2],
+      "the moved job's slot is now the other group's",
+    );
     assert.deepEqual(
       (await q.listGroup(topic, 'gwuw')).jobs.map((j) => j.id),
       [a2],
@@ -302,7 +336,11 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
       [a1, b2],
     );
     assert.deepEqual(await firstChunk(redis, 0, topic, 'gwuw', target.partitions), { form: 'zset', ids: [a2, a3] });
-    assert.deepEqual(await firstChunk(redis, 0, topic, 'g2whj', target.partitions), { form: 'bucket', ids: [a1, b2] }, "the field is the other group's alone again: its job joins it there");
+    assert.deepEqual(
+      await firstChunk(redis, 0, topic, 'g2whj', target.partitions),
+      { form: 'bucket', ids: [a1, b2] },
+      "the field is the other group's alone again: its job joins it there",
+    );
     assert.deepEqual(await q.cancelGroup(topic, 'gwuw'), { cancelled: 2, running: 0 });
     clock.advance(2 * SEC);
     await sweep(q);
@@ -321,7 +359,18 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const purgeWithoutLeave = async (id: string) => {
       await q.cancel(topic, id);
       clock.advance(61 * SEC);
-      const reply = await run(redis, script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], { clock: clock.now, limit: 100, maxAttempts: 3, backoff: 'f:10', random: 0, deadRetentionMs: HOUR, maxBytes: 1 << 20 }));
+      const reply = await run(
+        redis,
+        script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
+          clock: clock.now,
+          limit: 100,
+          maxAttempts: 3,
+          backoff: 'f:10',
+          random: 0,
+          deadRetentionMs: HOUR,
+          maxBytes: 1 << 20,
+        }),
+      );
       assert.deepEqual(reply[9], ['st', id, 0], 'the purge names the group and the chunk');
     };
     await purgeWithoutLeave(x);
@@ -333,15 +382,26 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
       [x, y],
     );
     const base = groupKey(0, topic, 'st', target.partitions);
-    assert.equal(await run(redis, script.leaveGroup([k.jobs, base], { group: 'st', members: [{ id: x, chunk: 0 }] })), 0, 'the late leave leaves it in the group');
+    assert.equal(
+      await run(redis, script.leaveGroup([k.jobs, base], { group: 'st', members: [{ id: x, chunk: 0 }] })),
+      0,
+      'the late leave leaves it in the group',
+    );
     await purgeWithoutLeave(y);
     await q.add({ topic, id: z, delay: 600, group: 'st' });
-    assert.deepEqual(await bucketSlots(redis, 0, topic, 'st', target.partitions), [x, '', z], "the join emptied the gone job's slot");
+    assert.deepEqual(
+      await bucketSlots(redis, 0, topic, 'st', target.partitions),
+      [x, '', z],
+      "the join emptied the gone job's slot",
+    );
     assert.deepEqual(
       (await q.listGroup(topic, 'st')).jobs.map((j) => j.id),
       [x, z],
     );
-    assert.equal(await run(redis, script.leaveGroup([k.jobs, base], { group: 'st', members: [{ id: y, chunk: 0 }] })), 0);
+    assert.equal(
+      await run(redis, script.leaveGroup([k.jobs, base], { group: 'st', members: [{ id: y, chunk: 0 }] })),
+      0,
+    );
     assert.deepEqual(await q.cancelGroup(topic, 'st'), { cancelled: 2, running: 0 });
   });
 }

@@ -16,7 +16,11 @@ export function versions(_target: SuiteTarget, h: SuiteHelpers): void {
     assert.equal((await q.get(topic, 'v'))?.version, created.version, 'GET shows the version the add answered');
     const moved = (await q.reschedule(topic, 'v', { delay: 120 })).job;
     assert.ok(moved.version > created.version, 'a reschedule is a new version');
-    const stale = await rejects(q.put(topic, 'v', { delay: 5 }, { ifMatch: { version: created.version } }), 412, 'VERSION_MISMATCH');
+    const stale = await rejects(
+      q.put(topic, 'v', { delay: 5 }, { ifMatch: { version: created.version } }),
+      412,
+      'VERSION_MISMATCH',
+    );
     assert.equal((stale.details as { job: Job }).job.version, moved.version, 'the 412 carries the job as it stands');
     assert.equal((await q.get(topic, 'v'))?.runAt, moved.runAt, 'a refused put changed nothing');
     const put = await q.put(topic, 'v', { delay: 5, body: 'new' }, { ifMatch: { version: moved.version } });

@@ -25,7 +25,8 @@ const RUNS_KEPT = 4000;
 /** lastError is some text the model does not spell out. */
 export const SOME_ERROR = '\u0000some error';
 
-export type Backoff = { kind: 'fixed'; ms: number } | { kind: 'exp'; baseMs: number; capMs: number } | { kind: 'ladder'; ms: number[] };
+export type Backoff =
+  { kind: 'fixed'; ms: number } | { kind: 'exp'; baseMs: number; capMs: number } | { kind: 'ladder'; ms: number[] };
 
 /** The wait after failed attempt `attempt` (1-based); exponential jitter is 0 (the engine's random is 0 in tests). */
 export function retryDelay(b: Backoff, attempt: number): number {
@@ -115,11 +116,13 @@ export interface ModelState {
 
 /** What an engine call answered, as the model compares it. */
 export type Answer<T> =
-  | { kind: 'applied' } // made, answer not known (503 NOT_REPLICATED after the script ran; or the "made" side of a lost answer)
-  | { kind: 'value'; value: T }
-  | { kind: 'error'; status: number; code: string; job?: Job | null };
+  // made, answer not known (503 NOT_REPLICATED after the script ran; or the "made" side of a lost answer)
+  { kind: 'applied' } | { kind: 'value'; value: T } | { kind: 'error'; status: number; code: string; job?: Job | null };
 
-/** What an operation passes besides its arguments: the keys it touched, and whether it is a client's retry after a lost answer. */
+/**
+ * What an operation passes besides its arguments: the keys it touched, and whether it is a client's retry after a lost
+ * answer.
+ */
 export interface Cx {
   touched: Set<string>;
   retry: boolean;
@@ -188,7 +191,12 @@ export class Model {
       Object.keys(o)
         .sort()
         .map((k) => [k, o[k]]);
-    return JSON.stringify([this.s.now, sorted(this.s.jobs as Record<string, unknown>), sorted(this.s.schedules as Record<string, unknown>), sorted(this.s.runs)]);
+    return JSON.stringify([
+      this.s.now,
+      sorted(this.s.jobs as Record<string, unknown>),
+      sorted(this.s.schedules as Record<string, unknown>),
+      sorted(this.s.runs),
+    ]);
   }
 
   topic(name: string): TopicModel {
@@ -213,7 +221,10 @@ export class Model {
   /** Why `job` (an answer) is not the model's job `j`; null when it is. Learns its version. */
   compare(j: MJob | undefined, job: Job | null, where: string): string | null {
     const key = j ? keyOf(j.topic, j.id) : '';
-    if (!j) return job ? `${where}: the engine has ${job.topic}/${job.id} (${job.state}, runAt ${job.runAt}), the model has none${this.goneWhy(keyOf(job.topic, job.id))}` : null;
+    if (!j)
+      return job
+        ? `${where}: the engine has ${job.topic}/${job.id} (${job.state}, runAt ${job.runAt}), the model has none${this.goneWhy(keyOf(job.topic, job.id))}`
+        : null;
     if (!job) return `${where}: the engine has no ${key}, the model has it ${this.describe(j)} [lost]`;
     const t = this.topic(j.topic);
     const expected: Record<string, unknown> = {
@@ -241,8 +252,10 @@ export class Model {
     const diffs = Object.keys(expected)
       .filter((f) => expected[f] !== actual[f])
       .map((f) => `${f}: engine ${JSON.stringify(actual[f])}, model ${JSON.stringify(expected[f])}`);
-    if (j.lastError === null && job.lastError !== null) diffs.push(`lastError: engine ${JSON.stringify(job.lastError)}, model null`);
-    if (j.lastError !== null && j.lastError !== SOME_ERROR && job.lastError !== j.lastError) diffs.push(`lastError: engine ${JSON.stringify(job.lastError)}, model ${JSON.stringify(j.lastError)}`);
+    if (j.lastError === null && job.lastError !== null)
+      diffs.push(`lastError: engine ${JSON.stringify(job.lastError)}, model null`);
+    if (j.lastError !== null && j.lastError !== SOME_ERROR && job.lastError !== j.lastError)
+      diffs.push(`lastError: engine ${JSON.stringify(job.lastError)}, model ${JSON.stringify(j.lastError)}`);
     if (j.lastError === SOME_ERROR && job.lastError === null) diffs.push('lastError: engine null, model some text');
     if (diffs.length > 0) return `${where}: ${key} differs (${diffs.join('; ')})`;
     j.version = job.version;
@@ -308,7 +321,8 @@ export class Model {
   dueOf(spec: JobSpec): number {
     const jitter = spec.jitterMs ?? this.topic(spec.topic).jitterMs;
     const offset = this.config.offsetOf(spec.topic, spec.id, jitter);
-    if (offset < 0 || (jitter > 0 && offset >= jitter) || (jitter === 0 && offset !== 0)) throw new Error(`offsetOf(${spec.id}, ${jitter}) = ${offset}: outside [0, jitter)`);
+    if (offset < 0 || (jitter > 0 && offset >= jitter) || (jitter === 0 && offset !== 0))
+      throw new Error(`offsetOf(${spec.id}, ${jitter}) = ${offset}: outside [0, jitter)`);
     return ('at' in spec.when ? spec.when.at : this.s.now + spec.when.delayMs) + offset;
   }
 
@@ -325,7 +339,12 @@ export class Model {
   }
 
   /** A failed attempt: a retry after the backoff (or `retryAfterMs`), or dead. */
-  private failAttempt(cx: Cx, j: MJob, error: string, retryAfterMs?: number): { outcome: 'retry'; runAt: number } | { outcome: 'dead' } {
+  private failAttempt(
+    cx: Cx,
+    j: MJob,
+    error: string,
+    retryAfterMs?: number,
+  ): { outcome: 'retry'; runAt: number } | { outcome: 'dead' } {
     const t = this.topic(j.topic);
     j.lastError = error;
     j.claim = null;
@@ -343,7 +362,10 @@ export class Model {
     return { outcome: 'retry', runAt: j.dueAt };
   }
 
-  /** A claimed attempt no handler started, at its deadline: back to ready, uncounted, or after 5 in a row a failed attempt. */
+  /**
+   * A claimed attempt no handler started, at its deadline: back to ready, uncounted, or after 5 in a row a failed
+   * attempt.
+   */
   private giveBack(cx: Cx, j: MJob): void {
     const n = j.giveBacks + 1;
     j.claim = null;
@@ -362,7 +384,9 @@ export class Model {
   }
 
   private isAttempt(j: MJob | undefined, ref: { attempt: number; claim: string }): boolean {
-    return !!j && j.state === 'running' && j.claim !== null && j.claim.attempt === ref.attempt && j.claim.token === ref.claim;
+    return (
+      !!j && j.state === 'running' && j.claim !== null && j.claim.attempt === ref.attempt && j.claim.token === ref.claim
+    );
   }
 
   // ---- producers' operations ------------------------------------------------------------------
@@ -374,11 +398,13 @@ export class Model {
     this.touch(cx, key);
     if (existing) {
       if (ans.kind === 'applied') return null;
-      if (ans.kind !== 'value' || ans.value.status !== 'exists') return `add ${key}: answered ${show(ans)}, the model says exists ${this.describe(existing)}`;
+      if (ans.kind !== 'value' || ans.value.status !== 'exists')
+        return `add ${key}: answered ${show(ans)}, the model says exists ${this.describe(existing)}`;
       return this.compare(existing, ans.value.job, `add ${key} (exists)`);
     }
     const j = this.newJob(spec, this.dueOf(spec), null);
-    if (ans.kind === 'value' && ans.value.status !== 'created') return `add ${key}: answered ${ans.value.status} ${jobLine(ans.value.job)}, the model says created (there is no such job${this.goneWhy(key)})`;
+    if (ans.kind === 'value' && ans.value.status !== 'created')
+      return `add ${key}: answered ${ans.value.status} ${jobLine(ans.value.job)}, the model says created (there is no such job${this.goneWhy(key)})`;
     if (ans.kind === 'error') return `add ${key}: answered ${show(ans)}, the model says created`;
     this.s.jobs[key] = j;
     delete this.s.gone[key];
@@ -395,27 +421,46 @@ export class Model {
     const matches = ifMatch === undefined || (j !== undefined && (ifMatch === '*' || ifMatch === j.version));
     if (!matches) {
       if (ans.kind === 'applied') return null;
-      if (ans.kind !== 'error' || ans.status !== 412) return `put ${key} If-Match ${ifMatch}: answered ${show(ans)}, the model says 412 (version ${j?.version ?? 'none'})`;
-      return j ? this.compare(j, ans.job ?? null, `put ${key} (412)`) : ans.job ? `put ${key} (412): the answer carries a job, the model has none` : null;
+      if (ans.kind !== 'error' || ans.status !== 412)
+        return `put ${key} If-Match ${ifMatch}: answered ${show(ans)}, the model says 412 (version ${j?.version ?? 'none'})`;
+      return j
+        ? this.compare(j, ans.job ?? null, `put ${key} (412)`)
+        : ans.job
+          ? `put ${key} (412): the answer carries a job, the model has none`
+          : null;
     }
     if (j && (j.state === 'running' || j.state === 'done' || j.state === 'dead')) {
       if (ans.kind === 'applied') return null;
-      if (ans.kind !== 'value' || ans.value.status !== 'finished') return `put ${key}: answered ${show(ans)}, the model says finished ${this.describe(j)}`;
+      if (ans.kind !== 'value' || ans.value.status !== 'finished')
+        return `put ${key}: answered ${show(ans)}, the model says finished ${this.describe(j)}`;
       return this.compare(j, ans.value.job, `put ${key} (finished)`);
     }
-    if (ans.kind === 'error') return `put ${key}: answered ${show(ans)}, the model says ${j && j.state === 'pending' ? 'replaced' : 'created'}`;
+    if (ans.kind === 'error')
+      return `put ${key}: answered ${show(ans)}, the model says ${j && j.state === 'pending' ? 'replaced' : 'created'}`;
     const dueAt = this.dueOf(spec);
     let next: MJob;
     let status: string;
     if (j && j.state === 'pending') {
       // replaced: due time, body, group and options; attempts, lastError and createdAt stay
       status = 'replaced';
-      next = { ...j, dueAt, ready: false, maxAttempts: spec.maxAttempts, ttrMs: spec.ttrMs, backoff: spec.backoff, group: spec.group, body: spec.body, version: null, occurrence: j.occurrence };
+      next = {
+        ...j,
+        dueAt,
+        ready: false,
+        maxAttempts: spec.maxAttempts,
+        ttrMs: spec.ttrMs,
+        backoff: spec.backoff,
+        group: spec.group,
+        body: spec.body,
+        version: null,
+        occurrence: j.occurrence,
+      };
     } else {
       status = 'created';
       next = this.newJob(spec, dueAt, null);
     }
-    if (ans.kind === 'value' && ans.value.status !== status) return `put ${key}: answered ${ans.value.status} ${jobLine(ans.value.job)}, the model says ${status}${j ? ' ' + this.describe(j) : ''}`;
+    if (ans.kind === 'value' && ans.value.status !== status)
+      return `put ${key}: answered ${ans.value.status} ${jobLine(ans.value.job)}, the model says ${status}${j ? ' ' + this.describe(j) : ''}`;
     this.s.jobs[key] = next;
     delete this.s.gone[key];
     if (ans.kind === 'value') return this.compare(next, ans.value.job, `put ${key} (${status})`);
@@ -434,17 +479,24 @@ export class Model {
       if (j && ans.job !== undefined) return this.compare(j, ans.job, `cancel ${key} (${status})`);
       return null;
     };
-    if (!j) return expectError(ifMatch !== undefined ? 412 : 404, ifMatch !== undefined ? 'VERSION_MISMATCH' : 'NOT_FOUND');
+    if (!j)
+      return expectError(ifMatch !== undefined ? 412 : 404, ifMatch !== undefined ? 'VERSION_MISMATCH' : 'NOT_FOUND');
     if (ifMatch !== undefined && ifMatch !== '*' && ifMatch !== j.version) return expectError(412, 'VERSION_MISMATCH');
     if (j.state === 'done' || j.state === 'dead') return expectError(409, 'JOB_FINISHED');
-    if (ans.kind === 'error') return `cancel ${key}: answered ${show(ans)}, the model says cancelled ${this.describe(j)}`;
+    if (ans.kind === 'error')
+      return `cancel ${key}: answered ${show(ans)}, the model says cancelled ${this.describe(j)}`;
     if (j.state !== 'cancelled') this.cancelNow(cx, j, this.config.retentionMs, 'cancelled by DELETE');
     if (ans.kind === 'value') return this.compare(j, ans.value, `cancel ${key}`);
     return null;
   }
 
   /** DELETE /topics/{topic}/groups/{group}: every delayed, ready and running job of the group, cancelled. */
-  cancelGroup(topic: string, group: string, ans: Answer<{ cancelled: number; running: number }>, cx: Cx): string | null {
+  cancelGroup(
+    topic: string,
+    group: string,
+    ans: Answer<{ cancelled: number; running: number }>,
+    cx: Cx,
+  ): string | null {
     let cancelled = 0;
     let running = 0;
     for (const j of this.jobsOf(topic)) {
@@ -457,20 +509,33 @@ export class Model {
     if (ans.kind === 'error') return `cancelGroup ${topic}/${group}: answered ${show(ans)}`;
     const { value } = ans;
     // a retry after a lost answer finds part or all of the work done
-    const ok = cx.retry ? value.cancelled <= cancelled && value.running <= running : value.cancelled === cancelled && value.running === running;
-    return ok ? null : `cancelGroup ${topic}/${group}: answered ${JSON.stringify(value)}, the model says ${JSON.stringify({ cancelled, running })}`;
+    const ok = cx.retry
+      ? value.cancelled <= cancelled && value.running <= running
+      : value.cancelled === cancelled && value.running === running;
+    return ok
+      ? null
+      : `cancelGroup ${topic}/${group}: answered ${JSON.stringify(value)}, the model says ${JSON.stringify({ cancelled, running })}`;
   }
 
   /**
    * POST /topics/{topic}/dead/redrive: the given ids, or the `count` oldest of partition 0, then of
    * 1, ... `partitions`: only the first so many partitions were reached (an answer lost half-way).
    */
-  redrive(topic: string, which: { ids: string[] } | { count: number }, ans: Answer<{ redriven: number }>, cx: Cx, partitions = this.config.partitions): string | null {
+  redrive(
+    topic: string,
+    which: { ids: string[] } | { count: number },
+    ans: Answer<{ redriven: number }>,
+    cx: Cx,
+    partitions = this.config.partitions,
+  ): string | null {
     const p = (j: MJob) => this.config.partitionOf(j.topic, j.id);
     const dead = this.jobsOf(topic).filter((j) => j.state === 'dead' && p(j) < partitions);
     let chosen: MJob[];
     if ('ids' in which) chosen = dead.filter((j) => which.ids.includes(j.id));
-    else chosen = dead.sort((a, b) => p(a) - p(b) || a.diedAt! - b.diedAt! || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, which.count);
+    else
+      chosen = dead
+        .sort((a, b) => p(a) - p(b) || a.diedAt! - b.diedAt! || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        .slice(0, which.count);
     for (const j of chosen) {
       j.state = 'pending';
       j.ready = false;
@@ -483,7 +548,9 @@ export class Model {
     if (ans.kind === 'applied') return null;
     if (ans.kind === 'error') return `redrive ${topic} ${JSON.stringify(which)}: answered ${show(ans)}`;
     const ok = cx.retry ? ans.value.redriven <= chosen.length : ans.value.redriven === chosen.length;
-    return ok ? null : `redrive ${topic} ${JSON.stringify(which)}: answered ${ans.value.redriven}, the model says ${chosen.length} (${chosen.map((j) => j.id).join(' ')})`;
+    return ok
+      ? null
+      : `redrive ${topic} ${JSON.stringify(which)}: answered ${ans.value.redriven}, the model says ${chosen.length} (${chosen.map((j) => j.id).join(' ')})`;
   }
 
   // ---- schedules ------------------------------------------------------------------------------
@@ -494,7 +561,17 @@ export class Model {
    */
   private occurrenceSpec(s: MSchedule, id: string, ms: number): JobSpec {
     const jitterMs = Math.min(s.jitterMs ?? this.topic(s.topic).jitterMs, s.everyMs);
-    return { topic: s.topic, id, when: { at: ms }, body: s.body, group: s.group, maxAttempts: s.maxAttempts, ttrMs: s.ttrMs, backoff: s.backoff, jitterMs };
+    return {
+      topic: s.topic,
+      id,
+      when: { at: ms },
+      body: s.body,
+      group: s.group,
+      maxAttempts: s.maxAttempts,
+      ttrMs: s.ttrMs,
+      backoff: s.backoff,
+      jitterMs,
+    };
   }
 
   /** Creates occurrence `ms` of `s`, unless a job holds its id that is not cancelled (that job is the occurrence). */
@@ -524,7 +601,10 @@ export class Model {
    * The runs due by `now` from `from` on: the latest runs once (catchUp latest), or under `none`
    * only when it is at most a grace late; the next pending is the first run after `now`.
    */
-  private catchUp(s: { everyMs: number; catchUp: 'latest' | 'none' }, from: number): { run: number | null; latest: number | null; next: number } {
+  private catchUp(
+    s: { everyMs: number; catchUp: 'latest' | 'none' },
+    from: number,
+  ): { run: number | null; latest: number | null; next: number } {
     const now = this.s.now;
     const next = nextRunAfter(s.everyMs, now);
     if (from > now) return { run: null, latest: null, next };
@@ -576,7 +656,8 @@ export class Model {
       } else next = nextRunAfter(spec.everyMs, now);
     }
     if (ans.kind === 'error') return `putSchedule ${key}: answered ${show(ans)}`;
-    if (current?.pending && !keep) this.withdraw(cx, spec.topic, current.pending.id, `withdrawn by a put of schedule ${spec.id}`);
+    if (current?.pending && !keep)
+      this.withdraw(cx, spec.topic, current.pending.id, `withdrawn by a put of schedule ${spec.id}`);
     const s: MSchedule = { ...spec, pending: null, last, lastId: current?.lastId ?? null, version: null };
     this.s.schedules[key] = s;
     if (current?.pending && keep) this.handOver(cx, s, current.pending.id);
@@ -591,7 +672,8 @@ export class Model {
     cx.touched.add(`schedule:${key}`);
     if (ans.kind === 'applied') return null;
     const status = current ? 'replaced' : 'created';
-    if (ans.value.status !== status && !(cx.retry && ans.value.status === 'replaced')) return `putSchedule ${key}: answered ${ans.value.status}, the model says ${status}`;
+    if (ans.value.status !== status && !(cx.retry && ans.value.status === 'replaced'))
+      return `putSchedule ${key}: answered ${ans.value.status}, the model says ${status}`;
     return this.compareSchedule(s, ans.value.schedule, `putSchedule ${key}`);
   }
 
@@ -602,13 +684,16 @@ export class Model {
     cx.touched.add(`schedule:${key}`);
     if (!s) {
       if (ans.kind === 'applied') return null;
-      return ans.kind === 'error' && ans.status === 404 ? null : `deleteSchedule ${key}: answered ${show(ans)}, the model says 404`;
+      return ans.kind === 'error' && ans.status === 404
+        ? null
+        : `deleteSchedule ${key}: answered ${show(ans)}, the model says 404`;
     }
     if (s.pending) this.withdraw(cx, topic, s.pending.id, `withdrawn by the delete of schedule ${id}`);
     // the occurrence handed over last, while it waits for its first attempt (held back by its jitter, or ready)
     if (s.lastId !== null && s.lastId !== s.pending?.id) {
       const j = this.s.jobs[keyOf(topic, s.lastId)];
-      if (j && j.state === 'pending' && j.attempts === 0) this.withdraw(cx, topic, s.lastId, `withdrawn (handed over, waiting) by the delete of schedule ${id}`);
+      if (j && j.state === 'pending' && j.attempts === 0)
+        this.withdraw(cx, topic, s.lastId, `withdrawn (handed over, waiting) by the delete of schedule ${id}`);
     }
     delete this.s.schedules[key];
     if (ans.kind === 'error') return `deleteSchedule ${key}: answered ${show(ans)}, the model says deleted`;
@@ -619,9 +704,24 @@ export class Model {
   compareSchedule(s: MSchedule | undefined, view: Schedule | null, where: string): string | null {
     if (!s) return view ? `${where}: the engine has schedule ${view.topic}/${view.id}, the model has none` : null;
     if (!view) return `${where}: the engine has no schedule ${s.topic}/${s.id}, the model has it [lost]`;
-    const expected = { paused: s.paused, pending: s.pending ? { id: s.pending.id, runAt: iso(s.pending.ms) } : null, lastRunAt: s.last === null ? null : iso(s.last), every: s.everyMs / 1000, group: s.group, body: s.body };
-    const actual = { paused: view.paused, pending: view.pending, lastRunAt: view.lastRunAt, every: view.every, group: view.group, body: JSON.stringify(view.body) };
-    if (JSON.stringify(expected) !== JSON.stringify(actual)) return `${where}: schedule ${s.topic}/${s.id} differs: engine ${JSON.stringify(actual)}, model ${JSON.stringify(expected)}`;
+    const expected = {
+      paused: s.paused,
+      pending: s.pending ? { id: s.pending.id, runAt: iso(s.pending.ms) } : null,
+      lastRunAt: s.last === null ? null : iso(s.last),
+      every: s.everyMs / 1000,
+      group: s.group,
+      body: s.body,
+    };
+    const actual = {
+      paused: view.paused,
+      pending: view.pending,
+      lastRunAt: view.lastRunAt,
+      every: view.every,
+      group: view.group,
+      body: JSON.stringify(view.body),
+    };
+    if (JSON.stringify(expected) !== JSON.stringify(actual))
+      return `${where}: schedule ${s.topic}/${s.id} differs: engine ${JSON.stringify(actual)}, model ${JSON.stringify(expected)}`;
     s.version = view.version;
     return null;
   }
@@ -686,7 +786,9 @@ export class Model {
         }
       }
       for (const j of Object.values(this.s.jobs)) {
-        const purge = ((j.state === 'done' || j.state === 'cancelled') && j.purgeAt! <= now) || (j.state === 'dead' && j.diedAt! <= now - this.config.deadRetentionMs);
+        const purge =
+          ((j.state === 'done' || j.state === 'cancelled') && j.purgeAt! <= now) ||
+          (j.state === 'dead' && j.diedAt! <= now - this.config.deadRetentionMs);
         if (purge) {
           this.remove(cx, j, `purged (${j.state}) by a sweep`);
           changed = true;
@@ -716,7 +818,8 @@ export class Model {
   claim(topic: string, n: number, claimed: readonly ClaimedJob[], cx: Cx): string | null {
     const t = this.topic(topic);
     const room = t.concurrency - this.running(topic);
-    if (claimed.length > Math.min(n, Math.max(0, room))) return `claim ${topic} ${n}: took ${claimed.length}, more than min(n ${n}, room ${room} of concurrency ${t.concurrency})`;
+    if (claimed.length > Math.min(n, Math.max(0, room)))
+      return `claim ${topic} ${n}: took ${claimed.length}, more than min(n ${n}, room ${room} of concurrency ${t.concurrency})`;
     const seen = new Set<string>();
     for (const c of claimed) {
       const key = keyOf(topic, c.id);
@@ -724,9 +827,12 @@ export class Model {
       if (seen.has(key)) return `claim ${topic}: took ${c.id} twice`;
       seen.add(key);
       const j = this.s.jobs[key];
-      if (!j) return `claim ${topic}: took ${c.id}, which the model does not have${this.goneWhy(key)} [${this.s.gone[key] ? 'deleted-starts' : 'model'}]`;
-      if (j.state === 'cancelled') return `claim ${topic}: took ${c.id}, cancelled ${this.describe(j)} [cancelled-starts]`;
-      if (j.state !== 'pending') return `claim ${topic}: took ${c.id}, ${this.describe(j)} [${j.occurrence && j.startedOnce ? 'runs-twice' : 'model'}]`;
+      if (!j)
+        return `claim ${topic}: took ${c.id}, which the model does not have${this.goneWhy(key)} [${this.s.gone[key] ? 'deleted-starts' : 'model'}]`;
+      if (j.state === 'cancelled')
+        return `claim ${topic}: took ${c.id}, cancelled ${this.describe(j)} [cancelled-starts]`;
+      if (j.state !== 'pending')
+        return `claim ${topic}: took ${c.id}, ${this.describe(j)} [${j.occurrence && j.startedOnce ? 'runs-twice' : 'model'}]`;
       if (!j.ready) return `claim ${topic}: took ${c.id}, not moved to ready by a sweep ${this.describe(j)}`;
       const deadline = this.s.now + (j.ttrMs ?? t.ttrMs);
       const diffs: string[] = [];
@@ -734,7 +840,8 @@ export class Model {
       if (c.runAt !== j.dueAt) diffs.push(`runAt ${iso(c.runAt)}, model ${iso(j.dueAt)}`);
       if (c.deadline !== deadline) diffs.push(`deadline ${iso(c.deadline)}, model ${iso(deadline)}`);
       if (JSON.stringify(c.body) !== j.body) diffs.push(`body ${JSON.stringify(c.body)}, model ${j.body}`);
-      if (c.maxAttempts !== (j.maxAttempts ?? t.maxAttempts)) diffs.push(`maxAttempts ${c.maxAttempts}, model ${j.maxAttempts ?? t.maxAttempts}`);
+      if (c.maxAttempts !== (j.maxAttempts ?? t.maxAttempts))
+        diffs.push(`maxAttempts ${c.maxAttempts}, model ${j.maxAttempts ?? t.maxAttempts}`);
       if (diffs.length > 0) return `claim ${topic}: ${c.id} differs (${diffs.join('; ')})`;
       j.state = 'running';
       j.ready = false;
@@ -746,7 +853,12 @@ export class Model {
   }
 
   /** The handler marks attempts started; live ones only: running that claim, before the deadline, not started yet. */
-  start(topic: string, refs: readonly { id: string; attempt: number; claim: string }[], ans: Answer<boolean[]>, cx: Cx): string | null {
+  start(
+    topic: string,
+    refs: readonly { id: string; attempt: number; claim: string }[],
+    ans: Answer<boolean[]>,
+    cx: Cx,
+  ): string | null {
     const expected = refs.map((ref) => {
       const j = this.s.jobs[keyOf(topic, ref.id)];
       return this.isAttempt(j, ref) && !j!.claim!.started && j!.claim!.deadline > this.s.now;
@@ -757,7 +869,13 @@ export class Model {
         if (ans.value[i] === expected[i]) continue;
         const key = keyOf(topic, refs[i]!.id);
         const j = this.s.jobs[key];
-        const tag = !j ? (this.s.gone[key] ? ' [deleted-starts]' : '') : j.state === 'cancelled' ? ' [cancelled-starts]' : '';
+        const tag = !j
+          ? this.s.gone[key]
+            ? ' [deleted-starts]'
+            : ''
+          : j.state === 'cancelled'
+            ? ' [cancelled-starts]'
+            : '';
         return `start ${key} attempt ${refs[i]!.attempt} (${refs[i]!.claim}): engine ${ans.value[i] ? 'started' : 'refused'}, the model says ${expected[i] ? 'live' : 'not live'} ${j ? this.describe(j) : this.goneWhy(key)}${tag}`;
       }
     }
@@ -775,15 +893,23 @@ export class Model {
         this.s.runs[key] = runs;
         const keys = Object.keys(this.s.runs);
         if (keys.length > RUNS_KEPT) for (const k of keys.slice(0, keys.length - RUNS_KEPT)) delete this.s.runs[k];
-        if (runs > 1) return `start ${key}: occurrence ${j.id} of schedule ${j.occurrence} starts a second time (a new job of the same run time) [runs-twice]`;
+        if (runs > 1)
+          return `start ${key}: occurrence ${j.id} of schedule ${j.occurrence} starts a second time (a new job of the same run time) [runs-twice]`;
       }
       j.startedOnce = true;
     }
     return null;
   }
 
-  /** The fan-out gives claimed attempts back (their handler could not be invoked): uncounted, or after 5 in a row a failed attempt. */
-  release(refs: readonly { topic: string; id: string; attempt: number; claim: string }[], ans: Answer<number>, cx: Cx): string | null {
+  /**
+   * The fan-out gives claimed attempts back (their handler could not be invoked): uncounted, or after 5 in a row a
+   * failed attempt.
+   */
+  release(
+    refs: readonly { topic: string; id: string; attempt: number; claim: string }[],
+    ans: Answer<number>,
+    cx: Cx,
+  ): string | null {
     let released = 0;
     for (const ref of refs) {
       const j = this.s.jobs[keyOf(ref.topic, ref.id)];
@@ -794,16 +920,29 @@ export class Model {
       if (wasGiveBacks + 1 <= MAX_GIVE_BACKS) released += 1;
     }
     if (ans.kind === 'error') return `release: answered ${show(ans)}`;
-    if (ans.kind === 'value' && ans.value !== released) return `release ${refs.map((r) => `${r.topic}/${r.id}#${r.attempt}`).join(' ')}: engine gave back ${ans.value}, the model says ${released}`;
+    if (ans.kind === 'value' && ans.value !== released)
+      return `release ${refs.map((r) => `${r.topic}/${r.id}#${r.attempt}`).join(' ')}: engine gave back ${ans.value}, the model says ${released}`;
     return null;
   }
 
   /** The handler acks its attempt. */
-  ack(topic: string, id: string, ref: { attempt: number; claim: string }, ans: Answer<AckOutcome>, cx: Cx): string | null {
+  ack(
+    topic: string,
+    id: string,
+    ref: { attempt: number; claim: string },
+    ans: Answer<AckOutcome>,
+    cx: Cx,
+  ): string | null {
     const key = keyOf(topic, id);
     const j = this.s.jobs[key];
     this.touch(cx, key);
-    const expected: AckOutcome = !j ? 'not_found' : j.state === 'cancelled' ? 'cancelled' : this.isAttempt(j, ref) ? 'done' : 'stale';
+    const expected: AckOutcome = !j
+      ? 'not_found'
+      : j.state === 'cancelled'
+        ? 'cancelled'
+        : this.isAttempt(j, ref)
+          ? 'done'
+          : 'stale';
     if (ans.kind === 'error') return `ack ${key}: answered ${show(ans)}`;
     if (ans.kind === 'value' && ans.value !== expected && !(cx.retry && expected === 'stale' && ans.value === 'done')) {
       return `ack ${key} attempt ${ref.attempt}: engine ${ans.value}, the model says ${expected} ${j ? this.describe(j) : this.goneWhy(key)}`;
@@ -819,18 +958,30 @@ export class Model {
   }
 
   /** The handler fails its attempt (`retryAfterMs`: a RetryLater). */
-  fail(topic: string, id: string, ref: { attempt: number; claim: string }, error: string, retryAfterMs: number | undefined, ans: Answer<FailOutcome>, cx: Cx): string | null {
+  fail(
+    topic: string,
+    id: string,
+    ref: { attempt: number; claim: string },
+    error: string,
+    retryAfterMs: number | undefined,
+    ans: Answer<FailOutcome>,
+    cx: Cx,
+  ): string | null {
     const key = keyOf(topic, id);
     const j = this.s.jobs[key];
     this.touch(cx, key);
     if (ans.kind === 'error') return `fail ${key}: answered ${show(ans)}`;
     const refused = !j ? 'not_found' : j.state === 'cancelled' ? 'cancelled' : this.isAttempt(j, ref) ? null : 'stale';
     if (refused) {
-      if (ans.kind === 'value' && ans.value.outcome !== refused) return `fail ${key} attempt ${ref.attempt}: engine ${JSON.stringify(ans.value)}, the model says ${refused} ${j ? this.describe(j) : this.goneWhy(key)}`;
+      if (ans.kind === 'value' && ans.value.outcome !== refused)
+        return `fail ${key} attempt ${ref.attempt}: engine ${JSON.stringify(ans.value)}, the model says ${refused} ${j ? this.describe(j) : this.goneWhy(key)}`;
       return null;
     }
     const outcome = this.failAttempt(cx, j!, error, retryAfterMs);
-    if (ans.kind === 'value' && JSON.stringify({ ...ans.value, wake: undefined }) !== JSON.stringify({ ...outcome, wake: undefined })) {
+    if (
+      ans.kind === 'value' &&
+      JSON.stringify({ ...ans.value, wake: undefined }) !== JSON.stringify({ ...outcome, wake: undefined })
+    ) {
       const shown = ans.value.outcome === 'retry' ? `retry at ${iso(ans.value.runAt)}` : ans.value.outcome;
       return `fail ${key} attempt ${ref.attempt}: engine ${shown}, the model says ${outcome.outcome === 'retry' ? `retry at ${iso(outcome.runAt)}` : 'dead'}`;
     }
@@ -867,7 +1018,9 @@ export class Model {
 }
 
 export type ListingSpec =
-  { kind: 'jobs'; topic: string; state: 'delayed' | 'ready' | 'running' | 'dead'; from?: number; to?: number } | { kind: 'dead'; topic: string; from?: undefined; to?: undefined } | { kind: 'group'; topic: string; group: string };
+  | { kind: 'jobs'; topic: string; state: 'delayed' | 'ready' | 'running' | 'dead'; from?: number; to?: number }
+  | { kind: 'dead'; topic: string; from?: undefined; to?: undefined }
+  | { kind: 'group'; topic: string; group: string };
 
 function jobLine(job: Job | null | undefined): string {
   return job ? `(${job.state}, runAt ${job.runAt}, v${job.version})` : '';
@@ -879,7 +1032,9 @@ export function show(ans: Answer<unknown>): string {
   const v = ans.value as { status?: string; job?: Job } | undefined;
   if (v && typeof v === 'object' && 'status' in v) return `${v.status} ${jobLine(v.job)}`;
   const batch = ans.value as { outcomes?: { status: string; job?: Job }[] } | undefined;
-  if (batch && typeof batch === 'object' && Array.isArray(batch.outcomes)) return batch.outcomes.map((o) => `${o.job?.id ?? '?'} ${o.status}`).join(', ');
-  if (ans.value && typeof ans.value === 'object' && 'schedule' in (ans.value as object)) return `${(ans.value as { status: string }).status}`;
+  if (batch && typeof batch === 'object' && Array.isArray(batch.outcomes))
+    return batch.outcomes.map((o) => `${o.job?.id ?? '?'} ${o.status}`).join(', ');
+  if (ans.value && typeof ans.value === 'object' && 'schedule' in (ans.value as object))
+    return `${(ans.value as { status: string }).status}`;
   return JSON.stringify(ans.value);
 }

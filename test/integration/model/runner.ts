@@ -29,7 +29,20 @@ import { jitterOffsetMs } from '../../../lib/core/pacing';
 import { CLIENT_OPTIONS, isUnavailable } from '../../../lib/platform/redis';
 import { until } from '../../../scripts/support/process';
 import { makeQueue, TestClock } from '../../support/queue';
-import { keyOf, Model, show, type Answer, type Backoff, type Cx, type IfMatch, type JobSpec, type ListingSpec, type ModelConfig, type ScheduleSpec, type TopicModel } from './reference';
+import {
+  keyOf,
+  Model,
+  show,
+  type Answer,
+  type Backoff,
+  type Cx,
+  type IfMatch,
+  type JobSpec,
+  type ListingSpec,
+  type ModelConfig,
+  type ScheduleSpec,
+  type TopicModel,
+} from './reference';
 import { Topology } from './servers';
 
 const SEC = 1000;
@@ -86,7 +99,9 @@ export class ModelViolation extends Error {
     readonly detail: string,
     readonly history: string[],
   ) {
-    super(`model violation, seed ${seed}, step ${step}: ${detail}\n  history (oldest first):\n    ${history.join('\n    ')}`);
+    super(
+      `model violation, seed ${seed}, step ${step}: ${detail}\n  history (oldest first):\n    ${history.join('\n    ')}`,
+    );
     this.name = 'ModelViolation';
   }
 
@@ -160,7 +175,11 @@ interface Listing {
 type Outcome<T> = { kind: 'value'; value: T } | { kind: 'error'; error: HttpError } | { kind: 'lost'; error: unknown };
 
 const toJobBackoff = (b: Backoff): unknown =>
-  b.kind === 'fixed' ? { type: 'fixed', delay: b.ms / 1000 } : b.kind === 'exp' ? { type: 'exponential', delay: b.baseMs / 1000, max: b.capMs / 1000, jitter: 0 } : b.ms.map((ms) => `${ms / 1000}s`).join(' ');
+  b.kind === 'fixed'
+    ? { type: 'fixed', delay: b.ms / 1000 }
+    : b.kind === 'exp'
+      ? { type: 'exponential', delay: b.baseMs / 1000, max: b.capMs / 1000, jitter: 0 }
+      : b.ms.map((ms) => `${ms / 1000}s`).join(' ');
 
 /** The content of a job's version: everything an answer shows but whether it is delayed or ready (not a write). */
 function content(job: Job): string {
@@ -188,7 +207,12 @@ export class ModelRun {
   private listings: Listing[] = [];
   private listingCount = 0;
   /** While the replica is held back: the model as the replica has it, and the answers acknowledged meanwhile. */
-  private hold: { since: number; until: number; snapshot: Model[]; acknowledged: { step: number; op: Op<unknown>; ans: Answer<unknown> }[] } | null = null;
+  private hold: {
+    since: number;
+    until: number;
+    snapshot: Model[];
+    acknowledged: { step: number; op: Op<unknown>; ans: Answer<unknown> }[];
+  } | null = null;
   /** Changes answered 503 that the client sends again once the replica answers. */
   private retryLater: Op<unknown>[] = [];
   private touched = new Set<string>();
@@ -200,7 +224,11 @@ export class ModelRun {
   constructor(readonly options: RunOptions) {
     this.rng = new Rng(options.seed);
     this.faults = { drops: false, failover: false, restart: false, ...options.faults };
-    this.topology = new Topology({ drops: this.faults.drops, replica: this.faults.failover, appendOnly: this.faults.restart });
+    this.topology = new Topology({
+      drops: this.faults.drops,
+      replica: this.faults.failover,
+      appendOnly: this.faults.restart,
+    });
     // named by the seed (each run has redis-servers of its own): jitter offsets and partitions follow
     // from the names, so the same seed makes the same run
     this.topics = [`m${options.seed}a`, `m${options.seed}b`];
@@ -209,7 +237,13 @@ export class ModelRun {
     this.ids[b] = Array.from({ length: 40 }, (_, i) => `j${i}`);
     const topicModels: Record<string, TopicModel> = {
       [a]: { maxAttempts: 3, backoff: { kind: 'fixed', ms: 5 * SEC }, ttrMs: 20 * SEC, concurrency: 6, jitterMs: 0 },
-      [b]: { maxAttempts: 2, backoff: { kind: 'exp', baseMs: 2 * SEC, capMs: 30 * SEC }, ttrMs: 60 * SEC, concurrency: 1000, jitterMs: 20 * SEC },
+      [b]: {
+        maxAttempts: 2,
+        backoff: { kind: 'exp', baseMs: 2 * SEC, capMs: 30 * SEC },
+        ttrMs: 60 * SEC,
+        concurrency: 1000,
+        jitterMs: 20 * SEC,
+      },
     };
     const partitions = options.partitions ?? 2;
     this.config = {
@@ -265,12 +299,22 @@ export class ModelRun {
       await this.drain();
     } catch (error) {
       if (error instanceof ModelViolation) violation = error;
-      else violation = this.violation(`[harness] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      else
+        violation = this.violation(
+          `[harness] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
     } finally {
       this.client?.disconnect();
       await this.topology.stop();
     }
-    return { seed: this.options.seed, steps: Math.min(this.step, this.options.steps), ms: Date.now() - started, violation, tolerated: this.tolerated, counts: this.counts };
+    return {
+      seed: this.options.seed,
+      steps: Math.min(this.step, this.options.steps),
+      ms: Date.now() - started,
+      violation,
+      tolerated: this.tolerated,
+      counts: this.counts,
+    };
   }
 
   private async setUp(): Promise<void> {
@@ -284,7 +328,13 @@ export class ModelRun {
       this.client,
       {
         [a]: { maxAttempts: 3, backoff: { type: 'fixed', delay: 5 }, ttr: 20, concurrency: 6 },
-        [b]: { maxAttempts: 2, backoff: { type: 'exponential', delay: 2, max: 30, jitter: 0.2 }, ttr: 60, concurrency: 1000, jitter: 20 },
+        [b]: {
+          maxAttempts: 2,
+          backoff: { type: 'exponential', delay: 2, max: 30, jitter: 0.2 },
+          ttr: 60,
+          concurrency: 1000,
+          jitter: 20,
+        },
       },
       {
         clock: this.clock,
@@ -307,19 +357,27 @@ export class ModelRun {
    * instead, through ioredis's queue of the cut connection (same outcome, a lost answer, sooner).
    */
   private failCutCommands(): void {
-    const queue = (this.client as unknown as { prevCommandQueue?: { length: number; shift(): { command: { reject(e: Error): void } } } | null }).prevCommandQueue;
-    while (queue && queue.length > 0) queue.shift().command.reject(new Error('Connection is closed (the reply was dropped)'));
+    const queue = (
+      this.client as unknown as {
+        prevCommandQueue?: { length: number; shift(): { command: { reject(e: Error): void } } } | null;
+      }
+    ).prevCommandQueue;
+    while (queue && queue.length > 0)
+      queue.shift().command.reject(new Error('Connection is closed (the reply was dropped)'));
   }
 
   private async attempt<T>(op: Op<T>, drop: boolean): Promise<Outcome<T>> {
     const before = this.topology.dropped;
     if (drop && op.dropPattern) this.topology.dropReplyTo(op.dropPattern);
-    const watch = drop ? setInterval(() => this.topology.dropped > before && this.client.status !== 'ready' && this.failCutCommands(), 2) : undefined;
+    const watch = drop
+      ? setInterval(() => this.topology.dropped > before && this.client.status !== 'ready' && this.failCutCommands(), 2)
+      : undefined;
     try {
       return { kind: 'value', value: await op.call() };
     } catch (error) {
       if (error instanceof HttpError) return { kind: 'error', error };
-      if (isUnavailable(error) || (error instanceof Error && /Connection is closed|Socket closed/.test(error.message))) return { kind: 'lost', error };
+      if (isUnavailable(error) || (error instanceof Error && /Connection is closed|Socket closed/.test(error.message)))
+        return { kind: 'lost', error };
       throw error;
     } finally {
       clearInterval(watch);
@@ -340,7 +398,12 @@ export class ModelRun {
       if (reason !== null) reasons.push(reason);
       return reason === null;
     });
-    if (kept.length === 0) throw this.violation(reasons.length > 1 ? `${reasons[0]} (and in the other ${reasons.length - 1} cases: ${reasons.slice(1).join(' | ')})` : reasons[0]!);
+    if (kept.length === 0)
+      throw this.violation(
+        reasons.length > 1
+          ? `${reasons[0]} (and in the other ${reasons.length - 1} cases: ${reasons.slice(1).join(' | ')})`
+          : reasons[0]!,
+      );
     this.branches = kept;
   }
 
@@ -376,7 +439,9 @@ export class ModelRun {
     const ans = this.answerOf(outcome);
     if (ans === null) {
       // no answer: the change may or may not have been made
-      this.note(`${op.desc} → no answer (${(outcome as { error: Error }).error?.message ?? 'lost'})${op.retry ? ', sent again' : ''}`);
+      this.note(
+        `${op.desc} → no answer (${(outcome as { error: Error }).error?.message ?? 'lost'})${op.retry ? ', sent again' : ''}`,
+      );
       this.count('lost answers');
       const made = this.branches.map((m) => m.clone());
       const cx: Cx = { touched: this.touched, retry: false };
@@ -400,7 +465,8 @@ export class ModelRun {
       return;
     }
     this.apply(op, ans, options.retry === true);
-    if (this.hold && op.change) this.hold.acknowledged.push({ step: this.step, op: op as Op<unknown>, ans: ans as Answer<unknown> });
+    if (this.hold && op.change)
+      this.hold.acknowledged.push({ step: this.step, op: op as Op<unknown>, ans: ans as Answer<unknown> });
   }
 
   private async reconnected(): Promise<void> {
@@ -430,7 +496,10 @@ export class ModelRun {
     const at = `${key}@${job.version}`;
     const text = content(job);
     const before = this.registry.get(at);
-    if (before !== undefined && before !== text) throw this.violation(`[version] version ${job.version} of ${key} names two contents:\n      first ${before}\n      now   ${text}`);
+    if (before !== undefined && before !== text)
+      throw this.violation(
+        `[version] version ${job.version} of ${key} names two contents:\n      first ${before}\n      now   ${text}`,
+      );
     this.registry.set(at, text);
     // every version seen, up to the latest REGISTRY_KEPT (a repeat shows within a failover's reach)
     if (this.registry.size > REGISTRY_KEPT) {
@@ -441,10 +510,12 @@ export class ModelRun {
       }
     }
     const highest = this.highest.get(key) ?? 0;
-    if (job.version < highest) throw this.violation(`[version] ${key} is at version ${job.version} after version ${highest} was seen`);
+    if (job.version < highest)
+      throw this.violation(`[version] ${key} is at version ${job.version} after version ${highest} was seen`);
     this.highest.delete(key);
     this.highest.set(key, job.version);
-    if (this.highest.size > HIGHEST_KEPT) for (const k of [...this.highest.keys()].slice(0, HIGHEST_KEPT / 10)) this.highest.delete(k);
+    if (this.highest.size > HIGHEST_KEPT)
+      for (const k of [...this.highest.keys()].slice(0, HIGHEST_KEPT / 10)) this.highest.delete(k);
   }
 
   // ---- checks ---------------------------------------------------------------------------------
@@ -469,7 +540,11 @@ export class ModelRun {
         if (reason) return (void reasons.push(reason), false);
       }
       for (let i = 0; i < scheduleKeys.length; i++) {
-        const reason = m.compareSchedule(m.s.schedules[scheduleKeys[i]!], schedules[i]!, `read back schedule ${scheduleKeys[i]}`);
+        const reason = m.compareSchedule(
+          m.s.schedules[scheduleKeys[i]!],
+          schedules[i]!,
+          `read back schedule ${scheduleKeys[i]}`,
+        );
         if (reason) return (void reasons.push(reason), false);
       }
       return true;
@@ -478,7 +553,8 @@ export class ModelRun {
     if (this.branches.length > 1) {
       const unique = new Map(this.branches.map((m) => [m.canonical(), m]));
       this.branches = [...unique.values()];
-      if (this.branches.length > 16) throw new Error(`${this.branches.length} models agree with every answer: too many to follow`);
+      if (this.branches.length > 16)
+        throw new Error(`${this.branches.length} models agree with every answer: too many to follow`);
     }
   }
 
@@ -510,7 +586,8 @@ export class ModelRun {
     const t2 = performance.now();
     this.timing.op += t1 - t0;
     this.timing.check += t2 - t1;
-    if (this.step % 1000 === 0) this.log(`${this.step} steps, ${this.branches.length} model(s), ${Object.keys(this.model.s.jobs).length} jobs`);
+    if (this.step % 1000 === 0)
+      this.log(`${this.step} steps, ${this.branches.length} model(s), ${Object.keys(this.model.s.jobs).length} jobs`);
   }
 
   readonly timing = { op: 0, check: 0 };
@@ -535,13 +612,16 @@ export class ModelRun {
     else if (r < 0.74) await this.opRelease();
     else if (r < 0.82) await this.opSweep();
     else if (r < 0.91) this.opTick();
-    else if (r < 0.93) this.touched.add(keyOf(this.rng.pick(this.topics), this.rng.pick(this.ids[this.rng.pick(this.topics)]!)));
+    else if (r < 0.93)
+      this.touched.add(keyOf(this.rng.pick(this.topics), this.rng.pick(this.ids[this.rng.pick(this.topics)]!)));
     else await this.opListing();
   }
 
   private body(): { text: string; value: unknown } {
     this.nonce += 1;
-    const value = this.rng.chance(0.08) ? { n: this.nonce, seed: this.options.seed, pad: 'x'.repeat(1500) } : { n: this.nonce, seed: this.options.seed };
+    const value = this.rng.chance(0.08)
+      ? { n: this.nonce, seed: this.options.seed, pad: 'x'.repeat(1500) }
+      : { n: this.nonce, seed: this.options.seed };
     return { text: JSON.stringify(value), value };
   }
 
@@ -630,7 +710,10 @@ export class ModelRun {
       call: () => this.q.addMany(jobs.map((j) => j.input)),
       model: (m, ans, cx) => {
         for (let i = 0; i < jobs.length; i++) {
-          const one: Answer<{ status: string; job: Job }> = ans.kind === 'value' ? { kind: 'value', value: ans.value.outcomes[i] as { status: string; job: Job } } : ans;
+          const one: Answer<{ status: string; job: Job }> =
+            ans.kind === 'value'
+              ? { kind: 'value', value: ans.value.outcomes[i] as { status: string; job: Job } }
+              : ans;
           const reason = m.add(jobs[i]!.spec, one, cx);
           if (reason) return reason;
         }
@@ -661,7 +744,13 @@ export class ModelRun {
       change: true,
       dropPattern: spec.body,
       retry: true,
-      call: () => this.q.put(topic, id, change, ifMatch === undefined ? {} : { ifMatch: ifMatch === '*' ? '*' : { version: ifMatch } }),
+      call: () =>
+        this.q.put(
+          topic,
+          id,
+          change,
+          ifMatch === undefined ? {} : { ifMatch: ifMatch === '*' ? '*' : { version: ifMatch } },
+        ),
       model: (m, ans, cx) => m.put(spec, ifMatch, ans, cx),
     });
   }
@@ -669,15 +758,23 @@ export class ModelRun {
   private async opCancel(): Promise<void> {
     const topic = this.rng.pick(this.topics);
     // mostly plain jobs; sometimes a schedule's occurrence, by its job id
-    const occurrences = Object.values(this.model.s.jobs).filter((j) => j.topic === topic && j.occurrence && j.state === 'pending');
-    const id = occurrences.length > 0 && this.rng.chance(0.2) ? this.rng.pick(occurrences).id : this.rng.pick(this.ids[topic]!);
+    const occurrences = Object.values(this.model.s.jobs).filter(
+      (j) => j.topic === topic && j.occurrence && j.state === 'pending',
+    );
+    const id =
+      occurrences.length > 0 && this.rng.chance(0.2) ? this.rng.pick(occurrences).id : this.rng.pick(this.ids[topic]!);
     const ifMatch = this.rng.chance(0.6) ? undefined : this.ifMatchFor(topic, id);
     await this.send({
       desc: `cancel ${topic}/${id}${ifMatch !== undefined ? ` If-Match ${ifMatch}` : ''}`,
       change: true,
       dropPattern: `\r\n${id}\r\n`,
       retry: true,
-      call: () => this.q.cancel(topic, id, ifMatch === undefined ? {} : { ifMatch: ifMatch === '*' ? '*' : { version: ifMatch } }),
+      call: () =>
+        this.q.cancel(
+          topic,
+          id,
+          ifMatch === undefined ? {} : { ifMatch: ifMatch === '*' ? '*' : { version: ifMatch } },
+        ),
       model: (m, ans, cx) => m.cancel(topic, id, ifMatch, ans, cx),
     });
   }
@@ -746,7 +843,14 @@ export class ModelRun {
     } else {
       const every = this.rng.pick([5, 10, 30, 60, 300]);
       const j = this.rng.next();
-      const jitterMs = j < 0.6 ? null : j < 0.85 ? this.rng.int(1, Math.max(1, Math.floor(every / 2))) * SEC : j < 0.95 ? this.rng.int(every, 2 * every) * SEC : 0;
+      const jitterMs =
+        j < 0.6
+          ? null
+          : j < 0.85
+            ? this.rng.int(1, Math.max(1, Math.floor(every / 2))) * SEC
+            : j < 0.95
+              ? this.rng.int(every, 2 * every) * SEC
+              : 0;
       spec = {
         topic,
         id,
@@ -761,7 +865,12 @@ export class ModelRun {
         backoff: null,
       };
     }
-    const input: Record<string, unknown> = { every: spec.everyMs / SEC, catchUp: spec.catchUp, paused: spec.paused, body: body.value };
+    const input: Record<string, unknown> = {
+      every: spec.everyMs / SEC,
+      catchUp: spec.catchUp,
+      paused: spec.paused,
+      body: body.value,
+    };
     if (spec.jitterMs !== null) input.jitter = spec.jitterMs / SEC;
     if (spec.group !== null) input.group = spec.group;
     if (spec.maxAttempts !== null) input.maxAttempts = spec.maxAttempts;
@@ -794,7 +903,17 @@ export class ModelRun {
     const n = this.rng.int(1, 6);
     const claimed = await this.q.engine.claim(topic, n);
     this.note(`claim ${topic} ${n} → ${claimed.map((c) => `${c.id}#${c.attempt}`).join(' ') || 'none'}`);
-    this.apply<ClaimedJob[]>({ desc: 'claim', change: false, retry: false, call: async () => claimed, model: (m, _ans, cx) => m.claim(topic, n, claimed, cx) }, { kind: 'value', value: claimed }, false);
+    this.apply<ClaimedJob[]>(
+      {
+        desc: 'claim',
+        change: false,
+        retry: false,
+        call: async () => claimed,
+        model: (m, _ans, cx) => m.claim(topic, n, claimed, cx),
+      },
+      { kind: 'value', value: claimed },
+      false,
+    );
     for (const c of claimed) this.held.push({ topic, id: c.id, attempt: c.attempt, claim: c.claim, started: false });
     while (this.held.length > HELD_KEPT) this.endHeld(this.held[0]!);
     this.count('claimed');
@@ -828,11 +947,24 @@ export class ModelRun {
     const batch = this.held.slice(before);
     if (batch.length === 0) return;
     const refs = batch.map((h) => ({ id: h.id, attempt: h.attempt, claim: h.claim }));
-    await this.exec<boolean[]>({ desc: `start ${topic} ${batch.length}`, change: false, retry: false, call: () => this.q.engine.start(topic, refs), model: (m, ans, cx) => m.start(topic, refs, ans, cx) });
+    await this.exec<boolean[]>({
+      desc: `start ${topic} ${batch.length}`,
+      change: false,
+      retry: false,
+      call: () => this.q.engine.start(topic, refs),
+      model: (m, ans, cx) => m.start(topic, refs, ans, cx),
+    });
     for (const h of batch) {
       this.endHeld(h);
       const ref = { attempt: h.attempt, claim: h.claim };
-      if (this.rng.chance(0.9)) await this.exec({ desc: `ack ${topic}/${h.id}#${h.attempt}`, change: false, retry: false, call: () => this.q.engine.ack(topic, h.id, ref), model: (m, ans, cx) => m.ack(topic, h.id, ref, ans, cx) });
+      if (this.rng.chance(0.9))
+        await this.exec({
+          desc: `ack ${topic}/${h.id}#${h.attempt}`,
+          change: false,
+          retry: false,
+          call: () => this.q.engine.ack(topic, h.id, ref),
+          model: (m, ans, cx) => m.ack(topic, h.id, ref, ans, cx),
+        });
       else
         await this.exec({
           desc: `fail ${topic}/${h.id}#${h.attempt}`,
@@ -845,7 +977,9 @@ export class ModelRun {
     this.count('handler batches');
   }
 
-  /** The fan-out could not invoke a handler: it gives the claims back (never started ones; sometimes one that ended). */
+  /**
+   * The fan-out could not invoke a handler: it gives the claims back (never started ones; sometimes one that ended).
+   */
   private async opRelease(): Promise<void> {
     const waiting = this.held.filter((h) => !h.started);
     if (waiting.length === 0) return;
@@ -925,12 +1059,18 @@ export class ModelRun {
       const dropping = this.faults.drops && this.rng.chance(0.02);
       const before = this.topology.dropped;
       if (dropping) this.topology.dropReplyTo(`delayed:${this.rng.pick(this.topics)}`);
-      const watch = dropping ? setInterval(() => this.topology.dropped > before && this.client.status !== 'ready' && this.failCutCommands(), 2) : undefined;
+      const watch = dropping
+        ? setInterval(
+            () => this.topology.dropped > before && this.client.status !== 'ready' && this.failCutCommands(),
+            2,
+          )
+        : undefined;
       let result;
       try {
         result = await this.q.engine.sweep();
       } catch (error) {
-        if (!isUnavailable(error) && !(error instanceof Error && /Connection is closed/.test(error.message))) throw error;
+        if (!isUnavailable(error) && !(error instanceof Error && /Connection is closed/.test(error.message)))
+          throw error;
         this.note(`sweep → no answer (${(error as Error).message}); swept again`);
         this.count('lost answers');
         await this.reconnected();
@@ -976,7 +1116,15 @@ export class ModelRun {
         spec.to = spec.from + this.rng.int(0, 300) * SEC;
       }
     }
-    const listing: Listing = { n: ++this.listingCount, spec, limit: this.rng.int(1, 6), cursor: undefined, pages: 0, stays: this.model.listed(spec), seen: new Map() };
+    const listing: Listing = {
+      n: ++this.listingCount,
+      spec,
+      limit: this.rng.int(1, 6),
+      cursor: undefined,
+      pages: 0,
+      stays: this.model.listed(spec),
+      seen: new Map(),
+    };
     this.listings.push(listing);
     await this.nextPage(listing);
   }
@@ -984,23 +1132,40 @@ export class ModelRun {
   private async page(l: Listing): Promise<{ jobs: Job[]; next: string | null }> {
     const { spec } = l;
     const cursor = l.cursor;
-    if (spec.kind === 'group') return this.q.listGroup(spec.topic, spec.group, { limit: l.limit, ...(cursor ? { cursor } : {}) });
-    if (spec.kind === 'dead') return this.q.listDead(spec.topic, { limit: l.limit, ...(cursor ? { after: cursor } : {}) });
-    return this.q.listJobs(spec.topic, { state: spec.state, limit: l.limit, ...(spec.from !== undefined ? { from: spec.from, to: spec.to } : {}), ...(cursor ? { cursor } : {}) });
+    if (spec.kind === 'group')
+      return this.q.listGroup(spec.topic, spec.group, { limit: l.limit, ...(cursor ? { cursor } : {}) });
+    if (spec.kind === 'dead')
+      return this.q.listDead(spec.topic, { limit: l.limit, ...(cursor ? { after: cursor } : {}) });
+    return this.q.listJobs(spec.topic, {
+      state: spec.state,
+      limit: l.limit,
+      ...(spec.from !== undefined ? { from: spec.from, to: spec.to } : {}),
+      ...(cursor ? { cursor } : {}),
+    });
   }
 
   private describeListing(l: Listing): string {
     const s = l.spec;
-    const what = s.kind === 'group' ? `group ${s.group}` : s.kind === 'dead' ? 'dead jobs' : `${s.state} jobs${s.from !== undefined ? ` from ${new Date(s.from).toISOString()} to ${new Date(s.to!).toISOString()}` : ''}`;
+    const what =
+      s.kind === 'group'
+        ? `group ${s.group}`
+        : s.kind === 'dead'
+          ? 'dead jobs'
+          : `${s.state} jobs${s.from !== undefined ? ` from ${new Date(s.from).toISOString()} to ${new Date(s.to!).toISOString()}` : ''}`;
     return `listing ${l.n} of ${s.topic} ${what} (limit ${l.limit})`;
   }
 
-  /** Reads a listing's next page between other steps: each job on it must be in the listing now, and as the model has it. */
+  /**
+   * Reads a listing's next page between other steps: each job on it must be in the listing now, and as the model has
+   * it.
+   */
   private async nextPage(l: Listing): Promise<void> {
     if (this.branches.length > 1) return this.dropListing(l, 'two models');
     const page = await this.page(l);
     l.pages += 1;
-    this.note(`${this.describeListing(l)} page ${l.pages} → ${page.jobs.map((j) => j.id).join(' ') || 'none'}${page.next ? '' : ' (end)'}`);
+    this.note(
+      `${this.describeListing(l)} page ${l.pages} → ${page.jobs.map((j) => j.id).join(' ') || 'none'}${page.next ? '' : ' (end)'}`,
+    );
     const now = this.model.listed(l.spec);
     for (const job of page.jobs) {
       this.recordVersion(job);
@@ -1020,9 +1185,18 @@ export class ModelRun {
     this.listings = this.listings.filter((x) => x !== l);
     if (page.next !== null) throw this.violation(`[listing] ${this.describeListing(l)} has not ended after 400 pages`);
     const missed = [...l.stays.keys()].filter((k) => !l.seen.has(k));
-    if (missed.length > 0) this.listingViolation(`[listing] ${this.describeListing(l)} over ${l.pages} pages missed ${missed.join(', ')}, which stayed in it throughout`);
-    const once = l.spec.kind === 'jobs' && l.spec.state === 'ready' ? [] : [...l.stays.keys()].filter((k) => (l.seen.get(k) ?? 0) > 1);
-    if (once.length > 0) this.listingViolation(`[listing] ${this.describeListing(l)} showed ${once.join(', ')} more than once, though they stayed in it unchanged`);
+    if (missed.length > 0)
+      this.listingViolation(
+        `[listing] ${this.describeListing(l)} over ${l.pages} pages missed ${missed.join(', ')}, which stayed in it throughout`,
+      );
+    const once =
+      l.spec.kind === 'jobs' && l.spec.state === 'ready'
+        ? []
+        : [...l.stays.keys()].filter((k) => (l.seen.get(k) ?? 0) > 1);
+    if (once.length > 0)
+      this.listingViolation(
+        `[listing] ${this.describeListing(l)} showed ${once.join(', ')} more than once, though they stayed in it unchanged`,
+      );
     this.count('listings');
   }
 
@@ -1048,9 +1222,20 @@ export class ModelRun {
   private async checkListingsNow(): Promise<void> {
     if (this.branches.length > 1) return;
     for (const topic of this.topics) {
-      const specs: ListingSpec[] = [...(['delayed', 'ready', 'running', 'dead'] as const).map((state) => ({ kind: 'jobs' as const, topic, state })), ...GROUPS.map((group) => ({ kind: 'group' as const, topic, group }))];
+      const specs: ListingSpec[] = [
+        ...(['delayed', 'ready', 'running', 'dead'] as const).map((state) => ({ kind: 'jobs' as const, topic, state })),
+        ...GROUPS.map((group) => ({ kind: 'group' as const, topic, group })),
+      ];
       for (const spec of specs) {
-        const l: Listing = { n: 0, spec, limit: this.rng.int(1, 50), cursor: undefined, pages: 0, stays: this.model.listed(spec), seen: new Map() };
+        const l: Listing = {
+          n: 0,
+          spec,
+          limit: this.rng.int(1, 50),
+          cursor: undefined,
+          pages: 0,
+          stays: this.model.listed(spec),
+          seen: new Map(),
+        };
         const expected = [...l.stays.keys()].sort();
         const shown: string[] = [];
         for (let pages = 0; pages < 1000; pages++) {
@@ -1061,12 +1246,15 @@ export class ModelRun {
           l.cursor = page.next;
         }
         const got = [...new Set(shown)].sort();
-        // the ready list may hold an id twice (a job put back to delayed and due again): "a ready job may show on two pages"
+        // the ready list may hold an id twice (a job put back to delayed and due again): "a ready job may show on two
+        // pages"
         const twiceOk = spec.kind === 'jobs' && spec.state === 'ready';
         if (JSON.stringify(got) !== JSON.stringify(expected) || (!twiceOk && got.length !== shown.length)) {
           const missing = expected.filter((k) => !got.includes(k));
           const extra = got.filter((k) => !expected.includes(k));
-          this.listingViolation(`[listing] ${this.describeListing(l)} at rest: missing ${missing.join(', ') || 'none'}; not in it ${extra.join(', ') || 'none'}; shown ${shown.length} times for ${got.length} jobs`);
+          this.listingViolation(
+            `[listing] ${this.describeListing(l)} at rest: missing ${missing.join(', ') || 'none'}; not in it ${extra.join(', ') || 'none'}; shown ${shown.length} times for ${got.length} jobs`,
+          );
         }
       }
       const listed: string[] = [];
@@ -1081,7 +1269,10 @@ export class ModelRun {
         .filter((s) => s.topic === topic)
         .map((s) => s.id)
         .sort();
-      if (JSON.stringify(listed) !== JSON.stringify(expected)) this.listingViolation(`[listing] schedules of ${topic}: engine ${listed.join(' ')}, model ${expected.join(' ')}`);
+      if (JSON.stringify(listed) !== JSON.stringify(expected))
+        this.listingViolation(
+          `[listing] schedules of ${topic}: engine ${listed.join(' ')}, model ${expected.join(' ')}`,
+        );
     }
     this.note('listings at rest agree');
   }
@@ -1091,7 +1282,8 @@ export class ModelRun {
   private async maybeFault(): Promise<void> {
     if (this.faults.failover) {
       if (!this.hold && this.rng.chance(0.012)) await this.startHold();
-      else if (this.hold && this.step >= this.hold.until) await (this.rng.chance(0.6) ? this.failover() : this.releaseHold());
+      else if (this.hold && this.step >= this.hold.until)
+        await (this.rng.chance(0.6) ? this.failover() : this.releaseHold());
     }
     if (this.faults.restart && !this.hold && this.rng.chance(0.004)) {
       this.note('restart of Redis (SIGKILL, then from its append-only file)');
@@ -1106,7 +1298,12 @@ export class ModelRun {
   private async startHold(): Promise<void> {
     if (this.branches.length > 1) return;
     await this.topology.holdReplica();
-    this.hold = { since: this.step, until: this.step + this.rng.int(3, 25), snapshot: this.branches.map((m) => m.clone()), acknowledged: [] };
+    this.hold = {
+      since: this.step,
+      until: this.step + this.rng.int(3, 25),
+      snapshot: this.branches.map((m) => m.clone()),
+      acknowledged: [],
+    };
     this.note('the replica is held back (it has everything so far)');
     this.log('hold');
     this.count('holds');
@@ -1154,13 +1351,17 @@ export class ModelRun {
         if (reason) reasons.push(reason);
         return reason === null;
       });
-      if (kept.length === 0) throw this.violation(`[durability] ${op.desc}, answered ${show(ans)} at step ${step} while the replica was held back, does not hold after the failover: ${reasons[0]}`);
+      if (kept.length === 0)
+        throw this.violation(
+          `[durability] ${op.desc}, answered ${show(ans)} at step ${step} while the replica was held back, does not hold after the failover: ${reasons[0]}`,
+        );
       this.branches = kept;
     }
     // the failover may undo writes whose versions were seen: a version goes back, but may not name other content
     this.highest.clear();
     for (const l of [...this.listings]) this.dropListing(l, 'failover');
-    for (const h of [...this.held]) if (!this.model.job(h.topic, h.id) || this.model.job(h.topic, h.id)!.claim?.token !== h.claim) this.endHeld(h);
+    for (const h of [...this.held])
+      if (!this.model.job(h.topic, h.id) || this.model.job(h.topic, h.id)!.claim?.token !== h.claim) this.endHeld(h);
     await this.checkTouched(this.everyKey());
     await this.sendRetries();
   }
@@ -1176,11 +1377,23 @@ export class ModelRun {
     await this.checkTouched();
     for (const t of this.topics)
       for (const id of this.scheduleIds)
-        await this.exec({ desc: `deleteSchedule ${t}/${id}`, change: true, retry: true, call: async () => (await this.q.deleteSchedule(t, id), true as const), model: (m, ans, cx) => m.deleteSchedule(t, id, ans, cx) });
+        await this.exec({
+          desc: `deleteSchedule ${t}/${id}`,
+          change: true,
+          retry: true,
+          call: async () => (await this.q.deleteSchedule(t, id), true as const),
+          model: (m, ans, cx) => m.deleteSchedule(t, id, ans, cx),
+        });
     for (const h of [...this.held]) {
       this.endHeld(h);
       const ref = { attempt: h.attempt, claim: h.claim };
-      await this.exec({ desc: `ack ${h.topic}/${h.id}#${h.attempt}`, change: false, retry: false, call: () => this.q.engine.ack(h.topic, h.id, ref), model: (m, ans, cx) => m.ack(h.topic, h.id, ref, ans, cx) });
+      await this.exec({
+        desc: `ack ${h.topic}/${h.id}#${h.attempt}`,
+        change: false,
+        retry: false,
+        call: () => this.q.engine.ack(h.topic, h.id, ref),
+        model: (m, ans, cx) => m.ack(h.topic, h.id, ref, ans, cx),
+      });
     }
     await this.checkTouched();
     for (let round = 0; round < 200; round++) {
@@ -1210,11 +1423,23 @@ export class ModelRun {
             );
           if (batch.length === 0) continue;
           const refs = batch.map((h) => ({ id: h.id, attempt: h.attempt, claim: h.claim }));
-          await this.exec<boolean[]>({ desc: `start ${topic} ${batch.length}`, change: false, retry: false, call: () => this.q.engine.start(topic, refs), model: (m, ans, cx) => m.start(topic, refs, ans, cx) });
+          await this.exec<boolean[]>({
+            desc: `start ${topic} ${batch.length}`,
+            change: false,
+            retry: false,
+            call: () => this.q.engine.start(topic, refs),
+            model: (m, ans, cx) => m.start(topic, refs, ans, cx),
+          });
           for (const h of batch) {
             this.endHeld(h);
             const ref = { attempt: h.attempt, claim: h.claim };
-            await this.exec({ desc: `ack ${topic}/${h.id}#${h.attempt}`, change: false, retry: false, call: () => this.q.engine.ack(topic, h.id, ref), model: (m, ans, cx) => m.ack(topic, h.id, ref, ans, cx) });
+            await this.exec({
+              desc: `ack ${topic}/${h.id}#${h.attempt}`,
+              change: false,
+              retry: false,
+              call: () => this.q.engine.ack(topic, h.id, ref),
+              model: (m, ans, cx) => m.ack(topic, h.id, ref, ans, cx),
+            });
           }
           await this.checkTouched();
         }
@@ -1241,7 +1466,17 @@ export class ModelRun {
   private async opClaimOf(topic: string, n: number): Promise<void> {
     const claimed = await this.q.engine.claim(topic, n);
     this.note(`claim ${topic} ${n} → ${claimed.length} jobs`);
-    this.apply<ClaimedJob[]>({ desc: 'claim', change: false, retry: false, call: async () => claimed, model: (m, _a, cx) => m.claim(topic, n, claimed, cx) }, { kind: 'value', value: claimed }, false);
+    this.apply<ClaimedJob[]>(
+      {
+        desc: 'claim',
+        change: false,
+        retry: false,
+        call: async () => claimed,
+        model: (m, _a, cx) => m.claim(topic, n, claimed, cx),
+      },
+      { kind: 'value', value: claimed },
+      false,
+    );
     for (const c of claimed) this.held.push({ topic, id: c.id, attempt: c.attempt, claim: c.claim, started: false });
   }
 }

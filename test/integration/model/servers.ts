@@ -21,7 +21,12 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { until } from '../../../scripts/support/process';
-import { startReplyDroppingProxy, startSwitchProxy, type ReplyDroppingProxy, type SwitchProxy } from '../../support/proxy';
+import {
+  startReplyDroppingProxy,
+  startSwitchProxy,
+  type ReplyDroppingProxy,
+  type SwitchProxy,
+} from '../../support/proxy';
 import { startRedis, type RedisProcess } from '../../support/redis';
 
 /** A TCP link between a replica and its primary that can hold, release or drop everything. */
@@ -119,7 +124,11 @@ export class Topology {
 
   constructor(readonly options: TopologyOptions) {
     // a new replica syncs at once (Redis waits 5 s for more replicas by default)
-    this.args = ['--repl-diskless-sync-delay', '0', ...(options.appendOnly ? ['--appendonly', 'yes', '--appendfsync', 'always'] : [])];
+    this.args = [
+      '--repl-diskless-sync-delay',
+      '0',
+      ...(options.appendOnly ? ['--appendonly', 'yes', '--appendfsync', 'always'] : []),
+    ];
   }
 
   /** Where clients connect: through the reply-dropping proxy and the endpoint, when there are. */
@@ -149,14 +158,24 @@ export class Topology {
       await this.addReplica();
       this.endpoint = await startSwitchProxy({ port: this.primary.port });
     }
-    if (this.options.drops) this.dropper = await startReplyDroppingProxy({ port: this.endpoint?.port ?? this.primary.port });
+    if (this.options.drops)
+      this.dropper = await startReplyDroppingProxy({ port: this.endpoint?.port ?? this.primary.port });
   }
 
   /** A new replica of the primary, behind a new link, synced. */
   private async addReplica(): Promise<void> {
     this.link = await startLink(this.primary.port);
-    this.replica = await startRedis({ dir: this.dir(), args: [...this.args, '--replicaof', '127.0.0.1', String(this.link.port)] });
-    const synced = await until(() => /master_link_status:up/.test(replication(this.replica!.port)) && /connected_slaves:1/.test(replication(this.primary.port)), 30_000, 20);
+    this.replica = await startRedis({
+      dir: this.dir(),
+      args: [...this.args, '--replicaof', '127.0.0.1', String(this.link.port)],
+    });
+    const synced = await until(
+      () =>
+        /master_link_status:up/.test(replication(this.replica!.port)) &&
+        /connected_slaves:1/.test(replication(this.primary.port)),
+      30_000,
+      20,
+    );
     if (!synced) throw new Error('the replica did not sync with its primary');
   }
 
@@ -215,7 +234,13 @@ export class Topology {
     this.primary = await startRedis({ port, dir, args: this.args });
     // a held-back replica syncs again once the link lets it
     if (this.replica && !this.link?.held) {
-      const synced = await until(() => /master_link_status:up/.test(replication(this.replica!.port)) && /connected_slaves:1/.test(replication(this.primary.port)), 30_000, 20);
+      const synced = await until(
+        () =>
+          /master_link_status:up/.test(replication(this.replica!.port)) &&
+          /connected_slaves:1/.test(replication(this.primary.port)),
+        30_000,
+        20,
+      );
       if (!synced) throw new Error('the replica did not sync again after the restart');
     }
   }
@@ -230,7 +255,12 @@ export class Topology {
   }
 
   async stop(): Promise<void> {
-    await Promise.allSettled([this.dropper?.close(), this.endpoint?.close(), this.link?.close(), ...this.retired.filter((r): r is Link => 'sever' in r).map((l) => l.close())]);
+    await Promise.allSettled([
+      this.dropper?.close(),
+      this.endpoint?.close(),
+      this.link?.close(),
+      ...this.retired.filter((r): r is Link => 'sever' in r).map((l) => l.close()),
+    ]);
     await Promise.allSettled([this.primary?.stop('SIGKILL'), this.replica?.stop('SIGKILL')]);
     for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
   }
