@@ -51,7 +51,7 @@ export function configPath(env: Record<string, string | undefined>, home: string
 export function parseProfiles(
   text: string,
   path: string,
-): { default: string | undefined; profiles: Record<string, Profile> } {
+): { default: string | undefined; profiles: Map<string, Profile> } {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -64,17 +64,18 @@ export function parseProfiles(
     throw new UsageError(`${path} must be {"default": "<name>", "profiles": {"<name>": {"url": "…", "key": "…"}}}`);
   if (data.default !== undefined && typeof data.default !== 'string')
     throw new UsageError(`${path}: "default" must be a profile name`);
-  const profiles: Record<string, Profile> = {};
+  // a Map, not an object: a profile named `constructor` or `__proto__` is the file's, not Object.prototype's
+  const profiles = new Map<string, Profile>();
   for (const [name, profile] of Object.entries(data.profiles)) {
     if (!isObject(profile)) throw new UsageError(`${path}: profile "${name}" must be an object with "url" and "key"`);
     for (const field of ['url', 'key'] as const) {
       if (profile[field] !== undefined && typeof profile[field] !== 'string')
         throw new UsageError(`${path}: profiles.${name}.${field} must be a string`);
     }
-    profiles[name] = {
+    profiles.set(name, {
       ...(profile.url !== undefined ? { url: profile.url as string } : {}),
       ...(profile.key !== undefined ? { key: profile.key as string } : {}),
-    };
+    });
   }
   return { default: data.default, profiles };
 }
@@ -94,10 +95,10 @@ function chooseProfile(input: ConnectionInput): { name: string; profile: Profile
   const file = parseProfiles(text, path);
   const name = named ?? file.default;
   if (name === undefined) return undefined;
-  const profile = file.profiles[name];
+  const profile = file.profiles.get(name);
   if (!profile)
     throw new UsageError(
-      `no profile "${name}" in ${path} (profiles: ${Object.keys(file.profiles).join(', ') || 'none'})`,
+      `no profile "${name}" in ${path} (profiles: ${[...file.profiles.keys()].join(', ') || 'none'})`,
     );
   return { name, profile };
 }

@@ -107,7 +107,12 @@ export async function listKeys(ctx: EngineContext, deploymentSha: string): Promi
       .hgetall(k.uses)
       .hget(k.revoked, deploymentSha || '-'),
   )) as [Record<string, string>, Record<string, string>, string | null];
-  const used = (name: string) => (uses[name] === undefined ? null : Number(uses[name]));
+  // a Map, not a lookup in `uses`: a name like `constructor` or `__proto__` would find Object.prototype's member
+  const lastUse = new Map(Object.entries(uses));
+  const used = (name: string) => {
+    const at = lastUse.get(name);
+    return at === undefined ? null : Number(at);
+  };
   const keys: KeyInfo[] = Object.entries(records)
     .map(([name, text]) => {
       const r = JSON.parse(text) as { scope: Scope; topics: string; createdAt: number; createdBy: string };

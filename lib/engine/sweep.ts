@@ -32,7 +32,12 @@ function tally(result: SweepResult, topic: string, reply: script.MoveDueReply): 
   result.deadLettered += deadLettered;
   result.givenBack += givenBack;
   result.purged += purged;
-  if (ready > 0) result.readyByTopic[topic] = (result.readyByTopic[topic] ?? 0) + ready;
+  if (ready > 0) {
+    // own properties only: a topic may be named `constructor` or `__proto__`
+    const counts = result.readyByTopic;
+    const value = (Object.hasOwn(counts, topic) ? counts[topic]! : 0) + ready;
+    Object.defineProperty(counts, topic, { value, enumerable: true, writable: true, configurable: true });
+  }
   if (more === 1) result.more = true;
   if (nextAt !== null && (result.nextAt === null || nextAt < result.nextAt)) result.nextAt = nextAt;
   result.now = Math.max(result.now, now);

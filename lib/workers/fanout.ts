@@ -199,11 +199,12 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
  * One pass: claims and invokes every topic's ready jobs, up to each topic's concurrency and rate
  * limit. Returns the soonest a rate-limited topic that was held back may claim again (ms), or null.
  */
-async function pass(deps: FanoutDeps, names: string[], reports: Record<string, FanoutReport>): Promise<number | null> {
+async function pass(deps: FanoutDeps, names: string[], reports: Map<string, FanoutReport>): Promise<number | null> {
   const config = deps.engine.config;
   const waits = await Promise.all(
     names.map(async (name) => {
-      const report = (reports[name] ??= { claimed: 0, invoked: 0, released: 0 });
+      const report = reports.get(name) ?? { claimed: 0, invoked: 0, released: 0 };
+      reports.set(name, report);
       try {
         return await fanoutTopic(deps, config.topics.get(name)!, report);
       } catch (error) {
@@ -234,7 +235,8 @@ export async function runFanout(
 ): Promise<Record<string, FanoutReport>> {
   const config = deps.engine.config;
   const names = (options.topics ?? [...config.topics.keys()]).filter((t) => config.topics.has(t));
-  const reports: Record<string, FanoutReport> = {};
+  // a Map, not an object: a topic may be named `constructor` or `__proto__`
+  const reports = new Map<string, FanoutReport>();
   const markMs = (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs;
   const endsAt = Date.now() + markMs;
   const remainingMs = deps.remainingMs ?? (() => endsAt - Date.now());
@@ -249,7 +251,7 @@ export async function runFanout(
         await sleep(waitMs);
         continue;
       }
-      if (!token) return reports;
+      if (!token) return Object.fromEntries(reports);
       await unmarkFanout(deps.engine.ctx, token);
       token = undefined;
       if (waitMs !== null) {
@@ -258,17 +260,17 @@ export async function runFanout(
         } catch (error) {
           deps.log.error('could not hand the paced topics over to a new fan-out; the sweeper starts one', { error });
         }
-        return reports;
+        return Object.fromEntries(reports);
       }
-      if (!(await claimable(deps.engine))) return reports;
+      if (!(await claimable(deps.engine))) return Object.fromEntries(reports);
       const next = newToken();
       token = next; // held from here: a lost reply may hide a mark that was set
       if (!(await markFanout(deps.engine.ctx, next, markMs))) {
         token = undefined;
-        return reports;
+        return Object.fromEntries(reports);
       }
     }
-    return reports;
+    return Object.fromEntries(reports);
   } finally {
     // however it ends (done, or a call that threw), it leaves no mark of its own behind
     if (token)

@@ -137,6 +137,31 @@ describe('API keys in Redis', () => {
     await engine.revokeKey(name, deploymentSha);
   });
 
+  it("keys never used, named like Object.prototype's members, list with lastUsedAt null", async () => {
+    const { engine, deploymentSha } = setup();
+    const names = ['constructor', 'toString', '__proto__', 'valueOf', 'hasOwnProperty'];
+    for (const name of names) {
+      const created = await engine.createKey({
+        name,
+        scope: 'read',
+        topics: null,
+        sha: secretDigest(newSecret()),
+        createdBy: 'deployment',
+      });
+      assert.equal(typeof created, 'object', name);
+    }
+    try {
+      const listed = await engine.listKeys(deploymentSha);
+      for (const name of names)
+        assert.deepEqual(
+          listed.filter((k) => k.name === name).map((k) => [k.name, k.lastUsedAt]),
+          [[name, null]],
+        );
+    } finally {
+      for (const name of names) await engine.revokeKey(name, deploymentSha);
+    }
+  });
+
   it('a deployment holds at most the keys it may', async () => {
     const { engine } = setup();
     const held = await server.client().hlen('dq:{keys}:keys');

@@ -273,6 +273,25 @@ describe('sweeper and fan-out (real redis-server)', () => {
     assert.equal((await queue.get(topic, 'k0'))?.attempts, 0);
   });
 
+  it("topics named like Object.prototype's members: the sweep counts their ready jobs, the fan-out reports them", async () => {
+    const names = ['__proto__', 'constructor', 'toString'];
+    const queue = makeQueue(server.client(), Object.fromEntries(names.map((t) => [t, { handler: 'h' }])));
+    for (const topic of names) await queue.add({ topic, id: 'j', delay: 0 });
+    const swept = await queue.engine.sweep();
+    const sorted = <T extends [string, unknown]>(entries: T[]) => entries.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    assert.deepEqual(
+      sorted(Object.entries(swept.readyByTopic)),
+      sorted(names.map((t) => [t, 1])),
+      'each topic its own count',
+    );
+    const reports = await runFanout({ engine: queue.engine, invoker: new RecordingInvoker(), log }, { topics: names });
+    assert.deepEqual(
+      sorted(Object.entries(reports)),
+      sorted(names.map((t) => [t, { claimed: 1, invoked: 1, released: 0 }])),
+    );
+    assert.equal((Object.prototype as { claimed?: unknown }).claimed, undefined, 'Object.prototype left alone');
+  });
+
   it('runs one fan-out at a time: it drains, clears its mark, and the next request invokes again', () =>
     isolated(async (r) => {
       const topic = uniqueTopic();

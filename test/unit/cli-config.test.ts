@@ -106,6 +106,27 @@ describe('dq connection', () => {
     );
   });
 
+  it("profiles named like Object.prototype's members: only the file's own, found as named", () => {
+    for (const profile of ['constructor', 'toString', '__proto__', 'hasOwnProperty'])
+      assert.throws(
+        () => resolveConnection(input({ file: PROFILES, flags: { profile } })),
+        usage(new RegExp(`no profile "${profile}" in .*config.json \\(profiles: staging, prod, urlOnly\\)`)),
+        profile,
+      );
+    // written out: in an object literal `__proto__:` sets the prototype, JSON.parse makes it a field
+    const file =
+      '{"default":"__proto__","profiles":{"__proto__":{"url":"https://proto.example.com","key":"proto-key"},' +
+      '"b":{"url":"https://b.example.com"}}}';
+    assert.deepEqual(
+      [resolveConnection(input({ file })).url, resolveConnection(input({ file })).key],
+      ['https://proto.example.com', 'proto-key'],
+    );
+    assert.throws(
+      () => resolveConnection(input({ file, flags: { profile: 'url' } })),
+      usage(/no profile "url" in .*config.json \(profiles: __proto__, b\)/),
+    );
+  });
+
   it('usage errors: an unknown profile, a profile without a file, a broken file, a bad URL, no key for a remote URL', () => {
     assert.throws(
       () => resolveConnection(input({ file: PROFILES, flags: { profile: 'dev' } })),
