@@ -5,6 +5,7 @@
  * scope check, so the caller is admin on every topic here; its name, recorded in `updatedBy` and the
  * request log, is read from the signer's ARN.
  */
+import { createHash } from 'node:crypto';
 import type { Caller } from '../engine';
 
 /**
@@ -18,10 +19,22 @@ export interface IamIdentity {
 }
 
 const MAX_NAME = 64; // KEY_NAME_PATTERN's length
+/** Joins a changed name to its tag: never in a name kept whole (IAM names hold no `:`, ours one at most). */
+const TAG_MARK = '::';
+const TAG_LENGTH = 10; // hex digits of SHA-256: 40 bits
 
-/** `value` with every character outside [A-Za-z0-9._:-] as `_`, at most 64 characters; '' for none. */
-function sanitise(value: string): string {
-  return value.replace(/[^A-Za-z0-9._:-]/g, '_').slice(0, MAX_NAME);
+/**
+ * `name` as a key name (KEY_NAME_PATTERN): whole when it is one, holds no `::` and fits in 64 characters; else with
+ * every character outside [A-Za-z0-9._:-] as `_`, cut to 52, then `::` and the first 10 hex digits of the SHA-256 of
+ * `whole` (the ARN or callerId it came from), so that two callers whose names differ only past the cut, or only in
+ * characters a key name may not hold, never share a name. '' for none.
+ */
+function fit(name: string, whole: string): string {
+  if (name === '') return '';
+  if (name.length <= MAX_NAME && /^[A-Za-z0-9._:-]+$/.test(name) && !name.includes(TAG_MARK)) return name;
+  const tag = createHash('sha256').update(whole).digest('hex').slice(0, TAG_LENGTH);
+  const kept = name.replace(/[^A-Za-z0-9._:-]/g, '_').slice(0, MAX_NAME - TAG_MARK.length - TAG_LENGTH);
+  return `${kept}${TAG_MARK}${tag}`;
 }
 
 /**
@@ -31,7 +44,8 @@ function sanitise(value: string): string {
  * - `arn:aws:sts::123456789012:assumed-role/deployer/ci-run-7` → `deployer:ci-run-7` (role, then session)
  * - `arn:aws:sts::123456789012:federated-user/bob` → `bob`
  * - `arn:aws:iam::123456789012:root` → `root:123456789012`
- * Characters a key name may not hold become `_`; a name is cut at 64 characters.
+ * A name longer than 64 characters, or with characters a key name may not hold (`_` then), is cut to 52 and tagged
+ * with `::` and a hash of the ARN (fit): distinct callers keep distinct names.
  */
 export function iamName(arn: string): string | null {
   const match = /^arn:[a-z-]+:(iam|sts)::(\d{12}):(.+)$/.exec(arn);
@@ -45,8 +59,8 @@ export function iamName(arn: string): string | null {
   else if ((kind === 'user' || kind === 'federated-user' || kind === 'role') && parts.length >= 2)
     name = parts[parts.length - 1]!;
   else return null;
-  const clean = sanitise(name);
-  return clean === '' ? null : clean;
+  const fitted = fit(name, arn);
+  return fitted === '' ? null : fitted;
 }
 
 /**
@@ -56,6 +70,6 @@ export function iamName(arn: string): string | null {
 export function iamCaller(identity: IamIdentity | null | undefined): Caller | null {
   if (!identity) return null;
   const fromArn = identity.userArn ? iamName(identity.userArn) : null;
-  const name = fromArn ?? (identity.callerId ? sanitise(identity.callerId) : '');
+  const name = fromArn ?? (identity.callerId ? fit(identity.callerId, identity.callerId) : '');
   return name ? { name, scope: 'admin', topics: null } : null;
 }
