@@ -267,7 +267,10 @@ export interface SchedulePage<Body = unknown> {
   next: string | null;
 }
 
-/** A flow key's pace: at most `count` starts per `per` seconds, up to `burst` at once after a quiet spell. */
+/**
+ * A flow key's pace: one start every `per`/`count` seconds, up to `burst` at once after a quiet spell; at most
+ * `count + burst - 1` starts in any `per` seconds (right after a quiet spell), `count` a `per` while busy.
+ */
 export interface FlowRate {
   count: number;
   per: number;

@@ -511,9 +511,9 @@ export const COMMANDS: readonly Command[] = [
       'Give --concurrency and/or --rate (with --per and --burst); "default" returns that limit to the topic\'s. Limits left out stay as they are.',
     options: [
       opt('concurrency', 'N', 'attempts of the key running at once (1-10000), or default'),
-      opt('rate', 'COUNT', 'starts per --per (1-1000000), or default'),
+      opt('rate', 'COUNT', 'starts per --per at a steady pace (1-1000000), or default'),
       opt('per', 'DURATION', 'the span of --rate: seconds or a duration (default 1s)'),
-      opt('burst', 'N', 'starts at once after a quiet spell, 1 (default) to --rate'),
+      opt('burst', 'N', 'starts at once after a quiet spell, 1 (default) to --rate: up to COUNT + N - 1 a --per'),
     ],
     async run(ctx, { args: [topic, key], options }) {
       const state = await ctx.client.setFlowKey(topic!, key!, flowChange(options));

@@ -11,7 +11,10 @@ import { topicKeys } from './keys';
 import { run } from './script-runner';
 import * as script from './scripts';
 
-/** A key's pace: at most `count` starts per `perMs`, `burst` of them at once after a quiet spell (GCRA). */
+/**
+ * A key's pace (GCRA): one start every perMs/count, `burst` of them at once after a quiet spell; so at most
+ * count + burst - 1 starts in any `perMs` (right after a quiet spell), `count` a `perMs` while busy.
+ */
 export interface FlowRate {
   count: number;
   perMs: number;
