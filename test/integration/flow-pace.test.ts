@@ -7,7 +7,7 @@
  * README and openapi.yaml state that bound.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
@@ -75,12 +75,21 @@ describe("a flow key's pace", () => {
       );
     });
 
-  it('README.md and openapi.yaml state that bound, not count per per', () => {
+  it('the docs state that bound, not count per per', () => {
     const root = join(__dirname, '../..');
-    for (const file of ['README.md', 'openapi.yaml', 'lib/client.ts']) {
-      const text = readFileSync(join(root, file), 'utf8');
-      assert.ok(!text.includes('at most `count` starts per `per` seconds'), `${file} says count per per`);
-      assert.ok(text.includes('`count + burst - 1`'), `${file} names count + burst - 1`);
-    }
+    const read = (file: string) => readFileSync(join(root, file), 'utf8');
+    const docs = existsSync(join(root, 'docs'))
+      ? readdirSync(join(root, 'docs'))
+          .filter((f) => f.endsWith('.md'))
+          .map((f) => `docs/${f}`)
+      : [];
+    for (const file of ['README.md', ...docs, 'openapi.yaml', 'lib/client.ts'])
+      assert.ok(!read(file).includes('at most `count` starts per `per` seconds'), `${file} says count per per`);
+    for (const file of ['openapi.yaml', 'lib/client.ts'])
+      assert.ok(read(file).includes('`count + burst - 1`'), `${file} names count + burst - 1`);
+    assert.ok(
+      ['README.md', ...docs].some((file) => read(file).includes('`count + burst - 1`')),
+      'the README (or docs/) names count + burst - 1',
+    );
   });
 });
