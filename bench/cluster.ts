@@ -66,12 +66,12 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis, type Cluster } from 'ioredis';
 import { resolveQueueConfig } from '../lib/core/queue-config';
-import { Queue } from '../lib/api/queue';
+import { Queue, queueOf } from '../test/support/queue';
 import { Engine, type ClaimedJob } from '../lib/engine';
-import { slotOf, topicKeys } from '../lib/engine/keys';
 import { createRedis, isUnavailable } from '../lib/platform/redis';
 import { freePort, startRedis, startRedisCluster, type RedisProcess } from '../test/support/redis';
 import { describeMachine, fmt, info, pool, printTable, round } from './env';
+import { slotOf, topicKeys } from '../lib/testing';
 
 const TOPIC = 'bench';
 const BODY = { orderId: 'order-000001', customer: 'customer-1', items: 3, note: 'x'.repeat(130) }; // 200 bytes of JSON
@@ -293,7 +293,7 @@ function makeQueue(
     ...change,
     topics: { [TOPIC]: { concurrency: 10_000, ttr: 5, backoff: { type: 'fixed', delay: 1 }, maxAttempts: 50 } },
   });
-  return new Queue(new Engine(client, config));
+  return queueOf(new Engine(client, config));
 }
 
 /** Owner (index in `ports`) of each hash slot, from CLUSTER SLOTS; all 0 on a single node. */

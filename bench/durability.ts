@@ -15,7 +15,7 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/core/queue-config';
-import { Queue } from '../lib/api/queue';
+import { Queue, queueOf } from '../test/support/queue';
 import { Engine } from '../lib/engine';
 import { startPrimaryWithReplica } from '../test/support/redis';
 import { envInt } from './env';
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     for (const mode of ['none', 'replica'] as const) {
       const redis = new Redis(pair.primary.url);
       clients.push(redis);
-      queues[mode] = new Queue(new Engine(redis, resolveQueueConfig({ topics: { bench: {} }, durability: mode })));
+      queues[mode] = queueOf(new Engine(redis, resolveQueueConfig({ topics: { bench: {} }, durability: mode })));
     }
     let seq = 0;
     const latencies: Record<Mode, number[]> = { none: [], replica: [] };

@@ -26,13 +26,13 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/core/queue-config';
-import { topicKeys } from '../lib/engine/keys';
 import { MAX_BODY_BYTES } from '../lib/core/limits';
-import { Queue } from '../lib/api/queue';
+import { queueOf } from '../test/support/queue';
 import { Engine, type Caller } from '../lib/engine';
 import { type ClaimedJob } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, scriptNamer } from './env';
+import { topicKeys } from '../lib/testing';
 
 /** The key jobs are added with, as the API adds every job: its name is stored on each (updatedBy). */
 const PRODUCER: Caller = { name: 'orders-service', scope: 'write', topics: null };
@@ -240,7 +240,7 @@ async function bigBodies(redis: Redis, jobs: number, bodyBytes: number): Promise
     maxBodyBytes: bodyBytes,
     retention: 3600,
   });
-  const queue = new Queue(new Engine(redis, config, { clock: () => now, random: () => 0 }));
+  const queue = queueOf(new Engine(redis, config, { clock: () => now, random: () => 0 }));
   const body = { pad: 'x'.repeat(bodyBytes - Buffer.byteLength(JSON.stringify({ pad: '' }))) };
   if (Buffer.byteLength(JSON.stringify(body)) !== bodyBytes) throw new Error('big body has the wrong size');
   // EVALSHA names its script by digest; an EVAL (ioredis sends one for a script's first call on a
@@ -431,7 +431,7 @@ async function main(): Promise<void> {
   try {
     server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
     redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
-    const queue = new Queue(new Engine(redis, config));
+    const queue = queueOf(new Engine(redis, config));
     const serverInfo = await redis.info('server');
     const machine = describeMachine(serverInfo, server.pid);
     console.log(

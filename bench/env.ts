@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { cpus, totalmem, type as osType, release as osRelease } from 'node:os';
-import { SCRIPTS, scriptText, type ScriptName } from '../lib/engine/script-runner';
+import { SCRIPTS, scriptText, type ScriptName } from '../lib/testing';
 
 /** Positive integer environment variable `name`, or `fallback` when unset or empty; throws naming it otherwise. */
 export function envInt(name: string, fallback: number): number {

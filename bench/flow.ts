@@ -54,17 +54,7 @@ import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis, type Cluster } from 'ioredis';
-import {
-  Engine,
-  type AckOutcome,
-  type AttemptRef,
-  type ClaimedJob,
-  type EngineOptions,
-  type FailOutcome,
-  type NewJob,
-  type PacedClaim,
-} from '../lib/engine';
-import { topicKeys } from '../lib/engine/keys';
+import { Engine, type ClaimedJob, type EngineOptions, type NewJob } from '../lib/engine';
 import type { Invoker } from '../lib/platform/lambda';
 import { createRuntime, type Runtime } from '../lib/platform/runtime';
 import { runFanout, type HandlerEvent } from '../lib/workers/fanout';
@@ -74,6 +64,7 @@ import { resolveQueueConfig, type QueueConfig, type TopicInput } from '../lib/co
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, printTable, round, usedMemory } from './env';
 import { addSweepClaimAck } from './workload';
+import { topicKeys, engineContext } from '../lib/testing';
 
 const SCENARIOS = ['exact', 'fair', 'cheap', 'pause'] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -266,52 +257,47 @@ class TrackedEngine extends Engine {
     options?: EngineOptions,
   ) {
     super(redis, config, options);
-  }
-  override async claimPaced(topic: string, count: number, maxRunning?: number, maxBytes?: number): Promise<PacedClaim> {
-    const paced = await super.claimPaced(topic, count, maxRunning, maxBytes);
-    this.ledger.claimed(paced.jobs);
-    return paced;
-  }
-  override async claimStarted(topic: string, count: number): Promise<ClaimedJob[]> {
-    const jobs = await super.claimStarted(topic, count);
-    this.ledger.claimed(jobs);
-    return jobs;
-  }
-  override async start(topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
-    const live = await super.start(topic, jobs);
-    jobs.forEach((j, i) => {
-      if (!live[i]) this.ledger.endedBefore(j.claim);
-    });
-    return live;
-  }
-  override async ack(topic: string, id: string, attempt: AttemptRef): Promise<AckOutcome> {
-    const answered = this.ledger.ending(attempt.claim);
-    const outcome = await super.ack(topic, id, attempt);
-    answered();
-    if (outcome === 'done') {
-      this.ledger.done += 1;
-      this.ledger.doneByKey.set(keyOf(id), (this.ledger.doneByKey.get(keyOf(id)) ?? 0) + 1);
-    }
-    return outcome;
-  }
-  override async fail(
-    topic: string,
-    id: string,
-    attempt: AttemptRef,
-    error: string,
-    retryAfterMs?: number,
-  ): Promise<FailOutcome> {
-    const answered = this.ledger.ending(attempt.claim);
-    this.ledger.failed += 1;
-    const outcome = await super.fail(topic, id, attempt, error, retryAfterMs);
-    answered();
-    return outcome;
-  }
-  override async release(jobs: (Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef)[], reason?: string): Promise<number> {
-    const answered = jobs.map((j) => this.ledger.ending(j.claim));
-    const n = await super.release(jobs, reason);
-    for (const f of answered) f();
-    return n;
+    const { claimPaced, claimStarted, start, ack, fail, release } = this;
+    this.claimPaced = async (topic, count, maxRunning, maxBytes) => {
+      const paced = await claimPaced.call(this, topic, count, maxRunning, maxBytes);
+      this.ledger.claimed(paced.jobs);
+      return paced;
+    };
+    this.claimStarted = async (topic, count) => {
+      const jobs = await claimStarted.call(this, topic, count);
+      this.ledger.claimed(jobs);
+      return jobs;
+    };
+    this.start = async (topic, jobs) => {
+      const live = await start.call(this, topic, jobs);
+      jobs.forEach((j, i) => {
+        if (!live[i]) this.ledger.endedBefore(j.claim);
+      });
+      return live;
+    };
+    this.ack = async (topic, id, attempt) => {
+      const answered = this.ledger.ending(attempt.claim);
+      const outcome = await ack.call(this, topic, id, attempt);
+      answered();
+      if (outcome === 'done') {
+        this.ledger.done += 1;
+        this.ledger.doneByKey.set(keyOf(id), (this.ledger.doneByKey.get(keyOf(id)) ?? 0) + 1);
+      }
+      return outcome;
+    };
+    this.fail = async (topic, id, attempt, error, retryAfterMs) => {
+      const answered = this.ledger.ending(attempt.claim);
+      this.ledger.failed += 1;
+      const outcome = await fail.call(this, topic, id, attempt, error, retryAfterMs);
+      answered();
+      return outcome;
+    };
+    this.release = async (jobs, reason) => {
+      const answered = jobs.map((j) => this.ledger.ending(j.claim));
+      const n = await release.call(this, jobs, reason);
+      for (const f of answered) f();
+      return n;
+    };
   }
 }
 
@@ -1113,7 +1099,11 @@ async function memoryRun(kind: MemoryKind, m: number): Promise<MemoryResult> {
     await sleep(2000); // every key's pace is behind it (10/s, burst 1), and Redis's cron has shrunk its tables
     await sweepAll(engine);
     const after = await usedMemory(redis);
-    const base = topicKeys(engine.ctx.layout.placeOf(engine.topic(TOPIC), ''), TOPIC, engine.ctx.layout).jobs;
+    const base = topicKeys(
+      engineContext(engine).layout.placeOf(engine.topic(TOPIC), ''),
+      TOPIC,
+      engineContext(engine).layout,
+    ).jobs;
     const left: string[] = [];
     let cursor = '0';
     do {

@@ -41,9 +41,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/core/queue-config';
-import { CANCEL_GROUP_STEP } from '../lib/engine/groups';
-import { groupKey, topicKeys } from '../lib/engine/keys';
-import { Queue } from '../lib/api/queue';
+import { Queue, queueOf } from '../test/support/queue';
 import { Engine } from '../lib/engine';
 import { type ClaimedJob, type Job } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
@@ -59,6 +57,7 @@ import {
   usedMemory,
   type Logged,
 } from './env';
+import { CANCEL_GROUP_STEP, groupKey, topicKeys } from '../lib/testing';
 
 // 200 as bench/engine.ts, so the no-group figure compares with its step 4
 const BODY_BYTES = envInt('BENCH_BODY_BYTES', 200);
@@ -205,8 +204,8 @@ async function cancelRun(
   try {
     await admin.flushall();
     await admin.call('MEMORY', 'PURGE');
-    const q = new Queue(new Engine(cancelRedis, config));
-    const worker = new Queue(new Engine(loopRedis, config));
+    const q = queueOf(new Engine(cancelRedis, config));
+    const worker = queueOf(new Engine(loopRedis, config));
     const addStart = Date.now();
     const addMs = await addAll(q, N.groupJobs, (i) => ({
       topic,
@@ -466,7 +465,7 @@ async function listings(
   try {
     await admin.flushall();
     await admin.call('MEMORY', 'PURGE');
-    const queue = new Queue(new Engine(redis, config));
+    const queue = queueOf(new Engine(redis, config));
     // small bodies; due over the next hour from a minute on, so none is due while this runs
     const job = (topic: string, n: number) => (i: number) => ({
       topic,
@@ -520,7 +519,7 @@ async function memoryRun(server: RedisProcess, admin: Redis, groupSize: number |
   const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
   const jobs = N.memoryJobs;
   try {
-    const queue = new Queue(new Engine(redis, config));
+    const queue = queueOf(new Engine(redis, config));
     const groupOf = (i: number) =>
       groupSize === null ? undefined : `meeting-${String(Math.floor(i / groupSize)).padStart(6, '0')}`;
     const job = (i: number) => ({

@@ -16,9 +16,9 @@
 import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { SCRIPTS, includeOrder, scriptText, type ScriptName } from '../lib/engine/script-runner';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, printTable } from './env';
+import { SCRIPTS, includeOrder, scriptText, type ScriptName } from '../lib/testing';
 
 const REF = process.argv[2] ?? 'HEAD';
 const LOADS = envInt('BENCH_LOADS', 200);

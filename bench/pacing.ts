@@ -26,7 +26,7 @@ import { resolveQueueConfig } from '../lib/core/queue-config';
 import { runFanout, type HandlerEvent } from '../lib/workers/fanout';
 import type { Invoker } from '../lib/platform/lambda';
 import { createLogger } from '../lib/platform/log';
-import { Queue } from '../lib/api/queue';
+import { Queue, queueOf } from '../test/support/queue';
 import { Engine } from '../lib/engine';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { envInt, printTable } from './env';
@@ -124,7 +124,7 @@ function queueOn(port: number, topic: string, handler?: string): { queue: Queue;
       },
     },
   });
-  return { queue: new Queue(new Engine(redis, config)), redis };
+  return { queue: queueOf(new Engine(redis, config)), redis };
 }
 
 async function claimLoops(port: number): Promise<Run> {

@@ -53,12 +53,12 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { Agent, request, type Dispatcher } from 'undici';
-import { KEY_RECHECK_MS } from '../lib/api/auth';
 import { secretDigest } from '../lib/engine';
 import { groupCpuTicks } from '../scripts/support/process';
 import { startOffline, type OfflineProcess } from '../test/support/offline';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, printTable } from './env';
+import { KEY_RECHECK_MS } from '../lib/testing';
 
 const N = {
   rate: envInt('BENCH_ROTATION_RATE', 200),

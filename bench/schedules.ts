@@ -61,14 +61,14 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { resolveQueueConfig } from '../lib/core/queue-config';
-import { scheduleKeys, topicKeys } from '../lib/engine/keys';
-import { Queue } from '../lib/api/queue';
+import { Queue, queueOf } from '../test/support/queue';
 import { Engine } from '../lib/engine';
 import { type Schedule } from '../lib/engine';
 import { catchUpPlan, occurrenceId } from '../lib/core/schedule';
 import { exited, freePort, groupGone, signalGroup } from '../scripts/support/process';
 import { startRedis, type RedisProcess } from '../test/support/redis';
 import { describeMachine, envInt, fmt, info, pool, printTable, round, slowlogReader, usedMemory } from './env';
+import { scheduleKeys, topicKeys } from '../lib/testing';
 
 const ROOT = resolve(__dirname, '..');
 const N = {
@@ -260,7 +260,7 @@ async function sweepRun(
   let clock = due - 30_000; // every: 60 and */5 both have their next run at `due`
   const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
   try {
-    const queue = new Queue(new Engine(redis, resolveQueueConfig({ topics: { [TOPIC]: {} } }), { clock: () => clock }));
+    const queue = queueOf(new Engine(redis, resolveQueueConfig({ topics: { [TOPIC]: {} } }), { clock: () => clock }));
     // a first put loads the scripts and sizes the client's buffers; then nothing is left of it
     await queue.putSchedule(TOPIC, 'warm-up', { ...EVERY, body: makeBody(0, N.bodyBytes) });
     await admin.flushall();

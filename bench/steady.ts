@@ -26,7 +26,7 @@ import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { Engine, type Caller } from '../lib/engine';
-import { Queue } from '../lib/api/queue';
+import { queueOf } from '../test/support/queue';
 import type { Invoker } from '../lib/platform/lambda';
 import { createRuntime, type Runtime } from '../lib/platform/runtime';
 import { runFanout, type HandlerEvent } from '../lib/workers/fanout';
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
       },
       () => ({ ...rt!, engine: new Engine(redis, base.config.queue) }),
     );
-    const queue = new Queue(engine);
+    const queue = queueOf(engine);
     const body = { order: 'x'.repeat(136) }; // 150 bytes as JSON
 
     // adds at N.rate a second: a burst every TICK_MS, each job due delayMs after its add

@@ -1,4 +1,4 @@
-import { REFUSAL, type Refusal } from '../engine';
+import { isRefused, NotReplicatedError, REFUSAL, type Refusal, type Refused } from '../engine';
 
 /** Error codes of the API, as they appear in `{ "error": { "code" } }`. */
 export type ErrorCode =
@@ -61,5 +61,24 @@ export function refusalError(refusal: Refusal, topic: string, id: string, detail
         `job ${topic}/${id} does not have the version If-Match names`,
         details,
       );
+  }
+}
+
+/** Throws the API error of a refusal; otherwise returns the outcome. */
+export function orThrow<T extends object>(outcome: T | Refused, topic: string, id: string): T {
+  if (!isRefused(outcome)) return outcome;
+  if (outcome.refusal === REFUSAL.VERSION_MISMATCH)
+    throw refusalError(outcome.refusal, topic, id, { job: outcome.job ?? null });
+  throw refusalError(outcome.refusal, topic, id, outcome.job ? { job: outcome.job } : undefined);
+}
+
+/** Runs an engine change; a change no replica confirmed becomes 503 NOT_REPLICATED (retry the same request). */
+export async function replicated<T>(change: Promise<T>): Promise<T> {
+  try {
+    return await change;
+  } catch (error) {
+    if (!(error instanceof NotReplicatedError)) throw error;
+    const message = `the change reached the primary, but no replica confirmed it within ${error.timeoutMs} ms, so a failover could undo it; retry the same request (it is idempotent)`;
+    throw new HttpError(503, 'NOT_REPLICATED', message, undefined, 1);
   }
 }

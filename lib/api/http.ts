@@ -6,6 +6,7 @@ import { iamCaller, type IamIdentity } from './iam';
 import { takeColdStart } from '../platform/log';
 import { isUnavailable } from '../platform/redis';
 import { runtime, type Runtime } from '../platform/runtime';
+import type { Engine } from '../engine';
 
 /** A request as a route sees it. */
 export interface ApiRequest {
@@ -109,78 +110,129 @@ export function httpRoute(route: Route, getRuntime: () => Runtime = runtime) {
     try {
       rt = getRuntime();
     } catch (error) {
-      console.error(
-        JSON.stringify({ level: 'ERROR', message: 'configuration error', error: (error as Error).message, requestId }),
-      );
-      return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });
+      return configurationError(error, requestId);
     }
-    const method = event.requestContext?.http?.method ?? 'GET';
-    const path = event.rawPath ?? '/';
+    const line = requestLine(event);
     let log = rt.log.child({
       function_request_id: requestId,
       cold_start: takeColdStart(),
-      method,
-      path: event.routeKey ?? path,
+      method: line.method,
+      path: event.routeKey ?? line.path,
     });
-    const headers = Object.fromEntries(
-      Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])),
-    );
-    let caller: Caller | null;
-    if (rt.config.auth === 'iam') {
-      // API Gateway checked the signature and the IAM policy (./iam.ts); no context: not through it
-      caller = iamCaller((event.requestContext as { authorizer?: { iam?: IamIdentity } } | undefined)?.authorizer?.iam);
-      if (!caller) {
-        log.warn('unauthorized request', { status: 401 });
-        return respond(401, {
-          error: {
-            code: 'UNAUTHORIZED',
-            message: 'this deployment takes AWS IAM (SigV4) signed requests through API Gateway; none reached it',
-          },
-        });
-      }
-    } else {
-      try {
-        caller = await accessFor(rt.engine, rt.config.apiToken).caller(headers.authorization);
-      } catch (error) {
-        return failed(error, log, requestId);
-      }
-    }
-    if (!caller) {
-      log.warn('unauthorized request', { status: 401 });
-      return respond(
-        401,
-        {
-          error: {
-            code: 'UNAUTHORIZED',
-            message: 'send Authorization: Bearer <key>, with a key that exists and is not revoked',
-          },
-        },
-        { 'www-authenticate': 'Bearer' },
-      );
-    }
-    log = log.child({ key: caller.name });
-    let parsed: { value: unknown } | undefined;
-    const request: ApiRequest = {
-      method,
-      path,
-      params: Object.fromEntries(Object.entries(event.pathParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
-      query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
-      headers,
-      requestId,
-      caller,
-      hasBody: (event.body ?? '').trim() !== '',
-      json: () => (parsed ??= { value: parseBody(event) }).value,
-    };
-    try {
-      requireScope(caller, route.scope ?? 'admin');
-      if (request.params.topic !== undefined) requireTopicAccess(caller, request.params.topic);
-      const response = await route(request, rt);
-      log.info('request', { status: response.status });
-      return respond(response.status, response.body, response.headers);
-    } catch (error) {
-      return failed(error, log, requestId);
-    }
+    const found = await callerOf(event, line.headers.authorization, rt, log, requestId);
+    if ('response' in found) return found.response;
+    log = log.child({ key: found.caller.name });
+    return answer(route, apiRequest(event, line, requestId, found.caller), rt, log);
   };
+}
+
+/** The answer when the runtime cannot be built (its configuration is wrong): a 500, logged without a logger. */
+function configurationError(error: unknown, requestId: string): APIGatewayProxyResultV2 {
+  console.error(
+    JSON.stringify({ level: 'ERROR', message: 'configuration error', error: (error as Error).message, requestId }),
+  );
+  return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });
+}
+
+/** What a request asks for before its key is known: method, path, and its headers, names lower-cased. */
+interface RequestLine {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+}
+
+/** The RequestLine of `event`. */
+function requestLine(event: APIGatewayProxyEventV2): RequestLine {
+  return {
+    method: event.requestContext?.http?.method ?? 'GET',
+    path: event.rawPath ?? '/',
+    headers: Object.fromEntries(
+      Object.entries(event.headers ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k.toLowerCase(), v]])),
+    ),
+  };
+}
+
+/**
+ * Who sent the request: its IAM signer (auth `iam`) or the key its `authorization` header names; else the answer to
+ * give instead (401, or the failure of looking the key up).
+ */
+async function callerOf(
+  event: APIGatewayProxyEventV2,
+  authorization: string | undefined,
+  rt: Runtime,
+  log: Runtime['log'],
+  requestId: string,
+): Promise<{ caller: Caller } | { response: APIGatewayProxyResultV2 }> {
+  if (rt.config.auth === 'iam') {
+    // API Gateway checked the signature and the IAM policy (./iam.ts); no context: not through it
+    const caller = iamCaller(
+      (event.requestContext as { authorizer?: { iam?: IamIdentity } } | undefined)?.authorizer?.iam,
+    );
+    if (caller) return { caller };
+    log.warn('unauthorized request', { status: 401 });
+    return {
+      response: respond(401, {
+        error: {
+          code: 'UNAUTHORIZED',
+          message: 'this deployment takes AWS IAM (SigV4) signed requests through API Gateway; none reached it',
+        },
+      }),
+    };
+  }
+  let caller: Caller | null;
+  try {
+    caller = await accessFor(rt.engine, rt.config.apiToken).caller(authorization);
+  } catch (error) {
+    return { response: failed(error, log, requestId) };
+  }
+  if (caller) return { caller };
+  log.warn('unauthorized request', { status: 401 });
+  return {
+    response: respond(
+      401,
+      {
+        error: {
+          code: 'UNAUTHORIZED',
+          message: 'send Authorization: Bearer <key>, with a key that exists and is not revoked',
+        },
+      },
+      { 'www-authenticate': 'Bearer' },
+    ),
+  };
+}
+
+/** The request as a route sees it; its body is parsed when the route first asks for it, once. */
+function apiRequest(event: APIGatewayProxyEventV2, line: RequestLine, requestId: string, caller: Caller): ApiRequest {
+  let parsed: { value: unknown } | undefined;
+  return {
+    method: line.method,
+    path: line.path,
+    params: Object.fromEntries(Object.entries(event.pathParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
+    query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).map(([k, v]) => [k, v ?? ''])),
+    headers: line.headers,
+    requestId,
+    caller,
+    hasBody: (event.body ?? '').trim() !== '',
+    json: () => (parsed ??= { value: parseBody(event) }).value,
+  };
+}
+
+/** Runs `route` for `request` once its caller's scope and topics allow it; its answer, or its failure's. */
+async function answer(
+  route: Route,
+  request: ApiRequest,
+  rt: Runtime,
+  log: Runtime['log'],
+): Promise<APIGatewayProxyResultV2> {
+  try {
+    requireScope(request.caller, route.scope ?? 'admin');
+    if (request.params.topic !== undefined) requireTopicAccess(request.caller, request.params.topic);
+    const response = await route(request, rt);
+    log.info('request', { status: response.status });
+    return respond(response.status, response.body, response.headers);
+  } catch (error) {
+    return failed(error, log, request.requestId);
+  }
 }
 
 /**
@@ -204,4 +256,14 @@ function failed(error: unknown, log: Runtime['log'], requestId: string): APIGate
   }
   log.error('request failed', { status: 500, error });
   return respond(500, { error: { code: 'INTERNAL', message: `internal error (request ${requestId})` } });
+}
+
+/** Sets the scope `routes` need (a route without one needs admin). */
+export function needs(scope: Scope, ...routes: Route[]): void {
+  for (const route of routes) route.scope = scope;
+}
+
+/** The clock validation bounds runAt with: the engine's fixed test clock, else this machine's. */
+export function clientNow(engine: Engine): number {
+  return engine.fixedNow() ?? Date.now();
 }

@@ -15,6 +15,8 @@ import type { EngineContext } from './context';
 import { accessKeys } from './keys';
 import { readSlot, run } from './script-runner';
 import * as script from './scripts';
+import { contextOf } from './context';
+import { MAX_KEYS } from '../core/limits';
 
 /** What a key may do: `admin` everything (keys included), `write` every change and read, `read` every GET. */
 export type Scope = 'admin' | 'write' | 'read';
@@ -139,3 +141,31 @@ export async function listKeys(ctx: EngineContext, deploymentSha: string): Promi
     });
   return keys;
 }
+
+/** The engine's API-key operations (Engine in ./engine.ts lists them). */
+export const keyOps = {
+  /**
+   * The key whose secret has digest `sha` (`deploymentSha`: API_TOKEN's, '' for none), its use noted; null for none.
+   */
+  authKey(this: object, sha: string, deploymentSha: string): Promise<Caller | null> {
+    return authKey(contextOf(this), sha, deploymentSha);
+  },
+
+  /** Creates a named key for the secret of digest `sha`; 'taken' when the name is, 'full' at MAX_KEYS keys. */
+  createKey(
+    this: object,
+    key: Caller & { sha: string; createdBy: string },
+  ): Promise<{ createdAt: number } | 'taken' | 'full'> {
+    return createKey(contextOf(this), key, MAX_KEYS);
+  },
+
+  /** Revokes key `name` ('deployment': the deployment's key); false when there is none. */
+  revokeKey(this: object, name: string, deploymentSha: string): ReturnType<typeof revokeKey> {
+    return revokeKey(contextOf(this), name, deploymentSha);
+  },
+
+  /** Every key (never a secret), the deployment's first. */
+  listKeys(this: object, deploymentSha: string): Promise<KeyInfo[]> {
+    return listKeys(contextOf(this), deploymentSha);
+  },
+};

@@ -5,7 +5,7 @@ import { latenessKey, topicKeys, topicRateKey, type BodiesKey } from './keys';
 import type { ClockArg } from './scripts';
 import { SCRIPT_CALL_BYTES } from '../core/limits';
 import { readSlots, run } from './script-runner';
-import type { EngineContext } from './context';
+import { contextOf, topicOf, type EngineContext } from './context';
 import { OUTCOME, REFUSAL } from './codes';
 import {
   toAckOutcome,
@@ -19,6 +19,7 @@ import {
 import { atLeastOne, batchesByPartition, groupBy, partitionsInOrder } from './partitions';
 import { bodiesApart, inPlaces } from './read';
 import * as script from './scripts';
+import { wakeFor } from './coordination';
 
 const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about a millisecond of Redis time
 
@@ -52,16 +53,9 @@ async function countsByPartition(
  * time (ms) the claim counts as made, instead of the clock at each call. `start`: the attempts are
  * started too, in the same script call (for a handler that runs what it claims at once).
  */
-export async function claimJobs(
-  ctx: EngineContext,
-  t: TopicConfig,
-  count: number,
-  maxRunning: number,
-  maxBytes: number = SCRIPT_CALL_BYTES,
-  at?: number,
-  start = false,
-): Promise<Claim> {
-  if (t.flow) return claimFlow(ctx, t, t.flow, count, maxRunning, maxBytes, at, start);
+export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: ClaimRequest): Promise<Claim> {
+  if (t.flow) return claimFlow(ctx, t, t.flow, request);
+  const { count, maxRunning, maxBytes = SCRIPT_CALL_BYTES, at, start = false } = request;
   const counts = await countsByPartition(ctx, t);
   const runningBy = counts?.running ?? [];
   let running = runningBy.reduce((a, b) => a + b, 0);
@@ -112,6 +106,19 @@ export async function claimJobs(
  * were at `maxRunning` after it (a flow topic: always true, as it cannot tell), so further claims
  * wait for attempts to end.
  */
+/**
+ * What a claim asks for: up to `count` jobs, the topic's running attempts kept at most `maxRunning`,
+ * the bodies under `maxBytes` (SCRIPT_CALL_BYTES when left out); `at`: the Redis time (ms) the
+ * claim counts as made; `start`: the attempts are started in the same script call.
+ */
+export interface ClaimRequest {
+  count: number;
+  maxRunning: number;
+  maxBytes?: number;
+  at?: number;
+  start?: boolean;
+}
+
 export interface Claim {
   jobs: ClaimedJob[];
   heldUntil: number | null;
@@ -179,12 +186,9 @@ async function claimFlow(
   ctx: EngineContext,
   t: TopicConfig,
   flow: FlowDefaults,
-  count: number,
-  maxRunning: number,
-  maxBytes: number,
-  at: number | undefined,
-  start: boolean,
+  request: ClaimRequest,
 ): Promise<Claim> {
+  const { count, maxRunning, maxBytes = SCRIPT_CALL_BYTES, at, start = false } = request;
   const p = ctx.layout.placeOf(t, '');
   const k = topicKeys(p, t.name, ctx.layout);
   const claimed: ClaimedJob[] = [];
@@ -230,13 +234,10 @@ export interface PacedClaim extends Claim {
 export async function claimPaced(
   ctx: EngineContext,
   t: TopicConfig,
-  count: number,
-  maxRunning: number,
-  maxBytes: number = SCRIPT_CALL_BYTES,
-  start = false,
+  request: Omit<ClaimRequest, 'at'>,
 ): Promise<PacedClaim> {
-  if (!t.rateLimit || count <= 0)
-    return { ...(await claimJobs(ctx, t, count, maxRunning, maxBytes, undefined, start)), waitMs: null };
+  const { count } = request;
+  if (!t.rateLimit || count <= 0) return { ...(await claimJobs(ctx, t, request)), waitMs: null };
   const key = [topicRateKey(t, ctx.layout)] as const;
   const [granted, slot, waitMs, grantedAt] = await run(
     ctx.redis,
@@ -247,7 +248,7 @@ export async function claimPaced(
   // so the starts the window counts are the starts the jobs record, whatever the claim's own delay.
   // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow
   // side.
-  const { jobs, heldUntil, drained, capped } = await claimJobs(ctx, t, granted, maxRunning, maxBytes, grantedAt, start);
+  const { jobs, heldUntil, drained, capped } = await claimJobs(ctx, t, { ...request, count: granted, at: grantedAt });
   const unused = granted - jobs.length;
   if (unused > 0)
     await run(
@@ -366,9 +367,9 @@ export async function failJob(
   t: TopicConfig,
   id: string,
   ref: AttemptRef,
-  error: string,
-  retryAfterMs?: number,
+  failure: { error: string; retryAfterMs?: number | undefined },
 ): Promise<FailOutcome> {
+  const { error, retryAfterMs } = failure;
   const random = ctx.random();
   // while the partition count changes, a job not in its current partition is in its former one
   const { reply } = await inPlaces(ctx, t, id, (k) =>
@@ -504,3 +505,100 @@ export async function startAttempts(
   if (elsewhere.length > 0) await startIn(groupBy(elsewhere, (i) => ctx.layout.formerPlaceOf(t, jobs[i]!.id)!));
   return { live, now };
 }
+
+/**
+ * A flow topic's claim that left keys held by their pace: a sweep must look when the first may go (it puts them back in
+ * turn).
+ */
+async function heldBack<C extends PacedClaim>(ctx: EngineContext, claim: C): Promise<C> {
+  if (claim.heldUntil !== null) await wakeFor(ctx, claim.heldUntil);
+  return claim;
+}
+
+/** The engine's attempt operations: the fan-out and the topic handlers (Engine in ./engine.ts lists them). */
+export const attemptOps = {
+  /**
+   * Claims up to `count` ready jobs for one attempt each, keeping the topic's running attempts at most `maxRunning`
+   * (default: its concurrency) and the bodies under `maxBytes`; `waitMs`: how long the topic's rateLimit holds further
+   * claims back (null when it does not).
+   */
+  async claimPaced(
+    this: object,
+    topic: string,
+    count: number,
+    maxRunning?: number,
+    maxBytes = SCRIPT_CALL_BYTES,
+  ): Promise<PacedClaim> {
+    const ctx = contextOf(this);
+    const t = topicOf(ctx, topic);
+    return heldBack(ctx, await claimPaced(ctx, t, { count, maxRunning: maxRunning ?? t.concurrency, maxBytes }));
+  },
+
+  /** As claimPaced, the jobs only. */
+  async claim(
+    this: object,
+    topic: string,
+    count: number,
+    maxRunning?: number,
+    maxBytes = SCRIPT_CALL_BYTES,
+  ): Promise<ClaimedJob[]> {
+    return (await attemptOps.claimPaced.call(this, topic, count, maxRunning, maxBytes)).jobs;
+  },
+
+  /**
+   * As claim, each attempt started in the same script call (lateness recorded): for a handler that runs what it claims
+   * at once.
+   */
+  async claimStarted(this: object, topic: string, count: number): Promise<ClaimedJob[]> {
+    const ctx = contextOf(this);
+    const t = topicOf(ctx, topic);
+    const claim = await claimPaced(ctx, t, { count, maxRunning: t.concurrency, start: true });
+    return (await heldBack(ctx, claim)).jobs;
+  },
+
+  /**
+   * Marks claimed attempts still live as started and records their lateness; says, in order, which are (run only
+   * those).
+   */
+  async start(this: object, topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<boolean[]> {
+    const ctx = contextOf(this);
+    return (await startAttempts(ctx, topicOf(ctx, topic).name, jobs)).live;
+  },
+
+  /**
+   * As start, and the clock the attempts were checked on (Redis's, or the fixed test clock): a handler's offset to it,
+   * without a TIME request of its own.
+   */
+  startTimed(this: object, topic: string, jobs: readonly (Pick<ClaimedJob, 'id'> & AttemptRef)[]): Promise<Started> {
+    const ctx = contextOf(this);
+    return startAttempts(ctx, topicOf(ctx, topic).name, jobs);
+  },
+
+  /** Ends a claimed attempt as done; `stale` when that claim already ended. */
+  ack(this: object, topic: string, id: string, attempt: AttemptRef): Promise<AckOutcome> {
+    return ackJob(contextOf(this), topic, id, attempt);
+  },
+
+  /**
+   * Ends a claimed attempt as failed: a retry after the backoff (or `retryAfterMs`), or dead; wakes the sweeper for the
+   * retry.
+   */
+  async fail(
+    this: object,
+    topic: string,
+    id: string,
+    attempt: AttemptRef,
+    error: string,
+    retryAfterMs?: number,
+  ): Promise<FailOutcome> {
+    const ctx = contextOf(this);
+    const outcome = await failJob(ctx, topicOf(ctx, topic), id, attempt, { error, retryAfterMs });
+    if (outcome.outcome === 'retry' && outcome.wake) await wakeFor(ctx, outcome.runAt);
+    return outcome;
+  },
+
+  /** Gives claimed jobs back to the front of their ready lists without counting the attempt. */
+  release(this: object, jobs: (Pick<ClaimedJob, 'topic' | 'id'> & AttemptRef)[], reason?: string): Promise<number> {
+    return releaseJobs(contextOf(this), jobs, reason);
+  },
+};

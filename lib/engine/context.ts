@@ -1,10 +1,27 @@
-import type { QueueConfig } from '../core/queue-config';
+import type { QueueConfig, TopicConfig } from '../core/queue-config';
 import type { Layout } from './keys';
 import type { Client } from './script-runner';
 import type { Rotation } from './partitions';
 import type { ClockArg } from './scripts';
 
-/** What every engine operation works with: one per DelayQueue. */
+/** What an engine is built with besides its client and configuration. */
+export interface EngineOptions {
+  /** Fixed clock for tests (epoch ms), passed to every script; undefined uses Redis TIME. */
+  clock?: () => number | undefined;
+  /** Source of jitter in [0, 1). */
+  random?: () => number;
+  /**
+   * Wake-ups: when a change made a job the earliest due of its partition, the engine wakes the
+   * running sweeper, or calls `startSweeper` when none runs and the job is due within
+   * `horizonMs`. Left out (tests), no wake-up is sent: the caller sweeps.
+   */
+  wake?: { horizonMs: number; startSweeper?: () => Promise<unknown>; onError: (error: unknown) => void };
+}
+
+/**
+ * What every engine operation works with: one per engine, kept inside lib/engine (an engine's
+ * operations reach it with contextOf; nothing outside the engine can).
+ */
 export interface EngineContext {
   readonly redis: Client;
   readonly config: QueueConfig;
@@ -18,6 +35,29 @@ export interface EngineContext {
   readonly rotation: Rotation;
   /** Which partition's lateness hash the next record of starts goes to (lib/engine/lateness.ts). */
   readonly statsRotation: Rotation;
+  /** The engine's wake-ups (EngineOptions.wake); none in tests that sweep themselves. */
+  readonly wake?: EngineOptions['wake'];
+}
+
+const contexts = new WeakMap<object, EngineContext>();
+
+/** Gives `engine` its context (the Engine's constructor, once). */
+export function bindContext(engine: object, ctx: EngineContext): void {
+  contexts.set(engine, ctx);
+}
+
+/** The context of an engine, for the engine's own operations (each is called with the engine as `this`). */
+export function contextOf(engine: object): EngineContext {
+  const ctx = contexts.get(engine);
+  if (!ctx) throw new Error('not an engine: an engine operation was called without its engine');
+  return ctx;
+}
+
+/** The configuration of topic `name`, which the caller has validated. */
+export function topicOf(ctx: EngineContext, name: string): TopicConfig {
+  const t = ctx.config.topics.get(name);
+  if (!t) throw new Error(`unknown topic ${name}: the caller validates topics`);
+  return t;
 }
 
 /** The clock every due time and deadline is on: the fixed test clock, else Redis TIME (epoch ms). */

@@ -1,13 +1,15 @@
 /** Dead letters: list them a page at a time, and move them back to delayed. */
 import { ID_PATTERN, type TopicConfig } from '../core/queue-config';
 import { topicKeys } from './keys';
-import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { SCRIPT_CALL_BYTES, DEAD_PAGE, REDRIVE_COUNT } from '../core/limits';
 import { run } from './script-runner';
-import type { EngineContext } from './context';
+import { contextOf, topicOf, type EngineContext } from './context';
 import { toDeadJob, type DeadJob, type Wake } from './jobs';
 import { listByScore } from './lists';
 import { atLeastOne, groupBy } from './partitions';
 import * as script from './scripts';
+import { settle } from './durable';
+import { wakeFor } from './coordination';
 
 /**
  * Where a page of dead jobs resumes: after the job `id` that died at `diedAt` (epoch ms), in the
@@ -111,3 +113,30 @@ export async function redriveJobs(
   }
   return { redriven, wake, changed, looked };
 }
+
+/** The engine's dead-letter operations (Engine in ./engine.ts lists them). */
+export const deadOps = {
+  /** Moves dead jobs back to delayed, due now: the given ids, or the `count` oldest. */
+  async redrive(
+    this: object,
+    topic: string,
+    which: { ids: readonly string[] } | { count: number } = { count: REDRIVE_COUNT.default },
+    by = '',
+  ): Promise<{ redriven: number } & Wake> {
+    const ctx = contextOf(this);
+    const { redriven, wake, changed, looked } = await redriveJobs(ctx, topicOf(ctx, topic), which, by);
+    await settle(ctx, changed, looked); // "redriven: 0" stands on what the primary had
+    if (wake) await wakeFor(ctx, 'now');
+    return { redriven, wake };
+  },
+
+  /** A page of a topic's dead jobs, oldest first, after `after`. */
+  listDead(
+    this: object,
+    topic: string,
+    page: { limit?: number; after?: DeadCursor } = {},
+  ): Promise<{ jobs: DeadJob[]; next: (DeadCursor & { id: string }) | null }> {
+    const ctx = contextOf(this);
+    return listDeadJobs(ctx, topicOf(ctx, topic), { limit: DEAD_PAGE.default, ...page });
+  },
+};

@@ -100,6 +100,22 @@ export async function confirmReplicated(
     );
 }
 
+/**
+ * What every change does before it answers: with durability `replica`, returns once a replica has
+ * the engine's changes in `partitions` and, for `covering`, every change their primary had
+ * (answers that wrote nothing but report state); throws NotReplicatedError when none confirmed in
+ * time. With durability `none`, returns at once.
+ */
+export async function settle(
+  ctx: EngineContext,
+  partitions: Iterable<number>,
+  covering: Iterable<number> = [],
+  layout: Layout = ctx.layout,
+): Promise<void> {
+  const { mode, timeoutMs } = ctx.config.durability;
+  if (mode === 'replica') await confirmReplicated(ctx, partitions, covering, timeoutMs, layout);
+}
+
 /** Replicas connected to each primary (one number on a single node), from INFO replication. */
 export async function connectedReplicas(client: Redis | Cluster): Promise<number[]> {
   const primaries = client instanceof Cluster ? client.nodes('master') : [client];

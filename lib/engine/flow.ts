@@ -6,10 +6,12 @@
  * topic lives in one partition (the topic's own), so every key's state shares its jobs' slot.
  */
 import type { TopicConfig } from '../core/queue-config';
-import type { EngineContext } from './context';
+import { contextOf, topicOf, type EngineContext } from './context';
 import { topicKeys } from './keys';
 import { run } from './script-runner';
 import * as script from './scripts';
+import { settle } from './durable';
+import { wakeFor } from './coordination';
 
 /**
  * A key's pace (GCRA): one start every perMs/count, `burst` of them at once after a quiet spell; so at most
@@ -128,3 +130,51 @@ export async function pauseTopic(ctx: EngineContext, t: TopicConfig, paused: boo
   );
   return partitions;
 }
+
+/** The engine's pauses of a topic and a flow topic's keys (Engine in ./engine.ts lists them). */
+export const flowOps = {
+  /**
+   * Pauses topic `topic`: once this returns, no job of it starts (claims take nothing, and attempts
+   * claimed before are held back at their start, uncounted) until it is resumed; adds are still
+   * accepted and running attempts finish.
+   */
+  async pauseTopic(this: object, topic: string, by = ''): Promise<void> {
+    const ctx = contextOf(this);
+    const partitions = await pauseTopic(ctx, topicOf(ctx, topic), true, by);
+    await settle(ctx, partitions, partitions);
+  },
+
+  /** Resumes topic `topic`: its ready jobs start again within its limits (the sweeper is woken to hand them out). */
+  async resumeTopic(this: object, topic: string, by = ''): Promise<void> {
+    const ctx = contextOf(this);
+    const partitions = await pauseTopic(ctx, topicOf(ctx, topic), false, by);
+    await settle(ctx, partitions, partitions);
+    await wakeFor(ctx, 'now');
+  },
+
+  /** Flow key `key` of flow topic `topic`: running, ready, pace, limits, pause. */
+  flowKey(this: object, topic: string, key: string): Promise<FlowKeyState> {
+    const ctx = contextOf(this);
+    return getFlowKey(ctx, topicOf(ctx, topic), key);
+  },
+
+  /**
+   * Pins flow key `key`'s limits and/or pauses or resumes it ('clear': back to the topic's
+   * defaults, resumed). A key's pause has a topic pause's guarantee: none of its jobs starts once
+   * this returns. A key given room or resumed is handed out again (the sweeper is woken). `by`:
+   * the API key's name, the pinned record's updatedBy.
+   */
+  async setFlowKey(
+    this: object,
+    topic: string,
+    key: string,
+    change: FlowKeyChange | 'clear',
+    by = '',
+  ): Promise<FlowKeyState> {
+    const ctx = contextOf(this);
+    const { state, partition } = await setFlowKey(ctx, topicOf(ctx, topic), key, change, by);
+    await settle(ctx, [partition], [partition]);
+    if (!state.paused && state.ready > 0) await wakeFor(ctx, 'now');
+    return state;
+  },
+};

@@ -7,13 +7,14 @@
  */
 import type { TopicConfig } from '../core/queue-config';
 import { groupKey, topicKeys, type Layout } from './keys';
-import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { SCRIPT_CALL_BYTES, JOBS_PAGE } from '../core/limits';
 import { run, runPipelined, type ScriptCall } from './script-runner';
-import type { EngineContext } from './context';
+import { contextOf, topicOf, type EngineContext } from './context';
 import { toJob, type Job } from './jobs';
 import { chunk, groupBy } from './partitions';
 import { viewsWithBodies } from './read';
 import * as script from './scripts';
+import { settle } from './durable';
 
 /**
  * Members a cancelGroup step looks at. Each costs a read, a decode and a header rewrite plus three
@@ -232,3 +233,30 @@ export async function listGroup(
     next: place < partitions.length ? { partition: place, chunk: chunk === '' ? 0 : chunk, after } : null,
   };
 }
+
+/** The engine's group operations (Engine in ./engine.ts lists them). */
+export const groupOps = {
+  /** Cancels every unfinished job of a group: { cancelled, running }. */
+  async cancelGroup(
+    this: object,
+    topic: string,
+    group: string,
+    by = '',
+  ): Promise<{ cancelled: number; running: number }> {
+    const ctx = contextOf(this);
+    const { cancelled, running, partitions } = await cancelGroup(ctx, topicOf(ctx, topic), group, undefined, by);
+    await settle(ctx, partitions, partitions);
+    return { cancelled, running };
+  },
+
+  /** A page of a group's jobs with their states. */
+  listGroup(
+    this: object,
+    topic: string,
+    group: string,
+    page: { limit?: number; cursor?: GroupCursor } = {},
+  ): Promise<{ jobs: Job[]; next: GroupCursor | null }> {
+    const ctx = contextOf(this);
+    return listGroup(ctx, topicOf(ctx, topic), group, { limit: JOBS_PAGE.default, ...page });
+  },
+};

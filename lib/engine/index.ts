@@ -4,8 +4,9 @@
  * ./lua.ts; the Engine class (./engine.ts) takes validated input and answers typed results and
  * refusal codes (./codes.ts), never HTTP errors.
  */
-export { Engine, type EngineOptions, type TopicStatsView } from './engine';
-export type { EngineContext } from './context';
+export { Engine } from './engine';
+export type { EngineOptions } from './context';
+export type { TopicStatsView } from './lateness';
 export { DEPLOYMENT_KEY, KEY_USE_NOTE_MS, secretDigest, type Caller, type KeyInfo, type Scope } from './api-keys';
 export type {
   AckOutcome,
@@ -37,4 +38,4 @@ export { decodeGroupCursor, encodeGroupCursor, type GroupCursor } from './groups
 export { decodeJobsCursor, encodeJobsCursor, type JobsCursor, type ListState } from './lists';
 export { decodeScheduleCursor, encodeScheduleCursor, type Schedule } from './schedules';
 export type { LatenessMinute, LatenessWindow } from './lateness';
-export { holdSweeperLease, LEASE, markFanout, releaseSweeperLease, unmarkFanout, wakeListKey } from './coordination';
+export { LEASE, type WakeWaiter } from './coordination';

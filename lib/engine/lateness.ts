@@ -7,10 +7,11 @@
 import type { TopicConfig } from '../core/queue-config';
 import { flowKeys, latenessKey, topicKeys, type JobsKey } from './keys';
 import { run } from './script-runner';
-import type { EngineContext } from './context';
+import { contextOf, topicOf, serverTime, type EngineContext } from './context';
 import { forEachPartition } from './partitions';
-import { getJob } from './read';
+import { getJob, topicStats } from './read';
 import * as script from './scripts';
+import { type TopicStats } from './jobs';
 
 /** The last five minutes (this one included) of a topic's starts. */
 export interface LatenessWindow {
@@ -183,3 +184,37 @@ export async function oldestReadyAgeMs(ctx: EngineContext, t: TopicConfig, nowMs
   const known = ages.filter((a): a is number => a !== null);
   return known.length > 0 ? Math.max(...known) : null;
 }
+
+/** A topic's stats with its lateness, as GET /topics shows them. */
+export type TopicStatsView = TopicStats & {
+  lateness: LatenessWindow;
+  oldestReadyAgeMs: number | null;
+  lastHour: LatenessMinute[];
+};
+
+/** Counts, lateness over the last 5 minutes and per minute over the last hour, and the oldest ready job's age. */
+async function statsOf(ctx: EngineContext, topic: string, now: number): Promise<TopicStatsView> {
+  const t = topicOf(ctx, topic);
+  const [counts, lateness, oldest] = await Promise.all([
+    topicStats(ctx, t.name),
+    latenessStats(ctx, t.name, now),
+    oldestReadyAgeMs(ctx, t, now),
+  ]);
+  return { ...counts, lateness: lateness.window, oldestReadyAgeMs: oldest, lastHour: lateness.lastHour };
+}
+
+/** The engine's topic stats (Engine in ./engine.ts lists them). */
+export const statsOps = {
+  /** Counts, lateness over the last 5 minutes and per minute over the last hour, and the oldest ready job's age. */
+  async stats(this: object, topic: string): Promise<TopicStatsView> {
+    const ctx = contextOf(this);
+    return statsOf(ctx, topic, await serverTime(ctx));
+  },
+
+  /** Stats of every configured topic, on one clock read. */
+  async statsAll(this: object): Promise<TopicStatsView[]> {
+    const ctx = contextOf(this);
+    const now = await serverTime(ctx);
+    return Promise.all([...ctx.config.topics.keys()].map((t) => statsOf(ctx, t, now)));
+  },
+};

@@ -7,9 +7,9 @@
 import { fnv1a } from '../core/hash';
 import type { TopicConfig } from '../core/queue-config';
 import { topicKeys, type DeadKey, type DelayedKey, type RunningKey, type TopicKeys } from './keys';
-import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { SCRIPT_CALL_BYTES, JOBS_PAGE } from '../core/limits';
 import { run } from './script-runner';
-import type { EngineContext } from './context';
+import { contextOf, topicOf, type EngineContext } from './context';
 import { toJob, type Job } from './jobs';
 import { forEachPartition } from './partitions';
 import { viewsWithBodies } from './read';
@@ -230,3 +230,16 @@ export async function listJobs(
     next: result.next && { state, after: result.next },
   };
 }
+
+/** The engine's listing of a topic's jobs by state (Engine in ./engine.ts lists it). */
+export const listOps = {
+  listJobs(
+    this: object,
+    topic: string,
+    state: ListState,
+    page: { limit?: number; from?: number; to?: number; cursor?: JobsCursor } = {},
+  ) {
+    const ctx = contextOf(this);
+    return listJobs(ctx, topicOf(ctx, topic), state, { limit: JOBS_PAGE.default, ...page });
+  },
+};

@@ -3,7 +3,7 @@ import type { TopicConfig } from '../core/queue-config';
 import { flowKeys, PAUSED_FIELD, READY_FIELD, scheduleKeys, topicKeys, type BodiesKey, type TopicKeys } from './keys';
 import { readSlot, run, runThenHget, type ScriptCall } from './script-runner';
 import { REFUSAL } from './codes';
-import type { EngineContext } from './context';
+import { contextOf, topicOf, type EngineContext } from './context';
 import { toJob, type Job, type JobView, type TopicStats } from './jobs';
 import { isoOrNull } from '../core/time';
 import { forEachPartition } from './partitions';
@@ -138,3 +138,27 @@ export async function claimable(ctx: EngineContext, t: TopicConfig): Promise<boo
   const running = counts.reduce((sum, [, r]) => sum + r, 0);
   return running < t.concurrency && counts.some(([ready, , paused]) => ready > 0 && paused === 0);
 }
+
+/** The engine's reads of one job and of a topic's counts (Engine in ./engine.ts lists them). */
+export const readOps = {
+  /** The job, or null when there is none (or it was purged after its retention). */
+  get(this: object, topic: string, id: string): Promise<Job | null> {
+    const ctx = contextOf(this);
+    return getJob(ctx, topicOf(ctx, topic), id);
+  },
+
+  /**
+   * Whether topic `topic` may have jobs a claim would take now: not paused, under its concurrency, ready ids (a flow
+   * topic: keys in turn). Advisory.
+   */
+  claimable(this: object, topic: string): Promise<boolean> {
+    const ctx = contextOf(this);
+    return claimable(ctx, topicOf(ctx, topic));
+  },
+
+  /** Counts per state and the next due time of a topic (plain reads). */
+  counts(this: object, topic: string): Promise<TopicStats> {
+    const ctx = contextOf(this);
+    return topicStats(ctx, topicOf(ctx, topic).name);
+  },
+};

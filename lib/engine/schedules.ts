@@ -10,7 +10,7 @@
 import { describeBackoff, type Backoff } from '../core/backoff';
 import type { TopicConfig } from '../core/queue-config';
 import { groupKey, scheduleKeys, topicKeys, type Layout } from './keys';
-import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../core/limits';
 import { jitterOffsetMs } from '../core/pacing';
 import { advancePlan, catchUpPlan, jitterWindowMs, nextRuns, occurrenceId, type ScheduleSpec } from '../core/schedule';
 import type { NewSchedule } from './shapes';
@@ -21,9 +21,11 @@ import { leaveGroups, type LeftGroup } from './groups';
 import type { Wake } from './jobs';
 import { forEachPartition } from './partitions';
 import * as script from './scripts';
-import { serverTime } from './context';
+import { serverTime, contextOf, topicOf } from './context';
 import { isoTime } from '../core/time';
 import { actWhereItLives, isView, Moved, readWhereItLives, type ScheduleTouched } from './relayout-schedules';
+import { settle } from './durable';
+import { wakeFor } from './coordination';
 
 export { moveSchedules, type ScheduleTouched } from './relayout-schedules';
 
@@ -232,30 +234,8 @@ async function putIn(
   hold: boolean,
   touched: ScheduleTouched[],
 ): Promise<({ status: 'created' | 'replaced'; schedule: Schedule } & Wake) | Moved> {
-  const sk = scheduleKeys(s.partition, t.name, ctx.layout);
-  const k = topicKeys(s.partition, t.name, ctx.layout);
-  const keys = [
-    sk.schedules,
-    sk.ids,
-    sk.next,
-    k.jobs,
-    k.bodies,
-    k.delayed,
-    k.running,
-    k.done,
-    groupKey(s.partition, t.name, s.group ?? '', ctx.layout),
-  ] as const;
-  const record: script.ScheduleRecordArg = {
-    ...(s.maxAttempts !== undefined ? { maxAttempts: s.maxAttempts } : {}),
-    ...(s.ttrMs !== undefined ? { ttrMs: s.ttrMs } : {}),
-    ...(s.backoff !== undefined ? { backoff: s.backoff } : {}),
-    ...(s.url !== undefined ? { url: s.url } : {}),
-    ...(s.group !== undefined ? { group: s.group } : {}),
-    // as a job's: a flow key only on a flow topic
-    ...(s.key !== undefined && t.flow ? { key: s.key } : {}),
-    spec: JSON.stringify(s.spec),
-    body: s.body,
-  };
+  const keys = putKeys(ctx.layout, t, s);
+  const record = scheduleRecord(t, s);
   // Set when the script refused, at the version read, a plan that withdrew the pending occurrence:
   // its clock (the partition's) had passed the occurrence's run time where ours (TIME of any node)
   // had not. That time has come, so the next plan is made at it at the earliest, and keeps it.
@@ -296,6 +276,38 @@ async function putIn(
     };
   }
   throw new Error(`schedule ${t.name}/${s.id} changed under ${PUT_ROUNDS} puts in a row`);
+}
+
+/** The keys a put of `s` in `s.partition` of `layout` writes: the schedule's, its topic's and its group's. */
+function putKeys(layout: Layout, t: TopicConfig, s: NewSchedule) {
+  const sk = scheduleKeys(s.partition, t.name, layout);
+  const k = topicKeys(s.partition, t.name, layout);
+  return [
+    sk.schedules,
+    sk.ids,
+    sk.next,
+    k.jobs,
+    k.bodies,
+    k.delayed,
+    k.running,
+    k.done,
+    groupKey(s.partition, t.name, s.group ?? '', layout),
+  ] as const;
+}
+
+/** The record a put of `s` stores: what it sets apart from its topic's defaults, its definition and body. */
+function scheduleRecord(t: TopicConfig, s: NewSchedule): script.ScheduleRecordArg {
+  return {
+    ...(s.maxAttempts !== undefined ? { maxAttempts: s.maxAttempts } : {}),
+    ...(s.ttrMs !== undefined ? { ttrMs: s.ttrMs } : {}),
+    ...(s.backoff !== undefined ? { backoff: s.backoff } : {}),
+    ...(s.url !== undefined ? { url: s.url } : {}),
+    ...(s.group !== undefined ? { group: s.group } : {}),
+    // as a job's: a flow key only on a flow topic
+    ...(s.key !== undefined && t.flow ? { key: s.key } : {}),
+    spec: JSON.stringify(s.spec),
+    body: s.body,
+  };
 }
 
 /**
@@ -616,3 +628,63 @@ export async function advanceDue(
   if (left.length > 0) await leaveGroups(ctx, left);
   return step;
 }
+
+/** The earliest of a schedule's pending occurrence and a missed one caught up on resume (due now, at lastRunAt). */
+function firstDue(schedule: Schedule): number | 'now' {
+  const times = [schedule.pending?.runAt, schedule.lastRunAt].flatMap((t) => (t ? [Date.parse(t)] : []));
+  return times.length > 0 ? Math.min(...times) : 'now';
+}
+
+/** The engine's schedule operations (Engine in ./engine.ts lists them). */
+export const scheduleOps = {
+  /** Creates or replaces a validated schedule and its pending occurrence. */
+  async putSchedule(
+    this: object,
+    topic: string,
+    s: NewSchedule,
+  ): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
+    const ctx = contextOf(this);
+    const { touched, ...result } = await putSchedule(ctx, topicOf(ctx, topic), s);
+    // the answer is the schedule read after the write, another writer's change included
+    for (const d of touched) await settle(ctx, d.changed, d.covering, d.layout);
+    if (result.wake) await wakeFor(ctx, firstDue(result.schedule));
+    return result;
+  },
+
+  /**
+   * Pauses (or resumes) schedule `topic`/`id`, its definition kept: once a pause returns, no
+   * occurrence of it starts (one not started yet is withdrawn, or cancelled while claimed; one that
+   * started runs on); a resume catches up on what the pause missed by its catchUp. Null: none.
+   */
+  async pauseSchedule(this: object, topic: string, id: string, paused: boolean, by = ''): Promise<Schedule | null> {
+    const ctx = contextOf(this);
+    const result = await pauseSchedule(ctx, topicOf(ctx, topic), id, paused, by);
+    for (const d of result.touched) await settle(ctx, d.changed, d.covering, d.layout);
+    if (result.schedule && result.wake) await wakeFor(ctx, firstDue(result.schedule));
+    return result.schedule;
+  },
+
+  /** Deletes a schedule and withdraws its pending occurrence; false when there was none. */
+  async deleteSchedule(this: object, topic: string, id: string): Promise<boolean> {
+    const ctx = contextOf(this);
+    const { deleted, touched } = await deleteSchedule(ctx, topicOf(ctx, topic), id);
+    for (const d of touched) await settle(ctx, d.changed, d.covering, d.layout); // a 404 stands on what the primary had
+    return deleted;
+  },
+
+  /** Schedule topic/id with its next run times, or null when there is none. */
+  getSchedule(this: object, topic: string, id: string): Promise<Schedule | null> {
+    const ctx = contextOf(this);
+    return getSchedule(ctx, topicOf(ctx, topic), id);
+  },
+
+  /** A page of a topic's schedules by id. */
+  listSchedules(
+    this: object,
+    topic: string,
+    page: { limit?: number; after?: string } = {},
+  ): Promise<{ schedules: Schedule[]; next: string | null }> {
+    const ctx = contextOf(this);
+    return listSchedules(ctx, topicOf(ctx, topic), { limit: SCHEDULES_PAGE.default, ...page });
+  },
+};

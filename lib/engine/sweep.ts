@@ -4,7 +4,7 @@ import { topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../core/limits';
 import { run, runPipelined } from './script-runner';
 import { inheritPauses } from './relayout';
-import type { EngineContext } from './context';
+import { contextOf, type EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';
 import type { SweepResult } from './jobs';
 import { advanceDue, dueCall, moveSchedules } from './schedules';
@@ -131,3 +131,12 @@ export async function moveDue(ctx: EngineContext, t: TopicConfig, partition: num
   if (left.length > 0) await leaveGroups(ctx, leftGroups(t.name, partition, left));
   return { moved, retried, deadLettered, givenBack, purged, more: more === 1, nextAt, now };
 }
+
+/** The sweeper's step (Engine in ./engine.ts lists it). */
+export const sweepOps = {
+  /** One bounded sweep step over every topic and partition; `onReady` runs as soon as jobs are ready. */
+  sweep(this: object, limit?: number, onReady?: OnReady): Promise<SweepResult> {
+    const ctx = contextOf(this);
+    return sweep(ctx, limit ?? ctx.config.moveLimit, onReady);
+  },
+};

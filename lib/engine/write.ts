@@ -5,7 +5,7 @@ import { SCRIPT_CALL_BYTES } from '../core/limits';
 import { run, runPipelined } from './script-runner';
 import { inPlaces } from './read';
 import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
-import type { EngineContext } from './context';
+import { contextOf, topicOf, type EngineContext } from './context';
 import {
   toJob,
   toWriteResult,
@@ -15,10 +15,13 @@ import {
   type Refused,
   type Wake,
   type WriteResult,
+  isRefused,
 } from './jobs';
 import { leaveGroups } from './groups';
 import { atLeastOne, batchesByPartition } from './partitions';
 import * as script from './scripts';
+import { settle } from './durable';
+import { wakeFor } from './coordination';
 
 const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
 
@@ -103,6 +106,18 @@ interface Writing {
   wake: boolean;
 }
 
+/** One writeRound under way: where it writes, and what it found so far. */
+interface Round {
+  w: Writing;
+  layout: Layout;
+  /** The current count, when these are the former layout's partitions. */
+  close: number | undefined;
+  /** The jobs turned away (MOVED). */
+  moved: number[];
+  changed: Set<number>;
+  covering: Set<number>; // answers that stand on what the primary had: exists, running, mismatch
+}
+
 /**
  * Writes the jobs `indexes` of `w.jobs` in `layout`, each in partition `place(i)` (`close`: the
  * current count, when these are the former layout's partitions); records their results, and
@@ -115,77 +130,97 @@ async function writeRound(
   place: (i: number) => number,
   close?: number,
 ): Promise<number[]> {
-  const { ctx, jobs } = w;
-  const moved: number[] = [];
-  const changed = new Set<number>();
-  const covering = new Set<number>(); // answers that stand on what the primary had: exists, running, mismatch
+  const { jobs } = w;
+  const round: Round = { w, layout, close, moved: [], changed: new Set(), covering: new Set() };
   // one group per call: the call joins its jobs to that group (KEYS[5], its first zset)
   const slot = { partition: place, topic: (i: number) => `${jobs[i]!.topic} ${jobs[i]!.group ?? ''}` };
   const byPartition = batchesByPartition(indexes, slot, ADD_BATCH, {
     maxBytes: SCRIPT_CALL_BYTES,
     bytes: (i) => Buffer.byteLength(jobs[i]!.body),
   });
-  const callFor = (partition: number, batch: readonly number[]) => {
-    const first = jobs[batch[0]!]!;
-    const k = topicKeys(partition, first.topic, layout);
-    const g = groupKey(partition, first.topic, first.group ?? '', layout);
-    const flow = ctx.config.topics.get(first.topic)?.flow !== undefined;
-    return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], {
-      clock: ctx.clock(),
-      mode: w.mode,
-      by: w.by,
-      flow,
-      ...(close !== undefined ? { close } : {}),
-      jobs: batch.map((i) => jobs[i]!),
-      maxBytes: SCRIPT_CALL_BYTES,
-    });
-  };
-  /** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
-  const record = (partition: number, batch: readonly number[], reply: script.AddJobsReply): number => {
-    if (reply[0] === 1) w.wake = true;
-    const added = script.addResults(reply);
-    added.forEach((result, r) => {
-      const i = batch[r]!;
-      if (result[0] === RELAYOUT.MOVED) {
-        moved.push(i);
-        w.movedTo.set(i, result[1]);
-        return;
-      }
-      const job = jobs[i]!;
-      const written = toWriteResult(ctx.config.topics.get(job.topic)!, job, result, w.by);
-      w.results[i] = written;
-      (written.status === 'created' || written.status === 'replaced' ? changed : covering).add(partition);
-    });
-    return added.length;
-  };
-  await Promise.all(
-    [...byPartition].map(async ([partition, batches]) => {
-      const replies = await runPipelined(
-        ctx.redis,
-        batches.map((batch) => callFor(partition, batch)),
-      );
-      for (const [b, reply] of replies.entries()) {
-        for (
-          let rest = batches[b]!.slice(atLeastOne(record(partition, batches[b]!, reply), 'addJobs'));
-          rest.length > 0;
-        ) {
-          rest = rest.slice(
-            atLeastOne(record(partition, rest, await run(ctx.redis, callFor(partition, rest))), 'addJobs'),
-          );
-        }
-      }
-    }),
+  await Promise.all([...byPartition].map(([partition, batches]) => writeBatches(round, partition, batches)));
+  w.touched.push({ layout, changed: round.changed, covering: round.covering });
+  await leaveFormerGroups(w, layout, indexes, place);
+  return round.moved;
+}
+
+/**
+ * Writes the batches of one partition in one pipeline; a call that reached its byte budget did its first jobs, and
+ * the rest go in further calls, one after another.
+ */
+async function writeBatches(round: Round, partition: number, batches: readonly (readonly number[])[]): Promise<void> {
+  const { redis } = round.w.ctx;
+  const replies = await runPipelined(
+    redis,
+    batches.map((batch) => addCall(round, partition, batch)),
   );
-  w.touched.push({ layout, changed, covering });
-  // a put that moved jobs out of their groups: take them out of those groups' zsets
+  for (const [b, reply] of replies.entries()) {
+    for (
+      let rest = batches[b]!.slice(atLeastOne(recordReply(round, partition, batches[b]!, reply), 'addJobs'));
+      rest.length > 0;
+    ) {
+      rest = rest.slice(
+        atLeastOne(recordReply(round, partition, rest, await run(redis, addCall(round, partition, rest))), 'addJobs'),
+      );
+    }
+  }
+}
+
+/** The addJobs call of `batch` (jobs of one topic and group) in `partition`. */
+function addCall(round: Round, partition: number, batch: readonly number[]) {
+  const { w, layout, close } = round;
+  const { ctx, jobs } = w;
+  const first = jobs[batch[0]!]!;
+  const k = topicKeys(partition, first.topic, layout);
+  const g = groupKey(partition, first.topic, first.group ?? '', layout);
+  const flow = ctx.config.topics.get(first.topic)?.flow !== undefined;
+  return script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], {
+    clock: ctx.clock(),
+    mode: w.mode,
+    by: w.by,
+    flow,
+    ...(close !== undefined ? { close } : {}),
+    jobs: batch.map((i) => jobs[i]!),
+    maxBytes: SCRIPT_CALL_BYTES,
+  });
+}
+
+/** Records a reply's results for the first jobs of `batch`; returns how many it answered. */
+function recordReply(round: Round, partition: number, batch: readonly number[], reply: script.AddJobsReply): number {
+  const { w } = round;
+  const { ctx, jobs } = w;
+  if (reply[0] === 1) w.wake = true;
+  const added = script.addResults(reply);
+  added.forEach((result, r) => {
+    const i = batch[r]!;
+    if (result[0] === RELAYOUT.MOVED) {
+      round.moved.push(i);
+      w.movedTo.set(i, result[1]);
+      return;
+    }
+    const job = jobs[i]!;
+    const written = toWriteResult(ctx.config.topics.get(job.topic)!, job, result, w.by);
+    w.results[i] = written;
+    (written.status === 'created' || written.status === 'replaced' ? round.changed : round.covering).add(partition);
+  });
+  return added.length;
+}
+
+/** A put that moved jobs out of their groups: takes them out of those groups' zsets. */
+async function leaveFormerGroups(
+  w: Writing,
+  layout: Layout,
+  indexes: readonly number[],
+  place: (i: number) => number,
+): Promise<void> {
+  const { jobs } = w;
   const left = indexes.flatMap((i) => {
     const r = w.results[i];
     return r && 'left' in r && r.left !== null
       ? [{ topic: jobs[i]!.topic, group: r.left[0], chunk: r.left[1], id: jobs[i]!.id, partition: place(i) }]
       : [];
   });
-  if (left.length > 0) await leaveGroups(ctx, left, layout);
-  return moved;
+  if (left.length > 0) await leaveGroups(w.ctx, left, layout);
 }
 
 /**
@@ -237,3 +272,57 @@ export async function rescheduleJob(
   if (reply[0] === REFUSAL.JOB_FINISHED) return { outcome: { refusal: reply[0], job: toJob(t, reply[1]) }, looked };
   return { outcome: { job: toJob(t, reply[2]), wake: reply[1] === 1 }, looked };
 }
+
+/** The engine's producer-side changes (Engine in ./engine.ts lists them): durable before they answer. */
+export const writeOps = {
+  /**
+   * Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order.
+   * `by` (in every API change): the key's name, its updatedBy. Wakes the sweeper when a job became the first due.
+   */
+  async write(
+    this: object,
+    jobs: readonly NewJob[],
+    mode: 'add' | 'put',
+    by = '',
+  ): Promise<{ results: WriteResult[] } & Wake> {
+    const ctx = contextOf(this);
+    const { results, wake, touched } = await writeJobs(ctx, jobs, mode, by);
+    for (const { changed, covering, layout } of touched) await settle(ctx, changed, covering, layout);
+    if (wake) {
+      const due = results.flatMap((r) =>
+        r.status === 'created' || r.status === 'replaced' ? [Date.parse(r.job.runAt)] : [],
+      );
+      if (due.length > 0) await wakeFor(ctx, Math.min(...due));
+    }
+    return { results, wake };
+  },
+
+  /** Cancels a pending or running job (`ifMatch`: '' none, '*' any version, or a version). */
+  async cancel(
+    this: object,
+    topic: string,
+    id: string,
+    ifMatch: '' | '*' | number = '',
+    by = '',
+  ): Promise<{ job: Job } | Refused> {
+    const ctx = contextOf(this);
+    const { outcome, wrote, looked } = await cancelJob(ctx, topicOf(ctx, topic), id, ifMatch, by);
+    // 404, 409, 412 and "already cancelled" wrote nothing
+    await settle(ctx, looked, wrote ? looked.slice(0, -1) : looked);
+    return outcome;
+  },
+
+  /** Changes the due time and/or body of a pending job. */
+  async reschedule(
+    this: object,
+    topic: string,
+    id: string,
+    change: JobChange,
+  ): Promise<({ job: Job } & Wake) | Refused> {
+    const ctx = contextOf(this);
+    const { outcome, looked } = await rescheduleJob(ctx, topicOf(ctx, topic), id, change);
+    await settle(ctx, looked, isRefused(outcome) ? looked : looked.slice(0, -1));
+    if ('wake' in outcome && outcome.wake) await wakeFor(ctx, Date.parse(outcome.job.runAt));
+    return outcome;
+  },
+};

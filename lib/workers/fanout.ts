@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from '../core/queue-config';
 import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from '../core/limits';
-import { chunkBySize, markFanout, unmarkFanout, type ClaimedJob, type Engine } from '../engine';
+import { chunkBySize, type ClaimedJob, type Engine } from '../engine';
 import type { Invoker } from '../platform/lambda';
 import { emitMetrics, type Logger } from '../platform/log';
 
@@ -68,12 +68,12 @@ const newToken = () => randomBytes(8).toString('hex');
  */
 export async function requestFanout(deps: Pick<FanoutDeps, 'engine' | 'invoker' | 'timings'>): Promise<boolean> {
   const token = newToken();
-  if (!(await markFanout(deps.engine.ctx, token, (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs))) return false;
+  if (!(await deps.engine.markFanout(token, (deps.timings ?? DEFAULT_TIMINGS).fanoutMarkMs))) return false;
   try {
     await deps.invoker.invokeAsync('fanout', { token });
     return true;
   } catch (error) {
-    await unmarkFanout(deps.engine.ctx, token).catch(() => false);
+    await deps.engine.unmarkFanout(token).catch(() => false);
     throw error;
   }
 }
@@ -150,39 +150,8 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     // the rest is the handlers' to claim when this fan-out will not claim it next round itself
     const more = !drained && (capped || waitMs !== null || round + 1 >= MAX_ROUNDS);
     const { batches, oversized } = cutBatches(topic, claimed);
-    for (const { job, bytes } of oversized) {
-      // only a job stored while maxBodyBytes was set larger: it can never be delivered
-      const error = `the job is ${bytes} bytes as a Lambda event, over the ${EVENT_PAYLOAD_BYTES}-byte limit; it cannot be delivered`;
-      deps.log.error('job too large for a handler event; failing its attempt', {
-        topic: topic.name,
-        jobId: job.id,
-        bytes,
-      });
-      await deps.engine.fail(topic.name, job.id, job, error);
-    }
-    const failed: ClaimedJob[] = [];
-    let reason: string | undefined;
-    await Promise.all(
-      batches.map(async (batch) => {
-        const event: HandlerEvent = { topic: topic.name, jobs: batch.map(toWire), more };
-        try {
-          await deps.invoker.invokeAsync(handler, event);
-          report.invoked += 1;
-        } catch (error) {
-          deps.log.error('handler invoke failed; releasing its jobs', {
-            error,
-            topic: topic.name,
-            jobIds: batch.map((j) => j.id),
-          });
-          failed.push(...batch);
-          reason ??=
-            `the handler invoke failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`.slice(
-              0,
-              500,
-            );
-        }
-      }),
-    );
+    await failOversized(deps, topic.name, oversized);
+    const { failed, reason } = await invokeBatches(deps, handler, { topic: topic.name, more }, batches, report);
     if (failed.length > 0) {
       report.released += await deps.engine.release(failed, reason);
       return null; // the invoke API is failing: stop, the next sweep tries again
@@ -193,6 +162,57 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     if (drained) return null;
   }
   return null;
+}
+
+/** Fails the attempts of claimed jobs too large for a handler event, one after another. */
+async function failOversized(
+  deps: FanoutDeps,
+  topic: string,
+  oversized: readonly { job: ClaimedJob; bytes: number }[],
+): Promise<void> {
+  for (const { job, bytes } of oversized) {
+    // only a job stored while maxBodyBytes was set larger: it can never be delivered
+    const error = `the job is ${bytes} bytes as a Lambda event, over the ${EVENT_PAYLOAD_BYTES}-byte limit; it cannot be delivered`;
+    deps.log.error('job too large for a handler event; failing its attempt', { topic, jobId: job.id, bytes });
+    await deps.engine.fail(topic, job.id, job, error);
+  }
+}
+
+/**
+ * Invokes `handler` with each batch at once, in an event of `to.topic` (`to.more`: HandlerEvent.more). Returns the jobs
+ * of the invokes that failed, to be released, and why the first of them failed.
+ */
+async function invokeBatches(
+  deps: FanoutDeps,
+  handler: string,
+  to: { topic: string; more: boolean },
+  batches: readonly ClaimedJob[][],
+  report: FanoutReport,
+): Promise<{ failed: ClaimedJob[]; reason: string | undefined }> {
+  const failed: ClaimedJob[] = [];
+  let reason: string | undefined;
+  await Promise.all(
+    batches.map(async (batch) => {
+      const event: HandlerEvent = { topic: to.topic, jobs: batch.map(toWire), more: to.more };
+      try {
+        await deps.invoker.invokeAsync(handler, event);
+        report.invoked += 1;
+      } catch (error) {
+        deps.log.error('handler invoke failed; releasing its jobs', {
+          error,
+          topic: to.topic,
+          jobIds: batch.map((j) => j.id),
+        });
+        failed.push(...batch);
+        reason ??=
+          `the handler invoke failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`.slice(
+            0,
+            500,
+          );
+      }
+    }),
+  );
+  return { failed, reason };
 }
 
 /**
@@ -252,7 +272,7 @@ export async function runFanout(
         continue;
       }
       if (!token) return Object.fromEntries(reports);
-      await unmarkFanout(deps.engine.ctx, token);
+      await deps.engine.unmarkFanout(token);
       token = undefined;
       if (waitMs !== null) {
         try {
@@ -265,7 +285,7 @@ export async function runFanout(
       if (!(await claimable(deps.engine))) return Object.fromEntries(reports);
       const next = newToken();
       token = next; // held from here: a lost reply may hide a mark that was set
-      if (!(await markFanout(deps.engine.ctx, next, markMs))) {
+      if (!(await deps.engine.markFanout(next, markMs))) {
         token = undefined;
         return Object.fromEntries(reports);
       }
@@ -274,8 +294,8 @@ export async function runFanout(
   } finally {
     // however it ends (done, or a call that threw), it leaves no mark of its own behind
     if (token)
-      await unmarkFanout(deps.engine.ctx, token).catch((error: unknown) =>
-        deps.log.error('could not clear the fan-out mark; it expires by itself', { error }),
-      );
+      await deps.engine
+        .unmarkFanout(token)
+        .catch((error: unknown) => deps.log.error('could not clear the fan-out mark; it expires by itself', { error }));
   }
 }

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { Cluster, type Redis } from 'ioredis';
-import { holdSweeperLease, LEASE, releaseSweeperLease, wakeListKey, type Engine, type SweepResult } from '../engine';
+import { LEASE, type Engine, type SweepResult } from '../engine';
 import { requestFanout } from './fanout';
 import type { Invoker } from '../platform/lambda';
 import { DEFAULT_TIMINGS, type Timings } from '../core/queue-config';
@@ -30,61 +29,6 @@ export interface SweeperReport {
   fanouts: number;
 }
 
-/**
- * Waits on the wake list with one BLPOP kept pending on its own connection, while a local timer
- * measures the sleep: Redis checks blocking timeouts only about every 100 ms, a timer is exact.
- */
-class Waker {
-  private pending: Promise<boolean> | undefined;
-  /**
-   * A wake-up popped by a BLPOP left pending after a wait ended by its timer, while the sweeper
-   * was sweeping: the next wait returns at once instead of sleeping on the old plan.
-   */
-  private missed = false;
-  private readonly conn: Redis | Cluster;
-  constructor(
-    redis: Redis | Cluster,
-    private readonly key: string,
-    private readonly maxWaitMs: number,
-  ) {
-    // its own connection, without the command timeout: BLPOP blocks on purpose
-    this.conn =
-      redis instanceof Cluster
-        ? redis.duplicate(undefined, { redisOptions: { ...redis.options.redisOptions, commandTimeout: undefined } })
-        : redis.duplicate({ commandTimeout: undefined, enableAutoPipelining: false });
-    this.conn.on('error', () => undefined);
-  }
-  /** Resolves true when woken, false when `ms` passed. */
-  async wait(ms: number): Promise<boolean> {
-    if (this.missed) {
-      this.missed = false;
-      return true;
-    }
-    if (!this.pending) {
-      this.pending = (this.conn.blpop(this.key, this.maxWaitMs / 1000) as Promise<unknown>).then(
-        (popped) => {
-          this.pending = undefined;
-          if (popped !== null) this.missed = true; // cleared below by the wait that sees it
-          return popped !== null;
-        },
-        () => {
-          this.pending = undefined;
-          return false;
-        },
-      );
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const slept = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))));
-    const result = await Promise.race([slept, this.pending]);
-    clearTimeout(timer);
-    if (result) this.missed = false; // this wait took the wake-up
-    return result;
-  }
-  close(): void {
-    this.conn.disconnect();
-  }
-}
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -98,10 +42,10 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const owner = randomBytes(8).toString('hex');
   const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
   const hold = (nextAt: number | null, clearWake: boolean) =>
-    holdSweeperLease(engine.ctx, { owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake });
+    engine.holdSweeperLease({ owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake });
 
   if (!(await takeLease(deps, t, () => hold(null, true)))) return { ...report, outcome: 'busy' };
-  const waker = new Waker(engine.ctx.redis, wakeListKey(), t.sweeperMaxWaitMs);
+  const waker = engine.wakeWaiter(t.sweeperMaxWaitMs);
   let wakes = 0; // the wake counter seen before the latest sweep
   // A sweep that left jobs ready is followed by claims, whose time-to-run deadlines that sweep could
   // not see: while jobs are left ready the sweeper looks again within the shortest ttr a job may
@@ -126,9 +70,9 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
       const readyLeft = Object.keys(result.readyByTopic).length > 0;
       if (waitFor() <= t.sweeperHorizonMs) lookingSince = null;
       else if (!readyLeft || (lookingSince !== null && performance.now() - lookingSince >= t.sweeperMaxWaitMs)) {
-        const released = await releaseSweeperLease(engine.ctx, { owner, wakesSeen: wakes, force: false }).catch(
-          () => LEASE.KEPT,
-        );
+        const released = await engine
+          .releaseSweeperLease({ owner, wakesSeen: wakes, force: false })
+          .catch(() => LEASE.KEPT);
         if (released === LEASE.RELEASED || released === LEASE.NOT_OWNER) return { ...report, outcome: 'idle' };
         continue; // a wake-up arrived since the sweep
       } else lookingSince ??= performance.now();
@@ -243,7 +187,7 @@ async function afterSweep(
 }
 
 async function handOver(deps: SweeperDeps, owner: string, report: SweeperReport): Promise<SweeperReport> {
-  await releaseSweeperLease(deps.engine.ctx, { owner, wakesSeen: 0, force: true }).catch(() => LEASE.KEPT);
+  await deps.engine.releaseSweeperLease({ owner, wakesSeen: 0, force: true }).catch(() => LEASE.KEPT);
   try {
     await deps.invoker.invokeAsync('sweeper', { source: 'handover' });
     return { ...report, outcome: 'handed_over' };

@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { sweeperKeys } from '../../lib/engine/keys';
 import { invokeFunction, startOffline, type OfflineProcess } from '../support/offline';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startRedis, type RedisProcess } from '../support/redis';
+import { sweeperKeys } from '../../lib/testing';
 
 const SECRET = 'e2e-webhook-secret';
 // the stack signs with both while a new secret is rolled out (WEBHOOK_SECRET holds both)

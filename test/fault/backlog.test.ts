@@ -16,11 +16,11 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../lib/core/queue-config';
-import { topicKeys } from '../../lib/engine/keys';
-import { Queue } from '../../lib/api/queue';
+import { queueOf } from '../support/queue';
 import { Engine } from '../../lib/engine';
 import { invokeFunction, startOffline, type OfflineProcess } from '../support/offline';
 import { startRedis, type RedisProcess } from '../support/redis';
+import { topicKeys } from '../../lib/testing';
 
 const BACKLOG = Number(process.env.FAULT_BACKLOG ?? 200_000);
 const IDLE_REQUESTS = 400;
@@ -81,7 +81,7 @@ describe('scenario 5: 200,000 jobs due at the same instant', () => {
       WEBHOOK_SECRET: 'x',
       DQ_FUNCTION_PREFIX: 'x',
     });
-    const queue = new Queue(new Engine(redis, config.queue));
+    const queue = queueOf(new Engine(redis, config.queue));
     const k = topicKeys(0, 'example', 1);
     const body = { order: 'x'.repeat(180) };
     let dueAt = 0;

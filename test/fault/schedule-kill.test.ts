@@ -11,10 +11,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { topicKeys } from '../../lib/engine/keys';
 import { CATCH_UP_GRACE_MS } from '../../lib/core/schedule';
 import { report, until } from './support/harness';
 import { Stack } from './support/stack';
+import { topicKeys } from '../../lib/testing';
 
 const KILLS = Number(process.env.FAULT_KILLS ?? 12);
 const PERIOD_MS = 2000;

@@ -8,12 +8,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { Access, KEY_RECHECK_MS, newSecret } from '../../lib/api/auth';
 import { Engine, KEY_USE_NOTE_MS, secretDigest } from '../../lib/engine';
-import { createKey } from '../../lib/engine/api-keys';
 import { resolveQueueConfig } from '../../lib/core/queue-config';
 import { TestClock } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { Access, KEY_RECHECK_MS, newSecret, createKey, engineContext } from '../../lib/testing';
 
 describe('API keys in Redis', () => {
   const server = useRedisServer();
@@ -168,7 +167,7 @@ describe('API keys in Redis', () => {
     const name = unique('over');
     assert.equal(
       await createKey(
-        engine.ctx,
+        engineContext(engine),
         { name, scope: 'read', topics: null, sha: secretDigest(newSecret()), createdBy: 'x' },
         held,
       ),

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { partitionOf } from '../../lib/engine/keys';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { partitionOf } from '../../lib/testing';
 
 async function scriptCalls(redis: Redis): Promise<number> {
   const m = /^cmdstat_fcall:calls=(\d+)/m.exec(await redis.info('commandstats'));

@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/workers/fanout';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import { runtime, type Runtime } from '../../lib/platform/runtime';
 import { topicHandler } from '../../lib/workers/handler';
 import { makeQueue, TestClock, apiOf } from '../support/queue';

@@ -8,13 +8,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import type * as engine from '../../lib/engine';
-import { OUTCOME } from '../../lib/engine/codes';
-import * as script from '../../lib/engine/scripts';
-import { groupKey, latenessKey, partitionOf, topicKeys, type TopicKeys } from '../../lib/engine/keys';
-import type { Queue } from '../../lib/api/queue';
-import { run } from '../../lib/engine/script-runner';
+import type { Queue } from '../support/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import {
+  OUTCOME,
+  groupKey,
+  latenessKey,
+  partitionOf,
+  topicKeys,
+  type TopicKeys,
+  run,
+  scripts as script,
+} from '../../lib/testing';
 
 const BIG = { pad: 'b'.repeat(65_000) };
 const SMALL = { n: 1 };

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { EVENT_PAYLOAD_BYTES } from '../../lib/core/limits';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import type { ClaimedJob } from '../../lib/engine';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';

@@ -23,10 +23,10 @@ const log = createLogger('test', {}, 'error', () => undefined);
 /** Counts the engine's claims (each one or more claim script calls). */
 function countClaims(engine: Engine): { claims: number } {
   const counter = { claims: 0 };
-  const claimPaced = engine.claimPaced.bind(engine);
-  engine.claimPaced = (...args) => {
+  const claimPaced = engine.claimPaced;
+  engine.claimPaced = function (...args) {
     counter.claims += 1;
-    return claimPaced(...args);
+    return claimPaced.apply(this, args);
   };
   return counter;
 }

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Cluster, Redis } from 'ioredis';
-import { slotOf, topicKeys } from '../../lib/engine/keys';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { moveSlot, slotOwner, useRedisCluster, useRedisServer } from '../support/redis';
+import { slotOf, topicKeys } from '../../lib/testing';
 
 const PARTITIONS = 12;
 const ZCARD = '$5\r\nzcard\r\n'; // the command as ioredis writes it (a script's text says ZCARD in capitals)

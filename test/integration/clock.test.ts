@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/core/queue-config';
-import { Queue } from '../../lib/api/queue';
+import { queueOf } from '../support/queue';
 import { Engine } from '../../lib/engine';
 import { uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
@@ -17,7 +17,7 @@ describe('due times come from the Redis clock', () => {
   for (const skewMin of [10, -10]) {
     it(`a job added by a client whose clock is ${skewMin} minutes off is due on Redis's clock`, async (t) => {
       const topic = uniqueTopic('skew');
-      const q = new Queue(new Engine(server.client(), resolveQueueConfig({ topics: { [topic]: {} } })));
+      const q = queueOf(new Engine(server.client(), resolveQueueConfig({ topics: { [topic]: {} } })));
       const realNow = Date.now();
       t.mock.timers.enable({ apis: ['Date'], now: realNow + skewMin * 60_000 });
       assert.ok(Math.abs(Date.now() - realNow - skewMin * 60_000) < 1000, 'the client clock is skewed');
@@ -31,7 +31,7 @@ describe('due times come from the Redis clock', () => {
         `runAt ${runAt} within Redis [${before}, ${afterAdd}] + 600 s`,
       );
       assert.equal((await q.engine.sweep()).moved, 0, 'not due now on the Redis clock');
-      const later = new Queue(
+      const later = queueOf(
         new Engine(server.client(), resolveQueueConfig({ topics: { [topic]: {} } }), { clock: () => runAt }),
       );
       assert.equal((await later.engine.sweep()).moved, 1, 'due once the Redis clock reaches runAt');

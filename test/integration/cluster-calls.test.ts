@@ -7,10 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createRedis } from '../../lib/platform/redis';
-import { resentCalls } from '../../lib/engine/script-runner';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { slotOwner, startRedisCluster, type RedisClusterProcess } from '../support/redis';
-import { slotOf, topicKeys } from '../../lib/engine/keys';
+import { resentCalls, slotOf, topicKeys } from '../../lib/testing';
 
 describe('script calls on a cluster', () => {
   let cluster: RedisClusterProcess;

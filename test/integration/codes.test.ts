@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/core/queue-config';
 import * as engine from '../../lib/engine';
-import { FANOUT_MARK, JOB_STATE, KEY_CHANGE, LEASE, OUTCOME, REFUSAL, RELAYOUT, WAKE } from '../../lib/engine/codes';
 import { TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 import common from '../../lua/includes/codes.lua';
+import { FANOUT_MARK, JOB_STATE, KEY_CHANGE, LEASE, OUTCOME, REFUSAL, RELAYOUT, WAKE } from '../../lib/testing';
 
 describe('codes shared by Lua and TypeScript', () => {
   const server = useRedisServer();
@@ -17,9 +17,9 @@ describe('codes shared by Lua and TypeScript', () => {
   it('every table of lib/engine/codes.ts has its twin, name for name, in lua/includes/codes.lua', async () => {
     // run the helpers in Redis itself and read the tables back, so Lua parses them, not a regex
     const states = Object.keys(JOB_STATE)
-      .map((name) => `${name} = ${name}`)
+      .map((name) => `${name} = Codes.${name}`)
       .join(', ');
-    const lua = `${common}\nreturn cjson.encode({ JOB_STATE = { ${states} }, REFUSAL = REFUSAL, OUTCOME = OUTCOME, LEASE = LEASE, WAKE = WAKE, FANOUT_MARK = FANOUT_MARK, KEY_CHANGE = KEY_CHANGE, RELAYOUT = RELAYOUT })`;
+    const lua = `${common}\nreturn cjson.encode({ JOB_STATE = { ${states} }, REFUSAL = Codes.REFUSAL, OUTCOME = Codes.OUTCOME, LEASE = Codes.LEASE, WAKE = Codes.WAKE, FANOUT_MARK = Codes.FANOUT_MARK, KEY_CHANGE = Codes.KEY_CHANGE, RELAYOUT = Codes.RELAYOUT })`;
     const tables = JSON.parse((await server.client().eval(lua, 0)) as string);
     assert.deepEqual(tables, { JOB_STATE, REFUSAL, OUTCOME, LEASE, WAKE, FANOUT_MARK, KEY_CHANGE, RELAYOUT });
   });

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { topicKeys } from '../../lib/engine/keys';
-import { moveDue } from '../../lib/engine/sweep'; // one partition's step, raced on purpose
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
+import { topicKeys, moveDue, engineContext } from '../../lib/testing';
 
 describe('engine under concurrency (real redis-server)', () => {
   let server: RedisProcess;
@@ -80,7 +79,7 @@ describe('engine under concurrency (real redis-server)', () => {
       const q = makeQueue(connect(), { [topic]: {} });
       let mine = 0;
       for (;;) {
-        const r = await moveDue(q.engine.ctx, q.engine.topic(topic), 0, 100);
+        const r = await moveDue(engineContext(q.engine), q.engine.topic(topic), 0, 100);
         mine += r.moved;
         if (!r.more) return mine;
       }

@@ -9,11 +9,11 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import type { ClaimedJob } from '../../lib/engine';
-import { partitionOf } from '../../lib/engine/keys';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { partitionOf } from '../../lib/testing';
 
 const JOBS = 1000;
 

@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { HttpError } from '../../lib/api/api-errors';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { HttpError } from '../../lib/testing';
 
 describe('dead-job pages', () => {
   const redis = useRedisServer();

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { INCLUDES, includeOrder } from '../../lib/engine/script-runner';
 import { ID_PATTERN } from '../../lib/core/queue-config';
 import { useRedisServer } from '../support/redis';
+import { INCLUDES, includeOrder } from '../../lib/testing';
 
 /** Bytewise order, as a zset orders members. */
 const bytewise = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
@@ -21,7 +21,7 @@ describe('delayedMember: a delayed job with a flow key', () => {
       .join('\n');
     const lua = `${prelude}
 local jobs = cjson.decode(ARGV[1])
-for _, j in ipairs(jobs) do redis.call('ZADD', KEYS[1], 5, delayedMember(j[1], j[2] ~= cjson.null and j[2] or false)) end
+for _, j in ipairs(jobs) do redis.call('ZADD', KEYS[1], 5, Job.delayedMember(j[1], j[2] ~= cjson.null and j[2] or false)) end
 return redis.call('ZRANGE', KEYS[1], 0, -1)`;
     // ids that are prefixes of one another, followed by every kind of character an id may hold
     // (the lowest, '-', sorts after the space), each with a key that would sort them otherwise

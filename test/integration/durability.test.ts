@@ -10,11 +10,9 @@ import { after, before, describe, it } from 'node:test';
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { Redis, type Cluster } from 'ioredis';
 import { addJob } from '../../lib/api/routes';
-import { HttpError } from '../../lib/api/api-errors';
 import { httpRoute } from '../../lib/api/http';
 import { createRuntime } from '../../lib/platform/runtime';
-import { partitionOf, slotOf, syncKey } from '../../lib/engine/keys';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import { postJob } from '../support/failover';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import {
@@ -23,6 +21,7 @@ import {
   type PrimaryWithReplica,
   type RedisClusterProcess,
 } from '../support/redis';
+import { HttpError, partitionOf, slotOf, syncKey } from '../../lib/testing';
 
 /** The replica wait of the queues that must refuse: a paused replica never answers, so 200 ms is enough to see it. */
 const TIMEOUT_S = 0.2;

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import type { QueueConfigInput, TopicInput } from '../../lib/core/queue-config';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import { until } from '../../scripts/support/process';
 import { startCuttableReplica, type CuttableReplica } from '../support/failover';
 import { makeQueue, rejects, uniqueTopic } from '../support/queue';

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { Engine } from '../../lib/engine';
-import { sweeperKeys } from '../../lib/engine/keys';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
 import { requestFanout, runFanout } from '../../lib/workers/fanout';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { sweeperKeys } from '../../lib/testing';
 
 const log = createLogger('test', {}, 'error', () => undefined);
 

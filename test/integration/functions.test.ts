@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { SCRIPTS, scriptLibrary } from '../../lib/engine/script-runner';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { startRedis, useRedisServer, type RedisProcess } from '../support/redis';
+import { SCRIPTS, scriptLibrary } from '../../lib/testing';
 
 /** Calls per command since the last RESETSTAT (INFO and CONFIG left out). */
 async function calls(redis: Redis): Promise<Record<string, number>> {

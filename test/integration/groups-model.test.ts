@@ -11,11 +11,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { topicKeys } from '../../lib/engine/keys';
 import { firstChunk } from '../support/group-layout';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import { listWholeGroup, makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { topicKeys } from '../../lib/testing';
 
 const SEC = 1000;
 const RETENTION_S = 60;

@@ -8,10 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cancelGroup } from '../../lib/engine/groups'; // with a small step, to make the cancel last
 import type { ClaimedJob } from '../../lib/engine';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { cancelGroup, engineContext } from '../../lib/testing';
 
 describe('group cancel under load', () => {
   const redis = useRedisServer();
@@ -20,7 +20,7 @@ describe('group cancel under load', () => {
     const topic = uniqueTopic('groups');
     const partitions = 3;
     const q = makeQueue(redis.client(), { [topic]: { ttr: 300, concurrency: 10_000 } }, { config: { partitions } });
-    const ctx = q.engine.ctx;
+    const ctx = engineContext(q.engine);
 
     const N = 6000;
     const ids = Array.from({ length: N }, (_, i) => `big-${i}`);

@@ -8,13 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/workers/fanout';
-import { latenessKey } from '../../lib/engine/keys';
 import type { Runtime } from '../../lib/platform/runtime';
 import { topicHandler } from '../../lib/workers/handler';
 import { makeQueue, TestClock, uniqueTopic, apiOf } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';
 import { Redis } from 'ioredis';
+import { latenessKey, recordLateness } from '../../lib/testing';
 
 describe('lateness stats (real redis-server)', () => {
   let server: RedisProcess;
@@ -32,14 +32,15 @@ describe('lateness stats (real redis-server)', () => {
     const topic = uniqueTopic('late');
     const clock = new TestClock(Date.UTC(2030, 0, 1, 12, 0, 0));
     const q = makeQueue(redis, { [topic]: {} }, { clock });
-    await q.engine.recordStarts(topic, [10_000]); // 12:00, leaves the 5-minute window by 12:10
+    await recordLateness(q.engine, topic, [10_000]); // 12:00, leaves the 5-minute window by 12:10
     clock.advance(10 * 60_000);
-    await q.engine.recordStarts(
+    await recordLateness(
+      q.engine,
       topic,
       Array.from({ length: 100 }, (_, i) => i + 1),
     ); // 12:10: 1..100 ms
     clock.advance(60_000);
-    await q.engine.recordStarts(topic, [5]); // 12:11
+    await recordLateness(q.engine, topic, [5]); // 12:11
     const s = await q.stats(topic);
     assert.equal(s.lateness.started, 101);
     assert.equal(s.lateness.maxMs, 100, 'exact max; the 10 s start is outside the window');
@@ -59,7 +60,7 @@ describe('lateness stats (real redis-server)', () => {
     const topic = uniqueTopic('late');
     const clock = new TestClock(Date.UTC(2030, 0, 4, 12, 0, 0));
     const q = makeQueue(redis, { [topic]: {} }, { clock, config: { partitions: 4 } });
-    for (let i = 1; i <= 8; i++) await q.engine.recordStarts(topic, [i, 100 * i]);
+    for (let i = 1; i <= 8; i++) await recordLateness(q.engine, topic, [i, 100 * i]);
     const perPartition = await Promise.all(
       [0, 1, 2, 3].map((p) =>
         redis.hget(latenessKey(p, topic, 4), `m${(Date.UTC(2030, 0, 4, 12, 0, 0) / 60_000) % 60}`),
@@ -86,14 +87,16 @@ describe('lateness stats (real redis-server)', () => {
     const q = makeQueue(redis, { [topic]: {} }, { clock });
     for (let minute = 0; minute < 24 * 60; minute += 7) {
       clock.now = Date.UTC(2030, 0, 2) + minute * 60_000;
-      await q.engine.recordStarts(
+      await recordLateness(
+        q.engine,
         topic,
         Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000),
       );
     }
     for (let minute = 0; minute < 60; minute++) {
       clock.now = Date.UTC(2030, 0, 3) + minute * 60_000;
-      await q.engine.recordStarts(
+      await recordLateness(
+        q.engine,
         topic,
         Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000),
       );

@@ -5,11 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { FANOUT_MARK, LEASE, WAKE } from '../../lib/engine/codes';
-import * as script from '../../lib/engine/scripts';
-import { sweeperKeys } from '../../lib/engine/keys';
-import { run } from '../../lib/engine/script-runner';
 import { useRedisServer } from '../support/redis';
+import { FANOUT_MARK, LEASE, WAKE, sweeperKeys, run, scripts as script } from '../../lib/testing';
 
 const HORIZON = 60_000;
 const FIXED = Date.UTC(2040, 0, 1); // far from the Redis clock, so a reply shows which clock the script read

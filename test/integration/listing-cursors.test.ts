@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { HttpError } from '../../lib/api/api-errors';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { HttpError } from '../../lib/testing';
 
 const isBadCursor = (error: unknown) =>
   error instanceof HttpError &&

@@ -6,15 +6,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { runFanout, type HandlerEvent } from '../../lib/workers/fanout';
-import { rateKey } from '../../lib/engine/keys';
-import { run } from '../../lib/engine/script-runner';
-import { returnTokens } from '../../lib/engine/scripts';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
 import { jitterOffsetMs } from '../../lib/core/pacing';
 import type { ClaimedJob } from '../../lib/engine';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { rateKey, run, returnTokens } from '../../lib/testing';
 
 const log = createLogger('test', {}, 'error', () => undefined);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -167,7 +165,7 @@ describe('pacing (real redis-server)', () => {
     await queue.engine.sweep();
     const invoker = new RecordingInvoker();
     const r = server.client();
-    const { sweeperKeys } = await import('../../lib/engine/keys');
+    const { sweeperKeys } = await import('../../lib/testing');
     await r.del(sweeperKeys().fanout);
     await r.set(sweeperKeys().fanout, 'mine', 'PX', 30_000);
     await runFanout(

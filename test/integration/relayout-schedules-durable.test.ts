@@ -8,11 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { partitionOf, scheduleKeys } from '../../lib/engine/keys';
-import { moveSchedules } from '../../lib/engine/schedules';
 import { occurrenceId } from '../../lib/core/schedule';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { startPrimaryWithReplica, type PrimaryWithReplica } from '../support/redis';
+import { partitionOf, scheduleKeys, moveSchedules, engineContext } from '../../lib/testing';
 
 const BEFORE = 2;
 const AFTER = 3;
@@ -47,7 +46,7 @@ describe('moving schedules with durability replica', () => {
     const inCurrent = () => redis.hexists(scheduleKeys(partitionOf(topic, 'd', AFTER), topic, AFTER).schedules, 'd');
     pair.pauseReplica();
     try {
-      const cut = await moveSchedules(changing.engine.ctx, 10);
+      const cut = await moveSchedules(engineContext(changing.engine), 10);
       assert.deepEqual([cut.moved, cut.busy, cut.left], [0, 1, true], 'not confirmed: not moved now');
       assert.deepEqual(
         [await inFormer(), await inCurrent()],
@@ -57,7 +56,7 @@ describe('moving schedules with durability replica', () => {
     } finally {
       pair.resumeReplica();
     }
-    const moved = await moveSchedules(changing.engine.ctx, 10);
+    const moved = await moveSchedules(engineContext(changing.engine), 10);
     assert.equal(moved.moved, 1);
     assert.deepEqual([await inFormer(), await inCurrent()], [0, 1]);
     clock.advance(60_000);

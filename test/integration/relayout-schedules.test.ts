@@ -11,15 +11,22 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Schedule } from '../../lib/engine';
-import { REFUSAL, RELAYOUT } from '../../lib/engine/codes';
-import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/engine/keys';
-import { run } from '../../lib/engine/script-runner';
-import { moveSchedules } from '../../lib/engine/schedules';
-import * as script from '../../lib/engine/scripts';
 import { occurrenceId } from '../../lib/core/schedule';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import {
+  REFUSAL,
+  RELAYOUT,
+  groupKey,
+  partitionOf,
+  scheduleKeys,
+  topicKeys,
+  run,
+  moveSchedules,
+  engineContext,
+  scripts as script,
+} from '../../lib/testing';
 
 const BEFORE = 2;
 const AFTER = 3;
@@ -91,7 +98,7 @@ describe('moving schedules while the partition count changes', () => {
     /** Moves every schedule that can move (moveSchedules until none is left or only busy ones). */
     const moveAll = async () => {
       for (let i = 0; i < 50; i++) {
-        const step = await moveSchedules(after.engine.ctx, 7);
+        const step = await moveSchedules(engineContext(after.engine), 7);
         if (!step.more && step.busy === 0) return;
       }
       assert.fail('the moves never ended');
@@ -129,7 +136,7 @@ describe('moving schedules while the partition count changes', () => {
       assert.equal(await where(id), 'former', id);
     }
     // the deploy: the engine that knows of the change moves them, a few a call, then its sweeps move the rest
-    const step = await moveSchedules(after.engine.ctx, 5);
+    const step = await moveSchedules(engineContext(after.engine), 5);
     assert.deepEqual([step.moved, step.more, step.left], [5, true, true]);
     assert.equal((await Promise.all(all.map(where))).filter((w) => w === 'current').length, 5);
     for (let i = 0; i < 20 && (await Promise.all(all.map(where))).some((w) => w !== 'current'); i++)
@@ -213,14 +220,14 @@ describe('moving schedules while the partition count changes', () => {
     // a stale mover: it froze (and read) the record of 'gone', then stalled
     const stale = await steps('gone').freeze();
     assert.equal(stale[0], RELAYOUT.FROZEN);
-    const twin = makeQueue(after.engine.ctx.redis, Object.fromEntries([[topic, { ttr: 30 }]]), {
+    const twin = makeQueue(engineContext(after.engine).redis, Object.fromEntries([[topic, { ttr: 30 }]]), {
       clock,
       config: { partitions: AFTER, formerPartitions: BEFORE, retention: 0 },
     });
     await Promise.all([
-      moveSchedules(after.engine.ctx, 100),
-      moveSchedules(twin.engine.ctx, 100),
-      moveSchedules(after.engine.ctx, 100),
+      moveSchedules(engineContext(after.engine), 100),
+      moveSchedules(engineContext(twin.engine), 100),
+      moveSchedules(engineContext(after.engine), 100),
     ]);
     for (const id of [...all, 'gone']) assert.equal(await where(id), 'current', id);
     await moveAll();
@@ -284,7 +291,7 @@ describe('moving schedules while the partition count changes', () => {
     assert.ok(job);
     assert.deepEqual(await before.engine.start(topic, [job]), [true]);
     assert.deepEqual(
-      await moveSchedules(after.engine.ctx, 10).then((s) => [s.moved, s.busy, s.left]),
+      await moveSchedules(engineContext(after.engine), 10).then((s) => [s.moved, s.busy, s.left]),
       [0, 1, true],
       'busy: not moved',
     );
@@ -319,7 +326,7 @@ describe('moving schedules while the partition count changes', () => {
     // a schedule the old engine put before the partition closed, moved since, is changed through it where it lives
     const old = ids(40, 'y').find((id) => former(id) !== closed) ?? 'y0';
     await before.putSchedule(topic, old, { every: 60 });
-    await moveSchedules(after.engine.ctx, 100);
+    await moveSchedules(engineContext(after.engine), 100);
     assert.equal(await where(old), 'current');
     assert.equal((await before.pauseSchedule(topic, old, true)).paused, true);
     await before.deleteSchedule(topic, old);

@@ -7,9 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Layout, partitionOf, PAUSED_FIELD, topicKeys } from '../../lib/engine/keys';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { Layout, partitionOf, PAUSED_FIELD, topicKeys } from '../../lib/testing';
 
 const BEFORE = 2;
 const AFTER = 3;

@@ -10,12 +10,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import { requestFanout } from '../../lib/workers/fanout';
-import { sweeperKeys } from '../../lib/engine/keys';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createRedis } from '../../lib/platform/redis';
 import { startReplyDroppingProxy, type ReplyDroppingProxy } from '../support/proxy';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { sweeperKeys } from '../../lib/testing';
 
 const settle = <T>(p: Promise<T>) =>
   p.then(

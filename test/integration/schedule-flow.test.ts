@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ClaimedJob } from '../../lib/engine';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 

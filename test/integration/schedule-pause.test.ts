@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 // a sweep's steps apart: the occurrence runs before its schedule moves on
-import { moveDue } from '../../lib/engine/sweep';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { moveDue, engineContext } from '../../lib/testing';
 
 const MIN = 60_000;
 
@@ -87,7 +87,7 @@ describe('pausing a schedule', () => {
     await q.putSchedule(topic, 'once', { every: 3600, catchUp: 'latest' });
     clock.advance(60 * MIN);
     const t = q.engine.topic(topic);
-    await moveDue(q.engine.ctx, t, 0, 100); // the occurrence ready, its schedule not advanced
+    await moveDue(engineContext(q.engine), t, 0, 100); // the occurrence ready, its schedule not advanced
     const [job] = await q.engine.claimStarted(topic, 10);
     assert.ok(job);
     assert.equal(await q.engine.ack(topic, job.id, job), 'done'); // deleted at once (retention 0)

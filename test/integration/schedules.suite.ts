@@ -7,20 +7,27 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Cluster, Redis } from 'ioredis';
 import type { TopicInput } from '../../lib/core/queue-config';
-import * as engine from '../../lib/engine/schedules'; // an advance's steps apart, to crash between them
-import { OUTCOME, REFUSAL } from '../../lib/engine/codes';
-import * as script from '../../lib/engine/scripts';
-import { groupKey, partitionOf, scheduleKeys, topicKeys } from '../../lib/engine/keys';
-import type { Queue } from '../../lib/api/queue';
-import { HttpError } from '../../lib/api/api-errors';
-import { validateSchedulesQuery } from '../../lib/api/validation';
-import { validateSchedule } from '../../lib/api/schedule-validation';
-import { moveDue } from '../../lib/engine/sweep'; // a sweep's steps apart, to claim before the schedule moves on
+import type { Queue } from '../support/queue';
 import { jitterOffsetMs } from '../../lib/core/pacing';
 import { occurrenceId } from '../../lib/core/schedule';
-import { run } from '../../lib/engine/script-runner';
 import { bucketState, firstChunk } from '../support/group-layout';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
+import {
+  OUTCOME,
+  REFUSAL,
+  groupKey,
+  partitionOf,
+  scheduleKeys,
+  topicKeys,
+  HttpError,
+  validateSchedulesQuery,
+  validateSchedule,
+  moveDue,
+  run,
+  engineContext,
+  schedules as engine,
+  scripts as script,
+} from '../../lib/testing';
 
 export interface ScheduleSuiteTarget {
   redis(): Redis | Cluster;
@@ -45,7 +52,7 @@ export function schedulesSuite(target: ScheduleSuiteTarget): void {
         config: { partitions: target.partitions, ...extra },
       },
     );
-    const ctx = q.engine.ctx;
+    const ctx = engineContext(q.engine);
     return { q, topic: name, clock, ctx };
   }
 

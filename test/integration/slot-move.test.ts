@@ -12,17 +12,15 @@ import { Redis, type Cluster } from 'ioredis';
 import { httpRoute } from '../../lib/api/http';
 import { addJob } from '../../lib/api/routes';
 import type { ClaimedJob } from '../../lib/engine';
-import { slotOf, syncKey, type SyncKey } from '../../lib/engine/keys';
-import { runPipelined } from '../../lib/engine/script-runner';
-import * as script from '../../lib/engine/scripts';
 import { createLogger } from '../../lib/platform/log';
 import { createRedis, isUnavailable } from '../../lib/platform/redis';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
 import { until } from '../../scripts/support/process';
-import type { Queue } from '../../lib/api/queue';
+import type { Queue } from '../support/queue';
 import { postJob } from '../support/failover';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { moveSlot, slotOwner, startRedisCluster, type RedisClusterProcess } from '../support/redis';
+import { slotOf, syncKey, type SyncKey, runPipelined, scripts as script } from '../../lib/testing';
 
 const PARTITIONS = 6;
 

@@ -2,11 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { requestFanout, runFanout } from '../../lib/workers/fanout';
-import { sweeperKeys } from '../../lib/engine/keys';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
-import { run } from '../../lib/engine/script-runner';
-import * as script from '../../lib/engine/scripts';
 import { runSweeper } from '../../lib/workers/sweeper';
 import { Engine } from '../../lib/engine';
 import { DEFAULT_TIMINGS, resolveQueueConfig } from '../../lib/core/queue-config';
@@ -14,6 +11,7 @@ import { TTR_SECONDS } from '../../lib/core/limits';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { createRedis } from '../../lib/platform/redis';
 import { freePort, startRedis, useRedisServer } from '../support/redis';
+import { sweeperKeys, run, wakeSweeperFor, scripts as script } from '../../lib/testing';
 
 /** Records invokes instead of calling the Lambda API; fails them while `failing` is set. */
 class RecordingInvoker implements Invoker {
@@ -204,7 +202,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       const added = await queue.add({ topic, id: 'now', delay: 0 });
       assert.equal(added.wake, true);
-      await waking(r, invoker).wake(Date.parse(added.job.runAt));
+      await wakeSweeperFor(waking(r, invoker), Date.parse(added.job.runAt));
       // the sweeper moves the new job long before the 30 s one is due; then we let it go
       for (let i = 0; i < 100 && invoker.named('fanout').length === 0; i++)
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -223,13 +221,13 @@ describe('sweeper and fan-out (real redis-server)', () => {
       const invoker = new RecordingInvoker();
       const [s, us] = await r.time();
       const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
-      await waking(r, invoker).wake(now + DEFAULT_TIMINGS.sweeperHorizonMs + 10_000);
+      await wakeSweeperFor(waking(r, invoker), now + DEFAULT_TIMINGS.sweeperHorizonMs + 10_000);
       assert.equal(invoker.named('sweeper').length, 0, 'the tick covers a far job');
-      await waking(r, invoker).wake(now + 1000);
+      await wakeSweeperFor(waking(r, invoker), now + 1000);
       assert.equal(invoker.named('sweeper').length, 1);
-      await waking(r, invoker).wake('now');
+      await wakeSweeperFor(waking(r, invoker), 'now');
       assert.equal(invoker.named('sweeper').length, 2);
-      await wakeOnly(r).wake('now');
+      await wakeSweeperFor(wakeOnly(r), 'now');
       assert.equal(invoker.named('sweeper').length, 2, 'without invoke rights it leaves the start to the tick');
     }));
 
@@ -372,7 +370,7 @@ describe('sweeper and fan-out (real redis-server)', () => {
         if (sweeps === 2) {
           // the second sweep (it moved a) has read its plan: b, 8 s ahead. Now c, due in 0.2 s.
           const added = await real.add({ topic, id: 'c', delay: 0.2 });
-          if (added.wake) await waking(r, invoker).wake(Date.parse(added.job.runAt));
+          if (added.wake) await wakeSweeperFor(waking(r, invoker), Date.parse(added.job.runAt));
         }
         return result;
       };

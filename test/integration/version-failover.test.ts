@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { parseIfMatch } from '../../lib/api/validation';
 import { startCuttableReplica } from '../support/failover';
 import { makeQueue, rejects, uniqueTopic } from '../support/queue';
+import { parseIfMatch } from '../../lib/testing';
 
 describe('versions across a failover', () => {
   it('a version a reader saw on the failed primary never names other content on the new one: its If-Match is refused', async () => {

@@ -8,12 +8,18 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { OUTCOME } from '../../lib/engine/codes';
-import { groupKey, partitionOf, topicKeys } from '../../lib/engine/keys';
-import { INCLUDES, includeOrder, run } from '../../lib/engine/script-runner';
-import * as script from '../../lib/engine/scripts';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import {
+  OUTCOME,
+  groupKey,
+  partitionOf,
+  topicKeys,
+  INCLUDES,
+  includeOrder,
+  run,
+  scripts as script,
+} from '../../lib/testing';
 
 /** The ticks of fixed clock `ms`: 20 µs since 2025-01-01 (lua/includes/clock.lua clockTicks). */
 const ticksOf = (ms: number) => (ms - Date.UTC(2025, 0, 1)) * 50;
@@ -159,12 +165,12 @@ describe('versions within one tick of the clock', () => {
     // the helpers of includes/job.lua, as a script runs them: a call that writes a record twice and deletes it, and one
     // that makes it again
     const lua = (body: string) => [...includeOrder(body).map((name) => INCLUDES[name]), body].join('\n');
-    const make = `local now = clock(ARGV[1])
-local h = { PENDING, false, now, now, 0, false, false, false, false, false, now, false, false, false, 0, 0, false, false }
-store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
+    const make = `local now = Clock.clock(ARGV[1])
+local h = { Codes.PENDING, false, now, now, 0, false, false, false, false, false, now, false, false, false, 0, 0, false, false }
+Job.store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
     const [v1, v2] = (await redis.eval(
       lua(
-        `--- @include "job"\n${make}\nlocal v1 = h[H_VERSION]\nsave(KEYS[1], ARGV[2], h, '"x"')\nlocal v2 = h[H_VERSION]\nremove(KEYS[1], KEYS[2], ARGV[2], h)\nreturn { v1, v2 }`,
+        `--- @include "job"\n${make}\nlocal v1 = h[Job.H_VERSION]\nJob.save(KEYS[1], ARGV[2], h, '"x"')\nlocal v2 = h[Job.H_VERSION]\nJob.remove(KEYS[1], KEYS[2], ARGV[2], h)\nreturn { v1, v2 }`,
       ),
       2,
       k.jobs,
@@ -175,7 +181,7 @@ store(KEYS[1], KEYS[2], ARGV[2], h, '"x"', false)`;
     assert.deepEqual([v1, v2], [ticksOf(clock.now), ticksOf(clock.now) + 1]);
     assert.equal(await redis.hexists(k.jobs, 'r'), 0);
     const v3 = (await redis.eval(
-      lua(`--- @include "job"\n${make}\nreturn h[H_VERSION]`),
+      lua(`--- @include "job"\n${make}\nreturn h[Job.H_VERSION]`),
       2,
       k.jobs,
       k.bodies,

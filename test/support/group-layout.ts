@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { groupBucketKey, groupKey, topicKeys } from '../../lib/engine/keys';
+import { groupBucketKey, groupKey, topicKeys } from '../../lib/testing';
 
 /** The bucket field of group `group` (4 bytes of the SHA-1 of its name) and the number it stands for. */
 export function bucketField(group: string): { field: Buffer; n: number } {

@@ -2,9 +2,13 @@
 import assert from 'node:assert/strict';
 import type { Cluster, Redis } from 'ioredis';
 import { resolveQueueConfig, type QueueConfigInput, type TopicInput } from '../../lib/core/queue-config';
-import { HttpError } from '../../lib/api/api-errors';
 import { Engine, type Job } from '../../lib/engine';
-import { Queue } from '../../lib/api/queue';
+import { jobService } from '../../lib/api/job-routes';
+import { keyService } from '../../lib/api/key-routes';
+import { scheduleService } from '../../lib/api/schedule-routes';
+import { topicService } from '../../lib/api/topic-routes';
+import type { Caller } from '../../lib/engine';
+import { HttpError, type IfMatch, type JobsQuery, type GroupPage } from '../../lib/testing';
 
 let counter = 0;
 
@@ -23,8 +27,59 @@ export class TestClock {
   }
 }
 
+type Ref = { topic: string; id: string };
+
 /**
- * The API's operations (lib/api/queue.ts) over an engine on `redis` with the given topics, a fixed
+ * The API's operations over one engine, as the routes call them (the service functions of
+ * lib/api/*-routes.ts with the engine bound): tests add with raw input as the API does, get its
+ * refusals as HttpErrors, and drive attempts with `q.engine` (the engine's door).
+ */
+export function queueOf(engine: Engine) {
+  const q = {
+    engine,
+    config: engine.config,
+    add: (input: unknown, caller?: Caller) => jobService.add(engine, input, caller),
+    addMany: (inputs: readonly unknown[], caller?: Caller) => jobService.addMany(engine, inputs, caller),
+    put: (topic: string, id: string, input: unknown, options?: { ifMatch?: IfMatch; by?: string }) =>
+      jobService.put(engine, { topic, id }, input, options),
+    get: (topic: string, id: string) => jobService.get(engine, topic, id),
+    cancel: (topic: string, id: string, options?: { ifMatch?: IfMatch; by?: string }) =>
+      jobService.cancel(engine, { topic, id }, options),
+    reschedule: (topic: string, id: string, input: unknown) => jobService.reschedule(engine, topic, id, input),
+    redrive: (topic: string, request?: Parameters<typeof topicService.redrive>[2], by?: string) =>
+      topicService.redrive(engine, topic, request, by),
+    stats: (topic: string) => topicService.stats(engine, topic),
+    statsAll: (caller?: Caller) => topicService.statsAll(engine, caller),
+    cancelGroup: (topic: string, group: string, by?: string) => topicService.cancelGroup(engine, topic, group, by),
+    listGroup: (topic: string, group: string, page?: GroupPage) => topicService.listGroup(engine, topic, group, page),
+    listJobs: (topic: string, query: JobsQuery) => topicService.listJobs(engine, topic, query),
+    listDead: (topic: string, page?: { limit?: number; after?: string }) => topicService.listDead(engine, topic, page),
+    pauseTopic: (topic: string, by?: string) => topicService.pauseTopic(engine, topic, by),
+    resumeTopic: (topic: string, by?: string) => topicService.resumeTopic(engine, topic, by),
+    flowKey: (topic: string, key: string) => topicService.flowKey(engine, topic, key),
+    setFlowKey: (topic: string, key: string, input: unknown, by?: string) =>
+      topicService.setFlowKey(engine, topic, key, input, by),
+    pauseFlowKey: (topic: string, key: string, paused: boolean, by?: string) =>
+      topicService.pauseFlowKey(engine, topic, key, paused, by),
+    clearFlowKey: (topic: string, key: string, by?: string) => topicService.clearFlowKey(engine, topic, key, by),
+    putSchedule: (topic: string, id: string, input: unknown, by?: string) =>
+      scheduleService.putSchedule(engine, { topic, id } satisfies Ref, input, by),
+    getSchedule: (topic: string, id: string) => scheduleService.getSchedule(engine, topic, id),
+    deleteSchedule: (topic: string, id: string) => scheduleService.deleteSchedule(engine, topic, id),
+    pauseSchedule: (topic: string, id: string, paused: boolean, by?: string) =>
+      scheduleService.pauseSchedule(engine, { topic, id }, paused, by),
+    listSchedules: (topic: string, page?: { limit?: number; cursor?: string }) =>
+      scheduleService.listSchedules(engine, topic, page),
+    createKey: (input: unknown, by: Caller) => keyService.createKey(engine, input, by),
+    revokeKey: (name: string, deploymentSha: string) => keyService.revokeKey(engine, name, deploymentSha),
+  };
+  return q;
+}
+
+export type Queue = ReturnType<typeof queueOf>;
+
+/**
+ * The API's operations (queueOf) over an engine on `redis` with the given topics, a fixed
  * clock when `clock` is given: tests add with raw input as the API does, and drive attempts with
  * `q.engine` (the engine's door), the one way tests reach the engine.
  */
@@ -38,7 +93,7 @@ export function makeQueue(
     ...(options.clock ? { clock: () => options.clock!.now } : {}),
     random: () => options.random ?? 0,
   });
-  return new Queue(engine);
+  return queueOf(engine);
 }
 
 /** Awaits `promise` and checks it fails with HttpError `status` `code`; returns the error. */
@@ -75,5 +130,5 @@ export async function listWholeGroup(
 
 /** The API's operations over a runtime's engine, as the routes use them. */
 export function apiOf(rt: { engine: Engine }): Queue {
-  return new Queue(rt.engine);
+  return queueOf(rt.engine);
 }

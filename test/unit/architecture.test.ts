@@ -1,7 +1,10 @@
 /**
  * The walls between the wings (DESIGN.md, "Wings and doors"), read from the imports of every file
- * under lib/ and functions/: which wing may import which, the engine entered only by its door
- * (lib/engine/index.ts), no Lua run outside the engine, and no import circle; and the sizes that
+ * under lib/, functions/, test/, bench/ and scripts/: which wing may import which, the engine and
+ * the API entered only by their doors (lib/engine/index.ts; the API's routes and http.ts), tests
+ * and benches reaching further only through the test-support door (lib/testing.ts), which nothing
+ * in lib/ or functions/ imports; no Redis command or Lua run outside the engine, and no import
+ * circle; and, for lib/ and functions/, the sizes that
  * keep each room readable: no class over 250 lines (the users' client aside), and no function over
  * 60 lines but the few below, each with its reason.
  */
@@ -37,6 +40,8 @@ function importsOf(file: string): string[] {
 }
 
 type Wing =
+  | 'testing'
+  | 'tests'
   | 'functions'
   | 'api'
   | 'engine'
@@ -50,6 +55,8 @@ type Wing =
   | 'other';
 
 function wingOf(file: string): Wing {
+  if (/^(test|bench|scripts)\//.test(file)) return 'tests';
+  if (file === 'lib/testing.ts') return 'testing';
   if (file.startsWith('functions/')) return 'functions';
   if (file === 'lib/client.ts') return 'client';
   if (file.startsWith('lib/cli/')) return 'cli'; // the operators' CLI: the users' client, nothing else
@@ -60,7 +67,20 @@ function wingOf(file: string): Wing {
 }
 
 /** Which wings each wing may import (its own included where listed). */
+const LIB_WINGS: readonly Wing[] = [
+  'functions',
+  'api',
+  'engine',
+  'workers',
+  'core',
+  'platform',
+  'client',
+  'cli',
+  'lua',
+];
 const ALLOWED: Record<Wing, readonly Wing[]> = {
+  tests: ['tests', 'testing', ...LIB_WINGS, 'apiDescription', 'other'],
+  testing: LIB_WINGS,
   functions: ['api', 'workers', 'platform'],
   api: ['api', 'engine', 'core', 'platform', 'apiDescription'],
   workers: ['workers', 'engine', 'core', 'platform'],
@@ -76,11 +96,17 @@ const ALLOWED: Record<Wing, readonly Wing[]> = {
 
 const DOORS: Partial<Record<Wing, (target: string) => boolean>> = {
   engine: (t) => t === 'lib/engine/index.ts',
-  // what functions/ may import
-  api: (t) => ['lib/api/http.ts', 'lib/api/routes.ts', 'lib/api/dashboard.ts'].includes(t),
+  // what functions/, tests and benches may import: the routes (each resource's beside its service
+  // functions), the request handling and the dashboard
+  api: (t) =>
+    ['lib/api/http.ts', 'lib/api/routes.ts', 'lib/api/dashboard.ts', 'lib/api/dashboard.html'].includes(t) ||
+    /^lib\/api\/\w+-routes\.ts$/.test(t),
 };
 
+/** The production code: the walls, the sizes and the Redis rule apply. */
 const files = [...sources('lib'), ...sources('functions')];
+/** Everything whose imports the walls apply to: production code, tests, benches and scripts. */
+const allFiles = [...files, ...sources('test'), ...sources('bench'), ...sources('scripts')];
 
 /** Functions allowed over 60 lines, and why. At most 3. */
 const LONG_FUNCTIONS: Record<string, string> = {
@@ -119,7 +145,7 @@ function sizes(file: string): { kind: 'class' | 'function'; name: string; lines:
   visit(src);
   return out;
 }
-const graph = new Map(files.map((f) => [f, importsOf(f)]));
+const graph = new Map(allFiles.map((f) => [f, importsOf(f)]));
 
 describe('architecture: the wings and their doors', () => {
   it('every file under lib/ is in a wing (lib/client.ts apart)', () => {
@@ -136,11 +162,30 @@ describe('architecture: the wings and their doors', () => {
       for (const target of targets) {
         const to = wingOf(target);
         if (!ALLOWED[from].includes(to)) broken.push(`${file} -> ${target} (${from} may not import ${to})`);
-        else if (to !== from && DOORS[to] && !DOORS[to]!(target))
+        // the test-support door is the one file that may reach inside every wing
+        else if (to !== from && from !== 'testing' && DOORS[to] && !DOORS[to]!(target))
           broken.push(`${file} -> ${target} (past the ${to}'s door)`);
       }
     }
     assert.deepEqual(broken, []);
+  });
+
+  it('no Redis client outside the engine but where lib/platform makes one (a type import aside)', () => {
+    const makers = ['lib/platform/redis.ts', 'lib/platform/runtime.ts'];
+    const outside = files.filter(
+      (f) =>
+        wingOf(f) !== 'engine' &&
+        !makers.includes(f) &&
+        /^import (?!type )[^;]*from 'ioredis'/m.test(readFileSync(join(ROOT, f), 'utf8')),
+    );
+    assert.deepEqual(outside, []);
+  });
+
+  it('nothing in lib/ or functions/ imports the test-support door', () => {
+    assert.deepEqual(
+      files.filter((f) => (graph.get(f) ?? []).includes('lib/testing.ts')),
+      [],
+    );
   });
 
   it('only the engine runs Lua', () => {

@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import * as script from '../../lib/engine/scripts';
 import {
   accessKeys,
   groupKey,
@@ -15,8 +14,9 @@ import {
   syncKey,
   sweeperKeys,
   topicKeys,
-} from '../../lib/engine/keys';
-import { SCRIPTS } from '../../lib/engine/script-runner';
+  SCRIPTS,
+  scripts as script,
+} from '../../lib/testing';
 
 const k = topicKeys(2, 'orders', 4);
 const g = groupKey(2, 'orders', 'meeting-1', 4);

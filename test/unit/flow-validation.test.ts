@@ -6,9 +6,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/core/queue-config';
-import { HttpError } from '../../lib/api/api-errors';
-import { checkFlowRef, requireFlowTopic, validateFlowChange, validateJob } from '../../lib/api/validation';
-import { validateSchedule } from '../../lib/api/schedule-validation';
+import {
+  HttpError,
+  checkFlowRef,
+  requireFlowTopic,
+  validateFlowChange,
+  validateJob,
+  validateSchedule,
+} from '../../lib/testing';
 
 const config = resolveQueueConfig({
   topics: { orders: {}, partner: { flow: { concurrency: 2, rate: { count: 10, per: 1 } } }, open: { flow: {} } },

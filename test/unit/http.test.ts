@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { HttpError } from '../../lib/api/api-errors';
 import { httpRoute, type ApiRequest, type ApiResponse, type Route } from '../../lib/api/http';
 import { secretDigest, type Caller } from '../../lib/engine';
 import { createLogger } from '../../lib/platform/log';
 import type { Runtime } from '../../lib/platform/runtime';
+import { HttpError } from '../../lib/testing';
 
 const TOKEN = 'unit-token';
 

@@ -1,9 +1,8 @@
 // auth iam: the caller a request's IAM authorizer context names (lib/api/iam.ts), and DQ_AUTH.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { iamCaller, iamName } from '../../lib/api/iam';
-import { KEY_NAME_PATTERN } from '../../lib/api/validation';
 import { loadConfig } from '../../lib/core/queue-config';
+import { iamCaller, iamName, KEY_NAME_PATTERN } from '../../lib/testing';
 
 describe('iamName: a short, stable key name from the signer ARN', () => {
   it('names users, assumed roles (role:session), federated users, roles and root', () => {

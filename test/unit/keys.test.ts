@@ -1,15 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  jobKeys,
-  Layout,
-  layoutOf,
-  partitionOf,
-  partitionTag,
-  slotOf,
-  syncKey,
-  topicKeys,
-} from '../../lib/engine/keys';
+import { jobKeys, Layout, layoutOf, partitionOf, partitionTag, slotOf, syncKey, topicKeys } from '../../lib/testing';
 
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {

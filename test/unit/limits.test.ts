@@ -8,8 +8,6 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../lib/core/queue-config';
-import { REFUSAL } from '../../lib/engine/codes';
-import { HttpError, refusalError } from '../../lib/api/api-errors';
 import {
   BATCH_JOBS,
   DEAD_PAGE,
@@ -24,8 +22,11 @@ import {
   URL_MAX_LENGTH,
 } from '../../lib/core/limits';
 import { SCHEDULE_ID_MAX } from '../../lib/core/schedule';
-import { validateSchedule } from '../../lib/api/schedule-validation';
 import {
+  REFUSAL,
+  HttpError,
+  refusalError,
+  validateSchedule,
   badCursor,
   checkGroupRef,
   checkJobRef,
@@ -35,7 +36,7 @@ import {
   validateJob,
   validateJobsQuery,
   validateSchedulesQuery,
-} from '../../lib/api/validation';
+} from '../../lib/testing';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the parsed openapi.yaml, walked by property paths; a wrong path fails the test
 type Json = Record<string, any>;

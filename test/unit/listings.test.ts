@@ -5,9 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeGroupCursor, decodeJobsCursor, encodeGroupCursor, encodeJobsCursor } from '../../lib/engine';
-import { HttpError } from '../../lib/api/api-errors';
 import { JOBS_PAGE } from '../../lib/core/limits';
-import { checkGroupRef, parseIfMatch, validateGroupPage, validateJobsQuery } from '../../lib/api/validation';
+import { HttpError, checkGroupRef, parseIfMatch, validateGroupPage, validateJobsQuery } from '../../lib/testing';
 
 /** The field a 400 names. */
 function fieldOf(fn: () => unknown): string {

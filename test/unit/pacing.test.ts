@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/core/queue-config';
-import { HttpError } from '../../lib/api/api-errors';
 import { jitterOffsetMs } from '../../lib/core/pacing';
-import { validateJob } from '../../lib/api/validation';
+import { HttpError, validateJob } from '../../lib/testing';
 
 const NOW = Date.UTC(2030, 0, 1);
 const config = resolveQueueConfig({

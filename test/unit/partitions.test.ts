@@ -1,13 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  batchesByPartition,
-  chunk,
-  forEachPartition,
-  groupBy,
-  partitionsInOrder,
-  Rotation,
-} from '../../lib/engine/partitions';
+import { batchesByPartition, chunk, forEachPartition, groupBy, partitionsInOrder, Rotation } from '../../lib/testing';
 
 describe('partition helpers', () => {
   it('groupBy keeps first-seen order of groups and of items', () => {

@@ -10,8 +10,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/core/queue-config';
-import { HttpError } from '../../lib/api/api-errors';
-import { partitionOf, routingId } from '../../lib/engine/keys';
 import {
   advancePlan,
   catchUpPlan,
@@ -26,7 +24,7 @@ import {
   type Recurrence,
   type ScheduleSpec,
 } from '../../lib/core/schedule';
-import { validateSchedule } from '../../lib/api/schedule-validation';
+import { HttpError, partitionOf, routingId, validateSchedule } from '../../lib/testing';
 
 const at = (text: string) => Date.parse(text);
 const isos = (runs: number[]) => runs.map((ms) => new Date(ms).toISOString().replace('.000Z', 'Z'));

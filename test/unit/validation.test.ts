@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolveQueueConfig } from '../../lib/core/queue-config';
-import { HttpError } from '../../lib/api/api-errors';
-import { encodeDeadCursor } from '../../lib/engine/dead';
 import { BATCH_JOBS, DEAD_PAGE, REDRIVE_COUNT, REDRIVE_IDS } from '../../lib/core/limits';
 import { decodeDeadCursor } from '../../lib/engine';
 import {
+  HttpError,
+  encodeDeadCursor,
   requireTopic,
   validateBatch,
   validateChange,
@@ -16,7 +16,7 @@ import {
   validatePut,
   validateRedrive,
   validateSchedulesQuery,
-} from '../../lib/api/validation';
+} from '../../lib/testing';
 
 const config = resolveQueueConfig({ topics: { orders: {}, hooks: { kind: 'webhook' } }, maxBodyBytes: 100 });
 const NOW = Date.UTC(2030, 0, 1);

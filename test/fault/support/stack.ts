@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { loadConfig, type Timings } from '../../../lib/core/queue-config';
 import { createInvoker } from '../../../lib/platform/lambda';
 import { createLogger } from '../../../lib/platform/log';
-import { Queue } from '../../../lib/api/queue';
+import { Queue, queueOf } from '../../support/queue';
 import { Engine } from '../../../lib/engine';
 import { startRedis, type RedisProcess } from '../../support/redis';
 import { FAULT_PREFIX, HostSlot, lambdaEnv, Recorder, Router, tally, until, type Tally } from './harness';
@@ -71,7 +71,7 @@ export class Stack {
       startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }),
       onError: () => undefined,
     };
-    this.queue = new Queue(new Engine(this.redis, config.queue, { wake }));
+    this.queue = queueOf(new Engine(this.redis, config.queue, { wake }));
     const tickMs = this.options.tickMs ?? 2000;
     this.ticker = setInterval(() => void this.tick(), tickMs);
   }

@@ -1,8 +1,8 @@
 /** Attempts: start, time-to-run, give-back, release, concurrency, retention, stats and sweep limits. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { partitionOf } from '../../../lib/engine/keys';
 import { SEC, type SuiteHelpers, type SuiteTarget } from './shared';
+import { partitionOf } from '../../../lib/testing';
 
 /** Declares the describe 'time-to-run, release, concurrency and retention'. */
 export function attempts(target: SuiteTarget, h: SuiteHelpers): void {

@@ -1,8 +1,8 @@
 /** The suite's last two tests: the lifecycle after FUNCTION FLUSH, and every key of a job in one slot. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { topicKeys, partitionOf } from '../../../lib/engine/keys';
 import type { SuiteHelpers, SuiteTarget } from './shared';
+import { topicKeys, partitionOf } from '../../../lib/testing';
 
 /** Declares the two tests outside any describe of the suite. */
 export function flushAndSlots(target: SuiteTarget, h: SuiteHelpers): void {

@@ -4,12 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import * as script from '../../../lib/engine/scripts';
-import { groupChunkKey, groupKey, topicKeys, partitionOf } from '../../../lib/engine/keys';
-import { run } from '../../../lib/engine/script-runner';
 import { bucketState, firstChunk } from '../../support/group-layout';
 import { listWholeGroup } from '../../support/queue';
 import { HOUR, SEC, type SuiteHelpers, type SuiteTarget } from './shared';
+import { groupChunkKey, groupKey, topicKeys, partitionOf, run, scripts as script } from '../../../lib/testing';
 
 /** Declares the first tests of the describe 'groups, listings and versions' (its caller declares the describe). */
 export function groups(target: SuiteTarget, h: SuiteHelpers): void {

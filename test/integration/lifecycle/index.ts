@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
 import type { TopicInput } from '../../../lib/core/queue-config';
-import type { Queue } from '../../../lib/api/queue';
+import type { Queue } from '../../support/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../../support/queue';
 import type { SuiteHelpers, SuiteTarget } from './shared';
 import { addGet } from './add-get';

@@ -1,11 +1,11 @@
 /** Listings by state across partitions: order, paging, from/to windows and cursor refusals. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { Queue } from '../../../lib/api/queue';
-import type { JobsQuery } from '../../../lib/api/validation';
+import type { Queue } from '../../support/queue';
 import type { Job } from '../../../lib/engine';
 import { rejects } from '../../support/queue';
 import { SEC, type SuiteHelpers, type SuiteTarget } from './shared';
+import { type JobsQuery } from '../../../lib/testing';
 
 /** Declares the listings test of the describe 'groups, listings and versions' (its caller declares the describe). */
 export function listings(_target: SuiteTarget, h: SuiteHelpers): void {

@@ -1,7 +1,7 @@
 /** Failed attempts: every backoff, Retry-After, dead letters, dead pages and redrive. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Queue } from '../../../lib/api/queue';
+import type { Queue } from '../../support/queue';
 import { makeQueue, TestClock, uniqueTopic } from '../../support/queue';
 import { HOUR, MIN, SEC, type SuiteHelpers, type SuiteTarget } from './shared';
 

@@ -1,7 +1,7 @@
 /** What every file of the lifecycle suite receives: the Redis under test, the shared helpers, time units. */
 import type { Cluster, Redis } from 'ioredis';
 import type { TopicInput } from '../../../lib/core/queue-config';
-import type { Queue } from '../../../lib/api/queue';
+import type { Queue } from '../../support/queue';
 import type { ClaimedJob, SweepResult } from '../../../lib/engine';
 import type { TestClock } from '../../support/queue';
 

@@ -4,11 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import * as script from '../../../lib/engine/scripts';
-import { groupBucketKey, groupKey, topicKeys, partitionOf } from '../../../lib/engine/keys';
-import { run } from '../../../lib/engine/script-runner';
 import { bucketField, bucketSlots, bucketState, firstChunk } from '../../support/group-layout';
 import { HOUR, SEC, type SuiteHelpers, type SuiteTarget } from './shared';
+import { groupBucketKey, groupKey, topicKeys, partitionOf, run, scripts as script } from '../../../lib/testing';
 
 /**
  * Declares the small-group tests of the describe 'groups, listings and versions' (its caller declares the describe).

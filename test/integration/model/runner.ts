@@ -22,8 +22,7 @@
  * A violation carries the seed, the step and the tail of the operation history.
  */
 import { Redis } from 'ioredis';
-import { HttpError } from '../../../lib/api/api-errors';
-import type { Queue } from '../../../lib/api/queue';
+import type { Queue } from '../../support/queue';
 import type { ClaimedJob, Job } from '../../../lib/engine';
 import { jitterOffsetMs } from '../../../lib/core/pacing';
 import { CLIENT_OPTIONS, isUnavailable } from '../../../lib/platform/redis';
@@ -44,6 +43,7 @@ import {
   type TopicModel,
 } from './reference';
 import { Topology } from './servers';
+import { HttpError } from '../../../lib/testing';
 
 const SEC = 1000;
 const RETENTION_S = 120;
