@@ -41,12 +41,14 @@ function invokeTargets(t: Template, roleId: string): string[] {
   return targets.sort();
 }
 
-/** Who invokes whom, from the code (grep invokeAsync, nudgeSweeper, requestFanout in lib/). */
+/** Who invokes whom, from the code (grep invokeAsync, wakeFor, requestFanout in lib/). */
 function expectedInvokes(t: Template, key: string): string[] {
   if (['addJob', 'addJobs', 'putJob', 'redrive', 'putSchedule', 'resumeTopic', 'flows', 'resumeSchedule'].includes(key))
-    return ['sweeper']; // lib/api/routes.ts nudgeSweeper
+    return ['sweeper']; // the engine's wakeFor (lib/engine/coordination.ts) starts a sweeper
   if (key === 'sweeper') return ['fanout', 'sweeper']; // hand-over, requestFanout
-  if (key === 'fanout') return topicHandlers(t); // one invoke per batch
+  // one invoke per batch; and a fan-out whose paced topics wait past its time hands them over to a
+  // new fan-out (requestFanout in runFanout, lib/workers/fanout.ts)
+  if (key === 'fanout') return [...topicHandlers(t), 'fanout'].sort();
   if (topicHandlers(t).includes(key)) return ['fanout', 'sweeper']; // lib/workers/handler.ts
   return [];
 }
