@@ -702,14 +702,17 @@ export class DelayQueueClient {
    * turns an answer into a result, or returns undefined to make it an error.
    */
   private async call<T>(
-    method: string,
-    target: string,
-    body: unknown,
-    options: CallOptions | undefined,
-    retry: boolean,
+    req: {
+      method: string;
+      target: string;
+      body?: unknown;
+      options?: CallOptions | undefined;
+      retry: boolean;
+      headers?: Record<string, string>;
+    },
     accept: (reply: Reply, tries: number) => T | undefined,
-    headers: Record<string, string> = {},
   ): Promise<T> {
+    const { method, target, body, options, retry, headers = {} } = req;
     const maxTries = retry ? this.retries + 1 : 1;
     for (let tries = 1; ; tries++) {
       let reply: Reply | undefined;
@@ -752,7 +755,7 @@ export class DelayQueueClient {
    */
   async add<Body = unknown>(job: NewJob<Body>, options?: CallOptions): Promise<Job<Body>> {
     const sent = this.withId(job);
-    return this.call('POST', '/jobs', sent, options, true, (reply, tries) => {
+    return this.call({ method: 'POST', target: '/jobs', body: sent, options, retry: true }, (reply, tries) => {
       const body = reply.body as { job?: Job<Body>; error?: { code?: string } } | undefined;
       if (reply.status === 201 && body?.job) return body.job;
       // an earlier try got through and its answer was lost: the job is ours if it is the same
@@ -779,25 +782,28 @@ export class DelayQueueClient {
     const results: BatchResult<Body>[] = [];
     for (let start = 0; start < sent.length; start += MAX_BATCH) {
       const chunk = sent.slice(start, start + MAX_BATCH);
-      const page = await this.call('POST', '/jobs/batch', { jobs: chunk }, options, true, (reply, tries) => {
-        const body = reply.body as { results?: { status: number; job?: Job<Body>; error?: unknown }[] } | undefined;
-        if (reply.status !== 200 || !Array.isArray(body?.results) || body.results.length !== chunk.length)
-          return undefined;
-        return body.results.map((r, i): BatchResult<Body> => {
-          const mine = chunk[i]!;
-          if (r.status === 201 && r.job) return { ok: true, status: 201, job: r.job };
-          const error = apiError({ status: r.status, body: r }, tries);
-          if (
-            tries > 1 &&
-            error.code === 'JOB_EXISTS' &&
-            r.job &&
-            r.job.topic === mine.topic &&
-            sameBody(r.job.body, mine.body)
-          )
-            return { ok: true, status: 201, job: r.job };
-          return { ok: false, status: r.status, error };
-        });
-      });
+      const page = await this.call(
+        { method: 'POST', target: '/jobs/batch', body: { jobs: chunk }, options, retry: true },
+        (reply, tries) => {
+          const body = reply.body as { results?: { status: number; job?: Job<Body>; error?: unknown }[] } | undefined;
+          if (reply.status !== 200 || !Array.isArray(body?.results) || body.results.length !== chunk.length)
+            return undefined;
+          return body.results.map((r, i): BatchResult<Body> => {
+            const mine = chunk[i]!;
+            if (r.status === 201 && r.job) return { ok: true, status: 201, job: r.job };
+            const error = apiError({ status: r.status, body: r }, tries);
+            if (
+              tries > 1 &&
+              error.code === 'JOB_EXISTS' &&
+              r.job &&
+              r.job.topic === mine.topic &&
+              sameBody(r.job.body, mine.body)
+            )
+              return { ok: true, status: 201, job: r.job };
+            return { ok: false, status: r.status, error };
+          });
+        },
+      );
       results.push(...page);
     }
     return results;
@@ -814,7 +820,7 @@ export class DelayQueueClient {
     field: 'job' | 'schedule',
     options: CallOptions | undefined,
   ): Promise<T | null> {
-    return this.call('GET', target, undefined, options, true, (reply) => {
+    return this.call({ method: 'GET', target, options, retry: true }, (reply) => {
       const body = reply.body as ({ error?: { code?: string } } & Record<string, unknown>) | undefined;
       if (reply.status === 200 && body?.[field]) return body[field] as T;
       if (reply.status === 404 && body?.error?.code === 'NOT_FOUND') return null;
@@ -835,18 +841,13 @@ export class DelayQueueClient {
   ): Promise<{ job: Job<Body>; created: boolean }> {
     const headers = ifMatchHeader(options?.ifMatch);
     return this.call(
-      'PUT',
-      path('jobs', topic, id),
-      job,
-      options,
-      false,
+      { method: 'PUT', target: path('jobs', topic, id), body: job, options, retry: false, headers },
       (reply) => {
         const body = reply.body as { job?: Job<Body> } | undefined;
         if ((reply.status === 200 || reply.status === 201) && body?.job)
           return { job: body.job, created: reply.status === 201 };
         return undefined;
       },
-      headers,
     );
   }
 
@@ -856,18 +857,10 @@ export class DelayQueueClient {
    */
   async cancel<Body = unknown>(topic: string, id: string, options?: ChangeOptions): Promise<Job<Body>> {
     const headers = ifMatchHeader(options?.ifMatch);
-    return this.call(
-      'DELETE',
-      path('jobs', topic, id),
-      undefined,
-      options,
-      false,
-      (reply) => {
-        const body = reply.body as { job?: Job<Body> } | undefined;
-        return reply.status === 200 && body?.job ? body.job : undefined;
-      },
-      headers,
-    );
+    return this.call({ method: 'DELETE', target: path('jobs', topic, id), options, retry: false, headers }, (reply) => {
+      const body = reply.body as { job?: Job<Body> } | undefined;
+      return reply.status === 200 && body?.job ? body.job : undefined;
+    });
   }
 
   /**
@@ -881,12 +874,15 @@ export class DelayQueueClient {
     group: string,
     options?: CallOptions,
   ): Promise<{ cancelled: number; running: number }> {
-    return this.call('DELETE', path('topics', topic, 'groups', group), undefined, options, false, (reply) => {
-      const body = reply.body as { cancelled?: number; running?: number } | undefined;
-      return reply.status === 200 && typeof body?.cancelled === 'number' && typeof body.running === 'number'
-        ? { cancelled: body.cancelled, running: body.running }
-        : undefined;
-    });
+    return this.call(
+      { method: 'DELETE', target: path('topics', topic, 'groups', group), options, retry: false },
+      (reply) => {
+        const body = reply.body as { cancelled?: number; running?: number } | undefined;
+        return reply.status === 200 && typeof body?.cancelled === 'number' && typeof body.running === 'number'
+          ? { cancelled: body.cancelled, running: body.running }
+          : undefined;
+      },
+    );
   }
 
   /** One page of a group's jobs (`limit` 1–500, default 100; `cursor`: the previous page's `next`). */
@@ -925,12 +921,17 @@ export class DelayQueueClient {
   ): Promise<JobPage<Body>> {
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(params)) if (value !== undefined) query.set(name, String(value));
-    return this.call('GET', target + (query.toString() ? `?${query}` : ''), undefined, options, true, (reply) => {
-      const body = reply.body as JobPage<Body> | undefined;
-      return reply.status === 200 && Array.isArray(body?.jobs) && (typeof body.next === 'string' || body.next === null)
-        ? body
-        : undefined;
-    });
+    return this.call(
+      { method: 'GET', target: target + (query.toString() ? `?${query}` : ''), options, retry: true },
+      (reply) => {
+        const body = reply.body as JobPage<Body> | undefined;
+        return reply.status === 200 &&
+          Array.isArray(body?.jobs) &&
+          (typeof body.next === 'string' || body.next === null)
+          ? body
+          : undefined;
+      },
+    );
   }
 
   /**
@@ -944,12 +945,15 @@ export class DelayQueueClient {
     schedule: ScheduleInput<Body>,
     options?: CallOptions,
   ): Promise<{ schedule: Schedule<Body>; created: boolean }> {
-    return this.call('PUT', path('schedules', topic, id), schedule, options, false, (reply) => {
-      const body = reply.body as { schedule?: Schedule<Body> } | undefined;
-      if ((reply.status === 200 || reply.status === 201) && body?.schedule)
-        return { schedule: body.schedule, created: reply.status === 201 };
-      return undefined;
-    });
+    return this.call(
+      { method: 'PUT', target: path('schedules', topic, id), body: schedule, options, retry: false },
+      (reply) => {
+        const body = reply.body as { schedule?: Schedule<Body> } | undefined;
+        if ((reply.status === 200 || reply.status === 201) && body?.schedule)
+          return { schedule: body.schedule, created: reply.status === 201 };
+        return undefined;
+      },
+    );
   }
 
   /** Schedule topic/id with its pending occurrence, last run and next 5 run times, or null when there is none. */
@@ -959,7 +963,7 @@ export class DelayQueueClient {
 
   /** Deletes schedule topic/id and withdraws its pending occurrence. Throws NOT_FOUND when there is none. */
   async deleteSchedule(topic: string, id: string, options?: CallOptions): Promise<void> {
-    await this.call('DELETE', path('schedules', topic, id), undefined, options, false, (reply) => {
+    await this.call({ method: 'DELETE', target: path('schedules', topic, id), options, retry: false }, (reply) => {
       const body = reply.body as { deleted?: boolean } | undefined;
       return reply.status === 200 && body?.deleted === true ? true : undefined;
     });
@@ -988,10 +992,13 @@ export class DelayQueueClient {
     action: 'pause' | 'resume',
     options: CallOptions | undefined,
   ): Promise<Schedule<Body>> {
-    return this.call('POST', path('schedules', topic, id, action), undefined, options, false, (reply) => {
-      const body = reply.body as { schedule?: Schedule<Body> } | undefined;
-      return reply.status === 200 && body?.schedule?.paused === (action === 'pause') ? body.schedule : undefined;
-    });
+    return this.call(
+      { method: 'POST', target: path('schedules', topic, id, action), options, retry: false },
+      (reply) => {
+        const body = reply.body as { schedule?: Schedule<Body> } | undefined;
+        return reply.status === 200 && body?.schedule?.paused === (action === 'pause') ? body.schedule : undefined;
+      },
+    );
   }
 
   /** One page of a topic's schedules by id (`limit` 1–100, default 50; `cursor`: the previous page's `next`). */
@@ -1003,7 +1010,7 @@ export class DelayQueueClient {
     const query = new URLSearchParams({ topic });
     if (page.limit !== undefined) query.set('limit', String(page.limit));
     if (page.cursor !== undefined) query.set('cursor', page.cursor);
-    return this.call('GET', `/schedules?${query}`, undefined, options, true, (reply) => {
+    return this.call({ method: 'GET', target: `/schedules?${query}`, options, retry: true }, (reply) => {
       const body = reply.body as SchedulePage<Body> | undefined;
       return reply.status === 200 &&
         Array.isArray(body?.schedules) &&
@@ -1015,7 +1022,7 @@ export class DelayQueueClient {
 
   /** Counts and next due time of every configured topic. */
   async topics(options?: CallOptions): Promise<TopicStats[]> {
-    return this.call('GET', '/topics', undefined, options, true, (reply) => {
+    return this.call({ method: 'GET', target: '/topics', options, retry: true }, (reply) => {
       const body = reply.body as { topics?: TopicStats[] } | undefined;
       return reply.status === 200 && Array.isArray(body?.topics) ? body.topics : undefined;
     });
@@ -1034,7 +1041,7 @@ export class DelayQueueClient {
     if (page.limit !== undefined) query.set('limit', String(page.limit));
     if (page.after !== undefined) query.set('after', page.after);
     const target = path('topics', topic, 'dead') + (query.toString() ? `?${query}` : '');
-    return this.call('GET', target, undefined, options, true, (reply) => {
+    return this.call({ method: 'GET', target, options, retry: true }, (reply) => {
       const body = reply.body as DeadPage<Body> | undefined;
       return reply.status === 200 && Array.isArray(body?.jobs) ? body : undefined;
     });
@@ -1049,10 +1056,13 @@ export class DelayQueueClient {
     which: { ids: string[] } | { count: number } = { count: 100 },
     options?: CallOptions,
   ): Promise<number> {
-    return this.call('POST', path('topics', topic, 'dead', 'redrive'), which, options, false, (reply) => {
-      const body = reply.body as { redriven?: number } | undefined;
-      return reply.status === 200 && typeof body?.redriven === 'number' ? body.redriven : undefined;
-    });
+    return this.call(
+      { method: 'POST', target: path('topics', topic, 'dead', 'redrive'), body: which, options, retry: false },
+      (reply) => {
+        const body = reply.body as { redriven?: number } | undefined;
+        return reply.status === 200 && typeof body?.redriven === 'number' ? body.redriven : undefined;
+      },
+    );
   }
 
   /**
@@ -1069,7 +1079,7 @@ export class DelayQueueClient {
   }
 
   private topicPause(topic: string, action: 'pause' | 'resume', options: CallOptions | undefined): Promise<boolean> {
-    return this.call('POST', path('topics', topic, action), undefined, options, false, (reply) => {
+    return this.call({ method: 'POST', target: path('topics', topic, action), options, retry: false }, (reply) => {
       const body = reply.body as { paused?: boolean } | undefined;
       return reply.status === 200 && body?.paused === (action === 'pause') ? true : undefined;
     });
@@ -1080,7 +1090,7 @@ export class DelayQueueClient {
    * read, retried.
    */
   async flowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
-    return this.flowCall('GET', [], undefined, topic, key, options, true);
+    return this.flowCall({ method: 'GET', suffix: [], retry: true }, { topic: topic, key: key }, options);
   }
 
   /**
@@ -1088,12 +1098,16 @@ export class DelayQueueClient {
    * Sent once.
    */
   async setFlowKey(topic: string, key: string, change: FlowKeyChange, options?: CallOptions): Promise<FlowKeyState> {
-    return this.flowCall('PUT', [], change, topic, key, options, false);
+    return this.flowCall(
+      { method: 'PUT', suffix: [], body: change, retry: false },
+      { topic: topic, key: key },
+      options,
+    );
   }
 
   /** Drops a flow key's pinned limits and its pause. Sent once. */
   async clearFlowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
-    return this.flowCall('DELETE', [], undefined, topic, key, options, false);
+    return this.flowCall({ method: 'DELETE', suffix: [], retry: false }, { topic: topic, key: key }, options);
   }
 
   /**
@@ -1101,32 +1115,33 @@ export class DelayQueueClient {
    * once.
    */
   async pauseFlowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
-    return this.flowCall('POST', ['pause'], undefined, topic, key, options, false);
+    return this.flowCall({ method: 'POST', suffix: ['pause'], retry: false }, { topic: topic, key: key }, options);
   }
 
   /** Resumes a paused flow key. Sent once. */
   async resumeFlowKey(topic: string, key: string, options?: CallOptions): Promise<FlowKeyState> {
-    return this.flowCall('POST', ['resume'], undefined, topic, key, options, false);
+    return this.flowCall({ method: 'POST', suffix: ['resume'], retry: false }, { topic: topic, key: key }, options);
   }
 
   private flowCall(
-    method: string,
-    suffix: string[],
-    body: unknown,
-    topic: string,
-    key: string,
+    req: { method: string; suffix: string[]; body?: unknown; retry: boolean },
+    ref: { topic: string; key: string },
     options: CallOptions | undefined,
-    retry: boolean,
   ): Promise<FlowKeyState> {
-    return this.call(method, path('topics', topic, 'flows', key, ...suffix), body, options, retry, (reply) => {
-      const state = reply.body as FlowKeyState | undefined;
-      return reply.status === 200 &&
-        typeof state?.key === 'string' &&
-        typeof state.paused === 'boolean' &&
-        typeof state.limits === 'object'
-        ? state
-        : undefined;
-    });
+    const { method, suffix, body, retry } = req;
+    const { topic, key } = ref;
+    return this.call(
+      { method, target: path('topics', topic, 'flows', key, ...suffix), body, options, retry },
+      (reply) => {
+        const state = reply.body as FlowKeyState | undefined;
+        return reply.status === 200 &&
+          typeof state?.key === 'string' &&
+          typeof state.paused === 'boolean' &&
+          typeof state.limits === 'object'
+          ? state
+          : undefined;
+      },
+    );
   }
 
   /**
@@ -1134,7 +1149,7 @@ export class DelayQueueClient {
    * SHA-256 is kept. Throws KEY_EXISTS, TOO_MANY_KEYS, VALIDATION_FAILED, FORBIDDEN.
    */
   async createKey(key: NewKey, options?: CallOptions): Promise<{ key: ApiKey; secret: string }> {
-    return this.call('POST', '/keys', key, options, false, (reply) => {
+    return this.call({ method: 'POST', target: '/keys', body: key, options, retry: false }, (reply) => {
       const body = reply.body as { key?: ApiKey; secret?: string } | undefined;
       return reply.status === 201 && body?.key && typeof body.secret === 'string'
         ? { key: body.key, secret: body.secret }
@@ -1144,7 +1159,7 @@ export class DelayQueueClient {
 
   /** Every key, never a secret (admin keys only). */
   async listKeys(options?: CallOptions): Promise<ApiKey[]> {
-    return this.call('GET', '/keys', undefined, options, true, (reply) => {
+    return this.call({ method: 'GET', target: '/keys', options, retry: true }, (reply) => {
       const body = reply.body as { keys?: ApiKey[] } | undefined;
       return reply.status === 200 && Array.isArray(body?.keys) ? body.keys : undefined;
     });
@@ -1152,7 +1167,7 @@ export class DelayQueueClient {
 
   /** Revokes key `name` (admin keys only): every warm instance refuses it within 2 s. Throws NOT_FOUND. */
   async revokeKey(name: string, options?: CallOptions): Promise<void> {
-    await this.call('DELETE', path('keys', name), undefined, options, false, (reply) => {
+    await this.call({ method: 'DELETE', target: path('keys', name), options, retry: false }, (reply) => {
       const body = reply.body as { revoked?: boolean } | undefined;
       return reply.status === 200 && body?.revoked === true ? true : undefined;
     });
@@ -1160,7 +1175,7 @@ export class DelayQueueClient {
 
   /** The name, scope and topics of the key this client sends. */
   async whoami(options?: CallOptions): Promise<Pick<ApiKey, 'name' | 'scope' | 'topics'>> {
-    return this.call('GET', '/whoami', undefined, options, true, (reply) => {
+    return this.call({ method: 'GET', target: '/whoami', options, retry: true }, (reply) => {
       const body = reply.body as { key?: Pick<ApiKey, 'name' | 'scope' | 'topics'> } | undefined;
       return reply.status === 200 && body?.key ? body.key : undefined;
     });

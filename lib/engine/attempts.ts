@@ -81,7 +81,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: Cla
         claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
       );
       const [now, , , stopped, empty, atCap, ...items] = await run(ctx.redis, call);
-      bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
+      bytes += await handOut(ctx, t, { bodiesKey: k.bodies, now, items }, claimed);
       running += items.length;
       more = stopped === 1;
       emptied = empty === 1;
@@ -155,11 +155,10 @@ function claimArgs(
 async function handOut(
   ctx: EngineContext,
   t: TopicConfig,
-  bodiesKey: BodiesKey,
-  now: number,
-  items: readonly script.ClaimedItem[],
+  call: { bodiesKey: BodiesKey; now: number; items: readonly script.ClaimedItem[] },
   claimed: ClaimedJob[],
 ): Promise<number> {
+  const { bodiesKey, now, items } = call;
   const apart = items.filter((item) => item[5] === null).map((item) => item[0]);
   const read = new Map(apart.map((id, i) => [id, i]));
   const bodies = await bodiesApart(ctx, bodiesKey, apart);
@@ -206,7 +205,7 @@ async function claimFlow(
     );
     const [now, , , stopped, held, ...items] = await run(ctx.redis, call);
     if (held !== null && (heldUntil === null || held < heldUntil)) heldUntil = held;
-    bytes += await handOut(ctx, t, k.bodies, now, items, claimed);
+    bytes += await handOut(ctx, t, { bodiesKey: k.bodies, now, items }, claimed);
     // stopped at a budget that was all that was left of maxBytes: full
     more = stopped === 1 && left > SCRIPT_CALL_BYTES && !(strict && items.length === 0);
   }

@@ -205,7 +205,13 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
 }
 
 /** A job just created from `job`: the add script returns only its due and creation times and its version. */
-function createdJob(t: TopicConfig, job: NewJob, runAt: number, createdAt: number, version: number, by: string): Job {
+function createdJob(
+  t: TopicConfig,
+  job: NewJob,
+  reply: { runAt: number; createdAt: number; version: number },
+  by: string,
+): Job {
+  const { runAt, createdAt, version } = reply;
   const created = isoTime(createdAt);
   return {
     topic: job.topic,
@@ -237,7 +243,11 @@ export function toWriteResult(
   by = '',
 ): WriteResult {
   if (result[0] === OUTCOME.CREATED)
-    return { status: 'created', job: createdJob(t, job, result[1], result[2], result[3], by), left: result[4] };
+    return {
+      status: 'created',
+      job: createdJob(t, job, { runAt: result[1], createdAt: result[2], version: result[3] }, by),
+      left: result[4],
+    };
   // a replaced job's body is the one just sent: the script does not send it back
   if (result[0] === OUTCOME.REPLACED)
     return { status: 'replaced', job: toJob(t, result[1], job.body), left: result[2] };

@@ -139,13 +139,11 @@ export function occurrenceJitterMs(spec: ScheduleSpec, topicJitterMs: number): n
  * so it falls due before the next occurrence is handed over.
  */
 function occurrence(
-  topic: string,
-  scheduleId: string,
-  spec: ScheduleSpec,
+  of: { topic: string; scheduleId: string; spec: ScheduleSpec; jitterMs: number },
   ms: number | null,
-  jitterMs: number,
   following?: number | null,
 ): script.OccurrenceArg | null {
+  const { topic, scheduleId, spec, jitterMs } = of;
   if (ms === null) return null;
   const id = occurrenceId(scheduleId, ms);
   return { id, ms, due: ms + jitterOffsetMs(topic, id, jitterWindowMs(spec, ms, jitterMs, following)) };
@@ -252,8 +250,8 @@ async function putIn(
         seen: plan.seen,
         pending: plan.pending,
         last: plan.last,
-        run: occurrence(t.name, s.id, s.spec, plan.run, jitterMs, plan.next),
-        next: occurrence(t.name, s.id, s.spec, plan.next, jitterMs),
+        run: occurrence({ topic: t.name, scheduleId: s.id, spec: s.spec, jitterMs }, plan.run, plan.next),
+        next: occurrence({ topic: t.name, scheduleId: s.id, spec: s.spec, jitterMs }, plan.next),
         record,
         by: s.by ?? '',
       }),
@@ -355,7 +353,7 @@ export async function pauseSchedule(
 ): Promise<{ schedule: Schedule | null; wake: boolean; touched: ScheduleTouched[] }> {
   const touched: ScheduleTouched[] = [];
   const result = await actWhereItLives(ctx, t, id, touched, (at, partition) =>
-    pauseIn(at, t, partition, id, paused, by, touched),
+    pauseIn(at, t, { partition, id }, { paused, by }, touched),
   );
   return { schedule: result?.schedule ?? null, wake: result?.wake ?? false, touched };
 }
@@ -364,12 +362,12 @@ export async function pauseSchedule(
 async function pauseIn(
   ctx: EngineContext,
   t: TopicConfig,
-  partition: number,
-  id: string,
-  paused: boolean,
-  by: string,
+  at: { partition: number; id: string },
+  change: { paused: boolean; by: string },
   touched: ScheduleTouched[],
 ): Promise<({ schedule: Schedule } & Wake) | null | Moved> {
+  const { partition, id } = at;
+  const { paused, by } = change;
   const reply = await run(ctx.redis, readCall(t.name, partition, ctx.layout, id));
   if (typeof reply === 'number') return new Moved(reply);
   const current = reply;
@@ -497,8 +495,8 @@ export function planAdvance(
     seen,
     group,
     pendingId,
-    run: occurrence(topic, id, spec, plan.run, jitterMs, plan.next),
-    next: occurrence(topic, id, spec, plan.next, jitterMs),
+    run: occurrence({ topic, scheduleId: id, spec, jitterMs }, plan.run, plan.next),
+    next: occurrence({ topic, scheduleId: id, spec, jitterMs }, plan.next),
     last: plan.latest ?? last ?? from,
   };
 }

@@ -230,6 +230,23 @@ describe('architecture: the wings and their doors', () => {
     assert.ok(Object.keys(LONG_FUNCTIONS).length <= 3);
   });
 
+  it('no positional parameter list longer than 5 (an options object beyond that)', () => {
+    const long: string[] = [];
+    for (const file of files) {
+      const src = ts.createSourceFile(file, readFileSync(join(ROOT, file), 'utf8'), ts.ScriptTarget.ES2022, true);
+      const visit = (node: ts.Node) => {
+        if (ts.isFunctionLike(node)) {
+          const params = node.parameters.filter((p) => p.name.getText(src) !== 'this');
+          const name = (node as { name?: ts.Node }).name?.getText(src) ?? '(anonymous)';
+          if (params.length > 5) long.push(`${file} ${name}: ${params.length} parameters`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(src);
+    }
+    assert.deepEqual(long, []);
+  });
+
   it('the test itself sees a broken wall (a core file importing the engine)', () => {
     assert.equal(ALLOWED.core.includes('engine'), false);
     assert.equal(DOORS.engine!('lib/engine/script-runner.ts'), false);

@@ -84,7 +84,7 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
     const exempt =
       options.allowPrivate || (options.allowHosts ?? []).some((h) => h.toLowerCase() === hostname.toLowerCase());
     const pinned = exempt ? undefined : await checkedAddresses(hostname, abort.signal, options.denyCidrs);
-    const status = await post(url, hostname, job, secrets, now, pinned, abort.signal);
+    const status = await post({ url, hostname, pinned }, job, { secrets, now }, abort.signal);
     return { status, durationMs: Math.max(0, now() - started) };
   } finally {
     clearTimeout(timer);
@@ -97,14 +97,13 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
  * response and error handlers share the request's state; split up, each would need it passed in).
  */
 function post(
-  url: URL,
-  hostname: string,
+  target: { url: URL; hostname: string; pinned: LookupAddress[] | undefined },
   job: WebhookJob,
-  secrets: readonly string[],
-  now: () => number,
-  pinned: LookupAddress[] | undefined,
+  signing: { secrets: readonly string[]; now: () => number },
   signal: AbortSignal,
 ): Promise<number> {
+  const { url, hostname, pinned } = target;
+  const { secrets, now } = signing;
   const payload = JSON.stringify(job.body) ?? 'null';
   const timestamp = Math.floor(now() / 1000);
   const headers: OutgoingHttpHeaders = {
