@@ -21,172 +21,188 @@
  */
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { invokeFunction, startOffline } from '../test/support/offline';
-import { startRedis } from '../test/support/redis';
+import { invokeFunction, startOffline, type OfflineProcess } from '../test/support/offline';
+import { envNumber } from './harness/env';
+import { runBench, track } from './harness/lifecycle';
+import { quantile, sortNum } from './harness/measure';
+import { startServer } from './harness/redis';
+import { printJson } from './harness/report';
 
-const JOBS = Number(process.env.BENCH_E2E_JOBS ?? 2000);
-const SPREAD_S = Number(process.env.BENCH_E2E_SPREAD_S ?? 20);
-const WARM = Number(process.env.BENCH_E2E_WARM ?? 6);
+const JOBS = envNumber('BENCH_E2E_JOBS', 2000);
+const SPREAD_S = envNumber('BENCH_E2E_SPREAD_S', 20);
+const WARM = envNumber('BENCH_E2E_WARM', 6);
 const WARM_SOURCE = 'bench warm-up';
 const LEAD_MS = 3000; // first job due this long after the adds start, so adding never makes a job late
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+/** A request to the stack's HTTP API with its deployment key; the answer's status and JSON body. */
+async function api(offline: OfflineProcess, method: string, path: string, body?: unknown) {
+  const res = await fetch(offline.baseUrl + path, {
+    method,
+    headers: { authorization: `Bearer ${offline.token}`, 'content-type': 'application/json' },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; the benchmark reads the fields it needs
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** Jobs delayed, ready or running, over every topic. */
+async function pending(offline: OfflineProcess): Promise<number> {
+  const { body } = await api(offline, 'GET', '/topics');
+  return (body.topics as { delayed: number; ready: number; running: number }[]).reduce(
+    (n, t) => n + t.delayed + t.ready + t.running,
+    0,
+  );
+}
+
+/** `n` invokes of function `name` at once, with `payload(i)`; throws unless each succeeds. */
+const invokeAtOnce = (
+  offline: OfflineProcess,
+  name: string,
+  payload: (i: number) => unknown,
+  n: number,
+  type: 'RequestResponse' | 'Event' = 'RequestResponse',
+) =>
+  Array.from({ length: n }, async (_, i) => {
+    const r = await invokeFunction(offline.lambdaUrl, name, payload(i), type);
+    if (r.status >= 300 || r.functionError)
+      throw new Error(`warm-up invoke of ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
+  });
+
+/** A handler event for a job that is not there: the handler looks it up and does not run it. */
+function missingJob(i: number) {
+  const now = Date.now();
+  const job = { id: `warm-up-missing-${i}`, body: null, attempt: 1, maxAttempts: 1, runAt: now };
+  return { topic: 'example', jobs: [{ ...job, deadline: now + 60_000, claimedAt: now, claim: 'warm-up' }] };
+}
+
+/** Warm-up: start every function and several handler workers, as a deployed stack would be. */
+async function warmUp(offline: OfflineProcess): Promise<void> {
+  for (let round = 0; round < 3; round++) {
+    const jobs = Array.from({ length: 100 }, (_, i) => ({ topic: 'example', id: `warm-${round}-${i}`, delay: 0.5 }));
+    await api(offline, 'POST', '/jobs/batch', { jobs });
+    while ((await pending(offline)) > 0) await sleep(200);
+  }
+  // Warm workers: W of the handler and of the fan-out, 3 of the sweeper (a self-rescheduling one
+  // invokes its successor before it ends), each invoked at once while the others are busy. The
+  // handler is sent a job that is not there: its start finds none (logged, not run); the fan-out
+  // claims from the example topic, where nothing is ready: each worker has opened its Redis
+  // connection and run its scripts before the run.
+  await Promise.all([
+    ...invokeAtOnce(offline, 'exampleHandler', missingJob, WARM),
+    ...invokeAtOnce(offline, 'fanout', () => ({ topics: ['example'] }), WARM),
+    ...invokeAtOnce(offline, 'sweeper', () => ({ source: WARM_SOURCE }), Math.min(WARM, 3), 'Event'),
+  ]);
+  while ((await pending(offline)) > 0) await sleep(200);
+}
+
+/** Adds the jobs, due evenly over SPREAD_S from `start`, 500 a batch; their ids, and how long adding took. */
+async function addJobs(offline: OfflineProcess, start: number): Promise<{ ids: string[]; addMs: number }> {
+  const ids: string[] = [];
+  const jobs = Array.from({ length: JOBS }, (_, i) => {
+    const id = `bench-${i}`;
+    ids.push(id);
+    return { topic: 'example', id, runAt: start + Math.round((i * SPREAD_S * 1000) / JOBS), body: { i } };
+  });
+  const addStarted = Date.now();
+  for (let i = 0; i < jobs.length; i += 500) {
+    const { status, body } = await api(offline, 'POST', '/jobs/batch', { jobs: jobs.slice(i, i + 500) });
+    if (status !== 200 || body.results.some((r: { status: number }) => r.status !== 201))
+      throw new Error(`batch add failed: ${status}`);
+  }
+  const addMs = Date.now() - addStarted;
+  if (Date.now() > start) console.warn(`warning: adding took ${addMs} ms, past the first due time`);
+  return { ids, addMs };
+}
+
+/** Cold starts during the run: invocations (request ids) whose log lines say cold_start, by function. */
+function coldStartsIn(logs: string): Record<string, number> {
+  const cold = new Map<string, Set<string>>();
+  for (const line of logs.split('\n')) {
+    if (!line.startsWith('{') || !line.includes('"cold_start":true')) continue;
+    const entry = JSON.parse(line) as { function_name?: string; function_request_id?: string; source?: string };
+    if (entry.source === WARM_SOURCE) continue; // a warm-up sweeper (an Event invoke) that logged after the warm-up
+    const name = (entry.function_name ?? '?').replace(/^delay-queue-local-/, '');
+    cold.set(name, (cold.get(name) ?? new Set()).add(entry.function_request_id ?? line));
+  }
+  return Object.fromEntries([...cold].map(([name, ids]) => [name, ids.size]));
+}
+
+/** Every bench job's starts, by id: the lateness each "job started" log line says. */
+function startsIn(logs: string): Map<string, number[]> {
+  const starts = new Map<string, number[]>();
+  for (const line of logs.split('\n')) {
+    if (!line.startsWith('{') || !line.includes('"job started"')) continue;
+    const entry = JSON.parse(line) as { jobId: string; startLatenessMs: number };
+    if (!entry.jobId.startsWith('bench-')) continue;
+    starts.set(entry.jobId, [...(starts.get(entry.jobId) ?? []), entry.startLatenessMs]);
+  }
+  return starts;
+}
+
+function report(
+  ids: readonly string[],
+  starts: Map<string, number[]>,
+  coldStarts: Record<string, number>,
+  addMs: number,
+) {
+  const lateness = sortNum(ids.flatMap((id) => (starts.get(id)?.[0] !== undefined ? [starts.get(id)![0]!] : [])));
+  const missing = ids.filter((id) => !starts.has(id)).length;
+  const duplicates = [...starts.values()].filter((s) => s.length > 1).length;
+  const result = {
+    jobs: JOBS,
+    spreadSeconds: SPREAD_S,
+    latenessMs: {
+      p50: quantile(lateness, 0.5),
+      p90: quantile(lateness, 0.9),
+      p99: quantile(lateness, 0.99),
+      max: lateness.at(-1) ?? NaN,
+      min: lateness[0] ?? NaN,
+    },
+    missing,
+    duplicates,
+    warmWorkers: WARM,
+    coldStarts,
+    addMs,
+    machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
+  };
+  console.log('');
+  console.log(`jobs ${JOBS} due over ${SPREAD_S} s (example topic, no-op handler), through serverless offline`);
+  console.log(
+    `lateness (handler start − runAt): p50 ${result.latenessMs.p50} ms  p90 ${result.latenessMs.p90} ms  p99 ${result.latenessMs.p99} ms  max ${result.latenessMs.max} ms`,
+  );
+  console.log(
+    `missing ${missing}  duplicates ${duplicates}  (goals: p99 ≤ 50 ms, max ≤ 250 ms, 0 missing, 0 duplicates)`,
+  );
+  const coldList = Object.entries(coldStarts).map(([name, n]) => `${name} ${n}`);
+  console.log(
+    `cold starts during the run (${WARM} warm workers of the handler and fan-out started first): ${coldList.length ? coldList.join(', ') : 'none'}`,
+  );
+  printJson(result);
 }
 
 async function main(): Promise<void> {
-  const redis = await startRedis();
+  const redis = await startServer();
   const offline = await startOffline({
     redisUrl: redis.url,
     env: { LOG_LEVEL: 'info' },
     maxLogBytes: 256 * 1024 * 1024,
   });
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(offline.baseUrl + path, {
-      method,
-      headers: { authorization: `Bearer ${offline.token}`, 'content-type': 'application/json' },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; the benchmark reads the fields it needs
-    return { status: res.status, body: (await res.json()) as any };
-  };
-  const pending = async () => {
-    const { body } = await api('GET', '/topics');
-    return (body.topics as { delayed: number; ready: number; running: number }[]).reduce(
-      (n, t) => n + t.delayed + t.ready + t.running,
-      0,
-    );
-  };
+  const stopOffline = track(() => offline.stop());
   try {
     console.log(`serverless offline ready in ${offline.startupMs} ms; warming up`);
-    // Warm-up: start every function and several handler workers, as a deployed stack would be.
-    for (let round = 0; round < 3; round++) {
-      const jobs = Array.from({ length: 100 }, (_, i) => ({ topic: 'example', id: `warm-${round}-${i}`, delay: 0.5 }));
-      await api('POST', '/jobs/batch', { jobs });
-      while ((await pending()) > 0) await sleep(200);
-    }
-    // Warm workers: W of the handler and of the fan-out, 3 of the sweeper (a self-rescheduling one
-    // invokes its successor before it ends), each invoked at once while the others are busy. The
-    // handler is sent a job that is not there: its start finds none (logged, not run); the fan-out
-    // claims from the example topic, where nothing is ready: each worker has opened its Redis
-    // connection and run its scripts before the run.
-    const warm = (
-      name: string,
-      payload: (i: number) => unknown,
-      n: number,
-      type: 'RequestResponse' | 'Event' = 'RequestResponse',
-    ) =>
-      Array.from({ length: n }, async (_, i) => {
-        const r = await invokeFunction(offline.lambdaUrl, name, payload(i), type);
-        if (r.status >= 300 || r.functionError)
-          throw new Error(`warm-up invoke of ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
-      });
-    const missingJob = (i: number) => {
-      const now = Date.now();
-      return {
-        topic: 'example',
-        jobs: [
-          {
-            id: `warm-up-missing-${i}`,
-            body: null,
-            attempt: 1,
-            maxAttempts: 1,
-            runAt: now,
-            deadline: now + 60_000,
-            claimedAt: now,
-            claim: 'warm-up',
-          },
-        ],
-      };
-    };
-    await Promise.all([
-      ...warm('exampleHandler', missingJob, WARM),
-      ...warm('fanout', () => ({ topics: ['example'] }), WARM),
-      ...warm('sweeper', () => ({ source: WARM_SOURCE }), Math.min(WARM, 3), 'Event'),
-    ]);
-    while ((await pending()) > 0) await sleep(200);
+    await warmUp(offline);
     const logsBefore = offline.logs().length;
-
     const start = Date.now() + LEAD_MS;
-    const ids: string[] = [];
-    const jobs = Array.from({ length: JOBS }, (_, i) => {
-      const id = `bench-${i}`;
-      ids.push(id);
-      return { topic: 'example', id, runAt: start + Math.round((i * SPREAD_S * 1000) / JOBS), body: { i } };
-    });
-    const addStarted = Date.now();
-    for (let i = 0; i < jobs.length; i += 500) {
-      const { status, body } = await api('POST', '/jobs/batch', { jobs: jobs.slice(i, i + 500) });
-      if (status !== 200 || body.results.some((r: { status: number }) => r.status !== 201))
-        throw new Error(`batch add failed: ${status}`);
-    }
-    const addMs = Date.now() - addStarted;
-    if (Date.now() > start) console.warn(`warning: adding took ${addMs} ms, past the first due time`);
+    const { ids, addMs } = await addJobs(offline, start);
     const waitUntil = start + SPREAD_S * 1000 + 60_000;
-    while ((await pending()) > 0 && Date.now() < waitUntil) await sleep(500);
+    while ((await pending(offline)) > 0 && Date.now() < waitUntil) await sleep(500);
     await sleep(2000); // let the last log lines arrive
     if (process.env.BENCH_E2E_LOG) (await import('node:fs')).writeFileSync(process.env.BENCH_E2E_LOG, offline.logs());
-
-    const starts = new Map<string, number[]>();
-    // cold starts during the run: invocations (request ids) whose log lines say cold_start, by function
-    const cold = new Map<string, Set<string>>();
-    for (const line of offline.logs().slice(logsBefore).split('\n')) {
-      if (!line.startsWith('{') || !line.includes('"cold_start":true')) continue;
-      const entry = JSON.parse(line) as { function_name?: string; function_request_id?: string; source?: string };
-      if (entry.source === WARM_SOURCE) continue; // a warm-up sweeper (an Event invoke) that logged after the warm-up
-      const name = (entry.function_name ?? '?').replace(/^delay-queue-local-/, '');
-      cold.set(name, (cold.get(name) ?? new Set()).add(entry.function_request_id ?? line));
-    }
-    const coldStarts = Object.fromEntries([...cold].map(([name, ids]) => [name, ids.size]));
-    for (const line of offline.logs().split('\n')) {
-      if (!line.startsWith('{') || !line.includes('"job started"')) continue;
-      const entry = JSON.parse(line) as { jobId: string; startLatenessMs: number };
-      if (!entry.jobId.startsWith('bench-')) continue;
-      starts.set(entry.jobId, [...(starts.get(entry.jobId) ?? []), entry.startLatenessMs]);
-    }
-    const lateness = ids
-      .flatMap((id) => (starts.get(id)?.[0] !== undefined ? [starts.get(id)![0]!] : []))
-      .sort((a, b) => a - b);
-    const missing = ids.filter((id) => !starts.has(id)).length;
-    const duplicates = [...starts.values()].filter((s) => s.length > 1).length;
-    const result = {
-      jobs: JOBS,
-      spreadSeconds: SPREAD_S,
-      latenessMs: {
-        p50: percentile(lateness, 50),
-        p90: percentile(lateness, 90),
-        p99: percentile(lateness, 99),
-        max: lateness.at(-1) ?? NaN,
-        min: lateness[0] ?? NaN,
-      },
-      missing,
-      duplicates,
-      warmWorkers: WARM,
-      coldStarts,
-      addMs,
-      machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
-    };
-    console.log('');
-    console.log(`jobs ${JOBS} due over ${SPREAD_S} s (example topic, no-op handler), through serverless offline`);
-    console.log(
-      `lateness (handler start − runAt): p50 ${result.latenessMs.p50} ms  p90 ${result.latenessMs.p90} ms  p99 ${result.latenessMs.p99} ms  max ${result.latenessMs.max} ms`,
-    );
-    console.log(
-      `missing ${missing}  duplicates ${duplicates}  (goals: p99 ≤ 50 ms, max ≤ 250 ms, 0 missing, 0 duplicates)`,
-    );
-    const coldList = Object.entries(coldStarts).map(([name, n]) => `${name} ${n}`);
-    console.log(
-      `cold starts during the run (${WARM} warm workers of the handler and fan-out started first): ${coldList.length ? coldList.join(', ') : 'none'}`,
-    );
-    console.log(JSON.stringify(result));
+    report(ids, startsIn(offline.logs()), coldStartsIn(offline.logs().slice(logsBefore)), addMs);
   } finally {
-    await offline.stop();
+    await stopOffline();
     await redis.stop();
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runBench(main, { forceExit: true });

@@ -16,9 +16,12 @@
  *    200-byte body; ids `j<i>`. Each call also builds that header and record once (the empty
  *    loop's call pays it too).
  */
-import { Redis } from 'ioredis';
-import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, fmt, info, printTable, round } from './env';
+import type { Redis } from 'ioredis';
+import { envInt } from './harness/env';
+import { runBench } from './harness/lifecycle';
+import { commandStats, redisCpu } from './harness/measure';
+import { withRedis } from './harness/redis';
+import { fmt, machineOf, printJson, printTable, round } from './harness/report';
 
 const N = { requests: envInt('BENCH_REQUESTS', 5_000), calls: envInt('BENCH_CALLS', 300) };
 const ROUNDS = 3;
@@ -62,108 +65,118 @@ const PRIMITIVES: Record<string, { what: string; loop: string }> = {
   },
 };
 
-async function cpuSeconds(redis: Redis): Promise<number> {
-  const cpu = await redis.info('cpu');
-  return Number(info(cpu, 'used_cpu_user')) + Number(info(cpu, 'used_cpu_sys'));
+interface RequestRow {
+  name: string;
+  alone: number;
+  pipelined: number;
+  commandUs: number;
 }
 
+/** Redis CPU µs `fn` cost (INFO cpu, user + sys). */
+async function cpuUsOf(redis: Redis, fn: () => Promise<void>): Promise<number> {
+  const before = (await redisCpu(redis)).seconds;
+  await fn();
+  return ((await redisCpu(redis)).seconds - before) * 1e6;
+}
+
+/** The mean Redis time of a call of `command`, µs (commandstats since the last RESETSTAT). */
 async function commandUs(redis: Redis, command: string): Promise<number> {
-  const m = new RegExp(`^cmdstat_${command}:calls=(\\d+),usec=(\\d+)`, 'm').exec(await redis.info('commandstats'));
-  return m ? Number(m[2]) / Number(m[1]) : NaN;
+  const stat = (await commandStats(redis)).get(command);
+  return stat ? stat.usec / stat.calls : NaN;
+}
+
+/** 1. Requests: each sent N.requests times one at a time, then in pipelines of 10; the least of ROUNDS rounds. */
+async function requests(r: Redis): Promise<RequestRow[]> {
+  const requests: { name: string; send: () => Promise<unknown>; command: string }[] = [
+    { name: 'PING', send: () => r.ping(), command: 'ping' },
+    { name: 'GET of a missing key', send: () => r.get('missing'), command: 'get' },
+    { name: 'FCALL of an empty function', send: () => r.call('FCALL', 'noop', 0), command: 'fcall' },
+  ];
+  const rows: RequestRow[] = [];
+  for (const q of requests) {
+    const cpu = { alone: Infinity, pipelined: Infinity, command: Infinity };
+    for (let round = 0; round < ROUNDS; round++) {
+      await r.config('RESETSTAT');
+      const alone = await cpuUsOf(r, async () => {
+        for (let i = 0; i < N.requests; i++) await q.send();
+      });
+      cpu.alone = Math.min(cpu.alone, alone);
+      cpu.command = Math.min(cpu.command, await commandUs(r, q.command));
+      const pipelined = await cpuUsOf(r, async () => {
+        for (let i = 0; i < N.requests; i += 10) await Promise.all(Array.from({ length: 10 }, () => q.send()));
+      });
+      cpu.pipelined = Math.min(cpu.pipelined, pipelined);
+    }
+    rows.push({
+      name: q.name,
+      alone: cpu.alone / N.requests,
+      pipelined: cpu.pipelined / N.requests,
+      commandUs: cpu.command,
+    });
+  }
+  return rows;
+}
+
+/** A library of an empty function (`noop`) and one function per primitive. */
+async function loadLibrary(r: Redis): Promise<void> {
+  let library = "#!lua name=floor\nredis.register_function('noop', function() return 1 end)\n";
+  for (const [name, p] of Object.entries(PRIMITIVES))
+    library += `redis.register_function('${name}', function(KEYS, ARGV)\n${SETUP}\n${p.loop}\nreturn 1 end)\n`;
+  await r.call('FUNCTION', 'LOAD', library);
+}
+
+/** 2. Lua primitives: the least FCALL time of each, over ROUNDS rounds of N.calls calls (µs a call). */
+async function primitiveCalls(r: Redis): Promise<Record<string, number>> {
+  const callUs: Record<string, number> = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of Object.keys(PRIMITIVES)) {
+      if (name === 'hset') await r.del('{f}h'); // then hget reads what hset wrote
+      if (name === 'zadd') await r.del('{f}z'); // then zscore reads what zadd wrote
+      await r.config('RESETSTAT');
+      for (let i = 0; i < N.calls; i++) await r.call('FCALL', name, 2, '{f}h', '{f}z');
+      callUs[name] = Math.min(callUs[name] ?? Infinity, await commandUs(r, 'fcall'));
+    }
+  }
+  return callUs;
+}
+
+function printTables(requestRows: readonly RequestRow[], primitiveUs: Record<string, number>): void {
+  printTable(
+    requestRows.map((q) => [q.name, `${fmt(q.alone, 1)} µs`, `${fmt(q.pipelined, 1)} µs`, `${fmt(q.commandUs, 1)} µs`]),
+    ['request', 'Redis CPU a request, one at a time', 'in pipelines of 10', 'the command itself (commandstats)'],
+  );
+  console.log('');
+  printTable(
+    Object.entries(PRIMITIVES)
+      .filter(([name]) => name !== 'empty')
+      .map(([name, p]) => [name, p.what, `${fmt(primitiveUs[name]!, 2)} µs`]),
+    ['Lua primitive', 'what', 'Redis time each (warm, in a loop)'],
+  );
 }
 
 async function main(): Promise<void> {
-  let server: RedisProcess | undefined;
-  let redis: Redis | undefined;
-  try {
-    server = await startRedis();
-    redis = new Redis(server.url);
-    const r = redis;
-    let library = "#!lua name=floor\nredis.register_function('noop', function() return 1 end)\n";
-    for (const [name, p] of Object.entries(PRIMITIVES))
-      library += `redis.register_function('${name}', function(KEYS, ARGV)\n${SETUP}\n${p.loop}\nreturn 1 end)\n`;
-    await r.call('FUNCTION', 'LOAD', library);
-
-    // 1. requests
-    const requests: { name: string; send: () => Promise<unknown>; command: string }[] = [
-      { name: 'PING', send: () => r.ping(), command: 'ping' },
-      { name: 'GET of a missing key', send: () => r.get('missing'), command: 'get' },
-      { name: 'FCALL of an empty function', send: () => r.call('FCALL', 'noop', 0), command: 'fcall' },
-    ];
-    const requestRows: { name: string; alone: number; pipelined: number; commandUs: number }[] = [];
-    for (const q of requests) {
-      const cpu = { alone: Infinity, pipelined: Infinity, command: Infinity };
-      for (let round = 0; round < ROUNDS; round++) {
-        await r.config('RESETSTAT');
-        let c0 = await cpuSeconds(r);
-        for (let i = 0; i < N.requests; i++) await q.send();
-        cpu.alone = Math.min(cpu.alone, ((await cpuSeconds(r)) - c0) * 1e6);
-        cpu.command = Math.min(cpu.command, await commandUs(r, q.command));
-        c0 = await cpuSeconds(r);
-        for (let i = 0; i < N.requests; i += 10) await Promise.all(Array.from({ length: 10 }, () => q.send()));
-        cpu.pipelined = Math.min(cpu.pipelined, ((await cpuSeconds(r)) - c0) * 1e6);
-      }
-      requestRows.push({
-        name: q.name,
-        alone: cpu.alone / N.requests,
-        pipelined: cpu.pipelined / N.requests,
-        commandUs: cpu.command,
-      });
-    }
-
-    // 2. Lua primitives
-    const callUs: Record<string, number> = {};
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const name of Object.keys(PRIMITIVES)) {
-        if (name === 'hset') await r.del('{f}h'); // then hget reads what hset wrote
-        if (name === 'zadd') await r.del('{f}z'); // then zscore reads what zadd wrote
-        await r.config('RESETSTAT');
-        for (let i = 0; i < N.calls; i++) await r.call('FCALL', name, 2, '{f}h', '{f}z');
-        callUs[name] = Math.min(callUs[name] ?? Infinity, await commandUs(r, 'fcall'));
-      }
-    }
+  await withRedis(async (server, redis) => {
+    await loadLibrary(redis);
+    const requestRows = await requests(redis);
+    const callUs = await primitiveCalls(redis);
     const primitiveUs = Object.fromEntries(
       Object.keys(PRIMITIVES).map((name) => [name, (callUs[name]! - callUs.empty!) / 100]),
     );
-
-    printTable(
-      requestRows.map((q) => [
-        q.name,
-        `${fmt(q.alone, 1)} µs`,
-        `${fmt(q.pipelined, 1)} µs`,
-        `${fmt(q.commandUs, 1)} µs`,
-      ]),
-      ['request', 'Redis CPU a request, one at a time', 'in pipelines of 10', 'the command itself (commandstats)'],
-    );
-    console.log('');
-    printTable(
-      Object.entries(PRIMITIVES)
-        .filter(([name]) => name !== 'empty')
-        .map(([name, p]) => [name, p.what, `${fmt(primitiveUs[name]!, 2)} µs`]),
-      ['Lua primitive', 'what', 'Redis time each (warm, in a loop)'],
-    );
-    console.log(
-      JSON.stringify({
-        bench: 'floor',
-        ...N,
-        requests: requestRows.map((q) => ({
-          ...q,
-          alone: round(q.alone, 1),
-          pipelined: round(q.pipelined, 1),
-          commandUs: round(q.commandUs, 1),
-        })),
-        primitivesUs: Object.fromEntries(Object.entries(primitiveUs).map(([k, v]) => [k, round(v, 2)])),
-        emptyLoopCallUs: round(callUs.empty!, 1),
-        machine: describeMachine(await r.info('server'), server.pid),
-      }),
-    );
-  } finally {
-    redis?.disconnect();
-    await server?.stop();
-  }
+    printTables(requestRows, primitiveUs);
+    printJson({
+      bench: 'floor',
+      ...N,
+      requests: requestRows.map((q) => ({
+        ...q,
+        alone: round(q.alone, 1),
+        pipelined: round(q.pipelined, 1),
+        commandUs: round(q.commandUs, 1),
+      })),
+      primitivesUs: Object.fromEntries(Object.entries(primitiveUs).map(([k, v]) => [k, round(v, 2)])),
+      emptyLoopCallUs: round(callUs.empty!, 1),
+      machine: await machineOf(redis, server.pid),
+    });
+  });
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runBench(main);

@@ -24,9 +24,12 @@
  * measures it with the engine), which neither layout here includes.
  */
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { startRedis } from '../test/support/redis';
-import { envInt, fmt, info, printTable, usedMemory } from './env';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { envInt } from './harness/env';
+import { runBench } from './harness/lifecycle';
+import { encodings, info, scanKeys, usedMemory, withRedis } from './harness/redis';
+import { fmt, printTable } from './harness/report';
 
 const JOBS = envInt('BENCH_LAYOUT_JOBS', 100_000);
 const SETTLE_MS = envInt('BENCH_SETTLE_MS', 1_000);
@@ -40,7 +43,6 @@ const id = (i: number) => `order-${String(i).padStart(11, '0')}`;
 const group = (g: number) => `meeting-${String(g).padStart(6, '0')}`;
 const groupKey = (name: string) => `dq:{p0}:group:example:${name}`;
 const bucketKey = (b: number) => `dq:{p0}:groups:example:${b}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Sends `commands` pipelined, 1,000 a round trip. */
 async function send(redis: Redis, commands: Iterable<(string | Buffer | number)[]>): Promise<void> {
@@ -87,52 +89,30 @@ function* buckets(size: number, hashed = false): Generator<(string | Buffer | nu
   }
 }
 
-async function encodings(redis: Redis): Promise<string> {
-  const counts = new Map<string, number>();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'COUNT', 1000);
-    cursor = next;
-    const pipeline = redis.pipeline();
-    for (const key of keys) pipeline.object('ENCODING', key);
-    for (const [error, encoding] of (await pipeline.exec()) ?? []) {
-      if (error) throw error;
-      counts.set(String(encoding), (counts.get(String(encoding)) ?? 0) + 1);
-    }
-  } while (cursor !== '0');
-  return [...counts].map(([encoding, n]) => `${fmt(n)} ${encoding}`).join(', ');
+/** One row: from an empty Redis, `commands` sent; used_memory's growth per job and the encodings of the keys made. */
+async function row(redis: Redis, layout: string, size: number, commands: Iterable<(string | Buffer | number)[]>) {
+  await redis.flushall();
+  await sleep(SETTLE_MS);
+  const before = await usedMemory(redis);
+  await send(redis, commands);
+  await sleep(SETTLE_MS);
+  const perJob = ((await usedMemory(redis)) - before) / JOBS;
+  const keys = (await encodings(redis, await scanKeys(redis), fmt)) ?? '';
+  return [layout, size === JOBS ? `one of ${fmt(JOBS)}` : String(size), fmt(perJob, 1), keys];
 }
 
 async function main() {
-  const server = await startRedis();
-  const redis = new Redis(server.port, { lazyConnect: true });
-  try {
-    await redis.connect();
+  await withRedis(async (_server, redis) => {
     const serverInfo = await redis.info('server');
     console.log(
       `redis ${info(serverInfo, 'redis_version')}, ${fmt(JOBS)} jobs a row, ids of ${id(0).length} bytes, group names of ${group(0).length}, ${BUCKET_GROUPS} groups a shared bucket`,
     );
     const rows: string[][] = [];
-    const measure = async (layout: string, size: number, commands: Iterable<(string | Buffer | number)[]>) => {
-      await redis.flushall();
-      await sleep(SETTLE_MS);
-      const before = await usedMemory(redis);
-      await send(redis, commands);
-      await sleep(SETTLE_MS);
-      const perJob = ((await usedMemory(redis)) - before) / JOBS;
-      rows.push([layout, size === JOBS ? `one of ${fmt(JOBS)}` : String(size), fmt(perJob, 1), await encodings(redis)]);
-    };
-    for (const size of [1, 3, 100, JOBS]) await measure('zsets (the engine)', size, zsets(size));
-    for (const size of [1, 3]) await measure('buckets, full', size, buckets(size));
-    for (const size of [1, 3]) await measure('buckets, full, hashed names', size, buckets(size, true));
+    for (const size of [1, 3, 100, JOBS]) rows.push(await row(redis, 'zsets (the engine)', size, zsets(size)));
+    for (const size of [1, 3]) rows.push(await row(redis, 'buckets, full', size, buckets(size)));
+    for (const size of [1, 3]) rows.push(await row(redis, 'buckets, full, hashed names', size, buckets(size, true)));
     printTable(rows, ['layout', 'group size', 'bytes a job', 'keys']);
-  } finally {
-    redis.disconnect();
-    await server.stop();
-  }
+  });
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runBench(main);

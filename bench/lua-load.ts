@@ -15,10 +15,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
-import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, printTable } from './env';
+import type { Redis } from 'ioredis';
 import { SCRIPTS, includeOrder, scriptText, type ScriptName } from '../lib/testing';
+import { envInt } from './harness/env';
+import { runBench } from './harness/lifecycle';
+import { median } from './harness/measure';
+import { logCommands, withRedis } from './harness/redis';
+import { describeMachine, printJson, printTable } from './harness/report';
 
 const REF = process.argv[2] ?? 'HEAD';
 const LOADS = envInt('BENCH_LOADS', 200);
@@ -61,12 +64,6 @@ function topLevelLocals(text: string): number {
     (n, m) => n + (m[1] ? m[1].split(',').length : 1),
     0,
   );
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 interface Side {
@@ -114,88 +111,83 @@ const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
 const change = (before: number, after: number) =>
   `${after >= before ? '+' : ''}${Math.round(((after - before) / before) * 100)} %`;
 
+type Result = { script: ScriptName; before: Side | null; after: Side };
+
+/** Every script's text at REF ("before", when the ref has it) and in the working tree ("after"), measured in turn. */
+async function measureAll(redis: Redis, before: Record<ScriptName, string | null>): Promise<Result[]> {
+  const results: Result[] = [];
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+    const old = before[name];
+    const sides = await measure(redis, old === null ? [scriptText(name)] : [old, scriptText(name)]);
+    results.push({ script: name, before: old === null ? null : sides[0]!, after: sides.at(-1)! });
+  }
+  return results;
+}
+
+/** A row a script, and a total row over the scripts both sides have. */
+function rowsOf(results: readonly Result[]): string[][] {
+  const rows = results.map(({ script, before: b, after: a }) => [
+    script,
+    b ? fmtInt(b.bytes) : '—',
+    fmtInt(a.bytes),
+    b ? change(b.bytes, a.bytes) : '',
+    b ? String(b.locals) : '—',
+    String(a.locals),
+    b ? fmtInt(b.redisUs) : '—',
+    fmtInt(a.redisUs),
+    b ? change(b.redisUs, a.redisUs) : '',
+    b ? fmtInt(b.roundTripUs) : '—',
+    fmtInt(a.roundTripUs),
+  ]);
+  const both = results.filter((r) => r.before !== null) as { script: ScriptName; before: Side; after: Side }[];
+  const sum = (side: 'before' | 'after', field: keyof Side) => both.reduce((n, r) => n + r[side][field], 0);
+  const max = (side: 'before' | 'after') => Math.max(...both.map((r) => r[side].locals));
+  rows.push([
+    `**total** (${both.length} scripts; locals: max)`,
+    fmtInt(sum('before', 'bytes')),
+    fmtInt(sum('after', 'bytes')),
+    change(sum('before', 'bytes'), sum('after', 'bytes')),
+    String(max('before')),
+    String(max('after')),
+    fmtInt(sum('before', 'redisUs')),
+    fmtInt(sum('after', 'redisUs')),
+    change(sum('before', 'redisUs'), sum('after', 'redisUs')),
+    fmtInt(sum('before', 'roundTripUs')),
+    fmtInt(sum('after', 'roundTripUs')),
+  ]);
+  return rows;
+}
+
+const HEAD = [
+  'script',
+  'bytes before',
+  'bytes after',
+  'Δ bytes',
+  'locals before',
+  'locals after',
+  'LOAD µs before',
+  'LOAD µs after',
+  'Δ LOAD',
+  'round trip µs before',
+  'round trip µs after',
+];
+
 async function main(): Promise<void> {
   const base = git('rev-parse', '--short', REF).trim();
   const before = textsAt(REF);
-  let server: RedisProcess | undefined;
-  let redis: Redis | undefined;
-  try {
-    server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
-    redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
-    await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', '0');
+  await withRedis(async (server, redis) => {
+    await logCommands(redis, 0);
     const machine = describeMachine((await redis.call('INFO', 'server')) as string, server.pid);
-    const results: { script: ScriptName; before: Side | null; after: Side }[] = [];
-    for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-      const old = before[name];
-      const sides = await measure(redis, old === null ? [scriptText(name)] : [old, scriptText(name)]);
-      results.push({ script: name, before: old === null ? null : sides[0]!, after: sides.at(-1)! });
-    }
-    const rows = results.map(({ script, before: b, after: a }) => [
-      script,
-      b ? fmtInt(b.bytes) : '—',
-      fmtInt(a.bytes),
-      b ? change(b.bytes, a.bytes) : '',
-      b ? String(b.locals) : '—',
-      String(a.locals),
-      b ? fmtInt(b.redisUs) : '—',
-      fmtInt(a.redisUs),
-      b ? change(b.redisUs, a.redisUs) : '',
-      b ? fmtInt(b.roundTripUs) : '—',
-      fmtInt(a.roundTripUs),
-    ]);
-    const both = results.filter((r) => r.before !== null) as { script: ScriptName; before: Side; after: Side }[];
-    const sum = (side: 'before' | 'after', field: keyof Side) => both.reduce((n, r) => n + r[side][field], 0);
-    const max = (side: 'before' | 'after') => Math.max(...both.map((r) => r[side].locals));
-    rows.push([
-      `**total** (${both.length} scripts; locals: max)`,
-      fmtInt(sum('before', 'bytes')),
-      fmtInt(sum('after', 'bytes')),
-      change(sum('before', 'bytes'), sum('after', 'bytes')),
-      String(max('before')),
-      String(max('after')),
-      fmtInt(sum('before', 'redisUs')),
-      fmtInt(sum('after', 'redisUs')),
-      change(sum('before', 'redisUs'), sum('after', 'redisUs')),
-      fmtInt(sum('before', 'roundTripUs')),
-      fmtInt(sum('after', 'roundTripUs')),
-    ]);
+    const results = await measureAll(redis, before);
     console.log(
       `SCRIPT LOAD after SCRIPT FLUSH, median of ${LOADS} loads per text; before: ${REF} (${base}), after: the working tree`,
     );
     console.log(
       `machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.os}, node ${machine.node}, redis ${machine.redis}`,
     );
-    printTable(rows, [
-      'script',
-      'bytes before',
-      'bytes after',
-      'Δ bytes',
-      'locals before',
-      'locals after',
-      'LOAD µs before',
-      'LOAD µs after',
-      'Δ LOAD',
-      'round trip µs before',
-      'round trip µs after',
-    ]);
-    console.log(
-      JSON.stringify({
-        bench: 'lua-load',
-        at: new Date().toISOString(),
-        machine,
-        ref: REF,
-        base,
-        loads: LOADS,
-        results,
-      }),
-    );
-  } finally {
-    redis?.disconnect();
-    await server?.stop();
-  }
+    printTable(rowsOf(results), HEAD);
+    printJson({ bench: 'lua-load', at: new Date().toISOString(), machine, ref: REF, base, loads: LOADS, results });
+  });
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runBench(main);

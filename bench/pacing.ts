@@ -19,17 +19,18 @@
  * anywhere, jobs lost (never started) and started twice. Goal: within ±5 % of BENCH_RATE, none lost.
  * Results are in BENCHMARKS.md.
  */
-import { cpus, loadavg, totalmem, type as osType, release as osRelease } from 'node:os';
+import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/core/queue-config';
+import type { Redis } from 'ioredis';
 import { runFanout, type HandlerEvent } from '../lib/workers/fanout';
 import type { Invoker } from '../lib/platform/lambda';
 import { createLogger } from '../lib/platform/log';
-import { Queue, queueOf } from '../test/support/queue';
-import { Engine } from '../lib/engine';
-import { startRedis, type RedisProcess } from '../test/support/redis';
-import { envInt, printTable } from './env';
+import { envInt } from './harness/env';
+import { runBench } from './harness/lifecycle';
+import { loadText } from './harness/measure';
+import { addInBatches, queueOn, sweepAll, type Queue } from './harness/queue';
+import { connect, withRedis } from './harness/redis';
+import { machineLine, machineOf, printJson, printTable, verdict, type Row } from './harness/report';
 
 const N = {
   jobs: envInt('BENCH_PACING_JOBS', 50_000),
@@ -37,10 +38,7 @@ const N = {
   rate: envInt('BENCH_RATE', 1_000),
 };
 const TOLERANCE = 0.05; // the issue's ±5 %
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' / ');
+const load = () => loadText(2, ' / ');
 const log = createLogger('bench', {}, 'error', () => undefined);
 
 interface Run {
@@ -98,39 +96,31 @@ function summarise(
   };
 }
 
+/** `jobs` jobs due at once, added 500 a call and swept to ready. */
 async function fill(queue: Queue, topic: string, jobs: number): Promise<void> {
-  for (let i = 0; i < jobs; i += 500) {
-    const batch = Array.from({ length: Math.min(500, jobs - i) }, (_, j) => ({
-      topic,
-      id: `job-${i + j}`,
-      delay: 0,
-      body: { n: i + j },
-    }));
-    await queue.addMany(batch);
-  }
-  for (let result = await queue.engine.sweep(); result.more; result = await queue.engine.sweep());
+  await addInBatches(queue, jobs, (i) => ({ topic, id: `job-${i}`, delay: 0, body: { n: i } }));
+  await sweepAll(queue.engine);
 }
 
-function queueOn(port: number, topic: string, handler?: string): { queue: Queue; redis: Redis } {
-  const redis = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null });
+/** A queue of its own connection on the topic, paced at N.rate a second. */
+function pacedQueue(port: number, topic: string, handler?: string): { queue: Queue; redis: Redis } {
+  const redis = connect({ port });
   // concurrency 10,000 never binds: the claim loops pass a higher maxRunning, the fan-outs' handler acks
-  const config = resolveQueueConfig({
-    topics: {
-      [topic]: {
-        concurrency: 10_000,
-        batchSize: 10,
-        rateLimit: { count: N.rate, per: 1 },
-        ...(handler ? { handler } : {}),
-      },
+  const queue = queueOn(redis, {
+    [topic]: {
+      concurrency: 10_000,
+      batchSize: 10,
+      rateLimit: { count: N.rate, per: 1 },
+      ...(handler ? { handler } : {}),
     },
   });
-  return { queue: queueOf(new Engine(redis, config)), redis };
+  return { queue, redis };
 }
 
 async function claimLoops(port: number): Promise<Run> {
   const topic = 'paced-claim';
-  const a = queueOn(port, topic);
-  const b = queueOn(port, topic);
+  const a = pacedQueue(port, topic);
+  const b = pacedQueue(port, topic);
   try {
     await fill(a.queue, topic, N.jobs);
     const starts: { id: string; at: number; latenessMs: number }[] = [];
@@ -170,11 +160,11 @@ class AckingInvoker implements Invoker {
 
 async function fanouts(port: number): Promise<Run> {
   const topic = 'paced-fanout';
-  const a = queueOn(port, topic, 'h');
-  const b = queueOn(port, topic, 'h');
+  const a = pacedQueue(port, topic, 'h');
+  const b = pacedQueue(port, topic, 'h');
   try {
     await fill(a.queue, topic, N.fanoutJobs);
-    const ackClient = queueOn(port, topic, 'h');
+    const ackClient = pacedQueue(port, topic, 'h');
     const invoker = new AckingInvoker(ackClient.queue);
     // a fan-out with Lambda's longest timeout: this bench measures the pace, not the hand-over
     const remainingMs = () => 900_000;
@@ -198,67 +188,47 @@ async function fanouts(port: number): Promise<Run> {
   }
 }
 
+/** Five rows a run: its mean rate, its whole 1-s windows, its busiest second, lost and doubled, its last lateness. */
+function rowsOf(r: Run): Row[] {
+  const lo = N.rate * (1 - TOLERANCE);
+  const hi = N.rate * (1 + TOLERANCE);
+  return [
+    [
+      `${r.path}: ${r.jobs} jobs, delivered mean`,
+      `${r.meanPerSecond}/s over ${(r.spanMs / 1000).toFixed(1)} s`,
+      `${lo}–${hi}/s: ${verdict(r.meanPerSecond >= lo && r.meanPerSecond <= hi)}`,
+    ],
+    [
+      '  per whole 1-s window: min / max',
+      `${r.minWindow} / ${r.maxWindow} (${r.windows} windows)`,
+      `${lo}–${hi}: ${verdict(r.minWindow >= lo && r.maxWindow <= hi)}`,
+    ],
+    ['  busiest 1-s span anywhere', `${r.busiestSecond}`, `≤ ${N.rate}: ${verdict(r.busiestSecond <= N.rate)}`],
+    ['  lost / started twice', `${r.lost} / ${r.doubled}`, `0 / 0: ${verdict(r.lost === 0 && r.doubled === 0)}`],
+    ['  lateness of the last start', `${(r.maxLatenessMs / 1000).toFixed(1)} s`, ''],
+  ];
+}
+
 async function main(): Promise<void> {
   const at = new Date();
   const loadAtStart = loadavg();
-  let server: RedisProcess | undefined;
-  let admin: Redis | undefined;
-  try {
-    server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
-    admin = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
-    const version = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
-    console.log(
-      `machine: ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB, ${osType()} ${osRelease()}, node ${process.version}, redis ${version} (pid ${server.pid}); load average ${load()}`,
-    );
+  await withRedis(async (server, admin) => {
+    const machine = await machineOf(admin, server.pid);
+    console.log(`${machineLine(machine)} (pid ${server.pid}); load average ${load()}`);
     console.log(`counts: ${JSON.stringify(N)}`);
     const runs = [await claimLoops(server.port)];
     console.log(`1. done; load average ${load()}`);
     runs.push(await fanouts(server.port));
     console.log(`2. done; load average ${load()}`);
-    const lo = N.rate * (1 - TOLERANCE);
-    const hi = N.rate * (1 + TOLERANCE);
-    const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
-    const rows: string[][] = [];
-    for (const r of runs) {
-      rows.push([
-        `${r.path}: ${r.jobs} jobs, delivered mean`,
-        `${r.meanPerSecond}/s over ${(r.spanMs / 1000).toFixed(1)} s`,
-        `${lo}–${hi}/s: ${verdict(r.meanPerSecond >= lo && r.meanPerSecond <= hi)}`,
-      ]);
-      rows.push([
-        '  per whole 1-s window: min / max',
-        `${r.minWindow} / ${r.maxWindow} (${r.windows} windows)`,
-        `${lo}–${hi}: ${verdict(r.minWindow >= lo && r.maxWindow <= hi)}`,
-      ]);
-      rows.push([
-        '  busiest 1-s span anywhere',
-        `${r.busiestSecond}`,
-        `≤ ${N.rate}: ${verdict(r.busiestSecond <= N.rate)}`,
-      ]);
-      rows.push([
-        '  lost / started twice',
-        `${r.lost} / ${r.doubled}`,
-        `0 / 0: ${verdict(r.lost === 0 && r.doubled === 0)}`,
-      ]);
-      rows.push(['  lateness of the last start', `${(r.maxLatenessMs / 1000).toFixed(1)} s`, '']);
-    }
-    printTable(rows);
-    console.log(
-      JSON.stringify({
-        bench: 'pacing',
-        at: at.toISOString(),
-        loadAverage: { start: loadAtStart, end: loadavg() },
-        counts: N,
-        results: runs,
-      }),
-    );
-  } finally {
-    admin?.disconnect();
-    await server?.stop();
-  }
+    printTable(runs.flatMap(rowsOf));
+    printJson({
+      bench: 'pacing',
+      at: at.toISOString(),
+      loadAverage: { start: loadAtStart, end: loadavg() },
+      counts: N,
+      results: runs,
+    });
+  });
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runBench(main);
