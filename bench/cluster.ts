@@ -60,18 +60,18 @@
  * 2's or step 3's ledger shows a lost or stuck job. On a machine shared with other work, Redis's CPU per job moves by a
  * tenth or more between runs. Results are in BENCHMARKS.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis, type Cluster } from 'ioredis';
-import { resolveQueueConfig } from '../lib/core/queue-config';
-import { Queue, queueOf } from '../test/support/queue';
-import { Engine, type ClaimedJob } from '../lib/engine';
+import type { Cluster, Redis } from 'ioredis';
+import type { Engine, ClaimedJob } from '../lib/engine';
 import { createRedis, isUnavailable } from '../lib/platform/redis';
-import { freePort, startRedis, startRedisCluster, type RedisProcess } from '../test/support/redis';
-import { describeMachine, fmt, info, pool, printTable, round } from './env';
 import { slotOf, topicKeys } from '../lib/testing';
+import { freePort, startRedisCluster } from '../test/support/redis';
+import { runBench, runChild, track } from './harness/lifecycle';
+import { commandStats, loadText, redisCpu, stopwatch } from './harness/measure';
+import { pool, queueOn, type Queue } from './harness/queue';
+import { connect, startServer, type RedisProcess } from './harness/redis';
+import { fmt, machineLine, machineOf, printJson, printTable, round } from './harness/report';
 
 const TOPIC = 'bench';
 const BODY = { orderId: 'order-000001', customer: 'customer-1', items: 3, note: 'x'.repeat(130) }; // 200 bytes of JSON
@@ -168,67 +168,18 @@ function parseArgs(argv: string[]) {
 
 const OPTS = parseArgs(process.argv.slice(2));
 
-// ---------------------------------------------------------------------------------------------
-// processes: everything started is stopped by PID in a finally, and on SIGINT
-
-const cleanups = new Set<() => Promise<void>>();
-
-/** Registers `stop` to run at the end (or on Ctrl-C); returns a function that runs it once and forgets it. */
-function track(stop: () => Promise<void>): () => Promise<void> {
-  let done: Promise<void> | undefined;
-  const once = () => (done ??= stop().catch((error: unknown) => console.error('cleanup failed:', error)));
-  cleanups.add(once);
-  return async () => {
-    await once();
-    cleanups.delete(once);
-  };
-}
-
-async function stopEverything(): Promise<void> {
-  await Promise.all([...cleanups].map((stop) => stop()));
-  cleanups.clear();
-}
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`\ngot ${signal}: stopping every process this bench started`);
-    void stopEverything().finally(() => process.exit(130));
-  });
-}
-
-/** Runs a child process to completion (stopped by its PID if the bench is interrupted meanwhile). */
-function run(
-  cmd: string,
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    child.stderr!.on('data', (d) => (stderr += d));
-    const forget = track(async () => {
-      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined)
-        process.kill(child.pid, 'SIGTERM');
-    });
-    child.once('error', (error) => void forget().then(() => reject(error)));
-    child.once(
-      'close',
-      (code) => void forget().then(() => resolve({ code, stdout, stderr, ms: performance.now() - started })),
-    );
-  });
-}
-
 /** `redis-cli` with `args`; throws with its output when it fails. */
 async function redisCli(args: string[]): Promise<{ stdout: string; ms: number }> {
-  const r = await run('redis-cli', args);
+  const r = await runChild('redis-cli', args);
   if (r.code !== 0)
     throw new Error(
       `redis-cli ${args.join(' ')} failed (exit ${r.code}):\n${r.stdout.slice(-3000)}${r.stderr.slice(-2000)}`,
     );
   return r;
 }
+
+const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+const load = () => loadText(1, ' ');
 
 // ---------------------------------------------------------------------------------------------
 // topologies
@@ -246,6 +197,7 @@ interface Topology {
   stop(): Promise<void>;
 }
 
+/** A single redis-server (`masters` 0) or a cluster of `masters` masters, no replicas; stopped by PID at the end. */
 async function startTopology(masters: number, partitions: number): Promise<Topology> {
   const label =
     masters === 0
@@ -254,15 +206,15 @@ async function startTopology(masters: number, partitions: number): Promise<Topol
   let stopServers: () => Promise<void>;
   let nodes: RedisProcess[];
   if (masters === 0) {
-    const server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
+    const server = await startServer();
     nodes = [server];
-    stopServers = track(() => server.stop());
+    stopServers = server.stop;
   } else {
     const cluster = await startRedisCluster(masters, 0);
     nodes = [...cluster.nodes];
     stopServers = track(() => Promise.all(nodes.map((n) => n.stop())).then(() => undefined));
   }
-  const direct = nodes.map((n) => new Redis({ host: '127.0.0.1', port: n.port, maxRetriesPerRequest: null }));
+  const direct = nodes.map((n) => connect(n));
   const client = createRedis({ url: nodes[0]!.url, cluster: masters > 0 });
   return {
     label,
@@ -288,12 +240,8 @@ function makeQueue(
   partitions: number,
   change: { formerPartitions?: number; retention?: number } = {},
 ): Queue {
-  const config = resolveQueueConfig({
-    partitions,
-    ...change,
-    topics: { [TOPIC]: { concurrency: 10_000, ttr: 5, backoff: { type: 'fixed', delay: 1 }, maxAttempts: 50 } },
-  });
-  return queueOf(new Engine(client, config));
+  const topic = { concurrency: 10_000, ttr: 5, backoff: { type: 'fixed' as const, delay: 1 }, maxAttempts: 50 };
+  return queueOn(client, { [TOPIC]: topic }, { partitions, ...change });
 }
 
 /** Owner (index in `ports`) of each hash slot, from CLUSTER SLOTS; all 0 on a single node. */
@@ -311,12 +259,9 @@ async function slotOwners(t: Pick<Topology, 'masters' | 'direct'>, ports: number
   return owners;
 }
 
-/** Shard (index in t.nodes) of each partition: the owner of its keys' slot. */
-async function partitionShards(t: Topology): Promise<number[]> {
-  const owners = await slotOwners(
-    t,
-    t.nodes.map((n) => n.port),
-  );
+/** Shard (index in `ports`) of each of `partitions` partitions: the owner of its keys' slot. */
+async function partitionShards(t: Topology, ports = t.nodes.map((n) => n.port)): Promise<number[]> {
+  const owners = await slotOwners(t, ports);
   return Array.from({ length: t.partitions }, (_, p) => owners[slotOf(topicKeys(p, TOPIC, t.partitions).jobs)]!);
 }
 
@@ -333,34 +278,19 @@ interface NodeSample {
 }
 
 async function sampleNode(r: Redis): Promise<NodeSample> {
-  const [cpuText, stats] = await Promise.all([r.info('cpu'), r.info('commandstats')]);
-  const num = (field: string) => {
-    const v = info(cpuText, field);
-    return v === undefined ? null : Number(v);
-  };
-  const user = num('used_cpu_user_main_thread');
-  const sys = num('used_cpu_sys_main_thread');
+  const [cpu, stats] = await Promise.all([redisCpu(r), commandStats(r)]);
   let commands = 0;
   let scripts = 0;
   let refused = 0;
-  for (const [, name, calls, rejected] of stats.matchAll(
-    /^cmdstat_([^:]+):calls=(\d+)(?:.*?rejected_calls=(\d+))?/gm,
-  )) {
-    if (name!.includes('|') ? ADMIN_COMMANDS.has(name!.split('|')[0]!) : ADMIN_COMMANDS.has(name!)) continue;
-    commands += Number(calls);
+  for (const [name, stat] of stats) {
+    if (ADMIN_COMMANDS.has(name.split('|')[0]!)) continue;
+    commands += stat.calls;
     if (name === 'fcall' || name === 'evalsha' || name === 'eval') {
-      scripts += Number(calls);
-      refused += Number(rejected ?? 0);
+      scripts += stat.calls;
+      refused += stat.rejected;
     }
   }
-  return {
-    cpu: (num('used_cpu_user') ?? 0) + (num('used_cpu_sys') ?? 0),
-    cpuMain: user === null || sys === null ? null : user + sys,
-    cpuSys: num('used_cpu_sys') ?? 0,
-    commands,
-    scripts,
-    refused,
-  };
+  return { cpu: cpu.seconds, cpuMain: cpu.main, cpuSys: cpu.sys, commands, scripts, refused };
 }
 
 const sampleAll = (direct: Redis[]) => Promise.all(direct.map(sampleNode));
@@ -388,9 +318,9 @@ interface Phase {
 
 async function measure(t: Topology, name: string, fn: () => Promise<void>): Promise<Phase> {
   const before = await sampleAll(t.direct);
-  const started = performance.now();
+  const clock = stopwatch();
   await fn();
-  const wallMs = performance.now() - started;
+  const wallMs = clock.wallMs();
   return { name, wallMs, perNode: diff(before, await sampleAll(t.direct)) };
 }
 
@@ -451,6 +381,39 @@ class Ledger {
       errorsOther: this.errorsOfClass('OTHER'),
       errors: Object.fromEntries(this.errors),
     };
+  }
+
+  /** The ids whose add was acknowledged and whose ack was not seen. */
+  open(): string[] {
+    return [...this.acknowledged].filter((id) => !this.acked.has(id));
+  }
+
+  /**
+   * The ledger against Redis: of the jobs whose add was acknowledged and whose ack was not seen, those
+   * gone (lost), done all the same (their ack's reply was lost), and the rest (stuck), with their states.
+   */
+  async check(engine: Engine) {
+    const open = this.open();
+    const states: (string | null)[] = new Array(open.length).fill(null);
+    await pool(open.length, 64, async (i) => void (states[i] = await stateOf(engine, open[i]!)));
+    const stuckStates: Record<string, number> = {};
+    for (const s of states) if (s !== null && s !== 'done') stuckStates[s] = (stuckStates[s] ?? 0) + 1;
+    return {
+      open,
+      lost: open.filter((_, i) => states[i] === null),
+      doneUnseen: open.filter((_, i) => states[i] === 'done'),
+      stuck: open.filter((_, i) => states[i] !== null && states[i] !== 'done'),
+      stuckStates,
+    };
+  }
+
+  /** Prints every error by kind, the first of each kind's stack, and the first lost and stuck jobs. */
+  printErrors(lost: readonly string[] = [], stuck: readonly string[] = []): void {
+    if (this.errors.size > 0)
+      console.log(`errors by kind: ${JSON.stringify(Object.fromEntries(this.errors), null, 1)}`);
+    for (const [kind, stack] of this.stacks) console.log(`first "${kind}":\n${stack.replace(/^/gm, '    ')}`);
+    if (lost.length > 0) console.log(`lost (first 10): ${lost.slice(0, 10).join(', ')}`);
+    if (stuck.length > 0) console.log(`stuck (first 10): ${stuck.slice(0, 10).join(', ')}`);
   }
 }
 
@@ -556,6 +519,95 @@ interface TopologyResult {
   claimCalls: number;
 }
 
+/** Connections up, scripts loaded on every node (a few jobs in every partition, run to the end), then nothing left. */
+async function warmUp(t: Topology, q: Queue, workers: Engine[]): Promise<void> {
+  const warmLedger = new Ledger();
+  const ids = Array.from({ length: 20 * t.partitions }, (_, i) => `warm-${i}`);
+  await addAcknowledged(q, warmLedger, ids, () => 0);
+  for (let more = true; more;) more = (await q.engine.sweep()).moved > 0;
+  await Promise.all(
+    workers.map(async (w) => {
+      while ((await workOnce(w, warmLedger, CLAIM)) !== 0) continue;
+    }),
+  );
+  for (const r of t.direct) await r.flushall();
+}
+
+/** Each node's CPU idle (serverCron, the cluster bus) over 2 s, µs a second: to set beside what the phases count. */
+async function idleCpu(t: Topology): Promise<number[]> {
+  const idleBefore = await sampleAll(t.direct);
+  const clock = stopwatch();
+  await sleep(2000);
+  const idle = diff(idleBefore, await sampleAll(t.direct));
+  const idleSec = clock.wallMs() / 1000;
+  return idle.map((s) => (s.cpu * 1e6) / idleSec);
+}
+
+/** Phase 'add': every job, addMany of ADD_BATCH, ADDS_IN_FLIGHT at once. */
+async function addPhase(t: Topology, q: Queue, ledger: Ledger, ids: string[]): Promise<Phase> {
+  let added = 0;
+  const phase = await measure(t, 'add', async () => {
+    await pool(Math.ceil(ids.length / ADD_BATCH), ADDS_IN_FLIGHT, async (b) => {
+      await addAcknowledged(q, ledger, ids.slice(b * ADD_BATCH, (b + 1) * ADD_BATCH), () => 0);
+      added = ledger.acknowledged.size;
+    });
+  });
+  if (ledger.acknowledged.size !== ids.length)
+    throw new Error(`${t.label}: ${ledger.acknowledged.size} of ${ids.length} adds acknowledged`);
+  console.log(`   add: ${fmt(added)} jobs, ${fmt(phase.wallMs)} ms wall`);
+  return phase;
+}
+
+/** Phase 'sweep': sweeps until nothing more moves. */
+async function sweepPhase(t: Topology, engine: Engine, jobs: number): Promise<{ phase: Phase; sweeps: number }> {
+  let sweeps = 0;
+  let moved = 0;
+  const phase = await measure(t, 'sweep', async () => {
+    for (let more = true; more; sweeps++) {
+      const r = await engine.sweep();
+      moved += r.moved;
+      more = r.more || r.moved !== 0;
+    }
+  });
+  if (moved !== jobs) throw new Error(`${t.label}: the sweeps moved ${moved} of ${jobs} jobs`);
+  console.log(`   sweep: ${fmt(moved)} jobs moved in ${sweeps} sweep calls, ${fmt(phase.wallMs)} ms wall`);
+  return { phase, sweeps };
+}
+
+/** Phase 'claim + start + ack': the workers, each on its own connection, until every job is acked. */
+async function deliverPhase(t: Topology, engine: Engine, workers: Engine[], ledger: Ledger, jobs: number) {
+  let claimCalls = 0;
+  let working = 0; // workers with claimed jobs in hand
+  const worker = async (w: Engine, end: number) => {
+    for (;;) {
+      claimCalls++;
+      working++;
+      const got = await workOnce(w, ledger, CLAIM);
+      working--;
+      if (got > 0) continue;
+      if (ledger.acked.size >= jobs || Date.now() > end) return;
+      if (working > 0) {
+        await sleep(20); // the others' acks are in flight
+        continue;
+      }
+      // nobody holds a job and some are not acked: a reply was lost; its attempt comes back after its ttr
+      await engine.sweep().catch((error: unknown) => ledger.error('sweep', error));
+      await sleep(500);
+    }
+  };
+  const phase = await measure(t, 'claim + start + ack', async () => {
+    const end = Date.now() + 600_000;
+    await Promise.all(workers.map((w) => worker(w, end)));
+  });
+  const acked = ledger.acked.size;
+  if (acked !== jobs) throw new Error(`${t.label}: ${acked} of ${jobs} jobs acked`);
+  console.log(
+    `   claim + start + ack: ${fmt(acked)} jobs, ${fmt(claimCalls)} claim calls (${OPTS.workers} workers), ${fmt(phase.wallMs)} ms wall; run twice ${ledger.runTwice()}, acks refused ${sum([...ledger.refusedAcks.values()])}`,
+  );
+  return { phase, claimCalls };
+}
+
+/** Step 1 on one topology, started anew: the jobs added, swept, claimed, started and acked, each phase measured. */
 async function runWorkload(masters: number, partitions: number, ids: string[]): Promise<TopologyResult> {
   const t = await startTopology(masters, partitions);
   // the workers' clients, one each (createRedis as the engine's): each Lambda instance has its own connection
@@ -564,101 +616,20 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
   );
   try {
     const q = makeQueue(t.client, partitions);
-    const engine = q.engine;
     const shardOf = await partitionShards(t);
     const partitionsPerShard = t.nodes.map((_, s) => shardOf.filter((x) => x === s).length);
     const jobsPerShard = t.nodes.map(() => 0);
-    for (const id of ids) jobsPerShard[shardOf[engine.partitionOf(TOPIC, id)]!]!++;
+    for (const id of ids) jobsPerShard[shardOf[q.engine.partitionOf(TOPIC, id)]!]!++;
     console.log(
       `\n== ${t.label}: ${t.nodes.length} redis-server${t.nodes.length > 1 ? 's' : ''} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per shard ${partitionsPerShard.join('/')}; load average ${load()}`,
     );
-
-    // warm-up: connections up, scripts loaded on every node (a few jobs in every partition), then gone
-    const warmLedger = new Ledger();
-    await addAcknowledged(
-      q,
-      warmLedger,
-      Array.from({ length: 20 * partitions }, (_, i) => `warm-${i}`),
-      () => 0,
-    );
-    for (let more = true; more;) more = (await engine.sweep()).moved > 0;
     const workers = workerClients.map((c) => makeQueue(c, partitions).engine);
-    await Promise.all(
-      workers.map(async (w) => {
-        while ((await workOnce(w, warmLedger, CLAIM)) !== 0) continue;
-      }),
-    );
-    for (const r of t.direct) await r.flushall();
+    await warmUp(t, q, workers);
     const ledger = new Ledger();
-
-    // each node's CPU while idle (serverCron, the cluster bus), to set beside what the phases count
-    const idleBefore = await sampleAll(t.direct);
-    const idleStart = performance.now();
-    await sleep(2000);
-    const idle = diff(idleBefore, await sampleAll(t.direct));
-    const idleSec = (performance.now() - idleStart) / 1000;
-    const idleCpuUsPerSec = idle.map((s) => (s.cpu * 1e6) / idleSec);
-
-    const phases: Phase[] = [];
-    let added = 0;
-    phases.push(
-      await measure(t, 'add', async () => {
-        await pool(Math.ceil(ids.length / ADD_BATCH), ADDS_IN_FLIGHT, async (b) => {
-          await addAcknowledged(q, ledger, ids.slice(b * ADD_BATCH, (b + 1) * ADD_BATCH), () => 0);
-          added = ledger.acknowledged.size;
-        });
-      }),
-    );
-    if (ledger.acknowledged.size !== ids.length)
-      throw new Error(`${t.label}: ${ledger.acknowledged.size} of ${ids.length} adds acknowledged`);
-    console.log(`   add: ${fmt(added)} jobs, ${fmt(phases[0]!.wallMs)} ms wall`);
-
-    let sweeps = 0;
-    let moved = 0;
-    phases.push(
-      await measure(t, 'sweep', async () => {
-        for (;;) {
-          const r = await engine.sweep();
-          sweeps++;
-          moved += r.moved;
-          if (!r.more && r.moved === 0) break;
-        }
-      }),
-    );
-    if (moved !== ids.length) throw new Error(`${t.label}: the sweeps moved ${moved} of ${ids.length} jobs`);
-    console.log(`   sweep: ${fmt(moved)} jobs moved in ${sweeps} sweep calls, ${fmt(phases[1]!.wallMs)} ms wall`);
-
-    let claimCalls = 0;
-    let working = 0; // workers with claimed jobs in hand
-    phases.push(
-      await measure(t, 'claim + start + ack', async () => {
-        const end = Date.now() + 600_000;
-        await Promise.all(
-          workers.map(async (worker) => {
-            for (;;) {
-              claimCalls++;
-              working++;
-              const got = await workOnce(worker, ledger, CLAIM);
-              working--;
-              if (got > 0) continue;
-              if (ledger.acked.size >= ids.length || Date.now() > end) return;
-              if (working > 0) {
-                await sleep(20); // the others' acks are in flight
-                continue;
-              }
-              // nobody holds a job and some are not acked: a reply was lost; its attempt comes back after its ttr
-              await engine.sweep().catch((error: unknown) => ledger.error('sweep', error));
-              await sleep(500);
-            }
-          }),
-        );
-      }),
-    );
-    const acked = ledger.acked.size;
-    if (acked !== ids.length) throw new Error(`${t.label}: ${acked} of ${ids.length} jobs acked`);
-    console.log(
-      `   claim + start + ack: ${fmt(acked)} jobs, ${fmt(claimCalls)} claim calls (${OPTS.workers} workers), ${fmt(phases[2]!.wallMs)} ms wall; run twice ${ledger.runTwice()}, acks refused ${sum([...ledger.refusedAcks.values()])}`,
-    );
+    const idleCpuUsPerSec = await idleCpu(t);
+    const add = await addPhase(t, q, ledger, ids);
+    const sweep = await sweepPhase(t, q.engine, ids.length);
+    const deliver = await deliverPhase(t, q.engine, workers, ledger, ids.length);
     if (ledger.errors.size > 0) console.log(`   errors: ${JSON.stringify(Object.fromEntries(ledger.errors))}`);
     return {
       label: t.label,
@@ -668,22 +639,16 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
       partitionsPerShard,
       jobsPerShard,
       idleCpuUsPerSec,
-      phases,
+      phases: [add, sweep.phase, deliver.phase],
       errors: Object.fromEntries(ledger.errors),
-      sweeps,
-      claimCalls,
+      sweeps: sweep.sweeps,
+      claimCalls: deliver.claimCalls,
     };
   } finally {
     for (const w of workerClients) w.disconnect();
     await t.stop();
   }
 }
-
-const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
 
 /** What step 1 reports of one topology, against the single node with one partition (`base`). */
 function summarize(r: TopologyResult, n: number, base: TopologyResult | undefined) {
@@ -744,23 +709,10 @@ function summarize(r: TopologyResult, n: number, base: TopologyResult | undefine
   };
 }
 
-async function scaling(): Promise<ReturnType<typeof summarize>[]> {
-  const n = OPTS.jobs;
-  const ids = Array.from({ length: n }, (_, i) => `job-${String(i).padStart(7, '0')}`);
-  const smallest = Math.min(...OPTS.masters);
-  const runs: [number, number][] = [
-    [0, 1],
-    [0, PARTITIONS_PER_MASTER * smallest],
-    ...OPTS.masters.map((m): [number, number] => [m, PARTITIONS_PER_MASTER * m]),
-  ];
-  const results: TopologyResult[] = [];
-  for (const [masters, partitions] of runs) results.push(await runWorkload(masters, partitions, ids));
-  const base = results[0];
-  const summaries = results.map((r) => summarize(r, n, base));
+type Summary = ReturnType<typeof summarize>;
 
-  console.log(
-    `\nstep 1: ${fmt(n)} jobs through add, sweep, claim + start + ack. Redis CPU per job = a shard's INFO cpu (user + sys) ÷ ${fmt(n)}`,
-  );
+/** Per shard of each topology: its partitions, share of the jobs, and Redis CPU per job by phase. */
+function printShards(summaries: readonly Summary[]): void {
   const shardRows: string[][] = [];
   for (const s of summaries) {
     s.perShard.forEach((x, i) =>
@@ -792,6 +744,10 @@ async function scaling(): Promise<ReturnType<typeof summarize>[]> {
     'µs per own job',
     'idle CPU in it',
   ]);
+}
+
+/** Per topology: Redis CPU per job, against the single node, and the projected speed-up. */
+function printTopologies(summaries: readonly Summary[]): void {
   const rows = summaries.map((s) => [
     s.label,
     fmt(s.totalUsPerJob, 1),
@@ -814,6 +770,26 @@ async function scaling(): Promise<ReturnType<typeof summarize>[]> {
     'script calls/job',
     'wall (not meaningful: 2 cores shared)',
   ]);
+}
+
+/** Step 1: a single node with 1 and with 4 × the smallest cluster's masters partitions, then each cluster. */
+async function scaling(): Promise<Summary[]> {
+  const n = OPTS.jobs;
+  const ids = Array.from({ length: n }, (_, i) => `job-${String(i).padStart(7, '0')}`);
+  const smallest = Math.min(...OPTS.masters);
+  const runs: [number, number][] = [
+    [0, 1],
+    [0, PARTITIONS_PER_MASTER * smallest],
+    ...OPTS.masters.map((m): [number, number] => [m, PARTITIONS_PER_MASTER * m]),
+  ];
+  const results: TopologyResult[] = [];
+  for (const [masters, partitions] of runs) results.push(await runWorkload(masters, partitions, ids));
+  const summaries = results.map((r) => summarize(r, n, results[0]));
+  console.log(
+    `\nstep 1: ${fmt(n)} jobs through add, sweep, claim + start + ack. Redis CPU per job = a shard's INFO cpu (user + sys) ÷ ${fmt(n)}`,
+  );
+  printShards(summaries);
+  printTopologies(summaries);
   return summaries;
 }
 
@@ -884,239 +860,260 @@ function startLoad(ledger: Ledger, prefix: string, queueOf: (role: LoadRole, n: 
   };
 }
 
-async function reshardUnderLoad() {
+/** A cluster under step 2's load, with the clock of its events. */
+interface Resharding {
+  t: Topology;
+  ledger: Ledger;
+  /** The masters' node ids, in the order started. */
+  ids: string[];
+  /** The first master's address, for redis-cli. */
+  first: string;
+  started: number;
+  events: Record<string, number | string>;
+  /** The 4th master and its direct client, once added. */
+  extra?: { server: RedisProcess; direct: Redis };
+}
+
+const at = (r: { started: number }) => round((Date.now() - r.started) / 1000, 1);
+const tally = (ledger: Ledger) => `${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`;
+
+/** A 4th master, started and joined (`redis-cli --cluster add-node`); resolves once every node agrees. */
+async function addMaster(r: Resharding): Promise<number> {
+  const port = await freePort(true);
+  const server = await startServer({ port, args: CLUSTER_NODE_ARGS(port) });
+  r.extra = { server, direct: connect(server) };
+  r.events.addNodeAt = at(r);
+  const clock = stopwatch();
+  await redisCli(['--cluster', 'add-node', `127.0.0.1:${port}`, r.first]);
+  // rebalance fails while a node does not know the new one yet ("I don't know about node"),
+  // and its first slot move fails with CLUSTERDOWN while the new node has not yet seen every
+  // slot covered: wait until every node lists every other and says cluster_state:ok, and
+  // redis-cli's check agrees
+  const all = [...r.t.direct, r.extra.direct];
+  const allIds = [...r.ids, String(await r.extra.direct.call('CLUSTER', 'MYID'))];
+  const agreeBy = Date.now() + 60_000;
+  for (;;) {
+    const views = await Promise.all(all.map((c) => c.call('CLUSTER', 'NODES').then(String)));
+    const states = await Promise.all(all.map((c) => c.call('CLUSTER', 'INFO').then(String)));
+    const known =
+      views.every((view) => allIds.every((id) => view.includes(id))) &&
+      states.every((state) => state.includes('cluster_state:ok'));
+    const check = known ? await runChild('redis-cli', ['--cluster', 'check', r.first]) : undefined;
+    if (
+      check &&
+      check.code === 0 &&
+      check.stdout.includes('[OK] All nodes agree about slots configuration') &&
+      check.stdout.includes(`127.0.0.1:${port}`)
+    )
+      break;
+    if (Date.now() > agreeBy)
+      throw new Error(
+        `the cluster did not agree on the new node within 60 s:\n${views.join('\n')}\n${states.join('\n')}`,
+      );
+    await sleep(250);
+  }
+  return clock.wallMs();
+}
+
+/**
+ * While the load runs: RESHARD_SLOTS slots moved from the first master to the second, a 4th
+ * master added and given its share (rebalance); the load goes on to --load-seconds, or 5 s more.
+ */
+async function reshardEvents(r: Resharding) {
+  await sleep(5000);
+  console.log(`   t=${at(r)} s: ${tally(r.ledger)}; reshard ${RESHARD_SLOTS} slots from master 1 to master 2`);
+  r.events.reshardAt = at(r);
+  const reshard = await redisCli([
+    ...['--cluster', 'reshard', r.first, '--cluster-from', r.ids[0]!, '--cluster-to', r.ids[1]!],
+    ...['--cluster-slots', String(RESHARD_SLOTS), '--cluster-yes'],
+  ]);
+  console.log(`   t=${at(r)} s: reshard done in ${fmt(reshard.ms)} ms; ${tally(r.ledger)}`);
+  await sleep(3000);
+  const addNodeMs = await addMaster(r);
+  console.log(
+    `   t=${at(r)} s: 4th master (PID ${r.extra!.server.pid}, :${r.extra!.server.port}) joined in ${fmt(addNodeMs)} ms; rebalance --cluster-use-empty-masters`,
+  );
+  r.events.rebalanceAt = at(r);
+  const rebalance = await redisCli(['--cluster', 'rebalance', r.first, '--cluster-use-empty-masters']);
+  console.log(`   t=${at(r)} s: rebalance done in ${fmt(rebalance.ms)} ms; ${tally(r.ledger)}`);
+  await sleep(Math.max(5000, r.started + OPTS.loadSeconds * 1000 - Date.now()));
+  return { reshardMs: reshard.ms, addNodeMs, rebalanceMs: rebalance.ms };
+}
+
+/**
+ * Until every acknowledged job was acked, or --drain-seconds: a job whose ack threw may be done all
+ * the same (the ack ran, its reply was lost), so with 1,000 or fewer open Redis is asked every 2 s.
+ */
+async function drainReshard(ledger: Ledger, engine: Engine): Promise<number> {
+  const drainStart = Date.now();
+  for (let checked = 0; Date.now() - drainStart < OPTS.drainSeconds * 1000;) {
+    const open = ledger.open();
+    if (open.length === 0) break;
+    if (open.length <= 1000 && Date.now() - checked > 2000) {
+      checked = Date.now();
+      const states = await Promise.all(open.map((id) => stateOf(engine, id)));
+      if (states.every((s) => s === 'done')) break;
+    }
+    await sleep(250);
+  }
+  return Date.now() - drainStart;
+}
+
+/** The ledger after step 2, against Redis; where the partitions went; what the moves cost. */
+async function reshardResult(
+  r: Resharding,
+  engine: Engine,
+  shardsBefore: number[],
+  before: NodeSample[],
+  run: { loadS: number; drainMs: number; sweepCalls: number } & Awaited<ReturnType<typeof reshardEvents>>,
+) {
+  const { t, ledger } = r;
+  const { open, lost, doneUnseen, stuck, stuckStates } = await ledger.check(engine);
+  const counts = await engine.counts(TOPIC);
+  const after = await sampleAll([...t.direct, ...(r.extra ? [r.extra.direct] : [])]);
+  const masters = [...t.nodes, ...(r.extra ? [r.extra.server] : [])];
+  const shardsAfter = await partitionShards(
+    t,
+    masters.map((n) => n.port),
+  );
+  return {
+    masters: `${t.masters} -> ${t.masters + 1}`,
+    partitions: t.partitions,
+    loadSeconds: round(run.loadS, 1),
+    addRate: OPTS.rate,
+    added: ledger.acknowledged.size,
+    addsNeverAcknowledged: [...ledger.attempted].filter((id) => !ledger.acknowledged.has(id)).length,
+    addRetries: ledger.addRetries,
+    existsOnFirstTry: ledger.existsFirstTry,
+    acked: ledger.acknowledged.size - open.length + doneUnseen.length,
+    ackedInLedger: [...ledger.acknowledged].filter((id) => ledger.acked.has(id)).length,
+    doneWithLostAckReply: doneUnseen.length,
+    ackedWithoutAcknowledgedAdd: [...ledger.acked.keys()].filter((id) => !ledger.acknowledged.has(id)).length,
+    lost: lost.length,
+    stuck: stuck.length,
+    stuckStates,
+    ...ledger.outcomes(),
+    scriptCallsRefusedByMovingSlots: sum(after.map((s) => s.refused)) - sum(before.map((s) => s.refused)),
+    partitionsMoved: shardsAfter.filter((s, p) => s !== shardsBefore[p]).length,
+    partitionsPerMasterAfter: masters.map((_, s) => shardsAfter.filter((x) => x === s).length),
+    reshardMs: Math.round(run.reshardMs),
+    addNodeMs: Math.round(run.addNodeMs),
+    rebalanceMs: Math.round(run.rebalanceMs),
+    drainMs: run.drainMs,
+    sweepCalls: run.sweepCalls,
+    countsAtEnd: { delayed: counts.delayed, ready: counts.ready, running: counts.running, dead: counts.dead },
+    events: r.events,
+    lostSample: lost.slice(0, 10),
+    stuckSample: stuck.slice(0, 10),
+  };
+}
+
+type ReshardResult = Awaited<ReturnType<typeof reshardResult>>;
+
+/** The rows a ledger of steps 2 and 3 shares: adds, acks, lost, stuck, run twice, refusals, errors. */
+function ledgerRows(
+  result: ReshardResult | ChangeResult,
+  addedNote: string,
+  stuckNote: string,
+  refusals: string[][],
+): string[][] {
+  return [
+    ['jobs added (acknowledged)', fmt(result.added), addedNote],
+    [
+      'acked (done)',
+      fmt(result.acked),
+      `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`,
+    ],
+    ['lost', String(result.lost), 'acknowledged, gone from Redis'],
+    ['stuck', String(result.stuck), stuckNote],
+    ['run twice', String(result.runTwice), `started live more than once; acked twice ${result.ackedTwice}`],
+    ...refusals,
+  ];
+}
+
+function printReshard(result: ReshardResult): void {
+  const added = `${fmt(result.addRetries)} add calls sent again; ${result.addsNeverAcknowledged} never acknowledged; ${result.existsOnFirstTry} "exists" on a first try`;
+  const stuck = `acknowledged, in Redis, not done after the drain ${JSON.stringify(result.stuckStates)}`;
+  const refusals = [
+    ['acks refused', String(sum(Object.values(result.acksRefused))), JSON.stringify(result.acksRefused)],
+    ['starts refused', String(result.startsRefused), 'claimed attempt no longer live'],
+    [
+      'errors: unavailable (503)',
+      fmt(result.errorsUnavailable),
+      'allowed: an add that threw is sent again, a worker claims again',
+    ],
+    ['errors: other', fmt(result.errorsOther), ''],
+  ];
+  printTable(
+    [
+      ...ledgerRows(result, added, stuck, refusals),
+      [
+        'script calls refused by moving slots',
+        fmt(result.scriptCallsRefusedByMovingSlots),
+        'MOVED/ASK/TRYAGAIN answered by Redis (commandstats rejected_calls)',
+      ],
+      [
+        'partitions moved',
+        `${result.partitionsMoved} of ${result.partitions}`,
+        `per master after: ${result.partitionsPerMasterAfter.join('/')}`,
+      ],
+      ['reshard wall time', `${fmt(result.reshardMs)} ms`, `${RESHARD_SLOTS} slots, master 1 -> master 2`],
+      ['add-node wall time', `${fmt(result.addNodeMs)} ms`, 'until every node agrees'],
+      ['rebalance wall time', `${fmt(result.rebalanceMs)} ms`, '--cluster-use-empty-masters'],
+      ['drain', `${fmt(result.drainMs)} ms`, `load ran ${fmt(result.loadSeconds, 1)} s`],
+      ['counts at the end', JSON.stringify(result.countsAtEnd), ''],
+    ],
+    ['ledger', 'value', 'note'],
+  );
+}
+
+/** Step 2: slots moved and a master added under load; every acknowledged job must be acked. */
+async function reshardUnderLoad(): Promise<ReshardResult> {
   const masters = 3;
-  const partitions = PARTITIONS_PER_MASTER * masters;
-  const t = await startTopology(masters, partitions);
-  let extra: RedisProcess | undefined;
-  let stopExtra: (() => Promise<void>) | undefined;
-  const extraDirect: Redis[] = [];
+  const t = await startTopology(masters, PARTITIONS_PER_MASTER * masters);
+  const r: Resharding = {
+    t,
+    ledger: new Ledger(),
+    ids: [],
+    first: `127.0.0.1:${t.nodes[0]!.port}`,
+    started: 0,
+    events: {},
+  };
   try {
-    const q = makeQueue(t.client, partitions);
-    const engine = q.engine;
-    const ledger = new Ledger();
-    const first = `127.0.0.1:${t.nodes[0]!.port}`;
-    const ids = await Promise.all(t.direct.map(async (r) => String(await r.call('CLUSTER', 'MYID'))));
+    const q = makeQueue(t.client, t.partitions);
+    r.ids = await Promise.all(t.direct.map(async (c) => String(await c.call('CLUSTER', 'MYID'))));
     const shardsBefore = await partitionShards(t);
     console.log(
       `\n== step 2: reshard under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per master ${t.nodes.map((_, s) => shardsBefore.filter((x) => x === s).length).join('/')}; load average ${load()}`,
     );
     const before = await sampleAll(t.direct);
-
-    const started = Date.now();
-    const actors = startLoad(ledger, 'rs', () => q);
-    const events: Record<string, number | string> = {};
-    const at = () => round((Date.now() - started) / 1000, 1);
-    let reshardMs = 0;
-    let addNodeMs = 0;
-    let rebalanceMs = 0;
+    r.started = Date.now();
+    const actors = startLoad(r.ledger, 'rs', () => q);
+    let moves: Awaited<ReturnType<typeof reshardEvents>>;
     try {
-      await sleep(5000);
-      console.log(
-        `   t=${at()} s: ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked; reshard ${RESHARD_SLOTS} slots from master 1 to master 2`,
-      );
-      events.reshardAt = at();
-      const reshard = await redisCli([
-        '--cluster',
-        'reshard',
-        first,
-        '--cluster-from',
-        ids[0]!,
-        '--cluster-to',
-        ids[1]!,
-        '--cluster-slots',
-        String(RESHARD_SLOTS),
-        '--cluster-yes',
-      ]);
-      reshardMs = reshard.ms;
-      console.log(
-        `   t=${at()} s: reshard done in ${fmt(reshardMs)} ms; ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`,
-      );
-      await sleep(3000);
-
-      const port = await freePort(true);
-      extra = await startRedis({ port, args: CLUSTER_NODE_ARGS(port) });
-      const server = extra;
-      stopExtra = track(() => server.stop());
-      extraDirect.push(new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: null }));
-      events.addNodeAt = at();
-      const added = performance.now();
-      await redisCli(['--cluster', 'add-node', `127.0.0.1:${port}`, first]);
-      // rebalance fails while a node does not know the new one yet ("I don't know about node"),
-      // and its first slot move fails with CLUSTERDOWN while the new node has not yet seen every
-      // slot covered: wait until every node lists every other and says cluster_state:ok, and
-      // redis-cli's check agrees
-      const newId = String(await extraDirect[0]!.call('CLUSTER', 'MYID'));
-      const all = [...t.direct, extraDirect[0]!];
-      const allIds = [...ids, newId];
-      const agreeBy = Date.now() + 60_000;
-      for (;;) {
-        const views = await Promise.all(all.map((r) => r.call('CLUSTER', 'NODES').then(String)));
-        const states = await Promise.all(all.map((r) => r.call('CLUSTER', 'INFO').then(String)));
-        const known =
-          views.every((view) => allIds.every((id) => view.includes(id))) &&
-          states.every((info) => info.includes('cluster_state:ok'));
-        const check = known ? await run('redis-cli', ['--cluster', 'check', first]) : undefined;
-        if (
-          check &&
-          check.code === 0 &&
-          check.stdout.includes('[OK] All nodes agree about slots configuration') &&
-          check.stdout.includes(`127.0.0.1:${port}`)
-        )
-          break;
-        if (Date.now() > agreeBy)
-          throw new Error(
-            `the cluster did not agree on the new node within 60 s:\n${views.join('\n')}\n${states.join('\n')}`,
-          );
-        await sleep(250);
-      }
-      addNodeMs = performance.now() - added;
-      console.log(
-        `   t=${at()} s: 4th master (PID ${extra.pid}, :${port}) joined in ${fmt(addNodeMs)} ms; rebalance --cluster-use-empty-masters`,
-      );
-      events.rebalanceAt = at();
-      const rebalance = await redisCli(['--cluster', 'rebalance', first, '--cluster-use-empty-masters']);
-      rebalanceMs = rebalance.ms;
-      console.log(
-        `   t=${at()} s: rebalance done in ${fmt(rebalanceMs)} ms; ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked`,
-      );
-      const loadEnd = started + OPTS.loadSeconds * 1000;
-      await sleep(Math.max(5000, loadEnd - Date.now()));
+      moves = await reshardEvents(r);
     } finally {
       await actors.stopAdding();
     }
-    events.addsStoppedAt = at();
-    const loadS = (Date.now() - started) / 1000;
+    r.events.addsStoppedAt = at(r);
+    const loadS = (Date.now() - r.started) / 1000;
     console.log(
-      `   t=${at()} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged); draining (at most ${OPTS.drainSeconds} s)`,
+      `   t=${at(r)} s: adders stopped (${fmt(r.ledger.acknowledged.size)} acknowledged); draining (at most ${OPTS.drainSeconds} s)`,
     );
-    const drainStart = Date.now();
-    const openIds = () => [...ledger.acknowledged].filter((id) => !ledger.acked.has(id));
-    for (let checked = 0; Date.now() - drainStart < OPTS.drainSeconds * 1000;) {
-      const open = openIds();
-      if (open.length === 0) break;
-      // a job whose ack threw may be done all the same (the ack ran, its reply was lost): Redis knows
-      if (open.length <= 1000 && Date.now() - checked > 2000) {
-        checked = Date.now();
-        const states = await Promise.all(open.map((id) => stateOf(engine, id)));
-        if (states.every((s) => s === 'done')) break;
-      }
-      await sleep(250);
-    }
-    const drainMs = Date.now() - drainStart;
+    const drainMs = await drainReshard(r.ledger, q.engine);
     await actors.stopWorking();
-    events.drainedAt = at();
+    r.events.drainedAt = at(r);
     console.log(
-      `   t=${at()} s: drain over after ${fmt(drainMs)} ms; ${fmt(ledger.acked.size)} acked; checking the ledger against Redis`,
+      `   t=${at(r)} s: drain over after ${fmt(drainMs)} ms; ${fmt(r.ledger.acked.size)} acked; checking the ledger against Redis`,
     );
-
-    // the ledger against Redis
-    const open = [...ledger.acknowledged].filter((id) => !ledger.acked.has(id));
-    const states: (string | null)[] = new Array(open.length).fill(null);
-    await pool(open.length, 64, async (i) => void (states[i] = await stateOf(engine, open[i]!)));
-    const lost = open.filter((_, i) => states[i] === null);
-    const doneUnseen = open.filter((_, i) => states[i] === 'done');
-    const stuck = open.filter((_, i) => states[i] !== null && states[i] !== 'done');
-    const stuckStates: Record<string, number> = {};
-    for (let i = 0; i < open.length; i++)
-      if (states[i] !== null && states[i] !== 'done') stuckStates[states[i]!] = (stuckStates[states[i]!] ?? 0) + 1;
-    const notAcknowledgedButAcked = [...ledger.acked.keys()].filter((id) => !ledger.acknowledged.has(id)).length;
-    const neverAcknowledged = [...ledger.attempted].filter((id) => !ledger.acknowledged.has(id)).length;
-    const counts = await engine.counts(TOPIC);
-    const nodes = [...t.direct, ...extraDirect];
-    const after = await sampleAll(nodes);
-    const refused = sum(after.map((s) => s.refused)) - sum(before.map((s) => s.refused));
-    const shardsAfter = await (async () => {
-      const owners = await slotOwners({ masters, direct: t.direct }, [
-        ...t.nodes.map((n) => n.port),
-        ...(extra ? [extra.port] : []),
-      ]);
-      return Array.from({ length: partitions }, (_, p) => owners[slotOf(topicKeys(p, TOPIC, partitions).jobs)]!);
-    })();
-    const partitionsMoved = shardsAfter.filter((s, p) => s !== shardsBefore[p]).length;
-    const result = {
-      masters: `${masters} -> ${masters + 1}`,
-      partitions,
-      loadSeconds: round(loadS, 1),
-      addRate: OPTS.rate,
-      added: ledger.acknowledged.size,
-      addsNeverAcknowledged: neverAcknowledged,
-      addRetries: ledger.addRetries,
-      existsOnFirstTry: ledger.existsFirstTry,
-      acked: ledger.acknowledged.size - open.length + doneUnseen.length,
-      ackedInLedger: [...ledger.acknowledged].filter((id) => ledger.acked.has(id)).length,
-      doneWithLostAckReply: doneUnseen.length,
-      ackedWithoutAcknowledgedAdd: notAcknowledgedButAcked,
-      lost: lost.length,
-      stuck: stuck.length,
-      stuckStates,
-      ...ledger.outcomes(),
-      scriptCallsRefusedByMovingSlots: refused,
-      partitionsMoved,
-      partitionsPerMasterAfter: [...t.nodes, ...(extra ? [extra] : [])].map(
-        (_, s) => shardsAfter.filter((x) => x === s).length,
-      ),
-      reshardMs: Math.round(reshardMs),
-      addNodeMs: Math.round(addNodeMs),
-      rebalanceMs: Math.round(rebalanceMs),
-      drainMs,
-      sweepCalls: actors.sweepCalls(),
-      countsAtEnd: { delayed: counts.delayed, ready: counts.ready, running: counts.running, dead: counts.dead },
-      events,
-      lostSample: lost.slice(0, 10),
-      stuckSample: stuck.slice(0, 10),
-    };
-    const rows: string[][] = [
-      [
-        'jobs added (acknowledged)',
-        fmt(result.added),
-        `${fmt(result.addRetries)} add calls sent again; ${result.addsNeverAcknowledged} never acknowledged; ${result.existsOnFirstTry} "exists" on a first try`,
-      ],
-      [
-        'acked (done)',
-        fmt(result.acked),
-        `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`,
-      ],
-      ['lost', String(result.lost), 'acknowledged, gone from Redis'],
-      [
-        'stuck',
-        String(result.stuck),
-        `acknowledged, in Redis, not done after the drain ${JSON.stringify(stuckStates)}`,
-      ],
-      ['run twice', String(result.runTwice), `started live more than once; acked twice ${result.ackedTwice}`],
-      ['acks refused', String(sum(Object.values(result.acksRefused))), JSON.stringify(result.acksRefused)],
-      ['starts refused', String(result.startsRefused), 'claimed attempt no longer live'],
-      [
-        'errors: unavailable (503)',
-        fmt(result.errorsUnavailable),
-        'allowed: an add that threw is sent again, a worker claims again',
-      ],
-      ['errors: other', fmt(result.errorsOther), ''],
-      [
-        'script calls refused by moving slots',
-        fmt(refused),
-        'MOVED/ASK/TRYAGAIN answered by Redis (commandstats rejected_calls)',
-      ],
-      [
-        'partitions moved',
-        `${partitionsMoved} of ${partitions}`,
-        `per master after: ${result.partitionsPerMasterAfter.join('/')}`,
-      ],
-      ['reshard wall time', `${fmt(reshardMs)} ms`, `${RESHARD_SLOTS} slots, master 1 -> master 2`],
-      ['add-node wall time', `${fmt(addNodeMs)} ms`, 'until every node agrees'],
-      ['rebalance wall time', `${fmt(rebalanceMs)} ms`, '--cluster-use-empty-masters'],
-      ['drain', `${fmt(drainMs)} ms`, `load ran ${fmt(loadS, 1)} s`],
-      ['counts at the end', JSON.stringify(result.countsAtEnd), ''],
-    ];
-    printTable(rows, ['ledger', 'value', 'note']);
-    if (ledger.errors.size > 0) console.log(`errors by kind: ${JSON.stringify(result.errors, null, 1)}`);
-    for (const [kind, stack] of ledger.stacks) console.log(`first "${kind}":\n${stack.replace(/^/gm, '    ')}`);
-    if (lost.length > 0) console.log(`lost (first 10): ${lost.slice(0, 10).join(', ')}`);
-    if (stuck.length > 0) console.log(`stuck (first 10): ${stuck.slice(0, 10).join(', ')}`);
+    const run = { loadS, drainMs, sweepCalls: actors.sweepCalls(), ...moves };
+    const result = await reshardResult(r, q.engine, shardsBefore, before, run);
+    printReshard(result);
+    r.ledger.printErrors(result.lostSample, result.stuckSample);
     return result;
   } finally {
-    for (const r of extraDirect) r.disconnect();
-    await stopExtra?.();
+    r.extra?.direct.disconnect();
+    await r.extra?.server.stop();
     await t.stop();
   }
 }
@@ -1129,172 +1126,47 @@ const CHANGE_TO = 6 * 3; // 18
 const CHANGE_RETENTION = 20; // s a finished job stays readable: the ledger is checked within it
 const CHANGE_SCHEDULES = 20; // schedules `every: 1` made before the deploy: each must move, its occurrences run once
 
-/**
- * A 3-master cluster whose stack changes from 12 to 18 partitions while jobs flow: two adders
- * (addMany of 50, --rate jobs/s in all), 4 workers (claim 50, start, ack) and a sweeper, all on an
- * engine of 12 partitions, until the deploy: from then on (at 8 s) one adder, two workers and the
- * sweeper run on an engine of 18 partitions with `formerPartitions: 12`, the others on the old one,
- * as Lambda instances of both versions do while a deploy rolls over; 6 s later all run on the new
- * one. The adders stop at --change-seconds, the rest drains, and the ledger is checked as in step 2;
- * then the bench waits until GET /topics' `former` says the former partitions hold nothing (the
- * finished jobs' retention is 20 s), when the change can end.
- */
-async function changeUnderLoad() {
-  const masters = 3;
-  const t = await startTopology(masters, CHANGE_TO);
-  try {
-    const before = makeQueue(t.client, CHANGE_FROM, { retention: CHANGE_RETENTION });
-    const after = makeQueue(t.client, CHANGE_TO, { formerPartitions: CHANGE_FROM, retention: CHANGE_RETENTION });
-    const ledger = new Ledger();
-    console.log(
-      `\n== step 3: partition count ${CHANGE_FROM} -> ${CHANGE_TO} under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); load average ${load()}`,
-    );
-    // who runs on the new engine: nobody, then (the rollover) adder 0, workers 0 and 1 and the sweeper, then everyone
-    let phase: 'before' | 'rollover' | 'after' = 'before';
-    const onNew = (role: LoadRole, n: number) =>
-      phase === 'after' || (phase === 'rollover' && (role === 'sweeper' || n === 0 || (role === 'worker' && n === 1)));
-    const queueFor = (role: LoadRole, n: number) => (onNew(role, n) ? after : before);
-    // schedules made before the deploy, each falling due every second: they move while the
-    // deploy rolls over, and each second's occurrence must run once, whoever moved it
-    const scheduleIds = Array.from({ length: CHANGE_SCHEDULES }, (_, s) => `every-${s}`);
-    for (const id of scheduleIds)
-      await before.putSchedule(TOPIC, id, { every: 1, body: BODY, ttr: 5, maxAttempts: 50 });
-    const started = Date.now();
-    const at = () => round((Date.now() - started) / 1000, 1);
-    const actors = startLoad(ledger, 'pc', queueFor);
-    const events: Record<string, number> = {};
-    let atDeploy = { acknowledged: 0, acked: 0 };
-    try {
-      await sleep(8000);
-      atDeploy = { acknowledged: ledger.acknowledged.size, acked: ledger.acked.size };
-      phase = 'rollover';
-      events.rolloverAt = at();
-      console.log(
-        `   t=${at()} s: ${fmt(ledger.acknowledged.size)} adds acknowledged, ${fmt(ledger.acked.size)} acked; the deploy rolls over: adder 0, workers 0 and 1 and the sweeper on ${CHANGE_TO} partitions (former ${CHANGE_FROM})`,
-      );
-      await sleep(6000);
-      phase = 'after';
-      events.allOnNewAt = at();
-      console.log(`   t=${at()} s: every role on ${CHANGE_TO} partitions`);
-      await sleep(Math.max(2000, started + OPTS.changeSeconds * 1000 - Date.now()));
-    } finally {
-      await actors.stopAdding();
-    }
-    // the schedules end with the load: deleted, their pending occurrences withdrawn
-    for (const id of scheduleIds) await after.deleteSchedule(TOPIC, id);
-    events.addsStoppedAt = at();
-    const loadS = (Date.now() - started) / 1000;
-    console.log(
-      `   t=${at()} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged), schedules deleted; draining (at most ${OPTS.drainSeconds} s)`,
-    );
-    const drainStart = Date.now();
-    while (
-      Date.now() - drainStart < OPTS.drainSeconds * 1000 &&
-      [...ledger.acknowledged].some((id) => !ledger.acked.has(id))
-    )
-      await sleep(250);
-    const drainMs = Date.now() - drainStart;
-    events.drainedAt = at();
-    // the ledger against Redis, within the finished jobs' retention
-    const open = [...ledger.acknowledged].filter((id) => !ledger.acked.has(id));
-    const states: (string | null)[] = new Array(open.length).fill(null);
-    await pool(open.length, 64, async (i) => void (states[i] = await stateOf(after.engine, open[i]!)));
-    const lost = open.filter((_, i) => states[i] === null);
-    const doneUnseen = open.filter((_, i) => states[i] === 'done');
-    const stuck = open.filter((_, i) => states[i] !== null && states[i] !== 'done');
-    // the former partitions empty out: the jobs added before the deploy ran there, and leave with their retention
-    const formerAtDrain = (await after.stats(TOPIC)).former ?? { jobs: 0, schedules: 0 };
-    let formerEmptyAt: number | null = null;
-    for (const until = Date.now() + (CHANGE_RETENTION + 30) * 1000; Date.now() < until; await sleep(500)) {
-      const f = (await after.stats(TOPIC)).former;
-      if (f && f.jobs === 0 && f.schedules === 0) {
-        formerEmptyAt = at();
-        break;
-      }
-    }
-    await actors.stopWorking();
-    const counts = await after.engine.counts(TOPIC);
-    // every second of every schedule ran once: occurrence ids are `<schedule>:<UTC second>`
-    const occurrences = [...ledger.acked.keys()].filter((id) => id.startsWith('every-'));
-    const perSchedule = scheduleIds.map((sid) => occurrences.filter((id) => id.startsWith(`${sid}:`)).length);
-    const seconds = scheduleIds.map(
-      (sid) => new Set(occurrences.filter((id) => id.startsWith(`${sid}:`)).map((id) => id.slice(sid.length + 1))),
-    );
-    const result = {
-      masters,
-      partitions: `${CHANGE_FROM} -> ${CHANGE_TO}`,
-      schedules: CHANGE_SCHEDULES,
-      occurrencesRun: occurrences.length,
-      occurrencesPerSchedule: { min: Math.min(...perSchedule), max: Math.max(...perSchedule) },
-      occurrencesRunTwice: occurrences.filter((id) => (ledger.starts.get(id) ?? 0) > 1).length,
-      occurrenceSecondsMissed: seconds.reduce((missed, set) => missed + secondsMissed(set), 0),
-      loadSeconds: round(loadS, 1),
-      addRate: OPTS.rate,
-      added: ledger.acknowledged.size,
-      addedBeforeDeploy: atDeploy.acknowledged,
-      addRetries: ledger.addRetries,
-      existsOnFirstTry: ledger.existsFirstTry,
-      acked: ledger.acknowledged.size - open.length + doneUnseen.length,
-      doneWithLostAckReply: doneUnseen.length,
-      lost: lost.length,
-      stuck: stuck.length,
-      ...ledger.outcomes(),
-      drainMs,
-      sweepCalls: actors.sweepCalls(),
-      formerAtDrain,
-      formerEmptyAt,
-      countsAtEnd: { delayed: counts.delayed, ready: counts.ready, running: counts.running, dead: counts.dead },
-      events,
-      lostSample: lost.slice(0, 10),
-      stuckSample: stuck.slice(0, 10),
-    };
-    printTable(
-      [
-        [
-          'jobs added (acknowledged)',
-          fmt(result.added),
-          `${fmt(atDeploy.acknowledged)} before the deploy; ${fmt(result.addRetries)} add calls sent again; ${result.existsOnFirstTry} "exists" on a first try`,
-        ],
-        [
-          'acked (done)',
-          fmt(result.acked),
-          `${fmt(result.doneWithLostAckReply)} of them done in Redis though their ack threw`,
-        ],
-        ['lost', String(result.lost), 'acknowledged, gone from Redis'],
-        ['stuck', String(result.stuck), 'acknowledged, in Redis, not done after the drain'],
-        ['run twice', String(result.runTwice), `started live more than once; acked twice ${result.ackedTwice}`],
-        [
-          'acks refused / starts refused',
-          `${sum(Object.values(result.acksRefused))} / ${result.startsRefused}`,
-          JSON.stringify(result.acksRefused),
-        ],
-        ['errors: unavailable (503) / other', `${fmt(result.errorsUnavailable)} / ${fmt(result.errorsOther)}`, ''],
-        [
-          'schedules: occurrences run',
-          `${fmt(result.occurrencesRun)}`,
-          `${CHANGE_SCHEDULES} schedules every 1 s: ${result.occurrencesPerSchedule.min}-${result.occurrencesPerSchedule.max} each; run twice ${result.occurrencesRunTwice}; seconds missed between a schedule's first and last run ${result.occurrenceSecondsMissed}`,
-        ],
-        [
-          'former partitions at the drain',
-          `${fmt(formerAtDrain.jobs)} jobs, ${formerAtDrain.schedules} schedules`,
-          `finished jobs within their ${CHANGE_RETENTION} s retention`,
-        ],
-        [
-          'former partitions empty',
-          formerEmptyAt === null ? 'not within the wait' : `t=${formerEmptyAt} s`,
-          `the deploy rolled over at t=${events.rolloverAt} s`,
-        ],
-        ['drain', `${fmt(drainMs)} ms`, `load ran ${fmt(loadS, 1)} s`],
-        ['counts at the end', JSON.stringify(result.countsAtEnd), ''],
-      ],
-      ['ledger', 'value', 'note'],
-    );
-    if (ledger.errors.size > 0) console.log(`errors by kind: ${JSON.stringify(result.errors, null, 1)}`);
-    for (const [kind, stack] of ledger.stacks) console.log(`first "${kind}":\n${stack.replace(/^/gm, '    ')}`);
-    return result;
-  } finally {
-    await t.stop();
+/** Which engine each role runs on while the deploy rolls over: the old, or the new with its former partitions. */
+class Rollover {
+  phase: 'before' | 'rollover' | 'after' = 'before';
+  constructor(
+    readonly before: Queue,
+    readonly after: Queue,
+  ) {}
+  /** Nobody on the new engine, then (the rollover) adder 0, workers 0 and 1 and the sweeper, then everyone. */
+  queueFor(role: LoadRole, n: number): Queue {
+    const onNew =
+      this.phase === 'after' ||
+      (this.phase === 'rollover' && (role === 'sweeper' || n === 0 || (role === 'worker' && n === 1)));
+    return onNew ? this.after : this.before;
   }
+}
+
+/** The deploy rolls over at 8 s, everyone is on the new engine 6 s later; the load goes on to --change-seconds. */
+async function rollOver(ro: Rollover, ledger: Ledger, started: number, events: Record<string, number>) {
+  const clock = { started };
+  await sleep(8000);
+  const atDeploy = { acknowledged: ledger.acknowledged.size, acked: ledger.acked.size };
+  ro.phase = 'rollover';
+  events.rolloverAt = at(clock);
+  console.log(
+    `   t=${at(clock)} s: ${tally(ledger)}; the deploy rolls over: adder 0, workers 0 and 1 and the sweeper on ${CHANGE_TO} partitions (former ${CHANGE_FROM})`,
+  );
+  await sleep(6000);
+  ro.phase = 'after';
+  events.allOnNewAt = at(clock);
+  console.log(`   t=${at(clock)} s: every role on ${CHANGE_TO} partitions`);
+  await sleep(Math.max(2000, started + OPTS.changeSeconds * 1000 - Date.now()));
+  return atDeploy;
+}
+
+/** Waits (the finished jobs' retention, and 30 s more) until the former partitions hold nothing; when, or null. */
+async function formerEmpty(after: Queue, started: number): Promise<number | null> {
+  for (const until = Date.now() + (CHANGE_RETENTION + 30) * 1000; Date.now() < until; await sleep(500)) {
+    const f = (await after.stats(TOPIC)).former;
+    if (f && f.jobs === 0 && f.schedules === 0) return at({ started });
+  }
+  return null;
 }
 
 /** Seconds missing between the first and the last of a schedule's occurrence times (`YYYYMMDDTHHMMSSZ`). */
@@ -1309,40 +1181,199 @@ function secondsMissed(times: ReadonlySet<string>): number {
   return ms.length === 0 ? 0 : (ms.at(-1)! - ms[0]!) / 1000 + 1 - ms.length;
 }
 
+/** Every second of every schedule ran once: occurrence ids are `<schedule>:<UTC second>`. */
+function occurrencesOf(ledger: Ledger, scheduleIds: readonly string[]) {
+  const occurrences = [...ledger.acked.keys()].filter((id) => id.startsWith('every-'));
+  const perSchedule = scheduleIds.map((sid) => occurrences.filter((id) => id.startsWith(`${sid}:`)).length);
+  const seconds = scheduleIds.map(
+    (sid) => new Set(occurrences.filter((id) => id.startsWith(`${sid}:`)).map((id) => id.slice(sid.length + 1))),
+  );
+  return {
+    occurrencesRun: occurrences.length,
+    occurrencesPerSchedule: { min: Math.min(...perSchedule), max: Math.max(...perSchedule) },
+    occurrencesRunTwice: occurrences.filter((id) => (ledger.starts.get(id) ?? 0) > 1).length,
+    occurrenceSecondsMissed: seconds.reduce((missed, set) => missed + secondsMissed(set), 0),
+  };
+}
+
+/** The ledger after step 3, against Redis within the finished jobs' retention; the schedules' occurrences. */
+async function changeResult(
+  after: Queue,
+  ledger: Ledger,
+  scheduleIds: readonly string[],
+  { open, lost, doneUnseen, stuck }: Awaited<ReturnType<Ledger['check']>>,
+  run: {
+    loadS: number;
+    drainMs: number;
+    sweepCalls: number;
+    atDeploy: { acknowledged: number };
+    formerAtDrain: { jobs: number; schedules: number };
+    formerEmptyAt: number | null;
+    events: Record<string, number>;
+  },
+) {
+  const counts = await after.engine.counts(TOPIC);
+  return {
+    masters: 3,
+    partitions: `${CHANGE_FROM} -> ${CHANGE_TO}`,
+    schedules: CHANGE_SCHEDULES,
+    ...occurrencesOf(ledger, scheduleIds),
+    loadSeconds: round(run.loadS, 1),
+    addRate: OPTS.rate,
+    added: ledger.acknowledged.size,
+    addedBeforeDeploy: run.atDeploy.acknowledged,
+    addRetries: ledger.addRetries,
+    existsOnFirstTry: ledger.existsFirstTry,
+    acked: ledger.acknowledged.size - open.length + doneUnseen.length,
+    doneWithLostAckReply: doneUnseen.length,
+    lost: lost.length,
+    stuck: stuck.length,
+    ...ledger.outcomes(),
+    drainMs: run.drainMs,
+    sweepCalls: run.sweepCalls,
+    formerAtDrain: run.formerAtDrain,
+    formerEmptyAt: run.formerEmptyAt,
+    countsAtEnd: { delayed: counts.delayed, ready: counts.ready, running: counts.running, dead: counts.dead },
+    events: run.events,
+    lostSample: lost.slice(0, 10),
+    stuckSample: stuck.slice(0, 10),
+  };
+}
+
+type ChangeResult = Awaited<ReturnType<typeof changeResult>>;
+
+function printChange(result: ChangeResult): void {
+  const added = `${fmt(result.addedBeforeDeploy)} before the deploy; ${fmt(result.addRetries)} add calls sent again; ${result.existsOnFirstTry} "exists" on a first try`;
+  const refusals = [
+    [
+      'acks refused / starts refused',
+      `${sum(Object.values(result.acksRefused))} / ${result.startsRefused}`,
+      JSON.stringify(result.acksRefused),
+    ],
+    ['errors: unavailable (503) / other', `${fmt(result.errorsUnavailable)} / ${fmt(result.errorsOther)}`, ''],
+  ];
+  const { formerAtDrain: former, formerEmptyAt, occurrencesPerSchedule: each } = result;
+  printTable(
+    [
+      ...ledgerRows(result, added, 'acknowledged, in Redis, not done after the drain', refusals),
+      [
+        'schedules: occurrences run',
+        `${fmt(result.occurrencesRun)}`,
+        `${CHANGE_SCHEDULES} schedules every 1 s: ${each.min}-${each.max} each; run twice ${result.occurrencesRunTwice}; seconds missed between a schedule's first and last run ${result.occurrenceSecondsMissed}`,
+      ],
+      [
+        'former partitions at the drain',
+        `${fmt(former.jobs)} jobs, ${former.schedules} schedules`,
+        `finished jobs within their ${CHANGE_RETENTION} s retention`,
+      ],
+      [
+        'former partitions empty',
+        formerEmptyAt === null ? 'not within the wait' : `t=${formerEmptyAt} s`,
+        `the deploy rolled over at t=${result.events.rolloverAt} s`,
+      ],
+      ['drain', `${fmt(result.drainMs)} ms`, `load ran ${fmt(result.loadSeconds, 1)} s`],
+      ['counts at the end', JSON.stringify(result.countsAtEnd), ''],
+    ],
+    ['ledger', 'value', 'note'],
+  );
+}
+
+/**
+ * A 3-master cluster whose stack changes from 12 to 18 partitions while jobs flow: two adders
+ * (addMany of 50, --rate jobs/s in all), 4 workers (claim 50, start, ack) and a sweeper, all on an
+ * engine of 12 partitions, until the deploy: from then on (at 8 s) one adder, two workers and the
+ * sweeper run on an engine of 18 partitions with `formerPartitions: 12`, the others on the old one,
+ * as Lambda instances of both versions do while a deploy rolls over; 6 s later all run on the new
+ * one. The adders stop at --change-seconds, the rest drains, and the ledger is checked as in step 2;
+ * then the bench waits until GET /topics' `former` says the former partitions hold nothing (the
+ * finished jobs' retention is 20 s), when the change can end.
+ */
+async function changeUnderLoad(): Promise<ChangeResult> {
+  const t = await startTopology(3, CHANGE_TO);
+  try {
+    const ro = new Rollover(
+      makeQueue(t.client, CHANGE_FROM, { retention: CHANGE_RETENTION }),
+      makeQueue(t.client, CHANGE_TO, { formerPartitions: CHANGE_FROM, retention: CHANGE_RETENTION }),
+    );
+    const ledger = new Ledger();
+    console.log(
+      `\n== step 3: partition count ${CHANGE_FROM} -> ${CHANGE_TO} under load: ${t.label} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); load average ${load()}`,
+    );
+    // schedules made before the deploy, each falling due every second: they move while the
+    // deploy rolls over, and each second's occurrence must run once, whoever moved it
+    const scheduleIds = Array.from({ length: CHANGE_SCHEDULES }, (_, s) => `every-${s}`);
+    for (const id of scheduleIds)
+      await ro.before.putSchedule(TOPIC, id, { every: 1, body: BODY, ttr: 5, maxAttempts: 50 });
+    const started = Date.now();
+    const clock = { started };
+    const actors = startLoad(ledger, 'pc', (role, n) => ro.queueFor(role, n));
+    const events: Record<string, number> = {};
+    let atDeploy = { acknowledged: 0, acked: 0 };
+    try {
+      atDeploy = await rollOver(ro, ledger, started, events);
+    } finally {
+      await actors.stopAdding();
+    }
+    // the schedules end with the load: deleted, their pending occurrences withdrawn
+    for (const id of scheduleIds) await ro.after.deleteSchedule(TOPIC, id);
+    events.addsStoppedAt = at(clock);
+    const loadS = (Date.now() - started) / 1000;
+    console.log(
+      `   t=${at(clock)} s: adders stopped (${fmt(ledger.acknowledged.size)} acknowledged), schedules deleted; draining (at most ${OPTS.drainSeconds} s)`,
+    );
+    const drainStart = Date.now();
+    while (Date.now() - drainStart < OPTS.drainSeconds * 1000 && ledger.open().length > 0) await sleep(250);
+    const drainMs = Date.now() - drainStart;
+    events.drainedAt = at(clock);
+    const checked = await ledger.check(ro.after.engine); // within the finished jobs' retention
+    // the former partitions empty out: the jobs added before the deploy ran there, and leave with their retention
+    const formerAtDrain = (await ro.after.stats(TOPIC)).former ?? { jobs: 0, schedules: 0 };
+    const formerEmptyAt = await formerEmpty(ro.after, started);
+    await actors.stopWorking();
+    const run = { loadS, drainMs, sweepCalls: actors.sweepCalls(), atDeploy, formerAtDrain, formerEmptyAt, events };
+    const result = await changeResult(ro.after, ledger, scheduleIds, checked, run);
+    printChange(result);
+    ledger.printErrors();
+    return result;
+  } finally {
+    await t.stop();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
+
+/** The machine, from a redis-server started for a moment. */
+async function probeMachine() {
+  const probe = await startServer();
+  const client = connect(probe);
+  const machine = await machineOf(client, probe.pid);
+  client.disconnect();
+  await probe.stop();
+  return machine;
+}
 
 async function main(): Promise<void> {
   const at = new Date().toISOString();
-  const probe = await startRedis();
-  const stopProbe = track(() => probe.stop());
-  const probeClient = new Redis(probe.port, '127.0.0.1');
-  const machine = describeMachine(await probeClient.info('server'), probe.pid);
-  probeClient.disconnect();
-  await stopProbe();
-  console.log(
-    `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`,
-  );
+  const machine = await probeMachine();
+  console.log(`${machineLine(machine)}; load average ${load()}`);
   console.log(`options: ${JSON.stringify(OPTS)}; body ${Buffer.byteLength(JSON.stringify(BODY))} bytes of JSON`);
   console.log(
     'Wall times below are NOT meaningful on this machine: every shard, the client and other work share its cores. Redis CPU figures come from INFO cpu.',
   );
-
   const only = OPTS.reshardOnly || OPTS.changeOnly;
   const scalingResults = only ? null : await scaling();
   const reshard = OPTS.skipReshard || OPTS.changeOnly ? null : await reshardUnderLoad();
   const change = OPTS.skipChange || OPTS.reshardOnly ? null : await changeUnderLoad();
-  console.log(
-    JSON.stringify({
-      bench: 'cluster',
-      at,
-      machine,
-      options: OPTS,
-      loadAverageEnd: loadavg(),
-      scaling: scalingResults,
-      reshard,
-      change,
-    }),
-  );
+  printJson({
+    bench: 'cluster',
+    at,
+    machine,
+    options: OPTS,
+    loadAverageEnd: loadavg(),
+    scaling: scalingResults,
+    reshard,
+    change,
+  });
   for (const [step, r] of [
     ['reshard', reshard],
     ['partition change', change],
@@ -1354,9 +1385,4 @@ async function main(): Promise<void> {
   }
 }
 
-main()
-  .catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  })
-  .finally(() => stopEverything());
+runBench(main);

@@ -50,21 +50,20 @@
  *    Counted: starts (claim times) after the pause answered (a later millisecond) and before the
  *    resume was sent (an earlier millisecond).
  */
-import { randomBytes } from 'node:crypto';
-import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis, type Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { Engine, type ClaimedJob, type EngineOptions, type NewJob } from '../lib/engine';
-import type { Invoker } from '../lib/platform/lambda';
-import { createRuntime, type Runtime } from '../lib/platform/runtime';
-import { runFanout, type HandlerEvent } from '../lib/workers/fanout';
-import { topicHandler } from '../lib/workers/handler';
-import { runSweeper } from '../lib/workers/sweeper';
-import { resolveQueueConfig, type QueueConfig, type TopicInput } from '../lib/core/queue-config';
-import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, fmt, info, printTable, round, usedMemory } from './env';
-import { addSweepClaimAck } from './workload';
+import type { HandlerEvent } from '../lib/workers/fanout';
+import type { QueueConfig, TopicInput } from '../lib/core/queue-config';
 import { topicKeys, engineContext } from '../lib/testing';
+import { envInt } from './harness/env';
+import { runBench } from './harness/lifecycle';
+import { loadNow, quantileFloor, redisCounters, redisCpu, sortNum } from './harness/measure';
+import { engineOn, sweepAll } from './harness/queue';
+import { connect, redisNow, scanKeys, startServer, usedMemory, withRedis, type RedisProcess } from './harness/redis';
+import { fmt, machineLine, machineOf, printJson, printTable, round, type Row } from './harness/report';
+import { inProcessRoles, type Roles } from './harness/roles';
+import { addSweepClaimAck } from './workload';
 
 const SCENARIOS = ['exact', 'fair', 'cheap', 'pause'] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -83,7 +82,6 @@ const ROUNDS = envInt('BENCH_CHEAP_ROUNDS', 50); // rounds of the cost compariso
 const BY = 'bench'; // the API key's name the jobs are added with (updatedBy)
 const BODY = JSON.stringify({ order: 'x'.repeat(36) }); // 50 bytes
 
-type Row = [measure: string, result: string, goal: string];
 interface Section {
   name: Scenario;
   rows: Row[];
@@ -91,20 +89,13 @@ interface Section {
 }
 
 const verdict = (ok: boolean, goal: string) => `${goal}: ${ok ? 'met' : 'MISSED'}`;
-const quantile = (sorted: readonly number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
-const sorted = (xs: Iterable<number>) => [...xs].sort((a, b) => a - b);
-const load = () => loadavg().map((l) => round(l, 2));
+const quantile = quantileFloor;
+const sorted = sortNum;
+const load = () => loadNow(2);
 /** The key of a job of this bench: its id is `<key>.<n>`. */
 const keyOf = (id: string) => id.slice(0, id.lastIndexOf('.'));
 const keyNames = (n: number, prefix = 'k') =>
   Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(String(n - 1).length, '0')}`);
-
-/** Redis TIME in epoch ms, with its microseconds. */
-async function redisNow(redis: Redis | Cluster): Promise<number> {
-  const [s, us] = await redis.time();
-  return Number(s) * 1000 + Number(us) / 1000;
-}
 
 /** Redis's clock less this host's (localMs), from the TIME of the shortest of 20 round trips, taken in its middle. */
 async function clockOffset(redis: Redis | Cluster): Promise<number> {
@@ -142,11 +133,6 @@ async function addAll(engine: Engine, jobs: readonly NewJob[], per = 500): Promi
   }
 }
 
-/** Sweeps until nothing more is due now. */
-async function sweepAll(engine: Engine): Promise<void> {
-  for (let r = await engine.sweep(); r.more; r = await engine.sweep());
-}
-
 /** Sweeps every `everyMs` (at once when a sweep hit its limit) until `stopped()`. */
 async function sweepLoop(engine: Engine, stopped: () => boolean, everyMs = 5): Promise<void> {
   while (!stopped()) {
@@ -155,20 +141,9 @@ async function sweepLoop(engine: Engine, stopped: () => boolean, everyMs = 5): P
   }
 }
 
-/** Runs `fn` on a redis-server of its own and a client, both stopped after (also on error). */
-async function withRedis<T>(fn: (server: RedisProcess, redis: Redis) => Promise<T>): Promise<T> {
-  const server = await startRedis();
-  const redis = new Redis(server.url, { maxRetriesPerRequest: null });
-  try {
-    return await fn(server, redis);
-  } finally {
-    redis.disconnect();
-    await server.stop();
-  }
-}
-
-const engineOn = (redis: Redis, topics: Record<string, TopicInput>, retention?: number) =>
-  new Engine(redis, resolveQueueConfig({ topics, ...(retention === undefined ? {} : { retention }) }));
+/** An engine on `redis` with `topics`, finished jobs kept `retention` s when given. */
+const flowEngine = (redis: Redis, topics: Record<string, TopicInput>, retention?: number) =>
+  engineOn(redis, topics, retention === undefined ? {} : { retention });
 
 // ---------------------------------------------------------------------------------------------
 // 1. exact
@@ -415,388 +390,441 @@ async function withoutMetrics<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-async function exact(): Promise<Section> {
-  const TOPIC = 'flow';
-  const ttrS = 1;
-  const cap = 40;
-  const perKey = { concurrency: 3, rate: { count: 20, per: 1, burst: 2 } };
-  const fastRate = { count: 200, perMs: 1000, burst: 5 };
+const EXACT_TOPIC = 'flow';
+const TTR_S = 1;
+const CAP = 40;
+const PER_KEY = { concurrency: 3, rate: { count: 20, per: 1, burst: 2 } };
+const FAST_RATE = { count: 200, perMs: 1000, burst: 5 };
+const BACKLOG = 30; // unfinished jobs kept per key
+
+/** Scenario 1 under way: the roles in this process, the ledger of attempts, the keys. */
+interface ExactRun {
+  roles: Roles;
+  engine: Engine;
+  redis: Redis;
+  ledger: Ledger;
+  /** The Redis clock, ms, read off this host's. */
+  redisMs: () => number;
+  keys: string[];
+  /** The keys pinned to FAST_RATE (their concurrency binds). */
+  fast: Set<string>;
+  /** Once set, no more sweeps or fan-outs are invoked, and no handler is killed. */
+  stopped: boolean;
+}
+
+/**
+ * The runtime and the three roles in this process, every engine (the runtime's, each handler
+ * invocation's) a TrackedEngine that wakes the sweeper as the runtime's do (lib/platform/runtime.ts):
+ * a claim that holds a key back by its pace must make a sweep look when the key may go again.
+ * N.killPercent of the handler invocations start their job and die (SIGKILL): never ack, never fail.
+ */
+async function startExact(server: RedisProcess): Promise<ExactRun> {
+  let offset = 0;
+  const redisMs = () => localMs() + offset;
+  const ledger = new Ledger(redisMs);
   const keys = keyNames(N.keys);
-  const fast = new Set(keys.slice(0, Math.min(5, Math.floor(keys.length / 4))));
-  const backlog = 30; // unfinished jobs kept per key
-  const server = await startRedis();
-  const roles = new Set<Promise<unknown>>();
-  const track = (p: Promise<unknown>) => {
-    roles.add(p);
-    void p.finally(() => roles.delete(p)).catch(() => undefined);
+  const x = { ledger, redisMs, keys, fast: new Set(keys.slice(0, Math.min(5, Math.floor(keys.length / 4)))) };
+  const run = { ...x, stopped: false } as ExactRun;
+  const kill = async (event: HandlerEvent) => {
+    const live = await run.engine.start(event.topic, event.jobs);
+    event.jobs.forEach((j, i) => live[i] && ledger.kill(j.claim));
   };
-  let base: Runtime | undefined;
-  let stopped = false;
-  try {
-    base = createRuntime({
-      DQ_CONFIG: JSON.stringify({
-        topics: {
-          [TOPIC]: {
-            handler: 'flowHandler',
-            concurrency: cap,
-            ttr: ttrS,
-            maxAttempts: 10,
-            backoff: { type: 'fixed', delay: 0.2 },
-            flow: perKey,
-          },
-        },
-      }),
-      REDIS_URL: server.url,
-      API_TOKEN: 't',
-      WEBHOOK_SECRET: 's',
-      DQ_FUNCTION_PREFIX: 'bench-',
-      LOG_LEVEL: 'error',
-    });
-    const redis = base.redis;
-    const config = base.config.queue;
-    const offset = await clockOffset(redis);
-    const redisMs = () => localMs() + offset;
-    const ledger = new Ledger(redisMs);
-    const ROLE_TIMEOUT_MS = { sweeper: 120_000, fanout: 60_000, handler: 60_000 };
-    const kill = async (event: HandlerEvent) => {
-      // a handler that starts its job and dies (SIGKILL): never acks, never fails
-      const live = await rt.engine.start(event.topic, event.jobs);
-      event.jobs.forEach((j, i) => live[i] && ledger.kill(j.claim));
-    };
-    const invoker: Invoker = {
-      async invokeAsync(name, payload) {
-        if (stopped && name !== 'flowHandler') return;
-        const endsAt = Date.now() + (ROLE_TIMEOUT_MS[name as keyof typeof ROLE_TIMEOUT_MS] ?? ROLE_TIMEOUT_MS.handler);
-        const remainingMs = () => endsAt - Date.now();
-        const context = { awsRequestId: randomBytes(8).toString('hex'), getRemainingTimeInMillis: remainingMs };
-        setImmediate(() => {
-          const deps = { ...rt, timings: rt.config.timings, remainingMs };
-          if (name === 'sweeper') track(runSweeper(deps));
-          else if (name === 'fanout') track(runFanout(deps, payload as { token?: string }));
-          else if (!stopped && Math.random() * 100 < N.killPercent) track(kill(payload as HandlerEvent));
-          else track(handle(payload as HandlerEvent, context));
-        });
-      },
-    };
-    // every engine wakes the sweeper as the runtime's do (lib/platform/runtime.ts): a claim that
-    // holds a key back by its pace must make a sweep look when the key may go again
-    const wake = {
-      horizonMs: base.config.timings.sweeperHorizonMs,
-      startSweeper: () => invoker.invokeAsync('sweeper', { source: 'wake' }),
-      onError: () => undefined,
-    };
-    const engine = new TrackedEngine(ledger, redis, config, { wake });
-    const rt: Runtime = { ...base, engine, invoker };
-    // each invocation with an engine of its own on the shared connection, as in bench:steady
-    const handle = topicHandler(
-      async () => {
-        await sleep(3 + Math.random() * 97);
-      },
-      () => ({ ...rt, engine: new TrackedEngine(ledger, redis, config, { wake }) }),
-    );
-    for (const key of fast) await engine.setFlowKey(TOPIC, key, { rate: fastRate });
+  const topic = { handler: 'flowHandler', concurrency: CAP, ttr: TTR_S, maxAttempts: 10 };
+  run.roles = inProcessRoles({
+    redisUrl: server.url,
+    config: { topics: { [EXACT_TOPIC]: { ...topic, backoff: { type: 'fixed', delay: 0.2 }, flow: PER_KEY } } },
+    engine: (redis, config, options) => new TrackedEngine(ledger, redis, config, options),
+    handlerWakes: true,
+    job: async () => {
+      await sleep(3 + Math.random() * 97);
+    },
+    accept: (name) => !run.stopped || name === 'flowHandler',
+    instead: (event) => (!run.stopped && Math.random() * 100 < N.killPercent ? kill(event) : undefined),
+  });
+  run.engine = run.roles.rt.engine;
+  run.redis = run.roles.rt.redis as Redis;
+  offset = await clockOffset(run.redis);
+  for (const key of run.fast) await run.engine.setFlowKey(EXACT_TOPIC, key, { rate: FAST_RATE });
+  return run;
+}
 
-    // producer: keeps `backlog` unfinished jobs per key, each due 50–300 ms after its add
-    const added = new Map<string, number>();
-    let addedTotal = 0;
-    let producing = true;
-    const producer = (async () => {
-      while (producing) {
-        const jobs: NewJob[] = [];
-        for (const key of keys) {
-          const n = added.get(key) ?? 0;
-          const want = Math.min(10, backlog - (n - (ledger.doneByKey.get(key) ?? 0)));
-          for (let i = 0; i < want; i++)
-            jobs.push(
-              newJob(engine, TOPIC, `${key}.${n + i}`, { kind: 'd', ms: 50 + Math.floor(Math.random() * 250) }, key),
-            );
-          if (want > 0) added.set(key, n + want);
+/** Keeps BACKLOG unfinished jobs per key, each due 50–300 ms after its add, until stopped. */
+function produce(x: ExactRun) {
+  const added = new Map<string, number>();
+  const state = { total: 0, producing: true };
+  const producer = (async () => {
+    while (state.producing) {
+      const jobs: NewJob[] = [];
+      for (const key of x.keys) {
+        const n = added.get(key) ?? 0;
+        const want = Math.min(10, BACKLOG - (n - (x.ledger.doneByKey.get(key) ?? 0)));
+        for (let i = 0; i < want; i++) {
+          const when = { kind: 'd' as const, ms: 50 + Math.floor(Math.random() * 250) };
+          jobs.push(newJob(x.engine, EXACT_TOPIC, `${key}.${n + i}`, when, key));
         }
-        if (jobs.length > 0) await addAll(engine, jobs);
-        addedTotal += jobs.length;
-        await sleep(10);
+        if (want > 0) added.set(key, n + want);
       }
-    })();
+      if (jobs.length > 0) await addAll(x.engine, jobs);
+      state.total += jobs.length;
+      await sleep(10);
+    }
+  })();
+  return {
+    added: () => state.total,
+    async stop() {
+      state.producing = false;
+      await producer;
+    },
+  };
+}
 
-    // what Redis ran for 10 ms or more in the run (a stall would hold a killed attempt's slot)
-    await redis.config('SET', 'slowlog-log-slower-than', '10000');
-    await redis.slowlog('RESET');
-    // sampler: every key's running count, every 10 ms, on the connection the claims and acks use
-    const samples = new Map(keys.map((key) => [key, { sent: [], answered: [], running: [] } as Samples]));
-    const limits = new Map<string, number>();
-    let overRedis = 0;
-    let mostOverRedis = 0;
-    let overCombined = 0;
-    let mostCombined = 0;
-    let ticks = 0;
-    let sampling = true;
-    const samplingFrom = performance.now();
-    const sampler = (async () => {
-      while (sampling) {
-        const tick = performance.now();
-        const read = await Promise.all(
-          keys.map(async (key) => {
-            const sent = redisMs();
-            const state = await engine.flowKey(TOPIC, key);
-            return { key, state, sent, answered: redisMs() };
-          }),
-        );
-        let combined = 0;
-        for (const { key, state, sent, answered } of read) {
-          const s = samples.get(key)!;
-          s.sent.push(sent);
-          s.answered.push(answered);
-          s.running.push(state.running);
-          const limit = state.limits.concurrency ?? Infinity;
-          limits.set(key, limit);
-          combined += state.running;
-          if (state.running > limit) overRedis += 1;
-          mostOverRedis = Math.max(mostOverRedis, state.running - limit);
+/** Every key's running count, every 10 ms, on the connection the claims and acks use, until stopped. */
+function sample(x: ExactRun) {
+  const s = {
+    samples: new Map(x.keys.map((key) => [key, { sent: [], answered: [], running: [] } as Samples])),
+    limits: new Map<string, number>(),
+    overRedis: 0,
+    mostOverRedis: 0,
+    overCombined: 0,
+    mostCombined: 0,
+    ticks: 0,
+    from: performance.now(),
+  };
+  let sampling = true;
+  const read = async (key: string) => {
+    const sent = x.redisMs();
+    const state = await x.engine.flowKey(EXACT_TOPIC, key);
+    return { key, state, sent, answered: x.redisMs() };
+  };
+  const sampler = (async () => {
+    while (sampling) {
+      const tick = performance.now();
+      let combined = 0;
+      for (const { key, state, sent, answered } of await Promise.all(x.keys.map(read))) {
+        const samples = s.samples.get(key)!;
+        samples.sent.push(sent);
+        samples.answered.push(answered);
+        samples.running.push(state.running);
+        const limit = state.limits.concurrency ?? Infinity;
+        s.limits.set(key, limit);
+        combined += state.running;
+        if (state.running > limit) s.overRedis += 1;
+        s.mostOverRedis = Math.max(s.mostOverRedis, state.running - limit);
+      }
+      if (combined > CAP) s.overCombined += 1;
+      s.mostCombined = Math.max(s.mostCombined, combined);
+      s.ticks += 1;
+      const wait = 10 - (performance.now() - tick);
+      if (wait > 0) await sleep(wait);
+    }
+  })();
+  return {
+    s,
+    async stop() {
+      sampling = false;
+      await sampler;
+    },
+  };
+}
+
+/**
+ * Killed attempts' ends, off their jobs' records: from 50 ms before the ttr runs out, each read
+ * every 20 ms until Redis has ended it (the sampler's count of a key can only bound it: an ack in
+ * flight or a claim just made leaves a read unsure of which attempt it counts). Once stopped, 10 s
+ * more for the last kills.
+ */
+function watchKills(x: ExactRun) {
+  let watching = true;
+  let watchUntil = Infinity;
+  const readEnd = async (a: Attempt) => {
+    const job = await x.engine.get(EXACT_TOPIC, a.id);
+    const answered = x.redisMs();
+    if (job && job.attempts === a.attempt && job.state === 'running') return;
+    if (job && job.attempts === a.attempt && job.lastError?.startsWith(`attempt ${a.attempt} timed out`))
+      a.endedAt = Date.parse(job.updatedAt);
+    else [a.endedAt, a.endedBound] = [answered, true];
+  };
+  const watcher = (async () => {
+    const killed = x.ledger.killed;
+    let ended = 0; // killed[0 .. ended) have all ended: each tick looks from there on
+    for (;;) {
+      const tick = performance.now();
+      while (ended < killed.length && killed[ended]!.endedAt !== undefined) ended++;
+      if (!watching && (ended === killed.length || performance.now() > watchUntil)) break;
+      const due = killed.slice(ended).filter((a) => a.endedAt === undefined && a.at + TTR_S * 1000 - 50 <= x.redisMs());
+      await Promise.all(due.map(readEnd));
+      const wait = 20 - (performance.now() - tick);
+      if (wait > 0) await sleep(wait);
+    }
+  })();
+  return {
+    async stop() {
+      watching = false;
+      watchUntil = performance.now() + 10_000;
+      await watcher;
+    },
+  };
+}
+
+type Sampled = ReturnType<typeof sample>['s'];
+
+/** Per key, the samples against the ledger: over the concurrency, slots held by nothing, the pace, the rates. */
+function perKeyChecks(x: ExactRun, s: Sampled) {
+  const r = { overLedger: 0, mostOverLedger: -Infinity, leakSamples: 0, longestLeak: 0, paceViolations: 0, worstMs: 0 };
+  const busiest = { slow: 0, fast: 0, allowedSlow: 0, allowedFast: 0 };
+  const perSecond = { slow: [] as number[], fast: [] as number[] };
+  for (const key of x.keys) {
+    const attempts = x.ledger.byKey.get(key) ?? [];
+    const k = readKey(attempts, s.samples.get(key)!, TTR_S * 1000);
+    const limit = s.limits.get(key) ?? PER_KEY.concurrency;
+    if (k.mostByLedger > limit) r.overLedger += 1;
+    r.mostOverLedger = Math.max(r.mostOverLedger, k.mostByLedger - limit);
+    r.leakSamples += k.leakSamples;
+    r.longestLeak = Math.max(r.longestLeak, k.longestLeak);
+    const kind = x.fast.has(key) ? 'fast' : 'slow';
+    const rate =
+      kind === 'fast'
+        ? FAST_RATE
+        : { count: PER_KEY.rate.count, perMs: PER_KEY.rate.per * 1000, burst: PER_KEY.rate.burst };
+    const starts = attempts.map((a) => a.at);
+    const p = paceCheck(starts, rate);
+    r.paceViolations += p.violations;
+    r.worstMs = Math.max(r.worstMs, p.worstMs);
+    busiest[kind] = Math.max(busiest[kind], p.busiest);
+    busiest[kind === 'fast' ? 'allowedFast' : 'allowedSlow'] = p.allowed;
+    const t = sorted(starts);
+    perSecond[kind].push(t.length > 1 ? ((t.length - 1) / (t.at(-1)! - t[0]!)) * 1000 : 0);
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  return { ...r, busiest, perSecond: { slow: round(mean(perSecond.slow), 1), fast: round(mean(perSecond.fast), 1) } };
+}
+
+/**
+ * Ghost slots: from each kill to when the sampler saw its key's count let it go, and to when Redis
+ * ended the attempt (the job's record). The slowest: its key's samples' longest gap and longest
+ * read around it (the sampler's or Redis's stall errs the ghost long).
+ */
+function ghosts(x: ExactRun, s: Sampled) {
+  const kills = x.ledger.killed;
+  const ghostMs = sorted(kills.flatMap((a) => (a.freedAt === undefined ? [] : [a.freedAt - a.killedAt!])));
+  const ghostGoal = TTR_S * 1000 + 1000;
+  const slowest = kills
+    .filter((a) => a.freedAt !== undefined)
+    .sort((p, q) => q.freedAt! - q.killedAt! - (p.freedAt! - p.killedAt!))[0];
+  let gapMs = 0;
+  let readMs = 0;
+  if (slowest) {
+    const k = s.samples.get(slowest.key)!;
+    for (let i = 0; i < k.sent.length; i++) {
+      if (k.answered[i]! < slowest.killedAt! || k.sent[i]! > slowest.freedAt!) continue;
+      readMs = Math.max(readMs, k.answered[i]! - k.sent[i]!);
+      if (i > 0) gapMs = Math.max(gapMs, k.sent[i]! - k.answered[i - 1]!);
+    }
+  }
+  const endedMs = sorted(kills.map((a) => a.endedAt! - a.killedAt!));
+  return {
+    kills,
+    ghostGoal,
+    ghostMs: {
+      p50: round(quantile(ghostMs, 0.5), 1),
+      p99: round(quantile(ghostMs, 0.99), 1),
+      max: round(ghostMs.at(-1) ?? NaN, 1),
+      unfreed: kills.length - ghostMs.length,
+      overGoal: ghostMs.filter((ms) => ms > ghostGoal).length,
+    },
+    freed: ghostMs.length,
+    slowestGhost: slowest
+      ? {
+          key: slowest.key,
+          claimedToKilledMs: round(slowest.killedAt! - slowest.at, 1),
+          samplerGapMs: round(gapMs, 1),
+          longestReadMs: round(readMs, 1),
+          endedMs: round(slowest.endedAt! - slowest.killedAt!, 1),
         }
-        if (combined > cap) overCombined += 1;
-        mostCombined = Math.max(mostCombined, combined);
-        ticks += 1;
-        const wait = 10 - (performance.now() - tick);
-        if (wait > 0) await sleep(wait);
-      }
-    })();
-
-    // killed attempts' ends, off their jobs' records: from 50 ms before the ttr runs out, each
-    // read every 20 ms until Redis has ended it (the sampler's count of a key can only bound it:
-    // an ack in flight or a claim just made leaves a read unsure of which attempt it counts)
-    let watching = true;
-    let watchUntil = Infinity; // once the sampling is over: 10 s more for the last kills
-    const watcher = (async () => {
-      let ended = 0; // ledger.killed[0 .. ended) have all ended: each tick looks from there on
-      for (;;) {
-        const tick = performance.now();
-        while (ended < ledger.killed.length && ledger.killed[ended]!.endedAt !== undefined) ended++;
-        if (!watching && (ended === ledger.killed.length || performance.now() > watchUntil)) break;
-        const due = ledger.killed
-          .slice(ended)
-          .filter((a) => a.endedAt === undefined && a.at + ttrS * 1000 - 50 <= redisMs());
-        await Promise.all(
-          due.map(async (a) => {
-            const job = await engine.get(TOPIC, a.id);
-            const answered = redisMs();
-            if (job && job.attempts === a.attempt && job.state === 'running') return;
-            if (job && job.attempts === a.attempt && job.lastError?.startsWith(`attempt ${a.attempt} timed out`))
-              a.endedAt = Date.parse(job.updatedAt);
-            else [a.endedAt, a.endedBound] = [answered, true];
-          }),
-        );
-        const wait = 20 - (performance.now() - tick);
-        if (wait > 0) await sleep(wait);
-      }
-    })();
-
-    const loadFrom = load();
-    await sleep(N.seconds * 1000);
-    producing = false;
-    await producer;
-    const loadS = (performance.now() - samplingFrom) / 1000;
-    const claimsInLoad = ledger.byClaim.size;
-    // drain: every job added is acked (killed ones come back after their ttr and run again)
-    const drainLimit = Date.now() + 60_000;
-    while (ledger.done < addedTotal && Date.now() < drainLimit) await sleep(50);
-    await sleep(1500); // the last kills' slots come back (ttr + a sweep) while the sampler watches
-    sampling = false;
-    await sampler;
-    watching = false;
-    watchUntil = performance.now() + 10_000;
-    await watcher;
-    const tickMs = (performance.now() - samplingFrom) / Math.max(1, ticks);
-    const final = await Promise.all(keys.map((key) => engine.flowKey(TOPIC, key)));
-    const leftRunning = final.reduce((sum, s) => sum + s.running, 0);
-    stopped = true;
-    const settle = Date.now() + 20_000;
-    while (roles.size > 0 && Date.now() < settle) await Promise.race([sleep(100), ...roles]);
-
-    let overLedger = 0;
-    let mostOverLedger = -Infinity;
-    let leakSamples = 0;
-    let longestLeak = 0;
-    let paceViolations = 0;
-    let worstMs = 0;
-    const busiest = { slow: 0, fast: 0, allowedSlow: 0, allowedFast: 0 };
-    const perSecond = { slow: [] as number[], fast: [] as number[] };
-    for (const key of keys) {
-      const attempts = ledger.byKey.get(key) ?? [];
-      const r = readKey(attempts, samples.get(key)!, ttrS * 1000);
-      const limit = limits.get(key) ?? perKey.concurrency;
-      if (r.mostByLedger > limit) overLedger += 1;
-      mostOverLedger = Math.max(mostOverLedger, r.mostByLedger - limit);
-      leakSamples += r.leakSamples;
-      longestLeak = Math.max(longestLeak, r.longestLeak);
-      const rate = fast.has(key)
-        ? fastRate
-        : { count: perKey.rate.count, perMs: perKey.rate.per * 1000, burst: perKey.rate.burst };
-      const starts = attempts.map((a) => a.at);
-      const p = paceCheck(starts, rate);
-      paceViolations += p.violations;
-      worstMs = Math.max(worstMs, p.worstMs);
-      const kind = fast.has(key) ? 'fast' : 'slow';
-      busiest[kind] = Math.max(busiest[kind], p.busiest);
-      busiest[kind === 'fast' ? 'allowedFast' : 'allowedSlow'] = p.allowed;
-      const t = sorted(starts);
-      perSecond[kind].push(t.length > 1 ? ((t.length - 1) / (t.at(-1)! - t[0]!)) * 1000 : 0);
-    }
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-    const kills = ledger.killed;
-    const ghostMs = sorted(kills.flatMap((a) => (a.freedAt === undefined ? [] : [a.freedAt - a.killedAt!])));
-    const unfreed = kills.length - ghostMs.length;
-    const ghostGoal = ttrS * 1000 + 1000;
-    // the slowest ghost: its key's samples' longest gap and longest read around it (the sampler's or
-    // Redis's stall errs the ghost long), and Redis's slow commands of the run
-    const slowest = kills
-      .filter((a) => a.freedAt !== undefined)
-      .sort((x, y) => y.freedAt! - y.killedAt! - (x.freedAt! - x.killedAt!))[0];
-    let gapMs = 0;
-    let readMs = 0;
-    if (slowest) {
-      const s = samples.get(slowest.key)!;
-      for (let i = 0; i < s.sent.length; i++) {
-        if (s.answered[i]! < slowest.killedAt! || s.sent[i]! > slowest.freedAt!) continue;
-        readMs = Math.max(readMs, s.answered[i]! - s.sent[i]!);
-        if (i > 0) gapMs = Math.max(gapMs, s.sent[i]! - s.answered[i - 1]!);
-      }
-    }
-    const slowlog = (await redis.slowlog('GET', 1000)) as [number, number, number, string[]][];
-    const slowCommands = {
-      count: slowlog.length,
-      maxMs: round(Math.max(0, ...slowlog.map((e) => e[2] / 1000)), 1),
-      longest:
-        slowlog
-          .sort((x, y) => y[2] - x[2])[0]?.[3]
-          ?.slice(0, 2)
-          .join(' ') ?? null,
-    };
-    const overGoal = ghostMs.filter((ms) => ms > ghostGoal).length;
-    const endedMs = sorted(kills.map((a) => a.endedAt! - a.killedAt!));
-    const ended = {
+      : null,
+    endedMs: {
       p50: round(quantile(endedMs, 0.5), 1),
       p99: round(quantile(endedMs, 0.99), 1),
       max: round(endedMs.at(-1) ?? NaN, 1),
       overGoal: endedMs.filter((ms) => ms > ghostGoal).length,
       bounds: kills.filter((a) => a.endedBound).length,
-    };
-    const json = {
-      seconds: N.seconds,
-      keys: keys.length,
-      fastKeys: fast.size,
-      perKey,
-      fastRate,
-      cap,
-      ttrS,
-      added: addedTotal,
-      claims: ledger.byClaim.size,
-      claimsInLoad,
-      done: ledger.done,
-      failed: ledger.failed,
-      kills: kills.length,
-      ticks,
-      tickMs: round(tickMs, 1),
-      over: { redisSamples: overRedis, ledgerKeys: overLedger, combinedSamples: overCombined },
-      most: { redisOverLimit: mostOverRedis, ledgerOverLimit: mostOverLedger, combined: mostCombined },
-      pace: {
-        violations: paceViolations,
-        worstMs: round(worstMs, 3),
-        busiest,
-        perSecond: { slow: round(mean(perSecond.slow), 1), fast: round(mean(perSecond.fast), 1) },
-      },
-      ghostMs: {
-        p50: round(quantile(ghostMs, 0.5), 1),
-        p99: round(quantile(ghostMs, 0.99), 1),
-        max: round(ghostMs.at(-1) ?? NaN, 1),
-        unfreed,
-        overGoal,
-      },
-      slowestGhost: slowest
-        ? {
-            key: slowest.key,
-            claimedToKilledMs: round(slowest.killedAt! - slowest.at, 1),
-            samplerGapMs: round(gapMs, 1),
-            longestReadMs: round(readMs, 1),
-            endedMs: round(slowest.endedAt! - slowest.killedAt!, 1),
-          }
-        : null,
-      endedMs: ended,
-      slowCommands,
-      leak: { samples: leakSamples, longestSamples: longestLeak },
-      leftRunning,
-      load: { from: loadFrom, to: load() },
-    };
-    return {
-      name: 'exact',
-      json,
-      rows: [
-        [
-          'load',
-          `${fmt(N.seconds)} s, ${keys.length} keys (${fast.size} pinned to ${fastRate.count}/s burst ${fastRate.burst}); ${fmt(claimsInLoad)} attempts (${fmt(claimsInLoad / loadS, 0)}/s), ${fmt(kills.length)} killed`,
-          '',
-        ],
-        [
-          'starts per key per second, mean',
-          `${fmt(json.pace.perSecond.slow, 1)}/s (keys at 20/s), ${fmt(json.pace.perSecond.fast, 1)}/s (pinned keys: concurrency 3 binds)`,
-          '',
-        ],
-        ['samples', `${fmt(ticks)} of all ${keys.length} keys, one every ${fmt(tickMs, 1)} ms`, ''],
-        [
-          'samples over a key’s concurrency (Redis’s count)',
-          `${overRedis} (most over: ${mostOverRedis})`,
-          verdict(overRedis === 0, '0'),
-        ],
-        [
-          'keys ever over it by the ledger (surely running at once)',
-          `${overLedger} (most over: ${mostOverLedger})`,
-          verdict(overLedger === 0, '0'),
-        ],
-        [
-          'samples over the combined cap',
-          `${overCombined} (most running at once: ${mostCombined} of ${cap})`,
-          verdict(overCombined === 0, '0'),
-        ],
-        [
-          'starts beyond rate + burst, any span',
-          `${paceViolations}${paceViolations ? ` (worst ${fmt(worstMs, 2)} ms early)` : ''}`,
-          verdict(paceViolations === 0, '0'),
-        ],
-        [
-          'busiest 1-s span of one key',
-          `${busiest.slow} (allowed ${busiest.allowedSlow}); pinned keys ${busiest.fast} (allowed ${busiest.allowedFast})`,
-          '',
-        ],
-        [
-          'ghost slot: kill → Redis ended the attempt and returned its slot (the job’s record), p50 / p99 / max',
-          `${fmt(ended.p50)} / ${fmt(ended.p99)} / ${fmt(ended.max)} ms (${fmt(kills.length)} kills; ${ended.overGoal} over ${fmt(ghostGoal)} ms; ${ended.bounds} read as bounds)`,
-          verdict(
-            kills.length > 0 && leakSamples === 0 && ended.max <= ghostGoal,
-            `max ≤ ttr + 1 s = ${fmt(ghostGoal)} ms`,
-          ),
-        ],
-        [
-          '  as the sampler bounds it: kill → its key’s count no longer holds it, p50 / p99 / max',
-          `${fmt(json.ghostMs.p50)} / ${fmt(json.ghostMs.p99)} / ${fmt(json.ghostMs.max)} ms (${fmt(ghostMs.length)} of ${fmt(kills.length)} kills; ${overGoal} over ${fmt(ghostGoal)} ms; ${unfreed} never seen freed)`,
-          '',
-        ],
-        [
-          '  its slowest: ended by the record; its key’s longest gap between samples, longest read, meanwhile; Redis commands ≥ 10 ms in the run',
-          json.slowestGhost
-            ? `${fmt(json.slowestGhost.endedMs, 1)} ms; ${fmt(json.slowestGhost.samplerGapMs, 1)} ms, ${fmt(json.slowestGhost.longestReadMs, 1)} ms; ${slowCommands.count}${slowCommands.count ? ` (longest ${fmt(slowCommands.maxMs, 1)} ms: ${slowCommands.longest})` : ''}`
-            : '–',
-          '',
-        ],
-        [
-          'samples where Redis counted more than can run',
-          `${leakSamples}${leakSamples ? ` (longest ${longestLeak} in a row)` : ''}`,
-          verdict(leakSamples === 0, '0'),
-        ],
-        ['running left on the keys after the drain', `${leftRunning}`, verdict(leftRunning === 0, '0')],
-      ],
-    };
+    },
+  };
+}
+
+/** What Redis ran for 10 ms or more in the run (a stall would hold a killed attempt's slot). */
+async function slowCommands(redis: Redis) {
+  const slowlog = (await redis.slowlog('GET', 1000)) as [number, number, number, string[]][];
+  return {
+    count: slowlog.length,
+    maxMs: round(Math.max(0, ...slowlog.map((e) => e[2] / 1000)), 1),
+    longest:
+      slowlog
+        .sort((p, q) => q[2] - p[2])[0]?.[3]
+        ?.slice(0, 2)
+        .join(' ') ?? null,
+  };
+}
+
+/**
+ * N.seconds of load while the sampler and the watcher run; then every job added is acked (killed
+ * ones come back after their ttr and run again) and the last kills' slots come back.
+ */
+async function loadExact(x: ExactRun) {
+  // what Redis ran for 10 ms or more in the run
+  await x.redis.config('SET', 'slowlog-log-slower-than', '10000');
+  await x.redis.slowlog('RESET');
+  const producer = produce(x);
+  const sampler = sample(x);
+  const watcher = watchKills(x);
+  const loadFrom = load();
+  await sleep(N.seconds * 1000);
+  await producer.stop();
+  const loadS = (performance.now() - sampler.s.from) / 1000;
+  const claimsInLoad = x.ledger.byClaim.size;
+  const drainLimit = Date.now() + 60_000;
+  while (x.ledger.done < producer.added() && Date.now() < drainLimit) await sleep(50);
+  await sleep(1500); // the last kills' slots come back (ttr + a sweep) while the sampler watches
+  await sampler.stop();
+  await watcher.stop();
+  const tickMs = (performance.now() - sampler.s.from) / Math.max(1, sampler.s.ticks);
+  const final = await Promise.all(x.keys.map((key) => x.engine.flowKey(EXACT_TOPIC, key)));
+  const leftRunning = final.reduce((sum, s) => sum + s.running, 0);
+  x.stopped = true;
+  const settle = Date.now() + 20_000;
+  while (x.roles.running.size > 0 && Date.now() < settle) await Promise.race([sleep(100), ...x.roles.running]);
+  return { s: sampler.s, added: producer.added(), loadFrom, loadS, claimsInLoad, tickMs, leftRunning };
+}
+
+type Loaded = Awaited<ReturnType<typeof loadExact>>;
+
+function exactJson(
+  x: ExactRun,
+  l: Loaded,
+  k: ReturnType<typeof perKeyChecks>,
+  g: ReturnType<typeof ghosts>,
+  slow: Awaited<ReturnType<typeof slowCommands>>,
+) {
+  const s = l.s;
+  return {
+    seconds: N.seconds,
+    keys: x.keys.length,
+    fastKeys: x.fast.size,
+    perKey: PER_KEY,
+    fastRate: FAST_RATE,
+    cap: CAP,
+    ttrS: TTR_S,
+    added: l.added,
+    claims: x.ledger.byClaim.size,
+    claimsInLoad: l.claimsInLoad,
+    done: x.ledger.done,
+    failed: x.ledger.failed,
+    kills: g.kills.length,
+    ticks: s.ticks,
+    tickMs: round(l.tickMs, 1),
+    over: { redisSamples: s.overRedis, ledgerKeys: k.overLedger, combinedSamples: s.overCombined },
+    most: { redisOverLimit: s.mostOverRedis, ledgerOverLimit: k.mostOverLedger, combined: s.mostCombined },
+    pace: { violations: k.paceViolations, worstMs: round(k.worstMs, 3), busiest: k.busiest, perSecond: k.perSecond },
+    ghostMs: g.ghostMs,
+    slowestGhost: g.slowestGhost,
+    endedMs: g.endedMs,
+    slowCommands: slow,
+    leak: { samples: k.leakSamples, longestSamples: k.longestLeak },
+    leftRunning: l.leftRunning,
+    load: { from: l.loadFrom, to: load() },
+  };
+}
+
+type ExactJson = ReturnType<typeof exactJson>;
+
+/** The load, the samples, and the limits: concurrency, the combined cap, the pace. */
+function exactLimitRows(x: ExactRun, l: Loaded, json: ExactJson): Row[] {
+  const { s } = l;
+  const { over, most, pace } = json;
+  return [
+    [
+      'load',
+      `${fmt(N.seconds)} s, ${x.keys.length} keys (${x.fast.size} pinned to ${FAST_RATE.count}/s burst ${FAST_RATE.burst}); ${fmt(l.claimsInLoad)} attempts (${fmt(l.claimsInLoad / l.loadS, 0)}/s), ${fmt(json.kills)} killed`,
+      '',
+    ],
+    [
+      'starts per key per second, mean',
+      `${fmt(pace.perSecond.slow, 1)}/s (keys at 20/s), ${fmt(pace.perSecond.fast, 1)}/s (pinned keys: concurrency 3 binds)`,
+      '',
+    ],
+    ['samples', `${fmt(s.ticks)} of all ${x.keys.length} keys, one every ${fmt(l.tickMs, 1)} ms`, ''],
+    [
+      'samples over a key’s concurrency (Redis’s count)',
+      `${over.redisSamples} (most over: ${most.redisOverLimit})`,
+      verdict(over.redisSamples === 0, '0'),
+    ],
+    [
+      'keys ever over it by the ledger (surely running at once)',
+      `${over.ledgerKeys} (most over: ${most.ledgerOverLimit})`,
+      verdict(over.ledgerKeys === 0, '0'),
+    ],
+    [
+      'samples over the combined cap',
+      `${over.combinedSamples} (most running at once: ${most.combined} of ${CAP})`,
+      verdict(over.combinedSamples === 0, '0'),
+    ],
+    [
+      'starts beyond rate + burst, any span',
+      `${pace.violations}${pace.violations ? ` (worst ${fmt(pace.worstMs, 2)} ms early)` : ''}`,
+      verdict(pace.violations === 0, '0'),
+    ],
+    [
+      'busiest 1-s span of one key',
+      `${pace.busiest.slow} (allowed ${pace.busiest.allowedSlow}); pinned keys ${pace.busiest.fast} (allowed ${pace.busiest.allowedFast})`,
+      '',
+    ],
+  ];
+}
+
+/** The ghost slots of the killed attempts, slots held by nothing, and what was left running. */
+function exactGhostRows(json: ExactJson, freed: number, ghostGoal: number): Row[] {
+  const { endedMs: ended, ghostMs, slowestGhost, slowCommands: slow, leak } = json;
+  return [
+    [
+      'ghost slot: kill → Redis ended the attempt and returned its slot (the job’s record), p50 / p99 / max',
+      `${fmt(ended.p50)} / ${fmt(ended.p99)} / ${fmt(ended.max)} ms (${fmt(json.kills)} kills; ${ended.overGoal} over ${fmt(ghostGoal)} ms; ${ended.bounds} read as bounds)`,
+      verdict(json.kills > 0 && leak.samples === 0 && ended.max <= ghostGoal, `max ≤ ttr + 1 s = ${fmt(ghostGoal)} ms`),
+    ],
+    [
+      '  as the sampler bounds it: kill → its key’s count no longer holds it, p50 / p99 / max',
+      `${fmt(ghostMs.p50)} / ${fmt(ghostMs.p99)} / ${fmt(ghostMs.max)} ms (${fmt(freed)} of ${fmt(json.kills)} kills; ${ghostMs.overGoal} over ${fmt(ghostGoal)} ms; ${ghostMs.unfreed} never seen freed)`,
+      '',
+    ],
+    [
+      '  its slowest: ended by the record; its key’s longest gap between samples, longest read, meanwhile; Redis commands ≥ 10 ms in the run',
+      slowestGhost
+        ? `${fmt(slowestGhost.endedMs, 1)} ms; ${fmt(slowestGhost.samplerGapMs, 1)} ms, ${fmt(slowestGhost.longestReadMs, 1)} ms; ${slow.count}${slow.count ? ` (longest ${fmt(slow.maxMs, 1)} ms: ${slow.longest})` : ''}`
+        : '–',
+      '',
+    ],
+    [
+      'samples where Redis counted more than can run',
+      `${leak.samples}${leak.samples ? ` (longest ${leak.longestSamples} in a row)` : ''}`,
+      verdict(leak.samples === 0, '0'),
+    ],
+    ['running left on the keys after the drain', `${json.leftRunning}`, verdict(json.leftRunning === 0, '0')],
+  ];
+}
+
+async function exact(): Promise<Section> {
+  const server = await startServer();
+  let x: ExactRun | undefined;
+  try {
+    x = await startExact(server);
+    const l = await loadExact(x);
+    const k = perKeyChecks(x, l.s);
+    const g = ghosts(x, l.s);
+    const json = exactJson(x, l, k, g, await slowCommands(x.redis));
+    const rows = [...exactLimitRows(x, l, json), ...exactGhostRows(json, g.freed, g.ghostGoal)];
+    return { name: 'exact', json, rows };
   } finally {
-    stopped = true;
-    base?.redis.disconnect();
+    if (x) x.stopped = true;
+    x?.roles.rt.redis.disconnect();
     await server.stop();
   }
 }
@@ -807,7 +835,7 @@ async function exact(): Promise<Section> {
 async function fairRun(flow: boolean) {
   return withRedis(async (_server, redis) => {
     const TOPIC = 'fair';
-    const engine = engineOn(redis, { [TOPIC]: { concurrency: 50, ...(flow ? { flow: {} } : {}) } }, 0);
+    const engine = flowEngine(redis, { [TOPIC]: { concurrency: 50, ...(flow ? { flow: {} } : {}) } }, 0);
     const cold = keyNames(N.fairColdKeys, 'c');
     const began = performance.now();
     const hot: NewJob[] = [];
@@ -894,31 +922,92 @@ async function fair(): Promise<Section> {
 // ---------------------------------------------------------------------------------------------
 // 3. cheap
 
-/** Redis CPU seconds (user + sys), commands and script calls, from INFO. */
-async function redisCounters(redis: Redis) {
-  const cpu = await redis.info('cpu');
-  const stats = await redis.info('commandstats');
-  let commands = 0;
-  let scriptCalls = 0;
-  const byCommand: Record<string, number> = {};
-  for (const [, name, calls] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (name === 'info' || name!.startsWith('config')) continue;
-    commands += Number(calls);
-    byCommand[name!] = Number(calls);
-    if (name === 'fcall' || name === 'evalsha' || name === 'eval') scriptCalls += Number(calls);
-  }
-  const userS = Number(info(cpu, 'used_cpu_user'));
-  const sysS = Number(info(cpu, 'used_cpu_sys'));
-  return { cpuS: userS + sysS, userS, sysS, commands, scriptCalls, byCommand };
-}
-
 type CostPath = 'plain' | 'flow' | 'flow, no key limits';
 const COST_PATHS: readonly CostPath[] = ['plain', 'flow', 'flow, no key limits'];
+const COST_TOPIC = 'cheap';
+const COST_KEYS = keyNames(100);
 
-/** Redis CPU seconds (user, sys) from INFO cpu: a read costs Redis a few µs. */
-async function cpuNow(redis: Redis) {
-  const cpu = await redis.info('cpu');
-  return { user: Number(info(cpu, 'used_cpu_user')), sys: Number(info(cpu, 'used_cpu_sys')) };
+/** One path of the comparison on its own redis-server: its engine, and what each round's chunk cost Redis. */
+function costPath(path: CostPath, redis: Redis, per: number) {
+  const flow = path !== 'plain';
+  // limits that never bind: concurrency 1,000 a key, 1,000,000 starts a second with a burst of 1,000
+  const limits =
+    path === 'flow'
+      ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } }
+      : path === 'flow, no key limits'
+        ? { flow: {} }
+        : {};
+  const engine = flowEngine(redis, { [COST_TOPIC]: { concurrency: 10_000, ...limits } });
+  let made = 0;
+  const cycle = async (count: number) => {
+    const all = Array.from({ length: count }, () => {
+      const i = made++;
+      const key = COST_KEYS[i % COST_KEYS.length]!;
+      return newJob(engine, COST_TOPIC, `${key}.${i}`, { kind: 'd', ms: 0 }, flow ? key : undefined);
+    });
+    await addSweepClaimAck(engine, COST_TOPIC, all, per);
+  };
+  return {
+    path,
+    redis,
+    cycle,
+    user: [] as number[],
+    sys: [] as number[],
+    wallS: 0,
+    before: undefined as Awaited<ReturnType<typeof redisCounters>> | undefined,
+  };
+}
+
+type PathRun = ReturnType<typeof costPath>;
+
+/** `rounds` rounds of a chunk on every path in turn (the order rotating from round to round); the chunk. */
+async function costRounds(runs: readonly PathRun[], jobs: number, rounds: number): Promise<number> {
+  for (const r of runs) {
+    await r.cycle(200); // warm: the library loaded, the keys made
+    await r.redis.config('RESETSTAT');
+    r.before = await redisCounters(r.redis);
+  }
+  const chunk = Math.max(1, Math.round(jobs / rounds));
+  for (let round = 0; round < rounds; round++) {
+    for (let j = 0; j < runs.length; j++) {
+      const r = runs[(round + j) % runs.length]!;
+      const a = await redisCpu(r.redis);
+      const began = performance.now();
+      await r.cycle(chunk);
+      r.wallS += (performance.now() - began) / 1000;
+      const b = await redisCpu(r.redis);
+      r.user.push(b.user - a.user);
+      r.sys.push(b.sys - a.sys);
+    }
+  }
+  return chunk;
+}
+
+/** What a path cost over every round, a job: Redis CPU (each round's too), commands, script calls. */
+async function costOf(r: PathRun, per: number, chunk: number, done: number) {
+  const sum = (xs: number[]) => xs.reduce((p, q) => p + q, 0);
+  const after = await redisCounters(r.redis);
+  const before = r.before!;
+  const byCommand = Object.fromEntries(
+    Object.entries(after.byCommand)
+      .map(([name, calls]) => [name, round((calls - (before.byCommand[name] ?? 0)) / done, 3)] as const)
+      .filter(([, perJob]) => perJob > 0)
+      .sort((p, q) => q[1] - p[1]),
+  );
+  return {
+    path: r.path,
+    per,
+    jobs: done,
+    cpuUs: round(((sum(r.user) + sum(r.sys)) * 1e6) / done, 1),
+    /** Each round's chunk, µs a job. */
+    cpuUsEach: r.user.map((u, i) => round(((u + r.sys[i]!) * 1e6) / chunk, 1)),
+    userUs: round((sum(r.user) * 1e6) / done, 1),
+    sysUs: round((sum(r.sys) * 1e6) / done, 1),
+    commands: round((after.commands - before.commands) / done, 2), // INFO not counted
+    scriptCalls: round((after.scriptCalls - before.scriptCalls) / done, 3),
+    jobsPerSecond: round(done / r.wallS, 0),
+    byCommand,
+  };
 }
 
 /**
@@ -932,85 +1021,12 @@ async function costRuns(per: number, jobs: number, rounds: number) {
   const servers: RedisProcess[] = [];
   const clients: Redis[] = [];
   try {
-    for (const _ of COST_PATHS) servers.push(await startRedis());
-    const keys = keyNames(100);
-    const TOPIC = 'cheap';
-    const runs = COST_PATHS.map((path, i) => {
-      const redis = new Redis(servers[i]!.url, { maxRetriesPerRequest: null });
-      clients.push(redis);
-      const flow = path !== 'plain';
-      // limits that never bind: concurrency 1,000 a key, 1,000,000 starts a second with a burst of 1,000
-      const limits =
-        path === 'flow'
-          ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } }
-          : path === 'flow, no key limits'
-            ? { flow: {} }
-            : {};
-      const engine = engineOn(redis, { [TOPIC]: { concurrency: 10_000, ...limits } });
-      let made = 0;
-      const cycle = async (count: number) => {
-        const all = Array.from({ length: count }, () => {
-          const i = made++;
-          const key = keys[i % keys.length]!;
-          return newJob(engine, TOPIC, `${key}.${i}`, { kind: 'd', ms: 0 }, flow ? key : undefined);
-        });
-        await addSweepClaimAck(engine, TOPIC, all, per);
-      };
-      return {
-        path,
-        redis,
-        cycle,
-        user: [] as number[],
-        sys: [] as number[],
-        wallS: 0,
-        before: undefined as Awaited<ReturnType<typeof redisCounters>> | undefined,
-      };
-    });
-    for (const r of runs) {
-      await r.cycle(200); // warm: the library loaded, the keys made
-      await r.redis.config('RESETSTAT');
-      r.before = await redisCounters(r.redis);
-    }
-    const chunk = Math.max(1, Math.round(jobs / rounds));
-    for (let round = 0; round < rounds; round++) {
-      for (let j = 0; j < runs.length; j++) {
-        const r = runs[(round + j) % runs.length]!;
-        const a = await cpuNow(r.redis);
-        const began = performance.now();
-        await r.cycle(chunk);
-        r.wallS += (performance.now() - began) / 1000;
-        const b = await cpuNow(r.redis);
-        r.user.push(b.user - a.user);
-        r.sys.push(b.sys - a.sys);
-      }
-    }
-    const sum = (xs: number[]) => xs.reduce((x, y) => x + y, 0);
-    const done = chunk * rounds;
+    for (const _ of COST_PATHS) servers.push(await startServer());
+    for (const s of servers) clients.push(connect(s));
+    const runs = COST_PATHS.map((path, i) => costPath(path, clients[i]!, per));
+    const chunk = await costRounds(runs, jobs, rounds);
     const results = [];
-    for (const r of runs) {
-      const after = await redisCounters(r.redis);
-      const before = r.before!;
-      const byCommand = Object.fromEntries(
-        Object.entries(after.byCommand)
-          .map(([name, calls]) => [name, round((calls - (before.byCommand[name] ?? 0)) / done, 3)] as const)
-          .filter(([, perJob]) => perJob > 0)
-          .sort((x, y) => y[1] - x[1]),
-      );
-      results.push({
-        path: r.path,
-        per,
-        jobs: done,
-        cpuUs: round(((sum(r.user) + sum(r.sys)) * 1e6) / done, 1),
-        /** Each round's chunk, µs a job. */
-        cpuUsEach: r.user.map((u, i) => round(((u + r.sys[i]!) * 1e6) / chunk, 1)),
-        userUs: round((sum(r.user) * 1e6) / done, 1),
-        sysUs: round((sum(r.sys) * 1e6) / done, 1),
-        commands: round((after.commands - before.commands) / done, 2), // INFO not counted
-        scriptCalls: round((after.scriptCalls - before.scriptCalls) / done, 3),
-        jobsPerSecond: round(done / r.wallS, 0),
-        byCommand,
-      });
-    }
+    for (const r of runs) results.push(await costOf(r, per, chunk, chunk * rounds));
     return { chunk, rounds, results };
   } finally {
     for (const c of clients) c.disconnect();
@@ -1045,345 +1061,389 @@ interface MemoryResult {
   drained?: Drained;
 }
 
+const MEMORY_TOPIC = 'mem';
+
+/** Claims and acks every ready job, 500 a claim. */
+async function drainAll(engine: Engine): Promise<void> {
+  for (;;) {
+    const jobs = await engine.claim(MEMORY_TOPIC, 500);
+    if (jobs.length === 0) return;
+    await Promise.all(jobs.map((j) => engine.ack(MEMORY_TOPIC, j.id, j)));
+  }
+}
+
+/** used_memory before and after `m` ready jobs of `kind` (after a warm-up that leaves nothing). */
+async function memoryFill(redis: Redis, engine: Engine, kind: MemoryKind, m: number): Promise<MemoryResult> {
+  const flow = kind !== 'plain';
+  const keyFor = (i: number) => (kind === 'plain' ? undefined : kind === 'one key' ? 'k' : `k${i}`);
+  // warm: the library loaded, the topic's stats keys made
+  await addAll(engine, [newJob(engine, MEMORY_TOPIC, 'warm.0', { kind: 'd', ms: 0 }, flow ? 'warm' : undefined)]);
+  await sweepAll(engine);
+  await drainAll(engine);
+  await sleep(200);
+  await sweepAll(engine);
+  const baseline = await usedMemory(redis);
+  const began = performance.now();
+  for (let i = 0; i < m; i += 1000) {
+    const batch = Array.from({ length: Math.min(1000, m - i) }, (_, j) =>
+      newJob(engine, MEMORY_TOPIC, `m.${i + j}`, { kind: 'd', ms: 0 }, keyFor(i + j)),
+    );
+    await addAll(engine, batch, 1000);
+  }
+  await sweepAll(engine);
+  const fillS = (performance.now() - began) / 1000;
+  const filled = await usedMemory(redis);
+  return { kind, jobs: m, fillS: round(fillS, 1), baseline, filled, perJob: round((filled - baseline) / m, 1) };
+}
+
+/** Every job claimed and acked (retention 0): used_memory against before, and what is left of the keys' state. */
+async function drained(redis: Redis, engine: Engine, baseline: number): Promise<Drained> {
+  const drainFrom = performance.now();
+  await drainAll(engine);
+  const drainS = (performance.now() - drainFrom) / 1000;
+  await sleep(2000); // every key's pace is behind it (10/s, burst 1), and Redis's cron has shrunk its tables
+  await sweepAll(engine);
+  const after = await usedMemory(redis);
+  const layout = engineContext(engine).layout;
+  const base = topicKeys(layout.placeOf(engine.topic(MEMORY_TOPIC), ''), MEMORY_TOPIC, layout).jobs;
+  const left = await scanKeys(redis);
+  const [flowFields, lanes, waits] = await Promise.all([
+    redis.hlen(`${base}#flow`),
+    redis.llen(`${base}#lanes`),
+    redis.zcard(`${base}#fwait`),
+  ]);
+  // HKEYS while the hash is small: a scan's first page of a hashtable emptied by the drain may hold none
+  const flowFieldNames =
+    flowFields <= 1000
+      ? await redis.hkeys(`${base}#flow`)
+      : (await redis.hscan(`${base}#flow`, '0', 'COUNT', 10))[1].filter((_, i) => i % 2 === 0);
+  return {
+    drainS: round(drainS, 1),
+    after,
+    leftBytes: after - baseline,
+    flowFields,
+    flowFieldNames: flowFieldNames.slice(0, 5),
+    lanes,
+    waits,
+    laneKeys: left.filter((k) => k.startsWith(`${base}#lane:`)).length,
+    keysLeft: left.sort().slice(0, 20),
+    keyCount: left.length,
+  };
+}
+
 async function memoryRun(kind: MemoryKind, m: number): Promise<MemoryResult> {
   return withRedis(async (_server, redis) => {
-    const TOPIC = 'mem';
     const flow = kind !== 'plain';
-    const engine = engineOn(
-      redis,
-      {
-        [TOPIC]: {
-          concurrency: 10_000,
-          ...(flow ? { flow: { concurrency: 5, rate: { count: 10, per: 1, burst: 1 } } } : {}),
-        },
-      },
-      0,
-    );
-    const keyFor = (i: number) => (kind === 'plain' ? undefined : kind === 'one key' ? 'k' : `k${i}`);
-    const drain = async () => {
-      for (;;) {
-        const jobs = await engine.claim(TOPIC, 500);
-        if (jobs.length === 0) return;
-        await Promise.all(jobs.map((j) => engine.ack(TOPIC, j.id, j)));
-      }
-    };
-    // warm: the library loaded, the topic's stats keys made
-    await addAll(engine, [newJob(engine, TOPIC, 'warm.0', { kind: 'd', ms: 0 }, flow ? 'warm' : undefined)]);
-    await sweepAll(engine);
-    await drain();
-    await sleep(200);
-    await sweepAll(engine);
-    const baseline = await usedMemory(redis);
-    const began = performance.now();
-    for (let i = 0; i < m; i += 1000) {
-      const batch = Array.from({ length: Math.min(1000, m - i) }, (_, j) =>
-        newJob(engine, TOPIC, `m.${i + j}`, { kind: 'd', ms: 0 }, keyFor(i + j)),
-      );
-      await addAll(engine, batch, 1000);
-    }
-    await sweepAll(engine);
-    const fillS = (performance.now() - began) / 1000;
-    const filled = await usedMemory(redis);
-    const result: MemoryResult = {
-      kind,
-      jobs: m,
-      fillS: round(fillS, 1),
-      baseline,
-      filled,
-      perJob: round((filled - baseline) / m, 1),
-    };
+    const limits = flow ? { flow: { concurrency: 5, rate: { count: 10, per: 1, burst: 1 } } } : {};
+    const engine = flowEngine(redis, { [MEMORY_TOPIC]: { concurrency: 10_000, ...limits } }, 0);
+    const result = await memoryFill(redis, engine, kind, m);
     if (kind === 'one key') return result;
-    const drainFrom = performance.now();
-    await drain();
-    const drainS = (performance.now() - drainFrom) / 1000;
-    await sleep(2000); // every key's pace is behind it (10/s, burst 1), and Redis's cron has shrunk its tables
-    await sweepAll(engine);
-    const after = await usedMemory(redis);
-    const base = topicKeys(
-      engineContext(engine).layout.placeOf(engine.topic(TOPIC), ''),
-      TOPIC,
-      engineContext(engine).layout,
-    ).jobs;
-    const left: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', '*', 'COUNT', 1000);
-      cursor = next;
-      left.push(...found);
-    } while (cursor !== '0');
-    const laneKeys = left.filter((k) => k.startsWith(`${base}#lane:`)).length;
-    const [flowFields, lanes, waits] = await Promise.all([
-      redis.hlen(`${base}#flow`),
-      redis.llen(`${base}#lanes`),
-      redis.zcard(`${base}#fwait`),
-    ]);
-    // HKEYS while the hash is small: a scan's first page of a hashtable emptied by the drain may hold none
-    const flowFieldNames =
-      flowFields <= 1000
-        ? await redis.hkeys(`${base}#flow`)
-        : (await redis.hscan(`${base}#flow`, '0', 'COUNT', 10))[1].filter((_, i) => i % 2 === 0);
-    return {
-      ...result,
-      drained: {
-        drainS: round(drainS, 1),
-        after,
-        leftBytes: after - baseline,
-        flowFields,
-        flowFieldNames: flowFieldNames.slice(0, 5),
-        lanes,
-        waits,
-        laneKeys,
-        keysLeft: left.sort().slice(0, 20),
-        keyCount: left.length,
-      },
-    };
+    return { ...result, drained: await drained(redis, engine, result.baseline) };
   });
 }
 
-async function cheap(): Promise<Section> {
+/** The cost comparison in calls of 100 jobs, then of one (half as many jobs): each path's figures, and flow ÷ plain. */
+async function costs() {
   const runs = [];
   for (const per of [100, 1]) {
     const jobs = per === 1 ? Math.max(1, Math.round(N.cheapJobs / 2)) : N.cheapJobs;
     const { chunk, results } = await costRuns(per, jobs, ROUNDS);
-    const [plain, flow, bare] = COST_PATHS.map((path) => results.find((r) => r.path === path)!);
+    const [plain, flow, bare] = COST_PATHS.map((path) => results.find((r) => r.path === path)!) as [
+      (typeof results)[number],
+      (typeof results)[number],
+      (typeof results)[number],
+    ];
     // each round's ratio, flow chunk over plain chunk: how far the drift left within a round moves it
-    const each = plain!.cpuUsEach.map((p, i) => flow!.cpuUsEach[i]! / p);
+    const each = plain.cpuUsEach.map((p, i) => flow.cpuUsEach[i]! / p);
     runs.push({
       per,
-      jobs: plain!.jobs,
+      jobs: plain.jobs,
       chunk,
-      plain: plain!,
-      flow: flow!,
-      bare: bare!,
-      cpuRatio: round(flow!.cpuUs / plain!.cpuUs, 3),
-      userRatio: round(flow!.userUs / plain!.userUs, 3),
+      plain,
+      flow,
+      bare,
+      cpuRatio: round(flow.cpuUs / plain.cpuUs, 3),
+      userRatio: round(flow.userUs / plain.userUs, 3),
       roundRatios: {
         min: round(Math.min(...each), 2),
         median: round(quantile(sorted(each), 0.5), 2),
         max: round(Math.max(...each), 2),
       },
-      commandsRatio: round(flow!.commands / plain!.commands, 2),
-      bareCpuRatio: round(bare!.cpuUs / plain!.cpuUs, 3),
+      commandsRatio: round(flow.commands / plain.commands, 2),
+      bareCpuRatio: round(bare.cpuUs / plain.cpuUs, 3),
     });
   }
-  const plainMem = await memoryRun('plain', N.memoryKeys);
-  const oneKey = await memoryRun('one key', N.memoryKeys);
-  const distinct = await memoryRun('distinct keys', N.memoryKeys);
-  const d = distinct.drained!;
-  const p = plainMem.drained!;
-  const perKey = (distinct.filled - distinct.baseline - (oneKey.filled - oneKey.baseline)) / N.memoryKeys;
-  // '#'-fields are the topic's own (its ready count, the hashtable marker)
-  const keyFields = d.flowFields - d.flowFieldNames.filter((f) => f.startsWith('#')).length;
-  const rows: Row[] = [];
-  for (const r of runs) {
-    const how = r.per === 1 ? 'one job a call, 32 in flight' : `calls of ${r.per} jobs`;
-    rows.push([
+  return runs;
+}
+
+type CostRun = Awaited<ReturnType<typeof costs>>[number];
+
+function costRows(r: CostRun): Row[] {
+  const how = r.per === 1 ? 'one job a call, 32 in flight' : `calls of ${r.per} jobs`;
+  return [
+    [
       `${fmt(r.jobs)} jobs a path added, claimed, started, acked in ${how}, ${ROUNDS} rounds of ${fmt(r.chunk)} a path in turn: Redis CPU per job, plain / flow (no key limits)`,
       `${fmt(r.plain.cpuUs, 1)} / ${fmt(r.flow.cpuUs, 1)} (${fmt(r.bare.cpuUs, 1)}) µs = ${r.cpuRatio}× (${r.bareCpuRatio}×)`,
       verdict(r.cpuRatio <= 1.2, '≤ 1.2×'),
-    ]);
-    rows.push([
+    ],
+    [
       '  flow ÷ plain in each round: min / median / max',
       `${r.roundRatios.min}× / ${r.roundRatios.median}× / ${r.roundRatios.max}×`,
       '',
-    ]);
-    rows.push([
+    ],
+    [
       '  of which user / system (the kernel’s, for the requests), plain / flow',
       `${fmt(r.plain.userUs, 1)} / ${fmt(r.plain.sysUs, 1)} µs; ${fmt(r.flow.userUs, 1)} / ${fmt(r.flow.sysUs, 1)} µs: user ${r.userRatio}×`,
       '',
-    ]);
-    rows.push([
+    ],
+    [
       '  commands (script calls) per job, plain / flow',
       `${fmt(r.plain.commands, 2)} (${r.plain.scriptCalls}) / ${fmt(r.flow.commands, 2)} (${r.flow.scriptCalls}) = ${r.commandsRatio}×`,
       verdict(r.commandsRatio <= 1.2, '≤ 1.2×'),
-    ]);
-  }
-  rows.push([
-    `memory: ${fmt(N.memoryKeys)} ready jobs, plain / flow one key / flow distinct keys`,
-    `${fmt(plainMem.perJob)} / ${fmt(oneKey.perJob)} / ${fmt(distinct.perJob)} B a job`,
-    '',
-  ]);
-  rows.push(['  bytes per active key (distinct less one key)', `${fmt(perKey, 1)} B`, '']);
-  rows.push([
-    '  all claimed and acked: used_memory − before, flow distinct keys / plain',
-    `${fmt(d.leftBytes)} / ${fmt(p.leftBytes)} B (drained in ${d.drainS} / ${p.drainS} s)`,
-    '',
-  ]);
-  rows.push([
-    '  left: #flow fields / #lanes / #fwait / lane keys',
-    `${d.flowFields}${d.flowFields ? ` (${d.flowFieldNames.map((f) => JSON.stringify(f)).join(', ')})` : ''} / ${d.lanes} / ${d.waits} / ${d.laneKeys} (${d.keyCount} keys in all)`,
-    verdict(
-      keyFields === 0 && d.lanes === 0 && d.waits === 0 && d.laneKeys === 0,
-      'idle keys cost 0 B: no key’s state',
-    ),
-  ]);
+    ],
+  ];
+}
+
+function memoryRows(plainMem: MemoryResult, oneKey: MemoryResult, distinct: MemoryResult, perKey: number): Row[] {
+  const d = distinct.drained!;
+  const p = plainMem.drained!;
+  // '#'-fields are the topic's own (its ready count, the hashtable marker)
+  const keyFields = d.flowFields - d.flowFieldNames.filter((f) => f.startsWith('#')).length;
+  return [
+    [
+      `memory: ${fmt(N.memoryKeys)} ready jobs, plain / flow one key / flow distinct keys`,
+      `${fmt(plainMem.perJob)} / ${fmt(oneKey.perJob)} / ${fmt(distinct.perJob)} B a job`,
+      '',
+    ],
+    ['  bytes per active key (distinct less one key)', `${fmt(perKey, 1)} B`, ''],
+    [
+      '  all claimed and acked: used_memory − before, flow distinct keys / plain',
+      `${fmt(d.leftBytes)} / ${fmt(p.leftBytes)} B (drained in ${d.drainS} / ${p.drainS} s)`,
+      '',
+    ],
+    [
+      '  left: #flow fields / #lanes / #fwait / lane keys',
+      `${d.flowFields}${d.flowFields ? ` (${d.flowFieldNames.map((f) => JSON.stringify(f)).join(', ')})` : ''} / ${d.lanes} / ${d.waits} / ${d.laneKeys} (${d.keyCount} keys in all)`,
+      verdict(
+        keyFields === 0 && d.lanes === 0 && d.waits === 0 && d.laneKeys === 0,
+        'idle keys cost 0 B: no key’s state',
+      ),
+    ],
+  ];
+}
+
+async function cheap(): Promise<Section> {
+  const runs = await costs();
+  const plainMem = await memoryRun('plain', N.memoryKeys);
+  const oneKey = await memoryRun('one key', N.memoryKeys);
+  const distinct = await memoryRun('distinct keys', N.memoryKeys);
+  const perKey = (distinct.filled - distinct.baseline - (oneKey.filled - oneKey.baseline)) / N.memoryKeys;
   return {
     name: 'cheap',
     json: { runs, memory: { plain: plainMem, oneKey, distinct, perKey: round(perKey, 1) }, load: load() },
-    rows,
+    rows: [...runs.flatMap(costRows), ...memoryRows(plainMem, oneKey, distinct, perKey)],
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // 4. pause
 
+const PAUSE_TOPIC = 'paused';
+
+/** A pause's window: TIME before it was sent, right after it answered, and before its resume was sent. */
+type Window = { before: number; paused: number; resume: number };
+type Start = { key: string; at: number };
+
+/**
+ * Jobs flowing on the keys: a producer keeping 50 unclaimed a key, a sweeper, and 4 claim loops
+ * (claimStarted of 10, each acked after 2–10 ms); each start noted with its claim time.
+ */
+function flowingJobs(engine: Engine, keys: readonly string[]) {
+  const starts: Start[] = [];
+  const added = new Map<string, number>();
+  const claimed = new Map<string, number>();
+  let stop = false;
+  const producer = async () => {
+    while (!stop) {
+      const jobs: NewJob[] = [];
+      for (const key of keys) {
+        const n = added.get(key) ?? 0;
+        if (n - (claimed.get(key) ?? 0) >= 50) continue;
+        for (let i = 0; i < 50; i++)
+          jobs.push(newJob(engine, PAUSE_TOPIC, `${key}.${n + i}`, { kind: 'd', ms: 0 }, key));
+        added.set(key, n + 50);
+      }
+      if (jobs.length > 0) await addAll(engine, jobs);
+      await sleep(10);
+    }
+  };
+  const worker = async () => {
+    while (!stop) {
+      const jobs = await engine.claimStarted(PAUSE_TOPIC, 10);
+      for (const j of jobs) {
+        const key = keyOf(j.id);
+        starts.push({ key, at: j.runAt + j.latenessMs });
+        claimed.set(key, (claimed.get(key) ?? 0) + 1);
+      }
+      const ack = async (j: ClaimedJob) => {
+        await sleep(2 + Math.random() * 8);
+        await engine.ack(PAUSE_TOPIC, j.id, j);
+      };
+      await Promise.all(jobs.map(ack));
+      if (jobs.length === 0) await sleep(2);
+    }
+  };
+  const loops = [producer(), sweepLoop(engine, () => stop), ...Array.from({ length: 4 }, worker)];
+  return {
+    starts,
+    async stop() {
+      stop = true;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** N.pauseCycles pauses and resumes, 30 ms each; their windows on the Redis clock. */
+async function cycles(redis: Redis, pauseIt: () => Promise<unknown>, resumeIt: () => Promise<unknown>) {
+  const windows: Window[] = [];
+  for (let c = 0; c < N.pauseCycles; c++) {
+    const before = await redisNow(redis);
+    await pauseIt();
+    const paused = await redisNow(redis);
+    await sleep(30);
+    const resume = await redisNow(redis);
+    await resumeIt();
+    windows.push({ before, paused, resume });
+    await sleep(30);
+  }
+  return windows;
+}
+
+/**
+ * Starts of `of` after a pause answered (a later millisecond than TIME read after it) and before
+ * its resume was sent (an earlier millisecond than TIME read before it); and those in the pause's
+ * own milliseconds.
+ */
+function countInside(starts: readonly Start[], windows: readonly Window[], of: (s: Start) => boolean) {
+  let inside = 0;
+  let sameMs = 0;
+  for (const s of starts) {
+    if (!of(s)) continue;
+    for (const w of windows) {
+      if (s.at > Math.floor(w.paused) && s.at < Math.floor(w.resume)) inside += 1;
+      else if (s.at >= Math.floor(w.before) && s.at <= Math.floor(w.paused)) sameMs += 1;
+    }
+  }
+  return { inside, sameMs };
+}
+
+/** The seconds the cycles took, and the starts of `of` over them. */
+function overCycles(starts: readonly Start[], windows: readonly Window[], of: (s: Start) => boolean) {
+  const first = windows[0];
+  const last = windows.at(-1);
+  return {
+    startsDuringCycles: starts.filter((s) => of(s) && first && last && s.at >= first.before && s.at <= last.resume)
+      .length,
+    spanS: round(first && last ? (last.resume - first.before) / 1000 : 0, 1),
+  };
+}
+
+function pauseRows(json: ReturnType<typeof pauseJson>, key: string): Row[] {
+  const { topic, key: k } = json;
+  return [
+    ['load', `${fmt(json.starts)} starts, 20 keys, concurrency 2 each, 4 claim loops`, ''],
+    [
+      `topic: ${N.pauseCycles} pauses and resumes`,
+      `${fmt(topic.startsDuringCycles)} starts over the ${topic.spanS} s of the cycles`,
+      '',
+    ],
+    [
+      '  starts after a pause answered, before its resume',
+      `${topic.inside} (${topic.sameMs} in the pause's own milliseconds)`,
+      verdict(topic.inside === 0, '0'),
+    ],
+    [
+      `key ${key}: ${N.pauseCycles} pauses and resumes`,
+      `${fmt(k.startsDuringCycles)} of its starts over the ${k.spanS} s; the other keys ${fmt(k.othersInsidePauses)} inside its pauses`,
+      '',
+    ],
+    [
+      '  its starts after a pause answered, before its resume',
+      `${k.inside} (${k.sameMs} in the pause's own milliseconds)`,
+      verdict(k.inside === 0, '0'),
+    ],
+  ];
+}
+
+function pauseJson(starts: readonly Start[], topicWindows: Window[], keyWindows: Window[], key: string) {
+  const all = () => true;
+  const isKey = (s: Start) => s.key === key;
+  const { startsDuringCycles: topicStarts, spanS: topicSpan } = overCycles(starts, topicWindows, all);
+  const { startsDuringCycles: keyStarts, spanS: keySpan } = overCycles(starts, keyWindows, isKey);
+  return {
+    cycles: N.pauseCycles,
+    starts: starts.length,
+    topic: { ...countInside(starts, topicWindows, all), startsDuringCycles: topicStarts, spanS: topicSpan },
+    key: {
+      ...countInside(starts, keyWindows, isKey),
+      startsDuringCycles: keyStarts,
+      spanS: keySpan,
+      othersInsidePauses: countInside(starts, keyWindows, (s) => s.key !== key).inside,
+    },
+    load: load(),
+  };
+}
+
 async function pause(): Promise<Section> {
   return withRedis(async (_server, redis) => {
-    const TOPIC = 'paused';
-    const engine = engineOn(redis, { [TOPIC]: { concurrency: 100, flow: { concurrency: 2 } } }, 0);
+    const engine = flowEngine(redis, { [PAUSE_TOPIC]: { concurrency: 100, flow: { concurrency: 2 } } }, 0);
     const keys = keyNames(20);
     const KEY = keys[0]!;
-    const starts: { key: string; at: number }[] = [];
-    const added = new Map<string, number>();
-    const claimed = new Map<string, number>();
-    let stop = false;
-    const producer = async () => {
-      while (!stop) {
-        const jobs: NewJob[] = [];
-        for (const key of keys) {
-          const n = added.get(key) ?? 0;
-          if (n - (claimed.get(key) ?? 0) >= 50) continue;
-          for (let i = 0; i < 50; i++) jobs.push(newJob(engine, TOPIC, `${key}.${n + i}`, { kind: 'd', ms: 0 }, key));
-          added.set(key, n + 50);
-        }
-        if (jobs.length > 0) await addAll(engine, jobs);
-        await sleep(10);
-      }
-    };
-    const worker = async () => {
-      while (!stop) {
-        const jobs = await engine.claimStarted(TOPIC, 10);
-        for (const j of jobs) {
-          const key = keyOf(j.id);
-          starts.push({ key, at: j.runAt + j.latenessMs });
-          claimed.set(key, (claimed.get(key) ?? 0) + 1);
-        }
-        await Promise.all(
-          jobs.map(async (j) => {
-            await sleep(2 + Math.random() * 8);
-            await engine.ack(TOPIC, j.id, j);
-          }),
-        );
-        if (jobs.length === 0) await sleep(2);
-      }
-    };
-    const loops = [producer(), sweepLoop(engine, () => stop), ...Array.from({ length: 4 }, worker)];
-    const cycles = async (pauseIt: () => Promise<unknown>, resumeIt: () => Promise<unknown>) => {
-      const windows: { before: number; paused: number; resume: number }[] = [];
-      for (let c = 0; c < N.pauseCycles; c++) {
-        const before = await redisNow(redis);
-        await pauseIt();
-        const paused = await redisNow(redis);
-        await sleep(30);
-        const resume = await redisNow(redis);
-        await resumeIt();
-        windows.push({ before, paused, resume });
-        await sleep(30);
-      }
-      return windows;
-    };
-    let topicWindows: Awaited<ReturnType<typeof cycles>> = [];
-    let keyWindows: typeof topicWindows = [];
+    const jobs = flowingJobs(engine, keys);
+    let topicWindows: Window[] = [];
+    let keyWindows: Window[] = [];
     try {
       await sleep(500);
       topicWindows = await cycles(
-        () => engine.pauseTopic(TOPIC),
-        () => engine.resumeTopic(TOPIC),
+        redis,
+        () => engine.pauseTopic(PAUSE_TOPIC),
+        () => engine.resumeTopic(PAUSE_TOPIC),
       );
       await sleep(200);
       keyWindows = await cycles(
-        () => engine.setFlowKey(TOPIC, KEY, { paused: true }),
-        () => engine.setFlowKey(TOPIC, KEY, { paused: false }),
+        redis,
+        () => engine.setFlowKey(PAUSE_TOPIC, KEY, { paused: true }),
+        () => engine.setFlowKey(PAUSE_TOPIC, KEY, { paused: false }),
       );
       await sleep(200);
     } finally {
-      stop = true;
-      await Promise.all(loops);
+      await jobs.stop();
     }
-    // a start after the pause answered: a later millisecond than TIME read after it; before the
-    // resume was sent: an earlier millisecond than TIME read before it
-    const count = (windows: typeof topicWindows, of: (s: { key: string }) => boolean) => {
-      let inside = 0;
-      let sameMs = 0;
-      for (const s of starts) {
-        if (!of(s)) continue;
-        for (const w of windows) {
-          if (s.at > Math.floor(w.paused) && s.at < Math.floor(w.resume)) inside += 1;
-          else if (s.at >= Math.floor(w.before) && s.at <= Math.floor(w.paused)) sameMs += 1;
-        }
-      }
-      return { inside, sameMs };
-    };
-    const spanS = (windows: typeof topicWindows) =>
-      windows.length ? (windows.at(-1)!.resume - windows[0]!.before) / 1000 : 0;
-    const inSpan = (windows: typeof topicWindows, of: (s: { key: string }) => boolean) =>
-      starts.filter((s) => of(s) && windows.length > 0 && s.at >= windows[0]!.before && s.at <= windows.at(-1)!.resume)
-        .length;
-    const all = () => true;
-    const isKey = (s: { key: string }) => s.key === KEY;
-    const others = (s: { key: string }) => s.key !== KEY;
-    const topic = count(topicWindows, all);
-    const key = count(keyWindows, isKey);
-    const othersInKeyPause = count(keyWindows, others);
-    const json = {
-      cycles: N.pauseCycles,
-      starts: starts.length,
-      topic: { ...topic, startsDuringCycles: inSpan(topicWindows, all), spanS: round(spanS(topicWindows), 1) },
-      key: {
-        ...key,
-        startsDuringCycles: inSpan(keyWindows, isKey),
-        spanS: round(spanS(keyWindows), 1),
-        othersInsidePauses: othersInKeyPause.inside,
-      },
-      load: load(),
-    };
-    return {
-      name: 'pause',
-      json,
-      rows: [
-        ['load', `${fmt(starts.length)} starts, 20 keys, concurrency 2 each, 4 claim loops`, ''],
-        [
-          `topic: ${N.pauseCycles} pauses and resumes`,
-          `${fmt(json.topic.startsDuringCycles)} starts over the ${json.topic.spanS} s of the cycles`,
-          '',
-        ],
-        [
-          '  starts after a pause answered, before its resume',
-          `${topic.inside} (${topic.sameMs} in the pause's own milliseconds)`,
-          verdict(topic.inside === 0, '0'),
-        ],
-        [
-          `key ${KEY}: ${N.pauseCycles} pauses and resumes`,
-          `${fmt(json.key.startsDuringCycles)} of its starts over the ${json.key.spanS} s; the other keys ${fmt(othersInKeyPause.inside)} inside its pauses`,
-          '',
-        ],
-        [
-          '  its starts after a pause answered, before its resume',
-          `${key.inside} (${key.sameMs} in the pause's own milliseconds)`,
-          verdict(key.inside === 0, '0'),
-        ],
-      ],
-    };
+    const json = pauseJson(jobs.starts, topicWindows, keyWindows, KEY);
+    return { name: 'pause', json, rows: pauseRows(json, KEY) };
   });
 }
 
 // ---------------------------------------------------------------------------------------------
 
-async function main(): Promise<void> {
+/** The scenarios asked for (the arguments, and BENCH_FLOW), in their order; all when none is. */
+function chosenScenarios(): Scenario[] {
   const asked = [...process.argv.slice(2), ...(process.env.BENCH_FLOW ?? '').split(',')]
     .map((s) => s.trim())
     .filter(Boolean);
   const unknown = asked.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
   if (unknown.length > 0)
     throw new Error(`unknown scenario ${unknown.join(', ')}: choose among ${SCENARIOS.join(', ')}`);
-  const chosen = asked.length > 0 ? SCENARIOS.filter((s) => asked.includes(s)) : [...SCENARIOS];
+  return asked.length > 0 ? SCENARIOS.filter((s) => asked.includes(s)) : [...SCENARIOS];
+}
+
+async function main(): Promise<void> {
+  const chosen = chosenScenarios();
   const run: Record<Scenario, () => Promise<Section>> = { exact, fair, cheap, pause };
   const at = new Date().toISOString();
   const loadAtStart = load();
-  const probe = await withRedis(async (server, redis) => describeMachine(await redis.info('server'), server.pid));
-  console.log(
-    `machine: ${probe.cpus} CPUs (${probe.cpuModel}), ${probe.memoryGiB} GiB, ${probe.os}, node ${probe.node}, redis ${probe.redis}; load average ${loadAtStart.join(' / ')}`,
-  );
+  const probe = await withRedis((server, redis) => machineOf(redis, server.pid));
+  console.log(`${machineLine(probe)}; load average ${loadAtStart.join(' / ')}`);
   console.log(`scenarios: ${chosen.join(', ')}; ${JSON.stringify(N)}`);
   const sections: Section[] = [];
   for (const name of chosen) {
@@ -1393,22 +1453,14 @@ async function main(): Promise<void> {
     console.log(`\n${name} (${fmt((performance.now() - began) / 1000, 1)} s; load average ${load().join(' / ')})`);
     printTable(section.rows, ['measure', 'result', 'goal']);
   }
-  console.log(
-    JSON.stringify({
-      bench: 'flow',
-      at,
-      counts: N,
-      loadAverage: { start: loadAtStart, end: load() },
-      machine: probe,
-      results: Object.fromEntries(sections.map((s) => [s.name, s.json])),
-    }),
-  );
+  printJson({
+    bench: 'flow',
+    at,
+    counts: N,
+    loadAverage: { start: loadAtStart, end: load() },
+    machine: probe,
+    results: Object.fromEntries(sections.map((s) => [s.name, s.json])),
+  });
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runBench(main, { forceExit: true });

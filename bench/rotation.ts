@@ -46,19 +46,20 @@
  *
  * Results are in BENCHMARKS.md.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
-import { loadavg } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { connect as connectSocket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import { Agent, request, type Dispatcher } from 'undici';
 import { secretDigest } from '../lib/engine';
+import { KEY_RECHECK_MS } from '../lib/testing';
 import { groupCpuTicks } from '../scripts/support/process';
 import { startOffline, type OfflineProcess } from '../test/support/offline';
-import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, fmt, printTable } from './env';
-import { KEY_RECHECK_MS } from '../lib/testing';
+import { envInt } from './harness/env';
+import { runBench, track, whenStopping } from './harness/lifecycle';
+import { loadNow, machineCpu, processCpu, quantile, sortNum } from './harness/measure';
+import { connect, startServer, type RedisProcess } from './harness/redis';
+import { fmt, machineOf, printJson, printTable, type Machine } from './harness/report';
 
 const N = {
   rate: envInt('BENCH_ROTATION_RATE', 200),
@@ -90,6 +91,7 @@ const ROUTES: Record<RouteName, { routeKey: string; ok: number }> = {
   listJobs: { routeKey: 'GET /topics/{topic}/jobs', ok: 200 },
   whoami: { routeKey: 'GET /whoami', ok: 200 },
 };
+const ROUTE_NAMES = Object.keys(ROUTES) as RouteName[];
 /** The mix a client cycles through: 4 adds, 3 reads of a job, 1 each of the others. */
 const MIX: RouteName[] = [
   'addJob',
@@ -103,6 +105,16 @@ const MIX: RouteName[] = [
   'addJob',
   'whoami',
 ];
+
+/** The path of a request to `route`; `jobId` is the job a GET /jobs/{topic}/{id} reads. */
+const pathOf = (route: RouteName, jobId: string | undefined) =>
+  ({
+    addJob: '/jobs',
+    getJob: `/jobs/${TOPIC}/${jobId}`,
+    topics: '/topics',
+    listJobs: `/topics/${TOPIC}/jobs?limit=10`,
+    whoami: '/whoami',
+  })[route];
 
 /** One request's record. Times are epoch ms with a fraction; status 0: no answer (`error` says why). */
 interface Answer {
@@ -119,13 +131,9 @@ interface Answer {
 }
 
 const now = () => performance.timeOrigin + performance.now();
-const loadNow = () => loadavg().map((l) => Number(l.toFixed(2)));
-/** The `q` quantile (0..1) of sorted `values`, nearest rank. */
-const quantile = (sorted: readonly number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
-const sortNum = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 const ms = (n: number | null) => (n === null || Number.isNaN(n) ? '—' : `${fmt(n)} ms`);
 const plusMs = (n: number | null) => (n === null ? '—' : `+${fmt(n)} ms`);
+const met = (ok: boolean) => (ok ? 'met' : '**missed**');
 const isOk = (a: Answer) => a.status >= 200 && a.status < 300;
 const latencies = (answers: readonly Answer[]) => {
   const sorted = sortNum(answers.filter((a) => a.status !== 0).map((a) => a.answeredAt - a.sentAt));
@@ -150,6 +158,12 @@ const failures = (answers: readonly Answer[]) => {
     text: `${fmt(failed.length)}${by.size ? ` (${[...by].map(([w, c]) => `${w} ×${c}`).join(', ')})` : ''}`,
   };
 };
+/** How many of `answers` were accepted, refused (401), or neither. */
+const fates = (answers: readonly Answer[]) => ({
+  accepted: answers.filter(isOk).length,
+  refused: answers.filter((a) => a.status === 401).length,
+  other: answers.filter((a) => !isOk(a) && a.status !== 401).length,
+});
 
 /**
  * How the old key stopped among `answers` (old-key requests sent after the revoke's answer at
@@ -178,39 +192,15 @@ function cutOff(answers: readonly Answer[], from: number) {
  */
 function cpuNow(offlinePgid: number, redisPid: number) {
   const tickMs = 10; // USER_HZ is 100 on Linux
-  let redisTicks = 0;
-  try {
-    const stat = readFileSync(`/proc/${redisPid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    redisTicks = Number(f[11]) + Number(f[12]);
-  } catch {} // not Linux: no figure
-  const [, ...fields] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/);
-  const n = fields.map(Number);
-  const all = n.slice(0, 8).reduce((a, b) => a + b, 0); // user nice system idle iowait irq softirq steal
-  const idle = (n[3] ?? 0) + (n[4] ?? 0);
+  const machine = machineCpu();
   const own = process.cpuUsage();
   return {
     stack: (groupCpuTicks(offlinePgid) ?? 0) * tickMs,
-    redis: redisTicks * tickMs,
+    redis: processCpu(redisPid) * 1000,
     bench: (own.user + own.system) / 1000,
-    busy: (all - idle) * tickMs,
-    all: all * tickMs,
+    busy: (machine?.busy ?? NaN) * 1000,
+    all: (machine?.all ?? NaN) * 1000,
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// processes: every one started is stopped in a finally, and on Ctrl-C
-
-const cleanups: (() => Promise<void>)[] = [];
-async function stopEverything(): Promise<void> {
-  for (const stop of cleanups.splice(0).reverse())
-    await stop().catch((error: unknown) => console.error('cleanup failed:', error));
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`\ngot ${signal}: stopping every process this bench started`);
-    void stopEverything().finally(() => process.exit(130));
-  });
 }
 
 /**
@@ -220,8 +210,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
  * read as MONITOR's OK ("Command queue state error", seen with this stack's traffic).
  */
 async function monitorRedis(port: number, onCommand: (time: number, args: string) => void): Promise<void> {
-  const socket = connect(port, '127.0.0.1');
-  cleanups.push(async () => void socket.destroy());
+  const socket = connectSocket(port, '127.0.0.1');
+  whenStopping(async () => void socket.destroy());
   let buffer = '';
   let confirmed: () => void = () => undefined;
   const ok = new Promise<void>((resolve, reject) => {
@@ -244,87 +234,68 @@ async function monitorRedis(port: number, onCommand: (time: number, args: string
 }
 
 // ---------------------------------------------------------------------------------------------
+// the driver: requests at their due times, each kept with its client, key, route and times
 
-async function main(): Promise<void> {
-  const at = new Date().toISOString();
-  const loadStart = loadNow();
-  const redis: RedisProcess = await startRedis();
-  cleanups.push(() => redis.stop());
-  const probe = new Redis(redis.url);
-  const machine = describeMachine(await probe.info('server'), redis.pid);
-  probe.disconnect();
-  const offline: OfflineProcess = await startOffline({
-    redisUrl: redis.url,
-    env: { LOG_LEVEL: 'info' },
-    maxLogBytes: 256 * 1024 * 1024,
-  });
-  cleanups.push(() => offline.stop());
-  console.log(
-    `machine: ${machine.cpus} CPUs (${machine.cpuModel}), node ${machine.node}, redis ${machine.redis}; load average ${loadStart.join(' / ')}`,
-  );
-  console.log(`serverless offline ready in ${fmt(offline.startupMs)} ms; options ${JSON.stringify(N)}`);
+class Driver {
+  readonly agent = new Agent({ pipelining: 0 }); // no keep-alive (see the top of this file)
+  readonly secrets: Partial<Record<KeyName, string>>;
+  readonly ids: string[] = []; // jobs added (201), for GET /jobs/{topic}/{id}
+  readonly answers: Answer[] = [];
+  readonly inFlight = new Set<Promise<void>>();
+  maxInFlight = 0;
+  readonly movers = Math.round((N.clients * (100 - N.stayPercent)) / 100);
+  moveStart: number | undefined;
+  stopAt = Infinity;
 
-  const agent = new Agent({ pipelining: 0 }); // no keep-alive (see the top of this file)
-  cleanups.push(() => agent.close());
-  const secrets: Partial<Record<KeyName, string>> = { deployment: offline.token };
-  const ids: string[] = []; // jobs added (201), for GET /jobs/{topic}/{id}
-  const answers: Answer[] = [];
-  const inFlight = new Set<Promise<void>>();
-  let maxInFlight = 0;
-  const movers = Math.round((N.clients * (100 - N.stayPercent)) / 100);
-  let moveStart: number | undefined;
-  let stopAt = Infinity;
+  constructor(readonly offline: OfflineProcess) {
+    this.secrets = { deployment: offline.token };
+    track(() => this.agent.close());
+  }
 
   /** The key client `c` sends with at time `t`. */
-  const keyOf = (c: number, t: number): KeyName => {
-    if (secrets.old === undefined) return 'deployment';
-    if (secrets.new === undefined || moveStart === undefined) return 'old';
-    return c < movers && t >= moveStart + (c / movers) * N.moveSeconds * 1000 ? 'new' : 'old';
-  };
+  keyOf(c: number, t: number): KeyName {
+    if (this.secrets.old === undefined) return 'deployment';
+    if (this.secrets.new === undefined || this.moveStart === undefined) return 'old';
+    return c < this.movers && t >= this.moveStart + (c / this.movers) * N.moveSeconds * 1000 ? 'new' : 'old';
+  }
 
   /** An admin call with the deployment key; throws unless it answers `expect`. */
-  const admin = async (method: string, path: string, expect: number, body?: unknown) => {
-    const res = await request(offline.baseUrl + path, {
+  async admin(method: string, path: string, expect: number, body?: unknown): Promise<Record<string, unknown>> {
+    const res = await request(this.offline.baseUrl + path, {
       method: method as Dispatcher.HttpMethod,
-      headers: { authorization: `Bearer ${offline.token}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${this.offline.token}`, 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      dispatcher: agent,
+      dispatcher: this.agent,
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     const text = await res.body.text();
     if (res.statusCode !== expect)
       throw new Error(`${method} ${path} answered ${res.statusCode}, not ${expect}: ${text}`);
     return JSON.parse(text) as Record<string, unknown>;
-  };
+  }
 
   /** Request `n`: its client, route and key follow from n and the time. */
-  const send = async (n: number, dueAt: number): Promise<void> => {
+  async send(n: number, dueAt: number): Promise<void> {
     const client = n % N.clients;
     let route = MIX[(Math.floor(n / N.clients) + client) % MIX.length]!; // every client goes through the whole mix
-    if (route === 'getJob' && ids.length === 0) route = 'addJob';
+    if (route === 'getJob' && this.ids.length === 0) route = 'addJob';
     const id = `rot-${n}`;
-    const path = {
-      addJob: '/jobs',
-      getJob: `/jobs/${TOPIC}/${ids[Math.floor(Math.random() * ids.length)]}`,
-      topics: '/topics',
-      listJobs: `/topics/${TOPIC}/jobs?limit=10`,
-      whoami: '/whoami',
-    }[route];
+    const path = pathOf(route, this.ids[Math.floor(Math.random() * this.ids.length)]);
     const sentAt = now();
-    const key = keyOf(client, sentAt);
+    const key = this.keyOf(client, sentAt);
     const answer: Answer = { n, client, key, route, dueAt, sentAt, answeredAt: NaN, status: 0 };
     try {
-      const res = await request(offline.baseUrl + path, {
+      const res = await request(this.offline.baseUrl + path, {
         method: route === 'addJob' ? 'POST' : 'GET',
-        headers: { authorization: `Bearer ${secrets[key]}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${this.secrets[key]}`, 'content-type': 'application/json' },
         ...(route === 'addJob' ? { body: JSON.stringify({ topic: TOPIC, id, delay: JOB_DELAY_S, body: { n } }) } : {}),
-        dispatcher: agent,
+        dispatcher: this.agent,
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
       const text = await res.body.text();
       answer.answeredAt = now();
       answer.status = res.statusCode;
-      if (res.statusCode === ROUTES[route].ok && route === 'addJob') ids.push(id);
+      if (res.statusCode === ROUTES[route].ok && route === 'addJob') this.ids.push(id);
       if (!isOk(answer)) {
         try {
           answer.code = (JSON.parse(text) as { error?: { code?: string } }).error?.code;
@@ -337,8 +308,8 @@ async function main(): Promise<void> {
       ); // not a DOMException's number
       answer.error = error instanceof Error ? `${error.name}${code ? ` ${code}` : ''}` : String(error);
     }
-    answers.push(answer);
-  };
+    this.answers.push(answer);
+  }
 
   /**
    * Sends requests, each at its due time (late ones at once), until stopAt: N.rate a second, after
@@ -346,165 +317,251 @@ async function main(): Promise<void> {
    * request that finds a function's workers busy; 200 a second on cold functions started dozens
    * at once and timed out).
    */
-  const drive = async () => {
+  async drive(): Promise<void> {
     const t0 = now();
     const rampMs = (N.warmSeconds * 1000) / 2;
     const rateAt = (t: number) => N.rate * Math.min(1, 0.1 + (0.9 * (t - t0)) / rampMs);
-    for (let n = 0, due = t0; due < stopAt;) {
+    for (let n = 0, due = t0; due < this.stopAt;) {
       if (due > now()) {
         await sleep(due - now());
         continue;
       }
-      const p = send(n++, due).finally(() => inFlight.delete(p));
-      inFlight.add(p);
-      maxInFlight = Math.max(maxInFlight, inFlight.size);
+      const p = this.send(n++, due).finally(() => this.inFlight.delete(p));
+      this.inFlight.add(p);
+      this.maxInFlight = Math.max(this.maxInFlight, this.inFlight.size);
       due += 1000 / rateAt(due);
     }
-    while (inFlight.size > 0) await Promise.all([...inFlight]);
-  };
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+  }
 
   /** BENCH_ROTATION_LOG: a file to write the stack's output to, for a closer look. */
-  const saveLogs = () =>
-    process.env.BENCH_ROTATION_LOG && writeFileSync(process.env.BENCH_ROTATION_LOG, offline.logs());
+  saveLogs(): void {
+    if (process.env.BENCH_ROTATION_LOG) writeFileSync(process.env.BENCH_ROTATION_LOG, this.offline.logs());
+  }
+}
 
-  const t: Record<string, number> = {};
-  let cpuFrom: ReturnType<typeof cpuNow> | undefined;
-  const redisSide: { lookups: number[]; revokedAt?: number; revokeSentWall?: number } = { lookups: [] };
-  // Instances started before the load, one function at a time: a burst of k requests at once
-  // finds one idle instance and starts up to k − 1 more (fewer when one is done before the burst's
-  // last request comes in: 4–8 for addJob's 8). Started under load instead, each takes a few
-  // hundred ms of CPU from the others, requests queue, more instances start: on 2 cores 200 a
-  // second on cold functions never caught up.
-  await admin('POST', '/jobs', 201, { topic: TOPIC, id: 'warm', delay: JOB_DELAY_S });
-  ids.push('warm');
-  await admin('GET', '/keys', 200);
-  for (const route of Object.keys(ROUTES) as RouteName[]) {
-    const k = Math.max(
-      2,
-      Math.round((N.instances * MIX.filter((r) => r === route).length) / MIX.filter((r) => r === 'addJob').length),
-    );
-    const path = {
-      addJob: '/jobs',
-      getJob: `/jobs/${TOPIC}/warm`,
-      topics: '/topics',
-      listJobs: `/topics/${TOPIC}/jobs?limit=10`,
-      whoami: '/whoami',
-    }[route];
+/**
+ * Instances started before the load, one function at a time: a burst of k requests at once
+ * finds one idle instance and starts up to k − 1 more (fewer when one is done before the burst's
+ * last request comes in: 4–8 for addJob's 8). Started under load instead, each takes a few
+ * hundred ms of CPU from the others, requests queue, more instances start: on 2 cores 200 a
+ * second on cold functions never caught up.
+ */
+async function startInstances(d: Driver): Promise<void> {
+  await d.admin('POST', '/jobs', 201, { topic: TOPIC, id: 'warm', delay: JOB_DELAY_S });
+  d.ids.push('warm');
+  await d.admin('GET', '/keys', 200);
+  const adds = MIX.filter((r) => r === 'addJob').length;
+  for (const route of ROUTE_NAMES) {
+    const k = Math.max(2, Math.round((N.instances * MIX.filter((r) => r === route).length) / adds));
+    const path = pathOf(route, 'warm');
     await Promise.all(
       Array.from({ length: k }, (_, i) =>
         route === 'addJob'
-          ? admin('POST', path, 201, { topic: TOPIC, id: `warm-${i}`, delay: JOB_DELAY_S })
-          : admin('GET', path, 200),
+          ? d.admin('POST', path, 201, { topic: TOPIC, id: `warm-${i}`, delay: JOB_DELAY_S })
+          : d.admin('GET', path, 200),
       ),
     );
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the run: warm-up, old key, move, revoke
+
+/** Times of the run's events (this process's clock, epoch ms with a fraction). */
+type Marks = Record<string, number>;
+/** What Redis ran (its clock, epoch ms): every lookup of the old key's digest, the revoke, and when it was sent. */
+type RedisSide = { lookups: number[]; revokedAt?: number; revokeSentWall?: number };
+
+interface Stack {
+  redis: RedisProcess;
+  offline: OfflineProcess;
+  machine: Machine;
+}
+
+async function startStack(loadStart: number[]): Promise<Stack> {
+  const redis = await startServer();
+  const probe = connect(redis);
+  const machine = await machineOf(probe, redis.pid);
+  probe.disconnect();
+  const offline = await startOffline({
+    redisUrl: redis.url,
+    env: { LOG_LEVEL: 'info' },
+    maxLogBytes: 256 * 1024 * 1024,
+  });
+  track(() => offline.stop());
+  console.log(
+    `machine: ${machine.cpus} CPUs (${machine.cpuModel}), node ${machine.node}, redis ${machine.redis}; load average ${loadStart.join(' / ')}`,
+  );
+  console.log(`serverless offline ready in ${fmt(offline.startupMs)} ms; options ${JSON.stringify(N)}`);
+  return { redis, offline, machine };
+}
+
+/** From the move on, every lookup of the old key's digest, and the revoke itself, as Redis ran them. */
+async function watchOldKey(s: Stack, d: Driver, redisSide: RedisSide): Promise<void> {
+  const oldSha = secretDigest(d.secrets.old!);
+  await monitorRedis(s.redis.port, (time, line) => {
+    if (!/^"(fcall|fcall_ro|evalsha|eval)"/i.test(line)) return; // the scripts' own commands are echoed too
+    if (line.includes(`"${oldSha}"`)) redisSide.lookups.push(time);
+    else if (redisSide.revokedAt === undefined && line.includes('revokeKey"') && line.includes(' "old" '))
+      redisSide.revokedAt = time;
+  });
+}
+
+/** While the driver sends: the warm-up, key old made, key new made and moved to, key old revoked. */
+async function rotate(s: Stack, d: Driver, t: Marks, redisSide: RedisSide) {
+  await sleep(N.warmSeconds * 1000);
+  t.oldCreateSent = now();
+  d.secrets.old = String((await d.admin('POST', '/keys', 201, { name: 'old', scope: 'write' })).secret);
+  t.oldCreated = now();
+  const cpuFrom = cpuNow(s.offline.pid, s.redis.pid);
+  console.log(`warm-up done; key old created; every client sends with it for ${N.oldSeconds} s`);
+  await sleep(N.oldSeconds * 1000);
+  t.newCreateSent = now();
+  const created = await d.admin('POST', '/keys', 201, { name: 'new', scope: 'write' });
+  t.newCreated = now();
+  d.moveStart = t.newCreated;
+  d.secrets.new = String(created.secret);
+  console.log(`key new created; ${d.movers} of ${N.clients} clients move to it over ${N.moveSeconds} s`);
+  await watchOldKey(s, d, redisSide);
+  // the revoke at a random point of the instances' recheck cycle
+  await sleep(N.moveSeconds * 1000 + Math.random() * KEY_RECHECK_MS);
+  t.revokeSent = now();
+  redisSide.revokeSentWall = Date.now();
+  await d.admin('DELETE', '/keys/old', 200);
+  t.revokeAnswered = now();
+  console.log(
+    `key old revoked (answered in ${fmt(t.revokeAnswered - t.revokeSent)} ms); ${N.clients - d.movers} clients keep sending with it for ${N.afterSeconds} s`,
+  );
+  d.stopAt = t.revokeAnswered + N.afterSeconds * 1000;
+  return cpuFrom;
+}
+
+/** Everything the run recorded. */
+interface Run {
+  s: Stack;
+  d: Driver;
+  t: Marks;
+  redisSide: RedisSide;
+  cpu: ReturnType<typeof cpuNow> & { others: number };
+  logs: string;
+  loadStart: number[];
+  loadEnd: number[];
+}
+
+/** The whole run, the driver sending throughout; what it recorded, the CPU counted from the key old on. */
+async function runRotation(s: Stack, loadStart: number[]): Promise<Run> {
+  const d = new Driver(s.offline);
+  const t: Marks = {};
+  const redisSide: RedisSide = { lookups: [] };
+  await startInstances(d);
   t.warmStart = now();
-  const driving = drive();
+  const driving = d.drive();
+  let cpuFrom: ReturnType<typeof cpuNow>;
   try {
-    await sleep(N.warmSeconds * 1000);
-    t.oldCreateSent = now();
-    secrets.old = String((await admin('POST', '/keys', 201, { name: 'old', scope: 'write' })).secret);
-    t.oldCreated = now();
-    cpuFrom = cpuNow(offline.pid, redis.pid);
-    console.log(`warm-up done; key old created; every client sends with it for ${N.oldSeconds} s`);
-    await sleep(N.oldSeconds * 1000);
-    t.newCreateSent = now();
-    const created = await admin('POST', '/keys', 201, { name: 'new', scope: 'write' });
-    t.newCreated = now();
-    moveStart = t.newCreated;
-    secrets.new = String(created.secret);
-    console.log(`key new created; ${movers} of ${N.clients} clients move to it over ${N.moveSeconds} s`);
-    // every lookup of the old key's digest, and the revoke itself, as Redis ran them (its clock, epoch ms)
-    const oldSha = secretDigest(secrets.old);
-    await monitorRedis(redis.port, (time, line) => {
-      if (!/^"(fcall|fcall_ro|evalsha|eval)"/i.test(line)) return; // the scripts' own commands are echoed too
-      if (line.includes(`"${oldSha}"`)) redisSide.lookups.push(time);
-      else if (redisSide.revokedAt === undefined && line.includes('revokeKey"') && line.includes(' "old" '))
-        redisSide.revokedAt = time;
-    });
-    // the revoke at a random point of the instances' recheck cycle
-    await sleep(N.moveSeconds * 1000 + Math.random() * KEY_RECHECK_MS);
-    t.revokeSent = now();
-    redisSide.revokeSentWall = Date.now();
-    await admin('DELETE', '/keys/old', 200);
-    t.revokeAnswered = now();
-    console.log(
-      `key old revoked (answered in ${fmt(t.revokeAnswered - t.revokeSent)} ms); ${N.clients - movers} clients keep sending with it for ${N.afterSeconds} s`,
-    );
-    stopAt = t.revokeAnswered + N.afterSeconds * 1000;
+    cpuFrom = await rotate(s, d, t, redisSide);
   } catch (error) {
-    stopAt = 0; // stop sending, let what is in flight end, then fail
+    d.stopAt = 0; // stop sending, let what is in flight end, then fail
     await driving;
-    console.error(`answers so far: ${fmt(answers.length)}, failed ${failures(answers).text}`);
-    saveLogs();
+    console.error(`answers so far: ${fmt(d.answers.length)}, failed ${failures(d.answers).text}`);
+    d.saveLogs();
     throw error;
   }
   await driving;
   t.stopped = now();
-  const cpuTo = cpuNow(offline.pid, redis.pid);
+  const cpuTo = cpuNow(s.offline.pid, s.redis.pid);
   const cpuMs = Object.fromEntries(
-    Object.entries(cpuTo).map(([k, v]) => [k, Math.round(v - cpuFrom![k as keyof typeof cpuTo])]),
+    Object.entries(cpuTo).map(([k, v]) => [k, Math.round(v - cpuFrom[k as keyof typeof cpuTo])]),
   ) as typeof cpuTo;
   // 0, not a few ticks below it: the counters tick at 10 ms
   const cpu = { ...cpuMs, others: Math.max(0, cpuMs.busy - cpuMs.stack - cpuMs.redis - cpuMs.bench) };
   await sleep(1000); // the last log lines
-  saveLogs();
-  const logs = offline.logs();
-  const loadEnd = loadNow();
+  d.saveLogs();
+  return { s, d, t, redisSide, cpu, logs: s.offline.logs(), loadStart, loadEnd: loadNow() };
+}
 
-  // -------------------------------------------------------------------------------------------
-  // what happened
+// ---------------------------------------------------------------------------------------------
+// what happened
 
-  const revoked = t.revokeAnswered!;
-  const phaseOf = (a: Answer) =>
+const PHASES = ['warm-up', 'old', 'move', 'revoking', 'after'] as const;
+type PhaseName = (typeof PHASES)[number];
+
+/** The requests by the phase they were sent in, and the rate each phase sent at. */
+function byPhaseOf({ d, t }: Run) {
+  const phaseOf = (a: Answer): PhaseName =>
     a.key === 'deployment'
       ? 'warm-up'
       : a.sentAt < t.newCreated!
         ? 'old'
         : a.sentAt < t.revokeSent!
           ? 'move'
-          : a.sentAt < revoked
+          : a.sentAt < t.revokeAnswered!
             ? 'revoking'
             : 'after';
-  const phases = ['warm-up', 'old', 'move', 'revoking', 'after'] as const;
-  const byPhase = Object.fromEntries(phases.map((p) => [p, answers.filter((a) => phaseOf(a) === p)])) as Record<
-    (typeof phases)[number],
+  const byPhase = Object.fromEntries(PHASES.map((p) => [p, d.answers.filter((a) => phaseOf(a) === p)])) as Record<
+    PhaseName,
     Answer[]
   >;
   const spanOf = (list: readonly Answer[]) =>
     list.length < 2 ? NaN : (Math.max(...list.map((a) => a.dueAt)) - Math.min(...list.map((a) => a.dueAt))) / 1000;
   const rateOf = (list: readonly Answer[]) => list.length / (spanOf(list) || NaN);
-  const keyed = answers.filter((a) => a.key !== 'deployment');
-  const loadSpanS = (t.stopped - t.oldCreated!) / 1000;
+  const keyed = d.answers.filter((a) => a.key !== 'deployment');
+  const loadSpanS = (t.stopped! - t.oldCreated!) / 1000;
+  return {
+    byPhase,
+    keyed,
+    loadSpanS,
+    rates: { old: rateOf(byPhase.old), move: rateOf(byPhase.move), after: rateOf(byPhase.after) },
+  };
+}
 
-  const beforeRevoke = keyed.filter((a) => a.answeredAt < t.revokeSent!);
-  const failedBefore = failures(beforeRevoke);
-  const newKey = answers.filter((a) => a.key === 'new');
-  const failedNew = failures(newKey);
-  const oldAcross = answers.filter((a) => a.key === 'old' && a.sentAt < t.revokeSent! && a.answeredAt >= t.revokeSent!);
-  const oldRevoking = byPhase.revoking.filter((a) => a.key === 'old');
-  const oldAfter = byPhase.after.filter((a) => a.key === 'old');
-  const overall = cutOff(oldAfter, revoked);
-  const perRoute = Object.fromEntries(
-    (Object.keys(ROUTES) as RouteName[]).map((r) => [
-      r,
-      cutOff(
-        oldAfter.filter((a) => a.route === r),
-        revoked,
-      ),
-    ]),
-  ) as Record<RouteName, ReturnType<typeof cutOff>>;
-  const warmFailed = failures(byPhase['warm-up']);
+type Phases = ReturnType<typeof byPhaseOf>;
 
-  // the functions' log lines: accepted old-key requests after the revoke, as the server saw them, and instances started
-  interface LogLine {
-    message?: string;
-    timestamp?: string;
-    key?: string;
-    path?: string;
-    cold_start?: boolean;
-    status?: number;
-  }
+/** The clients' side: failures before the revoke and with the new key, how the old key stopped, latencies. */
+function clientSide(r: Run, p: Phases) {
+  const { d, t } = r;
+  const beforeRevoke = p.keyed.filter((a) => a.answeredAt < t.revokeSent!);
+  const newKey = d.answers.filter((a) => a.key === 'new');
+  const oldAfter = p.byPhase.after.filter((a) => a.key === 'old');
+  return {
+    beforeRevoke,
+    failedBefore: failures(beforeRevoke),
+    newKey,
+    failedNew: failures(newKey),
+    oldAcross: d.answers.filter((a) => a.key === 'old' && a.sentAt < t.revokeSent! && a.answeredAt >= t.revokeSent!),
+    oldRevoking: p.byPhase.revoking.filter((a) => a.key === 'old'),
+    oldAfter,
+    overall: cutOff(oldAfter, t.revokeAnswered!),
+    perRoute: Object.fromEntries(
+      ROUTE_NAMES.map((route) => [
+        route,
+        cutOff(
+          oldAfter.filter((a) => a.route === route),
+          t.revokeAnswered!,
+        ),
+      ]),
+    ) as Record<RouteName, ReturnType<typeof cutOff>>,
+    warmFailed: failures(p.byPhase['warm-up']),
+    latBefore: latencies(beforeRevoke),
+    latAfterNew: latencies(p.byPhase.after.filter((a) => a.key === 'new')),
+    latAfterOld: latencies(oldAfter),
+    driverLagMs: Math.round(Math.max(0, ...d.answers.map((a) => a.sentAt - a.dueAt))),
+  };
+}
+
+type Clients = ReturnType<typeof clientSide>;
+
+interface LogLine {
+  message?: string;
+  timestamp?: string;
+  key?: string;
+  path?: string;
+  cold_start?: boolean;
+  status?: number;
+}
+
+/** The functions' log lines (those a cut log buffer left whole). */
+function logLines(logs: string): LogLine[] {
   const lines: LogLine[] = [];
   for (const line of logs.split('\n')) {
     if (!line.startsWith('{') || !line.includes('"function_request_id"')) continue;
@@ -512,20 +569,26 @@ async function main(): Promise<void> {
       lines.push(JSON.parse(line) as LogLine);
     } catch {} // a line cut by the log buffer
   }
+  return lines;
+}
+
+/**
+ * The server's side: Redis's lookups of the old key around the revoke, and from the functions' log
+ * lines the old-key requests accepted after Redis ran the revoke, the instances started, the 5xx.
+ * Redis's and the functions' clocks are this machine's wall clock; the bench's own times are not
+ * (performance.now).
+ */
+function serverSide({ redisSide, logs, t }: Run) {
   const routeOfKey = new Map(Object.entries(ROUTES).map(([name, r]) => [r.routeKey, name as RouteName]));
-  // old-key requests the functions accepted after Redis ran the revoke: how many, and the last one's log time after it
-  // Redis's and the functions' clocks are this machine's wall clock; the bench's own times are not (performance.now)
   // no FCALL seen (scripts by EVALSHA): the revoke's sending, earlier
   const inRedisAt = redisSide.revokedAt ?? redisSide.revokeSentWall!;
   const lookupsBefore = redisSide.lookups.filter((at) => at < inRedisAt);
-  // how long before the revoke the last lookup found the key
-  const lastFoundMs = lookupsBefore.length ? Math.round(inRedisAt - Math.max(...lookupsBefore)) : null;
   const lookupsIn = (from: number, to: number) =>
     redisSide.lookups.filter((at) => at >= inRedisAt + from && at < inRedisAt + to).length;
   const serverOld: Partial<Record<RouteName | 'all', { accepted: number; lastMs: number }>> = {};
   const instances: Partial<Record<RouteName, { all: number; afterWarmUp: number }>> = {};
   let serverErrors = 0;
-  for (const l of lines) {
+  for (const l of logLines(logs)) {
     const route = routeOfKey.get(l.path ?? '');
     const time = Date.parse(l.timestamp ?? '');
     if (l.status !== undefined && l.status >= 500) serverErrors++;
@@ -542,116 +605,136 @@ async function main(): Promise<void> {
       }
     }
   }
-
-  const latBefore = latencies(beforeRevoke);
-  const latAfterNew = latencies(byPhase.after.filter((a) => a.key === 'new'));
-  const latAfterOld = latencies(oldAfter);
-  const driverLagMs = Math.round(Math.max(0, ...answers.map((a) => a.sentAt - a.dueAt)));
-
-  const goals = {
-    failedBeforeRevoke: failedBefore.count <= GOALS.failedBeforeRevoke,
-    newKeyFailed: failedNew.count <= GOALS.newKeyFailed,
-    refusedWithin5s: overall.allRefusedFromMs !== null && overall.allRefusedFromMs <= GOALS.refusedWithinMs,
-    acceptedByFunctionsWithin5s: (serverOld.all?.lastMs ?? 0) <= GOALS.refusedWithinMs,
+  return {
+    inRedisAt,
+    // how long before the revoke the last lookup found the key
+    lastFoundMs: lookupsBefore.length ? Math.round(inRedisAt - Math.max(...lookupsBefore)) : null,
+    lookupsBefore: lookupsIn(-KEY_RECHECK_MS, 0),
+    lookupsAfter: lookupsIn(0, KEY_RECHECK_MS),
+    serverOld,
+    instances,
+    serverErrors,
   };
-  const met = (ok: boolean) => (ok ? 'met' : '**missed**');
+}
 
-  console.log('');
-  console.log(
-    `key rotation through serverless offline: ${fmt(N.rate)} requests/s from ${N.clients} clients over ${Object.keys(ROUTES).length} functions; key recheck every ${fmt(KEY_RECHECK_MS)} ms`,
-  );
-  printTable([
+type Server = ReturnType<typeof serverSide>;
+
+function goalsOf(c: Clients, sv: Server) {
+  return {
+    failedBeforeRevoke: c.failedBefore.count <= GOALS.failedBeforeRevoke,
+    newKeyFailed: c.failedNew.count <= GOALS.newKeyFailed,
+    refusedWithin5s: c.overall.allRefusedFromMs !== null && c.overall.allRefusedFromMs <= GOALS.refusedWithinMs,
+    acceptedByFunctionsWithin5s: (sv.serverOld.all?.lastMs ?? 0) <= GOALS.refusedWithinMs,
+  };
+}
+
+type Goals = ReturnType<typeof goalsOf>;
+
+// ---------------------------------------------------------------------------------------------
+// the tables and the JSON line
+
+/** What was sent, and how the requests fared before the revoke and with the new key. */
+function requestRows({ d }: Run, p: Phases, c: Clients, goals: Goals): string[][] {
+  return [
     [
       'requests sent: warm-up (deployment key) / old key only / moving / while the revoke ran / after it',
-      `${phases.map((p) => fmt(byPhase[p].length)).join(' / ')}`,
+      `${PHASES.map((ph) => fmt(p.byPhase[ph].length)).join(' / ')}`,
       '',
     ],
     [
       '  after the revoke: old key / new key',
-      `${fmt(oldAfter.length)} / ${fmt(byPhase.after.length - oldAfter.length)}`,
+      `${fmt(c.oldAfter.length)} / ${fmt(p.byPhase.after.length - c.oldAfter.length)}`,
       '',
     ],
     [
       'request rate sent: old / move / after; all from the key old on',
-      `${fmt(rateOf(byPhase.old), 1)} / ${fmt(rateOf(byPhase.move), 1)} / ${fmt(rateOf(byPhase.after), 1)}; ${fmt(keyed.length / loadSpanS, 1)} /s`,
+      `${fmt(p.rates.old, 1)} / ${fmt(p.rates.move, 1)} / ${fmt(p.rates.after, 1)}; ${fmt(p.keyed.length / p.loadSpanS, 1)} /s`,
       `${fmt(N.rate)} /s`,
     ],
-    ['driver: most in flight; latest send after its due time', `${fmt(maxInFlight)}; ${ms(driverLagMs)}`, ''],
+    ['driver: most in flight; latest send after its due time', `${fmt(d.maxInFlight)}; ${ms(c.driverLagMs)}`, ''],
     [
-      `failed, sent with old or new and answered before the revoke was sent (of ${fmt(beforeRevoke.length)})`,
-      failedBefore.text,
+      `failed, sent with old or new and answered before the revoke was sent (of ${fmt(c.beforeRevoke.length)})`,
+      c.failedBefore.text,
       `${GOALS.failedBeforeRevoke}: ${met(goals.failedBeforeRevoke)}`,
     ],
     [
-      `failed with the new key, any time (of ${fmt(newKey.length)})`,
-      failedNew.text,
+      `failed with the new key, any time (of ${fmt(c.newKey.length)})`,
+      c.failedNew.text,
       `${GOALS.newKeyFailed}: ${met(goals.newKeyFailed)}`,
     ],
-    [
-      'old key, sent before the revoke, answered after it: accepted / refused / other',
-      `${fmt(oldAcross.filter(isOk).length)} / ${fmt(oldAcross.filter((a) => a.status === 401).length)} / ${fmt(oldAcross.filter((a) => !isOk(a) && a.status !== 401).length)}`,
-      '',
-    ],
-    [
-      'old key, sent while the revoke ran: accepted / refused / other',
-      `${fmt(oldRevoking.filter(isOk).length)} / ${fmt(oldRevoking.filter((a) => a.status === 401).length)} / ${fmt(oldRevoking.filter((a) => !isOk(a) && a.status !== 401).length)}`,
-      '',
-    ],
-    [
-      'old key, sent after the revoke answer: accepted / refused (401) / other',
-      `${fmt(overall.accepted)} / ${fmt(overall.refused)} / ${fmt(overall.other)}`,
-      '',
-    ],
+  ];
+}
+
+/** How the old key stopped: at the clients, in Redis, and in the functions' logs. */
+function oldKeyRows({ redisSide }: Run, c: Clients, sv: Server, goals: Goals): string[][] {
+  const f = (x: { accepted: number; refused: number; other: number }) =>
+    `${fmt(x.accepted)} / ${fmt(x.refused)} / ${fmt(x.other)}`;
+  const ranAt =
+    redisSide.revokedAt === undefined
+      ? 'not seen: from its sending'
+      : `+${fmt(sv.inRedisAt - redisSide.revokeSentWall!)} ms after it was sent`;
+  const lastFound =
+    sv.lastFoundMs === null
+      ? '—'
+      : `${fmt(sv.lastFoundMs)} ms before: no instance trusts it past +${fmt(KEY_RECHECK_MS - sv.lastFoundMs)} ms`;
+  return [
+    ['old key, sent before the revoke, answered after it: accepted / refused / other', f(fates(c.oldAcross)), ''],
+    ['old key, sent while the revoke ran: accepted / refused / other', f(fates(c.oldRevoking)), ''],
+    ['old key, sent after the revoke answer: accepted / refused (401) / other', f(c.overall), ''],
     [
       'last old-key request accepted, sent after the revoke answer',
-      plusMs(overall.lastAcceptedMs),
+      plusMs(c.overall.lastAcceptedMs),
       `(instances recheck every ${fmt(KEY_RECHECK_MS)} ms)`,
     ],
     [
       'every old-key request refused from',
-      plusMs(overall.allRefusedFromMs),
+      plusMs(c.overall.allRefusedFromMs),
       `≤ +${fmt(GOALS.refusedWithinMs)} ms: ${met(goals.refusedWithin5s)}`,
     ],
     [
       `Redis: lookups of the old key in the ${fmt(KEY_RECHECK_MS)} ms before the revoke ran / after; the last that found it`,
-      `${fmt(lookupsIn(-KEY_RECHECK_MS, 0))} / ${fmt(lookupsIn(0, KEY_RECHECK_MS))}; ${lastFoundMs === null ? '—' : `${fmt(lastFoundMs)} ms before: no instance trusts it past +${fmt(KEY_RECHECK_MS - lastFoundMs)} ms`}`,
+      `${fmt(sv.lookupsBefore)} / ${fmt(sv.lookupsAfter)}; ${lastFound}`,
       '',
     ],
     [
-      `functions' logs: old-key requests accepted after the revoke ran in Redis (${redisSide.revokedAt === undefined ? 'not seen: from its sending' : `+${fmt(inRedisAt - redisSide.revokeSentWall!)} ms after it was sent`}): count; the last`,
-      `${fmt(serverOld.all?.accepted ?? 0)}; ${plusMs(serverOld.all?.lastMs ?? null)}`,
+      `functions' logs: old-key requests accepted after the revoke ran in Redis (${ranAt}): count; the last`,
+      `${fmt(sv.serverOld.all?.accepted ?? 0)}; ${plusMs(sv.serverOld.all?.lastMs ?? null)}`,
       `≤ +${fmt(GOALS.refusedWithinMs)} ms: ${met(goals.acceptedByFunctionsWithin5s)}`,
     ],
+  ];
+}
+
+/** Latencies, failures of the warm-up and the stack, and what CPU the run took. */
+function costRows(r: Run, p: Phases, c: Clients, sv: Server): string[][] {
+  const lat = (l: ReturnType<typeof latencies>) => `${ms(l.p50)} / ${ms(l.p99)} / ${ms(l.max)}`;
+  const { cpu } = r;
+  return [
+    ['latency p50 / p99 / max: before the revoke', lat(c.latBefore), ''],
+    ['  after the revoke: new key / old key', `${lat(c.latAfterNew)}; ${lat(c.latAfterOld)}`, ''],
+    ['warm-up (deployment key): failed', c.warmFailed.text, ''],
+    ["5xx in the functions' logs", fmt(sv.serverErrors), ''],
     [
-      'latency p50 / p99 / max: before the revoke',
-      `${ms(latBefore.p50)} / ${ms(latBefore.p99)} / ${ms(latBefore.max)}`,
-      '',
-    ],
-    [
-      '  after the revoke: new key / old key',
-      `${ms(latAfterNew.p50)} / ${ms(latAfterNew.p99)} / ${ms(latAfterNew.max)}; ${ms(latAfterOld.p50)} / ${ms(latAfterOld.p99)} / ${ms(latAfterOld.max)}`,
-      '',
-    ],
-    ['warm-up (deployment key): failed', warmFailed.text, ''],
-    ["5xx in the functions' logs", fmt(serverErrors), ''],
-    [
-      `CPU from the key old on (${fmt(loadSpanS, 1)} s, ${machine.cpus} cores): stack / redis-server / bench / other processes; machine busy`,
+      `CPU from the key old on (${fmt(p.loadSpanS, 1)} s, ${r.s.machine.cpus} cores): stack / redis-server / bench / other processes; machine busy`,
       `${fmt(cpu.stack / 1000, 1)} / ${fmt(cpu.redis / 1000, 1)} / ${fmt(cpu.bench / 1000, 1)} / ${fmt(cpu.others / 1000, 1)} s; ${fmt((100 * cpu.busy) / cpu.all)} %`,
       '',
     ],
-    ['  stack CPU a request', `${fmt(cpu.stack / keyed.length, 2)} ms`, ''],
-    ['load average start / end', `${loadStart.join(' ')} / ${loadEnd.join(' ')}`, ''],
-  ]);
+    ['  stack CPU a request', `${fmt(cpu.stack / p.keyed.length, 2)} ms`, ''],
+    ['load average start / end', `${r.loadStart.join(' ')} / ${r.loadEnd.join(' ')}`, ''],
+  ];
+}
+
+/** Per route: its instances, and how the old key stopped there. */
+function printRoutes(c: Clients, sv: Server): void {
   printTable(
-    (Object.keys(ROUTES) as RouteName[]).map((r) => {
-      const c = perRoute[r];
+    ROUTE_NAMES.map((route) => {
+      const x = c.perRoute[route];
       return [
-        `${ROUTES[r].routeKey} (${r})`,
-        `${instances[r]?.all ?? 0} (${instances[r]?.afterWarmUp ?? 0})`,
-        `${fmt(c.sent)} / ${fmt(c.accepted)} / ${fmt(c.refused)} / ${fmt(c.other)}`,
-        plusMs(c.lastAcceptedMs),
-        plusMs(c.allRefusedFromMs),
-        `${fmt(serverOld[r]?.accepted ?? 0)}; ${plusMs(serverOld[r]?.lastMs ?? null)}`,
+        `${ROUTES[route].routeKey} (${route})`,
+        `${sv.instances[route]?.all ?? 0} (${sv.instances[route]?.afterWarmUp ?? 0})`,
+        `${fmt(x.sent)} / ${fmt(x.accepted)} / ${fmt(x.refused)} / ${fmt(x.other)}`,
+        plusMs(x.lastAcceptedMs),
+        plusMs(x.allRefusedFromMs),
+        `${fmt(sv.serverOld[route]?.accepted ?? 0)}; ${plusMs(sv.serverOld[route]?.lastMs ?? null)}`,
       ];
     }),
     [
@@ -663,102 +746,120 @@ async function main(): Promise<void> {
       "functions' logs: accepted after Redis ran the revoke; the last",
     ],
   );
+}
 
-  // a line a second: what was sent, how it fared, how long it took
+/** A line a second: what was sent, how it fared, how long it took. */
+function printSeconds({ d, t }: Run): void {
+  const answers = d.answers;
   const seconds = Math.ceil((Math.max(...answers.map((a) => a.dueAt)) - t.warmStart!) / 1000);
+  const inSecond = (v: number, i: number) => Math.floor((v - t.warmStart!) / 1000) === i;
   printTable(
     Array.from({ length: seconds }, (_, i) => {
-      const sec = answers.filter((a) => Math.floor((a.dueAt - t.warmStart!) / 1000) === i);
+      const sec = answers.filter((a) => inSecond(a.dueAt, i));
       const l = latencies(sec);
       const keys = (['deployment', 'old', 'new'] as const)
         .map((k) => fmt(sec.filter((a) => a.key === k).length))
         .join(' / ');
       const marks = Object.entries(t)
-        .filter(
-          ([name, v]) => name !== 'warmStart' && name !== 'stopped' && Math.floor((v - t.warmStart!) / 1000) === i,
-        )
+        .filter(([name, v]) => name !== 'warmStart' && name !== 'stopped' && inSecond(v, i))
         .map(([name]) => name)
         .join(', ');
+      const { accepted, refused, other } = fates(sec);
       return [
         String(i),
         fmt(sec.length),
         keys,
-        fmt(sec.filter(isOk).length),
-        fmt(sec.filter((a) => a.status === 401).length),
-        fmt(sec.filter((a) => !isOk(a) && a.status !== 401).length),
+        fmt(accepted),
+        fmt(refused),
+        fmt(other),
         `${ms(l.p50)} / ${ms(l.p99)}`,
         marks,
       ];
     }),
     ['second', 'sent', 'deployment / old / new', '2xx', '401', 'other', 'latency p50 / p99', 'events'],
   );
+}
 
-  console.log(
-    JSON.stringify({
-      bench: 'rotation',
-      at,
-      options: N,
-      keyRecheckMs: KEY_RECHECK_MS,
-      times: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(v - t.warmStart!)])),
-      revokeMs: Math.round(t.revokeAnswered! - t.revokeSent!),
-      sent: Object.fromEntries(phases.map((p) => [p, byPhase[p].length])),
-      ratePerSecond: {
-        old: rateOf(byPhase.old),
-        move: rateOf(byPhase.move),
-        after: rateOf(byPhase.after),
-        fromOld: keyed.length / loadSpanS,
-      },
-      maxInFlight,
-      driverLagMs,
-      failedBeforeRevoke: { of: beforeRevoke.length, count: failedBefore.count, by: failedBefore.by },
-      newKeyFailed: { of: newKey.length, count: failedNew.count, by: failedNew.by },
-      oldAcrossRevoke: {
-        accepted: oldAcross.filter(isOk).length,
-        refused: oldAcross.filter((a) => a.status === 401).length,
-      },
-      oldWhileRevoking: {
-        accepted: oldRevoking.filter(isOk).length,
-        refused: oldRevoking.filter((a) => a.status === 401).length,
-      },
-      oldAfterRevoke: overall,
-      oldAfterRevokeByRoute: perRoute,
-      acceptedByFunctionsAfterRedis: serverOld,
-      redis: {
-        revokeRanMsAfterSent:
-          redisSide.revokedAt === undefined ? null : Math.round(redisSide.revokedAt - redisSide.revokeSentWall!),
-        lookupsBefore: lookupsIn(-KEY_RECHECK_MS, 0),
-        lookupsAfter: lookupsIn(0, KEY_RECHECK_MS),
-        lastFoundMsBefore: lastFoundMs,
-        lookupsAroundMs: redisSide.lookups
-          .map((at) => Math.round(at - inRedisAt))
-          .filter((ms) => Math.abs(ms) <= 2 * KEY_RECHECK_MS),
-      },
-      instances,
-      latencyMs: { beforeRevoke: latBefore, afterNew: latAfterNew, afterOld: latAfterOld },
-      warmUpFailed: warmFailed.count,
-      cpuMsFromOld: cpu,
-      serverErrors,
-      goals,
-      loadAverage: { start: loadStart, end: loadEnd },
-      machine,
-    }),
-  );
-  const missed = [
+function resultOf(r: Run, at: string, p: Phases, c: Clients, sv: Server, goals: Goals) {
+  const { t, redisSide } = r;
+  const across = fates(c.oldAcross);
+  const revoking = fates(c.oldRevoking);
+  return {
+    bench: 'rotation',
+    at,
+    options: N,
+    keyRecheckMs: KEY_RECHECK_MS,
+    times: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(v - t.warmStart!)])),
+    revokeMs: Math.round(t.revokeAnswered! - t.revokeSent!),
+    sent: Object.fromEntries(PHASES.map((ph) => [ph, p.byPhase[ph].length])),
+    ratePerSecond: { ...p.rates, fromOld: p.keyed.length / p.loadSpanS },
+    maxInFlight: r.d.maxInFlight,
+    driverLagMs: c.driverLagMs,
+    failedBeforeRevoke: { of: c.beforeRevoke.length, count: c.failedBefore.count, by: c.failedBefore.by },
+    newKeyFailed: { of: c.newKey.length, count: c.failedNew.count, by: c.failedNew.by },
+    oldAcrossRevoke: { accepted: across.accepted, refused: across.refused },
+    oldWhileRevoking: { accepted: revoking.accepted, refused: revoking.refused },
+    oldAfterRevoke: c.overall,
+    oldAfterRevokeByRoute: c.perRoute,
+    acceptedByFunctionsAfterRedis: sv.serverOld,
+    redis: {
+      revokeRanMsAfterSent:
+        redisSide.revokedAt === undefined ? null : Math.round(redisSide.revokedAt - redisSide.revokeSentWall!),
+      lookupsBefore: sv.lookupsBefore,
+      lookupsAfter: sv.lookupsAfter,
+      lastFoundMsBefore: sv.lastFoundMs,
+      lookupsAroundMs: redisSide.lookups
+        .map((at) => Math.round(at - sv.inRedisAt))
+        .filter((x) => Math.abs(x) <= 2 * KEY_RECHECK_MS),
+    },
+    instances: sv.instances,
+    latencyMs: { beforeRevoke: c.latBefore, afterNew: c.latAfterNew, afterOld: c.latAfterOld },
+    warmUpFailed: c.warmFailed.count,
+    cpuMsFromOld: r.cpu,
+    serverErrors: sv.serverErrors,
+    goals,
+    loadAverage: { start: r.loadStart, end: r.loadEnd },
+    machine: r.s.machine,
+  };
+}
+
+/** Each goal missed, said; the bench then exits 1. */
+function goalsMissed(c: Clients, sv: Server, goals: Goals): string[] {
+  return [
     !goals.failedBeforeRevoke &&
-      `${failedBefore.count} requests failed before the revoke (goal ${GOALS.failedBeforeRevoke})`,
-    !goals.newKeyFailed && `${failedNew.count} requests with the new key failed (goal ${GOALS.newKeyFailed})`,
+      `${c.failedBefore.count} requests failed before the revoke (goal ${GOALS.failedBeforeRevoke})`,
+    !goals.newKeyFailed && `${c.failedNew.count} requests with the new key failed (goal ${GOALS.newKeyFailed})`,
     !goals.refusedWithin5s &&
-      `old-key requests were not all refused from +${GOALS.refusedWithinMs} ms on (all refused from ${plusMs(overall.allRefusedFromMs)}; last accepted ${plusMs(overall.lastAcceptedMs)})`,
+      `old-key requests were not all refused from +${GOALS.refusedWithinMs} ms on (all refused from ${plusMs(c.overall.allRefusedFromMs)}; last accepted ${plusMs(c.overall.lastAcceptedMs)})`,
     !goals.acceptedByFunctionsWithin5s &&
-      `the functions accepted the old key ${plusMs(serverOld.all?.lastMs ?? null)} after Redis ran the revoke (goal ≤ +${GOALS.refusedWithinMs} ms)`,
+      `the functions accepted the old key ${plusMs(sv.serverOld.all?.lastMs ?? null)} after Redis ran the revoke (goal ≤ +${GOALS.refusedWithinMs} ms)`,
   ].filter((m): m is string => typeof m === 'string');
+}
+
+async function main(): Promise<void> {
+  const at = new Date().toISOString();
+  const loadStart = loadNow();
+  const stack = await startStack(loadStart);
+  const run = await runRotation(stack, loadStart);
+  const phases = byPhaseOf(run);
+  const clients = clientSide(run, phases);
+  const server = serverSide(run);
+  const goals = goalsOf(clients, server);
+  console.log('');
+  console.log(
+    `key rotation through serverless offline: ${fmt(N.rate)} requests/s from ${N.clients} clients over ${ROUTE_NAMES.length} functions; key recheck every ${fmt(KEY_RECHECK_MS)} ms`,
+  );
+  printTable([
+    ...requestRows(run, phases, clients, goals),
+    ...oldKeyRows(run, clients, server, goals),
+    ...costRows(run, phases, clients, server),
+  ]);
+  printRoutes(clients, server);
+  printSeconds(run);
+  printJson(resultOf(run, at, phases, clients, server, goals));
+  const missed = goalsMissed(clients, server, goals);
   for (const m of missed) console.error(`GOAL MISSED: ${m}`);
   if (missed.length > 0) process.exitCode = 1;
 }
 
-main()
-  .catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  })
-  .finally(() => stopEverything());
+runBench(main);

@@ -52,25 +52,30 @@
  *
  * Results are in BENCHMARKS.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
-import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { resolveQueueConfig } from '../lib/core/queue-config';
-import { Queue, queueOf } from '../test/support/queue';
-import { Engine } from '../lib/engine';
-import { type Schedule } from '../lib/engine';
+import type { Redis } from 'ioredis';
+import type { Schedule } from '../lib/engine';
 import { catchUpPlan, occurrenceId } from '../lib/core/schedule';
-import { exited, freePort, groupGone, signalGroup } from '../scripts/support/process';
-import { startRedis, type RedisProcess } from '../test/support/redis';
-import { describeMachine, envInt, fmt, info, pool, printTable, round, slowlogReader, usedMemory } from './env';
 import { scheduleKeys, topicKeys } from '../lib/testing';
+import { DevStack, type StackKind } from './harness/dev-stack';
+import { envInt, envOnly, runs } from './harness/env';
+import { runBench, track, whenStopping } from './harness/lifecycle';
+import { commandStats, loadNow, quantile, redisCpu, sortNum, stopwatch, total } from './harness/measure';
+import { paddedBody, pool, queueOn, type Queue } from './harness/queue';
+import { connect, logCommands, memoryUsage, slowlogReader, usedMemory, withRedis, type Logged } from './harness/redis';
+import {
+  fmt,
+  machineLine,
+  machineOf,
+  printJson,
+  printTable,
+  round,
+  verdict,
+  type Machine,
+  type Row,
+} from './harness/report';
 
-const ROOT = resolve(__dirname, '..');
 const N = {
   schedules: envInt('BENCH_SCHEDULES', 10_000),
   putsInFlight: envInt('BENCH_PUTS_IN_FLIGHT', 32),
@@ -80,9 +85,7 @@ const N = {
   precisionSeconds: envInt('BENCH_PRECISION_SECONDS', 60),
   devReadySeconds: envInt('BENCH_DEV_READY_SECONDS', 600),
 };
-const ONLY = process.env.BENCH_ONLY;
-if (ONLY !== undefined && !['sweep', 'precision'].includes(ONLY))
-  throw new Error(`BENCH_ONLY must be sweep or precision, got ${JSON.stringify(ONLY)}`);
+const ONLY = envOnly(['sweep', 'precision'] as const);
 
 const TARGETS = { p99Ms: 100, missed: 0, doubled: 0 };
 const TOPIC = 'bench-sched';
@@ -96,21 +99,11 @@ const DRAIN_MS = 30_000;
 // the first sweep logs only commands of 1 ms or more: a script's own commands (µs each) stay out, and cost nothing
 const SLOWLOG_LIGHT_US = 1_000;
 
-const loadNow = () => loadavg().map((l) => Number(l.toFixed(2)));
 const load = () => loadNow().join(' / ');
-/** The `q` quantile (0..1) of sorted `values`, nearest rank. */
-const quantile = (sorted: readonly number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
-const sortNum = (values: readonly number[]) => [...values].sort((a, b) => a - b);
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
 /** A JSON body whose text is exactly `bytes` bytes. */
-function makeBody(n: number, bytes: number): { report: string; note: string } {
-  const base = { report: `r-${pad(n, 9)}`, note: '' };
-  const body = { ...base, note: 'x'.repeat(Math.max(0, bytes - Buffer.byteLength(JSON.stringify(base)))) };
-  if (Buffer.byteLength(JSON.stringify(body)) !== bytes) throw new Error(`body is not ${bytes} bytes`);
-  return body;
-}
+const makeBody = (n: number, bytes: number) => paddedBody({ report: `r-${pad(n, 9)}`, note: '' }, bytes);
 
 // ---------------------------------------------------------------------------------------------
 // 1. 10,000 schedules due at once
@@ -120,21 +113,11 @@ const specOf = (i: number) => (i % 2 === 0 ? EVERY : CRON);
 
 /** Microseconds Redis has spent in script calls (FCALL, EVAL, EVALSHA and their _RO forms), from INFO commandstats. */
 async function scriptUsec(redis: Redis): Promise<number> {
-  const text = await redis.info('commandstats');
-  let usec = 0;
-  for (const m of text.matchAll(/^cmdstat_(?:fcall|fcall_ro|eval|evalsha|eval_ro|evalsha_ro):calls=\d+,usec=(\d+),/gm))
-    usec += Number(m[1]);
-  return usec;
+  const scripts = /^(?:fcall|fcall_ro|eval|evalsha|eval_ro|evalsha_ro)$/;
+  return total(await commandStats(redis), (name) => scripts.test(name), 'usec');
 }
 
-async function redisCpuMs(redis: Redis): Promise<number> {
-  const text = await redis.info('cpu');
-  return (Number(info(text, 'used_cpu_user')) + Number(info(text, 'used_cpu_sys'))) * 1000;
-}
-
-async function memoryUsage(redis: Redis, key: string): Promise<number> {
-  return Number((await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) ?? 0);
-}
+const redisCpuMs = async (redis: Redis) => (await redisCpu(redis)).seconds * 1000;
 
 interface SweepRun {
   /** slowlog-log-slower-than during the sweep, µs. */
@@ -187,20 +170,16 @@ async function putAll(queue: Queue, due: number): Promise<number> {
   return performance.now() - t;
 }
 
+/** When schedule `i`'s next occurrence after `due` falls: every: B + 60 s, cron: B + 5 min. */
+const nextOf = (i: number, due: number) => due + (specOf(i) === EVERY ? 60_000 : FIVE_MIN);
+
 /**
- * Every schedule advanced exactly once at `due` (see the file's header); the problems found, the first 10 of each kind.
+ * The jobs hash holds, per schedule, exactly its occurrence at `due` (in the ready list, once) and
+ * the next one (in the delayed zset), and nothing else; the problems found, the first 10 of each kind.
  */
-async function checkAdvanced(
-  queue: Queue,
-  admin: Redis,
-  due: number,
-  swept: { advanced: number; moved: number },
-): Promise<{ ok: boolean; problems: string[] }> {
+async function checkJobs(admin: Redis, due: number): Promise<string[]> {
   const problems: string[] = [];
   const k = topicKeys(0, TOPIC, 1);
-  if (swept.advanced !== N.schedules) problems.push(`sweep advanced ${swept.advanced}, not ${N.schedules}`);
-  if (swept.moved !== N.schedules) problems.push(`sweep moved ${swept.moved} occurrences, not ${N.schedules}`);
-  const nextOf = (i: number) => due + (specOf(i) === EVERY ? 60_000 : FIVE_MIN);
   const jobIds = new Set<string>();
   let cursor = '0';
   do {
@@ -218,17 +197,22 @@ async function checkAdvanced(
   const bad: string[] = [];
   for (let i = 0; i < N.schedules; i++) {
     const ran = occurrenceId(scheduleId(i), due);
-    const next = occurrenceId(scheduleId(i), nextOf(i));
+    const next = occurrenceId(scheduleId(i), nextOf(i, due));
     expected.add(ran).add(next);
     if (!jobIds.has(ran) || !readySet.has(ran)) bad.push(`${ran} not a ready job`);
-    if (!jobIds.has(next) || delayed.get(next) !== nextOf(i))
-      bad.push(`${next} not delayed to ${new Date(nextOf(i)).toISOString()}`);
+    if (!jobIds.has(next) || delayed.get(next) !== nextOf(i, due))
+      bad.push(`${next} not delayed to ${new Date(nextOf(i, due)).toISOString()}`);
   }
   if (bad.length) problems.push(`${bad.length} occurrences wrong: ${bad.slice(0, 10).join('; ')}`);
   const extra = [...jobIds].filter((id) => !expected.has(id));
   if (extra.length) problems.push(`${extra.length} jobs that should not exist: ${extra.slice(0, 10).join(', ')}`);
   if (jobIds.size !== 2 * N.schedules) problems.push(`${jobIds.size} jobs, not ${2 * N.schedules}`);
-  // through the API: each schedule's pending occurrence and last run
+  return problems;
+}
+
+/** Through the API: each schedule's view names the next occurrence as pending and `due` as its last run. */
+async function checkViews(queue: Queue, due: number): Promise<string[]> {
+  const problems: string[] = [];
   const views: Schedule[] = [];
   let page: string | undefined;
   do {
@@ -239,7 +223,7 @@ async function checkAdvanced(
   if (views.length !== N.schedules) problems.push(`listSchedules shows ${views.length} schedules`);
   const wrong = views.filter((v) => {
     const i = Number(v.id.slice('sched-'.length));
-    return v.pending?.id !== occurrenceId(v.id, nextOf(i)) || v.lastRunAt !== new Date(due).toISOString();
+    return v.pending?.id !== occurrenceId(v.id, nextOf(i, due)) || v.lastRunAt !== new Date(due).toISOString();
   });
   if (wrong.length)
     problems.push(
@@ -248,119 +232,159 @@ async function checkAdvanced(
         .map((v) => `${v.id} ${JSON.stringify(v.pending)} ${v.lastRunAt}`)
         .join('; ')}`,
     );
+  return problems;
+}
+
+/** Every schedule advanced exactly once at `due` (see the file's header). */
+async function checkAdvanced(
+  queue: Queue,
+  admin: Redis,
+  due: number,
+  swept: { advanced: number; moved: number },
+): Promise<{ ok: boolean; problems: string[] }> {
+  const problems: string[] = [];
+  if (swept.advanced !== N.schedules) problems.push(`sweep advanced ${swept.advanced}, not ${N.schedules}`);
+  if (swept.moved !== N.schedules) problems.push(`sweep moved ${swept.moved} occurrences, not ${N.schedules}`);
+  problems.push(...(await checkJobs(admin, due)), ...(await checkViews(queue, due)));
   return { ok: problems.length === 0, problems };
 }
 
+/** Puts every schedule from empty, each settled; used_memory's growth, and MEMORY USAGE of each key. */
+async function fillSchedules(
+  queue: Queue,
+  admin: Redis,
+  due: number,
+): Promise<{ putMs: number; memory: MemoryResult }> {
+  // a first put loads the scripts and sizes the client's buffers; then nothing is left of it
+  await queue.putSchedule(TOPIC, 'warm-up', { ...EVERY, body: makeBody(0, N.bodyBytes) });
+  await admin.flushall();
+  await admin.call('MEMORY', 'PURGE');
+  await sleep(N.settleMs);
+  const before = await usedMemory(admin);
+  const putMs = await putAll(queue, due);
+  await sleep(N.settleMs);
+  const after = await usedMemory(admin);
+  const sk = scheduleKeys(0, TOPIC, 1);
+  const k = topicKeys(0, TOPIC, 1);
+  const keys: Record<string, number> = {};
+  for (const [name, key] of [
+    ['schedules hash', sk.schedules],
+    ['schedule-ids zset', sk.ids],
+    ['schedule-next zset', sk.next],
+    ['jobs hash', k.jobs],
+    ['delayed zset', k.delayed],
+  ] as const) {
+    keys[name] = round((await memoryUsage(admin, [key])) / N.schedules, 1);
+  }
+  const sample = ((await admin.call('HRANDFIELD', sk.schedules, '1000')) as string[]).filter((f) => !f.startsWith('#'));
+  const lengths = await Promise.all(sample.map((f) => admin.hstrlen(sk.schedules, f)));
+  const memory: MemoryResult = {
+    bytesPerSchedule: round((after - before) / N.schedules, 1),
+    keys,
+    scheduleAlone: round(keys['schedules hash']! + keys['schedule-ids zset']! + keys['schedule-next zset']!, 1),
+    occurrence: round(keys['jobs hash']! + keys['delayed zset']!, 1),
+    recordBytes: round(lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.length), 1),
+  };
+  console.log(
+    `1. ${fmt(N.schedules)} schedules put in ${fmt(putMs / 1000, 1)} s (${fmt((N.schedules / putMs) * 1000)}/s); ${fmt(memory.bytesPerSchedule, 1)} bytes each with its occurrence; load average ${load()}`,
+  );
+  return { putMs, memory };
+}
+
+/** A sweep run before its first call. */
+function newSweepRun(slowlogUs: number, putMs: number): SweepRun {
+  return {
+    slowlogUs,
+    slowlogMsPerCall: [],
+    putMs: Math.round(putMs),
+    putsPerSecond: Math.round((N.schedules / putMs) * 1000),
+    calls: 0,
+    wallMs: 0,
+    clientCpuMs: 0,
+    redisCpuMs: 0,
+    advanced: 0,
+    moved: 0,
+    redisMsPerCall: [],
+    commandsPerCall: [],
+    slowest: null,
+    byScript: {},
+    loggedInside: 0,
+    slowlogOverflow: false,
+    check: { ok: false, problems: [] },
+    load: [],
+  };
+}
+
+/** One sweep call: its wall and CPU times, its Redis script time, and what SLOWLOG logged of it. Resolves `more`. */
+async function sweepOnce(
+  queue: Queue,
+  admin: Redis,
+  run: SweepRun,
+  readSlowlog: (redis: Redis) => Promise<Logged[]>,
+  byScript: Map<string, number[]>,
+): Promise<boolean> {
+  await admin.call('SLOWLOG', 'RESET');
+  const redisCpu = await redisCpuMs(admin);
+  const scripts = await scriptUsec(admin);
+  const clock = stopwatch();
+  const result = await queue.engine.sweep();
+  run.wallMs += clock.wallMs();
+  run.clientCpuMs += clock.cpuMs();
+  run.redisCpuMs += (await redisCpuMs(admin)) - redisCpu;
+  run.redisMsPerCall.push(round(((await scriptUsec(admin)) - scripts) / 1000));
+  run.calls += 1;
+  run.advanced += result.schedulesAdvanced;
+  run.moved += result.moved;
+  const logged = await readSlowlog(admin);
+  if (logged.length >= 1_000_000) run.slowlogOverflow = true;
+  // not the bench's own
+  const sent = logged.filter((l) => l.fromClient && !['SLOWLOG', 'INFO', 'CONFIG'].includes(l.name));
+  run.loggedInside += logged.length - logged.filter((l) => l.fromClient).length;
+  run.slowlogMsPerCall.push(round(sent.reduce((s, l) => s + l.us, 0) / 1000));
+  run.commandsPerCall.push(sent.length);
+  for (const l of sent) {
+    byScript.set(l.name, [...(byScript.get(l.name) ?? []), l.us / 1000]);
+    if (!run.slowest || l.us / 1000 > run.slowest.ms) run.slowest = { ms: l.us / 1000, name: l.name };
+  }
+  return result.more;
+}
+
+/** Sweeps until nothing more is due, SLOWLOG at `slowlogUs`, each call measured. */
+async function sweepDue(queue: Queue, admin: Redis, slowlogUs: number, putMs: number): Promise<SweepRun> {
+  const readSlowlog = slowlogReader();
+  await logCommands(admin, slowlogUs, 1000000);
+  const run = newSweepRun(slowlogUs, putMs);
+  const byScript = new Map<string, number[]>();
+  for (let more = true; more;) {
+    more = await sweepOnce(queue, admin, run, readSlowlog, byScript);
+    if (run.calls > 10 * Math.ceil(N.schedules / 1000) + 10)
+      throw new Error(`sweep still says more after ${run.calls} calls`);
+  }
+  await logCommands(admin, -1);
+  run.wallMs = round(run.wallMs, 1);
+  run.clientCpuMs = round(run.clientCpuMs, 1);
+  run.redisCpuMs = round(run.redisCpuMs, 1);
+  for (const [name, ms] of byScript) {
+    const sorted = sortNum(ms);
+    run.byScript[name] = { calls: ms.length, p50Ms: round(quantile(sorted, 0.5)), maxMs: round(sorted.at(-1)!) };
+  }
+  return run;
+}
+
+/** One run of step 1: the schedules put from empty, then all swept at once and checked. */
 async function sweepRun(
-  server: RedisProcess,
+  port: number,
   admin: Redis,
   slowlogUs: number,
 ): Promise<{ run: SweepRun; memory: MemoryResult }> {
   const due = Math.ceil((Date.now() + 10 * 60_000) / FIVE_MIN) * FIVE_MIN;
   let clock = due - 30_000; // every: 60 and */5 both have their next run at `due`
-  const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
+  const redis = connect({ port });
   try {
-    const queue = queueOf(new Engine(redis, resolveQueueConfig({ topics: { [TOPIC]: {} } }), { clock: () => clock }));
-    // a first put loads the scripts and sizes the client's buffers; then nothing is left of it
-    await queue.putSchedule(TOPIC, 'warm-up', { ...EVERY, body: makeBody(0, N.bodyBytes) });
-    await admin.flushall();
-    await admin.call('MEMORY', 'PURGE');
-    await sleep(N.settleMs);
-    const before = await usedMemory(admin);
-    const putMs = await putAll(queue, due);
-    await sleep(N.settleMs);
-    const after = await usedMemory(admin);
-    const sk = scheduleKeys(0, TOPIC, 1);
-    const k = topicKeys(0, TOPIC, 1);
-    const keys: Record<string, number> = {};
-    for (const [name, key] of [
-      ['schedules hash', sk.schedules],
-      ['schedule-ids zset', sk.ids],
-      ['schedule-next zset', sk.next],
-      ['jobs hash', k.jobs],
-      ['delayed zset', k.delayed],
-    ] as const) {
-      keys[name] = round((await memoryUsage(admin, key)) / N.schedules, 1);
-    }
-    const sample = ((await admin.call('HRANDFIELD', sk.schedules, '1000')) as string[]).filter(
-      (f) => !f.startsWith('#'),
-    );
-    const lengths = await Promise.all(sample.map((f) => admin.hstrlen(sk.schedules, f)));
-    const memory: MemoryResult = {
-      bytesPerSchedule: round((after - before) / N.schedules, 1),
-      keys,
-      scheduleAlone: round(keys['schedules hash']! + keys['schedule-ids zset']! + keys['schedule-next zset']!, 1),
-      occurrence: round(keys['jobs hash']! + keys['delayed zset']!, 1),
-      recordBytes: round(lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.length), 1),
-    };
-    console.log(
-      `1. ${fmt(N.schedules)} schedules put in ${fmt(putMs / 1000, 1)} s (${fmt((N.schedules / putMs) * 1000)}/s); ${fmt(memory.bytesPerSchedule, 1)} bytes each with its occurrence; load average ${load()}`,
-    );
-
-    // all due at once
-    clock = due;
-    const readSlowlog = slowlogReader();
-    await admin.config('SET', 'slowlog-max-len', '1000000');
-    await admin.config('SET', 'slowlog-log-slower-than', String(slowlogUs));
-    const run: SweepRun = {
-      slowlogUs,
-      slowlogMsPerCall: [],
-      putMs: Math.round(putMs),
-      putsPerSecond: Math.round((N.schedules / putMs) * 1000),
-      calls: 0,
-      wallMs: 0,
-      clientCpuMs: 0,
-      redisCpuMs: 0,
-      advanced: 0,
-      moved: 0,
-      redisMsPerCall: [],
-      commandsPerCall: [],
-      slowest: null,
-      byScript: {},
-      loggedInside: 0,
-      slowlogOverflow: false,
-      check: { ok: false, problems: [] },
-      load: [],
-    };
-    const byScript = new Map<string, number[]>();
-    for (let more = true; more;) {
-      await admin.call('SLOWLOG', 'RESET');
-      const redisCpu = await redisCpuMs(admin);
-      const scripts = await scriptUsec(admin);
-      const cpu = process.cpuUsage();
-      const t = performance.now();
-      const result = await queue.engine.sweep();
-      run.wallMs += performance.now() - t;
-      const used = process.cpuUsage(cpu);
-      run.clientCpuMs += (used.user + used.system) / 1000;
-      run.redisCpuMs += (await redisCpuMs(admin)) - redisCpu;
-      run.redisMsPerCall.push(round(((await scriptUsec(admin)) - scripts) / 1000));
-      run.calls += 1;
-      run.advanced += result.schedulesAdvanced;
-      run.moved += result.moved;
-      more = result.more;
-      const logged = await readSlowlog(admin);
-      if (logged.length >= 1_000_000) run.slowlogOverflow = true;
-      // not the bench's own
-      const sent = logged.filter((l) => l.fromClient && !['SLOWLOG', 'INFO', 'CONFIG'].includes(l.name));
-      run.loggedInside += logged.length - logged.filter((l) => l.fromClient).length;
-      run.slowlogMsPerCall.push(round(sent.reduce((s, l) => s + l.us, 0) / 1000));
-      run.commandsPerCall.push(sent.length);
-      for (const l of sent) {
-        byScript.set(l.name, [...(byScript.get(l.name) ?? []), l.us / 1000]);
-        if (!run.slowest || l.us / 1000 > run.slowest.ms) run.slowest = { ms: l.us / 1000, name: l.name };
-      }
-      if (run.calls > 10 * Math.ceil(N.schedules / 1000) + 10)
-        throw new Error(`sweep still says more after ${run.calls} calls`);
-    }
-    await admin.config('SET', 'slowlog-log-slower-than', '-1');
-    run.wallMs = round(run.wallMs, 1);
-    run.clientCpuMs = round(run.clientCpuMs, 1);
-    run.redisCpuMs = round(run.redisCpuMs, 1);
-    for (const [name, ms] of byScript) {
-      const sorted = sortNum(ms);
-      run.byScript[name] = { calls: ms.length, p50Ms: round(quantile(sorted, 0.5)), maxMs: round(sorted.at(-1)!) };
-    }
+    const queue = queueOn(redis, { [TOPIC]: {} }, {}, { clock: () => clock });
+    const { putMs, memory } = await fillSchedules(queue, admin, due);
+    clock = due; // all due at once
+    const run = await sweepDue(queue, admin, slowlogUs, putMs);
     run.check = await checkAdvanced(queue, admin, due, run);
     run.load = loadNow();
     return { run, memory };
@@ -377,33 +401,28 @@ function planMicros(spec: typeof EVERY | typeof CRON, due: number): { wall: numb
   const full = { ...spec, catchUp: 'latest' as const, paused: false };
   const calls = 2_000;
   catchUpPlan(full, due, due);
-  const cpu = process.cpuUsage();
-  const t = performance.now();
+  const clock = stopwatch();
   for (let i = 0; i < calls; i++) catchUpPlan(full, due, due);
-  const wall = performance.now() - t;
-  const used = process.cpuUsage(cpu);
-  return { wall: round((wall * 1000) / calls, 1), cpu: round((used.user + used.system) / calls, 1) };
+  const wall = clock.wallMs();
+  const cpuMs = clock.cpuMs();
+  return { wall: round((wall * 1000) / calls, 1), cpu: round((cpuMs * 1000) / calls, 1) };
 }
 
-async function sweepStep(): Promise<{
+type SweepStep = {
   memory: MemoryResult;
   runs: SweepRun[];
   planUs: { every: { wall: number; cpu: number }; cron: { wall: number; cpu: number } };
-  machine: ReturnType<typeof describeMachine>;
-}> {
-  let server: RedisProcess | undefined;
-  let admin: Redis | undefined;
-  try {
-    server = await startRedis({ args: ['--save', '', '--appendonly', 'no'] });
-    admin = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null });
-    const machine = describeMachine(await admin.info('server'), server.pid);
-    console.log(
-      `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.os}, node ${machine.node}, redis ${machine.redis}; load average ${load()}`,
-    );
-    await admin.config('SET', 'slowlog-log-slower-than', '-1');
-    const first = await sweepRun(server, admin, SLOWLOG_LIGHT_US);
+  machine: Machine;
+};
+
+async function sweepStep(): Promise<SweepStep> {
+  return withRedis(async (server, admin) => {
+    const machine = await machineOf(admin, server.pid);
+    console.log(`${machineLine(machine)}; load average ${load()}`);
+    await logCommands(admin, -1);
+    const first = await sweepRun(server.port, admin, SLOWLOG_LIGHT_US);
     printSweep(first.run);
-    const second = await sweepRun(server, admin, 0);
+    const second = await sweepRun(server.port, admin, 0);
     printSweep(second.run);
     const due = Math.ceil(Date.now() / FIVE_MIN) * FIVE_MIN;
     const planUs = { every: planMicros(EVERY, due), cron: planMicros(CRON, due) };
@@ -411,10 +430,7 @@ async function sweepStep(): Promise<{
       `1. one advance planned in ${planUs.every.wall} µs wall, ${planUs.every.cpu} µs CPU (every: 60), ${planUs.cron.wall} µs wall, ${planUs.cron.cpu} µs CPU (cron in Berlin); load average ${load()}`,
     );
     return { memory: first.memory, runs: [first.run, second.run], planUs, machine };
-  } finally {
-    admin?.disconnect();
-    await server?.stop();
-  }
+  });
 }
 
 function printSweep(r: SweepRun): void {
@@ -438,198 +454,36 @@ interface Start {
   coldStart: boolean;
 }
 
-/** What the bench reads from the stack's output, line by line. */
+/** What the bench reads from the stack's JSON log lines. */
 class DevOutput {
   starts: Start[] = [];
   claims: { at: number; lateness: number[] }[] = [];
-  redisPid: number | undefined;
   /** Log lines of level WARN or ERROR, by message: how many, and the first few. */
   warnings = new Map<string, { count: number; samples: string[] }>();
-  private tail: string[] = [];
-  private partial = new Map<string, string>();
   constructor(private readonly prefix: string) {}
-  push(stream: string, chunk: Buffer): void {
-    const parts = ((this.partial.get(stream) ?? '') + chunk.toString('utf8')).split('\n');
-    this.partial.set(stream, parts.pop() ?? '');
-    for (const line of parts) this.line(line);
-  }
-  private line(line: string): void {
-    const pid = /\[dev\] redis-server .* \(pid (\d+)/.exec(line);
-    if (pid) this.redisPid = Number(pid[1]);
-    if (line.startsWith('{')) {
-      let entry: Record<string, unknown>;
-      try {
-        entry = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        return;
-      }
-      if (entry.level === 'WARN' || entry.level === 'ERROR') {
-        const key = `${entry.level} ${String(entry.message)}`;
-        const seen = this.warnings.get(key) ?? { count: 0, samples: [] };
-        seen.count += 1;
-        if (seen.samples.length < 3) seen.samples.push(line.slice(0, 600));
-        this.warnings.set(key, seen);
-      }
-      if (entry.message === 'job started' && typeof entry.jobId === 'string' && entry.jobId.startsWith(this.prefix)) {
-        this.starts.push({
-          id: entry.jobId,
-          at: Date.parse(String(entry.timestamp)),
-          latenessMs: Number(entry.latenessMs),
-          attempt: Number(entry.attempt),
-          requestId: entry.function_request_id as string | undefined,
-          coldStart: entry.cold_start === true,
-        });
-      } else if (entry._aws && entry.topic === PRECISION_TOPIC && Array.isArray(entry.lateness)) {
-        this.claims.push({
-          at: Number((entry._aws as { Timestamp: number }).Timestamp),
-          lateness: entry.lateness as number[],
-        });
-      }
-      return;
+  entry(entry: Record<string, unknown>, line: string): void {
+    if (entry.level === 'WARN' || entry.level === 'ERROR') {
+      const key = `${entry.level} ${String(entry.message)}`;
+      const seen = this.warnings.get(key) ?? { count: 0, samples: [] };
+      seen.count += 1;
+      if (seen.samples.length < 3) seen.samples.push(line.slice(0, 600));
+      this.warnings.set(key, seen);
     }
-    if (line.trim() === '') return;
-    this.tail.push(line);
-    if (this.tail.length > 60) this.tail.shift();
-  }
-  lastLines(): string {
-    return this.tail.join('\n');
-  }
-}
-
-/** PIDs and process groups of every descendant of `root` (Linux /proc). */
-function descendants(root: number): { pid: number; pgid: number }[] {
-  const procs: { pid: number; ppid: number; pgid: number }[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      procs.push({ pid: Number(entry), ppid: Number(fields[1]), pgid: Number(fields[2]) });
-    } catch {} // ended meanwhile
-  }
-  const out: { pid: number; pgid: number }[] = [];
-  const queue = [root];
-  while (queue.length) {
-    const parent = queue.shift()!;
-    for (const p of procs) {
-      if (p.ppid === parent) {
-        out.push({ pid: p.pid, pgid: p.pgid });
-        queue.push(p.pid);
-      }
+    if (entry.message === 'job started' && typeof entry.jobId === 'string' && entry.jobId.startsWith(this.prefix)) {
+      this.starts.push({
+        id: entry.jobId,
+        at: Date.parse(String(entry.timestamp)),
+        latenessMs: Number(entry.latenessMs),
+        attempt: Number(entry.attempt),
+        requestId: entry.function_request_id as string | undefined,
+        coldStart: entry.cold_start === true,
+      });
+    } else if (entry._aws && entry.topic === PRECISION_TOPIC && Array.isArray(entry.lateness)) {
+      this.claims.push({
+        at: Number((entry._aws as { Timestamp: number }).Timestamp),
+        lateness: entry.lateness as number[],
+      });
     }
-  }
-  return out;
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-type StackKind = 'offline' | 'redis' | 'other';
-
-/** `npm run dev` on free ports, in its own process group. */
-class DevStack {
-  readonly child: ChildProcess;
-  readonly baseUrl: string;
-  readonly token = randomBytes(16).toString('hex');
-  private known: { pid: number; pgid: number }[] = [];
-  private stopped: Promise<void> | undefined;
-  constructor(
-    readonly ports: { http: number; lambda: number; redis: number },
-    readonly output: DevOutput,
-  ) {
-    this.baseUrl = `http://127.0.0.1:${ports.http}`;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: String(ports.http),
-      LAMBDA_PORT: String(ports.lambda),
-      DEV_REDIS_PORT: String(ports.redis),
-      API_TOKEN: this.token,
-      LOG_LEVEL: 'info',
-    };
-    delete env.REDIS_URL; // npm run dev starts its own redis-server
-    this.child = spawn('npm', ['run', 'dev'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout!.on('data', (chunk: Buffer) => output.push('out', chunk));
-    this.child.stderr!.on('data', (chunk: Buffer) => output.push('err', chunk));
-  }
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; the benchmark reads the fields it needs
-  async api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await fetch(this.baseUrl + path, {
-      method,
-      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
-      signal: AbortSignal.timeout(30_000),
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  }
-  /** Resolves once GET /topics answers 200; throws when the stack exits or is not ready in time. */
-  async ready(timeoutMs: number): Promise<number> {
-    const started = Date.now();
-    for (;;) {
-      if (this.child.exitCode !== null || this.child.signalCode !== null)
-        throw new Error(`npm run dev exited before it was ready. Its last lines:\n${this.output.lastLines()}`);
-      try {
-        if ((await this.api('GET', '/topics')).status === 200) break;
-      } catch {}
-      if (Date.now() - started > timeoutMs)
-        throw new Error(
-          `npm run dev was not ready within ${timeoutMs / 1000} s. Its last lines:\n${this.output.lastLines()}`,
-        );
-      await sleep(500);
-    }
-    this.known = descendants(this.child.pid!);
-    return Date.now() - started;
-  }
-  /**
-   * Seconds the stack's threads have run on a CPU and waited on a run queue for one so far
-   * (/proc/<pid>/task/<tid>/schedstat), by process kind. Threads that ended are not counted.
-   */
-  cpu(): Record<StackKind, { run: number; wait: number }> {
-    const out: Record<StackKind, { run: number; wait: number }> = {
-      offline: { run: 0, wait: 0 },
-      redis: { run: 0, wait: 0 },
-      other: { run: 0, wait: 0 },
-    };
-    for (const { pid } of descendants(this.child.pid!)) {
-      try {
-        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-        const kind: StackKind = cmd.includes('redis-server')
-          ? 'redis'
-          : cmd.includes('serverless')
-            ? 'offline'
-            : 'other';
-        for (const tid of readdirSync(`/proc/${pid}/task`)) {
-          const [run = '0', wait = '0'] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ');
-          out[kind].run += Number(run) / 1e9;
-          out[kind].wait += Number(wait) / 1e9;
-        }
-      } catch {} // ended meanwhile
-    }
-    return out;
-  }
-  /**
-   * SIGTERM to npm's process group (scripts/dev.ts then stops serverless offline and its
-   * redis-server); whatever of its children is left after 30 s gets SIGKILL by PID or group.
-   */
-  stop(): Promise<void> {
-    return (this.stopped ??= (async () => {
-      const pgid = this.child.pid!;
-      const known = [...this.known, ...descendants(pgid)];
-      signalGroup(pgid, 'SIGTERM');
-      await Promise.race([exited(this.child), sleep(30_000)]);
-      if (!groupGone(pgid)) signalGroup(pgid, 'SIGKILL');
-      for (const p of known) {
-        if (p.pgid !== pgid && !groupGone(p.pgid)) signalGroup(p.pgid, 'SIGKILL');
-        if (alive(p.pid)) process.kill(p.pid, 'SIGKILL');
-      }
-      if (this.output.redisPid && alive(this.output.redisPid)) process.kill(this.output.redisPid, 'SIGKILL');
-    })());
   }
 }
 
@@ -721,413 +575,483 @@ interface PrecisionResult {
   load: { start: number[]; during: number[][]; end: number[] };
 }
 
+/** Jobs of the precision topic delayed, ready or running. */
+async function pending(stack: DevStack): Promise<number> {
+  const { body } = await stack.api('GET', '/topics');
+  const t = (body.topics as { topic: string; delayed: number; ready: number; running: number }[]).find(
+    (s) => s.topic === PRECISION_TOPIC,
+  );
+  return t ? t.delayed + t.ready + t.running : 0;
+}
+
+/** The stack ready, without the schedules an interrupted run left in its Redis; resolves how long it took. */
+async function stackReady(stack: DevStack): Promise<number> {
+  const { http, lambda, redis } = stack.ports;
+  console.log(
+    `2. npm run dev on ports ${http} (HTTP), ${lambda} (Lambda), ${redis} (redis); waiting for it (load average ${load()})`,
+  );
+  const readyMs = await stack.ready(N.devReadySeconds * 1000);
+  const leftover = await leftoverSchedules(stack);
+  if (leftover.length > 0) {
+    await deleteAll(stack, leftover, () => undefined);
+    console.log(`2. deleted ${leftover.length} schedules an interrupted earlier run left in npm run dev's Redis`);
+  }
+  console.log(`2. ready in ${fmt(readyMs / 1000, 1)} s; warming up (load average ${load()})`);
+  return readyMs;
+}
+
+/** 3 rounds of 100 jobs due in 0.5 s, each run to the end, then 10 DELETEs of absent schedules at once. */
+async function warmUp(stack: DevStack, tag: string): Promise<void> {
+  for (let r = 0; r < 3; r++) {
+    const jobs = Array.from({ length: 100 }, (_, i) => ({
+      topic: PRECISION_TOPIC,
+      id: `warm-${tag}-${r}-${i}`,
+      delay: 0.5,
+    }));
+    const { status } = await stack.api('POST', '/jobs/batch', { jobs });
+    if (status !== 200) throw new Error(`warm-up batch: ${status}`);
+    const end = Date.now() + 60_000;
+    while ((await pending(stack)) > 0 && Date.now() < end) await sleep(200);
+  }
+  // the deletes at the end go 10 at once: warm 10 deleteSchedule workers now (404s), so that
+  // their cold starts do not take the 2 cores from the stack while schedules still fire (on
+  // AWS an API function's cold start runs elsewhere). Run E, before this, is in BENCHMARKS.md.
+  const absent = Array.from({ length: IN_FLIGHT_HTTP }, (_, i) => `warm-${tag}-absent-${i}`);
+  await deleteAll(stack, absent, () => undefined);
+}
+
+/** Puts the schedules, every 1 s, 10 at once; each one's first occurrence (ms), and the wall time. */
+async function putSchedules(stack: DevStack, ids: readonly string[]) {
+  const first = new Map<string, number>();
+  const putStart = Date.now();
+  await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
+    const { status, body } = await stack.api('PUT', `/schedules/${PRECISION_TOPIC}/${ids[i]}`, {
+      every: 1,
+      body: { n: i },
+    });
+    if (status !== 201 || !body.schedule.pending)
+      throw new Error(`PUT schedule ${ids[i]}: ${status} ${JSON.stringify(body)}`);
+    first.set(ids[i]!, Date.parse(body.schedule.pending.runAt));
+  });
+  const putMs = Date.now() - putStart;
+  console.log(
+    `2. ${ids.length} schedules every 1 s put in ${putMs} ms; firing for ${N.precisionSeconds} s (load average ${load()})`,
+  );
+  return { first, putMs };
+}
+
+/** N.precisionSeconds while the schedules fire: the load every 10 s, and the stack's threads' CPU per second. */
+async function fire(stack: DevStack) {
+  const cpuBefore = stack.cpu();
+  const firingStart = performance.now();
+  const during: number[][] = [];
+  for (let left = N.precisionSeconds * 1000; left > 0; left -= 10_000) {
+    await sleep(Math.min(10_000, left));
+    during.push(loadNow());
+    if (stack.child.exitCode !== null) throw new Error(`npm run dev exited. Its last lines:\n${stack.lastLines()}`);
+  }
+  const stackCpu = stack.cpu();
+  const firingS = (performance.now() - firingStart) / 1000;
+  for (const kind of ['offline', 'redis', 'other'] as const) {
+    stackCpu[kind] = {
+      run: round((stackCpu[kind].run - cpuBefore[kind].run) / firingS, 2),
+      wait: round((stackCpu[kind].wait - cpuBefore[kind].wait) / firingS, 2),
+    };
+  }
+  return { stackCpu, during };
+}
+
+/** Deletes every schedule (10 at once), then waits until the topic has nothing delayed, ready or running. */
+async function deleteAndDrain(stack: DevStack, ids: readonly string[]) {
+  const deleteStart = Date.now();
+  const deleted = new Map<string, { start: number; end: number }>();
+  await deleteAll(stack, ids, (id, start) => deleted.set(id, { start, end: Date.now() }));
+  const deleteEnd = Date.now();
+  const drainEnd = Date.now() + DRAIN_MS;
+  let drained = false;
+  while (!(drained = (await pending(stack)) === 0) && Date.now() < drainEnd) await sleep(250);
+  await sleep(2_000); // the last log lines
+  return { deleted, deleteStart, deleteMs: deleteEnd - deleteStart, drained };
+}
+
+/** What the precision run recorded, read back once the schedules are deleted and the topic drained. */
+interface Fired {
+  ids: readonly string[];
+  /** Each schedule's first occurrence (ms). */
+  first: ReadonlyMap<string, number>;
+  /** When each schedule's DELETE was sent and answered. */
+  deleted: ReadonlyMap<string, { start: number; end: number }>;
+  deleteStart: number;
+  output: DevOutput;
+}
+
+/**
+ * Expected occurrences (up to 1 s before their schedule's DELETE was sent) with their nominal
+ * times, the margin after, each one's schedule's DELETE start, and the starts of each.
+ */
+function occurrences(f: Fired) {
+  const expected = new Map<string, number>(); // occurrence id -> nominal ms
+  const margin = new Set<string>();
+  const deleteOf = new Map<string, number>(); // occurrence id -> its schedule's DELETE start
+  for (const id of f.ids) {
+    const { start, end } = f.deleted.get(id)!;
+    for (let s = f.first.get(id)!; s <= end; s += 1_000) {
+      const occurrence = occurrenceId(id, s);
+      if (s <= start - 1_000) expected.set(occurrence, s);
+      else margin.add(occurrence);
+      deleteOf.set(occurrence, start);
+    }
+  }
+  const startsOf = new Map<string, Start[]>();
+  for (const s of f.output.starts) startsOf.set(s.id, [...(startsOf.get(s.id) ?? []), s]);
+  return { expected, margin, deleteOf, startsOf };
+}
+
+type Occurrences = ReturnType<typeof occurrences>;
+
+/** The lateness of each expected occurrence's first start, also by nominal second, and the handler invocations. */
+function latenessOf({ expected, startsOf }: Occurrences) {
+  const lateness: number[] = [];
+  let fieldDiff = 0;
+  const perSecond = new Map<number, number[]>();
+  const requestsPerSecond = new Map<number, Set<string>>();
+  for (const [id, nominal] of expected) {
+    const s = startsOf.get(id)?.[0];
+    if (!s) continue;
+    const late = s.at - nominal;
+    lateness.push(late);
+    fieldDiff = Math.max(fieldDiff, Math.abs(s.latenessMs - late));
+    perSecond.set(nominal, [...(perSecond.get(nominal) ?? []), late]);
+    if (s.requestId) requestsPerSecond.set(nominal, (requestsPerSecond.get(nominal) ?? new Set()).add(s.requestId));
+  }
+  // median over the nominal seconds where every schedule started of that second's r-th start
+  const rank = (r: number | 'last') => {
+    const values = [...perSecond.values()]
+      .filter((v) => v.length >= N.precisionSchedules)
+      .map((v) => sortNum(v)[r === 'last' ? v.length - 1 : r - 1]!);
+    return quantile(sortNum(values), 0.5);
+  };
+  const sorted = sortNum(lateness);
+  return {
+    started: lateness.length,
+    latenessMs: {
+      p50: quantile(sorted, 0.5),
+      p90: quantile(sorted, 0.9),
+      p99: quantile(sorted, 0.99),
+      max: sorted.at(-1) ?? NaN,
+      min: sorted[0] ?? NaN,
+    },
+    latenessFieldDiffMaxMs: fieldDiff,
+    byRankP50Ms: {
+      first: rank(1),
+      tenth: rank(10),
+      fiftieth: rank(Math.min(50, N.precisionSchedules)),
+      last: rank('last'),
+    },
+    handlerInvocationsPerSecond: round(
+      [...requestsPerSecond.values()].reduce((a, s) => a + s.size, 0) / Math.max(1, requestsPerSecond.size),
+      1,
+    ),
+  };
+}
+
+/** Expected occurrences that never started: by seconds before their DELETE, their schedule's first, the next one. */
+function missedOf(f: Fired, { expected, deleteOf, startsOf }: Occurrences) {
+  const missedIds = [...expected.keys()].filter((id) => !startsOf.has(id));
+  const scheduleOf = (id: string) => id.slice(0, id.lastIndexOf(':'));
+  const nextStart = (id: string) => {
+    const nominal = expected.get(id)! + 1_000;
+    const s = startsOf.get(occurrenceId(scheduleOf(id), nominal))?.[0];
+    return s ? s.at - nominal : null;
+  };
+  const nextLateness = sortNum(missedIds.flatMap((id) => nextStart(id) ?? []));
+  const missedBy: Record<string, number> = {};
+  for (const id of missedIds) {
+    const key = String(Math.floor((deleteOf.get(id)! - expected.get(id)!) / 1000));
+    missedBy[key] = (missedBy[key] ?? 0) + 1;
+  }
+  const isFirst = (id: string) => f.first.get(scheduleOf(id)) === expected.get(id);
+  return {
+    missed: missedIds.length,
+    missedBySecondsBeforeDelete: missedBy,
+    missedFirst: missedIds.filter(isFirst).length,
+    missedNextStarted: { count: nextLateness.length, p50Ms: quantile(nextLateness, 0.5) },
+    missedSamples: missedIds.slice(0, 20).map((id) => ({ id, first: isFirst(id), nextLatenessMs: nextStart(id) })),
+  };
+}
+
+/** The occurrences due at least 1 s before the first DELETE was sent: expected, missed, and their lateness. */
+function steadyOf(f: Fired, { expected, startsOf }: Occurrences) {
+  const steadyIds = [...expected].filter(([, nominal]) => nominal <= f.deleteStart - 1_000).map(([id]) => id);
+  const steadyLate = sortNum(
+    steadyIds.flatMap((id) => {
+      const s = startsOf.get(id)?.[0];
+      return s ? [s.at - expected.get(id)!] : [];
+    }),
+  );
+  return {
+    expected: steadyIds.length,
+    missed: steadyIds.filter((id) => !startsOf.has(id)).length,
+    latenessMs: {
+      p50: quantile(steadyLate, 0.5),
+      p90: quantile(steadyLate, 0.9),
+      p99: quantile(steadyLate, 0.99),
+      max: steadyLate.at(-1) ?? NaN,
+    },
+  };
+}
+
+/** The fan-out's claim lateness (its EMF metric) while the schedules fired, before the deletes. */
+function claimLatenessOf(f: Fired) {
+  const firstNominal = Math.min(...f.first.values());
+  const claimValues = sortNum(
+    f.output.claims.filter((c) => c.at >= firstNominal && c.at <= f.deleteStart).flatMap((c) => c.lateness),
+  );
+  return {
+    claims: claimValues.length,
+    p50: quantile(claimValues, 0.5),
+    p99: quantile(claimValues, 0.99),
+    max: claimValues.at(-1) ?? NaN,
+  };
+}
+
+/** Step 2: `npm run dev`, warmed up; the schedules put, fired, deleted, drained; what started when. */
 async function precisionStep(): Promise<PrecisionResult> {
   const tag = Date.now().toString(36);
   const prefix = `prec-${tag}-`;
   const output = new DevOutput(prefix);
-  const http = await freePort();
-  let lambda = await freePort();
-  while (lambda === http) lambda = await freePort();
-  let redisPort = await freePort();
-  while (redisPort === http || redisPort === lambda) redisPort = await freePort();
-  const stack = new DevStack({ http, lambda, redis: redisPort }, output);
+  const stack = await DevStack.start((entry, line) => output.entry(entry, line));
+  const stopStack = track(() => stack.stop());
   const ids = Array.from({ length: N.precisionSchedules }, (_, i) => `${prefix}${pad(i, 3)}`);
+  // on Ctrl-C: npm run dev keeps its Redis data (.data/redis): schedules left there would fire in the next run
   let putAny = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`got ${signal}: deleting the bench's schedules (at most 15 s), then stopping npm run dev`);
-    // npm run dev keeps its Redis data (.data/redis): schedules left there would fire in the next run
-    const removed = putAny
-      ? Promise.race([deleteAll(stack, ids, () => undefined).catch(() => undefined), sleep(15_000)])
-      : Promise.resolve();
-    void removed.then(() => stack.stop()).finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const forgetDeletes = whenStopping(async () => {
+    console.error("deleting the bench's schedules (at most 15 s), then stopping npm run dev");
+    if (putAny) await Promise.race([deleteAll(stack, ids, () => undefined).catch(() => undefined), sleep(15_000)]);
+  });
   const loadStart = loadNow();
   try {
-    console.log(
-      `2. npm run dev on ports ${http} (HTTP), ${lambda} (Lambda), ${redisPort} (redis); waiting for it (load average ${load()})`,
-    );
-    const readyMs = await stack.ready(N.devReadySeconds * 1000);
-    const leftover = await leftoverSchedules(stack);
-    if (leftover.length > 0) {
-      await deleteAll(stack, leftover, () => undefined);
-      console.log(`2. deleted ${leftover.length} schedules an interrupted earlier run left in npm run dev's Redis`);
-    }
-    console.log(`2. ready in ${fmt(readyMs / 1000, 1)} s; warming up (load average ${load()})`);
-    const pending = async () => {
-      const { body } = await stack.api('GET', '/topics');
-      const t = (body.topics as { topic: string; delayed: number; ready: number; running: number }[]).find(
-        (s) => s.topic === PRECISION_TOPIC,
-      );
-      return t ? t.delayed + t.ready + t.running : 0;
-    };
-    for (let r = 0; r < 3; r++) {
-      const jobs = Array.from({ length: 100 }, (_, i) => ({
-        topic: PRECISION_TOPIC,
-        id: `warm-${tag}-${r}-${i}`,
-        delay: 0.5,
-      }));
-      const { status } = await stack.api('POST', '/jobs/batch', { jobs });
-      if (status !== 200) throw new Error(`warm-up batch: ${status}`);
-      const end = Date.now() + 60_000;
-      while ((await pending()) > 0 && Date.now() < end) await sleep(200);
-    }
-    // the deletes at the end go 10 at once: warm 10 deleteSchedule workers now (404s), so that
-    // their cold starts do not take the 2 cores from the stack while schedules still fire (on
-    // AWS an API function's cold start runs elsewhere). Run E, before this, is in BENCHMARKS.md.
-    await deleteAll(
-      stack,
-      Array.from({ length: IN_FLIGHT_HTTP }, (_, i) => `warm-${tag}-absent-${i}`),
-      () => undefined,
-    );
-
-    const first = new Map<string, number>();
+    const readyMs = await stackReady(stack);
+    await warmUp(stack, tag);
     putAny = true;
-    const putStart = Date.now();
-    await pool(ids.length, IN_FLIGHT_HTTP, async (i) => {
-      const { status, body } = await stack.api('PUT', `/schedules/${PRECISION_TOPIC}/${ids[i]}`, {
-        every: 1,
-        body: { n: i },
-      });
-      if (status !== 201 || !body.schedule.pending)
-        throw new Error(`PUT schedule ${ids[i]}: ${status} ${JSON.stringify(body)}`);
-      first.set(ids[i]!, Date.parse(body.schedule.pending.runAt));
-    });
-    const putMs = Date.now() - putStart;
-    console.log(
-      `2. ${ids.length} schedules every 1 s put in ${putMs} ms; firing for ${N.precisionSeconds} s (load average ${load()})`,
-    );
-    const cpuBefore = stack.cpu();
-    const firingStart = performance.now();
-    const during: number[][] = [];
-    for (let left = N.precisionSeconds * 1000; left > 0; left -= 10_000) {
-      await sleep(Math.min(10_000, left));
-      during.push(loadNow());
-      if (stack.child.exitCode !== null) throw new Error(`npm run dev exited. Its last lines:\n${output.lastLines()}`);
-    }
-    const cpuAfter = stack.cpu();
-    const firingS = (performance.now() - firingStart) / 1000;
-    const stackCpu = cpuAfter;
-    for (const kind of ['offline', 'redis', 'other'] as const) {
-      stackCpu[kind] = {
-        run: round((cpuAfter[kind].run - cpuBefore[kind].run) / firingS, 2),
-        wait: round((cpuAfter[kind].wait - cpuBefore[kind].wait) / firingS, 2),
-      };
-    }
-    const deleteStart = Date.now();
-    const deleted = new Map<string, { start: number; end: number }>();
-    await deleteAll(stack, ids, (id, start) => deleted.set(id, { start, end: Date.now() }));
-    const deleteEnd = Date.now();
-    const drainEnd = Date.now() + DRAIN_MS;
-    let drained = false;
-    while (!(drained = (await pending()) === 0) && Date.now() < drainEnd) await sleep(250);
-    await sleep(2_000); // the last log lines
+    const { first, putMs } = await putSchedules(stack, ids);
+    const { stackCpu, during } = await fire(stack);
+    const { deleted, deleteStart, deleteMs, drained } = await deleteAndDrain(stack, ids);
     const loadEnd = loadNow();
-
-    // expected occurrences (up to 1 s before their schedule's DELETE was sent), the margin after, and the starts of
-    // each
-    const expected = new Map<string, number>(); // occurrence id -> nominal ms
-    const margin = new Set<string>();
-    const deleteOf = new Map<string, number>(); // occurrence id -> its schedule's DELETE start
-    for (const id of ids) {
-      const { start, end } = deleted.get(id)!;
-      for (let s = first.get(id)!; s <= end; s += 1_000) {
-        const occurrence = occurrenceId(id, s);
-        if (s <= start - 1_000) expected.set(occurrence, s);
-        else margin.add(occurrence);
-        deleteOf.set(occurrence, start);
-      }
-    }
-    const startsOf = new Map<string, Start[]>();
-    for (const s of output.starts) startsOf.set(s.id, [...(startsOf.get(s.id) ?? []), s]);
-    const lateness: number[] = [];
-    let fieldDiff = 0;
-    const perSecond = new Map<number, number[]>();
-    const requestsPerSecond = new Map<number, Set<string>>();
-    for (const [id, nominal] of expected) {
-      const s = startsOf.get(id)?.[0];
-      if (!s) continue;
-      const late = s.at - nominal;
-      lateness.push(late);
-      fieldDiff = Math.max(fieldDiff, Math.abs(s.latenessMs - late));
-      perSecond.set(nominal, [...(perSecond.get(nominal) ?? []), late]);
-      if (s.requestId) requestsPerSecond.set(nominal, (requestsPerSecond.get(nominal) ?? new Set()).add(s.requestId));
-    }
-    const sorted = sortNum(lateness);
-    const rank = (r: number | 'last') => {
-      const values = [...perSecond.values()]
-        .filter((v) => v.length >= N.precisionSchedules)
-        .map((v) => sortNum(v)[r === 'last' ? v.length - 1 : r - 1]!);
-      return quantile(sortNum(values), 0.5);
-    };
-    const firstNominal = Math.min(...first.values());
-    const claimValues = sortNum(
-      output.claims.filter((c) => c.at >= firstNominal && c.at <= deleteStart).flatMap((c) => c.lateness),
-    );
-    const steadyIds = [...expected].filter(([, nominal]) => nominal <= deleteStart - 1_000).map(([id]) => id);
-    const steadyLate = sortNum(
-      steadyIds.flatMap((id) => {
-        const s = startsOf.get(id)?.[0];
-        return s ? [s.at - expected.get(id)!] : [];
-      }),
-    );
-    const missedIds = [...expected.keys()].filter((id) => !startsOf.has(id));
-    const nextStart = (id: string) => {
-      const nominal = expected.get(id)! + 1_000;
-      const s = startsOf.get(occurrenceId(id.slice(0, id.lastIndexOf(':')), nominal))?.[0];
-      return s ? s.at - nominal : null;
-    };
-    const nextLateness = sortNum(missedIds.flatMap((id) => nextStart(id) ?? []));
-    const missedBy: Record<string, number> = {};
-    for (const id of missedIds) {
-      const key = String(Math.floor((deleteOf.get(id)! - expected.get(id)!) / 1000));
-      missedBy[key] = (missedBy[key] ?? 0) + 1;
-    }
-    const inWindow = output.starts.filter((s) => expected.has(s.id));
-    const result: PrecisionResult = {
+    const f: Fired = { ids, first, deleted, deleteStart, output };
+    const o = occurrences(f);
+    const { started, latenessMs, latenessFieldDiffMaxMs, byRankP50Ms, handlerInvocationsPerSecond } = latenessOf(o);
+    return {
       schedules: ids.length,
       seconds: N.precisionSeconds,
       readyMs,
-      expected: expected.size,
-      started: lateness.length,
-      missed: missedIds.length,
-      missedBySecondsBeforeDelete: missedBy,
-      missedFirst: missedIds.filter((id) => first.get(id.slice(0, id.lastIndexOf(':'))) === expected.get(id)).length,
-      missedNextStarted: { count: nextLateness.length, p50Ms: quantile(nextLateness, 0.5) },
-      missedSamples: missedIds.slice(0, 20).map((id) => ({
-        id,
-        first: first.get(id.slice(0, id.lastIndexOf(':'))) === expected.get(id),
-        nextLatenessMs: nextStart(id),
-      })),
-      doubled: [...startsOf.values()].filter((s) => s.length > 1).length,
+      expected: o.expected.size,
+      started,
+      ...missedOf(f, o),
+      doubled: [...o.startsOf.values()].filter((s) => s.length > 1).length,
       retried: output.starts.filter((s) => s.attempt > 1).length,
-      marginNominal: margin.size,
-      marginStarted: [...margin].filter((id) => startsOf.has(id)).length,
-      unexpectedStarts: [...startsOf.keys()].filter((id) => !expected.has(id) && !margin.has(id)).length,
-      latenessMs: {
-        p50: quantile(sorted, 0.5),
-        p90: quantile(sorted, 0.9),
-        p99: quantile(sorted, 0.99),
-        max: sorted.at(-1) ?? NaN,
-        min: sorted[0] ?? NaN,
-      },
-      latenessFieldDiffMaxMs: fieldDiff,
-      claimLatenessMs: {
-        claims: claimValues.length,
-        p50: quantile(claimValues, 0.5),
-        p99: quantile(claimValues, 0.99),
-        max: claimValues.at(-1) ?? NaN,
-      },
-      steady: {
-        expected: steadyIds.length,
-        missed: steadyIds.filter((id) => !startsOf.has(id)).length,
-        latenessMs: {
-          p50: quantile(steadyLate, 0.5),
-          p90: quantile(steadyLate, 0.9),
-          p99: quantile(steadyLate, 0.99),
-          max: steadyLate.at(-1) ?? NaN,
-        },
-      },
+      marginNominal: o.margin.size,
+      marginStarted: [...o.margin].filter((id) => o.startsOf.has(id)).length,
+      unexpectedStarts: [...o.startsOf.keys()].filter((id) => !o.expected.has(id) && !o.margin.has(id)).length,
+      latenessMs,
+      latenessFieldDiffMaxMs,
+      claimLatenessMs: claimLatenessOf(f),
+      steady: steadyOf(f, o),
       stackCpu,
-      byRankP50Ms: {
-        first: rank(1),
-        tenth: rank(10),
-        fiftieth: rank(Math.min(50, N.precisionSchedules)),
-        last: rank('last'),
-      },
-      handlerInvocationsPerSecond: round(
-        [...requestsPerSecond.values()].reduce((a, s) => a + s.size, 0) / Math.max(1, requestsPerSecond.size),
-        1,
-      ),
-      coldStarts: inWindow.filter((s) => s.coldStart).length,
+      byRankP50Ms,
+      handlerInvocationsPerSecond,
+      coldStarts: output.starts.filter((s) => o.expected.has(s.id) && s.coldStart).length,
       warnings: Object.fromEntries(output.warnings),
       putMs,
-      deleteMs: deleteEnd - deleteStart,
+      deleteMs,
       drained,
       load: { start: loadStart, during, end: loadEnd },
     };
-    return result;
   } finally {
-    await stack.stop();
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    forgetDeletes();
+    await stopStack();
   }
 }
 
 // ---------------------------------------------------------------------------------------------
+// the tables and the JSON line
+
+/** Redis script time per sweep call of a run: "median / max / total ms". */
+function perCall(r: SweepRun): string {
+  const sorted = sortNum(r.redisMsPerCall);
+  return `${fmt(quantile(sorted, 0.5), 2)} / ${fmt(sorted.at(-1) ?? NaN, 2)} / ${fmt(
+    sorted.reduce((a, b) => a + b, 0),
+    1,
+  )} ms`;
+}
+
+/** What a run of the sweep cost: wall and calls, CPU, script time per call, its slowest command. */
+function sweepRunRows(label: string, r: SweepRun): Row[] {
+  const slowest = r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none of ${r.slowlogUs} µs or more`;
+  return [
+    [
+      `sweep, all ${fmt(N.schedules)} due at once, ${label}: wall / calls`,
+      `${fmt(r.wallMs, 1)} ms / ${r.calls} calls (load ${r.load.join(' / ')})`,
+      '',
+    ],
+    ['  CPU over those calls: client (Node) / redis-server', `${fmt(r.clientCpuMs)} / ${fmt(r.redisCpuMs)} ms`, ''],
+    ['  Redis script time per sweep call (commandstats): median / max / total', perCall(r), ''],
+    ['  slowest single command', slowest, ''],
+  ];
+}
+
+function sweepRows(sweep: SweepStep): Row[] {
+  const [light, every] = sweep.runs as [SweepRun, SweepRun];
+  const m = sweep.memory;
+  const ok = light.check.ok && every.check.ok;
+  return [
+    [
+      `put ${fmt(N.schedules)} schedules (putSchedule, ${N.putsInFlight} in flight), run 1; run 2`,
+      `${fmt(light.putMs / 1000, 1)} s = ${fmt(light.putsPerSecond)}/s; ${fmt(every.putMs / 1000, 1)} s = ${fmt(every.putsPerSecond)}/s`,
+      '',
+    ],
+    ['memory per schedule with its pending occurrence (used_memory)', `${fmt(m.bytesPerSchedule, 1)} bytes`, ''],
+    [
+      '  the schedule alone: schedules hash + ids zset + next zset (MEMORY USAGE)',
+      `${fmt(m.scheduleAlone, 1)} = ${fmt(m.keys['schedules hash']!, 1)} + ${fmt(m.keys['schedule-ids zset']!, 1)} + ${fmt(m.keys['schedule-next zset']!, 1)} bytes (record ${fmt(m.recordBytes, 1)} bytes)`,
+      '',
+    ],
+    [
+      '  its occurrence: jobs hash + delayed zset (MEMORY USAGE)',
+      `${fmt(m.occurrence, 1)} = ${fmt(m.keys['jobs hash']!, 1)} + ${fmt(m.keys['delayed zset']!, 1)} bytes`,
+      '',
+    ],
+    ...sweepRunRows(`run 1, SLOWLOG from ${SLOWLOG_LIGHT_US} µs`, light),
+    ...sweepRunRows('run 2, SLOWLOG at 0 (every command)', every),
+    [
+      '  run 2: commands sent per sweep call: median / max',
+      `${quantile(sortNum(every.commandsPerCall), 0.5)} / ${Math.max(...every.commandsPerCall)}`,
+      '',
+    ],
+    ...Object.entries(every.byScript)
+      .sort((a, b) => b[1].maxMs - a[1].maxMs)
+      .map(([name, s]): Row => [
+        `  run 2: ${name}: calls, median / slowest`,
+        `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`,
+        '',
+      ]),
+    [
+      'client: one advance planned (catchUpPlan), every: 60 / cron in Berlin, CPU',
+      `${fmt(sweep.planUs.every.cpu, 1)} / ${fmt(sweep.planUs.cron.cpu, 1)} µs (wall ${fmt(sweep.planUs.every.wall, 1)} / ${fmt(sweep.planUs.cron.wall, 1)})`,
+      '',
+    ],
+    [
+      'every schedule advanced exactly once (both runs)',
+      ok
+        ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled`
+        : `NO: ${[...light.check.problems, ...every.check.problems].join(' | ')}`,
+      `all: ${verdict(ok)}`,
+    ],
+  ];
+}
+
+/** The precision run's starts: expected, started, missed, doubled, and how late. */
+function precisionStartRows(p: PrecisionResult): Row[] {
+  return [
+    [`${p.schedules} schedules every 1 s for ${p.seconds} s: occurrences expected`, fmt(p.expected), ''],
+    [
+      '  started / missed / doubled',
+      `${fmt(p.started)} / ${fmt(p.missed)} / ${fmt(p.doubled)}`,
+      `missed 0, doubled 0: ${verdict(p.missed === 0 && p.doubled === 0)}`,
+    ],
+    [
+      '  lateness (job started − nominal): p50 / p90 / p99 / max',
+      `${p.latenessMs.p50} / ${p.latenessMs.p90} / ${p.latenessMs.p99} / ${p.latenessMs.max} ms (min ${p.latenessMs.min})`,
+      `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.latenessMs.p99 <= TARGETS.p99Ms)}`,
+    ],
+    [
+      '  missed, by seconds from nominal to its DELETE',
+      Object.entries(p.missedBySecondsBeforeDelete)
+        .map(([k, v]) => `${k} s: ${v}`)
+        .join(', ') || 'none',
+      '',
+    ],
+    [
+      `  steady (due ≥ 1 s before the first DELETE): expected / missed`,
+      `${fmt(p.steady.expected)} / ${fmt(p.steady.missed)}`,
+      '',
+    ],
+    [
+      '  steady: lateness p50 / p90 / p99 / max',
+      `${p.steady.latenessMs.p50} / ${p.steady.latenessMs.p90} / ${p.steady.latenessMs.p99} / ${p.steady.latenessMs.max} ms`,
+      `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.steady.latenessMs.p99 <= TARGETS.p99Ms)}`,
+    ],
+    [
+      "  missed: its schedule's first occurrence; its schedule's next one started (median lateness)",
+      `${fmt(p.missedFirst)}; ${fmt(p.missedNextStarted.count)} (${p.missedNextStarted.p50Ms} ms)`,
+      '',
+    ],
+  ];
+}
+
+/** Where the precision run's time went: the stack's CPU, the claims, the starts by rank, and what it logged. */
+function precisionStackRows(p: PrecisionResult): Row[] {
+  return [
+    [
+      '  stack threads per s while firing, offline / redis-server / rest: on CPU',
+      `${p.stackCpu.offline.run} / ${p.stackCpu.redis.run} / ${p.stackCpu.other.run} s`,
+      '',
+    ],
+    [
+      '  the same, waiting for a CPU (run queue)',
+      `${p.stackCpu.offline.wait} / ${p.stackCpu.redis.wait} / ${p.stackCpu.other.wait} s`,
+      '',
+    ],
+    [
+      '  fan-out claim lateness (EMF): p50 / p99 / max',
+      `${p.claimLatenessMs.p50} / ${p.claimLatenessMs.p99} / ${p.claimLatenessMs.max} ms (${fmt(p.claimLatenessMs.claims)} claimed)`,
+      '',
+    ],
+    [
+      "  each second's 1st / 10th / 50th / last start, median",
+      `${p.byRankP50Ms.first} / ${p.byRankP50Ms.tenth} / ${p.byRankP50Ms.fiftieth} / ${p.byRankP50Ms.last} ms`,
+      '',
+    ],
+    ['  handler invocations per second; cold starts', `${p.handlerInvocationsPerSecond}; ${p.coldStarts}`, ''],
+    [
+      '  margin (nominal after deletes − 1 s): started of',
+      `${p.marginStarted} of ${p.marginNominal}; unexpected starts ${p.unexpectedStarts}; retried ${p.retried}`,
+      '',
+    ],
+    [
+      '  WARN / ERROR lines of the stack',
+      Object.entries(p.warnings)
+        .map(([m, w]) => `${w.count}× ${m}`)
+        .join('; ') || 'none',
+      '',
+    ],
+    ['  load average start / end', `${p.load.start.join(' / ')} → ${p.load.end.join(' / ')}`, ''],
+  ];
+}
 
 async function main(): Promise<void> {
   const at = new Date();
   const loadAtStart = loadNow();
   console.log(`counts: ${JSON.stringify(N)}; load average ${load()}`);
-  const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
-  let sweep: Awaited<ReturnType<typeof sweepStep>> | undefined;
-  if (!ONLY || ONLY === 'sweep') {
+  let sweep: SweepStep | undefined;
+  if (runs(ONLY, 'sweep')) {
     sweep = await sweepStep();
-    const [light, every] = sweep.runs as [SweepRun, SweepRun];
-    const m = sweep.memory;
-    const perCall = (r: SweepRun) => {
-      const sorted = sortNum(r.redisMsPerCall);
-      return `${fmt(quantile(sorted, 0.5), 2)} / ${fmt(sorted.at(-1) ?? NaN, 2)} / ${fmt(
-        sorted.reduce((a, b) => a + b, 0),
-        1,
-      )} ms`;
-    };
-    const slowest = (r: SweepRun) =>
-      r.slowest ? `${fmt(r.slowest.ms, 2)} ms (${r.slowest.name})` : `none of ${r.slowlogUs} µs or more`;
-    const rows: [string, string, string][] = [
-      [
-        `put ${fmt(N.schedules)} schedules (putSchedule, ${N.putsInFlight} in flight), run 1; run 2`,
-        `${fmt(light.putMs / 1000, 1)} s = ${fmt(light.putsPerSecond)}/s; ${fmt(every.putMs / 1000, 1)} s = ${fmt(every.putsPerSecond)}/s`,
-        '',
-      ],
-      ['memory per schedule with its pending occurrence (used_memory)', `${fmt(m.bytesPerSchedule, 1)} bytes`, ''],
-      [
-        '  the schedule alone: schedules hash + ids zset + next zset (MEMORY USAGE)',
-        `${fmt(m.scheduleAlone, 1)} = ${fmt(m.keys['schedules hash']!, 1)} + ${fmt(m.keys['schedule-ids zset']!, 1)} + ${fmt(m.keys['schedule-next zset']!, 1)} bytes (record ${fmt(m.recordBytes, 1)} bytes)`,
-        '',
-      ],
-      [
-        '  its occurrence: jobs hash + delayed zset (MEMORY USAGE)',
-        `${fmt(m.occurrence, 1)} = ${fmt(m.keys['jobs hash']!, 1)} + ${fmt(m.keys['delayed zset']!, 1)} bytes`,
-        '',
-      ],
-    ];
-    for (const [label, r] of [
-      [`run 1, SLOWLOG from ${SLOWLOG_LIGHT_US} µs`, light],
-      ['run 2, SLOWLOG at 0 (every command)', every],
-    ] as const) {
-      rows.push([
-        `sweep, all ${fmt(N.schedules)} due at once, ${label}: wall / calls`,
-        `${fmt(r.wallMs, 1)} ms / ${r.calls} calls (load ${r.load.join(' / ')})`,
-        '',
-      ]);
-      rows.push([
-        '  CPU over those calls: client (Node) / redis-server',
-        `${fmt(r.clientCpuMs)} / ${fmt(r.redisCpuMs)} ms`,
-        '',
-      ]);
-      rows.push(['  Redis script time per sweep call (commandstats): median / max / total', perCall(r), '']);
-      rows.push(['  slowest single command', slowest(r), '']);
-    }
-    rows.push([
-      '  run 2: commands sent per sweep call: median / max',
-      `${quantile(sortNum(every.commandsPerCall), 0.5)} / ${Math.max(...every.commandsPerCall)}`,
-      '',
-    ]);
-    rows.push(
-      ...Object.entries(every.byScript)
-        .sort((a, b) => b[1].maxMs - a[1].maxMs)
-        .map(([name, s]): [string, string, string] => [
-          `  run 2: ${name}: calls, median / slowest`,
-          `${fmt(s.calls)}, ${fmt(s.p50Ms, 3)} / ${fmt(s.maxMs, 3)} ms`,
-          '',
-        ]),
-    );
-    rows.push([
-      'client: one advance planned (catchUpPlan), every: 60 / cron in Berlin, CPU',
-      `${fmt(sweep.planUs.every.cpu, 1)} / ${fmt(sweep.planUs.cron.cpu, 1)} µs (wall ${fmt(sweep.planUs.every.wall, 1)} / ${fmt(sweep.planUs.cron.wall, 1)})`,
-      '',
-    ]);
-    rows.push([
-      'every schedule advanced exactly once (both runs)',
-      light.check.ok && every.check.ok
-        ? `yes: ${fmt(N.schedules)} advanced, ${fmt(N.schedules)} occurrences created, none doubled`
-        : `NO: ${[...light.check.problems, ...every.check.problems].join(' | ')}`,
-      `all: ${verdict(light.check.ok && every.check.ok)}`,
-    ]);
-    printTable(rows);
+    printTable(sweepRows(sweep));
   }
   let precision: PrecisionResult | undefined;
-  if (!ONLY || ONLY === 'precision') {
+  if (runs(ONLY, 'precision')) {
     precision = await precisionStep();
-    const p = precision;
-    const rows: [string, string, string][] = [
-      [`${p.schedules} schedules every 1 s for ${p.seconds} s: occurrences expected`, fmt(p.expected), ''],
-      [
-        '  started / missed / doubled',
-        `${fmt(p.started)} / ${fmt(p.missed)} / ${fmt(p.doubled)}`,
-        `missed 0, doubled 0: ${verdict(p.missed === 0 && p.doubled === 0)}`,
-      ],
-      [
-        '  lateness (job started − nominal): p50 / p90 / p99 / max',
-        `${p.latenessMs.p50} / ${p.latenessMs.p90} / ${p.latenessMs.p99} / ${p.latenessMs.max} ms (min ${p.latenessMs.min})`,
-        `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.latenessMs.p99 <= TARGETS.p99Ms)}`,
-      ],
-      [
-        '  missed, by seconds from nominal to its DELETE',
-        Object.entries(p.missedBySecondsBeforeDelete)
-          .map(([k, v]) => `${k} s: ${v}`)
-          .join(', ') || 'none',
-        '',
-      ],
-      [
-        `  steady (due ≥ 1 s before the first DELETE): expected / missed`,
-        `${fmt(p.steady.expected)} / ${fmt(p.steady.missed)}`,
-        '',
-      ],
-      [
-        '  steady: lateness p50 / p90 / p99 / max',
-        `${p.steady.latenessMs.p50} / ${p.steady.latenessMs.p90} / ${p.steady.latenessMs.p99} / ${p.steady.latenessMs.max} ms`,
-        `p99 ≤ ${TARGETS.p99Ms} ms: ${verdict(p.steady.latenessMs.p99 <= TARGETS.p99Ms)}`,
-      ],
-      [
-        "  missed: its schedule's first occurrence; its schedule's next one started (median lateness)",
-        `${fmt(p.missedFirst)}; ${fmt(p.missedNextStarted.count)} (${p.missedNextStarted.p50Ms} ms)`,
-        '',
-      ],
-      [
-        '  stack threads per s while firing, offline / redis-server / rest: on CPU',
-        `${p.stackCpu.offline.run} / ${p.stackCpu.redis.run} / ${p.stackCpu.other.run} s`,
-        '',
-      ],
-      [
-        '  the same, waiting for a CPU (run queue)',
-        `${p.stackCpu.offline.wait} / ${p.stackCpu.redis.wait} / ${p.stackCpu.other.wait} s`,
-        '',
-      ],
-      [
-        '  fan-out claim lateness (EMF): p50 / p99 / max',
-        `${p.claimLatenessMs.p50} / ${p.claimLatenessMs.p99} / ${p.claimLatenessMs.max} ms (${fmt(p.claimLatenessMs.claims)} claimed)`,
-        '',
-      ],
-      [
-        "  each second's 1st / 10th / 50th / last start, median",
-        `${p.byRankP50Ms.first} / ${p.byRankP50Ms.tenth} / ${p.byRankP50Ms.fiftieth} / ${p.byRankP50Ms.last} ms`,
-        '',
-      ],
-      ['  handler invocations per second; cold starts', `${p.handlerInvocationsPerSecond}; ${p.coldStarts}`, ''],
-      [
-        '  margin (nominal after deletes − 1 s): started of',
-        `${p.marginStarted} of ${p.marginNominal}; unexpected starts ${p.unexpectedStarts}; retried ${p.retried}`,
-        '',
-      ],
-      [
-        '  WARN / ERROR lines of the stack',
-        Object.entries(p.warnings)
-          .map(([m, w]) => `${w.count}× ${m}`)
-          .join('; ') || 'none',
-        '',
-      ],
-      ['  load average start / end', `${p.load.start.join(' / ')} → ${p.load.end.join(' / ')}`, ''],
-    ];
-    printTable(rows);
+    printTable([...precisionStartRows(precision), ...precisionStackRows(precision)]);
   }
-  console.log(
-    JSON.stringify({
-      bench: 'schedules',
-      at: at.toISOString(),
-      machine: sweep?.machine,
-      loadAverage: { start: loadAtStart, end: loadNow() },
-      counts: N,
-      results: { sweep: sweep && { memory: sweep.memory, planUs: sweep.planUs, runs: sweep.runs }, precision },
-      targets: TARGETS,
-    }),
-  );
+  printJson({
+    bench: 'schedules',
+    at: at.toISOString(),
+    machine: sweep?.machine,
+    loadAverage: { start: loadAtStart, end: loadNow() },
+    counts: N,
+    results: { sweep: sweep && { memory: sweep.memory, planUs: sweep.planUs, runs: sweep.runs }, precision },
+    targets: TARGETS,
+  });
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runBench(main);
