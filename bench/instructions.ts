@@ -19,7 +19,7 @@
  * by PID. Needs valgrind (`apt-get install -y valgrind`).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,7 +45,11 @@ interface Checkout {
 
 async function load(dir: string, name: string): Promise<Checkout> {
   const engine = (await import(resolve(dir, 'lib/engine/index.ts'))) as typeof EngineModule;
-  const config = (await import(resolve(dir, 'lib/core/queue-config.ts'))) as typeof ConfigModule;
+  // a checkout from before lib/rules was renamed lib/core (its config.ts queue-config.ts) keeps its own path
+  const configPath = ['lib/core/queue-config.ts', 'lib/rules/config.ts']
+    .map((path) => resolve(dir, path))
+    .find((path) => existsSync(path))!;
+  const config = (await import(configPath)) as typeof ConfigModule;
   return { name, engine, config };
 }
 

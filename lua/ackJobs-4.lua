@@ -18,8 +18,13 @@
 --- @include "job"
 --- @include "attempts"
 --- @include "flow"
+-- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
+local DONE, CANCELLED, REFUSAL, OUTCOME = Codes.DONE, Codes.CANCELLED, Codes.REFUSAL, Codes.OUTCOME
+local H_STATE, H_KEY, H_UPDATED, H_DEADLINE = Job.H_STATE, Job.H_KEY, Job.H_UPDATED, Job.H_DEADLINE
+local H_GROUP, decode, save, remove = Job.H_GROUP, Job.decode, Job.save, Job.remove
+local isAttempt = Attempts.isAttempt
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local now, retention = clock(ARGV[1]), tonumber(ARGV[2])
+local now, retention = Clock.clock(ARGV[1]), tonumber(ARGV[2])
 local result = {}
 -- A flow topic's slots come back at the end, counted per key: the keys' states read in one HMGET
 -- and written in one HSET (flowLeaveMany).
@@ -54,5 +59,5 @@ for i = 3, #ARGV, 3 do
   end
   result[#result + 1] = code
 end
-if #leftKeys > 0 then flowLeaveMany(jobsKey, leftKeys, leftCounts, now) end
+if #leftKeys > 0 then Flow.flowLeaveMany(jobsKey, leftKeys, leftCounts, now) end
 return result

@@ -43,10 +43,20 @@
 --- @include "head"
 --- @include "job"
 --- @include "groups"
+-- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
+local PENDING, CANCELLED, REFUSAL, RELAYOUT = Codes.PENDING, Codes.CANCELLED, Codes.REFUSAL, Codes.RELAYOUT
+local MOVED_FIELD, OUTCOME = Codes.MOVED_FIELD, Codes.OUTCOME
+local optional, optionalNumber = Argv.optional, Argv.optionalNumber
+local H_STATE, H_KEY, H_RUN_AT, H_MAX, H_TTR = Job.H_STATE, Job.H_KEY, Job.H_RUN_AT, Job.H_MAX, Job.H_TTR
+local H_BACKOFF, H_URL, H_UPDATED, H_VERSION = Job.H_BACKOFF, Job.H_URL, Job.H_UPDATED, Job.H_VERSION
+local H_GROUP, H_BY, H_CHUNK, decode = Job.H_GROUP, Job.H_BY, Job.H_CHUNK, Job.decode
+local delayedMember, loadBody, bodySize, seqOf = Job.delayedMember, Job.loadBody, Job.bodySize, Job.seqOf
+local store, view, matches = Job.store, Job.view, Job.matches
+local placeInGroup, addToGroup = Groups.placeInGroup, Groups.addToGroup
 local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local now = clock(ARGV[1])
+local now = Clock.clock(ARGV[1])
 local put = ARGV[2] == 'put'
-local budget = byteBudget(tonumber(ARGV[3]))
+local budget = Budget.byteBudget(tonumber(ARGV[3]))
 local by = optional(ARGV[4])
 local flow = ARGV[5] == '1'
 -- the count the partition is closed to (MOVED_FIELD), false when it is open: set by this call
@@ -57,7 +67,7 @@ if ARGV[6] ~= '' then
   redis.call('HSET', jobsKey, MOVED_FIELD, ARGV[6])
   moved = tonumber(ARGV[6])
 end
-local headBefore = headScore(delayedKey)
+local headBefore = Head.headScore(delayedKey)
 local results = { 0, now } -- headChanged set at the end
 
 -- Appends one job's result: its four slots.
@@ -142,6 +152,6 @@ for i = 7, #ARGV, 11 do
   end
 end
 
-local headAfter = headScore(delayedKey)
+local headAfter = Head.headScore(delayedKey)
 if headAfter and (not headBefore or headAfter < headBefore) then results[1] = 1 end
 return results

@@ -39,7 +39,7 @@
 --- @include "occurrences"
 local k = { jobs = KEYS[3], bodies = KEYS[4], delayed = KEYS[5], running = KEYS[6], done = KEYS[7] }
 local schedulesKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[8]
-local now, id, seen = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local now, id, seen = Clock.clock(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local runId, nextId = ARGV[4], ARGV[6]
 
 -- Withdraws occurrence `id` while it waits for its first attempt (pending, never attempted), as
@@ -47,41 +47,41 @@ local runId, nextId = ARGV[4], ARGV[6]
 local function withdrawWaiting(id)
   local job = redis.call('HGET', k.jobs, id)
   if not job then return false end
-  local h, inline = decode(job)
-  if h[H_STATE] ~= PENDING or h[H_ATTEMPTS] ~= 0 then return false end
-  cancelNow(k, id, h, inline, now, 0)
+  local h, inline = Job.decode(job)
+  if h[Job.H_STATE] ~= Codes.PENDING or h[Job.H_ATTEMPTS] ~= 0 then return false end
+  Cancel.cancelNow(k, id, h, inline, now, 0)
   return true
 end
 
 local record = redis.call('HGET', schedulesKey, id)
-if not record then return { REFUSAL.NOT_FOUND } end
+if not record then return { Codes.REFUSAL.NOT_FOUND } end
 local r = cmsgpack.unpack(record)
-if r[S_VERSION] ~= seen then return { REFUSAL.VERSION_MISMATCH, r[S_VERSION] } end
+if r[Schedules.S_VERSION] ~= seen then return { Codes.REFUSAL.VERSION_MISMATCH, r[Schedules.S_VERSION] } end
 
-local options = occurrenceOptions(r)
+local options = Occurrences.occurrenceOptions(r)
 local created, lefts = 0, {}
-local pending = r[S_NEXT_ID]
+local pending = r[Schedules.S_NEXT_ID]
 local handed = pending
 if runId ~= pending then
   if not pending or withdrawWaiting(pending) then
     handed = false
     if runId ~= '' then
       handed = runId
-      if noteLeft(lefts, runId, createJob(k, groupKey, runId, tonumber(ARGV[5]), now, options, r[S_BODY])) then created = created + 1 end
+      if Occurrences.noteLeft(lefts, runId, Occurrences.createJob(k, groupKey, runId, tonumber(ARGV[5]), now, options, r[Schedules.S_BODY])) then created = created + 1 end
     end
   end
 end
 local released = false
-if handed and handOver(k, r, handed, now) then released = now end
+if handed and Occurrences.handOver(k, r, handed, now) then released = now end
 if nextId ~= '' then
-  r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[7]), nextId
-  if noteLeft(lefts, nextId, createJob(k, groupKey, nextId, tonumber(ARGV[9]), now, options, r[S_BODY])) then created = created + 1 end
-  redis.call('ZADD', nextKey, r[S_NEXT], id)
+  r[Schedules.S_NEXT], r[Schedules.S_NEXT_ID] = tonumber(ARGV[7]), nextId
+  if Occurrences.noteLeft(lefts, nextId, Occurrences.createJob(k, groupKey, nextId, tonumber(ARGV[9]), now, options, r[Schedules.S_BODY])) then created = created + 1 end
+  redis.call('ZADD', nextKey, r[Schedules.S_NEXT], id)
 else
-  r[S_NEXT], r[S_NEXT_ID] = false, false
+  r[Schedules.S_NEXT], r[Schedules.S_NEXT_ID] = false, false
   redis.call('ZREM', nextKey, id)
 end
-r[S_LAST] = tonumber(ARGV[8])
-r[S_VERSION] = nextVersion(schedulesKey)
+r[Schedules.S_LAST] = tonumber(ARGV[8])
+r[Schedules.S_VERSION] = Job.nextVersion(schedulesKey)
 redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
-return { OUTCOME.ADVANCED, r[S_VERSION], created, lefts, released }
+return { Codes.OUTCOME.ADVANCED, r[Schedules.S_VERSION], created, lefts, released }

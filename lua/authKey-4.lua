@@ -23,7 +23,7 @@ else
   record = cjson.decode(record)
   scope, topics = record.scope, record.topics
 end
-local now = clock(ARGV[1])
+local now = Clock.clock(ARGV[1])
 local last = tonumber(redis.call('HGET', used, name))
 if not last or now - last >= every then redis.call('HSET', used, name, now) end
 return { name, scope, topics }

@@ -33,50 +33,50 @@
 --- @include "groups"
 local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[3], running = KEYS[4], done = KEYS[5] }
 local groupKey = KEYS[6]
-local now, group, mark = clock(ARGV[1]), ARGV[2], ARGV[3]
+local now, group, mark = Clock.clock(ARGV[1]), ARGV[2], ARGV[3]
 local chunk, cursor, last = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
-local limit, budget, retention = tonumber(ARGV[7]), byteBudget(tonumber(ARGV[8])), tonumber(ARGV[9])
+local limit, budget, retention = tonumber(ARGV[7]), Budget.byteBudget(tonumber(ARGV[8])), tonumber(ARGV[9])
 local by = ARGV[10]
 if by == '' then by = nil end
-local markField = GROUP_CANCEL_FIELD .. group
+local markField = GroupCancel.GROUP_CANCEL_FIELD .. group
 
 if mark == '' then
-  mark = string.format('%d', nextVersion(k.jobs))
+  mark = string.format('%d', Job.nextVersion(k.jobs))
   redis.call('HSET', k.jobs, markField, mark)
 end
 if not chunk or not last then
-  local low, cur = groupChunks(k.jobs, group)
+  local low, cur = Groups.groupChunks(k.jobs, group)
   chunk = chunk or low
-  if not last then last = closeChunks(k.jobs, groupKey, group, low, cur) end
+  if not last then last = Groups.closeChunks(k.jobs, groupKey, group, low, cur) end
 end
 if limit == 0 then return { 0, 0, 0, chunk, cursor, mark, last } end
 
 local cancelled, running, stopped, tidy = 0, 0, false, false
-local claimError = groupCancelError(mark)
+local claimError = GroupCancel.groupCancelError(mark)
 local left = limit
 while left > 0 and chunk <= last do
-  local members = chunkMembers(k.jobs, groupKey, group, chunk, cursor, left)
+  local members = Groups.chunkMembers(k.jobs, groupKey, group, chunk, cursor, left)
   for i = 1, #members, 2 do
     local id = members[i]
     local record = redis.call('HGET', k.jobs, id)
     local h, inline
-    if record then h, inline = decode(record) end
-    if not inChunk(h, group, chunk) then
-      leaveChunk(k.jobs, groupKey, group, chunk, id)
+    if record then h, inline = Job.decode(record) end
+    if not Groups.inChunk(h, group, chunk) then
+      Groups.leaveChunk(k.jobs, groupKey, group, chunk, id)
       tidy = true
     else
       if not budget.take(#record) then
         stopped = true
         break
       end
-      local state = h[H_STATE]
-      if state == PENDING then
-        cancelNow(k, id, h, inline, now, retention, by)
+      local state = h[Job.H_STATE]
+      if state == Codes.PENDING then
+        Cancel.cancelNow(k, id, h, inline, now, retention, by)
         cancelled = cancelled + 1
-      elseif state == RUNNING then
-        cancelNow(k, id, h, inline, now, retention, by)
+      elseif state == Codes.RUNNING then
+        Cancel.cancelNow(k, id, h, inline, now, retention, by)
         running = running + 1
-      elseif state == CANCELLED and h[H_ERROR] == claimError then
+      elseif state == Codes.CANCELLED and h[Job.H_ERROR] == claimError then
         cancelled = cancelled + 1
       end
     end
@@ -88,14 +88,14 @@ while left > 0 and chunk <= last do
   if n < left then chunk, cursor = chunk + 1, '-inf' end
   left = left - math.max(n, 1)
 end
-if tidy then tidyGroup(k.jobs, groupKey, group) end
+if tidy then Groups.tidyGroup(k.jobs, groupKey, group) end
 
 local done = 0
 if chunk > last then
   done = 1
   if redis.call('HGET', k.jobs, markField) == mark then
     redis.call('HDEL', k.jobs, markField)
-    tidyGroup(k.jobs, groupKey, group)
+    Groups.tidyGroup(k.jobs, groupKey, group)
   end
 end
 return { cancelled, running, done, chunk, cursor, mark, last }

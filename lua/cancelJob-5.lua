@@ -20,18 +20,18 @@
 --- @include "job"
 --- @include "cancel"
 local k = { jobs = KEYS[1], bodies = KEYS[2], delayed = KEYS[3], running = KEYS[4], done = KEYS[5] }
-local now, id, retention, ifMatch = clock(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local now, id, retention, ifMatch = Clock.clock(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local record = redis.call('HGET', k.jobs, id)
 if not record then
-  if ifMatch ~= '' then return { REFUSAL.VERSION_MISMATCH } end
-  return { REFUSAL.NOT_FOUND }
+  if ifMatch ~= '' then return { Codes.REFUSAL.VERSION_MISMATCH } end
+  return { Codes.REFUSAL.NOT_FOUND }
 end
-local h, inline = decode(record)
-local body = loadBody(k.bodies, id, inline)
-if not matches(ifMatch, h) then return { REFUSAL.VERSION_MISMATCH, view(k.delayed, id, h, body) } end
-local state = h[H_STATE]
-if state == CANCELLED then return { OUTCOME.ALREADY_CANCELLED, view(k.delayed, id, h, body) } end
-if state == DONE or state == DEAD then return { REFUSAL.JOB_FINISHED, view(k.delayed, id, h, body) } end
+local h, inline = Job.decode(record)
+local body = Job.loadBody(k.bodies, id, inline)
+if not Job.matches(ifMatch, h) then return { Codes.REFUSAL.VERSION_MISMATCH, Job.view(k.delayed, id, h, body) } end
+local state = h[Job.H_STATE]
+if state == Codes.CANCELLED then return { Codes.OUTCOME.ALREADY_CANCELLED, Job.view(k.delayed, id, h, body) } end
+if state == Codes.DONE or state == Codes.DEAD then return { Codes.REFUSAL.JOB_FINISHED, Job.view(k.delayed, id, h, body) } end
 
-cancelNow(k, id, h, inline, now, retention, optional(ARGV[5]) or nil)
-return { OUTCOME.CANCELLED, view(k.delayed, id, h, body) }
+Cancel.cancelNow(k, id, h, inline, now, retention, Argv.optional(ARGV[5]) or nil)
+return { Codes.OUTCOME.CANCELLED, Job.view(k.delayed, id, h, body) }

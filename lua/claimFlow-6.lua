@@ -34,22 +34,32 @@
 --- @include "claim"
 --- @include "flow"
 --- @include "lateness"
+-- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
+local PENDING = Codes.PENDING
+local H_STATE, H_KEY, H_ERROR, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.decode
+local delayedMember, bodySize = Job.delayedMember, Job.bodySize
+local cancelNow = Cancel.cancelNow
+local groupCancelError = GroupCancel.groupCancelError
+local cancelledWithGroup, claimOne = Claim.cancelledWithGroup, Claim.claimOne
+local DICT_FIELD, DICT_VALUE, packParts = Flow.DICT_FIELD, Flow.DICT_VALUE, Flow.packParts
+local stateParts, ringPush, flowConf, gatherStates = Flow.stateParts, Flow.ringPush, Flow.flowConf, Flow.gatherStates
+local gatheredTails, flowLimits = Flow.gatheredTails, Flow.flowLimits
 local runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[5] }
 local retention, ttrMs = tonumber(ARGV[8]), tonumber(ARGV[4])
 local late = ARGV[9] == '1' and {} or false
-local now = clock(ARGV[1])
-local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
+local now = Clock.clock(ARGV[1])
+local budget = Budget.byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
 local defaults = { conc = tonumber(ARGV[10]) or 0, rate = false }
-if ARGV[11] ~= '' then defaults.rate = flowRate(tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])) end
+if ARGV[11] ~= '' then defaults.rate = Flow.flowRate(tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])) end
 local result = { now, 0, 0, 0, false }
 local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
 if n <= 0 then return result end
 -- the pause mark, and whether any key has pinned limits, in one read: pinned limits are rare, and
 -- when no key has any, no visit reads them
-local marks = redis.call('HMGET', jobsKey, PAUSED_FIELD, PINNED_FIELD)
+local marks = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, Flow.PINNED_FIELD)
 if marks[1] then return result end
-local f = flowKeys(jobsKey)
+local f = Flow.flowKeys(jobsKey)
 local anyPinned = marks[2] and true or false
 
 -- Keys visited at most: each visit claims a job or takes a key out of the ring, bar stale ids.
@@ -65,12 +75,12 @@ local quota = n == 1 and 1 or math.min(n, math.max(TURN, math.floor(n / math.max
 -- Stale ids one visit passes over at most before it moves on to the next key.
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false
-local lanePrefix = laneKey(f, '') -- a key's lane: lanePrefix .. key
+local lanePrefix = Flow.laneKey(f, '') -- a key's lane: lanePrefix .. key
 
 -- More than one job wanted: the keys' states gathered for the call (claimGather in
 -- includes/flow.lua), written once at its end; one job wanted visits one key, whose state is read
 -- and written directly (a table or closure a call costs more than it saves).
-local g = n > 1 and claimGather(f)
+local g = n > 1 and Flow.claimGather(f)
 -- locals for what every visit reads (a global's or a field's lookup each fewer a job)
 local call, raws, stateKey = redis.call, g and g.raws, f.state
 -- A turn that a claim's end (or its budget) cut short goes on in the next claim of more than one job
@@ -248,10 +258,10 @@ if g then
   elseif raws[TURN_FIELD] then
     g.dels[#g.dels + 1] = TURN_FIELD -- taken up: nothing left of it once the keys are idle
   end
-  gatheredWrite(g)
+  Flow.gatheredWrite(g)
 end
-countReady(f, -taken)
+Flow.countReady(f, -taken)
 if stopped then result[4] = 1 end
-if late and #late > 0 then recordLateness(KEYS[6], now, late) end
+if late and #late > 0 then Lateness.recordLateness(KEYS[6], now, late) end
 result[2] = taken
 return result

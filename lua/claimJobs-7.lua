@@ -45,12 +45,19 @@
 --- @include "claim"
 --- @include "flow"
 --- @include "lateness"
+-- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
+local PENDING = Codes.PENDING
+local H_STATE, H_KEY, H_ERROR, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.decode
+local delayedMember, bodySize = Job.delayedMember, Job.bodySize
+local cancelNow = Cancel.cancelNow
+local groupCancelError = GroupCancel.groupCancelError
+local cancelledWithGroup, claimOne = Claim.cancelledWithGroup, Claim.claimOne
 local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[6] }
 local retention, ttrMs = tonumber(ARGV[8]), tonumber(ARGV[4])
 local start = ARGV[9] == '1'
-local now = clock(ARGV[1])
-local budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
+local now = Clock.clock(ARGV[1])
+local budget = Budget.byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
 local maxRunning = tonumber(ARGV[3])
 local running = redis.call('ZCARD', runningKey)
 local n = math.min(tonumber(ARGV[2]), maxRunning - running)
@@ -59,7 +66,7 @@ if n <= 0 then return { now, 0, 0, 0, 0, 1 } end
 local ids = redis.call('LRANGE', readyKey, 0, n - 1)
 if #ids == 0 then return { now, 0, 0, 0, 1, 0 } end
 -- the pause mark read with the first record: a paused topic claims nothing
-local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, ids[1])
+local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, ids[1])
 if first[1] then return { now, 0, 0, 0, 1, 0 } end
 
 local result = { now, 0, 0, 0, 0, 0 }
@@ -91,6 +98,6 @@ end
 redis.call('LTRIM', readyKey, taken, -1)
 if #ids < n and taken == #ids then result[5] = 1 end
 if running + #result - 6 >= maxRunning then result[6] = 1 end -- claims made: the items after the 6 header slots
-if #late > 0 then recordLateness(KEYS[7], now, late) end
+if #late > 0 then Lateness.recordLateness(KEYS[7], now, late) end
 result[2] = taken
 return result

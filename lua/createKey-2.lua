@@ -12,9 +12,9 @@
 --- @include "clock"
 local keys, hashes = KEYS[1], KEYS[2]
 local name, sha, scope, topics, by, most = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
-if redis.call('HGET', keys, name) or redis.call('HGET', hashes, sha) then return { KEY_CHANGE.NAME_TAKEN } end
-if redis.call('HLEN', keys) >= most then return { KEY_CHANGE.TOO_MANY } end
-local now = clock(ARGV[1])
+if redis.call('HGET', keys, name) or redis.call('HGET', hashes, sha) then return { Codes.KEY_CHANGE.NAME_TAKEN } end
+if redis.call('HLEN', keys) >= most then return { Codes.KEY_CHANGE.TOO_MANY } end
+local now = Clock.clock(ARGV[1])
 redis.call('HSET', keys, name, cjson.encode({ scope = scope, topics = topics, hash = sha, createdAt = now, createdBy = by }))
 redis.call('HSET', hashes, sha, name)
-return { KEY_CHANGE.CREATED, now }
+return { Codes.KEY_CHANGE.CREATED, now }

@@ -36,83 +36,83 @@
 --- @include "cancel"
 --- @include "schedules"
 local k = { jobs = KEYS[4], bodies = KEYS[5], delayed = KEYS[6], running = KEYS[7], done = KEYS[8] }
-local now, id, mode = clock(ARGV[1]), ARGV[2], ARGV[3] or ''
+local now, id, mode = Clock.clock(ARGV[1]), ARGV[2], ARGV[3] or ''
 -- the record, and the closing mark read with it (no request of its own)
-local got = redis.call('HMGET', KEYS[1], id, MOVE.MARK)
+local got = redis.call('HMGET', KEYS[1], id, Schedules.MOVE.MARK)
 local record, moved = got[1], got[2]
 
 if mode == 'freeze' then
   local count = ARGV[4]
   if moved ~= count then
-    redis.call('HSET', KEYS[1], MOVE.MARK, count)
-    redis.call('HSET', k.jobs, MOVED_FIELD, count)
+    redis.call('HSET', KEYS[1], Schedules.MOVE.MARK, count)
+    redis.call('HSET', k.jobs, Codes.MOVED_FIELD, count)
   end
-  if not record then return { REFUSAL.NOT_FOUND } end
+  if not record then return { Codes.REFUSAL.NOT_FOUND } end
   local r = cmsgpack.unpack(record)
-  for slot = 1, MOVE.FROM do
+  for slot = 1, Schedules.MOVE.FROM do
     if r[slot] == nil then r[slot] = false end
   end
-  if r[MOVE.FROZEN] then return { RELAYOUT.FROZEN, r[S_VERSION], cjson.encode(r) } end
+  if r[Schedules.MOVE.FROZEN] then return { Codes.RELAYOUT.FROZEN, r[Schedules.S_VERSION], cjson.encode(r) } end
   -- the occurrences a pause or delete holds back or withdraws: each waits for its first attempt
   -- (withdrawn here, made again there), or has started or waits for a retry (not moved now)
   local waiting = {}
-  for _, occurrence in ipairs({ r[S_NEXT_ID], r[S_LAST_ID] }) do
+  for _, occurrence in ipairs({ r[Schedules.S_NEXT_ID], r[Schedules.S_LAST_ID] }) do
     local job = occurrence and redis.call('HGET', k.jobs, occurrence)
     if job then
-      local h, inline = decode(job)
-      if h[H_STATE] == RUNNING or (h[H_STATE] == PENDING and h[H_ATTEMPTS] > 0) then return { RELAYOUT.BUSY } end
-      if h[H_STATE] == PENDING then waiting[occurrence] = { h, inline } end
+      local h, inline = Job.decode(job)
+      if h[Job.H_STATE] == Codes.RUNNING or (h[Job.H_STATE] == Codes.PENDING and h[Job.H_ATTEMPTS] > 0) then return { Codes.RELAYOUT.BUSY } end
+      if h[Job.H_STATE] == Codes.PENDING then waiting[occurrence] = { h, inline } end
     end
   end
-  for slot, occurrence in pairs({ [MOVE.NEXT_DUE] = r[S_NEXT_ID], [MOVE.LAST_DUE] = r[S_LAST_ID] }) do
+  for slot, occurrence in pairs({ [Schedules.MOVE.NEXT_DUE] = r[Schedules.S_NEXT_ID], [Schedules.MOVE.LAST_DUE] = r[Schedules.S_LAST_ID] }) do
     local w = occurrence and waiting[occurrence]
     if w then
-      r[slot] = w[1][H_RUN_AT]
-      if not w.withdrawn then cancelNow(k, occurrence, w[1], w[2], now, 0) end
+      r[slot] = w[1][Job.H_RUN_AT]
+      if not w.withdrawn then Cancel.cancelNow(k, occurrence, w[1], w[2], now, 0) end
       w.withdrawn = true
     end
   end
-  r[MOVE.FROZEN] = tonumber(count)
-  r[S_VERSION] = nextVersion(KEYS[1])
+  r[Schedules.MOVE.FROZEN] = tonumber(count)
+  r[Schedules.S_VERSION] = Job.nextVersion(KEYS[1])
   redis.call('HSET', KEYS[1], id, cmsgpack.pack(r))
   redis.call('ZREM', KEYS[3], id)
-  return { RELAYOUT.FROZEN, r[S_VERSION], cjson.encode(r) }
+  return { Codes.RELAYOUT.FROZEN, r[Schedules.S_VERSION], cjson.encode(r) }
 end
 
 if not record then
-  if moved and mode == '' then return { RELAYOUT.MOVED, tonumber(moved) } end
-  return { REFUSAL.NOT_FOUND }
+  if moved and mode == '' then return { Codes.RELAYOUT.MOVED, tonumber(moved) } end
+  return { Codes.REFUSAL.NOT_FOUND }
 end
 local r = cmsgpack.unpack(record)
 if mode == 'drop' then
-  if not r[MOVE.FROZEN] or r[S_VERSION] ~= tonumber(ARGV[4]) then return { REFUSAL.NOT_FOUND } end
+  if not r[Schedules.MOVE.FROZEN] or r[Schedules.S_VERSION] ~= tonumber(ARGV[4]) then return { Codes.REFUSAL.NOT_FOUND } end
   redis.call('HDEL', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[3], id)
-  return { OUTCOME.DELETED, 0 }
+  return { Codes.OUTCOME.DELETED, 0 }
 end
-if r[MOVE.FROZEN] then return { RELAYOUT.MOVED, r[MOVE.FROZEN] } end
+if r[Schedules.MOVE.FROZEN] then return { Codes.RELAYOUT.MOVED, r[Schedules.MOVE.FROZEN] } end
 local withdrawn = 0
-if r[S_NEXT_ID] then
-  local h = header(k.jobs, r[S_NEXT_ID])
-  if h and h[H_STATE] == PENDING then withdrawn = 1 end
-  withdraw(k, r[S_NEXT_ID], now)
+if r[Schedules.S_NEXT_ID] then
+  local h = Job.header(k.jobs, r[Schedules.S_NEXT_ID])
+  if h and h[Job.H_STATE] == Codes.PENDING then withdrawn = 1 end
+  Cancel.withdraw(k, r[Schedules.S_NEXT_ID], now)
 end
 -- the occurrence handed over last, while it waits for its first attempt (held back by its jitter,
 -- or ready and not yet claimed); a retry of one that ran follows its backoff
-if r[S_LAST_ID] and r[S_LAST_ID] ~= r[S_NEXT_ID] then
-  local h = header(k.jobs, r[S_LAST_ID])
-  if h and h[H_STATE] == PENDING and h[H_ATTEMPTS] == 0 then
+if r[Schedules.S_LAST_ID] and r[Schedules.S_LAST_ID] ~= r[Schedules.S_NEXT_ID] then
+  local h = Job.header(k.jobs, r[Schedules.S_LAST_ID])
+  if h and h[Job.H_STATE] == Codes.PENDING and h[Job.H_ATTEMPTS] == 0 then
     withdrawn = 1
-    withdraw(k, r[S_LAST_ID], now)
+    Cancel.withdraw(k, r[Schedules.S_LAST_ID], now)
   end
 end
 -- moved in from a former partition: a mover that read the frozen record must not make it again
-if r[MOVE.FROM] then
-  local gone = redis.call('HGET', KEYS[1], MOVE.gone(id))
-  if not gone or tonumber(gone) < r[MOVE.FROM] then redis.call('HSET', KEYS[1], MOVE.gone(id), string.format('%d', r[MOVE.FROM])) end
+if r[Schedules.MOVE.FROM] then
+  local gone = redis.call('HGET', KEYS[1], Schedules.MOVE.gone(id))
+  if not gone or tonumber(gone) < r[Schedules.MOVE.FROM] then redis.call('HSET', KEYS[1], Schedules.MOVE.gone(id), string.format('%d', r[Schedules.MOVE.FROM])) end
 end
 redis.call('HDEL', KEYS[1], id)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
-return { OUTCOME.DELETED, withdrawn }
+return { Codes.OUTCOME.DELETED, withdrawn }

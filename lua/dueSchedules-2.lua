@@ -12,8 +12,8 @@
 --- @include "clock"
 --- @include "budget"
 --- @include "schedules"
-local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
-local budget = byteBudget(tonumber(ARGV[3]))
+local now, limit = Clock.clock(ARGV[1]), tonumber(ARGV[2])
+local budget = Budget.byteBudget(tonumber(ARGV[3]))
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit + 1)
 local views = {}
 local more = 0
@@ -22,7 +22,7 @@ for i, id in ipairs(due) do
   local record = redis.call('HGET', KEYS[2], id)
   if record then
     if not budget.take(#record) then more = 1; break end
-    views[#views + 1] = scheduleView(id, cmsgpack.unpack(record), false)
+    views[#views + 1] = Schedules.scheduleView(id, cmsgpack.unpack(record), false)
   end
 end
 local later = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)

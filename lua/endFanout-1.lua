@@ -8,6 +8,6 @@
 --- @include "codes"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  return FANOUT_MARK.CLEARED
+  return Codes.FANOUT_MARK.CLEARED
 end
-return FANOUT_MARK.NOT_OURS
+return Codes.FANOUT_MARK.NOT_OURS

@@ -19,18 +19,18 @@
 --- @include "attempts"
 local k = { jobs = KEYS[1], delayed = KEYS[3], dead = KEYS[4] }
 local runningKey = KEYS[2]
-local now, id = clock(ARGV[1]), ARGV[2]
+local now, id = Clock.clock(ARGV[1]), ARGV[2]
 local record = redis.call('HGET', k.jobs, id)
-if not record then return { REFUSAL.NOT_FOUND } end
-local h, inline = decode(record)
-if h[H_STATE] == CANCELLED then return { REFUSAL.CANCELLED } end
-if not isAttempt(h, ARGV[3], ARGV[9]) then return { REFUSAL.STALE_ATTEMPT } end
+if not record then return { Codes.REFUSAL.NOT_FOUND } end
+local h, inline = Job.decode(record)
+if h[Job.H_STATE] == Codes.CANCELLED then return { Codes.REFUSAL.CANCELLED } end
+if not Attempts.isAttempt(h, ARGV[3], ARGV[9]) then return { Codes.REFUSAL.STALE_ATTEMPT } end
 
 redis.call('ZREM', runningKey, id)
-local headBefore = headScore(k.delayed)
-local code, due = failAttempt(k, id, h, inline, now, ARGV[4],
-  tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7]), optionalNumber(ARGV[8]))
-if code == OUTCOME.DEAD_LETTERED then return { OUTCOME.DEAD_LETTERED } end
+local headBefore = Head.headScore(k.delayed)
+local code, due = Attempts.failAttempt(k, id, h, inline, now, ARGV[4],
+  tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7]), Argv.optionalNumber(ARGV[8]))
+if code == Codes.OUTCOME.DEAD_LETTERED then return { Codes.OUTCOME.DEAD_LETTERED } end
 local headChanged = 0
 if not headBefore or due < headBefore then headChanged = 1 end
-return { OUTCOME.RETRY_SCHEDULED, due, headChanged }
+return { Codes.OUTCOME.RETRY_SCHEDULED, due, headChanged }

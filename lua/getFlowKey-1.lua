@@ -6,4 +6,4 @@
 ]]
 --- @include "clock"
 --- @include "flow"
-return flowView(flowKeys(KEYS[1]), ARGV[2], clock(ARGV[1]))
+return Flow.flowView(Flow.flowKeys(KEYS[1]), ARGV[2], Clock.clock(ARGV[1]))

@@ -10,5 +10,5 @@
 --- @include "job"
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 if not record then return false end
-local h, inline = decode(record)
-return view(KEYS[2], ARGV[1], h, inline)
+local h, inline = Job.decode(record)
+return Job.view(KEYS[2], ARGV[1], h, inline)

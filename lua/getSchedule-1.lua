@@ -11,7 +11,7 @@
 ]]
 --- @include "schedules"
 -- the record, and the closing mark read with it (no request of its own)
-local got = redis.call('HMGET', KEYS[1], ARGV[1], MOVE.MARK)
-if got[1] then return scheduleView(ARGV[1], cmsgpack.unpack(got[1]), true) end
+local got = redis.call('HMGET', KEYS[1], ARGV[1], Schedules.MOVE.MARK)
+if got[1] then return Schedules.scheduleView(ARGV[1], cmsgpack.unpack(got[1]), true) end
 if got[2] then return tonumber(got[2]) end
 return false

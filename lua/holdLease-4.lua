@@ -10,7 +10,7 @@
 ]]
 --- @include "codes"
 local owner = redis.call('GET', KEYS[1])
-if owner and owner ~= ARGV[1] then return LEASE.NOT_OWNER end
+if owner and owner ~= ARGV[1] then return Codes.LEASE.NOT_OWNER end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if ARGV[3] ~= '' then
   redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])

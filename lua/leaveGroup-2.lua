@@ -16,8 +16,8 @@ for i = 2, #ARGV, 2 do
   local id, chunk = ARGV[i], tonumber(ARGV[i + 1])
   local record = redis.call('HGET', jobsKey, id)
   local h
-  if record then h = decode(record) end
-  if not inChunk(h, group, chunk) then removed = removed + leaveChunk(jobsKey, groupKey, group, chunk, id) end
+  if record then h = Job.decode(record) end
+  if not Groups.inChunk(h, group, chunk) then removed = removed + Groups.leaveChunk(jobsKey, groupKey, group, chunk, id) end
 end
-if removed > 0 then tidyGroup(jobsKey, groupKey, group) end
+if removed > 0 then Groups.tidyGroup(jobsKey, groupKey, group) end
 return removed

@@ -20,8 +20,8 @@
 --- @include "groups"
 local groupKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local group, chunk, cursor, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local budget = byteBudget(tonumber(ARGV[5]))
-local low, cur = groupChunks(jobsKey, group)
+local budget = Budget.byteBudget(tonumber(ARGV[5]))
+local low, cur = Groups.groupChunks(jobsKey, group)
 -- the zsets before the oldest are empty
 if not chunk or chunk < low then chunk, cursor = low, '-inf' end
 local result = { 0, chunk, cursor }
@@ -31,18 +31,18 @@ while chunk <= cur and not stopped do
     result[1] = 1
     break
   end
-  local members = chunkMembers(jobsKey, groupKey, group, chunk, cursor, left)
+  local members = Groups.chunkMembers(jobsKey, groupKey, group, chunk, cursor, left)
   for i = 1, #members, 2 do
     local id = members[i]
     local record = redis.call('HGET', jobsKey, id)
     local h, inline
-    if record then h, inline = decode(record) end
-    if inChunk(h, group, chunk) then
-      if not fitsListing(budget, bodiesKey, id, record, inline) then
+    if record then h, inline = Job.decode(record) end
+    if Groups.inChunk(h, group, chunk) then
+      if not Job.fitsListing(budget, bodiesKey, id, record, inline) then
         result[1], stopped = 1, true
         break
       end
-      result[#result + 1] = view(delayedKey, id, h, inline)
+      result[#result + 1] = Job.view(delayedKey, id, h, inline)
     end
     cursor = members[i + 1]
   end

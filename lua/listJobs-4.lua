@@ -23,7 +23,7 @@
 --- @include "job"
 local zsetKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local cursorTime, cursorId, limit, maxScore = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[5]
-local budget = byteBudget(tonumber(ARGV[4]))
+local budget = Budget.byteBudget(tonumber(ARGV[4]))
 
 -- Lua's string < follows the server's locale (Redis sets LC_COLLATE); a zset orders members bytewise
 local function bytewiseAfter(a, b)
@@ -47,7 +47,7 @@ local function startRank()
   local hi = lo + redis.call('ZCOUNT', zsetKey, cursorTime, cursorTime)
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if bytewiseAfter((memberParts(redis.call('ZRANGE', zsetKey, mid, mid)[1])), cursorId) then hi = mid else lo = mid + 1 end
+    if bytewiseAfter((Job.memberParts(redis.call('ZRANGE', zsetKey, mid, mid)[1])), cursorId) then hi = mid else lo = mid + 1 end
   end
   return lo
 end
@@ -57,16 +57,16 @@ local entries = redis.call('ZRANGE', zsetKey, start, start + limit - 1, 'WITHSCO
 local result = { 0 }
 for i = 1, #entries, 2 do
   -- a delayed member may hold a flow key after the id (delayedMember in includes/job.lua)
-  local id = memberParts(entries[i])
+  local id = Job.memberParts(entries[i])
   if maxScore ~= '+inf' and tonumber(entries[i + 1]) > tonumber(maxScore) then break end
   local record = redis.call('HGET', jobsKey, id)
   if record then
-    local h, inline = decode(record)
-    if not fitsListing(budget, bodiesKey, id, record, inline) then
+    local h, inline = Job.decode(record)
+    if not Job.fitsListing(budget, bodiesKey, id, record, inline) then
       result[1] = 1
       break
     end
-    result[#result + 1] = { tonumber(entries[i + 1]), view(delayedKey, id, h, inline) }
+    result[#result + 1] = { tonumber(entries[i + 1]), Job.view(delayedKey, id, h, inline) }
   end
 end
 return result

@@ -18,11 +18,11 @@
 --- @include "budget"
 --- @include "job"
 local readyKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local head = tonumber(redis.call('HGET', jobsKey, READY_TAIL_FIELD) or 0) - redis.call('LLEN', readyKey)
+local head = tonumber(redis.call('HGET', jobsKey, Job.READY_TAIL_FIELD) or 0) - redis.call('LLEN', readyKey)
 local at = math.max(ARGV[1] == '' and head or tonumber(ARGV[1]), head)
 local start, limit = at - head, tonumber(ARGV[2])
-local budget = byteBudget(tonumber(ARGV[3]))
-local from, to = optionalNumber(ARGV[4]), optionalNumber(ARGV[5])
+local budget = Budget.byteBudget(tonumber(ARGV[3]))
+local from, to = Argv.optionalNumber(ARGV[4]), Argv.optionalNumber(ARGV[5])
 local ids = redis.call('LRANGE', readyKey, start, start + limit - 1)
 local result = { 0, at, 0 }
 if #ids == limit then result[1] = 1 end
@@ -30,16 +30,16 @@ local seen = {}
 for i, id in ipairs(ids) do
   local record = redis.call('HGET', jobsKey, id)
   local h, inline
-  if record then h, inline = decode(record) end
-  local ready = h and not seen[id] and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY]))
-  if ready and ((from and h[H_RUN_AT] < from) or (to and h[H_RUN_AT] > to)) then ready = false end
+  if record then h, inline = Job.decode(record) end
+  local ready = h and not seen[id] and h[Job.H_STATE] == Codes.PENDING and not redis.call('ZSCORE', delayedKey, Job.delayedMember(id, h[Job.H_KEY]))
+  if ready and ((from and h[Job.H_RUN_AT] < from) or (to and h[Job.H_RUN_AT] > to)) then ready = false end
   if ready then
-    if not fitsListing(budget, bodiesKey, id, record, inline) then
+    if not Job.fitsListing(budget, bodiesKey, id, record, inline) then
       result[1] = 1
       break
     end
     seen[id] = true
-    result[#result + 1] = view(delayedKey, id, h, inline)
+    result[#result + 1] = Job.view(delayedKey, id, h, inline)
   end
   result[3] = i
 end

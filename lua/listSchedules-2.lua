@@ -11,14 +11,14 @@
 --- @include "schedules"
 local from = '-'
 if ARGV[1] ~= '' then from = '(' .. ARGV[1] end
-local budget = byteBudget(tonumber(ARGV[3]))
+local budget = Budget.byteBudget(tonumber(ARGV[3]))
 local ids = redis.call('ZRANGEBYLEX', KEYS[1], from, '+', 'LIMIT', 0, tonumber(ARGV[2]))
 local views = {}
 for _, id in ipairs(ids) do
   local record = redis.call('HGET', KEYS[2], id)
   if record then
     if not budget.take(#record) then return { 1, unpack(views) } end
-    views[#views + 1] = scheduleView(id, cmsgpack.unpack(record), true)
+    views[#views + 1] = Schedules.scheduleView(id, cmsgpack.unpack(record), true)
   end
 end
 return { 0, unpack(views) }

@@ -31,17 +31,25 @@
 --- @include "job"
 --- @include "attempts"
 --- @include "flow"
+-- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
+local RUNNING = Codes.RUNNING
+local H_STATE, H_ATTEMPTS, H_STARTED, H_GROUP = Job.H_STATE, Job.H_ATTEMPTS, Job.H_STARTED, Job.H_GROUP
+local H_CHUNK, decode, headerOf, memberParts = Job.H_CHUNK, Job.decode, Job.headerOf, Job.memberParts
+local remove = Job.remove
+local failAttempt, giveBack, tally = Attempts.failAttempt, Attempts.giveBack, Attempts.tally
+local F_HELD, flowState, saveFlowState = Flow.F_HELD, Flow.flowState, Flow.saveFlowState
+local ringIfClaimable = Flow.ringIfClaimable
 local k = { delayed = KEYS[1], ready = KEYS[2], jobs = KEYS[4], bodies = KEYS[5], dead = KEYS[6] }
 local runningKey, doneKey = KEYS[3], KEYS[7]
-local now, limit = clock(ARGV[1]), tonumber(ARGV[2])
+local now, limit = Clock.clock(ARGV[1]), tonumber(ARGV[2])
 local defaultMax, defaultBackoff, rand = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local deadRetention = tonumber(ARGV[6])
-local budget = byteBudget(tonumber(ARGV[7]))
+local budget = Budget.byteBudget(tonumber(ARGV[7]))
 local flow = ARGV[8] == '1'
 local moved, purged, more = 0, 0, 0
 local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
 -- the flow keys' states this call changes are written once, before the ring's length is read
-flowBatch()
+Flow.flowBatch()
 
 -- Takes up to `limit` members of zset `key` scored up to `maxScore`, lowest first, and calls
 -- fn(id, record) for each, within the budget; removes the members it took, and returns how many.
@@ -87,7 +95,7 @@ drain(runningKey, now, function(id, record)
   end
   tally(ended, code)
 end)
-backToHead(k, backs, now)
+Attempts.backToHead(k, backs, now)
 
 local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
 if #due > 0 then
@@ -111,15 +119,15 @@ if #due > 0 then
         ids[#ids + 1] = id
       end
     end
-    flowRoute(k.jobs, keys, idsOf)
-    countReady(flowKeys(k.jobs), #due)
+    Flow.flowRoute(k.jobs, keys, idsOf)
+    Flow.countReady(Flow.flowKeys(k.jobs), #due)
   else
     redis.call('RPUSH', k.ready, unpack(due))
-    redis.call('HINCRBY', k.jobs, READY_TAIL_FIELD, #due)
+    redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, #due)
   end
 end
 
-local f = flow and flowKeys(k.jobs)
+local f = flow and Flow.flowKeys(k.jobs)
 if flow then
   -- keys whose pace let them go again: back in the ring (or their state deleted, at rest)
   local held = redis.call('ZRANGEBYSCORE', f.wait, '-inf', now, 'LIMIT', 0, limit)
@@ -148,20 +156,20 @@ local function purge(state1, state2)
     end
   end
 end
-drain(doneKey, now, purge(DONE, CANCELLED))
-drain(k.dead, now - deadRetention, purge(DEAD, DEAD))
+drain(doneKey, now, purge(Codes.DONE, Codes.CANCELLED))
+drain(k.dead, now - deadRetention, purge(Codes.DEAD, Codes.DEAD))
 
-flowFlush()
-local nextAt = headScore(k.delayed)
-local deadline = headScore(runningKey)
+Flow.flowFlush()
+local nextAt = Head.headScore(k.delayed)
+local deadline = Head.headScore(runningKey)
 if deadline and (not nextAt or deadline < nextAt) then nextAt = deadline end
 local ready
 if flow then
-  local let = headScore(f.wait)
+  local let = Head.headScore(f.wait)
   if let and (not nextAt or let < nextAt) then nextAt = let end
   ready = redis.call('LLEN', f.ring)
 else
   ready = redis.call('LLEN', k.ready)
 end
-if ready > 0 and topicPaused(k.jobs) then ready = 0 end
+if ready > 0 and Flow.topicPaused(k.jobs) then ready = 0 end
 return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, ready, ended.givenBack, left }

@@ -10,6 +10,6 @@
 ]]
 --- @include "flow"
 if ARGV[1] == '1' then
-  return redis.call('HSETNX', KEYS[1], PAUSED_FIELD, ARGV[2])
+  return redis.call('HSETNX', KEYS[1], Flow.PAUSED_FIELD, ARGV[2])
 end
-return redis.call('HDEL', KEYS[1], PAUSED_FIELD)
+return redis.call('HDEL', KEYS[1], Flow.PAUSED_FIELD)

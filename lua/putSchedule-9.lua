@@ -71,91 +71,91 @@
 --- @include "occurrences"
 local k = { jobs = KEYS[4], bodies = KEYS[5], delayed = KEYS[6], running = KEYS[7], done = KEYS[8] }
 local schedulesKey, idsKey, nextKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[9]
-local now, id = clock(ARGV[1]), ARGV[2]
+local now, id = Clock.clock(ARGV[1]), ARGV[2]
 
 local record = redis.call('HGET', schedulesKey, id)
 
 -- a move's second step: the schedule made here from its frozen record
 if ARGV[4] == 'adopt' then
-  if record then return { REFUSAL.JOB_EXISTS } end
+  if record then return { Codes.REFUSAL.JOB_EXISTS } end
   local r = cjson.decode(ARGV[20])
-  local gone = redis.call('HGET', schedulesKey, MOVE.gone(id))
-  if gone and tonumber(gone) >= r[S_VERSION] then return { REFUSAL.JOB_EXISTS } end
-  local headBefore = headScore(k.delayed)
-  local options = occurrenceOptions(r)
+  local gone = redis.call('HGET', schedulesKey, Schedules.MOVE.gone(id))
+  if gone and tonumber(gone) >= r[Schedules.S_VERSION] then return { Codes.REFUSAL.JOB_EXISTS } end
+  local headBefore = Head.headScore(k.delayed)
+  local options = Occurrences.occurrenceOptions(r)
   local lefts, earliest = {}, false
-  for _, made in ipairs({ { r[S_NEXT_ID], r[MOVE.NEXT_DUE] }, { r[S_LAST_ID], r[MOVE.LAST_DUE] } }) do
+  for _, made in ipairs({ { r[Schedules.S_NEXT_ID], r[Schedules.MOVE.NEXT_DUE] }, { r[Schedules.S_LAST_ID], r[Schedules.MOVE.LAST_DUE] } }) do
     if made[1] and made[2] then
-      noteLeft(lefts, made[1], createJob(k, groupKey, made[1], made[2], now, options, r[S_BODY]))
+      Occurrences.noteLeft(lefts, made[1], Occurrences.createJob(k, groupKey, made[1], made[2], now, options, r[Schedules.S_BODY]))
       if not earliest or made[2] < earliest then earliest = made[2] end
     end
   end
-  if r[S_NEXT_ID] then redis.call('ZADD', nextKey, r[S_NEXT], id) end
-  r[MOVE.FROM] = r[S_VERSION]
-  r[MOVE.FROZEN], r[MOVE.NEXT_DUE], r[MOVE.LAST_DUE] = false, false, false
-  r[S_VERSION] = nextVersion(schedulesKey, r[MOVE.FROM])
+  if r[Schedules.S_NEXT_ID] then redis.call('ZADD', nextKey, r[Schedules.S_NEXT], id) end
+  r[Schedules.MOVE.FROM] = r[Schedules.S_VERSION]
+  r[Schedules.MOVE.FROZEN], r[Schedules.MOVE.NEXT_DUE], r[Schedules.MOVE.LAST_DUE] = false, false, false
+  r[Schedules.S_VERSION] = Job.nextVersion(schedulesKey, r[Schedules.MOVE.FROM])
   redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
   redis.call('ZADD', idsKey, 0, id)
-  local headAfter = headScore(k.delayed)
+  local headAfter = Head.headScore(k.delayed)
   local headChanged = 0
   if headAfter and (not headBefore or headAfter < headBefore) then headChanged = 1 end
-  return { RELAYOUT.ADOPTED, r[S_VERSION], headChanged, lefts, earliest }
+  return { Codes.RELAYOUT.ADOPTED, r[Schedules.S_VERSION], headChanged, lefts, earliest }
 end
 
 local old = false
 if record then old = cmsgpack.unpack(record) end
 -- frozen for its move, or a new id in a closed partition of a former layout: written in the current layout
-if old and old[MOVE.FROZEN] then return { RELAYOUT.MOVED, old[MOVE.FROZEN] } end
+if old and old[Schedules.MOVE.FROZEN] then return { Codes.RELAYOUT.MOVED, old[Schedules.MOVE.FROZEN] } end
 -- the new pending occurrence's record read with the closing mark (no request of its own)
 local prefetched = nil
 if not old then
   local moved
   if ARGV[8] ~= '' then
-    local got = redis.call('HMGET', k.jobs, MOVED_FIELD, ARGV[8])
+    local got = redis.call('HMGET', k.jobs, Codes.MOVED_FIELD, ARGV[8])
     moved, prefetched = got[1], got[2]
   else
-    moved = redis.call('HGET', k.jobs, MOVED_FIELD)
+    moved = redis.call('HGET', k.jobs, Codes.MOVED_FIELD)
   end
-  if moved then return { RELAYOUT.MOVED, tonumber(moved) } end
+  if moved then return { Codes.RELAYOUT.MOVED, tonumber(moved) } end
 end
 local version = 0
-if old then version = old[S_VERSION] end
-if version ~= tonumber(ARGV[3]) then return { REFUSAL.VERSION_MISMATCH, version } end
+if old then version = old[Schedules.S_VERSION] end
+if version ~= tonumber(ARGV[3]) then return { Codes.REFUSAL.VERSION_MISMATCH, version } end
 -- a plan that withdraws the pending occurrence was computed before its run time: by now it may
 -- have been claimed, even run and deleted, and a resume would make it again
-if old and old[S_NEXT_ID] and ARGV[4] == 'replace' and old[S_NEXT] <= now then return { REFUSAL.VERSION_MISMATCH, version } end
+if old and old[Schedules.S_NEXT_ID] and ARGV[4] == 'replace' and old[Schedules.S_NEXT] <= now then return { Codes.REFUSAL.VERSION_MISMATCH, version } end
 
-local headBefore = headScore(k.delayed)
-if old and old[S_NEXT_ID] and ARGV[4] == 'replace' then withdraw(k, old[S_NEXT_ID], now) end
+local headBefore = Head.headScore(k.delayed)
+if old and old[Schedules.S_NEXT_ID] and ARGV[4] == 'replace' then Cancel.withdraw(k, old[Schedules.S_NEXT_ID], now) end
 local ranAt = false -- hold: the pending occurrence's run time, when it started or ran
 if old and ARGV[4] == 'hold' then
-  if old[S_LAST_ID] then holdOccurrence(k, old[S_LAST_ID], now) end
-  if old[S_NEXT_ID] and not holdOccurrence(k, old[S_NEXT_ID], now) and old[S_NEXT] <= now then ranAt = old[S_NEXT] end
+  if old[Schedules.S_LAST_ID] then Cancel.holdOccurrence(k, old[Schedules.S_LAST_ID], now) end
+  if old[Schedules.S_NEXT_ID] and not Cancel.holdOccurrence(k, old[Schedules.S_NEXT_ID], now) and old[Schedules.S_NEXT] <= now then ranAt = old[Schedules.S_NEXT] end
 end
 
-local r = { false, false, false, optionalNumber(ARGV[5]), optionalNumber(ARGV[10]), optionalNumber(ARGV[11]),
-  optional(ARGV[12]), optional(ARGV[13]), optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false, optional(ARGV[18]),
-  optional(ARGV[19]) }
-if old then r[S_CREATED], r[S_LAST_ID] = old[S_CREATED], old[S_LAST_ID] or false end
-if old and old[MOVE.FROM] then r[MOVE.FROZEN], r[MOVE.NEXT_DUE], r[MOVE.LAST_DUE], r[MOVE.FROM] = false, false, false, old[MOVE.FROM] end
-if ranAt and (not r[S_LAST] or ranAt > r[S_LAST]) then r[S_LAST], r[S_LAST_ID] = ranAt, old[S_NEXT_ID] end
-local options = occurrenceOptions(r)
+local r = { false, false, false, Argv.optionalNumber(ARGV[5]), Argv.optionalNumber(ARGV[10]), Argv.optionalNumber(ARGV[11]),
+  Argv.optional(ARGV[12]), Argv.optional(ARGV[13]), Argv.optional(ARGV[14]), now, now, ARGV[15], ARGV[16], false, Argv.optional(ARGV[18]),
+  Argv.optional(ARGV[19]) }
+if old then r[Schedules.S_CREATED], r[Schedules.S_LAST_ID] = old[Schedules.S_CREATED], old[Schedules.S_LAST_ID] or false end
+if old and old[Schedules.MOVE.FROM] then r[Schedules.MOVE.FROZEN], r[Schedules.MOVE.NEXT_DUE], r[Schedules.MOVE.LAST_DUE], r[Schedules.MOVE.FROM] = false, false, false, old[Schedules.MOVE.FROM] end
+if ranAt and (not r[Schedules.S_LAST] or ranAt > r[Schedules.S_LAST]) then r[Schedules.S_LAST], r[Schedules.S_LAST_ID] = ranAt, old[Schedules.S_NEXT_ID] end
+local options = Occurrences.occurrenceOptions(r)
 local lefts = {}
-if old and old[S_NEXT_ID] and ARGV[4] == 'keep' then handOver(k, r, old[S_NEXT_ID], now) end
+if old and old[Schedules.S_NEXT_ID] and ARGV[4] == 'keep' then Occurrences.handOver(k, r, old[Schedules.S_NEXT_ID], now) end
 if ARGV[6] ~= '' then
-  noteLeft(lefts, ARGV[6], createJob(k, groupKey, ARGV[6], tonumber(ARGV[7]), now, options, r[S_BODY]))
-  handOver(k, r, ARGV[6], now)
+  Occurrences.noteLeft(lefts, ARGV[6], Occurrences.createJob(k, groupKey, ARGV[6], tonumber(ARGV[7]), now, options, r[Schedules.S_BODY]))
+  Occurrences.handOver(k, r, ARGV[6], now)
 end
 if ARGV[8] ~= '' then
-  r[S_NEXT], r[S_NEXT_ID] = tonumber(ARGV[9]), ARGV[8]
-  noteLeft(lefts, ARGV[8], createJob(k, groupKey, ARGV[8], tonumber(ARGV[17]), now, options, r[S_BODY], prefetched))
-  redis.call('ZADD', nextKey, r[S_NEXT], id)
+  r[Schedules.S_NEXT], r[Schedules.S_NEXT_ID] = tonumber(ARGV[9]), ARGV[8]
+  Occurrences.noteLeft(lefts, ARGV[8], Occurrences.createJob(k, groupKey, ARGV[8], tonumber(ARGV[17]), now, options, r[Schedules.S_BODY], prefetched))
+  redis.call('ZADD', nextKey, r[Schedules.S_NEXT], id)
 else
   redis.call('ZREM', nextKey, id)
 end
-r[S_VERSION] = nextVersion(schedulesKey)
+r[Schedules.S_VERSION] = Job.nextVersion(schedulesKey)
 redis.call('HSET', schedulesKey, id, cmsgpack.pack(r))
 redis.call('ZADD', idsKey, 0, id)
 
-local headAfter = headScore(k.delayed)
-return { old and OUTCOME.REPLACED or OUTCOME.CREATED, r[S_VERSION], (headAfter and (not headBefore or headAfter < headBefore)) and 1 or 0, lefts }
+local headAfter = Head.headScore(k.delayed)
+return { old and Codes.OUTCOME.REPLACED or Codes.OUTCOME.CREATED, r[Schedules.S_VERSION], (headAfter and (not headBefore or headAfter < headBefore)) and 1 or 0, lefts }

@@ -9,4 +9,4 @@
 --- @include "lateness"
 local values = {}
 for i = 2, #ARGV do values[#values + 1] = tonumber(ARGV[i]) or 0 end
-return recordLateness(KEYS[1], clock(ARGV[1]), values)
+return Lateness.recordLateness(KEYS[1], Clock.clock(ARGV[1]), values)

@@ -18,8 +18,8 @@
 --- @include "head"
 --- @include "job"
 local deadKey, delayedKey, jobsKey = KEYS[1], KEYS[2], KEYS[3]
-local now = clock(ARGV[1])
-local budget = byteBudget(tonumber(ARGV[3]))
+local now = Clock.clock(ARGV[1])
+local budget = Budget.byteBudget(tonumber(ARGV[3]))
 local by = ARGV[4]
 if by == '' then by = false end
 local given = #ARGV > 4
@@ -31,7 +31,7 @@ else
 end
 if #ids == 0 then return { 0, 0, 0, 0 } end
 
-local headBefore = headScore(delayedKey)
+local headBefore = Head.headScore(delayedKey)
 local redriven, looked, more = 0, 0, 0
 for _, id in ipairs(ids) do
   if not given or redis.call('ZSCORE', deadKey, id) then
@@ -41,11 +41,11 @@ for _, id in ipairs(ids) do
         more = 1
         break
       end
-      local h, inline = decode(record)
-      h[H_STATE], h[H_ATTEMPTS], h[H_RUN_AT], h[H_UPDATED] = PENDING, 0, now, now
-      if by then h[H_BY] = by end
-      save(jobsKey, id, h, inline)
-      redis.call('ZADD', delayedKey, now, delayedMember(id, h[H_KEY]))
+      local h, inline = Job.decode(record)
+      h[Job.H_STATE], h[Job.H_ATTEMPTS], h[Job.H_RUN_AT], h[Job.H_UPDATED] = Codes.PENDING, 0, now, now
+      if by then h[Job.H_BY] = by end
+      Job.save(jobsKey, id, h, inline)
+      redis.call('ZADD', delayedKey, now, Job.delayedMember(id, h[Job.H_KEY]))
       redriven = redriven + 1
     end
     redis.call('ZREM', deadKey, id)

@@ -19,9 +19,9 @@
 --- @include "attempts"
 local k = { jobs = KEYS[1], ready = KEYS[3], delayed = KEYS[4], dead = KEYS[5] }
 local runningKey = KEYS[2]
-local now = clock(ARGV[1])
+local now = Clock.clock(ARGV[1])
 local defaultMax, defaultBackoff, rand, reason = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), ARGV[5]
-local budget = byteBudget(tonumber(ARGV[6]))
+local budget = Budget.byteBudget(tonumber(ARGV[6]))
 local ended = { givenBack = 0, retried = 0, deadLettered = 0 }
 local looked = 0
 local backs = {} -- given back together, in the order the ids came (backToHead)
@@ -30,14 +30,14 @@ for i = 7, #ARGV, 3 do
   local record = redis.call('HGET', k.jobs, id)
   if record then
     if not budget.take(#record) then break end
-    local h, inline = decode(record)
-    if isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
+    local h, inline = Job.decode(record)
+    if Attempts.isAttempt(h, ARGV[i + 1], ARGV[i + 2]) then
       redis.call('ZREM', runningKey, id)
-      local code = giveBack(k, id, h, inline, now, 'could not be invoked: ' .. reason, defaultMax, defaultBackoff, rand, backs)
-      tally(ended, code)
+      local code = Attempts.giveBack(k, id, h, inline, now, 'could not be invoked: ' .. reason, defaultMax, defaultBackoff, rand, backs)
+      Attempts.tally(ended, code)
     end
   end
   looked = looked + 1
 end
-backToHead(k, backs, now)
+Attempts.backToHead(k, backs, now)
 return { ended.givenBack, ended.retried, ended.deadLettered, looked }

@@ -9,7 +9,7 @@
           changed). Mirrored by releaseLease in lib/engine/scripts.ts.
 ]]
 --- @include "codes"
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return LEASE.NOT_OWNER end
-if ARGV[3] ~= '1' and tonumber(redis.call('GET', KEYS[4]) or '0') ~= tonumber(ARGV[2]) then return LEASE.KEPT end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return Codes.LEASE.NOT_OWNER end
+if ARGV[3] ~= '1' and tonumber(redis.call('GET', KEYS[4]) or '0') ~= tonumber(ARGV[2]) then return Codes.LEASE.KEPT end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-return LEASE.RELEASED
+return Codes.LEASE.RELEASED

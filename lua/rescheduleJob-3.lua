@@ -13,29 +13,29 @@
 --- @include "head"
 --- @include "job"
 local jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3]
-local now, id = clock(ARGV[1]), ARGV[2]
+local now, id = Clock.clock(ARGV[1]), ARGV[2]
 local record = redis.call('HGET', jobsKey, id)
-if not record then return { REFUSAL.NOT_FOUND } end
-local h, inline = decode(record)
-if h[H_STATE] ~= PENDING then return { REFUSAL.JOB_FINISHED, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)) } end
+if not record then return { Codes.REFUSAL.NOT_FOUND } end
+local h, inline = Job.decode(record)
+if h[Job.H_STATE] ~= Codes.PENDING then return { Codes.REFUSAL.JOB_FINISHED, Job.view(delayedKey, id, h, Job.loadBody(bodiesKey, id, inline)) } end
 
-h[H_UPDATED] = now
+h[Job.H_UPDATED] = now
 local headChanged = 0
 if ARGV[3] ~= '' then
   local due = tonumber(ARGV[4])
   if ARGV[3] == 'd' then due = now + due end
-  local headBefore = headScore(delayedKey)
-  h[H_RUN_AT] = due
+  local headBefore = Head.headScore(delayedKey)
+  h[Job.H_RUN_AT] = due
   -- A ready job goes back to delayed; its id left in the ready list is skipped by claim.
-  redis.call('ZADD', delayedKey, due, delayedMember(id, h[H_KEY]))
+  redis.call('ZADD', delayedKey, due, Job.delayedMember(id, h[Job.H_KEY]))
   if not headBefore or due < headBefore then headChanged = 1 end
 end
 local body
 if ARGV[5] == '1' then
   body = ARGV[6]
-  store(jobsKey, bodiesKey, id, h, body, true)
+  Job.store(jobsKey, bodiesKey, id, h, body, true)
 else
-  body = loadBody(bodiesKey, id, inline)
-  save(jobsKey, id, h, inline)
+  body = Job.loadBody(bodiesKey, id, inline)
+  Job.save(jobsKey, id, h, inline)
 end
-return { OUTCOME.RESCHEDULED, headChanged, view(delayedKey, id, h, body) }
+return { Codes.OUTCOME.RESCHEDULED, headChanged, Job.view(delayedKey, id, h, body) }

@@ -12,14 +12,14 @@
 local keys, hashes, used, revoked = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local name, deployment = ARGV[1], ARGV[2]
 if name == 'deployment' then
-  if deployment == '' or redis.call('HGET', revoked, deployment) then return KEY_CHANGE.NOT_FOUND end
+  if deployment == '' or redis.call('HGET', revoked, deployment) then return Codes.KEY_CHANGE.NOT_FOUND end
   redis.call('HSET', revoked, deployment, 1)
   redis.call('HDEL', used, name)
-  return KEY_CHANGE.REVOKED
+  return Codes.KEY_CHANGE.REVOKED
 end
 local record = redis.call('HGET', keys, name)
-if not record then return KEY_CHANGE.NOT_FOUND end
+if not record then return Codes.KEY_CHANGE.NOT_FOUND end
 redis.call('HDEL', hashes, cjson.decode(record).hash)
 redis.call('HDEL', keys, name)
 redis.call('HDEL', used, name)
-return KEY_CHANGE.REVOKED
+return Codes.KEY_CHANGE.REVOKED

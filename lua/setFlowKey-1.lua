@@ -16,36 +16,36 @@
 ]]
 --- @include "clock"
 --- @include "flow"
-local f = flowKeys(KEYS[1])
+local f = Flow.flowKeys(KEYS[1])
 local key = ARGV[8]
-local now = clock(ARGV[1])
-local conf = flowConf(f, key) or { false, false, false, false, 0 }
+local now = Clock.clock(ARGV[1])
+local conf = Flow.flowConf(f, key) or { false, false, false, false, 0 }
 if ARGV[2] == 'clear' then
   conf = { false, false, false, false, 0 }
 else
-  if ARGV[3] == '-' then conf[C_CONC] = false elseif ARGV[3] ~= '' then conf[C_CONC] = tonumber(ARGV[3]) end
+  if ARGV[3] == '-' then conf[Flow.C_CONC] = false elseif ARGV[3] ~= '' then conf[Flow.C_CONC] = tonumber(ARGV[3]) end
   if ARGV[4] == '-' then
-    conf[C_COUNT], conf[C_PER], conf[C_BURST] = false, false, false
+    conf[Flow.C_COUNT], conf[Flow.C_PER], conf[Flow.C_BURST] = false, false, false
   elseif ARGV[4] ~= '' then
-    conf[C_COUNT], conf[C_PER], conf[C_BURST] = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+    conf[Flow.C_COUNT], conf[Flow.C_PER], conf[Flow.C_BURST] = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
   end
-  if ARGV[7] ~= '' then conf[C_PAUSED] = tonumber(ARGV[7]) end
+  if ARGV[7] ~= '' then conf[Flow.C_PAUSED] = tonumber(ARGV[7]) end
 end
-local pinned = conf[C_CONC] or conf[C_COUNT] or conf[C_PAUSED] == 1
-conf[C_BY], conf[C_AT] = ARGV[9] ~= '' and ARGV[9], now
+local pinned = conf[Flow.C_CONC] or conf[Flow.C_COUNT] or conf[Flow.C_PAUSED] == 1
+conf[Flow.C_BY], conf[Flow.C_AT] = ARGV[9] ~= '' and ARGV[9], now
 if pinned then redis.call('HSET', f.conf, key, cmsgpack.pack(conf)) else redis.call('HDEL', f.conf, key) end
 -- PINNED_FIELD says to claims and starts whether any key has a pinned record
 if redis.call('EXISTS', f.conf) == 1 then
-  redis.call('HSET', KEYS[1], PINNED_FIELD, '1')
+  redis.call('HSET', KEYS[1], Flow.PINNED_FIELD, '1')
 else
-  redis.call('HDEL', KEYS[1], PINNED_FIELD)
+  redis.call('HDEL', KEYS[1], Flow.PINNED_FIELD)
 end
 
-local st = flowState(f, key)
-if conf[C_PAUSED] ~= 1 then
+local st = Flow.flowState(f, key)
+if conf[Flow.C_PAUSED] ~= 1 then
   -- the claim checks the limits in force when it meets the key
-  st[F_CONC] = 0
-  ringIfClaimable(f, key, st)
+  st[Flow.F_CONC] = 0
+  Flow.ringIfClaimable(f, key, st)
 end
-saveFlowState(f, key, st, now)
-return flowView(f, key, now)
+Flow.saveFlowState(f, key, st, now)
+return Flow.flowView(f, key, now)

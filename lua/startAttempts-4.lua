@@ -27,16 +27,23 @@
 --- @include "attempts"
 --- @include "flow"
 --- @include "lateness"
+-- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
+local PENDING, CANCELLED, REFUSAL, OUTCOME = Codes.PENDING, Codes.CANCELLED, Codes.REFUSAL, Codes.OUTCOME
+local H_STATE, H_KEY, H_RUN_AT, H_ATTEMPTS = Job.H_STATE, Job.H_KEY, Job.H_RUN_AT, Job.H_ATTEMPTS
+local H_UPDATED, H_DEADLINE, H_CLAIM, H_STARTED = Job.H_UPDATED, Job.H_DEADLINE, Job.H_CLAIM, Job.H_STARTED
+local H_GIVE_BACKS, decode, save = Job.H_GIVE_BACKS, Job.decode, Job.save
+local isAttempt = Attempts.isAttempt
+local C_PAUSED, flowConf = Flow.C_PAUSED, Flow.flowConf
 local jobsKey, runningKey, readyKey = KEYS[1], KEYS[3], KEYS[4]
-local now = clock(ARGV[1])
-local budget = byteBudget(tonumber(ARGV[2]))
+local now = Clock.clock(ARGV[1])
+local budget = Budget.byteBudget(tonumber(ARGV[2]))
 local result = { now }
 local late = {}
 -- the pause mark, and whether a flow topic's keys have pinned limits or a pause, read with the
 -- first record
-local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, PINNED_FIELD, ARGV[3] or PAUSED_FIELD)
+local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, Flow.PINNED_FIELD, ARGV[3] or Flow.PAUSED_FIELD)
 local topicHeld = first[1] and true or false
-local f = flowKeys(jobsKey)
+local f = Flow.flowKeys(jobsKey)
 
 -- Job `id` (header `h`, a running attempt that was never started) goes back as if never claimed:
 -- its record and the running zset now, its id back at the head of the ready list (its key's lane)
@@ -83,6 +90,6 @@ for i = 3, #ARGV, 3 do
   end
   result[#result + 1] = code
 end
-backToHead({ jobs = jobsKey, ready = readyKey }, held, now)
-if #late > 0 then recordLateness(KEYS[2], now, late) end
+Attempts.backToHead({ jobs = jobsKey, ready = readyKey }, held, now)
+if #late > 0 then Lateness.recordLateness(KEYS[2], now, late) end
 return result

@@ -9,9 +9,9 @@
   it answers MARKED again (and renews it).
 ]]
 --- @include "codes"
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return FANOUT_MARK.MARKED end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return Codes.FANOUT_MARK.MARKED end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return FANOUT_MARK.MARKED
+  return Codes.FANOUT_MARK.MARKED
 end
-return FANOUT_MARK.ALREADY_RUNNING
+return Codes.FANOUT_MARK.ALREADY_RUNNING

@@ -17,7 +17,7 @@
 --- @include "clock"
 local SLOTS = 100 -- slots per window: a grant waits at most one slot longer than an exact window
 local key = KEYS[1]
-local now = clock(ARGV[1])
+local now = Clock.clock(ARGV[1])
 local count, perMs, wanted = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local slot = math.floor(now * SLOTS / perMs)
 local first = slot - SLOTS

@@ -9,16 +9,16 @@
 ]]
 --- @include "codes"
 --- @include "clock"
-local now = clock(ARGV[1])
+local now = Clock.clock(ARGV[1])
 local due, horizon = tonumber(ARGV[2]) or now, tonumber(ARGV[3])
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local planned = tonumber(redis.call('GET', KEYS[2]) or '')
-  if planned and planned <= due then return WAKE.NOTHING end
+  if planned and planned <= due then return Codes.WAKE.NOTHING end
   redis.call('INCR', KEYS[4])
   redis.call('RPUSH', KEYS[3], due)
   redis.call('LTRIM', KEYS[3], -16, -1) -- one wake-up is enough; keep the list tiny
   redis.call('PEXPIRE', KEYS[3], 60000)
-  return WAKE.WOKEN
+  return Codes.WAKE.WOKEN
 end
-if due <= now + horizon then return WAKE.START_SWEEPER end
-return WAKE.NOTHING
+if due <= now + horizon then return Codes.WAKE.START_SWEEPER end
+return Codes.WAKE.NOTHING

@@ -120,7 +120,14 @@ export interface ScriptCall<Reply> {
 const PREFIX = 'dq_';
 const registered = new WeakSet<Client>();
 
-/** Every file of lua/includes/, by the name a script includes it by: `--- @include "name"`. */
+/**
+ * Every file of lua/includes/, by the name a script includes it by: `--- @include "name"`. Each
+ * include declares one top-level local, a table named after it with a capital (includes/job.lua:
+ * `Job`), and keeps its helpers as locals in a `do ... end` block that sets the ones others use on
+ * the table (`Job.decode = decode`); others call them through it (`Job.decode(record)`), or take
+ * the ones they use per job into locals first. Lua allows a function 200 locals at its top level,
+ * which the library's (every include) and each script's full text for EVAL share.
+ */
 export const INCLUDES: Readonly<Record<string, string>> = {
   argv,
   attempts,
@@ -192,12 +199,42 @@ export interface Library {
   readonly functions: Readonly<Record<ScriptName, string>>;
 }
 
+/** The tables of the includes (includes/job.lua: Job). */
+const INCLUDE_TABLES = new Set(Object.keys(INCLUDES).map((name) => name.charAt(0).toUpperCase() + name.slice(1)));
+
+/**
+ * A script's source split after its aliases of the includes' helpers: its contract block and `--- @include` lines,
+ * then the lines (comments among them) up to the last that only takes fields of include tables into locals (`local
+ * decode, save = Job.decode, Job.save`), indented; then the rest. ['', source] when it has none. The tables never
+ * change once the includes ran, so in the library those lines run once, at load, and the script's function reads the
+ * locals as upvalues, where a call would look each up anew.
+ */
+function splitAliases(source: string): [string, string] {
+  const lines = source.split('\n');
+  let end = 0;
+  for (let i = lines[0]?.startsWith('--[[') ? lines.indexOf(']]') + 1 : 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.startsWith('--')) continue;
+    const alias = /^local [\w, ]+ = ((?:[A-Z]\w*\.\w+, )*[A-Z]\w*\.\w+)$/.exec(line);
+    if (!alias || !alias[1]!.split(', ').every((field) => INCLUDE_TABLES.has(field.split('.')[0]!))) break;
+    end = i + 1;
+  }
+  return [
+    lines
+      .slice(0, end)
+      .map((line) => (line ? `  ${line}\n` : '\n'))
+      .join(''),
+    lines.slice(end).join('\n'),
+  ];
+}
+
 let library: Library | undefined;
 
 /**
  * The library Redis runs the scripts from (FUNCTION LOAD, then FCALL): every include once, then
  * each script as a function that clears the includes' per-call state (lua/includes/call.lua) and
- * runs the script's text with its KEYS and ARGV. A script sent with EVAL runs its includes anew on
+ * runs the script's text with its KEYS and ARGV, the script's aliases of the includes' helpers
+ * taken once, before it (splitAliases). A script sent with EVAL runs its includes anew on
  * every call (an ack: 47–48 µs a call with EVALSHA, 41 µs as a function, DESIGN.md); a function
  * runs them once, at load. The names carry a hash of the text, so two versions of the stack (during a deploy) each
  * call their own.
@@ -215,7 +252,8 @@ export function scriptLibrary(): Library {
     ...includes.map((include) => INCLUDES[include]),
     ...names.map((name) => {
       const flags = READ_ONLY.has(name) ? "{ 'no-writes' }" : '{}';
-      return `redis.register_function{ function_name = '${fn(name)}', flags = ${flags}, callback = function(KEYS, ARGV)\nbeginCall()\n${SCRIPTS[name].source}\nend }`;
+      const [head, rest] = splitAliases(SCRIPTS[name].source);
+      return `do\n${head}redis.register_function{ function_name = '${fn(name)}', flags = ${flags}, callback = function(KEYS, ARGV)\nCall.beginCall()\n${rest}\nend }\nend`;
     }),
   ].join('\n');
   const version = createHash('sha1').update(body).digest('hex').slice(0, 12);

@@ -5,14 +5,19 @@
   keeps something for the length of one call (a clock reading, a counter read once) says here how
   to clear it; each function of the library calls beginCall first.
 ]]
-local callResets = {}
+local Call = {}
+do
+  local callResets = {}
 
--- Registers `reset`, which clears one include's state for a new call.
-local function onEachCall(reset)
-  callResets[#callResets + 1] = reset
-end
+  -- Registers `reset`, which clears one include's state for a new call.
+  local function onEachCall(reset)
+    callResets[#callResets + 1] = reset
+  end
 
--- Clears every include's state kept for one call: the first thing each library function does.
-local function beginCall()
-  for i = 1, #callResets do callResets[i]() end
+  -- Clears every include's state kept for one call: the first thing each library function does.
+  local function beginCall()
+    for i = 1, #callResets do callResets[i]() end
+  end
+
+  Call.onEachCall, Call.beginCall = onEachCall, beginCall
 end

@@ -2,9 +2,14 @@
   The head of a zset: by the delayed zset's, a script tells whether a change made a job the earliest
   due of its topic (the caller then wakes the sweeper, lua/wakeSweeper-4.lua).
 ]]
--- Score of the zset's first member, or false when it is empty.
-local function headScore(key)
-  local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if head[2] then return tonumber(head[2]) end
-  return false
+local Head = {}
+do
+  -- Score of the zset's first member, or false when it is empty.
+  local function headScore(key)
+    local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if head[2] then return tonumber(head[2]) end
+    return false
+  end
+
+  Head.headScore = headScore
 end

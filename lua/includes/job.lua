@@ -12,213 +12,228 @@
 --- @include "codes"
 --- @include "clock"
 --- @include "call"
+local Job = {}
+do
+  local PENDING, READY = Codes.PENDING, Codes.READY
+  local clockTicks = Clock.clockTicks
+  local onEachCall = Call.onEachCall
 
--- H_KEY: the job's flow key on a flow topic ('' for none given: see includes/flow.lua), false on
--- any other topic; a pending job's delayed member holds it too (delayedMember, below).
-local H_STATE, H_KEY = 1, 2
-local H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
-  3, 4, 5, 6, 7, 8, 9, 10, 11, 12
--- H_CLAIM: the running attempt's claim token, unique to that claim (ack, fail, start and release
--- must present it; a re-created job's attempt 1 has another). H_STARTED: when a handler started
--- the attempt, false while it is only claimed. H_GIVE_BACKS: claims in a row given back without
--- counting (released after a failed invoke, or timed out before they started).
-local H_CLAIM, H_STARTED, H_GIVE_BACKS = 13, 14, 15
--- H_VERSION: the version the record's last write gave it (nextVersion, below): growing per job, so
--- a job, a re-created id included, never repeats an old version, across failovers too.
--- H_GROUP: the job's group, or false.
-local H_VERSION, H_GROUP = 16, 17
--- H_BY: the name of the API key that last changed the job (added, replaced, cancelled or redrove
--- it), or false when only the queue has (a schedule's occurrence).
-local H_BY = 18
--- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
--- stored) for the first, and for a job without a group. Last: a header has no holes before it.
-local H_CHUNK = 19
--- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
--- clock (nextVersion, remove; not a job: ids never hold '#').
-local SEQ_FIELD = '#seq'
--- The field of a jobs hash that counts the ids ever pushed to the tail of its ready list (by the
--- sweep). The tail's place minus the list's length is the head's: a ready listing's cursor names
--- places counted so, which claims taking ids off the head do not move (lua/listReady-4.lua).
-local READY_TAIL_FIELD = '#tail'
--- Largest body kept inline in its record. Rewriting a record then copies at most this much body
--- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
--- a body kept apart costs about 140 bytes more a job (hash entry, id, allocator rounding; 1,483
--- against 1,621 bytes a job for 1,024- and 1,025-byte bodies, BENCHMARKS.md).
-local INLINE_BODY_BYTES = 1024
+  -- H_KEY: the job's flow key on a flow topic ('' for none given: see includes/flow.lua), false on
+  -- any other topic; a pending job's delayed member holds it too (delayedMember, below).
+  local H_STATE, H_KEY = 1, 2
+  local H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
+    3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+  -- H_CLAIM: the running attempt's claim token, unique to that claim (ack, fail, start and release
+  -- must present it; a re-created job's attempt 1 has another). H_STARTED: when a handler started
+  -- the attempt, false while it is only claimed. H_GIVE_BACKS: claims in a row given back without
+  -- counting (released after a failed invoke, or timed out before they started).
+  local H_CLAIM, H_STARTED, H_GIVE_BACKS = 13, 14, 15
+  -- H_VERSION: the version the record's last write gave it (nextVersion, below): growing per job, so
+  -- a job, a re-created id included, never repeats an old version, across failovers too.
+  -- H_GROUP: the job's group, or false.
+  local H_VERSION, H_GROUP = 16, 17
+  -- H_BY: the name of the API key that last changed the job (added, replaced, cancelled or redrove
+  -- it), or false when only the queue has (a schedule's occurrence).
+  local H_BY = 18
+  -- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
+  -- stored) for the first, and for a job without a group. Last: a header has no holes before it.
+  local H_CHUNK = 19
+  -- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
+  -- clock (nextVersion, remove; not a job: ids never hold '#').
+  local SEQ_FIELD = '#seq'
+  -- The field of a jobs hash that counts the ids ever pushed to the tail of its ready list (by the
+  -- sweep). The tail's place minus the list's length is the head's: a ready listing's cursor names
+  -- places counted so, which claims taking ids off the head do not move (lua/listReady-4.lua).
+  local READY_TAIL_FIELD = '#tail'
+  -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
+  -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
+  -- a body kept apart costs about 140 bytes more a job (hash entry, id, allocator rounding; 1,483
+  -- against 1,621 bytes a job for 1,024- and 1,025-byte bodies, BENCHMARKS.md).
+  local INLINE_BODY_BYTES = 1024
 
--- A record's header and its inline body, or false when the body is in the bodies hash.
-local function decode(record)
-  local offset, header = cmsgpack.unpack_one(record)
-  if offset < 0 then return header, false end
-  return header, string.sub(record, offset + 1)
-end
-
--- A record's header alone: decode without the copy of its inline body (a sweep purging a job reads
--- its header only).
-local function headerOf(record)
-  local _, header = cmsgpack.unpack_one(record)
-  return header
-end
-
--- Job `id`'s member in its topic's delayed zset, its flow key `key` (H_KEY) being false or '' (the
--- id alone) or a key: the id, a space, the key. A flow sweep then takes each due job's key from
--- the member (lua/moveDue-7.lua) instead of reading its record. Ids never hold a space, which
--- sorts before every character an id holds, so the members of one score sort as their ids do.
-local function delayedMember(id, key)
-  if key and key ~= '' then return id .. ' ' .. key end
-  return id
-end
-
--- The id and flow key ('' for none) a delayed zset's member holds (delayedMember's inverse; a
--- running, dead or done zset's member is the id alone).
-local function memberParts(member)
-  local id, key = string.match(member, '^([^ ]*) (.*)$')
-  if not id then return member, '' end
-  return id, key
-end
-
--- The header of job `id`'s record, nil when there is none.
-local function header(jobsKey, id)
-  local record = redis.call('HGET', jobsKey, id)
-  if record then return headerOf(record) end
-  return nil
-end
-
--- The body of job `id`, whose record decoded to `inline`.
-local function loadBody(bodiesKey, id, inline)
-  if inline then return inline end
-  return redis.call('HGET', bodiesKey, id) or ''
-end
-
--- Bytes of the body of job `id`, whose record decoded to `inline`, without reading it.
-local function bodySize(bodiesKey, id, inline)
-  if inline then return #inline end
-  return redis.call('HSTRLEN', bodiesKey, id)
-end
-
--- Counts a listed job's record and body against `budget` (a listing's); false when they would
--- pass it: the listing stops before this job and says so.
-local function fitsListing(budget, bodiesKey, id, record, inline)
-  return budget.take(#record + bodySize(bodiesKey, id, inline))
-end
-
--- How far a version may run ahead of the clock before SEQ_FIELD must hold it: 50 ticks (1 ms),
--- more than one job is written within a tick (a record written twice in one call; under a fixed
--- test clock, a claim, its start and its ack in one ms), far less than a failover takes.
-local AHEAD_TICKS = 50
-
--- SEQ_FIELD of each hash (by key) as this call read or wrote it.
-local callSeqs = {}
-onEachCall(function() callSeqs = {} end)
-
--- SEQ_FIELD of hash `key`, read once a call. With `field`, also that field of the hash, read in
--- the same HMGET: a field read where a job is about to be created, which reads SEQ_FIELD anyway
--- (addJobs-5's closing mark), costs no request of its own. (No helper of its own: a script's
--- top-level locals are at most 200, and putSchedule-9 is near them.)
-local function seqOf(key, field)
-  if field then
-    local got = redis.call('HMGET', key, SEQ_FIELD, field)
-    if not callSeqs[key] then callSeqs[key] = tonumber(got[1] or 0) end
-    return callSeqs[key], got[2]
+  -- A record's header and its inline body, or false when the body is in the bodies hash.
+  local function decode(record)
+    local offset, header = cmsgpack.unpack_one(record)
+    if offset < 0 then return header, false end
+    return header, string.sub(record, offset + 1)
   end
-  local seq = callSeqs[key]
-  if not seq then
-    seq = tonumber(redis.call('HGET', key, SEQ_FIELD) or 0)
-    callSeqs[key] = seq
+
+  -- A record's header alone: decode without the copy of its inline body (a sweep purging a job reads
+  -- its header only).
+  local function headerOf(record)
+    local _, header = cmsgpack.unpack_one(record)
+    return header
   end
-  return seq
-end
 
--- Raises SEQ_FIELD of hash `key` to version `v`; never lowers it. '%d': exact past 1e14 too,
--- where tostring (and a number passed to redis.call) keeps 14 digits.
-local function raiseSeq(key, v)
-  if v > seqOf(key) then
-    redis.call('HSET', key, SEQ_FIELD, string.format('%d', v))
-    callSeqs[key] = v
+  -- Job `id`'s member in its topic's delayed zset, its flow key `key` (H_KEY) being false or '' (the
+  -- id alone) or a key: the id, a space, the key. A flow sweep then takes each due job's key from
+  -- the member (lua/moveDue-7.lua) instead of reading its record. Ids never hold a space, which
+  -- sorts before every character an id holds, so the members of one score sort as their ids do.
+  local function delayedMember(id, key)
+    if key and key ~= '' then return id .. ' ' .. key end
+    return id
   end
-end
 
--- The version of a write to hash `key` (a topic's jobs or schedules in one partition) of a record
--- whose version was `prev` (0: a new record; nil: not known, as for a schedule or a group cancel's
--- mark, and then larger than every version the hash gave). The Redis clock in 20 µs ticks since
--- 2025 (clockTicks: the TIME the call read, or a test's fixed ms × 50), or `prev` + 1 when that is
--- larger: versions grow per job, and different jobs may share one. A new record's is also larger
--- than SEQ_FIELD, which remove raises to a deleted record's version when that is not below the
--- clock, so an id deleted and made again within one tick never repeats a version. SEQ_FIELD is
--- written only for a version more than AHEAD_TICKS ahead of the clock, so a write costs no command
--- of its own, and every version a hash gave is at most the larger of SEQ_FIELD and the clock it
--- was given at plus AHEAD_TICKS (on a clock that does not step back; NTP slews it). A failover to
--- a replica rolls SEQ_FIELD back but not the clock: later writes get versions larger than any the
--- failed primary gave or showed, as long as the new primary's clock is not behind the old one's by
--- more than the failover took (NTP keeps them within milliseconds; a failover takes seconds) and
--- no job is written more than 50,000 times a second. Below 1e14 (14 digits: tostring and Lua's
--- number format keep it exact, and If-Match takes it) until 2088.
-local function nextVersion(key, prev)
-  local now = clockTicks()
-  local v
-  if prev == nil then
-    v = math.max(seqOf(key) + 1, now + AHEAD_TICKS + 1)
-  elseif prev == 0 then
-    v = math.max(seqOf(key) + 1, now)
-  else
-    v = math.max(prev + 1, now)
+  -- The id and flow key ('' for none) a delayed zset's member holds (delayedMember's inverse; a
+  -- running, dead or done zset's member is the id alone).
+  local function memberParts(member)
+    local id, key = string.match(member, '^([^ ]*) (.*)$')
+    if not id then return member, '' end
+    return id, key
   end
-  if v > now + AHEAD_TICKS then raiseSeq(key, v) end
-  return v
-end
 
--- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it is.
-local function save(jobsKey, id, h, inline)
-  h[H_VERSION] = nextVersion(jobsKey, h[H_VERSION])
-  redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. (inline or ''))
-end
-
--- Writes job `id` with header `h` (and the next version) and a new body: inline when small, else
--- in the bodies hash. `replacing`: the job had a record, whose body kept apart (if any) is dropped
--- when the new one is inline; a header made anew for it (version 0) takes the record's version.
--- The version is also larger than SEQ_FIELD, which a group cancel's mark raised (includes/
--- groupCancel.lua): a job that joins a group after the mark is never taken for one before it.
-local function store(jobsKey, bodiesKey, id, h, body, replacing)
-  local prev = h[H_VERSION]
-  if replacing and prev == 0 then
-    local old = header(jobsKey, id)
-    if old then prev = old[H_VERSION] end
+  -- The header of job `id`'s record, nil when there is none.
+  local function header(jobsKey, id)
+    local record = redis.call('HGET', jobsKey, id)
+    if record then return headerOf(record) end
+    return nil
   end
-  h[H_VERSION] = nextVersion(jobsKey, math.max(prev, seqOf(jobsKey)))
-  if #body <= INLINE_BODY_BYTES then
-    redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. body)
-    if replacing then redis.call('HDEL', bodiesKey, id) end
-  else
-    redis.call('HSET', jobsKey, id, cmsgpack.pack(h))
-    redis.call('HSET', bodiesKey, id, body)
+
+  -- The body of job `id`, whose record decoded to `inline`.
+  local function loadBody(bodiesKey, id, inline)
+    if inline then return inline end
+    return redis.call('HGET', bodiesKey, id) or ''
   end
-end
 
--- Deletes job `id`, whose record's header is `h` (as this call decoded or last wrote it): its
--- record and its body. When the record's version is not below the clock, SEQ_FIELD is raised to
--- it, and the id made again within the tick gets a larger one.
-local function remove(jobsKey, bodiesKey, id, h)
-  local v = h[H_VERSION]
-  if v >= clockTicks() then raiseSeq(jobsKey, v) end
-  redis.call('HDEL', jobsKey, id)
-  redis.call('HDEL', bodiesKey, id)
-end
+  -- Bytes of the body of job `id`, whose record decoded to `inline`, without reading it.
+  local function bodySize(bodiesKey, id, inline)
+    if inline then return #inline end
+    return redis.call('HSTRLEN', bodiesKey, id)
+  end
 
--- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
--- or false for a body kept apart that the script did not read (the caller reads it).
--- Then the version, the group, the API key that last changed it and the flow key. Mirrored by JobView in
--- lib/engine/shapes.ts, in this order.
-local function view(delayedKey, id, h, body)
-  local state = h[H_STATE]
-  if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY])) then state = READY end
-  return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
-    h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY] }
-end
+  -- Counts a listed job's record and body against `budget` (a listing's); false when they would
+  -- pass it: the listing stops before this job and says so.
+  local function fitsListing(budget, bodiesKey, id, record, inline)
+    return budget.take(#record + bodySize(bodiesKey, id, inline))
+  end
 
--- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is
--- `h` (nil: there is no job) go ahead.
-local function matches(ifMatch, h)
-  if ifMatch == '' then return true end
-  if not h then return false end
-  return ifMatch == '*' or tonumber(ifMatch) == h[H_VERSION]
+  -- How far a version may run ahead of the clock before SEQ_FIELD must hold it: 50 ticks (1 ms),
+  -- more than one job is written within a tick (a record written twice in one call; under a fixed
+  -- test clock, a claim, its start and its ack in one ms), far less than a failover takes.
+  local AHEAD_TICKS = 50
+
+  -- SEQ_FIELD of each hash (by key) as this call read or wrote it.
+  local callSeqs = {}
+  onEachCall(function() callSeqs = {} end)
+
+  -- SEQ_FIELD of hash `key`, read once a call. With `field`, also that field of the hash, read in
+  -- the same HMGET: a field read where a job is about to be created, which reads SEQ_FIELD anyway
+  -- (addJobs-5's closing mark), costs no request of its own.
+  local function seqOf(key, field)
+    if field then
+      local got = redis.call('HMGET', key, SEQ_FIELD, field)
+      if not callSeqs[key] then callSeqs[key] = tonumber(got[1] or 0) end
+      return callSeqs[key], got[2]
+    end
+    local seq = callSeqs[key]
+    if not seq then
+      seq = tonumber(redis.call('HGET', key, SEQ_FIELD) or 0)
+      callSeqs[key] = seq
+    end
+    return seq
+  end
+
+  -- Raises SEQ_FIELD of hash `key` to version `v`; never lowers it. '%d': exact past 1e14 too,
+  -- where tostring (and a number passed to redis.call) keeps 14 digits.
+  local function raiseSeq(key, v)
+    if v > seqOf(key) then
+      redis.call('HSET', key, SEQ_FIELD, string.format('%d', v))
+      callSeqs[key] = v
+    end
+  end
+
+  -- The version of a write to hash `key` (a topic's jobs or schedules in one partition) of a record
+  -- whose version was `prev` (0: a new record; nil: not known, as for a schedule or a group cancel's
+  -- mark, and then larger than every version the hash gave). The Redis clock in 20 µs ticks since
+  -- 2025 (clockTicks: the TIME the call read, or a test's fixed ms × 50), or `prev` + 1 when that is
+  -- larger: versions grow per job, and different jobs may share one. A new record's is also larger
+  -- than SEQ_FIELD, which remove raises to a deleted record's version when that is not below the
+  -- clock, so an id deleted and made again within one tick never repeats a version. SEQ_FIELD is
+  -- written only for a version more than AHEAD_TICKS ahead of the clock, so a write costs no command
+  -- of its own, and every version a hash gave is at most the larger of SEQ_FIELD and the clock it
+  -- was given at plus AHEAD_TICKS (on a clock that does not step back; NTP slews it). A failover to
+  -- a replica rolls SEQ_FIELD back but not the clock: later writes get versions larger than any the
+  -- failed primary gave or showed, as long as the new primary's clock is not behind the old one's by
+  -- more than the failover took (NTP keeps them within milliseconds; a failover takes seconds) and
+  -- no job is written more than 50,000 times a second. Below 1e14 (14 digits: tostring and Lua's
+  -- number format keep it exact, and If-Match takes it) until 2088.
+  local function nextVersion(key, prev)
+    local now = clockTicks()
+    local v
+    if prev == nil then
+      v = math.max(seqOf(key) + 1, now + AHEAD_TICKS + 1)
+    elseif prev == 0 then
+      v = math.max(seqOf(key) + 1, now)
+    else
+      v = math.max(prev + 1, now)
+    end
+    if v > now + AHEAD_TICKS then raiseSeq(key, v) end
+    return v
+  end
+
+  -- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it is.
+  local function save(jobsKey, id, h, inline)
+    h[H_VERSION] = nextVersion(jobsKey, h[H_VERSION])
+    redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. (inline or ''))
+  end
+
+  -- Writes job `id` with header `h` (and the next version) and a new body: inline when small, else
+  -- in the bodies hash. `replacing`: the job had a record, whose body kept apart (if any) is dropped
+  -- when the new one is inline; a header made anew for it (version 0) takes the record's version.
+  -- The version is also larger than SEQ_FIELD, which a group cancel's mark raised (includes/
+  -- groupCancel.lua): a job that joins a group after the mark is never taken for one before it.
+  local function store(jobsKey, bodiesKey, id, h, body, replacing)
+    local prev = h[H_VERSION]
+    if replacing and prev == 0 then
+      local old = header(jobsKey, id)
+      if old then prev = old[H_VERSION] end
+    end
+    h[H_VERSION] = nextVersion(jobsKey, math.max(prev, seqOf(jobsKey)))
+    if #body <= INLINE_BODY_BYTES then
+      redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. body)
+      if replacing then redis.call('HDEL', bodiesKey, id) end
+    else
+      redis.call('HSET', jobsKey, id, cmsgpack.pack(h))
+      redis.call('HSET', bodiesKey, id, body)
+    end
+  end
+
+  -- Deletes job `id`, whose record's header is `h` (as this call decoded or last wrote it): its
+  -- record and its body. When the record's version is not below the clock, SEQ_FIELD is raised to
+  -- it, and the id made again within the tick gets a larger one.
+  local function remove(jobsKey, bodiesKey, id, h)
+    local v = h[H_VERSION]
+    if v >= clockTicks() then raiseSeq(jobsKey, v) end
+    redis.call('HDEL', jobsKey, id)
+    redis.call('HDEL', bodiesKey, id)
+  end
+
+  -- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
+  -- or false for a body kept apart that the script did not read (the caller reads it).
+  -- Then the version, the group, the API key that last changed it and the flow key. Mirrored by JobView in
+  -- lib/engine/shapes.ts, in this order.
+  local function view(delayedKey, id, h, body)
+    local state = h[H_STATE]
+    if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY])) then state = READY end
+    return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
+      h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY] }
+  end
+
+  -- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is
+  -- `h` (nil: there is no job) go ahead.
+  local function matches(ifMatch, h)
+    if ifMatch == '' then return true end
+    if not h then return false end
+    return ifMatch == '*' or tonumber(ifMatch) == h[H_VERSION]
+  end
+
+  Job.H_STATE, Job.H_KEY, Job.H_RUN_AT, Job.H_CREATED = H_STATE, H_KEY, H_RUN_AT, H_CREATED
+  Job.H_ATTEMPTS, Job.H_MAX, Job.H_TTR, Job.H_BACKOFF, Job.H_URL = H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL
+  Job.H_ERROR, Job.H_UPDATED, Job.H_DEADLINE, Job.H_CLAIM = H_ERROR, H_UPDATED, H_DEADLINE, H_CLAIM
+  Job.H_STARTED, Job.H_GIVE_BACKS, Job.H_VERSION, Job.H_GROUP = H_STARTED, H_GIVE_BACKS, H_VERSION, H_GROUP
+  Job.H_BY, Job.H_CHUNK, Job.READY_TAIL_FIELD, Job.decode = H_BY, H_CHUNK, READY_TAIL_FIELD, decode
+  Job.headerOf, Job.delayedMember, Job.memberParts, Job.header = headerOf, delayedMember, memberParts, header
+  Job.loadBody, Job.bodySize, Job.fitsListing, Job.seqOf = loadBody, bodySize, fitsListing, seqOf
+  Job.nextVersion, Job.save, Job.store, Job.remove, Job.view = nextVersion, save, store, remove, view
+  Job.matches = matches
 end

@@ -2,15 +2,19 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { flowKeys, groupBucketKey, groupChunkKey, topicKeys, type GroupKey } from '../../lib/engine/keys';
 import {
+  flowKeys,
+  groupBucketKey,
+  groupChunkKey,
+  topicKeys,
+  type GroupKey,
   INCLUDES,
   SCRIPTS,
   includeOrder,
   scriptLibrary,
   scriptText,
   type ScriptName,
-} from '../../lib/engine/script-runner';
+} from '../../lib/testing';
 
 const dir = join(__dirname, '..', '..', 'lua');
 const files = readdirSync(dir).filter((f) => f.endsWith('.lua'));
@@ -46,6 +50,28 @@ function declared(text: string): Set<string> {
 /** The names a Lua text uses, other than as a field (`t.name`, `t:name`). */
 function used(text: string): Set<string> {
   return new Set([...code(text).matchAll(/(?<![.:\w])([A-Za-z_]\w*)/g)].map((m) => m[1]!));
+}
+
+/** The table an include's helpers are fields of: its name with a capital first letter (includes/job.lua: Job). */
+function tableOf(include: string): string {
+  return include.charAt(0).toUpperCase() + include.slice(1);
+}
+
+/**
+ * What include `name` exports: each `Table.field = value` of its export lines (`Job.decode, Job.save = decode,
+ * save`), as [field, value].
+ */
+function exportsOf(name: string, text: string): [string, string][] {
+  const table = tableOf(name);
+  return [
+    ...code(text).matchAll(
+      new RegExp(`^ *((?:${table}\\.\\w+\\s*,\\s*)*${table}\\.\\w+)\\s*=\\s*([\\w\\s,]+?) *$`, 'gm'),
+    ),
+  ].flatMap((m) => {
+    const fields = m[1]!.split(',').map((f) => f.trim().slice(table.length + 1));
+    const values = m[2]!.split(',').map((v) => v.trim());
+    return fields.map((field, i): [string, string] => [field, values[i] ?? '']);
+  });
 }
 
 /** The includes a Lua text names on its `--- @include "name"` lines. */
@@ -116,14 +142,25 @@ describe('lua/includes/', () => {
   const texts = new Map(
     includeFiles.map((f) => [f.slice(0, -'.lua'.length), readFileSync(join(dir, 'includes', f), 'utf8')]),
   );
-  /** Which include declares each top-level name of the includes. */
-  const owner = new Map<string, string>();
-  for (const [name, text] of texts)
-    for (const local of topLevelLocals(text))
-      owner.set(local, owner.has(local) ? `${owner.get(local)}, ${name}` : name);
+  /** Each include by the name of its table. */
+  const byTable = new Map([...texts.keys()].map((name) => [tableOf(name), name]));
+  /** What each include gives the others and the scripts: the fields its exports set on its table. */
+  const exported = new Map(
+    [...texts].map(([name, text]) => [name, new Set(exportsOf(name, text).map(([field]) => field))]),
+  );
+  /** Every name some include exports. */
+  const exportedNames = new Set([...exported.values()].flatMap((fields) => [...fields]));
   const reach = (names: readonly string[], seen = new Set<string>()): Set<string> => {
     for (const name of names) if (!seen.has(name)) reach(directives(texts.get(name) ?? ''), seen.add(name));
     return seen;
+  };
+  /** The includes whose tables a Lua text reads fields of (`Job.decode`), and those fields as `Job.decode`. */
+  const tableUses = (text: string): { includes: Set<string>; fields: string[] } => {
+    const uses = [...code(text).matchAll(/(?<![.:\w])([A-Z]\w*)\s*\.\s*(\w+)/g)].filter((m) => byTable.has(m[1]!));
+    return {
+      includes: new Set(uses.map((m) => byTable.get(m[1]!)!)),
+      fields: uses.map((m) => `${m[1]}.${m[2]}`),
+    };
   };
 
   it('every file of lua/includes/ is in INCLUDES under its name, with its text', () => {
@@ -131,17 +168,37 @@ describe('lua/includes/', () => {
     for (const [name, text] of texts) assert.equal(INCLUDES[name], text, name);
   });
 
-  it('no two includes declare the same name', () => {
-    assert.deepEqual(
-      [...owner].filter(([, by]) => by.includes(',')),
-      [],
-    );
-  });
-
   it('each include opens with a comment block, and reads no KEYS and no ARGV (a script passes what it needs)', () => {
     for (const [name, text] of texts) {
       assert.match(text, /^--\[\[\n {2}\S[\s\S]*?\n\]\]\n/, name);
       assert.doesNotMatch(code(text), /\b(KEYS|ARGV)\b/, name);
+    }
+  });
+
+  it('each include declares one top-level name, its table (includes/job.lua: Job), and keeps its body in a do ... end block', () => {
+    for (const [name, text] of texts) {
+      assert.deepEqual(topLevelLocals(text), [tableOf(name)], name);
+      assert.match(
+        text,
+        new RegExp(
+          `^--\\[\\[[\\s\\S]*?\\n\\]\\]\\n(--- @include "\\w+"\\n)*local ${tableOf(name)} = \\{\\}\\ndo\\n[\\s\\S]*\\nend\\n$`,
+        ),
+        name,
+      );
+    }
+  });
+
+  it("each include's exports set a field of its table to its own name of the same name (Job.decode = decode)", () => {
+    for (const [name, text] of texts) {
+      const exports = exportsOf(name, text);
+      assert.ok(exports.length > 0, `${name} exports nothing`);
+      const own = declared(text);
+      assert.deepEqual(
+        exports.filter(([field, value]) => field !== value || !own.has(value)),
+        [],
+        `${name}: an export under another name, or of a name it does not declare`,
+      );
+      assert.equal(new Set(exports.map(([field]) => field)).size, exports.length, `${name} exports a name twice`);
     }
   });
 
@@ -154,62 +211,105 @@ describe('lua/includes/', () => {
   });
 
   const pieces = [
-    ...files.map((f) => ({ label: f, text: readFileSync(join(dir, f), 'utf8') })),
-    ...[...texts].map(([name, text]) => ({ label: `includes/${name}.lua`, text })),
+    ...files.map((f) => ({ label: f, self: undefined, text: readFileSync(join(dir, f), 'utf8') })),
+    ...[...texts].map(([name, text]) => ({ label: `includes/${name}.lua`, self: name, text })),
   ];
-  for (const { label, text } of pieces) {
-    it(`${label}: includes what it uses of the includes, and uses each include it names`, () => {
-      const own = declared(text);
+  for (const { label, self, text } of pieces) {
+    it(`${label}: includes the includes whose tables it uses, uses each include it names, and reads only fields they export`, () => {
+      const { includes, fields } = tableUses(text);
       const given = reach(directives(text));
-      const missing = [...used(text)].filter(
-        (name) => owner.has(name) && !own.has(name) && !given.has(owner.get(name)!),
+      assert.deepEqual(
+        [...includes]
+          .filter((name) => name !== self && !given.has(name))
+          .map((name) => `${tableOf(name)} (includes/${name}.lua)`),
+        [],
+        `${label} uses tables it does not include`,
       );
       assert.deepEqual(
-        missing.map((name) => `${name} (includes/${owner.get(name)}.lua)`),
+        directives(text).filter((name) => !includes.has(name)),
         [],
-        `${label} uses names it does not include`,
+        `${label} includes what it does not use`,
       );
-      const names = used(text);
-      const idle = directives(text).filter(
-        (include) => !topLevelLocals(texts.get(include) ?? '').some((local) => names.has(local)),
+      assert.deepEqual(
+        fields.filter((field) => {
+          const [table, name] = field.split('.');
+          return !exported.get(byTable.get(table!)!)!.has(name!);
+        }),
+        [],
+        `${label} reads fields no include exports (a nil at run time)`,
       );
-      assert.deepEqual(idle, [], `${label} includes what it does not use`);
+      const own = declared(text);
+      assert.deepEqual(
+        [...used(text)].filter((name) => exportedNames.has(name) && !own.has(name)),
+        [],
+        `${label} uses an include's name without its table (a nil global at run time)`,
+      );
+      assert.deepEqual(
+        [...own].filter((name) => byTable.has(name) && name !== (self && tableOf(self))),
+        [],
+        `${label} declares the name of an include's table`,
+      );
     });
   }
 
-  it("a script's own top-level names do not shadow an include's", () => {
-    for (const file of files) {
-      const shadowed = topLevelLocals(readFileSync(join(dir, file), 'utf8')).filter((name) => owner.has(name));
-      assert.deepEqual(shadowed, [], file);
-    }
-  });
+  /** Scripts whose every job reads helpers of the includes: they take them into locals first. */
+  const HOT: ReadonlySet<ScriptName> = new Set([
+    'addJobs',
+    'claimJobs',
+    'claimFlow',
+    'startAttempts',
+    'ackJobs',
+    'moveDue',
+  ]);
 
-  it("each script's full text declares fewer than Lua's 200 locals at its top level", () => {
+  it("each script's full text declares at most 100 locals at its top level (Lua's limit: 200)", () => {
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       const locals = topLevelLocals(scriptText(name));
       assert.equal(new Set(locals).size, locals.length, `${name} declares a name twice`);
-      assert.ok(locals.length < 200, `${name}: ${locals.length} top-level locals`);
+      assert.ok(locals.length <= 100, `${name}: ${locals.length} top-level locals`);
     }
   });
 
-  it('the library holds every include once, then each script as a function named dq_<version>_<script>, at most 200 locals at its top level', () => {
+  it("the library holds every include once, then each script as a function named dq_<version>_<script> after its aliases of the includes' helpers, at most 100 locals at its top level", () => {
     const lib = scriptLibrary();
     assert.match(lib.name, /^dq_[0-9a-f]{12}$/);
     assert.ok(lib.text.startsWith(`#!lua name=${lib.name}\n`));
     for (const [name, text] of Object.entries(INCLUDES))
       assert.equal(lib.text.split(text).length, 2, `includes/${name}.lua once`);
+    assert.ok(exported.get('call')!.has('beginCall'), 'includes/call.lua exports beginCall');
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       assert.equal(lib.functions[name], `${lib.name}_${name}`);
       assert.ok(lib.text.includes(`function_name = '${lib.functions[name]}'`), name);
-      assert.ok(
-        lib.text.includes(`\nbeginCall()\n${SCRIPTS[name].source}\nend }`),
-        `${name} starts from a clean per-call state`,
+      // do <its aliases of the includes' helpers, once> register_function{ ... Call.beginCall() <the rest> end } end
+      const at = lib.text.indexOf(`function_name = '${lib.functions[name]}'`);
+      const [, aliases, rest] = new RegExp(
+        `\\ndo\\n((?:(?!\\ndo\\n)[\\s\\S])*?)redis\\.register_function\\{ function_name = '${lib.functions[name]}', flags = [^\\n]*` +
+          `callback = function\\(KEYS, ARGV\\)\\nCall\\.beginCall\\(\\)\\n([\\s\\S]*?)\\nend \\}\\nend(?:\\n|$)`,
+      ).exec(lib.text.slice(lib.text.lastIndexOf('\ndo\n', at)))!;
+      assert.equal(
+        aliases!.replace(/^ {2}/gm, '') + rest,
+        SCRIPTS[name].source,
+        `${name}: its text, each call from a clean state`,
       );
+      const hoisted = code(aliases!)
+        .split('\n')
+        .filter((line) => line.trim());
+      assert.deepEqual(
+        hoisted.filter((line) => !/^ {2}local [\w, ]+ = (?:[A-Z]\w*\.\w+, )*[A-Z]\w*\.\w+$/.test(line)),
+        [],
+        `${name}: only aliases of the includes' helpers run before its function`,
+      );
+      const aliasAt = code(rest!).search(/^local [\w, ]+ = (?:[A-Z]\w*\.\w+, )*[A-Z]\w*\.\w+$/m);
+      assert.ok(
+        aliasAt === -1 || code(rest!).slice(0, aliasAt).trim() !== '',
+        `${name}: its aliases of the includes' helpers run once, before its function`,
+      );
+      if (HOT.has(name)) assert.ok(hoisted.length > 0, `${name}: takes what each job uses into locals`);
     }
     // the functions' own are theirs
     const locals = topLevelLocals(lib.text.slice(0, lib.text.indexOf('redis.register_function')));
     assert.equal(new Set(locals).size, locals.length, 'a name declared twice');
-    assert.ok(locals.length < 200, `${locals.length} top-level locals`);
+    assert.ok(locals.length <= 100, `${locals.length} top-level locals`);
   });
 
   it('the full text of syncPoint-1.lua is the script alone; of getSchedule-1.lua, the schedules include then the script', () => {
