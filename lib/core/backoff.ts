@@ -34,6 +34,18 @@ function isSeconds(value: unknown, maxMs: number): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value * 1000 <= maxMs;
 }
 
+/** The fields each type of backoff object takes. */
+const BACKOFF_FIELDS: Record<string, string[]> = {
+  fixed: ['type', 'delay'],
+  exponential: ['type', 'delay', 'max', 'jitter'],
+  ladder: ['type', 'delays'],
+};
+
+/** The problem of a delay that is not a number of seconds up to `maxDelayMs`. */
+function secondsUpTo(maxDelayMs: number): string {
+  return `must be a number of seconds from 0 to ${maxDelayMs / 1000}`;
+}
+
 /**
  * Validates a user's backoff and returns its compact spec, or the problems found (paths under
  * `path`). `maxDelayMs` bounds every single delay.
@@ -43,72 +55,86 @@ export function parseBackoff(
   path: string,
   maxDelayMs: number,
 ): { spec?: string; problems: FieldProblem[] } {
-  const problems: FieldProblem[] = [];
-  const tooLong = `must be a number of seconds from 0 to ${maxDelayMs / 1000}`;
-  if (typeof input === 'string') {
-    const words = input.trim().split(/\s+/).filter(Boolean);
-    const steps = words.map(parseDuration);
-    if (words.length === 0 || words.length > MAX_LADDER_STEPS || steps.some((s) => s === undefined || s > maxDelayMs)) {
-      problems.push({
-        path,
-        message: `must be durations like "15s 3m 1h" (1 to ${MAX_LADDER_STEPS} steps, each at most ${maxDelayMs / 1000}s)`,
-      });
-      return { problems };
-    }
-    return { spec: `l:${steps.join(',')}`, problems };
-  }
+  if (typeof input === 'string') return parseLadderText(input, path, maxDelayMs);
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    problems.push({
-      path,
-      message: 'must be an object with "type" fixed, exponential or ladder, or a ladder like "15s 3m 1h"',
-    });
-    return { problems };
+    const message = 'must be an object with "type" fixed, exponential or ladder, or a ladder like "15s 3m 1h"';
+    return { problems: [{ path, message }] };
   }
   const b = input as Record<string, unknown>;
-  const allowed: Record<string, string[]> = {
-    fixed: ['type', 'delay'],
-    exponential: ['type', 'delay', 'max', 'jitter'],
-    ladder: ['type', 'delays'],
-  };
-  const known = typeof b.type === 'string' ? allowed[b.type] : undefined;
-  if (!known) {
-    problems.push({ path: `${path}.type`, message: 'must be "fixed", "exponential" or "ladder"' });
-    return { problems };
-  }
+  const known = typeof b.type === 'string' ? BACKOFF_FIELDS[b.type] : undefined;
+  if (!known) return { problems: [{ path: `${path}.type`, message: 'must be "fixed", "exponential" or "ladder"' }] };
+  const problems: FieldProblem[] = [];
   for (const key of Object.keys(b)) {
     if (!known.includes(key))
       problems.push({ path: `${path}.${key}`, message: `is not a field of a ${b.type} backoff` });
   }
-  if (b.type === 'fixed') {
-    if (!isSeconds(b.delay, maxDelayMs)) problems.push({ path: `${path}.delay`, message: tooLong });
-    if (problems.length) return { problems };
-    return { spec: `f:${Math.round((b.delay as number) * 1000)}`, problems };
+  if (b.type === 'fixed') return parseFixed(b, path, maxDelayMs, problems);
+  if (b.type === 'exponential') return parseExponential(b, path, maxDelayMs, problems);
+  return parseLadder(b, path, maxDelayMs, problems);
+}
+
+/** A ladder written as text, `"15s 3m 10m"`. */
+function parseLadderText(input: string, path: string, maxDelayMs: number): { spec?: string; problems: FieldProblem[] } {
+  const words = input.trim().split(/\s+/).filter(Boolean);
+  const steps = words.map(parseDuration);
+  if (words.length === 0 || words.length > MAX_LADDER_STEPS || steps.some((s) => s === undefined || s > maxDelayMs)) {
+    const message = `must be durations like "15s 3m 1h" (1 to ${MAX_LADDER_STEPS} steps, each at most ${maxDelayMs / 1000}s)`;
+    return { problems: [{ path, message }] };
   }
-  if (b.type === 'exponential') {
-    if (!isSeconds(b.delay, maxDelayMs) || b.delay === 0)
-      problems.push({
-        path: `${path}.delay`,
-        message: `must be a number of seconds above 0, at most ${maxDelayMs / 1000}`,
-      });
-    const max = b.max ?? maxDelayMs / 1000;
-    if (!isSeconds(max, maxDelayMs)) problems.push({ path: `${path}.max`, message: tooLong });
-    const jitter = b.jitter === true ? 0.5 : b.jitter === false || b.jitter === undefined ? 0 : b.jitter;
-    if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1))
-      problems.push({ path: `${path}.jitter`, message: 'must be true, false or a fraction from 0 to 1' });
-    if (problems.length) return { problems };
-    const base = Math.round((b.delay as number) * 1000);
-    return {
-      spec: `e:${base}:${Math.max(base, Math.round((max as number) * 1000))}:${Math.round((jitter as number) * 1000)}`,
-      problems,
-    };
-  }
+  return { spec: `l:${steps.join(',')}`, problems: [] };
+}
+
+/** `{ type: 'fixed', delay }`, its problems so far in `problems`. */
+function parseFixed(
+  b: Record<string, unknown>,
+  path: string,
+  maxDelayMs: number,
+  problems: FieldProblem[],
+): { spec?: string; problems: FieldProblem[] } {
+  if (!isSeconds(b.delay, maxDelayMs)) problems.push({ path: `${path}.delay`, message: secondsUpTo(maxDelayMs) });
+  if (problems.length) return { problems };
+  return { spec: `f:${Math.round((b.delay as number) * 1000)}`, problems };
+}
+
+/** `{ type: 'exponential', delay, max?, jitter? }`, its problems so far in `problems`. */
+function parseExponential(
+  b: Record<string, unknown>,
+  path: string,
+  maxDelayMs: number,
+  problems: FieldProblem[],
+): { spec?: string; problems: FieldProblem[] } {
+  if (!isSeconds(b.delay, maxDelayMs) || b.delay === 0)
+    problems.push({
+      path: `${path}.delay`,
+      message: `must be a number of seconds above 0, at most ${maxDelayMs / 1000}`,
+    });
+  const max = b.max ?? maxDelayMs / 1000;
+  if (!isSeconds(max, maxDelayMs)) problems.push({ path: `${path}.max`, message: secondsUpTo(maxDelayMs) });
+  const jitter = b.jitter === true ? 0.5 : b.jitter === false || b.jitter === undefined ? 0 : b.jitter;
+  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1))
+    problems.push({ path: `${path}.jitter`, message: 'must be true, false or a fraction from 0 to 1' });
+  if (problems.length) return { problems };
+  const base = Math.round((b.delay as number) * 1000);
+  return {
+    spec: `e:${base}:${Math.max(base, Math.round((max as number) * 1000))}:${Math.round((jitter as number) * 1000)}`,
+    problems,
+  };
+}
+
+/** `{ type: 'ladder', delays }`, its problems so far in `problems`. */
+function parseLadder(
+  b: Record<string, unknown>,
+  path: string,
+  maxDelayMs: number,
+  problems: FieldProblem[],
+): { spec?: string; problems: FieldProblem[] } {
   const delays = b.delays;
   if (!Array.isArray(delays) || delays.length === 0 || delays.length > MAX_LADDER_STEPS) {
     problems.push({ path: `${path}.delays`, message: `must be a list of 1 to ${MAX_LADDER_STEPS} delays in seconds` });
     return { problems };
   }
   delays.forEach((d, i) => {
-    if (!isSeconds(d, maxDelayMs)) problems.push({ path: `${path}.delays.${i}`, message: tooLong });
+    if (!isSeconds(d, maxDelayMs)) problems.push({ path: `${path}.delays.${i}`, message: secondsUpTo(maxDelayMs) });
   });
   if (problems.length) return { problems };
   return { spec: `l:${delays.map((d: number) => Math.round(d * 1000)).join(',')}`, problems };

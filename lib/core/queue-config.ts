@@ -192,43 +192,7 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
   if (typeof input.topics !== 'object' || input.topics === null || Object.keys(input.topics).length === 0) {
     throw new Error('topics must name at least one topic');
   }
-  for (const [name, t] of Object.entries(input.topics)) {
-    if (!TOPIC_PATTERN.test(name)) throw new Error(`topic name ${JSON.stringify(name)} must match ${TOPIC_PATTERN}`);
-    const where = `topics.${name}`;
-    const backoff = parseBackoff(t.backoff ?? DEFAULTS.topic.backoff, `${where}.backoff`, maxDelayMs);
-    if (!backoff.spec) throw new Error(backoff.problems.map((p) => `${p.path} ${p.message}`).join('; '));
-    const kind = t.kind ?? 'function';
-    if (kind !== 'function' && kind !== 'webhook') throw new Error(`${where}.kind must be "function" or "webhook"`);
-    const maxTtrMs =
-      t.handlerTimeout === undefined
-        ? TTR_SECONDS.max * 1000
-        : seconds(t.handlerTimeout, `${where}.handlerTimeout`, 1, 900); // Lambda's longest timeout
-    const ttrMs = seconds(t.ttr ?? DEFAULTS.topic.ttr, `${where}.ttr`, TTR_SECONDS.min, TTR_SECONDS.max);
-    if (ttrMs > maxTtrMs) {
-      throw new Error(
-        `${where}.ttr (${ttrMs / 1000} s) is longer than its handler ${t.handler} can run (timeout ${maxTtrMs / 1000} s): lower the ttr or raise the function's timeout`,
-      );
-    }
-    topics.set(name, {
-      name,
-      maxAttempts: integer(
-        t.maxAttempts ?? DEFAULTS.topic.maxAttempts,
-        `${where}.maxAttempts`,
-        MAX_ATTEMPTS.min,
-        MAX_ATTEMPTS.max,
-      ),
-      backoff: backoff.spec,
-      ttrMs,
-      maxTtrMs,
-      batchSize: integer(t.batchSize ?? DEFAULTS.topic.batchSize, `${where}.batchSize`, 1, 100),
-      concurrency: integer(t.concurrency ?? DEFAULTS.topic.concurrency, `${where}.concurrency`, 1, 10_000),
-      kind,
-      ...(t.handler ? { handler: t.handler } : {}),
-      ...(t.rateLimit !== undefined ? { rateLimit: rateLimit(t.rateLimit, `${where}.rateLimit`) } : {}),
-      jitterMs: seconds(t.jitter ?? 0, `${where}.jitter`, JITTER_SECONDS.min, JITTER_SECONDS.max),
-      ...(t.flow !== undefined ? { flow: flowDefaults(t.flow, `${where}.flow`) } : {}),
-    });
-  }
+  for (const [name, t] of Object.entries(input.topics)) topics.set(name, resolveTopic(name, t, maxDelayMs));
   return {
     partitions: integer(input.partitions ?? DEFAULTS.partitions, 'partitions', 1, 1024),
     ...formerPartitions(input),
@@ -248,6 +212,45 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
         DURABILITY_TIMEOUT_MS.max / 1000,
       ),
     },
+  };
+}
+
+/** Topic `name`'s configuration from its input `t`; throws on the first problem. `maxDelayMs` bounds its backoff. */
+function resolveTopic(name: string, t: TopicInput, maxDelayMs: number): TopicConfig {
+  if (!TOPIC_PATTERN.test(name)) throw new Error(`topic name ${JSON.stringify(name)} must match ${TOPIC_PATTERN}`);
+  const where = `topics.${name}`;
+  const backoff = parseBackoff(t.backoff ?? DEFAULTS.topic.backoff, `${where}.backoff`, maxDelayMs);
+  if (!backoff.spec) throw new Error(backoff.problems.map((p) => `${p.path} ${p.message}`).join('; '));
+  const kind = t.kind ?? 'function';
+  if (kind !== 'function' && kind !== 'webhook') throw new Error(`${where}.kind must be "function" or "webhook"`);
+  const maxTtrMs =
+    t.handlerTimeout === undefined
+      ? TTR_SECONDS.max * 1000
+      : seconds(t.handlerTimeout, `${where}.handlerTimeout`, 1, 900); // Lambda's longest timeout
+  const ttrMs = seconds(t.ttr ?? DEFAULTS.topic.ttr, `${where}.ttr`, TTR_SECONDS.min, TTR_SECONDS.max);
+  if (ttrMs > maxTtrMs) {
+    throw new Error(
+      `${where}.ttr (${ttrMs / 1000} s) is longer than its handler ${t.handler} can run (timeout ${maxTtrMs / 1000} s): lower the ttr or raise the function's timeout`,
+    );
+  }
+  return {
+    name,
+    maxAttempts: integer(
+      t.maxAttempts ?? DEFAULTS.topic.maxAttempts,
+      `${where}.maxAttempts`,
+      MAX_ATTEMPTS.min,
+      MAX_ATTEMPTS.max,
+    ),
+    backoff: backoff.spec,
+    ttrMs,
+    maxTtrMs,
+    batchSize: integer(t.batchSize ?? DEFAULTS.topic.batchSize, `${where}.batchSize`, 1, 100),
+    concurrency: integer(t.concurrency ?? DEFAULTS.topic.concurrency, `${where}.concurrency`, 1, 10_000),
+    kind,
+    ...(t.handler ? { handler: t.handler } : {}),
+    ...(t.rateLimit !== undefined ? { rateLimit: rateLimit(t.rateLimit, `${where}.rateLimit`) } : {}),
+    jitterMs: seconds(t.jitter ?? 0, `${where}.jitter`, JITTER_SECONDS.min, JITTER_SECONDS.max),
+    ...(t.flow !== undefined ? { flow: flowDefaults(t.flow, `${where}.flow`) } : {}),
   };
 }
 

@@ -38,21 +38,44 @@ const MAX_DRAIN_ROUNDS = 20; // claims of further batches by one invocation
 
 class TimeoutError extends Error {}
 
-/**
- * Runs `fn` for one job with the TTR as a timeout, then acks or fails the attempt. `offsetMs` is
- * the Redis clock minus this host's: deadlines are on the Redis clock, and this host's may be off.
- */
-async function runJob(
-  rt: Runtime,
-  topic: string,
-  job: WireJob,
-  fn: JobFunction,
-  report: BatchReport,
-  log: Logger,
-  offsetMs: number,
-  invocationEndsAt: number,
-): Promise<void> {
+/** One invocation of a topic handler: what its rounds share. */
+interface Invocation {
+  rt: Runtime;
+  topic: TopicConfig;
+  fn: JobFunction;
+  report: BatchReport;
+  log: Logger;
+  context: Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'> | undefined;
+}
+
+/** One round of an invocation: a batch run at once, on the clocks read for it. */
+interface Round extends Invocation {
+  /** The Redis clock minus this host's: deadlines are on the Redis clock, and this host's may be off. */
+  offsetMs: number;
+  /** When this invocation ends (Lambda's timeout), on this host's clock. */
+  invocationEndsAt: number;
+}
+
+/** Runs `fn` for one job of `round` with the TTR as a timeout, then acks or fails the attempt. */
+async function runJob(round: Round, job: WireJob): Promise<void> {
+  const { offsetMs } = round;
+  const topic = round.topic.name;
   const startedAt = Date.now();
+  const { endsAt, why } = attemptEnd(job, offsetMs, round.invocationEndsAt);
+  const jobLog = round.log.child({ topic, jobId: job.id, attempt: job.attempt });
+  const latenessMs = startedAt + offsetMs - job.runAt;
+  jobLog.info('job started', { latenessMs, startLatenessMs: latenessMs });
+  const failure = await runUntil(round.fn, job, { topic, endsAt, why, offsetMs, log: jobLog });
+  const durationMs = Date.now() - startedAt;
+  if (failure === undefined) await ackAttempt(round, job, jobLog, durationMs);
+  else await failAttempt(round, job, failure, jobLog, durationMs);
+}
+
+/**
+ * When an attempt of `job` must end, on this host's clock, and what its failure then says. `offsetMs`: the Redis
+ * clock minus this host's.
+ */
+function attemptEnd(job: WireJob, offsetMs: number, invocationEndsAt: number): { endsAt: number; why: string } {
   const ttrMs = job.deadline - job.claimedAt;
   // On this host's clock: the attempt's deadline, or the end of this invocation (Lambda's timeout)
   // if that comes first; then the attempt fails (and is retried) instead of being killed unanswered.
@@ -62,15 +85,25 @@ async function runJob(
     endsAt < deadlineEndsAt
       ? `attempt ${job.attempt} ran out of invocation time (the handler Lambda's timeout) before its ttr of ${Math.round(ttrMs / 1000)}s`
       : `attempt ${job.attempt} ran past its ttr of ${Math.round(ttrMs / 1000)}s`;
-  const jobLog = log.child({ topic, jobId: job.id, attempt: job.attempt });
-  const latenessMs = startedAt + offsetMs - job.runAt;
-  jobLog.info('job started', { latenessMs, startLatenessMs: latenessMs });
+  return { endsAt, why };
+}
+
+/**
+ * Runs `fn` for `job` until it settles or `limit.endsAt` passes (this host's clock): then its signal aborts and the
+ * attempt fails with a TimeoutError saying `limit.why`. Returns what it threw, or undefined when it succeeded.
+ */
+async function runUntil(
+  fn: JobFunction,
+  job: WireJob,
+  limit: { topic: string; endsAt: number; why: string; offsetMs: number; log: Logger },
+): Promise<unknown> {
+  const { endsAt, offsetMs } = limit;
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
       () => {
-        reject(new TimeoutError(why)); // first: a function that returns when aborted did not finish in time
+        reject(new TimeoutError(limit.why)); // first: a function that returns when aborted did not finish in time
         controller.abort();
       },
       Math.max(0, endsAt - Date.now()),
@@ -80,11 +113,11 @@ async function runJob(
   try {
     await Promise.race([
       fn(job, {
-        topic,
+        topic: limit.topic,
         signal: controller.signal,
         timeLeftMs: () => Math.max(0, endsAt - Date.now()),
         now: () => Date.now() + offsetMs,
-        log: jobLog,
+        log: limit.log,
       }),
       timeout,
     ]);
@@ -93,21 +126,33 @@ async function runJob(
   } finally {
     clearTimeout(timer);
   }
-  const durationMs = Date.now() - startedAt;
-  if (failure === undefined) {
-    const outcome = await rt.engine.ack(topic, job.id, job);
-    if (outcome === 'done') {
-      report.done += 1;
-      jobLog.info('job done', { durationMs });
-    } else {
-      report.stale += 1;
-      jobLog.warn('job finished but its attempt had already ended', { outcome, durationMs });
-    }
-    return;
+  return failure;
+}
+
+/** Acks a job's attempt that succeeded; stale when its attempt had ended meanwhile. */
+async function ackAttempt(round: Round, job: WireJob, jobLog: Logger, durationMs: number): Promise<void> {
+  const outcome = await round.rt.engine.ack(round.topic.name, job.id, job);
+  if (outcome === 'done') {
+    round.report.done += 1;
+    jobLog.info('job done', { durationMs });
+  } else {
+    round.report.stale += 1;
+    jobLog.warn('job finished but its attempt had already ended', { outcome, durationMs });
   }
+}
+
+/** Fails a job's attempt that threw `failure` (or ran out of time): retried, dead, or stale when it had ended. */
+async function failAttempt(
+  round: Round,
+  job: WireJob,
+  failure: unknown,
+  jobLog: Logger,
+  durationMs: number,
+): Promise<void> {
+  const { report } = round;
   const message = failure instanceof Error ? failure.message || failure.name : String(failure);
   const retryAfterMs = failure instanceof RetryLater ? failure.retryAfterMs : undefined;
-  const result: FailOutcome = await rt.engine.fail(topic, job.id, job, message, retryAfterMs);
+  const result: FailOutcome = await round.rt.engine.fail(round.topic.name, job.id, job, message, retryAfterMs);
   if (result.outcome === 'retry') {
     report.retried += 1;
     jobLog.warn('job failed; retry scheduled', {
@@ -161,46 +206,7 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
         log.error('handler invoked for an unknown topic; its jobs come back after their ttr', { topic: event.topic });
         return report;
       }
-      let jobs = event.jobs;
-      // the Redis clock less this host's, read once a round: a host clock minutes off must not expire
-      // (or stretch) every attempt. Set by a claim of this handler's own (its claimedAt), else by
-      // the start's reply (the clock its calls checked the attempts on).
-      let claimOffsetMs: number | undefined;
-      for (let round = 0; jobs.length > 0; round++) {
-        const before = Date.now();
-        const started = claimOffsetMs !== undefined; // claimed and started by this handler in one call
-        // An Event invoke can start late, or twice: run only the attempts still live, marking them
-        // started and recording how late they are (one script call per partition of the batch, all
-        // at once). A batch this handler claimed itself was started by its claim.
-        const start = started
-          ? { live: jobs.map(() => true), now: null }
-          : await rt.engine.startTimed(topic.name, jobs);
-        const offsetMs = claimOffsetMs ?? (start.now ?? (await rt.engine.serverTime())) - before;
-        const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
-        const batch = jobs.filter((job, i) => {
-          if (!start.live[i]) {
-            report.stale += 1;
-            log.warn('attempt no longer live (ended, cancelled, created anew or started already); not run', {
-              topic: topic.name,
-              jobId: job.id,
-              attempt: job.attempt,
-            });
-          }
-          return start.live[i];
-        });
-        await Promise.all(
-          batch.map((job) => runJob(rt!, topic.name, job, fn, report, log, offsetMs, invocationEndsAt)),
-        );
-        const remaining = context?.getRemainingTimeInMillis() ?? 0;
-        if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
-          if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, log);
-          break;
-        }
-        // the fan-out takes what its claim left itself (drained, or it claims again): no claim of this handler's
-        if (round === 0 && event.more === false) break;
-        jobs = (await rt.engine.claimStarted(topic.name, topic.batchSize)).map(toWire);
-        claimOffsetMs = jobs.length > 0 ? jobs[0]!.claimedAt - Date.now() : undefined;
-      }
+      await runRounds({ rt, topic, fn, report, log, context }, event);
       emitMetrics(
         { topic: topic.name },
         {
@@ -215,4 +221,60 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
     }
     return report;
   };
+}
+
+/** Runs the event's batch, then, while the invocation has time left, further batches it claims itself. */
+async function runRounds(inv: Invocation, event: HandlerEvent): Promise<void> {
+  const { rt, topic } = inv;
+  let jobs = event.jobs;
+  // the Redis clock less this host's, read once a round: a host clock minutes off must not expire
+  // (or stretch) every attempt. Set by a claim of this handler's own (its claimedAt), else by
+  // the start's reply (the clock its calls checked the attempts on).
+  let claimOffsetMs: number | undefined;
+  for (let round = 0; jobs.length > 0; round++) {
+    await runRound(inv, jobs, claimOffsetMs);
+    const remaining = inv.context?.getRemainingTimeInMillis() ?? 0;
+    if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
+      if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, inv.log);
+      break;
+    }
+    // the fan-out takes what its claim left itself (drained, or it claims again): no claim of this handler's
+    if (round === 0 && event.more === false) break;
+    jobs = (await rt.engine.claimStarted(topic.name, topic.batchSize)).map(toWire);
+    claimOffsetMs = jobs.length > 0 ? jobs[0]!.claimedAt - Date.now() : undefined;
+  }
+}
+
+/**
+ * Runs the live attempts of `jobs` at once. `claimOffsetMs`: the clock offset read from this handler's own claim of
+ * them, undefined for the event's batch.
+ */
+async function runRound(inv: Invocation, jobs: WireJob[], claimOffsetMs: number | undefined): Promise<void> {
+  const { rt, topic, context } = inv;
+  const before = Date.now();
+  const started = claimOffsetMs !== undefined; // claimed and started by this handler in one call
+  // An Event invoke can start late, or twice: run only the attempts still live, marking them
+  // started and recording how late they are (one script call per partition of the batch, all
+  // at once). A batch this handler claimed itself was started by its claim.
+  const start = started ? { live: jobs.map(() => true), now: null } : await rt.engine.startTimed(topic.name, jobs);
+  const offsetMs = claimOffsetMs ?? (start.now ?? (await rt.engine.serverTime())) - before;
+  const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
+  const batch = liveJobs(inv, jobs, start.live);
+  const round: Round = { ...inv, offsetMs, invocationEndsAt };
+  await Promise.all(batch.map((job) => runJob(round, job)));
+}
+
+/** The jobs whose attempts are still live (`live`, by index); the others counted stale and logged. */
+function liveJobs(inv: Invocation, jobs: WireJob[], live: readonly boolean[]): WireJob[] {
+  return jobs.filter((job, i) => {
+    if (!live[i]) {
+      inv.report.stale += 1;
+      inv.log.warn('attempt no longer live (ended, cancelled, created anew or started already); not run', {
+        topic: inv.topic.name,
+        jobId: job.id,
+        attempt: job.attempt,
+      });
+    }
+    return live[i];
+  });
 }
