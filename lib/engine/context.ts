@@ -46,11 +46,17 @@ export function bindContext(engine: object, ctx: EngineContext): void {
   contexts.set(engine, ctx);
 }
 
-/** The context of an engine, for the engine's own operations (each is called with the engine as `this`). */
+/**
+ * The context of an engine, for the engine's own operations (each is called with the engine as
+ * `this`); an object made from an engine (`Object.create(engine)`, a test's stand-in that replaces
+ * one operation) has its engine's.
+ */
 export function contextOf(engine: object): EngineContext {
-  const ctx = contexts.get(engine);
-  if (!ctx) throw new Error('not an engine: an engine operation was called without its engine');
-  return ctx;
+  for (let o: object | null = engine; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    const ctx = contexts.get(o);
+    if (ctx) return ctx;
+  }
+  throw new Error('not an engine: an engine operation was called without its engine');
 }
 
 /** The configuration of topic `name`, which the caller has validated. */
