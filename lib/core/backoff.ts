@@ -61,7 +61,8 @@ export function parseBackoff(
     return { problems: [{ path, message }] };
   }
   const b = input as Record<string, unknown>;
-  const known = typeof b.type === 'string' ? BACKOFF_FIELDS[b.type] : undefined;
+  const known =
+    typeof b.type === 'string' && Object.hasOwn(BACKOFF_FIELDS, b.type) ? BACKOFF_FIELDS[b.type] : undefined;
   if (!known) return { problems: [{ path: `${path}.type`, message: 'must be "fixed", "exponential" or "ladder"' }] };
   const problems: FieldProblem[] = [];
   for (const key of Object.keys(b)) {

@@ -46,6 +46,18 @@ describe('backoff', () => {
     assert.deepEqual(describeBackoff('l:1000,3000'), { type: 'ladder', delays: [1, 3] });
   });
 
+  it('refuses a type named after an Object.prototype member as it refuses any unknown type', () => {
+    for (const type of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']) {
+      const parsed = parseBackoff({ type, delay: 5 }, 'backoff', 3_600_000);
+      assert.deepEqual(
+        parsed.problems.map((p) => p.path),
+        ['backoff.type'],
+        `type ${type}`,
+      );
+      assert.equal(parsed.spec, undefined);
+    }
+  });
+
   it('reports every problem with its path', () => {
     const paths = (input: unknown) => parseBackoff(input, 'backoff', YEAR).problems.map((p) => p.path);
     assert.deepEqual(paths({ type: 'fixed', delay: -1 }), ['backoff.delay']);
