@@ -63,7 +63,7 @@ import { engineOn, sweepAll } from './harness/queue';
 import { connect, redisNow, scanKeys, startServer, usedMemory, withRedis, type RedisProcess } from './harness/redis';
 import { fmt, machineLine, machineOf, printJson, printTable, round, type Row } from './harness/report';
 import { inProcessRoles, type Roles } from './harness/roles';
-import { addSweepClaimAck } from './workload';
+import { addSweepClaimAck } from './harness/workload';
 
 const SCENARIOS = ['exact', 'fair', 'cheap', 'pause'] as const;
 type Scenario = (typeof SCENARIOS)[number];

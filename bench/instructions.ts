@@ -18,7 +18,7 @@
  * anew under valgrind (about 50 times slower than without: a run takes a few minutes) and stopped
  * by PID. Needs valgrind (`apt-get install -y valgrind`).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -27,8 +27,10 @@ import { Redis } from 'ioredis';
 import type * as EngineModule from '../lib/engine';
 import type * as ConfigModule from '../lib/core/queue-config';
 import { freePort, killOnExit, stopChild } from '../scripts/support/process';
-import { envInt, fmt, printTable, round } from './env';
-import { addSweepClaimAck } from './workload';
+import { envInt } from './harness/env';
+import { runBench, track } from './harness/lifecycle';
+import { fmt, printJson, printTable, round } from './harness/report';
+import { addSweepClaimAck } from './harness/workload';
 
 const JOBS = envInt('BENCH_INSTR_JOBS', 2_000);
 const KEYS = envInt('BENCH_INSTR_KEYS', 100);
@@ -53,29 +55,15 @@ async function load(dir: string, name: string): Promise<Checkout> {
   return { name, engine, config };
 }
 
-/** Instructions per job of each phase, on a redis-server of its own under callgrind. */
-async function measure(checkout: Checkout, path: Path, per: number, jobs: number): Promise<Record<string, number>> {
-  const dir = mkdtempSync(join(tmpdir(), 'dq-instr-'));
-  const out = join(dir, 'callgrind.out');
+/** A redis-server under callgrind (nothing persisted), writing its dumps to `out`; stopped at the end if not before. */
+async function startUnderCallgrind(out: string) {
   const port = await freePort();
-  const server = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      `--callgrind-out-file=${out}`,
-      'redis-server',
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-    ],
-    { stdio: 'ignore' },
-  );
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  const server = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, 'redis-server', ...args], {
+    stdio: 'ignore',
+  });
   killOnExit(server);
+  const stop = track(() => stopChild(server, { graceMs: 30_000 }));
   const redis = new Redis({
     port,
     host: '127.0.0.1',
@@ -84,55 +72,73 @@ async function measure(checkout: Checkout, path: Path, per: number, jobs: number
     retryStrategy: () => null,
   });
   redis.on('error', () => {}); // refused while valgrind starts redis-server: retried below
-  const control = (...args: string[]) => {
-    const r = spawnSync('callgrind_control', [...args, String(server.pid)], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr || r.stdout}`);
-  };
-  try {
-    for (let tries = 0; ; tries++) {
-      try {
-        await redis.connect();
-        await redis.ping();
-        break;
-      } catch (error) {
-        if (tries > 300) throw error;
-        redis.disconnect();
-        await sleep(200);
-      }
+  return { server, redis, stop };
+}
+
+/** Connects once redis-server answers (under valgrind it starts slowly): 300 tries, 200 ms apart. */
+async function connectWhenUp(redis: Redis): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    try {
+      await redis.connect();
+      await redis.ping();
+      return;
+    } catch (error) {
+      if (tries > 300) throw error;
+      redis.disconnect();
+      await sleep(200);
     }
-    for (const round of [0, 1]) {
-      const topic = `t${round}`;
-      const flow =
-        path === 'flow'
-          ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } }
-          : path === 'plain'
-            ? {}
-            : { flow: {} };
-      const engine = new checkout.engine.Engine(
-        redis,
-        checkout.config.resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, ...flow } } }),
-      );
-      const n = round === 0 ? 300 : jobs;
-      const all = Array.from({ length: n }, (_, i) => {
-        const key = `k${i % KEYS}`;
-        const id = `${key}.${i}`;
-        return {
-          topic,
-          id,
-          partition: engine.partitionOf(topic, id),
-          when: { kind: 'd' as const, ms: 0 },
-          body: BODY,
-          ...(path === 'plain' ? {} : { key }),
-        };
-      });
-      if (round === 1) control('-z');
-      await addSweepClaimAck(engine, topic, all, per, (name) => round === 1 && control('-d', name));
-    }
-  } finally {
-    redis.disconnect();
-    await stopChild(server, { graceMs: 30_000 });
   }
-  // each dump holds what ran since the one before it
+}
+
+/** Has callgrind (`callgrind_control <args> <pid>`) zero its counts or dump them. */
+function control(server: ChildProcess, ...args: string[]): void {
+  const r = spawnSync('callgrind_control', [...args, String(server.pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr || r.stdout}`);
+}
+
+/**
+ * Two rounds on `path`, each on a topic of its own: a warm-up of 300 jobs, uncounted, then `jobs`
+ * jobs, callgrind's counts zeroed before them and dumped after each phase.
+ */
+async function rounds(
+  checkout: Checkout,
+  path: Path,
+  { per, jobs }: { per: number; jobs: number },
+  redis: Redis,
+  server: ChildProcess,
+) {
+  for (const round of [0, 1]) {
+    const topic = `t${round}`;
+    const flow =
+      path === 'flow'
+        ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } }
+        : path === 'plain'
+          ? {}
+          : { flow: {} };
+    const engine = new checkout.engine.Engine(
+      redis,
+      checkout.config.resolveQueueConfig({ topics: { [topic]: { concurrency: 10_000, ...flow } } }),
+    );
+    const n = round === 0 ? 300 : jobs;
+    const all = Array.from({ length: n }, (_, i) => {
+      const key = `k${i % KEYS}`;
+      const id = `${key}.${i}`;
+      return {
+        topic,
+        id,
+        partition: engine.partitionOf(topic, id),
+        when: { kind: 'd' as const, ms: 0 },
+        body: BODY,
+        ...(path === 'plain' ? {} : { key }),
+      };
+    });
+    if (round === 1) control(server, '-z');
+    await addSweepClaimAck(engine, topic, all, per, (name) => round === 1 && control(server, '-d', name));
+  }
+}
+
+/** Instructions per job of each phase, from callgrind's dumps in `dir` (each holds what ran since the one before). */
+function countsIn(dir: string, jobs: number): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const file of readdirSync(dir)) {
     const text = readFileSync(join(dir, file), 'utf8');
@@ -141,49 +147,60 @@ async function measure(checkout: Checkout, path: Path, per: number, jobs: number
     if (name && total) counts[name] = Number(total) / jobs;
   }
   const dumps = readdirSync(dir).length;
-  rmSync(dir, { recursive: true, force: true });
   for (const p of PHASES)
     if (counts[p] === undefined) throw new Error(`no count for ${p}: callgrind wrote ${dumps} dumps`);
   return counts;
 }
 
-async function main() {
-  if (spawnSync('valgrind', ['--version']).status !== 0)
-    throw new Error('valgrind not found: apt-get install -y valgrind');
+/** Instructions per job of each phase, on a redis-server of its own under callgrind. */
+async function measure(checkout: Checkout, path: Path, per: number, jobs: number): Promise<Record<string, number>> {
+  const dir = mkdtempSync(join(tmpdir(), 'dq-instr-'));
+  try {
+    const { server, redis, stop } = await startUnderCallgrind(join(dir, 'callgrind.out'));
+    try {
+      await connectWhenUp(redis);
+      await rounds(checkout, path, { per, jobs }, redis, server);
+    } finally {
+      redis.disconnect();
+      await stop();
+    }
+    return countsIn(dir, jobs);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** This checkout, and the one `--against` names. */
+async function checkouts(): Promise<Checkout[]> {
   const at = process.argv.indexOf('--against');
-  const checkouts = [await load(resolve(__dirname, '..'), 'this checkout')];
+  const list = [await load(resolve(__dirname, '..'), 'this checkout')];
   if (at > 0) {
     const other = process.argv[at + 1];
     if (!other) throw new Error('--against needs a checkout directory');
-    checkouts.push(await load(other, other));
+    list.push(await load(other, other));
   }
+  return list;
+}
+
+async function main() {
+  if (spawnSync('valgrind', ['--version']).status !== 0)
+    throw new Error('valgrind not found: apt-get install -y valgrind');
+  const list = await checkouts();
   const rows: string[][] = [];
   const json: unknown[] = [];
   for (const per of [100, 1]) {
     const jobs = per === 1 ? Math.max(1, Math.round(JOBS / 2)) : JOBS;
-    for (const checkout of checkouts) {
+    for (const checkout of list) {
       const totals: Partial<Record<Path, number>> = {};
       for (const path of PATHS) {
         const counts = await measure(checkout, path, per, jobs);
+        const perJob = Object.fromEntries(PHASES.map((p) => [p, Math.round(counts[p]!)]));
         const total = PHASES.reduce((sum, p) => sum + counts[p]!, 0);
         totals[path] = total;
         const ratio = path === 'plain' ? '' : `${round(total / totals.plain!, 3)}×`;
-        rows.push([
-          checkout.name,
-          per === 1 ? 'one job a call, 32 in flight' : `calls of ${per}`,
-          path,
-          ...PHASES.map((p) => fmt(Math.round(counts[p]!))),
-          fmt(Math.round(total)),
-          ratio,
-        ]);
-        json.push({
-          checkout: checkout.name,
-          per,
-          jobs,
-          path,
-          perJob: Object.fromEntries(PHASES.map((p) => [p, Math.round(counts[p]!)])),
-          total: Math.round(total),
-        });
+        const calls = per === 1 ? 'one job a call, 32 in flight' : `calls of ${per}`;
+        rows.push([checkout.name, calls, path, ...PHASES.map((p) => fmt(perJob[p]!)), fmt(Math.round(total)), ratio]);
+        json.push({ checkout: checkout.name, per, jobs, path, perJob, total: Math.round(total) });
       }
     }
   }
@@ -191,10 +208,7 @@ async function main() {
     `Redis instructions per job (callgrind), ${fmt(JOBS)} jobs in calls of 100, ${fmt(Math.round(JOBS / 2))} one a call; ${KEYS} keys\n`,
   );
   printTable(rows, ['checkout', 'calls', 'path', ...PHASES, 'all', '÷ plain']);
-  console.log(JSON.stringify({ bench: 'instructions', jobs: JOBS, keys: KEYS, runs: json }));
+  printJson({ bench: 'instructions', jobs: JOBS, keys: KEYS, runs: json });
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});
+runBench(main, { forceExit: true });

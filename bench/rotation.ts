@@ -780,7 +780,7 @@ function printSeconds({ d, t }: Run): void {
   );
 }
 
-function resultOf(r: Run, at: string, p: Phases, c: Clients, sv: Server, goals: Goals) {
+function resultOf(r: Run, at: string, { p, c, sv, goals }: { p: Phases; c: Clients; sv: Server; goals: Goals }) {
   const { t, redisSide } = r;
   const across = fates(c.oldAcross);
   const revoking = fates(c.oldRevoking);
@@ -856,7 +856,7 @@ async function main(): Promise<void> {
   ]);
   printRoutes(clients, server);
   printSeconds(run);
-  printJson(resultOf(run, at, phases, clients, server, goals));
+  printJson(resultOf(run, at, { p: phases, c: clients, sv: server, goals }));
   const missed = goalsMissed(clients, server, goals);
   for (const m of missed) console.error(`GOAL MISSED: ${m}`);
   if (missed.length > 0) process.exitCode = 1;

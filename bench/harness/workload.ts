@@ -1,6 +1,6 @@
 /** The workload `bench:flow -- cheap` and `bench:instructions` both run: add, sweep, claim + start + ack. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Engine, NewJob } from '../lib/engine';
+import type { Engine, NewJob } from '../../lib/engine';
 
 export type CyclePhase = 'add' | 'sweep' | 'claim, start, ack';
 
