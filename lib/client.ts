@@ -29,6 +29,7 @@ export type ApiErrorCode =
   | 'NOT_FOUND'
   | 'KEY_EXISTS'
   | 'TOO_MANY_KEYS'
+  | 'LAST_ADMIN_KEY'
   | 'JOB_EXISTS'
   | 'JOB_FINISHED'
   | 'VERSION_MISMATCH'
@@ -1165,7 +1166,10 @@ export class DelayQueueClient {
     });
   }
 
-  /** Revokes key `name` (admin keys only): every warm instance refuses it within 2 s. Throws NOT_FOUND. */
+  /**
+   * Revokes key `name` (admin keys only): every warm instance refuses it within 2 s. Throws NOT_FOUND, and
+   * LAST_ADMIN_KEY for the last key with the admin scope.
+   */
   async revokeKey(name: string, options?: CallOptions): Promise<void> {
     await this.call({ method: 'DELETE', target: path('keys', name), options, retry: false }, (reply) => {
       const body = reply.body as { revoked?: boolean } | undefined;

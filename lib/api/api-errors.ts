@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'KEY_EXISTS'
   | 'TOO_MANY_KEYS'
+  | 'LAST_ADMIN_KEY'
   | 'JOB_EXISTS'
   | 'JOB_FINISHED'
   | 'VERSION_MISMATCH'

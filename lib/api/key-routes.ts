@@ -40,10 +40,16 @@ export const keyService = {
     };
   },
 
-  /** Revokes key `name`: 404 when there is none (or it was revoked already). */
+  /** Revokes key `name`: 404 when there is none (or it was revoked already), 409 LAST_ADMIN_KEY for the last admin. */
   async revokeKey(engine: Engine, name: string, deploymentSha: string): Promise<void> {
-    if (!(await replicated(engine.revokeKey(name, deploymentSha))))
-      throw new HttpError(404, 'NOT_FOUND', `key ${name} not found`);
+    const revoked = await replicated(engine.revokeKey(name, deploymentSha));
+    if (revoked === 'last-admin')
+      throw new HttpError(
+        409,
+        'LAST_ADMIN_KEY',
+        `key ${name} is the last key with the admin scope: create another admin key first, or no key could manage keys`,
+      );
+    if (!revoked) throw new HttpError(404, 'NOT_FOUND', `key ${name} not found`);
   },
 };
 

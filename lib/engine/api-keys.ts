@@ -94,9 +94,19 @@ export async function createKey(
   return { createdAt };
 }
 
-/** Revokes key `name` (DEPLOYMENT_KEY: API_TOKEN); false when there is none. Durable before it returns true. */
-export async function revokeKey(ctx: EngineContext, name: string, deploymentSha: string): Promise<boolean> {
-  const revoked = (await run(ctx.redis, script.revokeKey(all, { name, deploymentSha }))) === KEY_CHANGE.REVOKED;
+/**
+ * Revokes key `name` (DEPLOYMENT_KEY: API_TOKEN); false when there is none, 'last-admin' (nothing changed) when it is
+ * the last key with the admin scope: the deployment's while no named admin key exists, or the only named admin key
+ * while the deployment's is revoked or there is none. Durable before it returns true.
+ */
+export async function revokeKey(
+  ctx: EngineContext,
+  name: string,
+  deploymentSha: string,
+): Promise<boolean | 'last-admin'> {
+  const code = await run(ctx.redis, script.revokeKey(all, { name, deploymentSha }));
+  if (code === KEY_CHANGE.LAST_ADMIN) return 'last-admin';
+  const revoked = code === KEY_CHANGE.REVOKED;
   if (revoked) await confirmSlotReplicated(ctx, k.records);
   return revoked;
 }
@@ -159,7 +169,7 @@ export const keyOps = {
     return createKey(contextOf(this), key, MAX_KEYS);
   },
 
-  /** Revokes key `name` ('deployment': the deployment's key); false when there is none. */
+  /** Revokes key `name` ('deployment': the deployment's key); false when there is none, 'last-admin' for the last. */
   revokeKey(this: object, name: string, deploymentSha: string): ReturnType<typeof revokeKey> {
     return revokeKey(contextOf(this), name, deploymentSha);
   },

@@ -114,6 +114,11 @@ export const KEY_CHANGE = {
   TOO_MANY: -2,
   /** revokeKey: no such key, or revoked already */
   NOT_FOUND: -3,
+  /**
+   * revokeKey: the key is the last with the admin scope (the deployment's while no named admin key exists; the only
+   * named admin key while the deployment's is revoked or there is none): left as it is, so some key can manage keys
+   */
+  LAST_ADMIN: -4,
 } as const;
 
 /** A 0|1 flag in a reply (headChanged, more). */

@@ -942,7 +942,7 @@ export function createKey(
 export function revokeKey(
   keys: readonly [KeyRecordsKey, KeyHashesKey, KeyUsesKey, RevokedKey],
   a: { name: string; deploymentSha: string },
-): ScriptCall<KeyChange<'REVOKED'> | KeyChange<'NOT_FOUND'>> {
+): ScriptCall<KeyChange<'REVOKED'> | KeyChange<'NOT_FOUND'> | KeyChange<'LAST_ADMIN'>> {
   return call('revokeKey', keys, [a.name, a.deploymentSha]);
 }
 

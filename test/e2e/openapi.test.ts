@@ -829,7 +829,7 @@ describe('openapi.yaml matches what the stack answers', () => {
     );
   });
 
-  it('keys: every route × scope answers 403 FORBIDDEN below its scope and not above; topic limits; create 201/400/409, list without secrets, whoami, revoke 200/404 and refused within seconds', async () => {
+  it('keys: every route × scope answers 403 FORBIDDEN below its scope and not above; topic limits; create 201/400/409, list without secrets, whoami, revoke 200/404 and refused within seconds, 409 for the last admin key', async () => {
     const make = async (name: string, scope: string, topics?: string[]) => {
       const reply = await call('POST', '/keys', { name, scope, ...(topics ? { topics } : {}) });
       assert.equal(reply.status, 201, JSON.stringify(reply.body));
@@ -973,6 +973,11 @@ describe('openapi.yaml matches what the stack answers', () => {
     expectError(await call('GET', '/topics', undefined, { token: secrets.read }), 401, 'UNAUTHORIZED');
     for (const name of [names.write, names.admin, names.limited])
       assert.equal((await call('DELETE', `/keys/${name}`)).status, 200);
+    // no named admin key left: the deployment's key is the last that may manage keys, and stays
+    const last = await call('DELETE', '/keys/deployment');
+    expectError(last, 409, 'LAST_ADMIN_KEY');
+    assert.match(last.body.error.message, /last key with the admin scope/);
+    assert.equal((await call('GET', '/keys')).status, 200, 'the deployment key still works');
   });
 
   it('503 UNAVAILABLE with Retry-After while Redis is down; then every operation was exercised', async () => {
@@ -1022,7 +1027,7 @@ describe('openapi.yaml matches what the stack answers', () => {
       'GET /schedules': [200, 400, 401, 403, 503],
       'POST /keys': [201, 400, 403, 409],
       'GET /keys': [200, 403],
-      'DELETE /keys/{name}': [200, 403, 404],
+      'DELETE /keys/{name}': [200, 403, 404, 409],
       'GET /whoami': [200, 401],
       'GET /dashboard': [200],
       'GET /': [200],

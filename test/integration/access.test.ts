@@ -87,8 +87,16 @@ describe('API keys in Redis', () => {
     assert.equal(await engine.revokeKey(name, deploymentSha), true);
   });
 
-  it('the deployment key is admin, listed first, revocable; another deployment secret works after its revocation', async () => {
+  it('the deployment key is admin, listed first, revocable (once another admin key exists); another deployment secret works after its revocation', async () => {
     const { engine, deploymentSha } = setup();
+    const admin = unique('admin');
+    await engine.createKey({
+      name: admin,
+      scope: 'admin',
+      topics: null,
+      sha: secretDigest(newSecret()),
+      createdBy: 'x',
+    });
     assert.deepEqual(await engine.authKey(deploymentSha, deploymentSha), {
       name: 'deployment',
       scope: 'admin',
@@ -115,6 +123,52 @@ describe('API keys in Redis', () => {
     });
     assert.equal(await engine.authKey(redeployed, ''), null, 'no deployment key when API_TOKEN is empty');
     assert.equal(await engine.revokeKey('deployment', ''), false);
+    assert.equal(await engine.revokeKey(admin, redeployed), true);
+  });
+
+  it('refuses to revoke the last admin: the deployment key while no other admin key exists, the last admin key once the deployment key is revoked', async () => {
+    const { engine, deploymentSha } = setup();
+    const make = async (name: string, scope: 'admin' | 'write') =>
+      assert.equal(
+        typeof (await engine.createKey({ name, scope, topics: null, sha: secretDigest(newSecret()), createdBy: 'x' })),
+        'object',
+      );
+    assert.equal(await engine.revokeKey('deployment', deploymentSha), 'last-admin', 'the only admin');
+    assert.equal((await engine.authKey(deploymentSha, deploymentSha))?.name, 'deployment', 'it still works');
+    const writer = unique('writer');
+    await make(writer, 'write');
+    assert.equal(await engine.revokeKey('deployment', deploymentSha), 'last-admin', 'a write key is no admin');
+    const admin = unique('admin');
+    await make(admin, 'admin');
+    assert.equal(await engine.revokeKey('deployment', deploymentSha), true, 'another admin exists');
+    assert.equal(await engine.revokeKey(admin, deploymentSha), 'last-admin', 'the last admin left');
+    assert.equal((await engine.listKeys(deploymentSha)).filter((k) => k.name === admin).length, 1, 'it stays');
+    assert.equal(await engine.revokeKey(writer, deploymentSha), true, 'a key that is no admin goes');
+    const second = unique('admin');
+    await make(second, 'admin');
+    assert.equal(await engine.revokeKey(admin, deploymentSha), true, 'one admin is left');
+    assert.equal(await engine.revokeKey(second, deploymentSha), 'last-admin');
+    assert.equal(await engine.revokeKey(second, ''), 'last-admin', 'no deployment key at all: the last admin');
+    // a redeploy with another secret brings a deployment key back: the named admin may go then
+    assert.equal(await engine.revokeKey(second, secretDigest(unique('deploy'))), true);
+  });
+
+  it("counts the admin keys of a deployment made before the count was kept, from the keys' records", async () => {
+    const { engine, deploymentSha } = setup();
+    const admin = unique('admin');
+    await engine.createKey({
+      name: admin,
+      scope: 'admin',
+      topics: null,
+      sha: secretDigest(newSecret()),
+      createdBy: 'x',
+    });
+    await server.client().hdel('dq:{keys}:hashes', '#admins'); // as before this change
+    assert.equal(await engine.revokeKey('deployment', deploymentSha), true, 'the admin key found');
+    assert.equal(await engine.revokeKey(admin, deploymentSha), 'last-admin');
+    assert.equal(await engine.revokeKey(admin, secretDigest(unique('deploy'))), true);
+    await server.client().hdel('dq:{keys}:hashes', '#admins');
+    assert.equal(await engine.revokeKey('deployment', secretDigest(unique('deploy'))), 'last-admin', 'none left');
   });
 
   it("a key's use is noted at most once a minute", async () => {
