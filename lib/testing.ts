@@ -6,7 +6,6 @@
  */
 import { contextOf, type EngineContext } from './engine/context';
 import { wakeFor } from './engine/coordination';
-import { recordStarts } from './engine/lateness';
 
 export * from './engine/keys';
 export * from './engine/script-runner';
@@ -37,9 +36,5 @@ export function wakeSweeperFor(engine: object, dueAt: number | 'now'): Promise<v
   return wakeFor(contextOf(engine), dueAt);
 }
 
-/** Records how late attempts of `topic` started (ms), as a start does, without starting any. */
-export function recordLateness(engine: object, topic: string, latenessMs: readonly number[]): Promise<void> {
-  return recordStarts(contextOf(engine), topic, latenessMs);
-}
 
 export type { EngineContext };

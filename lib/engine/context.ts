@@ -33,8 +33,6 @@ export interface EngineContext {
   random(): number;
   /** Where the next claim starts its round of the partitions. */
   readonly rotation: Rotation;
-  /** Which partition's lateness hash the next record of starts goes to (lib/engine/lateness.ts). */
-  readonly statsRotation: Rotation;
   /** The engine's wake-ups (EngineOptions.wake); none in tests that sweep themselves. */
   readonly wake?: EngineOptions['wake'];
 }

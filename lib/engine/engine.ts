@@ -44,7 +44,6 @@ export class Engine {
       clock: () => fixed() ?? '',
       random: options.random ?? Math.random,
       rotation: new Rotation(),
-      statsRotation: new Rotation(),
       ...(options.wake ? { wake: options.wake } : {}),
     };
     bindContext(this, this.#ctx);

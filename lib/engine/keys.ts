@@ -307,8 +307,8 @@ export function syncKey(partition: number, partitions: Partitions): SyncKey {
 
 /**
  * HASH of topic `topic`'s lateness at start over the last hour, one field per minute
- * (lua/recordStarts-1.lua), in partition `partition` of `partitions`: the starts are recorded in the
- * partitions in turn, so that on a cluster every shard takes its share, and read from all of them.
+ * (lua/includes/lateness.lua), in partition `partition` of `partitions`: a start is recorded in its
+ * job's partition, so that on a cluster every shard takes its share, and read from all of them.
  */
 export function latenessKey(partition: number, topic: string, partitions: Partitions): LatenessKey {
   return `${partitionBase(partition, partitions)}lateness:${topic}` as LatenessKey;

@@ -1,8 +1,8 @@
 /**
  * Lateness you can see: how late each attempt started (its start on the Redis clock minus its due
- * time), kept per topic for the last hour in a small hash per partition (lua/recordStarts-1.lua;
- * each record of starts goes to the next partition in turn, so no shard of a cluster takes them
- * all), and read back, merged, as the last 5 minutes' p50 / p99 / max and a per-minute series.
+ * time), kept per topic for the last hour in a small hash per partition (lua/includes/lateness.lua:
+ * a start records its lateness in its job's partition, so on a cluster every shard takes its share),
+ * and read back, merged, as the last 5 minutes' p50 / p99 / max and a per-minute series.
  */
 import type { TopicConfig } from '../core/queue-config';
 import { flowKeys, latenessKey, topicKeys, type JobsKey } from './keys';
@@ -43,26 +43,13 @@ export interface Minute {
   bins: Map<number, number>;
 }
 
-/** Records the lateness of attempts that just started (one script call, in the next partition in turn). */
-export async function recordStarts(ctx: EngineContext, topic: string, latenessMs: readonly number[]): Promise<void> {
-  if (latenessMs.length === 0) return;
-  // a flow topic's own partition, else the current layout's partitions in turn (read from all of them)
-  const t = ctx.config.topics.get(topic) ?? topic;
-  const partition =
-    typeof t !== 'string' && t.flow ? ctx.layout.placeOf(t, '') : ctx.statsRotation.take(ctx.layout.count);
-  await run(
-    ctx.redis,
-    script.recordStarts([latenessKey(partition, topic, ctx.layout)], { clock: ctx.clock(), latenessMs }),
-  );
-}
-
 /** The upper bound (ms) of histogram bin `bin` (values with floor(4 * log2(ms + 1)) = bin). */
 export function binUpperMs(bin: number): number {
   return Math.max(0, Math.ceil(2 ** ((bin + 1) / 4) - 1));
 }
 
 /**
- * The minutes of one stats hash (lua/recordStarts-1.lua): a field `m<slot>` per minute holding
+ * The minutes of one stats hash (lua/includes/lateness.lua): a field `m<slot>` per minute holding
  * `<minute>|<count>|<max ms>`, and `m<slot>/<bin>` per histogram bin holding its count. Fields that
  * are not these are passed over (never thrown on: stats are advisory).
  */

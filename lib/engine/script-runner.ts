@@ -43,7 +43,6 @@ import setFlowKey from '../../lua/setFlowKey-1.lua';
 import getFlowKey from '../../lua/getFlowKey-1.lua';
 import startFanout from '../../lua/startFanout-1.lua';
 import syncPoint from '../../lua/syncPoint-1.lua';
-import recordStarts from '../../lua/recordStarts-1.lua';
 import wakeSweeper from '../../lua/wakeSweeper-4.lua';
 import putSchedule from '../../lua/putSchedule-9.lua';
 import advanceSchedule from '../../lua/advanceSchedule-8.lua';
@@ -87,7 +86,6 @@ export const SCRIPTS = {
   startFanout: { file: 'startFanout-1.lua', numberOfKeys: 1, source: startFanout },
   endFanout: { file: 'endFanout-1.lua', numberOfKeys: 1, source: endFanout },
   syncPoint: { file: 'syncPoint-1.lua', numberOfKeys: 1, source: syncPoint },
-  recordStarts: { file: 'recordStarts-1.lua', numberOfKeys: 1, source: recordStarts },
   putSchedule: { file: 'putSchedule-9.lua', numberOfKeys: 9, source: putSchedule },
   advanceSchedule: { file: 'advanceSchedule-8.lua', numberOfKeys: 8, source: advanceSchedule },
   deleteSchedule: { file: 'deleteSchedule-8.lua', numberOfKeys: 8, source: deleteSchedule },

@@ -672,17 +672,6 @@ export function syncPoint(keys: readonly [SyncKey]): ScriptCall<number> {
 }
 
 /**
- * lua/recordStarts-1.lua: adds started attempts' lateness (ms) to the current minute of a topic's stats; replies the
- * minute's count.
- */
-export function recordStarts(
-  keys: readonly [LatenessKey],
-  a: { clock: ClockArg; latenessMs: readonly number[] },
-): ScriptCall<number> {
-  return call('recordStarts', keys, [a.clock, ...a.latenessMs.map((ms) => Math.max(0, Math.round(ms)))]);
-}
-
-/**
  * A schedule's record as the schedule scripts reply it (`scheduleView` in lua/includes/schedules.lua, in
  * its order): null next/nextId when none is pending, null last before the first run, null options
  * follow the topic's configuration; `spec` is the definition lib/engine/schedules.ts wrote (JSON);

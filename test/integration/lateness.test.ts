@@ -1,6 +1,7 @@
 /**
  * Issue 14, item 5: lateness you can see. Each start records how late the attempt started
- * (lua/includes/lateness.lua, from startAttempts-2 and claimJobs-7; tests seed it with recordStarts-1); GET /topics
+ * (lua/includes/lateness.lua, from startAttempts-4, claimJobs-7 and claimFlow-6; the tests start jobs added due
+ * that long before the clock's now); GET /topics
  * shows the last 5 minutes' p50 / p99 / max, the age of the oldest ready job, and a per-minute series over the last
  * hour, kept in bounded space. With several partitions, the records go to the partitions in turn (no shard of a cluster
  * takes them all) and are read back merged.
@@ -10,11 +11,36 @@ import { after, before, describe, it } from 'node:test';
 import { toWire } from '../../lib/workers/fanout';
 import type { Runtime } from '../../lib/platform/runtime';
 import { topicHandler } from '../../lib/workers/handler';
-import { makeQueue, TestClock, uniqueTopic, apiOf } from '../support/queue';
+import { makeQueue, TestClock, uniqueTopic, apiOf, type Queue } from '../support/queue';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';
 import { Redis } from 'ioredis';
-import { latenessKey, recordLateness } from '../../lib/testing';
+import { latenessKey } from '../../lib/testing';
+
+let seq = 0;
+
+/**
+ * Starts one job per value at the clock's now, each that many ms late: all added at once due that
+ * long before now, swept, claimed and started in the same calls (the starts record their
+ * lateness), then acked. Returns the ids, in the order of the values.
+ */
+async function startLate(q: Queue, clock: TestClock, topic: string, latenessMs: readonly number[]): Promise<string[]> {
+  const now = clock.now;
+  const jobs = latenessMs.map((ms) => ({ topic, id: `late-${++seq}`, runAt: now - ms }));
+  const added = await q.addMany(jobs);
+  assert.ok(
+    added.outcomes.every((o) => o.status === 'created'),
+    'every job created',
+  );
+  for (let more = true; more;) more = (await q.engine.sweep()).more;
+  for (let started = 0; started < jobs.length;) {
+    const claimed = await q.engine.claimStarted(topic, 100);
+    assert.ok(claimed.length > 0, `${jobs.length - started} jobs added are not ready`);
+    started += claimed.length;
+    await Promise.all(claimed.map((j) => q.engine.ack(topic, j.id, j)));
+  }
+  return jobs.map((j) => j.id);
+}
 
 describe('lateness stats (real redis-server)', () => {
   let server: RedisProcess;
@@ -32,15 +58,16 @@ describe('lateness stats (real redis-server)', () => {
     const topic = uniqueTopic('late');
     const clock = new TestClock(Date.UTC(2030, 0, 1, 12, 0, 0));
     const q = makeQueue(redis, { [topic]: {} }, { clock });
-    await recordLateness(q.engine, topic, [10_000]); // 12:00, leaves the 5-minute window by 12:10
+    await startLate(q, clock, topic, [10_000]); // 12:00, leaves the 5-minute window by 12:10
     clock.advance(10 * 60_000);
-    await recordLateness(
-      q.engine,
+    await startLate(
+      q,
+      clock,
       topic,
       Array.from({ length: 100 }, (_, i) => i + 1),
     ); // 12:10: 1..100 ms
     clock.advance(60_000);
-    await recordLateness(q.engine, topic, [5]); // 12:11
+    await startLate(q, clock, topic, [5]); // 12:11
     const s = await q.stats(topic);
     assert.equal(s.lateness.started, 101);
     assert.equal(s.lateness.maxMs, 100, 'exact max; the 10 s start is outside the window');
@@ -56,20 +83,23 @@ describe('lateness stats (real redis-server)', () => {
     assert.ok(s.lateness.p99Ms! <= s.lateness.maxMs!);
   });
 
-  it('with 4 partitions, records go to each partition in turn and are read back merged', async () => {
+  it("with 4 partitions, each start is recorded in its job's partition, and read back merged", async () => {
     const topic = uniqueTopic('late');
     const clock = new TestClock(Date.UTC(2030, 0, 4, 12, 0, 0));
     const q = makeQueue(redis, { [topic]: {} }, { clock, config: { partitions: 4 } });
-    for (let i = 1; i <= 8; i++) await recordLateness(q.engine, topic, [i, 100 * i]);
+    const ids: string[] = [];
+    for (let i = 1; i <= 8; i++) ids.push(...(await startLate(q, clock, topic, [i, 100 * i])));
     const perPartition = await Promise.all(
       [0, 1, 2, 3].map((p) =>
         redis.hget(latenessKey(p, topic, 4), `m${(Date.UTC(2030, 0, 4, 12, 0, 0) / 60_000) % 60}`),
       ),
     );
+    const expected = [0, 1, 2, 3].map((p) => ids.filter((id) => q.engine.partitionOf(topic, id) === p).length);
+    assert.ok(expected.filter((n) => n > 0).length > 1, `the 16 jobs spread over partitions: ${expected}`);
     assert.deepEqual(
-      perPartition.map((raw) => raw?.split('|')[1]),
-      ['4', '4', '4', '4'],
-      'two records of two starts in each partition',
+      perPartition.map((raw) => Number(raw?.split('|')[1] ?? 0)),
+      expected,
+      "each partition's minute counts the starts of its own jobs",
     );
     const s = await q.stats(topic);
     assert.equal(s.lateness.started, 16);
@@ -87,16 +117,18 @@ describe('lateness stats (real redis-server)', () => {
     const q = makeQueue(redis, { [topic]: {} }, { clock });
     for (let minute = 0; minute < 24 * 60; minute += 7) {
       clock.now = Date.UTC(2030, 0, 2) + minute * 60_000;
-      await recordLateness(
-        q.engine,
+      await startLate(
+        q,
+        clock,
         topic,
         Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000),
       );
     }
     for (let minute = 0; minute < 60; minute++) {
       clock.now = Date.UTC(2030, 0, 3) + minute * 60_000;
-      await recordLateness(
-        q.engine,
+      await startLate(
+        q,
+        clock,
         topic,
         Array.from({ length: 100 }, (_, i) => (i * 7919) % 100_000),
       );

@@ -152,7 +152,6 @@ describe('typed script calls', () => {
       script.startFanout([s.fanout], { token: 't', markMs: 1 }),
       script.endFanout([s.fanout], { token: 't' }),
       script.syncPoint([syncKey(2, 4)]),
-      script.recordStarts([latenessKey(2, 'orders', 4)], { clock: '', latenessMs: [1] }),
       script.putSchedule([sk.schedules, sk.ids, sk.next, k.jobs, k.bodies, k.delayed, k.running, k.done, g], {
         clock: '',
         id: 'a',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { binUpperMs, parseMinutes, percentileMs } from '../../lib/testing';
 
-/** The bin lua/recordStarts-1.lua puts `ms` in. */
+/** The bin lua/includes/lateness.lua puts `ms` in. */
 const binOf = (ms: number) => Math.floor((4 * Math.log(ms + 1)) / Math.log(2));
 
 describe('lateness histogram (issue 14, item 5)', () => {
