@@ -1,8 +1,9 @@
 /**
- * The engine's door: what the HTTP edge, the Lambda roles and the runtime may use. Every state
+ * The engine's door: what the HTTP API, the worker Lambdas and the runtime may use. Every state
  * change is one Lua script call (lua/), built by its typed wrapper (./scripts.ts) and sent by
- * ./lua.ts; the Engine class (./engine.ts) takes validated input and answers typed results and
- * refusal codes (./codes.ts), never HTTP errors.
+ * ./script-runner.ts; the Engine class (./engine.ts) takes validated input and answers typed
+ * results and refusal codes (./codes.ts), never HTTP errors. Tests and benches reach further only
+ * through lib/testing.ts.
  */
 export { Engine } from './engine';
 export type { EngineOptions } from './context';
