@@ -130,7 +130,32 @@ export interface Job<Body = unknown> {
    * (a schedule's occurrence).
    */
   updatedBy: string | null;
+  /**
+   * Its last ended attempts, oldest first: at most 10 that failed or timed out, then, for a done job, the attempt that
+   * ended it. A claim given back uncounted is no attempt.
+   */
+  attemptHistory: AttemptRecord[];
   body: Body;
+}
+
+/** How an attempt ended. */
+export type AttemptOutcome = 'done' | 'failed' | 'timedOut';
+
+/** One ended attempt of a job. */
+export interface AttemptRecord {
+  /** Its number (attempts restart at 1 after a redrive). */
+  attempt: number;
+  /** When its handler started it, or when it was claimed if no handler did. */
+  startedAt: string;
+  /** When it ended: acked, failed, or its deadline for one timed out. */
+  endedAt: string;
+  outcome: AttemptOutcome;
+  /** What it failed with; null for done. */
+  error: string | null;
+  /** endedAt less startedAt, ms. */
+  durationMs: number;
+  /** startedAt less the time it was due, ms. */
+  latenessMs: number;
 }
 
 /** A dead job, with the time it died. */

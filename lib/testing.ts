@@ -19,6 +19,7 @@ export { cancelGroup, CANCEL_GROUP_STEP } from './engine/groups';
 export { createKey } from './engine/api-keys';
 export { binUpperMs, parseMinutes, percentileMs } from './engine/lateness';
 export { encodeDeadCursor } from './engine/dead';
+export { decodeHistory } from './engine/jobs';
 export { returnTokens, takeTokens } from './engine/scripts';
 export * from './api/api-errors';
 export * from './api/validation';
@@ -35,6 +36,5 @@ export function engineContext(engine: object): EngineContext {
 export function wakeSweeperFor(engine: object, dueAt: number | 'now'): Promise<void> {
   return wakeFor(contextOf(engine), dueAt);
 }
-
 
 export type { EngineContext };

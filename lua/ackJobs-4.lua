@@ -21,7 +21,7 @@
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local DONE, CANCELLED, REFUSAL, OUTCOME = Codes.DONE, Codes.CANCELLED, Codes.REFUSAL, Codes.OUTCOME
 local H_STATE, H_KEY, H_UPDATED, H_DEADLINE = Job.H_STATE, Job.H_KEY, Job.H_UPDATED, Job.H_DEADLINE
-local H_GROUP, decode, save, remove = Job.H_GROUP, Job.decode, Job.save, Job.remove
+local H_STARTED, H_GROUP, decode, save, remove = Job.H_STARTED, Job.H_GROUP, Job.decode, Job.save, Job.remove
 local isAttempt = Attempts.isAttempt
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, retention = Clock.clock(ARGV[1]), tonumber(ARGV[2])
@@ -48,6 +48,8 @@ for i = 3, #ARGV, 3 do
         leftCounts[key] = (n or 0) + 1
       end
       if retention > 0 or h[H_GROUP] then
+        -- the last attempt's start stays (its claim time, when never started): its history entry
+        if not h[H_STARTED] then h[H_STARTED] = h[H_UPDATED] end
         h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = DONE, now, false
         save(jobsKey, id, h, inline)
         redis.call('ZADD', doneKey, string.format('%d', now + retention), id)

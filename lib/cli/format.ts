@@ -87,7 +87,22 @@ export function jobView(job: Job | DeadJob, now: number): string {
     ['updatedAt', when(job.updatedAt, now)],
     ['body', json(job.body)],
   );
-  return fields(pairs);
+  const history = job.attemptHistory ?? [];
+  if (history.length === 0) return fields(pairs);
+  return `${fields(pairs)}\n\n${historyTable(history)}`;
+}
+
+/** A job's ended attempts as a table, oldest first: number, outcome, start, duration, lateness, error (cut). */
+export function historyTable(history: Job['attemptHistory']): string {
+  const rows = history.map((a) => [
+    String(a.attempt),
+    a.outcome,
+    a.startedAt,
+    span(a.durationMs),
+    ms(a.latenessMs),
+    a.error === null ? NONE : truncate(a.error.replace(/\s+/g, ' '), 60),
+  ]);
+  return table(['attempt', 'outcome', 'started', 'took', 'late', 'error'], rows);
 }
 
 function backoffText(b: Job['backoff']): string {

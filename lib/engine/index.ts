@@ -11,6 +11,8 @@ export type { TopicStatsView } from './lateness';
 export { DEPLOYMENT_KEY, KEY_USE_NOTE_MS, secretDigest, type Caller, type KeyInfo, type Scope } from './api-keys';
 export type {
   AckOutcome,
+  AttemptOutcome,
+  AttemptRecord,
   AttemptRef,
   ClaimedJob,
   DeadJob,
@@ -25,7 +27,7 @@ export type {
   Wake,
   WriteResult,
 } from './jobs';
-export type { NewSchedule } from './shapes';
+export type { HistoryEntry, JobView, NewSchedule } from './shapes';
 export { isRefused } from './jobs';
 export { REFUSAL, type Refusal } from './codes';
 export { NotReplicatedError, connectedReplicas } from './durable';

@@ -6,7 +6,7 @@ import { describeBackoff, type Backoff } from '../core/backoff';
 import type { TopicConfig } from '../core/queue-config';
 import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './codes';
 import type { AckReply, AddResult, ClaimedItem, MovedResult, FailReply, LeftChunk, ScoredEntry } from './scripts';
-import type { JobView, NewJob } from './shapes';
+import type { HistoryEntry, JobView, NewJob } from './shapes';
 import { isoOrNull, isoTime } from '../core/time';
 
 export type { JobChange, JobView, NewJob } from './shapes';
@@ -47,7 +47,32 @@ export interface Job {
    * any other topic.
    */
   key: string | null;
+  /**
+   * Its last ended attempts, oldest first: at most 10 (HISTORY_KEEP in lua/includes/job.lua) that failed or timed out,
+   * then, for a done job, the attempt that ended it. A released claim (given back uncounted) is no attempt.
+   */
+  attemptHistory: AttemptRecord[];
   body: unknown;
+}
+
+/** How an attempt ended. */
+export type AttemptOutcome = 'done' | 'failed' | 'timedOut';
+
+/** One ended attempt of a job. */
+export interface AttemptRecord {
+  /** Its number (attempts restart at 1 after a redrive). */
+  attempt: number;
+  /** When its handler started it, or when it was claimed if no handler did. */
+  startedAt: string;
+  /** When it ended: acked, failed, or its deadline for one timed out. */
+  endedAt: string;
+  outcome: AttemptOutcome;
+  /** What it failed with (as lastError); null for done. */
+  error: string | null;
+  /** endedAt less startedAt, ms. */
+  durationMs: number;
+  /** startedAt less the time it was due, ms (Redis clock). */
+  latenessMs: number;
 }
 
 /** A job claimed for one attempt, as a topic handler receives it. */
@@ -200,8 +225,46 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     group,
     updatedBy,
     key: t.flow ? (key ?? '') : null,
+    attemptHistory: decodeHistory(view),
     body: JSON.parse(body),
   };
+}
+
+/** The outcome codes of a history entry (A_FAILED, A_TIMED_OUT in lua/includes/job.lua). */
+const HISTORY_OUTCOMES: Record<number, AttemptOutcome> = { 1: 'failed', 2: 'timedOut' };
+
+/**
+ * A job's attempt history from its view: the entries its record keeps, then, for a done job, its last attempt, told by
+ * the header (started, updated, due time), which keeps no entry for it.
+ */
+export function decodeHistory(view: JobView): AttemptRecord[] {
+  const [, state, runAt, createdAt, attempts, , , , , , updatedAt, , , , , , , started, history] = view;
+  const out = (history ?? []).map((e: HistoryEntry): AttemptRecord => {
+    const [attempt, startOffset, duration, lateness, outcome, error] = e;
+    const start = createdAt + startOffset;
+    return {
+      attempt,
+      startedAt: isoTime(start),
+      endedAt: isoTime(start + duration),
+      outcome: HISTORY_OUTCOMES[outcome] ?? 'failed',
+      error,
+      durationMs: duration,
+      latenessMs: lateness,
+    };
+  });
+  if (state === JOB_STATE.DONE && attempts > 0) {
+    const start = started ?? updatedAt;
+    out.push({
+      attempt: attempts,
+      startedAt: isoTime(start),
+      endedAt: isoTime(updatedAt),
+      outcome: 'done',
+      error: null,
+      durationMs: updatedAt - start,
+      latenessMs: start - runAt,
+    });
+  }
+  return out;
 }
 
 /** A job just created from `job`: the add script returns only its due and creation times and its version. */
@@ -231,6 +294,7 @@ function createdJob(
     group: job.group ?? null,
     updatedBy: by === '' ? null : by,
     key: t.flow ? (job.key ?? '') : null,
+    attemptHistory: [],
     body: JSON.parse(job.body),
   };
 }

@@ -55,6 +55,24 @@ export type JobView = readonly [
   group: string | null,
   updatedBy: string | null,
   key: string | null,
+  /** When its last attempt started (for a done job: its claim time when never started); null when not started. */
+  started: number | null,
+  /** Its last ended attempts that did not end done, oldest first (at most 10), or null for none. */
+  history: readonly HistoryEntry[] | null,
+];
+
+/**
+ * One ended attempt in a record's history (H_HISTORY in lua/includes/job.lua): its number, its start (or claim time)
+ * less the job's creation time, its duration, its lateness (start less due), how it ended (1 failed, 2 timed out) and
+ * its error.
+ */
+export type HistoryEntry = readonly [
+  attempt: number,
+  startOffset: number,
+  duration: number,
+  lateness: number,
+  outcome: number,
+  error: string | null,
 ];
 
 /** A validated schedule, as the engine takes it; the options (its flow key included) apply to each occurrence. */

@@ -18,7 +18,7 @@
 --- @include "groupCancel"
 local Groups = {}
 do
-  local H_GROUP, H_CHUNK, header = Job.H_GROUP, Job.H_CHUNK, Job.header
+  local H_GROUP, H_CHUNK, H_HISTORY, header = Job.H_GROUP, Job.H_CHUNK, Job.H_HISTORY, Job.header
   local BUCKET_SLOTS, BUCKET_VALUE_BYTES = Buckets.BUCKET_SLOTS, Buckets.BUCKET_VALUE_BYTES
   local bucketField, bucketOf, writeSlots = Buckets.bucketField, Buckets.bucketOf, Buckets.writeSlots
   local GROUP_CANCEL_FIELD = GroupCancel.GROUP_CANCEL_FIELD
@@ -62,7 +62,8 @@ do
         redis.call('HSET', jobsKey, GROUP_CHUNKS_FIELD .. group, low .. ' ' .. c)
       end
     end
-    if c == 0 then h[H_CHUNK] = nil else h[H_CHUNK] = c end
+    -- chunk 0 is not stored, unless a history follows (the header stays an array: no hole)
+    if c ~= 0 then h[H_CHUNK] = c elseif h[H_HISTORY] then h[H_CHUNK] = false else h[H_CHUNK] = nil end
   end
 
   -- The highest score in chunk `key`, 0 when it is empty.

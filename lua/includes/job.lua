@@ -38,6 +38,13 @@ do
   -- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
   -- stored) for the first, and for a job without a group. Last: a header has no holes before it.
   local H_CHUNK = 19
+  -- H_HISTORY: the job's last ended attempts that did not end done, oldest first, at most
+  -- HISTORY_KEEP; nil (not stored) while it has none, so a job done on its first attempt pays no
+  -- byte for it (its one attempt is told by the header: H_STARTED, H_UPDATED, H_RUN_AT). An entry
+  -- is { attempt, start - H_CREATED, end - start, start - due, outcome (A_FAILED | A_TIMED_OUT),
+  -- error }, msgpack numbers and the error as bounded as H_ERROR; start is the claim time for an
+  -- attempt never started. Mirrored by decodeHistory in lib/engine/jobs.ts.
+  local H_HISTORY, HISTORY_KEEP, A_FAILED, A_TIMED_OUT = 20, 10, 1, 2
   -- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
   -- clock (nextVersion, remove; not a job: ids never hold '#').
   local SEQ_FIELD = '#seq'
@@ -208,15 +215,34 @@ do
     redis.call('HDEL', bodiesKey, id)
   end
 
+  -- Appends the running attempt of header `h` to its history as ended at `ended` with `outcome`
+  -- (A_FAILED | A_TIMED_OUT) and error `err`, dropping the oldest past HISTORY_KEEP; call it before
+  -- H_UPDATED (the claim time while it runs) and H_RUN_AT (its due time) change. Bounded: at most
+  -- HISTORY_KEEP entries are moved.
+  local function recordAttempt(h, ended, outcome, err)
+    local start = h[H_STARTED] or h[H_UPDATED]
+    local entry = { h[H_ATTEMPTS], start - h[H_CREATED], math.max(ended - start, 0), start - h[H_RUN_AT], outcome, err or false }
+    local log = h[H_HISTORY]
+    if not log then
+      log = {}
+      if h[H_CHUNK] == nil then h[H_CHUNK] = false end -- no hole before H_HISTORY: the header stays an array
+      h[H_HISTORY] = log
+    end
+    if #log >= HISTORY_KEEP then table.remove(log, 1) end
+    log[#log + 1] = entry
+  end
+
   -- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
   -- or false for a body kept apart that the script did not read (the caller reads it).
-  -- Then the version, the group, the API key that last changed it and the flow key. Mirrored by JobView in
+  -- Then the version, the group, the API key that last changed it, the flow key, when its last attempt
+  -- started (false: not started) and its history (H_HISTORY, false: none). Mirrored by JobView in
   -- lib/engine/shapes.ts, in this order.
   local function view(delayedKey, id, h, body)
     local state = h[H_STATE]
     if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY])) then state = READY end
     return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
-      h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY] }
+      h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY],
+      h[H_STARTED], h[H_HISTORY] or false }
   end
 
   -- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is
@@ -235,5 +261,5 @@ do
   Job.headerOf, Job.delayedMember, Job.memberParts, Job.header = headerOf, delayedMember, memberParts, header
   Job.loadBody, Job.bodySize, Job.fitsListing, Job.seqOf = loadBody, bodySize, fitsListing, seqOf
   Job.nextVersion, Job.save, Job.store, Job.remove, Job.view = nextVersion, save, store, remove, view
-  Job.matches = matches
+  Job.matches, Job.H_HISTORY, Job.recordAttempt, Job.A_FAILED, Job.A_TIMED_OUT = matches, H_HISTORY, recordAttempt, A_FAILED, A_TIMED_OUT
 end

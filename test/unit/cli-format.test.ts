@@ -43,6 +43,7 @@ function job(fields: Partial<Job> = {}): Job {
     key: null,
     updatedBy: null,
     body: { orderId: 7 },
+    attemptHistory: [],
     ...fields,
   };
 }

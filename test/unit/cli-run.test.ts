@@ -42,6 +42,7 @@ function job(fields: Partial<Job> = {}): Job {
     key: null,
     updatedBy: null,
     body: null,
+    attemptHistory: [],
     ...fields,
   };
 }

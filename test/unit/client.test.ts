@@ -63,6 +63,7 @@ function job(fields: Partial<ClientJob> = {}): ClientJob {
     key: null,
     updatedBy: null,
     body: null,
+    attemptHistory: [],
     ...fields,
   };
 }

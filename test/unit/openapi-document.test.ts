@@ -37,6 +37,17 @@ const job = {
   group: null,
   key: null,
   updatedBy: 'orders-service',
+  attemptHistory: [
+    {
+      attempt: 1,
+      startedAt: '2026-11-21T15:30:00.100Z',
+      endedAt: '2026-11-21T15:30:30.100Z',
+      outcome: 'timedOut',
+      error: 'attempt 1 timed out: no ack within its ttr',
+      durationMs: 30000,
+      latenessMs: 100,
+    },
+  ],
   body: { orderId: 7 },
 };
 const dead = { ...job, state: 'dead', diedAt: '2026-11-21T15:32:00.000Z' };
