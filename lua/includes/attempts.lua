@@ -66,15 +66,30 @@ do
 
   -- Puts ids back at the front of their ready list (a flow topic's: of their keys' lanes), their
   -- keys' slots returned: `backs` holds id, header pairs in the order they were claimed, and the last
-  -- goes back first, so that several of one list or key keep that order. `k`: jobs, ready.
+  -- goes back first, so that several of one list or key keep that order. A flow topic's ids go back
+  -- key by key, the keys in the order of their first ids, so that the keys go back in the ring (at
+  -- its tail) in that order too and the next claim takes them so. `k`: jobs, ready.
   local function backToHead(k, backs, now)
-    for i = #backs - 1, 1, -2 do
-      local id, h = backs[i], backs[i + 1]
-      if h[H_KEY] then
-        flowGiveBack(k.jobs, id, h, now)
-      else
-        redis.call('LPUSH', k.ready, id)
+    if #backs == 0 then return end
+    local keys, places = {}, {}
+    for i = 1, #backs - 1, 2 do
+      local key = backs[i + 1][H_KEY]
+      if key then
+        local at = places[key]
+        if not at then
+          at = {}
+          places[key] = at
+          keys[#keys + 1] = key
+        end
+        at[#at + 1] = i
       end
+    end
+    for i = #backs - 1, 1, -2 do
+      if not backs[i + 1][H_KEY] then redis.call('LPUSH', k.ready, backs[i]) end
+    end
+    for _, key in ipairs(keys) do
+      local at = places[key]
+      for j = #at, 1, -1 do flowGiveBack(k.jobs, backs[at[j]], backs[at[j] + 1], now) end
     end
   end
 

@@ -318,6 +318,49 @@ describe('flow control per key', () => {
     }
   });
 
+  it('claims of several keys given back together come back in the order of their keys: released, held back at their start, timed out before it', async () => {
+    const { topic, clock, q } = setup({});
+    const ids = ['a1', 'b1', 'c1', 'd1'];
+    await addDue(
+      q,
+      topic,
+      ids.map((id) => ({ id, key: id[0]! })),
+    );
+    await q.engine.sweep();
+    const claimed = await q.engine.claim(topic, 4);
+    assert.deepEqual(
+      claimed.map((j) => j.id),
+      ids,
+    );
+    // released after a failed invoke (releaseJobs-5)
+    assert.equal(await q.engine.release(claimed.map((j) => ({ ...j, topic }))), 4);
+    const released = await q.engine.claim(topic, 4);
+    assert.deepEqual(
+      released.map((j) => j.id),
+      ids,
+      'released: their keys back in the ring in claim order',
+    );
+    // held back at their start by a pause of the topic (startAttempts-4)
+    await q.engine.pauseTopic(topic, 'op');
+    assert.deepEqual(await q.engine.start(topic, released), [false, false, false, false]);
+    await q.engine.resumeTopic(topic, 'op');
+    const held = await q.engine.claim(topic, 4);
+    assert.deepEqual(
+      held.map((j) => j.id),
+      ids,
+      'held back at their start: their keys back in the ring in claim order',
+    );
+    // timed out before their start (moveDue-7)
+    clock.advance(10_001);
+    await q.engine.sweep();
+    assert.deepEqual(
+      (await q.engine.claim(topic, 4)).map((j) => j.id),
+      ids,
+      'timed out unstarted: their keys back in the ring in claim order',
+    );
+    await checkSlots(redis.client(), q, topic);
+  });
+
   it('a paused key: its jobs wait, other keys go on; its claimed attempts are held back', async () => {
     const { topic, q } = setup({});
     await addDue(q, topic, [
