@@ -9,9 +9,9 @@ import { describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { ClaimedJob } from '../../lib/engine';
 import type { TopicInput } from '../../lib/core/queue-config';
-import { rateKey, slotOf, topicKeys, topicRateKey } from '../../lib/engine/keys';
 import { makeQueue, rejects, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
+import { rateKey, slotOf, topicKeys, topicRateKey, engineContext } from '../../lib/testing';
 
 const W = { name: 'producer', scope: 'write', topics: null } as const;
 
@@ -402,7 +402,7 @@ describe('flow control per key', () => {
       { clock, config: { partitions: 4 } },
     );
     const t = q.engine.topic(topic);
-    const layout = q.engine.ctx.layout;
+    const layout = engineContext(q.engine).layout;
     const jobs = topicKeys(layout.placeOf(t, 'any'), topic, layout).jobs;
     assert.equal(
       jobs,
