@@ -91,7 +91,7 @@ drain(runningKey, now, function(id, record)
   else
     -- started: the handler did not answer in time, a failed attempt
     local err = 'attempt ' .. h[H_ATTEMPTS] .. ' timed out: no ack within its ttr'
-    code = failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, false)
+    code = failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, false, Job.A_TIMED_OUT)
   end
   tally(ended, code)
 end)

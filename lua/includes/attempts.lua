@@ -11,7 +11,8 @@ do
   local H_STATE, H_KEY, H_RUN_AT, H_ATTEMPTS, H_MAX = Job.H_STATE, Job.H_KEY, Job.H_RUN_AT, Job.H_ATTEMPTS, Job.H_MAX
   local H_BACKOFF, H_ERROR, H_UPDATED, H_DEADLINE = Job.H_BACKOFF, Job.H_ERROR, Job.H_UPDATED, Job.H_DEADLINE
   local H_CLAIM, H_STARTED, H_GIVE_BACKS = Job.H_CLAIM, Job.H_STARTED, Job.H_GIVE_BACKS
-  local delayedMember, save = Job.delayedMember, Job.save
+  local delayedMember, save, recordAttempt = Job.delayedMember, Job.save, Job.recordAttempt
+  local A_FAILED, A_TIMED_OUT = Job.A_FAILED, Job.A_TIMED_OUT
   local flowLeave, flowGiveBack = Flow.flowLeave, Flow.flowGiveBack
 
   local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
@@ -37,11 +38,16 @@ do
   -- Ends a running attempt as failed: schedules the next attempt after the backoff (or after
   -- retryAfter ms when given), or dead-letters the job when its attempts are used up. `k` holds the
   -- script's jobs, delayed and dead keys; `inline` is what decode gave for the record.
+  -- `outcome`: Job.A_TIMED_OUT for an attempt past its deadline (its history entry ends there),
+  -- else (nil) A_FAILED. Appends the attempt to the job's history (Job.recordAttempt).
   -- Returns OUTCOME.RETRY_SCHEDULED, dueAt when a retry was scheduled; OUTCOME.DEAD_LETTERED when
   -- the job went dead.
-  local function failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, retryAfter)
+  local function failAttempt(k, id, h, inline, now, err, defaultMax, defaultBackoff, rand, retryAfter, outcome)
     flowLeave(k.jobs, h, now)
     h[H_ERROR] = string.sub(err, 1, MAX_ERROR_BYTES)
+    local ended = now
+    if outcome == A_TIMED_OUT and h[H_DEADLINE] then ended = math.min(now, h[H_DEADLINE]) end
+    recordAttempt(h, ended, outcome or A_FAILED, h[H_ERROR])
     h[H_UPDATED] = now
     h[H_DEADLINE] = false
     if h[H_ATTEMPTS] >= (h[H_MAX] or defaultMax) then
