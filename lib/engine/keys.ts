@@ -241,6 +241,27 @@ export function groupKey(partition: number, topic: string, group: string, partit
   return `${partitionBase(partition, partitions)}group:${topic}:${group}` as GroupKey;
 }
 
+/**
+ * The keys of a write of schedule topic/… in `partition` (putSchedule-9, and its 'adopt' while the
+ * partition count changes): the schedule's keys, the topic's job keys, and the key of the group its
+ * occurrences join ('' for none).
+ */
+export function scheduleWriteKeys(partition: number, topic: string, group: string, partitions: Partitions) {
+  const sk = scheduleKeys(partition, topic, partitions);
+  const k = topicKeys(partition, topic, partitions);
+  return [
+    sk.schedules,
+    sk.ids,
+    sk.next,
+    k.jobs,
+    k.bodies,
+    k.delayed,
+    k.running,
+    k.done,
+    groupKey(partition, topic, group, partitions),
+  ] as const;
+}
+
 /** Zset `chunk` of a group whose first zset is `key` (chunk 0 is `key` itself), as lua/includes/groups.lua names it. */
 export function groupChunkKey(key: GroupKey, chunk: number): string {
   return chunk === 0 ? key : `${key}#${chunk}`;

@@ -32,7 +32,7 @@ import { REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';
 import { confirmReplicated, NotReplicatedError } from './durable';
 import { leaveGroups } from './groups';
-import { groupKey, Layout, scheduleKeys, topicKeys } from './keys';
+import { Layout, scheduleKeys, scheduleWriteKeys, topicKeys } from './keys';
 import { run } from './script-runner';
 import * as script from './scripts';
 
@@ -90,19 +90,7 @@ export async function moveSchedule(
   const [, version, record] = frozen;
   await replicated(ctx, from);
   const group = (JSON.parse(record) as unknown[])[GROUP_SLOT];
-  const sk = scheduleKeys(to, t.name, layout);
-  const k = topicKeys(to, t.name, layout);
-  const keys = [
-    sk.schedules,
-    sk.ids,
-    sk.next,
-    k.jobs,
-    k.bodies,
-    k.delayed,
-    k.running,
-    k.done,
-    groupKey(to, t.name, typeof group === 'string' ? group : '', layout),
-  ] as const;
+  const keys = scheduleWriteKeys(to, t.name, typeof group === 'string' ? group : '', layout);
   const adopted = await run(ctx.redis, script.adoptSchedule(keys, { clock: ctx.clock(), id, record }));
   touched.push({ layout, changed: [to], covering: [to] });
   let dueAt: number | null = null;

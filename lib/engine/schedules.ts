@@ -9,7 +9,7 @@
  */
 import { describeBackoff, type Backoff } from '../core/backoff';
 import type { TopicConfig } from '../core/queue-config';
-import { groupKey, scheduleKeys, topicKeys, type Layout } from './keys';
+import { groupKey, scheduleKeys, scheduleWriteKeys, topicKeys, type Layout } from './keys';
 import { SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../core/limits';
 import { jitterOffsetMs } from '../core/pacing';
 import { advancePlan, catchUpPlan, jitterWindowMs, nextRuns, occurrenceId, type ScheduleSpec } from '../core/schedule';
@@ -232,7 +232,7 @@ async function putIn(
   hold: boolean,
   touched: ScheduleTouched[],
 ): Promise<({ status: 'created' | 'replaced'; schedule: Schedule } & Wake) | Moved> {
-  const keys = putKeys(ctx.layout, t, s);
+  const keys = scheduleWriteKeys(s.partition, t.name, s.group ?? '', ctx.layout);
   const record = scheduleRecord(t, s);
   // Set when the script refused, at the version read, a plan that withdrew the pending occurrence:
   // its clock (the partition's) had passed the occurrence's run time where ours (TIME of any node)
@@ -274,23 +274,6 @@ async function putIn(
     };
   }
   throw new Error(`schedule ${t.name}/${s.id} changed under ${PUT_ROUNDS} puts in a row`);
-}
-
-/** The keys a put of `s` in `s.partition` of `layout` writes: the schedule's, its topic's and its group's. */
-function putKeys(layout: Layout, t: TopicConfig, s: NewSchedule) {
-  const sk = scheduleKeys(s.partition, t.name, layout);
-  const k = topicKeys(s.partition, t.name, layout);
-  return [
-    sk.schedules,
-    sk.ids,
-    sk.next,
-    k.jobs,
-    k.bodies,
-    k.delayed,
-    k.running,
-    k.done,
-    groupKey(s.partition, t.name, s.group ?? '', layout),
-  ] as const;
 }
 
 /** The record a put of `s` stores: what it sets apart from its topic's defaults, its definition and body. */

@@ -745,23 +745,26 @@ export type PutScheduleReply =
   | readonly [code: Refused<'VERSION_MISMATCH'>, version: number]
   | ScheduleMoved;
 
+/** The keys of a schedule's write (putSchedule-9, and its 'adopt'): scheduleWriteKeys in ./keys.ts. */
+export type ScheduleWriteKeys = readonly [
+  SchedulesKey,
+  ScheduleIdsKey,
+  ScheduleNextKey,
+  JobsKey,
+  BodiesKey,
+  DelayedKey,
+  RunningKey,
+  DoneKey,
+  GroupKey,
+];
+
 /**
  * lua/putSchedule-9.lua: creates or replaces a schedule read at version `seen` (0: none), replacing
  * its pending occurrence ('keep' leaves a due one to run), creating `run` (a caught-up occurrence)
  * and `next` (the new pending one).
  */
 export function putSchedule(
-  keys: readonly [
-    SchedulesKey,
-    ScheduleIdsKey,
-    ScheduleNextKey,
-    JobsKey,
-    BodiesKey,
-    DelayedKey,
-    RunningKey,
-    DoneKey,
-    GroupKey,
-  ],
+  keys: ScheduleWriteKeys,
   a: {
     clock: ClockArg;
     id: string;
@@ -998,17 +1001,7 @@ export type AdoptScheduleReply =
  * (freezeSchedule's reply).
  */
 export function adoptSchedule(
-  keys: readonly [
-    SchedulesKey,
-    ScheduleIdsKey,
-    ScheduleNextKey,
-    JobsKey,
-    BodiesKey,
-    DelayedKey,
-    RunningKey,
-    DoneKey,
-    GroupKey,
-  ],
+  keys: ScheduleWriteKeys,
   a: { clock: ClockArg; id: string; record: string },
 ): ScriptCall<AdoptScheduleReply> {
   return call('putSchedule', keys, [a.clock, a.id, 0, 'adopt', ...new Array<Arg>(15).fill(''), a.record]);
