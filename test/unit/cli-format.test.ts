@@ -123,6 +123,48 @@ describe('dq output for people', () => {
     assert.equal(jobTable([], NOW), '(no jobs)\n');
   });
 
+  it("a job's attempt history: one row an attempt, oldest first, errors on one line and cut; none without it", () => {
+    const history: Job['attemptHistory'] = [
+      {
+        attempt: 1,
+        startedAt: iso(-120_000),
+        endedAt: iso(-119_500),
+        outcome: 'failed',
+        error: 'HTTP 500:\n' + 'x'.repeat(100),
+        durationMs: 500,
+        latenessMs: 12,
+      },
+      {
+        attempt: 2,
+        startedAt: iso(-60_000),
+        endedAt: iso(-30_000),
+        outcome: 'timedOut',
+        error: 'ttr of 30s passed',
+        durationMs: 30_000,
+        latenessMs: 3,
+      },
+      {
+        attempt: 3,
+        startedAt: iso(-1000),
+        endedAt: iso(-900),
+        outcome: 'done',
+        error: null,
+        durationMs: 100,
+        latenessMs: 0,
+      },
+    ];
+    const lines = jobView(job({ state: 'done', attempts: 3, attemptHistory: history }), NOW).split('\n');
+    const head = lines.findIndex((l) => /^attempt +outcome +started +took +late +error$/.test(l));
+    assert.ok(head > 0, lines.join('\n'));
+    const rows = lines.slice(head + 1).filter(Boolean);
+    assert.equal(rows.length, 3);
+    assert.match(rows[0]!, /^1 +failed +2030-01-01T11:58:00.000Z +.* +12ms +HTTP 500: x+…$/);
+    assert.ok(rows[0]!.length < 200, 'the error is cut');
+    assert.match(rows[1]!, /^2 +timedOut +.* +3ms +ttr of 30s passed$/);
+    assert.match(rows[2]!, /^3 +done +.* +0ms +-$/);
+    assert.doesNotMatch(jobView(job(), NOW), /^attempt +outcome/m, 'no table for a job with no history');
+  });
+
   it('dead jobs with the time they died', () => {
     const dead: DeadJob = {
       ...job({ state: 'dead', attempts: 1, maxAttempts: 1, lastError: 'HTTP 500' }),
