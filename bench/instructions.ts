@@ -18,17 +18,14 @@
  * anew under valgrind (about 50 times slower than without: a run takes a few minutes) and stopped
  * by PID. Needs valgrind (`apt-get install -y valgrind`).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import type * as EngineModule from '../lib/engine';
 import type * as ConfigModule from '../lib/core/queue-config';
-import { freePort, killOnExit, stopChild } from '../scripts/support/process';
+import { hasValgrind, startUnderCallgrind, type CallgrindServer } from './harness/callgrind';
 import { envInt } from './harness/env';
-import { runBench, track } from './harness/lifecycle';
+import { runBench } from './harness/lifecycle';
 import { fmt, printJson, printTable, round } from './harness/report';
 import { addSweepClaimAck } from './harness/workload';
 
@@ -55,47 +52,6 @@ async function load(dir: string, name: string): Promise<Checkout> {
   return { name, engine, config };
 }
 
-/** A redis-server under callgrind (nothing persisted), writing its dumps to `out`; stopped at the end if not before. */
-async function startUnderCallgrind(out: string) {
-  const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
-  const server = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, 'redis-server', ...args], {
-    stdio: 'ignore',
-  });
-  killOnExit(server);
-  const stop = track(() => stopChild(server, { graceMs: 30_000 }));
-  const redis = new Redis({
-    port,
-    host: '127.0.0.1',
-    maxRetriesPerRequest: null,
-    lazyConnect: true,
-    retryStrategy: () => null,
-  });
-  redis.on('error', () => {}); // refused while valgrind starts redis-server: retried below
-  return { server, redis, stop };
-}
-
-/** Connects once redis-server answers (under valgrind it starts slowly): 300 tries, 200 ms apart. */
-async function connectWhenUp(redis: Redis): Promise<void> {
-  for (let tries = 0; ; tries++) {
-    try {
-      await redis.connect();
-      await redis.ping();
-      return;
-    } catch (error) {
-      if (tries > 300) throw error;
-      redis.disconnect();
-      await sleep(200);
-    }
-  }
-}
-
-/** Has callgrind (`callgrind_control <args> <pid>`) zero its counts or dump them. */
-function control(server: ChildProcess, ...args: string[]): void {
-  const r = spawnSync('callgrind_control', [...args, String(server.pid)], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr || r.stdout}`);
-}
-
 /**
  * Two rounds on `path`, each on a topic of its own: a warm-up of 300 jobs, uncounted, then `jobs`
  * jobs, callgrind's counts zeroed before them and dumped after each phase.
@@ -105,8 +61,10 @@ async function rounds(
   path: Path,
   { per, jobs }: { per: number; jobs: number },
   redis: Redis,
-  server: ChildProcess,
-) {
+  server: CallgrindServer,
+): Promise<Record<string, number>> {
+  const dumps: Promise<number>[] = [];
+  const names: string[] = [];
   for (const round of [0, 1]) {
     const topic = `t${round}`;
     const flow =
@@ -132,41 +90,29 @@ async function rounds(
         ...(path === 'plain' ? {} : { key }),
       };
     });
-    if (round === 1) control(server, '-z');
-    await addSweepClaimAck(engine, topic, all, per, (name) => round === 1 && control(server, '-d', name));
+    if (round === 1) server.zero();
+    await addSweepClaimAck(engine, topic, all, per, (name) => {
+      if (round !== 1) return;
+      dumps.push(server.dump(name));
+      names.push(name);
+    });
   }
-}
-
-/** Instructions per job of each phase, from callgrind's dumps in `dir` (each holds what ran since the one before). */
-function countsIn(dir: string, jobs: number): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const file of readdirSync(dir)) {
-    const text = readFileSync(join(dir, file), 'utf8');
-    const name = /^desc: Trigger: dump (.+)$/m.exec(text)?.[1];
-    const total = /^(?:summary|totals): (\d+)/m.exec(text)?.[1];
-    if (name && total) counts[name] = Number(total) / jobs;
-  }
-  const dumps = readdirSync(dir).length;
-  for (const p of PHASES)
-    if (counts[p] === undefined) throw new Error(`no count for ${p}: callgrind wrote ${dumps} dumps`);
+  // each dump holds what ran since the one before: the phase's instructions
+  const totals = await Promise.all(dumps);
+  const counts = Object.fromEntries(names.map((name, i) => [name, totals[i]! / jobs]));
+  for (const phase of PHASES) if (counts[phase] === undefined) throw new Error(`no count for ${phase}`);
   return counts;
 }
 
 /** Instructions per job of each phase, on a redis-server of its own under callgrind. */
 async function measure(checkout: Checkout, path: Path, per: number, jobs: number): Promise<Record<string, number>> {
-  const dir = mkdtempSync(join(tmpdir(), 'dq-instr-'));
+  const server = await startUnderCallgrind();
+  const redis = new Redis(server.url, { maxRetriesPerRequest: null });
   try {
-    const { server, redis, stop } = await startUnderCallgrind(join(dir, 'callgrind.out'));
-    try {
-      await connectWhenUp(redis);
-      await rounds(checkout, path, { per, jobs }, redis, server);
-    } finally {
-      redis.disconnect();
-      await stop();
-    }
-    return countsIn(dir, jobs);
+    return await rounds(checkout, path, { per, jobs }, redis, server);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    redis.disconnect();
+    await server.stop();
   }
 }
 
@@ -183,8 +129,7 @@ async function checkouts(): Promise<Checkout[]> {
 }
 
 async function main() {
-  if (spawnSync('valgrind', ['--version']).status !== 0)
-    throw new Error('valgrind not found: apt-get install -y valgrind');
+  if (!hasValgrind()) throw new Error('valgrind not found: apt-get install -y valgrind');
   const list = await checkouts();
   const rows: string[][] = [];
   const json: unknown[] = [];
