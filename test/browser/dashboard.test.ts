@@ -4,7 +4,8 @@
  * watches a job added through the API appear in the counts, watches a job die, redrives it with
  * a click and sees it finish. Then the per-topic start lateness, oldest ready age and last-hour
  * chart, live and from a faked GET /topics. Then the upcoming jobs, a group's jobs page by page,
- * a group cancel behind its confirmation, and a job's group and version, all against the live API.
+ * a group cancel behind its confirmation, and a job's group and version, all against the live API; at 1400 px
+ * wide every column of the upcoming table in view, long ids and groups too, and narrower the table scrolls in its box.
  * Then a topic's schedules page by page, an empty topic, an API error and hostile text in a schedule.
  * Then keys: a read key reads everything and has every change control disabled (a change refused
  * anyway shows the API's 403 and keeps the key), and a write key limited to one topic sees that
@@ -741,6 +742,110 @@ describe('the dashboard in headless Chromium', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.screenshot({ path: join(ARTIFACTS, 'dashboard-groups-phone.png'), fullPage: true });
     await page.setViewportSize({ width: 1280, height: 860 });
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
+
+  /**
+   * Where the upcoming jobs table draws each column's header and the group column's cells: for each, whether it
+   * is whole in the viewport and in every box around it that clips (overflow other than visible), and that box's
+   * scroll; `scrollLeft` first scrolls the table's box.
+   */
+  const upcomingLayout = (scrollLeft = 0) =>
+    page.evaluate(`(() => {
+      const table = document.getElementById('upcoming');
+      const box = table.parentElement;
+      box.scrollLeft = ${scrollLeft};
+      const shown = (node) => {
+        const r = node.getBoundingClientRect();
+        if (r.width === 0 || r.left < 0 || r.right > document.documentElement.clientWidth + 0.5) return false;
+        for (let a = node.parentElement; a && a !== document.body; a = a.parentElement) {
+          if (getComputedStyle(a).overflowX === 'visible') continue;
+          const c = a.getBoundingClientRect();
+          const left = c.left + a.clientLeft;
+          if (r.left < left - 0.5 || r.right > left + a.clientWidth + 0.5) return false;
+        }
+        return true;
+      };
+      return {
+        headers: [...table.tHead.rows[0].cells].map((th) => [th.textContent, shown(th)]),
+        groups: [...table.tBodies[0].rows].map((tr) => {
+          const cell = tr.querySelector('[data-testid="upcoming-group"]');
+          return [tr.dataset.id, shown(cell) && shown(cell.firstElementChild)];
+        }),
+        overflowX: getComputedStyle(box).overflowX,
+        scrolls: box.scrollWidth > box.clientWidth + 0.5,
+        boxInCard: box.getBoundingClientRect().right <= document.getElementById('upcoming-card').getBoundingClientRect().right + 0.5,
+      };
+    })()`) as Promise<{
+      headers: [string, boolean][];
+      groups: [string, boolean][];
+      overflowX: string;
+      scrolls: boolean;
+      boxInCard: boolean;
+    }>;
+
+  it('at 1400 px wide shows every column of the upcoming jobs table, the group column whole; narrower, the table scrolls inside its box', async () => {
+    await openDashboard('example', true);
+    // ids and groups as they come: a UUID (an id left out), a tenant-scoped group, dotted and colon-separated names
+    const sfx = String(process.pid);
+    const groups = [`tenant:acme-industries.eu-west-1:invoices-${sfx}`, `reminders.customer-0042.2025-06-${sfx}`];
+    const ids = [
+      (await addJob({ delay: 420, group: groups[0] })).id,
+      (await addJob({ id: `invoice:acme-industries:2025-06-30:${sfx}`, delay: 430, group: groups[0] })).id,
+      (await addJob({ id: `reminder.customer-0042.renewal-notice.${sfx}`, delay: 440, group: groups[1] })).id,
+    ];
+    await page.selectOption('#upcoming-topic', 'example');
+    await until(
+      'the three jobs in the upcoming list',
+      async () => (await rowsOf('upcoming')).filter((r) => ids.includes(r.id ?? '')).length === 3,
+    );
+
+    await page.setViewportSize({ width: 1400, height: 900 });
+    try {
+      const wide = await upcomingLayout();
+      assert.deepEqual(
+        wide.headers,
+        [
+          ['Due', true],
+          ['Id', true],
+          ['Group', true],
+          ['Attempts', true],
+        ],
+        'every header whole in view at 1400 px',
+      );
+      assert.deepEqual(
+        wide.groups.filter(([, whole]) => !whole),
+        [],
+        'every group cell whole in view at 1400 px',
+      );
+      assert.equal(wide.scrolls, false, 'nothing to scroll to at 1400 px');
+      await page.locator('#upcoming-card').screenshot({ path: join(ARTIFACTS, 'dashboard-upcoming-1400.png') });
+
+      // narrower, two columns still (above 860 px): the table scrolls inside its box, whole once scrolled
+      await page.setViewportSize({ width: 900, height: 900 });
+      const narrow = await upcomingLayout();
+      assert.equal(narrow.boxInCard, true, 'the table box stays in its card');
+      if (narrow.scrolls) {
+        assert.match(narrow.overflowX, /^(auto|scroll)$/);
+        const scrolled = await upcomingLayout(100_000);
+        assert.deepEqual(
+          scrolled.headers.slice(2),
+          [
+            ['Group', true],
+            ['Attempts', true],
+          ],
+          'scrolled right, the last columns whole',
+        );
+      } else {
+        assert.deepEqual(
+          narrow.headers.filter(([, whole]) => !whole),
+          [],
+        );
+      }
+      await page.locator('#upcoming-card').screenshot({ path: join(ARTIFACTS, 'dashboard-upcoming-900.png') });
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
 
