@@ -18,5 +18,5 @@ if redis.call('HLEN', keys) >= most then return { Codes.KEY_CHANGE.TOO_MANY } en
 local now = Clock.clock(ARGV[1])
 redis.call('HSET', keys, name, cjson.encode({ scope = scope, topics = topics, hash = sha, createdAt = now, createdBy = by }))
 redis.call('HSET', hashes, sha, name)
-if scope == 'admin' and redis.call('HEXISTS', hashes, '#admins') == 1 then redis.call('HINCRBY', hashes, '#admins', 1) end
+if scope == 'admin' then redis.call('HINCRBY', hashes, '#admins', 1) end
 return { Codes.KEY_CHANGE.CREATED, now }

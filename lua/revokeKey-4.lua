@@ -6,8 +6,7 @@
   always manage keys: the deployment's while no named key is admin, a named admin key while it is
   the only one and the deployment's key is revoked or there is none.
   KEYS[1] the keys' records  KEYS[2] the secrets' digests, and '#admins': how many named keys are
-  admin (kept here and by lua/createKey-2.lua; counted from the records, at most MAX_KEYS, when
-  missing: a deployment from before it)  KEYS[3] last uses (HASH name -> ms)
+  admin (kept here and by lua/createKey-2.lua; none while missing)  KEYS[3] last uses (HASH name -> ms)
   KEYS[4] revoked deployment digests (HASH sha256 hex -> 1)
   ARGV[1] name  ARGV[2] sha256 hex of the deployment's key, '' when it has none
   Returns KEY_CHANGE.REVOKED, KEY_CHANGE.NOT_FOUND (no such key, or revoked already), or
@@ -16,16 +15,9 @@
 --- @include "codes"
 local keys, hashes, used, revoked = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local name, deployment = ARGV[1], ARGV[2]
--- How many named keys are admin: '#admins', counted from the records when missing.
+-- How many named keys are admin (lua/createKey-2.lua adds one for each).
 local function admins()
-  local n = tonumber(redis.call('HGET', hashes, '#admins'))
-  if n then return n end
-  n = 0
-  for _, text in ipairs(redis.call('HVALS', keys)) do
-    if cjson.decode(text).scope == 'admin' then n = n + 1 end
-  end
-  redis.call('HSET', hashes, '#admins', n)
-  return n
+  return tonumber(redis.call('HGET', hashes, '#admins')) or 0
 end
 if name == 'deployment' then
   if deployment == '' or redis.call('HGET', revoked, deployment) then return Codes.KEY_CHANGE.NOT_FOUND end

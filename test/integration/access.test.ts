@@ -153,24 +153,6 @@ describe('API keys in Redis', () => {
     assert.equal(await engine.revokeKey(second, secretDigest(unique('deploy'))), true);
   });
 
-  it("counts the admin keys of a deployment made before the count was kept, from the keys' records", async () => {
-    const { engine, deploymentSha } = setup();
-    const admin = unique('admin');
-    await engine.createKey({
-      name: admin,
-      scope: 'admin',
-      topics: null,
-      sha: secretDigest(newSecret()),
-      createdBy: 'x',
-    });
-    await server.client().hdel('dq:{keys}:hashes', '#admins'); // as before this change
-    assert.equal(await engine.revokeKey('deployment', deploymentSha), true, 'the admin key found');
-    assert.equal(await engine.revokeKey(admin, deploymentSha), 'last-admin');
-    assert.equal(await engine.revokeKey(admin, secretDigest(unique('deploy'))), true);
-    await server.client().hdel('dq:{keys}:hashes', '#admins');
-    assert.equal(await engine.revokeKey('deployment', secretDigest(unique('deploy'))), 'last-admin', 'none left');
-  });
-
   it("a key's use is noted at most once a minute", async () => {
     const { engine, clock, deploymentSha } = setup();
     const name = unique('busy');
