@@ -746,26 +746,30 @@ describe('the dashboard in headless Chromium', () => {
   });
 
   /**
+   * A page function (as source): whether `node` is drawn whole in the viewport and in every box around it that clips
+   * (overflow other than visible), so not cut off nor scrolled out of its box.
+   */
+  const WHOLE_IN_VIEW = `(node) => {
+    const r = node.getBoundingClientRect();
+    if (r.width === 0 || r.left < 0 || r.right > document.documentElement.clientWidth + 0.5) return false;
+    for (let a = node.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX === 'visible') continue;
+      const c = a.getBoundingClientRect();
+      const left = c.left + a.clientLeft;
+      if (r.left < left - 0.5 || r.right > left + a.clientWidth + 0.5) return false;
+    }
+    return true;
+  }`;
+  /**
    * Where the upcoming jobs table draws each column's header and the group column's cells: for each, whether it
-   * is whole in the viewport and in every box around it that clips (overflow other than visible), and that box's
-   * scroll; `scrollLeft` first scrolls the table's box.
+   * is whole in view (WHOLE_IN_VIEW), and whether the table's box scrolls; `scrollLeft` first scrolls that box.
    */
   const upcomingLayout = (scrollLeft = 0) =>
     page.evaluate(`(() => {
       const table = document.getElementById('upcoming');
       const box = table.parentElement;
       box.scrollLeft = ${scrollLeft};
-      const shown = (node) => {
-        const r = node.getBoundingClientRect();
-        if (r.width === 0 || r.left < 0 || r.right > document.documentElement.clientWidth + 0.5) return false;
-        for (let a = node.parentElement; a && a !== document.body; a = a.parentElement) {
-          if (getComputedStyle(a).overflowX === 'visible') continue;
-          const c = a.getBoundingClientRect();
-          const left = c.left + a.clientLeft;
-          if (r.left < left - 0.5 || r.right > left + a.clientWidth + 0.5) return false;
-        }
-        return true;
-      };
+      const shown = ${WHOLE_IN_VIEW};
       return {
         headers: [...table.tHead.rows[0].cells].map((th) => [th.textContent, shown(th)]),
         groups: [...table.tBodies[0].rows].map((tr) => {
@@ -846,6 +850,89 @@ describe('the dashboard in headless Chromium', () => {
     } finally {
       await page.setViewportSize({ width: 1280, height: 860 });
     }
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
+  });
+
+  it("shows a job's attempt history in its view: a job that failed once and then was done has both attempts, their outcomes and the error, in view next to its attempts and last error", async () => {
+    await openDashboard('webhook', true);
+    // a webhook whose receiver fails once: the first attempt fails (HTTP 500), the retry a second later is done
+    const id = `history-${process.pid}`;
+    await client.add({
+      topic: 'webhook',
+      id,
+      delay: 0,
+      url: `${receiver.url}/fail-1/${id}`,
+      maxAttempts: 3,
+      backoff: { type: 'fixed', delay: 1 },
+      body: { orderId: 9 },
+    });
+    await until('the job done on its second attempt', async () => (await client.get('webhook', id))?.state === 'done');
+    const job = (await client.get('webhook', id))!;
+    assert.deepEqual(
+      job.attemptHistory.map((a) => [a.attempt, a.outcome]),
+      [
+        [1, 'failed'],
+        [2, 'done'],
+      ],
+      'the API has both attempts',
+    );
+
+    await page.selectOption('#lookup-topic', 'webhook');
+    await page.fill('#lookup-id', id);
+    await page.click('#lookup-form button[type=submit]');
+    await until('the job in the lookup', async () => (await text('[data-testid="job-state"]')) === 'done');
+    assert.equal(await text('[data-testid="job-attempts"]'), '2 of 3');
+    assert.match(await text('[data-testid="job-error"]'), /HTTP 500/, 'the last error, from the failed attempt');
+    const rows = await page.locator('[data-testid="job-history-row"]').evaluateAll((trs) =>
+      trs.map((tr) => ({
+        outcome: tr.getAttribute('data-outcome'),
+        cells: [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim()),
+      })),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.outcome, r.cells[0], r.cells[1]]),
+      [
+        ['failed', '1', 'failed'],
+        ['done', '2', 'done'],
+      ],
+      'both attempts, oldest first, with their outcomes',
+    );
+    assert.match(rows[0]!.cells.at(-1)!, /HTTP 500/, "the failed attempt's error");
+    assert.equal(rows[1]!.cells.at(-1), '—', 'none for the done one');
+    assert.ok(
+      rows.every((r) => /^\d/.test(r.cells[3]!) && /^\d/.test(r.cells[4]!)),
+      `how long each took and how late it started: ${JSON.stringify(rows)}`,
+    );
+
+    // no cell of the history is cut off: on a desktop all are in view, on a phone its box scrolls sideways to each
+    /** The history's cells (index: text) not whole in view (WHOLE_IN_VIEW) with its box scrolled to `scrollLeft`. */
+    const cut = (scrollLeft: number) =>
+      page.evaluate(`(() => {
+        const table = document.querySelector('[data-testid="job-history"]');
+        table.parentElement.scrollLeft = ${scrollLeft};
+        const shown = ${WHOLE_IN_VIEW};
+        return [...table.querySelectorAll('th, td')].map((c, i) => shown(c) ? null : i + ': ' + c.textContent).filter((c) => c !== null);
+      })()`) as Promise<string[]>;
+    for (const width of [1280, 1400]) {
+      await page.setViewportSize({ width, height: 860 });
+      assert.deepEqual(await cut(0), [], `every history cell whole in view at ${width} px`);
+    }
+    await page.setViewportSize({ width: 390, height: 844 });
+    const [left, right] = [await cut(0), await cut(100_000)];
+    assert.deepEqual(
+      left.filter((c) => right.includes(c)),
+      [],
+      'at 390 px each history cell whole in view with its box scrolled to one end or the other',
+    );
+    await page.locator('#lookup-card').screenshot({ path: join(ARTIFACTS, 'dashboard-job-history-phone.png') });
+    await page.setViewportSize({ width: 1280, height: 860 });
+    const labels = await page.locator('#lookup-result dt').allInnerTexts();
+    assert.deepEqual(
+      labels.slice(0, 4),
+      ['State', 'Attempts', 'Last error', 'History'],
+      'state, attempts, last error and the attempts one by one come first',
+    );
+    await page.locator('#lookup-card').screenshot({ path: join(ARTIFACTS, 'dashboard-job-history.png') });
     assert.deepEqual(problems, [], 'no script errors, CSP violations or dialogs');
   });
 
