@@ -42,7 +42,7 @@ export type ApiErrorCode =
 /** Codes the client itself raises: no answer, no answer in time, an answer that is not the API's. */
 export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'BAD_RESPONSE';
 
-export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
+export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled' | 'expired';
 
 /** A job's retry policy as the API reports it: fixed, exponential (with jitter), or a ladder; seconds. */
 export type Backoff =
@@ -90,6 +90,13 @@ export interface NewJob<Body = unknown> {
    * keys, each within its limits.
    */
   key?: string;
+  /**
+   * No attempt starts at or after this time (epoch ms or ISO-8601, not before the job's runAt): one due then ends the
+   * job as `expired`, its handler never called. At most one of `expiresAt` and `expireAfter`.
+   */
+  expiresAt?: number | string;
+  /** Seconds (or a Duration) after the job's runAt after which no attempt starts (see expiresAt). */
+  expireAfter?: number | Duration;
 }
 
 /** A new version of job topic/id for `put`: the fields of NewJob without topic and id. */
@@ -113,6 +120,8 @@ export interface Job<Body = unknown> {
   lastError: string | null;
   /** The running attempt's time-to-run deadline. */
   deadline: string | null;
+  /** No attempt starts at or after this time: one due then ends the job as `expired`. Null: it never expires. */
+  expiresAt: string | null;
   /**
    * Grows with every change written to the job (0 for a job written before versions existed); its ETag is
    * `"<version>"`: pass it as `ifMatch`.
@@ -172,6 +181,8 @@ export interface TopicStats {
   ready: number;
   running: number;
   dead: number;
+  /** Jobs that expired: an attempt was due after their expiresAt, and none started (GET /topics always sends it). */
+  expired?: number;
   nextDueAt: string | null;
   /** Over the last 5 minutes; percentiles at most 19 % above the true value, max exact; null with no start. */
   lateness: {

@@ -10,9 +10,10 @@
   ARGV[5] '1': the topic is a flow topic (each job's flow key is stored, '' for none); '0': not
   ARGV[6] '' or, while the partition count changes and this is a partition of the former layout,
           the current count: the partition is closed from now on (MOVED_FIELD in the jobs hash)
-  ARGV[7..] 11 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
+  ARGV[7..] 12 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
-            version the job must have; put only), flow key|'', body
+            version the job must have; put only), flow key|'', expiry ('' none, '<ms>' at epoch
+            ms, '+<ms>' that long after the job's due time: H_EXPIRES), body
   A job with a group joins the group's newest zset, after its members (see "Groups" in
   includes/groups.lua; a job already in the group keeps its place). A job a put moves
   out of its group is not taken out of the old group's zset here (its key is not this call's): the
@@ -51,7 +52,7 @@ local H_STATE, H_KEY, H_RUN_AT, H_MAX, H_TTR = Job.H_STATE, Job.H_KEY, Job.H_RUN
 local H_BACKOFF, H_URL, H_UPDATED, H_VERSION = Job.H_BACKOFF, Job.H_URL, Job.H_UPDATED, Job.H_VERSION
 local H_GROUP, H_BY, H_CHUNK, decode = Job.H_GROUP, Job.H_BY, Job.H_CHUNK, Job.decode
 local delayedMember, loadBody, bodySize, seqOf = Job.delayedMember, Job.loadBody, Job.bodySize, Job.seqOf
-local store, view, matches = Job.store, Job.view, Job.matches
+local store, view, matches, setExpiry, H_EXPIRES = Job.store, Job.view, Job.matches, Job.setExpiry, Job.H_EXPIRES
 local placeInGroup, addToGroup = Groups.placeInGroup, Groups.addToGroup
 local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = Clock.clock(ARGV[1])
@@ -84,13 +85,21 @@ local function join(id, h, old, oldChunk)
   return false
 end
 
-for i = 7, #ARGV, 11 do
+-- The expiry `spec` (ARGV, not '') of a job due at `due`, epoch ms.
+local function expiryOf(spec, due)
+  if string.sub(spec, 1, 1) == '+' then return due + tonumber(string.sub(spec, 2)) end
+  return tonumber(spec)
+end
+
+for i = 7, #ARGV, 12 do
   local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local due = whenMs
   if whenKind == 'd' then due = now + whenMs end
   local max, ttr, backoff, url, group, ifMatch, key, body =
     optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
-    optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 10]
+    optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 11]
+  local spec = ARGV[i + 10]
+  local expires = spec ~= '' and expiryOf(spec, due)
 
   local record = redis.call('HGET', jobsKey, id)
   if not record and moved == nil then
@@ -104,6 +113,7 @@ for i = 7, #ARGV, 11 do
       if not budget.take(#body) then break end
       local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
       placeInGroup(jobsKey, groupKey, h, false, nil)
+      if expires then setExpiry(h, expires) end
       store(jobsKey, bodiesKey, id, h, body, false)
       redis.call('ZADD', delayedKey, due, delayedMember(id, key))
       join(id, h, false, nil)
@@ -129,6 +139,7 @@ for i = 7, #ARGV, 11 do
         h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, by, key
       end
       placeInGroup(jobsKey, groupKey, h, old, oldChunk)
+      if expires or h[H_EXPIRES] then setExpiry(h, expires) end
       store(jobsKey, bodiesKey, id, h, body, true)
       redis.call('ZADD', delayedKey, due, delayedMember(id, key))
       local left = join(id, h, old, oldChunk)

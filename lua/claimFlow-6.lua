@@ -20,7 +20,9 @@
   ARGV[8] retention ms of a job cancelled here  ARGV[9] '1': start the attempts claimed
   ARGV[10] the topic's concurrency per key, '' for none
   ARGV[11] the topic's pace per key: count, '' for none  ARGV[12] per ms  ARGV[13] burst
-  Returns { now, taken, skipped, more 0|1, heldUntil or false, items... }: items as claimJobs-7's;
+  With ARGV[9] '1' a job whose expiry is at or before now ends as EXPIRED instead of its claim, as
+  in claimJobs-7 (counted as skipped and expired; it never took its key's slot).
+  Returns { now, taken, skipped, more 0|1, heldUntil or false, expired, items... }: items as claimJobs-7's;
   taken counts the ids taken off lanes; heldUntil is the earliest time at which a key this call
   held by its pace may start again (the caller makes sure a sweep looks then).
   Mirrored by ClaimFlowReply in lib/engine/scripts.ts.
@@ -36,7 +38,7 @@
 --- @include "lateness"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local PENDING = Codes.PENDING
-local H_STATE, H_KEY, H_ERROR, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.decode
+local H_STATE, H_KEY, H_ERROR, H_EXPIRES, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.H_EXPIRES, Job.decode
 local delayedMember, bodySize = Job.delayedMember, Job.bodySize
 local cancelNow = Cancel.cancelNow
 local groupCancelError = GroupCancel.groupCancelError
@@ -52,7 +54,7 @@ local now = Clock.clock(ARGV[1])
 local budget = Budget.byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
 local defaults = { conc = tonumber(ARGV[10]) or 0, rate = false }
 if ARGV[11] ~= '' then defaults.rate = Flow.flowRate(tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])) end
-local result = { now, 0, 0, 0, false }
+local result = { now, 0, 0, 0, false, 0 }
 local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
 if n <= 0 then return result end
 -- the pause mark, and whether any key has pinned limits, in one read: pinned limits are rare, and
@@ -120,6 +122,9 @@ local function claimFromLane(key, head)
       result[3] = result[3] + 1
     elseif not live then
       result[3] = result[3] + 1
+    elseif late and h[H_EXPIRES] and h[H_EXPIRES] <= now then
+      Cancel.expireNow(k, id, h, inline, now, retention)
+      result[3], result[6] = result[3] + 1, result[6] + 1
     else
       h[H_KEY] = key
       result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. taken, late)

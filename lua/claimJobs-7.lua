@@ -9,9 +9,10 @@
   Stops before the job whose record and body would pass the byte budget (never before the first
   id, unless strict): the ids not looked at stay at the head of the ready list, and the bodies the
   caller then reads stay within the budget too.
-  With ARGV[9] '1' the claim also starts each attempt, as startAttempts-2 does (for a handler
+  With ARGV[9] '1' the claim also starts each attempt, as startAttempts-5 does (for a handler
   that runs what it claims at once): the attempt is marked started and its lateness recorded in
-  the partition's stats (KEYS[7]).
+  the partition's stats (KEYS[7]); a job whose expiry (H_EXPIRES) is at or before now is not
+  claimed but ends as EXPIRED (expireNow in includes/cancel.lua), counted as skipped and expired.
   A job whose group is being cancelled (lua/cancelGroup-6.lua) and that has not changed since that
   cancel began is cancelled here instead of claimed (and counted as skipped): the cancel may not
   have reached it yet, and it must not start.
@@ -27,13 +28,13 @@
   ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/cancel.lua)
   ARGV[9] '1': start the attempts claimed; '0': claim only (a handler starts them)
   A paused topic (includes/flow.lua) claims nothing.
-  Returns { now, taken, skipped, more 0|1, drained 0|1, capped 0|1, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
+  Returns { now, taken, skipped, more 0|1, drained 0|1, capped 0|1, expired, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
   where taken counts the ids taken off the ready list, more = 1 when the budget stopped the
   claim before n ids, drained = 1 when the call left the ready list empty (it read fewer ids
   than it could take and took them all) or the topic is paused: a further claim now would find
   nothing (0: it may find more, or the call cannot tell), and capped = 1 when the running zset
   holds max running after the call: further claims wait for attempts to end (the handlers of
-  this claim, as they finish, take the next). Mirrored by ClaimReply and ClaimedItem in
+  this claim, as they finish, take the next); expired counts the jobs that expired here. Mirrored by ClaimReply and ClaimedItem in
   lib/engine/scripts.ts.
 ]]
 --- @include "codes"
@@ -47,9 +48,9 @@
 --- @include "lateness"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local PENDING = Codes.PENDING
-local H_STATE, H_KEY, H_ERROR, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.decode
+local H_STATE, H_KEY, H_ERROR, H_EXPIRES, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.H_EXPIRES, Job.decode
 local delayedMember, bodySize = Job.delayedMember, Job.bodySize
-local cancelNow = Cancel.cancelNow
+local cancelNow, expireNow = Cancel.cancelNow, Cancel.expireNow
 local groupCancelError = GroupCancel.groupCancelError
 local cancelledWithGroup, claimOne = Claim.cancelledWithGroup, Claim.claimOne
 local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -61,15 +62,15 @@ local budget = Budget.byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
 local maxRunning = tonumber(ARGV[3])
 local running = redis.call('ZCARD', runningKey)
 local n = math.min(tonumber(ARGV[2]), maxRunning - running)
-if n <= 0 then return { now, 0, 0, 0, 0, 1 } end
+if n <= 0 then return { now, 0, 0, 0, 0, 1, 0 } end
 -- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
 local ids = redis.call('LRANGE', readyKey, 0, n - 1)
-if #ids == 0 then return { now, 0, 0, 0, 1, 0 } end
+if #ids == 0 then return { now, 0, 0, 0, 1, 0, 0 } end
 -- the pause mark read with the first record: a paused topic claims nothing
 local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, ids[1])
-if first[1] then return { now, 0, 0, 0, 1, 0 } end
+if first[1] then return { now, 0, 0, 0, 1, 0, 0 } end
 
-local result = { now, 0, 0, 0, 0, 0 }
+local result = { now, 0, 0, 0, 0, 0, 0 }
 local taken = 0
 local late = {}
 for i, id in ipairs(ids) do
@@ -91,13 +92,18 @@ for i, id in ipairs(ids) do
   else
     local size = #record + bodySize(bodiesKey, id, inline)
     if not budget.take(size) then result[4] = 1 break end
-    result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. i, start and late)
+    if start and h[H_EXPIRES] and h[H_EXPIRES] <= now then
+      expireNow(k, id, h, inline, now, retention)
+      result[3], result[7] = result[3] + 1, result[7] + 1
+    else
+      result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. i, start and late)
+    end
   end
   taken = i
 end
 redis.call('LTRIM', readyKey, taken, -1)
 if #ids < n and taken == #ids then result[5] = 1 end
-if running + #result - 6 >= maxRunning then result[6] = 1 end -- claims made: the items after the 6 header slots
+if running + #result - 7 >= maxRunning then result[6] = 1 end -- claims made: the items after the 7 header slots
 if #late > 0 then Lateness.recordLateness(KEYS[7], now, late) end
 result[2] = taken
 return result

@@ -15,6 +15,7 @@ import {
   DEAD_PAGE,
   JOBS_PAGE,
   EARLIEST_RUN_AT_MS,
+  EXPIRE_AFTER_SECONDS,
   JITTER_SECONDS,
   MAX_ATTEMPTS,
   REDRIVE_COUNT,
@@ -40,6 +41,8 @@ const JOB_FIELDS = [
   'group',
   'jitter',
   'key',
+  'expiresAt',
+  'expireAfter',
 ];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
@@ -293,6 +296,55 @@ export function checkJobOptions(
   return { ...options, ...(url !== undefined ? { url } : {}), ...(group !== undefined ? { group } : {}) };
 }
 
+/** An expiresAt as epoch ms, or undefined (a problem added) when it is not epoch ms or an ISO-8601 time. */
+function parseExpiresAt(value: unknown, problems: FieldProblem[]): number | undefined {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= EARLIEST_RUN_AT_MS) return value;
+  if (typeof value === 'string' && ISO_8601.test(value) && isCalendarDate(value) && !Number.isNaN(Date.parse(value)))
+    return Date.parse(value);
+  problem(
+    problems,
+    'expiresAt',
+    'must be epoch milliseconds or an ISO-8601 time with a zone, like 2030-01-02T03:04:05Z',
+  );
+  return undefined;
+}
+
+/**
+ * A job's expiry: its own `expiresAt` (a time later than its runAt, `dueMs` as the client's clock puts it) or
+ * `expireAfter` (seconds after its runAt), else the topic's `expireAfter` default (`defaultMs`); undefined for none, or
+ * when a problem was added.
+ */
+function checkExpiry(
+  job: Record<string, unknown>,
+  dueMs: number | undefined,
+  defaultMs: number | undefined,
+  problems: FieldProblem[],
+): NewJob['expires'] {
+  if (job.expiresAt !== undefined && job.expireAfter !== undefined) {
+    problem(problems, 'expiresAt', 'give either expiresAt or expireAfter, not both');
+    return undefined;
+  }
+  if (job.expiresAt !== undefined) {
+    const ms = parseExpiresAt(job.expiresAt, problems);
+    if (ms === undefined) return undefined;
+    if (dueMs !== undefined && ms <= dueMs) {
+      problem(problems, 'expiresAt', `must be later than the job's runAt (${new Date(dueMs).toISOString()})`);
+      return undefined;
+    }
+    return { kind: 'a', ms };
+  }
+  if (job.expireAfter !== undefined) {
+    const seconds = secondsOf(job.expireAfter);
+    const { min, max } = EXPIRE_AFTER_SECONDS;
+    if (seconds === undefined || seconds < min || seconds > max) {
+      problem(problems, 'expireAfter', secondsRule(min, max));
+      return undefined;
+    }
+    return { kind: 'r', ms: Math.round(seconds * 1000) };
+  }
+  return defaultMs === undefined ? undefined : { kind: 'r', ms: defaultMs };
+}
+
 /**
  * A job's (or schedule's) own jitter (ms), or undefined when it sets none; adds a problem when it is not seconds (or a
  * duration) in JITTER_SECONDS.
@@ -378,11 +430,14 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   const key = checkFlowKey(job.key, topic, config, problems);
   const body = bodyText(job.body);
   if (body === undefined) problem(problems, 'body', 'must be a JSON value');
-  throwProblems(problems);
-  const t = requireTopic(config, topic!);
-  checkBodySize(body!, config, true);
+  const t = topic !== undefined ? config.topics.get(topic) : undefined;
   // the first run only: a retry's time comes from the backoff
-  const offset = jitterOffsetMs(topic!, id!, jitterMs ?? t.jitterMs);
+  const offset = t && id !== undefined ? jitterOffsetMs(topic!, id, jitterMs ?? t.jitterMs) : 0;
+  const due = when && (when.kind === 'a' ? when.ms : clientNow + when.ms) + offset;
+  const expires = checkExpiry(job, due, t?.expireAfterMs, problems);
+  throwProblems(problems);
+  requireTopic(config, topic!);
+  checkBodySize(body!, config, true);
   return {
     topic: topic!,
     id: id!,
@@ -391,6 +446,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
     body: body!,
     ...options,
     ...(key !== undefined ? { key } : {}),
+    ...(expires !== undefined ? { expires } : {}),
   };
 }
 

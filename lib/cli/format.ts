@@ -79,6 +79,7 @@ export function jobView(job: Job | DeadJob, now: number): string {
   ];
   if (job.key) pairs.splice(6, 0, ['key', job.key]);
   if (job.deadline) pairs.push(['deadline', when(job.deadline, now)]);
+  if (job.expiresAt) pairs.push(['expiresAt', when(job.expiresAt, now)]);
   if ('diedAt' in job) pairs.push(['diedAt', when(job.diedAt, now)]);
   if (job.url) pairs.push(['url', job.url]);
   if (job.lastError) pairs.push(['lastError', job.lastError]);

@@ -39,6 +39,12 @@ export const TTR_SECONDS = { min: 1, max: 86_400 } as const satisfies Range;
 /** Jitter of a job's first run time in seconds, of a job and of a topic: up to a day. */
 export const JITTER_SECONDS = { min: 0, max: 86_400 } as const satisfies Range;
 
+/**
+ * A job's expireAfter in seconds, of a job and of a topic's default: how long after its runAt an attempt may still
+ * start. At least 1 s; at most ten years (the longest maxDelay).
+ */
+export const EXPIRE_AFTER_SECONDS = { min: 1, max: 10 * 365 * 86_400 } as const satisfies Range;
+
 /** Attempts of one job, of a job and of a topic. */
 export const MAX_ATTEMPTS = { min: 1, max: 1000 } as const satisfies Range;
 

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { parseBackoff } from './backoff';
-import { JITTER_SECONDS, MAX_ATTEMPTS, MAX_BODY_BYTES, TTR_SECONDS } from './limits';
+import { EXPIRE_AFTER_SECONDS, JITTER_SECONDS, MAX_ATTEMPTS, MAX_BODY_BYTES, TTR_SECONDS } from './limits';
 
 /** A topic as the engine uses it: every default resolved. */
 export interface TopicConfig {
@@ -25,6 +25,11 @@ export interface TopicConfig {
   rateLimit?: RateLimit;
   /** Spread of a job's first run time (ms) for jobs that set no jitter: see lib/core/pacing.ts. 0: none. */
   jitterMs: number;
+  /**
+   * The expiry of a job that sets none (ms after its first runAt): no attempt starts at or after it, one due then ends
+   * the job as `expired`. None when unset: such jobs never expire.
+   */
+  expireAfterMs?: number;
   /**
    * Flow control per key (lib/engine/flow.ts): present on a flow topic, whose jobs may carry a
    * `key` and are claimed round the keys, each within these limits (the key's pinned ones aside).
@@ -100,6 +105,8 @@ export interface TopicInput {
   rateLimit?: { count?: number; per?: number };
   /** seconds: each job's first run time is spread over [runAt, runAt + jitter), for jobs that set none. */
   jitter?: number;
+  /** seconds after each job's first runAt after which no attempt of it starts (it expires), for jobs that set none. */
+  expireAfter?: number;
   /** Flow control per key: `concurrency` per key, `rate` per key ({ count, per seconds, burst }). */
   flow?: { concurrency?: number; rate?: { count?: number; per?: number; burst?: number } };
 }
@@ -250,8 +257,15 @@ function resolveTopic(name: string, t: TopicInput, maxDelayMs: number): TopicCon
     ...(t.handler ? { handler: t.handler } : {}),
     ...(t.rateLimit !== undefined ? { rateLimit: rateLimit(t.rateLimit, `${where}.rateLimit`) } : {}),
     jitterMs: seconds(t.jitter ?? 0, `${where}.jitter`, JITTER_SECONDS.min, JITTER_SECONDS.max),
+    ...expireAfter(t.expireAfter, `${where}.expireAfter`),
     ...(t.flow !== undefined ? { flow: flowDefaults(t.flow, `${where}.flow`) } : {}),
   };
+}
+
+/** A topic's default expiry (its `expireAfter`, seconds) as TopicConfig holds it: none when unset. */
+function expireAfter(value: number | undefined, name: string): { expireAfterMs?: number } {
+  if (value === undefined) return {};
+  return { expireAfterMs: seconds(value, name, EXPIRE_AFTER_SECONDS.min, EXPIRE_AFTER_SECONDS.max) };
 }
 
 function rateLimit(value: unknown, name: string): RateLimit {

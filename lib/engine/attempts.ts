@@ -64,6 +64,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: Cla
   let full = false; // what is left of maxBytes cannot take the next job
   let drained = true; // every partition's ready list was found empty, or left so
   let capped = false; // a call found the running attempts at the cap after it
+  let expired = 0; // jobs that expired at the claim's start
   const order = ctx.rotation.order(ctx.layout.size);
   let visited = 0;
   for (const p of order) {
@@ -80,7 +81,8 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: Cla
         [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)],
         claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
       );
-      const [now, , , stopped, empty, atCap, ...items] = await run(ctx.redis, call);
+      const [now, , , stopped, empty, atCap, gone, ...items] = await run(ctx.redis, call);
+      expired += gone;
       bytes += await handOut(ctx, t, { bodiesKey: k.bodies, now, items }, claimed);
       running += items.length;
       more = stopped === 1;
@@ -95,7 +97,8 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: Cla
   }
   // partitions not visited had jobs ready when counted (or, on one partition, the call says)
   if (order.slice(visited).some((p) => !counts || counts.ready[p]! > 0)) drained = false;
-  return { jobs: claimed, heldUntil: null, drained, capped: capped || (runningBy.length > 0 && running >= maxRunning) };
+  const atCap = capped || (runningBy.length > 0 && running >= maxRunning);
+  return { jobs: claimed, heldUntil: null, drained, capped: atCap, expired };
 }
 
 /**
@@ -124,6 +127,8 @@ export interface Claim {
   heldUntil: number | null;
   drained: boolean;
   capped: boolean;
+  /** Jobs a claim that starts what it claims found due after their expiry: ended as expired, not handed out. */
+  expired: number;
 }
 
 /**
@@ -193,6 +198,7 @@ async function claimFlow(
   const claimed: ClaimedJob[] = [];
   let bytes = 0;
   let heldUntil: number | null = null;
+  let expired = 0;
   for (let more = true; more && claimed.length < count && bytes < maxBytes;) {
     const left = maxBytes - bytes;
     const strict = claimed.length > 0;
@@ -203,13 +209,14 @@ async function claimFlow(
         flow,
       },
     );
-    const [now, , , stopped, held, ...items] = await run(ctx.redis, call);
+    const [now, , , stopped, held, gone, ...items] = await run(ctx.redis, call);
+    expired += gone;
     if (held !== null && (heldUntil === null || held < heldUntil)) heldUntil = held;
     bytes += await handOut(ctx, t, { bodiesKey: k.bodies, now, items }, claimed);
     // stopped at a budget that was all that was left of maxBytes: full
     more = stopped === 1 && left > SCRIPT_CALL_BYTES && !(strict && items.length === 0);
   }
-  return { jobs: claimed, heldUntil, drained: false, capped: true }; // it cannot tell: the handlers claim on
+  return { jobs: claimed, heldUntil, drained: false, capped: true, expired }; // it cannot tell: the handlers claim on
 }
 
 /**
@@ -242,12 +249,14 @@ export async function claimPaced(
     ctx.redis,
     script.takeTokens(key, { clock: ctx.clock(), count: t.rateLimit.count, perMs: t.rateLimit.perMs, wanted: count }),
   );
-  if (granted === 0) return { jobs: [], heldUntil: null, drained: false, capped: false, waitMs: Math.max(1, waitMs) };
+  if (granted === 0)
+    return { jobs: [], heldUntil: null, drained: false, capped: false, expired: 0, waitMs: Math.max(1, waitMs) };
   // The jobs start at the grant's time (their claim time, lateness and ttr deadline count from it),
   // so the starts the window counts are the starts the jobs record, whatever the claim's own delay.
   // A claim that throws keeps its tokens: its reply may be lost after it claimed, and keeping them errs on the slow
   // side.
-  const { jobs, heldUntil, drained, capped } = await claimJobs(ctx, t, { ...request, count: granted, at: grantedAt });
+  const claim = await claimJobs(ctx, t, { ...request, count: granted, at: grantedAt });
+  const { jobs } = claim;
   const unused = granted - jobs.length;
   if (unused > 0)
     await run(
@@ -255,7 +264,7 @@ export async function claimPaced(
       script.returnTokens(key, { slot, n: unused, intervalMs: t.rateLimit.perMs / t.rateLimit.count }),
     );
   // fewer jobs than tokens: what stopped the claim was not the limit
-  return { jobs, heldUntil, drained, capped, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
+  return { ...claim, waitMs: granted < count && unused === 0 ? Math.max(1, waitMs) : null };
 }
 
 /** The script arguments naming attempt `ref` of job `id`. */
@@ -449,6 +458,8 @@ async function releaseIn(
 /** What a start answers: which attempts are live (run those), in order, and the clock they were checked on. */
 export interface Started {
   live: boolean[];
+  /** How many of the attempts were due after their job's expiry: the jobs ended as expired, nothing to run. */
+  expired: number;
   /**
    * The Redis clock (or the fixed test clock) of the latest of the start's calls, epoch ms; null when no attempt was
    * sent.
@@ -468,6 +479,7 @@ export async function startAttempts(
   const live: boolean[] = new Array<boolean>(jobs.length).fill(false);
   const t = ctx.config.topics.get(topic) ?? topic;
   let now: number | null = null;
+  let expired = 0;
   // not in their current partition: in their former one, while the partition count changes
   const elsewhere: number[] = [];
   const startIn = async (byPartition: Map<number, number[]>) => {
@@ -478,8 +490,9 @@ export async function startAttempts(
         for (let rest = indexes; rest.length > 0;) {
           const reply = await run(
             ctx.redis,
-            script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.layout), k.running, k.ready], {
+            script.startAttempts([k.jobs, latenessKey(partition, topic, ctx.layout), k.running, k.ready, k.done], {
               clock: ctx.clock(),
+              retentionMs: ctx.config.retentionMs,
               attempts: rest.map((i) => attemptArg(jobs[i]!.id, jobs[i]!)),
               maxBytes: SCRIPT_CALL_BYTES,
             }),
@@ -487,6 +500,7 @@ export async function startAttempts(
           now = Math.max(now ?? reply[0], reply[0]);
           for (let j = 1; j < reply.length; j++) {
             live[rest[j - 1]!] = reply[j] === OUTCOME.STARTED;
+            if (reply[j] === OUTCOME.EXPIRED) expired += 1;
             if (reply[j] === REFUSAL.NOT_FOUND && partition < ctx.layout.count && ctx.layout.former > 0)
               elsewhere.push(rest[j - 1]!);
           }
@@ -502,7 +516,7 @@ export async function startAttempts(
     ),
   );
   if (elsewhere.length > 0) await startIn(groupBy(elsewhere, (i) => ctx.layout.formerPlaceOf(t, jobs[i]!.id)!));
-  return { live, now };
+  return { live, now, expired };
 }
 
 /**
@@ -549,10 +563,20 @@ export const attemptOps = {
    * at once.
    */
   async claimStarted(this: object, topic: string, count: number): Promise<ClaimedJob[]> {
+    return (await attemptOps.claimStartedCounted.call(this, topic, count)).jobs;
+  },
+
+  /** As claimStarted, with how many jobs the claim found due after their expiry (ended as expired, not handed out). */
+  async claimStartedCounted(
+    this: object,
+    topic: string,
+    count: number,
+  ): Promise<{ jobs: ClaimedJob[]; expired: number }> {
     const ctx = contextOf(this);
     const t = topicOf(ctx, topic);
     const claim = await claimPaced(ctx, t, { count, maxRunning: t.concurrency, start: true });
-    return (await heldBack(ctx, claim)).jobs;
+    const { jobs, expired } = await heldBack(ctx, claim);
+    return { jobs, expired };
   },
 
   /**

@@ -1,11 +1,11 @@
 /**
  * Every number the Lua scripts and TypeScript agree on, by name. Each table here has a twin of
- * the same name and values in lua/includes/codes.lua (the job states are its PENDING..CANCELLED
+ * the same name and values in lua/includes/codes.lua (the job states are its PENDING..EXPIRED
  * locals); test/integration/codes.test.ts runs that file in Redis and checks the two agree.
  */
 
 /** Job states as the scripts store them (READY only in replies: a pending job not in the delayed zset). */
-export const JOB_STATE = { PENDING: 1, READY: 2, RUNNING: 3, DONE: 4, DEAD: 5, CANCELLED: 6 } as const;
+export const JOB_STATE = { PENDING: 1, READY: 2, RUNNING: 3, DONE: 4, DEAD: 5, CANCELLED: 6, EXPIRED: 7 } as const;
 export type JobStateCode = (typeof JOB_STATE)[keyof typeof JOB_STATE];
 
 /** Refusals: a script changed nothing and says why. lib/api/api-errors.ts maps each to its API error. */
@@ -64,6 +64,8 @@ export const OUTCOME = {
   STARTED: 1,
   /** startAttempts: the topic or the job's flow key is paused: given back without counting; do not run it */
   HELD_BACK: 3,
+  /** startAttempts: due after its job's expiry (expiresAt): the job is now expired, not started; do not run it */
+  EXPIRED: 4,
   /** advanceSchedule: the schedule moved on to its next occurrence */
   ADVANCED: 1,
   /** deleteSchedule */

@@ -108,6 +108,7 @@ export class Engine {
   claimPaced = attemptOps.claimPaced;
   claim = attemptOps.claim;
   claimStarted = attemptOps.claimStarted;
+  claimStartedCounted = attemptOps.claimStartedCounted;
   start = attemptOps.start;
   startTimed = attemptOps.startTimed;
   ack = attemptOps.ack;

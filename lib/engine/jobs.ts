@@ -12,7 +12,7 @@ import { isoOrNull, isoTime } from '../core/time';
 export type { JobChange, JobView, NewJob } from './shapes';
 
 /** A job's state as the API names it ('delayed' is the scripts' PENDING in the delayed zset). */
-export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled';
+export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled' | 'expired';
 
 /** A job as the API shows it; times are ISO-8601, durations seconds. */
 export interface Job {
@@ -33,6 +33,8 @@ export interface Job {
   lastError: string | null;
   /** TTR deadline of the running attempt. */
   deadline: string | null;
+  /** No attempt starts at or after this time: one due then ends the job as `expired`. Null: it never expires. */
+  expiresAt: string | null;
   /** Grows with every change written to the job. Its ETag is `"<version>"`. */
   version: number;
   /** The job's group, or null. */
@@ -112,6 +114,11 @@ export interface TopicStats {
   ready: number;
   running: number;
   dead: number;
+  /**
+   * Jobs that ever expired (an attempt due after their expiresAt never started), over every partition; always set by
+   * topicStats (optional for views built without it).
+   */
+  expired?: number;
   nextDueAt: string | null;
   /** The topic is paused: no job of it starts until it is resumed. */
   paused: boolean;
@@ -179,6 +186,7 @@ const STATE_NAMES: Record<JobStateCode, JobState> = {
   [JOB_STATE.DONE]: 'done',
   [JOB_STATE.DEAD]: 'dead',
   [JOB_STATE.CANCELLED]: 'cancelled',
+  [JOB_STATE.EXPIRED]: 'expired',
 };
 
 /**
@@ -221,6 +229,7 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     url,
     lastError,
     deadline: isoOrNull(deadline),
+    expiresAt: isoOrNull(view[19] ?? null),
     version,
     group,
     updatedBy,
@@ -290,6 +299,7 @@ function createdJob(
     url: job.url ?? null,
     lastError: null,
     deadline: null,
+    expiresAt: job.expires ? isoTime(job.expires.kind === 'a' ? job.expires.ms : runAt + job.expires.ms) : null,
     version,
     group: job.group ?? null,
     updatedBy: by === '' ? null : by,

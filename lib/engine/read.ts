@@ -1,6 +1,15 @@
 /** Reads: one job, and a topic's counts. */
 import type { TopicConfig } from '../core/queue-config';
-import { flowKeys, PAUSED_FIELD, READY_FIELD, scheduleKeys, topicKeys, type BodiesKey, type TopicKeys } from './keys';
+import {
+  EXPIRED_FIELD,
+  flowKeys,
+  PAUSED_FIELD,
+  READY_FIELD,
+  scheduleKeys,
+  topicKeys,
+  type BodiesKey,
+  type TopicKeys,
+} from './keys';
 import { readSlot, run, runThenHget, type ScriptCall } from './script-runner';
 import { REFUSAL } from './codes';
 import { contextOf, topicOf, type EngineContext } from './context';
@@ -88,13 +97,22 @@ export async function viewsWithBodies(
 
 /** Counts per state and the next due time of a topic, summed over partitions (plain reads, no script). */
 export async function topicStats(ctx: EngineContext, topic: string): Promise<TopicStats> {
-  const stats: TopicStats = { topic, delayed: 0, ready: 0, running: 0, dead: 0, nextDueAt: null, paused: false };
+  const stats: TopicStats = {
+    topic,
+    delayed: 0,
+    ready: 0,
+    running: 0,
+    dead: 0,
+    expired: 0,
+    nextDueAt: null,
+    paused: false,
+  };
   const former = ctx.layout.former > 0 && !ctx.config.topics.get(topic)?.flow ? { jobs: 0, schedules: 0 } : null;
   let next: number | null = null;
   await forEachPartition(ctx.layout.partitionsOf(ctx.config.topics.get(topic) ?? topic), async (p) => {
     const k = topicKeys(p, topic, ctx.layout);
     const f = flowKeys(k.jobs);
-    const [delayed, ready, running, dead, head, paused, lanes] = (await readSlot(ctx.redis, (pipeline) =>
+    const [delayed, ready, running, dead, head, paused, lanes, expired] = (await readSlot(ctx.redis, (pipeline) =>
       pipeline
         .zcard(k.delayed)
         .llen(k.ready)
@@ -102,8 +120,9 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
         .zcard(k.dead)
         .zrange(k.delayed, 0, 0, 'WITHSCORES')
         .hexists(k.jobs, PAUSED_FIELD)
-        .hget(f.state, READY_FIELD),
-    )) as [number, number, number, number, string[], number, string | null];
+        .hget(f.state, READY_FIELD)
+        .hget(k.jobs, EXPIRED_FIELD),
+    )) as [number, number, number, number, string[], number, string | null, string | null];
     if (former && p >= ctx.layout.count) {
       const [done, schedules] = (await readSlot(ctx.redis, (pipeline) =>
         pipeline.zcard(k.done).zcard(scheduleKeys(p, topic, ctx.layout).ids),
@@ -116,6 +135,7 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
     if (paused === 1) stats.paused = true;
     stats.running += running;
     stats.dead += dead;
+    stats.expired = (stats.expired ?? 0) + Number(expired ?? 0);
     if (head[1] !== undefined && (next === null || Number(head[1]) < next)) next = Number(head[1]);
   });
   stats.nextDueAt = isoOrNull(next);

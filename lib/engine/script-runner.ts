@@ -36,7 +36,7 @@ import redriveJobs from '../../lua/redriveJobs-3.lua';
 import releaseLease from '../../lua/releaseLease-4.lua';
 import releaseJobs from '../../lua/releaseJobs-5.lua';
 import rescheduleJob from '../../lua/rescheduleJob-3.lua';
-import startAttempts from '../../lua/startAttempts-4.lua';
+import startAttempts from '../../lua/startAttempts-5.lua';
 import claimFlow from '../../lua/claimFlow-6.lua';
 import pauseTopic from '../../lua/pauseTopic-1.lua';
 import setFlowKey from '../../lua/setFlowKey-1.lua';
@@ -68,7 +68,7 @@ export const SCRIPTS = {
   ackJobs: { file: 'ackJobs-4.lua', numberOfKeys: 4, source: ackJobs },
   failJob: { file: 'failJob-4.lua', numberOfKeys: 4, source: failJob },
   releaseJobs: { file: 'releaseJobs-5.lua', numberOfKeys: 5, source: releaseJobs },
-  startAttempts: { file: 'startAttempts-4.lua', numberOfKeys: 4, source: startAttempts },
+  startAttempts: { file: 'startAttempts-5.lua', numberOfKeys: 5, source: startAttempts },
   claimFlow: { file: 'claimFlow-6.lua', numberOfKeys: 6, source: claimFlow },
   pauseTopic: { file: 'pauseTopic-1.lua', numberOfKeys: 1, source: pauseTopic },
   setFlowKey: { file: 'setFlowKey-1.lua', numberOfKeys: 1, source: setFlowKey },

@@ -61,7 +61,7 @@ const call = <Reply>(script: ScriptName, keys: readonly string[], args: Arg[]): 
  */
 export type IfMatchArg = '' | '*' | number;
 
-/** The 11 ARGV of one job in lua/addJobs-5.lua. */
+/** The 12 ARGV of one job in lua/addJobs-5.lua. */
 function jobArgs(job: NewJob): Arg[] {
   return [
     job.id,
@@ -74,8 +74,15 @@ function jobArgs(job: NewJob): Arg[] {
     job.group ?? '',
     job.ifMatch ?? '',
     job.key ?? '',
+    expiryArg(job.expires),
     job.body,
   ];
+}
+
+/** A job's expiry as lua/addJobs-5.lua takes it: '' none, '<ms>' at epoch ms, '+<ms>' that long after its due time. */
+function expiryArg(e: NewJob['expires']): string {
+  if (!e) return '';
+  return e.kind === 'a' ? String(e.ms) : `+${e.ms}`;
 }
 
 /**
@@ -301,6 +308,8 @@ export type ClaimReply = readonly [
   more: Flag,
   drained: Flag,
   capped: Flag,
+  /** Jobs that expired at this claim's start instead of being claimed (start only; counted in skipped too). */
+  expired: number,
   ...claimed: ClaimedItem[],
 ];
 
@@ -420,25 +429,35 @@ export function releaseJobs(
 }
 
 /**
- * lua/startAttempts-4.lua's reply: the script's clock, then one code per attempt looked at, in order (fewer than sent
+ * lua/startAttempts-5.lua's reply: the script's clock, then one code per attempt looked at, in order (fewer than sent
  * when the byte budget stopped it).
  */
 export type StartReply = readonly [
   now: number,
   ...codes: (
-    Outcome<'STARTED'> | Outcome<'HELD_BACK'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>
+    | Outcome<'STARTED'>
+    | Outcome<'HELD_BACK'>
+    | Outcome<'EXPIRED'>
+    | Refused<'NOT_FOUND'>
+    | Refused<'STALE_ATTEMPT'>
+    | Refused<'CANCELLED'>
   )[],
 ];
 
 /**
- * lua/startAttempts-4.lua: marks the live attempts of one topic and partition started, records their lateness; says
- * which are live (a paused topic's or key's are held back).
+ * lua/startAttempts-5.lua: marks the live attempts of one topic and partition started, records their lateness; says
+ * which are live (a paused topic's or key's are held back; one due after its job's expiry ends the job as expired).
  */
 export function startAttempts(
-  keys: readonly [JobsKey, LatenessKey, RunningKey, ReadyKey],
-  a: { clock: ClockArg; attempts: readonly AttemptArg[] } & Budget,
+  keys: readonly [JobsKey, LatenessKey, RunningKey, ReadyKey, DoneKey],
+  a: { clock: ClockArg; retentionMs: number; attempts: readonly AttemptArg[] } & Budget,
 ): ScriptCall<StartReply> {
-  return call('startAttempts', keys, [a.clock, a.maxBytes, ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim])]);
+  return call('startAttempts', keys, [
+    a.clock,
+    a.maxBytes,
+    a.retentionMs,
+    ...a.attempts.flatMap((j) => [j.id, j.attempt, j.claim]),
+  ]);
 }
 
 /**
@@ -451,6 +470,7 @@ export type ClaimFlowReply = readonly [
   skipped: number,
   more: Flag,
   heldUntil: number | null,
+  expired: number,
   ...claimed: ClaimedItem[],
 ];
 

@@ -24,6 +24,11 @@ export interface NewJob {
   key?: string;
   /** A put's If-Match: '*' (any existing job) or the version the job must have. */
   ifMatch?: '*' | number;
+  /**
+   * Its expiry: no attempt starts at or after it. `a`: at epoch `ms`; `r`: `ms` after its due time (the time `when`
+   * resolves to). None: it never expires.
+   */
+  expires?: { kind: 'a' | 'r'; ms: number };
 }
 
 /** A validated change to a pending job: a new due time and/or a new body. */
@@ -59,6 +64,8 @@ export type JobView = readonly [
   started: number | null,
   /** Its last ended attempts that did not end done, oldest first (at most 10), or null for none. */
   history: readonly HistoryEntry[] | null,
+  /** Its expiry (epoch ms; no attempt starts at or after it), or null for none. */
+  expiresAt: number | null,
 ];
 
 /**

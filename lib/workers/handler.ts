@@ -31,6 +31,8 @@ export interface BatchReport {
    * late.
    */
   stale: number;
+  /** Attempts not run because they were due after their job's expiresAt: the jobs ended as expired. */
+  expired: number;
 }
 
 const SAFETY_MS = 250; // finish an attempt this long before its deadline, so its ack is not late
@@ -196,7 +198,7 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
     event: HandlerEvent,
     context?: Pick<Context, 'awsRequestId' | 'getRemainingTimeInMillis'>,
   ): Promise<BatchReport> => {
-    const report: BatchReport = { done: 0, retried: 0, dead: 0, stale: 0 };
+    const report: BatchReport = { done: 0, retried: 0, dead: 0, stale: 0, expired: 0 };
     let rt: Runtime | undefined;
     try {
       rt = getRuntime();
@@ -213,6 +215,7 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
           done: { unit: 'Count', value: report.done },
           retried: { unit: 'Count', value: report.retried },
           dead: { unit: 'Count', value: report.dead },
+          expired: { unit: 'Count', value: report.expired },
         },
       );
     } catch (error) {
@@ -240,7 +243,9 @@ async function runRounds(inv: Invocation, event: HandlerEvent): Promise<void> {
     }
     // the fan-out takes what its claim left itself (drained, or it claims again): no claim of this handler's
     if (round === 0 && event.more === false) break;
-    jobs = (await rt.engine.claimStarted(topic.name, topic.batchSize)).map(toWire);
+    const claim = await rt.engine.claimStartedCounted(topic.name, topic.batchSize);
+    countExpired(inv, claim.expired);
+    jobs = claim.jobs.map(toWire);
     claimOffsetMs = jobs.length > 0 ? jobs[0]!.claimedAt - Date.now() : undefined;
   }
 }
@@ -257,6 +262,7 @@ async function runRound(inv: Invocation, jobs: WireJob[], claimOffsetMs: number 
   // started and recording how late they are (one script call per partition of the batch, all
   // at once). A batch this handler claimed itself was started by its claim.
   const start = started ? { live: jobs.map(() => true), now: null } : await rt.engine.startTimed(topic.name, jobs);
+  if ('expired' in start) countExpired(inv, start.expired);
   const offsetMs = claimOffsetMs ?? (start.now ?? (await rt.engine.serverTime())) - before;
   const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
   const batch = liveJobs(inv, jobs, start.live);
@@ -264,11 +270,21 @@ async function runRound(inv: Invocation, jobs: WireJob[], claimOffsetMs: number 
   await Promise.all(batch.map((job) => runJob(round, job)));
 }
 
+/** Counts and logs `n` attempts a start found due after their job's expiry (the jobs expired; none ran). */
+function countExpired(inv: Invocation, n: number): void {
+  if (n === 0) return;
+  inv.report.expired += n;
+  inv.log.info('attempts due after their job expired were not started; the jobs are expired', {
+    topic: inv.topic.name,
+    expired: n,
+  });
+}
+
 /** The jobs whose attempts are still live (`live`, by index); the others counted stale and logged. */
 function liveJobs(inv: Invocation, jobs: WireJob[], live: readonly boolean[]): WireJob[] {
   return jobs.filter((job, i) => {
     if (!live[i]) {
-      inv.report.stale += 1;
+      inv.report.stale += 1; // an expired one too: counted in expired as well
       inv.log.warn('attempt no longer live (ended, cancelled, created anew or started already); not run', {
         topic: inv.topic.name,
         jobId: job.id,

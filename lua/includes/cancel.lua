@@ -1,14 +1,16 @@
 --[[
-  Cancelling a job: at once (cancelNow), or only while it is pending (withdraw).
+  Cancelling a job: at once (cancelNow), or only while it is pending (withdraw); ending it as
+  expired at the start of an attempt due after its expiry (expireNow).
 ]]
 --- @include "codes"
 --- @include "job"
 --- @include "flow"
 local Cancel = {}
 do
-  local PENDING, RUNNING, CANCELLED = Codes.PENDING, Codes.RUNNING, Codes.CANCELLED
+  local PENDING, RUNNING, CANCELLED, EXPIRED = Codes.PENDING, Codes.RUNNING, Codes.CANCELLED, Codes.EXPIRED
   local H_STATE, H_KEY, H_ERROR, H_UPDATED = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.H_UPDATED
   local H_DEADLINE, H_STARTED, H_GROUP, H_BY = Job.H_DEADLINE, Job.H_STARTED, Job.H_GROUP, Job.H_BY
+  local H_ATTEMPTS, H_CLAIM = Job.H_ATTEMPTS, Job.H_CLAIM
   local decode, delayedMember, save, remove = Job.decode, Job.delayedMember, Job.save, Job.remove
   local flowLeave = Flow.flowLeave
 
@@ -66,5 +68,28 @@ do
     return h[H_STATE] == CANCELLED
   end
 
+  -- The field of a jobs hash counting the jobs of the topic and partition that ever expired (GET
+  -- /topics' `expired`: no id holds '#').
+  local EXPIRED_FIELD = '#expired'
+
+  -- Ends job `id` as EXPIRED: an attempt (claimed, or about to be claimed and started) whose start
+  -- came at or after its expiry (H_EXPIRES) never runs. A running one leaves the running zset and
+  -- gives its flow key's slot back, as an ack would, and its claim is not counted as an attempt. Kept readable for `retention` ms in the done
+  -- zset (with 0, until the next sweep's purge, which also takes it out of its group), and counted
+  -- in EXPIRED_FIELD. `k`: jobs, delayed, running, done.
+  local function expireNow(k, id, h, inline, now, retention)
+    if h[H_STATE] == RUNNING then
+      -- its claim never started: not an attempt (as a give-back), so attempts counts starts only
+      h[H_ATTEMPTS], h[H_CLAIM] = h[H_ATTEMPTS] - 1, false
+      redis.call('ZREM', k.running, id)
+      flowLeave(k.jobs, h, now)
+    end
+    h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = EXPIRED, now, false
+    save(k.jobs, id, h, inline)
+    redis.call('ZADD', k.done, now + retention, id)
+    redis.call('HINCRBY', k.jobs, EXPIRED_FIELD, 1)
+  end
+
+  Cancel.expireNow, Cancel.EXPIRED_FIELD = expireNow, EXPIRED_FIELD
   Cancel.cancelNow, Cancel.holdOccurrence, Cancel.withdraw = cancelNow, holdOccurrence, withdraw
 end

@@ -6,7 +6,7 @@
 local Codes = {}
 do
   -- Job states, as stored and in views; mirrored by JOB_STATE in lib/engine/codes.ts.
-  local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED = 1, 2, 3, 4, 5, 6
+  local PENDING, READY, RUNNING, DONE, DEAD, CANCELLED, EXPIRED = 1, 2, 3, 4, 5, 6, 7
   -- Refusals: the script changed nothing and says why.
   local REFUSAL = { JOB_EXISTS = -1, NOT_FOUND = -2, JOB_FINISHED = -3, STALE_ATTEMPT = -4, CANCELLED = -5, VERSION_MISMATCH = -6 }
   -- A partition of the former layout turns a new id away while the partition count changes (it is
@@ -26,6 +26,7 @@ do
     GIVEN_BACK = 2,                         -- giveBack: back to the ready list, no attempt counted
     STARTED = 1,                            -- startAttempts: live, marked started; run it
     HELD_BACK = 3,                          -- startAttempts: paused, given back uncounted; do not run it
+    EXPIRED = 4,                            -- startAttempts: due after its job's expiry: the job expired; do not run it
     ADVANCED = 1, DELETED = 1               -- advanceSchedule, deleteSchedule (putSchedule: CREATED, REPLACED)
   }
   -- holdLease (which otherwise replies the wake counter) and releaseLease.
@@ -40,5 +41,5 @@ do
   Codes.PENDING, Codes.READY, Codes.RUNNING, Codes.DONE, Codes.DEAD = PENDING, READY, RUNNING, DONE, DEAD
   Codes.CANCELLED, Codes.REFUSAL, Codes.RELAYOUT, Codes.MOVED_FIELD = CANCELLED, REFUSAL, RELAYOUT, MOVED_FIELD
   Codes.OUTCOME, Codes.LEASE, Codes.WAKE, Codes.FANOUT_MARK = OUTCOME, LEASE, WAKE, FANOUT_MARK
-  Codes.KEY_CHANGE = KEY_CHANGE
+  Codes.KEY_CHANGE, Codes.EXPIRED = KEY_CHANGE, EXPIRED
 end

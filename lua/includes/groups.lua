@@ -63,7 +63,7 @@ do
       end
     end
     -- chunk 0 is not stored, unless a history follows (the header stays an array: no hole)
-    if c ~= 0 then h[H_CHUNK] = c elseif h[H_HISTORY] then h[H_CHUNK] = false else h[H_CHUNK] = nil end
+    if c ~= 0 then h[H_CHUNK] = c elseif h[H_HISTORY] ~= nil then h[H_CHUNK] = false else h[H_CHUNK] = nil end
   end
 
   -- The highest score in chunk `key`, 0 when it is empty.

@@ -45,6 +45,11 @@ do
   -- error }, msgpack numbers and the error as bounded as H_ERROR; start is the claim time for an
   -- attempt never started. Mirrored by decodeHistory in lib/engine/jobs.ts.
   local H_HISTORY, HISTORY_KEEP, A_FAILED, A_TIMED_OUT = 20, 10, 1, 2
+  -- H_EXPIRES: the time (ms) after which no attempt of the job may start (expiresAt): an attempt
+  -- whose start comes at or after it ends the job as EXPIRED instead (expireNow in
+  -- includes/cancel.lua). nil (not stored) for a job without one, so such a job pays no byte for it
+  -- and a start reads it with one table index; written by setExpiry, which fills the slots before it.
+  local H_EXPIRES = 21
   -- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
   -- clock (nextVersion, remove; not a job: ids never hold '#').
   local SEQ_FIELD = '#seq'
@@ -232,17 +237,26 @@ do
     log[#log + 1] = entry
   end
 
+  -- Sets header `h`'s expiry to `at` (ms, or false: none). No hole before H_EXPIRES: the slots
+  -- before it that are not stored (H_CHUNK, H_HISTORY) hold false, so the header stays an array.
+  local function setExpiry(h, at)
+    if h[H_CHUNK] == nil then h[H_CHUNK] = false end
+    if h[H_HISTORY] == nil then h[H_HISTORY] = false end
+    h[H_EXPIRES] = at
+  end
+
   -- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
   -- or false for a body kept apart that the script did not read (the caller reads it).
   -- Then the version, the group, the API key that last changed it, the flow key, when its last attempt
-  -- started (false: not started) and its history (H_HISTORY, false: none). Mirrored by JobView in
+  -- started (false: not started), its history (H_HISTORY, false: none) and its expiry (H_EXPIRES,
+  -- false: none). Mirrored by JobView in
   -- lib/engine/shapes.ts, in this order.
   local function view(delayedKey, id, h, body)
     local state = h[H_STATE]
     if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY])) then state = READY end
     return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
       h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY],
-      h[H_STARTED], h[H_HISTORY] or false }
+      h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false }
   end
 
   -- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is
@@ -262,4 +276,5 @@ do
   Job.loadBody, Job.bodySize, Job.fitsListing, Job.seqOf = loadBody, bodySize, fitsListing, seqOf
   Job.nextVersion, Job.save, Job.store, Job.remove, Job.view = nextVersion, save, store, remove, view
   Job.matches, Job.H_HISTORY, Job.recordAttempt, Job.A_FAILED, Job.A_TIMED_OUT = matches, H_HISTORY, recordAttempt, A_FAILED, A_TIMED_OUT
+  Job.H_EXPIRES, Job.setExpiry = H_EXPIRES, setExpiry
 end

@@ -300,8 +300,8 @@ describe('bodies apart from their jobs (real redis-server)', () => {
           }),
         );
       const strict = await claim(true);
-      assert.deepEqual(strict.slice(1), [0, 0, 1, 0, 0], 'taken 0, skipped 0, more, not drained, not capped');
-      const [, taken, skipped, more, drained, capped, ...items] = await claim(false);
+      assert.deepEqual(strict.slice(1), [0, 0, 1, 0, 0, 0], 'taken 0, skipped 0, more, not drained, not capped');
+      const [, taken, skipped, more, drained, capped, , ...items] = await claim(false);
       assert.deepEqual([taken, skipped, more, drained, capped, items.map((i) => i[0])], [1, 0, 1, 0, 0, ['a']]);
       assert.deepEqual(await redis.lrange(k.ready, 0, -1), ['b', 'c']);
     });
@@ -315,8 +315,9 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       assert.deepEqual(
         await run(
           redis,
-          script.startAttempts([k.jobs, latenessKey(0, topic, 1), k.running, k.ready], {
+          script.startAttempts([k.jobs, latenessKey(0, topic, 1), k.running, k.ready, k.done], {
             clock: clock.now,
+            retentionMs: 0,
             attempts,
             maxBytes: 1,
           }),

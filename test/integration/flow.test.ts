@@ -340,7 +340,7 @@ describe('flow control per key', () => {
       ids,
       'released: their keys back in the ring in claim order',
     );
-    // held back at their start by a pause of the topic (startAttempts-4)
+    // held back at their start by a pause of the topic (startAttempts-5)
     await q.engine.pauseTopic(topic, 'op');
     assert.deepEqual(await q.engine.start(topic, released), [false, false, false, false]);
     await q.engine.resumeTopic(topic, 'op');

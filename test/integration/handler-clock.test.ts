@@ -44,7 +44,7 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
           { topic: 'skewed', jobs: claimed.map(toWire) },
           { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 },
         );
-        assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
+        assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0, expired: 0 });
       } finally {
         Date.now = realNow;
       }
@@ -75,7 +75,7 @@ describe('topic handler on a host with a skewed clock (real redis-server)', () =
         { topic: 'skewed', jobs: claimed.map(toWire) },
         { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 },
       );
-      assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
+      assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0, expired: 0 });
     } finally {
       rt.engine.serverTime = serverTime;
     }

@@ -48,7 +48,7 @@ describe('a handler out of time hands the rest of its topic to a fan-out (real r
       { topic: 'orders', jobs: claimed.map(toWire) },
       { awsRequestId: 'r', getRemainingTimeInMillis: () => 1200 },
     );
-    assert.deepEqual(report, { done: 2, retried: 0, dead: 0, stale: 0 });
+    assert.deepEqual(report, { done: 2, retried: 0, dead: 0, stale: 0, expired: 0 });
     assert.equal((await queue.stats('orders')).ready, 4, 'four jobs are left ready');
     assert.deepEqual(invoker.calls, ['fanout'], 'the rest goes to a fan-out now, not to the next tick');
   });

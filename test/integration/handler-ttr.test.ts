@@ -46,7 +46,7 @@ describe('the smallest ttr (real redis-server)', () => {
       { topic: 'quick', jobs: claimed.map(toWire) },
       { awsRequestId: 'r', getRemainingTimeInMillis: () => 1000 },
     );
-    assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0 });
+    assert.deepEqual(report, { done: 1, retried: 0, dead: 0, stale: 0, expired: 0 });
     assert.equal((await queue.get('quick', 'q1'))?.state, 'done');
   });
 
@@ -70,7 +70,7 @@ describe('the smallest ttr (real redis-server)', () => {
         { topic: 'long', jobs: claimed.map(toWire) },
         { awsRequestId: 'r', getRemainingTimeInMillis: () => 600 },
       );
-      assert.deepEqual(report, { done: 0, retried: 1, dead: 0, stale: 0 });
+      assert.deepEqual(report, { done: 0, retried: 1, dead: 0, stale: 0, expired: 0 });
       assert.ok(aborted, 'the function was told to stop');
       const job = await queue.get('long', 'l1');
       assert.equal(job?.state, 'delayed', 'the retry is scheduled, not left running until the ttr');

@@ -1,6 +1,6 @@
 /**
  * Issue 14, item 5: lateness you can see. Each start records how late the attempt started
- * (lua/includes/lateness.lua, from startAttempts-4, claimJobs-7 and claimFlow-6; the tests start jobs added due
+ * (lua/includes/lateness.lua, from startAttempts-5, claimJobs-7 and claimFlow-6; the tests start jobs added due
  * that long before the clock's now); GET /topics
  * shows the last 5 minutes' p50 / p99 / max, the age of the oldest ready job, and a per-minute series over the last
  * hour, kept in bounded space. With several partitions, the records go to the partitions in turn (no shard of a cluster
@@ -191,7 +191,7 @@ describe('lateness stats (real redis-server)', () => {
         async (job) => void ran.push(job.id),
         () => rt,
       )({ topic, jobs: claimed.map(toWire) }, { awsRequestId: 'r', getRemainingTimeInMillis: () => 60_000 });
-      assert.deepEqual(report, { done: 8, retried: 0, dead: 0, stale: 0 });
+      assert.deepEqual(report, { done: 8, retried: 0, dead: 0, stale: 0, expired: 0 });
       assert.deepEqual(ran.sort(), Array.from({ length: 8 }, (_, i) => `d${i}`).sort());
       const after = await queue.stats(topic);
       assert.equal(

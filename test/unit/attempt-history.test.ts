@@ -40,6 +40,7 @@ function view(fields: {
     null,
     started,
     history,
+    null,
   ];
 }
 

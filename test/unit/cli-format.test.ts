@@ -38,6 +38,7 @@ function job(fields: Partial<Job> = {}): Job {
     url: null,
     lastError: null,
     deadline: null,
+    expiresAt: null,
     version: 1,
     group: null,
     key: null,
@@ -115,6 +116,10 @@ describe('dq output for people', () => {
     assert.match(view, /^lastError +HTTP 500$/m);
     assert.match(view, /^body +\{"orderId":7\}$/m);
     assert.doesNotMatch(view, /^deadline/m, 'no deadline line for a job not running');
+    assert.doesNotMatch(view, /^expiresAt/m, 'no expiresAt line for a job that never expires');
+    const expired = jobView(job({ state: 'expired', expiresAt: iso(-60_000) }), NOW);
+    assert.match(expired, /^state +expired$/m);
+    assert.match(expired, /^expiresAt +2030-01-01T11:59:00.000Z \(1m ago\)$/m);
 
     const rows = jobTable([job(), job({ id: 'big', body: { text: 'x'.repeat(100) } })], NOW).split('\n');
     assert.match(rows[0]!, /^ID +STATE +RUN AT +ATTEMPTS +GROUP +BODY +LAST ERROR$/);

@@ -37,6 +37,7 @@ function job(fields: Partial<Job> = {}): Job {
     url: null,
     lastError: null,
     deadline: null,
+    expiresAt: null,
     version: 1,
     group: null,
     key: null,

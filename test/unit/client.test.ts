@@ -58,6 +58,7 @@ function job(fields: Partial<ClientJob> = {}): ClientJob {
     url: null,
     lastError: null,
     deadline: null,
+    expiresAt: null,
     version: 1,
     group: null,
     key: null,

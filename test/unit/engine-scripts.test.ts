@@ -114,7 +114,12 @@ describe('typed script calls', () => {
         jobs: [],
         maxBytes: 1,
       }),
-      script.startAttempts([k.jobs, late, k.running, k.ready], { clock: '', attempts: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs, late, k.running, k.ready, k.done], {
+        clock: '',
+        retentionMs: 0,
+        attempts: [],
+        maxBytes: 1,
+      }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
         clock: '',
         limit: 1,
@@ -234,7 +239,12 @@ describe('typed script calls', () => {
         jobs: [],
         maxBytes: 1,
       }),
-      script.startAttempts([k.jobs, late, k.running, k.ready], { clock: 7, attempts: [], maxBytes: 1 }),
+      script.startAttempts([k.jobs, late, k.running, k.ready, k.done], {
+        clock: 7,
+        retentionMs: 0,
+        attempts: [],
+        maxBytes: 1,
+      }),
       script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
         clock: 7,
         limit: 1,
@@ -349,7 +359,12 @@ describe('typed script calls', () => {
       [
         'startAttempts',
         2,
-        script.startAttempts([k.jobs, late, k.running, k.ready], { clock: '', attempts: [], maxBytes: 4242 }).args,
+        script.startAttempts([k.jobs, late, k.running, k.ready, k.done], {
+          clock: '',
+          retentionMs: 0,
+          attempts: [],
+          maxBytes: 4242,
+        }).args,
       ],
       [
         'moveDue',
@@ -428,7 +443,7 @@ describe('typed script calls', () => {
         jobs: [job],
         maxBytes: 9,
       }).args,
-      ['', 'add', 9, 'orders-service', '0', '', 'a', 'd', 5, '', 3000, '', 'https://x/', '', '', '', '{}'],
+      ['', 'add', 9, 'orders-service', '0', '', 'a', 'd', 5, '', 3000, '', 'https://x/', '', '', '', '', '{}'],
     );
     assert.match(SCRIPTS.addJobs.source, /ARGV\[5\] '1': the topic is a flow topic/);
     assert.match(SCRIPTS.addJobs.source, /ARGV\[6\] '' or, while the partition count changes/);
@@ -464,9 +479,9 @@ describe('typed script calls', () => {
               jobs: [{ ...job, key: 'tenant-1' }],
               maxBytes: 9,
             })
-            .args.slice(-2),
+            .args.slice(-3),
         ),
-      ['1', 'tenant-1', '{}'],
+      ['1', 'tenant-1', '', '{}'],
     );
     assert.match(SCRIPTS.addJobs.source, /ARGV\[4\] the name of the API key/);
     assert.deepEqual(
@@ -477,8 +492,22 @@ describe('typed script calls', () => {
           jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }],
           maxBytes: 9,
         })
-        .args.slice(-4),
-      ['meeting-1', 7, '', '{}'],
+        .args.slice(-5),
+      ['meeting-1', 7, '', '', '{}'],
+    );
+    assert.match(SCRIPTS.addJobs.source, /expiry \('' none, '<ms>' at epoch\s+-?-?\s*ms, '\+<ms>'/);
+    assert.deepEqual(
+      [{ kind: 'a' as const, ms: 1_900_000_000_000 }, { kind: 'r' as const, ms: 60_000 }].map(
+        (expires) =>
+          script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], {
+            clock: '',
+            mode: 'add',
+            jobs: [{ ...job, expires }],
+            maxBytes: 9,
+          }).args.at(-2),
+      ),
+      ['1900000000000', '+60000'],
+      'the expiry: absolute, or after the due time',
     );
     assert.deepEqual(
       script.cancelJob([k.jobs, k.bodies, k.delayed, k.running, k.done], {
@@ -572,12 +601,13 @@ describe('typed script calls', () => {
       '1',
     );
     assert.deepEqual(
-      script.startAttempts([k.jobs, late, k.running, k.ready], {
+      script.startAttempts([k.jobs, late, k.running, k.ready, k.done], {
         clock: '',
+        retentionMs: 5,
         attempts: [{ id: 'a', attempt: 1, claim: 'c' }],
         maxBytes: 9,
       }).args,
-      ['', 9, 'a', 1, 'c'],
+      ['', 9, 5, 'a', 1, 'c'],
     );
     assert.deepEqual(
       script.claimFlow([k.running, k.jobs, k.bodies, k.delayed, k.done, late], {

@@ -33,6 +33,7 @@ const job = {
   url: null,
   lastError: null,
   deadline: null,
+  expiresAt: null,
   version: 1,
   group: null,
   key: null,

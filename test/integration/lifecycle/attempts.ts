@@ -131,6 +131,7 @@ export function attempts(target: SuiteTarget, h: SuiteHelpers): void {
         ready: 1,
         running: 1,
         dead: 0,
+        expired: 0,
         nextDueAt: new Date(clock.now + 50 * SEC).toISOString(),
         paused: false,
       });

@@ -8,15 +8,19 @@
   While the topic is paused, or a flow topic's job's key is (includes/flow.lua), a live attempt
   is held back instead: given back to the head of the ready list (its key's lane) without
   counting, as if never claimed, its key's slot returned. So no job starts after a pause answered.
+  A live attempt whose job has an expiry (H_EXPIRES) at or before now is not started: the job ends
+  as EXPIRED (expireNow in includes/cancel.lua: out of running, its key's slot returned, kept in
+  the done zset for the retention, counted). A job without one costs one table index more.
   KEYS[1] jobs hash  KEYS[2] the topic's lateness stats hash of the same partition
-  KEYS[3] running zset  KEYS[4] ready list
+  KEYS[3] running zset  KEYS[4] ready list  KEYS[5] done zset
   ARGV[1] fixed clock ms or ''  ARGV[2] byte budget of the records read
-  ARGV[3..] triples: id, attempt number, claim token
+  ARGV[3] retention ms of a job that expires here
+  ARGV[4..] triples: id, attempt number, claim token
   Returns { now, then one code per triple looked at, in order } (fewer codes than triples: the
           budget was reached, and the caller sends the rest in another call): OUTCOME.STARTED (run
           it), or REFUSAL.NOT_FOUND, REFUSAL.CANCELLED, REFUSAL.STALE_ATTEMPT (ended, re-created,
-          past its deadline, or started already), OUTCOME.HELD_BACK (paused: given back): do not
-          run it. `now` (the clock the deadlines were checked on) spares a handler its own TIME
+          past its deadline, or started already), OUTCOME.HELD_BACK (paused: given back),
+          OUTCOME.EXPIRED (due after its expiry: the job expired): do not run it. `now` (the clock the deadlines were checked on) spares a handler its own TIME
           request: it sets the handler's offset to the Redis clock. Mirrored by StartReply in
           lib/engine/scripts.ts.
 ]]
@@ -25,23 +29,25 @@
 --- @include "budget"
 --- @include "job"
 --- @include "attempts"
+--- @include "cancel"
 --- @include "flow"
 --- @include "lateness"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local PENDING, CANCELLED, REFUSAL, OUTCOME = Codes.PENDING, Codes.CANCELLED, Codes.REFUSAL, Codes.OUTCOME
 local H_STATE, H_KEY, H_RUN_AT, H_ATTEMPTS = Job.H_STATE, Job.H_KEY, Job.H_RUN_AT, Job.H_ATTEMPTS
 local H_UPDATED, H_DEADLINE, H_CLAIM, H_STARTED = Job.H_UPDATED, Job.H_DEADLINE, Job.H_CLAIM, Job.H_STARTED
-local H_GIVE_BACKS, decode, save = Job.H_GIVE_BACKS, Job.decode, Job.save
+local H_GIVE_BACKS, H_EXPIRES, decode, save = Job.H_GIVE_BACKS, Job.H_EXPIRES, Job.decode, Job.save
 local isAttempt = Attempts.isAttempt
 local C_PAUSED, flowConf = Flow.C_PAUSED, Flow.flowConf
 local jobsKey, runningKey, readyKey = KEYS[1], KEYS[3], KEYS[4]
+local retention = tonumber(ARGV[3])
 local now = Clock.clock(ARGV[1])
 local budget = Budget.byteBudget(tonumber(ARGV[2]))
 local result = { now }
 local late = {}
 -- the pause mark, and whether a flow topic's keys have pinned limits or a pause, read with the
 -- first record
-local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, Flow.PINNED_FIELD, ARGV[3] or Flow.PAUSED_FIELD)
+local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, Flow.PINNED_FIELD, ARGV[4] or Flow.PAUSED_FIELD)
 local topicHeld = first[1] and true or false
 local f = Flow.flowKeys(jobsKey)
 
@@ -66,10 +72,10 @@ local function keyPaused(h)
   return conf and conf[C_PAUSED] == 1
 end
 
-for i = 3, #ARGV, 3 do
+for i = 4, #ARGV, 3 do
   local id = ARGV[i]
   local record
-  if i == 3 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
+  if i == 4 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
   local code = REFUSAL.NOT_FOUND
   if record then
     if not budget.take(#record) then break end
@@ -78,6 +84,9 @@ for i = 3, #ARGV, 3 do
       code = REFUSAL.CANCELLED
     elseif not isAttempt(h, ARGV[i + 1], ARGV[i + 2]) or h[H_STARTED] or (h[H_DEADLINE] and h[H_DEADLINE] <= now) then
       code = REFUSAL.STALE_ATTEMPT
+    elseif h[H_EXPIRES] and h[H_EXPIRES] <= now then
+      Cancel.expireNow({ jobs = jobsKey, running = runningKey, done = KEYS[5] }, id, h, inline, now, retention)
+      code = OUTCOME.EXPIRED
     elseif topicHeld or keyPaused(h) then
       holdBack(id, h, inline)
       code = OUTCOME.HELD_BACK
