@@ -338,6 +338,7 @@ describe('the dashboard in headless Chromium', () => {
         ready: 12,
         running: 3,
         dead: 0,
+        expired: 0,
         nextDueAt: null,
         lateness: { windowSeconds: 300, started: 321, p50Ms: 12, p99Ms: 1480, maxMs: 95_000 },
         oldestReadyAgeMs: 7_200_000,
@@ -350,6 +351,7 @@ describe('the dashboard in headless Chromium', () => {
         ready: 0,
         running: 0,
         dead: 0,
+        expired: 0,
         nextDueAt: null,
         lateness: { windowSeconds: 300, started: 0, p50Ms: null, p99Ms: null, maxMs: null },
         oldestReadyAgeMs: null,
@@ -362,6 +364,7 @@ describe('the dashboard in headless Chromium', () => {
         ready: 1,
         running: 0,
         dead: 0,
+        expired: 2,
         nextDueAt: null,
         lateness: { windowSeconds: 300, started: 3, p50Ms: 800, p99Ms: 2380, maxMs: 2100 },
         oldestReadyAgeMs: 0,
@@ -387,6 +390,8 @@ describe('the dashboard in headless Chromium', () => {
       await Promise.all(['p50', 'p99', 'max', 'oldest-ready'].map((key) => text(`[data-testid="burst-${key}"]`))),
       ['800 ms', '2.1 s', '2.1 s', '0 ms'],
     );
+    assert.equal(await text('[data-testid="burst-expired"]'), '2 expired', 'expired jobs beside the dead ones');
+    assert.equal(await page.locator('[data-testid="example-expired"]').count(), 0, 'none shown for none');
 
     const chart = await chartOf('example');
     assert.equal(chart.role, 'img');
