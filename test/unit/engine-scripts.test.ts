@@ -497,14 +497,18 @@ describe('typed script calls', () => {
     );
     assert.match(SCRIPTS.addJobs.source, /expiry \('' none, '<ms>' at epoch\s+-?-?\s*ms, '\+<ms>'/);
     assert.deepEqual(
-      [{ kind: 'a' as const, ms: 1_900_000_000_000 }, { kind: 'r' as const, ms: 60_000 }].map(
-        (expires) =>
-          script.addJobs([k.jobs, k.bodies, k.delayed, k.done, g], {
+      [
+        { kind: 'a' as const, ms: 1_900_000_000_000 },
+        { kind: 'r' as const, ms: 60_000 },
+      ].map((expires) =>
+        script
+          .addJobs([k.jobs, k.bodies, k.delayed, k.done, g], {
             clock: '',
             mode: 'add',
             jobs: [{ ...job, expires }],
             maxBytes: 9,
-          }).args.at(-2),
+          })
+          .args.at(-2),
       ),
       ['1900000000000', '+60000'],
       'the expiry: absolute, or after the due time',
