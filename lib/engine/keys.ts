@@ -495,7 +495,10 @@ export function flowKeys(jobs: JobsKey) {
 
 /** The field of a topic's jobs hash that says it is paused (lua/includes/flow.lua). */
 export const PAUSED_FIELD = '#paused';
-/** The field of a topic's jobs hash counting its jobs that expired in that partition (EXPIRED_FIELD in lua/includes/cancel.lua). */
+/**
+ * The field of a topic's jobs hash counting its jobs that expired in that partition (EXPIRED_FIELD in
+ * lua/includes/cancel.lua).
+ */
 export const EXPIRED_FIELD = '#expired';
 /** The field of a flow topic's state hash that counts the ids in its lanes (lua/includes/flow.lua). */
 export const READY_FIELD = '#ready';
