@@ -175,14 +175,16 @@ export interface DeadJob<Body = unknown> extends Job<Body> {
 /** Counts of one topic, its earliest due time, and how late its jobs start. */
 export interface TopicStats {
   topic: string;
+  /** True when the topic has flow control per key (`flowKey`, `setFlowKey` and the rest apply to it). */
+  flow: boolean;
   /** True while the topic is paused (`pauseTopic`): none of its jobs starts. */
   paused: boolean;
   delayed: number;
   ready: number;
   running: number;
   dead: number;
-  /** Jobs that expired: an attempt was due after their expiresAt, and none started (GET /topics always sends it). */
-  expired?: number;
+  /** Jobs that expired: an attempt was due after their expiresAt, and none started. */
+  expired: number;
   nextDueAt: string | null;
   /** Over the last 5 minutes; percentiles at most 19 % above the true value, max exact; null with no start. */
   lateness: {

@@ -109,16 +109,15 @@ export interface DeadJob extends Job {
 /** Counts of one topic's jobs per state, over every partition. */
 export interface TopicStats {
   topic: string;
+  /** The topic has flow control per key. */
+  flow: boolean;
   delayed: number;
   /** Ids in the ready lists; cancelled jobs' ids count until a claim skips them. */
   ready: number;
   running: number;
   dead: number;
-  /**
-   * Jobs that ever expired (an attempt due after their expiresAt never started), over every partition; always set by
-   * topicStats (optional for views built without it).
-   */
-  expired?: number;
+  /** Jobs that ever expired (an attempt due after their expiresAt never started), over every partition. */
+  expired: number;
   nextDueAt: string | null;
   /** The topic is paused: no job of it starts until it is resumed. */
   paused: boolean;

@@ -99,6 +99,7 @@ export async function viewsWithBodies(
 export async function topicStats(ctx: EngineContext, topic: string): Promise<TopicStats> {
   const stats: TopicStats = {
     topic,
+    flow: Boolean(ctx.config.topics.get(topic)?.flow),
     delayed: 0,
     ready: 0,
     running: 0,
@@ -135,7 +136,7 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
     if (paused === 1) stats.paused = true;
     stats.running += running;
     stats.dead += dead;
-    stats.expired = (stats.expired ?? 0) + Number(expired ?? 0);
+    stats.expired += Number(expired ?? 0);
     if (head[1] !== undefined && (next === null || Number(head[1]) < next)) next = Number(head[1]);
   });
   stats.nextDueAt = isoOrNull(next);

@@ -11,7 +11,7 @@
  * anyway shows the API's 403 and keeps the key), and a write key limited to one topic sees that
  * topic only and redrives. Then the Pause / Resume buttons of a topic and of a schedule, and the flow keys
  * card: a key of the flow topic partner (its state, paused and resumed), a read key's button off, a 403,
- * and the 400 of a topic without flow control.
+ * and only flow topics offered.
  * Screenshots (desktop and phone) go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
@@ -333,6 +333,7 @@ describe('the dashboard in headless Chromium', () => {
     const topics: TopicStats[] = [
       {
         topic: 'example',
+        flow: false,
         paused: false,
         delayed: 40,
         ready: 12,
@@ -346,6 +347,7 @@ describe('the dashboard in headless Chromium', () => {
       },
       {
         topic: 'webhook',
+        flow: false,
         paused: false,
         delayed: 0,
         ready: 0,
@@ -359,6 +361,7 @@ describe('the dashboard in headless Chromium', () => {
       },
       {
         topic: 'burst',
+        flow: false,
         paused: false,
         delayed: 0,
         ready: 1,
@@ -1514,7 +1517,7 @@ describe('the dashboard in headless Chromium', () => {
     }
   });
 
-  it("shows a flow key's state (running, ready, paused, held, limits in force and pinned) and pauses and resumes it; a read key has the button off, a refused change shows the 403; a topic without flow control says so", async () => {
+  it("shows a flow key's state (running, ready, paused, held, limits in force and pinned) and pauses and resumes it; a read key has the button off, a refused change shows the 403; only flow topics are offered", async () => {
     const key = `acme-${process.pid}`;
     const reader = `flow-reader-${process.pid}`;
     const readSecret = await createKey(reader, 'read');
@@ -1569,22 +1572,16 @@ describe('the dashboard in headless Chromium', () => {
       assert.match(await text('#toast'), new RegExp(`^flow key ${key} of partner paused`));
       assert.equal(await page.inputValue('#flow-key'), key);
 
-      // a topic without flow control: the API's 400 is shown as it is, with no button
-      const before400 = problems.length;
-      await showFlowKey('example', key);
-      await until(
-        'the 400 shown',
-        async () =>
-          (await text('[data-testid="flow-none"]')) ===
-          'topic example has no flow control: set flow for it in serverless.yml custom.queue.topics',
-      );
-      assert.equal(await button.count(), 0);
-      await showFlowKey('partner', key); // back to the flow topic: no 400 from the refreshes from now on
-      await until('the key shown paused again', () => shown('yes', 'Resume'));
-      const refused = problems.splice(before400); // Chromium logs each 400 (the refreshes read it again)
+      // only the topics with flow control are offered: no key of a plain topic is ever asked for
+      const offered = await page
+        .locator('#flow-topic option')
+        .evaluateAll((options) => options.map((o) => (o as unknown as { value: string }).value));
+      const flowTopics = (await client.topics()).filter((t) => t.flow).map((t) => t.topic);
+      assert.deepEqual(flowTopics, ['partner'], "the stack's one flow topic");
+      assert.deepEqual(offered, flowTopics, 'the flow keys card offers the flow topics, and only them');
       assert.ok(
-        refused.every((p) => /status of 400/.test(p)),
-        refused.join('\n'),
+        problems.every((p) => !/status of 400/.test(p)),
+        problems.join('\n'),
       );
 
       // a read key sees the key, the button off, saying why

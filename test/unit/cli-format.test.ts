@@ -183,7 +183,9 @@ describe('dq output for people', () => {
   it('topics: counts, next due, lateness', () => {
     const stats: TopicStats = {
       topic: 'webhook',
+      flow: false,
       paused: false,
+      expired: 0,
       delayed: 3,
       ready: 0,
       running: 1,

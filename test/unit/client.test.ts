@@ -318,7 +318,9 @@ describe('DelayQueueClient', () => {
     const stats: ClientTopicStats[] = [
       {
         topic: 'example',
+        flow: false,
         paused: false,
+        expired: 0,
         delayed: 1,
         ready: 0,
         running: 0,
