@@ -127,6 +127,7 @@ export function attempts(target: SuiteTarget, h: SuiteHelpers): void {
       const { lateness, oldestReadyAgeMs, lastHour, ...counts } = await q.stats(topic);
       assert.deepEqual(counts, {
         topic,
+        flow: false,
         delayed: 1,
         ready: 1,
         running: 1,
