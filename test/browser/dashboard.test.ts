@@ -872,6 +872,7 @@ describe('the dashboard in headless Chromium', () => {
       url: `${receiver.url}/fail-1/${id}`,
       maxAttempts: 3,
       backoff: { type: 'fixed', delay: 1 },
+      expireAfter: 3600, // far off: both attempts start; the view shows when it would expire
       body: { orderId: 9 },
     });
     await until('the job done on its second attempt', async () => (await client.get('webhook', id))?.state === 'done');
@@ -891,6 +892,12 @@ describe('the dashboard in headless Chromium', () => {
     await until('the job in the lookup', async () => (await text('[data-testid="job-state"]')) === 'done');
     assert.equal(await text('[data-testid="job-attempts"]'), '2 of 3');
     assert.match(await text('[data-testid="job-error"]'), /HTTP 500/, 'the last error, from the failed attempt');
+    assert.ok(job.expiresAt, 'the API has its expiry');
+    assert.equal(
+      await page.locator('[data-testid="job-expires"] time').getAttribute('datetime'),
+      job.expiresAt,
+      'the view shows when the job would expire',
+    );
     const rows = await page.locator('[data-testid="job-history-row"]').evaluateAll((trs) =>
       trs.map((tr) => ({
         outcome: tr.getAttribute('data-outcome'),

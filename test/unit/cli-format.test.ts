@@ -185,7 +185,7 @@ describe('dq output for people', () => {
       topic: 'webhook',
       flow: false,
       paused: false,
-      expired: 0,
+      expired: 4,
       delayed: 3,
       ready: 0,
       running: 1,
@@ -198,9 +198,9 @@ describe('dq output for people', () => {
     const text = topicTable([stats], NOW);
     assert.match(
       text,
-      /^TOPIC +DELAYED +READY +RUNNING +DEAD +NEXT DUE +STARTED 5M +LATE P50 +LATE P99 +LATE MAX +OLDEST READY$/m,
+      /^TOPIC +DELAYED +READY +RUNNING +DEAD +EXPIRED +NEXT DUE +STARTED 5M +LATE P50 +LATE P99 +LATE MAX +OLDEST READY$/m,
     );
-    assert.match(text, /^webhook +3 +0 +1 +2 +2030-01-01T12:00:10.000Z \(in 10s\) +12 +4ms +30ms +31ms +-$/m);
+    assert.match(text, /^webhook +3 +0 +1 +2 +4 +2030-01-01T12:00:10.000Z \(in 10s\) +12 +4ms +30ms +31ms +-$/m);
   });
 
   it('schedules: how they recur, their next runs', () => {
