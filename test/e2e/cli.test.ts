@@ -323,7 +323,7 @@ describe('the dq CLI against the stack', () => {
   it('topics stats: a table of every topic, JSON of one', async () => {
     const table = await dq('topics', 'stats');
     ok(table, 'topics stats');
-    assert.match(table.stdout, /^TOPIC +DELAYED +READY +RUNNING +DEAD +NEXT DUE/);
+    assert.match(table.stdout, /^TOPIC +DELAYED +READY +RUNNING +DEAD +EXPIRED +NEXT DUE/);
     assert.match(table.stdout, /^example +\d+/m);
     assert.match(table.stdout, /^webhook +\d+/m);
     const { topics } = await dqJson<{ topics: TopicStats[] }>('topics', 'stats', 'webhook');
