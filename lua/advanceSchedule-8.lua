@@ -19,6 +19,8 @@
   ARGV[6] id and ARGV[7] run time (ms) of the next occurrence, or '' when there is none;
           ARGV[9] its due time (the run time plus its jitter offset)
   ARGV[8] ms of the latest occurrence handed over (the one that runs, or the latest skipped)
+  Each occurrence it creates takes the options, body, flow key and expiry (the definition's
+  expireAfterMs after its due time) the record holds (includes/occurrences.lua occurrenceOptions).
   The occurrence that runs (or stands for the runs due) is recorded as handed over
   (includes/schedules.lua S_LAST_ID); the one handed over before it, if its jitter still holds it
   back, falls due now (includes/occurrences.lua handOver): a schedule never holds back more than

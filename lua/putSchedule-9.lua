@@ -24,14 +24,15 @@
   ARGV[8] id and ARGV[9] run time (ms) of the next occurrence (the new pending one), or '' (paused,
           or none); ARGV[17] its due time (the run time plus its jitter offset)
   ARGV[10] maxAttempts|''  ARGV[11] ttr ms|''  ARGV[12] backoff spec|''  ARGV[13] url|''
-  ARGV[14] group|''  ARGV[15] definition (JSON)  ARGV[16] body (JSON text)
+  ARGV[14] group|''  ARGV[15] definition (JSON; its expireAfterMs, when set, gives each occurrence
+          an expiry that long after its due time: H_EXPIRES)  ARGV[16] body (JSON text)
   ARGV[18] the name of the API key that puts it, or '' (updatedBy)
   ARGV[19] the flow key each occurrence carries (a flow topic's schedule), or '' for none
-  Each occurrence this script or lua/advanceSchedule-8.lua creates takes the options, body and flow
-  key the record holds then. So a put with another flow key gives it to the occurrences it creates
-  (the new pending one, made again under the same id when 'replace' withdrew the old one, and a
-  caught-up one); an occurrence it does not create (left to run by 'keep', handed over before,
-  claimed) keeps the flow key it was created with.
+  Each occurrence this script or lua/advanceSchedule-8.lua creates takes the options, body, flow
+  key and expiry the record holds then. So a put with another flow key (or expiry) gives it to the
+  occurrences it creates (the new pending one, made again under the same id when 'replace' withdrew
+  the old one, and a caught-up one); an occurrence it does not create (left to run by 'keep',
+  handed over before, claimed) keeps the flow key and expiry it was created with.
   An occurrence whose id is taken by a job that is not cancelled is not created again: that job
   is the occurrence (deterministic ids: an occurrence is never doubled).
   The occurrence kept or caught up on is recorded as handed over (includes/schedules.lua

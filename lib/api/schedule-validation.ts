@@ -6,6 +6,7 @@ import type { NewSchedule } from '../engine';
 import { layoutFor } from '../engine';
 import type { QueueConfig } from '../core/queue-config';
 import { ID_PATTERN, TOPIC_PATTERN } from '../core/queue-config';
+import { EXPIRE_AFTER_SECONDS } from '../core/limits';
 import {
   canonicalZone,
   cronProblem,
@@ -17,6 +18,7 @@ import {
   shortestGapMs,
   type CatchUp,
   type Recurrence,
+  type ScheduleSpec,
 } from '../core/schedule';
 import { HttpError, type FieldProblem } from './api-errors';
 import {
@@ -26,6 +28,7 @@ import {
   checkJobOptions,
   requireTopic,
   secondsOf,
+  secondsRule,
   throwProblems,
 } from './validation';
 
@@ -43,6 +46,7 @@ const SCHEDULE_FIELDS = [
   'group',
   'jitter',
   'key',
+  'expireAfter',
 ];
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -66,6 +70,32 @@ function checkScheduleJitter(jitterMs: number, recurrence: Recurrence, now: numb
 }
 
 /**
+ * Each occurrence's expiry (ms after its due time): the schedule's own `expireAfter`, checked by the rule of a job's
+ * (lib/api/validation.ts), else its topic's default (`topicMs`) as it is at the put; undefined for none, or when a
+ * problem was added. A job's `expiresAt` (one time) has no meaning for a schedule: its problem says what to give.
+ */
+function checkExpireAfter(
+  input: Record<string, unknown>,
+  topicMs: number | undefined,
+  problems: FieldProblem[],
+): number | undefined {
+  if (input.expiresAt !== undefined) {
+    problems.push({
+      path: 'expiresAt',
+      message: "is not a schedule field: give expireAfter, seconds after each occurrence's due time",
+    });
+  }
+  if (input.expireAfter === undefined) return topicMs;
+  const seconds = secondsOf(input.expireAfter);
+  const { min, max } = EXPIRE_AFTER_SECONDS;
+  if (seconds === undefined || seconds < min || seconds > max) {
+    problems.push({ path: 'expireAfter', message: secondsRule(min, max) });
+    return undefined;
+  }
+  return Math.round(seconds * 1000);
+}
+
+/**
  * Validates a put of schedule topic/id and returns it normalised. Reports every problem at once:
  * 400 VALIDATION_FAILED naming each field, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE. `now` (epoch
  * ms) only serves to refuse an expression that never matches a date after it.
@@ -85,7 +115,8 @@ export function validateSchedule(
   const problems: FieldProblem[] = [];
   const problem = (path: string, message: string) => problems.push({ path, message });
   for (const key of Object.keys(input)) {
-    if (!SCHEDULE_FIELDS.includes(key)) problem(key, `is not a schedule field (fields: ${SCHEDULE_FIELDS.join(', ')})`);
+    if (!SCHEDULE_FIELDS.includes(key) && key !== 'expiresAt')
+      problem(key, `is not a schedule field (fields: ${SCHEDULE_FIELDS.join(', ')})`);
   }
   const topicOk = TOPIC_PATTERN.test(topic);
   if (!topicOk) problem('topic', `must match ${TOPIC_PATTERN.source}`);
@@ -133,6 +164,11 @@ export function validateSchedule(
   const options = checkJobOptions(input, topicOk ? topic : undefined, config, problems);
   const key = checkFlowKey(input.key, topicOk ? topic : undefined, config, problems, 'schedule');
   const jitterMs = checkJitter(input.jitter, problems);
+  const expireAfterMs = checkExpireAfter(
+    input,
+    topicOk ? config.topics.get(topic)?.expireAfterMs : undefined,
+    problems,
+  );
   if (jitterMs !== undefined && jitterMs > 0 && recurrence) checkScheduleJitter(jitterMs, recurrence, now, problems);
   let body: string | undefined;
   try {
@@ -145,11 +181,19 @@ export function validateSchedule(
   throwProblems(problems, 'schedule');
   requireTopic(config, topic);
   checkBodySize(body!, config, true);
+  // expireAfterMs rides in the definition, which the schedule scripts read it from (lib/engine/schedules.ts specOf)
+  const spec: ScheduleSpec & { expireAfterMs?: number } = {
+    ...recurrence!,
+    catchUp,
+    paused: input.paused === true,
+    ...(jitterMs !== undefined ? { jitterMs } : {}),
+    ...(expireAfterMs !== undefined ? { expireAfterMs } : {}),
+  };
   return {
     topic,
     id,
     partition: layoutFor(config).placeOf(config.topics.get(topic) ?? topic, id),
-    spec: { ...recurrence!, catchUp, paused: input.paused === true, ...(jitterMs !== undefined ? { jitterMs } : {}) },
+    spec,
     body: body!,
     ...options,
     ...(key !== undefined ? { key } : {}),

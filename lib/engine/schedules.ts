@@ -55,6 +55,11 @@ export interface Schedule {
    * jitter).
    */
   jitter: number | null;
+  /**
+   * Seconds after each occurrence's due time (its job's runAt) from which no attempt of it starts (the job ends
+   * `expired`): its own `expireAfter`, else its topic's default as it was when it was put; null for none.
+   */
+  expireAfter: number | null;
   /** Grows with every change of the schedule, its advances included. */
   version: number;
   createdAt: string;
@@ -80,9 +85,15 @@ export const NEXT_RUNS_SHOWN = 5;
  */
 const PUT_ROUNDS = 5;
 
+/**
+ * A schedule's definition as stored, with each occurrence's expiry (ms after its due time; none when absent), which
+ * the schedule scripts read from it (lua/includes/occurrences.lua) to give each occurrence they create.
+ */
+export type StoredSpec = ScheduleSpec & { expireAfterMs?: number };
+
 /** The definition a record holds. */
-export function specOf(view: script.ScheduleView): ScheduleSpec {
-  return JSON.parse(view[12]) as ScheduleSpec;
+export function specOf(view: script.ScheduleView): StoredSpec {
+  return JSON.parse(view[12]) as StoredSpec;
 }
 
 /** The API's view of schedule `view` of topic `t` (its body read, so not null). */
@@ -105,6 +116,7 @@ export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule 
     group,
     key: t.flow ? key : null,
     jitter: spec.jitterMs === undefined ? null : spec.jitterMs / 1000,
+    expireAfter: spec.expireAfterMs === undefined ? null : spec.expireAfterMs / 1000,
     version,
     createdAt: isoTime(createdAt),
     updatedAt: isoTime(updatedAt),

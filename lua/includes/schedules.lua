@@ -4,7 +4,8 @@
   a job's does. NEXT and NEXT_ID: the pending occurrence's time and job id (false: paused, or no
   run left). LAST: the latest occurrence handed over (due, so left to run, or skipped). MAX..GROUP:
   each occurrence's options, as a job header holds them. SPEC: the definition as
-  lib/engine/schedules.ts writes it (JSON, opaque here). BODY: each occurrence's body (JSON text).
+  lib/engine/schedules.ts writes it (JSON); the scripts read only its expireAfterMs (absent: none),
+  each occurrence's expiry that long after its due time (includes/occurrences.lua). BODY: each occurrence's body (JSON text).
   LAST_ID: the job id of the occurrence handed over last (false: none yet), which its jitter may
   still hold back; not in the view. BY: the name of the API key that last put it (false: none).
   KEY: the flow key each occurrence carries (false: none, so on a flow topic the key '', as a job
