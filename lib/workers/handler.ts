@@ -261,11 +261,13 @@ async function runRound(inv: Invocation, jobs: WireJob[], claimOffsetMs: number 
   // An Event invoke can start late, or twice: run only the attempts still live, marking them
   // started and recording how late they are (one script call per partition of the batch, all
   // at once). A batch this handler claimed itself was started by its claim.
-  const start = started ? { live: jobs.map(() => true), now: null } : await rt.engine.startTimed(topic.name, jobs);
-  if ('expired' in start) countExpired(inv, start.expired);
+  const start = started
+    ? { live: jobs.map(() => true), now: null, expired: 0 }
+    : await rt.engine.startTimed(topic.name, jobs);
+  countExpired(inv, start.expired);
   const offsetMs = claimOffsetMs ?? (start.now ?? (await rt.engine.serverTime())) - before;
   const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
-  const batch = liveJobs(inv, jobs, start.live);
+  const batch = liveJobs(inv, jobs, start);
   const round: Round = { ...inv, offsetMs, invocationEndsAt };
   await Promise.all(batch.map((job) => runJob(round, job)));
 }
@@ -280,17 +282,30 @@ function countExpired(inv: Invocation, n: number): void {
   });
 }
 
-/** The jobs whose attempts are still live (`live`, by index); the others counted stale and logged. */
-function liveJobs(inv: Invocation, jobs: WireJob[], live: readonly boolean[]): WireJob[] {
-  return jobs.filter((job, i) => {
-    if (!live[i]) {
-      inv.report.stale += 1; // an expired one too: counted in expired as well
-      inv.log.warn('attempt no longer live (ended, cancelled, created anew or started already); not run', {
-        topic: inv.topic.name,
-        jobId: job.id,
-        attempt: job.attempt,
+/**
+ * The jobs whose attempts are still live (`start.live`, by index). Of the others, `start.expired` were due after their
+ * job's expiry, counted and logged once by countExpired; the rest are counted stale and logged here.
+ */
+function liveJobs(inv: Invocation, jobs: WireJob[], start: { live: readonly boolean[]; expired: number }): WireJob[] {
+  const { live, expired } = start;
+  const notLive = jobs.filter((_, i) => !live[i]);
+  const stale = notLive.length - expired;
+  if (stale > 0) {
+    inv.report.stale += stale;
+    const topic = inv.topic.name;
+    const why = 'ended, cancelled, created anew or started already';
+    if (expired === 0) {
+      for (const job of notLive)
+        inv.log.warn(`attempt no longer live (${why}); not run`, { topic, jobId: job.id, attempt: job.attempt });
+    } else {
+      // the start says how many expired, not which: one line for the batch's attempts not run, with both counts
+      inv.log.warn(`attempts not run: ${stale} no longer live (${why}), ${expired} expired`, {
+        topic,
+        stale,
+        expired,
+        jobIds: notLive.map((job) => job.id),
       });
     }
-    return live[i];
-  });
+  }
+  return jobs.filter((_, i) => live[i]);
 }
