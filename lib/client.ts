@@ -122,6 +122,8 @@ export interface Job<Body = unknown> {
   deadline: string | null;
   /** No attempt starts at or after this time: one due then ends the job as `expired`. Null: it never expires. */
   expiresAt: string | null;
+  /** Among its topic's ready jobs a higher priority is claimed first (0: the default). */
+  priority: number;
   /**
    * Grows with every change written to the job (0 for a job written before versions existed); its ETag is
    * `"<version>"`: pass it as `ifMatch`.

@@ -10,10 +10,16 @@
   ARGV[5] '1': the topic is a flow topic (each job's flow key is stored, '' for none); '0': not
   ARGV[6] '' or, while the partition count changes and this is a partition of the former layout,
           the current count: the partition is closed from now on (MOVED_FIELD in the jobs hash)
-  ARGV[7..] 12 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
+  ARGV[7..] 14 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
             version the job must have; put only), flow key|'', expiry ('' none, '<ms>' at epoch
-            ms, '+<ms>' that long after the job's due time: H_EXPIRES), body
+            ms, '+<ms>' that long after the job's due time: H_EXPIRES), priority|'' (H_PRIORITY),
+            keyed ('' none; add only: 'D<window ms>:<key>' a dedupe window, 'B<period ms>:<max wait
+            ms>:<key>' a debounce, see "Keyed adds" below), body
+  Keyed adds (includes/keyed.lua): a dedupe add whose key's job stands within its window changes
+  nothing (OUTCOME.DUPLICATE); a debounce add whose key's job waits, not yet due, replaces its body
+  and moves it to min(now + period, its creation + max wait) (OUTCOME.DEBOUNCED); any other keyed
+  add creates its job (a debounce's due at now + period) and its key's entry names it.
   A job with a group joins the group's newest zset, after its members (see "Groups" in
   includes/groups.lua; a job already in the group keeps its place). A job a put moves
   out of its group is not taken out of the old group's zset here (its key is not this call's): the
@@ -27,6 +33,11 @@
     OUTCOME.REPLACED, view, left, false        put of a pending job: runAt, body, group and
                                                options; the view's body is '' (it is the one the
                                                caller sent)
+    OUTCOME.DUPLICATE, view or false, id, false
+                                               dedupe add within the window: nothing changed; the
+                                               job that stands (false: its record is gone) and its id
+    OUTCOME.DEBOUNCED, view, false, false      debounce add folded into the job that waits: its
+                                               body and runAt replaced; the view's body is ''
     REFUSAL.JOB_EXISTS, view, false, false     add of an existing id: nothing changed
     REFUSAL.JOB_FINISHED, view, false, false   put of a running, done or dead job: nothing changed
     REFUSAL.VERSION_MISMATCH, view or false, false, false
@@ -44,6 +55,7 @@
 --- @include "head"
 --- @include "job"
 --- @include "groups"
+--- @include "keyed"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local PENDING, CANCELLED, REFUSAL, RELAYOUT = Codes.PENDING, Codes.CANCELLED, Codes.REFUSAL, Codes.RELAYOUT
 local MOVED_FIELD, OUTCOME = Codes.MOVED_FIELD, Codes.OUTCOME
@@ -53,6 +65,7 @@ local H_BACKOFF, H_URL, H_UPDATED, H_VERSION = Job.H_BACKOFF, Job.H_URL, Job.H_U
 local H_GROUP, H_BY, H_CHUNK, decode = Job.H_GROUP, Job.H_BY, Job.H_CHUNK, Job.decode
 local delayedMember, loadBody, bodySize, seqOf = Job.delayedMember, Job.loadBody, Job.bodySize, Job.seqOf
 local store, view, matches, setExpiry, H_EXPIRES = Job.store, Job.view, Job.matches, Job.setExpiry, Job.H_EXPIRES
+local setPriority, H_PRIORITY, H_CREATED = Job.setPriority, Job.H_PRIORITY, Job.H_CREATED
 local placeInGroup, addToGroup = Groups.placeInGroup, Groups.addToGroup
 local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = Clock.clock(ARGV[1])
@@ -91,74 +104,108 @@ local function expiryOf(spec, due)
   return tonumber(spec)
 end
 
-for i = 7, #ARGV, 12 do
+for i = 7, #ARGV, 14 do
   local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local due = whenMs
   if whenKind == 'd' then due = now + whenMs end
   local max, ttr, backoff, url, group, ifMatch, key, body =
     optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
-    optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 11]
-  local spec = ARGV[i + 10]
+    optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 13]
+  local spec, priority, keyed = ARGV[i + 10], optionalNumber(ARGV[i + 11]), ARGV[i + 12]
+  local entry, kind, window, maxWait, standingId, sh, sRecord
+  if keyed ~= '' then
+    entry, kind, window, maxWait = Keyed.parse(jobsKey, keyed)
+    standingId, sh, sRecord = Keyed.standing(jobsKey, entry, kind, now)
+    if kind == 'B' and not standingId then due = now + window end
+  end
   local expires = spec ~= '' and expiryOf(spec, due)
 
-  local record = redis.call('HGET', jobsKey, id)
-  if not record and moved == nil then
-    local _, mark = seqOf(jobsKey, MOVED_FIELD)
-    moved = tonumber(mark) or false
-  end
-  if not record and moved then
-    reply(RELAYOUT.MOVED, moved, false, false)
-  elseif not record then
-    if not put or matches(ifMatch, nil) then
-      if not budget.take(#body) then break end
-      local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
-      placeInGroup(jobsKey, groupKey, h, false, nil)
-      if expires then setExpiry(h, expires) end
-      store(jobsKey, bodiesKey, id, h, body, false)
-      redis.call('ZADD', delayedKey, due, delayedMember(id, key))
-      join(id, h, false, nil)
-      reply(OUTCOME.CREATED, due, h[H_VERSION], false)
-    else
-      reply(REFUSAL.VERSION_MISMATCH, false, false, false)
+  if standingId and kind == 'D' then
+    -- a duplicate within the window: the job that stands, as it stands (its body included)
+    local r = redis.call('HGET', jobsKey, standingId)
+    local size = 0
+    local sv, vh, vInline = false, nil, nil
+    if r then
+      vh, vInline = decode(r)
+      size = #r + bodySize(bodiesKey, standingId, vInline)
     end
+    if not budget.take(size) then break end
+    if r then sv = view(delayedKey, standingId, vh, loadBody(bodiesKey, standingId, vInline)) end
+    reply(OUTCOME.DUPLICATE, sv, standingId, false)
+  elseif standingId then
+    -- a debounce folded into the job that waits: last body wins, due at now + period, not past max wait
+    if not budget.take(#sRecord + #body) then break end
+    local at = math.min(now + window, sh[H_CREATED] + maxWait)
+    if at < now then at = now end
+    sh[H_RUN_AT], sh[H_UPDATED], sh[H_BY] = at, now, by
+    if spec ~= '' then setExpiry(sh, expiryOf(spec, at)) end
+    store(jobsKey, bodiesKey, standingId, sh, body, true)
+    redis.call('ZADD', delayedKey, at, delayedMember(standingId, sh[H_KEY]))
+    Keyed.extend(entry, now, at)
+    reply(OUTCOME.DEBOUNCED, view(delayedKey, standingId, sh, ''), false, false)
   else
-    local h, inline = decode(record)
-    local state = h[H_STATE]
-    if put and (state == PENDING or state == CANCELLED) and matches(ifMatch, h) then
-      if not budget.take(#record + #body) then break end
-      local old, oldChunk = h[H_GROUP], h[H_CHUNK]
-      local code = OUTCOME.REPLACED
-      if state == CANCELLED then
-        code = OUTCOME.CREATED
-        h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
-        redis.call('ZREM', doneKey, id)
+    local record = redis.call('HGET', jobsKey, id)
+    if not record and moved == nil then
+      local _, mark = seqOf(jobsKey, MOVED_FIELD)
+      moved = tonumber(mark) or false
+    end
+    if not record and moved then
+      reply(RELAYOUT.MOVED, moved, false, false)
+    elseif not record then
+      if not put or matches(ifMatch, nil) then
+        if not budget.take(#body) then break end
+        local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
+        placeInGroup(jobsKey, groupKey, h, false, nil)
+        if expires then setExpiry(h, expires) end
+        if priority then setPriority(h, priority) end
+        store(jobsKey, bodiesKey, id, h, body, false)
+        redis.call('ZADD', delayedKey, due, delayedMember(id, key))
+        join(id, h, false, nil)
+        if entry then Keyed.note(entry, kind, window, id, now, due) end
+        reply(OUTCOME.CREATED, due, h[H_VERSION], false)
       else
-        -- a new flow key is a new member: the old one leaves the delayed zset (if it is there)
-        local member = delayedMember(id, h[H_KEY])
-        if member ~= delayedMember(id, key) then redis.call('ZREM', delayedKey, member) end
-        h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, by, key
-      end
-      placeInGroup(jobsKey, groupKey, h, old, oldChunk)
-      if expires or h[H_EXPIRES] then setExpiry(h, expires) end
-      store(jobsKey, bodiesKey, id, h, body, true)
-      redis.call('ZADD', delayedKey, due, delayedMember(id, key))
-      local left = join(id, h, old, oldChunk)
-      if code == OUTCOME.CREATED then
-        reply(OUTCOME.CREATED, due, h[H_VERSION], left)
-      else
-        reply(OUTCOME.REPLACED, view(delayedKey, id, h, ''), left, false)
+        reply(REFUSAL.VERSION_MISMATCH, false, false, false)
       end
     else
-      -- refused: the reply carries the job as it stands, body included
-      local size = #record + bodySize(bodiesKey, id, inline)
-      if not budget.take(size) then break end
-      local code = REFUSAL.JOB_FINISHED
-      if not put then
-        code = REFUSAL.JOB_EXISTS
-      elseif not matches(ifMatch, h) then
-        code = REFUSAL.VERSION_MISMATCH
+      local h, inline = decode(record)
+      local state = h[H_STATE]
+      if put and (state == PENDING or state == CANCELLED) and matches(ifMatch, h) then
+        if not budget.take(#record + #body) then break end
+        local old, oldChunk = h[H_GROUP], h[H_CHUNK]
+        local code = OUTCOME.REPLACED
+        if state == CANCELLED then
+          code = OUTCOME.CREATED
+          h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
+          redis.call('ZREM', doneKey, id)
+        else
+          -- a new flow key is a new member: the old one leaves the delayed zset (if it is there)
+          local member = delayedMember(id, h[H_KEY])
+          if member ~= delayedMember(id, key) then redis.call('ZREM', delayedKey, member) end
+          h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, by, key
+        end
+        placeInGroup(jobsKey, groupKey, h, old, oldChunk)
+        if expires or h[H_EXPIRES] then setExpiry(h, expires) end
+        if priority or h[H_PRIORITY] then setPriority(h, priority) end
+        store(jobsKey, bodiesKey, id, h, body, true)
+        redis.call('ZADD', delayedKey, due, delayedMember(id, key))
+        local left = join(id, h, old, oldChunk)
+        if code == OUTCOME.CREATED then
+          reply(OUTCOME.CREATED, due, h[H_VERSION], left)
+        else
+          reply(OUTCOME.REPLACED, view(delayedKey, id, h, ''), left, false)
+        end
+      else
+        -- refused: the reply carries the job as it stands, body included
+        local size = #record + bodySize(bodiesKey, id, inline)
+        if not budget.take(size) then break end
+        local code = REFUSAL.JOB_FINISHED
+        if not put then
+          code = REFUSAL.JOB_EXISTS
+        elseif not matches(ifMatch, h) then
+          code = REFUSAL.VERSION_MISMATCH
+        end
+        reply(code, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)), false, false)
       end
-      reply(code, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)), false, false)
     end
   end
 end

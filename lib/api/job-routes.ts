@@ -27,7 +27,11 @@ export type WriteOutcome =
   | { status: 'created'; job: Job }
   | { status: 'replaced'; job: Job }
   | { status: 'exists'; job: Job; error: HttpError }
-  | { status: 'finished'; job: Job; error: HttpError };
+  | { status: 'finished'; job: Job; error: HttpError }
+  /** a dedupe add within its key's window: nothing changed; `job` stands (null: purged after its retention) */
+  | { status: 'duplicate'; job: Job | null; id: string }
+  /** a debounce add folded into its key's waiting job */
+  | { status: 'debounced'; job: Job };
 
 /** What the add of one job of a batch did; an invalid one says why. */
 export type AddOutcome = WriteOutcome | { status: 'invalid'; error: HttpError };
@@ -38,6 +42,7 @@ export type AddOutcome = WriteOutcome | { status: 'invalid'; error: HttpError };
  */
 function toOutcome(result: WriteResult, input: NewJob): WriteOutcome {
   if (result.status === 'mismatch') throw refusalError(result.refusal, input.topic, input.id, { job: result.job });
+  if (result.status === 'duplicate') return result;
   if (!('refusal' in result)) return { status: result.status, job: result.job };
   const { refusal, status, job } = result;
   return { status, job, error: refusalError(refusal, job.topic, job.id) };
@@ -153,6 +158,14 @@ function writeResponse(outcome: WriteOutcome): ApiResponse {
       };
     case 'replaced':
       return { status: 200, body: { job: outcome.job }, headers: jobHeaders(outcome.job) };
+    case 'debounced':
+      return { status: 200, body: { job: outcome.job, debounced: true }, headers: jobHeaders(outcome.job) };
+    case 'duplicate':
+      return {
+        status: 200,
+        body: { job: outcome.job, duplicateOf: outcome.id },
+        ...(outcome.job ? { headers: jobHeaders(outcome.job) } : {}),
+      };
     case 'exists':
     case 'finished':
       return { status: 409, body: errorBody(outcome.error, { job: outcome.job }), headers: jobHeaders(outcome.job) };

@@ -10,6 +10,7 @@ import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicCon
 import { layoutFor, type FlowKeyChange, type FlowRate, type JobChange, type NewJob } from '../engine';
 import { HttpError, type FieldProblem } from './api-errors';
 import { jitterOffsetMs } from '../core/pacing';
+import { checkKeyed, checkPriority, keyedId } from './keyed-validation';
 import {
   BATCH_JOBS,
   DEAD_PAGE,
@@ -43,6 +44,9 @@ const JOB_FIELDS = [
   'key',
   'expiresAt',
   'expireAfter',
+  'priority',
+  'dedupe',
+  'debounce',
 ];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
@@ -423,16 +427,22 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
     if (!JOB_FIELDS.includes(key)) problem(problems, key, `is not a job field (fields: ${JOB_FIELDS.join(', ')})`);
   }
   const topic = checkTopic(job.topic, problems);
-  const id = checkId(job.id, problems);
-  const when = parseWhen(job, config, problems, true, clientNow);
+  const t = topic !== undefined ? config.topics.get(topic) : undefined;
+  const keyed = checkKeyed(job, t, secondsOf, problems);
+  const id = keyed ? keyedId(job.id, keyed, generateId, problems) : checkId(job.id, problems);
+  // a debounce's time is its period (lua/addJobs-5.lua): it takes no delay or runAt
+  const when =
+    keyed?.kind === 'debounce'
+      ? { kind: 'd' as const, ms: keyed.periodMs }
+      : parseWhen(job, config, problems, true, clientNow);
   const options = checkJobOptions(job, topic, config, problems);
+  const priority = checkPriority(job.priority, t, problems);
   const jitterMs = checkJitter(job.jitter, problems);
   const key = checkFlowKey(job.key, topic, config, problems);
   const body = bodyText(job.body);
   if (body === undefined) problem(problems, 'body', 'must be a JSON value');
-  const t = topic !== undefined ? config.topics.get(topic) : undefined;
-  // the first run only: a retry's time comes from the backoff
-  const offset = t && id !== undefined ? jitterOffsetMs(topic!, id, jitterMs ?? t.jitterMs) : 0;
+  // the first run only: a retry's time comes from the backoff; a debounce's is its period
+  const offset = t && id !== undefined && !keyed ? jitterOffsetMs(topic!, id, jitterMs ?? t.jitterMs) : 0;
   const due = when && (when.kind === 'a' ? when.ms : clientNow + when.ms) + offset;
   const expires = checkExpiry(job, due, t?.expireAfterMs, problems);
   throwProblems(problems);
@@ -447,6 +457,8 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
     ...options,
     ...(key !== undefined ? { key } : {}),
     ...(expires !== undefined ? { expires } : {}),
+    ...(priority !== undefined ? { priority } : {}),
+    ...(keyed !== undefined ? { keyed } : {}),
   };
 }
 
@@ -471,6 +483,11 @@ export function validatePut(
       { path: 'id', message: 'must match the path' },
     ]);
   }
+  for (const field of ['dedupe', 'debounce'] as const)
+    if (fields?.[field] !== undefined)
+      throw new HttpError(400, 'VALIDATION_FAILED', `${field} is for an add (POST /jobs), not a put`, [
+        { path: field, message: 'only an add (POST /jobs) takes it' },
+      ]);
   return validateJob(fields ? { ...fields, topic, id } : input, config, clientNow);
 }
 

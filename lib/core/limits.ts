@@ -45,6 +45,25 @@ export const JITTER_SECONDS = { min: 0, max: 86_400 } as const satisfies Range;
  */
 export const EXPIRE_AFTER_SECONDS = { min: 1, max: 10 * 365 * 86_400 } as const satisfies Range;
 
+/** A job's priority, and a topic's default: a higher one is claimed first among a topic's ready jobs; 0 by default. */
+export const PRIORITY = { min: -1000, max: 1000 } as const satisfies Range;
+
+/** A dedupe window in seconds, of a job and of a topic's default (`dedupeWindow`): a second to 30 days. */
+export const DEDUPE_WINDOW_SECONDS = { min: 1, max: 30 * 86_400, default: 3600 } as const satisfies Range;
+
+/** A debounce's quiet period in seconds: 10 ms to a day. */
+export const DEBOUNCE_PERIOD_SECONDS = { min: 0.01, max: 86_400 } as const satisfies Range;
+
+/**
+ * A debounce's maximum wait in seconds (from the first add of its job): at least its period, at most a week; by default
+ * 10 periods (within the same bounds).
+ */
+export const DEBOUNCE_MAX_WAIT_SECONDS = { min: 0.01, max: 7 * 86_400 } as const satisfies Range;
+
+/**
+ * Longest dedupe or debounce key: a keyed job's id is `<key>::<16 characters>` and fits the 128 of an id. */
+export const KEYED_KEY_LENGTH = 110;
+
 /** Attempts of one job, of a job and of a topic. */
 export const MAX_ATTEMPTS = { min: 1, max: 1000 } as const satisfies Range;
 

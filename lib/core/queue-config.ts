@@ -1,6 +1,14 @@
 import net from 'node:net';
 import { parseBackoff } from './backoff';
-import { EXPIRE_AFTER_SECONDS, JITTER_SECONDS, MAX_ATTEMPTS, MAX_BODY_BYTES, TTR_SECONDS } from './limits';
+import {
+  DEDUPE_WINDOW_SECONDS,
+  EXPIRE_AFTER_SECONDS,
+  JITTER_SECONDS,
+  MAX_ATTEMPTS,
+  MAX_BODY_BYTES,
+  PRIORITY,
+  TTR_SECONDS,
+} from './limits';
 
 /** A topic as the engine uses it: every default resolved. */
 export interface TopicConfig {
@@ -30,6 +38,10 @@ export interface TopicConfig {
    * the job as `expired`. None when unset: such jobs never expire.
    */
   expireAfterMs?: number;
+  /** The priority of a job that sets none: 0 unless configured. */
+  priority: number;
+  /** The dedupe window (ms) of an add that names a dedupe key and no window. */
+  dedupeWindowMs: number;
   /**
    * Flow control per key (lib/engine/flow.ts): present on a flow topic, whose jobs may carry a
    * `key` and are claimed round the keys, each within these limits (the key's pinned ones aside).
@@ -107,6 +119,10 @@ export interface TopicInput {
   jitter?: number;
   /** seconds after each job's first runAt after which no attempt of it starts (it expires), for jobs that set none. */
   expireAfter?: number;
+  /** The priority of jobs that set none (an integer, -1000 to 1000; default 0): a higher one is claimed first. */
+  priority?: number;
+  /** seconds: the dedupe window of an add that names a dedupe key and no window (default 3600). */
+  dedupeWindow?: number;
   /** Flow control per key: `concurrency` per key, `rate` per key ({ count, per seconds, burst }). */
   flow?: { concurrency?: number; rate?: { count?: number; per?: number; burst?: number } };
 }
@@ -258,6 +274,13 @@ function resolveTopic(name: string, t: TopicInput, maxDelayMs: number): TopicCon
     ...(t.rateLimit !== undefined ? { rateLimit: rateLimit(t.rateLimit, `${where}.rateLimit`) } : {}),
     jitterMs: seconds(t.jitter ?? 0, `${where}.jitter`, JITTER_SECONDS.min, JITTER_SECONDS.max),
     ...expireAfter(t.expireAfter, `${where}.expireAfter`),
+    priority: integer(t.priority ?? 0, `${where}.priority`, PRIORITY.min, PRIORITY.max),
+    dedupeWindowMs: seconds(
+      t.dedupeWindow ?? DEDUPE_WINDOW_SECONDS.default,
+      `${where}.dedupeWindow`,
+      DEDUPE_WINDOW_SECONDS.min,
+      DEDUPE_WINDOW_SECONDS.max,
+    ),
     ...(t.flow !== undefined ? { flow: flowDefaults(t.flow, `${where}.flow`) } : {}),
   };
 }

@@ -46,6 +46,10 @@ export const OUTCOME = {
   CREATED: 1,
   /** addJobs: put replaced a pending job; putSchedule: replaced a schedule */
   REPLACED: 2,
+  /** addJobs: a dedupe add within its key's window: nothing changed */
+  DUPLICATE: 5,
+  /** addJobs: a debounce add folded into its key's waiting job (body and runAt replaced) */
+  DEBOUNCED: 6,
   /** cancelJob */
   CANCELLED: 1,
   /** cancelJob: it was cancelled before */

@@ -21,6 +21,7 @@ export type {
   JobChange,
   JobState,
   NewJob,
+  KeyedSpec,
   Refused,
   SweepResult,
   TopicStats,

@@ -9,7 +9,7 @@ import type { AckReply, AddResult, ClaimedItem, MovedResult, FailReply, LeftChun
 import type { HistoryEntry, JobView, NewJob } from './shapes';
 import { isoOrNull, isoTime } from '../core/time';
 
-export type { JobChange, JobView, NewJob } from './shapes';
+export type { JobChange, JobView, KeyedSpec, NewJob } from './shapes';
 
 /** A job's state as the API names it ('delayed' is the scripts' PENDING in the delayed zset). */
 export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled' | 'expired';
@@ -35,6 +35,8 @@ export interface Job {
   deadline: string | null;
   /** No attempt starts at or after this time: one due then ends the job as `expired`. Null: it never expires. */
   expiresAt: string | null;
+  /** Among its topic's ready jobs a higher priority is claimed first (0: the default). */
+  priority: number;
   /** Grows with every change written to the job. Its ETag is `"<version>"`. */
   version: number;
   /** The job's group, or null. */
@@ -162,7 +164,11 @@ export interface Wake {
 export type WriteResult =
   | { status: 'created' | 'replaced'; job: Job; left: LeftChunk | null }
   | { status: 'exists' | 'finished'; job: Job; refusal: Refusal }
-  | { status: 'mismatch'; job: Job | null; refusal: Refusal };
+  | { status: 'mismatch'; job: Job | null; refusal: Refusal }
+  /** a dedupe add within its key's window: nothing changed; the job that stands (null: its record is gone) */
+  | { status: 'duplicate'; job: Job | null; id: string }
+  /** a debounce add folded into the job of its key that waits: its body and runAt replaced */
+  | { status: 'debounced'; job: Job };
 
 /** A script refused a change to one job; `job` is the job as it stands, when there is one. */
 export interface Refused {
@@ -229,6 +235,7 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     lastError,
     deadline: isoOrNull(deadline),
     expiresAt: isoOrNull(view[19] ?? null),
+    priority: view[20] ?? 0,
     version,
     group,
     updatedBy,
@@ -299,6 +306,7 @@ function createdJob(
     lastError: null,
     deadline: null,
     expiresAt: job.expires ? isoTime(job.expires.kind === 'a' ? job.expires.ms : runAt + job.expires.ms) : null,
+    priority: job.priority ?? 0,
     version,
     group: job.group ?? null,
     updatedBy: by === '' ? null : by,
@@ -324,6 +332,9 @@ export function toWriteResult(
   // a replaced job's body is the one just sent: the script does not send it back
   if (result[0] === OUTCOME.REPLACED)
     return { status: 'replaced', job: toJob(t, result[1], job.body), left: result[2] };
+  if (result[0] === OUTCOME.DUPLICATE)
+    return { status: 'duplicate', job: result[1] ? toJob(t, result[1]) : null, id: result[2] };
+  if (result[0] === OUTCOME.DEBOUNCED) return { status: 'debounced', job: toJob(t, result[1], job.body) };
   if (result[0] === REFUSAL.VERSION_MISMATCH)
     return { status: 'mismatch', job: result[1] ? toJob(t, result[1]) : null, refusal: REFUSAL.VERSION_MISMATCH };
   const existing = toJob(t, result[1]);

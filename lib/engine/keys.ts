@@ -448,10 +448,13 @@ const OCCURRENCE_SUFFIXES = /^(.+?)(?::\d{8}T\d{6}Z)+$/;
 
 /**
  * The part of `id` that places it: the id without its trailing occurrence suffixes (an occurrence
- * `daily:20270328T010000Z` is placed as `daily`), else the id.
+ * `daily:20270328T010000Z` is placed as `daily`), then up to its first `::` (a keyed job
+ * `<dedupe or debounce key>::<rest>` is placed by its key, beside the key's entry: lua/addJobs-5.lua).
  */
 export function routingId(id: string): string {
-  return OCCURRENCE_SUFFIXES.exec(id)?.[1] ?? id;
+  const base = OCCURRENCE_SUFFIXES.exec(id)?.[1] ?? id;
+  const cut = base.indexOf('::');
+  return cut > 0 ? base.slice(0, cut) : base;
 }
 
 /**
@@ -491,6 +494,14 @@ export function flowKeys(jobs: JobsKey) {
     wait: `${jobs}#fwait`,
     lane: (key: string) => `${jobs}#lane:${key}`,
   };
+}
+
+/**
+ * The entry of a dedupe (`dedupe`) or debounce (`debounce`) key of the topic and partition whose jobs hash is
+ * `jobs`, as lua/includes/keyed.lua names it: a string key in the jobs hash's slot.
+ */
+export function keyedEntryKey(jobs: JobsKey, kind: 'dedupe' | 'debounce', key: string): string {
+  return `${jobs}#${kind === 'dedupe' ? 'dd' : 'db'}:${key}`;
 }
 
 /** The field of a topic's jobs hash that says it is paused (lua/includes/flow.lua). */

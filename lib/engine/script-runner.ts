@@ -14,6 +14,7 @@ import flow from '../../lua/includes/flow.lua';
 import groupCancel from '../../lua/includes/groupCancel.lua';
 import groups from '../../lua/includes/groups.lua';
 import head from '../../lua/includes/head.lua';
+import keyed from '../../lua/includes/keyed.lua';
 import job from '../../lua/includes/job.lua';
 import lateness from '../../lua/includes/lateness.lua';
 import occurrences from '../../lua/includes/occurrences.lua';
@@ -141,6 +142,7 @@ export const INCLUDES: Readonly<Record<string, string>> = {
   groups,
   head,
   job,
+  keyed,
   lateness,
   occurrences,
   schedules,

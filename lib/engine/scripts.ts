@@ -61,7 +61,7 @@ const call = <Reply>(script: ScriptName, keys: readonly string[], args: Arg[]): 
  */
 export type IfMatchArg = '' | '*' | number;
 
-/** The 12 ARGV of one job in lua/addJobs-5.lua. */
+/** The 14 ARGV of one job in lua/addJobs-5.lua. */
 function jobArgs(job: NewJob): Arg[] {
   return [
     job.id,
@@ -75,8 +75,16 @@ function jobArgs(job: NewJob): Arg[] {
     job.ifMatch ?? '',
     job.key ?? '',
     expiryArg(job.expires),
+    job.priority ? job.priority : '',
+    keyedArg(job.keyed),
     job.body,
   ];
+}
+
+/** A keyed add as lua/addJobs-5.lua takes it: '' none, 'D<window ms>:<key>', 'B<period ms>:<max wait ms>:<key>'. */
+function keyedArg(k: NewJob['keyed']): string {
+  if (!k) return '';
+  return k.kind === 'dedupe' ? `D${k.windowMs}:${k.key}` : `B${k.periodMs}:${k.maxWaitMs}:${k.key}`;
 }
 
 /** A job's expiry as lua/addJobs-5.lua takes it: '' none, '<ms>' at epoch ms, '+<ms>' that long after its due time. */
@@ -105,6 +113,8 @@ export type AddResult =
   | readonly [code: Outcome<'REPLACED'>, job: JobView, left: LeftChunk | null]
   | readonly [code: Refused<'JOB_EXISTS'> | Refused<'JOB_FINISHED'>, job: JobView]
   | readonly [code: Refused<'VERSION_MISMATCH'>, job: JobView | null]
+  | readonly [code: Outcome<'DUPLICATE'>, job: JobView | null, id: string]
+  | readonly [code: Outcome<'DEBOUNCED'>, job: JobView]
   | MovedResult;
 
 /** A job a closed partition of the former layout turned away: write it in the current layout of `count` partitions. */
@@ -128,6 +138,8 @@ export function addResults(reply: AddJobsReply): AddResult[] {
     else if (code === OUTCOME.REPLACED) results.push([code, a as JobView, b as LeftChunk | null]);
     else if (code === REFUSAL.VERSION_MISMATCH) results.push([code, a as JobView | null]);
     else if (code === RELAYOUT.MOVED) results.push([code, a as number]);
+    else if (code === OUTCOME.DUPLICATE) results.push([code, a as JobView | null, b as string]);
+    else if (code === OUTCOME.DEBOUNCED) results.push([code, a as JobView]);
     else results.push([code, a as JobView]);
   }
   return results;

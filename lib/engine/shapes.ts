@@ -29,7 +29,23 @@ export interface NewJob {
    * resolves to). None: it never expires.
    */
   expires?: { kind: 'a' | 'r'; ms: number };
+  /** Its priority: among its topic's ready jobs a higher one is claimed first. None: 0. */
+  priority?: number;
+  /**
+   * A dedupe window (`dedupe`) or a debounce (`debounce`) by key: see DedupeSpec. Only on an add; the job's id then
+   * starts with `<key>::`, which places it in the key's partition (routingId in lib/engine/keys.ts).
+   */
+  keyed?: KeyedSpec;
 }
+
+/**
+ * What makes an add keyed. `dedupe`: a second add of `key` within `windowMs` of the first changes nothing and answers
+ * with the job that stands. `debounce`: while the job of `key` waits (not yet due), an add replaces its body and moves
+ * it to now + `periodMs`, never past its creation + `maxWaitMs`; once due, the next add starts a new job.
+ */
+export type KeyedSpec =
+  | { kind: 'dedupe'; key: string; windowMs: number }
+  | { kind: 'debounce'; key: string; periodMs: number; maxWaitMs: number };
 
 /** A validated change to a pending job: a new due time and/or a new body. */
 export interface JobChange {
@@ -66,6 +82,8 @@ export type JobView = readonly [
   history: readonly HistoryEntry[] | null,
   /** Its expiry (epoch ms; no attempt starts at or after it), or null for none. */
   expiresAt: number | null,
+  /** Its priority (0: none); a higher one is claimed first among its topic's ready jobs. */
+  priority: number,
 ];
 
 /**

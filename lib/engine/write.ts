@@ -201,7 +201,10 @@ function recordReply(round: Round, partition: number, batch: readonly number[], 
     const job = jobs[i]!;
     const written = toWriteResult(ctx.config.topics.get(job.topic)!, job, result, w.by);
     w.results[i] = written;
-    (written.status === 'created' || written.status === 'replaced' ? round.changed : round.covering).add(partition);
+    const { status } = written;
+    (status === 'created' || status === 'replaced' || status === 'debounced' ? round.changed : round.covering).add(
+      partition,
+    );
   });
   return added.length;
 }

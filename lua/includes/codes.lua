@@ -19,6 +19,7 @@ do
   -- What a job script did.
   local OUTCOME = {
     CREATED = 1, REPLACED = 2,             -- addJobs
+    DUPLICATE = 5, DEBOUNCED = 6,          -- addJobs: a keyed add met its key's job
     CANCELLED = 1, ALREADY_CANCELLED = 0,  -- cancelJob
     RESCHEDULED = 1,                       -- rescheduleJob
     ACKED = 1,                             -- ackJobs

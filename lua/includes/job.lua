@@ -50,6 +50,10 @@ do
   -- includes/cancel.lua). nil (not stored) for a job without one, so such a job pays no byte for it
   -- and a start reads it with one table index; written by setExpiry, which fills the slots before it.
   local H_EXPIRES = 21
+  -- H_PRIORITY: the job's priority (an integer; a higher one is claimed first among a topic's ready
+  -- jobs); nil (not stored) for priority 0, so a job without one pays no byte for it. Written by
+  -- setPriority, which fills the slots before it.
+  local H_PRIORITY = 22
   -- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
   -- clock (nextVersion, remove; not a job: ids never hold '#').
   local SEQ_FIELD = '#seq'
@@ -245,18 +249,31 @@ do
     h[H_EXPIRES] = at
   end
 
+  -- Sets header `h`'s priority to `p` (a number; 0 or false: none, stored as nil when it is the last
+  -- slot). No hole before H_PRIORITY: the slots before it that are not stored hold false.
+  local function setPriority(h, p)
+    if not p or p == 0 then
+      if h[H_PRIORITY] ~= nil then h[H_PRIORITY] = nil end
+      return
+    end
+    if h[H_CHUNK] == nil then h[H_CHUNK] = false end
+    if h[H_HISTORY] == nil then h[H_HISTORY] = false end
+    if h[H_EXPIRES] == nil then h[H_EXPIRES] = false end
+    h[H_PRIORITY] = p
+  end
+
   -- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
   -- or false for a body kept apart that the script did not read (the caller reads it).
   -- Then the version, the group, the API key that last changed it, the flow key, when its last attempt
-  -- started (false: not started), its history (H_HISTORY, false: none) and its expiry (H_EXPIRES,
-  -- false: none). Mirrored by JobView in
+  -- started (false: not started), its history (H_HISTORY, false: none), its expiry (H_EXPIRES,
+  -- false: none) and its priority (H_PRIORITY, 0: none). Mirrored by JobView in
   -- lib/engine/shapes.ts, in this order.
   local function view(delayedKey, id, h, body)
     local state = h[H_STATE]
     if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY])) then state = READY end
     return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
       h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY],
-      h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false }
+      h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false, h[H_PRIORITY] or 0 }
   end
 
   -- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is
@@ -276,5 +293,5 @@ do
   Job.loadBody, Job.bodySize, Job.fitsListing, Job.seqOf = loadBody, bodySize, fitsListing, seqOf
   Job.nextVersion, Job.save, Job.store, Job.remove, Job.view = nextVersion, save, store, remove, view
   Job.matches, Job.H_HISTORY, Job.recordAttempt, Job.A_FAILED, Job.A_TIMED_OUT = matches, H_HISTORY, recordAttempt, A_FAILED, A_TIMED_OUT
-  Job.H_EXPIRES, Job.setExpiry = H_EXPIRES, setExpiry
+  Job.H_EXPIRES, Job.setExpiry, Job.H_PRIORITY, Job.setPriority = H_EXPIRES, setExpiry, H_PRIORITY, setPriority
 end

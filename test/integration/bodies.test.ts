@@ -138,7 +138,7 @@ describe('bodies apart from their jobs (real redis-server)', () => {
         ids.map(() => 'exists'),
       );
       assert.ok(
-        again.outcomes.every((o) => 'job' in o && JSON.stringify(o.job.body) === JSON.stringify(BIG)),
+        again.outcomes.every((o) => 'job' in o && JSON.stringify(o.job?.body) === JSON.stringify(BIG)),
         'each with its stored body',
       );
       assert.equal(await redis.hlen(k.bodies), 30);

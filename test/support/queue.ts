@@ -30,6 +30,15 @@ export class TestClock {
 type Ref = { topic: string; id: string };
 
 /**
+ * A write's outcome with the job that stands: every outcome has one but a duplicate whose job was purged, which a
+ * test that means it reads from jobService itself (this throws on it).
+ */
+function standing<T extends { job: Job | null }>(outcome: T): T & { job: Job } {
+  assert.ok(outcome.job, `the write answered without a job: ${JSON.stringify(outcome)}`);
+  return outcome as T & { job: Job };
+}
+
+/**
  * The API's operations over one engine, as the routes call them (the service functions of
  * lib/api/*-routes.ts with the engine bound): tests add with raw input as the API does, get its
  * refusals as HttpErrors, and drive attempts with `q.engine` (the engine's door).
@@ -38,10 +47,10 @@ export function queueOf(engine: Engine) {
   const q = {
     engine,
     config: engine.config,
-    add: (input: unknown, caller?: Caller) => jobService.add(engine, input, caller),
+    add: async (input: unknown, caller?: Caller) => standing(await jobService.add(engine, input, caller)),
     addMany: (inputs: readonly unknown[], caller?: Caller) => jobService.addMany(engine, inputs, caller),
-    put: (topic: string, id: string, input: unknown, options?: { ifMatch?: IfMatch; by?: string }) =>
-      jobService.put(engine, { topic, id }, input, options),
+    put: async (topic: string, id: string, input: unknown, options?: { ifMatch?: IfMatch; by?: string }) =>
+      standing(await jobService.put(engine, { topic, id }, input, options)),
     get: (topic: string, id: string) => jobService.get(engine, topic, id),
     cancel: (topic: string, id: string, options?: { ifMatch?: IfMatch; by?: string }) =>
       jobService.cancel(engine, { topic, id }, options),

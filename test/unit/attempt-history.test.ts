@@ -41,6 +41,7 @@ function view(fields: {
     started,
     history,
     null,
+    0,
   ];
 }
 

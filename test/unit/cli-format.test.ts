@@ -39,6 +39,7 @@ function job(fields: Partial<Job> = {}): Job {
     lastError: null,
     deadline: null,
     expiresAt: null,
+    priority: 0,
     version: 1,
     group: null,
     key: null,

@@ -26,6 +26,8 @@ describe('queue configuration', () => {
       kind: 'function',
       maxTtrMs: 86_400_000,
       jitterMs: 0,
+      priority: 0,
+      dedupeWindowMs: 3_600_000,
     });
   });
 

@@ -443,8 +443,24 @@ describe('typed script calls', () => {
         jobs: [job],
         maxBytes: 9,
       }).args,
-      ['', 'add', 9, 'orders-service', '0', '', 'a', 'd', 5, '', 3000, '', 'https://x/', '', '', '', '', '{}'],
+      ['', 'add', 9, 'orders-service', '0', '', 'a', 'd', 5, '', 3000, '', 'https://x/', '', '', '', '', '', '', '{}'],
     );
+    assert.deepEqual(
+      script
+        .addJobs([k.jobs, k.bodies, k.delayed, k.done, g], {
+          clock: '',
+          mode: 'add',
+          jobs: [
+            { ...job, priority: 7, keyed: { kind: 'dedupe', key: 'k', windowMs: 60_000 } },
+            { ...job, priority: -2, keyed: { kind: 'debounce', key: 'k', periodMs: 1000, maxWaitMs: 5000 } },
+          ],
+          maxBytes: 9,
+        })
+        .args.filter((_, i) => i >= 6 && [11, 12].includes((i - 6) % 14)),
+      [7, 'D60000:k', -2, 'B1000:5000:k'],
+      'priority and keyed spec: the 12th and 13th of a job 14',
+    );
+    assert.match(SCRIPTS.addJobs.source, /ARGV\[7\.\.\] 14 per job/);
     assert.match(SCRIPTS.addJobs.source, /ARGV\[5\] '1': the topic is a flow topic/);
     assert.match(SCRIPTS.addJobs.source, /ARGV\[6\] '' or, while the partition count changes/);
     assert.deepEqual(
@@ -479,9 +495,9 @@ describe('typed script calls', () => {
               jobs: [{ ...job, key: 'tenant-1' }],
               maxBytes: 9,
             })
-            .args.slice(-3),
+            .args.slice(-5),
         ),
-      ['1', 'tenant-1', '', '{}'],
+      ['1', 'tenant-1', '', '', '', '{}'],
     );
     assert.match(SCRIPTS.addJobs.source, /ARGV\[4\] the name of the API key/);
     assert.deepEqual(
@@ -492,8 +508,8 @@ describe('typed script calls', () => {
           jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }],
           maxBytes: 9,
         })
-        .args.slice(-5),
-      ['meeting-1', 7, '', '', '{}'],
+        .args.slice(-7),
+      ['meeting-1', 7, '', '', '', '', '{}'],
     );
     assert.match(SCRIPTS.addJobs.source, /expiry \('' none, '<ms>' at epoch\s+-?-?\s*ms, '\+<ms>'/);
     assert.deepEqual(
@@ -508,7 +524,7 @@ describe('typed script calls', () => {
             jobs: [{ ...job, expires }],
             maxBytes: 9,
           })
-          .args.at(-2),
+          .args.at(-4),
       ),
       ['1900000000000', '+60000'],
       'the expiry: absolute, or after the due time',

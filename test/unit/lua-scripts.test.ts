@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import {
   flowKeys,
   groupBucketKey,
+  keyedEntryKey,
   groupChunkKey,
   topicKeys,
   type GroupKey,
@@ -89,17 +90,24 @@ describe('lua/ scripts', () => {
     );
   });
 
-  it("lua/includes/ build three kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets and a flow topic's keys, from the jobs hash's (as groupChunkKey, groupBucketKey and flowKeys in lib/engine/keys.ts)", () => {
+  it("lua/includes/ build four kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets, a flow topic's keys and the keyed adds' entries, from the jobs hash's (as groupChunkKey, groupBucketKey, flowKeys and keyedEntryKey in lib/engine/keys.ts)", () => {
     const code = includeFiles
       .map((f) => readFileSync(join(dir, 'includes', f), 'utf8').replace(/--[^\n]*/g, ''))
       .join('\n');
     assert.doesNotMatch(code, /['"]dq:/);
     assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]).sort(), [
       ".. '#' .. c",
+      ".. '#db:' .. key, kind, tonumber(period), tonumber(maxWait)",
+      ".. '#dd:' .. key, kind, tonumber(window), nil",
       ".. '#flow', conf = jobsKey .. '#fconf', ring = jobsKey .. '#lanes', wait = jobsKey .. '#fwait' }",
       ".. '#gb' .. b",
       ".. '#lane:' .. key",
     ]);
+    const jobs = topicKeys(0, 't', 1).jobs;
+    assert.deepEqual(
+      [keyedEntryKey(jobs, 'dedupe', 'k'), keyedEntryKey(jobs, 'debounce', 'k')],
+      [`${jobs}#dd:k`, `${jobs}#db:k`],
+    );
     const f = flowKeys(topicKeys(0, 't', 1).jobs);
     assert.deepEqual(
       [f.state, f.conf, f.ring, f.wait, f.lane('k')],

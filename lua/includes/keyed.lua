@@ -1,0 +1,65 @@
+--[[
+  Keyed adds (lua/addJobs-5.lua): an add with a dedupe or a debounce key. The key's entry is a string
+  key derived from the topic's jobs hash (so in its slot: the job's id starts with '<key>::', which
+  places it in the key's partition, routingId in lib/engine/keys.ts; keyedEntryKey there names it):
+    dedupe   '<jobs hash>#dd:<key>' = '<until ms> <id>', kept until the window ends (+ 1 s): while the
+             script clock is before <until>, the key's job stands and an add of the key changes nothing.
+    debounce '<jobs hash>#db:<key>' = '<id>', kept until the job is due (+ 1 s): while the job it names
+             is pending and not yet due (its runAt after now), an add of the key folds into it.
+  Each entry is judged on the script's clock; its expiry only frees the memory.
+]]
+--- @include "codes"
+--- @include "job"
+local Keyed = {}
+do
+  local PENDING = Codes.PENDING
+  local H_STATE, H_RUN_AT, decode = Job.H_STATE, Job.H_RUN_AT, Job.decode
+
+  -- Keyed spec `spec` as ARGV holds it ('D<window ms>:<key>' | 'B<period ms>:<max wait ms>:<key>') for
+  -- jobs hash `jobsKey`: its entry's key name, its kind ('D' | 'B'), the dedupe window or debounce
+  -- period (ms), and the debounce's max wait (ms).
+  local function parse(jobsKey, spec)
+    local kind = string.sub(spec, 1, 1)
+    if kind == 'D' then
+      local window, key = string.match(spec, '^D(%d+):(.*)$')
+      return jobsKey .. '#dd:' .. key, kind, tonumber(window), nil
+    end
+    local period, maxWait, key = string.match(spec, '^B(%d+):(%d+):(.*)$')
+    return jobsKey .. '#db:' .. key, kind, tonumber(period), tonumber(maxWait)
+  end
+
+  -- The job an add of entry `entry` (kind `kind`) meets at `now`: for a dedupe, the id of the job that
+  -- stands within the window; for a debounce, the id, header and record of the job that waits, not
+  -- yet due. nil when the add creates its job.
+  local function standing(jobsKey, entry, kind, now)
+    local value = redis.call('GET', entry)
+    if not value then return nil end
+    if kind == 'D' then
+      local untilMs, id = string.match(value, '^(%d+) (.*)$')
+      if now < tonumber(untilMs) then return id end
+      return nil
+    end
+    local record = redis.call('HGET', jobsKey, value)
+    if not record then return nil end
+    local h = decode(record)
+    if h[H_STATE] == PENDING and h[H_RUN_AT] > now then return value, h, record end
+    return nil
+  end
+
+  -- Notes job `id`, just created at `now` by an add of entry `entry` (kind `kind`, window or period
+  -- `ms`) and due at `due`, in the entry.
+  local function note(entry, kind, ms, id, now, due)
+    if kind == 'D' then
+      redis.call('SET', entry, string.format('%d', now + ms) .. ' ' .. id, 'PX', ms + 1000)
+    else
+      redis.call('SET', entry, id, 'PX', math.max(due - now, 0) + 1000)
+    end
+  end
+
+  -- A debounce folded its entry's job to `due` at `now`: the entry lasts until then.
+  local function extend(entry, now, due)
+    redis.call('PEXPIRE', entry, math.max(due - now, 0) + 1000)
+  end
+
+  Keyed.parse, Keyed.standing, Keyed.note, Keyed.extend = parse, standing, note, extend
+end
