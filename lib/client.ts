@@ -251,6 +251,8 @@ export interface ScheduleInput<Body = unknown> {
    * (default: the topic's jitter).
    */
   jitter?: number | Duration;
+  /** Seconds (or a Duration) after each occurrence's due time after which no attempt of it starts (it expires). */
+  expireAfter?: number | Duration;
   /**
    * Flow topics only: the flow key (`[A-Za-z0-9._:-]{1,128}`) every occurrence is claimed under, within that key's
    * limits and pause.
@@ -284,6 +286,11 @@ export interface Schedule<Body = unknown> {
    * jitter).
    */
   jitter: number | null;
+  /**
+   * Seconds after each occurrence's due time after which no attempt of it starts (it ends `expired`): its own, else
+   * its topic's default when it was put; null for none.
+   */
+  expireAfter: number | null;
   /** Grows with every change of the schedule, its advances included. */
   version: number;
   createdAt: string;

@@ -112,10 +112,10 @@ for i = 7, #ARGV, 14 do
     optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
     optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 13]
   local spec, priority, keyed = ARGV[i + 10], optionalNumber(ARGV[i + 11]), ARGV[i + 12]
-  local entry, kind, window, maxWait, standingId, sh, sRecord
+  local entry, kind, window, maxWait, standingId, sh, sSize, sInline
   if keyed ~= '' then
     entry, kind, window, maxWait = Keyed.parse(jobsKey, keyed)
-    standingId, sh, sRecord = Keyed.standing(jobsKey, entry, kind, now)
+    standingId, sh, sSize, sInline = Keyed.standing(jobsKey, entry, kind, now)
     if kind == 'B' and not standingId then due = now + window end
   end
   local expires = spec ~= '' and expiryOf(spec, due)
@@ -134,14 +134,13 @@ for i = 7, #ARGV, 14 do
     reply(OUTCOME.DUPLICATE, sv, standingId, false)
   elseif standingId then
     -- a debounce folded into the job that waits: last body wins, due at now + period, not past max wait
-    if not budget.take(#sRecord + #body) then break end
+    if not budget.take(sSize + #body) then break end
     local at = math.min(now + window, sh[H_CREATED] + maxWait)
     if at < now then at = now end
     sh[H_RUN_AT], sh[H_UPDATED], sh[H_BY] = at, now, by
     if spec ~= '' then setExpiry(sh, expiryOf(spec, at)) end
-    store(jobsKey, bodiesKey, standingId, sh, body, true)
+    Keyed.fold(jobsKey, bodiesKey, standingId, sh, sInline, body)
     redis.call('ZADD', delayedKey, at, delayedMember(standingId, sh[H_KEY]))
-    Keyed.extend(entry, now, at)
     reply(OUTCOME.DEBOUNCED, view(delayedKey, standingId, sh, ''), false, false)
   else
     local record = redis.call('HGET', jobsKey, id)
@@ -161,7 +160,7 @@ for i = 7, #ARGV, 14 do
         store(jobsKey, bodiesKey, id, h, body, false)
         redis.call('ZADD', delayedKey, due, delayedMember(id, key))
         join(id, h, false, nil)
-        if entry then Keyed.note(entry, kind, window, id, now, due) end
+        if entry then Keyed.note(entry, kind, maxWait or window, id, now) end
         reply(OUTCOME.CREATED, due, h[H_VERSION], false)
       else
         reply(REFUSAL.VERSION_MISMATCH, false, false, false)

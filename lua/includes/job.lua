@@ -294,4 +294,5 @@ do
   Job.nextVersion, Job.save, Job.store, Job.remove, Job.view = nextVersion, save, store, remove, view
   Job.matches, Job.H_HISTORY, Job.recordAttempt, Job.A_FAILED, Job.A_TIMED_OUT = matches, H_HISTORY, recordAttempt, A_FAILED, A_TIMED_OUT
   Job.H_EXPIRES, Job.setExpiry, Job.H_PRIORITY, Job.setPriority = H_EXPIRES, setExpiry, H_PRIORITY, setPriority
+  Job.INLINE_BODY_BYTES = INLINE_BODY_BYTES
 end

@@ -66,6 +66,7 @@ function schedule(fields: Partial<Schedule> = {}): Schedule {
     group: null,
     key: null,
     jitter: null,
+    expireAfter: null,
     version: 2,
     createdAt: iso(-86_400_000),
     updatedAt: iso(-86_400_000),

@@ -64,6 +64,7 @@ function schedule(fields: Partial<Schedule> = {}): Schedule {
     group: null,
     key: null,
     jitter: null,
+    expireAfter: null,
     version: 1,
     createdAt: t,
     updatedAt: t,
