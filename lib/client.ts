@@ -15,8 +15,10 @@
  * Adds are retried on network errors, timeouts and 5xx answers (with backoff, honouring
  * Retry-After). Every job gets an id before the first try (the caller's, else a random UUID), so
  * a retry cannot add the job twice: a retry that meets `409 JOB_EXISTS` with the same body is the
- * earlier try's success. Reads (`get`, `topics`, `dead`, `listJobs`, `listGroup`, `getSchedule`,
- * `listSchedules`, `flowKey`) are retried the same way; `put`, `cancel`, `cancelGroup`, `redrive`,
+ * earlier try's success. A keyed add (`dedupe`, `debounce`) is sent without a made-up id (the server
+ * makes `<key>::…`): its key makes the retry safe, answered as a duplicate or a fold (`addKeyed`).
+ * Reads (`get`, `topics`, `dead`, `listJobs`, `listGroup`, `getSchedule`, `listSchedules`,
+ * `flowKey`) are retried the same way; `put`, `cancel`, `cancelGroup`, `redrive`,
  * `putSchedule`, `deleteSchedule` and the pauses and flow key changes are sent once.
  */
 
@@ -39,8 +41,11 @@ export type ApiErrorCode =
   | 'NOT_REPLICATED'
   | 'INTERNAL';
 
-/** Codes the client itself raises: no answer, no answer in time, an answer that is not the API's. */
-export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'BAD_RESPONSE';
+/**
+ * Codes the client itself raises: no answer, no answer in time, an answer that is not the API's; and, from `add`, a
+ * duplicate whose job was purged (no job to return: `addKeyed` answers it).
+ */
+export type ClientErrorCode = 'NETWORK_ERROR' | 'TIMEOUT' | 'BAD_RESPONSE' | 'DUPLICATE_PURGED';
 
 export type JobState = 'delayed' | 'ready' | 'running' | 'done' | 'dead' | 'cancelled' | 'expired';
 
@@ -97,10 +102,52 @@ export interface NewJob<Body = unknown> {
   expiresAt?: number | string;
   /** Seconds (or a Duration) after the job's runAt after which no attempt starts (see expiresAt). */
   expireAfter?: number | Duration;
+  /**
+   * An integer from -1000 to 1000 (default: the topic's `priority`, else 0): among a topic's ready jobs a higher
+   * priority is claimed first, FIFO within one priority.
+   */
+  priority?: number;
+  /** At most one add of `dedupe.key` within its window (see DedupeSpec); not with `debounce`. */
+  dedupe?: DedupeSpec;
+  /** Adds of `debounce.key` fold into one waiting job (see DebounceSpec); not with `dedupe`, `delay` or `runAt`. */
+  debounce?: DebounceSpec;
 }
 
-/** A new version of job topic/id for `put`: the fields of NewJob without topic and id. */
-export type JobReplacement<Body = unknown> = Omit<NewJob<Body>, 'topic' | 'id'>;
+/**
+ * A dedupe key (`[A-Za-z0-9._:-]{1,110}` without `::`): a second add of the key within `window` (seconds, or a
+ * Duration, 1 s to 30 d; default the topic's `dedupeWindow`, else 1 h) from its first add, even after that job ran,
+ * changes nothing and answers the job that stands (`outcome: 'duplicate'`).
+ */
+export interface DedupeSpec {
+  key: string;
+  window?: number | Duration;
+}
+
+/**
+ * A debounce key (as a dedupe key): while the key's job waits, an add replaces its body and moves it to
+ * min(now + `period`, its first add + `maxWait`) (`outcome: 'debounced'`); its other fields stay as the first add set
+ * them. Once it is due, the next add starts a new job. `period`: 0.01 s to 1 d; `maxWait`: at least the period, at
+ * most 7 d, default 10 periods. Seconds, or Durations.
+ */
+export interface DebounceSpec {
+  key: string;
+  period: number | Duration;
+  maxWait?: number | Duration;
+}
+
+/**
+ * What an add did: `created` a job; `duplicate` (a dedupe key within its window: nothing changed; `job` is the job
+ * that stands, null when it was purged after its retention); `debounced` (folded into the key's waiting job). `id` is
+ * the job's, even when `job` is null.
+ */
+export interface AddOutcome<Body = unknown> {
+  outcome: 'created' | 'duplicate' | 'debounced';
+  job: Job<Body> | null;
+  id: string;
+}
+
+/** A new version of job topic/id for `put`: the fields of NewJob without topic, id, dedupe and debounce. */
+export type JobReplacement<Body = unknown> = Omit<NewJob<Body>, 'topic' | 'id' | 'dedupe' | 'debounce'>;
 
 /** A job as the API returns it; times are ISO-8601, durations seconds. */
 export interface Job<Body = unknown> {
@@ -225,9 +272,15 @@ export type ListedState = 'delayed' | 'ready' | 'running' | 'dead';
 /** A time bound of `listJobs`: a Date, epoch ms, or ISO-8601 with a zone. */
 export type TimeBound = Date | number | string;
 
-/** One job's result in `addMany`, in the order given. */
+/**
+ * One job's result in `addMany`, in the order given: added (`outcome` as in `addKeyed`; status 201 for `created`, 200
+ * for `duplicate` and `debounced`), or not, with its error.
+ */
 export type BatchResult<Body = unknown> =
-  { ok: true; status: 201; job: Job<Body> } | { ok: false; status: number; error: DelayQueueError };
+  | { ok: true; status: 201; outcome: 'created'; job: Job<Body>; id: string }
+  | { ok: true; status: 200; outcome: 'duplicate'; job: Job<Body> | null; id: string }
+  | { ok: true; status: 200; outcome: 'debounced'; job: Job<Body>; id: string }
+  | { ok: false; status: number; error: DelayQueueError };
 
 /**
  * A recurring schedule to put: `cron` (5 fields, or 6 with seconds first) in `timezone` (IANA,
@@ -520,6 +573,44 @@ function apiError(reply: Reply, attempts: number): DelayQueueError {
   });
 }
 
+/**
+ * What an answer to the add of `sent` says it did, or undefined when it is no success: 201 created; 200 with
+ * `duplicateOf` or `debounced: true`; and, on a retry, 409 JOB_EXISTS with the same topic and body (the earlier try's
+ * job, its answer lost).
+ */
+function addOutcome<Body>(
+  status: number,
+  answer: unknown,
+  tries: number,
+  sent: NewJob<Body>,
+): AddOutcome<Body> | undefined {
+  const body = isObject(answer) ? answer : {};
+  const job = isObject(body.job) ? (body.job as unknown as Job<Body>) : undefined;
+  if (status === 201 && job) return { outcome: 'created', job, id: job.id };
+  if (status === 200 && typeof body.duplicateOf === 'string' && (job || body.job === null))
+    return { outcome: 'duplicate', job: job ?? null, id: body.duplicateOf };
+  if (status === 200 && body.debounced === true && job) return { outcome: 'debounced', job, id: job.id };
+  const error = isObject(body.error) ? body.error : undefined;
+  if (
+    tries > 1 &&
+    status === 409 &&
+    error?.code === 'JOB_EXISTS' &&
+    job &&
+    job.topic === sent.topic &&
+    sameBody(job.body, sent.body)
+  )
+    return { outcome: 'created', job, id: job.id };
+  return undefined;
+}
+
+/** An add's outcome as a batch result. */
+function batchResult<Body>(added: AddOutcome<Body>): BatchResult<Body> {
+  const { outcome, job, id } = added;
+  if (outcome === 'created') return { ok: true, status: 201, outcome, job: job!, id };
+  if (outcome === 'debounced') return { ok: true, status: 200, outcome, job: job!, id };
+  return { ok: true, status: 200, outcome, job, id };
+}
+
 /** The If-Match header for `ifMatch`: `"<version>"` or `*`; none without it. */
 function ifMatchHeader(ifMatch: number | '*' | undefined): Record<string, string> {
   if (ifMatch === undefined) return {};
@@ -792,38 +883,49 @@ export class DelayQueueClient {
     }
   }
 
-  private withId<Body>(job: NewJob<Body>): NewJob<Body> & { id: string } {
+  /**
+   * The job to send: with the caller's id, else a random UUID, so a retry cannot add it twice. A keyed add (dedupe or
+   * debounce) keeps the caller's id or none: the server makes `<key>::<16 characters>`, and a retry is judged by the
+   * key.
+   */
+  private withId<Body>(job: NewJob<Body>): NewJob<Body> {
     if (!isObject(job)) throw new TypeError('a job must be an object');
-    return { ...job, id: job.id ?? globalThis.crypto.randomUUID() };
+    if (job.dedupe !== undefined || job.debounce !== undefined || job.id !== undefined) return job;
+    return { ...job, id: globalThis.crypto.randomUUID() };
   }
 
   /**
-   * Adds a job and returns it (state `delayed`). Throws DelayQueueError: JOB_EXISTS (with `job`)
-   * when the id is taken by another add, VALIDATION_FAILED (with `details`), UNKNOWN_TOPIC, ….
+   * Adds a job and returns it: the job created (state `delayed`), or for a keyed add the job that stands (a
+   * duplicate) or the one it was folded into (debounced); `addKeyed` says which. Throws DelayQueueError: JOB_EXISTS
+   * (with `job`) when the id is taken by another add, VALIDATION_FAILED (with `details`), UNKNOWN_TOPIC, …, and
+   * DUPLICATE_PURGED (status 200) for a duplicate whose job was purged after its retention.
    */
   async add<Body = unknown>(job: NewJob<Body>, options?: CallOptions): Promise<Job<Body>> {
-    const sent = this.withId(job);
-    return this.call({ method: 'POST', target: '/jobs', body: sent, options, retry: true }, (reply, tries) => {
-      const body = reply.body as { job?: Job<Body>; error?: { code?: string } } | undefined;
-      if (reply.status === 201 && body?.job) return body.job;
-      // an earlier try got through and its answer was lost: the job is ours if it is the same
-      if (
-        tries > 1 &&
-        reply.status === 409 &&
-        body?.error?.code === 'JOB_EXISTS' &&
-        body.job &&
-        body.job.topic === sent.topic &&
-        sameBody(body.job.body, sent.body)
-      )
-        return body.job;
-      return undefined;
+    const added = await this.addKeyed(job, options);
+    if (added.job) return added.job;
+    throw new DelayQueueError(`a duplicate of job ${job.topic}/${added.id}, which was purged after its retention`, {
+      status: 200,
+      code: 'DUPLICATE_PURGED',
     });
   }
 
   /**
-   * Adds many jobs (in requests of up to 500) and returns one result per job, in order: a job
-   * that could not be added has `ok: false` and its error; the call itself throws only when a
-   * request gets no valid answer after its retries.
+   * Adds a job and says what the add did: `created`, `duplicate` (a dedupe key within its window; `job` null when the
+   * job that stands was purged) or `debounced` (folded into its key's waiting job), with the job's `id`. Retried as
+   * `add`: a keyed add whose first answer was lost comes back as `duplicate` or `debounced` of the job that first try
+   * made, which is the safe retry (no second job). Throws as `add`, but never DUPLICATE_PURGED.
+   */
+  async addKeyed<Body = unknown>(job: NewJob<Body>, options?: CallOptions): Promise<AddOutcome<Body>> {
+    const sent = this.withId(job);
+    return this.call({ method: 'POST', target: '/jobs', body: sent, options, retry: true }, (reply, tries) =>
+      addOutcome<Body>(reply.status, reply.body, tries, sent),
+    );
+  }
+
+  /**
+   * Adds many jobs (in requests of up to 500) and returns one result per job, in order, with what its add did: a job
+   * that could not be added has `ok: false` and its error; the call itself throws only when a request gets no valid
+   * answer after its retries.
    */
   async addMany<Body = unknown>(jobs: NewJob<Body>[], options?: CallOptions): Promise<BatchResult<Body>[]> {
     const sent = jobs.map((job) => this.withId(job));
@@ -833,22 +935,13 @@ export class DelayQueueClient {
       const page = await this.call(
         { method: 'POST', target: '/jobs/batch', body: { jobs: chunk }, options, retry: true },
         (reply, tries) => {
-          const body = reply.body as { results?: { status: number; job?: Job<Body>; error?: unknown }[] } | undefined;
+          const body = reply.body as { results?: ({ status: number } & Record<string, unknown>)[] } | undefined;
           if (reply.status !== 200 || !Array.isArray(body?.results) || body.results.length !== chunk.length)
             return undefined;
           return body.results.map((r, i): BatchResult<Body> => {
-            const mine = chunk[i]!;
-            if (r.status === 201 && r.job) return { ok: true, status: 201, job: r.job };
-            const error = apiError({ status: r.status, body: r }, tries);
-            if (
-              tries > 1 &&
-              error.code === 'JOB_EXISTS' &&
-              r.job &&
-              r.job.topic === mine.topic &&
-              sameBody(r.job.body, mine.body)
-            )
-              return { ok: true, status: 201, job: r.job };
-            return { ok: false, status: r.status, error };
+            const added = addOutcome<Body>(r.status, r, tries, chunk[i]!);
+            if (added) return batchResult(added);
+            return { ok: false, status: r.status, error: apiError({ status: r.status, body: r }, tries) };
           });
         },
       );

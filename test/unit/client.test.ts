@@ -733,9 +733,106 @@ describe('DelayQueueClient', () => {
       seen[0]!.body.jobs.map((j: { id: string }) => j.id),
       seen[1]!.body.jobs.map((j: { id: string }) => j.id),
     );
-    assert.ok(results.slice(0, 600).every((r, i) => r.ok && (r.job.body as { i: number }).i === i));
+    assert.ok(
+      results.slice(0, 600).every((r, i) => r.ok && r.outcome === 'created' && (r.job.body as { i: number }).i === i),
+    );
     const [invalid, taken] = results.slice(600);
     assert.ok(invalid && !invalid.ok && invalid.error.code === 'VALIDATION_FAILED' && invalid.status === 400);
     assert.ok(taken && !taken.ok && taken.error.code === 'JOB_EXISTS', 'a different body is still a conflict');
+  });
+
+  it('a keyed add is sent without a made-up id; addKeyed says created, duplicate (job or null) or debounced', async () => {
+    const answers: [number, unknown][] = [
+      [201, { job: job({ id: 'order-7::abcdefgh12345678', priority: 5 }) }],
+      [200, { job: job({ id: 'order-7::abcdefgh12345678' }), duplicateOf: 'order-7::abcdefgh12345678' }],
+      [200, { job: null, duplicateOf: 'order-7::abcdefgh12345678' }],
+      [200, { job: job({ id: 'search::0123456789abcdef', body: { q: 'ab' } }), debounced: true }],
+    ];
+    script = (_req, res, n) => json(res, ...answers[n - 1]!);
+    const c = client();
+    const dedupe = { topic: 'example', delay: 60, priority: 5, dedupe: { key: 'order-7', window: '1h' as const } };
+    const created = await c.addKeyed(dedupe);
+    assert.deepEqual(seen[0]!.body, dedupe, 'no id: the server makes <key>::…');
+    assert.deepEqual([created.outcome, created.id, created.job?.priority], ['created', 'order-7::abcdefgh12345678', 5]);
+    const duplicate = await c.addKeyed(dedupe);
+    assert.deepEqual([duplicate.outcome, duplicate.id, duplicate.job?.id], ['duplicate', duplicate.id, duplicate.id]);
+    const purged = await c.addKeyed(dedupe);
+    assert.deepEqual(purged, { outcome: 'duplicate', job: null, id: 'order-7::abcdefgh12345678' });
+    const debounce = { topic: 'example', body: { q: 'ab' }, debounce: { key: 'search', period: 2, maxWait: '10s' } };
+    const folded = await c.addKeyed(debounce as NewJob);
+    assert.deepEqual(seen[3]!.body, debounce);
+    assert.deepEqual(
+      [folded.outcome, folded.id, folded.job?.body],
+      ['debounced', 'search::0123456789abcdef', { q: 'ab' }],
+    );
+    assert.equal(seen.length, 4, 'a 200 is an answer, not retried');
+  });
+
+  it('add: returns the job of a duplicate or a fold; a duplicate whose job was purged throws DUPLICATE_PURGED', async () => {
+    const standing = job({ id: 'k::0123456789abcdef' });
+    let answer: unknown = { job: standing, duplicateOf: standing.id };
+    script = (_req, res) => json(res, 200, answer);
+    assert.deepEqual(await client().add({ topic: 'example', delay: 1, dedupe: { key: 'k' } }), standing);
+    answer = { job: standing, debounced: true };
+    assert.deepEqual(await client().add({ topic: 'example', debounce: { key: 'k', period: 1 } }), standing);
+    answer = { job: null, duplicateOf: standing.id };
+    const gone = await client()
+      .add({ topic: 'example', delay: 1, dedupe: { key: 'k' } })
+      .catch((e: unknown) => e);
+    assert.ok(gone instanceof DelayQueueError);
+    assert.deepEqual([gone.code, gone.status, gone.retryable], ['DUPLICATE_PURGED', 200, false]);
+    assert.match(gone.message, /k::0123456789abcdef/);
+    answer = { job: standing };
+    const bad = await client()
+      .add({ topic: 'example', delay: 1, dedupe: { key: 'k' } })
+      .catch((e: unknown) => e);
+    assert.ok(bad instanceof DelayQueueError);
+    assert.equal(bad.code, 'BAD_RESPONSE', 'a 200 that is neither a duplicate nor a fold');
+  });
+
+  it('a keyed add retried after a lost answer comes back as the duplicate (or fold) of the first try: one job', async () => {
+    const made = job({ id: 'pay-9::0123456789abcdef', body: { n: 1 } });
+    script = (_req, res, n) => (n === 1 ? res.destroy() : json(res, 200, { job: made, duplicateOf: made.id }));
+    const added = await client().addKeyed({ topic: 'example', delay: 5, body: { n: 1 }, dedupe: { key: 'pay-9' } });
+    assert.equal(seen.length, 2);
+    assert.equal(seen[1]!.body.id, undefined, 'the retry sends no id either');
+    assert.deepEqual(added, { outcome: 'duplicate', job: made, id: made.id });
+
+    seen = [];
+    script = (_req, res, n) =>
+      n === 1 ? apiError(res, 503, 'UNAVAILABLE') : json(res, 200, { job: made, debounced: true });
+    const folded = await client().add({ topic: 'example', body: { n: 1 }, debounce: { key: 'pay-9', period: '5s' } });
+    assert.deepEqual([seen.length, folded], [2, made]);
+  });
+
+  it('addMany: each result carries its outcome; keyed jobs go without an id, plain ones with one', async () => {
+    const dup = job({ id: 'd::0123456789abcdef' });
+    script = (req, res) =>
+      json(res, 200, {
+        results: [
+          { status: 201, job: job({ id: req.body.jobs[0].id }) },
+          { status: 200, job: dup, duplicateOf: dup.id },
+          { status: 200, job: null, duplicateOf: 'd::fedcba9876543210' },
+          { status: 200, job: job({ id: 'b::0123456789abcdef' }), debounced: true },
+        ],
+      });
+    const results = await client().addMany([
+      { topic: 'example', delay: 1 },
+      { topic: 'example', delay: 1, dedupe: { key: 'd' } },
+      { topic: 'example', delay: 1, dedupe: { key: 'd', window: 60 } },
+      { topic: 'example', debounce: { key: 'b', period: 0.5 } },
+    ]);
+    const ids = seen[0]!.body.jobs.map((j: { id?: string }) => j.id);
+    assert.match(ids[0], /^[0-9a-f-]{36}$/);
+    assert.deepEqual(ids.slice(1), [undefined, undefined, undefined]);
+    assert.deepEqual(
+      results.map((r) => (r.ok ? [r.status, r.outcome, r.id, r.job?.id ?? null] : r.status)),
+      [
+        [201, 'created', ids[0], ids[0]],
+        [200, 'duplicate', dup.id, dup.id],
+        [200, 'duplicate', 'd::fedcba9876543210', null],
+        [200, 'debounced', 'b::0123456789abcdef', 'b::0123456789abcdef'],
+      ],
+    );
   });
 });
