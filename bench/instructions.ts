@@ -13,7 +13,8 @@
  * ids over BENCH_INSTR_KEYS (100) flow keys (as many as the jobs: one job a key, the many-tenant
  * case), added (batches of 100), swept, then claimed, started and acked (calls of 100: claim,
  * start, the acks together), on a plain topic, on a flow topic whose per-key limits
- * never bind, and on a flow topic with no per-key limits; then half as many one job a call, 32 in
+ * never bind, on a flow topic with no per-key limits, and on a plain topic whose jobs have
+ * priorities 1-5 (the prioritized zset, lua/includes/priority.lua); then half as many one job a call, 32 in
  * flight. A warm-up round (300 jobs) first, uncounted. Each path runs on a redis-server started
  * anew under valgrind (about 50 times slower than without: a run takes a few minutes) and stopped
  * by PID. Needs valgrind (`apt-get install -y valgrind`).
@@ -32,7 +33,7 @@ import { addSweepClaimAck } from './harness/workload';
 const JOBS = envInt('BENCH_INSTR_JOBS', 2_000);
 const KEYS = envInt('BENCH_INSTR_KEYS', 100);
 const BODY = JSON.stringify({ orderId: 'order-000001', customer: 'customer-1', items: 3, note: 'x'.repeat(130) });
-const PATHS = ['plain', 'flow', 'flow, no key limits'] as const;
+const PATHS = ['plain', 'flow', 'flow, no key limits', 'prioritized'] as const;
 type Path = (typeof PATHS)[number];
 const PHASES = ['add', 'sweep', 'claim, start, ack'] as const;
 
@@ -70,7 +71,7 @@ async function rounds(
     const flow =
       path === 'flow'
         ? { flow: { concurrency: 1000, rate: { count: 1_000_000, per: 1, burst: 1000 } } }
-        : path === 'plain'
+        : path === 'plain' || path === 'prioritized'
           ? {}
           : { flow: {} };
     const engine = new checkout.engine.Engine(
@@ -87,7 +88,9 @@ async function rounds(
         partition: engine.partitionOf(topic, id),
         when: { kind: 'd' as const, ms: 0 },
         body: BODY,
-        ...(path === 'plain' ? {} : { key }),
+        ...(path === 'plain' || path === 'prioritized' ? {} : { key }),
+        // 5 priorities above 0, interleaved: the claim takes them from the prioritized zset
+        ...(path === 'prioritized' ? { priority: 1 + (i % 5) } : {}),
       };
     });
     if (round === 1) server.zero();

@@ -140,7 +140,7 @@ for i = 7, #ARGV, 14 do
     sh[H_RUN_AT], sh[H_UPDATED], sh[H_BY] = at, now, by
     if spec ~= '' then setExpiry(sh, expiryOf(spec, at)) end
     Keyed.fold(jobsKey, bodiesKey, standingId, sh, sInline, body)
-    redis.call('ZADD', delayedKey, at, delayedMember(standingId, sh[H_KEY]))
+    redis.call('ZADD', delayedKey, at, delayedMember(standingId, sh[H_KEY], sh[H_PRIORITY]))
     reply(OUTCOME.DEBOUNCED, view(delayedKey, standingId, sh, ''), false, false)
   else
     local record = redis.call('HGET', jobsKey, id)
@@ -158,7 +158,7 @@ for i = 7, #ARGV, 14 do
         if expires then setExpiry(h, expires) end
         if priority then setPriority(h, priority) end
         store(jobsKey, bodiesKey, id, h, body, false)
-        redis.call('ZADD', delayedKey, due, delayedMember(id, key))
+        redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
         join(id, h, false, nil)
         if entry then Keyed.note(entry, kind, maxWait or window, id, now) end
         reply(OUTCOME.CREATED, due, h[H_VERSION], false)
@@ -178,15 +178,15 @@ for i = 7, #ARGV, 14 do
           redis.call('ZREM', doneKey, id)
         else
           -- a new flow key is a new member: the old one leaves the delayed zset (if it is there)
-          local member = delayedMember(id, h[H_KEY])
-          if member ~= delayedMember(id, key) then redis.call('ZREM', delayedKey, member) end
+          local member = delayedMember(id, h[H_KEY], h[H_PRIORITY])
+          if member ~= delayedMember(id, key, priority) then redis.call('ZREM', delayedKey, member) end
           h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, by, key
         end
         placeInGroup(jobsKey, groupKey, h, old, oldChunk)
         if expires or h[H_EXPIRES] then setExpiry(h, expires) end
         if priority or h[H_PRIORITY] then setPriority(h, priority) end
         store(jobsKey, bodiesKey, id, h, body, true)
-        redis.call('ZADD', delayedKey, due, delayedMember(id, key))
+        redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
         local left = join(id, h, old, oldChunk)
         if code == OUTCOME.CREATED then
           reply(OUTCOME.CREATED, due, h[H_VERSION], left)

@@ -105,7 +105,7 @@ local function claimFromLane(key, head)
     local record = call('HGET', jobsKey, id)
     local h, inline
     if record then h, inline = decode(record) end
-    local live = h and h[H_STATE] == PENDING and (h[H_KEY] or '') == key and not call('ZSCORE', delayedKey, delayedMember(id, key))
+    local live = h and h[H_STATE] == PENDING and (h[H_KEY] or '') == key and not call('ZSCORE', delayedKey, delayedMember(id, key, h[Job.H_PRIORITY]))
     local mark = live and cancelledWithGroup(jobsKey, h)
     local size = record and #record or 0
     if live and not mark then size = size + bodySize(bodiesKey, id, inline) end

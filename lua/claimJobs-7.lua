@@ -27,7 +27,10 @@
           claimed in this round); '0': the first id is always looked at
   ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/cancel.lua)
   ARGV[9] '1': start the attempts claimed; '0': claim only (a handler starts them)
-  A paused topic (includes/flow.lua) claims nothing.
+  A paused topic (includes/flow.lua) claims nothing. While the partition holds prioritized ready
+  jobs (includes/priority.lua: their count read with the pause mark, no command when it is 0), the
+  claim takes those above 0 first, highest first, then the ready list, then those below 0: ids
+  looked at in that order count against n and the budget alike.
   Returns { now, taken, skipped, more 0|1, drained 0|1, capped 0|1, expired, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
   where taken counts the ids taken off the ready list, more = 1 when the budget stopped the
   claim before n ids, drained = 1 when the call left the ready list empty (it read fewer ids
@@ -46,9 +49,11 @@
 --- @include "claim"
 --- @include "flow"
 --- @include "lateness"
+--- @include "priority"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local PENDING = Codes.PENDING
 local H_STATE, H_KEY, H_ERROR, H_EXPIRES, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.H_EXPIRES, Job.decode
+local H_PRIORITY, COUNT_FIELD, PRIO_MARK = Job.H_PRIORITY, Priority.COUNT_FIELD, Priority.PRIO_MARK
 local delayedMember, bodySize = Job.delayedMember, Job.bodySize
 local cancelNow, expireNow = Cancel.cancelNow, Cancel.expireNow
 local groupCancelError = GroupCancel.groupCancelError
@@ -66,32 +71,34 @@ if n <= 0 then return { now, 0, 0, 0, 0, 1, 0 } end
 -- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
 local ids = redis.call('LRANGE', readyKey, 0, n - 1)
 if #ids == 0 then return { now, 0, 0, 0, 1, 0, 0 } end
--- the pause mark read with the first record: a paused topic claims nothing
-local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, ids[1])
+-- the pause mark and the count of prioritized ready ids (includes/priority.lua) read with the first record
+local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, COUNT_FIELD, ids[1])
 if first[1] then return { now, 0, 0, 0, 1, 0, 0 } end
 
 local result = { now, 0, 0, 0, 0, 0, 0 }
-local taken = 0
 local late = {}
-for i, id in ipairs(ids) do
-  local record
-  if i == 1 then record = first[2] else record = redis.call('HGET', jobsKey, id) end
+-- Looks at ready id `id` (record `record`, or false) for the claim's `i`th id: cancels, skips or
+-- claims it, in the result. `prioritized`: true for an id of the prioritized zset, false for one of
+-- the ready list while the zset holds ids (a job with a priority is claimed from the zset), nil
+-- otherwise. False when the budget stops the claim before it.
+local function visit(id, record, i, prioritized)
   local h, inline
   if record then h, inline = decode(record) end
-  local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY]))
+  local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY], h[H_PRIORITY]))
+  if live and prioritized ~= nil and (h[H_PRIORITY] ~= nil) ~= prioritized then live = false end
   local mark = live and cancelledWithGroup(jobsKey, h)
   if mark then
-    if not budget.take(#record) then result[4] = 1 break end
+    if not budget.take(#record) then result[4] = 1 return false end
     h[H_ERROR] = groupCancelError(mark)
     cancelNow(k, id, h, inline, now, retention)
     result[3] = result[3] + 1
   elseif not live then
     local size = record and #record or 0
-    if not budget.take(size) then result[4] = 1 break end
+    if not budget.take(size) then result[4] = 1 return false end
     result[3] = result[3] + 1
   else
     local size = #record + bodySize(bodiesKey, id, inline)
-    if not budget.take(size) then result[4] = 1 break end
+    if not budget.take(size) then result[4] = 1 return false end
     if start and h[H_EXPIRES] and h[H_EXPIRES] <= now then
       expireNow(k, id, h, inline, now, retention)
       result[3], result[7] = result[3] + 1, result[7] + 1
@@ -99,10 +106,57 @@ for i, id in ipairs(ids) do
       result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. i, start and late)
     end
   end
-  taken = i
+  return true
 end
-redis.call('LTRIM', readyKey, taken, -1)
-if #ids < n and taken == #ids then result[5] = 1 end
+
+local count = tonumber(first[2] or 0)
+local taken = 0
+if count == 0 then
+  for i, id in ipairs(ids) do
+    local record
+    if i == 1 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
+    if not visit(id, record, i) then break end
+    taken = i
+  end
+  redis.call('LTRIM', readyKey, taken, -1)
+  if #ids < n and taken == #ids then result[5] = 1 end
+else
+  -- prioritized ids above 0 first, then the ready list, then those below 0
+  local stopped, listTaken, marked, gone = false, 0, false, {}
+  local function fromZset(positive)
+    if stopped or taken >= n then return end
+    for _, id in ipairs(Priority.firsts(jobsKey, positive, n - taken)) do
+      if not visit(id, redis.call('HGET', jobsKey, id), taken + 1, true) then
+        stopped = true
+        return
+      end
+      taken = taken + 1
+      gone[#gone + 1] = id
+    end
+  end
+  fromZset(true)
+  for i, id in ipairs(ids) do
+    if stopped then break end
+    if id == PRIO_MARK then
+      marked = true
+    elseif taken >= n then
+      break
+    else
+      local record
+      if i == 1 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
+      if not visit(id, record, taken + 1, false) then
+        stopped = true
+        break
+      end
+      taken = taken + 1
+    end
+    listTaken = i
+  end
+  fromZset(false)
+  if listTaken > 0 then redis.call('LTRIM', readyKey, listTaken, -1) end
+  Priority.taken(jobsKey, readyKey, gone, count, marked)
+  if not stopped and result[4] == 0 and taken < n and #ids < n then result[5] = 1 end
+end
 if running + #result - 7 >= maxRunning then result[6] = 1 end -- claims made: the items after the 7 header slots
 if #late > 0 then Lateness.recordLateness(KEYS[7], now, late) end
 result[2] = taken

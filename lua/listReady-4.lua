@@ -31,7 +31,7 @@ for i, id in ipairs(ids) do
   local record = redis.call('HGET', jobsKey, id)
   local h, inline
   if record then h, inline = Job.decode(record) end
-  local ready = h and not seen[id] and h[Job.H_STATE] == Codes.PENDING and not redis.call('ZSCORE', delayedKey, Job.delayedMember(id, h[Job.H_KEY]))
+  local ready = h and not seen[id] and h[Job.H_STATE] == Codes.PENDING and not redis.call('ZSCORE', delayedKey, Job.delayedMember(id, h[Job.H_KEY], h[Job.H_PRIORITY]))
   if ready and ((from and h[Job.H_RUN_AT] < from) or (to and h[Job.H_RUN_AT] > to)) then ready = false end
   if ready then
     if not Job.fitsListing(budget, bodiesKey, id, record, inline) then

@@ -5,6 +5,7 @@
      no handler started is given back without counting (see giveBack in includes/attempts.lua);
      each rewrites the record's header only;
   2. due jobs move from the delayed zset to the ready list, oldest due first (no record is read);
+     one with a priority (read off its member) to the prioritized zset (includes/priority.lua);
   3. done and cancelled jobs past their retention, and dead jobs older than the dead retention,
      are deleted, record and body; the reply names those that had a group, so that the caller
      takes them out of their groups' zsets (lua/leaveGroup-2.lua; their keys are not this call's).
@@ -31,11 +32,12 @@
 --- @include "job"
 --- @include "attempts"
 --- @include "flow"
+--- @include "priority"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local RUNNING = Codes.RUNNING
 local H_STATE, H_ATTEMPTS, H_STARTED, H_GROUP = Job.H_STATE, Job.H_ATTEMPTS, Job.H_STARTED, Job.H_GROUP
 local H_CHUNK, decode, headerOf, memberParts = Job.H_CHUNK, Job.decode, Job.headerOf, Job.memberParts
-local remove = Job.remove
+local remove, find = Job.remove, string.find
 local failAttempt, giveBack, tally = Attempts.failAttempt, Attempts.giveBack, Attempts.tally
 local F_HELD, flowState, saveFlowState = Flow.F_HELD, Flow.flowState, Flow.saveFlowState
 local ringIfClaimable = Flow.ringIfClaimable
@@ -122,8 +124,24 @@ if #due > 0 then
     Flow.flowRoute(k.jobs, keys, idsOf)
     Flow.countReady(Flow.flowKeys(k.jobs), #due)
   else
-    redis.call('RPUSH', k.ready, unpack(due))
-    redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, #due)
+    -- to the ready list, or, a member with a priority (a tab: delayedMember in includes/job.lua),
+    -- to the prioritized zset (includes/priority.lua); no record read
+    local plain, ids, priorities = due, nil, nil
+    for i = 1, #due do
+      local member = due[i]
+      if find(member, '\t', 1, true) then
+        if not ids then ids, priorities, plain = {}, {}, { unpack(due, 1, i - 1) } end
+        local id, _, priority = memberParts(member)
+        ids[#ids + 1], priorities[#priorities + 1] = id, priority
+      elseif ids then
+        plain[#plain + 1] = member
+      end
+    end
+    if #plain > 0 then
+      redis.call('RPUSH', k.ready, unpack(plain))
+      redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, #plain)
+    end
+    if ids then Priority.pushTail(k.jobs, k.ready, ids, priorities) end
   end
 end
 

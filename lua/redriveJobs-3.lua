@@ -45,7 +45,7 @@ for _, id in ipairs(ids) do
       h[Job.H_STATE], h[Job.H_ATTEMPTS], h[Job.H_RUN_AT], h[Job.H_UPDATED] = Codes.PENDING, 0, now, now
       if by then h[Job.H_BY] = by end
       Job.save(jobsKey, id, h, inline)
-      redis.call('ZADD', delayedKey, now, Job.delayedMember(id, h[Job.H_KEY]))
+      redis.call('ZADD', delayedKey, now, Job.delayedMember(id, h[Job.H_KEY], h[Job.H_PRIORITY]))
       redriven = redriven + 1
     end
     redis.call('ZREM', deadKey, id)

@@ -27,7 +27,7 @@ if ARGV[3] ~= '' then
   local headBefore = Head.headScore(delayedKey)
   h[Job.H_RUN_AT] = due
   -- A ready job goes back to delayed; its id left in the ready list is skipped by claim.
-  redis.call('ZADD', delayedKey, due, Job.delayedMember(id, h[Job.H_KEY]))
+  redis.call('ZADD', delayedKey, due, Job.delayedMember(id, h[Job.H_KEY], h[Job.H_PRIORITY]))
   if not headBefore or due < headBefore then headChanged = 1 end
 end
 local body

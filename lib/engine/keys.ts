@@ -504,6 +504,19 @@ export function keyedEntryKey(jobs: JobsKey, kind: 'dedupe' | 'debounce', key: s
   return `${jobs}#${kind === 'dedupe' ? 'dd' : 'db'}:${key}`;
 }
 
+/**
+ * The prioritized ready ids of the topic and partition whose jobs hash is `jobs`, as lua/includes/priority.lua
+ * names it: a ZSET in the jobs hash's slot, highest priority first.
+ */
+export function prioKey(jobs: JobsKey): string {
+  return `${jobs}#prio`;
+}
+
+/** The field of a topic's jobs hash counting the ids in its prioritized zset (lua/includes/priority.lua). */
+export const PRIO_COUNT_FIELD = '#pready';
+/** The entry of a ready list that stands for its prioritized ids while there are any (lua/includes/priority.lua). */
+export const PRIO_MARK = '#p';
+
 /** The field of a topic's jobs hash that says it is paused (lua/includes/flow.lua). */
 export const PAUSED_FIELD = '#paused';
 /**

@@ -5,7 +5,7 @@
  * and read back, merged, as the last 5 minutes' p50 / p99 / max and a per-minute series.
  */
 import type { TopicConfig } from '../core/queue-config';
-import { flowKeys, latenessKey, topicKeys, type JobsKey } from './keys';
+import { flowKeys, latenessKey, PRIO_MARK, prioKey, topicKeys, type JobsKey } from './keys';
 import { run } from './script-runner';
 import { contextOf, topicOf, serverTime, type EngineContext } from './context';
 import { forEachPartition } from './partitions';
@@ -162,7 +162,11 @@ async function laneHeads(ctx: EngineContext, jobs: JobsKey): Promise<string[]> {
 export async function oldestReadyAgeMs(ctx: EngineContext, t: TopicConfig, nowMs: number): Promise<number | null> {
   const ages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
-    for (const id of t.flow ? await laneHeads(ctx, k.jobs) : await ctx.redis.lrange(k.ready, 0, 4)) {
+    const heads = t.flow ? await laneHeads(ctx, k.jobs) : await ctx.redis.lrange(k.ready, 0, 4);
+    // the mark of prioritized ready ids: the first 5 of them too (lua/includes/priority.lua)
+    if (!t.flow && heads.includes(PRIO_MARK)) heads.push(...(await ctx.redis.zrange(prioKey(k.jobs), 0, 4)));
+    for (const id of heads) {
+      if (id === PRIO_MARK) continue;
       const job = await getJob(ctx, t, id);
       if (job?.state === 'ready') return Math.max(0, nowMs - Date.parse(job.runAt));
     }

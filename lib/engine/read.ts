@@ -4,6 +4,7 @@ import {
   EXPIRED_FIELD,
   flowKeys,
   PAUSED_FIELD,
+  PRIO_COUNT_FIELD,
   READY_FIELD,
   scheduleKeys,
   topicKeys,
@@ -113,7 +114,7 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
   await forEachPartition(ctx.layout.partitionsOf(ctx.config.topics.get(topic) ?? topic), async (p) => {
     const k = topicKeys(p, topic, ctx.layout);
     const f = flowKeys(k.jobs);
-    const [delayed, ready, running, dead, head, paused, lanes, expired] = (await readSlot(ctx.redis, (pipeline) =>
+    const [delayed, listed, running, dead, head, paused, lanes, fields] = (await readSlot(ctx.redis, (pipeline) =>
       pipeline
         .zcard(k.delayed)
         .llen(k.ready)
@@ -122,8 +123,11 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
         .zrange(k.delayed, 0, 0, 'WITHSCORES')
         .hexists(k.jobs, PAUSED_FIELD)
         .hget(f.state, READY_FIELD)
-        .hget(k.jobs, EXPIRED_FIELD),
-    )) as [number, number, number, number, string[], number, string | null, string | null];
+        .hmget(k.jobs, EXPIRED_FIELD, PRIO_COUNT_FIELD),
+    )) as [number, number, number, number, string[], number, string | null, (string | null)[]];
+    const [expired, prioritized] = fields.map(Number) as [number, number];
+    // a flow topic's ready ids are in its keys' lanes; prioritized ones in a zset, the ready list holding its mark
+    const ready = listed + prioritized - (prioritized > 0 ? 1 : 0);
     if (former && p >= ctx.layout.count) {
       const [done, schedules] = (await readSlot(ctx.redis, (pipeline) =>
         pipeline.zcard(k.done).zcard(scheduleKeys(p, topic, ctx.layout).ids),
@@ -132,11 +136,11 @@ export async function topicStats(ctx: EngineContext, topic: string): Promise<Top
       former.schedules += schedules;
     }
     stats.delayed += delayed;
-    stats.ready += ready + Number(lanes ?? 0); // a flow topic's ready ids are in its keys' lanes
+    stats.ready += ready + Number(lanes ?? 0);
     if (paused === 1) stats.paused = true;
     stats.running += running;
     stats.dead += dead;
-    stats.expired += Number(expired ?? 0);
+    stats.expired += expired;
     if (head[1] !== undefined && (next === null || Number(head[1]) < next)) next = Number(head[1]);
   });
   stats.nextDueAt = isoOrNull(next);

@@ -18,6 +18,7 @@ import keyed from '../../lua/includes/keyed.lua';
 import job from '../../lua/includes/job.lua';
 import lateness from '../../lua/includes/lateness.lua';
 import occurrences from '../../lua/includes/occurrences.lua';
+import priority from '../../lua/includes/priority.lua';
 import schedules from '../../lua/includes/schedules.lua';
 import ackJobs from '../../lua/ackJobs-4.lua';
 import addJobs from '../../lua/addJobs-5.lua';
@@ -145,6 +146,7 @@ export const INCLUDES: Readonly<Record<string, string>> = {
   keyed,
   lateness,
   occurrences,
+  priority,
   schedules,
 };
 

@@ -5,6 +5,7 @@
 --- @include "codes"
 --- @include "job"
 --- @include "flow"
+--- @include "priority"
 local Attempts = {}
 do
   local PENDING, RUNNING, DEAD, OUTCOME = Codes.PENDING, Codes.RUNNING, Codes.DEAD, Codes.OUTCOME
@@ -12,7 +13,8 @@ do
   local H_BACKOFF, H_ERROR, H_UPDATED, H_DEADLINE = Job.H_BACKOFF, Job.H_ERROR, Job.H_UPDATED, Job.H_DEADLINE
   local H_CLAIM, H_STARTED, H_GIVE_BACKS = Job.H_CLAIM, Job.H_STARTED, Job.H_GIVE_BACKS
   local delayedMember, save, recordAttempt = Job.delayedMember, Job.save, Job.recordAttempt
-  local A_FAILED, A_TIMED_OUT = Job.A_FAILED, Job.A_TIMED_OUT
+  local A_FAILED, A_TIMED_OUT, H_PRIORITY = Job.A_FAILED, Job.A_TIMED_OUT, Job.H_PRIORITY
+  local pushHead = Priority.pushHead
   local flowLeave, flowGiveBack = Flow.flowLeave, Flow.flowGiveBack
 
   local MAX_ERROR_BYTES = 1024 -- keeps a failing job's record small whatever the handler threw
@@ -59,7 +61,7 @@ do
     local due = now + (retryAfter or retryDelay(h[H_BACKOFF] or defaultBackoff, h[H_ATTEMPTS], rand))
     h[H_STATE] = PENDING
     h[H_RUN_AT] = due
-    redis.call('ZADD', k.delayed, due, delayedMember(id, h[H_KEY]))
+    redis.call('ZADD', k.delayed, due, delayedMember(id, h[H_KEY], h[Job.H_PRIORITY]))
     save(k.jobs, id, h, inline)
     return OUTCOME.RETRY_SCHEDULED, due
   end
@@ -70,7 +72,8 @@ do
     return h[H_STATE] == RUNNING and h[H_ATTEMPTS] == tonumber(attempt) and h[H_CLAIM] == claim
   end
 
-  -- Puts ids back at the front of their ready list (a flow topic's: of their keys' lanes), their
+  -- Puts ids back at the front of their ready list (a flow topic's: of their keys' lanes; one with a
+  -- priority: before the first of its priority, includes/priority.lua), their
   -- keys' slots returned: `backs` holds id, header pairs in the order they were claimed, and the last
   -- goes back first, so that several of one list or key keep that order. A flow topic's ids go back
   -- key by key, the keys in the order of their first ids, so that the keys go back in the ring (at
@@ -91,7 +94,12 @@ do
       end
     end
     for i = #backs - 1, 1, -2 do
-      if not backs[i + 1][H_KEY] then redis.call('LPUSH', k.ready, backs[i]) end
+      local h = backs[i + 1]
+      if h[H_PRIORITY] and not h[H_KEY] then
+        pushHead(k.jobs, k.ready, backs[i], h[H_PRIORITY])
+      elseif not h[H_KEY] then
+        redis.call('LPUSH', k.ready, backs[i])
+      end
     end
     for _, key in ipairs(keys) do
       local at = places[key]

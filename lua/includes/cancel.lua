@@ -25,7 +25,7 @@ do
       redis.call('ZREM', k.running, id)
       flowLeave(k.jobs, h, now)
     else
-      redis.call('ZREM', k.delayed, delayedMember(id, h[H_KEY]))
+      redis.call('ZREM', k.delayed, delayedMember(id, h[H_KEY], h[Job.H_PRIORITY]))
     end
     h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
     if by then h[H_BY] = by end

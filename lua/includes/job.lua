@@ -81,21 +81,24 @@ do
     return header
   end
 
-  -- Job `id`'s member in its topic's delayed zset, its flow key `key` (H_KEY) being false or '' (the
-  -- id alone) or a key: the id, a space, the key. A flow sweep then takes each due job's key from
-  -- the member (lua/moveDue-7.lua) instead of reading its record. Ids never hold a space, which
-  -- sorts before every character an id holds, so the members of one score sort as their ids do.
-  local function delayedMember(id, key)
-    if key and key ~= '' then return id .. ' ' .. key end
-    return id
+  -- Job `id`'s member in its topic's delayed zset, its flow key `key` (H_KEY) being false or '' (none)
+  -- or a key, its priority `priority` (H_PRIORITY) nil or 0 (none) or a number: the id, then a tab
+  -- and the priority when it has one, then a space and the key when it has one. A sweep then takes
+  -- each due job's key and priority from the member (lua/moveDue-7.lua) instead of reading its
+  -- record. Ids never hold a tab or a space, which sort before every character an id holds, so the
+  -- members of one score sort as their ids do.
+  local function delayedMember(id, key, priority)
+    local member = id
+    if priority and priority ~= 0 then member = member .. '\t' .. priority end
+    if key and key ~= '' then return member .. ' ' .. key end
+    return member
   end
 
-  -- The id and flow key ('' for none) a delayed zset's member holds (delayedMember's inverse; a
-  -- running, dead or done zset's member is the id alone).
+  -- The id, flow key ('' for none) and priority (nil for none) a delayed zset's member holds
+  -- (delayedMember's inverse; a running, dead or done zset's member is the id alone).
   local function memberParts(member)
-    local id, key = string.match(member, '^([^ ]*) (.*)$')
-    if not id then return member, '' end
-    return id, key
+    local id, priority, key = string.match(member, '^([^ \t]*)\t?(%-?%d*) ?(.*)$')
+    return id, key, tonumber(priority)
   end
 
   -- The header of job `id`'s record, nil when there is none.
@@ -270,7 +273,9 @@ do
   -- lib/engine/shapes.ts, in this order.
   local function view(delayedKey, id, h, body)
     local state = h[H_STATE]
-    if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY])) then state = READY end
+    if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY], h[H_PRIORITY])) then
+      state = READY
+    end
     return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
       h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY],
       h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false, h[H_PRIORITY] or 0 }

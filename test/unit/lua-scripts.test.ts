@@ -7,6 +7,7 @@ import {
   groupBucketKey,
   keyedEntryKey,
   groupChunkKey,
+  prioKey,
   topicKeys,
   type GroupKey,
   INCLUDES,
@@ -102,6 +103,7 @@ describe('lua/ scripts', () => {
       ".. '#flow', conf = jobsKey .. '#fconf', ring = jobsKey .. '#lanes', wait = jobsKey .. '#fwait' }",
       ".. '#gb' .. b",
       ".. '#lane:' .. key",
+      ".. '#prio'",
     ]);
     const jobs = topicKeys(0, 't', 1).jobs;
     assert.deepEqual(
@@ -113,6 +115,7 @@ describe('lua/ scripts', () => {
       [f.state, f.conf, f.ring, f.wait, f.lane('k')],
       ['#flow', '#fconf', '#lanes', '#fwait', '#lane:k'].map((s) => `${topicKeys(0, 't', 1).jobs}${s}`),
     );
+    assert.equal(prioKey(jobs), `${jobs}#prio`);
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 3), 'dq:{p0}:group:t:g#3');
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 0), 'dq:{p0}:group:t:g');
     assert.equal(groupBucketKey(topicKeys(0, 't', 1).jobs, 5), `${topicKeys(0, 't', 1).jobs}#gb5`);
