@@ -6,6 +6,10 @@ import { iamCaller, type IamIdentity } from './iam';
 import { takeColdStart } from '../platform/log';
 import { isUnavailable } from '../platform/redis';
 import { runtime, type Runtime } from '../platform/runtime';
+import { NO_TRACER, parseTraceparent, type SpanContext } from '../platform/tracing';
+
+/** The tracer `answer` runs with inside `traced`, which made the request's span already. */
+const NOT_AGAIN = NO_TRACER;
 import type { Engine } from '../engine';
 
 /** A request as a route sees it. */
@@ -23,6 +27,8 @@ export interface ApiRequest {
   hasBody: boolean;
   /** The body parsed as JSON; throws 400 INVALID_JSON when it is not. */
   json(): unknown;
+  /** The request's span, when tracing is on (a job added by it keeps it: its attempts are its children). */
+  trace?: SpanContext;
 }
 
 /** A route's answer: a status and a JSON body. */
@@ -224,6 +230,7 @@ async function answer(
   rt: Runtime,
   log: Runtime['log'],
 ): Promise<APIGatewayProxyResultV2> {
+  if (rt.tracer.enabled) return traced(route, request, rt, log);
   try {
     requireScope(request.caller, route.scope ?? 'admin');
     if (request.params.topic !== undefined) requireTopicAccess(request.caller, request.params.topic);
@@ -233,6 +240,29 @@ async function answer(
   } catch (error) {
     return failed(error, log, request.requestId);
   }
+}
+
+/**
+ * `answer` in a span of the request (a server span, continuing the trace of an incoming `traceparent`), exported
+ * before the answer goes back (a Lambda may be frozen after it).
+ */
+async function traced(
+  route: Route,
+  request: ApiRequest,
+  rt: Runtime,
+  log: Runtime['log'],
+): Promise<APIGatewayProxyResultV2> {
+  const span = rt.tracer.start(`${request.method} ${request.path}`, {
+    kind: 'server',
+    parent: parseTraceparent(request.headers.traceparent),
+    attributes: { 'http.request.method': request.method, 'url.path': request.path, 'dq.request_id': request.requestId },
+  });
+  const result = await answer(route, { ...request, trace: span.context }, { ...rt, tracer: NOT_AGAIN }, log);
+  const status = typeof result === 'object' ? (result.statusCode ?? 200) : 200;
+  span.setAttributes({ 'http.response.status_code': status });
+  span.end(status >= 500 ? `HTTP ${status}` : undefined);
+  await rt.tracer.flush();
+  return result;
 }
 
 /**

@@ -10,6 +10,7 @@ import { HttpError, orThrow, refusalError, replicated } from './api-errors';
 import { requireTopicAccess } from './auth';
 import { clientNow, errorBody, jobHeaders, needs, type ApiRequest, type ApiResponse } from './http';
 import type { Runtime } from '../platform/runtime';
+import { packContext, type SpanContext } from '../platform/tracing';
 import {
   checkJobRef,
   parseIfMatch,
@@ -67,9 +68,10 @@ export const jobService = {
    * Adds one job: created, or `exists` (nothing changed) with the job that holds the id; 403 when
    * `caller` may not use its topic.
    */
-  async add(engine: Engine, input: unknown, caller?: Caller): Promise<WriteOutcome & Wake> {
+  async add(engine: Engine, input: unknown, caller?: Caller, trace?: SpanContext): Promise<WriteOutcome & Wake> {
     const job = validateJob(input, engine.config, clientNow(engine));
     if (caller) requireTopicAccess(caller, job.topic);
+    if (trace) job.trace = packContext(trace);
     const { outcomes, wake } = await write(engine, [job], 'add', caller?.name);
     return { ...outcomes[0]!, wake };
   },
@@ -82,7 +84,9 @@ export const jobService = {
     engine: Engine,
     inputs: readonly unknown[],
     caller?: Caller,
+    trace?: SpanContext,
   ): Promise<{ outcomes: AddOutcome[] } & Wake> {
+    const packed = trace && packContext(trace);
     const outcomes: AddOutcome[] = new Array(inputs.length);
     const valid: NewJob[] = [];
     const validIndex: number[] = [];
@@ -90,6 +94,7 @@ export const jobService = {
       try {
         const job = validateJob(input, engine.config, clientNow(engine));
         if (caller) requireTopicAccess(caller, job.topic);
+        if (packed) job.trace = packed;
         valid.push(job);
         validIndex.push(i);
       } catch (error) {
@@ -174,12 +179,12 @@ function writeResponse(outcome: WriteOutcome): ApiResponse {
 
 /** POST /jobs */
 export async function addJob(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  return writeResponse(await jobService.add(rt.engine, req.json(), req.caller));
+  return writeResponse(await jobService.add(rt.engine, req.json(), req.caller, req.trace));
 }
 
 /** POST /jobs/batch: { jobs: [...] }, one result per job, in order. */
 export async function addJobs(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
-  const { outcomes } = await jobService.addMany(rt.engine, validateBatch(req.json()), req.caller);
+  const { outcomes } = await jobService.addMany(rt.engine, validateBatch(req.json()), req.caller, req.trace);
   const results = outcomes.map((o) => {
     if (o.status === 'invalid') return { status: o.error.status, ...(errorBody(o.error) as object) };
     const r = writeResponse(o);

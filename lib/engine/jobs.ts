@@ -95,6 +95,8 @@ export interface ClaimedJob {
   latenessMs: number;
   /** This claim's token, unique to it: ack, fail, start and release present it. */
   claim: string;
+  /** The packed trace context of the request that added the job, when tracing was on then. */
+  trace?: string;
 }
 
 /** One claimed attempt, as ack, fail and start name it: its number and its claim token. */

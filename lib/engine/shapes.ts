@@ -36,6 +36,11 @@ export interface NewJob {
    * starts with `<key>::`, which places it in the key's partition (routingId in lib/engine/keys.ts).
    */
   keyed?: KeyedSpec;
+  /**
+   * The trace context of the request that added it, packed (lib/platform/tracing.ts packContext), when tracing is on:
+   * its attempts' spans are children of that span.
+   */
+  trace?: string;
 }
 
 /**

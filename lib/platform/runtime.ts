@@ -4,6 +4,7 @@ import { loadConfig, type AppConfig } from '../core/queue-config';
 import { createInvoker, type Invoker } from './lambda';
 import { createLogger, setMetricsService, type Logger } from './log';
 import { createRedis } from './redis';
+import { tracerFromEnv, type Tracer } from './tracing';
 
 /** What every Lambda of the stack shares within one process: created once, at first use. */
 export interface Runtime {
@@ -12,6 +13,8 @@ export interface Runtime {
   engine: Engine;
   invoker: Invoker;
   log: Logger;
+  /** Traces (./tracing.ts): NO_TRACER unless DQ_OTLP_ENDPOINT is set. */
+  tracer: Tracer;
 }
 
 let current: Runtime | undefined;
@@ -35,7 +38,10 @@ export function createRuntime(env: NodeJS.ProcessEnv): Runtime {
     onError: (error: unknown) => log.warn('could not wake the sweeper', { error }),
     ...(startSweeper ? { startSweeper } : {}),
   };
-  return { config, redis, engine: new Engine(redis, config.queue, { wake }), invoker, log };
+  const tracer = tracerFromEnv(env, config.functionPrefix.replace(/-$/, ''), (error) =>
+    log.warn('could not export traces', { error }),
+  );
+  return { config, redis, engine: new Engine(redis, config.queue, { wake }), invoker, log, tracer };
 }
 
 /**

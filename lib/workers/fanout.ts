@@ -5,6 +5,7 @@ import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from '../core/limits';
 import { chunkBySize, type ClaimedJob, type Engine } from '../engine';
 import type { Invoker } from '../platform/lambda';
 import { emitMetrics, type Logger } from '../platform/log';
+import { MAX_LINKS, unpackContext, type Span, type SpanContext, type Tracer } from '../platform/tracing';
 
 /** The event a topic handler receives: a batch of jobs of one topic, each claimed for one attempt. */
 export interface HandlerEvent {
@@ -38,6 +39,8 @@ export interface WireJob {
    */
   claim: string;
   url?: string;
+  /** The packed trace context of the request that added the job (lib/platform/tracing.ts), when tracing is on. */
+  trace?: string;
 }
 
 const INVOKES_IN_FLIGHT = 8; // parallel Event invokes per topic: each is one HTTPS call
@@ -58,6 +61,8 @@ export interface FanoutDeps {
    * Without it, the fan-out counts its mark's life (timings.fanoutMarkMs, its function timeout) from its start.
    */
   remainingMs?: () => number;
+  /** Traces (lib/platform/tracing.ts): each claim is a span linked to the jobs it claimed. None: off. */
+  tracer?: Tracer;
 }
 
 const newToken = () => randomBytes(8).toString('hex');
@@ -97,6 +102,7 @@ export function toWire(job: ClaimedJob): WireJob {
     claimedAt: job.runAt + job.latenessMs,
     claim: job.claim,
     ...(job.url ? { url: job.url } : {}),
+    ...(job.trace ? { trace: job.trace } : {}),
   };
 }
 
@@ -139,6 +145,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
       INVOKES_IN_FLIGHT * EVENT_PAYLOAD_BYTES,
     );
     if (claimed.length === 0) return waitMs;
+    const span = deps.tracer?.enabled ? claimSpan(deps.tracer, topic.name, claimed) : undefined;
     report.claimed += claimed.length;
     emitMetrics(
       { topic: topic.name },
@@ -152,6 +159,7 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     const { batches, oversized } = cutBatches(topic, claimed);
     await failOversized(deps, topic.name, oversized);
     const { failed, reason } = await invokeBatches(deps, handler, { topic: topic.name, more }, batches, report);
+    span?.end(failed.length > 0 ? reason : undefined);
     if (failed.length > 0) {
       report.released += await deps.engine.release(failed, reason);
       return null; // the invoke API is failing: stop, the next sweep tries again
@@ -162,6 +170,20 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
     if (drained) return null;
   }
   return null;
+}
+
+/**
+ * The span of a claim of `claimed` (and their invokes): linked to the spans that added the first MAX_LINKS of them
+ * (those added while tracing was on), one claim serving many traces.
+ */
+function claimSpan(tracer: Tracer, topic: string, claimed: readonly ClaimedJob[]): Span {
+  const links: SpanContext[] = [];
+  for (const job of claimed) {
+    const context = unpackContext(job.trace);
+    if (context) links.push(context);
+    if (links.length === MAX_LINKS) break;
+  }
+  return tracer.start(`claim ${topic}`, { links, attributes: { 'dq.topic': topic, 'dq.claimed': claimed.length } });
 }
 
 /** Fails the attempts of claimed jobs too large for a handler event, one after another. */
@@ -292,6 +314,7 @@ export async function runFanout(
     }
     return Object.fromEntries(reports);
   } finally {
+    await deps.tracer?.flush();
     // however it ends (done, or a call that threw), it leaves no mark of its own behind
     if (token)
       await deps.engine

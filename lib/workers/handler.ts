@@ -5,6 +5,7 @@ import { requestFanout, toWire, type HandlerEvent, type WireJob } from './fanout
 import { emitMetrics, takeColdStart, type Logger } from '../platform/log';
 import type { FailOutcome } from '../engine';
 import { runtime, type Runtime } from '../platform/runtime';
+import { formatTraceparent, unpackContext, type Span } from '../platform/tracing';
 
 /** What the user's function gets besides the job. */
 export interface JobContext {
@@ -16,6 +17,11 @@ export interface JobContext {
   /** Epoch ms on the Redis clock: this host's clock corrected by its measured offset. */
   now(): number;
   log: Logger;
+  /**
+   * The W3C `traceparent` of this attempt's span when tracing is on (DQ_OTLP_ENDPOINT): make the function's own spans
+   * its children (a propagator's extract of `{ traceparent }`). Undefined when tracing is off.
+   */
+  traceparent?: string;
 }
 
 /** The user's code for one job: resolve for success, throw (or RetryLater) for a failed attempt. */
@@ -67,11 +73,46 @@ async function runJob(round: Round, job: WireJob): Promise<void> {
   const jobLog = round.log.child({ topic, jobId: job.id, attempt: job.attempt });
   const latenessMs = startedAt + offsetMs - job.runAt;
   jobLog.info('job started', { latenessMs, startLatenessMs: latenessMs });
-  const failure = await runUntil(round.fn, job, { topic, endsAt, why, offsetMs, log: jobLog });
+  const span = round.rt.tracer.enabled ? attemptSpan(round, job, latenessMs) : undefined;
+  const limit = {
+    topic,
+    endsAt,
+    why,
+    offsetMs,
+    log: jobLog,
+    ...(span ? { traceparent: formatTraceparent(span.context) } : {}),
+  };
+  const failure = await runUntil(round.fn, job, limit);
   const durationMs = Date.now() - startedAt;
-  if (failure === undefined) await ackAttempt(round, job, jobLog, durationMs);
-  else await failAttempt(round, job, failure, jobLog, durationMs);
+  const outcome =
+    failure === undefined
+      ? await ackAttempt(round, job, jobLog, durationMs)
+      : await failAttempt(round, job, failure, jobLog, durationMs);
+  if (span) {
+    span.setAttributes({ 'dq.outcome': outcome, 'dq.duration_ms': durationMs });
+    span.end(failure === undefined ? undefined : messageOf(failure));
+  }
 }
+
+/**
+ * The span of one attempt: a child of the span of the request that added the job (a new trace when it carries none:
+ * added while tracing was off, or a schedule's occurrence), with the job's topic, id, attempt and lateness.
+ */
+function attemptSpan(round: Round, job: WireJob, latenessMs: number): Span {
+  return round.rt.tracer.start(`run ${round.topic.name}`, {
+    kind: 'consumer',
+    parent: unpackContext(job.trace),
+    attributes: {
+      'dq.topic': round.topic.name,
+      'dq.job.id': job.id,
+      'dq.attempt': job.attempt,
+      'dq.max_attempts': job.maxAttempts,
+      'dq.lateness_ms': latenessMs,
+    },
+  });
+}
+
+const messageOf = (failure: unknown) => (failure instanceof Error ? failure.message || failure.name : String(failure));
 
 /**
  * When an attempt of `job` must end, on this host's clock, and what its failure then says. `offsetMs`: the Redis
@@ -97,7 +138,7 @@ function attemptEnd(job: WireJob, offsetMs: number, invocationEndsAt: number): {
 async function runUntil(
   fn: JobFunction,
   job: WireJob,
-  limit: { topic: string; endsAt: number; why: string; offsetMs: number; log: Logger },
+  limit: { topic: string; endsAt: number; why: string; offsetMs: number; log: Logger; traceparent?: string },
 ): Promise<unknown> {
   const { endsAt, offsetMs } = limit;
   const controller = new AbortController();
@@ -120,6 +161,7 @@ async function runUntil(
         timeLeftMs: () => Math.max(0, endsAt - Date.now()),
         now: () => Date.now() + offsetMs,
         log: limit.log,
+        ...(limit.traceparent ? { traceparent: limit.traceparent } : {}),
       }),
       timeout,
     ]);
@@ -132,7 +174,7 @@ async function runUntil(
 }
 
 /** Acks a job's attempt that succeeded; stale when its attempt had ended meanwhile. */
-async function ackAttempt(round: Round, job: WireJob, jobLog: Logger, durationMs: number): Promise<void> {
+async function ackAttempt(round: Round, job: WireJob, jobLog: Logger, durationMs: number): Promise<string> {
   const outcome = await round.rt.engine.ack(round.topic.name, job.id, job);
   if (outcome === 'done') {
     round.report.done += 1;
@@ -141,6 +183,7 @@ async function ackAttempt(round: Round, job: WireJob, jobLog: Logger, durationMs
     round.report.stale += 1;
     jobLog.warn('job finished but its attempt had already ended', { outcome, durationMs });
   }
+  return outcome;
 }
 
 /** Fails a job's attempt that threw `failure` (or ran out of time): retried, dead, or stale when it had ended. */
@@ -150,9 +193,9 @@ async function failAttempt(
   failure: unknown,
   jobLog: Logger,
   durationMs: number,
-): Promise<void> {
+): Promise<string> {
   const { report } = round;
-  const message = failure instanceof Error ? failure.message || failure.name : String(failure);
+  const message = messageOf(failure);
   const retryAfterMs = failure instanceof RetryLater ? failure.retryAfterMs : undefined;
   const result: FailOutcome = await round.rt.engine.fail(round.topic.name, job.id, job, message, retryAfterMs);
   if (result.outcome === 'retry') {
@@ -169,6 +212,7 @@ async function failAttempt(
     report.stale += 1;
     jobLog.warn('job failed but its attempt had already ended', { outcome: result.outcome, reason: message });
   }
+  return result.outcome;
 }
 
 /**
@@ -222,6 +266,7 @@ export function topicHandler(fn: JobFunction, getRuntime: () => Runtime = runtim
       // Redis unreachable, say: the attempts come back when their TTR expires.
       (rt?.log ?? console).error('topic handler failed; unfinished attempts return after their ttr', { error });
     }
+    await rt?.tracer.flush();
     return report;
   };
 }

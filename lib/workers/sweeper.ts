@@ -6,6 +6,7 @@ import type { Invoker } from '../platform/lambda';
 import { DEFAULT_TIMINGS, type Timings } from '../core/queue-config';
 import { TTR_SECONDS } from '../core/limits';
 import { emitMetrics, type Logger } from '../platform/log';
+import type { Tracer } from '../platform/tracing';
 
 export interface SweeperDeps {
   engine: Engine;
@@ -15,6 +16,8 @@ export interface SweeperDeps {
   remainingMs: () => number;
   /** The sweeper's and fan-out's timings (config.timings); DEFAULT_TIMINGS when left out. */
   timings?: Timings;
+  /** Traces (lib/platform/tracing.ts): a sweep that changed something is a span. None: off. */
+  tracer?: Tracer;
 }
 
 export type SweeperOutcome = 'busy' | 'idle' | 'handed_over' | 'out_of_time';
@@ -86,6 +89,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
     }
   } finally {
     waker.close();
+    await deps.tracer?.flush();
   }
 }
 
@@ -109,11 +113,13 @@ async function sweepOnce(
       return 'lost';
     }
     const sweptFrom = performance.now();
+    const startMs = Date.now();
     let asked = false;
     // the fan-out is invoked as soon as jobs are ready, beside the schedules' advance
     const result = await deps.engine.sweep(undefined, async (ready) => {
       asked = await fanOut(deps, t, ready, report);
     });
+    if (deps.tracer?.enabled) sweepSpan(deps.tracer, startMs, result);
     return { result, sweptFrom, asked, wakes };
   } catch (error) {
     deps.log.error('sweep failed; retrying', { error });
@@ -121,6 +127,29 @@ async function sweepOnce(
     await pause(t.sweeperErrorPauseMs);
     return null;
   }
+}
+
+/**
+ * A span of a sweep that moved, retried, dead-lettered, gave back or purged jobs or advanced schedules (one that found
+ * nothing is none). Not linked to the jobs it moved: the move takes ids alone from the delayed zset, never their
+ * records, so it does not know their traces; the claim that follows links them.
+ */
+function sweepSpan(tracer: Tracer, startMs: number, r: SweepResult): void {
+  const changed = r.moved + r.retried + r.deadLettered + r.givenBack + r.purged + r.schedulesAdvanced;
+  if (changed === 0) return;
+  tracer
+    .start('sweep', {
+      startMs,
+      attributes: {
+        'dq.moved': r.moved,
+        'dq.retried': r.retried,
+        'dq.dead_lettered': r.deadLettered,
+        'dq.given_back': r.givenBack,
+        'dq.purged': r.purged,
+        'dq.schedules_advanced': r.schedulesAdvanced,
+      },
+    })
+    .end();
 }
 
 /**

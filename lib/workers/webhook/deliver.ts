@@ -45,6 +45,8 @@ export interface DeliverWebhookOptions {
   timeoutMs: number;
   /** Clock, epoch ms; defaults to `Date.now`. */
   now?: () => number;
+  /** The attempt's W3C trace context, sent as the `traceparent` header (tracing on). */
+  traceparent?: string;
 }
 
 /** Outcome of a successful delivery. */
@@ -84,7 +86,8 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
     const exempt =
       options.allowPrivate || (options.allowHosts ?? []).some((h) => h.toLowerCase() === hostname.toLowerCase());
     const pinned = exempt ? undefined : await checkedAddresses(hostname, abort.signal, options.denyCidrs);
-    const status = await post({ url, hostname, pinned }, job, { secrets, now }, abort.signal);
+    const signing = { secrets, now, ...(options.traceparent ? { traceparent: options.traceparent } : {}) };
+    const status = await post({ url, hostname, pinned }, job, signing, abort.signal);
     return { status, durationMs: Math.max(0, now() - started) };
   } finally {
     clearTimeout(timer);
@@ -99,7 +102,7 @@ export async function deliverWebhook(job: WebhookJob, options: DeliverWebhookOpt
 function post(
   target: { url: URL; hostname: string; pinned: LookupAddress[] | undefined },
   job: WebhookJob,
-  signing: { secrets: readonly string[]; now: () => number },
+  signing: { secrets: readonly string[]; now: () => number; traceparent?: string },
   signal: AbortSignal,
 ): Promise<number> {
   const { url, hostname, pinned } = target;
@@ -115,6 +118,7 @@ function post(
     [TOPIC_HEADER]: job.topic,
     [JOB_ID_HEADER]: job.id,
     [ATTEMPT_HEADER]: String(job.attempt),
+    ...(signing.traceparent ? { traceparent: signing.traceparent } : {}),
   };
   const isHttps = url.protocol === 'https:';
   const requestOptions: RequestOptions = {
