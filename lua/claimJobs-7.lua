@@ -152,7 +152,8 @@ else
     end
     listTaken = i
   end
-  fromZset(false)
+  -- those below 0 only once the ready list is read to its end (the mark took a place in the read)
+  if listTaken == #ids and #ids < n then fromZset(false) end
   if listTaken > 0 then redis.call('LTRIM', readyKey, listTaken, -1) end
   Priority.taken(jobsKey, readyKey, gone, count, marked)
   if not stopped and result[4] == 0 and taken < n and #ids < n then result[5] = 1 end

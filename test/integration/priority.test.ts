@@ -49,6 +49,24 @@ describe('priorities', () => {
     assert.deepEqual(order, ['f', 'c', 'e', 'h', 'a', 'd', 'b', 'g']);
   });
 
+  it("a priority below 0 waits for the whole ready list, its mark taking a place in the claim's read", async () => {
+    const { topic, q } = setup();
+    await addReady(q, topic, [
+      ['neg', -1],
+      ['a', 0],
+      ['b', 0],
+      ['c', 0],
+    ]);
+    assert.deepEqual(
+      (await q.engine.claim(topic, 3)).map((j) => j.id),
+      ['a', 'b'],
+    );
+    assert.deepEqual(
+      (await q.engine.claim(topic, 3)).map((j) => j.id),
+      ['c', 'neg'],
+    );
+  });
+
   it('a retry, a claim given back and a never-started claim keep their priority', async () => {
     const { topic, clock, q } = setup();
     await addReady(q, topic, [
