@@ -95,6 +95,37 @@ describe('the client against the stack', () => {
     assert.deepEqual([finished.code, finished.job?.state], ['JOB_FINISHED', 'done']);
   });
 
+  it('keyed adds: addKeyed says created, duplicate or debounced; add returns the job; addMany carries outcomes', async () => {
+    const key = uid('dedupe');
+    const created = await queue.addKeyed({ topic: 'example', delay: 3600, priority: -5, dedupe: { key, window: 60 } });
+    assert.equal(created.outcome, 'created');
+    assert.match(created.id, new RegExp(`^${key}::.{16}$`), 'the server made <key>::…, the client no UUID');
+    assert.equal(created.job?.priority, -5);
+    const duplicate = await queue.addKeyed({ topic: 'example', delay: 1, body: 'other', dedupe: { key } });
+    assert.deepEqual([duplicate.outcome, duplicate.id, duplicate.job?.body], ['duplicate', created.id, null]);
+    assert.equal((await queue.add({ topic: 'example', delay: 1, dedupe: { key } })).id, created.id);
+
+    const bkey = uid('debounce');
+    const first = await queue.add({ topic: 'example', body: { n: 1 }, debounce: { key: bkey, period: '1h' } });
+    const folded = await queue.addKeyed({ topic: 'example', body: { n: 2 }, debounce: { key: bkey, period: '1h' } });
+    assert.deepEqual([folded.outcome, folded.id, folded.job?.body], ['debounced', first.id, { n: 2 }]);
+    assert.deepEqual((await queue.get('example', first.id))?.body, { n: 2 });
+
+    const results = await queue.addMany([
+      { topic: 'example', delay: 3600 },
+      { topic: 'example', delay: 1, dedupe: { key } },
+      { topic: 'example', body: { n: 3 }, debounce: { key: bkey, period: '1h' } },
+    ]);
+    assert.deepEqual(
+      results.map((r) => (r.ok ? [r.status, r.outcome] : [r.status, r.error.code])),
+      [
+        [201, 'created'],
+        [200, 'duplicate'],
+        [200, 'debounced'],
+      ],
+    );
+  });
+
   it('addMany, topics, dead and redrive: a webhook that fails once dies, is redriven, and is delivered', async () => {
     const ok = uid('batch');
     const results = await queue.addMany([

@@ -224,6 +224,60 @@ describe('openapi.yaml matches what the stack answers', () => {
     );
   });
 
+  it('keyed adds: 201, then 200 duplicateOf (with the job) or debounced; 400 naming the field; batch results too', async () => {
+    const key = uid('dd');
+    const first = await call('POST', '/jobs', { topic: 'example', delay: 3600, priority: 7, dedupe: { key } });
+    assert.equal(first.status, 201);
+    assert.match(first.body.job.id, new RegExp(`^${key}::[A-Za-z0-9_-]{16}$`));
+    assert.equal(first.body.job.priority, 7);
+    const again = await call('POST', '/jobs', { topic: 'example', delay: 1, dedupe: { key, window: '1h' } });
+    assert.deepEqual(
+      [again.status, again.body.duplicateOf, again.body.job.id],
+      [200, first.body.job.id, first.body.job.id],
+    );
+
+    const bkey = uid('db');
+    const waiting = await call('POST', '/jobs', { topic: 'example', body: 1, debounce: { key: bkey, period: '1h' } });
+    assert.equal(waiting.status, 201);
+    const folded = await call('POST', '/jobs', { topic: 'example', body: 2, debounce: { key: bkey, period: 3600 } });
+    assert.deepEqual(
+      [folded.status, folded.body.debounced, folded.body.job.id, folded.body.job.body],
+      [200, true, waiting.body.job.id, 2],
+    );
+    for (const [input, path] of [
+      [{ topic: 'example', delay: 1, debounce: { key: bkey, period: 1 } }, 'delay'],
+      [{ topic: 'example', delay: 1, dedupe: { key }, id: 'other' }, 'id'],
+      [{ topic: 'example', delay: 1, dedupe: { key: 'a::b' } }, 'dedupe.key'],
+      [{ topic: 'example', delay: 1, priority: 1001 }, 'priority'],
+    ] as const) {
+      const refused = await call('POST', '/jobs', input);
+      expectError(refused, 400, 'VALIDATION_FAILED');
+      assert.ok(
+        refused.body.error.details.some((d: { path: string }) => d.path === path),
+        `${JSON.stringify(input)} names ${path}`,
+      );
+    }
+
+    const batch = await call('POST', '/jobs/batch', {
+      jobs: [
+        { topic: 'example', delay: 1, dedupe: { key } },
+        { topic: 'example', body: 3, debounce: { key: bkey, period: 3600 } },
+        { topic: 'example', delay: 3600, dedupe: { key: uid('dd') } },
+      ],
+    });
+    assert.deepEqual(
+      batch.body.results.map((r: { status: number; duplicateOf?: string; debounced?: boolean }) => [
+        r.status,
+        r.duplicateOf ?? r.debounced ?? null,
+      ]),
+      [
+        [200, first.body.job.id],
+        [200, true],
+        [201, null],
+      ],
+    );
+  });
+
   it('batch adds: 200 with 201 / 400 / 409 / 413 results, 400 for an empty or malformed batch, 401', async () => {
     const id = uid('batch');
     const batch = await call('POST', '/jobs/batch', {
@@ -1001,7 +1055,7 @@ describe('openapi.yaml matches what the stack answers', () => {
     assert.deepEqual(missing, [], 'operations never exercised');
     const seen = Object.fromEntries([...contract.seen].map(([op, statuses]) => [op, [...statuses].sort()]));
     assert.deepEqual(seen, {
-      'POST /jobs': [201, 400, 401, 403, 409, 413, 503],
+      'POST /jobs': [200, 201, 400, 401, 403, 409, 413, 503],
       'POST /jobs/batch': [200, 400, 401, 403],
       'GET /jobs/{topic}/{id}': [200, 400, 401, 403, 404, 503],
       'PUT /jobs/{topic}/{id}': [200, 201, 400, 401, 403, 409, 412, 413],

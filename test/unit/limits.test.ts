@@ -11,6 +11,11 @@ import { DEFAULTS, ID_PATTERN, resolveQueueConfig, TOPIC_PATTERN } from '../../l
 import {
   BATCH_JOBS,
   DEAD_PAGE,
+  DEBOUNCE_MAX_WAIT_SECONDS,
+  DEBOUNCE_PERIOD_SECONDS,
+  DEDUPE_WINDOW_SECONDS,
+  KEYED_KEY_LENGTH,
+  PRIORITY,
   EARLIEST_RUN_AT_MS,
   JITTER_SECONDS,
   JOBS_PAGE,
@@ -175,6 +180,22 @@ describe('openapi.yaml states the limits of lib/core/limits.ts', () => {
     assert.equal(schemas.JobId.pattern, ID_PATTERN.source);
     assert.equal(schemas.GroupName.pattern, ID_PATTERN.source);
     assert.equal(schemas.JobFields.properties.group.pattern, ID_PATTERN.source);
+  });
+
+  it("a job's priority, dedupe window, debounce period and max wait, and a dedupe or debounce key", () => {
+    const range = (node: Json) => [node.minimum, node.maximum];
+    for (const node of [schemas.JobOptions.properties.priority, schemas.JobFields.properties.priority])
+      assert.deepEqual(range(node), [PRIORITY.min, PRIORITY.max]);
+    const window = schemas.DedupeSpec.properties.window.oneOf;
+    assert.deepEqual(range(window[0]), [DEDUPE_WINDOW_SECONDS.min, DEDUPE_WINDOW_SECONDS.max]);
+    assert.match(schemas.DedupeSpec.properties.window.description, new RegExp(`${DEDUPE_WINDOW_SECONDS.default}$`));
+    const { period, maxWait } = schemas.DebounceSpec.properties;
+    assert.deepEqual(range(period.oneOf[0]), [DEBOUNCE_PERIOD_SECONDS.min, DEBOUNCE_PERIOD_SECONDS.max]);
+    assert.deepEqual(range(maxWait.oneOf[0]), [DEBOUNCE_MAX_WAIT_SECONDS.min, DEBOUNCE_MAX_WAIT_SECONDS.max]);
+    for (const node of [window, period.oneOf, maxWait.oneOf])
+      assert.equal(node[1].$ref, '#/components/schemas/Duration', 'takes a duration');
+    assert.equal(schemas.KeyedKey.maxLength, KEYED_KEY_LENGTH);
+    assert.equal(schemas.KeyedKey.pattern, `^(?!.*::)${ID_PATTERN.source.replace(/^\^|\{[^}]*\}\$$/g, '')}+$`);
   });
 
   it('its example errors are the ones validation gives', () => {
