@@ -124,81 +124,83 @@ export interface TracerOptions {
   now?: () => number;
 }
 
-/** A tracer that exports to `options.endpoint`. */
+/** Sends `spans` as one OTLP/HTTP JSON export to `url`; a failure goes to `onError`. */
+function exportSpans(url: string, options: TracerOptions, spans: OtlpSpan[]): Promise<void> {
+  const body = JSON.stringify({
+    resourceSpans: [
+      {
+        resource: { attributes: otlpAttributes({ 'service.name': options.service }) },
+        scopeSpans: [{ scope: { name: 'delay-queue' }, spans }],
+      },
+    ],
+  });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...options.headers },
+    body,
+    signal: AbortSignal.timeout(5000),
+  })
+    .then(async (res) => {
+      if (!res.ok) throw new Error(`OTLP export to ${url}: HTTP ${res.status} ${await res.text()}`);
+    })
+    .catch((error: unknown) => options.onError?.(error));
+}
+
+/** A span that, once ended, hands itself to `done` as OTLP JSON. */
+function recordingSpan(name: string, o: SpanOptions, now: () => number, done: (span: OtlpSpan) => void): Span {
+  const context = {
+    traceId: o.parent?.traceId ?? randomBytes(16).toString('hex'),
+    spanId: randomBytes(8).toString('hex'),
+  };
+  const startMs = o.startMs ?? now();
+  const attributes: Attributes = { ...o.attributes };
+  let ended = false;
+  return {
+    context,
+    setAttributes: (a) => Object.assign(attributes, a),
+    end(error) {
+      if (ended) return;
+      ended = true;
+      done({
+        traceId: context.traceId,
+        spanId: context.spanId,
+        ...(o.parent ? { parentSpanId: o.parent.spanId } : {}),
+        name,
+        kind: KIND[o.kind ?? 'internal'],
+        startTimeUnixNano: nanos(startMs),
+        endTimeUnixNano: nanos(Math.max(now(), startMs)),
+        attributes: otlpAttributes(attributes),
+        ...(o.links?.length ? { links: o.links.slice(0, MAX_LINKS).map((l) => ({ ...l })) } : {}),
+        ...(error !== undefined ? { status: { code: 2, message: error } } : {}),
+      });
+    },
+  };
+}
+
+/** A tracer that exports to `options.endpoint`: ended spans wait for a flush, or go once maxBatch of them wait. */
 export function createTracer(options: TracerOptions): Tracer {
   const url = `${options.endpoint.replace(/\/+$/, '')}/v1/traces`;
   const now = options.now ?? Date.now;
   const maxBatch = options.maxBatch ?? 512;
   let ended: OtlpSpan[] = [];
   const sending = new Set<Promise<void>>();
-
-  const send = (spans: OtlpSpan[]) => {
-    const body = JSON.stringify({
-      resourceSpans: [
-        {
-          resource: { attributes: otlpAttributes({ 'service.name': options.service }) },
-          scopeSpans: [{ scope: { name: 'delay-queue' }, spans }],
-        },
-      ],
-    });
-    const p = fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...options.headers },
-      body,
-      signal: AbortSignal.timeout(5000),
-    })
-      .then(async (res) => {
-        if (!res.ok) throw new Error(`OTLP export to ${url}: HTTP ${res.status} ${await res.text()}`);
-      })
-      .catch((error: unknown) => options.onError?.(error))
-      .finally(() => sending.delete(p));
+  const send = () => {
+    const p = exportSpans(url, options, ended).finally(() => sending.delete(p));
     sending.add(p);
+    ended = [];
   };
-
-  const tracer: Tracer = {
+  const done = (span: OtlpSpan) => {
+    ended.push(span);
+    if (ended.length >= maxBatch) send();
+  };
+  return {
     enabled: true,
-    start(name, o = {}) {
-      const context = {
-        traceId: o.parent?.traceId ?? randomBytes(16).toString('hex'),
-        spanId: randomBytes(8).toString('hex'),
-      };
-      const startMs = o.startMs ?? now();
-      const attributes: Attributes = { ...o.attributes };
-      let done = false;
-      return {
-        context,
-        setAttributes: (a) => Object.assign(attributes, a),
-        end(error) {
-          if (done) return;
-          done = true;
-          ended.push({
-            traceId: context.traceId,
-            spanId: context.spanId,
-            ...(o.parent ? { parentSpanId: o.parent.spanId } : {}),
-            name,
-            kind: KIND[o.kind ?? 'internal'],
-            startTimeUnixNano: nanos(startMs),
-            endTimeUnixNano: nanos(Math.max(now(), startMs)),
-            attributes: otlpAttributes(attributes),
-            ...(o.links?.length ? { links: o.links.slice(0, MAX_LINKS).map((l) => ({ ...l })) } : {}),
-            ...(error !== undefined ? { status: { code: 2, message: error } } : {}),
-          });
-          if (ended.length >= maxBatch) {
-            send(ended);
-            ended = [];
-          }
-        },
-      };
-    },
+    start: (name, o = {}) => recordingSpan(name, o, now, done),
     async flush() {
-      if (ended.length > 0) {
-        send(ended);
-        ended = [];
-      }
+      if (ended.length > 0) send();
       await Promise.all([...sending]);
     },
   };
-  return tracer;
 }
 
 /** OTEL_EXPORTER_OTLP_HEADERS (`k=v,k2=v2`, values URL-encoded) as headers. */

@@ -2,6 +2,7 @@
 // that records lines, and a key lookup answering from a table (the deployment's key, and a read
 // key limited to one topic). This tests the HTTP mapping only; the key lookup in Redis is tested
 // against a real redis-server in test/integration/access.test.ts, the routes in test/e2e.
+import { NO_TRACER } from '../../lib/platform/tracing';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -23,6 +24,7 @@ function fakeRuntime(lines: string[]): () => Runtime {
     config: { apiToken: TOKEN },
     engine: { authKey },
     log: createLogger('test', {}, 'debug', (line) => lines.push(line)),
+    tracer: NO_TRACER,
   } as unknown as Runtime;
   return () => rt;
 }
@@ -239,6 +241,7 @@ describe('httpRoute with auth iam (API Gateway checked the SigV4 signature and t
       config: { apiToken: TOKEN, auth: 'iam' },
       engine: { authKey },
       log: createLogger('test', {}, 'debug', (line) => lines.push(line)),
+      tracer: NO_TRACER,
     } as unknown as Runtime;
     return () => rt;
   }
