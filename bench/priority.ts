@@ -7,8 +7,8 @@
  * started before one of its priority that became ready before it (FIFO). Jobs come in waves of
  * 10,000, each wave swept, then half of the ready jobs drained, so old and new jobs mix.
  *
- *   node --import tsx --import ./test/support/lua-loader.mjs bench/priority.ts
- *   BENCH_PRIO_PARTITIONS=4 ...   # several partitions
+ *   npm run bench:priority
+ *   BENCH_PRIO_PARTITIONS=4 npm run bench:priority   # several partitions
  */
 import { envInt } from './harness/env';
 import { runBench } from './harness/lifecycle';
@@ -20,65 +20,76 @@ const JOBS = envInt('BENCH_PRIO_JOBS', 100_000);
 const PARTITIONS = envInt('BENCH_PRIO_PARTITIONS', 1);
 const WAVE = 10_000;
 
+/** A job's priority in the bench's mix (-2..3, a third with none). */
+const priorityOf = (i: number) => [0, 0, 1, 2, 3, -1, -2, 0, 1][(i * 7919) % 9]!;
+const TOPIC = 'prio';
+
+type BenchQueue = ReturnType<typeof queueOn>;
+
+/** The ready jobs per partition (priority -> ids in the order they became ready), and what the claims broke. */
+class Ledger {
+  readonly ready = new Map<number, Map<number, string[]>>();
+  violations = 0;
+  fifo = 0;
+  started = 0;
+
+  /** Notes jobs `ids` of partitions `partitionOf` as ready, in order. */
+  becameReady(jobs: readonly { id: string; priority?: number }[], partitionOf: (id: string) => number): void {
+    for (const job of jobs) {
+      const p = partitionOf(job.id);
+      if (!this.ready.has(p)) this.ready.set(p, new Map());
+      const lanes = this.ready.get(p)!;
+      const priority = job.priority ?? 0;
+      if (!lanes.has(priority)) lanes.set(priority, []);
+      lanes.get(priority)!.push(job.id);
+    }
+  }
+
+  /** Checks a claimed job against partition `p`'s ready ones: none of higher priority, none of its own before it. */
+  claimed(id: string, p: number): void {
+    const lanes = this.ready.get(p)!;
+    const priority = priorityOf(Number(id.slice(1)));
+    if ([...lanes].some(([other, ids]) => other > priority && ids.length > 0)) this.violations++;
+    const ids = lanes.get(priority)!;
+    if (ids[0] !== id) this.fifo++;
+    ids.splice(ids.indexOf(id), 1);
+    this.started++;
+  }
+}
+
+/** Claims (calls of 100), checks and acks up to `want` jobs. */
+async function drain(q: BenchQueue, ledger: Ledger, want: number): Promise<void> {
+  for (let left = want; left > 0;) {
+    const claimed = await q.engine.claimStarted(TOPIC, Math.min(100, left));
+    if (claimed.length === 0) return;
+    for (const job of claimed) ledger.claimed(job.id, q.engine.partitionOf(TOPIC, job.id));
+    await Promise.all(claimed.map((job) => q.engine.ack(TOPIC, job.id, job)));
+    left -= claimed.length;
+  }
+}
+
+/** Adds wave `from` (WAVE jobs), sweeps it ready, notes it, then drains half a wave. */
+async function wave(q: BenchQueue, ledger: Ledger, from: number): Promise<void> {
+  const jobs = [];
+  for (let i = from; i < Math.min(JOBS, from + WAVE); i++) {
+    const priority = priorityOf(i);
+    jobs.push({ topic: TOPIC, id: `j${String(i).padStart(7, '0')}`, delay: 0, ...(priority ? { priority } : {}) });
+  }
+  for (let at = 0; at < jobs.length; at += 500) await q.addMany(jobs.slice(at, at + 500));
+  await sweepAll(q.engine);
+  ledger.becameReady(jobs, (id) => q.engine.partitionOf(TOPIC, id));
+  await drain(q, ledger, WAVE / 2);
+}
+
 async function main() {
   await withRedis(async (_server, redis) => {
-    const topic = 'prio';
-    const q = queueOn(redis, { [topic]: { concurrency: 10_000, ttr: 3600 } }, { partitions: PARTITIONS });
-    const priorityOf = (i: number) => [0, 0, 1, 2, 3, -1, -2, 0, 1][(i * 7919) % 9]!;
-    // ready jobs per partition: priority -> ids in the order they became ready
-    const ready = new Map<number, Map<number, string[]>>();
-    let violations = 0;
-    let fifo = 0;
-    let started = 0;
+    const q = queueOn(redis, { [TOPIC]: { concurrency: 10_000, ttr: 3600 } }, { partitions: PARTITIONS });
+    const ledger = new Ledger();
     const t0 = performance.now();
-    const drain = async (want: number) => {
-      for (let left = want; left > 0;) {
-        const claimed = await q.engine.claimStarted(topic, Math.min(100, left));
-        if (claimed.length === 0) return;
-        for (const job of claimed) {
-          const p = q.engine.partitionOf(topic, job.id);
-          const lanes = ready.get(p)!;
-          const priority = priorityOf(Number(job.id.slice(1)));
-          if ([...lanes].some(([other, ids]) => other > priority && ids.length > 0)) {
-            if (process.env.BENCH_PRIO_DEBUG && violations < 3) {
-              console.log(
-                job.id,
-                priority,
-                started,
-                [...lanes].map(([o, i]) => [o, i.slice(0, 3)]),
-              );
-            }
-            violations++;
-          }
-          const ids = lanes.get(priority)!;
-          if (ids[0] !== job.id) fifo++;
-          ids.splice(ids.indexOf(job.id), 1);
-        }
-        await Promise.all(claimed.map((job) => q.engine.ack(topic, job.id, job)));
-        started += claimed.length;
-        left -= claimed.length;
-      }
-    };
-    for (let from = 0; from < JOBS; from += WAVE) {
-      const jobs = [];
-      for (let i = from; i < Math.min(JOBS, from + WAVE); i++) {
-        const priority = priorityOf(i);
-        jobs.push({ topic, id: `j${String(i).padStart(7, '0')}`, delay: 0, ...(priority ? { priority } : {}) });
-      }
-      for (let at = 0; at < jobs.length; at += 500) await q.addMany(jobs.slice(at, at + 500));
-      await sweepAll(q.engine);
-      for (const job of jobs) {
-        const p = q.engine.partitionOf(topic, job.id);
-        if (!ready.has(p)) ready.set(p, new Map());
-        const lanes = ready.get(p)!;
-        const priority = job.priority ?? 0;
-        if (!lanes.has(priority)) lanes.set(priority, []);
-        lanes.get(priority)!.push(job.id);
-      }
-      await drain(WAVE / 2);
-    }
-    await drain(Infinity);
+    for (let from = 0; from < JOBS; from += WAVE) await wave(q, ledger, from);
+    await drain(q, ledger, Infinity);
     const ms = Math.round(performance.now() - t0);
+    const { started, violations, fifo } = ledger;
     console.log(
       `${started} jobs started of ${JOBS}, ${PARTITIONS} partition(s): ${violations} priority violations, ${fifo} FIFO violations, ${ms} ms`,
     );
