@@ -10,12 +10,14 @@
   ARGV[5] '1': the topic is a flow topic (each job's flow key is stored, '' for none); '0': not
   ARGV[6] '' or, while the partition count changes and this is a partition of the former layout,
           the current count: the partition is closed from now on (MOVED_FIELD in the jobs hash)
-  ARGV[7..] 14 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
+  ARGV[7..] 12 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
-            version the job must have; put only), flow key|'', expiry ('' none, '<ms>' at epoch
-            ms, '+<ms>' that long after the job's due time: H_EXPIRES), priority|'' (H_PRIORITY),
-            keyed ('' none; add only: 'D<window ms>:<key>' a dedupe window, 'B<period ms>:<max wait
-            ms>:<key>' a debounce, see "Keyed adds" below), body
+            version the job must have; put only), flow key|'', extras, body.
+            extras: '' for none, else '<expiry>|<priority>|<trace>|<keyed>', each '' for none:
+            expiry '<ms>' at epoch ms, '+<ms>' that long after the job's due time (H_EXPIRES);
+            priority (H_PRIORITY); trace, the packed trace context of the request that added it
+            (H_TRACE); keyed (add only) 'D<window ms>:<key>' a dedupe window, 'B<period ms>:<max
+            wait ms>:<key>' a debounce, see "Keyed adds" below
   Keyed adds (includes/keyed.lua): a dedupe add whose key's job stands within its window changes
   nothing (OUTCOME.DUPLICATE); a debounce add whose key's job waits, not yet due, replaces its body
   and moves it to min(now + period, its creation + max wait) (OUTCOME.DEBOUNCED); any other keyed
@@ -65,7 +67,7 @@ local H_BACKOFF, H_URL, H_UPDATED, H_VERSION = Job.H_BACKOFF, Job.H_URL, Job.H_U
 local H_GROUP, H_BY, H_CHUNK, decode = Job.H_GROUP, Job.H_BY, Job.H_CHUNK, Job.decode
 local delayedMember, loadBody, bodySize, seqOf = Job.delayedMember, Job.loadBody, Job.bodySize, Job.seqOf
 local store, view, matches, setExpiry, H_EXPIRES = Job.store, Job.view, Job.matches, Job.setExpiry, Job.H_EXPIRES
-local setPriority, H_PRIORITY, H_CREATED = Job.setPriority, Job.H_PRIORITY, Job.H_CREATED
+local setPriority, H_PRIORITY, H_CREATED, setTrace = Job.setPriority, Job.H_PRIORITY, Job.H_CREATED, Job.setTrace
 local placeInGroup, addToGroup = Groups.placeInGroup, Groups.addToGroup
 local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = Clock.clock(ARGV[1])
@@ -104,14 +106,20 @@ local function expiryOf(spec, due)
   return tonumber(spec)
 end
 
-for i = 7, #ARGV, 14 do
+for i = 7, #ARGV, 12 do
   local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local due = whenMs
   if whenKind == 'd' then due = now + whenMs end
   local max, ttr, backoff, url, group, ifMatch, key, body =
     optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
-    optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 13]
-  local spec, priority, keyed = ARGV[i + 10], optionalNumber(ARGV[i + 11]), ARGV[i + 12]
+    optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 11]
+  local spec, priority, trace, keyed = '', false, false, ''
+  local extras = ARGV[i + 10]
+  if extras ~= '' then
+    local p, t
+    spec, p, t, keyed = string.match(extras, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    priority, trace = optionalNumber(p), optional(t)
+  end
   local entry, kind, window, maxWait, standingId, sh, sSize, sInline
   if keyed ~= '' then
     entry, kind, window, maxWait = Keyed.parse(jobsKey, keyed)
@@ -157,6 +165,7 @@ for i = 7, #ARGV, 14 do
         placeInGroup(jobsKey, groupKey, h, false, nil)
         if expires then setExpiry(h, expires) end
         if priority then setPriority(h, priority) end
+        if trace then setTrace(h, trace) end
         store(jobsKey, bodiesKey, id, h, body, false)
         redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
         join(id, h, false, nil)
@@ -185,6 +194,7 @@ for i = 7, #ARGV, 14 do
         placeInGroup(jobsKey, groupKey, h, old, oldChunk)
         if expires or h[H_EXPIRES] then setExpiry(h, expires) end
         if priority or h[H_PRIORITY] then setPriority(h, priority) end
+        if trace then setTrace(h, trace) end
         store(jobsKey, bodiesKey, id, h, body, true)
         redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
         local left = join(id, h, old, oldChunk)

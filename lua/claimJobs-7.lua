@@ -85,7 +85,7 @@ local function visit(id, record, i, prioritized)
   local h, inline
   if record then h, inline = decode(record) end
   local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY], h[H_PRIORITY]))
-  if live and prioritized ~= nil and (h[H_PRIORITY] ~= nil) ~= prioritized then live = false end
+  if live and prioritized ~= nil and (h[H_PRIORITY] and true or false) ~= prioritized then live = false end
   local mark = live and cancelledWithGroup(jobsKey, h)
   if mark then
     if not budget.take(#record) then result[4] = 1 return false end

@@ -349,7 +349,7 @@ export function toWriteResult(
  * kept apart).
  */
 export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem, body: string): ClaimedJob {
-  const [id, attempt, runAt, deadline, url, , max, claim] = item;
+  const [id, attempt, runAt, deadline, url, , max, claim, trace] = item;
   return {
     topic: t.name,
     id,
@@ -361,6 +361,7 @@ export function toClaimed(t: TopicConfig, now: number, item: ClaimedItem, body: 
     body: JSON.parse(body),
     latenessMs: now - runAt,
     claim,
+    ...(trace ? { trace } : {}),
   };
 }
 

@@ -61,7 +61,7 @@ const call = <Reply>(script: ScriptName, keys: readonly string[], args: Arg[]): 
  */
 export type IfMatchArg = '' | '*' | number;
 
-/** The 14 ARGV of one job in lua/addJobs-5.lua. */
+/** The 12 ARGV of one job in lua/addJobs-5.lua. */
 function jobArgs(job: NewJob): Arg[] {
   return [
     job.id,
@@ -74,11 +74,18 @@ function jobArgs(job: NewJob): Arg[] {
     job.group ?? '',
     job.ifMatch ?? '',
     job.key ?? '',
-    expiryArg(job.expires),
-    job.priority ? job.priority : '',
-    keyedArg(job.keyed),
+    extrasArg(job),
     job.body,
   ];
+}
+
+/**
+ * What a job has beyond the common options, as one ARGV of lua/addJobs-5.lua: '' for none (a plain job pays one empty
+ * argument for all of them), else `<expiry>|<priority>|<trace>|<keyed>`, each '' when the job has none.
+ */
+function extrasArg(job: NewJob): string {
+  if (!job.expires && !job.priority && !job.trace && !job.keyed) return '';
+  return `${expiryArg(job.expires)}|${job.priority || ''}|${job.trace ?? ''}|${keyedArg(job.keyed)}`;
 }
 
 /** A keyed add as lua/addJobs-5.lua takes it: '' none, 'D<window ms>:<key>', 'B<period ms>:<max wait ms>:<key>'. */
@@ -307,6 +314,8 @@ export type ClaimedItem = readonly [
   body: string | null,
   maxAttempts: number | null,
   claim: string,
+  /** The job's packed trace context (H_TRACE), only when it has one. */
+  trace?: string,
 ];
 /**
  * lua/claimJobs-7.lua's reply: `more` 1 when the byte budget stopped the claim before `count` ids; `drained` 1 when it

@@ -54,6 +54,10 @@ do
   -- jobs); nil (not stored) for priority 0, so a job without one pays no byte for it. Written by
   -- setPriority, which fills the slots before it.
   local H_PRIORITY = 22
+  -- H_TRACE: the trace context of the request that added the job (32 characters: its trace and span
+  -- ids, packed by lib/platform/tracing.ts), when tracing was on; nil (not stored) otherwise. Its
+  -- attempts' spans are that span's children. Written by setTrace, which fills the slots before it.
+  local H_TRACE = 23
   -- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
   -- clock (nextVersion, remove; not a job: ids never hold '#').
   local SEQ_FIELD = '#seq'
@@ -256,13 +260,24 @@ do
   -- slot). No hole before H_PRIORITY: the slots before it that are not stored hold false.
   local function setPriority(h, p)
     if not p or p == 0 then
-      if h[H_PRIORITY] ~= nil then h[H_PRIORITY] = nil end
+      if h[H_PRIORITY] == nil then return end
+      if h[H_TRACE] == nil then h[H_PRIORITY] = nil else h[H_PRIORITY] = false end
       return
     end
     if h[H_CHUNK] == nil then h[H_CHUNK] = false end
     if h[H_HISTORY] == nil then h[H_HISTORY] = false end
     if h[H_EXPIRES] == nil then h[H_EXPIRES] = false end
     h[H_PRIORITY] = p
+  end
+
+  -- Sets header `h`'s trace context to `t` (a string). No hole before H_TRACE: the slots before it
+  -- that are not stored hold false (H_PRIORITY false: none).
+  local function setTrace(h, t)
+    if h[H_CHUNK] == nil then h[H_CHUNK] = false end
+    if h[H_HISTORY] == nil then h[H_HISTORY] = false end
+    if h[H_EXPIRES] == nil then h[H_EXPIRES] = false end
+    if h[H_PRIORITY] == nil then h[H_PRIORITY] = false end
+    h[H_TRACE] = t
   end
 
   -- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
@@ -299,5 +314,5 @@ do
   Job.nextVersion, Job.save, Job.store, Job.remove, Job.view = nextVersion, save, store, remove, view
   Job.matches, Job.H_HISTORY, Job.recordAttempt, Job.A_FAILED, Job.A_TIMED_OUT = matches, H_HISTORY, recordAttempt, A_FAILED, A_TIMED_OUT
   Job.H_EXPIRES, Job.setExpiry, Job.H_PRIORITY, Job.setPriority = H_EXPIRES, setExpiry, H_PRIORITY, setPriority
-  Job.INLINE_BODY_BYTES = INLINE_BODY_BYTES
+  Job.INLINE_BODY_BYTES, Job.H_TRACE, Job.setTrace = INLINE_BODY_BYTES, H_TRACE, setTrace
 end

@@ -2,7 +2,11 @@
 import type { TopicInput } from '../../lib/core/queue-config';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
 
-export function testRuntime(redisUrl: string, topics: Record<string, TopicInput>): Runtime {
+export function testRuntime(
+  redisUrl: string,
+  topics: Record<string, TopicInput>,
+  env: Record<string, string> = {},
+): Runtime {
   return createRuntime({
     DQ_CONFIG: JSON.stringify({ topics }),
     REDIS_URL: redisUrl,
@@ -10,5 +14,6 @@ export function testRuntime(redisUrl: string, topics: Record<string, TopicInput>
     WEBHOOK_SECRET: 's',
     DQ_FUNCTION_PREFIX: 'x-',
     LOG_LEVEL: 'error',
+    ...env,
   });
 }

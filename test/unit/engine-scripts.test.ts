@@ -443,7 +443,7 @@ describe('typed script calls', () => {
         jobs: [job],
         maxBytes: 9,
       }).args,
-      ['', 'add', 9, 'orders-service', '0', '', 'a', 'd', 5, '', 3000, '', 'https://x/', '', '', '', '', '', '', '{}'],
+      ['', 'add', 9, 'orders-service', '0', '', 'a', 'd', 5, '', 3000, '', 'https://x/', '', '', '', '', '{}'],
     );
     assert.deepEqual(
       script
@@ -453,14 +453,15 @@ describe('typed script calls', () => {
           jobs: [
             { ...job, priority: 7, keyed: { kind: 'dedupe', key: 'k', windowMs: 60_000 } },
             { ...job, priority: -2, keyed: { kind: 'debounce', key: 'k', periodMs: 1000, maxWaitMs: 5000 } },
+            { ...job, expires: { kind: 'r' as const, ms: 60_000 }, trace: 'T'.repeat(32) },
           ],
           maxBytes: 9,
         })
-        .args.filter((_, i) => i >= 6 && [11, 12].includes((i - 6) % 14)),
-      [7, 'D60000:k', -2, 'B1000:5000:k'],
-      'priority and keyed spec: the 12th and 13th of a job 14',
+        .args.filter((_, i) => i >= 6 && (i - 6) % 12 === 10),
+      ['|7||D60000:k', '|-2||B1000:5000:k', `+60000||${'T'.repeat(32)}|`],
+      'expiry, priority, trace and keyed spec: the 11th of a job 12, one empty argument for none',
     );
-    assert.match(SCRIPTS.addJobs.source, /ARGV\[7\.\.\] 14 per job/);
+    assert.match(SCRIPTS.addJobs.source, /ARGV\[7\.\.\] 12 per job/);
     assert.match(SCRIPTS.addJobs.source, /ARGV\[5\] '1': the topic is a flow topic/);
     assert.match(SCRIPTS.addJobs.source, /ARGV\[6\] '' or, while the partition count changes/);
     assert.deepEqual(
@@ -495,9 +496,9 @@ describe('typed script calls', () => {
               jobs: [{ ...job, key: 'tenant-1' }],
               maxBytes: 9,
             })
-            .args.slice(-5),
+            .args.slice(-3),
         ),
-      ['1', 'tenant-1', '', '', '', '{}'],
+      ['1', 'tenant-1', '', '{}'],
     );
     assert.match(SCRIPTS.addJobs.source, /ARGV\[4\] the name of the API key/);
     assert.deepEqual(
@@ -508,10 +509,10 @@ describe('typed script calls', () => {
           jobs: [{ ...job, group: 'meeting-1', ifMatch: 7 }],
           maxBytes: 9,
         })
-        .args.slice(-7),
-      ['meeting-1', 7, '', '', '', '', '{}'],
+        .args.slice(-5),
+      ['meeting-1', 7, '', '', '{}'],
     );
-    assert.match(SCRIPTS.addJobs.source, /expiry \('' none, '<ms>' at epoch\s+-?-?\s*ms, '\+<ms>'/);
+    assert.match(SCRIPTS.addJobs.source, /expiry '<ms>' at epoch ms, '\+<ms>'/);
     assert.deepEqual(
       [
         { kind: 'a' as const, ms: 1_900_000_000_000 },
@@ -524,9 +525,9 @@ describe('typed script calls', () => {
             jobs: [{ ...job, expires }],
             maxBytes: 9,
           })
-          .args.at(-4),
+          .args.at(-2),
       ),
-      ['1900000000000', '+60000'],
+      ['1900000000000|||', '+60000|||'],
       'the expiry: absolute, or after the due time',
     );
     assert.deepEqual(
