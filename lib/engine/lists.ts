@@ -15,6 +15,7 @@ import { forEachPartition } from './partitions';
 import { viewsWithBodies } from './read';
 import * as script from './scripts';
 import type { ScoredEntry } from './scripts';
+import type { JobView } from './shapes';
 
 /**
  * Where a page by score resumes: after job `id` scored `score`, in (score, id bytewise) order; `id` null resumes after
@@ -98,16 +99,39 @@ export async function listByScore(
 }
 
 /**
- * Where a page of ready jobs resumes: a place in each partition's ready list, counted over the
- * list's whole history (claims taking ids off the head do not move the places of the ids after them).
+ * Where a page of ready jobs resumes, a place in each partition's claim order that claims do not move: `P<score>` in
+ * its prioritized jobs above 0, a number (a place in its ready list, counted over the list's whole history, so claims
+ * taking ids off the head do not move the places of the ids after them), `N<score>` in those below 0 (`P` or `N`
+ * alone: the first), '' the start. lua/listReady-4.lua reads them.
  */
-export type ReadyCursor = number[];
+export type ReadyCursor = (number | string)[];
+
+/** A place lua/listReady-4.lua replied: a number when it is one in the ready list. */
+function readyPlace(text: string): number | string {
+  return /^-?\d+$/.test(text) ? Number(text) : text;
+}
+
+/** Where a partition's listed job stands in claim order: 0 above 0, 1 the ready list, 2 below 0. */
+function partOf(place: number | string): number {
+  return typeof place === 'number' ? 1 : place.startsWith('P') ? 0 : 2;
+}
+
+interface ReadyListed {
+  view: JobView;
+  body: string | null;
+  after: number | string;
+}
+
+/** Sorts listed jobs of several partitions as claims take them: by part, priority (highest first), due time. */
+function byClaimOrder(a: ReadyListed, b: ReadyListed): number {
+  return partOf(a.after) - partOf(b.after) || b.view[20] - a.view[20] || a.view[2] - b.view[2];
+}
 
 /**
- * Ready jobs of topic `t` due within [from, to], at most `limit`: from each partition's ready list
- * in queue order (the order claims take them), merged by due time. Paging on while claims take
- * jobs passes over no job that stayed ready: a page resumes after the last id the one before looked
- * at (a job that went running and came back to the head of the list in between is not shown again).
+ * Ready jobs of topic `t` due within [from, to], at most `limit`: from each partition in claim order (its prioritized
+ * jobs above 0, highest first, then its ready list, then those below 0), merged by part, priority and due time.
+ * Paging on while claims take jobs passes over no job that stayed ready and lists none twice: a page resumes right
+ * after the last job it showed (a job that went running and came back in between is not shown again).
  */
 export async function listReady(
   ctx: EngineContext,
@@ -116,24 +140,29 @@ export async function listReady(
 ): Promise<{ jobs: Job[]; next: ReadyCursor | null }> {
   const pages = await forEachPartition(ctx.layout.partitionsOf(t), async (p) => {
     const k = topicKeys(p, t.name, ctx.layout);
+    const start = page.cursor?.[p] ?? '';
     const call = script.listReady([k.ready, k.jobs, k.bodies, k.delayed], {
-      ...(page.cursor ? { start: page.cursor[p]! } : {}),
+      start,
       limit: page.limit,
       maxBytes: SCRIPT_CALL_BYTES,
       ...(page.from !== undefined ? { from: page.from } : {}),
       ...(page.to !== undefined ? { to: page.to } : {}),
     });
-    const [more, at, looked, ...views] = await run(ctx.redis, call);
-    return { more: more === 1, at, looked, listed: await viewsWithBodies(ctx, k.bodies, views) };
+    const [more, next, ...pairs] = await run(ctx.redis, call);
+    const views = pairs.filter((_, i) => i % 2 === 0) as JobView[];
+    const afters = pairs.filter((_, i) => i % 2 === 1) as string[];
+    const bodies = await viewsWithBodies(ctx, k.bodies, views);
+    const listed = bodies.map((b, i): ReadyListed => ({ ...b, after: readyPlace(afters[i]!) }));
+    return { more: more === 1, start, next: readyPlace(next), listed };
   });
-  // merge by due time, each partition's jobs staying in their queue order
+  // merge in claim order, each partition's jobs staying in its own order
   const heads = pages.map(() => 0);
   const out: { p: number; body: string | null; job: Job | null }[] = [];
   while (out.length < page.limit) {
     let best = -1;
     pages.forEach((pg, p) => {
       const next = pg.listed[heads[p]!];
-      if (next && (best < 0 || next.view[2] < pages[best]!.listed[heads[best]!]!.view[2])) best = p;
+      if (next && (best < 0 || byClaimOrder(next, pages[best]!.listed[heads[best]!]!) < 0)) best = p;
     });
     if (best < 0) break;
     const { view, body } = pages[best]!.listed[heads[best]!]!;
@@ -143,13 +172,13 @@ export async function listReady(
   const taken = withinBytes(out, page.limit, (o) => o.body);
   const shown = out.slice(0, taken);
   // a partition whose listed jobs were all shown moves past every id it looked at; one cut short
-  // moves on by the jobs it showed: never past a job not shown (the ids the script skipped before
-  // them are looked at again, so a job may show twice, never not at all)
+  // moves to right after the last job it showed (the ids the script passed over after it are looked
+  // at again): never past a job not shown, never back before one shown
   const next = pages.map((pg, p) => {
     const used = shown.filter((o) => o.p === p).length;
-    return pg.at + (used === pg.listed.length ? pg.looked : used);
+    return used === pg.listed.length ? pg.next : used > 0 ? pg.listed[used - 1]!.after : pg.start;
   });
-  const more = pages.some((pg, p) => next[p]! < pg.at + pg.looked || pg.more);
+  const more = pages.some((pg, p) => shown.filter((o) => o.p === p).length < pg.listed.length || pg.more);
   return { jobs: shown.flatMap((o) => (o.job ? [o.job] : [])), next: more ? next : null };
 }
 
@@ -191,8 +220,8 @@ export function decodeJobsCursor(text: string, state: ListState, partitions: num
   if (!tagged || tagged[2] !== cursorTag(topic, tagged[1]!)) return null;
   const value = tagged[1]!;
   if (state === 'ready') {
-    const match = /^ready:(-?\d{1,15}(?:,-?\d{1,15})*)$/.exec(value);
-    const positions = match ? match[1]!.split(',').map(Number) : [];
+    const match = /^ready:((?:[PN]?-?\d{0,16})(?:,[PN]?-?\d{0,16})*)$/.exec(value);
+    const positions = match ? match[1]!.split(',').map(readyPlace) : [];
     return positions.length === partitions ? { state, positions } : null;
   }
   const match = /^(delayed|running|dead):(\d{1,16}):([A-Za-z0-9._:-]{1,128})$/.exec(value);

@@ -268,16 +268,19 @@ export function listGroup(
   return call('listGroup', keys, [a.group, a.chunk, a.cursor, a.limit, a.maxBytes]);
 }
 
-/** lua/listReady-4.lua's reply: `looked` ids looked at from place `at` in the ready list's history. */
-export type ListReadyReply = readonly [more: Flag, at: number, looked: number, ...jobs: JobView[]];
+/**
+ * lua/listReady-4.lua's reply: `next`, the place after the ids looked at, then each job's view and the place right
+ * after it (places: `P<score>`, `<place in the ready list>`, `N<score>`).
+ */
+export type ListReadyReply = readonly [more: Flag, next: string, ...viewsAndPlaces: (JobView | string)[]];
 
 /**
- * lua/listReady-4.lua: ready jobs of one topic and partition in queue order from place `start` (absent: the head), due
- * within [from, to].
+ * lua/listReady-4.lua: ready jobs of one topic and partition in claim order (prioritized above 0, the ready list,
+ * prioritized below 0) from place `start` (absent: the start), due within [from, to].
  */
 export function listReady(
   keys: readonly [ReadyKey, JobsKey, BodiesKey, DelayedKey],
-  a: { start?: number; limit: number; from?: number; to?: number } & Budget,
+  a: { start?: number | string; limit: number; from?: number; to?: number } & Budget,
 ): ScriptCall<ListReadyReply> {
   return call('listReady', keys, [a.start ?? '', a.limit, a.maxBytes, a.from ?? '', a.to ?? '']);
 }

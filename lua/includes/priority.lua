@@ -12,6 +12,8 @@
   empty (LLEN) see them without a command of their own. A claim takes the mark off and puts it back
   while the count is not 0; a cancelled or rescheduled job's id stays in the zset (counted) until a
   claim meets it, as it stays in the ready list.
+  A flow topic (includes/flow.lua) keeps a key's prioritized ready ids in a zset beside its lane,
+  scored the same way (Flow.lanePrioKey); the helpers taking a zset's name (`zkey`) serve both.
 ]]
 local Priority = {}
 do
@@ -37,23 +39,36 @@ do
     if redis.call('HINCRBY', jobsKey, COUNT_FIELD, added) == added then redis.call('LPUSH', readyKey, PRIO_MARK) end
   end
 
-  -- Ready ids `ids` (priorities `priorities`) after those of their priority, in this order.
-  local function pushTail(jobsKey, readyKey, ids, priorities)
+  -- Adds ready ids `ids` (priorities `priorities`) to zset `zkey` after those of their priority, in
+  -- this order (their places in arrival order counted in the jobs hash `jobsKey`). Returns how many
+  -- were new.
+  local function addTail(zkey, jobsKey, ids, priorities)
     local last = redis.call('HINCRBY', jobsKey, SEQ_FIELD, #ids)
     local args = {}
     for i = 1, #ids do
       args[#args + 1] = string.format('%d', bandOf(priorities[i]) + HALF + (last - #ids + i) % HALF)
       args[#args + 1] = ids[i]
     end
-    counted(jobsKey, readyKey, redis.call('ZADD', prioKey(jobsKey), unpack(args)))
+    return redis.call('ZADD', zkey, unpack(args))
+  end
+
+  -- Adds ready id `id` (priority `priority`) to zset `zkey` before the first of its priority (a
+  -- give-back). Returns 1 when it was new.
+  local function addHead(zkey, id, priority)
+    local low = bandOf(priority)
+    local first = redis.call('ZRANGEBYSCORE', zkey, low, low + BAND - 1, 'LIMIT', 0, 1, 'WITHSCORES')
+    local score = first[2] and tonumber(first[2]) - 1 or low + HALF
+    return redis.call('ZADD', zkey, string.format('%d', score), id)
+  end
+
+  -- Ready ids `ids` (priorities `priorities`) after those of their priority, in this order.
+  local function pushTail(jobsKey, readyKey, ids, priorities)
+    counted(jobsKey, readyKey, addTail(prioKey(jobsKey), jobsKey, ids, priorities))
   end
 
   -- Ready id `id` (priority `priority`) before the first of its priority (a give-back).
   local function pushHead(jobsKey, readyKey, id, priority)
-    local key, low = prioKey(jobsKey), bandOf(priority)
-    local first = redis.call('ZRANGEBYSCORE', key, low, low + BAND - 1, 'LIMIT', 0, 1, 'WITHSCORES')
-    local score = first[2] and tonumber(first[2]) - 1 or low + HALF
-    counted(jobsKey, readyKey, redis.call('ZADD', key, string.format('%d', score), id))
+    counted(jobsKey, readyKey, addHead(prioKey(jobsKey), id, priority))
   end
 
   -- Up to `n` ids of the zset of `jobsKey`: above 0 (`positive`) or below it.
@@ -62,6 +77,15 @@ do
       return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), '-inf', '(' .. string.format('%d', POSITIVE_END), 'LIMIT', 0, n)
     end
     return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), string.format('%d', NEGATIVE_START), '+inf', 'LIMIT', 0, n)
+  end
+
+  -- Up to `n` ids of the zset of `jobsKey` above 0 (`positive`) or below it, from score `at` (nil:
+  -- the first), each followed by its score (a listing's page: lua/listReady-4.lua).
+  local function fromScore(jobsKey, positive, at, n)
+    local low, high = positive and '-inf' or string.format('%d', NEGATIVE_START), '+inf'
+    if positive then high = '(' .. string.format('%d', POSITIVE_END) end
+    if at then low = string.format('%d', at) end
+    return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), low, high, 'WITHSCORES', 'LIMIT', 0, n)
   end
 
   -- Takes ids `ids` (a claim looked at them) off the zset of `jobsKey`, from a count of `count`;
@@ -86,4 +110,5 @@ do
 
   Priority.COUNT_FIELD, Priority.PRIO_MARK, Priority.prioKey = COUNT_FIELD, PRIO_MARK, prioKey
   Priority.pushTail, Priority.pushHead, Priority.firsts, Priority.taken = pushTail, pushHead, firsts, taken
+  Priority.addTail, Priority.addHead, Priority.fromScore, Priority.POSITIVE_END = addTail, addHead, fromScore, POSITIVE_END
 end
