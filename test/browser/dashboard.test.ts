@@ -529,7 +529,7 @@ describe('the dashboard in headless Chromium', () => {
     await addJob({ id: up.c, delay: 1500, group: g1, maxAttempts: 3 });
     await addJob({ id: up.a, delay: 600, group: g1, maxAttempts: 4 });
     await addJob({ id: up.d, delay: 1800, maxAttempts: 3 });
-    await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3 });
+    await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3, priority: 5 });
     await page.selectOption('#upcoming-topic', 'example');
     await until(
       'the four jobs in the upcoming list',
@@ -734,10 +734,20 @@ describe('the dashboard in headless Chromium', () => {
     await page.click('#lookup-form button[type=submit]');
     await until('the job without a group', async () => (await text('[data-testid="job-group"]')) === 'none');
     assert.equal(await text('[data-testid="job-version"]'), String((await jobOf(up.d)).version));
+    assert.equal(await page.locator('[data-testid="job-priority"]').count(), 0, 'priority 0: no line');
+    // a keyed job: its dedupe key, the part of its id before ::
+    const keyed = await addJob({ delay: 3600, dedupe: { key: `order-${sfx}` } });
+    assert.ok(keyed.id.startsWith(`order-${sfx}::`), keyed.id);
+    await page.fill('#lookup-id', keyed.id);
+    await page.click('#lookup-form button[type=submit]');
+    await until('the keyed job', async () => (await page.locator('[data-testid="job-keyed-key"]').count()) === 1);
+    assert.equal(await text('[data-testid="job-keyed-key"]'), `order-${sfx}`);
     // its group link opens the group
     await page.fill('#lookup-id', up.b);
     await page.click('#lookup-form button[type=submit]');
     await until('job b', async () => (await text('[data-testid="job-group"]')) === g2);
+    assert.equal(await text('[data-testid="job-priority"]'), '5', 'its priority, not 0');
+    assert.equal(await page.locator('[data-testid="job-keyed-key"]').count(), 0, 'no :: in its id, no key');
     await page.click('[data-testid="job-group"]');
     await until('group g2', async () =>
       same(
