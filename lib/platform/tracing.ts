@@ -9,6 +9,8 @@
  * span costs a function call and no allocation.
  */
 import { randomBytes } from 'node:crypto';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
 /** A span's identity, as W3C trace context carries it. */
 export interface SpanContext {
@@ -124,8 +126,11 @@ export interface TracerOptions {
   now?: () => number;
 }
 
+/** Keep-alive connections to the receiver: an export a request costs no new connection (and far less than fetch). */
+const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+
 /** Sends `spans` as one OTLP/HTTP JSON export to `url`; a failure goes to `onError`. */
-function exportSpans(url: string, options: TracerOptions, spans: OtlpSpan[]): Promise<void> {
+function exportSpans(url: URL, options: TracerOptions, spans: OtlpSpan[]): Promise<void> {
   const body = JSON.stringify({
     resourceSpans: [
       {
@@ -134,16 +139,34 @@ function exportSpans(url: string, options: TracerOptions, spans: OtlpSpan[]): Pr
       },
     ],
   });
-  return fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...options.headers },
-    body,
-    signal: AbortSignal.timeout(5000),
-  })
-    .then(async (res) => {
-      if (!res.ok) throw new Error(`OTLP export to ${url}: HTTP ${res.status} ${await res.text()}`);
-    })
-    .catch((error: unknown) => options.onError?.(error));
+  const https = url.protocol === 'https:';
+  return new Promise<void>((settle) => {
+    const fail = (error: unknown) => {
+      options.onError?.(error);
+      settle();
+    };
+    const req = (https ? httpsRequest : httpRequest)(
+      url,
+      {
+        method: 'POST',
+        agent: https ? agents.https : agents.http,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...options.headers },
+        timeout: 5000,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => {
+          if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) settle();
+          else fail(new Error(`OTLP export to ${url.href}: HTTP ${res.statusCode} ${text.slice(0, 200)}`));
+        });
+        res.on('error', fail);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`OTLP export to ${url.href}: no answer in 5 s`)));
+    req.on('error', fail);
+    req.end(body);
+  });
 }
 
 /** A span that, once ended, hands itself to `done` as OTLP JSON. */
@@ -179,7 +202,7 @@ function recordingSpan(name: string, o: SpanOptions, now: () => number, done: (s
 
 /** A tracer that exports to `options.endpoint`: ended spans wait for a flush, or go once maxBatch of them wait. */
 export function createTracer(options: TracerOptions): Tracer {
-  const url = `${options.endpoint.replace(/\/+$/, '')}/v1/traces`;
+  const url = new URL(`${options.endpoint.replace(/\/+$/, '')}/v1/traces`);
   const now = options.now ?? Date.now;
   const maxBatch = options.maxBatch ?? 512;
   let ended: OtlpSpan[] = [];

@@ -1,0 +1,152 @@
+/**
+ * Tracing benchmark (not a test): the Node CPU a job costs the roles, with tracing off and on, and
+ * against another checkout. Starts its own redis-server (nothing persisted); in this process, per
+ * round: BENCH_TRACE_JOBS (2,000) jobs added one a request through the API's route (httpRoute,
+ * POST /jobs, with a traceparent), swept, claimed by the fan-out (runFanout, its invoker calling
+ * the topic handler in this process) and run by the handler (topicHandler, a function that does
+ * nothing), each acked. Node CPU (user + system, process.cpuUsage) over the round, per job; Redis
+ * runs in its own process and is not counted. Tracing on sends the spans to a local OTLP/HTTP
+ * receiver in this process that reads and drops them (its CPU is counted: an upper bound).
+ *
+ *   npm run bench:tracing
+ *   npm run bench:tracing -- --against ../other-checkout   # tracing off here against there
+ *
+ * Rounds alternate between the variants (off, on, and the other checkout's), BENCH_TRACE_ROUNDS
+ * (7) each after a warm-up round each; the median per variant is reported.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { envInt } from './harness/env';
+import { runBench } from './harness/lifecycle';
+import { startServer } from './harness/redis';
+import { fmt, printJson, printTable } from './harness/report';
+
+const JOBS = envInt('BENCH_TRACE_JOBS', 2_000);
+const ROUNDS = envInt('BENCH_TRACE_ROUNDS', 7);
+const TOPIC = 'traced';
+
+/** The modules of one checkout a round uses. */
+interface Checkout {
+  name: string;
+  http: typeof import('../lib/api/http');
+  routes: typeof import('../lib/api/routes');
+  fanout: typeof import('../lib/workers/fanout');
+  handler: typeof import('../lib/workers/handler');
+  runtime: typeof import('../lib/platform/runtime');
+}
+
+async function load(dir: string, name: string): Promise<Checkout> {
+  const at = (path: string) => import(resolve(dir, path));
+  return {
+    name,
+    http: await at('lib/api/http.ts'),
+    routes: await at('lib/api/routes.ts'),
+    fanout: await at('lib/workers/fanout.ts'),
+    handler: await at('lib/workers/handler.ts'),
+    runtime: await at('lib/platform/runtime.ts'),
+  };
+}
+
+/** A local OTLP/HTTP receiver that reads each export and drops it; counts the spans. */
+async function receiver(): Promise<{ server: Server; url: string; spans: () => number }> {
+  let spans = 0;
+  const server = createServer((req, res) => {
+    let text = '';
+    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    req.on('end', () => {
+      spans += (text.match(/"spanId"/g) ?? []).length;
+      res.writeHead(200).end('{}');
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans: () => spans };
+}
+
+const event = (i: number, round: string) =>
+  ({
+    rawPath: '/jobs',
+    routeKey: 'POST /jobs',
+    headers: { authorization: 'Bearer t', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+    requestContext: { http: { method: 'POST' } },
+    body: JSON.stringify({ topic: TOPIC, id: `${round}-${i}`, delay: 0, body: { n: i } }),
+  }) as unknown as APIGatewayProxyEventV2;
+
+/** One round on checkout `c` (tracing to `endpoint`, or off): Node CPU µs per job. */
+async function round(c: Checkout, redisUrl: string, endpoint: string | undefined, name: string): Promise<number> {
+  const rt = c.runtime.createRuntime({
+    DQ_CONFIG: JSON.stringify({ topics: { [TOPIC]: { handler: 'h', concurrency: 1000, batchSize: 10 } } }),
+    REDIS_URL: redisUrl,
+    API_TOKEN: 't',
+    WEBHOOK_SECRET: 's',
+    DQ_FUNCTION_PREFIX: 'bench-',
+    LOG_LEVEL: 'error',
+    DQ_WAKE_INVOKES: 'false',
+    ...(endpoint ? { DQ_OTLP_ENDPOINT: endpoint } : {}),
+  });
+  const route = c.http.httpRoute(c.routes.addJob, () => rt);
+  const handle = c.handler.topicHandler(
+    async () => {},
+    () => rt,
+  );
+  const context = { awsRequestId: 'b', getRemainingTimeInMillis: () => 0 };
+  const runs: Promise<unknown>[] = [];
+  const invoker = {
+    invokeAsync: async (_name: string, payload: unknown) => {
+      runs.push(handle(payload as Parameters<typeof handle>[0], context));
+    },
+  };
+  const cpu0 = process.cpuUsage();
+  for (let i = 0; i < JOBS; i += 50)
+    await Promise.all(Array.from({ length: Math.min(50, JOBS - i) }, (_, j) => route(event(i + j, name), context)));
+  await rt.engine.sweep();
+  await c.fanout.runFanout({ ...rt, invoker });
+  await Promise.all(runs);
+  const cpu = process.cpuUsage(cpu0);
+  rt.redis.disconnect();
+  return (cpu.user + cpu.system) / JOBS;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main() {
+  const server = await startServer();
+  const sink = await receiver();
+  try {
+    const here = await load(resolve(__dirname, '..'), 'this checkout');
+    const at = process.argv.indexOf('--against');
+    const other = at > 0 ? await load(process.argv[at + 1]!, process.argv[at + 1]!) : undefined;
+    const variants: [string, Checkout, string | undefined][] = [
+      ['tracing off', here, undefined],
+      ['tracing on', here, sink.url],
+      ...(other ? [[`${other.name}`, other, undefined] as [string, Checkout, undefined]] : []),
+    ];
+    const times = new Map<string, number[]>(variants.map(([name]) => [name, []]));
+    for (let r = -1; r < ROUNDS; r++)
+      for (const [name, c, endpoint] of variants) {
+        const us = await round(c, server.url, endpoint, `${name.replace(/\W/g, '')}${r + 1}`);
+        if (r >= 0) times.get(name)!.push(us);
+      }
+    const off = median(times.get('tracing off')!);
+    const rows = variants.map(([name]) => {
+      const m = median(times.get(name)!);
+      return [name, fmt(m, 1), `${(m / off).toFixed(3)}×`];
+    });
+    printTable(rows, ['roles (add, fan-out, handler), Node CPU', 'µs a job (median)', 'vs off']);
+    const spans = sink.spans() / ((ROUNDS + 1) * JOBS);
+    console.log(`spans sent a job when on: ${spans.toFixed(2)}`);
+    printJson({
+      bench: 'tracing',
+      jobs: JOBS,
+      rounds: ROUNDS,
+      medianUsPerJob: Object.fromEntries([...times].map(([k, v]) => [k, median(v)])),
+      spansPerJob: spans,
+    });
+  } finally {
+    sink.server.close();
+    await server.stop();
+  }
+}
+
+runBench(main, { forceExit: true });
