@@ -3,7 +3,16 @@
  * the client. A command answers both forms of its result: `json` (the API's answer body, for
  * `--json`) and `text` (for people). Adding a command is one entry here (and its group in GROUPS).
  */
-import type { DelayQueueClient, FlowKeyChange, JobReplacement, KeyScope, ListedState, ScheduleInput } from '../client';
+import type {
+  AddOutcome,
+  DelayQueueClient,
+  FlowKeyChange,
+  JobReplacement,
+  KeyScope,
+  ListedState,
+  NewJob,
+  ScheduleInput,
+} from '../client';
 import type { OptionSpec } from './args';
 import { notFound, UsageError } from './errors';
 import {
@@ -23,6 +32,7 @@ import {
   parseCount,
   parseDuration,
   parseIfMatch,
+  parseInteger,
   parseTime,
   readBody,
   type TextSource,
@@ -95,6 +105,22 @@ const RUN_OPTIONS = [
   opt('jitter', 'DURATION', "spread the first run over this long (default: the topic's)"),
 ];
 const FLOW_KEY = opt('flow-key', 'KEY', 'flow topics: the flow key the job is claimed under (a tenant, a partner)');
+const PRIORITY = opt(
+  'priority',
+  'N',
+  "-1000 to 1000: a higher one is claimed first among ready jobs (default: the topic's)",
+);
+const KEYED_OPTIONS = [
+  opt('dedupe-key', 'KEY', 'at most one add of KEY within the dedupe window; a second one changes nothing'),
+  opt('dedupe-window', 'DURATION', "the dedupe window from the key's first add (default: the topic's, else 1h)"),
+  opt('debounce-key', 'KEY', 'adds of KEY fold into its waiting job (its body replaced); no --delay or --run-at'),
+  opt('debounce-period', 'DURATION', 'with --debounce-key: the job is due this long after the last add'),
+  opt(
+    'debounce-max-wait',
+    'DURATION',
+    'with --debounce-key: never later than this after the first add (default 10 periods)',
+  ),
+];
 const SCHEDULE_FLOW_KEY = opt(
   'flow-key',
   'KEY',
@@ -130,17 +156,78 @@ async function runFields(
   };
 }
 
-/** A job's fields from its flags: exactly one of --delay and --run-at, and the run options. */
-async function jobFields(o: CommandInput['options'], text: TextSource, command: string): Promise<JobReplacement> {
+/**
+ * A job's fields from its flags: exactly one of --delay and --run-at (neither with `timeless`: a debounce add), the run
+ * options and --priority.
+ */
+async function jobFields(
+  o: CommandInput['options'],
+  text: TextSource,
+  command: string,
+  timeless = false,
+): Promise<JobReplacement> {
   const delay = str(o, 'delay');
   const runAt = str(o, 'run-at');
-  if ((delay === undefined) === (runAt === undefined))
+  if (timeless && (delay !== undefined || runAt !== undefined))
+    throw new UsageError('a debounce add is due its period after the last add: give no --delay or --run-at', command);
+  if (!timeless && (delay === undefined) === (runAt === undefined))
     throw new UsageError(`give one of --delay and --run-at`, command);
-  const when = delay !== undefined ? { delay: parseDuration('delay', delay) } : { runAt: parseTime(runAt!) };
+  const when = timeless
+    ? {}
+    : delay !== undefined
+      ? { delay: parseDuration('delay', delay) }
+      : { runAt: parseTime(runAt!) };
   return {
     ...when,
     ...(await runFields(o, text)),
     ...(str(o, 'flow-key') !== undefined ? { key: str(o, 'flow-key')! } : {}),
+    ...(str(o, 'priority') !== undefined ? { priority: parseInteger('priority', str(o, 'priority')!) } : {}),
+  };
+}
+
+/** The dedupe or debounce of `jobs add` from its flags (at most one key; the window and waits go with theirs). */
+function keyedFields(o: CommandInput['options']): Pick<NewJob, 'dedupe' | 'debounce'> {
+  const v = (name: string) => str(o, name);
+  const dedupeKey = v('dedupe-key');
+  const debounceKey = v('debounce-key');
+  if (dedupeKey !== undefined && debounceKey !== undefined)
+    throw new UsageError('give --dedupe-key or --debounce-key, not both', 'jobs add');
+  if (dedupeKey === undefined && v('dedupe-window') !== undefined)
+    throw new UsageError('--dedupe-window goes with --dedupe-key', 'jobs add');
+  if (debounceKey === undefined && (v('debounce-period') !== undefined || v('debounce-max-wait') !== undefined))
+    throw new UsageError('--debounce-period and --debounce-max-wait go with --debounce-key', 'jobs add');
+  if (dedupeKey !== undefined) {
+    const window = v('dedupe-window');
+    return {
+      dedupe: { key: dedupeKey, ...(window !== undefined ? { window: parseDuration('dedupe-window', window) } : {}) },
+    };
+  }
+  if (debounceKey === undefined) return {};
+  const period = v('debounce-period');
+  if (period === undefined) throw new UsageError('--debounce-key needs --debounce-period', 'jobs add');
+  const maxWait = v('debounce-max-wait');
+  return {
+    debounce: {
+      key: debounceKey,
+      period: parseDuration('debounce-period', period),
+      ...(maxWait !== undefined ? { maxWait: parseDuration('debounce-max-wait', maxWait) } : {}),
+    },
+  };
+}
+
+/** What `jobs add` prints: the API's answer body for --json, and a first line saying what the add did. */
+function addedOutput(added: AddOutcome, topic: string, now: number): CommandOutput {
+  const { outcome, job, id } = added;
+  if (outcome === 'created') return { json: { job }, text: `added ${topic}/${id}\n${jobView(job!, now)}` };
+  if (outcome === 'debounced')
+    return {
+      json: { job, debounced: true },
+      text: `debounced into ${topic}/${id} (its body replaced, due again)\n${jobView(job!, now)}`,
+    };
+  const standing = job ? jobView(job, now) : '(that job was purged after its retention)\n';
+  return {
+    json: { job, duplicateOf: id },
+    text: `duplicate of ${topic}/${id}: nothing changed (dedupe key within its window)\n${standing}`,
   };
 }
 
@@ -158,6 +245,9 @@ async function scheduleFields(o: CommandInput['options'], text: TextSource): Pro
       : {}),
     ...(o.paused === true ? { paused: true } : {}),
     ...(await runFields(o, text)),
+    ...(str(o, 'expire-after') !== undefined
+      ? { expireAfter: parseDuration('expire-after', str(o, 'expire-after')!) }
+      : {}),
     ...(str(o, 'flow-key') !== undefined ? { key: str(o, 'flow-key')! } : {}),
   };
 }
@@ -217,15 +307,18 @@ export const COMMANDS: readonly Command[] = [
     name: 'add',
     args: ['<topic>', '[id]'],
     summary: 'add a job (the id is made up when left out)',
-    details: 'Give one of --delay and --run-at. An id that exists is refused with JOB_EXISTS and the job as it is.',
-    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY],
+    details:
+      'Give one of --delay and --run-at (neither with --debounce-key). An id that exists is refused with JOB_EXISTS and the job as it is. A keyed add (--dedupe-key, --debounce-key) prints whether it added a job, was a duplicate (naming the job that stands) or was debounced into the waiting job; its id, when given, starts with KEY::.',
+    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, PRIORITY, ...KEYED_OPTIONS],
     async run(ctx, { args: [topic, id], options }) {
-      const job = await ctx.client.add({
+      const keyed = keyedFields(options);
+      const added = await ctx.client.addKeyed({
         topic: topic!,
         ...(id !== undefined ? { id } : {}),
-        ...(await jobFields(options, ctx.text, 'jobs add')),
+        ...(await jobFields(options, ctx.text, 'jobs add', keyed.debounce !== undefined)),
+        ...keyed,
       });
-      return { json: { job }, text: `added ${job.topic}/${job.id}\n${jobView(job, ctx.now)}` };
+      return addedOutput(added, topic!, ctx.now);
     },
   },
   {
@@ -247,7 +340,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'create a job, or replace it while it is pending (due time, body, options)',
     details:
       'Replaces the whole job: give one of --delay and --run-at, and every option to keep. A running, done or dead job is refused with JOB_FINISHED.',
-    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, IF_MATCH],
+    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, PRIORITY, IF_MATCH],
     async run(ctx, { args: [topic, id], options }) {
       const { job, created } = await ctx.client.put(
         topic!,
@@ -390,6 +483,7 @@ export const COMMANDS: readonly Command[] = [
       opt('paused', undefined, 'put it paused: no run until schedules resume, or a put without --paused'),
       BODY,
       ...RUN_OPTIONS,
+      opt('expire-after', 'DURATION', 'no attempt of an occurrence starts this long after its due time (it expires)'),
       SCHEDULE_FLOW_KEY,
     ],
     async run(ctx, { args: [topic, id], options }) {

@@ -78,6 +78,7 @@ export function jobView(job: Job | DeadJob, now: number): string {
     ['backoff', backoffText(job.backoff)],
   ];
   if (job.key) pairs.splice(6, 0, ['key', job.key]);
+  pairs.splice(2, 0, ['priority', String(job.priority ?? 0)]);
   if (job.deadline) pairs.push(['deadline', when(job.deadline, now)]);
   if (job.expiresAt) pairs.push(['expiresAt', when(job.expiresAt, now)]);
   if ('diedAt' in job) pairs.push(['diedAt', when(job.diedAt, now)]);
@@ -238,6 +239,7 @@ export function scheduleView(s: Schedule, now: number): string {
     ['ttr', `${s.ttr}s`],
     ['backoff', backoffText(s.backoff)],
     ['jitter', s.jitter === null ? `${NONE} (the topic's)` : `${s.jitter}s`],
+    ['expireAfter', s.expireAfter === null || s.expireAfter === undefined ? NONE : `${s.expireAfter}s`],
     ['group', s.group ?? NONE],
   ];
   if (s.key) pairs.push(['key', s.key]);

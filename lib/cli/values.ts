@@ -31,6 +31,13 @@ export function parseCount(option: string, text: string, min = 1, max = Number.M
   return n;
 }
 
+/** A whole number, negative ones too (`--priority -5`); the API checks the range. */
+export function parseInteger(option: string, text: string): number {
+  const n = /^-?\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n)) throw new UsageError(`--${option} must be a whole number, not "${text}"`);
+  return n;
+}
+
 /** `--if-match`: a job's version (`3`, or the ETag `"3"`) or `*` (only if it exists). */
 export function parseIfMatch(text: string): number | '*' {
   if (text === '*') return '*';

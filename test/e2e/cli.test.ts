@@ -204,6 +204,27 @@ describe('the dq CLI against the stack', () => {
     assert.equal(JSON.parse(missingJson.stderr).error.code, 'NOT_FOUND');
   });
 
+  it('jobs add --priority, --dedupe-key, --debounce-key: it says whether the add created, deduplicated or debounced', async () => {
+    const key = uid('dd');
+    const created = await dq('jobs', 'add', 'example', '--delay', '1h', '--priority', '-3', '--dedupe-key', key);
+    ok(created, 'jobs add --dedupe-key');
+    const id = new RegExp(`^added example/(${key}::\\S{16})\n`).exec(created.stdout)?.[1];
+    assert.ok(id, created.stdout);
+    assert.match(created.stdout, /^priority +-3$/m);
+    const duplicate = await dq('jobs', 'add', 'example', '--delay', '1', '--dedupe-key', key, '--dedupe-window', '1h');
+    ok(duplicate, 'a duplicate');
+    assert.match(duplicate.stdout, new RegExp(`^duplicate of example/${id}: nothing changed`));
+    assert.match((await dq('jobs', 'get', 'example', id)).stdout, /^priority +-3$/m);
+
+    const bkey = uid('db');
+    const args = ['jobs', 'add', 'example', '--debounce-key', bkey, '--debounce-period', '1h', '--body'];
+    const first = await dqJson<{ job: Job }>(...args, '{"n":1}');
+    const folded = await dq(...args, '{"n":2}');
+    ok(folded, 'a fold');
+    assert.match(folded.stdout, new RegExp(`^debounced into example/${first.job.id} `));
+    assert.match(folded.stdout, /^body +\{"n":2\}$/m);
+  });
+
   it('groups list (paged) and cancel (with --yes)', async () => {
     const group = uid('grp');
     const ids = [0, 1, 2].map((i) => `${group}-${i}`);
@@ -306,6 +327,15 @@ describe('the dq CLI against the stack', () => {
     ok(got, 'schedules get');
     assert.match(got.stdout, /^runs +cron 0 9 \* \* 1-5 Europe\/Berlin$/m);
     assert.match(got.stdout, /^paused +true$/m);
+    assert.match(got.stdout, /^expireAfter +-$/m);
+    ok(
+      await dq(
+        ...['schedules', 'put', 'example', id, '--cron', '0 9 * * 1-5', '--timezone', 'Europe/Berlin', '--paused'],
+        ...['--catch-up', 'none', '--expire-after', '10m'],
+      ),
+      'schedules put --expire-after',
+    );
+    assert.match((await dq('schedules', 'get', 'example', id)).stdout, /^expireAfter +600s$/m);
     const list = await dqJson<{ schedules: Schedule[] }>('schedules', 'list', 'example', '--all');
     assert.ok(list.schedules.some((s) => s.id === id));
     const table = await dq('schedules', 'list', 'example');

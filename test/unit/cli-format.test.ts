@@ -119,6 +119,8 @@ describe('dq output for people', () => {
     assert.match(view, /^body +\{"orderId":7\}$/m);
     assert.doesNotMatch(view, /^deadline/m, 'no deadline line for a job not running');
     assert.doesNotMatch(view, /^expiresAt/m, 'no expiresAt line for a job that never expires');
+    assert.match(view, /^state +delayed\npriority +0\n/m);
+    assert.match(jobView(job({ priority: 250 }), NOW), /^priority +250$/m);
     const expired = jobView(job({ state: 'expired', expiresAt: iso(-60_000) }), NOW);
     assert.match(expired, /^state +expired$/m);
     assert.match(expired, /^expiresAt +2030-01-01T11:59:00.000Z \(1m ago\)$/m);
@@ -212,7 +214,8 @@ describe('dq output for people', () => {
     assert.match(view, /^runs +cron 0 9 \* \* 1-5 Europe\/Berlin$/m);
     assert.match(view, /^pending +daily:20300102T080000Z at 2030-01-02T08:00:00.000Z \(in 20h\)$/m);
     assert.match(view, /^nextRuns +2030-01-02T08:00:00.000Z \(in 20h\)\n +2030-01-03T08:00:00.000Z \(in 1d 20h\)$/m);
-    assert.match(view, /^jitter +- \(the topic's\)$/m);
+    assert.match(view, /^jitter +- \(the topic's\)\nexpireAfter +-$/m);
+    assert.match(scheduleView(schedule({ expireAfter: 600 }), NOW), /^expireAfter +600s$/m);
     assert.doesNotMatch(view, /^key /m, 'no flow key, no line');
     assert.match(scheduleView(schedule({ key: 'acme' }), NOW), /^group +-\nkey +acme$/m);
     assert.match(

@@ -599,6 +599,86 @@ describe('dq commands against a scripted API', () => {
     assert.match(added.stdout, /^key +acme$/m);
   });
 
+  it('jobs add --priority, --dedupe-key, --debounce-key: the fields sent, no id made up, and what the add did', async () => {
+    const standing = job({ id: 'order-7::0123456789abcdef', priority: -5 });
+    const created = await dq(
+      [
+        'jobs',
+        'add',
+        'example',
+        '--delay',
+        '1m',
+        '--priority',
+        '-5',
+        '--dedupe-key',
+        'order-7',
+        '--dedupe-window',
+        '1d',
+      ],
+      () => ({ status: 201, body: { job: standing } }),
+    );
+    assert.equal(created.code, EXIT.ok, created.stderr);
+    assert.deepEqual(created.sent[0]!.body, {
+      topic: 'example',
+      delay: '1m',
+      priority: -5,
+      dedupe: { key: 'order-7', window: '1d' },
+    });
+    assert.match(created.stdout, /^added example\/order-7::0123456789abcdef\n/);
+    assert.match(created.stdout, /^priority +-5$/m);
+
+    const duplicate = await dq(['jobs', 'add', 'example', '--delay', '1', '--dedupe-key', 'order-7'], () => ({
+      status: 200,
+      body: { job: standing, duplicateOf: standing.id },
+    }));
+    assert.equal(duplicate.code, EXIT.ok, duplicate.stderr);
+    assert.match(duplicate.stdout, /^duplicate of example\/order-7::0123456789abcdef: nothing changed/);
+    assert.match(duplicate.stdout, /^job +example\/order-7::0123456789abcdef$/m);
+    const purged = await dq(['--json', 'jobs', 'add', 'example', '--delay', '1', '--dedupe-key', 'order-7'], () => ({
+      status: 200,
+      body: { job: null, duplicateOf: standing.id },
+    }));
+    assert.deepEqual([purged.code, JSON.parse(purged.stdout)], [EXIT.ok, { job: null, duplicateOf: standing.id }]);
+    const purgedText = await dq(['jobs', 'add', 'example', '--delay', '1', '--dedupe-key', 'order-7'], () => ({
+      status: 200,
+      body: { job: null, duplicateOf: standing.id },
+    }));
+    assert.match(purgedText.stdout, /^duplicate of example\/order-7::0123456789abcdef.*\n\(that job was purged/);
+
+    const folded = job({ id: 'reindex::0123456789abcdef', body: { v: 2 } });
+    const debounced = await dq(
+      [
+        'jobs',
+        'add',
+        'example',
+        '--body',
+        '{"v":2}',
+        '--debounce-key',
+        'reindex',
+        '--debounce-period',
+        '5s',
+        '--debounce-max-wait',
+        '60',
+      ],
+      () => ({ status: 200, body: { job: folded, debounced: true } }),
+    );
+    assert.equal(debounced.code, EXIT.ok, debounced.stderr);
+    assert.deepEqual(debounced.sent[0]!.body, {
+      topic: 'example',
+      body: { v: 2 },
+      debounce: { key: 'reindex', period: '5s', maxWait: 60 },
+    });
+    assert.match(debounced.stdout, /^debounced into example\/reindex::0123456789abcdef/);
+    const json = await dq(
+      ['--json', 'jobs', 'add', 'example', '--debounce-key', 'r', '--debounce-period', '1'],
+      () => ({
+        status: 200,
+        body: { job: folded, debounced: true },
+      }),
+    );
+    assert.deepEqual(JSON.parse(json.stdout), { job: folded, debounced: true });
+  });
+
   it('topics stats: every topic, or those named; an unknown one exits 3', async () => {
     const stats = (topic: string) => ({
       topic,
@@ -671,6 +751,18 @@ describe('dq help and usage errors', () => {
       ],
       [['jobs', 'add', 'example', '--delay', '5', '--body', '{x'], /--body is not JSON/],
       [['jobs', 'add', 'example', '--delay', '5', '--body', '@missing.json'], /cannot read missing.json/],
+      [['jobs', 'add', 'example', '--delay', '5', '--priority', 'high'], /--priority must be a whole number/],
+      [
+        ['jobs', 'add', 'example', '--delay', '5', '--dedupe-key', 'a', '--debounce-key', 'b'],
+        /give --dedupe-key or --debounce-key, not both/,
+      ],
+      [['jobs', 'add', 'example', '--delay', '5', '--dedupe-window', '1h'], /--dedupe-window goes with --dedupe-key/],
+      [['jobs', 'add', 'example', '--debounce-key', 'b'], /--debounce-key needs --debounce-period/],
+      [
+        ['jobs', 'add', 'example', '--delay', '5', '--debounce-key', 'b', '--debounce-period', '1'],
+        /a debounce add is due its period after the last add: give no --delay or --run-at/,
+      ],
+      [['jobs', 'add', 'example', '--delay', '5', '--debounce-period', '1'], /go with --debounce-key/],
       [
         ['topics', 'stats', '--profile', 'prod'],
         /profile "prod" asked for \(--profile\), but there is no profile file \/nonexistent\/dq.json/,
