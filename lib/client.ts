@@ -306,6 +306,8 @@ export interface ScheduleInput<Body = unknown> {
   jitter?: number | Duration;
   /** Seconds (or a Duration) after each occurrence's due time after which no attempt of it starts (it expires). */
   expireAfter?: number | Duration;
+  /** Each occurrence's priority (-1000 to 1000, default the topic's): a higher one is claimed first. */
+  priority?: number;
   /**
    * Flow topics only: the flow key (`[A-Za-z0-9._:-]{1,128}`) every occurrence is claimed under, within that key's
    * limits and pause.
@@ -344,6 +346,8 @@ export interface Schedule<Body = unknown> {
    * its topic's default when it was put; null for none.
    */
   expireAfter: number | null;
+  /** Each occurrence's priority: its own, else its topic's default when it was put (0: none). */
+  priority: number;
   /** Grows with every change of the schedule, its advances included. */
   version: number;
   createdAt: string;

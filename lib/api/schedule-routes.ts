@@ -11,6 +11,7 @@ import { clientNow, needs, type ApiRequest, type ApiResponse } from './http';
 import type { Runtime } from '../platform/runtime';
 import { validateSchedule } from './schedule-validation';
 import { badCursor, checkJobRef, requireTopic, validateSchedulesQuery } from './validation';
+import { packContext, type SpanContext } from '../platform/tracing';
 
 /** The API's schedule operations over an engine, from raw input (the routes below, and tests, call them). */
 export const scheduleService = {
@@ -20,8 +21,11 @@ export const scheduleService = {
     ref: { topic: string; id: string },
     input: unknown,
     by = '',
+    trace?: SpanContext,
   ): Promise<{ status: 'created' | 'replaced'; schedule: Schedule } & Wake> {
     const s = validateSchedule(ref.topic, ref.id, input, engine.config, clientNow(engine));
+    // each occurrence's attempts link to the trace of this put (a trace of their own: not one endless trace)
+    if (trace) s.spec = { ...s.spec, traceLink: packContext(trace) };
     return replicated(engine.putSchedule(ref.topic, { ...s, ...(by ? { by } : {}) }));
   },
 
@@ -73,7 +77,13 @@ export const scheduleService = {
 /** PUT /schedules/{topic}/{id}: creates the schedule (201) or replaces it (200), its pending occurrence with it. */
 export async function putSchedule(req: ApiRequest, rt: Runtime): Promise<ApiResponse> {
   const { topic = '', id = '' } = req.params;
-  const { status, schedule } = await scheduleService.putSchedule(rt.engine, { topic, id }, req.json(), req.caller.name);
+  const { status, schedule } = await scheduleService.putSchedule(
+    rt.engine,
+    { topic, id },
+    req.json(),
+    req.caller.name,
+    req.trace,
+  );
   if (status === 'replaced') return { status: 200, body: { schedule } };
   return {
     status: 201,

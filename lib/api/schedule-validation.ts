@@ -2,11 +2,12 @@
  * Validation of a schedule as PUT /schedules/{topic}/{id} receives it: every problem at once, then
  * the schedule normalised for the engine. The arithmetic of run times is lib/core/schedule.ts.
  */
-import type { NewSchedule } from '../engine';
+import type { NewSchedule, StoredSpec } from '../engine';
 import { layoutFor } from '../engine';
 import type { QueueConfig } from '../core/queue-config';
 import { ID_PATTERN, TOPIC_PATTERN } from '../core/queue-config';
 import { EXPIRE_AFTER_SECONDS } from '../core/limits';
+import { checkPriority } from './keyed-validation';
 import {
   canonicalZone,
   cronProblem,
@@ -18,7 +19,6 @@ import {
   shortestGapMs,
   type CatchUp,
   type Recurrence,
-  type ScheduleSpec,
 } from '../core/schedule';
 import { HttpError, type FieldProblem } from './api-errors';
 import {
@@ -47,6 +47,7 @@ const SCHEDULE_FIELDS = [
   'jitter',
   'key',
   'expireAfter',
+  'priority',
 ];
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -169,6 +170,7 @@ export function validateSchedule(
     topicOk ? config.topics.get(topic)?.expireAfterMs : undefined,
     problems,
   );
+  const priority = checkPriority(input.priority, topicOk ? config.topics.get(topic) : undefined, problems);
   if (jitterMs !== undefined && jitterMs > 0 && recurrence) checkScheduleJitter(jitterMs, recurrence, now, problems);
   let body: string | undefined;
   try {
@@ -181,13 +183,15 @@ export function validateSchedule(
   throwProblems(problems, 'schedule');
   requireTopic(config, topic);
   checkBodySize(body!, config, true);
-  // expireAfterMs rides in the definition, which the schedule scripts read it from (lib/engine/schedules.ts specOf)
-  const spec: ScheduleSpec & { expireAfterMs?: number } = {
+  // expireAfterMs and priority ride in the definition, which the schedule scripts read them from
+  // (lib/engine/schedules.ts specOf)
+  const spec: StoredSpec = {
     ...recurrence!,
     catchUp,
     paused: input.paused === true,
     ...(jitterMs !== undefined ? { jitterMs } : {}),
     ...(expireAfterMs !== undefined ? { expireAfterMs } : {}),
+    ...(priority !== undefined ? { priority } : {}),
   };
   return {
     topic,

@@ -28,7 +28,7 @@ export type {
   Wake,
   WriteResult,
 } from './jobs';
-export type { HistoryEntry, JobView, NewSchedule } from './shapes';
+export type { HistoryEntry, JobView, NewSchedule, StoredSpec } from './shapes';
 export { isRefused } from './jobs';
 export { REFUSAL, type Refusal } from './codes';
 export { NotReplicatedError, connectedReplicas } from './durable';

@@ -13,7 +13,7 @@ import { groupKey, scheduleKeys, scheduleWriteKeys, topicKeys, type Layout } fro
 import { SCRIPT_CALL_BYTES, SCHEDULES_PAGE } from '../core/limits';
 import { jitterOffsetMs } from '../core/pacing';
 import { advancePlan, catchUpPlan, jitterWindowMs, nextRuns, occurrenceId, type ScheduleSpec } from '../core/schedule';
-import type { NewSchedule } from './shapes';
+import type { NewSchedule, StoredSpec } from './shapes';
 import { run, runPipelined } from './script-runner';
 import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
 import type { EngineContext } from './context';
@@ -60,6 +60,8 @@ export interface Schedule {
    * `expired`): its own `expireAfter`, else its topic's default as it was when it was put; null for none.
    */
   expireAfter: number | null;
+  /** Each occurrence's priority: its own `priority`, else its topic's default when it was put (0: none). */
+  priority: number;
   /** Grows with every change of the schedule, its advances included. */
   version: number;
   createdAt: string;
@@ -84,12 +86,6 @@ export const NEXT_RUNS_SHOWN = 5;
  * Rounds of read, compute, commit a put tries while the schedule keeps changing under it (the sweeper advancing it).
  */
 const PUT_ROUNDS = 5;
-
-/**
- * A schedule's definition as stored, with each occurrence's expiry (ms after its due time; none when absent), which
- * the schedule scripts read from it (lua/includes/occurrences.lua) to give each occurrence they create.
- */
-export type StoredSpec = ScheduleSpec & { expireAfterMs?: number };
 
 /** The definition a record holds. */
 export function specOf(view: script.ScheduleView): StoredSpec {
@@ -117,6 +113,7 @@ export function toSchedule(t: TopicConfig, view: script.ScheduleView): Schedule 
     key: t.flow ? key : null,
     jitter: spec.jitterMs === undefined ? null : spec.jitterMs / 1000,
     expireAfter: spec.expireAfterMs === undefined ? null : spec.expireAfterMs / 1000,
+    priority: spec.priority ?? 0,
     version,
     createdAt: isoTime(createdAt),
     updatedAt: isoTime(updatedAt),

@@ -105,12 +105,20 @@ export type HistoryEntry = readonly [
   error: string | null,
 ];
 
+/**
+ * A schedule's definition as stored: its recurrence and what the schedule scripts read from it (lua/includes/
+ * occurrences.lua) to give each occurrence they create: its expiry (ms after its due time; none when absent), its
+ * priority (none: 0), and a link to the trace of the request that put the schedule (packed, lib/platform/tracing.ts:
+ * each occurrence's attempts start a trace of their own, linked to it).
+ */
+export type StoredSpec = ScheduleSpec & { expireAfterMs?: number; priority?: number; traceLink?: string };
+
 /** A validated schedule, as the engine takes it; the options (its flow key included) apply to each occurrence. */
 export interface NewSchedule extends Pick<NewJob, 'maxAttempts' | 'ttrMs' | 'backoff' | 'url' | 'group' | 'key'> {
   topic: string;
   id: string;
   partition: number;
-  spec: ScheduleSpec;
+  spec: StoredSpec;
   /** JSON text of each occurrence's body. */
   body: string;
   /** The name of the API key that puts it (updatedBy). */

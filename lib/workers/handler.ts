@@ -96,12 +96,16 @@ async function runJob(round: Round, job: WireJob): Promise<void> {
 
 /**
  * The span of one attempt: a child of the span of the request that added the job (a new trace when it carries none:
- * added while tracing was off, or a schedule's occurrence), with the job's topic, id, attempt and lateness.
+ * added while tracing was off), or, for a schedule's occurrence, the root of a trace of its own linked to the
+ * schedule's put; with the job's topic, id, attempt and lateness.
  */
 function attemptSpan(round: Round, job: WireJob, latenessMs: number): Span {
+  // 'L…': a schedule's occurrence, linked to the trace of the schedule's put (its own trace: not one endless trace)
+  const link = job.trace?.startsWith('L') ? unpackContext(job.trace.slice(1)) : undefined;
   return round.rt.tracer.start(`run ${round.topic.name}`, {
     kind: 'consumer',
-    parent: unpackContext(job.trace),
+    parent: link ? undefined : unpackContext(job.trace),
+    ...(link ? { links: [link] } : {}),
     attributes: {
       'dq.topic': round.topic.name,
       'dq.job.id': job.id,

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { httpRoute } from '../../lib/api/http';
-import { addJob } from '../../lib/api/routes';
+import { addJob, putSchedule } from '../../lib/api/routes';
 import { toWire, runFanout } from '../../lib/workers/fanout';
 import type { Runtime } from '../../lib/platform/runtime';
 import { formatTraceparent, parseTraceparent } from '../../lib/platform/tracing';
@@ -115,6 +115,45 @@ describe('traces: add, a failed attempt and its retry in one trace (real redis-s
     assert.deepEqual(runs[0].status, { code: 2, message: 'first attempt fails' });
     assert.equal(attr(runs[1], 'dq.outcome'), 'done');
     assert.equal(runs[1].status, undefined);
+  });
+
+  it("a schedule's occurrence is a trace of its own, linked to the schedule's put; it keeps the schedule's priority", async () => {
+    const put = {
+      rawPath: `/schedules/${TOPIC}/every-second`,
+      routeKey: 'PUT /schedules/{topic}/{id}',
+      headers: {
+        authorization: 'Bearer t',
+        traceparent: formatTraceparent({ traceId: 'e'.repeat(32), spanId: 'f'.repeat(16) }),
+      },
+      requestContext: { http: { method: 'PUT' } },
+      pathParameters: { topic: TOPIC, id: 'every-second' },
+      body: JSON.stringify({ every: 1, priority: 4, body: { tick: true } }),
+    } as unknown as APIGatewayProxyEventV2;
+    const answer = (await httpRoute(putSchedule, () => rt)(put, { awsRequestId: 'req-s' })) as {
+      statusCode: number;
+      body: string;
+    };
+    assert.equal(answer.statusCode, 201, answer.body);
+    assert.equal(JSON.parse(answer.body).schedule.priority, 4);
+    const putSpan = spans.find((s) => s.traceId === 'e'.repeat(32) && s.kind === 2);
+    const before = spans.length;
+    const handler = topicHandler(
+      async () => {},
+      () => rt,
+    );
+    const [occurrence] = await claimOne();
+    assert.match(occurrence!.id, /^every-second:/);
+    assert.equal((await rt.engine.get(TOPIC, occurrence!.id))?.priority, 4, 'the occurrence has the schedule priority');
+    await handler(
+      { topic: TOPIC, jobs: [toWire(occurrence!)], more: false },
+      { awsRequestId: 'h2', getRemainingTimeInMillis: () => 0 },
+    );
+    const run = spans.slice(before).find((s) => s.name === `run ${TOPIC}`);
+    assert.ok(run, 'an attempt span');
+    assert.notEqual(run.traceId, 'e'.repeat(32), 'a trace of its own');
+    assert.equal(run.parentSpanId, undefined, 'the root of its trace');
+    assert.deepEqual(run.links, [{ traceId: 'e'.repeat(32), spanId: putSpan.spanId }], 'linked to the put');
+    await rt.engine.deleteSchedule(TOPIC, 'every-second');
   });
 
   it("a fan-out's claim is a span linked to the jobs it claimed", async () => {

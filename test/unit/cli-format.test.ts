@@ -67,6 +67,7 @@ function schedule(fields: Partial<Schedule> = {}): Schedule {
     key: null,
     jitter: null,
     expireAfter: null,
+    priority: 0,
     version: 2,
     createdAt: iso(-86_400_000),
     updatedAt: iso(-86_400_000),

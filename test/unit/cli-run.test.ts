@@ -65,6 +65,7 @@ function schedule(fields: Partial<Schedule> = {}): Schedule {
     key: null,
     jitter: null,
     expireAfter: null,
+    priority: 0,
     version: 1,
     createdAt: t,
     updatedAt: t,

@@ -86,6 +86,7 @@ function schedule(fields: Partial<ClientSchedule> = {}): ClientSchedule {
     key: null,
     jitter: null,
     expireAfter: null,
+    priority: 0,
     version: 1,
     createdAt: now,
     updatedAt: now,
