@@ -10,7 +10,9 @@
   caps all keys together (ARGV[3]). Claims as lua/claimJobs-7.lua does otherwise: ids whose job
   is gone, cancelled, rescheduled, claimed or moved to another key are taken off and skipped, a
   job whose group is being cancelled is cancelled, and the byte budget stops the claim (the id
-  then goes back to the head of its lane). A paused topic claims nothing.
+  then goes back to the head of its lane). A paused topic claims nothing. Within a key, its
+  prioritized ready ids (includes/flow.lua, <jobs>#lanep:<key>) above 0 go first, highest first,
+  then its lane, then those below 0; the round of keys is the same as without them.
   KEYS[1] running zset  KEYS[2] jobs hash  KEYS[3] bodies hash  KEYS[4] delayed zset
   KEYS[5] done zset  KEYS[6] the topic's lateness stats hash
   ARGV[1] fixed clock ms or ''  ARGV[2] n, at most this many jobs are claimed
@@ -35,11 +37,13 @@
 --- @include "groupCancel"
 --- @include "claim"
 --- @include "flow"
+--- @include "priority"
 --- @include "lateness"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local PENDING = Codes.PENDING
 local H_STATE, H_KEY, H_ERROR, H_EXPIRES, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.H_EXPIRES, Job.decode
-local delayedMember, bodySize = Job.delayedMember, Job.bodySize
+local delayedMember, bodySize, H_PRIORITY = Job.delayedMember, Job.bodySize, Job.H_PRIORITY
+local LANE_MARK, POSITIVE_END = Flow.LANE_MARK, Priority.POSITIVE_END
 local cancelNow = Cancel.cancelNow
 local groupCancelError = GroupCancel.groupCancelError
 local cancelledWithGroup, claimOne = Claim.cancelledWithGroup, Claim.claimOne
@@ -78,6 +82,7 @@ local quota = n == 1 and 1 or math.min(n, math.max(TURN, math.floor(n / math.max
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false
 local lanePrefix = Flow.laneKey(f, '') -- a key's lane: lanePrefix .. key
+local lanePrioPrefix = Flow.lanePrioKey(f, '') -- its prioritized ready ids (includes/flow.lua)
 
 -- More than one job wanted: the keys' states gathered for the call (claimGather in
 -- includes/flow.lua), written once at its end; one job wanted visits one key, whose state is read
@@ -91,29 +96,57 @@ local call, raws, stateKey = redis.call, g and g.raws, f.state
 local TURN_FIELD = '#turn'
 local turnKey, turnTaken, cutTurn = false, 0, false
 
--- Takes key `key`'s ready ids (its head `head`, then its lane) until one is claimed. Returns what
--- came of it, then the key's head after it: true (one claimed), false (none left, or the budget
--- stopped the claim: the id is back at the head), 'more' (the visit passed STALE_PER_VISIT stale
--- ids: the key stays).
+-- The first ready id of key `key` whose head is LANE_MARK (includes/flow.lua: it has prioritized
+-- ids), in claim order: its first prioritized id above 0, else its lane's first (taken off the lane),
+-- else its first below 0. Returns the id (nil: none left), its prioritized zset when it is one of it
+-- (false: of the lane), and whether that zset holds another id.
+local function firstMarked(key)
+  local zkey = lanePrioPrefix .. key
+  local firsts = call('ZRANGE', zkey, 0, 1, 'WITHSCORES')
+  if firsts[1] and tonumber(firsts[2]) < POSITIVE_END then return firsts[1], zkey, firsts[3] ~= nil end
+  local id = call('LPOP', lanePrefix .. key)
+  if id then return id, false, true end
+  return firsts[1], zkey, firsts[3] ~= nil
+end
+
+-- Takes key `key`'s ready ids (its head `head`, then its lane; a marked head: firstMarked's) until
+-- one is claimed. Returns what came of it, then the key's head after it: true (one claimed), false
+-- (none left, or the budget stopped the claim: the id is back where it was), 'more' (the visit
+-- passed STALE_PER_VISIT stale ids: the key stays).
 local function claimFromLane(key, head)
   for _ = 1, STALE_PER_VISIT do
     -- the key's first ready id: its head, which the lane's first refills
     local id = head
     if not id then return false, false end
     local lane = lanePrefix .. key
-    head = call('LPOP', lane) or false
+    local zkey, more
+    if id == LANE_MARK then
+      id, zkey, more = firstMarked(key)
+      if not id then return false, false end
+    else
+      head = call('LPOP', lane) or false
+    end
     local record = call('HGET', jobsKey, id)
     local h, inline
     if record then h, inline = decode(record) end
-    local live = h and h[H_STATE] == PENDING and (h[H_KEY] or '') == key and not call('ZSCORE', delayedKey, delayedMember(id, key, h[Job.H_PRIORITY]))
+    local live = h and h[H_STATE] == PENDING and (h[H_KEY] or '') == key and not call('ZSCORE', delayedKey, delayedMember(id, key, h[H_PRIORITY]))
     local mark = live and cancelledWithGroup(jobsKey, h)
     local size = record and #record or 0
     if live and not mark then size = size + bodySize(bodiesKey, id, inline) end
     if not budget.take(size) then
       -- first among the key's ready ids again
-      if head then redis.call('LPUSH', lane, head) end
       stopped = true
+      if head == LANE_MARK then
+        if not zkey then call('LPUSH', lane, id) end
+        return false, head
+      end
+      if head then call('LPUSH', lane, head) end
       return false, id
+    end
+    if zkey then
+      call('ZREM', zkey, id)
+      -- the zset emptied: the lane's first is the head again
+      if not more then head = call('LPOP', lane) or false end
     end
     taken = taken + 1
     if mark then

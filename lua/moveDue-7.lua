@@ -108,9 +108,14 @@ if #due > 0 then
     -- each to its key's lane, its key read off its member (memberParts in includes/job.lua); a
     -- key's ids go in one push, in due order, the keys in the order their first ids fell due
     -- (flowRoute); a key's lone id is kept as a string, a list made at its second
-    local idsOf, keys = {}, {}
+    -- (and its priority, when it has one: to its key's prioritized zset, flowRoute)
+    local idsOf, keys, priorityOf = {}, {}, nil
     for i = 1, #due do
-      local id, key = memberParts(due[i])
+      local id, key, priority = memberParts(due[i])
+      if priority then
+        priorityOf = priorityOf or {}
+        priorityOf[id] = priority
+      end
       local ids = idsOf[key]
       if not ids then
         idsOf[key] = id
@@ -121,7 +126,7 @@ if #due > 0 then
         ids[#ids + 1] = id
       end
     end
-    Flow.flowRoute(k.jobs, keys, idsOf)
+    Flow.flowRoute(k.jobs, keys, idsOf, priorityOf)
     Flow.countReady(Flow.flowKeys(k.jobs), #due)
   else
     -- to the ready list, or, a member with a priority (a tab: delayedMember in includes/job.lua),

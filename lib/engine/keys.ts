@@ -484,7 +484,8 @@ export interface TopicRef {
  * scripts derive them, so in its slot: `state` HASH key -> the key's state packed by struct (and
  * READY_FIELD, and DICT_FIELD, which keeps the hash a hashtable), `conf` HASH key -> msgpack pinned
  * limits and pause, `ring` LIST of keys to claim from in turn, `wait` ZSET of
- * keys held by their pace, and each key's lane (`lane(key)`, LIST of its ready ids).
+ * keys held by their pace, each key's lane (`lane(key)`, LIST of its ready ids), and each key's prioritized
+ * ready ids (`lanePrio(key)`, ZSET scored as prioKey's).
  */
 export function flowKeys(jobs: JobsKey) {
   return {
@@ -493,6 +494,7 @@ export function flowKeys(jobs: JobsKey) {
     ring: `${jobs}#lanes`,
     wait: `${jobs}#fwait`,
     lane: (key: string) => `${jobs}#lane:${key}`,
+    lanePrio: (key: string) => `${jobs}#lanep:${key}`,
   };
 }
 

@@ -18,6 +18,14 @@
                        about 190 bytes). A lane holds ids only while the head is set.
     <jobs>#fwait       ZSET key -> when its pace lets it start again; the sweep puts it back in
                        the ring then (or deletes an idle key's state once its pace has run out).
+    <jobs>#lanep:<key> ZSET the key's ready ids that have a priority (H_PRIORITY), scored as
+                       includes/priority.lua scores a plain topic's: while it holds ids the key's
+                       head is LANE_MARK (not an id: ids never hold '#'; the lane then holds all its
+                       plain ids), so the ring, the limits and the counts see the key as they see
+                       any key with a ready id, and a key without prioritized jobs pays nothing
+                       for them. A claim of a marked key takes its ids above 0 first, highest
+                       first, then its lane, then those below 0; the mark goes when the zset is
+                       empty, the lane's first becoming the head again.
   The key of a job is its header's H_KEY: '' for a job of a flow topic added without one (the
   jobs without a key share the key ''), false for a job of any other topic. A job counts in its
   key's `running` from its claim until its attempt ends in any way (ack, failure, timeout,
@@ -28,10 +36,12 @@
 ]]
 --- @include "call"
 --- @include "job"
+--- @include "priority"
 local Flow = {}
 do
   local onEachCall = Call.onEachCall
-  local H_KEY = Job.H_KEY
+  local H_KEY, H_PRIORITY = Job.H_KEY, Job.H_PRIORITY
+  local LANE_MARK = Priority.PRIO_MARK
 
   local PAUSED_FIELD = '#paused'
   -- PINNED_FIELD in a flow topic's jobs hash: some key has pinned limits or a pause (<jobs>#fconf is
@@ -63,6 +73,10 @@ do
 
   local function laneKey(f, key)
     return f.jobs .. '#lane:' .. key
+  end
+
+  local function lanePrioKey(f, key)
+    return f.jobs .. '#lanep:' .. key
   end
 
   -- Write-behind within one script call (flowBatch ... flowFlush): the sweep, which touches many keys
@@ -303,10 +317,26 @@ do
     st[F_RING] = 1
   end
 
-  -- Puts ready id `id` first among key `key`'s (state `st`): its head, the old head first in its lane.
-  local function pushFront(f, key, st, id)
+  -- Makes key `key`'s (state `st`) head the mark of its prioritized ids, the old head first in its lane.
+  local function markHead(f, key, st)
+    if st[F_HEAD] == LANE_MARK then return end
     if st[F_HEAD] then redis.call('LPUSH', laneKey(f, key), st[F_HEAD]) end
-    st[F_HEAD] = id
+    st[F_HEAD] = LANE_MARK
+  end
+
+  -- Puts ready id `id` (priority `priority`: nil, false or 0 for none) first among key `key`'s (state
+  -- `st`) of its priority: its head, the old head first in its lane; with a priority, before the
+  -- first of it in the key's prioritized ids; without one while the key has some, first in its lane.
+  local function pushFront(f, key, st, id, priority)
+    if priority and priority ~= 0 then
+      Priority.addHead(lanePrioKey(f, key), id, priority)
+      markHead(f, key, st)
+    elseif st[F_HEAD] == LANE_MARK then
+      redis.call('LPUSH', laneKey(f, key), id)
+    else
+      if st[F_HEAD] then redis.call('LPUSH', laneKey(f, key), st[F_HEAD]) end
+      st[F_HEAD] = id
+    end
   end
 
   -- A running job of a flow topic (header `h`) stops running: its key's slot comes back, and the key
@@ -318,7 +348,7 @@ do
     local f = flowKeys(jobsKey)
     local st = flowState(f, key)
     st[F_RUNNING] = math.max(0, st[F_RUNNING] - 1)
-    if back then pushFront(f, key, st, back) end
+    if back then pushFront(f, key, st, back, h[H_PRIORITY]) end
     ringIfClaimable(f, key, st)
     saveFlowState(f, key, st, now)
   end
@@ -402,13 +432,33 @@ do
     writeStates(f, sets, dels)
   end
 
+  -- The ids `ids` of a key (a string when it is one, else a list) split by `priorityOf` (id ->
+  -- priority): `ids` itself and nil when none has a priority, else a list of those without one, a
+  -- list of those with one and their priorities.
+  local function splitPrioritized(ids, priorityOf)
+    if type(ids) == 'string' then ids = { ids } end
+    local plain, pids, priorities = {}, nil, nil
+    for i = 1, #ids do
+      local p = priorityOf[ids[i]]
+      if p then
+        if not pids then pids, priorities = {}, {} end
+        pids[#pids + 1], priorities[#priorities + 1] = ids[i], p
+      else
+        plain[#plain + 1] = ids[i]
+      end
+    end
+    return plain, pids, priorities
+  end
+
   -- Puts the due jobs of a flow topic that the sweep routes (batch) in their keys' lanes: `keys`, in
   -- the order their first ids fell due, and `idsOf[key]`, the key's ids in due order (a string when
   -- it is one id, else a list). The keys' states are read in one HMGET (those the batch holds already
   -- stay). A key with a head (in the ring, held, paused or at its cap already) has its ids pushed
   -- behind it in one RPUSH to its lane; one without takes the first as its head (a lone id makes no
-  -- lane), the rest in its lane, and goes in the ring when it may claim.
-  local function flowRoute(jobsKey, keys, idsOf)
+  -- lane), the rest in its lane, and goes in the ring when it may claim. `priorityOf` (nil when no
+  -- due job has a priority): id -> priority; a key's ids with one go to its prioritized zset, its
+  -- head marked (LANE_MARK), its ids without one all to its lane.
+  local function flowRoute(jobsKey, keys, idsOf, priorityOf)
     local f = flowKeys(jobsKey)
     local b = batchOf(f)
     local states, wanted, raws = b.st, {}, {}
@@ -420,28 +470,42 @@ do
     for i = 1, #keys do
       local key = keys[i]
       local ids, st = idsOf[key], states[key]
-      local lone, headed = type(ids) == 'string', false
-      if not st then
-        -- a stored state with a head is not unpacked: its ids only go behind the head
-        local raw = raws[key]
-        if raw and #raw >= (string.byte(raw, 3) >= 4 and STATE_PACED_AT or STATE_UNPACED_AT) then
-          headed = true
-        else
-          st = unpackState(raw)
+      local pids, priorities
+      if priorityOf then ids, pids, priorities = splitPrioritized(ids, priorityOf) end
+      if pids then
+        if not st then
+          st = unpackState(raws[key])
           states[key] = st
         end
-      end
-      if headed or st[F_HEAD] then
-        if lone then redis.call('RPUSH', laneKey(f, key), ids) else callSliced('RPUSH', laneKey(f, key), ids) end
-      else
-        if lone then
-          st[F_HEAD] = ids
-        else
-          st[F_HEAD] = ids[1]
-          callSliced('RPUSH', laneKey(f, key), ids, 2)
-        end
+        Priority.addTail(lanePrioKey(f, key), jobsKey, pids, priorities)
+        markHead(f, key, st)
+        if #ids > 0 then callSliced('RPUSH', laneKey(f, key), ids) end
         ringIfClaimable(f, key, st)
         markChanged(b, key) -- not at rest: it has a head
+      else
+        local lone, headed = type(ids) == 'string', false
+        if not st then
+          -- a stored state with a head is not unpacked: its ids only go behind the head
+          local raw = raws[key]
+          if raw and #raw >= (string.byte(raw, 3) >= 4 and STATE_PACED_AT or STATE_UNPACED_AT) then
+            headed = true
+          else
+            st = unpackState(raw)
+            states[key] = st
+          end
+        end
+        if headed or st[F_HEAD] then
+          if lone then redis.call('RPUSH', laneKey(f, key), ids) else callSliced('RPUSH', laneKey(f, key), ids) end
+        else
+          if lone then
+            st[F_HEAD] = ids
+          else
+            st[F_HEAD] = ids[1]
+            callSliced('RPUSH', laneKey(f, key), ids, 2)
+          end
+          ringIfClaimable(f, key, st)
+          markChanged(b, key) -- not at rest: it has a head
+        end
       end
     end
   end
@@ -469,8 +533,17 @@ do
   local function flowView(f, key, now)
     local st = flowState(f, key)
     local conf = flowConf(f, key) or { false, false, false, false, 0 }
-    local ready = st[F_HEAD] and 1 + redis.call('LLEN', laneKey(f, key)) or 0
-    return { now, st[F_RUNNING], ready, math.ceil(st[F_TAT]), conf[C_CONC], conf[C_COUNT], conf[C_PER], conf[C_BURST], conf[C_PAUSED], st[F_HEAD], conf[C_BY] or false, conf[C_AT] or false }
+    local head = st[F_HEAD]
+    local ready = head and 1 + redis.call('LLEN', laneKey(f, key)) or 0
+    if head == LANE_MARK then
+      -- the first ready id in claim order: the first prioritized above 0, else the lane's, else the
+      -- first below 0
+      local zkey = lanePrioKey(f, key)
+      local first = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+      ready = ready - 1 + redis.call('ZCARD', zkey)
+      head = first[1] and tonumber(first[2]) < Priority.POSITIVE_END and first[1] or redis.call('LINDEX', laneKey(f, key), 0) or first[1] or false
+    end
+    return { now, st[F_RUNNING], ready, math.ceil(st[F_TAT]), conf[C_CONC], conf[C_COUNT], conf[C_PER], conf[C_BURST], conf[C_PAUSED], head, conf[C_BY] or false, conf[C_AT] or false }
   end
 
   -- Adds `n` to the count of ids in the lanes.
@@ -494,6 +567,7 @@ do
   Flow.DICT_VALUE, Flow.F_RUNNING, Flow.F_RING, Flow.F_HELD, Flow.F_TAT = DICT_VALUE, F_RUNNING, F_RING, F_HELD, F_TAT
   Flow.F_CONC, Flow.F_HEAD, Flow.C_CONC, Flow.C_COUNT, Flow.C_PER = F_CONC, F_HEAD, C_CONC, C_COUNT, C_PER
   Flow.C_BURST, Flow.C_PAUSED, Flow.C_BY, Flow.C_AT, Flow.flowKeys = C_BURST, C_PAUSED, C_BY, C_AT, flowKeys
+  Flow.LANE_MARK, Flow.lanePrioKey = LANE_MARK, lanePrioKey
   Flow.laneKey, Flow.flowBatch, Flow.packParts, Flow.stateParts = laneKey, flowBatch, packParts, stateParts
   Flow.flowState, Flow.saveFlowState, Flow.ringPush, Flow.flowFlush = flowState, saveFlowState, ringPush, flowFlush
   Flow.flowConf, Flow.ringIfClaimable, Flow.flowLeave = flowConf, ringIfClaimable, flowLeave

@@ -103,6 +103,7 @@ describe('lua/ scripts', () => {
       ".. '#flow', conf = jobsKey .. '#fconf', ring = jobsKey .. '#lanes', wait = jobsKey .. '#fwait' }",
       ".. '#gb' .. b",
       ".. '#lane:' .. key",
+      ".. '#lanep:' .. key",
       ".. '#prio'",
     ]);
     const jobs = topicKeys(0, 't', 1).jobs;
@@ -112,8 +113,8 @@ describe('lua/ scripts', () => {
     );
     const f = flowKeys(topicKeys(0, 't', 1).jobs);
     assert.deepEqual(
-      [f.state, f.conf, f.ring, f.wait, f.lane('k')],
-      ['#flow', '#fconf', '#lanes', '#fwait', '#lane:k'].map((s) => `${topicKeys(0, 't', 1).jobs}${s}`),
+      [f.state, f.conf, f.ring, f.wait, f.lane('k'), f.lanePrio('k')],
+      ['#flow', '#fconf', '#lanes', '#fwait', '#lane:k', '#lanep:k'].map((s) => `${topicKeys(0, 't', 1).jobs}${s}`),
     );
     assert.equal(prioKey(jobs), `${jobs}#prio`);
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 3), 'dq:{p0}:group:t:g#3');
