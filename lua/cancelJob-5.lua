@@ -10,7 +10,7 @@
   ARGV[4] if-match: '' (none), '*' (any existing job) or the version the job must have
   ARGV[5] the name of the API key that cancels it, or '' (updatedBy)
   Returns { OUTCOME.CANCELLED, view }, { OUTCOME.ALREADY_CANCELLED, view },
-          { REFUSAL.NOT_FOUND }, { REFUSAL.JOB_FINISHED, view } (done or dead: nothing changed),
+          { REFUSAL.NOT_FOUND }, { REFUSAL.JOB_FINISHED, view } (done, dead or expired: nothing changed),
           { REFUSAL.VERSION_MISMATCH, view or nil } (if-match failed: nothing changed)
   Mirrored by CancelReply in lib/engine/scripts.ts.
 ]]
@@ -31,7 +31,9 @@ local body = Job.loadBody(k.bodies, id, inline)
 if not Job.matches(ifMatch, h) then return { Codes.REFUSAL.VERSION_MISMATCH, Job.view(k.delayed, id, h, body) } end
 local state = h[Job.H_STATE]
 if state == Codes.CANCELLED then return { Codes.OUTCOME.ALREADY_CANCELLED, Job.view(k.delayed, id, h, body) } end
-if state == Codes.DONE or state == Codes.DEAD then return { Codes.REFUSAL.JOB_FINISHED, Job.view(k.delayed, id, h, body) } end
+if state == Codes.DONE or state == Codes.DEAD or state == Codes.EXPIRED then
+  return { Codes.REFUSAL.JOB_FINISHED, Job.view(k.delayed, id, h, body) }
+end
 
 Cancel.cancelNow(k, id, h, inline, now, retention, Argv.optional(ARGV[5]) or nil)
 return { Codes.OUTCOME.CANCELLED, Job.view(k.delayed, id, h, body) }

@@ -165,10 +165,11 @@ if flow then
 end
 
 local left = {}
-local function purge(state1, state2)
+-- Purges a job whose retention ended when its state is one of `states` (a set: state -> true).
+local function purge(states)
   return function(id, record)
     local h = headerOf(record)
-    if h[H_STATE] == state1 or h[H_STATE] == state2 then
+    if states[h[H_STATE]] then
       remove(k.jobs, k.bodies, id, h)
       purged = purged + 1
       if h[H_GROUP] then
@@ -179,8 +180,9 @@ local function purge(state1, state2)
     end
   end
 end
-drain(doneKey, now, purge(Codes.DONE, Codes.CANCELLED))
-drain(k.dead, now - deadRetention, purge(Codes.DEAD, Codes.DEAD))
+-- the done zset keeps every job that ended other than dead: done, cancelled and expired
+drain(doneKey, now, purge({ [Codes.DONE] = true, [Codes.CANCELLED] = true, [Codes.EXPIRED] = true }))
+drain(k.dead, now - deadRetention, purge({ [Codes.DEAD] = true }))
 
 Flow.flowFlush()
 local nextAt = Head.headScore(k.delayed)

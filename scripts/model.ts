@@ -8,8 +8,7 @@
  * `--steps` is per seed. Prints each seed's steps, time and steps/s, and the seed and step of any
  * violation with the tail of its operation history; exits 1 when a seed found a violation.
  * `--faults none` runs without faults; the default is all three. `--tolerate-listings` reports a
- * listing violation and goes on (to look past a known listing bug for others); `--expired-kept` models expired jobs
- * as never purged, the engine's known bug (lua/moveDue-7.lua purges done and cancelled jobs only), to look past it.
+ * listing violation and goes on (to look past a known listing bug for others).
  */
 import { parseArgs } from 'node:util';
 import { runModel, type Faults } from '../test/integration/model/runner';
@@ -23,7 +22,6 @@ const { values } = parseArgs({
     partitions: { type: 'string', default: '2' },
     verbose: { type: 'boolean', default: false },
     'tolerate-listings': { type: 'boolean', default: false },
-    'expired-kept': { type: 'boolean', default: false },
   },
 });
 
@@ -54,7 +52,6 @@ async function main(): Promise<number> {
       faults,
       partitions: Number(values.partitions),
       tolerateListings: values['tolerate-listings'],
-      expiredKept: values['expired-kept'],
       ...(values.verbose
         ? { log: (line: string) => console.log(line) }
         : { log: (line: string) => /hold|failover|restart/.test(line) || console.log(line) }),

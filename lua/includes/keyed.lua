@@ -5,8 +5,8 @@
     dedupe   '<jobs hash>#dd:<key>' = '<until ms> <id>', kept until the window ends (+ 1 s): while the
              script clock is before <until>, the key's job stands and an add of the key changes nothing.
     debounce '<jobs hash>#db:<key>' = '<id>', kept for the max wait (+ 1 s), which the job is never due
-             after: while the job it names is pending and not yet due (its runAt after now), an add of
-             the key folds into it.
+             after: while the job it names waits for its first attempt (pending, never attempted, its
+             runAt after now), an add of the key folds into it.
   Each entry is judged on the script's clock; its expiry only frees the memory.
 ]]
 --- @include "codes"
@@ -14,7 +14,7 @@
 local Keyed = {}
 do
   local PENDING = Codes.PENDING
-  local H_STATE, H_RUN_AT, decode = Job.H_STATE, Job.H_RUN_AT, Job.decode
+  local H_STATE, H_RUN_AT, H_ATTEMPTS, decode = Job.H_STATE, Job.H_RUN_AT, Job.H_ATTEMPTS, Job.decode
   local save, store, INLINE_BODY_BYTES = Job.save, Job.store, Job.INLINE_BODY_BYTES
 
   -- Keyed spec `spec` as ARGV holds it ('D<window ms>:<key>' | 'B<period ms>:<max wait ms>:<key>') for
@@ -44,7 +44,8 @@ do
     local record = redis.call('HGET', jobsKey, value)
     if not record then return nil end
     local h, inline = decode(record)
-    if h[H_STATE] == PENDING and h[H_RUN_AT] > now then return value, h, #record, inline end
+    -- waits for its first attempt (a job that started and waits for a retry is not folded into)
+    if h[H_STATE] == PENDING and h[H_ATTEMPTS] == 0 and h[H_RUN_AT] > now then return value, h, #record, inline end
     return nil
   end
 

@@ -163,6 +163,42 @@ describe('expiry', () => {
     assert.equal((await q.listGroup(topic, 'grp')).jobs[0]!.state, 'expired');
   });
 
+  it('an expired job is purged after its retention, as done and cancelled ones are', async () => {
+    const { topic, clock, q } = setup();
+    await q.add({ topic, id: 'e', delay: 0, expireAfter: 1 }, W);
+    await q.add({ topic, id: 'd', delay: 0 }, W);
+    clock.advance(1000);
+    await q.engine.sweep();
+    const claimed = await q.engine.claim(topic, 10);
+    const started = await q.engine.startTimed(topic, claimed);
+    assert.deepEqual(
+      claimed.map((c, i) => [c.id, started.live[i]]),
+      [
+        ['d', true],
+        ['e', false],
+      ],
+    );
+    assert.equal(await q.engine.ack(topic, 'd', claimed[0]!), 'done');
+    assert.equal((await q.get(topic, 'e'))?.state, 'expired');
+    clock.advance(601_000); // past the retention (600 s)
+    await q.engine.sweep();
+    assert.equal(await q.get(topic, 'd'), null, 'the done job is purged');
+    assert.equal(await q.get(topic, 'e'), null, 'the expired job is purged too');
+    assert.equal((await q.add({ topic, id: 'e', delay: 60 }, W)).status, 'created', 'its id is free again');
+  });
+
+  it('DELETE of an expired job is refused as finished (409 JOB_FINISHED), as a put is', async () => {
+    const { topic, clock, q } = setup();
+    await q.add({ topic, id: 'x', delay: 0, expireAfter: 1 }, W);
+    clock.advance(1000);
+    await q.engine.sweep();
+    const claimed = await q.engine.claim(topic, 1);
+    await q.engine.startTimed(topic, claimed);
+    assert.equal((await q.get(topic, 'x'))?.state, 'expired');
+    await rejects(q.cancel(topic, 'x'), 409, 'JOB_FINISHED');
+    assert.equal((await q.get(topic, 'x'))?.state, 'expired', 'still expired');
+  });
+
   it('validation: 400s that name the field', async () => {
     const { topic, clock, q } = setup();
     const fields = async (input: Record<string, unknown>) =>

@@ -164,6 +164,23 @@ describe('keyed adds: dedupe and debounce', () => {
     assert.ok(clock.now - start >= 11_900);
   });
 
+  it('debounce: a job that started and waits for its retry is not folded into; the next add starts a new one', async () => {
+    const { topic, clock, q } = setup({ backoff: '30s' });
+    const d = { key: 'r', period: 1, maxWait: 60 };
+    const first = await jobService.add(q.engine, { topic, body: 1, debounce: d });
+    clock.advance(SEC);
+    await q.engine.sweep();
+    const [claimed] = await q.engine.claimStarted(topic, 1);
+    assert.equal(claimed?.id, first.job!.id);
+    const failed = await q.engine.fail(topic, claimed!.id, claimed!, 'boom');
+    assert.equal(failed.outcome, 'retry');
+    const job = (await q.get(topic, first.job!.id))!;
+    assert.ok(Date.parse(job.runAt) > clock.now, 'waits for its retry, pending and not yet due');
+    const next = await jobService.add(q.engine, { topic, body: 2, debounce: d });
+    assert.equal(next.status, 'created', 'it started: the add starts a new job');
+    assert.deepEqual((await q.get(topic, first.job!.id))!.body, 1, 'the retry keeps its body');
+  });
+
   it('debounce: a cancelled job is not folded into; the next add starts a new one', async () => {
     const { topic, q } = setup();
     const d = { key: 'c', period: 10 };

@@ -12,8 +12,7 @@
  * the step and the tail of the operation history.
  *
  * MODEL_SEEDS=5,7 runs those seeds instead, MODEL_STEPS steps each (default 1000), with the faults
- * MODEL_FAULTS names (default drops; drops,failover,restart for all); MODEL_EXPIRED_KEPT=1 models expired jobs as
- * never purged (the engine's known bug, see RunOptions.expiredKept) to look past it; longer runs: scripts/model.ts.
+ * MODEL_FAULTS names (default drops; drops,failover,restart for all); longer runs: scripts/model.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -56,8 +55,7 @@ describe('the engine against a reference model', () => {
         .map(([name]) => name)
         .join(', ') || 'no faults';
     it(`seed ${c.seed}: ${c.steps} random steps with ${faults} agree with the model`, async (t) => {
-      const expiredKept = process.env.MODEL_EXPIRED_KEPT === '1';
-      const result = await runModel({ seed: c.seed, steps: c.steps, faults: c.faults, expiredKept });
+      const result = await runModel({ seed: c.seed, steps: c.steps, faults: c.faults });
       t.diagnostic(
         `seed ${c.seed}: ${result.steps} steps in ${(result.ms / 1000).toFixed(1)} s (${Math.round(result.steps / (result.ms / 1000))} steps/s); ${JSON.stringify(result.counts)}`,
       );

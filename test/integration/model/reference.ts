@@ -52,11 +52,6 @@ export interface ModelConfig {
   partitions: number;
   retentionMs: number;
   deadRetentionMs: number;
-  /**
-   * Expired jobs stay for good (the engine's sweep purges done and cancelled jobs past the retention, not expired
-   * ones: a known bug, README says they are deleted after it); only to look past it for other violations.
-   */
-  expiredKept?: boolean;
   offsetOf(topic: string, id: string, jitterMs: number): number;
   partitionOf(topic: string, id: string): number;
 }
@@ -599,7 +594,7 @@ export class Model {
     if (!j)
       return expectError(ifMatch !== undefined ? 412 : 404, ifMatch !== undefined ? 'VERSION_MISMATCH' : 'NOT_FOUND');
     if (ifMatch !== undefined && ifMatch !== '*' && ifMatch !== j.version) return expectError(412, 'VERSION_MISMATCH');
-    if (j.state === 'done' || j.state === 'dead') return expectError(409, 'JOB_FINISHED');
+    if (j.state === 'done' || j.state === 'dead' || j.state === 'expired') return expectError(409, 'JOB_FINISHED');
     if (ans.kind === 'error')
       return `cancel ${key}: answered ${show(ans)}, the model says cancelled ${this.describe(j)}`;
     if (j.state !== 'cancelled') this.cancelNow(cx, j, this.config.retentionMs, 'cancelled by DELETE');
@@ -904,8 +899,7 @@ export class Model {
       }
       for (const j of Object.values(this.s.jobs)) {
         const purge =
-          ((j.state === 'done' || j.state === 'cancelled' || (j.state === 'expired' && !this.config.expiredKept)) &&
-            j.purgeAt! <= now) ||
+          ((j.state === 'done' || j.state === 'cancelled' || j.state === 'expired') && j.purgeAt! <= now) ||
           (j.state === 'dead' && j.diedAt! <= now - this.config.deadRetentionMs);
         if (purge) {
           this.remove(cx, j, `purged (${j.state}) by a sweep`);

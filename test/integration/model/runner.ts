@@ -88,11 +88,6 @@ export interface RunOptions {
    * other violations past a known listing bug; none by default: every violation ends the run.
    */
   tolerateListings?: boolean;
-  /**
-   * Model expired jobs as never purged (the engine's known bug: lua/moveDue-7.lua purges done and cancelled jobs
-   * past the retention, not expired ones), to look past it for other violations; off by default.
-   */
-  expiredKept?: boolean;
 }
 
 export interface RunResult {
@@ -294,7 +289,6 @@ export class ModelRun {
       partitions,
       retentionMs: RETENTION_S * SEC,
       deadRetentionMs: DEAD_RETENTION_S * SEC,
-      expiredKept: options.expiredKept === true,
       offsetOf: jitterOffsetMs,
       partitionOf: (topic, id) => this.q.engine.partitionOf(topic, id),
     };
