@@ -8,6 +8,7 @@
  *
  *   npm run bench:instructions                               # this checkout
  *   npm run bench:instructions -- --against ../other-checkout  # and another (a git worktree, say)
+ *   BENCH_INSTR_PATHS=plain BENCH_INSTR_PER=1 npm run bench:instructions   # one path, one call size
  *
  * The workload is `bench:flow -- cheap`'s: BENCH_INSTR_JOBS (2,000) jobs with 200-byte bodies,
  * ids over BENCH_INSTR_KEYS (100) flow keys (as many as the jobs: one job a key, the many-tenant
@@ -136,16 +137,18 @@ async function main() {
   const list = await checkouts();
   const rows: string[][] = [];
   const json: unknown[] = [];
-  for (const per of [100, 1]) {
+  const only = (process.env.BENCH_INSTR_PATHS ?? '').split(',').filter(Boolean);
+  const pers = (process.env.BENCH_INSTR_PER ?? '100,1').split(',').map(Number);
+  for (const per of pers) {
     const jobs = per === 1 ? Math.max(1, Math.round(JOBS / 2)) : JOBS;
     for (const checkout of list) {
       const totals: Partial<Record<Path, number>> = {};
-      for (const path of PATHS) {
+      for (const path of PATHS.filter((p) => only.length === 0 || only.includes(p))) {
         const counts = await measure(checkout, path, per, jobs);
         const perJob = Object.fromEntries(PHASES.map((p) => [p, Math.round(counts[p]!)]));
         const total = PHASES.reduce((sum, p) => sum + counts[p]!, 0);
         totals[path] = total;
-        const ratio = path === 'plain' ? '' : `${round(total / totals.plain!, 3)}×`;
+        const ratio = path === 'plain' || totals.plain === undefined ? '' : `${round(total / totals.plain, 3)}×`;
         const calls = per === 1 ? 'one job a call, 32 in flight' : `calls of ${per}`;
         rows.push([checkout.name, calls, path, ...PHASES.map((p) => fmt(perJob[p]!)), fmt(Math.round(total)), ratio]);
         json.push({ checkout: checkout.name, per, jobs, path, perJob, total: Math.round(total) });
