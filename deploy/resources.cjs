@@ -58,6 +58,7 @@ const MEMORYDB_ACCESS = [
   '+hsetnx', // pauseTopic-1
   '+lpush',
   '+lrange',
+  '+lindex', // priorities: the ready list's and a lane's head (includes/priority.lua, includes/flow.lua)
   '+rpush',
   '+lpop',
   '+ltrim',

@@ -171,6 +171,8 @@ export interface Job<Body = unknown> {
   expiresAt: string | null;
   /** Among its topic's ready jobs a higher priority is claimed first (0: the default). */
   priority: number;
+  /** The trace of its attempts' spans (of the request that added it), when added with tracing on. */
+  traceId?: string;
   /**
    * Grows with every change written to the job (0 for a job written before versions existed); its ETag is
    * `"<version>"`: pass it as `ifMatch`.

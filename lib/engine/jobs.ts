@@ -37,6 +37,11 @@ export interface Job {
   expiresAt: string | null;
   /** Among its topic's ready jobs a higher priority is claimed first (0: the default). */
   priority: number;
+  /**
+   * The trace its attempts' spans belong to (the trace of the request that added it), when it was added with tracing
+   * on; a schedule's occurrence: the trace of the schedule's put, which each attempt's own trace links to.
+   */
+  traceId?: string;
   /** Grows with every change written to the job. Its ETag is `"<version>"`. */
   version: number;
   /** The job's group, or null. */
@@ -238,6 +243,7 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     deadline: isoOrNull(deadline),
     expiresAt: isoOrNull(view[19] ?? null),
     priority: view[20] ?? 0,
+    ...traceIdOf(view[21]),
     version,
     group,
     updatedBy,
@@ -309,6 +315,7 @@ function createdJob(
     deadline: null,
     expiresAt: job.expires ? isoTime(job.expires.kind === 'a' ? job.expires.ms : runAt + job.expires.ms) : null,
     priority: job.priority ?? 0,
+    ...traceIdOf(job.trace),
     version,
     group: job.group ?? null,
     updatedBy: by === '' ? null : by,
@@ -316,6 +323,16 @@ function createdJob(
     attemptHistory: [],
     body: JSON.parse(job.body),
   };
+}
+
+/**
+ * `{ traceId }` of a packed trace context (lib/platform/tracing.ts packContext: base64url of trace and span ids; 'L'
+ * first for a link), or nothing.
+ */
+function traceIdOf(packed: string | null | undefined): { traceId?: string } {
+  if (!packed) return {};
+  const hex = Buffer.from(packed.startsWith('L') ? packed.slice(1) : packed, 'base64url').toString('hex');
+  return hex.length === 48 ? { traceId: hex.slice(0, 32) } : {};
 }
 
 /** What the add script did with `job` (of topic `t`), sent by key `by` ('' none). */

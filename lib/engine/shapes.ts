@@ -89,6 +89,11 @@ export type JobView = readonly [
   expiresAt: number | null,
   /** Its priority (0: none); a higher one is claimed first among its topic's ready jobs. */
   priority: number,
+  /**
+   * The packed trace context of the request that added it ('L' first: of the put of the schedule it is an occurrence
+   * of, which its attempts link to), or null (tracing was off).
+   */
+  trace: string | null,
 ];
 
 /**

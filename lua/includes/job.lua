@@ -284,7 +284,8 @@ do
   -- or false for a body kept apart that the script did not read (the caller reads it).
   -- Then the version, the group, the API key that last changed it, the flow key, when its last attempt
   -- started (false: not started), its history (H_HISTORY, false: none), its expiry (H_EXPIRES,
-  -- false: none) and its priority (H_PRIORITY, 0: none). Mirrored by JobView in
+  -- false: none), its priority (H_PRIORITY, 0: none) and its trace context (H_TRACE, false: none).
+  -- Mirrored by JobView in
   -- lib/engine/shapes.ts, in this order.
   local function view(delayedKey, id, h, body)
     local state = h[H_STATE]
@@ -293,7 +294,7 @@ do
     end
     return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
       h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY],
-      h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false, h[H_PRIORITY] or 0 }
+      h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false, h[H_PRIORITY] or 0, h[H_TRACE] or false }
   end
 
   -- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is

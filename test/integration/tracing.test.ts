@@ -89,7 +89,9 @@ describe('traces: add, a failed attempt and its retry in one trace (real redis-s
     const context = { awsRequestId: 'h', getRemainingTimeInMillis: () => 0 };
     for (let attempt = 1; attempt <= 2; attempt++)
       await handler({ topic: TOPIC, jobs: (await claimOne()).map(toWire), more: false }, context);
-    assert.equal((await rt.engine.get(TOPIC, 'j1'))?.state, 'done');
+    const done = await rt.engine.get(TOPIC, 'j1');
+    assert.equal(done?.state, 'done');
+    assert.equal(done?.traceId, CALLER, 'GET shows the trace of its attempts');
 
     const add = spans.find((s) => s.kind === 2);
     const runs = spans.filter((s) => s.name === `run ${TOPIC}`);
@@ -143,7 +145,9 @@ describe('traces: add, a failed attempt and its retry in one trace (real redis-s
     );
     const [occurrence] = await claimOne();
     assert.match(occurrence!.id, /^every-second:/);
-    assert.equal((await rt.engine.get(TOPIC, occurrence!.id))?.priority, 4, 'the occurrence has the schedule priority');
+    const job = await rt.engine.get(TOPIC, occurrence!.id);
+    assert.equal(job?.priority, 4, 'the occurrence has the schedule priority');
+    assert.equal(job?.traceId, 'e'.repeat(32), "its traceId names the put's trace, which its attempts link to");
     await handler(
       { topic: TOPIC, jobs: [toWire(occurrence!)], more: false },
       { awsRequestId: 'h2', getRemainingTimeInMillis: () => 0 },

@@ -42,6 +42,7 @@ function view(fields: {
     history,
     null,
     0,
+    null,
   ];
 }
 
