@@ -1,6 +1,7 @@
 /**
  * The engine against a reference model, across features (test/integration/model/): a seeded
- * random sequence of every operation (adds with groups, jitter, versions and expiries; adds with a dedupe or debounce
+ * random sequence of every operation (adds with groups, jitter, versions, expiries and priorities, claims checked to
+ * take no job while one of its partition that comes first stays ready; adds with a dedupe or debounce
  * key of a few per topic, so that they meet; batches; puts and
  * deletes with and without If-Match; group cancels; schedule puts, pauses, resumes and deletes;
  * redrives; claims, starts, acks, fails and releases; sweeps; the fixed TestClock moving on;

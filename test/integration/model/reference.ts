@@ -45,6 +45,8 @@ export interface TopicModel {
   expireAfterMs: number | null;
   /** The topic's dedupe window default (ms). */
   dedupeWindowMs: number;
+  /** The priority of its jobs and schedules that set none (0: none). */
+  priority: number;
 }
 
 export interface ModelConfig {
@@ -71,6 +73,11 @@ export interface MJob {
   state: JobState;
   /** Pending only: taken off the delayed zset onto the ready list. */
   ready: boolean;
+  /**
+   * While ready: the step it became so (a sweep moved it: the tail of its priority), or minus the step it was given
+   * back (the head of its priority). Jobs of one step share it, so it orders only those of different steps.
+   */
+  readyStep: number;
   dueAt: number;
   createdAt: number;
   attempts: number;
@@ -99,6 +106,8 @@ export interface MJob {
   expiresAt: number | null;
   /** `dedupe <key>` or `debounce <key>`: the keyed add that created it. */
   keyed: string | null;
+  /** Its priority: its add's or put's (else the topic's default), kept by retries, give-backs and folds. */
+  priority: number;
 }
 
 /** A schedule as the model holds it: its definition (as put), and where its runs stand. */
@@ -155,6 +164,8 @@ export interface JobSpec {
   expires?: { at: number } | { afterMs: number } | null;
   /** An add's dedupe or debounce key (the API's `dedupe` / `debounce`). */
   keyed?: KeyedAdd | null;
+  /** Its own priority (null or left out: the topic's default). */
+  priority?: number | null;
 }
 
 /** A keyed add: `dedupe` (windowMs null: the topic's default) or `debounce` (maxWaitMs already defaulted). */
@@ -174,6 +185,8 @@ export interface ScheduleSpec {
   maxAttempts: number | null;
   ttrMs: number | null;
   backoff: Backoff | null;
+  /** Its occurrences' priority (null: the topic's default). */
+  priority: number | null;
 }
 
 export type IfMatch = undefined | '*' | number;
@@ -261,6 +274,7 @@ export class Model {
       body: j.body,
       deadline: j.state === 'running' && j.claim ? iso(j.claim.deadline) : null,
       expiresAt: j.expiresAt === null ? null : iso(j.expiresAt),
+      priority: j.priority,
     };
     const actual: Record<string, unknown> = {
       state: job.state,
@@ -273,6 +287,7 @@ export class Model {
       body: JSON.stringify(job.body),
       deadline: job.deadline,
       expiresAt: job.expiresAt,
+      priority: job.priority,
     };
     const diffs = Object.keys(expected)
       .filter((f) => expected[f] !== actual[f])
@@ -290,6 +305,7 @@ export class Model {
   describe(j: MJob): string {
     const parts = [`${this.apiState(j)}`, `due ${iso(j.dueAt)}`, `attempts ${j.attempts}`];
     if (j.group) parts.push(`group ${j.group}`);
+    if (j.priority !== 0) parts.push(`priority ${j.priority}`);
     if (j.expiresAt !== null) parts.push(`expires ${iso(j.expiresAt)}`);
     if (j.why) parts.push(j.why);
     return `(${parts.join(', ')})`;
@@ -321,10 +337,12 @@ export class Model {
     return {
       expiresAt: this.expiryOf(spec, dueAt),
       keyed: spec.keyed ? `${spec.keyed.kind} ${spec.keyed.key}` : null,
+      priority: this.priorityOf(spec),
       topic: spec.topic,
       id: spec.id,
       state: 'pending',
       ready: false,
+      readyStep: 0,
       dueAt,
       createdAt: this.s.now,
       attempts: 0,
@@ -343,6 +361,11 @@ export class Model {
       startedOnce: false,
       why: null,
     };
+  }
+
+  /** The priority of a job of `spec`: its own, else its topic's default. */
+  priorityOf(spec: { topic: string; priority?: number | null }): number {
+    return spec.priority ?? this.topic(spec.topic).priority;
   }
 
   /** The expiry of a job of `spec` due at `dueAt`: its own, else its topic's default, else none. */
@@ -421,6 +444,7 @@ export class Model {
     j.lastError = SOME_ERROR;
     j.state = 'pending';
     j.ready = true;
+    j.readyStep = -this.s.step;
     j.attempts -= 1;
     j.giveBacks = n;
     j.version = null;
@@ -477,8 +501,12 @@ export class Model {
     return null;
   }
 
-  /** A 400 VALIDATION_FAILED the model expects (nothing changes). */
+  /**
+   * A 400 VALIDATION_FAILED the model expects (nothing changes); or `applied`: the answer to a batch holding it was
+   * lost or not replicated, and the batch made the others only.
+   */
   private refused(what: string, ans: Answer<unknown>): string | null {
+    if (ans.kind === 'applied') return null;
     if (ans.kind === 'error' && ans.status === 400 && ans.code === 'VALIDATION_FAILED') return null;
     return `${what}: answered ${show(ans)}, the model says 400 VALIDATION_FAILED (expiresAt not after the runAt)`;
   }
@@ -566,6 +594,7 @@ export class Model {
         version: null,
         occurrence: j.occurrence,
         expiresAt: this.expiryOf(spec, dueAt),
+        priority: this.priorityOf(spec),
       };
     } else {
       status = 'created';
@@ -683,6 +712,7 @@ export class Model {
       ttrMs: s.ttrMs,
       backoff: s.backoff,
       jitterMs,
+      priority: s.priority,
     };
   }
 
@@ -823,6 +853,7 @@ export class Model {
       every: s.everyMs / 1000,
       group: s.group,
       body: s.body,
+      priority: this.priorityOf(s),
     };
     const actual = {
       paused: view.paused,
@@ -831,6 +862,7 @@ export class Model {
       every: view.every,
       group: view.group,
       body: JSON.stringify(view.body),
+      priority: view.priority,
     };
     if (JSON.stringify(expected) !== JSON.stringify(actual))
       return `${where}: schedule ${s.topic}/${s.id} differs: engine ${JSON.stringify(actual)}, model ${JSON.stringify(expected)}`;
@@ -893,6 +925,7 @@ export class Model {
       for (const j of Object.values(this.s.jobs)) {
         if (j.state === 'pending' && !j.ready && j.dueAt <= now) {
           j.ready = true;
+          j.readyStep = this.s.step;
           this.touch(cx, keyOf(j.topic, j.id));
           changed = true;
         }
@@ -932,6 +965,8 @@ export class Model {
     const room = t.concurrency - this.running(topic);
     if (claimed.length > Math.min(n, Math.max(0, room)))
       return `claim ${topic} ${n}: took ${claimed.length}, more than min(n ${n}, room ${room} of concurrency ${t.concurrency})`;
+    const ready = this.claimable(topic);
+    const taken = new Set(claimed.map((c) => keyOf(topic, c.id)));
     const seen = new Set<string>();
     for (const c of claimed) {
       const key = keyOf(topic, c.id);
@@ -955,6 +990,9 @@ export class Model {
       if (c.maxAttempts !== (j.maxAttempts ?? t.maxAttempts))
         diffs.push(`maxAttempts ${c.maxAttempts}, model ${j.maxAttempts ?? t.maxAttempts}`);
       if (diffs.length > 0) return `claim ${topic}: ${c.id} differs (${diffs.join('; ')})`;
+      const passed = this.passedOver(j, ready, taken);
+      if (passed.length > 0)
+        return `claim ${topic} ${n}: took ${c.id} (priority ${j.priority}, partition ${this.config.partitionOf(topic, c.id)}, ${this.readySince(j)}) while ${passed.map((o) => `${o.id} (priority ${o.priority}, ${this.readySince(o)})`).join(', ')} of its partition stayed ready [priority]`;
       j.state = 'running';
       j.ready = false;
       j.attempts += 1;
@@ -962,6 +1000,33 @@ export class Model {
       j.version = null;
     }
     return null;
+  }
+
+  /**
+   * [priority] The ready jobs of `j`'s topic and partition that a claim taking `j` had to take first but left ready
+   * (`ready`: the topic's ready jobs before the claim; `taken`: the keys it took): those of a higher priority, and
+   * those of `j`'s priority, when it is not 0, that became ready at an earlier step (or were given back since `j`
+   * became ready). Within one partition a claim looks at the prioritized jobs above 0 (highest first, first come
+   * first), then the ready list, then those below 0, and each id it looks at, live or stale, counts against its n: a
+   * job is handed out only after every one before it in that order (or the claim stopped before it, at its n, its
+   * byte budget or the topic's concurrency, taking nothing after). Not checked: the order across partitions (a claim
+   * visits them in turn, passing over one whose ready list was empty when counted), of jobs that became ready in one
+   * step (a sweep moves them in due order, the model all at once), and FIFO within priority 0: the ready list keeps
+   * the id of a ready job that is put (or cancelled and added again), and once it is due again the claim takes it at
+   * that first place (a prioritized job has one place in its zset, moved when it is due again).
+   */
+  private passedOver(j: MJob, ready: readonly MJob[], taken: ReadonlySet<string>): MJob[] {
+    const p = this.config.partitionOf(j.topic, j.id);
+    return ready.filter(
+      (o) =>
+        (o.priority > j.priority || (o.priority === j.priority && j.priority !== 0 && o.readyStep < j.readyStep)) &&
+        !taken.has(keyOf(o.topic, o.id)) &&
+        this.config.partitionOf(o.topic, o.id) === p,
+    );
+  }
+
+  private readySince(j: MJob): string {
+    return j.readyStep < 0 ? `given back at step ${-j.readyStep}` : `ready since step ${j.readyStep}`;
   }
 
   /** The handler marks attempts started; live ones only: running that claim, before the deadline, not started yet. */

@@ -22,7 +22,12 @@
  *   [expiry]         no attempt starts at or after its job's expiresAt (the job ends expired instead);
  *   [dedupe]         no dedupe key admits two jobs within its window (from the answers alone);
  *   [debounce]       a debounce job is claimed with the body of the last add folded into it;
+ *   [priority]       a claim hands out no job while a job of its partition that comes first stays ready: one of a
+ *                    higher priority, or of its priority (not 0) ready since an earlier step (Model.passedOver);
+ *                    every job and schedule read back shows its priority (its own, else its topic's default);
  *   [model]          any other disagreement between the engine and the model.
+ * Jobs and schedules of topics a and b carry priorities of PRIORITIES half the time (b's default is B_PRIORITY);
+ * topic c's have none, so the claims of a topic without prioritized jobs are run too.
  * A violation carries the seed, the step and the tail of the operation history.
  */
 import { Redis } from 'ioredis';
@@ -64,6 +69,9 @@ const HELD_KEPT = 60; // attempts a handler holds at most: older ones it "crashe
 const KEYS = ['k0', 'k1', 'k2']; // dedupe and debounce keys per topic: few, so that adds of one key meet
 const EXPIRE_AFTER_S = 90; // topic c's expireAfter default: jobs left waiting through a long tick expire
 const DEDUPE_WINDOW_S = 40; // topic c's dedupe window default
+const B_PRIORITY = 1; // topic b's priority default
+// priorities jobs and schedules of topics a and b carry (0 the most common), when they carry one
+const PRIORITIES = [0, 0, 0, 1, 2, 3, -1, -2];
 
 export interface Faults {
   /** Replies lost on the way back (a proxy cuts the connection after the command ran). */
@@ -263,6 +271,7 @@ export class ModelRun {
         jitterMs: 0,
         expireAfterMs: null,
         dedupeWindowMs: hour,
+        priority: 0,
       },
       [b]: {
         maxAttempts: 2,
@@ -272,6 +281,7 @@ export class ModelRun {
         jitterMs: 20 * SEC,
         expireAfterMs: null,
         dedupeWindowMs: hour,
+        priority: B_PRIORITY,
       },
       [c]: {
         maxAttempts: 2,
@@ -281,6 +291,7 @@ export class ModelRun {
         jitterMs: 0,
         expireAfterMs: EXPIRE_AFTER_S * SEC,
         dedupeWindowMs: DEDUPE_WINDOW_S * SEC,
+        priority: 0,
       },
     };
     const partitions = options.partitions ?? 2;
@@ -372,6 +383,7 @@ export class ModelRun {
           ttr: 60,
           concurrency: 1000,
           jitter: 20,
+          priority: B_PRIORITY,
         },
         [c]: {
           maxAttempts: 2,
@@ -746,10 +758,18 @@ export class ModelRun {
     }
     const base = 'at' in when ? when.at : now + when.delayMs;
     const expires = this.expiryInput(input, base);
+    const priority = this.priorityPick(topic);
+    if (priority !== null) input.priority = priority;
     return {
       input,
-      spec: { topic, id, when, body: body.text, group, maxAttempts, ttrMs, backoff, jitterMs, expires },
+      spec: { topic, id, when, body: body.text, group, maxAttempts, ttrMs, backoff, jitterMs, expires, priority },
     };
+  }
+
+  /** A priority of PRIORITIES for a job or schedule of topic a or b, half the time; null: none (the topic's). */
+  private priorityPick(topic: string): number | null {
+    if (topic === this.topics[2] || this.rng.chance(0.5)) return null;
+    return this.rng.pick(PRIORITIES);
   }
 
   /**
@@ -1062,6 +1082,7 @@ export class ModelRun {
         maxAttempts: current.maxAttempts,
         ttrMs: current.ttrMs,
         backoff: current.backoff,
+        priority: current.priority,
       };
     } else {
       const every = this.rng.pick([5, 10, 30, 60, 300]);
@@ -1086,6 +1107,7 @@ export class ModelRun {
         maxAttempts: this.rng.chance(0.2) ? this.rng.int(1, 3) : null,
         ttrMs: this.rng.chance(0.2) ? this.rng.int(5, 60) * SEC : null,
         backoff: null,
+        priority: this.priorityPick(topic),
       };
     }
     const input: Record<string, unknown> = {
@@ -1098,6 +1120,7 @@ export class ModelRun {
     if (spec.group !== null) input.group = spec.group;
     if (spec.maxAttempts !== null) input.maxAttempts = spec.maxAttempts;
     if (spec.ttrMs !== null) input.ttr = spec.ttrMs / SEC;
+    if (spec.priority !== null) input.priority = spec.priority;
     await this.send({
       desc: `putSchedule ${topic}/${id} ${JSON.stringify({ ...input, body: undefined })}`,
       change: true,
@@ -1125,8 +1148,9 @@ export class ModelRun {
     const topic = this.rng.pick(this.topics);
     const n = this.rng.int(1, 6);
     const claimed = await this.q.engine.claim(topic, n);
-    this.note(`claim ${topic} ${n} → ${claimed.map((c) => `${c.id}#${c.attempt}`).join(' ') || 'none'}`);
+    this.note(`claim ${topic} ${n} → ${claimed.map((c) => this.claimedText(topic, c)).join(' ') || 'none'}`);
     this.checkClaimedBodies(topic, claimed);
+    this.countPriorityClaim(topic);
     this.apply<ClaimedJob[]>(
       {
         desc: 'claim',
@@ -1141,6 +1165,25 @@ export class ModelRun {
     for (const c of claimed) this.held.push({ topic, id: c.id, attempt: c.attempt, claim: c.claim, started: false });
     while (this.held.length > HELD_KEPT) this.endHeld(this.held[0]!);
     this.count('claimed');
+  }
+
+  /**
+   * Counts a claim made while some partition of `topic` held ready jobs of two priorities (in the model): one whose
+   * order the [priority] check sees.
+   */
+  private countPriorityClaim(topic: string): void {
+    const by = new Map<number, Set<number>>();
+    for (const j of this.model.claimable(topic)) {
+      const p = this.config.partitionOf(topic, j.id);
+      by.set(p, (by.get(p) ?? new Set()).add(j.priority));
+    }
+    if ([...by.values()].some((priorities) => priorities.size > 1)) this.count('claims among priorities');
+  }
+
+  /** `id#attempt`, with its priority and partition when it has a priority (for the history). */
+  private claimedText(topic: string, c: ClaimedJob): string {
+    const priority = this.model.job(topic, c.id)?.priority ?? 0;
+    return `${c.id}#${c.attempt}${priority !== 0 ? ` (p${priority} in ${this.config.partitionOf(topic, c.id)})` : ''}`;
   }
 
   private async opStart(): Promise<void> {
@@ -1693,8 +1736,9 @@ export class ModelRun {
 
   private async opClaimOf(topic: string, n: number): Promise<void> {
     const claimed = await this.q.engine.claim(topic, n);
-    this.note(`claim ${topic} ${n} → ${claimed.length} jobs`);
+    this.note(`claim ${topic} ${n} → ${claimed.map((c) => this.claimedText(topic, c)).join(' ') || 'none'}`);
     this.checkClaimedBodies(topic, claimed);
+    this.countPriorityClaim(topic);
     this.apply<ClaimedJob[]>(
       {
         desc: 'claim',
