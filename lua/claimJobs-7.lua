@@ -40,24 +40,14 @@
   this claim, as they finish, take the next); expired counts the jobs that expired here. Mirrored by ClaimReply and ClaimedItem in
   lib/engine/scripts.ts.
 ]]
---- @include "codes"
 --- @include "clock"
 --- @include "budget"
---- @include "job"
---- @include "cancel"
---- @include "groupCancel"
 --- @include "claim"
 --- @include "flow"
 --- @include "lateness"
 --- @include "priority"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
-local PENDING = Codes.PENDING
-local H_STATE, H_KEY, H_ERROR, H_EXPIRES, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.H_EXPIRES, Job.decode
-local H_PRIORITY, COUNT_FIELD, PRIO_MARK = Job.H_PRIORITY, Priority.COUNT_FIELD, Priority.PRIO_MARK
-local delayedMember, bodySize = Job.delayedMember, Job.bodySize
-local cancelNow, expireNow = Cancel.cancelNow, Cancel.expireNow
-local groupCancelError = GroupCancel.groupCancelError
-local cancelledWithGroup, claimOne = Claim.cancelledWithGroup, Claim.claimOne
+local COUNT_FIELD, PRIO_MARK, visitReady = Priority.COUNT_FIELD, Priority.PRIO_MARK, Claim.visitReady
 local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[6] }
 local retention, ttrMs = tonumber(ARGV[8]), tonumber(ARGV[4])
@@ -77,37 +67,9 @@ if first[1] then return { now, 0, 0, 0, 1, 0, 0 } end
 
 local result = { now, 0, 0, 0, 0, 0, 0 }
 local late = {}
--- Looks at ready id `id` (record `record`, or false) for the claim's `i`th id: cancels, skips or
--- claims it, in the result. `prioritized`: true for an id of the prioritized zset, false for one of
--- the ready list while the zset holds ids (a job with a priority is claimed from the zset), nil
--- otherwise. False when the budget stops the claim before it.
-local function visit(id, record, i, prioritized)
-  local h, inline
-  if record then h, inline = decode(record) end
-  local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY], h[H_PRIORITY]))
-  if live and prioritized ~= nil and (h[H_PRIORITY] and true or false) ~= prioritized then live = false end
-  local mark = live and cancelledWithGroup(jobsKey, h)
-  if mark then
-    if not budget.take(#record) then result[4] = 1 return false end
-    h[H_ERROR] = groupCancelError(mark)
-    cancelNow(k, id, h, inline, now, retention)
-    result[3] = result[3] + 1
-  elseif not live then
-    local size = record and #record or 0
-    if not budget.take(size) then result[4] = 1 return false end
-    result[3] = result[3] + 1
-  else
-    local size = #record + bodySize(bodiesKey, id, inline)
-    if not budget.take(size) then result[4] = 1 return false end
-    if start and h[H_EXPIRES] and h[H_EXPIRES] <= now then
-      expireNow(k, id, h, inline, now, retention)
-      result[3], result[7] = result[3] + 1, result[7] + 1
-    else
-      result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. i, start and late)
-    end
-  end
-  return true
-end
+-- the claim's state for Claim.visitReady (includes/claim.lua): one table a call, no closure
+local c = { k = k, result = result, late = start and late, budget = budget, now = now, retention = retention,
+  ttrMs = ttrMs, nonce = ARGV[5] }
 
 local count = tonumber(first[2] or 0)
 local taken = 0
@@ -115,7 +77,7 @@ if count == 0 then
   for i, id in ipairs(ids) do
     local record
     if i == 1 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
-    if not visit(id, record, i) then break end
+    if not visitReady(c, id, record, i) then break end
     taken = i
   end
   redis.call('LTRIM', readyKey, taken, -1)
@@ -126,7 +88,7 @@ else
   local function fromZset(positive)
     if stopped or taken >= n then return end
     for _, id in ipairs(Priority.firsts(jobsKey, positive, n - taken)) do
-      if not visit(id, redis.call('HGET', jobsKey, id), taken + 1, true) then
+      if not visitReady(c, id, redis.call('HGET', jobsKey, id), taken + 1, true) then
         stopped = true
         return
       end
@@ -144,7 +106,7 @@ else
     else
       local record
       if i == 1 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
-      if not visit(id, record, taken + 1, false) then
+      if not visitReady(c, id, record, taken + 1, false) then
         stopped = true
         break
       end
