@@ -77,7 +77,7 @@ const event = (i: number, round: string) =>
 /** One round on checkout `c` (tracing to `endpoint`, or off): Node CPU µs per job. */
 async function round(c: Checkout, redisUrl: string, endpoint: string | undefined, name: string): Promise<number> {
   const rt = c.runtime.createRuntime({
-    DQ_CONFIG: JSON.stringify({ topics: { [TOPIC]: { handler: 'h', concurrency: 1000, batchSize: 10 } } }),
+    DQ_CONFIG: JSON.stringify({ topics: { [TOPIC]: { handler: 'h', concurrency: 10_000, batchSize: 10 } } }),
     REDIS_URL: redisUrl,
     API_TOKEN: 't',
     WEBHOOK_SECRET: 's',
@@ -101,10 +101,12 @@ async function round(c: Checkout, redisUrl: string, endpoint: string | undefined
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < JOBS; i += 50)
     await Promise.all(Array.from({ length: Math.min(50, JOBS - i) }, (_, j) => route(event(i + j, name), context)));
-  await rt.engine.sweep();
+  for (let r = await rt.engine.sweep(); r.more; r = await rt.engine.sweep()); // a sweep moves up to moveLimit
   await c.fanout.runFanout({ ...rt, invoker });
-  await Promise.all(runs);
+  const reports = (await Promise.all(runs)) as { done: number }[];
+  const done = reports.reduce((sum, r) => sum + r.done, 0);
   const cpu = process.cpuUsage(cpu0);
+  if (done !== JOBS) throw new Error(`${name}: ${done} of ${JOBS} jobs ran`);
   rt.redis.disconnect();
   return (cpu.user + cpu.system) / JOBS;
 }
