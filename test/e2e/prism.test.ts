@@ -10,6 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -81,21 +82,43 @@ describe('openapi.yaml as a Prism validating proxy reads it', () => {
   let seq = 0;
   const uid = (label: string) => `${label}-${process.pid}-${++seq}`;
 
-  async function send(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
-    const res = await fetch(base + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${offline.token}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  /**
+   * One request on a connection of its own (no keep-alive: a reused socket the proxy or the stack has
+   * just closed fails a request that never reached them).
+   */
+  function send(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
+    const payload = body !== undefined ? JSON.stringify(body) : undefined;
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(
+        new URL(base + path),
+        {
+          method,
+          agent: false,
+          headers: {
+            authorization: `Bearer ${offline.token}`,
+            ...(payload !== undefined
+              ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+              : {}),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+          res.on('end', () => {
+            let parsed: unknown = text;
+            try {
+              parsed = JSON.parse(text);
+            } catch {}
+            const headers = new Headers();
+            for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
+            resolve({ status: res.statusCode ?? 0, body: parsed, headers, text });
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
     });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {}
-    return { status: res.status, body: parsed, headers: res.headers, text };
   }
 
   /**
