@@ -18,6 +18,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type APIResponse, type BrowserContext, type Page, type Route } from 'playwright-core';
 import { DelayQueueClient, type Job, type Schedule, type SchedulePage, type TopicStats } from '../../lib/client';
@@ -42,6 +44,7 @@ describe('the dashboard in headless Chromium', () => {
   let redisServer: RedisProcess;
   let offline: OfflineProcess;
   let receiver: Receiver;
+  let traceSink: Server | undefined;
   let context: BrowserContext;
   let page: Page;
   let client: DelayQueueClient;
@@ -73,7 +76,11 @@ describe('the dashboard in headless Chromium', () => {
       ],
       viewport: { width: 1280, height: 860 },
     });
-    offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: SECRET } });
+    // traces on, to a sink that takes and drops them: a job's view shows its trace id
+    traceSink = createServer((req, res) => req.resume().on('end', () => res.writeHead(200).end('{}')));
+    await new Promise<void>((resolve) => traceSink!.listen(0, '127.0.0.1', resolve));
+    const DQ_OTLP_ENDPOINT = `http://127.0.0.1:${(traceSink.address() as AddressInfo).port}`;
+    offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: SECRET, DQ_OTLP_ENDPOINT } });
     context = await launching;
     page = context.pages()[0] ?? (await context.newPage());
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
@@ -94,6 +101,7 @@ describe('the dashboard in headless Chromium', () => {
     await context?.close();
     await offline?.stop();
     await receiver?.close();
+    await new Promise<void>((resolve) => (traceSink ? traceSink.close(() => resolve()) : resolve()));
     await redisServer?.stop();
     if (profile) rmSync(profile, { recursive: true, force: true });
   });
@@ -747,6 +755,7 @@ describe('the dashboard in headless Chromium', () => {
     await page.click('#lookup-form button[type=submit]');
     await until('job b', async () => (await text('[data-testid="job-group"]')) === g2);
     assert.equal(await text('[data-testid="job-priority"]'), '5', 'its priority, not 0');
+    assert.match(await text('[data-testid="job-trace"]'), /^[0-9a-f]{32}$/, 'the trace of its attempts (tracing on)');
     assert.equal(await page.locator('[data-testid="job-keyed-key"]').count(), 0, 'no :: in its id, no key');
     await page.click('[data-testid="job-group"]');
     await until('group g2', async () =>
