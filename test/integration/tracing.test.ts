@@ -7,8 +7,6 @@
  * links the job. The trace context rides in the job's record: no Redis call more than without it.
  */
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { httpRoute } from '../../lib/api/http';
@@ -19,6 +17,7 @@ import { formatTraceparent, parseTraceparent } from '../../lib/platform/tracing'
 import { topicHandler } from '../../lib/workers/handler';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { testRuntime } from '../support/runtime';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp';
 
 const TOPIC = 'traced';
 const CALLER = '0af7651916cd43dd8448eb211c80319c';
@@ -28,32 +27,23 @@ type OtlpSpan = any;
 
 describe('traces: add, a failed attempt and its retry in one trace (real redis-server, OTLP receiver)', () => {
   let server: RedisProcess;
-  let receiver: Server;
+  let receiver: OtlpReceiver;
   let rt: Runtime;
-  const spans: OtlpSpan[] = [];
+  const spans = (): OtlpSpan[] => receiver.spans();
 
   before(async () => {
-    receiver = createServer((req, res) => {
-      let text = '';
-      req.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      req.on('end', () => {
-        const body = JSON.parse(text);
-        for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
-        res.writeHead(200).end('{}');
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiver = await startOtlpReceiver();
     server = await startRedis();
     rt = testRuntime(
       server.url,
       { [TOPIC]: { handler: 'h', ttr: 30, maxAttempts: 3, backoff: { type: 'fixed', delay: 0 } } },
-      { DQ_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}` },
+      { DQ_OTLP_ENDPOINT: receiver.url },
     );
   });
   after(async () => {
     rt?.redis.disconnect();
     await server?.stop();
-    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    await receiver?.close();
   });
 
   /** Sweeps until a job of TOPIC is ready, then claims it as the fan-out does (with its claim span). */
@@ -93,9 +83,9 @@ describe('traces: add, a failed attempt and its retry in one trace (real redis-s
     assert.equal(done?.state, 'done');
     assert.equal(done?.traceId, CALLER, 'GET shows the trace of its attempts');
 
-    const add = spans.find((s) => s.kind === 2);
-    const runs = spans.filter((s) => s.name === `run ${TOPIC}`);
-    assert.ok(add, `an add span: ${JSON.stringify(spans.map((s) => s.name))}`);
+    const add = spans().find((s) => s.kind === 2);
+    const runs = spans().filter((s) => s.name === `run ${TOPIC}`);
+    assert.ok(add, `an add span: ${JSON.stringify(spans().map((s) => s.name))}`);
     assert.equal(add.traceId, CALLER, 'the add continues the caller trace');
     assert.equal(add.parentSpanId, 'b7ad6b7169203331');
     assert.equal(runs.length, 2);
@@ -137,8 +127,8 @@ describe('traces: add, a failed attempt and its retry in one trace (real redis-s
     };
     assert.equal(answer.statusCode, 201, answer.body);
     assert.equal(JSON.parse(answer.body).schedule.priority, 4);
-    const putSpan = spans.find((s) => s.traceId === 'e'.repeat(32) && s.kind === 2);
-    const before = spans.length;
+    const putSpan = spans().find((s) => s.traceId === 'e'.repeat(32) && s.kind === 2);
+    const before = spans().length;
     const handler = topicHandler(
       async () => {},
       () => rt,
@@ -152,7 +142,9 @@ describe('traces: add, a failed attempt and its retry in one trace (real redis-s
       { topic: TOPIC, jobs: [toWire(occurrence!)], more: false },
       { awsRequestId: 'h2', getRemainingTimeInMillis: () => 0 },
     );
-    const run = spans.slice(before).find((s) => s.name === `run ${TOPIC}`);
+    const run = spans()
+      .slice(before)
+      .find((s) => s.name === `run ${TOPIC}`);
     assert.ok(run, 'an attempt span');
     assert.notEqual(run.traceId, 'e'.repeat(32), 'a trace of its own');
     assert.equal(run.parentSpanId, undefined, 'the root of its trace');
@@ -170,12 +162,12 @@ describe('traces: add, a failed attempt and its retry in one trace (real redis-s
       body: JSON.stringify({ topic: TOPIC, id: 'j2', delay: 0 }),
     } as unknown as APIGatewayProxyEventV2;
     await httpRoute(addJob, () => rt)(event, { awsRequestId: 'req-2' });
-    const add = spans.find((s) => s.traceId === 'c'.repeat(32) && s.kind === 2);
+    const add = spans().find((s) => s.traceId === 'c'.repeat(32) && s.kind === 2);
     await rt.engine.sweep();
     const invoked: unknown[] = [];
     await runFanout({ ...rt, invoker: { invokeAsync: async (_name, payload) => void invoked.push(payload) } });
     assert.equal(invoked.length, 1);
-    const claim = spans.find((s) => s.name === `claim ${TOPIC}`);
+    const claim = spans().find((s) => s.name === `claim ${TOPIC}`);
     assert.ok(claim, 'a claim span');
     assert.deepEqual(claim.links, [{ traceId: 'c'.repeat(32), spanId: add.spanId }]);
   });

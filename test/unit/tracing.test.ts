@@ -4,8 +4,6 @@
  * export per flush, and nothing at all when tracing is off.
  */
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import {
   createTracer,
@@ -18,32 +16,17 @@ import {
   tracerFromEnv,
   unpackContext,
 } from '../../lib/platform/tracing';
-
-interface Received {
-  path: string;
-  headers: Record<string, string | string[] | undefined>;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- OTLP JSON as the receiver decoded it
-  body: any;
-}
+import { startOtlpReceiver, type OtlpExport, type OtlpReceiver } from '../support/otlp';
 
 describe('tracing', () => {
-  let server: Server;
+  let receiver: OtlpReceiver;
   let endpoint: string;
-  const received: Received[] = [];
 
   before(async () => {
-    server = createServer((req, res) => {
-      let text = '';
-      req.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      req.on('end', () => {
-        received.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(text) });
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    receiver = await startOtlpReceiver();
+    endpoint = receiver.url;
   });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => receiver.close());
 
   it('reads and writes W3C traceparent, refusing malformed and all-zero ids', () => {
     const header = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -75,7 +58,7 @@ describe('tracing', () => {
   });
 
   it('on: exports spans as OTLP/HTTP JSON to <endpoint>/v1/traces, parents, links and attributes kept', async () => {
-    received.length = 0;
+    receiver.exports.length = 0;
     let clock = 1_700_000_000_000;
     const tracer = createTracer({
       endpoint: `${endpoint}/`,
@@ -98,10 +81,10 @@ describe('tracing', () => {
       spanId: 'b'.repeat(16),
     }));
     tracer.start('claim orders', { links }).end();
-    assert.equal(received.length, 0, 'nothing sent before the flush');
+    assert.equal(receiver.exports.length, 0, 'nothing sent before the flush');
     await tracer.flush();
-    assert.equal(received.length, 1, 'one export a flush');
-    const [{ path, headers, body }] = received as [Received];
+    assert.equal(receiver.exports.length, 1, 'one export a flush');
+    const [{ path, headers, body }] = receiver.exports as [OtlpExport];
     assert.equal(path, '/v1/traces');
     assert.equal(headers['content-type'], 'application/json');
     assert.equal(headers['x-key'], 'k');
@@ -126,7 +109,7 @@ describe('tracing', () => {
     ]);
     assert.equal(byName['claim orders'].links.length, MAX_LINKS, 'links bounded');
     await tracer.flush();
-    assert.equal(received.length, 1, 'nothing left to send');
+    assert.equal(receiver.exports.length, 1, 'nothing left to send');
   });
 
   it('a failed export is reported, never thrown', async () => {
