@@ -755,7 +755,10 @@ describe('the dashboard in headless Chromium', () => {
     await page.click('#lookup-form button[type=submit]');
     await until('job b', async () => (await text('[data-testid="job-group"]')) === g2);
     assert.equal(await text('[data-testid="job-priority"]'), '5', 'its priority, not 0');
-    assert.match(await text('[data-testid="job-trace"]'), /^[0-9a-f]{32}$/, 'the trace of its attempts (tracing on)');
+    // tracing on: the job keeps its add's trace, and its view shows it
+    const traceId = (await jobOf(up.b)).traceId;
+    assert.match(traceId ?? '', /^[0-9a-f]{32}$/, 'the stack traced the add');
+    await until('the trace line', async () => (await text('[data-testid="job-trace"]')) === traceId);
     assert.equal(await page.locator('[data-testid="job-keyed-key"]').count(), 0, 'no :: in its id, no key');
     await page.click('[data-testid="job-group"]');
     await until('group g2', async () =>
