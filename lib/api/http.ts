@@ -6,10 +6,7 @@ import { iamCaller, type IamIdentity } from './iam';
 import { takeColdStart } from '../platform/log';
 import { isUnavailable } from '../platform/redis';
 import { runtime, type Runtime } from '../platform/runtime';
-import { NO_TRACER, parseTraceparent, type SpanContext } from '../platform/tracing';
-
-/** The tracer `answer` runs with inside `traced`, which made the request's span already. */
-const NOT_AGAIN = NO_TRACER;
+import { parseTraceparent, type SpanContext } from '../platform/tracing';
 import type { Engine } from '../engine';
 
 /** A request as a route sees it. */
@@ -223,14 +220,23 @@ function apiRequest(event: APIGatewayProxyEventV2, line: RequestLine, requestId:
   };
 }
 
-/** Runs `route` for `request` once its caller's scope and topics allow it; its answer, or its failure's. */
+/** The answer to `request`: `route` run, in a span of the request when tracing is on. */
 async function answer(
   route: Route,
   request: ApiRequest,
   rt: Runtime,
   log: Runtime['log'],
 ): Promise<APIGatewayProxyResultV2> {
-  if (rt.tracer.enabled) return traced(route, request, rt, log);
+  return rt.tracer.enabled ? traced(route, request, rt, log) : run(route, request, rt, log);
+}
+
+/** Runs `route` for `request` once its caller's scope and topics allow it; its answer, or its failure's. */
+async function run(
+  route: Route,
+  request: ApiRequest,
+  rt: Runtime,
+  log: Runtime['log'],
+): Promise<APIGatewayProxyResultV2> {
   try {
     requireScope(request.caller, route.scope ?? 'admin');
     if (request.params.topic !== undefined) requireTopicAccess(request.caller, request.params.topic);
@@ -243,7 +249,7 @@ async function answer(
 }
 
 /**
- * `answer` in a span of the request (a server span, continuing the trace of an incoming `traceparent`), exported
+ * `run` in a span of the request (a server span, continuing the trace of an incoming `traceparent`), exported
  * before the answer goes back (a Lambda may be frozen after it).
  */
 async function traced(
@@ -257,7 +263,7 @@ async function traced(
     parent: parseTraceparent(request.headers.traceparent),
     attributes: { 'http.request.method': request.method, 'url.path': request.path, 'dq.request_id': request.requestId },
   });
-  const result = await answer(route, { ...request, trace: span.context }, { ...rt, tracer: NOT_AGAIN }, log);
+  const result = await run(route, { ...request, trace: span.context }, rt, log);
   const status = typeof result === 'object' ? (result.statusCode ?? 200) : 200;
   span.setAttributes({ 'http.response.status_code': status });
   span.end(status >= 500 ? `HTTP ${status}` : undefined);

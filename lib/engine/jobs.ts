@@ -8,6 +8,7 @@ import { JOB_STATE, OUTCOME, REFUSAL, type JobStateCode, type Refusal } from './
 import type { AckReply, AddResult, ClaimedItem, MovedResult, FailReply, LeftChunk, ScoredEntry } from './scripts';
 import type { HistoryEntry, JobView, NewJob } from './shapes';
 import { isoOrNull, isoTime } from '../core/time';
+import { unpackContext } from '../core/trace-context';
 
 export type { JobChange, JobView, KeyedSpec, NewJob } from './shapes';
 
@@ -325,14 +326,10 @@ function createdJob(
   };
 }
 
-/**
- * `{ traceId }` of a packed trace context (lib/platform/tracing.ts packContext: base64url of trace and span ids; 'L'
- * first for a link), or nothing.
- */
+/** `{ traceId }` of a packed trace context (lib/core/trace-context.ts), or nothing. */
 function traceIdOf(packed: string | null | undefined): { traceId?: string } {
-  if (!packed) return {};
-  const hex = Buffer.from(packed.startsWith('L') ? packed.slice(1) : packed, 'base64url').toString('hex');
-  return hex.length === 48 ? { traceId: hex.slice(0, 32) } : {};
+  const context = unpackContext(packed);
+  return context ? { traceId: context.traceId } : {};
 }
 
 /** What the add script did with `job` (of topic `t`), sent by key `by` ('' none). */

@@ -37,7 +37,7 @@ export interface NewJob {
    */
   keyed?: KeyedSpec;
   /**
-   * The trace context of the request that added it, packed (lib/platform/tracing.ts packContext), when tracing is on:
+   * The trace context of the request that added it, packed (lib/core/trace-context.ts packContext), when tracing is on:
    * its attempts' spans are children of that span.
    */
   trace?: string;

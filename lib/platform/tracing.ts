@@ -12,13 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
-/** A span's identity, as W3C trace context carries it. */
-export interface SpanContext {
-  /** 32 lowercase hex digits. */
-  traceId: string;
-  /** 16 lowercase hex digits. */
-  spanId: string;
-}
+import { packContext, unpackContext, type SpanContext } from '../core/trace-context';
+
+export { packContext, unpackContext, type SpanContext };
 
 export type Attributes = Record<string, string | number | boolean>;
 
@@ -68,18 +64,6 @@ export function parseTraceparent(value: string | undefined): SpanContext | undef
 /** The `traceparent` header of `context` (sampled). */
 export function formatTraceparent(context: SpanContext): string {
   return `00-${context.traceId}-${context.spanId}-01`;
-}
-
-/** `context` in 32 characters (base64url of its 24 bytes): what a job keeps of the span that added it. */
-export function packContext(context: SpanContext): string {
-  return Buffer.from(context.traceId + context.spanId, 'hex').toString('base64url');
-}
-
-/** The context `packContext` packed, or undefined for anything else. */
-export function unpackContext(packed: string | null | undefined): SpanContext | undefined {
-  if (!packed || packed.length !== 32) return undefined;
-  const hex = Buffer.from(packed, 'base64url').toString('hex');
-  return hex.length === 48 ? { traceId: hex.slice(0, 32), spanId: hex.slice(32) } : undefined;
 }
 
 const NO_CONTEXT: SpanContext = { traceId: '0'.repeat(32), spanId: '0'.repeat(16) };

@@ -101,7 +101,7 @@ async function runJob(round: Round, job: WireJob): Promise<void> {
  */
 function attemptSpan(round: Round, job: WireJob, latenessMs: number): Span {
   // 'L…': a schedule's occurrence, linked to the trace of the schedule's put (its own trace: not one endless trace)
-  const link = job.trace?.startsWith('L') ? unpackContext(job.trace.slice(1)) : undefined;
+  const link = job.trace?.startsWith('L') ? unpackContext(job.trace) : undefined;
   return round.rt.tracer.start(`run ${round.topic.name}`, {
     kind: 'consumer',
     parent: link ? undefined : unpackContext(job.trace),
