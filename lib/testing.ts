@@ -20,6 +20,7 @@ export { createKey } from './engine/api-keys';
 export { binUpperMs, parseMinutes, percentileMs } from './engine/lateness';
 export { encodeDeadCursor } from './engine/dead';
 export { decodeHistory } from './engine/jobs';
+export { callbackId, parseEntry } from './engine/callbacks';
 export { returnTokens, takeTokens } from './engine/scripts';
 export * from './api/api-errors';
 export * from './api/validation';

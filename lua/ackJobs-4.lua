@@ -8,7 +8,9 @@
           sweep when it has a group: the purge takes it out of its group)
   ARGV[3..] triples: id, attempt number the caller ran, the attempt's claim token; at most
           ACK_BATCH (lib/engine/attempts.ts) a call, so a call's work is bounded
-  Returns one code per triple, in order: OUTCOME.ACKED, or REFUSAL.NOT_FOUND,
+  A job whose callback names its end as done leaves an entry in the outbox (includes/callbacks.lua).
+  Returns one code per triple, in order: OUTCOME.ACKED (OUTCOME.ACKED_NOTIFY: and an outbox entry
+          was written), or REFUSAL.NOT_FOUND,
           REFUSAL.STALE_ATTEMPT (that claim already timed out, finished or belongs to an earlier
           incarnation of the id), REFUSAL.CANCELLED (cancelled while running): nothing changed.
   Mirrored by AckReply in lib/engine/scripts.ts.
@@ -18,11 +20,12 @@
 --- @include "job"
 --- @include "attempts"
 --- @include "flow"
+--- @include "callbacks"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local DONE, CANCELLED, REFUSAL, OUTCOME = Codes.DONE, Codes.CANCELLED, Codes.REFUSAL, Codes.OUTCOME
 local H_STATE, H_KEY, H_UPDATED, H_DEADLINE = Job.H_STATE, Job.H_KEY, Job.H_UPDATED, Job.H_DEADLINE
 local H_STARTED, H_GROUP, decode, save, remove = Job.H_STARTED, Job.H_GROUP, Job.decode, Job.save, Job.remove
-local isAttempt = Attempts.isAttempt
+local isAttempt, noteEnd, H_CALLBACK = Attempts.isAttempt, Callbacks.noteEnd, Job.H_CALLBACK
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, retention = Clock.clock(ARGV[1]), tonumber(ARGV[2])
 local result = {}
@@ -57,6 +60,7 @@ for i = 3, #ARGV, 3 do
         remove(jobsKey, bodiesKey, id, h)
       end
       code = OUTCOME.ACKED
+      if h[H_CALLBACK] and noteEnd(jobsKey, id, h, 1, now) then code = OUTCOME.ACKED_NOTIFY end
     end
   end
   result[#result + 1] = code

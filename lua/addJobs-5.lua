@@ -13,10 +13,10 @@
   ARGV[7..] 12 per job: id, 'd' (delay ms) | 'a' (absolute ms), ms, maxAttempts|'', ttrMs|'',
             backoff spec|'', url|'', group|'', if-match ('' none, '*' any existing job, or the
             version the job must have; put only), flow key|'', extras, body.
-            extras: '' for none, else '<expiry>|<priority>|<trace>|<keyed>', each '' for none:
-            expiry '<ms>' at epoch ms, '+<ms>' that long after the job's due time (H_EXPIRES);
+            extras: '' for none, else '<expiry>|<priority>|<trace>|<callback>|<keyed>', each '' for
+            none: expiry '<ms>' at epoch ms, '+<ms>' that long after the job's due time (H_EXPIRES);
             priority (H_PRIORITY); trace, the packed trace context of the request that added it
-            (H_TRACE); keyed (add only) 'D<window ms>:<key>' a dedupe window, 'B<period ms>:<max
+            (H_TRACE); callback, what to notify when it ends (H_CALLBACK, no '|'); keyed (add only) 'D<window ms>:<key>' a dedupe window, 'B<period ms>:<max
             wait ms>:<key>' a debounce, see "Keyed adds" below
   Keyed adds (includes/keyed.lua): a dedupe add whose key's job stands within its window changes
   nothing (OUTCOME.DUPLICATE); a debounce add whose key's job waits, not yet due, replaces its body
@@ -68,6 +68,7 @@ local H_GROUP, H_BY, H_CHUNK, decode = Job.H_GROUP, Job.H_BY, Job.H_CHUNK, Job.d
 local delayedMember, loadBody, bodySize, seqOf = Job.delayedMember, Job.loadBody, Job.bodySize, Job.seqOf
 local store, view, matches, setExpiry, H_EXPIRES = Job.store, Job.view, Job.matches, Job.setExpiry, Job.H_EXPIRES
 local setPriority, H_PRIORITY, H_CREATED, setTrace = Job.setPriority, Job.H_PRIORITY, Job.H_CREATED, Job.setTrace
+local setCallback, H_CALLBACK = Job.setCallback, Job.H_CALLBACK
 local placeInGroup, addToGroup = Groups.placeInGroup, Groups.addToGroup
 local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = Clock.clock(ARGV[1])
@@ -113,12 +114,12 @@ for i = 7, #ARGV, 12 do
   local max, ttr, backoff, url, group, ifMatch, key, body =
     optionalNumber(ARGV[i + 3]), optionalNumber(ARGV[i + 4]), optional(ARGV[i + 5]), optional(ARGV[i + 6]),
     optional(ARGV[i + 7]), ARGV[i + 8], flow and ARGV[i + 9], ARGV[i + 11]
-  local spec, priority, trace, keyed = '', false, false, ''
+  local spec, priority, trace, callback, keyed = '', false, false, false, ''
   local extras = ARGV[i + 10]
   if extras ~= '' then
-    local p, t
-    spec, p, t, keyed = string.match(extras, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-    priority, trace = optionalNumber(p), optional(t)
+    local p, t, c
+    spec, p, t, c, keyed = string.match(extras, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    priority, trace, callback = optionalNumber(p), optional(t), optional(c)
   end
   local entry, kind, window, maxWait, standingId, sh, sSize, sInline
   if keyed ~= '' then
@@ -166,6 +167,7 @@ for i = 7, #ARGV, 12 do
         if expires then setExpiry(h, expires) end
         if priority then setPriority(h, priority) end
         if trace then setTrace(h, trace) end
+        if callback then setCallback(h, callback) end
         store(jobsKey, bodiesKey, id, h, body, false)
         redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
         join(id, h, false, nil)
@@ -195,6 +197,8 @@ for i = 7, #ARGV, 12 do
         if expires or h[H_EXPIRES] then setExpiry(h, expires) end
         if priority or h[H_PRIORITY] then setPriority(h, priority) end
         if trace then setTrace(h, trace) end
+        -- the put's callback replaces the job's (none: none; H_CALLBACK is the header's last slot)
+        if callback then setCallback(h, callback) else h[H_CALLBACK] = nil end
         store(jobsKey, bodiesKey, id, h, body, true)
         redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
         local left = join(id, h, old, oldChunk)

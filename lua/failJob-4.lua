@@ -7,7 +7,8 @@
   ARGV[7] random number in [0, 1) for jitter  ARGV[8] retry after this many ms instead of the
           backoff, or ''
   ARGV[9] the attempt's claim token
-  Returns { OUTCOME.RETRY_SCHEDULED, runAt, headChanged 0|1 }, { OUTCOME.DEAD_LETTERED },
+  Returns { OUTCOME.RETRY_SCHEDULED, runAt, headChanged 0|1 }, { OUTCOME.DEAD_LETTERED, notify 0|1
+          (1: the end went to the outbox, includes/callbacks.lua) },
           or { REFUSAL.NOT_FOUND | REFUSAL.STALE_ATTEMPT | REFUSAL.CANCELLED } (nothing changed)
   Mirrored by FailReply in lib/engine/scripts.ts.
 ]]
@@ -30,7 +31,7 @@ redis.call('ZREM', runningKey, id)
 local headBefore = Head.headScore(k.delayed)
 local code, due = Attempts.failAttempt(k, id, h, inline, now, ARGV[4],
   tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7]), Argv.optionalNumber(ARGV[8]))
-if code == Codes.OUTCOME.DEAD_LETTERED then return { Codes.OUTCOME.DEAD_LETTERED } end
+if code == Codes.OUTCOME.DEAD_LETTERED then return { Codes.OUTCOME.DEAD_LETTERED, due and 1 or 0 } end
 local headChanged = 0
 if not headBefore or due < headBefore then headChanged = 1 end
 return { Codes.OUTCOME.RETRY_SCHEDULED, due, headChanged }

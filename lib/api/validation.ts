@@ -4,6 +4,7 @@
  * field and what is wrong, 400 UNKNOWN_TOPIC, 413 PAYLOAD_TOO_LARGE) and returns the input
  * normalised for the engine, which checks nothing itself. Limits come from lib/core/limits.ts.
  */
+import { checkCallback, type Callback } from '../core/callback';
 import { randomBytes } from 'node:crypto';
 import { ladderLength, parseBackoff, parseDuration } from '../core/backoff';
 import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../core/queue-config';
@@ -47,6 +48,7 @@ const JOB_FIELDS = [
   'priority',
   'dedupe',
   'debounce',
+  'callback',
 ];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
@@ -445,6 +447,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   const offset = t && id !== undefined && !keyed ? jitterOffsetMs(topic!, id, jitterMs ?? t.jitterMs) : 0;
   const due = when && (when.kind === 'a' ? when.ms : clientNow + when.ms) + offset;
   const expires = checkExpiry(job, due, t?.expireAfterMs, problems);
+  const callback = jobCallback(job.callback, t, config, problems);
   throwProblems(problems);
   requireTopic(config, topic!);
   checkBodySize(body!, config, true);
@@ -459,7 +462,23 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
     ...(expires !== undefined ? { expires } : {}),
     ...(priority !== undefined ? { priority } : {}),
     ...(keyed !== undefined ? { keyed } : {}),
+    ...(callback !== undefined ? { callback } : {}),
   };
+}
+
+/** A job's callback: the one it names, none for null, else its topic's default (`t`, when known). */
+function jobCallback(
+  value: unknown,
+  t: TopicConfig | undefined,
+  config: QueueConfig,
+  problems: FieldProblem[],
+): Callback | undefined {
+  if (value === null) return undefined;
+  if (value === undefined) return t?.callback;
+  const callback = checkCallback(value, config.topics, 'callback');
+  if (!Array.isArray(callback)) return callback;
+  for (const p of callback) problem(problems, p.path, p.message);
+  return undefined;
 }
 
 /**

@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { parseBackoff } from './backoff';
+import { checkCallback, type Callback } from './callback';
 import {
   DEDUPE_WINDOW_SECONDS,
   EXPIRE_AFTER_SECONDS,
@@ -42,6 +43,8 @@ export interface TopicConfig {
   priority: number;
   /** The dedupe window (ms) of an add that names a dedupe key and no window. */
   dedupeWindowMs: number;
+  /** What a job that names no callback notifies when it ends (lib/core/callback.ts); none when unset. */
+  callback?: Callback;
   /**
    * Flow control per key (lib/engine/flow.ts): present on a flow topic, whose jobs may carry a
    * `key` and are claimed round the keys, each within these limits (the key's pinned ones aside).
@@ -123,6 +126,8 @@ export interface TopicInput {
   priority?: number;
   /** seconds: the dedupe window of an add that names a dedupe key and no window (default 3600). */
   dedupeWindow?: number;
+  /** What its jobs that name no callback notify when they end: { topic, url, on } (lib/core/callback.ts). */
+  callback?: unknown;
   /** Flow control per key: `concurrency` per key, `rate` per key ({ count, per seconds, burst }). */
   flow?: { concurrency?: number; rate?: { count?: number; per?: number; burst?: number } };
 }
@@ -216,6 +221,8 @@ export function resolveQueueConfig(input: QueueConfigInput): QueueConfig {
     throw new Error('topics must name at least one topic');
   }
   for (const [name, t] of Object.entries(input.topics)) topics.set(name, resolveTopic(name, t, maxDelayMs));
+  // callbacks name topics: checked once every topic is known
+  for (const [name, t] of Object.entries(input.topics)) topicCallback(topics, name, t.callback);
   return {
     partitions: integer(input.partitions ?? DEFAULTS.partitions, 'partitions', 1, 1024),
     ...formerPartitions(input),
@@ -283,6 +290,14 @@ function resolveTopic(name: string, t: TopicInput, maxDelayMs: number): TopicCon
     ),
     ...(t.flow !== undefined ? { flow: flowDefaults(t.flow, `${where}.flow`) } : {}),
   };
+}
+
+/** Sets topic `name`'s default callback (its input `value`) in `topics`; throws on the first problem. */
+function topicCallback(topics: Map<string, TopicConfig>, name: string, value: unknown): void {
+  if (value === undefined || value === null) return;
+  const callback = checkCallback(value, topics, `topics.${name}.callback`);
+  if (Array.isArray(callback)) throw new Error(`${callback[0]!.path} ${callback[0]!.message}`);
+  topics.set(name, { ...topics.get(name)!, callback });
 }
 
 /** A topic's default expiry (its `expireAfter`, seconds) as TopicConfig holds it: none when unset. */

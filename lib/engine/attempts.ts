@@ -20,6 +20,7 @@ import { atLeastOne, batchesByPartition, groupBy, partitionsInOrder } from './pa
 import { bodiesApart, inPlaces } from './read';
 import * as script from './scripts';
 import { wakeFor } from './coordination';
+import { notifyNow } from './outbox';
 
 const RELEASE_BATCH = 500; // jobs per releaseJobs call: 1,500 arguments, about a millisecond of Redis time
 
@@ -350,6 +351,8 @@ async function ackBatch(
         attempts: batch.map((a) => attemptArg(a.id, a.ref)),
       }),
     );
+    // a done end that notifies (ACKED_NOTIFY) has its callback's job added before the acks answer
+    if (reply.includes(OUTCOME.ACKED_NOTIFY)) await notifyNow(ctx, batch[0]!.topic, partition);
     const elsewhere: PendingAck[] = [];
     batch.forEach((a, i) => {
       const former =
@@ -380,7 +383,7 @@ export async function failJob(
   const { error, retryAfterMs } = failure;
   const random = ctx.random();
   // while the partition count changes, a job not in its current partition is in its former one
-  const { reply } = await inPlaces(ctx, t, id, (k) =>
+  const { reply, looked } = await inPlaces(ctx, t, id, (k) =>
     script.failJob([k.jobs, k.running, k.delayed, k.dead], {
       clock: ctx.clock(),
       ...attemptArg(id, ref),
@@ -391,6 +394,8 @@ export async function failJob(
       ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
     }),
   );
+  // a dead end that notifies has its callback's job added before the fail answers
+  if (reply[0] === OUTCOME.DEAD_LETTERED && reply[1] === 1) await notifyNow(ctx, t.name, looked.at(-1)!);
   return toFailOutcome(reply);
 }
 

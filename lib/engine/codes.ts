@@ -58,6 +58,8 @@ export const OUTCOME = {
   RESCHEDULED: 1,
   /** ackJobs */
   ACKED: 1,
+  /** ackJobs: done, and its callback's entry is in the outbox (lua/includes/callbacks.lua) */
+  ACKED_NOTIFY: 2,
   /** failJob: the next attempt is scheduled */
   RETRY_SCHEDULED: 1,
   /** failJob: attempts used up, the job is dead */

@@ -14,6 +14,7 @@
 import type { QueueConfig, TopicConfig } from '../core/queue-config';
 import { keyOps } from './api-keys';
 import { attemptOps } from './attempts';
+import { callbackOps } from './outbox';
 import { bindContext, serverTime, topicOf, type EngineContext, type EngineOptions } from './context';
 import { coordinationOps } from './coordination';
 import { deadOps } from './dead';
@@ -78,7 +79,7 @@ export class Engine {
   // Producers' changes (./write.ts, ./dead.ts, ./groups.ts, ./schedules.ts, ./flow.ts): durable
   // before they return; they wake the sweeper when they made a job due first.
   write = writeOps.write;
-  cancel = writeOps.cancel;
+  cancel = callbackOps.cancel;
   reschedule = writeOps.reschedule;
   redrive = deadOps.redrive;
   cancelGroup = groupOps.cancelGroup;
@@ -119,6 +120,7 @@ export class Engine {
   markFanout = coordinationOps.markFanout;
   unmarkFanout = coordinationOps.unmarkFanout;
   wakeWaiter = coordinationOps.wakeWaiter;
+  drainCallbacks = callbackOps.drainCallbacks;
 
   // API keys (./api-keys.ts).
   authKey = keyOps.authKey;

@@ -9,6 +9,7 @@ import type { AckReply, AddResult, ClaimedItem, MovedResult, FailReply, LeftChun
 import type { HistoryEntry, JobView, NewJob } from './shapes';
 import { isoOrNull, isoTime } from '../core/time';
 import { unpackContext } from '../core/trace-context';
+import { parseCallback, type Callback } from './callbacks';
 
 export type { JobChange, JobView, KeyedSpec, NewJob } from './shapes';
 
@@ -43,6 +44,8 @@ export interface Job {
    * on; a schedule's occurrence: the trace of the schedule's put, which each attempt's own trace links to.
    */
   traceId?: string;
+  /** What it notifies when it ends (./callbacks.ts): present only when it has a callback. */
+  callback?: Callback;
   /** Grows with every change written to the job. Its ETag is `"<version>"`. */
   version: number;
   /** The job's group, or null. */
@@ -245,6 +248,7 @@ export function toJob(t: TopicConfig, view: JobView, body: string | null = view[
     expiresAt: isoOrNull(view[19] ?? null),
     priority: view[20] ?? 0,
     ...traceIdOf(view[21]),
+    ...(view[22] ? { callback: parseCallback(view[22]) } : {}),
     version,
     group,
     updatedBy,
@@ -317,6 +321,7 @@ function createdJob(
     expiresAt: job.expires ? isoTime(job.expires.kind === 'a' ? job.expires.ms : runAt + job.expires.ms) : null,
     priority: job.priority ?? 0,
     ...traceIdOf(job.trace),
+    ...(job.callback ? { callback: job.callback } : {}),
     version,
     group: job.group ?? null,
     updatedBy: by === '' ? null : by,
@@ -393,7 +398,7 @@ export function isRefused<T extends object>(outcome: T | Refused): outcome is Re
 
 /** The ack script's code for one attempt as an outcome. */
 export function toAckOutcome(code: AckReply[number]): AckOutcome {
-  if (code === OUTCOME.ACKED) return 'done';
+  if (code === OUTCOME.ACKED || code === OUTCOME.ACKED_NOTIFY) return 'done';
   return refusedAttempt(code);
 }
 

@@ -20,6 +20,7 @@ export type Key<Holds extends string> = string & { readonly [holds]: Holds };
 
 // What each key holds: see TopicKeys and SweeperKeys.
 export type JobsKey = Key<'jobs'>;
+export type OutboxKey = Key<'outbox'>;
 export type BodiesKey = Key<'bodies'>;
 export type DelayedKey = Key<'delayed'>;
 export type ReadyKey = Key<'ready'>;
@@ -512,6 +513,14 @@ export function keyedEntryKey(jobs: JobsKey, kind: 'dedupe' | 'debounce', key: s
  */
 export function prioKey(jobs: JobsKey): string {
   return `${jobs}#prio`;
+}
+
+/**
+ * The outbox of the topic and partition whose jobs hash is `jobs`, as lua/includes/callbacks.lua names it: a ZSET in
+ * the jobs hash's slot of the ends that notify, scored by when each is next handed out.
+ */
+export function outboxKey(jobs: JobsKey): OutboxKey {
+  return `${jobs}#cb` as OutboxKey;
 }
 
 /** The field of a topic's jobs hash counting the ids in its prioritized zset (lua/includes/priority.lua). */

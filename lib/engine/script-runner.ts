@@ -6,6 +6,7 @@ import attempts from '../../lua/includes/attempts.lua';
 import budget from '../../lua/includes/budget.lua';
 import buckets from '../../lua/includes/buckets.lua';
 import call from '../../lua/includes/call.lua';
+import callbacks from '../../lua/includes/callbacks.lua';
 import cancel from '../../lua/includes/cancel.lua';
 import claim from '../../lua/includes/claim.lua';
 import clock from '../../lua/includes/clock.lua';
@@ -57,6 +58,8 @@ import returnTokens from '../../lua/returnTokens-1.lua';
 import createKey from '../../lua/createKey-2.lua';
 import revokeKey from '../../lua/revokeKey-4.lua';
 import authKey from '../../lua/authKey-4.lua';
+import takeCallbacks from '../../lua/takeCallbacks-1.lua';
+import endCallbacks from '../../lua/endCallbacks-1.lua';
 import { slotOf } from './keys';
 import { groupBy, partitionsInOrder } from './partitions';
 
@@ -99,6 +102,8 @@ export const SCRIPTS = {
   createKey: { file: 'createKey-2.lua', numberOfKeys: 2, source: createKey },
   revokeKey: { file: 'revokeKey-4.lua', numberOfKeys: 4, source: revokeKey },
   authKey: { file: 'authKey-4.lua', numberOfKeys: 4, source: authKey },
+  takeCallbacks: { file: 'takeCallbacks-1.lua', numberOfKeys: 1, source: takeCallbacks },
+  endCallbacks: { file: 'endCallbacks-1.lua', numberOfKeys: 1, source: endCallbacks },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
@@ -134,6 +139,7 @@ export const INCLUDES: Readonly<Record<string, string>> = {
   budget,
   buckets,
   call,
+  callbacks,
   cancel,
   claim,
   clock,

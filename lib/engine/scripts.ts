@@ -12,6 +12,7 @@ import type {
   FanoutKey,
   GroupKey,
   JobsKey,
+  OutboxKey,
   KeyHashesKey,
   KeyRecordsKey,
   KeyUsesKey,
@@ -41,6 +42,7 @@ import {
   type WAKE,
 } from './codes';
 import type { JobChange, JobView, NewJob } from './shapes';
+import { callbackArg } from './callbacks';
 
 /** ARGV[1] of every script that reads the clock: a fixed clock (epoch ms) from a test, or '' for Redis TIME. */
 export type ClockArg = number | '';
@@ -81,11 +83,12 @@ function jobArgs(job: NewJob): Arg[] {
 
 /**
  * What a job has beyond the common options, as one ARGV of lua/addJobs-5.lua: '' for none (a plain job pays one empty
- * argument for all of them), else `<expiry>|<priority>|<trace>|<keyed>`, each '' when the job has none.
+ * argument for all of them), else `<expiry>|<priority>|<trace>|<callback>|<keyed>`, each '' when the job has none.
  */
 function extrasArg(job: NewJob): string {
-  if (!job.expires && !job.priority && !job.trace && !job.keyed) return '';
-  return `${expiryArg(job.expires)}|${job.priority || ''}|${job.trace ?? ''}|${keyedArg(job.keyed)}`;
+  if (!job.expires && !job.priority && !job.trace && !job.callback && !job.keyed) return '';
+  const callback = job.callback ? callbackArg(job.callback) : '';
+  return `${expiryArg(job.expires)}|${job.priority || ''}|${job.trace ?? ''}|${callback}|${keyedArg(job.keyed)}`;
 }
 
 /** A keyed add as lua/addJobs-5.lua takes it: '' none, 'D<window ms>:<key>', 'B<period ms>:<max wait ms>:<key>'. */
@@ -378,7 +381,7 @@ export interface AttemptArg {
 
 /** lua/ackJobs-4.lua's reply: one code per attempt sent, in order. */
 export type AckReply = readonly (
-  Outcome<'ACKED'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>
+  Outcome<'ACKED'> | Outcome<'ACKED_NOTIFY'> | Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>
 )[];
 
 /** lua/ackJobs-4.lua: ends the attempts of one topic and partition, each claimed as its `claim`, as done. */
@@ -392,7 +395,7 @@ export function ackJobs(
 /** lua/failJob-4.lua's reply. */
 export type FailReply =
   | readonly [code: Outcome<'RETRY_SCHEDULED'>, runAt: number, headChanged: Flag]
-  | readonly [code: Outcome<'DEAD_LETTERED'>]
+  | readonly [code: Outcome<'DEAD_LETTERED'>, notify: Flag]
   | readonly [code: Refused<'NOT_FOUND'> | Refused<'STALE_ATTEMPT'> | Refused<'CANCELLED'>];
 
 /** lua/failJob-4.lua: ends attempt `attempt` as failed (retry after the backoff, or dead). */
@@ -1049,4 +1052,20 @@ export function adoptSchedule(
   a: { clock: ClockArg; id: string; record: string },
 ): ScriptCall<AdoptScheduleReply> {
   return call('putSchedule', keys, [a.clock, a.id, 0, 'adopt', ...new Array<Arg>(15).fill(''), a.record]);
+}
+
+/** lua/takeCallbacks-1.lua's reply: the script's clock, then the entries handed out (lua/includes/callbacks.lua). */
+export type TakeCallbacksReply = readonly [now: number, ...entries: string[]];
+
+/** lua/takeCallbacks-1.lua: hands out up to `limit` due entries of an outbox, each leased for `leaseMs`. */
+export function takeCallbacks(
+  keys: readonly [OutboxKey],
+  a: { clock: ClockArg; leaseMs: number; limit: number },
+): ScriptCall<TakeCallbacksReply> {
+  return call('takeCallbacks', keys, [a.clock, a.leaseMs, a.limit]);
+}
+
+/** lua/endCallbacks-1.lua: removes entries from an outbox; replies how many it removed. */
+export function endCallbacks(keys: readonly [OutboxKey], entries: readonly string[]): ScriptCall<number> {
+  return call('endCallbacks', keys, [...entries]);
 }

@@ -4,6 +4,7 @@
  */
 import type { ScheduleSpec } from '../core/schedule';
 import type { JobStateCode } from './codes';
+import type { Callback } from './callbacks';
 
 /** A job that passed validation (lib/api/validation.ts), as the add script takes it. */
 export interface NewJob {
@@ -41,6 +42,8 @@ export interface NewJob {
    * its attempts' spans are children of that span.
    */
   trace?: string;
+  /** What it notifies when it ends (./callbacks.ts). None: nothing. */
+  callback?: Callback;
 }
 
 /**
@@ -94,6 +97,8 @@ export type JobView = readonly [
    * of, which its attempts link to), or null (tracing was off).
    */
   trace: string | null,
+  /** What it notifies when it ends, as stored (callbackArg in ./callbacks.ts), or null for none. */
+  callback: string | null,
 ];
 
 /**

@@ -312,6 +312,7 @@ export const writeOps = {
     const { outcome, wrote, looked } = await cancelJob(ctx, topicOf(ctx, topic), id, ifMatch, by);
     // 404, 409, 412 and "already cancelled" wrote nothing
     await settle(ctx, looked, wrote ? looked.slice(0, -1) : looked);
+
     return outcome;
   },
 

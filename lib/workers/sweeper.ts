@@ -30,6 +30,8 @@ export interface SweeperReport {
   retried: number;
   deadLettered: number;
   fanouts: number;
+  /** Callback jobs added from the outboxes (ends whose notifier died, or that a script found). */
+  notified: number;
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -43,7 +45,15 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const { engine } = deps;
   const t = deps.timings ?? DEFAULT_TIMINGS;
   const owner = randomBytes(8).toString('hex');
-  const report: SweeperReport = { outcome: 'idle', sweeps: 0, moved: 0, retried: 0, deadLettered: 0, fanouts: 0 };
+  const report: SweeperReport = {
+    outcome: 'idle',
+    sweeps: 0,
+    moved: 0,
+    retried: 0,
+    deadLettered: 0,
+    fanouts: 0,
+    notified: 0,
+  };
   const hold = (nextAt: number | null, clearWake: boolean) =>
     engine.holdSweeperLease({ owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake });
 
@@ -57,9 +67,15 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   // looks so for up to sweeperMaxWaitMs, then exits (a fan-out that never claims does not keep it).
   const lookMs = Math.min(t.sweeperMaxWaitMs, TTR_SECONDS.min * 1000);
   let lookingSince: number | null = null; // when the looks at jobs left ready began, nothing else due
+  let drainedAt = -Infinity; // when the outboxes were last drained (performance.now())
   try {
     for (;;) {
       if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, report);
+      // before the sweep, which then moves the callback jobs added (due now) to ready
+      if (performance.now() - drainedAt >= OUTBOX_LOOK_MS) {
+        drainedAt = performance.now();
+        await drainOutboxes(deps, report);
+      }
       const swept = await sweepOnce(deps, t, report, () => hold(null, true));
       if (swept === 'lost') return { ...report, outcome: 'busy' };
       if (!swept) continue;
@@ -90,6 +106,26 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   } finally {
     waker.close();
     await deps.tracer?.flush();
+  }
+}
+
+/**
+ * How often a running sweeper drains the outboxes (and once each invocation, so at least at every tick): the ends
+ * whose notifier died before it added their callback jobs, and those a script found (time-outs, expiry), wait this
+ * long at most while it runs.
+ */
+const OUTBOX_LOOK_MS = 10_000;
+
+/** Drains every outbox (lib/engine/outbox.ts); an error is logged, and the entries wait for the next look. */
+async function drainOutboxes(deps: SweeperDeps, report: SweeperReport): Promise<void> {
+  try {
+    const drained = await deps.engine.drainCallbacks();
+    report.notified += drained.notified;
+    for (const reason of new Set(drained.errors))
+      deps.log.error('a callback could not be added; its entry stays in the outbox', { reason });
+    if (drained.notified > 0) emitMetrics({}, { callbacksDrained: { unit: 'Count', value: drained.notified } });
+  } catch (error) {
+    deps.log.error('could not drain the outboxes; the next look tries again', { error });
   }
 }
 

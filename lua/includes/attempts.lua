@@ -6,6 +6,7 @@
 --- @include "job"
 --- @include "flow"
 --- @include "priority"
+--- @include "callbacks"
 local Attempts = {}
 do
   local PENDING, RUNNING, DEAD, OUTCOME = Codes.PENDING, Codes.RUNNING, Codes.DEAD, Codes.OUTCOME
@@ -56,7 +57,8 @@ do
       h[H_STATE] = DEAD
       redis.call('ZADD', k.dead, now, id)
       save(k.jobs, id, h, inline)
-      return OUTCOME.DEAD_LETTERED, false
+      -- the second value: true when the dead end left an entry in the outbox (includes/callbacks.lua)
+      return OUTCOME.DEAD_LETTERED, Callbacks.noteEnd(k.jobs, id, h, 2, now)
     end
     local due = now + (retryAfter or retryDelay(h[H_BACKOFF] or defaultBackoff, h[H_ATTEMPTS], rand))
     h[H_STATE] = PENDING

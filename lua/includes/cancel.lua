@@ -5,6 +5,7 @@
 --- @include "codes"
 --- @include "job"
 --- @include "flow"
+--- @include "callbacks"
 local Cancel = {}
 do
   local PENDING, RUNNING, CANCELLED, EXPIRED = Codes.PENDING, Codes.RUNNING, Codes.CANCELLED, Codes.EXPIRED
@@ -12,7 +13,7 @@ do
   local H_DEADLINE, H_STARTED, H_GROUP, H_BY = Job.H_DEADLINE, Job.H_STARTED, Job.H_GROUP, Job.H_BY
   local H_ATTEMPTS, H_CLAIM = Job.H_ATTEMPTS, Job.H_CLAIM
   local decode, delayedMember, save, remove = Job.decode, Job.delayedMember, Job.save, Job.remove
-  local flowLeave = Flow.flowLeave
+  local flowLeave, noteEnd = Flow.flowLeave, Callbacks.noteEnd
 
   -- Ends job `id` (pending or running) as cancelled: out of the delayed and running zsets (an id
   -- left in the ready list is skipped by claim), kept readable for `retention` ms, or deleted now
@@ -35,6 +36,7 @@ do
     else
       remove(k.jobs, k.bodies, id, h)
     end
+    noteEnd(k.jobs, id, h, 3, now)
   end
 
   -- Holds back job `id` (a schedule's occurrence, its schedule paused) unless it started: withdrawn
@@ -88,6 +90,7 @@ do
     save(k.jobs, id, h, inline)
     redis.call('ZADD', k.done, now + retention, id)
     redis.call('HINCRBY', k.jobs, EXPIRED_FIELD, 1)
+    noteEnd(k.jobs, id, h, 4, now)
   end
 
   Cancel.expireNow, Cancel.EXPIRED_FIELD = expireNow, EXPIRED_FIELD

@@ -22,7 +22,7 @@ do
     DUPLICATE = 5, DEBOUNCED = 6,          -- addJobs: a keyed add met its key's job
     CANCELLED = 1, ALREADY_CANCELLED = 0,  -- cancelJob
     RESCHEDULED = 1,                       -- rescheduleJob
-    ACKED = 1,                             -- ackJobs
+    ACKED = 1, ACKED_NOTIFY = 2,           -- ackJobs (NOTIFY: and its end went to the outbox)
     RETRY_SCHEDULED = 1, DEAD_LETTERED = 0, -- failJob, failAttempt
     GIVEN_BACK = 2,                         -- giveBack: back to the ready list, no attempt counted
     STARTED = 1,                            -- startAttempts: live, marked started; run it

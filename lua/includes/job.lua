@@ -58,6 +58,11 @@ do
   -- ids, packed by lib/platform/tracing.ts), when tracing was on; nil (not stored) otherwise. Its
   -- attempts' spans are that span's children. Written by setTrace, which fills the slots before it.
   local H_TRACE = 23
+  -- H_CALLBACK: what to notify when the job ends (includes/callbacks.lua): '<on> <topic>' or
+  -- '<on> <topic> <url>', <on> four letters saying which ends notify ('d' done, 'x' dead, 'c'
+  -- cancelled, 'e' expired; '-' in a place: that end does not). nil (not stored) for a job without
+  -- one. Written by setCallback, which fills the slots before it.
+  local H_CALLBACK = 24
   -- The field of a jobs (or schedules) hash that holds the largest version known to run ahead of the
   -- clock (nextVersion, remove; not a job: ids never hold '#').
   local SEQ_FIELD = '#seq'
@@ -261,7 +266,7 @@ do
   local function setPriority(h, p)
     if not p or p == 0 then
       if h[H_PRIORITY] == nil then return end
-      if h[H_TRACE] == nil then h[H_PRIORITY] = nil else h[H_PRIORITY] = false end
+      if h[H_TRACE] == nil and h[H_CALLBACK] == nil then h[H_PRIORITY] = nil else h[H_PRIORITY] = false end
       return
     end
     if h[H_CHUNK] == nil then h[H_CHUNK] = false end
@@ -280,11 +285,19 @@ do
     h[H_TRACE] = t
   end
 
+  -- Sets header `h`'s callback to `c` (a string, H_CALLBACK). No hole before it: the slots before it
+  -- that are not stored hold false.
+  local function setCallback(h, c)
+    if h[H_TRACE] == nil then setTrace(h, false) end
+    h[H_CALLBACK] = c
+  end
+
   -- The job as the scripts return it: the state with "ready" resolved, the header, then the body,
   -- or false for a body kept apart that the script did not read (the caller reads it).
   -- Then the version, the group, the API key that last changed it, the flow key, when its last attempt
   -- started (false: not started), its history (H_HISTORY, false: none), its expiry (H_EXPIRES,
-  -- false: none), its priority (H_PRIORITY, 0: none) and its trace context (H_TRACE, false: none).
+  -- false: none), its priority (H_PRIORITY, 0: none), its trace context (H_TRACE, false: none) and
+  -- its callback (H_CALLBACK, false: none).
   -- Mirrored by JobView in
   -- lib/engine/shapes.ts, in this order.
   local function view(delayedKey, id, h, body)
@@ -294,7 +307,8 @@ do
     end
     return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
       h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY],
-      h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false, h[H_PRIORITY] or 0, h[H_TRACE] or false }
+      h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false, h[H_PRIORITY] or 0, h[H_TRACE] or false,
+      h[H_CALLBACK] or false }
   end
 
   -- True when `ifMatch` ('' none, '*' any, else a version) lets a change of a job whose header is
@@ -316,4 +330,5 @@ do
   Job.matches, Job.H_HISTORY, Job.recordAttempt, Job.A_FAILED, Job.A_TIMED_OUT = matches, H_HISTORY, recordAttempt, A_FAILED, A_TIMED_OUT
   Job.H_EXPIRES, Job.setExpiry, Job.H_PRIORITY, Job.setPriority = H_EXPIRES, setExpiry, H_PRIORITY, setPriority
   Job.INLINE_BODY_BYTES, Job.H_TRACE, Job.setTrace = INLINE_BODY_BYTES, H_TRACE, setTrace
+  Job.H_CALLBACK, Job.setCallback = H_CALLBACK, setCallback
 end

@@ -43,6 +43,7 @@ function view(fields: {
     null,
     0,
     null,
+    null,
   ];
 }
 

@@ -6,6 +6,7 @@ import {
   flowKeys,
   groupBucketKey,
   keyedEntryKey,
+  outboxKey,
   groupChunkKey,
   prioKey,
   topicKeys,
@@ -91,13 +92,14 @@ describe('lua/ scripts', () => {
     );
   });
 
-  it("lua/includes/ build four kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets, a flow topic's keys and the keyed adds' entries, from the jobs hash's (as groupChunkKey, groupBucketKey, flowKeys and keyedEntryKey in lib/engine/keys.ts)", () => {
+  it("lua/includes/ build five kinds of key name only: a group's further zsets, from the group's key, and the small groups' buckets, a flow topic's keys, the keyed adds' entries and the outbox, from the jobs hash's (as groupChunkKey, groupBucketKey, flowKeys, keyedEntryKey and outboxKey in lib/engine/keys.ts)", () => {
     const code = includeFiles
       .map((f) => readFileSync(join(dir, 'includes', f), 'utf8').replace(/--[^\n]*/g, ''))
       .join('\n');
     assert.doesNotMatch(code, /['"]dq:/);
     assert.deepEqual([...code.matchAll(/\.\.\s*['"][:#][^\n]*/g)].map((m) => m[0]).sort(), [
       ".. '#' .. c",
+      ".. '#cb'",
       ".. '#db:' .. key, kind, tonumber(period), tonumber(maxWait)",
       ".. '#dd:' .. key, kind, tonumber(window), nil",
       ".. '#flow', conf = jobsKey .. '#fconf', ring = jobsKey .. '#lanes', wait = jobsKey .. '#fwait' }",
@@ -117,6 +119,7 @@ describe('lua/ scripts', () => {
       ['#flow', '#fconf', '#lanes', '#fwait', '#lane:k', '#lanep:k'].map((s) => `${topicKeys(0, 't', 1).jobs}${s}`),
     );
     assert.equal(prioKey(jobs), `${jobs}#prio`);
+    assert.equal(outboxKey(jobs), `${jobs}#cb`);
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 3), 'dq:{p0}:group:t:g#3');
     assert.equal(groupChunkKey('dq:{p0}:group:t:g' as GroupKey, 0), 'dq:{p0}:group:t:g');
     assert.equal(groupBucketKey(topicKeys(0, 't', 1).jobs, 5), `${topicKeys(0, 't', 1).jobs}#gb5`);
