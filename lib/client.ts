@@ -111,6 +111,48 @@ export interface NewJob<Body = unknown> {
   dedupe?: DedupeSpec;
   /** Adds of `debounce.key` fold into one waiting job (see DebounceSpec); not with `dedupe`, `delay` or `runAt`. */
   debounce?: DebounceSpec;
+  /**
+   * What the job notifies when it ends (see CallbackInput); null: nothing, not even its topic's default callback.
+   * Left out: its topic's default, if the topic sets one.
+   */
+  callback?: CallbackInput | null;
+}
+
+/** The ends a callback may notify. */
+export type CallbackEnd = 'done' | 'dead' | 'cancelled' | 'expired';
+
+/**
+ * A job's callback: for each end in `on` (default `['done', 'dead']`) a job is added to `topic`, its body
+ * `{ callbackId, topic, id, outcome, attempts, endedAt, lastError }` (CallbackBody). On a webhook topic that job
+ * carries `url` and is POSTed there, signed (header `x-dq-job-id` is the callbackId). A `url` alone goes to the only
+ * webhook topic; a webhook topic needs one, and only a webhook topic takes one. At least once: dedupe on
+ * `callbackId`.
+ */
+export interface CallbackInput {
+  topic?: string;
+  url?: string;
+  on?: CallbackEnd[];
+}
+
+/** A job's callback as the API returns it: its topic, the URL on a webhook topic, and the ends it notifies. */
+export interface Callback {
+  topic: string;
+  url?: string;
+  on: readonly CallbackEnd[];
+}
+
+/** The body of the job a callback adds (and, on a webhook topic, POSTs) when the job it watches ends. */
+export interface CallbackBody {
+  /** Stable per end of the job: a receiver deduplicates on it (the callback job's id, `x-dq-job-id`). */
+  callbackId: string;
+  /** The topic and id of the job that ended. */
+  topic: string;
+  id: string;
+  outcome: CallbackEnd;
+  attempts: number;
+  /** When it ended (ISO-8601). */
+  endedAt: string;
+  lastError: string | null;
 }
 
 /**
@@ -173,6 +215,8 @@ export interface Job<Body = unknown> {
   priority: number;
   /** The trace of its attempts' spans (of the request that added it), when added with tracing on. */
   traceId?: string;
+  /** What it notifies when it ends: present only when it has a callback (its own, or its topic's default). */
+  callback?: Callback;
   /**
    * Grows with every change written to the job (0 for a job written before versions existed); its ETag is
    * `"<version>"`: pass it as `ifMatch`.

@@ -27,7 +27,16 @@ const sameSchedule: [ClientSchedule extends Schedule ? true : false, Schedule ex
   true,
   true,
 ];
+// the same fields too: an optional field the client left out (a job's callback) passes the checks above
+type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
+const sameJobFields: SameKeys<ClientJob, Job> = true;
+const sameCallback: [
+  Required<ClientJob>['callback'] extends Required<Job>['callback'] ? true : false,
+  Required<Job>['callback'] extends Required<ClientJob>['callback'] ? true : false,
+] = [true, true];
 void sameJob;
+void sameJobFields;
+void sameCallback;
 void sameStats;
 void sameSchedule;
 
@@ -767,6 +776,19 @@ describe('DelayQueueClient', () => {
       ['debounced', 'search::0123456789abcdef', { q: 'ab' }],
     );
     assert.equal(seen.length, 4, 'a 200 is an answer, not retried');
+  });
+
+  it('add and put send a callback (or null) as given; the job answered carries it', async () => {
+    const callback = { topic: 'webhook', url: 'https://orders.example/cb', on: ['done', 'dead'] as const };
+    script = (req, res) =>
+      json(res, req.method === 'PUT' ? 200 : 201, { job: job({ callback: { ...callback, on: [...callback.on] } }) });
+    const c = client();
+    const added = await c.add({ topic: 'example', delay: 1, callback: { url: callback.url, on: ['done', 'dead'] } });
+    assert.deepEqual(seen[0]!.body.callback, { url: callback.url, on: ['done', 'dead'] });
+    assert.deepEqual(added.callback, callback);
+    await c.put('example', 'j1', { delay: 1, callback: null });
+    assert.equal(seen[1]!.method, 'PUT');
+    assert.ok('callback' in seen[1]!.body && seen[1]!.body.callback === null, 'null is sent: it opts out');
   });
 
   it('add: returns the job of a duplicate or a fold; a duplicate whose job was purged throws DUPLICATE_PURGED', async () => {
