@@ -28,6 +28,7 @@ import {
 } from './format';
 import {
   parseBackoff,
+  parseCallbackOn,
   parseChoice,
   parseCount,
   parseDuration,
@@ -110,6 +111,15 @@ const PRIORITY = opt(
   'N',
   "-1000 to 1000: a higher one is claimed first among ready jobs (default: the topic's)",
 );
+const CALLBACK_OPTIONS = [
+  opt('callback-topic', 'TOPIC', "when the job ends, add a job to TOPIC (default: the topic's callback, if any)"),
+  opt('callback-url', 'URL', 'when it ends, POST to URL through the webhook topic (alone: the only webhook topic)'),
+  opt(
+    'callback-on',
+    'ENDS',
+    'with a callback: the ends that notify, of done,dead,cancelled,expired (default done,dead)',
+  ),
+];
 const KEYED_OPTIONS = [
   opt('dedupe-key', 'KEY', 'at most one add of KEY within the dedupe window; a second one changes nothing'),
   opt('dedupe-window', 'DURATION', "the dedupe window from the key's first add (default: the topic's, else 1h)"),
@@ -182,6 +192,25 @@ async function jobFields(
     ...(await runFields(o, text)),
     ...(str(o, 'flow-key') !== undefined ? { key: str(o, 'flow-key')! } : {}),
     ...(str(o, 'priority') !== undefined ? { priority: parseInteger('priority', str(o, 'priority')!) } : {}),
+    ...callbackFields(o, command),
+  };
+}
+
+/** A job's callback from --callback-topic, --callback-url and --callback-on; none given: the topic's default. */
+function callbackFields(o: CommandInput['options'], command: string): Pick<JobReplacement, 'callback'> {
+  const topic = str(o, 'callback-topic');
+  const url = str(o, 'callback-url');
+  const on = str(o, 'callback-on');
+  if (topic === undefined && url === undefined) {
+    if (on !== undefined) throw new UsageError('--callback-on goes with --callback-topic or --callback-url', command);
+    return {};
+  }
+  return {
+    callback: {
+      ...(topic !== undefined ? { topic } : {}),
+      ...(url !== undefined ? { url } : {}),
+      ...(on !== undefined ? { on: parseCallbackOn(on) } : {}),
+    },
   };
 }
 
@@ -308,8 +337,8 @@ export const COMMANDS: readonly Command[] = [
     args: ['<topic>', '[id]'],
     summary: 'add a job (the id is made up when left out)',
     details:
-      'Give one of --delay and --run-at (neither with --debounce-key). An id that exists is refused with JOB_EXISTS and the job as it is. A keyed add (--dedupe-key, --debounce-key) prints whether it added a job, was a duplicate (naming the job that stands) or was debounced into the waiting job; its id, when given, starts with KEY::.',
-    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, PRIORITY, ...KEYED_OPTIONS],
+      'Give one of --delay and --run-at (neither with --debounce-key). An id that exists is refused with JOB_EXISTS and the job as it is. A keyed add (--dedupe-key, --debounce-key) prints whether it added a job, was a duplicate (naming the job that stands) or was debounced into the waiting job; its id, when given, starts with KEY::. A callback (--callback-topic, --callback-url) adds a job to its topic when this one ends, with body {callbackId, topic, id, outcome, attempts, endedAt, lastError}; on a webhook topic that job POSTs it to the URL, signed.',
+    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, PRIORITY, ...CALLBACK_OPTIONS, ...KEYED_OPTIONS],
     async run(ctx, { args: [topic, id], options }) {
       const keyed = keyedFields(options);
       const added = await ctx.client.addKeyed({
@@ -339,8 +368,8 @@ export const COMMANDS: readonly Command[] = [
     args: ['<topic>', '<id>'],
     summary: 'create a job, or replace it while it is pending (due time, body, options)',
     details:
-      'Replaces the whole job: give one of --delay and --run-at, and every option to keep. A running, done or dead job is refused with JOB_FINISHED.',
-    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, PRIORITY, IF_MATCH],
+      "Replaces the whole job: give one of --delay and --run-at, and every option to keep (a callback left out is the topic's default, if any). A running, done or dead job is refused with JOB_FINISHED.",
+    options: [...WHEN_OPTIONS, BODY, ...RUN_OPTIONS, FLOW_KEY, PRIORITY, ...CALLBACK_OPTIONS, IF_MATCH],
     async run(ctx, { args: [topic, id], options }) {
       const { job, created } = await ctx.client.put(
         topic!,

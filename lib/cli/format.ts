@@ -81,6 +81,7 @@ export function jobView(job: Job | DeadJob, now: number): string {
   pairs.splice(2, 0, ['priority', String(job.priority ?? 0)]);
   if (job.deadline) pairs.push(['deadline', when(job.deadline, now)]);
   if (job.expiresAt) pairs.push(['expiresAt', when(job.expiresAt, now)]);
+  if (job.callback) pairs.push(['callback', callbackText(job.callback)]);
   if ('diedAt' in job) pairs.push(['diedAt', when(job.diedAt, now)]);
   if (job.url) pairs.push(['url', job.url]);
   if (job.lastError) pairs.push(['lastError', job.lastError]);
@@ -105,6 +106,11 @@ export function historyTable(history: Job['attemptHistory']): string {
     a.error === null ? NONE : truncate(a.error.replace(/\s+/g, ' '), 60),
   ]);
   return table(['attempt', 'outcome', 'started', 'took', 'late', 'error'], rows);
+}
+
+/** A job's callback on one line: `webhook on done,dead to https://…`, `after on done`. */
+function callbackText(c: NonNullable<Job['callback']>): string {
+  return `${c.topic} on ${c.on.join(',')}${c.url ? ` to ${c.url}` : ''}`;
 }
 
 function backoffText(b: Job['backoff']): string {

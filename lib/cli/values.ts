@@ -3,7 +3,7 @@
  * backoff policies and JSON bodies (inline, `@file` or `-` for stdin). Each refusal is a
  * UsageError naming the option. Pure but for the body reader it is given.
  */
-import type { BackoffInput, Duration } from '../client';
+import type { BackoffInput, CallbackEnd, Duration } from '../client';
 import { UsageError } from './errors';
 
 const SECONDS = /^\d+(\.\d+)?$/;
@@ -55,6 +55,18 @@ export function parseBackoff(text: string): BackoffInput {
   } catch (error) {
     throw new UsageError(`--backoff is not JSON: ${(error as Error).message}`);
   }
+}
+
+const CALLBACK_ENDS = ['done', 'dead', 'cancelled', 'expired'] as const;
+
+/** `--callback-on`: ends separated by commas (`done,dead`), each one a callback may notify. */
+export function parseCallbackOn(text: string): CallbackEnd[] {
+  const ends = text.split(',').map((e) => e.trim());
+  if (ends.length === 0 || !ends.every((e) => (CALLBACK_ENDS as readonly string[]).includes(e)))
+    throw new UsageError(
+      `--callback-on must be ends separated by commas, of ${CALLBACK_ENDS.join(', ')}, not "${text}"`,
+    );
+  return ends as CallbackEnd[];
 }
 
 /** One of `choices`. */

@@ -122,6 +122,13 @@ describe('dq output for people', () => {
     assert.doesNotMatch(view, /^expiresAt/m, 'no expiresAt line for a job that never expires');
     assert.match(view, /^state +delayed\npriority +0\n/m);
     assert.match(jobView(job({ priority: 250 }), NOW), /^priority +250$/m);
+    assert.doesNotMatch(view, /^callback/m, 'no callback line for a job without one');
+    const hooked = job({ callback: { topic: 'webhook', url: 'https://x.example/cb', on: ['done', 'dead'] } });
+    assert.match(jobView(hooked, NOW), /^callback +webhook on done,dead to https:\/\/x\.example\/cb$/m);
+    assert.match(
+      jobView(job({ callback: { topic: 'after', on: ['cancelled'] } }), NOW),
+      /^callback +after on cancelled$/m,
+    );
     const expired = jobView(job({ state: 'expired', expiresAt: iso(-60_000) }), NOW);
     assert.match(expired, /^state +expired$/m);
     assert.match(expired, /^expiresAt +2030-01-01T11:59:00.000Z \(1m ago\)$/m);

@@ -600,6 +600,51 @@ describe('dq commands against a scripted API', () => {
     assert.match(added.stdout, /^key +acme$/m);
   });
 
+  it('jobs add and put --callback-topic, --callback-url, --callback-on: the callback sent; jobs get shows it', async () => {
+    const hooked = job({ callback: { topic: 'webhook', url: 'https://orders.example/cb', on: ['done', 'expired'] } });
+    const added = await dq(
+      [
+        'jobs',
+        'add',
+        'example',
+        'j1',
+        '--delay',
+        '0',
+        '--callback-url',
+        'https://orders.example/cb',
+        '--callback-on',
+        'done,expired',
+      ],
+      () => ({ status: 201, body: { job: hooked } }),
+    );
+    assert.equal(added.code, EXIT.ok, added.stderr);
+    assert.deepEqual(added.sent[0]!.body, {
+      topic: 'example',
+      id: 'j1',
+      delay: 0,
+      callback: { url: 'https://orders.example/cb', on: ['done', 'expired'] },
+    });
+    assert.match(added.stdout, /^callback +webhook on done,expired to https:\/\/orders\.example\/cb$/m);
+
+    const put = await dq(['jobs', 'put', 'example', 'j1', '--delay', '5', '--callback-topic', 'after'], () => ({
+      status: 200,
+      body: { job: job({ callback: { topic: 'after', on: ['done', 'dead'] } }) },
+    }));
+    assert.equal(put.code, EXIT.ok, put.stderr);
+    assert.deepEqual(put.sent[0]!.body, { delay: 5, callback: { topic: 'after' } }, 'no --callback-on: the default');
+    const got = await dq(['jobs', 'get', 'example', 'j1'], () => ({
+      status: 200,
+      body: { job: job({ callback: { topic: 'after', on: ['done', 'dead'] } }) },
+    }));
+    assert.match(got.stdout, /^callback +after on done,dead$/m);
+    const none = await dq(['jobs', 'put', 'example', 'j1', '--delay', '5'], () => ({
+      status: 200,
+      body: { job: job() },
+    }));
+    assert.equal((none.sent[0]!.body as { callback?: unknown }).callback, undefined, "no flag: the topic's default");
+    assert.doesNotMatch(none.stdout, /^callback/m, 'no callback line for a job without one');
+  });
+
   it('jobs add --priority, --dedupe-key, --debounce-key: the fields sent, no id made up, and what the add did', async () => {
     const standing = job({ id: 'order-7::0123456789abcdef', priority: -5 });
     const created = await dq(
@@ -753,6 +798,14 @@ describe('dq help and usage errors', () => {
       [['jobs', 'add', 'example', '--delay', '5', '--body', '{x'], /--body is not JSON/],
       [['jobs', 'add', 'example', '--delay', '5', '--body', '@missing.json'], /cannot read missing.json/],
       [['jobs', 'add', 'example', '--delay', '5', '--priority', 'high'], /--priority must be a whole number/],
+      [
+        ['jobs', 'add', 'example', '--delay', '5', '--callback-topic', 'b', '--callback-on', 'done,finished'],
+        /--callback-on must be ends separated by commas, of done, dead, cancelled, expired, not "done,finished"/,
+      ],
+      [
+        ['jobs', 'put', 'example', 'j1', '--delay', '5', '--callback-on', 'done'],
+        /--callback-on goes with --callback-topic or --callback-url\n\(see dq jobs put --help\)/,
+      ],
       [
         ['jobs', 'add', 'example', '--delay', '5', '--dedupe-key', 'a', '--debounce-key', 'b'],
         /give --dedupe-key or --debounce-key, not both/,
