@@ -537,7 +537,8 @@ describe('the dashboard in headless Chromium', () => {
     await addJob({ id: up.c, delay: 1500, group: g1, maxAttempts: 3 });
     await addJob({ id: up.a, delay: 600, group: g1, maxAttempts: 4 });
     await addJob({ id: up.d, delay: 1800, maxAttempts: 3 });
-    await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3, priority: 5 });
+    const callback = { url: 'https://hooks.example/job-ended', on: ['done'] };
+    await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3, priority: 5, callback });
     await page.selectOption('#upcoming-topic', 'example');
     await until(
       'the four jobs in the upcoming list',
@@ -743,6 +744,7 @@ describe('the dashboard in headless Chromium', () => {
     await until('the job without a group', async () => (await text('[data-testid="job-group"]')) === 'none');
     assert.equal(await text('[data-testid="job-version"]'), String((await jobOf(up.d)).version));
     assert.equal(await page.locator('[data-testid="job-priority"]').count(), 0, 'priority 0: no line');
+    assert.equal(await page.locator('[data-testid="job-callback"]').count(), 0, 'no callback: no line');
     // a keyed job: its dedupe key, the part of its id before ::
     const keyed = await addJob({ delay: 3600, dedupe: { key: `order-${sfx}` } });
     assert.ok(keyed.id.startsWith(`order-${sfx}::`), keyed.id);
@@ -755,6 +757,8 @@ describe('the dashboard in headless Chromium', () => {
     await page.click('#lookup-form button[type=submit]');
     await until('job b', async () => (await text('[data-testid="job-group"]')) === g2);
     assert.equal(await text('[data-testid="job-priority"]'), '5', 'its priority, not 0');
+    // its callback: the URL alone went to the webhook topic
+    assert.equal(await text('[data-testid="job-callback"]'), 'webhook on done to https://hooks.example/job-ended');
     // tracing on: the job keeps its add's trace, and its view shows it
     const traceId = (await jobOf(up.b)).traceId;
     assert.match(traceId ?? '', /^[0-9a-f]{32}$/, 'the stack traced the add');
