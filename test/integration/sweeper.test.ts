@@ -11,7 +11,7 @@ import { TTR_SECONDS } from '../../lib/core/limits';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { createRedis } from '../../lib/platform/redis';
 import { freePort, startRedis, useRedisServer } from '../support/redis';
-import { sweeperKeys, run, wakeSweeperFor, scripts as script } from '../../lib/testing';
+import { OUTCOME, outboxKey, sweeperKeys, run, topicKeys, wakeSweeperFor, scripts as script } from '../../lib/testing';
 
 /** Records invokes instead of calling the Lambda API; fails them while `failing` is set. */
 class RecordingInvoker implements Invoker {
@@ -389,6 +389,39 @@ describe('sweeper and fan-out (real redis-server)', () => {
         stop = true;
         await running;
       }
+    }));
+
+  it("drains an end its notifier left in the outbox, and moves the callback's job to ready", () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic('cbs');
+      const after = uniqueTopic('cba');
+      const queue = makeQueue(r, { [topic]: { handler: 'h' }, [after]: { handler: 'h' } });
+      await queue.add({ topic, id: 'j', delay: 0, callback: { topic: after, on: ['done'] } });
+      await queue.engine.sweep();
+      const [claimed] = await queue.engine.claim(topic, 1);
+      // the ack script alone: a handler that died right after its ack wrote the end and its entry
+      const k = topicKeys(0, topic, 1);
+      const acked = await run(
+        r,
+        script.ackJobs([k.jobs, k.bodies, k.running, k.done], {
+          clock: '',
+          retentionMs: 60_000,
+          attempts: [{ id: 'j', attempt: claimed!.attempt, claim: claimed!.claim }],
+        }),
+      );
+      assert.deepEqual(acked, [OUTCOME.ACKED_NOTIFY]);
+      assert.equal(await r.zcard(outboxKey(k.jobs)), 1);
+      const invoker = new RecordingInvoker();
+      const report = await runSweeper({ engine: queue.engine, invoker, log, remainingMs: () => 60_000 });
+      assert.equal(report.notified, 1);
+      assert.equal(await r.zcard(outboxKey(k.jobs)), 0);
+      const ready = (await queue.listJobs(after, { state: 'ready' })).jobs;
+      assert.deepEqual(
+        ready.map((j) => (j.body as { id: string; outcome: string }).outcome),
+        ['done'],
+        'added and moved by the same invocation',
+      );
+      assert.ok(invoker.named('fanout').length >= 1, 'the fan-out was asked for it');
     }));
 
   it('a sweeper started while Redis is down keeps trying, and takes its lease once Redis is back', async () => {
