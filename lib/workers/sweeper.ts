@@ -34,6 +34,17 @@ export interface SweeperReport {
   notified: number;
 }
 
+/** A report of nothing done yet. */
+const emptyReport = (): SweeperReport => ({
+  outcome: 'idle',
+  sweeps: 0,
+  moved: 0,
+  retried: 0,
+  deadLettered: 0,
+  fanouts: 0,
+  notified: 0,
+});
+
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -45,15 +56,7 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const { engine } = deps;
   const t = deps.timings ?? DEFAULT_TIMINGS;
   const owner = randomBytes(8).toString('hex');
-  const report: SweeperReport = {
-    outcome: 'idle',
-    sweeps: 0,
-    moved: 0,
-    retried: 0,
-    deadLettered: 0,
-    fanouts: 0,
-    notified: 0,
-  };
+  const report = emptyReport();
   const hold = (nextAt: number | null, clearWake: boolean) =>
     engine.holdSweeperLease({ owner, leaseMs: t.sweeperLeaseMs, nextAt, clearWake });
 
@@ -67,15 +70,11 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   // looks so for up to sweeperMaxWaitMs, then exits (a fan-out that never claims does not keep it).
   const lookMs = Math.min(t.sweeperMaxWaitMs, TTR_SECONDS.min * 1000);
   let lookingSince: number | null = null; // when the looks at jobs left ready began, nothing else due
-  let drainedAt = -Infinity; // when the outboxes were last drained (performance.now())
+  const outboxes = { drainedAt: -Infinity }; // when they were last drained (performance.now())
   try {
     for (;;) {
       if (deps.remainingMs() < t.sweeperReserveMs) return await handOver(deps, owner, report);
-      // before the sweep, which then moves the callback jobs added (due now) to ready
-      if (performance.now() - drainedAt >= OUTBOX_LOOK_MS) {
-        drainedAt = performance.now();
-        await drainOutboxes(deps, report);
-      }
+      await drainOutboxes(deps, report, outboxes); // before the sweep, which moves the jobs it adds (due now)
       const swept = await sweepOnce(deps, t, report, () => hold(null, true));
       if (swept === 'lost') return { ...report, outcome: 'busy' };
       if (!swept) continue;
@@ -116,8 +115,13 @@ export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
  */
 const OUTBOX_LOOK_MS = 10_000;
 
-/** Drains every outbox (lib/engine/outbox.ts); an error is logged, and the entries wait for the next look. */
-async function drainOutboxes(deps: SweeperDeps, report: SweeperReport): Promise<void> {
+/**
+ * Drains every outbox (lib/engine/outbox.ts) when OUTBOX_LOOK_MS have passed since `outboxes.drainedAt`; an error is
+ * logged, and the entries wait for the next look.
+ */
+async function drainOutboxes(deps: SweeperDeps, report: SweeperReport, outboxes: { drainedAt: number }): Promise<void> {
+  if (performance.now() - outboxes.drainedAt < OUTBOX_LOOK_MS) return;
+  outboxes.drainedAt = performance.now();
   try {
     const drained = await deps.engine.drainCallbacks();
     report.notified += drained.notified;

@@ -9,6 +9,7 @@ import {
   accessKeys,
   groupKey,
   latenessKey,
+  outboxKey,
   rateKey,
   scheduleKeys,
   syncKey,
@@ -195,6 +196,8 @@ describe('typed script calls', () => {
       }),
       script.revokeKey(access, { name: 'n', deploymentSha: '' }),
       script.authKey(access, { clock: '', sha: 'h', deploymentSha: '', touchMs: 1 }),
+      script.takeCallbacks([outboxKey(k.jobs)], { clock: '', leaseMs: 1, limit: 1 }),
+      script.endCallbacks([outboxKey(k.jobs)], ['e']),
     ];
     assert.deepEqual(calls.map((c) => c.script).sort(), Object.keys(SCRIPTS).sort(), 'one wrapper per script');
     for (const c of calls) assert.equal(c.keys.length, SCRIPTS[c.script].numberOfKeys, c.script);
@@ -454,12 +457,13 @@ describe('typed script calls', () => {
             { ...job, priority: 7, keyed: { kind: 'dedupe', key: 'k', windowMs: 60_000 } },
             { ...job, priority: -2, keyed: { kind: 'debounce', key: 'k', periodMs: 1000, maxWaitMs: 5000 } },
             { ...job, expires: { kind: 'r' as const, ms: 60_000 }, trace: 'T'.repeat(32) },
+            { ...job, callback: { topic: 'after', url: 'https://x/cb', on: ['done', 'expired'] } },
           ],
           maxBytes: 9,
         })
         .args.filter((_, i) => i >= 6 && (i - 6) % 12 === 10),
-      ['|7||D60000:k', '|-2||B1000:5000:k', `+60000||${'T'.repeat(32)}|`],
-      'expiry, priority, trace and keyed spec: the 11th of a job 12, one empty argument for none',
+      ['|7|||D60000:k', '|-2|||B1000:5000:k', `+60000||${'T'.repeat(32)}||`, '|||d--e after https://x/cb|'],
+      'expiry, priority, trace, callback and keyed spec: the 11th of a job 12, one empty argument for none',
     );
     assert.match(SCRIPTS.addJobs.source, /ARGV\[7\.\.\] 12 per job/);
     assert.match(SCRIPTS.addJobs.source, /ARGV\[5\] '1': the topic is a flow topic/);
@@ -527,7 +531,7 @@ describe('typed script calls', () => {
           })
           .args.at(-2),
       ),
-      ['1900000000000|||', '+60000|||'],
+      ['1900000000000||||', '+60000||||'],
       'the expiry: absolute, or after the due time',
     );
     assert.deepEqual(
