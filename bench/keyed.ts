@@ -6,7 +6,8 @@
  *   npm run bench:keyed
  *
  * Each phase adds BENCH_KEYED_JOBS (500) jobs with 200-byte bodies, one job a call (as POST /jobs does), on a topic of
- * its own after a warm-up of 100 uncounted: plain; with a priority; a dedupe add of a new key; a dedupe add of a key
+ * its own after a warm-up of 100 uncounted: plain; with a priority; with a callback (to a topic, done and dead:
+ * lib/engine/callbacks.ts); a dedupe add of a new key; a dedupe add of a key
  * whose job stands (a duplicate); a debounce add of a new key; a debounce add folded into its key's waiting job. Then
  * the memory: `used_memory` before and after 10,000 dedupe keys and 10,000 debounce keys on a redis-server without
  * valgrind, less the same count of plain jobs, per key.
@@ -26,6 +27,7 @@ const BODY = JSON.stringify({ orderId: 'order-000001', customer: 'customer-1', i
 const PHASES = [
   'plain',
   'priority',
+  'callback',
   'dedupe, new key',
   'dedupe, duplicate',
   'debounce, new key',
@@ -49,6 +51,7 @@ function jobOf(engine: Engine, topic: string, phase: Phase, i: number): NewJob {
     when: { kind: 'd', ms: 60_000 },
     body: BODY,
     ...(phase === 'priority' ? { priority: 5 } : {}),
+    ...(phase === 'callback' ? { callback: { topic: 'after', on: ['done', 'dead'] as const } } : {}),
     ...(keyed ? { keyed } : {}),
   };
 }
@@ -92,7 +95,7 @@ function memory(): Promise<Record<string, number>> {
     // the function library is loaded by the first call: not a job's memory
     const warm = new Engine(redis, resolveQueueConfig({ topics: { warm: {} } }));
     await warm.write([jobOf(warm, 'warm', 'plain', 0)], 'add');
-    for (const phase of ['plain', 'priority', 'dedupe, new key', 'debounce, new key'] as const) {
+    for (const phase of ['plain', 'priority', 'callback', 'dedupe, new key', 'debounce, new key'] as const) {
       const topic = `m-${PHASES.indexOf(phase)}`;
       const engine = new Engine(redis, resolveQueueConfig({ topics: { [topic]: {} } }));
       const before = await usedMemory(redis);

@@ -13,10 +13,20 @@
  *
  * Rounds alternate between the variants (off, on, and the other checkout's), BENCH_TRACE_ROUNDS
  * (7) each after a warm-up round each; the median per variant is reported.
+ *
+ *   npm run bench:tracing -- --instructions [--against ../other-checkout]
+ *
+ * counts instead the CPU instructions of the Node process (valgrind's callgrind; CPU time drifts by
+ * ±15 % between rounds here): per variant a process of its own under callgrind runs a warm-up round
+ * of BENCH_TRACE_WARM (500) jobs, then one round of BENCH_TRACE_JOBS whose instructions alone are
+ * counted (zeroed before it, dumped after it with callgrind_control), per job. Needs valgrind.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { spawnUnderCallgrind } from './harness/callgrind';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { envInt } from './harness/env';
 import { runBench } from './harness/lifecycle';
@@ -25,6 +35,7 @@ import { fmt, printJson, printTable } from './harness/report';
 
 const JOBS = envInt('BENCH_TRACE_JOBS', 2_000);
 const ROUNDS = envInt('BENCH_TRACE_ROUNDS', 7);
+const WARM = envInt('BENCH_TRACE_WARM', 500);
 const TOPIC = 'traced';
 
 /** The modules of one checkout a round uses. */
@@ -48,6 +59,8 @@ async function load(dir: string, name: string): Promise<Checkout> {
     runtime: await at('lib/platform/runtime.ts'),
   };
 }
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** A local OTLP/HTTP receiver that reads each export and drops it; counts the spans. */
 async function receiver(): Promise<{ server: Server; url: string; spans: () => number }> {
@@ -74,8 +87,14 @@ const event = (i: number, round: string) =>
     body: JSON.stringify({ topic: TOPIC, id: `${round}-${i}`, delay: 0, body: { n: i } }),
   }) as unknown as APIGatewayProxyEventV2;
 
-/** One round on checkout `c` (tracing to `endpoint`, or off): Node CPU µs per job. */
-async function round(c: Checkout, redisUrl: string, endpoint: string | undefined, name: string): Promise<number> {
+/** One round of `jobs` jobs on checkout `c` (tracing to `endpoint`, or off): Node CPU µs per job. */
+async function round(
+  c: Checkout,
+  redisUrl: string,
+  endpoint: string | undefined,
+  name: string,
+  jobs = JOBS,
+): Promise<number> {
   const rt = c.runtime.createRuntime({
     DQ_CONFIG: JSON.stringify({ topics: { [TOPIC]: { handler: 'h', concurrency: 10_000, batchSize: 10 } } }),
     REDIS_URL: redisUrl,
@@ -99,26 +118,108 @@ async function round(c: Checkout, redisUrl: string, endpoint: string | undefined
     },
   };
   const cpu0 = process.cpuUsage();
-  for (let i = 0; i < JOBS; i += 50)
-    await Promise.all(Array.from({ length: Math.min(50, JOBS - i) }, (_, j) => route(event(i + j, name), context)));
+  for (let i = 0; i < jobs; i += 50)
+    await Promise.all(Array.from({ length: Math.min(50, jobs - i) }, (_, j) => route(event(i + j, name), context)));
   for (let r = await rt.engine.sweep(); r.more; r = await rt.engine.sweep()); // a sweep moves up to moveLimit
   await c.fanout.runFanout({ ...rt, invoker });
   const reports = (await Promise.all(runs)) as { done: number }[];
   const done = reports.reduce((sum, r) => sum + r.done, 0);
   const cpu = process.cpuUsage(cpu0);
-  if (done !== JOBS) throw new Error(`${name}: ${done} of ${JOBS} jobs ran`);
+  if (done !== jobs) throw new Error(`${name}: ${done} of ${jobs} jobs ran`);
   rt.redis.disconnect();
-  return (cpu.user + cpu.system) / JOBS;
+  return (cpu.user + cpu.system) / jobs;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/**
+ * The child of --instructions: a warm-up round on checkout `dir`, then, once the parent zeroed the counts (a line on
+ * stdin), the counted round; 'ready' and 'done' on stdout tell the parent; exits on the next line.
+ */
+async function child(dir: string, tag: string): Promise<void> {
+  const c = await load(dir, dir);
+  const url = process.env.BENCH_REDIS_URL!;
+  const endpoint = process.env.BENCH_TRACE_ENDPOINT || undefined;
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const say = (word: string) => process.stdout.write(`${word}\n`);
+  console.log = () => {}; // the handlers' metric lines: stdout is the parent's protocol
+  await round(c, url, endpoint, `${tag}w`, WARM);
+  say('ready');
+  await lines.next();
+  await round(c, url, endpoint, `${tag}c`, JOBS);
+  say('done');
+  await lines.next();
+  process.exit(0);
+}
+
+/** Resolves once `stream` gives the line `word`. */
+async function lineOf(stream: Readable, word: string): Promise<void> {
+  for await (const line of createInterface({ input: stream })) if (line.trim() === word) return;
+  throw new Error(`the child ended before it said ${word}`);
+}
+
+/** Instructions a job of variant `dir` (tracing to `endpoint`, or off) costs Node: one child under callgrind. */
+async function countJob(dir: string, tag: string, redisUrl: string, endpoint: string | undefined): Promise<number> {
+  const loaders = ['--import', 'tsx', '--import', './test/support/lua-loader.mjs'];
+  const p = spawnUnderCallgrind(process.execPath, [...loaders, __filename, '--child', dir, tag], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, BENCH_REDIS_URL: redisUrl, BENCH_TRACE_ENDPOINT: endpoint ?? '' },
+  });
+  try {
+    const stdout = p.child.stdout!;
+    const ready = lineOf(stdout, 'ready');
+    await ready;
+    p.zero();
+    const done = lineOf(stdout, 'done');
+    p.child.stdin!.write('go\n');
+    await done;
+    const total = await p.dump(tag);
+    p.child.stdin!.write('exit\n');
+    return total / JOBS;
+  } finally {
+    await p.stop();
+  }
+}
+
+/**
+ * --instructions: Node instructions a job, tracing off (and on, unless BENCH_TRACE_ON=0) here, and off in the other
+ * checkout; BENCH_TRACE_REPEAT (1) children a variant, alternating, the median reported (the count moves by a few
+ * per cent from one child to the next: how the acks and claims fall into batches follows the timing).
+ */
+async function instructions(redisUrl: string, sinkUrl: string, other: string | undefined): Promise<void> {
+  const here = resolve(__dirname, '..');
+  const variants: [string, string, string | undefined][] = [
+    ['tracing off', here, undefined],
+    ...(process.env.BENCH_TRACE_ON === '0' ? [] : [['tracing on', here, sinkUrl] as [string, string, string]]),
+    ...(other ? [[other, resolve(other), undefined] as [string, string, undefined]] : []),
+  ];
+  const counts = new Map<string, number[]>(variants.map(([name]) => [name, []]));
+  for (let r = 0; r < envInt('BENCH_TRACE_REPEAT', 1); r++)
+    for (const [name, dir, endpoint] of variants)
+      counts.get(name)!.push(await countJob(dir, `${name.replace(/\W/g, '') || 'other'}${r}`, redisUrl, endpoint));
+  const off = median(counts.get('tracing off')!);
+  printTable(
+    variants.map(([name]) => {
+      const all = counts.get(name)!;
+      return [name, fmt(median(all), 0), `${(median(all) / off).toFixed(4)}×`, all.map((n) => fmt(n, 0)).join(' / ')];
+    }),
+    ['roles (add, fan-out, handler), Node', 'instructions a job (median)', 'vs off', 'each child'],
+  );
+  printJson({
+    bench: 'tracing',
+    mode: 'instructions',
+    jobs: JOBS,
+    warm: WARM,
+    instructionsPerJob: Object.fromEntries(counts),
+  });
+}
 
 async function main() {
   const server = await startServer();
   const sink = await receiver();
   try {
-    const here = await load(resolve(__dirname, '..'), 'this checkout');
     const at = process.argv.indexOf('--against');
+    if (process.argv.includes('--instructions'))
+      return await instructions(server.url, sink.url, at > 0 ? process.argv[at + 1] : undefined);
+    const here = await load(resolve(__dirname, '..'), 'this checkout');
     const other = at > 0 ? await load(process.argv[at + 1]!, process.argv[at + 1]!) : undefined;
     const variants: [string, Checkout, string | undefined][] = [
       ['tracing off', here, undefined],
@@ -158,4 +259,6 @@ async function main() {
   }
 }
 
-runBench(main, { forceExit: true });
+const childAt = process.argv.indexOf('--child');
+if (childAt > 0) void child(process.argv[childAt + 1]!, process.argv[childAt + 2]!);
+else runBench(main, { forceExit: true });

@@ -4,7 +4,7 @@
  * back. Stopped by its PID when the bench ends if not before. Needs valgrind (`apt-get install -y
  * valgrind`); about 50 times slower than without.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,29 +58,54 @@ async function totalOf(dir: string, name: string): Promise<number> {
   throw new Error(`callgrind wrote no dump named ${name}`);
 }
 
-/** A redis-server under callgrind (`--save '' --appendonly no`) on a free port, answering once it is up. */
-export async function startUnderCallgrind(): Promise<CallgrindServer> {
+/** A process under callgrind: its counts zeroed and dumped on demand; stopped by its PID. */
+export interface CallgrindProcess {
+  child: ChildProcess;
+  zero(): void;
+  dump(name: string): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** Runs `command args` under callgrind (its dumps in a directory of its own), stopped by PID when the bench ends. */
+export function spawnUnderCallgrind(
+  command: string,
+  args: readonly string[],
+  options: { stdio?: StdioOptions; env?: NodeJS.ProcessEnv } = {},
+): CallgrindProcess {
   const dir = mkdtempSync(join(tmpdir(), 'dq-callgrind-'));
-  const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
   const out = `--callgrind-out-file=${join(dir, 'callgrind.out')}`;
-  const server = spawn('valgrind', ['--tool=callgrind', out, 'redis-server', ...args], { stdio: 'ignore' });
-  killOnExit(server);
+  const child = spawn('valgrind', ['--tool=callgrind', out, command, ...args], {
+    stdio: options.stdio ?? 'ignore',
+    ...(options.env ? { env: options.env } : {}),
+  });
+  killOnExit(child);
   const stop = track(async () => {
-    await stopChild(server, { graceMs: 30_000 });
+    await stopChild(child, { graceMs: 30_000 });
     rmSync(dir, { recursive: true, force: true });
   });
   const control = (...more: string[]) => {
-    const r = spawnSync('callgrind_control', [...more, String(server.pid)], { encoding: 'utf8' });
+    const r = spawnSync('callgrind_control', [...more, String(child.pid)], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`callgrind_control ${more.join(' ')}: ${r.stderr || r.stdout}`);
   };
+  return { child, zero: () => control('-z'), dump: (name) => (control('-d', name), totalOf(dir, name)), stop };
+}
+
+/** A redis-server under callgrind (`--save '' --appendonly no`) on a free port, answering once it is up. */
+export async function startUnderCallgrind(): Promise<CallgrindServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'dq-redis-'));
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'];
+  const server = spawnUnderCallgrind('redis-server', args);
   await waitUp(port);
   return {
     port,
-    pid: server.pid!,
+    pid: server.child.pid!,
     url: `redis://127.0.0.1:${port}`,
-    zero: () => control('-z'),
-    dump: (name) => (control('-d', name), totalOf(dir, name)),
-    stop,
+    zero: server.zero,
+    dump: server.dump,
+    stop: async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
