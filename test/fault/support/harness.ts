@@ -288,13 +288,16 @@ export interface Delivery {
   id: string;
   attempt: number;
   at: number;
+  /** The request's path (with its query), and its body as sent. */
+  path: string;
+  body: string;
 }
 
 /**
  * The webhook target: records each delivery (job id from x-dq-job-id, attempt, arrival time)
- * and answers 200 (after `delayMs`, a handler's work), unless `hold` says to leave this one
- * unanswered (a handler killed mid-job). `onAnswered` runs once a delivery ends: as it is
- * answered, or when its caller goes away first (its handler killed).
+ * and answers 200 (or what `status` says; after `delayMs`, a handler's work), unless `hold` says to
+ * leave this one unanswered (a handler killed mid-job). `onAnswered` runs once a delivery ends: as
+ * it is answered, or when its caller goes away first (its handler killed).
  */
 export class Recorder {
   readonly deliveries: Delivery[] = [];
@@ -302,18 +305,22 @@ export class Recorder {
   onDelivery: (delivery: Delivery) => void = () => undefined;
   delayMs: (delivery: Delivery) => number = () => 0;
   onAnswered: (delivery: Delivery) => void = () => undefined;
+  status: (delivery: Delivery) => number = () => 200;
   private server: Server | undefined;
   private readonly held = new Set<ServerResponse>();
   url = '';
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
-      req.resume();
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const delivery = {
+        const delivery: Delivery = {
           id: String(req.headers['x-dq-job-id'] ?? ''),
           attempt: Number(req.headers['x-dq-attempt'] ?? 0),
           at: Date.now(),
+          path: req.url ?? '',
+          body: Buffer.concat(chunks).toString('utf8'),
         };
         this.deliveries.push(delivery);
         this.onDelivery(delivery);
@@ -331,7 +338,8 @@ export class Recorder {
         const answer = () => {
           if (res.destroyed) return;
           end();
-          res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+          const status = this.status(delivery);
+          res.writeHead(status, { 'content-type': 'application/json' }).end(status < 300 ? '{"ok":true}' : '{}');
         };
         const delay = this.delayMs(delivery);
         if (delay > 0) setTimeout(answer, delay);
