@@ -31,33 +31,34 @@
 ]]
 --- @include "codes"
 --- @include "clock"
---- @include "budget"
 --- @include "job"
 --- @include "cancel"
 --- @include "groupCancel"
 --- @include "claim"
 --- @include "flow"
---- @include "priority"
 --- @include "lateness"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local PENDING = Codes.PENDING
 local H_STATE, H_KEY, H_ERROR, H_EXPIRES, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.H_EXPIRES, Job.decode
 local delayedMember, bodySize, H_PRIORITY = Job.delayedMember, Job.bodySize, Job.H_PRIORITY
-local LANE_MARK, POSITIVE_END = Flow.LANE_MARK, Priority.POSITIVE_END
-local cancelNow = Cancel.cancelNow
+local LANE_MARK, firstMarked = Flow.LANE_MARK, Flow.firstMarked
+local cancelNow, expireNow = Cancel.cancelNow, Cancel.expireNow
 local groupCancelError = GroupCancel.groupCancelError
 local cancelledWithGroup, claimOne = Claim.cancelledWithGroup, Claim.claimOne
 local DICT_FIELD, DICT_VALUE, packParts = Flow.DICT_FIELD, Flow.DICT_VALUE, Flow.packParts
 local stateParts, ringPush, flowConf, gatherStates = Flow.stateParts, Flow.ringPush, Flow.flowConf, Flow.gatherStates
 local gatheredTails, flowLimits = Flow.gatheredTails, Flow.flowLimits
 local runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[5] }
-local retention, ttrMs = tonumber(ARGV[8]), tonumber(ARGV[4])
+-- the keys cancelNow and expireNow take (a job cancelled or expired here, rare): made at their first use
+local k = false
+local ttrMs = tonumber(ARGV[4])
 local late = ARGV[9] == '1' and {} or false
 local now = Clock.clock(ARGV[1])
-local budget = Budget.byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
-local defaults = { conc = tonumber(ARGV[10]) or 0, rate = false }
-if ARGV[11] ~= '' then defaults.rate = Flow.flowRate(tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])) end
+-- the byte budget (Budget.byteBudget's rule, counted inline: a table and a closure fewer a call):
+-- the first id always fits unless strict (budgetLoose false)
+local budget, budgetLoose, budgetUsed = tonumber(ARGV[6]), ARGV[7] ~= '1', 0
+local conc0, rate0 = tonumber(ARGV[10]) or 0, false -- the topic's limits per key
+if ARGV[11] ~= '' then rate0 = Flow.flowRate(tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])) end
 local result = { now, 0, 0, 0, false, 0 }
 local n = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - redis.call('ZCARD', runningKey))
 if n <= 0 then return result end
@@ -66,7 +67,8 @@ if n <= 0 then return result end
 local marks = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, Flow.PINNED_FIELD)
 if marks[1] then return result end
 local f = Flow.flowKeys(jobsKey)
-local anyPinned = marks[2] and true or false
+-- the defaults for keys with pinned limits (flowLimits), only when some key has them
+local defaults = marks[2] and { conc = conc0, rate = rate0 }
 
 -- Keys visited at most: each visit claims a job or takes a key out of the ring, bar stale ids.
 local visits = n * 2 + 16
@@ -82,7 +84,6 @@ local quota = n == 1 and 1 or math.min(n, math.max(TURN, math.floor(n / math.max
 local STALE_PER_VISIT = 100
 local claimed, taken, stopped = 0, 0, false
 local lanePrefix = Flow.laneKey(f, '') -- a key's lane: lanePrefix .. key
-local lanePrioPrefix = Flow.lanePrioKey(f, '') -- its prioritized ready ids (includes/flow.lua)
 
 -- More than one job wanted: the keys' states gathered for the call (claimGather in
 -- includes/flow.lua), written once at its end; one job wanted visits one key, whose state is read
@@ -96,19 +97,6 @@ local call, raws, stateKey = redis.call, g and g.raws, f.state
 local TURN_FIELD = '#turn'
 local turnKey, turnTaken, cutTurn = false, 0, false
 
--- The first ready id of key `key` whose head is LANE_MARK (includes/flow.lua: it has prioritized
--- ids), in claim order: its first prioritized id above 0, else its lane's first (taken off the lane),
--- else its first below 0. Returns the id (nil: none left), its prioritized zset when it is one of it
--- (false: of the lane), and whether that zset holds another id.
-local function firstMarked(key)
-  local zkey = lanePrioPrefix .. key
-  local firsts = call('ZRANGE', zkey, 0, 1, 'WITHSCORES')
-  if firsts[1] and tonumber(firsts[2]) < POSITIVE_END then return firsts[1], zkey, firsts[3] ~= nil end
-  local id = call('LPOP', lanePrefix .. key)
-  if id then return id, false, true end
-  return firsts[1], zkey, firsts[3] ~= nil
-end
-
 -- Takes key `key`'s ready ids (its head `head`, then its lane; a marked head: firstMarked's) until
 -- one is claimed. Returns what came of it, then the key's head after it: true (one claimed), false
 -- (none left, or the budget stopped the claim: the id is back where it was), 'more' (the visit
@@ -121,7 +109,7 @@ local function claimFromLane(key, head)
     local lane = lanePrefix .. key
     local zkey, more
     if id == LANE_MARK then
-      id, zkey, more = firstMarked(key)
+      id, zkey, more = firstMarked(f, key)
       if not id then return false, false end
     else
       head = call('LPOP', lane) or false
@@ -133,7 +121,7 @@ local function claimFromLane(key, head)
     local mark = live and cancelledWithGroup(jobsKey, h)
     local size = record and #record or 0
     if live and not mark then size = size + bodySize(bodiesKey, id, inline) end
-    if not budget.take(size) then
+    if budgetUsed + size > budget and (taken > 0 or not budgetLoose) then
       -- first among the key's ready ids again
       stopped = true
       if head == LANE_MARK then
@@ -143,6 +131,7 @@ local function claimFromLane(key, head)
       if head then call('LPUSH', lane, head) end
       return false, id
     end
+    budgetUsed = budgetUsed + size
     if zkey then
       call('ZREM', zkey, id)
       -- the zset emptied: the lane's first is the head again
@@ -151,16 +140,18 @@ local function claimFromLane(key, head)
     taken = taken + 1
     if mark then
       h[H_ERROR] = groupCancelError(mark)
-      cancelNow(k, id, h, inline, now, retention)
+      k = k or { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[5] }
+      cancelNow(k, id, h, inline, now, tonumber(ARGV[8]))
       result[3] = result[3] + 1
     elseif not live then
       result[3] = result[3] + 1
     elseif late and h[H_EXPIRES] and h[H_EXPIRES] <= now then
-      Cancel.expireNow(k, id, h, inline, now, retention)
+      k = k or { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[5] }
+      expireNow(k, id, h, inline, now, tonumber(ARGV[8]))
       result[3], result[6] = result[3] + 1, result[6] + 1
     else
       h[H_KEY] = key
-      result[#result + 1] = claimOne(k, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. taken, late)
+      result[#result + 1] = claimOne(jobsKey, runningKey, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. taken, late)
       return true, head
     end
   end
@@ -208,8 +199,8 @@ local function visit(key)
     before, turnKey = turnTaken, '#none'
     turn = math.max(1, quota - before)
   end
-  local conc, rate, paused = defaults.conc, defaults.rate, false
-  if anyPinned then conc, rate, paused = flowLimits(flowConf(f, key), defaults) end
+  local conc, rate, paused = conc0, rate0, false
+  if defaults then conc, rate, paused = flowLimits(flowConf(f, key), defaults) end
   local atHead = false
   if paused or (conc > 0 and running >= conc) then
     -- out of the ring until it is resumed, or until one of its slots returns

@@ -48,46 +48,84 @@
 --- @include "priority"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local COUNT_FIELD, PRIO_MARK, visitReady = Priority.COUNT_FIELD, Priority.PRIO_MARK, Claim.visitReady
-local readyKey, runningKey, jobsKey, bodiesKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local k = { jobs = jobsKey, bodies = bodiesKey, delayed = delayedKey, running = runningKey, done = KEYS[6] }
-local retention, ttrMs = tonumber(ARGV[8]), tonumber(ARGV[4])
+local PENDING = Codes.PENDING
+local H_STATE, H_KEY, H_ERROR, H_EXPIRES, decode = Job.H_STATE, Job.H_KEY, Job.H_ERROR, Job.H_EXPIRES, Job.decode
+local delayedMember, bodySize, H_PRIORITY = Job.delayedMember, Job.bodySize, Job.H_PRIORITY
+local cancelNow, expireNow = Cancel.cancelNow, Cancel.expireNow
+local groupCancelError = GroupCancel.groupCancelError
+local cancelledWithGroup, claimOne = Claim.cancelledWithGroup, Claim.claimOne
+local clock, byteBudget, PAUSED_FIELD = Clock.clock, Budget.byteBudget, Flow.PAUSED_FIELD
+local firsts, prioTaken, recordLateness = Priority.firsts, Priority.taken, Lateness.recordLateness
+local readyKey, runningKey, jobsKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local start = ARGV[9] == '1'
-local now = Clock.clock(ARGV[1])
-local budget = Budget.byteBudget(tonumber(ARGV[6]), ARGV[7] == '1')
+local now = clock(ARGV[1])
 local maxRunning = tonumber(ARGV[3])
 local running = redis.call('ZCARD', runningKey)
-local n = math.min(tonumber(ARGV[2]), maxRunning - running)
+local n = tonumber(ARGV[2])
+if maxRunning - running < n then n = maxRunning - running end
 if n <= 0 then return { now, 0, 0, 0, 0, 1, 0 } end
 -- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
 local ids = redis.call('LRANGE', readyKey, 0, n - 1)
 if #ids == 0 then return { now, 0, 0, 0, 1, 0, 0 } end
 -- the pause mark and the count of prioritized ready ids (includes/priority.lua) read with the first record
-local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, COUNT_FIELD, ids[1])
+local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, COUNT_FIELD, ids[1])
 if first[1] then return { now, 0, 0, 0, 1, 0, 0 } end
 
 local result = { now, 0, 0, 0, 0, 0, 0 }
-local late = {}
--- the claim's state for Claim.visitReady (includes/claim.lua): one table a call, no closure
-local c = { k = k, result = result, late = start and late, budget = budget, now = now, retention = retention,
-  ttrMs = ttrMs, nonce = ARGV[5] }
-
-local count = tonumber(first[2] or 0)
+local late = start and {} or false
+local ttrMs = tonumber(ARGV[4])
+local count = first[2]
 local taken = 0
-if count == 0 then
-  for i, id in ipairs(ids) do
+-- the keys cancelNow and expireNow take (a job cancelled or expired here: rare), made at their first use
+local k = false
+if not count or count == '0' then
+  -- no prioritized ready job: the ready list in order, the budget counted inline (Budget.byteBudget's
+  -- rule: never before the first id, unless strict), a table and a closure fewer a call
+  local budget, loose, used = tonumber(ARGV[6]), ARGV[7] ~= '1', 0
+  for i = 1, #ids do
+    local id = ids[i]
     local record
     if i == 1 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
-    if not visitReady(c, id, record, i) then break end
+    local h, inline
+    if record then h, inline = decode(record) end
+    local live = h and h[H_STATE] == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY], h[H_PRIORITY]))
+    local mark = live and cancelledWithGroup(jobsKey, h)
+    local size = record and #record or 0
+    if live and not mark then size = size + bodySize(KEYS[4], id, inline) end
+    if not ((i == 1 and loose) or used + size <= budget) then
+      result[4] = 1
+      break
+    end
+    used = used + size
+    if mark then
+      k = k or { jobs = jobsKey, bodies = KEYS[4], delayed = delayedKey, running = runningKey, done = KEYS[6] }
+      h[H_ERROR] = groupCancelError(mark)
+      cancelNow(k, id, h, inline, now, tonumber(ARGV[8]))
+      result[3] = result[3] + 1
+    elseif not live then
+      result[3] = result[3] + 1
+    elseif late and h[H_EXPIRES] and h[H_EXPIRES] <= now then
+      k = k or { jobs = jobsKey, bodies = KEYS[4], delayed = delayedKey, running = runningKey, done = KEYS[6] }
+      expireNow(k, id, h, inline, now, tonumber(ARGV[8]))
+      result[3], result[7] = result[3] + 1, result[7] + 1
+    else
+      result[#result + 1] = claimOne(jobsKey, runningKey, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. i, late)
+    end
     taken = i
   end
   redis.call('LTRIM', readyKey, taken, -1)
   if #ids < n and taken == #ids then result[5] = 1 end
 else
-  -- prioritized ids above 0 first, then the ready list, then those below 0
+  count = tonumber(count)
+  -- prioritized ids above 0 first, then the ready list, then those below 0; the claim's state for
+  -- Claim.visitReady (includes/claim.lua): one table a call, no closure
+  k = { jobs = jobsKey, bodies = KEYS[4], delayed = delayedKey, running = runningKey, done = KEYS[6] }
+  local c = { k = k, result = result, late = late, budget = byteBudget(tonumber(ARGV[6]), ARGV[7] == '1'), now = now,
+    retention = tonumber(ARGV[8]), ttrMs = ttrMs, nonce = ARGV[5] }
   local stopped, listTaken, marked, gone = false, 0, false, {}
   local function fromZset(positive)
     if stopped or taken >= n then return end
-    for _, id in ipairs(Priority.firsts(jobsKey, positive, n - taken)) do
+    for _, id in ipairs(firsts(jobsKey, positive, n - taken)) do
       if not visitReady(c, id, redis.call('HGET', jobsKey, id), taken + 1, true) then
         stopped = true
         return
@@ -117,10 +155,10 @@ else
   -- those below 0 only once the ready list is read to its end (the mark took a place in the read)
   if listTaken == #ids and #ids < n then fromZset(false) end
   if listTaken > 0 then redis.call('LTRIM', readyKey, listTaken, -1) end
-  Priority.taken(jobsKey, readyKey, gone, count, marked)
+  prioTaken(jobsKey, readyKey, gone, count, marked)
   if not stopped and result[4] == 0 and taken < n and #ids < n then result[5] = 1 end
 end
 if running + #result - 7 >= maxRunning then result[6] = 1 end -- claims made: the items after the 7 header slots
-if #late > 0 then Lateness.recordLateness(KEYS[7], now, late) end
+if late and #late > 0 then recordLateness(KEYS[7], now, late) end
 result[2] = taken
 return result

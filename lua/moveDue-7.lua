@@ -37,7 +37,7 @@
 local RUNNING = Codes.RUNNING
 local H_STATE, H_ATTEMPTS, H_STARTED, H_GROUP = Job.H_STATE, Job.H_ATTEMPTS, Job.H_STARTED, Job.H_GROUP
 local H_CHUNK, decode, headerOf, memberParts = Job.H_CHUNK, Job.decode, Job.headerOf, Job.memberParts
-local remove, find = Job.remove, string.find
+local remove = Job.remove
 local failAttempt, giveBack, tally = Attempts.failAttempt, Attempts.giveBack, Attempts.tally
 local F_HELD, flowState, saveFlowState = Flow.F_HELD, Flow.flowState, Flow.saveFlowState
 local ringIfClaimable = Flow.ringIfClaimable
@@ -104,6 +104,11 @@ if #due > 0 then
   redis.call('ZREMRANGEBYRANK', k.delayed, 0, #due - 1)
   moved = #due
   if #due == limit then more = 1 end
+  -- a member with a priority holds a tab (delayedMember in includes/job.lua): one look for one in
+  -- all the due members together (a string.find a member costs more), so that a sweep of jobs
+  -- without priorities reads their members as it did before there were any
+  local find, match = string.find, string.match
+  local prioritized = find(table.concat(due, ' '), '\t', 1, true)
   if flow then
     -- each to its key's lane, its key read off its member (memberParts in includes/job.lua); a
     -- key's ids go in one push, in due order, the keys in the order their first ids fell due
@@ -111,10 +116,18 @@ if #due > 0 then
     -- (and its priority, when it has one: to its key's prioritized zset, flowRoute)
     local idsOf, keys, priorityOf = {}, {}, nil
     for i = 1, #due do
-      local id, key, priority = memberParts(due[i])
-      if priority then
-        priorityOf = priorityOf or {}
-        priorityOf[id] = priority
+      local member = due[i]
+      local id, key, priority
+      if prioritized then
+        id, key, priority = memberParts(member)
+        if priority then
+          priorityOf = priorityOf or {}
+          priorityOf[id] = priority
+        end
+      else
+        -- no tab: the id, then a space and the key, or the id alone (memberParts' result then)
+        id, key = match(member, '^([^ ]*) (.*)$')
+        if not id then id, key = member, '' end
       end
       local ids = idsOf[key]
       if not ids then
@@ -128,17 +141,19 @@ if #due > 0 then
     end
     Flow.flowRoute(k.jobs, keys, idsOf, priorityOf)
     Flow.countReady(Flow.flowKeys(k.jobs), #due)
+  elseif not prioritized then
+    redis.call('RPUSH', k.ready, unpack(due))
+    redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, #due)
   else
-    -- to the ready list, or, a member with a priority (a tab: delayedMember in includes/job.lua),
-    -- to the prioritized zset (includes/priority.lua); no record read
-    local plain, ids, priorities = due, nil, nil
+    -- to the ready list, or, a member with a priority, to the prioritized zset
+    -- (includes/priority.lua); no record read
+    local plain, ids, priorities = {}, {}, {}
     for i = 1, #due do
       local member = due[i]
       if find(member, '\t', 1, true) then
-        if not ids then ids, priorities, plain = {}, {}, { unpack(due, 1, i - 1) } end
         local id, _, priority = memberParts(member)
         ids[#ids + 1], priorities[#priorities + 1] = id, priority
-      elseif ids then
+      else
         plain[#plain + 1] = member
       end
     end
@@ -146,7 +161,7 @@ if #due > 0 then
       redis.call('RPUSH', k.ready, unpack(plain))
       redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, #plain)
     end
-    if ids then Priority.pushTail(k.jobs, k.ready, ids, priorities) end
+    Priority.pushTail(k.jobs, k.ready, ids, priorities)
   end
 end
 
@@ -165,11 +180,12 @@ if flow then
 end
 
 local left = {}
--- Purges a job whose retention ended when its state is one of `states` (a set: state -> true).
-local function purge(states)
+-- Purges a job whose retention ended when its state is `state1`, `state2` or `state3`.
+local function purge(state1, state2, state3)
   return function(id, record)
     local h = headerOf(record)
-    if states[h[H_STATE]] then
+    local state = h[H_STATE]
+    if state == state1 or state == state2 or state == state3 then
       remove(k.jobs, k.bodies, id, h)
       purged = purged + 1
       if h[H_GROUP] then
@@ -181,8 +197,8 @@ local function purge(states)
   end
 end
 -- the done zset keeps every job that ended other than dead: done, cancelled and expired
-drain(doneKey, now, purge({ [Codes.DONE] = true, [Codes.CANCELLED] = true, [Codes.EXPIRED] = true }))
-drain(k.dead, now - deadRetention, purge({ [Codes.DEAD] = true }))
+drain(doneKey, now, purge(Codes.DONE, Codes.CANCELLED, Codes.EXPIRED))
+drain(k.dead, now - deadRetention, purge(Codes.DEAD, Codes.DEAD, Codes.DEAD))
 
 Flow.flowFlush()
 local nextAt = Head.headScore(k.delayed)

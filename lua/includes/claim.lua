@@ -29,10 +29,11 @@ do
 
   -- Claims ready job `id` (header `h`, body `inline`) for an attempt: counts it, sets its deadline
   -- (its ttr, else `ttrMs`) and claim token, adds it to the running zset; with `late` (a start with
-  -- the claim) also starts it and appends its lateness. `k`: jobs, running. Returns the reply item
+  -- the claim) also starts it and appends its lateness, in jobs hash `jobsKey` and running zset
+  -- `runningKey`. Returns the reply item
   -- { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim[, trace] } (the trace
   -- context, H_TRACE, only when the job has one: a job without costs nothing more).
-  local function claimOne(k, id, h, inline, now, ttrMs, claim, late)
+  local function claimOne(jobsKey, runningKey, id, h, inline, now, ttrMs, claim, late)
     local deadline = now + (h[H_TTR] or ttrMs)
     h[H_ATTEMPTS] = h[H_ATTEMPTS] + 1
     h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = RUNNING, now, deadline
@@ -41,8 +42,8 @@ do
       h[H_STARTED], h[H_GIVE_BACKS] = now, 0
       late[#late + 1] = now - h[H_RUN_AT]
     end
-    save(k.jobs, id, h, inline)
-    redis.call('ZADD', k.running, string.format('%d', deadline), id) -- (a number argument costs a '%.17g')
+    save(jobsKey, id, h, inline)
+    redis.call('ZADD', runningKey, string.format('%d', deadline), id) -- (a number argument costs a '%.17g')
     local item = { id, h[H_ATTEMPTS], h[H_RUN_AT], deadline, h[H_URL], inline, h[H_MAX], h[H_CLAIM] }
     local trace = h[H_TRACE]
     if trace then item[9] = trace end
@@ -78,7 +79,7 @@ do
         expireNow(k, id, h, inline, c.now, c.retention)
         result[3], result[7] = result[3] + 1, result[7] + 1
       else
-        result[#result + 1] = claimOne(k, id, h, inline, c.now, c.ttrMs, c.nonce .. '.' .. i, c.late)
+        result[#result + 1] = claimOne(k.jobs, k.running, id, h, inline, c.now, c.ttrMs, c.nonce .. '.' .. i, c.late)
       end
     end
     return true

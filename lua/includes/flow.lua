@@ -257,6 +257,7 @@ do
 
   -- Writes key states: `sets` (key, packed state, ...) in one HSET with DICT_FIELD, the keys `dels`
   -- (at rest) deleted in one HDEL (each in slices of 4,000 arguments: pairs stay whole).
+  local NO_KEYS = {} -- (read only) writeStates' `dels` when there are none
   local function writeStates(f, sets, dels)
     if #sets > 0 then
       sets[#sets + 1] = DICT_FIELD
@@ -402,7 +403,9 @@ do
   local function flowLeaveMany(jobsKey, keys, counts, now)
     local f = flowKeys(jobsKey)
     local raws = redis.call('HMGET', f.state, unpack(keys))
-    local sets, dels, ring = {}, {}, {}
+    -- the keys deleted and those put in the ring: tables made at their first key (an ack's key
+    -- mostly has its running count changed in place)
+    local sets, dels, ring = {}, false, false
     for i = 1, #keys do
       local key, raw = keys[i], raws[i]
       local running, flags, headless
@@ -417,19 +420,22 @@ do
         sets[#sets + 1] = key
         sets[#sets + 1] = struct.pack('<H', running) .. string.sub(raw, 3)
       elseif raw and headless and (flags == 0 or (flags == 4 and struct.unpack('<d', raw, 4) <= now)) then
+        dels = dels or {}
         dels[#dels + 1] = key -- at rest, with no pace or one run out by now (spent): deleted
       else
         local st = unpackState(raw)
         st[F_RUNNING] = math.max(0, st[F_RUNNING] - counts[key])
         if claimable(st) then
+          ring = ring or {}
           ring[#ring + 1] = key
           st[F_RING] = 1
         end
+        dels = dels or {}
         addState(sets, dels, key, st, spent(f, key, st, now))
       end
     end
-    if #ring > 0 then callSliced('RPUSH', f.ring, ring) end
-    writeStates(f, sets, dels)
+    if ring then callSliced('RPUSH', f.ring, ring) end
+    writeStates(f, sets, dels or NO_KEYS)
   end
 
   -- The ids `ids` of a key (a string when it is one, else a list) split by `priorityOf` (id ->
@@ -546,6 +552,19 @@ do
     return { now, st[F_RUNNING], ready, math.ceil(st[F_TAT]), conf[C_CONC], conf[C_COUNT], conf[C_PER], conf[C_BURST], conf[C_PAUSED], head, conf[C_BY] or false, conf[C_AT] or false }
   end
 
+  -- The first ready id of key `key` whose head is LANE_MARK (it has prioritized ids), in claim order
+  -- (lua/claimFlow-6.lua): its first prioritized id above 0, else its lane's first (taken off the
+  -- lane), else its first below 0. Returns the id (nil: none left), its prioritized zset when it is
+  -- one of it (false: of the lane), and whether that zset holds another id.
+  local function firstMarked(f, key)
+    local zkey = lanePrioKey(f, key)
+    local firsts = redis.call('ZRANGE', zkey, 0, 1, 'WITHSCORES')
+    if firsts[1] and tonumber(firsts[2]) < Priority.POSITIVE_END then return firsts[1], zkey, firsts[3] ~= nil end
+    local id = redis.call('LPOP', laneKey(f, key))
+    if id then return id, false, true end
+    return firsts[1], zkey, firsts[3] ~= nil
+  end
+
   -- Adds `n` to the count of ids in the lanes.
   local function countReady(f, n)
     if n ~= 0 then redis.call('HINCRBY', f.state, READY_FIELD, n) end
@@ -567,7 +586,7 @@ do
   Flow.DICT_VALUE, Flow.F_RUNNING, Flow.F_RING, Flow.F_HELD, Flow.F_TAT = DICT_VALUE, F_RUNNING, F_RING, F_HELD, F_TAT
   Flow.F_CONC, Flow.F_HEAD, Flow.C_CONC, Flow.C_COUNT, Flow.C_PER = F_CONC, F_HEAD, C_CONC, C_COUNT, C_PER
   Flow.C_BURST, Flow.C_PAUSED, Flow.C_BY, Flow.C_AT, Flow.flowKeys = C_BURST, C_PAUSED, C_BY, C_AT, flowKeys
-  Flow.LANE_MARK, Flow.lanePrioKey = LANE_MARK, lanePrioKey
+  Flow.LANE_MARK, Flow.lanePrioKey, Flow.firstMarked = LANE_MARK, lanePrioKey, firstMarked
   Flow.laneKey, Flow.flowBatch, Flow.packParts, Flow.stateParts = laneKey, flowBatch, packParts, stateParts
   Flow.flowState, Flow.saveFlowState, Flow.ringPush, Flow.flowFlush = flowState, saveFlowState, ringPush, flowFlush
   Flow.flowConf, Flow.ringIfClaimable, Flow.flowLeave = flowConf, ringIfClaimable, flowLeave
