@@ -19,7 +19,13 @@
  * counts instead the CPU instructions of the Node process (valgrind's callgrind; CPU time drifts by
  * ±15 % between rounds here): per variant a process of its own under callgrind runs a warm-up round
  * of BENCH_TRACE_WARM (500) jobs, then one round of BENCH_TRACE_JOBS whose instructions alone are
- * counted (zeroed before it, dumped after it with callgrind_control), per job. Needs valgrind.
+ * counted (zeroed before it, dumped after it with callgrind_control), per job. Needs valgrind. What tracing off costs
+ * is told against this checkout with the tracing calls taken out (bench/harness/no-tracing.patch: the spans of the
+ * request, the attempt and the claim, and their flushes):
+ *
+ *   git worktree add ../no-tracing && git -C ../no-tracing apply "$PWD/bench/harness/no-tracing.patch"
+ *   ln -s "$PWD/node_modules" ../no-tracing/ && BENCH_TRACE_ON=0 BENCH_TRACE_REPEAT=5 \
+ *     npm run bench:tracing -- --instructions --against ../no-tracing
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
