@@ -26,12 +26,14 @@ local DONE, CANCELLED, REFUSAL, OUTCOME = Codes.DONE, Codes.CANCELLED, Codes.REF
 local H_STATE, H_KEY, H_UPDATED, H_DEADLINE = Job.H_STATE, Job.H_KEY, Job.H_UPDATED, Job.H_DEADLINE
 local H_STARTED, H_GROUP, decode, save, remove = Job.H_STARTED, Job.H_GROUP, Job.decode, Job.save, Job.remove
 local isAttempt, noteEnd, H_CALLBACK = Attempts.isAttempt, Callbacks.noteEnd, Job.H_CALLBACK
+local flowLeaveMany = Flow.flowLeaveMany
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now, retention = Clock.clock(ARGV[1]), tonumber(ARGV[2])
 local result = {}
 -- A flow topic's slots come back at the end, counted per key: the keys' states read in one HMGET
--- and written in one HSET (flowLeaveMany).
-local leftKeys, leftCounts = {}, {}
+-- and written in one HSET (flowLeaveMany). The tables made at the first job with a key (none on
+-- another topic).
+local leftKeys, leftCounts = false, false
 for i = 3, #ARGV, 3 do
   local id = ARGV[i]
   local record = redis.call('HGET', jobsKey, id)
@@ -46,6 +48,7 @@ for i = 3, #ARGV, 3 do
       redis.call('ZREM', runningKey, id)
       local key = h[H_KEY]
       if key then
+        if not leftKeys then leftKeys, leftCounts = {}, {} end
         local n = leftCounts[key]
         if not n then leftKeys[#leftKeys + 1] = key end
         leftCounts[key] = (n or 0) + 1
@@ -65,5 +68,5 @@ for i = 3, #ARGV, 3 do
   end
   result[#result + 1] = code
 end
-if #leftKeys > 0 then Flow.flowLeaveMany(jobsKey, leftKeys, leftCounts, now) end
+if leftKeys then flowLeaveMany(jobsKey, leftKeys, leftCounts, now) end
 return result

@@ -53,7 +53,6 @@
 --- @include "codes"
 --- @include "clock"
 --- @include "argv"
---- @include "budget"
 --- @include "head"
 --- @include "job"
 --- @include "groups"
@@ -73,7 +72,9 @@ local placeInGroup, addToGroup = Groups.placeInGroup, Groups.addToGroup
 local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = Clock.clock(ARGV[1])
 local put = ARGV[2] == 'put'
-local budget = Budget.byteBudget(tonumber(ARGV[3]))
+-- the byte budget (Budget.byteBudget's rule, not strict, counted inline: a table and a closure
+-- fewer a call): bytes counted, jobs counted; the first job always fits
+local budget, budgetUsed, budgetJobs = tonumber(ARGV[3]), 0, 0
 local by = optional(ARGV[4])
 local flow = ARGV[5] == '1'
 -- the count the partition is closed to (MOVED_FIELD), false when it is open: set by this call
@@ -85,27 +86,9 @@ if ARGV[6] ~= '' then
   moved = tonumber(ARGV[6])
 end
 local headBefore = Head.headScore(delayedKey)
-local results = { 0, now } -- headChanged set at the end
-
--- Appends one job's result: its four slots.
-local function reply(code, a, b, c)
-  local n = #results
-  results[n + 1], results[n + 2], results[n + 3], results[n + 4] = code, a, b, c
-end
-
--- { group, chunk } that job `id`, stored with header `h`, left (its record had group `old` in
--- chunk `oldChunk`), or false; joins the new group (placed by placeInGroup before the store)
-local function join(id, h, old, oldChunk)
-  addToGroup(jobsKey, groupKey, id, h)
-  if old and old ~= h[H_GROUP] then return { old, oldChunk or 0 } end
-  return false
-end
-
--- The expiry `spec` (ARGV, not '') of a job due at `due`, epoch ms.
-local function expiryOf(spec, due)
-  if string.sub(spec, 1, 1) == '+' then return due + tonumber(string.sub(spec, 2)) end
-  return tonumber(spec)
-end
+-- headChanged set at the end; then each job's result, its four slots (code, a, b, c) appended at
+-- results[n + 1 .. n + 4], n = #results (no closure made a call for it)
+local results = { 0, now }
 
 for i = 7, #ARGV, 12 do
   local id, whenKind, whenMs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
@@ -127,7 +110,11 @@ for i = 7, #ARGV, 12 do
     standingId, sh, sSize, sInline = Keyed.standing(jobsKey, entry, kind, now)
     if kind == 'B' and not standingId then due = now + window end
   end
-  local expires = spec ~= '' and expiryOf(spec, due)
+  -- the expiry `spec` (ARGV, not ''): epoch ms, or '+<ms>' after the job's due time
+  local expires = false
+  if spec ~= '' then
+    if string.sub(spec, 1, 1) == '+' then expires = due + tonumber(string.sub(spec, 2)) else expires = tonumber(spec) end
+  end
 
   if standingId and kind == 'D' then
     -- a duplicate within the window: the job that stands, as it stands (its body included)
@@ -138,19 +125,25 @@ for i = 7, #ARGV, 12 do
       vh, vInline = decode(r)
       size = #r + bodySize(bodiesKey, standingId, vInline)
     end
-    if not budget.take(size) then break end
+    if budgetJobs > 0 and budgetUsed + size > budget then break end
+    budgetUsed, budgetJobs = budgetUsed + size, budgetJobs + 1
     if r then sv = view(delayedKey, standingId, vh, loadBody(bodiesKey, standingId, vInline)) end
-    reply(OUTCOME.DUPLICATE, sv, standingId, false)
+    local n = #results
+    results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.DUPLICATE, sv, standingId, false
   elseif standingId then
     -- a debounce folded into the job that waits: last body wins, due at now + period, not past max wait
-    if not budget.take(sSize + #body) then break end
+    if budgetJobs > 0 and budgetUsed + sSize + #body > budget then break end
+    budgetUsed, budgetJobs = budgetUsed + sSize + #body, budgetJobs + 1
     local at = math.min(now + window, sh[H_CREATED] + maxWait)
     if at < now then at = now end
     sh[H_RUN_AT], sh[H_UPDATED], sh[H_BY] = at, now, by
-    if spec ~= '' then setExpiry(sh, expiryOf(spec, at)) end
+    if spec ~= '' then
+      if string.sub(spec, 1, 1) == '+' then setExpiry(sh, at + tonumber(string.sub(spec, 2))) else setExpiry(sh, tonumber(spec)) end
+    end
     Keyed.fold(jobsKey, bodiesKey, standingId, sh, sInline, body)
     redis.call('ZADD', delayedKey, at, delayedMember(standingId, sh[H_KEY], sh[H_PRIORITY]))
-    reply(OUTCOME.DEBOUNCED, view(delayedKey, standingId, sh, ''), false, false)
+    local n = #results
+    results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.DEBOUNCED, view(delayedKey, standingId, sh, ''), false, false
   else
     local record = redis.call('HGET', jobsKey, id)
     if not record and moved == nil then
@@ -158,10 +151,12 @@ for i = 7, #ARGV, 12 do
       moved = tonumber(mark) or false
     end
     if not record and moved then
-      reply(RELAYOUT.MOVED, moved, false, false)
+      local n = #results
+      results[n + 1], results[n + 2], results[n + 3], results[n + 4] = RELAYOUT.MOVED, moved, false, false
     elseif not record then
       if not put or matches(ifMatch, nil) then
-        if not budget.take(#body) then break end
+        if budgetJobs > 0 and budgetUsed + #body > budget then break end
+        budgetUsed, budgetJobs = budgetUsed + #body, budgetJobs + 1
         local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
         placeInGroup(jobsKey, groupKey, h, false, nil)
         if expires then setExpiry(h, expires) end
@@ -170,17 +165,20 @@ for i = 7, #ARGV, 12 do
         if callback then setCallback(h, callback) end
         store(jobsKey, bodiesKey, id, h, body, false)
         redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
-        join(id, h, false, nil)
+        addToGroup(jobsKey, groupKey, id, h) -- (joins the group placeInGroup placed it in)
         if entry then Keyed.note(entry, kind, maxWait or window, id, now) end
-        reply(OUTCOME.CREATED, due, h[H_VERSION], false)
+        local n = #results
+        results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.CREATED, due, h[H_VERSION], false
       else
-        reply(REFUSAL.VERSION_MISMATCH, false, false, false)
+        local n = #results
+        results[n + 1], results[n + 2], results[n + 3], results[n + 4] = REFUSAL.VERSION_MISMATCH, false, false, false
       end
     else
       local h, inline = decode(record)
       local state = h[H_STATE]
       if put and (state == PENDING or state == CANCELLED) and matches(ifMatch, h) then
-        if not budget.take(#record + #body) then break end
+        if budgetJobs > 0 and budgetUsed + #record + #body > budget then break end
+        budgetUsed, budgetJobs = budgetUsed + #record + #body, budgetJobs + 1
         local old, oldChunk = h[H_GROUP], h[H_CHUNK]
         local code = OUTCOME.REPLACED
         if state == CANCELLED then
@@ -201,23 +199,30 @@ for i = 7, #ARGV, 12 do
         if callback then setCallback(h, callback) else h[H_CALLBACK] = nil end
         store(jobsKey, bodiesKey, id, h, body, true)
         redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
-        local left = join(id, h, old, oldChunk)
+        addToGroup(jobsKey, groupKey, id, h)
+        -- { group, chunk } the job left, or false
+        local left = false
+        if old and old ~= h[H_GROUP] then left = { old, oldChunk or 0 } end
         if code == OUTCOME.CREATED then
-          reply(OUTCOME.CREATED, due, h[H_VERSION], left)
+          local n = #results
+          results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.CREATED, due, h[H_VERSION], left
         else
-          reply(OUTCOME.REPLACED, view(delayedKey, id, h, ''), left, false)
+          local n = #results
+          results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.REPLACED, view(delayedKey, id, h, ''), left, false
         end
       else
         -- refused: the reply carries the job as it stands, body included
         local size = #record + bodySize(bodiesKey, id, inline)
-        if not budget.take(size) then break end
+        if budgetJobs > 0 and budgetUsed + size > budget then break end
+        budgetUsed, budgetJobs = budgetUsed + size, budgetJobs + 1
         local code = REFUSAL.JOB_FINISHED
         if not put then
           code = REFUSAL.JOB_EXISTS
         elseif not matches(ifMatch, h) then
           code = REFUSAL.VERSION_MISMATCH
         end
-        reply(code, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)), false, false)
+        local n = #results
+        results[n + 1], results[n + 2], results[n + 3], results[n + 4] = code, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)), false, false
       end
     end
   end

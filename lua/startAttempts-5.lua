@@ -26,7 +26,6 @@
 ]]
 --- @include "codes"
 --- @include "clock"
---- @include "budget"
 --- @include "job"
 --- @include "attempts"
 --- @include "cancel"
@@ -39,38 +38,24 @@ local H_UPDATED, H_DEADLINE, H_CLAIM, H_STARTED = Job.H_UPDATED, Job.H_DEADLINE,
 local H_GIVE_BACKS, H_EXPIRES, decode, save = Job.H_GIVE_BACKS, Job.H_EXPIRES, Job.decode, Job.save
 local isAttempt = Attempts.isAttempt
 local C_PAUSED, flowConf = Flow.C_PAUSED, Flow.flowConf
-local jobsKey, runningKey, readyKey = KEYS[1], KEYS[3], KEYS[4]
-local retention = tonumber(ARGV[3])
+local jobsKey, runningKey = KEYS[1], KEYS[3]
 local now = Clock.clock(ARGV[1])
-local budget = Budget.byteBudget(tonumber(ARGV[2]))
+-- the byte budget (Budget.byteBudget's rule, not strict, counted inline: a table and a closure
+-- fewer a call): the first record always fits
+local budget, budgetUsed, budgetJobs = tonumber(ARGV[2]), 0, 0
 local result = { now }
-local late = {}
+-- the lateness of the attempts started (includes/lateness.lua), made at the first start
+local late = false
 -- the pause mark, and whether a flow topic's keys have pinned limits or a pause, read with the
--- first record
+-- first record (no key has pinned limits or a pause when PINNED_FIELD is not set)
 local first = redis.call('HMGET', jobsKey, Flow.PAUSED_FIELD, Flow.PINNED_FIELD, ARGV[4] or Flow.PAUSED_FIELD)
-local topicHeld = first[1] and true or false
-local f = Flow.flowKeys(jobsKey)
+local topicHeld, anyPinned = first[1] and true or false, first[2] and true or false
 
--- Job `id` (header `h`, a running attempt that was never started) goes back as if never claimed:
--- its record and the running zset now, its id back at the head of the ready list (its key's lane)
--- once the call has looked at every attempt (backToHead in includes/attempts.lua).
-local held = {}
-local function holdBack(id, h, inline)
-  h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_CLAIM] = PENDING, h[H_ATTEMPTS] - 1, now, false, false
-  save(jobsKey, id, h, inline)
-  redis.call('ZREM', runningKey, id)
-  held[#held + 1] = id
-  held[#held + 1] = h
-end
-
--- A flow topic's job whose key is paused (no key has pinned limits or a pause when PINNED_FIELD
--- is not set).
-local anyPinned = first[2] and true or false
-local function keyPaused(h)
-  if not h[H_KEY] or not anyPinned then return false end
-  local conf = flowConf(f, h[H_KEY])
-  return conf and conf[C_PAUSED] == 1
-end
+-- Jobs held back (a running attempt that was never started goes back as if never claimed): its
+-- record and the running zset now, its id (then its header) in `held`, back at the head of the ready
+-- list (its key's lane) once the call has looked at every attempt (backToHead in
+-- includes/attempts.lua). Made at the first hold-back.
+local held = false
 
 for i = 4, #ARGV, 3 do
   local id = ARGV[i]
@@ -78,27 +63,42 @@ for i = 4, #ARGV, 3 do
   if i == 4 then record = first[3] else record = redis.call('HGET', jobsKey, id) end
   local code = REFUSAL.NOT_FOUND
   if record then
-    if not budget.take(#record) then break end
+    if budgetJobs > 0 and budgetUsed + #record > budget then break end
+    budgetUsed, budgetJobs = budgetUsed + #record, budgetJobs + 1
     local h, inline = decode(record)
+    local key, paused = h[H_KEY], topicHeld
     if h[H_STATE] == CANCELLED then
       code = REFUSAL.CANCELLED
     elseif not isAttempt(h, ARGV[i + 1], ARGV[i + 2]) or h[H_STARTED] or (h[H_DEADLINE] and h[H_DEADLINE] <= now) then
       code = REFUSAL.STALE_ATTEMPT
     elseif h[H_EXPIRES] and h[H_EXPIRES] <= now then
-      Cancel.expireNow({ jobs = jobsKey, running = runningKey, done = KEYS[5] }, id, h, inline, now, retention)
+      Cancel.expireNow({ jobs = jobsKey, running = runningKey, done = KEYS[5] }, id, h, inline, now, tonumber(ARGV[3]))
       code = OUTCOME.EXPIRED
-    elseif topicHeld or keyPaused(h) then
-      holdBack(id, h, inline)
-      code = OUTCOME.HELD_BACK
     else
-      h[H_STARTED], h[H_GIVE_BACKS] = now, 0
-      save(jobsKey, id, h, inline)
-      late[#late + 1] = now - h[H_RUN_AT]
-      code = OUTCOME.STARTED
+      -- a flow topic's job whose key is paused
+      if not paused and key and anyPinned then
+        local conf = flowConf(Flow.flowKeys(jobsKey), key)
+        paused = conf and conf[C_PAUSED] == 1
+      end
+      if paused then
+        h[H_STATE], h[H_ATTEMPTS], h[H_UPDATED], h[H_DEADLINE], h[H_CLAIM] = PENDING, h[H_ATTEMPTS] - 1, now, false, false
+        save(jobsKey, id, h, inline)
+        redis.call('ZREM', runningKey, id)
+        held = held or {}
+        held[#held + 1] = id
+        held[#held + 1] = h
+        code = OUTCOME.HELD_BACK
+      else
+        h[H_STARTED], h[H_GIVE_BACKS] = now, 0
+        save(jobsKey, id, h, inline)
+        late = late or {}
+        late[#late + 1] = now - h[H_RUN_AT]
+        code = OUTCOME.STARTED
+      end
     end
   end
   result[#result + 1] = code
 end
-Attempts.backToHead({ jobs = jobsKey, ready = readyKey }, held, now)
-if #late > 0 then Lateness.recordLateness(KEYS[2], now, late) end
+if held then Attempts.backToHead({ jobs = jobsKey, ready = KEYS[4] }, held, now) end
+if late then Lateness.recordLateness(KEYS[2], now, late) end
 return result
