@@ -5,6 +5,7 @@
  * normalised for the engine, which checks nothing itself. Limits come from lib/core/limits.ts.
  */
 import { checkCallback, type Callback } from '../core/callback';
+import { checkHttpUrl } from '../core/http-url';
 import { randomBytes } from 'node:crypto';
 import { ladderLength, parseBackoff, parseDuration } from '../core/backoff';
 import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../core/queue-config';
@@ -24,7 +25,6 @@ import {
   REDRIVE_IDS,
   SCHEDULES_PAGE,
   TTR_SECONDS,
-  URL_MAX_LENGTH,
   type Range,
 } from '../core/limits';
 
@@ -160,26 +160,10 @@ function parseWhen(
 }
 
 function checkUrl(value: unknown, problems: FieldProblem[]): string | undefined {
-  if (typeof value !== 'string' || value.length > URL_MAX_LENGTH) {
-    problem(problems, 'url', `must be an http(s) URL of at most ${URL_MAX_LENGTH} characters`);
-    return undefined;
-  }
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    problem(problems, 'url', 'is not a valid URL');
-    return undefined;
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    problem(problems, 'url', 'must use https or http');
-    return undefined;
-  }
-  if (url.username || url.password) {
-    problem(problems, 'url', 'must not carry credentials');
-    return undefined;
-  }
-  return url.href;
+  const url = checkHttpUrl(value);
+  if (typeof url === 'string') return url;
+  problem(problems, 'url', url.message);
+  return undefined;
 }
 
 function checkTopic(value: unknown, problems: FieldProblem[]): string | undefined {

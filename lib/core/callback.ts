@@ -3,6 +3,7 @@
  * job carries `url`, so the webhook handler POSTs it there, signed, with that topic's retries and address checks. The
  * checks here serve a job's `callback` (lib/api/validation.ts) and a topic's default (lib/core/queue-config.ts) alike.
  */
+import { checkHttpUrl } from './http-url';
 import { URL_MAX_LENGTH } from './limits';
 
 /** The ends a callback may name. */
@@ -52,19 +53,13 @@ export function checkCallback(
   return { topic: topic as string, ...(typeof url === 'string' ? { url } : {}), on: on as CallbackEnd[] };
 }
 
-/** A callback's URL, normalised, with '|' escaped (the add script's argument separates with it). */
+/** A callback's URL (checkHttpUrl), with '|' escaped: the add script's argument separates with it. */
 function checkUrl(value: unknown): string | { message: string } {
-  const rule = { message: `must be an http(s) URL of at most ${URL_MAX_LENGTH} characters, without credentials` };
-  if (typeof value !== 'string' || value.length > URL_MAX_LENGTH) return rule;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return { message: 'is not a valid URL' };
-  }
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password) return rule;
-  const href = url.href.replace(/\|/g, '%7C');
-  return href.length > URL_MAX_LENGTH || /\s/.test(href) ? rule : href;
+  const url = checkHttpUrl(value);
+  if (typeof url !== 'string') return url;
+  const href = url.replace(/\|/g, '%7C');
+  if (href.length > URL_MAX_LENGTH) return { message: `must be at most ${URL_MAX_LENGTH} characters with '|' escaped` };
+  return href;
 }
 
 /** The callback's topic: the one named, else (a URL given) the only webhook topic. */

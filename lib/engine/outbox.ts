@@ -1,14 +1,13 @@
 /** The outboxes' drain: adds the jobs that ends notify (./callbacks.ts tells the formats). */
 import { contextOf, type EngineContext } from './context';
-import { wakeFor } from './coordination';
-import { settle } from './durable';
 import { callbackId, callbackBody, parseEntry } from './callbacks';
 import { outboxKey, topicKeys } from './keys';
+import { groupBy } from './partitions';
 import { placesOf } from './read';
 import { run, runPipelined } from './script-runner';
 import * as script from './scripts';
 import type { NewJob } from './shapes';
-import { writeJobs, writeOps } from './write';
+import { writeDurably, writeOps } from './write';
 import { isRefused } from './jobs';
 
 /** How long a taker holds the entries handed to it before they are handed out again. */
@@ -66,9 +65,7 @@ async function notify(
     }
   }
   if (jobs.length === 0) return;
-  const { results, touched, wake } = await writeJobs(ctx, jobs, 'add');
-  for (const { changed, covering, layout } of touched) await settle(ctx, changed, covering, layout);
-  if (wake) await wakeFor(ctx, 'now');
+  const { results } = await writeDurably(ctx, jobs, 'add');
   await run(ctx.redis, script.endCallbacks([outbox], sent));
   report.notified += results.length;
 }
@@ -111,14 +108,14 @@ export async function notifyNow(ctx: EngineContext, topic: string, partition: nu
  */
 export async function drainAll(ctx: EngineContext): Promise<DrainReport> {
   const report: DrainReport = { notified: 0, kept: 0, errors: [] };
-  const byPartition = new Map<number, string[]>();
-  for (const t of ctx.config.topics.values())
-    for (const partition of ctx.layout.partitionsOf(t))
-      byPartition.set(partition, [...(byPartition.get(partition) ?? []), t.name]);
+  const places = [...ctx.config.topics.values()].flatMap((t) =>
+    ctx.layout.partitionsOf(t).map((partition) => ({ topic: t.name, partition })),
+  );
   const outboxOf = (topic: string, partition: number) => outboxKey(topicKeys(partition, topic, ctx.layout).jobs);
   const take = { clock: ctx.clock(), leaseMs: OUTBOX_LEASE_MS, limit: OUTBOX_BATCH };
   await Promise.all(
-    [...byPartition].map(async ([partition, topics]) => {
+    [...groupBy(places, (p) => p.partition)].map(async ([partition, here]) => {
+      const topics = here.map((p) => p.topic);
       const firsts = await runPipelined(
         ctx.redis,
         topics.map((topic) => script.takeCallbacks([outboxOf(topic, partition)], take)),

@@ -276,6 +276,27 @@ export async function rescheduleJob(
   return { outcome: { job: toJob(t, reply[2]), wake: reply[1] === 1 }, looked };
 }
 
+/**
+ * writeJobs, then what every write does before it answers: durable (settle), and the sweeper woken when a job became
+ * the first due (the earliest due time among the jobs created or replaced).
+ */
+export async function writeDurably(
+  ctx: EngineContext,
+  jobs: readonly NewJob[],
+  mode: 'add' | 'put',
+  by = '',
+): Promise<{ results: WriteResult[] } & Wake> {
+  const { results, wake, touched } = await writeJobs(ctx, jobs, mode, by);
+  for (const { changed, covering, layout } of touched) await settle(ctx, changed, covering, layout);
+  if (wake) {
+    const due = results.flatMap((r) =>
+      r.status === 'created' || r.status === 'replaced' ? [Date.parse(r.job.runAt)] : [],
+    );
+    if (due.length > 0) await wakeFor(ctx, Math.min(...due));
+  }
+  return { results, wake };
+}
+
 /** The engine's producer-side changes (Engine in ./engine.ts lists them): durable before they answer. */
 export const writeOps = {
   /**
@@ -288,16 +309,7 @@ export const writeOps = {
     mode: 'add' | 'put',
     by = '',
   ): Promise<{ results: WriteResult[] } & Wake> {
-    const ctx = contextOf(this);
-    const { results, wake, touched } = await writeJobs(ctx, jobs, mode, by);
-    for (const { changed, covering, layout } of touched) await settle(ctx, changed, covering, layout);
-    if (wake) {
-      const due = results.flatMap((r) =>
-        r.status === 'created' || r.status === 'replaced' ? [Date.parse(r.job.runAt)] : [],
-      );
-      if (due.length > 0) await wakeFor(ctx, Math.min(...due));
-    }
-    return { results, wake };
+    return writeDurably(contextOf(this), jobs, mode, by);
   },
 
   /** Cancels a pending or running job (`ifMatch`: '' none, '*' any version, or a version). */
