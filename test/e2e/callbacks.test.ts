@@ -1,53 +1,32 @@
 /**
  * Callbacks end to end through `serverless offline` with a real redis-server: a job on a function
  * topic names a callback URL; when it ends, the callback job on the webhook topic is POSTed to a
- * local receiver, signed. The receiver records every request's headers, so the test checks the
- * body, that `x-dq-job-id` is the body's `callbackId`, and the signature with verifyWebhook. Every
+ * local receiver (test/support/receiver.ts), signed. It records each request's job id header and which
+ * secrets its signature verifies with, so the test checks the body, that `x-dq-job-id` is the body's
+ * `callbackId`, and that the webhook secret signed it and no other. Every
  * answer the client gets is checked against openapi.yaml (its `fetch` option). Waits are bounded
  * polls, never fixed sleeps.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayQueueClient, type CallbackBody, type Job } from '../../lib/client';
-import { verifyWebhook } from '../../lib/workers/webhook';
 import { startOffline, type OfflineProcess } from '../support/offline';
 import { checkingFetch, Contract } from '../support/openapi';
+import { startReceiver, type Receiver } from '../support/receiver';
 import { startRedis, type RedisProcess } from '../support/redis';
+import { waitFor } from '../support/wait';
 
 const SECRET = 'callbacks-e2e-secret';
-
-interface Post {
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
-  // a ceiling, so a stuck callback fails the test instead of hanging it: a slow machine only waits longer
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) assert.fail(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
-    await sleep(100);
-  }
-}
+const OTHER_SECRET = 'another-secret';
 
 describe('callbacks through the stack', () => {
   const contract = new Contract();
   let redisServer: RedisProcess;
   let offline: OfflineProcess;
   let queue: DelayQueueClient;
-  let receiver: Server;
+  let receiver: Receiver;
   let receiverUrl: string;
-  const posts: Post[] = [];
-  const postsTo = (path: string) => posts.filter((p) => p.path === path);
-  const header = (p: Post, name: string) => {
-    const v = p.headers[name];
-    return Array.isArray(v) ? v[0] : v;
-  };
+  const postsTo = (path: string) => receiver.deliveries.filter((p) => p.path === path);
   const jobIn = (topic: string, id: string, state: string) =>
     waitFor(`${topic}/${id} ${state}`, async () => {
       const job = await queue.get(topic, id);
@@ -55,16 +34,9 @@ describe('callbacks through the stack', () => {
     });
 
   before(async () => {
-    receiver = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        posts.push({ path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+    // it verifies each POST with SECRET and OTHER_SECRET (verifiedBy): a receiver knowing only the other refuses it
+    receiver = await startReceiver(SECRET, OTHER_SECRET);
+    receiverUrl = receiver.url;
     redisServer = await startRedis();
     offline = await startOffline({ redisUrl: redisServer.url, env: { WEBHOOK_SECRET: SECRET } });
     queue = new DelayQueueClient({
@@ -75,11 +47,7 @@ describe('callbacks through the stack', () => {
   });
   after(async () => {
     await offline?.stop();
-    await new Promise<void>((resolve) => {
-      if (!receiver) return resolve();
-      receiver.closeAllConnections();
-      receiver.close(() => resolve());
-    });
+    await receiver?.close();
     await redisServer?.stop();
   });
 
@@ -112,15 +80,10 @@ describe('callbacks through the stack', () => {
       },
     );
     assert.ok(Math.abs(Date.parse(body.endedAt) - Date.parse(done.updatedAt)) < 1000, 'ended when the job was done');
-    assert.equal(header(post!, 'x-dq-job-id'), body.callbackId, 'the header is the id to deduplicate on');
-    assert.equal(header(post!, 'x-dq-topic'), 'webhook');
-    const signed = {
-      body: post!.body,
-      timestamp: header(post!, 'x-dq-timestamp'),
-      signature: header(post!, 'x-dq-signature'),
-    };
-    assert.equal(verifyWebhook({ secret: SECRET, ...signed }).ok, true, 'signed with the webhook secret');
-    assert.equal(verifyWebhook({ secret: 'another-secret', ...signed }).ok, false, 'and not with any other');
+    assert.equal(post!.jobId, body.callbackId, 'the header is the id to deduplicate on');
+    assert.equal(post!.topic, 'webhook');
+    assert.equal(post!.verified, true, 'signed with the webhook secret');
+    assert.deepEqual(post!.verifiedBy, [SECRET], 'and not with any other');
 
     // the callback job is a webhook job like any other: done once the receiver answered 2xx, delivered once
     const notice: Job = await jobIn('webhook', body.callbackId, 'done');
@@ -145,6 +108,6 @@ describe('callbacks through the stack', () => {
     );
     const body = JSON.parse(post!.body) as CallbackBody;
     assert.deepEqual([body.outcome, body.id, body.attempts, body.callbackId], ['cancelled', id, 0, callbackId]);
-    assert.equal(header(post!, 'x-dq-job-id'), callbackId);
+    assert.equal(post!.jobId, callbackId);
   });
 });

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { invokeFunction, startOffline, type OfflineProcess } from '../support/offline';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startRedis, type RedisProcess } from '../support/redis';
+import { waitFor } from '../support/wait';
 import { sweeperKeys } from '../../lib/testing';
 
 const SECRET = 'e2e-webhook-secret';
@@ -21,16 +22,6 @@ interface Reply {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the JSON answer of any endpoint; each test reads the fields it checks
   body: any;
   headers: Headers;
-}
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) assert.fail(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 describe('the stack under serverless offline', () => {

@@ -13,6 +13,9 @@ export interface Delivery {
   at: number;
   body: string;
   attempt: string | undefined;
+  /** The x-dq-job-id and x-dq-topic headers. */
+  jobId: string | undefined;
+  topic: string | undefined;
   verified: boolean;
   /** Those of the receiver's secrets (`secret`, then `others`) that the request's signature verifies with. */
   verifiedBy: string[];
@@ -47,6 +50,8 @@ export async function startReceiver(secret: string, ...others: string[]): Promis
         at: Date.now(),
         body,
         attempt: header('x-dq-attempt'),
+        jobId: header('x-dq-job-id'),
+        topic: header('x-dq-topic'),
         verified: verifies(secret),
         verifiedBy: [secret, ...others].filter(verifies),
       });
