@@ -67,7 +67,7 @@ local H_GROUP, H_BY, H_CHUNK, decode = Job.H_GROUP, Job.H_BY, Job.H_CHUNK, Job.d
 local delayedMember, loadBody, bodySize, seqOf = Job.delayedMember, Job.loadBody, Job.bodySize, Job.seqOf
 local store, view, matches, setExpiry, H_EXPIRES = Job.store, Job.view, Job.matches, Job.setExpiry, Job.H_EXPIRES
 local setPriority, H_PRIORITY, H_CREATED, setTrace = Job.setPriority, Job.H_PRIORITY, Job.H_CREATED, Job.setTrace
-local setCallback, H_CALLBACK = Job.setCallback, Job.H_CALLBACK
+local setCallback, H_CALLBACK, byRef, byField = Job.setCallback, Job.H_CALLBACK, Job.byRef, Job.byField
 local placeInGroup, addToGroup = Groups.placeInGroup, Groups.addToGroup
 local jobsKey, bodiesKey, delayedKey, doneKey, groupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now = Clock.clock(ARGV[1])
@@ -75,7 +75,9 @@ local put = ARGV[2] == 'put'
 -- the byte budget (Budget.byteBudget's rule, not strict, counted inline: a table and a closure
 -- fewer a call): bytes counted, jobs counted; the first job always fits
 local budget, budgetUsed, budgetJobs = tonumber(ARGV[3]), 0, 0
+-- the API key's name, and its number in the jobs hash (H_BY), nil until a job stored needs it
 local by = optional(ARGV[4])
+local byNumber
 local flow = ARGV[5] == '1'
 -- the count the partition is closed to (MOVED_FIELD), false when it is open: set by this call
 -- (ARGV[6]), or read with SEQ_FIELD when the call first meets an id the partition does not hold
@@ -127,7 +129,7 @@ for i = 7, #ARGV, 12 do
     end
     if budgetJobs > 0 and budgetUsed + size > budget then break end
     budgetUsed, budgetJobs = budgetUsed + size, budgetJobs + 1
-    if r then sv = view(delayedKey, standingId, vh, loadBody(bodiesKey, standingId, vInline)) end
+    if r then sv = view(jobsKey, delayedKey, standingId, vh, loadBody(bodiesKey, standingId, vInline)) end
     local n = #results
     results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.DUPLICATE, sv, standingId, false
   elseif standingId then
@@ -136,19 +138,26 @@ for i = 7, #ARGV, 12 do
     budgetUsed, budgetJobs = budgetUsed + sSize + #body, budgetJobs + 1
     local at = math.min(now + window, sh[H_CREATED] + maxWait)
     if at < now then at = now end
-    sh[H_RUN_AT], sh[H_UPDATED], sh[H_BY] = at, now, by
+    if byNumber == nil then byNumber = byRef(jobsKey, by) end
+    sh[H_RUN_AT], sh[H_UPDATED], sh[H_BY] = at, now, byNumber
     if spec ~= '' then
       if string.sub(spec, 1, 1) == '+' then setExpiry(sh, at + tonumber(string.sub(spec, 2))) else setExpiry(sh, tonumber(spec)) end
     end
     Keyed.fold(jobsKey, bodiesKey, standingId, sh, sInline, body)
     redis.call('ZADD', delayedKey, at, delayedMember(standingId, sh[H_KEY], sh[H_PRIORITY]))
     local n = #results
-    results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.DEBOUNCED, view(delayedKey, standingId, sh, ''), false, false
+    results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.DEBOUNCED, view(jobsKey, delayedKey, standingId, sh, ''), false, false
   else
     local record = redis.call('HGET', jobsKey, id)
     if not record and moved == nil then
-      local _, mark = seqOf(jobsKey, MOVED_FIELD)
-      moved = tonumber(mark) or false
+      -- the closing mark, and the key's number when it has a name (with SEQ_FIELD: one request)
+      if by and byNumber == nil then
+        local _, mark, ref = seqOf(jobsKey, MOVED_FIELD, byField(by))
+        moved, byNumber = tonumber(mark) or false, byRef(jobsKey, by, ref)
+      else
+        local _, mark = seqOf(jobsKey, MOVED_FIELD)
+        moved = tonumber(mark) or false
+      end
     end
     if not record and moved then
       local n = #results
@@ -157,7 +166,8 @@ for i = 7, #ARGV, 12 do
       if not put or matches(ifMatch, nil) then
         if budgetJobs > 0 and budgetUsed + #body > budget then break end
         budgetUsed, budgetJobs = budgetUsed + #body, budgetJobs + 1
-        local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
+        if byNumber == nil then byNumber = byRef(jobsKey, by) end
+        local h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, false, false, false, false, 0, 0, group, byNumber }
         placeInGroup(jobsKey, groupKey, h, false, nil)
         if expires then setExpiry(h, expires) end
         if priority then setPriority(h, priority) end
@@ -180,16 +190,17 @@ for i = 7, #ARGV, 12 do
         if budgetJobs > 0 and budgetUsed + #record + #body > budget then break end
         budgetUsed, budgetJobs = budgetUsed + #record + #body, budgetJobs + 1
         local old, oldChunk = h[H_GROUP], h[H_CHUNK]
+        if byNumber == nil then byNumber = byRef(jobsKey, by) end
         local code = OUTCOME.REPLACED
         if state == CANCELLED then
           code = OUTCOME.CREATED
-          h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, now, false, false, false, 0, 0, group, by }
+          h = { PENDING, key, due, now, 0, max, ttr, backoff, url, false, false, false, false, false, 0, 0, group, byNumber }
           redis.call('ZREM', doneKey, id)
         else
           -- a new flow key is a new member: the old one leaves the delayed zset (if it is there)
           local member = delayedMember(id, h[H_KEY], h[H_PRIORITY])
           if member ~= delayedMember(id, key, priority) then redis.call('ZREM', delayedKey, member) end
-          h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, by, key
+          h[H_RUN_AT], h[H_MAX], h[H_TTR], h[H_BACKOFF], h[H_URL], h[H_UPDATED], h[H_GROUP], h[H_BY], h[H_KEY] = due, max, ttr, backoff, url, now, group, byNumber, key
         end
         placeInGroup(jobsKey, groupKey, h, old, oldChunk)
         if expires or h[H_EXPIRES] then setExpiry(h, expires) end
@@ -208,7 +219,7 @@ for i = 7, #ARGV, 12 do
           results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.CREATED, due, h[H_VERSION], left
         else
           local n = #results
-          results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.REPLACED, view(delayedKey, id, h, ''), left, false
+          results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.REPLACED, view(jobsKey, delayedKey, id, h, ''), left, false
         end
       else
         -- refused: the reply carries the job as it stands, body included
@@ -222,7 +233,7 @@ for i = 7, #ARGV, 12 do
           code = REFUSAL.VERSION_MISMATCH
         end
         local n = #results
-        results[n + 1], results[n + 2], results[n + 3], results[n + 4] = code, view(delayedKey, id, h, loadBody(bodiesKey, id, inline)), false, false
+        results[n + 1], results[n + 2], results[n + 3], results[n + 4] = code, view(jobsKey, delayedKey, id, h, loadBody(bodiesKey, id, inline)), false, false
       end
     end
   end

@@ -28,12 +28,12 @@ if not record then
 end
 local h, inline = Job.decode(record)
 local body = Job.loadBody(k.bodies, id, inline)
-if not Job.matches(ifMatch, h) then return { Codes.REFUSAL.VERSION_MISMATCH, Job.view(k.delayed, id, h, body) } end
+if not Job.matches(ifMatch, h) then return { Codes.REFUSAL.VERSION_MISMATCH, Job.view(k.jobs, k.delayed, id, h, body) } end
 local state = h[Job.H_STATE]
-if state == Codes.CANCELLED then return { Codes.OUTCOME.ALREADY_CANCELLED, Job.view(k.delayed, id, h, body) } end
+if state == Codes.CANCELLED then return { Codes.OUTCOME.ALREADY_CANCELLED, Job.view(k.jobs, k.delayed, id, h, body) } end
 if state == Codes.DONE or state == Codes.DEAD or state == Codes.EXPIRED then
-  return { Codes.REFUSAL.JOB_FINISHED, Job.view(k.delayed, id, h, body) }
+  return { Codes.REFUSAL.JOB_FINISHED, Job.view(k.jobs, k.delayed, id, h, body) }
 end
 
 Cancel.cancelNow(k, id, h, inline, now, retention, Argv.optional(ARGV[5]) or nil)
-return { Codes.OUTCOME.CANCELLED, Job.view(k.delayed, id, h, body) }
+return { Codes.OUTCOME.CANCELLED, Job.view(k.jobs, k.delayed, id, h, body) }

@@ -11,4 +11,4 @@
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 if not record then return false end
 local h, inline = Job.decode(record)
-return Job.view(KEYS[2], ARGV[1], h, inline)
+return Job.view(KEYS[1], KEYS[2], ARGV[1], h, inline)

@@ -42,7 +42,7 @@ while chunk <= cur and not stopped do
         result[1], stopped = 1, true
         break
       end
-      result[#result + 1] = Job.view(delayedKey, id, h, inline)
+      result[#result + 1] = Job.view(jobsKey, delayedKey, id, h, inline)
     end
     cursor = members[i + 1]
   end

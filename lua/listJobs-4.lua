@@ -66,7 +66,7 @@ for i = 1, #entries, 2 do
       result[1] = 1
       break
     end
-    result[#result + 1] = { tonumber(entries[i + 1]), Job.view(delayedKey, id, h, inline) }
+    result[#result + 1] = { tonumber(entries[i + 1]), Job.view(jobsKey, delayedKey, id, h, inline) }
   end
 end
 return result

@@ -51,7 +51,7 @@ local function visit(id, after, prioritized)
   if ready then
     if not Job.fitsListing(budget, bodiesKey, id, record, inline) then return false end
     seen[id] = true
-    result[#result + 1] = Job.view(delayedKey, id, h, inline)
+    result[#result + 1] = Job.view(jobsKey, delayedKey, id, h, inline)
     result[#result + 1] = after
   end
   looked = looked + 1

@@ -43,7 +43,7 @@ for _, id in ipairs(ids) do
       end
       local h, inline = Job.decode(record)
       h[Job.H_STATE], h[Job.H_ATTEMPTS], h[Job.H_RUN_AT], h[Job.H_UPDATED] = Codes.PENDING, 0, now, now
-      if by then h[Job.H_BY] = by end
+      if by then h[Job.H_BY] = Job.byRef(jobsKey, by) end
       Job.save(jobsKey, id, h, inline)
       redis.call('ZADD', delayedKey, now, Job.delayedMember(id, h[Job.H_KEY], h[Job.H_PRIORITY]))
       redriven = redriven + 1

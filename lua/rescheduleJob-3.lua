@@ -17,7 +17,7 @@ local now, id = Clock.clock(ARGV[1]), ARGV[2]
 local record = redis.call('HGET', jobsKey, id)
 if not record then return { Codes.REFUSAL.NOT_FOUND } end
 local h, inline = Job.decode(record)
-if h[Job.H_STATE] ~= Codes.PENDING then return { Codes.REFUSAL.JOB_FINISHED, Job.view(delayedKey, id, h, Job.loadBody(bodiesKey, id, inline)) } end
+if h[Job.H_STATE] ~= Codes.PENDING then return { Codes.REFUSAL.JOB_FINISHED, Job.view(jobsKey, delayedKey, id, h, Job.loadBody(bodiesKey, id, inline)) } end
 
 h[Job.H_UPDATED] = now
 local headChanged = 0
@@ -38,4 +38,4 @@ else
   body = Job.loadBody(bodiesKey, id, inline)
   Job.save(jobsKey, id, h, inline)
 end
-return { Codes.OUTCOME.RESCHEDULED, headChanged, Job.view(delayedKey, id, h, body) }
+return { Codes.OUTCOME.RESCHEDULED, headChanged, Job.view(jobsKey, delayedKey, id, h, body) }

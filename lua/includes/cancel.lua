@@ -29,7 +29,7 @@ do
       redis.call('ZREM', k.delayed, delayedMember(id, h[H_KEY], h[Job.H_PRIORITY]))
     end
     h[H_STATE], h[H_UPDATED], h[H_DEADLINE] = CANCELLED, now, false
-    if by then h[H_BY] = by end
+    if by then h[H_BY] = Job.byRef(k.jobs, by) end
     if retention > 0 or h[H_GROUP] then
       save(k.jobs, id, h, inline)
       redis.call('ZADD', k.done, now + retention, id)

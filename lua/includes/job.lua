@@ -21,6 +21,8 @@ do
   -- H_KEY: the job's flow key on a flow topic ('' for none given: see includes/flow.lua), false on
   -- any other topic; a pending job's delayed member holds it too (delayedMember, below).
   local H_STATE, H_KEY = 1, 2
+  -- H_UPDATED: when the job last changed, false while that is its creation (H_CREATED): a job just
+  -- added pays one byte for it, not nine.
   local H_RUN_AT, H_CREATED, H_ATTEMPTS, H_MAX, H_TTR, H_BACKOFF, H_URL, H_ERROR, H_UPDATED, H_DEADLINE =
     3, 4, 5, 6, 7, 8, 9, 10, 11, 12
   -- H_CLAIM: the running attempt's claim token, unique to that claim (ack, fail, start and release
@@ -32,8 +34,9 @@ do
   -- a job, a re-created id included, never repeats an old version, across failovers too.
   -- H_GROUP: the job's group, or false.
   local H_VERSION, H_GROUP = 16, 17
-  -- H_BY: the name of the API key that last changed the job (added, replaced, cancelled or redrove
-  -- it), or false when only the queue has (a schedule's occurrence).
+  -- H_BY: the API key that last changed the job (added, replaced, cancelled or redrove it), as the
+  -- number that names it in the job's jobs hash (byRef), or false when only the queue has (a
+  -- schedule's occurrence).
   local H_BY = 18
   -- H_CHUNK: which of its group's zsets the job is a member of (see includes/groups.lua); nil (not
   -- stored) for the first, and for a job without a group. Last: a header has no holes before it.
@@ -70,6 +73,14 @@ do
   -- sweep). The tail's place minus the list's length is the head's: a ready listing's cursor names
   -- places counted so, which claims taking ids off the head do not move (lua/listReady-4.lua).
   local READY_TAIL_FIELD = '#tail'
+  -- The names of the API keys in H_BY, each a field pair of the jobs hash the records are in:
+  -- BY_REF_FIELD .. name -> its number, BY_NAME_FIELD .. number -> the name; BY_COUNT_FIELD counts the
+  -- numbers given. A record then holds a one-byte number, not the name (a 14-character name cost each
+  -- job 15 bytes, and its record a larger allocator class). The pair is written by the call that
+  -- first stores the name, so the records and the names they refer to replicate together; records
+  -- never move to another hash, and the names are as many as the keys ever named (bounded by the
+  -- keys' registry).
+  local BY_REF_FIELD, BY_NAME_FIELD, BY_COUNT_FIELD = '#by:', '#by=', '#bys'
   -- Largest body kept inline in its record. Rewriting a record then copies at most this much body
   -- (about what MAX_ERROR_BYTES lets the header hold), while small bodies cost no second hash entry:
   -- a body kept apart costs about 140 bytes more a job (hash entry, id, allocator rounding; 1,483
@@ -140,18 +151,22 @@ do
   -- test clock, a claim, its start and its ack in one ms), far less than a failover takes.
   local AHEAD_TICKS = 50
 
-  -- SEQ_FIELD of each hash (by key) as this call read or wrote it.
-  local callSeqs = {}
-  onEachCall(function() callSeqs = {} end)
+  -- SEQ_FIELD of each hash (by key) as this call read or wrote it; the API keys' names (H_BY) each
+  -- jobs hash's numbers stand for ('<jobs key>=<number>'), as this call read them: made by the first
+  -- that needs it (a call that shows no job and names no new key makes no table for it).
+  local callSeqs, callNames = {}, false
+  onEachCall(function() callSeqs, callNames = {}, false end)
 
-  -- SEQ_FIELD of hash `key`, read once a call. With `field`, also that field of the hash, read in
-  -- the same HMGET: a field read where a job is about to be created, which reads SEQ_FIELD anyway
-  -- (addJobs-5's closing mark), costs no request of its own.
-  local function seqOf(key, field)
+  -- SEQ_FIELD of hash `key`, read once a call. With `field` (and `field2`), also that field (and
+  -- that one) of the hash, read in the same HMGET: a field read where a job is about to be created,
+  -- which reads SEQ_FIELD anyway (addJobs-5's closing mark, its key's number), costs no request of
+  -- its own.
+  local function seqOf(key, field, field2)
     if field then
-      local got = redis.call('HMGET', key, SEQ_FIELD, field)
+      local got
+      if field2 then got = redis.call('HMGET', key, SEQ_FIELD, field, field2) else got = redis.call('HMGET', key, SEQ_FIELD, field) end
       if not callSeqs[key] then callSeqs[key] = tonumber(got[1] or 0) end
-      return callSeqs[key], got[2]
+      return callSeqs[key], got[2], got[3]
     end
     local seq = callSeqs[key]
     if not seq then
@@ -197,6 +212,41 @@ do
     end
     if v > now + AHEAD_TICKS then raiseSeq(key, v) end
     return v
+  end
+
+  -- The field of a jobs hash that holds the number of API key `name` (H_BY), for a caller that reads
+  -- it with another (seqOf).
+  local function byField(name)
+    return BY_REF_FIELD .. name
+  end
+
+  -- The number that names API key `name` (false: none, and then false) in jobs hash `jobsKey`, given
+  -- it anew when the hash has none. `known`: the value of its byField as the caller read it (false:
+  -- the hash has none; nil: not read, read here).
+  local function byRef(jobsKey, name, known)
+    if not name then return false end
+    local n = known
+    if n == nil then n = redis.call('HGET', jobsKey, BY_REF_FIELD .. name) end
+    if n then return tonumber(n) end
+    n = redis.call('HINCRBY', jobsKey, BY_COUNT_FIELD, 1)
+    redis.call('HSET', jobsKey, BY_REF_FIELD .. name, string.format('%d', n), string.format('%s%d', BY_NAME_FIELD, n), name)
+    if not callNames then callNames = {} end
+    callNames[string.format('%s=%d', jobsKey, n)] = name
+    return n
+  end
+
+  -- The name of the API key numbered `n` (H_BY; false: none, and then false) in jobs hash `jobsKey`,
+  -- read once a call.
+  local function byName(jobsKey, n)
+    if not n then return false end
+    local at = string.format('%s=%d', jobsKey, n)
+    if not callNames then callNames = {} end
+    local name = callNames[at]
+    if name == nil then
+      name = redis.call('HGET', jobsKey, string.format('%s%d', BY_NAME_FIELD, n)) or false
+      callNames[at] = name
+    end
+    return name
   end
 
   -- Rewrites job `id`'s record with header `h` (and the next version), its body staying where it is.
@@ -300,13 +350,15 @@ do
   -- its callback (H_CALLBACK, false: none).
   -- Mirrored by JobView in
   -- lib/engine/shapes.ts, in this order.
-  local function view(delayedKey, id, h, body)
+  -- `jobsKey`, `delayedKey`: the job's jobs hash and delayed zset.
+  local function view(jobsKey, delayedKey, id, h, body)
     local state = h[H_STATE]
     if state == PENDING and not redis.call('ZSCORE', delayedKey, delayedMember(id, h[H_KEY], h[H_PRIORITY])) then
       state = READY
     end
     return { id, state, h[H_RUN_AT], h[H_CREATED], h[H_ATTEMPTS], h[H_MAX], h[H_TTR], h[H_BACKOFF],
-      h[H_URL], h[H_ERROR], h[H_UPDATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP], h[H_BY], h[H_KEY],
+      h[H_URL], h[H_ERROR], h[H_UPDATED] or h[H_CREATED], h[H_DEADLINE], body, h[H_VERSION], h[H_GROUP],
+      byName(jobsKey, h[H_BY]), h[H_KEY],
       h[H_STARTED], h[H_HISTORY] or false, h[H_EXPIRES] or false, h[H_PRIORITY] or 0, h[H_TRACE] or false,
       h[H_CALLBACK] or false }
   end
@@ -327,6 +379,7 @@ do
   Job.headerOf, Job.delayedMember, Job.memberParts, Job.header = headerOf, delayedMember, memberParts, header
   Job.loadBody, Job.bodySize, Job.fitsListing, Job.seqOf = loadBody, bodySize, fitsListing, seqOf
   Job.nextVersion, Job.save, Job.store, Job.remove, Job.view = nextVersion, save, store, remove, view
+  Job.byField, Job.byRef = byField, byRef
   Job.matches, Job.H_HISTORY, Job.recordAttempt, Job.A_FAILED, Job.A_TIMED_OUT = matches, H_HISTORY, recordAttempt, A_FAILED, A_TIMED_OUT
   Job.H_EXPIRES, Job.setExpiry, Job.H_PRIORITY, Job.setPriority = H_EXPIRES, setExpiry, H_PRIORITY, setPriority
   Job.INLINE_BODY_BYTES, Job.H_TRACE, Job.setTrace = INLINE_BODY_BYTES, H_TRACE, setTrace

@@ -36,7 +36,7 @@ do
       redis.call('ZREM', k.done, id)
       old, oldChunk = h[H_GROUP], h[H_CHUNK]
     end
-    local h = { PENDING, o.key, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, now, false, false, false, 0, 0, o.group, false }
+    local h = { PENDING, o.key, due, now, 0, o.max, o.ttr, o.backoff, o.url, false, false, false, false, false, 0, 0, o.group, false }
     placeInGroup(k.jobs, groupKey, h, old, oldChunk)
     if o.expireAfter then setExpiry(h, due + o.expireAfter) end
     if o.priority then setPriority(h, o.priority) end

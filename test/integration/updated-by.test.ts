@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Caller } from '../../lib/engine';
+import { topicKeys } from '../../lib/testing';
 import { makeQueue, TestClock, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 
@@ -46,6 +47,30 @@ describe('updatedBy: the key behind each change', () => {
       [(await q.get(topic, 'b'))?.state, (await q.get(topic, 'b'))?.updatedBy],
       ['cancelled', 'cleanup'],
     );
+  });
+
+  it("a record holds its key's number, not its name: a long name costs a job no byte", async () => {
+    const topic = uniqueTopic('by-number');
+    const q = makeQueue(redis.client(), { [topic]: {} }, { config: { partitions: 1 } });
+    const long = 'k'.repeat(64);
+    for (const [id, name] of [['short', 'a'], ['long', long], ['again', 'a'], ['long2', long]] as const)
+      assert.equal((await q.add({ topic, id, delay: 60, body: { n: 1 } }, key(name))).status, 'created');
+    const jobs = topicKeys(0, topic, 1).jobs;
+    const lengths = await Promise.all(['short', 'long', 'again', 'long2'].map((id) => redis.client().hstrlen(jobs, id)));
+    assert.ok(lengths[0]! > 0);
+    assert.deepEqual(lengths.slice(1), [lengths[0], lengths[0], lengths[0]], 'a record is as long whatever its key name');
+    // each name is stored once, in the jobs hash, beside the numbers that stand for it
+    assert.deepEqual(
+      await redis.client().hmget(jobs, '#by:a', `#by:${long}`, '#by=1', '#by=2', '#bys'),
+      ['1', '2', 'a', long, '2'],
+    );
+    const read = await Promise.all(['short', 'long', 'again', 'long2'].map((id) => q.get(topic, id)));
+    assert.deepEqual(
+      read.map((j) => j?.updatedBy),
+      ['a', long, 'a', long],
+    );
+    // a job just added was last changed when it was created
+    assert.ok(read.every((j) => j?.updatedAt === j?.createdAt));
   });
 
   it('a schedule records the key that put it; its occurrence, made by the queue, has none', async () => {
