@@ -50,8 +50,8 @@ export function binUpperMs(bin: number): number {
 
 /**
  * The minutes of one stats hash (lua/includes/lateness.lua): a field `m<slot>` per minute holding
- * `<minute>|<count>|<max ms>`, and `m<slot>/<bin>` per histogram bin holding its count. Fields that
- * are not these are passed over (never thrown on: stats are advisory).
+ * `<minute>|<max ms>`, and `m<slot>/<bin>` per histogram bin holding its count (the minute's count is
+ * their sum). Fields that are not these are passed over (never thrown on: stats are advisory).
  */
 export function parseMinutes(fields: Readonly<Record<string, string>>): Minute[] {
   const minutes = new Map<string, Minute>();
@@ -65,11 +65,13 @@ export function parseMinutes(fields: Readonly<Record<string, string>>): Minute[]
       continue;
     }
     const slot = /^m(\d+)$/.exec(name)?.[1];
-    const head = /^(\d+)\|(\d+)\|(\d+)$/.exec(value);
-    if (slot !== undefined && head)
-      minutes.set(slot, { minute: Number(head[1]), n: Number(head[2]), max: Number(head[3]), bins: new Map() });
+    const head = /^(\d+)\|(\d+)$/.exec(value);
+    if (slot !== undefined && head) minutes.set(slot, { minute: Number(head[1]), n: 0, max: Number(head[2]), bins: new Map() });
   }
-  for (const [slot, minute] of minutes) minute.bins = bins.get(slot) ?? new Map();
+  for (const [slot, minute] of minutes) {
+    minute.bins = bins.get(slot) ?? new Map();
+    for (const count of minute.bins.values()) minute.n += count;
+  }
   return [...minutes.values()];
 }
 

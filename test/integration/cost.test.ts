@@ -35,12 +35,12 @@ export const BUDGET = {
   /** Claims of 10 jobs (claimJobs-7). */
   claim: { scriptCalls: 0.1, commands: 4.4 },
   /**
-   * Start marks of 10 attempts, their lateness recorded (startAttempts-2: the minute's HGET, HSET and PEXPIRE, a bin's
-   * HINCRBY).
+   * Start marks of 10 attempts, their lateness recorded (startAttempts-5: the minute's HGET, a bin's HINCRBY; the
+   * minute's HSET only for a new minute or a new largest value, PEXPIRE once a minute).
    */
-  start: { scriptCalls: 0.1, commands: 2.5 },
+  start: { scriptCalls: 0.1, commands: 2.31 },
   /** A handler's own claims of 10 jobs, started in the same call (claimJobs-7 with start: claim and start in one). */
-  claimStarted: { scriptCalls: 0.1, commands: 4.8 },
+  claimStarted: { scriptCalls: 0.1, commands: 4.61 },
   /** Acks, one at a time (ackJobs-4 with one attempt: TIME, the record's HGET and HSET, ZREM, ZADD to done). */
   ack: { scriptCalls: 1, commands: 5 },
   /**
@@ -65,11 +65,11 @@ export const FLOW_BUDGET = {
    * lanes' count (HINCRBY), and whether any key has pinned limits, read with the pause mark
    * (HMGET). A key's turn is up to 4 jobs: here (100 keys of 10 jobs, calls of 10) a key's last turn
    * gives 2, and a call that meets one takes keys off the ring a second time (LPOP, HMGET) and puts
-   * back at its head those it did not visit (LPUSH): 6.40 measured.
+   * back at its head those it did not visit (LPUSH): 6.20 measured.
    */
-  flowClaimStarted: { scriptCalls: 0.1, commands: 6.4 },
+  flowClaimStarted: { scriptCalls: 0.1, commands: 6.21 },
   /** The same with two keys: a visit claims each key's share of the call (5 of 10). */
-  flowClaimStartedTwoKeys: { scriptCalls: 0.1, commands: 6.3 },
+  flowClaimStartedTwoKeys: { scriptCalls: 0.1, commands: 6.11 },
   /**
    * ackJobs-4 of 10 attempts together: the ack as ackJobs-4's, the keys' slots back: their states read in one HMGET and
    * written in one HSET.

@@ -24,17 +24,18 @@ describe('lateness histogram (issue 14, item 5)', () => {
     assert.equal(percentileMs(new Map(), 99), null);
   });
 
-  it('parses the stored minutes of a stats hash, each with its bins, and passes over what is not one', () => {
+  it('parses the stored minutes of a stats hash, each with its bins and their sum, and passes over what is not one', () => {
     assert.deepEqual(
       parseMinutes({
-        m0: '29529000|3|250',
+        m0: '29529000|250',
         'm0/0': '1',
         'm0/31': '2',
-        m1: '29529001|1|4',
+        m1: '29529001|4',
         'm1/9': '1',
         'm2/5': '7',
         'm1:3': '1',
         m3: 'garbage',
+        m4: '29529004|1|4',
         other: '1',
       }),
       [
