@@ -87,7 +87,10 @@ if ARGV[6] ~= '' then
   redis.call('HSET', jobsKey, MOVED_FIELD, ARGV[6])
   moved = tonumber(ARGV[6])
 end
-local headBefore = Head.headScore(delayedKey)
+-- The head before the call, and the earliest due time the call gives a delayed member (false: none):
+-- the head moved earlier exactly when that is before it (a member the call moves later only raises
+-- the head's score), so the head is read once, not again at the end.
+local headBefore, earliest = Head.headScore(delayedKey), false
 -- headChanged set at the end; then each job's result, its four slots (code, a, b, c) appended at
 -- results[n + 1 .. n + 4], n = #results (no closure made a call for it)
 local results = { 0, now }
@@ -144,7 +147,8 @@ for i = 7, #ARGV, 12 do
       if string.sub(spec, 1, 1) == '+' then setExpiry(sh, at + tonumber(string.sub(spec, 2))) else setExpiry(sh, tonumber(spec)) end
     end
     Keyed.fold(jobsKey, bodiesKey, standingId, sh, sInline, body)
-    redis.call('ZADD', delayedKey, at, delayedMember(standingId, sh[H_KEY], sh[H_PRIORITY]))
+    redis.call('ZADD', delayedKey, string.format('%d', at), delayedMember(standingId, sh[H_KEY], sh[H_PRIORITY]))
+    if not earliest or at < earliest then earliest = at end
     local n = #results
     results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.DEBOUNCED, view(jobsKey, delayedKey, standingId, sh, ''), false, false
   else
@@ -174,7 +178,9 @@ for i = 7, #ARGV, 12 do
         if trace then setTrace(h, trace) end
         if callback then setCallback(h, callback) end
         store(jobsKey, bodiesKey, id, h, body, false)
-        redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
+        -- (the score as a string: a number argument to redis.call costs a '%.17g' format)
+        redis.call('ZADD', delayedKey, string.format('%d', due), delayedMember(id, key, h[H_PRIORITY]))
+        if not earliest or due < earliest then earliest = due end
         addToGroup(jobsKey, groupKey, id, h) -- (joins the group placeInGroup placed it in)
         if entry then Keyed.note(entry, kind, maxWait or window, id, now) end
         local n = #results
@@ -209,7 +215,8 @@ for i = 7, #ARGV, 12 do
         -- the put's callback replaces the job's (none: none; H_CALLBACK is the header's last slot)
         if callback then setCallback(h, callback) else h[H_CALLBACK] = nil end
         store(jobsKey, bodiesKey, id, h, body, true)
-        redis.call('ZADD', delayedKey, due, delayedMember(id, key, h[H_PRIORITY]))
+        redis.call('ZADD', delayedKey, string.format('%d', due), delayedMember(id, key, h[H_PRIORITY]))
+        if not earliest or due < earliest then earliest = due end
         addToGroup(jobsKey, groupKey, id, h)
         -- { group, chunk } the job left, or false
         local left = false
@@ -239,6 +246,5 @@ for i = 7, #ARGV, 12 do
   end
 end
 
-local headAfter = Head.headScore(delayedKey)
-if headAfter and (not headBefore or headAfter < headBefore) then results[1] = 1 end
+if earliest and (not headBefore or earliest < headBefore) then results[1] = 1 end
 return results

@@ -65,7 +65,7 @@ local n = tonumber(ARGV[2])
 if maxRunning - running < n then n = maxRunning - running end
 if n <= 0 then return { now, 0, 0, 0, 0, 1, 0 } end
 -- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
-local ids = redis.call('LRANGE', readyKey, 0, n - 1)
+local ids = redis.call('LRANGE', readyKey, '0', string.format('%d', n - 1))
 if #ids == 0 then return { now, 0, 0, 0, 1, 0, 0 } end
 -- the pause mark and the count of prioritized ready ids (includes/priority.lua) read with the first record
 local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, COUNT_FIELD, ids[1])
@@ -109,11 +109,11 @@ if not count or count == '0' then
       expireNow(k, id, h, inline, now, tonumber(ARGV[8]))
       result[3], result[7] = result[3] + 1, result[7] + 1
     else
-      result[#result + 1] = claimOne(jobsKey, runningKey, id, h, inline, now, ttrMs, ARGV[5] .. '.' .. i, late)
+      result[#result + 1] = claimOne(jobsKey, runningKey, id, h, inline, now, ttrMs, string.format('%s.%d', ARGV[5], i), late)
     end
     taken = i
   end
-  redis.call('LTRIM', readyKey, taken, -1)
+  redis.call('LTRIM', readyKey, string.format('%d', taken), '-1')
   if #ids < n and taken == #ids then result[5] = 1 end
 else
   count = tonumber(count)
@@ -154,7 +154,7 @@ else
   end
   -- those below 0 only once the ready list is read to its end (the mark took a place in the read)
   if listTaken == #ids and #ids < n then fromZset(false) end
-  if listTaken > 0 then redis.call('LTRIM', readyKey, listTaken, -1) end
+  if listTaken > 0 then redis.call('LTRIM', readyKey, string.format('%d', listTaken), '-1') end
   prioTaken(jobsKey, readyKey, gone, count, marked)
   if not stopped and result[4] == 0 and taken < n and #ids < n then result[5] = 1 end
 end

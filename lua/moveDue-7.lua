@@ -59,7 +59,7 @@ Flow.flowBatch()
 -- The records are read READ_CHUNK at a time (one HMGET); fn changes no other member's record.
 local READ_CHUNK = 100
 local function drain(key, maxScore, fn)
-  local ids = redis.call('ZRANGEBYSCORE', key, '-inf', maxScore, 'LIMIT', 0, limit)
+  local ids = redis.call('ZRANGEBYSCORE', key, '-inf', string.format('%d', maxScore), 'LIMIT', '0', ARGV[2])
   local taken, stopped = 0, false
   for from = 1, #ids, READ_CHUNK do
     local last = math.min(#ids, from + READ_CHUNK - 1)
@@ -77,7 +77,7 @@ local function drain(key, maxScore, fn)
     end
     if stopped then break end
   end
-  if taken > 0 then redis.call('ZREMRANGEBYRANK', key, 0, taken - 1) end
+  if taken > 0 then redis.call('ZREMRANGEBYRANK', key, '0', string.format('%d', taken - 1)) end
   if #ids == limit then more = 1 end
   return taken
 end
@@ -99,9 +99,11 @@ drain(runningKey, now, function(id, record)
 end)
 Attempts.backToHead(k, backs, now)
 
-local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'LIMIT', 0, limit)
+-- (numbers passed to redis.call as strings: a number argument costs a '%.17g' format)
+local nowArg = string.format('%d', now)
+local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', nowArg, 'LIMIT', '0', ARGV[2])
 if #due > 0 then
-  redis.call('ZREMRANGEBYRANK', k.delayed, 0, #due - 1)
+  redis.call('ZREMRANGEBYRANK', k.delayed, '0', string.format('%d', #due - 1))
   moved = #due
   if #due == limit then more = 1 end
   -- a member with a priority holds a tab (delayedMember in includes/job.lua): one look for one in
@@ -143,7 +145,7 @@ if #due > 0 then
     Flow.countReady(Flow.flowKeys(k.jobs), #due)
   elseif not prioritized then
     redis.call('RPUSH', k.ready, unpack(due))
-    redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, #due)
+    redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, string.format('%d', #due))
   else
     -- to the ready list, or, a member with a priority, to the prioritized zset
     -- (includes/priority.lua); no record read
@@ -159,7 +161,7 @@ if #due > 0 then
     end
     if #plain > 0 then
       redis.call('RPUSH', k.ready, unpack(plain))
-      redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, #plain)
+      redis.call('HINCRBY', k.jobs, Job.READY_TAIL_FIELD, string.format('%d', #plain))
     end
     Priority.pushTail(k.jobs, k.ready, ids, priorities)
   end
@@ -168,14 +170,14 @@ end
 local f = flow and Flow.flowKeys(k.jobs)
 if flow then
   -- keys whose pace let them go again: back in the ring (or their state deleted, at rest)
-  local held = redis.call('ZRANGEBYSCORE', f.wait, '-inf', now, 'LIMIT', 0, limit)
+  local held = redis.call('ZRANGEBYSCORE', f.wait, '-inf', nowArg, 'LIMIT', '0', ARGV[2])
   for _, key in ipairs(held) do
     local st = flowState(f, key)
     st[F_HELD] = 0
     ringIfClaimable(f, key, st)
     saveFlowState(f, key, st, now)
   end
-  if #held > 0 then redis.call('ZREMRANGEBYRANK', f.wait, 0, #held - 1) end
+  if #held > 0 then redis.call('ZREMRANGEBYRANK', f.wait, '0', string.format('%d', #held - 1)) end
   if #held == limit then more = 1 end
 end
 

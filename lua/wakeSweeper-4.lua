@@ -15,9 +15,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   local planned = tonumber(redis.call('GET', KEYS[2]) or '')
   if planned and planned <= due then return Codes.WAKE.NOTHING end
   redis.call('INCR', KEYS[4])
-  redis.call('RPUSH', KEYS[3], due)
-  redis.call('LTRIM', KEYS[3], -16, -1) -- one wake-up is enough; keep the list tiny
-  redis.call('PEXPIRE', KEYS[3], 60000)
+  redis.call('RPUSH', KEYS[3], string.format('%d', due))
+  redis.call('LTRIM', KEYS[3], '-16', '-1') -- one wake-up is enough; keep the list tiny
+  redis.call('PEXPIRE', KEYS[3], '60000')
   return Codes.WAKE.WOKEN
 end
 if due <= now + horizon then return Codes.WAKE.START_SWEEPER end

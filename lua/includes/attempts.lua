@@ -55,7 +55,7 @@ do
     h[H_DEADLINE] = false
     if h[H_ATTEMPTS] >= (h[H_MAX] or defaultMax) then
       h[H_STATE] = DEAD
-      redis.call('ZADD', k.dead, now, id)
+      redis.call('ZADD', k.dead, string.format('%d', now), id)
       save(k.jobs, id, h, inline)
       -- the second value: true when the dead end left an entry in the outbox (includes/callbacks.lua)
       return OUTCOME.DEAD_LETTERED, Callbacks.noteEnd(k.jobs, id, h, 2, now)

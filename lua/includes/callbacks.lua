@@ -26,8 +26,9 @@ do
     if not cb or string.byte(cb, ended) == 45 then return false end -- 45: '-', that end is not named
     local mark = h[H_CREATED]
     if ended == 2 then mark = h[H_VERSION] end
-    local entry = ended .. '\t' .. string.format('%d', mark) .. '\t' .. h[H_ATTEMPTS] .. '\t'
-      .. string.format('%d', now) .. '\t' .. id .. '\t' .. cb .. '\t' .. (h[H_ERROR] or '')
+    -- (numbers through '%d': a number joined with .. costs a '%.14g' format)
+    local entry = string.format('%d\t%d\t%d\t%d\t', ended, mark, h[H_ATTEMPTS], now) .. id .. '\t' .. cb .. '\t'
+      .. (h[H_ERROR] or '')
     local outbox = jobsKey .. '#cb'
     redis.call('ZADD', outbox, string.format('%d', now), entry)
     return true

@@ -79,7 +79,7 @@ do
         expireNow(k, id, h, inline, c.now, c.retention)
         result[3], result[7] = result[3] + 1, result[7] + 1
       else
-        result[#result + 1] = claimOne(k.jobs, k.running, id, h, inline, c.now, c.ttrMs, c.nonce .. '.' .. i, c.late)
+        result[#result + 1] = claimOne(k.jobs, k.running, id, h, inline, c.now, c.ttrMs, string.format('%s.%d', c.nonce, i), c.late)
       end
     end
     return true

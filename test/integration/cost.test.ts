@@ -20,10 +20,10 @@ const JOBS = 1000;
 /** The budget per job, per path: script calls, and every command Redis runs (inside scripts too). At most. */
 export const BUDGET = {
   /**
-   * POST /jobs: one job per request (addJobs-5: the record's HGET and HSET, HGET of the versions' #seq, ZADD, head
-   * reads).
+   * POST /jobs: one job per request (addJobs-5: TIME, the record's HGET and HSET, HMGET of the versions' #seq with the
+   * closing mark and the key's number, ZADD, one read of the head).
    */
-  addOne: { scriptCalls: 1, commands: 7 },
+  addOne: { scriptCalls: 1, commands: 6 },
   /** POST /jobs/batch: 500 jobs per request, in calls of 100 (ADD_BATCH). */
   addBatch: { scriptCalls: 0.01, commands: 3.04 },
   /**
