@@ -28,7 +28,7 @@ local H_STARTED, H_GROUP, decode, save, remove = Job.H_STARTED, Job.H_GROUP, Job
 local isAttempt, noteEnd, H_CALLBACK = Attempts.isAttempt, Callbacks.noteEnd, Job.H_CALLBACK
 local flowLeaveMany = Flow.flowLeaveMany
 local jobsKey, bodiesKey, runningKey, doneKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local now, retention = Clock.clock(ARGV[1]), tonumber(ARGV[2])
+local now, retention = Clock.clock(ARGV[1]), ARGV[2] + 0 -- (+ 0 parses once; tonumber twice)
 local result = {}
 -- A flow topic's slots come back at the end, counted per key: the keys' states read in one HMGET
 -- and written in one HSET (flowLeaveMany). The tables made at the first job with a key (none on

@@ -59,9 +59,10 @@ local firsts, prioTaken, recordLateness = Priority.firsts, Priority.taken, Laten
 local readyKey, runningKey, jobsKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local start = ARGV[9] == '1'
 local now = clock(ARGV[1])
-local maxRunning = tonumber(ARGV[3])
+-- (a numeric ARGV's + 0 parses it once; tonumber twice)
+local maxRunning = ARGV[3] + 0
 local running = redis.call('ZCARD', runningKey)
-local n = tonumber(ARGV[2])
+local n = ARGV[2] + 0
 if maxRunning - running < n then n = maxRunning - running end
 if n <= 0 then return { now, 0, 0, 0, 0, 1, 0 } end
 -- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
@@ -73,7 +74,7 @@ if first[1] then return { now, 0, 0, 0, 1, 0, 0 } end
 
 local result = { now, 0, 0, 0, 0, 0, 0 }
 local late = start and {} or false
-local ttrMs = tonumber(ARGV[4])
+local ttrMs = ARGV[4] + 0
 local count = first[2]
 local taken = 0
 -- the keys cancelNow and expireNow take (a job cancelled or expired here: rare), made at their first use
@@ -81,7 +82,7 @@ local k = false
 if not count or count == '0' then
   -- no prioritized ready job: the ready list in order, the budget counted inline (Budget.byteBudget's
   -- rule: never before the first id, unless strict), a table and a closure fewer a call
-  local budget, loose, used = tonumber(ARGV[6]), ARGV[7] ~= '1', 0
+  local budget, loose, used = ARGV[6] + 0, ARGV[7] ~= '1', 0
   for i = 1, #ids do
     local id = ids[i]
     local record

@@ -152,25 +152,27 @@ do
   local AHEAD_TICKS = 50
 
   -- SEQ_FIELD of each hash (by key) as this call read or wrote it; the API keys' names (H_BY) each
-  -- jobs hash's numbers stand for ('<jobs key>=<number>'), as this call read them: made by the first
-  -- that needs it (a call that shows no job and names no new key makes no table for it).
-  local callSeqs, callNames = {}, false
-  onEachCall(function() callSeqs, callNames = {}, false end)
+  -- jobs hash's numbers stand for ('<jobs key>=<number>'), as this call read them. Each made by the
+  -- first that needs it: a claim, start or ack (which rewrite records whose versions are known) makes
+  -- neither.
+  local callSeqs, callNames = false, false
+  onEachCall(function() callSeqs, callNames = false, false end)
 
   -- SEQ_FIELD of hash `key`, read once a call. With `field` (and `field2`), also that field (and
   -- that one) of the hash, read in the same HMGET: a field read where a job is about to be created,
   -- which reads SEQ_FIELD anyway (addJobs-5's closing mark, its key's number), costs no request of
   -- its own.
   local function seqOf(key, field, field2)
+    if not callSeqs then callSeqs = {} end
     if field then
       local got
       if field2 then got = redis.call('HMGET', key, SEQ_FIELD, field, field2) else got = redis.call('HMGET', key, SEQ_FIELD, field) end
-      if not callSeqs[key] then callSeqs[key] = tonumber(got[1] or 0) end
+      if not callSeqs[key] then callSeqs[key] = (got[1] or 0) + 0 end
       return callSeqs[key], got[2], got[3]
     end
     local seq = callSeqs[key]
     if not seq then
-      seq = tonumber(redis.call('HGET', key, SEQ_FIELD) or 0)
+      seq = (redis.call('HGET', key, SEQ_FIELD) or 0) + 0
       callSeqs[key] = seq
     end
     return seq
@@ -227,7 +229,7 @@ do
     if not name then return false end
     local n = known
     if n == nil then n = redis.call('HGET', jobsKey, BY_REF_FIELD .. name) end
-    if n then return tonumber(n) end
+    if n then return n + 0 end -- (+ 0 parses once; tonumber twice)
     n = redis.call('HINCRBY', jobsKey, BY_COUNT_FIELD, 1)
     redis.call('HSET', jobsKey, BY_REF_FIELD .. name, string.format('%d', n), string.format('%s%d', BY_NAME_FIELD, n), name)
     if not callNames then callNames = {} end
