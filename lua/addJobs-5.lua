@@ -152,7 +152,12 @@ for i = 7, #ARGV, 12 do
     local n = #results
     results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.DEBOUNCED, view(jobsKey, delayedKey, standingId, sh, ''), false, false
   else
-    local record = redis.call('HGET', jobsKey, id)
+    -- a plain add (no put, group or key) of an id the open partition does not hold: its record is
+    -- written with HSETNX, and read only when the id is taken (one HGET fewer an add); any other
+    -- write reads the record first
+    local onlyNew = not put and not group and keyed == ''
+    local record = false
+    if not onlyNew then record = redis.call('HGET', jobsKey, id) end
     if not record and moved == nil then
       -- the closing mark, and the key's number when it has a name (with SEQ_FIELD: one request)
       if by and byNumber == nil then
@@ -163,6 +168,8 @@ for i = 7, #ARGV, 12 do
         moved = tonumber(mark) or false
       end
     end
+    -- a closed partition answers MOVED only for an id it does not hold
+    if onlyNew and moved then record = redis.call('HGET', jobsKey, id) end
     if not record and moved then
       local n = #results
       results[n + 1], results[n + 2], results[n + 3], results[n + 4] = RELAYOUT.MOVED, moved, false, false
@@ -177,14 +184,25 @@ for i = 7, #ARGV, 12 do
         if priority then setPriority(h, priority) end
         if trace then setTrace(h, trace) end
         if callback then setCallback(h, callback) end
-        store(jobsKey, bodiesKey, id, h, body, false)
-        -- (the score as a string: a number argument to redis.call costs a '%.17g' format)
-        redis.call('ZADD', delayedKey, string.format('%d', due), delayedMember(id, key, h[H_PRIORITY]))
-        if not earliest or due < earliest then earliest = due end
-        addToGroup(jobsKey, groupKey, id, h) -- (joins the group placeInGroup placed it in)
-        if entry then Keyed.note(entry, kind, maxWait or window, id, now) end
-        local n = #results
-        results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.CREATED, due, h[H_VERSION], false
+        if store(jobsKey, bodiesKey, id, h, body, false, onlyNew) then
+          -- (the score as a string: a number argument to redis.call costs a '%.17g' format)
+          redis.call('ZADD', delayedKey, string.format('%d', due), delayedMember(id, key, h[H_PRIORITY]))
+          if not earliest or due < earliest then earliest = due end
+          addToGroup(jobsKey, groupKey, id, h) -- (joins the group placeInGroup placed it in)
+          if entry then Keyed.note(entry, kind, maxWait or window, id, now) end
+          local n = #results
+          results[n + 1], results[n + 2], results[n + 3], results[n + 4] = OUTCOME.CREATED, due, h[H_VERSION], false
+        else
+          -- the id is taken (HSETNX wrote nothing): refused, with the job as it stands, its record
+          -- and body counted instead of the body sent
+          record = redis.call('HGET', jobsKey, id)
+          local rh, rInline = decode(record)
+          local size = #record + bodySize(bodiesKey, id, rInline)
+          if budgetJobs > 1 and budgetUsed - #body + size > budget then break end
+          budgetUsed = budgetUsed - #body + size
+          local n = #results
+          results[n + 1], results[n + 2], results[n + 3], results[n + 4] = REFUSAL.JOB_EXISTS, view(jobsKey, delayedKey, id, rh, loadBody(bodiesKey, id, rInline)), false, false
+        end
       else
         local n = #results
         results[n + 1], results[n + 2], results[n + 3], results[n + 4] = REFUSAL.VERSION_MISMATCH, false, false, false

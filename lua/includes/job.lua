@@ -262,20 +262,29 @@ do
   -- when the new one is inline; a header made anew for it (version 0) takes the record's version.
   -- The version is also larger than SEQ_FIELD, which a group cancel's mark raised (includes/
   -- groupCancel.lua): a job that joins a group after the mark is never taken for one before it.
-  local function store(jobsKey, bodiesKey, id, h, body, replacing)
+  -- `onlyNew`: the id is not known to be free; the record is written only if it is (HSETNX: no read
+  -- before), and false is returned, nothing written, when it is taken. True otherwise.
+  local function store(jobsKey, bodiesKey, id, h, body, replacing, onlyNew)
     local prev = h[H_VERSION]
     if replacing and prev == 0 then
       local old = header(jobsKey, id)
       if old then prev = old[H_VERSION] end
     end
     h[H_VERSION] = nextVersion(jobsKey, math.max(prev, seqOf(jobsKey)))
-    if #body <= INLINE_BODY_BYTES then
-      redis.call('HSET', jobsKey, id, cmsgpack.pack(h) .. body)
-      if replacing then redis.call('HDEL', bodiesKey, id) end
+    local inline = #body <= INLINE_BODY_BYTES
+    local record = cmsgpack.pack(h)
+    if inline then record = record .. body end
+    if onlyNew then
+      if redis.call('HSETNX', jobsKey, id, record) == 0 then return false end
     else
-      redis.call('HSET', jobsKey, id, cmsgpack.pack(h))
-      redis.call('HSET', bodiesKey, id, body)
+      redis.call('HSET', jobsKey, id, record)
     end
+    if not inline then
+      redis.call('HSET', bodiesKey, id, body)
+    elseif replacing then
+      redis.call('HDEL', bodiesKey, id)
+    end
+    return true
   end
 
   -- Deletes job `id`, whose record's header is `h` (as this call decoded or last wrote it): its
