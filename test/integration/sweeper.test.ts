@@ -110,6 +110,29 @@ describe('sweeper and fan-out (real redis-server)', () => {
       assert.equal((await queue.get(topic, 'soon'))?.state, 'ready');
     }));
 
+  it('a look after a wait that no wake-up ended does not hold the lease again: one hold a look, not two', () =>
+    isolated(async (r) => {
+      const topic = uniqueTopic();
+      const queue = makeQueue(r, { [topic]: { handler: 'h' } });
+      for (let i = 1; i <= 4; i++) await queue.add({ topic, id: `j${i}`, delay: 0.25 * i });
+      const engine = queue.engine;
+      const holdLease = engine.holdSweeperLease.bind(engine);
+      let holds = 0;
+      engine.holdSweeperLease = (a) => {
+        holds += 1;
+        return holdLease(a);
+      };
+      const invoker = new RecordingInvoker();
+      const timings = { ...DEFAULT_TIMINGS, sweeperMaxWaitMs: 300 };
+      const report = await runSweeper({ engine, invoker, log, remainingMs: () => 60_000, timings });
+      assert.equal(report.outcome, 'idle');
+      assert.equal(report.moved, 4);
+      assert.ok(report.sweeps >= 5, `it slept before each job and looked again after: ${report.sweeps} sweeps`);
+      // the lease taken, then one hold a look (the look it plans before each wait); a hold before a
+      // sweep only after the first look: 2 more at most
+      assert.ok(holds <= report.sweeps + 2, `${holds} holds for ${report.sweeps} sweeps`);
+    }));
+
   it('after a sweep that left jobs ready it looks once more before it exits: an attempt claimed right after, whose handler dies, is timed out at its deadline', () =>
     isolated(async (r) => {
       const topic = uniqueTopic();
