@@ -6,7 +6,7 @@
  */
 import { checkCallback, type Callback } from '../core/callback';
 import { checkHttpUrl } from '../core/http-url';
-import { randomBytes } from 'node:crypto';
+import { randomBase64url } from '../core/random';
 import { ladderLength, parseBackoff, parseDuration } from '../core/backoff';
 import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../core/queue-config';
 import { layoutFor, type FlowKeyChange, type FlowRate, type JobChange, type NewJob } from '../engine';
@@ -54,7 +54,7 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2
 
 /** A fresh id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
 export function generateId(): string {
-  return randomBytes(12).toString('base64url');
+  return randomBase64url(12);
 }
 
 function problem(problems: FieldProblem[], path: string, message: string): void {

@@ -1,9 +1,9 @@
 /** Consumer-side changes: claim jobs for an attempt, start, then ack, fail or release them. */
-import { randomBytes } from 'node:crypto';
 import type { FlowDefaults, TopicConfig } from '../core/queue-config';
 import { latenessKey, topicKeys, topicRateKey, type BodiesKey } from './keys';
 import type { ClockArg } from './scripts';
 import { SCRIPT_CALL_BYTES } from '../core/limits';
+import { randomHex } from '../core/random';
 import { readSlots, run } from './script-runner';
 import { contextOf, topicOf, type EngineContext } from './context';
 import { OUTCOME, REFUSAL } from './codes';
@@ -146,7 +146,7 @@ function claimArgs(
     count: c.count,
     maxRunning: c.maxRunning,
     ttrMs: t.ttrMs,
-    nonce: randomBytes(8).toString('hex'),
+    nonce: randomHex(8),
     maxBytes: Math.max(0, Math.min(SCRIPT_CALL_BYTES, c.left)),
     strict: c.strict,
     retentionMs: ctx.config.retentionMs,
