@@ -16,7 +16,8 @@ export interface HandlerEvent {
    * the fan-out claims again at once): the handler then claims no further batch of its own
    * (jobs made ready later reach a fan-out through the sweeper). True when the fan-out leaves the
    * rest to the handlers (its claim stopped at the topic's concurrency, it is out of rounds, or
-   * the rate limit holds it); absent (an older fan-out's event): as true.
+   * the rate limit holds it), and in a herd (jobs still ready after HERD_ROUNDS rounds): the
+   * handlers claim on beside the fan-out; absent (an older fan-out's event): as true.
    */
   more?: boolean;
 }
@@ -45,6 +46,10 @@ export interface WireJob {
 
 const INVOKES_IN_FLIGHT = 8; // parallel Event invokes per topic: each is one HTTPS call
 const MAX_ROUNDS = 50; // claims per topic in one pass; more work comes back via the sweeper
+// Rounds of a pass that found jobs left ready after each before its handlers claim on too: a burst
+// a few rounds drain (a steady flow's sweep) is the fan-out's alone, so no handler's claim finds
+// nothing; a herd is drained by every handler invoked from then on as well as by the fan-out.
+const HERD_ROUNDS = 3;
 const MAX_PASSES = 20; // passes over every topic by one fan-out invocation
 // Kept in hand when a rate-limited topic waits for tokens: time to clear the mark and invoke the
 // next fan-out (two Redis calls and one Event invoke, well under a second even on a cold client).
@@ -154,8 +159,9 @@ async function fanoutTopic(deps: FanoutDeps, topic: TopicConfig, report: FanoutR
         lateness: { unit: 'Milliseconds', value: claimed.map((j) => j.latenessMs) },
       },
     );
-    // the rest is the handlers' to claim when this fan-out will not claim it next round itself
-    const more = !drained && (capped || waitMs !== null || round + 1 >= MAX_ROUNDS);
+    // the rest is the handlers' to claim too when this fan-out will not claim it next round itself,
+    // and in a herd (HERD_ROUNDS)
+    const more = !drained && (capped || waitMs !== null || round + 1 >= MAX_ROUNDS || round + 1 >= HERD_ROUNDS);
     const { batches, oversized } = cutBatches(topic, claimed);
     await failOversized(deps, topic.name, oversized);
     const { failed, reason } = await invokeBatches(deps, handler, { topic: topic.name, more }, batches, report);

@@ -4,7 +4,8 @@
  * again only to find nothing, and a handler claims a further batch itself only when the fan-out
  * leaves the rest to the handlers (its claim stopped at the concurrency): each empty claim cost a
  * script call, in a steady flow about one a job. A herd behind the concurrency is still drained by
- * the handlers, each taking the next batch as it finishes.
+ * the handlers, each taking the next batch as it finishes, and a herd (jobs still ready after
+ * HERD_ROUNDS rounds) by every handler invoked from then on as well as by the fan-out.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -94,6 +95,17 @@ describe('a claim that drains the ready list says so (real redis-server)', () =>
       Array.from({ length: 10 }, () => [1, false]),
       'no handler claims on',
     );
+  });
+
+  it('a herd: from the third round on, a round that leaves jobs ready tells its handlers to claim on beside the fan-out', async () => {
+    // 30 ready: rounds of 8, 8, 8 (jobs left ready after each), then 6 (drained)
+    const { events, claims } = await fanOut(30, 100);
+    assert.equal(claims, 4);
+    assert.deepEqual(events, [
+      ...Array.from({ length: 16 }, () => [1, false]),
+      ...Array.from({ length: 8 }, () => [1, true]),
+      ...Array.from({ length: 6 }, () => [1, false]),
+    ]);
   });
 
   it('the fan-out tells the handlers to go on claiming when its claim stopped at the concurrency', async () => {
