@@ -66,7 +66,8 @@ export function parseMinutes(fields: Readonly<Record<string, string>>): Minute[]
     }
     const slot = /^m(\d+)$/.exec(name)?.[1];
     const head = /^(\d+)\|(\d+)$/.exec(value);
-    if (slot !== undefined && head) minutes.set(slot, { minute: Number(head[1]), n: 0, max: Number(head[2]), bins: new Map() });
+    if (slot !== undefined && head)
+      minutes.set(slot, { minute: Number(head[1]), n: 0, max: Number(head[2]), bins: new Map() });
   }
   for (const [slot, minute] of minutes) {
     minute.bins = bins.get(slot) ?? new Map();

@@ -94,11 +94,7 @@ describe('lateness stats (real redis-server)', () => {
     );
     const expected = [0, 1, 2, 3].map((p) => ids.filter((id) => q.engine.partitionOf(topic, id) === p).length);
     assert.ok(expected.filter((n) => n > 0).length > 1, `the 16 jobs spread over partitions: ${expected}`);
-    assert.deepEqual(
-      perPartition,
-      expected,
-      "each partition's minute counts the starts of its own jobs",
-    );
+    assert.deepEqual(perPartition, expected, "each partition's minute counts the starts of its own jobs");
     const s = await q.stats(topic);
     assert.equal(s.lateness.started, 16);
     assert.equal(s.lateness.maxMs, 800, 'the largest of all partitions');

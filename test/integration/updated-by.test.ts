@@ -53,17 +53,31 @@ describe('updatedBy: the key behind each change', () => {
     const topic = uniqueTopic('by-number');
     const q = makeQueue(redis.client(), { [topic]: {} }, { config: { partitions: 1 } });
     const long = 'k'.repeat(64);
-    for (const [id, name] of [['short', 'a'], ['long', long], ['again', 'a'], ['long2', long]] as const)
+    for (const [id, name] of [
+      ['short', 'a'],
+      ['long', long],
+      ['again', 'a'],
+      ['long2', long],
+    ] as const)
       assert.equal((await q.add({ topic, id, delay: 60, body: { n: 1 } }, key(name))).status, 'created');
     const jobs = topicKeys(0, topic, 1).jobs;
-    const lengths = await Promise.all(['short', 'long', 'again', 'long2'].map((id) => redis.client().hstrlen(jobs, id)));
-    assert.ok(lengths[0]! > 0);
-    assert.deepEqual(lengths.slice(1), [lengths[0], lengths[0], lengths[0]], 'a record is as long whatever its key name');
-    // each name is stored once, in the jobs hash, beside the numbers that stand for it
-    assert.deepEqual(
-      await redis.client().hmget(jobs, '#by:a', `#by:${long}`, '#by=1', '#by=2', '#bys'),
-      ['1', '2', 'a', long, '2'],
+    const lengths = await Promise.all(
+      ['short', 'long', 'again', 'long2'].map((id) => redis.client().hstrlen(jobs, id)),
     );
+    assert.ok(lengths[0]! > 0);
+    assert.deepEqual(
+      lengths.slice(1),
+      [lengths[0], lengths[0], lengths[0]],
+      'a record is as long whatever its key name',
+    );
+    // each name is stored once, in the jobs hash, beside the numbers that stand for it
+    assert.deepEqual(await redis.client().hmget(jobs, '#by:a', `#by:${long}`, '#by=1', '#by=2', '#bys'), [
+      '1',
+      '2',
+      'a',
+      long,
+      '2',
+    ]);
     const read = await Promise.all(['short', 'long', 'again', 'long2'].map((id) => q.get(topic, id)));
     assert.deepEqual(
       read.map((j) => j?.updatedBy),
