@@ -34,7 +34,7 @@ import leaveGroup from '../../lua/leaveGroup-2.lua';
 import listGroup from '../../lua/listGroup-4.lua';
 import listJobs from '../../lua/listJobs-4.lua';
 import listReady from '../../lua/listReady-4.lua';
-import moveDue from '../../lua/moveDue-7.lua';
+import moveDue from '../../lua/moveDue-8.lua';
 import redriveJobs from '../../lua/redriveJobs-3.lua';
 import releaseLease from '../../lua/releaseLease-4.lua';
 import releaseJobs from '../../lua/releaseJobs-5.lua';
@@ -78,7 +78,7 @@ export const SCRIPTS = {
   pauseTopic: { file: 'pauseTopic-1.lua', numberOfKeys: 1, source: pauseTopic },
   setFlowKey: { file: 'setFlowKey-1.lua', numberOfKeys: 1, source: setFlowKey },
   getFlowKey: { file: 'getFlowKey-1.lua', numberOfKeys: 1, source: getFlowKey },
-  moveDue: { file: 'moveDue-7.lua', numberOfKeys: 7, source: moveDue },
+  moveDue: { file: 'moveDue-8.lua', numberOfKeys: 8, source: moveDue },
   redriveJobs: { file: 'redriveJobs-3.lua', numberOfKeys: 3, source: redriveJobs },
   listJobs: { file: 'listJobs-4.lua', numberOfKeys: 4, source: listJobs },
   listReady: { file: 'listReady-4.lua', numberOfKeys: 4, source: listReady },

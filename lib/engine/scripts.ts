@@ -590,7 +590,7 @@ export function pauseTopic(keys: readonly [JobsKey], a: { paused: boolean; by: s
   return call('pauseTopic', keys, [a.paused ? '1' : '0', a.by]);
 }
 
-/** lua/moveDue-7.lua's reply; `left` is group, id, chunk, group, id, chunk, ... of the purged jobs that had a group. */
+/** lua/moveDue-8.lua's reply; `left` is group, id, chunk, group, id, chunk, ... of the purged jobs that had a group. */
 export type MoveDueReply = readonly [
   moved: number,
   retried: number,
@@ -602,14 +602,16 @@ export type MoveDueReply = readonly [
   ready: number,
   givenBack: number,
   left: readonly (string | number)[],
+  /** When the topic's earliest schedule in the partition needs moving on (its occurrence's run time), or null. */
+  schedulesAt: number | null,
 ];
 
 /**
- * lua/moveDue-7.lua: one sweep step for one topic and partition, bounded by `limit` jobs per part and by the byte
+ * lua/moveDue-8.lua: one sweep step for one topic and partition, bounded by `limit` jobs per part and by the byte
  * budget.
  */
 export function moveDue(
-  keys: readonly [DelayedKey, ReadyKey, RunningKey, JobsKey, BodiesKey, DeadKey, DoneKey],
+  keys: readonly [DelayedKey, ReadyKey, RunningKey, JobsKey, BodiesKey, DeadKey, DoneKey, ScheduleNextKey],
   a: {
     clock: ClockArg;
     limit: number;

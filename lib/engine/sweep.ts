@@ -1,6 +1,6 @@
 /** The sweeper's step: time out expired attempts, move due jobs to ready, purge finished ones. */
 import type { TopicConfig } from '../core/queue-config';
-import { topicKeys } from './keys';
+import { scheduleKeys, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../core/limits';
 import { run, runPipelined } from './script-runner';
 import { inheritPauses } from './relayout';
@@ -12,7 +12,8 @@ import * as script from './scripts';
 
 function moveDueCall(ctx: EngineContext, t: TopicConfig, partition: number, limit: number) {
   const k = topicKeys(partition, t.name, ctx.layout);
-  return script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
+  const next = scheduleKeys(partition, t.name, ctx.layout).next;
+  return script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done, next], {
     clock: ctx.clock(),
     limit,
     maxAttempts: t.maxAttempts,
@@ -55,11 +56,11 @@ function leftGroups(topic: string, partition: number, left: readonly (string | n
 export type OnReady = (readyByTopic: Readonly<Record<string, number>>) => Promise<void>;
 
 /**
- * One bounded sweep step over every topic and partition: per partition, one pipeline of moveDue
- * and one reading the due schedules, all at once; then the due schedules move on to their next
- * occurrences (one pipeline per partition), and the purged jobs that had a group leave their
- * groups' zsets. A sweeper that dies in between leaves those members behind: a group listing
- * passes over them, and a group cancel removes them; a schedule not moved on is moved by the next
+ * One bounded sweep step over every topic and partition: per partition, one pipeline of moveDue,
+ * whose replies say when each topic's earliest schedule needs moving on; then, only for the topics
+ * with schedules due, one pipeline reading them and one moving them on to their next occurrences,
+ * and the purged jobs that had a group leave their groups' zsets. A sweeper that dies in between
+ * leaves those members behind: a group listing passes over them, and a group cancel removes them; a schedule not moved on is moved by the next
  * sweep. `onReady` runs beside the rest of the step as soon as jobs are ready (the sweeper invokes
  * the fan-out there, so that due jobs do not wait for the schedules' advance); the step awaits it
  * before it returns, and it must not throw.
@@ -92,24 +93,24 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
   ];
   await Promise.all(
     visits.map(async ({ partition, topics }) => {
-      const names = topics.map((t) => t.name);
-      const [replies, due] = await Promise.all([
-        runPipelined(
-          ctx.redis,
-          topics.map((t) => moveDueCall(ctx, t, partition, limit)),
-        ),
-        runPipelined(
-          ctx.redis,
-          names.map((name) => dueCall(ctx, name, partition, limit)),
-        ),
-      ]);
+      const replies = await runPipelined(
+        ctx.redis,
+        topics.map((t) => moveDueCall(ctx, t, partition, limit)),
+      );
+      // the topics whose earliest schedule is due: only theirs are read (a sweep of topics without
+      // schedules, or whose schedules wait, makes no dueSchedules call)
+      const names: string[] = [];
       replies.forEach((reply, i) => {
         tally(result, topics[i]!.name, reply);
         left.push(...leftGroups(topics[i]!.name, partition, reply[9]));
+        const at = reply[10];
+        if (at !== null && at <= reply[6]) names.push(topics[i]!.name);
+        else if (at !== null && (result.nextAt === null || at < result.nextAt)) result.nextAt = at;
       });
       if (onReady && !readyCalled && Object.keys(result.readyByTopic).length > 0)
         readyCalled = onReady({ ...result.readyByTopic });
-      const step = await advanceDue(ctx, partition, names, due);
+      if (names.length === 0) return;
+      const step = await advanceSchedules(ctx, partition, names, limit);
       result.schedulesAdvanced += step.advanced;
       if (step.more) result.more = true;
       if (step.nextAt !== null && (result.nextAt === null || step.nextAt < result.nextAt)) result.nextAt = step.nextAt;
@@ -120,6 +121,15 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
   if (left.length > 0) await leaveGroups(ctx, left);
   await readyCalled;
   return result;
+}
+
+/** The due schedules of topics `names` in `partition` read (at most `limit` a topic) and moved on. */
+async function advanceSchedules(ctx: EngineContext, partition: number, names: readonly string[], limit: number) {
+  const due = await runPipelined(
+    ctx.redis,
+    names.map((name) => dueCall(ctx, name, partition, limit)),
+  );
+  return advanceDue(ctx, partition, names, due);
 }
 
 /** moveDue for topic `t` in one partition (and the purged jobs' leaving their groups). */

@@ -104,7 +104,7 @@ do
   -- Job `id`'s member in its topic's delayed zset, its flow key `key` (H_KEY) being false or '' (none)
   -- or a key, its priority `priority` (H_PRIORITY) nil or 0 (none) or a number: the id, then a tab
   -- and the priority when it has one, then a space and the key when it has one. A sweep then takes
-  -- each due job's key and priority from the member (lua/moveDue-7.lua) instead of reading its
+  -- each due job's key and priority from the member (lua/moveDue-8.lua) instead of reading its
   -- record. Ids never hold a tab or a space, which sort before every character an id holds, so the
   -- members of one score sort as their ids do.
   local function delayedMember(id, key, priority)

@@ -16,6 +16,7 @@ import {
   groupKey,
   latenessKey,
   partitionOf,
+  scheduleKeys,
   topicKeys,
   type TopicKeys,
   run,
@@ -351,15 +352,18 @@ describe('bodies apart from their jobs (real redis-server)', () => {
       clock.advance(31_000);
       const reply = await run(
         redis,
-        script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
-          clock: clock.now,
-          limit: 100,
-          maxAttempts: 1,
-          backoff: 'f:0',
-          random: 0,
-          deadRetentionMs: 1000,
-          maxBytes: 1,
-        }),
+        script.moveDue(
+          [k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done, scheduleKeys(0, topic, 1).next],
+          {
+            clock: clock.now,
+            limit: 100,
+            maxAttempts: 1,
+            backoff: 'f:0',
+            random: 0,
+            deadRetentionMs: 1000,
+            maxBytes: 1,
+          },
+        ),
       );
       const [, , deadLettered, , more] = reply;
       assert.deepEqual([deadLettered, more], [1, 1]);

@@ -27,11 +27,13 @@ export const BUDGET = {
   /** POST /jobs/batch: 500 jobs per request, in calls of 100 (ADD_BATCH). */
   addBatch: { scriptCalls: 0.01, commands: 3.04 },
   /**
-   * The sweep that moves due jobs to ready (moveDue-7, up to moveLimit jobs a call; the record is
+   * The sweep that moves due jobs to ready (moveDue-8, up to moveLimit jobs a call; the record is
    * not touched). A call that leaves jobs ready reads the topic's pause mark (one HEXISTS), so a
-   * paused topic's ready jobs do not make the sweeper ask for fan-outs: 0.019 commands a job here.
+   * paused topic's ready jobs do not make the sweeper ask for fan-outs; it reads the head of the
+   * topic's schedules (one ZRANGE), so a sweep makes no dueSchedules call while none is due: 0.0163
+   * commands a job here.
    */
-  sweep: { scriptCalls: 0.003, commands: 0.02 },
+  sweep: { scriptCalls: 0.0014, commands: 0.017 },
   /** Claims of 10 jobs (claimJobs-7). */
   claim: { scriptCalls: 0.1, commands: 4.4 },
   /**
@@ -52,11 +54,11 @@ export const BUDGET = {
 /** The budget per job of a flow topic's paths (100 keys, 10 jobs each; DESIGN.md, "Per-job cost budget"). At most. */
 export const FLOW_BUDGET = {
   /**
-   * moveDue-7 with the flow flag: the due jobs' keys read off their delayed members (no record read), the keys' states
+   * moveDue-8 with the flow flag: the due jobs' keys read off their delayed members (no record read), the keys' states
    * in one HMGET; each key's due ids pushed behind its head in one RPUSH, or, for a key with none, the first made its
    * head (the rest in one RPUSH) and the key put in the ring; the states it changed written at the end in one HSET.
    */
-  flowSweep: { scriptCalls: 0.004, commands: 0.14 },
+  flowSweep: { scriptCalls: 0.002, commands: 0.13 },
   /**
    * claimFlow-6 with start, 10 a call: per job a lane pop (the key's next head) and the claim as
    * claimJobs-7's; keys come off the ring as many at a time as the call still wants (LPOP with a

@@ -350,7 +350,7 @@ describe('flow control per key', () => {
       ids,
       'held back at their start: their keys back in the ring in claim order',
     );
-    // timed out before their start (moveDue-7)
+    // timed out before their start (moveDue-8)
     clock.advance(10_001);
     await q.engine.sweep();
     assert.deepEqual(

@@ -121,7 +121,7 @@ describe('typed script calls', () => {
         attempts: [],
         maxBytes: 1,
       }),
-      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
+      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done, sk.next], {
         clock: '',
         limit: 1,
         maxAttempts: 1,
@@ -248,7 +248,7 @@ describe('typed script calls', () => {
         attempts: [],
         maxBytes: 1,
       }),
-      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
+      script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done, sk.next], {
         clock: 7,
         limit: 1,
         maxAttempts: 1,
@@ -372,7 +372,7 @@ describe('typed script calls', () => {
       [
         'moveDue',
         7,
-        script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
+        script.moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done, sk.next], {
           clock: '',
           limit: 1,
           maxAttempts: 1,
@@ -668,7 +668,7 @@ describe('typed script calls', () => {
     assert.match(SCRIPTS.setFlowKey.source, /ARGV\[8\] the key {2}ARGV\[9\] the name of the API key/);
     assert.deepEqual(
       script
-        .moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done], {
+        .moveDue([k.delayed, k.ready, k.running, k.jobs, k.bodies, k.dead, k.done, sk.next], {
           clock: '',
           limit: 1,
           maxAttempts: 1,

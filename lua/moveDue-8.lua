@@ -11,6 +11,7 @@
      takes them out of their groups' zsets (lua/leaveGroup-2.lua; their keys are not this call's).
   KEYS[1] delayed zset  KEYS[2] ready list  KEYS[3] running zset  KEYS[4] jobs hash
   KEYS[5] bodies hash  KEYS[6] dead zset  KEYS[7] done zset
+  KEYS[8] the topic's schedule-next zset of the partition (only read: its head)
   ARGV[1] fixed clock ms or ''  ARGV[2] limit per part  ARGV[3] the topic's max attempts
   ARGV[4] the topic's backoff spec  ARGV[5] random number in [0, 1) for jitter
   ARGV[6] dead retention ms  ARGV[7] byte budget of the records read (parts 1 and 3)
@@ -18,11 +19,14 @@
           off the job's delayed member, no record read), and keys whose pace held them go back in
           the ring; '0': not
   Returns { moved, retried, deadLettered, purged, more 0|1, nextAt ms or nil, now, ready, givenBack,
-            { group, id, chunk, group, id, chunk, ... } of the purged jobs that had a group }
+            { group, id, chunk, group, id, chunk, ... } of the purged jobs that had a group,
+            schedulesAt ms or false }
   where more = 1 when a part hit its limit or the budget (call again now), nextAt is the earliest
   of the next due job, the next TTR deadline and (flow) the next key its pace lets go, ready is the
   ready list's length after the move and the give-backs (flow: the keys in the ring; 0 while the
-  topic is paused), and givenBack counts the attempts given back without counting.
+  topic is paused), givenBack counts the attempts given back without counting, and schedulesAt is
+  when the partition's earliest schedule of the topic needs moving on (its pending occurrence's run
+  time; false: none), so the sweep reads the due schedules (lua/dueSchedules-2.lua) only when some are.
   Mirrored by MoveDueReply in lib/engine/scripts.ts.
 ]]
 --- @include "codes"
@@ -215,4 +219,4 @@ else
   ready = redis.call('LLEN', k.ready)
 end
 if ready > 0 and Flow.topicPaused(k.jobs) then ready = 0 end
-return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, ready, ended.givenBack, left }
+return { moved, ended.retried, ended.deadLettered, purged, more, nextAt, now, ready, ended.givenBack, left, Head.headScore(KEYS[8]) }
