@@ -60,10 +60,10 @@ export type OnReady = (readyByTopic: Readonly<Record<string, number>>) => Promis
  * whose replies say when each topic's earliest schedule needs moving on; then, only for the topics
  * with schedules due, one pipeline reading them and one moving them on to their next occurrences,
  * and the purged jobs that had a group leave their groups' zsets. A sweeper that dies in between
- * leaves those members behind: a group listing passes over them, and a group cancel removes them; a schedule not moved on is moved by the next
- * sweep. `onReady` runs beside the rest of the step as soon as jobs are ready (the sweeper invokes
- * the fan-out there, so that due jobs do not wait for the schedules' advance); the step awaits it
- * before it returns, and it must not throw.
+ * leaves those members behind: a group listing passes over them, and a group cancel removes them; a
+ * schedule not moved on is moved by the next sweep. `onReady` runs beside the rest of the step as
+ * soon as jobs are ready (the sweeper invokes the fan-out there, so that due jobs do not wait for the
+ * schedules' advance); the step awaits it before it returns, and it must not throw.
  */
 export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady): Promise<SweepResult> {
   const result: SweepResult = {
