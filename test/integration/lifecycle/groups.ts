@@ -6,16 +6,8 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { bucketState, firstChunk } from '../../support/group-layout';
 import { listWholeGroup } from '../../support/queue';
-import { HOUR, SEC, type SuiteHelpers, type SuiteTarget } from './shared';
-import {
-  groupChunkKey,
-  groupKey,
-  scheduleKeys,
-  topicKeys,
-  partitionOf,
-  run,
-  scripts as script,
-} from '../../../lib/testing';
+import { HOUR, SEC, moveDueOnce, type SuiteHelpers, type SuiteTarget } from './shared';
+import { groupChunkKey, groupKey, topicKeys, partitionOf, run, scripts as script } from '../../../lib/testing';
 
 /** Declares the first tests of the describe 'groups, listings and versions' (its caller declares the describe). */
 export function groups(target: SuiteTarget, h: SuiteHelpers): void {
@@ -303,30 +295,7 @@ export function groups(target: SuiteTarget, h: SuiteHelpers): void {
     await q.cancel(topic, first);
     clock.advance(61 * SEC);
     const k = topicKeys(0, topic, target.partitions);
-    const reply = await run(
-      target.redis(),
-      script.moveDue(
-        [
-          k.delayed,
-          k.ready,
-          k.running,
-          k.jobs,
-          k.bodies,
-          k.dead,
-          k.done,
-          scheduleKeys(0, topic, target.partitions).next,
-        ],
-        {
-          clock: clock.now,
-          limit: 100,
-          maxAttempts: 3,
-          backoff: 'f:10',
-          random: 0,
-          deadRetentionMs: HOUR,
-          maxBytes: 1 << 20,
-        },
-      ),
-    );
+    const reply = await moveDueOnce(target, topic, clock.now);
     assert.deepEqual(reply[9], ['g', first, 0], 'the purge names the group and the zset the job was in');
     // added again: it joins the newest zset, while its old member is still in the first
     await q.add({ topic, id: first, delay: 600, group: 'g' });

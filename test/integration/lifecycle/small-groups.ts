@@ -5,16 +5,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { bucketField, bucketSlots, bucketState, firstChunk } from '../../support/group-layout';
-import { HOUR, SEC, type SuiteHelpers, type SuiteTarget } from './shared';
-import {
-  groupBucketKey,
-  groupKey,
-  scheduleKeys,
-  topicKeys,
-  partitionOf,
-  run,
-  scripts as script,
-} from '../../../lib/testing';
+import { SEC, moveDueOnce, type SuiteHelpers, type SuiteTarget } from './shared';
+import { groupBucketKey, groupKey, topicKeys, partitionOf, run, scripts as script } from '../../../lib/testing';
 
 /**
  * Declares the small-group tests of the describe 'groups, listings and versions' (its caller declares the describe).
@@ -365,30 +357,7 @@ export function smallGroups(target: SuiteTarget, h: SuiteHelpers): void {
     const purgeWithoutLeave = async (id: string) => {
       await q.cancel(topic, id);
       clock.advance(61 * SEC);
-      const reply = await run(
-        redis,
-        script.moveDue(
-          [
-            k.delayed,
-            k.ready,
-            k.running,
-            k.jobs,
-            k.bodies,
-            k.dead,
-            k.done,
-            scheduleKeys(0, topic, target.partitions).next,
-          ],
-          {
-            clock: clock.now,
-            limit: 100,
-            maxAttempts: 3,
-            backoff: 'f:10',
-            random: 0,
-            deadRetentionMs: HOUR,
-            maxBytes: 1 << 20,
-          },
-        ),
-      );
+      const reply = await moveDueOnce(target, topic, clock.now);
       assert.deepEqual(reply[9], ['st', id, 0], 'the purge names the group and the chunk');
     };
     await purgeWithoutLeave(x);
