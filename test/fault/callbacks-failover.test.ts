@@ -24,16 +24,14 @@
  * FAULT_SEED the kill points.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import type { Job } from '../../lib/engine';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
 import { outboxKey, topicKeys } from '../../lib/testing';
 import { queueOf } from '../support/queue';
-import { startSwitchProxy } from '../support/proxy';
+import { linkUp, promote, replication, seeded, startLinkedPair, SYNC_NOW } from '../support/failover';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { report, until, type Delivery } from './support/harness';
 import { Stack } from './support/stack';
@@ -51,25 +49,6 @@ const WAIT_MS = '300'; // DQ_DURABILITY_TIMEOUT_MS
 const DRAIN_LIMIT_MS = 120_000 + JOBS * 20;
 const STRANDED_MS = 5000; // an outbox entry this old was left by its notifier (a live one removes it within ms)
 const ADD_LIMIT_MS = 60_000; // an add call is given up (the test fails) when not acknowledged within this
-// a new replica syncs at once instead of after Redis's default 5 s wait for more replicas to join
-const SYNC_NOW = ['--repl-diskless-sync-delay', '0'];
-
-function replication(port: number): string {
-  return spawnSync('redis-cli', ['-p', String(port), 'info', 'replication'], { encoding: 'utf8' }).stdout;
-}
-
-/** A small seeded generator (mulberry32): a run's kill points follow from the seed it reports. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The queue: the jobs' webhook topic, and the webhook topic their notifications go to. */
 function queueConfig(): string {
   const webhook = { kind: 'webhook', handler: 'webhookHandler', ttr: 2, backoff: { type: 'fixed', delay: 0.2 } };
@@ -158,11 +137,8 @@ function duringCut(deliveries: readonly Delivery[], from: number, to: number) {
 async function callbacksFailover(seed: number): Promise<Outcome> {
   const began = Date.now();
   const loadBefore = load();
-  const rnd = random(seed);
-  const primary = await startRedis({ args: SYNC_NOW });
-  const link = await startSwitchProxy({ port: primary.port });
-  const replica = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(link.port)] });
-  const endpoint = await startSwitchProxy({ port: primary.port });
+  const rnd = seeded(seed);
+  const { primary, link, replica, endpoint } = await startLinkedPair();
   const stack = new Stack({
     redisUrl: endpoint.url,
     env: { DQ_DURABILITY: 'replica', DQ_DURABILITY_TIMEOUT_MS: WAIT_MS, DQ_CONFIG: queueConfig() },
@@ -172,10 +148,7 @@ async function callbacksFailover(seed: number): Promise<Outcome> {
   let running = true; // false once the run ends, however: the watcher, the killer and the failover stop
   const tasks: Promise<unknown>[] = [];
   try {
-    assert.ok(
-      await until(() => /master_link_status:up/.test(replication(replica.port)), 30_000, 50),
-      'the replica synced',
-    );
+    assert.ok(await linkUp(replica.port), 'the replica synced');
     await stack.start();
     // the adds and reads as the API makes them, with the Lambdas' client settings: a command whose connection was lost
     // is not sent again on the next one (the stack's own client, ioredis's defaults, re-sends it: a WAIT sent to the
@@ -248,12 +221,7 @@ async function callbacksFailover(seed: number): Promise<Outcome> {
       await primary.stop('SIGKILL');
       failedOverAt = Date.now();
       undoneBytes = written - offset(replica.port, 'slave_repl_offset');
-      const promote = new Redis(replica.port);
-      try {
-        await promote.replicaof('NO', 'ONE');
-      } finally {
-        promote.disconnect();
-      }
+      await promote(replica.port);
       endpoint.repoint({ port: replica.port });
       trace.push(`repointed at ${Date.now() - t0}`);
       // ElastiCache replaces the lost node; until the new replica has synced, changes are refused (503)

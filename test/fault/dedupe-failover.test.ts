@@ -22,14 +22,13 @@
  * undid, raced again after it.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { jobService, type AddOutcome } from '../../lib/api/job-routes';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
 import { keyedEntryKey, partitionOf, topicKeys } from '../../lib/testing';
-import { startSwitchProxy } from '../support/proxy';
+import { replication, seeded, startLinkedPair, SYNC_NOW } from '../support/failover';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { report, until } from './support/harness';
 
@@ -58,25 +57,6 @@ const RETRY_MS = { first: 100, max: 1600 };
 const WAIT_MS = '100';
 // the producers stop retrying after this long: a bound for a broken run, not a timing (a busy machine takes longer)
 const RUN_LIMIT_MS = 40_000;
-// a new replica syncs at once instead of after Redis's default 5 s wait for more replicas to join
-const SYNC_NOW = ['--repl-diskless-sync-delay', '0'];
-
-function replication(port: number): string {
-  return spawnSync('redis-cli', ['-p', String(port), 'info', 'replication'], { encoding: 'utf8' }).stdout;
-}
-
-/** A small seeded generator (mulberry32): a run's plans follow from the seed it reports. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const keyName = (i: number) => `k${i}`;
 
 /** The dedupe entry of key `key`: '<until ms> <id>' (lua/includes/keyed.lua). */
@@ -176,10 +156,7 @@ interface Outcome {
 
 async function dedupeFailover(variant: Variant, seed: number): Promise<Outcome> {
   const began = Date.now();
-  const primary = await startRedis({ args: SYNC_NOW });
-  const link = await startSwitchProxy({ port: primary.port });
-  const replica = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(link.port)] });
-  const endpoint = await startSwitchProxy({ port: primary.port });
+  const { primary, link, replica, endpoint } = await startLinkedPair();
   const runtimes: Runtime[] = [];
   let replacement: RedisProcess | undefined;
   let reader: Redis | undefined;
@@ -201,7 +178,7 @@ async function dedupeFailover(variant: Variant, seed: number): Promise<Outcome> 
     };
     for (let p = 0; p < PRODUCERS; p++) runtimes.push(createRuntime(env));
 
-    const rnd = random(seed);
+    const rnd = seeded(seed);
     const plans = runtimes.map(() => planCalls(rnd));
     const plannedCalls = plans.reduce((n, calls) => n + calls.length, 0);
     const answers = new Map<string, Answer[]>();

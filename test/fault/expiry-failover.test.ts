@@ -18,20 +18,17 @@
  * came while the topic was paused.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from 'aws-lambda';
-import { Redis } from 'ioredis';
 import type { Job } from '../../lib/engine';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
 import { HttpError } from '../../lib/testing';
 import type { HandlerEvent } from '../../lib/workers/fanout';
 import { topicHandler } from '../../lib/workers/handler';
-import { startSwitchProxy } from '../support/proxy';
-import { startRedis } from '../support/redis';
+import { linkUp, promote, startLinkedPair } from '../support/failover';
 import { report, until, type HostSlot } from './support/harness';
 import { Stack } from './support/stack';
 
@@ -48,13 +45,6 @@ const CUT_AT_MS = 5200; // the link is cut then; the failover comes CUT_MS later
 const CUT_MS = 300;
 const DRAIN_LIMIT_MS = 40_000;
 const HOST_TIMEOUT_MS = 20_000; // each handler invocation's time limit (host.ts's HOST_TIMEOUT_MS)
-// a new replica syncs at once instead of after Redis's default 5 s wait for more replicas to join
-const SYNC_NOW = ['--repl-diskless-sync-delay', '0'];
-
-function replication(port: number): string {
-  return spawnSync('redis-cli', ['-p', String(port), 'info', 'replication'], { encoding: 'utf8' }).stdout;
-}
-
 /** The queue: one topic, its handler the function the fan-out invokes (served in this process, below). */
 function queueConfig(): string {
   return JSON.stringify({
@@ -175,10 +165,7 @@ async function withoutMetricLines<T>(body: () => Promise<T>): Promise<T> {
 
 async function expiryFailover(): Promise<Outcome> {
   const began = Date.now();
-  const primary = await startRedis({ args: SYNC_NOW });
-  const link = await startSwitchProxy({ port: primary.port });
-  const replica = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(link.port)] });
-  const endpoint = await startSwitchProxy({ port: primary.port });
+  const { primary, link, replica, endpoint } = await startLinkedPair();
   const stack = new Stack({
     redisUrl: endpoint.url,
     env: { DQ_DURABILITY: 'replica', DQ_DURABILITY_TIMEOUT_MS: '300', DQ_CONFIG: queueConfig() },
@@ -186,10 +173,7 @@ async function expiryFailover(): Promise<Outcome> {
   let rt: Runtime | undefined;
   let host: Awaited<ReturnType<typeof inProcessHost>> | undefined;
   try {
-    assert.ok(
-      await until(() => /master_link_status:up/.test(replication(replica.port)), 30_000, 50),
-      'the replica synced',
-    );
+    assert.ok(await linkUp(replica.port), 'the replica synced');
     await stack.start();
     await stack.handler.stop(); // its topic's handler runs here instead
     const runtime = createRuntime({ ...stack.env, LOG_LEVEL: 'error' });
@@ -243,12 +227,7 @@ async function expiryFailover(): Promise<Outcome> {
     await sleep(CUT_MS);
     await primary.stop('SIGKILL');
     const failedOverAt = Date.now();
-    const promote = new Redis(replica.port);
-    try {
-      await promote.replicaof('NO', 'ONE');
-    } finally {
-      promote.disconnect();
-    }
+    await promote(replica.port);
     endpoint.repoint({ port: replica.port });
 
     // drained: nothing delayed, ready or running once every job's expiry has passed

@@ -15,7 +15,6 @@
  * `none` the test reports how many acknowledged changes the failover undid: the size of the window.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -23,7 +22,7 @@ import { Redis } from 'ioredis';
 import { addJob, deleteJob } from '../../lib/api/routes';
 import { httpRoute } from '../../lib/api/http';
 import { createRuntime, type Runtime } from '../../lib/platform/runtime';
-import { startSwitchProxy } from '../support/proxy';
+import { linkUp, startLinkedPair, SYNC_NOW } from '../support/failover';
 import { startRedis, type RedisProcess } from '../support/redis';
 import { report, until } from './support/harness';
 import { Stack } from './support/stack';
@@ -38,14 +37,9 @@ const PHASE_LIMIT_MS = 60_000;
 // the stream the checks need: more acknowledged adds and deletes than these
 const MIN_ADDS = 20;
 const MIN_DELETES = 5;
-// A new replica syncs at once instead of after Redis's default 5 s wait for more replicas to join
-// (ElastiCache takes minutes to bring a replacement; the figure here is the stack's part only).
-const SYNC_NOW = ['--repl-diskless-sync-delay', '0'];
+// (SYNC_NOW: a new replica syncs at once; ElastiCache takes minutes to bring a replacement, the figure here is
+// the stack's part only)
 const WAIT_MS = '300'; // DQ_DURABILITY_TIMEOUT_MS: a cut-off replica costs each change 300 ms, then 503
-
-function replication(port: number): string {
-  return spawnSync('redis-cli', ['-p', String(port), 'info', 'replication'], { encoding: 'utf8' }).stdout;
-}
 
 interface Outcome {
   scenario: string;
@@ -69,19 +63,13 @@ interface Outcome {
 }
 
 async function failover(mode: Mode, variant: Variant): Promise<Outcome> {
-  const primary = await startRedis({ args: SYNC_NOW });
-  const link = await startSwitchProxy({ port: primary.port });
-  const replica = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(link.port)] });
-  const endpoint = await startSwitchProxy({ port: primary.port });
+  const { primary, link, replica, endpoint } = await startLinkedPair();
   const env = { DQ_DURABILITY: mode, DQ_DURABILITY_TIMEOUT_MS: WAIT_MS };
   const stack = new Stack({ redisUrl: endpoint.url, env });
   let rt: Runtime | undefined;
   let replacement: RedisProcess | undefined;
   try {
-    assert.ok(
-      await until(() => /master_link_status:up/.test(replication(replica.port)), 30_000, 50),
-      'the replica synced',
-    );
+    assert.ok(await linkUp(replica.port), 'the replica synced');
     await stack.start();
     // the API as Lambda runs it, with the stack's invoke endpoint (adds wake the sweeper)
     const api = createRuntime({ ...stack.env, LOG_LEVEL: 'error' });

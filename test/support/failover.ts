@@ -13,10 +13,50 @@ import { startSwitchProxy, type SwitchProxy } from './proxy';
 import { startRedis, type RedisProcess } from './redis';
 
 // a new replica syncs at once instead of after Redis's default 5 s wait for more replicas to join
-const SYNC_NOW = ['--repl-diskless-sync-delay', '0'];
+export const SYNC_NOW = ['--repl-diskless-sync-delay', '0'];
 
-function replication(port: number): string {
+/** INFO replication of the redis-server on `port` (read with redis-cli: no client of the test's to lose). */
+export function replication(port: number): string {
   return spawnSync('redis-cli', ['-p', String(port), 'info', 'replication'], { encoding: 'utf8' }).stdout;
+}
+
+/** Promotes the replica on `port` to a primary (`REPLICAOF NO ONE`, as ElastiCache promotes one). */
+export async function promote(port: number): Promise<void> {
+  const client = new Redis(port);
+  try {
+    await client.replicaof('NO', 'ONE');
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** A small seeded generator (mulberry32): a fault run's choices follow from the seed it reports. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Whether the replica on `port` has its link to its primary up, waiting for it 30 s at most. */
+export function linkUp(port: number): Promise<boolean> {
+  return until(() => /master_link_status:up/.test(replication(port)), 30_000, 50);
+}
+
+/**
+ * A primary; a replica of it through a link the test can cut (`link`); and `endpoint`, the proxy the clients use, which
+ * a failover repoints. The caller stops all four.
+ */
+export async function startLinkedPair() {
+  const primary = await startRedis({ args: SYNC_NOW });
+  const link = await startSwitchProxy({ port: primary.port });
+  const replica = await startRedis({ args: [...SYNC_NOW, '--replicaof', '127.0.0.1', String(link.port)] });
+  const endpoint = await startSwitchProxy({ port: primary.port });
+  return { primary, link, replica, endpoint };
 }
 
 async function synced(replica: RedisProcess, primary: RedisProcess): Promise<void> {
