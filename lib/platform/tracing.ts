@@ -8,7 +8,7 @@
  * Off, the tracer is NO_TRACER: `start` hands back one shared span that records nothing, so a
  * span costs a function call and no allocation.
  */
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../core/random';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 
@@ -156,8 +156,8 @@ function exportSpans(url: URL, options: TracerOptions, spans: OtlpSpan[]): Promi
 /** A span that, once ended, hands itself to `done` as OTLP JSON. */
 function recordingSpan(name: string, o: SpanOptions, now: () => number, done: (span: OtlpSpan) => void): Span {
   const context = {
-    traceId: o.parent?.traceId ?? randomBytes(16).toString('hex'),
-    spanId: randomBytes(8).toString('hex'),
+    traceId: o.parent?.traceId ?? randomHex(16),
+    spanId: randomHex(8),
   };
   const startMs = o.startMs ?? now();
   const attributes: Attributes = { ...o.attributes };

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../core/random';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_TIMINGS, type Timings, type TopicConfig } from '../core/queue-config';
 import { EVENT_ENVELOPE_BYTES, EVENT_PAYLOAD_BYTES } from '../core/limits';
@@ -70,7 +70,7 @@ export interface FanoutDeps {
   tracer?: Tracer;
 }
 
-const newToken = () => randomBytes(8).toString('hex');
+const newToken = () => randomHex(8);
 
 /**
  * Invokes the fan-out unless one is running already (that one drains every topic and looks

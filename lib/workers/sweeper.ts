@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../core/random';
 import { performance } from 'node:perf_hooks';
 import { LEASE, type Engine, type SweepResult } from '../engine';
 import { requestFanout } from './fanout';
@@ -55,7 +55,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function runSweeper(deps: SweeperDeps): Promise<SweeperReport> {
   const { engine } = deps;
   const t = deps.timings ?? DEFAULT_TIMINGS;
-  const owner = randomBytes(8).toString('hex');
+  const owner = randomHex(8);
   const report = emptyReport();
   const lease = sweeperLease(engine, owner, t);
   const hold = lease.hold;
