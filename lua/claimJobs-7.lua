@@ -25,20 +25,25 @@
   ARGV[6] byte budget of the records and bodies read
   ARGV[7] '1': strict, even the first id must fit the budget (a caller that already holds jobs
           claimed in this round); '0': the first id is always looked at
-  ARGV[8] retention ms of a job cancelled here (see cancelNow in includes/cancel.lua)
+  ARGV[8] retention ms of a job cancelled, expired or acked here (see cancelNow in
+          includes/cancel.lua, ackAttempts in includes/ack.lua)
   ARGV[9] '1': start the attempts claimed; '0': claim only (a handler starts them)
+  ARGV[10..] triples, none or a few: id, attempt number, claim token of attempts of this topic and
+          partition to end as done first, as lua/ackJobs-4.lua does (a handler that acks its last
+          job and claims its next in one call): the slots they free count for the claim
   A paused topic (includes/flow.lua) claims nothing. While the partition holds prioritized ready
   jobs (includes/priority.lua: their count read with the pause mark, no command when it is 0), the
   claim takes those above 0 first, highest first, then the ready list, then those below 0: ids
   looked at in that order count against n and the budget alike.
-  Returns { now, taken, skipped, more 0|1, drained 0|1, capped 0|1, expired, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
+  Returns { now, taken, skipped, more 0|1, drained 0|1, capped 0|1, expired, acked, { id, attempt, runAt, deadline, url, body or false, maxAttempts, claim }... }
   where taken counts the ids taken off the ready list, more = 1 when the budget stopped the
   claim before n ids, drained = 1 when the call left the ready list empty (it read fewer ids
   than it could take and took them all) or the topic is paused: a further claim now would find
   nothing (0: it may find more, or the call cannot tell), and capped = 1 when the running zset
   holds max running after the call: further claims wait for attempts to end (the handlers of
-  this claim, as they finish, take the next); expired counts the jobs that expired here. Mirrored by ClaimReply and ClaimedItem in
-  lib/engine/scripts.ts.
+  this claim, as they finish, take the next); expired counts the jobs that expired here; acked is
+  0 when ARGV names no ack, else the acks' codes, one per triple in order (includes/ack.lua).
+  Mirrored by ClaimReply and ClaimedItem in lib/engine/scripts.ts.
 ]]
 --- @include "clock"
 --- @include "budget"
@@ -46,6 +51,7 @@
 --- @include "flow"
 --- @include "lateness"
 --- @include "priority"
+--- @include "ack"
 -- what the includes give that the call uses for each job, as locals (a table lookup fewer a use)
 local COUNT_FIELD, PRIO_MARK, visitReady = Priority.COUNT_FIELD, Priority.PRIO_MARK, Claim.visitReady
 local PENDING = Codes.PENDING
@@ -56,23 +62,27 @@ local groupCancelError = GroupCancel.groupCancelError
 local cancelledWithGroup, claimOne = Claim.cancelledWithGroup, Claim.claimOne
 local clock, byteBudget, PAUSED_FIELD = Clock.clock, Budget.byteBudget, Flow.PAUSED_FIELD
 local firsts, prioTaken, recordLateness = Priority.firsts, Priority.taken, Lateness.recordLateness
+local ackAttempts = Ack.ackAttempts
 local readyKey, runningKey, jobsKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local start = ARGV[9] == '1'
 local now = clock(ARGV[1])
+-- the acks first: the slots they free count for the claim (0: none asked for)
+local acked = 0
+if #ARGV >= 10 then acked = ackAttempts(jobsKey, KEYS[4], runningKey, KEYS[6], now, ARGV[8] + 0, ARGV, 10) end
 -- (a numeric ARGV's + 0 parses it once; tonumber twice)
 local maxRunning = ARGV[3] + 0
 local running = redis.call('ZCARD', runningKey)
 local n = ARGV[2] + 0
 if maxRunning - running < n then n = maxRunning - running end
-if n <= 0 then return { now, 0, 0, 0, 0, 1, 0 } end
+if n <= 0 then return { now, 0, 0, 0, 0, 1, 0, acked } end
 -- LRANGE, then LTRIM of what was looked at: ids after the budget stay where they are
 local ids = redis.call('LRANGE', readyKey, '0', string.format('%d', n - 1))
-if #ids == 0 then return { now, 0, 0, 0, 1, 0, 0 } end
+if #ids == 0 then return { now, 0, 0, 0, 1, 0, 0, acked } end
 -- the pause mark and the count of prioritized ready ids (includes/priority.lua) read with the first record
 local first = redis.call('HMGET', jobsKey, PAUSED_FIELD, COUNT_FIELD, ids[1])
-if first[1] then return { now, 0, 0, 0, 1, 0, 0 } end
+if first[1] then return { now, 0, 0, 0, 1, 0, 0, acked } end
 
-local result = { now, 0, 0, 0, 0, 0, 0 }
+local result = { now, 0, 0, 0, 0, 0, 0, acked }
 local late = start and {} or false
 local ttrMs = ARGV[4] + 0
 local count = first[2]
@@ -159,7 +169,7 @@ else
   prioTaken(jobsKey, readyKey, gone, count, marked)
   if not stopped and result[4] == 0 and taken < n and #ids < n then result[5] = 1 end
 end
-if running + #result - 7 >= maxRunning then result[6] = 1 end -- claims made: the items after the 7 header slots
+if running + #result - 8 >= maxRunning then result[6] = 1 end -- claims made: the items after the 8 header slots
 if late and #late > 0 then recordLateness(KEYS[7], now, late) end
 result[2] = taken
 return result

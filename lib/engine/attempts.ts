@@ -55,10 +55,11 @@ async function countsByPartition(
  * started too, in the same script call (for a handler that runs what it claims at once).
  */
 export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: ClaimRequest): Promise<Claim> {
-  if (t.flow) return claimFlow(ctx, t, t.flow, request);
+  if (t.flow) return ackedFirst(ctx, t, request, (rest) => claimFlow(ctx, t, t.flow!, rest));
   const { count, maxRunning, maxBytes = SCRIPT_CALL_BYTES, at, start = false } = request;
   const counts = await countsByPartition(ctx, t);
   const runningBy = counts?.running ?? [];
+  const ack = await ackCarrier(ctx, t, request.ack, counts);
   let running = runningBy.reduce((a, b) => a + b, 0);
   const claimed: ClaimedJob[] = [];
   let bytes = 0;
@@ -66,7 +67,7 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: Cla
   let drained = true; // every partition's ready list was found empty, or left so
   let capped = false; // a call found the running attempts at the cap after it
   let expired = 0; // jobs that expired at the claim's start
-  const order = ctx.rotation.order(ctx.layout.size);
+  const order = ack.first(ctx.rotation.order(ctx.layout.size));
   let visited = 0;
   for (const p of order) {
     visited += 1;
@@ -80,9 +81,13 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: Cla
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
       const call = script.claimJobs(
         [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)],
-        claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
+        {
+          ...claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
+          acks: ack.take(p),
+        },
       );
-      const [now, , , stopped, empty, atCap, gone, ...items] = await run(ctx.redis, call);
+      const [now, , , stopped, empty, atCap, gone, codes, ...items] = await run(ctx.redis, call);
+      running -= ack.settle(p, codes); // the slot of an ack it carried is free for the partitions after it
       expired += gone;
       bytes += await handOut(ctx, t, { bodiesKey: k.bodies, now, items }, claimed);
       running += items.length;
@@ -99,7 +104,92 @@ export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: Cla
   // partitions not visited had jobs ready when counted (or, on one partition, the call says)
   if (order.slice(visited).some((p) => !counts || counts.ready[p]! > 0)) drained = false;
   const atCap = capped || (runningBy.length > 0 && running >= maxRunning);
-  return { jobs: claimed, heldUntil: null, drained, capped: atCap, expired };
+  const acked = await ack.outcome();
+  return { jobs: claimed, heldUntil: null, drained, capped: atCap, expired, ...(acked ? { ack: acked } : {}) };
+}
+
+/** The ack a claim carries (ClaimRequest.ack), as claimJobs sends it. */
+interface AckCarrier {
+  /** `order` with the ack's partition first. */
+  first(order: number[]): number[];
+  /** The acks for a call to partition `p`: the ack in the first call to its partition, none otherwise. */
+  take(p: number): script.AttemptArg[];
+  /** Settles the ack with the acked codes of the call to `p` that carried it; 1 when its slot came free, else 0. */
+  settle(p: number, codes: script.AckReply | 0): number;
+  /** Its outcome (undefined: none was asked for), sent on its own when no call carried it. */
+  outcome(): Promise<AckOutcome | undefined>;
+}
+
+/**
+ * The carrier of `ack` (an attempt of topic `t` to end as done before the claim). It goes with the first call, to its
+ * job's partition, and is ended before that call claims: its slot is free for the claim. Where that partition had
+ * nothing ready when counted (`counts`, null on one partition), it goes first, on its own, and a done one leaves its
+ * partition's running count one less.
+ */
+async function ackCarrier(
+  ctx: EngineContext,
+  t: TopicConfig,
+  ack: ClaimRequest['ack'],
+  counts: { running: number[]; ready: number[] } | null,
+): Promise<AckCarrier> {
+  let pending = ack && { ...ack, partition: ctx.layout.placeOf(t, ack.id) };
+  let outcome: Promise<AckOutcome> | undefined;
+  if (pending && counts && counts.ready[pending.partition] === 0) {
+    const done = await ackJob(ctx, t.name, pending.id, pending.ref);
+    if (done === 'done') counts.running[pending.partition]! -= 1;
+    outcome = Promise.resolve(done);
+    pending = undefined;
+  }
+  let carried: typeof pending;
+  return {
+    first: (order) => (pending ? [pending.partition, ...order.filter((p) => p !== pending!.partition)] : order),
+    take(p) {
+      if (pending?.partition !== p) return [];
+      carried = pending;
+      pending = undefined;
+      return [attemptArg(carried.id, carried.ref)];
+    },
+    settle(p, codes) {
+      if (!carried) return 0;
+      const code = codes === 0 ? undefined : codes[0];
+      outcome = carriedAck(ctx, t, p, carried, code);
+      carried = undefined;
+      return code === OUTCOME.ACKED || code === OUTCOME.ACKED_NOTIFY ? 1 : 0;
+    },
+    // one no call carried (the claim stopped before its partition): on its own
+    outcome: () => (pending ? ackJob(ctx, t.name, pending.id, pending.ref) : (outcome ?? Promise.resolve(undefined))),
+  };
+}
+
+/**
+ * The outcome of an ack a claim call of partition `p` carried, whose code is `code`: a done end that
+ * notifies has its callback's job added first (as ackBatch does); one the partition does not hold
+ * while the partition count changes (or a reply without its code) goes the way of any ack, to its
+ * former partition too.
+ */
+async function carriedAck(
+  ctx: EngineContext,
+  t: TopicConfig,
+  p: number,
+  ack: { id: string; ref: AttemptRef },
+  code: script.AckReply[number] | undefined,
+): Promise<AckOutcome> {
+  if (code === undefined || code === REFUSAL.NOT_FOUND) return ackJob(ctx, t.name, ack.id, ack.ref);
+  if (code === OUTCOME.ACKED_NOTIFY) await notifyNow(ctx, t.name, p);
+  return toAckOutcome(code);
+}
+
+/** A claim by `claim` after the request's ack (if any) on its own: for claims whose script carries no ack (flow). */
+async function ackedFirst(
+  ctx: EngineContext,
+  t: TopicConfig,
+  request: ClaimRequest,
+  claim: (rest: Omit<ClaimRequest, 'ack'>) => Promise<Claim>,
+): Promise<Claim> {
+  const { ack, ...rest } = request;
+  if (!ack) return claim(rest);
+  const outcome = await ackJob(ctx, t.name, ack.id, ack.ref);
+  return { ...(await claim(rest)), ack: outcome };
 }
 
 /**
@@ -121,6 +211,11 @@ export interface ClaimRequest {
   maxBytes?: number;
   at?: number;
   start?: boolean;
+  /**
+   * An attempt of the topic to end as done first (a handler that acks its last job and claims its next): in the
+   * claim's first script call to its job's partition, else on its own.
+   */
+  ack?: { id: string; ref: AttemptRef };
 }
 
 export interface Claim {
@@ -130,6 +225,8 @@ export interface Claim {
   capped: boolean;
   /** Jobs a claim that starts what it claims found due after their expiry: ended as expired, not handed out. */
   expired: number;
+  /** The outcome of the request's ack, when it had one. */
+  ack?: AckOutcome;
 }
 
 /**
@@ -245,6 +342,12 @@ export async function claimPaced(
 ): Promise<PacedClaim> {
   const { count } = request;
   if (!t.rateLimit || count <= 0) return { ...(await claimJobs(ctx, t, request)), waitMs: null };
+  if (request.ack) {
+    // the claim's calls count from the grant's time: the ack goes on its own, first
+    const { ack, ...rest } = request;
+    const outcome = await ackJob(ctx, t.name, ack.id, ack.ref);
+    return { ...(await claimPaced(ctx, t, rest)), ack: outcome };
+  }
   const key = [topicRateKey(t, ctx.layout)] as const;
   const [granted, slot, waitMs, grantedAt] = await run(
     ctx.redis,
@@ -569,6 +672,25 @@ export const attemptOps = {
    */
   async claimStarted(this: object, topic: string, count: number): Promise<ClaimedJob[]> {
     return (await attemptOps.claimStartedCounted.call(this, topic, count)).jobs;
+  },
+
+  /**
+   * Acks attempt `ref` of job `id` (done), then claims and starts up to `count` jobs as claimStartedCounted: for a
+   * handler that takes its next job as it finishes its last, in one script call where the topic allows (not a flow
+   * or rate-limited topic, and the job's partition is one the claim calls).
+   */
+  async ackAndClaimStarted(
+    this: object,
+    topic: string,
+    id: string,
+    ref: AttemptRef,
+    count: number,
+  ): Promise<{ ack: AckOutcome; jobs: ClaimedJob[]; expired: number }> {
+    const ctx = contextOf(this);
+    const t = topicOf(ctx, topic);
+    const claim = await claimPaced(ctx, t, { count, maxRunning: t.concurrency, start: true, ack: { id, ref } });
+    const { jobs, expired } = await heldBack(ctx, claim);
+    return { ack: claim.ack!, jobs, expired };
   },
 
   /** As claimStarted, with how many jobs the claim found due after their expiry (ended as expired, not handed out). */

@@ -110,6 +110,7 @@ export class Engine {
   claim = attemptOps.claim;
   claimStarted = attemptOps.claimStarted;
   claimStartedCounted = attemptOps.claimStartedCounted;
+  ackAndClaimStarted = attemptOps.ackAndClaimStarted;
   start = attemptOps.start;
   startTimed = attemptOps.startTimed;
   ack = attemptOps.ack;

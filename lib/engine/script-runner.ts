@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type ChainableCommander, type Redis } from 'ioredis';
+import ack from '../../lua/includes/ack.lua';
 import argv from '../../lua/includes/argv.lua';
 import attempts from '../../lua/includes/attempts.lua';
 import budget from '../../lua/includes/budget.lua';
@@ -134,6 +135,7 @@ const registered = new WeakSet<Client>();
  * which the library's (every include) and each script's full text for EVAL share.
  */
 export const INCLUDES: Readonly<Record<string, string>> = {
+  ack,
   argv,
   attempts,
   budget,

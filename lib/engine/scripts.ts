@@ -337,6 +337,8 @@ export type ClaimReply = readonly [
   capped: Flag,
   /** Jobs that expired at this claim's start instead of being claimed (start only; counted in skipped too). */
   expired: number,
+  /** 0 when the call carried no acks, else one code per ack, in order (as ackJobs-4 replies). */
+  acked: AckReply | 0,
   ...claimed: ClaimedItem[],
 ];
 
@@ -344,7 +346,8 @@ export type ClaimReply = readonly [
  * lua/claimJobs-7.lua: claims up to `count` ready jobs of one topic and partition, within the byte
  * budget (`strict`: even the first job must fit it); `nonce` (new each call) makes the claim tokens.
  * A job whose group is being cancelled is cancelled instead (kept `retentionMs`). `start`: the
- * attempts are started too (their lateness recorded in the partition's stats hash).
+ * attempts are started too (their lateness recorded in the partition's stats hash). `acks`: attempts
+ * of the topic and partition ended as done first, as by ackJobs (kept `retentionMs`), in the same call.
  */
 export function claimJobs(
   keys: readonly [ReadyKey, RunningKey, JobsKey, BodiesKey, DelayedKey, DoneKey, LatenessKey],
@@ -357,6 +360,7 @@ export function claimJobs(
     strict?: boolean;
     retentionMs: number;
     start?: boolean;
+    acks?: readonly AttemptArg[];
   } & Budget,
 ): ScriptCall<ClaimReply> {
   return call('claimJobs', keys, [
@@ -369,6 +373,7 @@ export function claimJobs(
     a.strict ? '1' : '0',
     a.retentionMs,
     a.start ? '1' : '0',
+    ...(a.acks ?? []).flatMap((j) => [j.id, j.attempt, j.claim]),
   ]);
 }
 

@@ -3,7 +3,7 @@ import type { TopicConfig } from '../core/queue-config';
 import { RetryLater } from './retry-later';
 import { requestFanout, toWire, type HandlerEvent, type WireJob } from './fanout';
 import { emitMetrics, takeColdStart, type Logger } from '../platform/log';
-import type { FailOutcome } from '../engine';
+import type { ClaimedJob, FailOutcome } from '../engine';
 import { runtime, type Runtime } from '../platform/runtime';
 import { formatTraceparent, unpackContext, type Span } from '../platform/tracing';
 
@@ -62,6 +62,12 @@ interface Round extends Invocation {
   offsetMs: number;
   /** When this invocation ends (Lambda's timeout), on this host's clock. */
   invocationEndsAt: number;
+  /** Jobs of the round still running. */
+  running: number;
+  /** Whether the invocation claims a further batch after this round (asked when its last job ends). */
+  claimsNext(): boolean;
+  /** The further batch, when the round's last job claimed it with its ack (one script call). */
+  next?: { jobs: WireJob[]; expired: number };
 }
 
 /** Runs `fn` for one job of `round` with the TTR as a timeout, then acks or fails the attempt. */
@@ -84,6 +90,7 @@ async function runJob(round: Round, job: WireJob): Promise<void> {
   };
   const failure = await runUntil(round.fn, job, limit);
   const durationMs = Date.now() - startedAt;
+  round.running -= 1;
   const outcome =
     failure === undefined
       ? await ackAttempt(round, job, jobLog, durationMs)
@@ -177,9 +184,21 @@ async function runUntil(
   return failure;
 }
 
-/** Acks a job's attempt that succeeded; stale when its attempt had ended meanwhile. */
+/**
+ * Acks a job's attempt that succeeded; stale when its attempt had ended meanwhile. The round's last job, when the
+ * invocation goes on claiming, claims the next batch in the same script call (round.next).
+ */
 async function ackAttempt(round: Round, job: WireJob, jobLog: Logger, durationMs: number): Promise<string> {
-  const outcome = await round.rt.engine.ack(round.topic.name, job.id, job);
+  const { engine } = round.rt;
+  const topic = round.topic.name;
+  let outcome: string;
+  if (round.running === 0 && round.claimsNext()) {
+    const claimed = await engine.ackAndClaimStarted(topic, job.id, job, round.topic.batchSize);
+    round.next = toWireClaim(claimed);
+    outcome = claimed.ack;
+  } else {
+    outcome = await engine.ack(topic, job.id, job);
+  }
   if (outcome === 'done') {
     round.report.done += 1;
     jobLog.info('job done', { durationMs });
@@ -284,26 +303,35 @@ async function runRounds(inv: Invocation, event: HandlerEvent): Promise<void> {
   // the start's reply (the clock its calls checked the attempts on).
   let claimOffsetMs: number | undefined;
   for (let round = 0; jobs.length > 0; round++) {
-    await runRound(inv, jobs, claimOffsetMs);
-    const remaining = inv.context?.getRemainingTimeInMillis() ?? 0;
-    if (remaining < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS) {
+    // out of time (or rounds) for a further batch after this round
+    const lastRound = () =>
+      (inv.context?.getRemainingTimeInMillis() ?? 0) < topic.ttrMs + 2 * SAFETY_MS || round + 1 >= MAX_DRAIN_ROUNDS;
+    // the fan-out takes what its claim left itself (drained, or it claims again): no claim of this handler's
+    const leftToFanout = round === 0 && event.more === false;
+    const next = await runRound(inv, jobs, claimOffsetMs, () => !leftToFanout && !lastRound());
+    if (!next && lastRound()) {
       if (rt.config.wakeInvokes) await handOnRest(rt, topic, jobs.length, inv.log);
       break;
     }
-    // the fan-out takes what its claim left itself (drained, or it claims again): no claim of this handler's
-    if (round === 0 && event.more === false) break;
-    const claim = await rt.engine.claimStartedCounted(topic.name, topic.batchSize);
+    if (!next && leftToFanout) break;
+    const claim = next ?? toWireClaim(await rt.engine.claimStartedCounted(topic.name, topic.batchSize));
     countExpired(inv, claim.expired);
-    jobs = claim.jobs.map(toWire);
+    jobs = claim.jobs;
     claimOffsetMs = jobs.length > 0 ? jobs[0]!.claimedAt - Date.now() : undefined;
   }
 }
 
 /**
  * Runs the live attempts of `jobs` at once. `claimOffsetMs`: the clock offset read from this handler's own claim of
- * them, undefined for the event's batch.
+ * them, undefined for the event's batch. `claimsNext`: whether a further batch is claimed after the round. Returns the
+ * further batch when the round's last job claimed it with its ack.
  */
-async function runRound(inv: Invocation, jobs: WireJob[], claimOffsetMs: number | undefined): Promise<void> {
+async function runRound(
+  inv: Invocation,
+  jobs: WireJob[],
+  claimOffsetMs: number | undefined,
+  claimsNext: () => boolean,
+): Promise<Round['next']> {
   const { rt, topic, context } = inv;
   const before = Date.now();
   const started = claimOffsetMs !== undefined; // claimed and started by this handler in one call
@@ -317,9 +345,16 @@ async function runRound(inv: Invocation, jobs: WireJob[], claimOffsetMs: number 
   const offsetMs = claimOffsetMs ?? (start.now ?? (await rt.engine.serverTime())) - before;
   const invocationEndsAt = context ? Date.now() + context.getRemainingTimeInMillis() : Infinity;
   const batch = liveJobs(inv, jobs, start);
-  const round: Round = { ...inv, offsetMs, invocationEndsAt };
+  const round: Round = { ...inv, offsetMs, invocationEndsAt, running: batch.length, claimsNext };
   await Promise.all(batch.map((job) => runJob(round, job)));
+  return round.next;
 }
+
+/** A handler's own claim as the jobs of its next round. */
+const toWireClaim = (claim: { jobs: ClaimedJob[]; expired: number }) => ({
+  jobs: claim.jobs.map(toWire),
+  expired: claim.expired,
+});
 
 /** Counts and logs `n` attempts a start found due after their job's expiry (the jobs expired; none ran). */
 function countExpired(inv: Invocation, n: number): void {

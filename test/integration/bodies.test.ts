@@ -301,8 +301,8 @@ describe('bodies apart from their jobs (real redis-server)', () => {
           }),
         );
       const strict = await claim(true);
-      assert.deepEqual(strict.slice(1), [0, 0, 1, 0, 0, 0], 'taken 0, skipped 0, more, not drained, not capped');
-      const [, taken, skipped, more, drained, capped, , ...items] = await claim(false);
+      assert.deepEqual(strict.slice(1), [0, 0, 1, 0, 0, 0, 0], 'taken 0, skipped 0, more, not drained, not capped');
+      const [, taken, skipped, more, drained, capped, , , ...items] = await claim(false);
       assert.deepEqual([taken, skipped, more, drained, capped, items.map((i) => i[0])], [1, 0, 1, 0, 0, ['a']]);
       assert.deepEqual(await redis.lrange(k.ready, 0, -1), ['b', 'c']);
     });

@@ -49,6 +49,11 @@ export const BUDGET = {
    * Acks of 10 attempts made in one turn of the event loop (a handler whose batch ends at once): one ackJobs-4 call.
    */
   ackTogether: { scriptCalls: 0.1, commands: 4.1 },
+  /**
+   * A handler draining one job at a time: each call acks its last job and claims and starts the next
+   * (engine.ackAndClaimStarted: claimJobs-7 with start, carrying the ack).
+   */
+  ackClaimNext: { scriptCalls: 1, commands: 14 },
 } as const;
 
 /** The budget per job of a flow topic's paths (100 keys, 10 jobs each; DESIGN.md, "Per-job cost budget"). At most. */
@@ -213,6 +218,24 @@ describe('per-job cost budget of the hot path (real redis-server, INFO commandst
         );
     });
     check('ackTogether', together, JOBS);
+
+    // a handler draining one at a time: each call acks the last job and claims and starts the next
+    for (let i = 0; i < JOBS; i += 500)
+      await q.addMany(Array.from({ length: 500 }, (_, j) => ({ topic, id: `next-${i + j}`, delay: 60, body })));
+    clock.advance(60_000);
+    for (let more = true; more;) more = (await q.engine.sweep()).more;
+    let [last] = await q.engine.claimStarted(topic, 1);
+    let ran = 0;
+    const next = await measure(redis, async () => {
+      while (last) {
+        const { ack, jobs } = await q.engine.ackAndClaimStarted(topic, last.id, last, 1);
+        assert.equal(ack, 'done');
+        ran += 1;
+        last = jobs[0];
+      }
+    });
+    assert.equal(ran, JOBS);
+    check('ackClaimNext', next, JOBS);
     assert.deepEqual(over, [], 'paths over their budget');
   });
 

@@ -1,0 +1,128 @@
+/**
+ * A handler that drains its topic acks its last job and claims its next in one script call
+ * (engine.ackAndClaimStarted: claimJobs-7 ends the attempts it is given as done, as ackJobs-4
+ * does, before it claims): in a herd a job costs one script call, not two. Each ack still answers
+ * for its own attempt, a done end still notifies its callback, and a topic whose claim cannot carry
+ * the ack (flow, rate-limited) acks first on its own. Script calls counted by Redis itself (INFO
+ * commandstats) on a redis-server of the test's own.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import type { TopicInput } from '../../lib/core/queue-config';
+import type { Runtime } from '../../lib/platform/runtime';
+import { toWire, type HandlerEvent } from '../../lib/workers/fanout';
+import { topicHandler } from '../../lib/workers/handler';
+import { apiOf, makeQueue, uniqueTopic } from '../support/queue';
+import { startRedis, useRedisServer, type RedisProcess } from '../support/redis';
+import { testRuntime } from '../support/runtime';
+
+/** Script calls (FCALL) the redis-server answered so far. */
+async function scriptCalls(redis: Redis): Promise<number> {
+  const m = /^cmdstat_fcall:calls=(\d+)/m.exec(await redis.info('commandstats'));
+  return m ? Number(m[1]) : 0;
+}
+
+describe('a draining handler acks its last job and claims its next in one script call (real redis-server)', () => {
+  let server: RedisProcess;
+  let rt: Runtime;
+  before(async () => {
+    server = await startRedis();
+    rt = testRuntime(server.url, { orders: { handler: 'h', batchSize: 1 } });
+  });
+  after(async () => {
+    rt?.redis.disconnect();
+    await server?.stop();
+  });
+
+  it('6 jobs, one in the event: a start, then one call a job (before: an ack and a claim a job)', async () => {
+    const queue = apiOf(rt);
+    const ids = Array.from({ length: 6 }, (_, i) => `o${i}`);
+    await queue.addMany(ids.map((id) => ({ topic: 'orders', id, delay: 0 })));
+    await queue.engine.sweep();
+    const claimed = await queue.engine.claim('orders', 1);
+    const ran: string[] = [];
+    const handler = topicHandler(
+      async (job) => void ran.push(job.id),
+      () => rt,
+    );
+    const event: HandlerEvent = { topic: 'orders', jobs: claimed.map(toWire), more: true };
+    const calls = await scriptCalls(rt.redis as Redis);
+    const report = await handler(event, { awsRequestId: 'r', getRemainingTimeInMillis: () => 60_000 });
+    const made = (await scriptCalls(rt.redis as Redis)) - calls;
+    assert.deepEqual(ran, ids);
+    assert.deepEqual(report, { done: 6, retried: 0, dead: 0, stale: 0, expired: 0 });
+    for (const id of ids) assert.equal((await queue.get('orders', id))?.state, 'done', id);
+    // the event's start, then 6 calls that each ack a job and claim the next (the last finds none)
+    assert.equal(made, 7, `script calls: ${made}`);
+  });
+
+  it('an ack the claim carries still answers for its own attempt: a job cancelled while it ran is stale', async () => {
+    const queue = apiOf(rt);
+    await queue.addMany(['c0', 'c1', 'c2'].map((id) => ({ topic: 'orders', id, delay: 0 })));
+    await queue.engine.sweep();
+    const claimed = await queue.engine.claim('orders', 1);
+    const ran: string[] = [];
+    const handler = topicHandler(
+      async (job) => {
+        ran.push(job.id);
+        if (job.id === 'c1') await queue.cancel('orders', 'c1');
+      },
+      () => rt,
+    );
+    const report = await handler(
+      { topic: 'orders', jobs: claimed.map(toWire), more: true },
+      { awsRequestId: 'r', getRemainingTimeInMillis: () => 60_000 },
+    );
+    assert.deepEqual(ran, ['c0', 'c1', 'c2'], 'the claim after the stale ack still took the next job');
+    assert.deepEqual(report, { done: 2, retried: 0, dead: 0, stale: 1, expired: 0 });
+    assert.equal((await queue.get('orders', 'c1'))?.state, 'cancelled');
+    assert.equal((await queue.get('orders', 'c2'))?.state, 'done');
+  });
+});
+
+describe('engine.ackAndClaimStarted (real redis-server)', () => {
+  const server = useRedisServer();
+
+  /** A queue whose topic (options `input`) has `n` jobs ready, the first claimed and started. */
+  async function oneRunning(input: TopicInput, n: number, partitions = 1) {
+    const topic = uniqueTopic('ackclaim');
+    const notices = uniqueTopic('ackclaimcb');
+    const q = makeQueue(
+      server.client(),
+      { [topic]: { concurrency: 1, ...input }, [notices]: {} },
+      { config: { partitions, retention: 600 } },
+    );
+    await q.addMany(
+      Array.from({ length: n }, (_, i) => ({ topic, id: `j${i}`, delay: 0, callback: { topic: notices } })),
+    );
+    for (let more = true; more;) more = (await q.engine.sweep()).more;
+    const [first] = await q.engine.claimStarted(topic, 1);
+    assert.ok(first);
+    return { q, topic, notices, first };
+  }
+
+  for (const [name, input, partitions] of [
+    ['a plain topic', {}, 1],
+    ['a plain topic of 8 partitions', {}, 8],
+    ['a flow topic (acked on its own first)', { flow: {} }, 1],
+    ['a rate-limited topic (acked on its own first)', { rateLimit: { count: 100, per: 1 } }, 1],
+  ] as const) {
+    it(`${name}: the slot the ack frees takes the next job (concurrency 1); the done end notifies`, async () => {
+      const { q, topic, notices, first } = await oneRunning(input, 2, partitions);
+      assert.equal((await q.engine.claimStarted(topic, 1)).length, 0, 'at its concurrency');
+      const { ack, jobs } = await q.engine.ackAndClaimStarted(topic, first.id, first, 1);
+      assert.equal(ack, 'done');
+      assert.equal((await q.get(topic, first.id))?.state, 'done');
+      assert.deepEqual(
+        jobs.map((j) => j.id),
+        ['j0', 'j1'].filter((id) => id !== first.id),
+      );
+      const created = Date.parse((await q.get(topic, first.id))!.createdAt);
+      assert.ok(await q.get(notices, `${topic}.${first.id}.done.${created}`), 'the callback job is there');
+      // acked again (a retried call): stale, and nothing claimed twice
+      const again = await q.engine.ackAndClaimStarted(topic, first.id, first, 1);
+      assert.deepEqual([again.ack, again.jobs.length], ['stale', 0]);
+    });
+  }
+});
