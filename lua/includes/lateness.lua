@@ -16,6 +16,12 @@ do
   local LATENESS_MAX_MS = 2147483647 -- about 24.9 days; a later start counts as this late
   local LATENESS_MAX_BIN = 124 -- floor(4 * log2(LATENESS_MAX_MS + 1))
 
+  -- The bin of lateness `value` (ms), and the value as counted (an integer, at most LATENESS_MAX_MS).
+  local function binOf(value)
+    local ms = math.min(LATENESS_MAX_MS, math.max(0, math.floor(value)))
+    return math.floor(4 * math.log(ms + 1) / math.log(2)), ms
+  end
+
   -- Adds `values` (lateness in ms, at least one) to the minute of `now` (ms) in stats hash `key`.
   -- Bounded: a HINCRBY per distinct bin, LATENESS_MAX_BIN + 1 fields deleted once a minute.
   local function recordLateness(key, now, values)
@@ -27,22 +33,29 @@ do
     local head = redis.call('HGET', key, field)
     if head then
       local m, rmax = string.match(head, '^(%d+)|(%d+)$')
-      if m and tonumber(m) == minute then
-        max, known = tonumber(rmax), true
+      if m and m + 0 == minute then -- (+ 0 parses once; tonumber twice)
+        max, known = rmax + 0, true
       else
         local old = {}
         for b = 0, LATENESS_MAX_BIN do old[b + 1] = string.format('%s/%d', field, b) end
         redis.call('HDEL', key, unpack(old))
       end
     end
-    local counts, top = {}, max
-    for _, value in ipairs(values) do
-      local ms = math.min(LATENESS_MAX_MS, math.max(0, math.floor(value)))
-      local b = math.floor(4 * math.log(ms + 1) / math.log(2))
-      counts[b] = (counts[b] or 0) + 1
+    local top = max
+    if #values == 1 then
+      -- one start (a handler's event of one job): its bin counted, no table
+      local b, ms = binOf(values[1])
+      redis.call('HINCRBY', key, string.format('%s/%d', field, b), '1')
       if ms > top then top = ms end
+    else
+      local counts = {}
+      for i = 1, #values do
+        local b, ms = binOf(values[i])
+        counts[b] = (counts[b] or 0) + 1
+        if ms > top then top = ms end
+      end
+      for b, c in pairs(counts) do redis.call('HINCRBY', key, string.format('%s/%d', field, b), string.format('%d', c)) end
     end
-    for b, c in pairs(counts) do redis.call('HINCRBY', key, string.format('%s/%d', field, b), string.format('%d', c)) end
     if top > max then redis.call('HSET', key, field, string.format('%d|%d', minute, top)) end
     if not known then redis.call('PEXPIRE', key, '3780000') end
   end
