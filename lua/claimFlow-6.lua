@@ -254,7 +254,7 @@ end
 local per = quota
 while claimed < n and visits > 0 and not stopped do
   if g then gatheredTails(g) end
-  local keys = redis.call('LPOP', f.ring, math.min(visits, math.ceil((n - claimed) / per)))
+  local keys = redis.call('LPOP', f.ring, string.format('%d', math.min(visits, math.ceil((n - claimed) / per))))
   if not keys then break end
   if g and not turnKey then
     -- the first take: the cut turn's record read with the keys' states

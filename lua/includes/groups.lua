@@ -176,7 +176,7 @@ do
   -- may have left the group since (the caller checks with inChunk).
   local function chunkMembers(jobsKey, base, group, c, cursor, limit)
     if c ~= 0 or redis.call('EXISTS', base) == 1 then
-      return redis.call('ZRANGEBYSCORE', chunkKey(base, c), '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+      return redis.call('ZRANGEBYSCORE', chunkKey(base, c), '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', '0', string.format('%d', limit))
     end
     local _, _, slots = bucketOf(jobsKey, group)
     local after = tonumber(cursor) or 0

@@ -36,14 +36,14 @@ do
   -- ready list `readyKey`.
   local function counted(jobsKey, readyKey, added)
     if added == 0 then return end
-    if redis.call('HINCRBY', jobsKey, COUNT_FIELD, added) == added then redis.call('LPUSH', readyKey, PRIO_MARK) end
+    if redis.call('HINCRBY', jobsKey, COUNT_FIELD, string.format('%d', added)) == added then redis.call('LPUSH', readyKey, PRIO_MARK) end
   end
 
   -- Adds ready ids `ids` (priorities `priorities`) to zset `zkey` after those of their priority, in
   -- this order (their places in arrival order counted in the jobs hash `jobsKey`). Returns how many
   -- were new.
   local function addTail(zkey, jobsKey, ids, priorities)
-    local last = redis.call('HINCRBY', jobsKey, SEQ_FIELD, #ids)
+    local last = redis.call('HINCRBY', jobsKey, SEQ_FIELD, string.format('%d', #ids))
     local args = {}
     for i = 1, #ids do
       args[#args + 1] = string.format('%d', bandOf(priorities[i]) + HALF + (last - #ids + i) % HALF)
@@ -56,7 +56,7 @@ do
   -- give-back). Returns 1 when it was new.
   local function addHead(zkey, id, priority)
     local low = bandOf(priority)
-    local first = redis.call('ZRANGEBYSCORE', zkey, low, low + BAND - 1, 'LIMIT', 0, 1, 'WITHSCORES')
+    local first = redis.call('ZRANGEBYSCORE', zkey, string.format('%d', low), string.format('%d', low + BAND - 1), 'LIMIT', '0', '1', 'WITHSCORES')
     local score = first[2] and tonumber(first[2]) - 1 or low + HALF
     return redis.call('ZADD', zkey, string.format('%d', score), id)
   end
@@ -74,9 +74,9 @@ do
   -- Up to `n` ids of the zset of `jobsKey`: above 0 (`positive`) or below it.
   local function firsts(jobsKey, positive, n)
     if positive then
-      return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), '-inf', '(' .. string.format('%d', POSITIVE_END), 'LIMIT', 0, n)
+      return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), '-inf', string.format('(%d', POSITIVE_END), 'LIMIT', '0', string.format('%d', n))
     end
-    return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), string.format('%d', NEGATIVE_START), '+inf', 'LIMIT', 0, n)
+    return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), string.format('%d', NEGATIVE_START), '+inf', 'LIMIT', '0', string.format('%d', n))
   end
 
   -- Up to `n` ids of the zset of `jobsKey` above 0 (`positive`) or below it, from score `at` (nil:
@@ -85,7 +85,7 @@ do
     local low, high = positive and '-inf' or string.format('%d', NEGATIVE_START), '+inf'
     if positive then high = '(' .. string.format('%d', POSITIVE_END) end
     if at then low = string.format('%d', at) end
-    return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), low, high, 'WITHSCORES', 'LIMIT', 0, n)
+    return redis.call('ZRANGEBYSCORE', prioKey(jobsKey), low, high, 'WITHSCORES', 'LIMIT', '0', string.format('%d', n))
   end
 
   -- Takes ids `ids` (a claim looked at them) off the zset of `jobsKey`, from a count of `count`;
@@ -99,9 +99,9 @@ do
         redis.call('HDEL', jobsKey, COUNT_FIELD)
         count = 0
         -- the mark the claim did not reach goes too when it is the ready list's head (it mostly is)
-        if not marked and redis.call('LINDEX', readyKey, 0) == PRIO_MARK then redis.call('LPOP', readyKey) end
+        if not marked and redis.call('LINDEX', readyKey, '0') == PRIO_MARK then redis.call('LPOP', readyKey) end
       elseif gone > 0 then
-        redis.call('HSET', jobsKey, COUNT_FIELD, count)
+        redis.call('HSET', jobsKey, COUNT_FIELD, string.format('%d', count))
       end
     end
     if count > 0 and marked then redis.call('LPUSH', readyKey, PRIO_MARK) end
