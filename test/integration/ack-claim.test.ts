@@ -7,15 +7,14 @@
  * commandstats) on a redis-server of the test's own.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Redis } from 'ioredis';
 import type { TopicInput } from '../../lib/core/queue-config';
-import type { Runtime } from '../../lib/platform/runtime';
 import { toWire, type HandlerEvent } from '../../lib/workers/fanout';
 import { topicHandler } from '../../lib/workers/handler';
 import { apiOf, makeQueue, uniqueTopic } from '../support/queue';
-import { startRedis, useRedisServer, type RedisProcess } from '../support/redis';
-import { testRuntime } from '../support/runtime';
+import { useRedisServer } from '../support/redis';
+import { useTestRuntime } from '../support/runtime';
 
 /** Script calls (FCALL) the redis-server answered so far. */
 async function scriptCalls(redis: Redis): Promise<number> {
@@ -24,18 +23,10 @@ async function scriptCalls(redis: Redis): Promise<number> {
 }
 
 describe('a draining handler acks its last job and claims its next in one script call (real redis-server)', () => {
-  let server: RedisProcess;
-  let rt: Runtime;
-  before(async () => {
-    server = await startRedis();
-    rt = testRuntime(server.url, { orders: { handler: 'h', batchSize: 1 } });
-  });
-  after(async () => {
-    rt?.redis.disconnect();
-    await server?.stop();
-  });
+  const runtime = useTestRuntime({ orders: { handler: 'h', batchSize: 1 } });
 
   it('6 jobs, one in the event: a start, then one call a job (before: an ack and a claim a job)', async () => {
+    const rt = runtime();
     const queue = apiOf(rt);
     const ids = Array.from({ length: 6 }, (_, i) => `o${i}`);
     await queue.addMany(ids.map((id) => ({ topic: 'orders', id, delay: 0 })));
@@ -58,6 +49,7 @@ describe('a draining handler acks its last job and claims its next in one script
   });
 
   it('an ack the claim carries still answers for its own attempt: a job cancelled while it ran is stale', async () => {
+    const rt = runtime();
     const queue = apiOf(rt);
     await queue.addMany(['c0', 'c1', 'c2'].map((id) => ({ topic: 'orders', id, delay: 0 })));
     await queue.engine.sweep();

@@ -8,16 +8,15 @@
  * HERD_ROUNDS rounds) by every handler invoked from then on as well as by the fan-out.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Engine } from '../../lib/engine';
 import type { Invoker } from '../../lib/platform/lambda';
 import { createLogger } from '../../lib/platform/log';
-import type { Runtime } from '../../lib/platform/runtime';
 import { runFanout, toWire, type HandlerEvent } from '../../lib/workers/fanout';
 import { topicHandler } from '../../lib/workers/handler';
 import { apiOf, makeQueue, uniqueTopic } from '../support/queue';
-import { startRedis, useRedisServer, type RedisProcess } from '../support/redis';
-import { testRuntime } from '../support/runtime';
+import { useRedisServer } from '../support/redis';
+import { useTestRuntime } from '../support/runtime';
 
 const log = createLogger('test', {}, 'error', () => undefined);
 
@@ -120,19 +119,11 @@ describe('a claim that drains the ready list says so (real redis-server)', () =>
 });
 
 describe('a handler whose event came from a claim that drained the topic claims no further batch (real redis-server)', () => {
-  let server: RedisProcess;
-  let rt: Runtime;
-  before(async () => {
-    server = await startRedis();
-    rt = testRuntime(server.url, { orders: { handler: 'h', batchSize: 1 } });
-  });
-  after(async () => {
-    rt?.redis.disconnect();
-    await server?.stop();
-  });
+  const runtime = useTestRuntime({ orders: { handler: 'h', batchSize: 1 } });
 
   for (const more of [false, undefined]) {
     it(`more: ${String(more)}`, async () => {
+      const rt = runtime();
       const queue = apiOf(rt);
       const ids = [`first-${String(more)}`, `later-${String(more)}`];
       await queue.add({ topic: 'orders', id: ids[0]!, delay: 0 });
