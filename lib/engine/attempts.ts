@@ -165,7 +165,7 @@ async function ackCarrier(
  * The outcome of an ack a claim call of partition `p` carried, whose code is `code`: a done end that
  * notifies has its callback's job added first (as ackBatch does); one the partition does not hold
  * while the partition count changes (or a reply without its code) goes the way of any ack, to its
- * former partition too.
+ * former partition too (as ackBatch sends it).
  */
 async function carriedAck(
   ctx: EngineContext,
@@ -174,7 +174,8 @@ async function carriedAck(
   ack: { id: string; ref: AttemptRef },
   code: script.AckReply[number] | undefined,
 ): Promise<AckOutcome> {
-  if (code === undefined || code === REFUSAL.NOT_FOUND) return ackJob(ctx, t.name, ack.id, ack.ref);
+  const elsewhere = code === REFUSAL.NOT_FOUND && ctx.layout.formerPlaceOf(t, ack.id) !== null;
+  if (code === undefined || elsewhere) return ackJob(ctx, t.name, ack.id, ack.ref);
   if (code === OUTCOME.ACKED_NOTIFY) await notifyNow(ctx, t.name, p);
   return toAckOutcome(code);
 }

@@ -117,4 +117,14 @@ describe('engine.ackAndClaimStarted (real redis-server)', () => {
       assert.deepEqual([again.ack, again.jobs.length], ['stale', 0]);
     });
   }
+
+  it('an ack of a job that is gone answers not_found; the claim still takes the next', async () => {
+    const { q, topic, first } = await oneRunning({ concurrency: 2 }, 2);
+    const { ack, jobs } = await q.engine.ackAndClaimStarted(topic, 'gone', first, 1);
+    assert.equal(ack, 'not_found');
+    assert.deepEqual(
+      jobs.map((j) => j.id),
+      ['j0', 'j1'].filter((id) => id !== first.id),
+    );
+  });
 });
