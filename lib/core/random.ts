@@ -9,23 +9,22 @@ const POOL_BYTES = 4096;
 const pool = Buffer.alloc(POOL_BYTES);
 let offset = POOL_BYTES;
 
-/** `n` (at most POOL_BYTES) fresh random bytes, as a copy of the pool's next `n`. */
-function take(n: number): Buffer {
+/** The next `n` (at most POOL_BYTES) fresh bytes of the pool, written as `encoding`. */
+function take(n: number, encoding: 'hex' | 'base64url'): string {
   if (offset + n > POOL_BYTES) {
     randomFillSync(pool);
     offset = 0;
   }
-  const bytes = Buffer.from(pool.subarray(offset, offset + n));
   offset += n;
-  return bytes;
+  return pool.toString(encoding, offset - n, offset);
 }
 
 /** `n` random bytes as hex (2n characters). */
 export function randomHex(n: number): string {
-  return take(n).toString('hex');
+  return take(n, 'hex');
 }
 
 /** `n` random bytes as base64url. */
 export function randomBase64url(n: number): string {
-  return take(n).toString('base64url');
+  return take(n, 'base64url');
 }
