@@ -180,13 +180,16 @@ async function carriedAck(
   return toAckOutcome(code);
 }
 
-/** A claim by `claim` after the request's ack (if any) on its own: for claims whose script carries no ack (flow). */
-async function ackedFirst(
+/**
+ * A claim by `claim` after the request's ack (if any) on its own: for claims whose script carries no ack (flow), or
+ * whose calls count from a grant's time (rate limits).
+ */
+async function ackedFirst<C extends Claim>(
   ctx: EngineContext,
   t: TopicConfig,
   request: ClaimRequest,
-  claim: (rest: Omit<ClaimRequest, 'ack'>) => Promise<Claim>,
-): Promise<Claim> {
+  claim: (rest: Omit<ClaimRequest, 'ack'>) => Promise<C>,
+): Promise<C> {
   const { ack, ...rest } = request;
   if (!ack) return claim(rest);
   const outcome = await ackJob(ctx, t.name, ack.id, ack.ref);
@@ -343,12 +346,8 @@ export async function claimPaced(
 ): Promise<PacedClaim> {
   const { count } = request;
   if (!t.rateLimit || count <= 0) return { ...(await claimJobs(ctx, t, request)), waitMs: null };
-  if (request.ack) {
-    // the claim's calls count from the grant's time: the ack goes on its own, first
-    const { ack, ...rest } = request;
-    const outcome = await ackJob(ctx, t.name, ack.id, ack.ref);
-    return { ...(await claimPaced(ctx, t, rest)), ack: outcome };
-  }
+  // the claim's calls count from the grant's time: the ack goes on its own, first
+  if (request.ack) return ackedFirst(ctx, t, request, (rest) => claimPaced(ctx, t, rest));
   const key = [topicRateKey(t, ctx.layout)] as const;
   const [granted, slot, waitMs, grantedAt] = await run(
     ctx.redis,
