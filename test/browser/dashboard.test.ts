@@ -538,7 +538,9 @@ describe('the dashboard in headless Chromium', () => {
     await addJob({ id: up.a, delay: 600, group: g1, maxAttempts: 4 });
     await addJob({ id: up.d, delay: 1800, maxAttempts: 3 });
     const callback = { url: 'https://hooks.example/job-ended', on: ['done'] };
-    await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3, priority: 5, callback });
+    // tracing on: the add's answer names the trace of its request (the view below reads it back from the record)
+    const addedB = await addJob({ id: up.b, delay: 900, group: g2, maxAttempts: 3, priority: 5, callback });
+    assert.match(addedB.traceId ?? '', /^[0-9a-f]{32}$/, `the add was traced: ${JSON.stringify(addedB)}`);
     await page.selectOption('#upcoming-topic', 'example');
     await until(
       'the four jobs in the upcoming list',
@@ -760,8 +762,9 @@ describe('the dashboard in headless Chromium', () => {
     // its callback: the URL alone went to the webhook topic
     assert.equal(await text('[data-testid="job-callback"]'), 'webhook on done to https://hooks.example/job-ended');
     // tracing on: the job keeps its add's trace, and its view shows it
-    const traceId = (await jobOf(up.b)).traceId;
-    assert.match(traceId ?? '', /^[0-9a-f]{32}$/, 'the stack traced the add');
+    const jobB = await jobOf(up.b);
+    const traceId = jobB.traceId;
+    assert.equal(traceId, addedB.traceId, `the record kept the add's trace: ${JSON.stringify(jobB)}`);
     await until('the trace line', async () => (await text('[data-testid="job-trace"]')) === traceId);
     assert.equal(await page.locator('[data-testid="job-keyed-key"]').count(), 0, 'no :: in its id, no key');
     await page.click('[data-testid="job-group"]');
