@@ -275,10 +275,11 @@ interface NodeSample {
   commands: number; // calls of workload commands (commandstats, admin commands left out)
   scripts: number; // calls of EVALSHA and EVAL
   refused: number; // rejected_calls of EVALSHA and EVAL (MOVED, ASK, TRYAGAIN, ...)
+  reads: number; // socket reads of requests (INFO stats total_reads_processed): one a request or pipeline
 }
 
 async function sampleNode(r: Redis): Promise<NodeSample> {
-  const [cpu, stats] = await Promise.all([redisCpu(r), commandStats(r)]);
+  const [cpu, stats, info] = await Promise.all([redisCpu(r), commandStats(r), r.info('stats')]);
   let commands = 0;
   let scripts = 0;
   let refused = 0;
@@ -290,7 +291,8 @@ async function sampleNode(r: Redis): Promise<NodeSample> {
       refused += stat.rejected;
     }
   }
-  return { cpu: cpu.seconds, cpuMain: cpu.main, cpuSys: cpu.sys, commands, scripts, refused };
+  const reads = Number(/^total_reads_processed:(\d+)/m.exec(info)?.[1] ?? 0);
+  return { cpu: cpu.seconds, cpuMain: cpu.main, cpuSys: cpu.sys, commands, scripts, refused, reads };
 }
 
 const sampleAll = (direct: Redis[]) => Promise.all(direct.map(sampleNode));
@@ -305,6 +307,7 @@ function diff(a: NodeSample[], b: NodeSample[]): NodeSample[] {
       commands: y.commands - x.commands,
       scripts: y.scripts - x.scripts,
       refused: y.refused - x.refused,
+      reads: y.reads - x.reads,
     };
   });
 }
@@ -650,6 +653,10 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
   }
 }
 
+/** `of` summed over the nodes, for each phase of `r`, rounded to `digits`. */
+const byPhase = (r: { phases: readonly Phase[] }, of: (x: NodeSample) => number, digits: number) =>
+  Object.fromEntries(r.phases.map((p) => [p.name, round(sum(p.perNode.map(of)), digits)]));
+
 /** What step 1 reports of one topology, against the single node with one partition (`base`). */
 function summarize(r: TopologyResult, n: number, base: TopologyResult | undefined) {
   const shards = r.ports.length;
@@ -684,9 +691,7 @@ function summarize(r: TopologyResult, n: number, base: TopologyResult | undefine
     : null;
   const commands = sum(r.phases.flatMap((p) => p.perNode.map((x) => x.commands))) / n;
   const scripts = sum(r.phases.flatMap((p) => p.perNode.map((x) => x.scripts))) / n;
-  const commandsByPhase = Object.fromEntries(
-    r.phases.map((p) => [p.name, round(sum(p.perNode.map((x) => x.commands)) / n, 2)]),
-  );
+  const reads = sum(r.phases.flatMap((p) => p.perNode.map((x) => x.reads))) / n;
   return {
     label: r.label,
     masters: r.masters,
@@ -698,8 +703,10 @@ function summarize(r: TopologyResult, n: number, base: TopologyResult | undefine
     projectedSpeedUp: baseTotal === null ? null : baseTotal / busiest,
     totalVsSingle: baseTotal === null ? null : totalCpu / baseTotal,
     commandsPerJob: commands,
-    commandsByPhase,
+    commandsByPhase: byPhase(r, (x) => x.commands / n, 2),
     scriptCallsPerJob: scripts,
+    readsPerJob: reads,
+    readsByPhase: byPhase(r, (x) => x.reads / n, 4),
     wallS,
     wallByPhaseS: Object.fromEntries(r.phases.map((p) => [p.name, round(p.wallMs / 1000, 1)])),
     idleShare: sum(perShard.map((s) => s.idleShare * s.usPerJob)) / Math.max(1e-9, totalCpu),
@@ -757,6 +764,7 @@ function printTopologies(summaries: readonly Summary[]): void {
     s.projectedSpeedUp === null ? '-' : `${fmt(s.projectedSpeedUp, 2)}×`,
     fmt(s.commandsPerJob, 2),
     fmt(s.scriptCallsPerJob, 3),
+    fmt(s.readsPerJob, 3),
     `${fmt(s.wallS, 1)} s`,
   ]);
   printTable(rows, [
@@ -768,6 +776,7 @@ function printTopologies(summaries: readonly Summary[]): void {
     'projected speed-up',
     'commands/job',
     'script calls/job',
+    'socket reads/job',
     'wall (not meaningful: 2 cores shared)',
   ]);
 }

@@ -448,7 +448,11 @@ async function resend<Reply>(client: Client, call: ScriptCall<Reply>, refusal: E
  */
 export async function run<Reply>(client: Client, call: ScriptCall<Reply>): Promise<Reply> {
   try {
-    return await send<Promise<Reply>>(client, client, call.script, call.keys, call.args);
+    if (!(client instanceof Cluster))
+      return await send<Promise<Reply>>(client, client, call.script, call.keys, call.args);
+    const [error, reply] = (await pipelined(client, [call]))[0]!;
+    if (error) throw error;
+    return reply as Reply;
   } catch (error) {
     if (!needsSetup(client, error) && !notRun(client, error)) throw error;
     if (notRun(client, error)) resent.set(client, resentCalls(client) + 1);
@@ -467,22 +471,70 @@ export function resentCalls(client: Client): number {
   return resent.get(client) ?? 0;
 }
 
+/** The script calls of this tick bound for one node, and how to answer each caller. */
+interface NodeBatch {
+  calls: ScriptCall<unknown>[];
+  answers: { from: number; count: number; settle: (replies: [Error | null, unknown][]) => void }[];
+}
+
+/** The NodeBatch of each node this tick, by client ('' names a single node's). */
+const batches = new WeakMap<Client, Map<string, NodeBatch>>();
+let unknown = 0;
+
 /**
- * Runs typed script calls in one pipeline, replies in call order; throws the first error. On a
- * cluster every call's keys must share a slot (one partition, or the sweeper's keys); calls
- * refused unrun (the library missing, the slot moving) are sent again each alone (see resend),
- * after the others ran, and the replies of those that ran are kept.
+ * Sends `calls` (the keys of each in one slot) in the one request this tick makes to their node: every caller's calls
+ * to one node in the same tick share a pipeline, so the node reads them in one request, in the order they were made,
+ * each caller's together. ioredis does so for plain commands (auto-pipelining), but on a cluster not for FCALL
+ * (lib/platform/redis.ts), nor across explicit pipelines. Replies `[error, reply]` in order; a request that fails whole
+ * answers its error for every call. A lone call goes as a plain command (ioredis follows its redirections itself).
  */
-export async function runPipelined<Reply>(client: Client, calls: readonly ScriptCall<Reply>[]): Promise<Reply[]> {
-  const pipeline = client.pipeline();
-  for (const call of calls) send(client, pipeline, call.script, call.keys, call.args);
+function pipelined(client: Client, calls: readonly ScriptCall<unknown>[]): Promise<[Error | null, unknown][]> {
+  let byNode = batches.get(client);
+  if (!byNode) batches.set(client, (byNode = new Map()));
+  // a slot whose node the client does not know yet (not connected): alone
+  const node =
+    client instanceof Cluster ? (client.slots[slotOf(calls[0]!.keys[0]!)]?.join(';') ?? `? ${unknown++}`) : '';
+  let batch = byNode.get(node);
+  if (!batch) {
+    byNode.set(node, (batch = { calls: [], answers: [] }));
+    process.nextTick(sendBatch, client, byNode, node);
+  }
+  const { calls: all, answers } = batch;
+  return new Promise((settle) => {
+    answers.push({ from: all.length, count: calls.length, settle });
+    all.push(...calls);
+  });
+}
+
+/** Sends the batch of `node` (see pipelined) and answers its callers. */
+async function sendBatch(client: Client, byNode: Map<string, NodeBatch>, node: string): Promise<void> {
+  const { calls, answers } = byNode.get(node)!;
+  byNode.delete(node);
   let replies: [Error | null, unknown][];
   try {
-    replies = (await pipeline.exec()) ?? [];
+    if (calls.length === 1) {
+      const call = calls[0]!;
+      replies = [[null, await send<Promise<unknown>>(client, client, call.script, call.keys, call.args)]];
+    } else {
+      const pipeline = client.pipeline();
+      for (const call of calls) send(client, pipeline, call.script, call.keys, call.args);
+      replies = ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
+    }
   } catch (error) {
-    if (!notRun(client, error)) throw error;
-    return Promise.all(calls.map((call) => resend(client, call, error)));
+    const failure = error instanceof Error ? error : new Error(String(error));
+    replies = calls.map(() => [failure, undefined]);
   }
+  for (const { from, count, settle } of answers) settle(replies.slice(from, from + count));
+}
+
+/**
+ * Runs typed script calls in one pipeline (this tick's request to their node, see pipelined), replies in call order;
+ * throws the first error. On a cluster every call's keys must share a slot (one partition, or the sweeper's keys);
+ * calls refused unrun (the library missing, the slot moving) are sent again each alone (see resend), after the others
+ * ran, and the replies of those that ran are kept.
+ */
+export async function runPipelined<Reply>(client: Client, calls: readonly ScriptCall<Reply>[]): Promise<Reply[]> {
+  const replies = await pipelined(client, calls);
   const again = (error: Error | null) => error && (needsSetup(client, error) || notRun(client, error));
   const failed = replies.find(([error]) => error && !again(error));
   if (failed) throw failed[0];

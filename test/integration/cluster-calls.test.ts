@@ -3,9 +3,11 @@
  * node at once. ioredis groups an auto-pipeline by the node of a command's first argument, which
  * for FCALL is the function's name: calls of one function to several nodes in the same tick would
  * share a pipeline ioredis refuses whole, and the runner would send them again (lib/platform/redis.ts).
+ * The runner itself sends the calls of one tick to one node in one pipeline (script-runner.ts, pipelined).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { Cluster } from 'ioredis';
 import { createRedis } from '../../lib/platform/redis';
 import { makeQueue, uniqueTopic } from '../support/queue';
 import { slotOwner, startRedisCluster, type RedisClusterProcess } from '../support/redis';
@@ -45,6 +47,28 @@ describe('script calls on a cluster', () => {
         new Set(['done']),
       );
       assert.equal(resentCalls(client) - was, 0, 'no call refused unrun and sent again');
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('a batch add over 12 partitions on 3 nodes sends one request to each node', async () => {
+    const client = createRedis({ url: cluster.nodes[0]!.url, cluster: true }) as Cluster;
+    try {
+      const topic = uniqueTopic('cluster-batch');
+      const q = makeQueue(client, { [topic]: { concurrency: 1000 } }, { config: { partitions: 12 } });
+      await q.add({ topic, id: 'warm', delay: 60, body: 'warm' }); // connected, the library loaded
+      let pipelines = 0;
+      const pipeline = client.pipeline.bind(client);
+      client.pipeline = (...args: Parameters<Cluster['pipeline']>) => {
+        pipelines += 1;
+        return pipeline(...args);
+      };
+      const ids = Array.from({ length: 240 }, (_, i) => `b${i}`);
+      const { outcomes } = await q.addMany(ids.map((id) => ({ topic, id, delay: 60, body: id })));
+      assert.deepEqual(new Set(outcomes.map((o) => o.status)), new Set(['created']));
+      assert.equal(pipelines, 3, "the 12 partitions' calls went in one pipeline to each of the 3 nodes");
+      assert.equal((await q.engine.get(topic, 'b239'))?.id, 'b239');
     } finally {
       client.disconnect();
     }
