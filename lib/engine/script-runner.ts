@@ -448,11 +448,7 @@ async function resend<Reply>(client: Client, call: ScriptCall<Reply>, refusal: E
  */
 export async function run<Reply>(client: Client, call: ScriptCall<Reply>): Promise<Reply> {
   try {
-    if (!(client instanceof Cluster))
-      return await send<Promise<Reply>>(client, client, call.script, call.keys, call.args);
-    const [error, reply] = (await pipelined(client, [call]))[0]!;
-    if (error) throw error;
-    return reply as Reply;
+    return await send<Promise<Reply>>(client, client, call.script, call.keys, call.args);
   } catch (error) {
     if (!needsSetup(client, error) && !notRun(client, error)) throw error;
     if (notRun(client, error)) resent.set(client, resentCalls(client) + 1);
@@ -471,75 +467,51 @@ export function resentCalls(client: Client): number {
   return resent.get(client) ?? 0;
 }
 
-/** The script calls of this tick bound for one node, and how to answer each caller. */
-interface NodeBatch {
-  calls: ScriptCall<unknown>[];
-  answers: { from: number; count: number; settle: (replies: [Error | null, unknown][]) => void }[];
-}
-
-/** The NodeBatch of each node this tick, by client ('' names a single node's). */
-const batches = new WeakMap<Client, Map<string, NodeBatch>>();
-let unknown = 0;
-
 /**
- * Sends `calls` (the keys of each in one slot) in the one request this tick makes to their node: every caller's calls
- * to one node in the same tick share a pipeline, so the node reads them in one request, in the order they were made,
- * each caller's together. ioredis does so for plain commands (auto-pipelining), but on a cluster not for FCALL
- * (lib/platform/redis.ts), nor across explicit pipelines. Replies `[error, reply]` in order; a request that fails whole
- * answers its error for every call. A lone call goes as a plain command (ioredis follows its redirections itself).
- */
-function pipelined(client: Client, calls: readonly ScriptCall<unknown>[]): Promise<[Error | null, unknown][]> {
-  let byNode = batches.get(client);
-  if (!byNode) batches.set(client, (byNode = new Map()));
-  // a slot whose node the client does not know yet (not connected): alone
-  const node =
-    client instanceof Cluster ? (client.slots[slotOf(calls[0]!.keys[0]!)]?.join(';') ?? `? ${unknown++}`) : '';
-  let batch = byNode.get(node);
-  if (!batch) {
-    byNode.set(node, (batch = { calls: [], answers: [] }));
-    process.nextTick(sendBatch, client, byNode, node);
-  }
-  const { calls: all, answers } = batch;
-  return new Promise((settle) => {
-    answers.push({ from: all.length, count: calls.length, settle });
-    all.push(...calls);
-  });
-}
-
-/** Sends the batch of `node` (see pipelined) and answers its callers. */
-async function sendBatch(client: Client, byNode: Map<string, NodeBatch>, node: string): Promise<void> {
-  const { calls, answers } = byNode.get(node)!;
-  byNode.delete(node);
-  let replies: [Error | null, unknown][];
-  try {
-    if (calls.length === 1) {
-      const call = calls[0]!;
-      replies = [[null, await send<Promise<unknown>>(client, client, call.script, call.keys, call.args)]];
-    } else {
-      const pipeline = client.pipeline();
-      for (const call of calls) send(client, pipeline, call.script, call.keys, call.args);
-      replies = ((await pipeline.exec()) ?? []) as [Error | null, unknown][];
-    }
-  } catch (error) {
-    const failure = error instanceof Error ? error : new Error(String(error));
-    replies = calls.map(() => [failure, undefined]);
-  }
-  for (const { from, count, settle } of answers) settle(replies.slice(from, from + count));
-}
-
-/**
- * Runs typed script calls in one pipeline (this tick's request to their node, see pipelined), replies in call order;
- * throws the first error. On a cluster every call's keys must share a slot (one partition, or the sweeper's keys);
- * calls refused unrun (the library missing, the slot moving) are sent again each alone (see resend), after the others
- * ran, and the replies of those that ran are kept.
+ * Runs typed script calls in one pipeline, replies in call order; throws the first error. On a cluster the calls' keys
+ * must be served by one node (one partition, the sweeper's keys, or the partitions of one node: runByNode); calls
+ * refused unrun (the library missing, the slot moving, a pipeline whose slots no longer share a node) are sent again
+ * each alone (see resend), after the others ran, and the replies of those that ran are kept.
  */
 export async function runPipelined<Reply>(client: Client, calls: readonly ScriptCall<Reply>[]): Promise<Reply[]> {
-  const replies = await pipelined(client, calls);
+  const pipeline = client.pipeline();
+  for (const call of calls) send(client, pipeline, call.script, call.keys, call.args);
+  let replies: [Error | null, unknown][];
+  try {
+    replies = (await pipeline.exec()) ?? [];
+  } catch (error) {
+    if (!notRun(client, error)) throw error;
+    return Promise.all(calls.map((call) => resend(client, call, error)));
+  }
   const again = (error: Error | null) => error && (needsSetup(client, error) || notRun(client, error));
   const failed = replies.find(([error]) => error && !again(error));
   if (failed) throw failed[0];
   return Promise.all(replies.map(([error, reply], i) => (error ? resend(client, calls[i]!, error) : (reply as Reply))));
 }
+
+/**
+ * Runs the script calls of one operation over several partitions in one pipeline per node that serves them
+ * (runPipelined: one request on a single node, one per primary on a cluster, not one per partition); replies in call
+ * order. A slot the client knows no node for (not connected yet) goes alone.
+ */
+export async function runByNode<Reply>(client: Client, calls: readonly ScriptCall<Reply>[]): Promise<Reply[]> {
+  const replies: Reply[] = new Array(calls.length);
+  const groups = groupBy(partitionsInOrder(calls.length), (i) => nodeOf(client, calls[i]!.keys[0]!, i));
+  await Promise.all(
+    [...groups.values()].map(async (group) => {
+      const got = await runPipelined(
+        client,
+        group.map((i) => calls[i]!),
+      );
+      group.forEach((i, n) => (replies[i] = got[n]!));
+    }),
+  );
+  return replies;
+}
+
+/** The node that serves `key` as the client knows it ('' on a single node), or a name of its own for `i`: unknown. */
+const nodeOf = (client: Client, key: string, i: number) =>
+  client instanceof Cluster ? (client.slots[slotOf(key)]?.join(';') ?? `slot ${i}`) : '';
 
 /**
  * Runs plain reads of keys in one slot in a pipeline of their own (`reads` adds them), replies in
@@ -569,9 +541,7 @@ export async function readSlots(
   reads: (pipeline: ChainableCommander, i: number) => unknown,
 ): Promise<unknown[][]> {
   const replies: unknown[][] = [];
-  const node = (i: number) =>
-    client instanceof Cluster ? (client.slots[slotOf(keys[i]!)]?.join(';') ?? `slot ${i}`) : '';
-  const groups = groupBy(partitionsInOrder(keys.length), node).values();
+  const groups = groupBy(partitionsInOrder(keys.length), (i) => nodeOf(client, keys[i]!, i)).values();
   await Promise.all(
     [...groups].map(async (group) => {
       const pipeline = client.pipeline();

@@ -2,7 +2,7 @@
 import type { TopicConfig } from '../core/queue-config';
 import { scheduleKeys, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../core/limits';
-import { run, runPipelined } from './script-runner';
+import { run, runByNode, runPipelined } from './script-runner';
 import { inheritPauses } from './relayout';
 import { contextOf, type EngineContext } from './context';
 import { leaveGroups, type LeftGroup } from './groups';
@@ -91,12 +91,15 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
     ...(plain.length > 0 ? ctx.layout.partitionsOf(plain[0]!).map((p) => ({ partition: p, topics: plain })) : []),
     ...all.filter((t) => t.flow).map((t) => ({ partition: ctx.layout.placeOf(t, ''), topics: [t] })),
   ];
+  // every partition's moveDue calls at once, in one pipeline per node
+  const moved = await runByNode(
+    ctx.redis,
+    visits.flatMap(({ partition, topics }) => topics.map((t) => moveDueCall(ctx, t, partition, limit))),
+  );
+  let at = 0; // where each visit's replies begin
   await Promise.all(
     visits.map(async ({ partition, topics }) => {
-      const replies = await runPipelined(
-        ctx.redis,
-        topics.map((t) => moveDueCall(ctx, t, partition, limit)),
-      );
+      const replies = moved.slice(at, (at += topics.length));
       // the topics whose earliest schedule is due: only theirs are read (a sweep of topics without
       // schedules, or whose schedules wait, makes no dueSchedules call)
       const names: string[] = [];

@@ -2,7 +2,7 @@
 import type { TopicConfig } from '../core/queue-config';
 import { groupKey, Layout, topicKeys } from './keys';
 import { SCRIPT_CALL_BYTES } from '../core/limits';
-import { run, runPipelined } from './script-runner';
+import { run, runByNode } from './script-runner';
 import { inPlaces } from './read';
 import { OUTCOME, REFUSAL, RELAYOUT } from './codes';
 import { contextOf, topicOf, type EngineContext } from './context';
@@ -138,27 +138,37 @@ async function writeRound(
     maxBytes: SCRIPT_CALL_BYTES,
     bytes: (i) => Buffer.byteLength(jobs[i]!.body),
   });
-  await Promise.all([...byPartition].map(([partition, batches]) => writeBatches(round, partition, batches)));
+  // every partition's first calls at once, in one pipeline per node; a call cut at its byte budget goes on after
+  const parts = [...byPartition];
+  const replies = await runByNode(
+    w.ctx.redis,
+    parts.flatMap(([partition, batches]) => batches.map((batch) => addCall(round, partition, batch))),
+  );
+  let at = 0; // where each partition's replies begin
+  await Promise.all(
+    parts.map(([partition, batches]) =>
+      writeRest(round, partition, batches, replies.slice(at, (at += batches.length))),
+    ),
+  );
   w.touched.push({ layout, changed: round.changed, covering: round.covering });
   await leaveFormerGroups(w, layout, indexes, place);
   return round.moved;
 }
 
 /**
- * Writes the batches of one partition in one pipeline; a call that reached its byte budget did its first jobs, and
- * the rest go in further calls, one after another.
+ * Records the replies of one partition's first calls, in order; a call that reached its byte budget did its first jobs,
+ * and the rest go in further calls, one after another.
  */
-async function writeBatches(round: Round, partition: number, batches: readonly (readonly number[])[]): Promise<void> {
+async function writeRest(
+  round: Round,
+  partition: number,
+  batches: readonly (readonly number[])[],
+  replies: readonly script.AddJobsReply[],
+): Promise<void> {
   const { redis } = round.w.ctx;
-  const replies = await runPipelined(
-    redis,
-    batches.map((batch) => addCall(round, partition, batch)),
-  );
   for (const [b, reply] of replies.entries()) {
-    for (
-      let rest = batches[b]!.slice(atLeastOne(recordReply(round, partition, batches[b]!, reply), 'addJobs'));
-      rest.length > 0;
-    ) {
+    const batch = batches[b]!;
+    for (let rest = batch.slice(atLeastOne(recordReply(round, partition, batch, reply), 'addJobs')); rest.length > 0;) {
       rest = rest.slice(
         atLeastOne(recordReply(round, partition, rest, await run(redis, addCall(round, partition, rest))), 'addJobs'),
       );

@@ -3,7 +3,7 @@
  * node at once. ioredis groups an auto-pipeline by the node of a command's first argument, which
  * for FCALL is the function's name: calls of one function to several nodes in the same tick would
  * share a pipeline ioredis refuses whole, and the runner would send them again (lib/platform/redis.ts).
- * The runner itself sends the calls of one tick to one node in one pipeline (script-runner.ts, pipelined).
+ * A batch add sends the calls to the partitions of one node in one pipeline (script-runner.ts, runByNode).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
