@@ -14,7 +14,9 @@
  *    fanout` (the default) a worker claims, then starts what it claimed in a call of its own, as
  *    the fan-out claims and its handler starts; with `--claims handler` it claims them started in
  *    one call, as a warm handler of a topic with batch size 100 claims its next batch while a herd
- *    drains (claimJobs-7 with start), then acks. What
+ *    drains (claimJobs-7 with start), then acks; with `--claims drain` each claims one started, then
+ *    acks it and claims the next in one call (engine.ackAndClaimStarted), as the warm handlers of a
+ *    topic with batch size 1 drain a herd. What
  *    counts is Redis's own CPU, not wall time: per node, INFO cpu (used_cpu_user + used_cpu_sys,
  *    and the main thread's) before and after each phase, and INFO commandstats for the commands
  *    Redis ran (those scripts ran included). Per shard: its partitions and share of the jobs (each
@@ -54,7 +56,7 @@
  *   npm run bench:cluster -- --reshard-only     # step 2 only
  *   npm run bench:cluster -- --change-only      # step 3 only
  *
- * Options: --jobs (200,000), --workers (8) and --claims (fanout or handler) of step 1, --masters (3,6,9),
+ * Options: --jobs (200,000), --workers (8) and --claims (fanout, handler or drain) of step 1, --masters (3,6,9),
  * --skip-reshard, --reshard-only, --skip-change, --change-only, step 2's --load-seconds (45), step 3's --change-seconds
  * (30), and steps 2 and 3's --rate (1,000) and --drain-seconds (90). Prints tables and one JSON line; exits 1 when step
  * 2's or step 3's ledger shows a lost or stuck job. On a machine shared with other work, Redis's CPU per job moves by a
@@ -122,7 +124,7 @@ function parseArgs(argv: string[]) {
     changeSeconds: 30,
     rate: 1000,
     drainSeconds: 90,
-    claims: 'fanout' as 'fanout' | 'handler',
+    claims: 'fanout' as 'fanout' | 'handler' | 'drain',
   };
   const positive = (name: string, raw: string | undefined) => {
     const n = Number(raw);
@@ -152,12 +154,12 @@ function parseArgs(argv: string[]) {
     else if (name === '--change-seconds') opts.changeSeconds = positive(name, value());
     else if (name === '--claims') {
       const v = value();
-      if (v !== 'fanout' && v !== 'handler')
-        throw new Error(`--claims must be fanout or handler, got ${JSON.stringify(v)}`);
+      if (v !== 'fanout' && v !== 'handler' && v !== 'drain')
+        throw new Error(`--claims must be fanout, handler or drain, got ${JSON.stringify(v)}`);
       opts.claims = v;
     } else
       throw new Error(
-        `unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --skip-change, --change-only, --claims fanout|handler, --load-seconds N, --change-seconds N, --rate N, --drain-seconds N)`,
+        `unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --skip-change, --change-only, --claims fanout|handler|drain, --load-seconds N, --change-seconds N, --rate N, --drain-seconds N)`,
       );
   }
   if (opts.skipReshard && opts.reshardOnly) throw new Error('--skip-reshard and --reshard-only exclude each other');
@@ -471,6 +473,7 @@ async function addAcknowledged(
 
 /** One round of a worker: claim up to `count`, start them, ack the live ones. Returns how many were claimed. */
 async function workOnce(engine: Engine, ledger: Ledger, count: number): Promise<number> {
+  if (OPTS.claims === 'drain') return drainOnce(engine, ledger);
   let jobs: ClaimedJob[];
   try {
     jobs = OPTS.claims === 'handler' ? await engine.claimStarted(TOPIC, count) : await engine.claim(TOPIC, count);
@@ -503,6 +506,33 @@ async function workOnce(engine: Engine, ledger: Ledger, count: number): Promise<
     }),
   );
   return jobs.length;
+}
+
+/**
+ * A worker as a warm handler of batch size 1 drains: claims one job started, then acks each and claims the next in one
+ * call until none is left. Returns how many it claimed (-1: a claim failed).
+ */
+async function drainOnce(engine: Engine, ledger: Ledger): Promise<number> {
+  let job: ClaimedJob | undefined;
+  let claimed = 0;
+  try {
+    [job] = await engine.claimStarted(TOPIC, 1);
+    while (job) {
+      claimed++;
+      bump(ledger.starts, job.id);
+      const { ack, jobs } = await engine.ackAndClaimStarted(TOPIC, job.id, job, 1);
+      if (ack === 'done') {
+        bump(ledger.acked, job.id);
+        ledger.ackUnknown.delete(job.id);
+      } else bump(ledger.refusedAcks, ack);
+      job = jobs[0];
+    }
+  } catch (error) {
+    ledger.error('claim', error); // the attempt in hand comes back after its ttr unless its ack ran
+    if (job && !ledger.acked.has(job.id)) ledger.ackUnknown.add(job.id);
+    return claimed > 0 ? claimed : -1;
+  }
+  return claimed;
 }
 
 // ---------------------------------------------------------------------------------------------
