@@ -19,7 +19,8 @@
   KEYS[1] ready list  KEYS[2] running zset  KEYS[3] jobs hash  KEYS[4] bodies hash
   KEYS[5] delayed zset  KEYS[6] done zset  KEYS[7] the topic's lateness stats hash
   ARGV[1] fixed clock ms or ''  ARGV[2] n, at most this many ids are taken
-  ARGV[3] max running: claims stop when the running zset holds this many
+  ARGV[3] max running: claims stop when the running zset holds this many; '' with acks: as many as
+          the acks ended (a claim in place of those attempts: the topic's running count stays put)
   ARGV[4] the topic's ttr ms, for jobs that set none
   ARGV[5] a random nonce, new for every call (the claim tokens are nonce.i)
   ARGV[6] byte budget of the records and bodies read
@@ -69,9 +70,17 @@ local now = clock(ARGV[1])
 -- the acks first: the slots they free count for the claim (0: none asked for)
 local acked = 0
 if #ARGV >= 10 then acked = ackAttempts(jobsKey, KEYS[4], runningKey, KEYS[6], now, ARGV[8] + 0, ARGV, 10) end
--- (a numeric ARGV's + 0 parses it once; tonumber twice)
-local maxRunning = ARGV[3] + 0
 local running = redis.call('ZCARD', runningKey)
+-- (a numeric ARGV's + 0 parses it once; tonumber twice)
+local maxRunning = running
+if ARGV[3] ~= '' then
+  maxRunning = ARGV[3] + 0
+elseif acked ~= 0 then
+  -- in place of the attempts the acks ended: their slots, and no more
+  for i = 1, #acked do
+    if acked[i] == Codes.OUTCOME.ACKED or acked[i] == Codes.OUTCOME.ACKED_NOTIFY then maxRunning = maxRunning + 1 end
+  end
+end
 local n = ARGV[2] + 0
 if maxRunning - running < n then n = maxRunning - running end
 if n <= 0 then return { now, 0, 0, 0, 0, 1, 0, acked } end

@@ -56,6 +56,46 @@ async function countsByPartition(
  */
 export async function claimJobs(ctx: EngineContext, t: TopicConfig, request: ClaimRequest): Promise<Claim> {
   if (t.flow) return ackedFirst(ctx, t, request, (rest) => claimFlow(ctx, t, t.flow!, rest));
+  const { ack, ...rest } = request;
+  // one job for the one attempt acked, over several partitions: in its place first, without counting them
+  if (!ack || rest.count !== 1 || ctx.layout.size === 1 || ctx.layout.former > 0) return claimCounted(ctx, t, request);
+  const swap = await claimInPlace(ctx, t, rest, ack);
+  if (swap.jobs.length > 0) return swap;
+  const claim = await claimCounted(ctx, t, rest);
+  return { ...claim, expired: claim.expired + swap.expired, ack: swap.ack! };
+}
+
+/**
+ * A claim of one job that carries the ack of one attempt, in that attempt's partition, made without counting the
+ * topic's partitions: it takes a job only when the ack ended the attempt, in its slot, so the topic's running count
+ * stays what it was (claimJobs-7 with max running ''). `drained` is false: the other partitions were not looked at.
+ */
+async function claimInPlace(
+  ctx: EngineContext,
+  t: TopicConfig,
+  request: Omit<ClaimRequest, 'ack'>,
+  ack: NonNullable<ClaimRequest['ack']>,
+): Promise<Claim> {
+  const { at, maxBytes = SCRIPT_CALL_BYTES, start = false } = request;
+  const p = ctx.layout.placeOf(t, ack.id);
+  const k = topicKeys(p, t.name, ctx.layout);
+  const call = script.claimJobs(
+    [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)],
+    {
+      ...claimArgs(ctx, t, { at, count: 1, maxRunning: 0, left: maxBytes, strict: false, start }),
+      maxRunning: '',
+      acks: [attemptArg(ack.id, ack.ref)],
+    },
+  );
+  const [now, , , , , atCap, gone, codes, ...items] = await run(ctx.redis, call);
+  const claimed: ClaimedJob[] = [];
+  await handOut(ctx, t, { bodiesKey: k.bodies, now, items }, claimed);
+  const outcome = await carriedAck(ctx, t, p, ack, codes === 0 ? undefined : codes[0]);
+  return { jobs: claimed, heldUntil: null, drained: false, capped: atCap === 1, expired: gone, ack: outcome };
+}
+
+/** claimJobs over the topic's partitions, counted first (countsByPartition), the request's ack carried. */
+async function claimCounted(ctx: EngineContext, t: TopicConfig, request: ClaimRequest): Promise<Claim> {
   const { count, maxRunning, maxBytes = SCRIPT_CALL_BYTES, at, start = false } = request;
   const counts = await countsByPartition(ctx, t);
   const runningBy = counts?.running ?? [];

@@ -354,7 +354,8 @@ export function claimJobs(
   a: {
     clock: ClockArg;
     count: number;
-    maxRunning: number;
+    /** '' with acks: as many as the acks ended (a claim in place of those attempts). */
+    maxRunning: number | '';
     ttrMs: number;
     nonce: string;
     strict?: boolean;

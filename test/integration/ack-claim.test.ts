@@ -12,15 +12,19 @@ import type { Redis } from 'ioredis';
 import type { TopicInput } from '../../lib/core/queue-config';
 import { toWire, type HandlerEvent } from '../../lib/workers/fanout';
 import { topicHandler } from '../../lib/workers/handler';
+import { partitionOf } from '../../lib/testing';
 import { apiOf, makeQueue, uniqueTopic } from '../support/queue';
 import { useRedisServer } from '../support/redis';
 import { useTestRuntime } from '../support/runtime';
 
-/** Script calls (FCALL) the redis-server answered so far. */
-async function scriptCalls(redis: Redis): Promise<number> {
-  const m = /^cmdstat_fcall:calls=(\d+)/m.exec(await redis.info('commandstats'));
+/** Calls of `command` the redis-server answered so far (those scripts made included). */
+async function commandCalls(redis: Redis, command: string): Promise<number> {
+  const m = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await redis.info('commandstats'));
   return m ? Number(m[1]) : 0;
 }
+
+/** Script calls (FCALL) the redis-server answered so far. */
+const scriptCalls = (redis: Redis) => commandCalls(redis, 'fcall');
 
 describe('a draining handler acks its last job and claims its next in one script call (real redis-server)', () => {
   const runtime = useTestRuntime({ orders: { handler: 'h', batchSize: 1 } });
@@ -126,5 +130,62 @@ describe('engine.ackAndClaimStarted (real redis-server)', () => {
       jobs.map((j) => j.id),
       ['j0', 'j1'].filter((id) => id !== first.id),
     );
+  });
+
+  /**
+   * A queue of 12 partitions whose topic (concurrency `concurrency`) has `perPartition` jobs ready in each of `spread`
+   * partitions, one of them claimed and started.
+   */
+  async function onTwelve(concurrency: number, spread: number, perPartition: number) {
+    const topic = uniqueTopic('inplace');
+    const place = (id: string) => partitionOf(topic, id, 12);
+    const ids: string[] = [];
+    const per = new Map<number, number>();
+    for (let i = 0; ids.length < spread * perPartition; i++) {
+      const p = place(`k${i}`);
+      const n = per.get(p) ?? 0;
+      if (n < perPartition && (n > 0 || per.size < spread)) {
+        ids.push(`k${i}`);
+        per.set(p, n + 1);
+      }
+    }
+    const q = makeQueue(server.client(), { [topic]: { concurrency } }, { config: { partitions: 12 } });
+    await q.addMany(ids.map((id) => ({ topic, id, delay: 0 })));
+    for (let more = true; more;) more = (await q.engine.sweep()).more;
+    const [first] = await q.engine.claimStarted(topic, 1);
+    assert.ok(first);
+    return { q, topic, first, place };
+  }
+
+  it("on 12 partitions, a claim of one job with its ack goes in the acked job's place, counting no partition", async () => {
+    const { q, topic, first, place } = await onTwelve(5, 12, 2); // whichever is claimed, another waits beside it
+    const redis = server.client();
+    const before = await Promise.all(['fcall', 'llen', 'zcard'].map((c) => commandCalls(redis, c)));
+    const { ack, jobs } = await q.engine.ackAndClaimStarted(topic, first.id, first, 1);
+    const after = await Promise.all(['fcall', 'llen', 'zcard'].map((c) => commandCalls(redis, c)));
+    assert.equal(ack, 'done');
+    assert.equal(jobs.length, 1);
+    assert.equal(place(jobs[0]!.id), place(first.id), "the next job of the acked job's partition");
+    // one script call, whose own ZCARD of its running zset is the only count: no LLEN or ZCARD of the 12 partitions
+    assert.deepEqual(
+      after.map((n, i) => n - before[i]!),
+      [1, 0, 1],
+    );
+  });
+
+  it('on 12 partitions, where the acked job left its partition empty, the claim counts and takes a job elsewhere', async () => {
+    const { q, topic, first, place } = await onTwelve(5, 6, 1); // one job in each of 6 partitions
+    const { ack, jobs } = await q.engine.ackAndClaimStarted(topic, first.id, first, 1);
+    assert.equal(ack, 'done');
+    assert.equal(jobs.length, 1);
+    assert.notEqual(place(jobs[0]!.id), place(first.id));
+  });
+
+  it('on 12 partitions at the concurrency, a stale ack frees no slot: nothing is claimed in its place', async () => {
+    const { q, topic, first } = await onTwelve(1, 12, 2);
+    const { ack, jobs } = await q.engine.ackAndClaimStarted(topic, first.id, { ...first, claim: 'not.its.claim' }, 1);
+    assert.deepEqual([ack, jobs.length], ['stale', 0]);
+    assert.equal((await q.get(topic, first.id))?.state, 'running', 'the attempt still runs, alone');
+    assert.equal((await q.engine.claimStarted(topic, 1)).length, 0, 'at its concurrency');
   });
 });
