@@ -79,19 +79,22 @@ async function claimInPlace(
   const { at, maxBytes = SCRIPT_CALL_BYTES, start = false } = request;
   const p = ctx.layout.placeOf(t, ack.id);
   const k = topicKeys(p, t.name, ctx.layout);
-  const call = script.claimJobs(
-    [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)],
-    {
-      ...claimArgs(ctx, t, { at, count: 1, maxRunning: 0, left: maxBytes, strict: false, start }),
-      maxRunning: '',
-      acks: [attemptArg(ack.id, ack.ref)],
-    },
-  );
+  const call = script.claimJobs(claimKeys(ctx, t, p), {
+    ...claimArgs(ctx, t, { at, count: 1, maxRunning: 0, left: maxBytes, strict: false, start }),
+    maxRunning: '',
+    acks: [attemptArg(ack.id, ack.ref)],
+  });
   const [now, , , , , atCap, gone, codes, ...items] = await run(ctx.redis, call);
   const claimed: ClaimedJob[] = [];
   await handOut(ctx, t, { bodiesKey: k.bodies, now, items }, claimed);
   const outcome = await carriedAck(ctx, t, p, ack, codes === 0 ? undefined : codes[0]);
   return { jobs: claimed, heldUntil: null, drained: false, capped: atCap === 1, expired: gone, ack: outcome };
+}
+
+/** The keys of a claimJobs-7 call in partition `p` of topic `t`. */
+function claimKeys(ctx: EngineContext, t: TopicConfig, p: number) {
+  const k = topicKeys(p, t.name, ctx.layout);
+  return [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)] as const;
 }
 
 /** claimJobs over the topic's partitions, counted first (countsByPartition), the request's ack carried. */
@@ -119,13 +122,10 @@ async function claimCounted(ctx: EngineContext, t: TopicConfig, request: ClaimRe
     for (let more = room > 0; more && !full && claimed.length < count;) {
       const rest = maxBytes - bytes;
       const strict = claimed.length > 0; // the first job gets through whatever its size, no later one
-      const call = script.claimJobs(
-        [k.ready, k.running, k.jobs, k.bodies, k.delayed, k.done, latenessKey(p, t.name, ctx.layout)],
-        {
-          ...claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
-          acks: ack.take(p),
-        },
-      );
+      const call = script.claimJobs(claimKeys(ctx, t, p), {
+        ...claimArgs(ctx, t, { at, count: count - claimed.length, maxRunning: room, left: rest, strict, start }),
+        acks: ack.take(p),
+      });
       const [now, , , stopped, empty, atCap, gone, codes, ...items] = await run(ctx.redis, call);
       running -= ack.settle(p, codes); // the slot of an ack it carried is free for the partitions after it
       expired += gone;

@@ -490,20 +490,27 @@ export async function runPipelined<Reply>(client: Client, calls: readonly Script
 }
 
 /**
- * Runs the script calls of one operation over several partitions in one pipeline per node that serves them
- * (runPipelined: one request on a single node, one per primary on a cluster, not one per partition); replies in call
- * order. A slot the client knows no node for (not connected yet) goes alone.
+ * Runs the script calls of one operation over several partitions, `groups` one partition's calls each, in one pipeline
+ * per node that serves them (runPipelined: one request on a single node, one per primary on a cluster, not one per
+ * partition); replies by group, in call order. A slot the client knows no node for (not connected yet) goes alone.
  */
-export async function runByNode<Reply>(client: Client, calls: readonly ScriptCall<Reply>[]): Promise<Reply[]> {
-  const replies: Reply[] = new Array(calls.length);
-  const groups = groupBy(partitionsInOrder(calls.length), (i) => nodeOf(client, calls[i]!.keys[0]!, i));
+export async function runByNode<Reply>(
+  client: Client,
+  groups: readonly (readonly ScriptCall<Reply>[])[],
+): Promise<Reply[][]> {
+  const replies: Reply[][] = groups.map(() => []);
+  const byNode = groupBy(
+    partitionsInOrder(groups.length).filter((g) => groups[g]!.length > 0),
+    (g) => nodeOf(client, groups[g]![0]!.keys[0]!, g),
+  );
   await Promise.all(
-    [...groups.values()].map(async (group) => {
+    [...byNode.values()].map(async (node) => {
       const got = await runPipelined(
         client,
-        group.map((i) => calls[i]!),
+        node.flatMap((g) => groups[g]!),
       );
-      group.forEach((i, n) => (replies[i] = got[n]!));
+      let at = 0;
+      for (const g of node) for (let c = 0; c < groups[g]!.length; c++) replies[g]!.push(got[at++]!);
     }),
   );
   return replies;

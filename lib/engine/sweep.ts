@@ -94,12 +94,11 @@ export async function sweep(ctx: EngineContext, limit: number, onReady?: OnReady
   // every partition's moveDue calls at once, in one pipeline per node
   const moved = await runByNode(
     ctx.redis,
-    visits.flatMap(({ partition, topics }) => topics.map((t) => moveDueCall(ctx, t, partition, limit))),
+    visits.map(({ partition, topics }) => topics.map((t) => moveDueCall(ctx, t, partition, limit))),
   );
-  let at = 0; // where each visit's replies begin
   await Promise.all(
-    visits.map(async ({ partition, topics }) => {
-      const replies = moved.slice(at, (at += topics.length));
+    visits.map(async ({ partition, topics }, v) => {
+      const replies = moved[v]!;
       // the topics whose earliest schedule is due: only theirs are read (a sweep of topics without
       // schedules, or whose schedules wait, makes no dueSchedules call)
       const names: string[] = [];

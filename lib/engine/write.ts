@@ -142,14 +142,9 @@ async function writeRound(
   const parts = [...byPartition];
   const replies = await runByNode(
     w.ctx.redis,
-    parts.flatMap(([partition, batches]) => batches.map((batch) => addCall(round, partition, batch))),
+    parts.map(([partition, batches]) => batches.map((batch) => addCall(round, partition, batch))),
   );
-  let at = 0; // where each partition's replies begin
-  await Promise.all(
-    parts.map(([partition, batches]) =>
-      writeRest(round, partition, batches, replies.slice(at, (at += batches.length))),
-    ),
-  );
+  await Promise.all(parts.map(([partition, batches], i) => writeRest(round, partition, batches, replies[i]!)));
   w.touched.push({ layout, changed: round.changed, covering: round.covering });
   await leaveFormerGroups(w, layout, indexes, place);
   return round.moved;
