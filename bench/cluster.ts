@@ -494,11 +494,7 @@ async function workOnce(engine: Engine, ledger: Ledger, count: number): Promise<
       if (!live[i]) return void ledger.notLive++;
       bump(ledger.starts, job.id);
       try {
-        const outcome = await engine.ack(TOPIC, job.id, job);
-        if (outcome === 'done') {
-          bump(ledger.acked, job.id);
-          ledger.ackUnknown.delete(job.id);
-        } else bump(ledger.refusedAcks, outcome);
+        noteAck(ledger, job.id, await engine.ack(TOPIC, job.id, job));
       } catch (error) {
         ledger.error('ack', error); // the attempt comes back after its ttr unless the ack ran
         if (!ledger.acked.has(job.id)) ledger.ackUnknown.add(job.id);
@@ -506,6 +502,14 @@ async function workOnce(engine: Engine, ledger: Ledger, count: number): Promise<
     }),
   );
   return jobs.length;
+}
+
+/** Notes in `ledger` the outcome of an ack of job `id`. */
+function noteAck(ledger: Ledger, id: string, outcome: string): void {
+  if (outcome === 'done') {
+    bump(ledger.acked, id);
+    ledger.ackUnknown.delete(id);
+  } else bump(ledger.refusedAcks, outcome);
 }
 
 /**
@@ -521,10 +525,7 @@ async function drainOnce(engine: Engine, ledger: Ledger): Promise<number> {
       claimed++;
       bump(ledger.starts, job.id);
       const { ack, jobs } = await engine.ackAndClaimStarted(TOPIC, job.id, job, 1);
-      if (ack === 'done') {
-        bump(ledger.acked, job.id);
-        ledger.ackUnknown.delete(job.id);
-      } else bump(ledger.refusedAcks, ack);
+      noteAck(ledger, job.id, ack);
       job = jobs[0];
     }
   } catch (error) {
