@@ -8,9 +8,11 @@
  *    start, ack) on a single redis-server with 1 partition, on the same with 4 × the smallest
  *    cluster's masters partitions, and on clusters of 3, 6 and 9 masters (no replicas) with
  *    4 × masters partitions (the deploy default, DEPLOY.md), each started anew: N jobs with 200-byte
- *    bodies, all due at once, are added (addMany of 500, 8 in flight), swept to ready (sweep until
- *    nothing moves), then claimed (100 a call), started and acked by 8 workers in parallel, each
- *    with a client of its own as each Lambda instance has its own connection. With `--claims
+ *    bodies, all due at once, are added (addMany of 500, 8 in flight; with the bench's ids, or with
+ *    `--ids generated` without, the ids the API gives: runs of 100 placed in one partition each),
+ *    swept to ready (sweep until nothing moves), then claimed (100 a call), started and acked by 8
+ *    workers in parallel, each with a client of its own as each Lambda instance has its own
+ *    connection. With `--claims
  *    fanout` (the default) a worker claims, then starts what it claimed in a call of its own, as
  *    the fan-out claims and its handler starts; with `--claims handler` it claims them started in
  *    one call, as a warm handler of a topic with batch size 100 claims its next batch while a herd
@@ -56,7 +58,7 @@
  *   npm run bench:cluster -- --reshard-only     # step 2 only
  *   npm run bench:cluster -- --change-only      # step 3 only
  *
- * Options: --jobs (200,000), --workers (8) and --claims (fanout, handler or drain) of step 1, --masters (3,6,9),
+ * Options: --jobs (200,000), --workers (8), --claims (fanout, handler or drain) and --ids of step 1, --masters (3,6,9),
  * --skip-reshard, --reshard-only, --skip-change, --change-only, step 2's --load-seconds (45), step 3's --change-seconds
  * (30), and steps 2 and 3's --rate (1,000) and --drain-seconds (90). Prints tables and one JSON line; exits 1 when step
  * 2's or step 3's ledger shows a lost or stuck job. On a machine shared with other work, Redis's CPU per job moves by a
@@ -111,6 +113,12 @@ const ADMIN_COMMANDS = new Set([
 // ---------------------------------------------------------------------------------------------
 // options
 
+/** `raw`, option `name`'s value, when it is one of `allowed`; else throws. */
+function oneOf<T extends string>(name: string, raw: string | undefined, allowed: readonly T[]): T {
+  if (!allowed.includes(raw as T)) throw new Error(`${name} must be ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+  return raw as T;
+}
+
 function parseArgs(argv: string[]) {
   const opts = {
     jobs: 200_000,
@@ -125,6 +133,7 @@ function parseArgs(argv: string[]) {
     rate: 1000,
     drainSeconds: 90,
     claims: 'fanout' as 'fanout' | 'handler' | 'drain',
+    ids: 'given' as 'given' | 'generated',
   };
   const positive = (name: string, raw: string | undefined) => {
     const n = Number(raw);
@@ -152,14 +161,11 @@ function parseArgs(argv: string[]) {
     else if (name === '--skip-change') opts.skipChange = true;
     else if (name === '--change-only') opts.changeOnly = true;
     else if (name === '--change-seconds') opts.changeSeconds = positive(name, value());
-    else if (name === '--claims') {
-      const v = value();
-      if (v !== 'fanout' && v !== 'handler' && v !== 'drain')
-        throw new Error(`--claims must be fanout, handler or drain, got ${JSON.stringify(v)}`);
-      opts.claims = v;
-    } else
+    else if (name === '--claims') opts.claims = oneOf(name, value(), ['fanout', 'handler', 'drain'] as const);
+    else if (name === '--ids') opts.ids = oneOf(name, value(), ['given', 'generated'] as const);
+    else
       throw new Error(
-        `unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --skip-change, --change-only, --claims fanout|handler|drain, --load-seconds N, --change-seconds N, --rate N, --drain-seconds N)`,
+        `unknown option ${arg} (options: --jobs N, --masters 3,6,9, --workers N, --skip-reshard, --reshard-only, --skip-change, --change-only, --claims fanout|handler|drain, --ids given|generated, --load-seconds N, --change-seconds N, --rate N, --drain-seconds N)`,
       );
   }
   if (opts.skipReshard && opts.reshardOnly) throw new Error('--skip-reshard and --reshard-only exclude each other');
@@ -577,12 +583,17 @@ async function idleCpu(t: Topology): Promise<number[]> {
   return idle.map((s) => (s.cpu * 1e6) / idleSec);
 }
 
-/** Phase 'add': every job, addMany of ADD_BATCH, ADDS_IN_FLIGHT at once. */
+/**
+ * Phase 'add': every job, addMany of ADD_BATCH, ADDS_IN_FLIGHT at once: with `ids` (--ids given), or as many without
+ * ids (--ids generated: the ids the adds answer go into the ledger).
+ */
 async function addPhase(t: Topology, q: Queue, ledger: Ledger, ids: string[]): Promise<Phase> {
   let added = 0;
   const phase = await measure(t, 'add', async () => {
     await pool(Math.ceil(ids.length / ADD_BATCH), ADDS_IN_FLIGHT, async (b) => {
-      await addAcknowledged(q, ledger, ids.slice(b * ADD_BATCH, (b + 1) * ADD_BATCH), () => 0);
+      const batch = ids.slice(b * ADD_BATCH, (b + 1) * ADD_BATCH);
+      if (OPTS.ids === 'given') await addAcknowledged(q, ledger, batch, () => 0);
+      else await addGenerated(q, ledger, batch.length);
       added = ledger.acknowledged.size;
     });
   });
@@ -590,6 +601,16 @@ async function addPhase(t: Topology, q: Queue, ledger: Ledger, ids: string[]): P
     throw new Error(`${t.label}: ${ledger.acknowledged.size} of ${ids.length} adds acknowledged`);
   console.log(`   add: ${fmt(added)} jobs, ${fmt(phase.wallMs)} ms wall`);
   return phase;
+}
+
+/** Adds `count` jobs without ids in one addMany, due now; the ids they were given go into the ledger. */
+async function addGenerated(q: Queue, ledger: Ledger, count: number): Promise<void> {
+  const { outcomes } = await q.addMany(Array.from({ length: count }, () => ({ topic: TOPIC, delay: 0, body: BODY })));
+  for (const o of outcomes) {
+    if (o.status !== 'created') throw new Error(`an add without an id answered ${o.status}`);
+    ledger.attempted.add(o.job.id);
+    ledger.acknowledged.add(o.job.id);
+  }
 }
 
 /** Phase 'sweep': sweeps until nothing more moves. */
@@ -652,8 +673,6 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
     const q = makeQueue(t.client, partitions);
     const shardOf = await partitionShards(t);
     const partitionsPerShard = t.nodes.map((_, s) => shardOf.filter((x) => x === s).length);
-    const jobsPerShard = t.nodes.map(() => 0);
-    for (const id of ids) jobsPerShard[shardOf[q.engine.partitionOf(TOPIC, id)]!]!++;
     console.log(
       `\n== ${t.label}: ${t.nodes.length} redis-server${t.nodes.length > 1 ? 's' : ''} (PIDs ${t.nodes.map((n) => n.pid).join(', ')}); partitions per shard ${partitionsPerShard.join('/')}; load average ${load()}`,
     );
@@ -662,6 +681,8 @@ async function runWorkload(masters: number, partitions: number, ids: string[]): 
     const ledger = new Ledger();
     const idleCpuUsPerSec = await idleCpu(t);
     const add = await addPhase(t, q, ledger, ids);
+    const jobsPerShard = t.nodes.map(() => 0); // of the ids added: given, or generated by the adds
+    for (const id of ledger.acknowledged) jobsPerShard[shardOf[q.engine.partitionOf(TOPIC, id)]!]!++;
     const sweep = await sweepPhase(t, q.engine, ids.length);
     const deliver = await deliverPhase(t, q.engine, workers, ledger, ids.length);
     if (ledger.errors.size > 0) console.log(`   errors: ${JSON.stringify(Object.fromEntries(ledger.errors))}`);

@@ -6,7 +6,7 @@
  */
 import { checkCallback, type Callback } from '../core/callback';
 import { checkHttpUrl } from '../core/http-url';
-import { randomBase64url } from '../core/random';
+import { newJobId } from '../core/random';
 import { ladderLength, parseBackoff, parseDuration } from '../core/backoff';
 import { FLOW_LIMITS, ID_PATTERN, TOPIC_PATTERN, type QueueConfig, type TopicConfig } from '../core/queue-config';
 import { layoutFor, type FlowKeyChange, type FlowRate, type JobChange, type NewJob } from '../engine';
@@ -53,9 +53,7 @@ const JOB_FIELDS = [
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** A fresh id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
-export function generateId(): string {
-  return randomBase64url(12);
-}
+export const generateId = newJobId;
 
 function problem(problems: FieldProblem[], path: string, message: string): void {
   problems.push({ path, message });
@@ -174,8 +172,13 @@ function checkTopic(value: unknown, problems: FieldProblem[]): string | undefine
   return value;
 }
 
-function checkId(value: unknown, problems: FieldProblem[]): string | undefined {
-  if (value === undefined) return generateId();
+function checkId(
+  value: unknown,
+  problems: FieldProblem[],
+  fresh: (topic: string) => string,
+  topic = '',
+): string | undefined {
+  if (value === undefined) return fresh(topic);
   if (typeof value !== 'string' || !ID_PATTERN.test(value)) {
     problem(problems, 'id', `must match ${ID_PATTERN.source}`);
     return undefined;
@@ -401,7 +404,12 @@ export function checkJobRef(topic: string, id: string, what: 'job' | 'schedule' 
  * once: throws HttpError 400 VALIDATION_FAILED (details: each field and what is wrong),
  * 400 UNKNOWN_TOPIC, or 413 PAYLOAD_TOO_LARGE. `clientNow` only bounds how far ahead runAt may be.
  */
-export function validateJob(input: unknown, config: QueueConfig, clientNow = Date.now()): NewJob {
+export function validateJob(
+  input: unknown,
+  config: QueueConfig,
+  clientNow = Date.now(),
+  freshId: (topic: string) => string = generateId,
+): NewJob {
   if (!isObject(input)) {
     throw new HttpError(400, 'VALIDATION_FAILED', 'the job must be a JSON object', [
       { path: '', message: 'must be an object' },
@@ -415,7 +423,7 @@ export function validateJob(input: unknown, config: QueueConfig, clientNow = Dat
   const topic = checkTopic(job.topic, problems);
   const t = topic !== undefined ? config.topics.get(topic) : undefined;
   const keyed = checkKeyed(job, t, secondsOf, problems);
-  const id = keyed ? keyedId(job.id, keyed, generateId, problems) : checkId(job.id, problems);
+  const id = keyed ? keyedId(job.id, keyed, generateId, problems) : checkId(job.id, problems, freshId, topic);
   // a debounce's time is its period (lua/addJobs-5.lua): it takes no delay or runAt
   const when =
     keyed?.kind === 'debounce'

@@ -24,6 +24,11 @@ export function randomHex(n: number): string {
   return take(n, 'hex');
 }
 
+/** A fresh job id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
+export function newJobId(): string {
+  return take(12, 'base64url');
+}
+
 /** `n` random bytes as base64url. */
 export function randomBase64url(n: number): string {
   return take(n, 'base64url');

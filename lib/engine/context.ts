@@ -33,6 +33,8 @@ export interface EngineContext {
   random(): number;
   /** Where the next claim starts its round of the partitions. */
   readonly rotation: Rotation;
+  /** The partition the next run of a batch add's generated ids goes to (freshIds). */
+  readonly placement: Rotation;
   /** The engine's wake-ups (EngineOptions.wake); none in tests that sweep themselves. */
   readonly wake?: EngineOptions['wake'];
 }

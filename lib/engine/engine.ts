@@ -45,6 +45,8 @@ export class Engine {
       clock: () => fixed() ?? '',
       random: options.random ?? Math.random,
       rotation: new Rotation(),
+      // from a random partition: API instances that each start anew do not all fill the same one first
+      placement: new Rotation(Math.floor(Math.random() * 1024)),
       ...(options.wake ? { wake: options.wake } : {}),
     };
     bindContext(this, this.#ctx);
@@ -79,6 +81,7 @@ export class Engine {
   // Producers' changes (./write.ts, ./dead.ts, ./groups.ts, ./schedules.ts, ./flow.ts): durable
   // before they return; they wake the sweeper when they made a job due first.
   write = writeOps.write;
+  freshIds = writeOps.freshIds;
   cancel = callbackOps.cancel;
   reschedule = writeOps.reschedule;
   redrive = deadOps.redrive;

@@ -474,6 +474,41 @@ export function partitionOf(t: TopicRef | string, id: string, count: number): nu
   return fnv1a(`${t.name}:${routingId(id)}`) % count;
 }
 
+// The characters of a generated id (base64url), as char codes; the FNV-1a (32-bit) offset basis and prime (fnv1a)
+const ID_CODES = Array.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_', (c) => c.charCodeAt(0));
+const FNV_BASIS = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/** FNV-1a's state after `text`'s code units, from `hash`. */
+function fnvOn(hash: number, text: string, end = text.length): number {
+  for (let i = 0; i < end; i++) hash = Math.imul(hash ^ text.charCodeAt(i), FNV_PRIME);
+  return hash;
+}
+
+/**
+ * A generated `id` (2 or more characters of base64url, no `:`) with its last two characters changed so that job
+ * (topic `name`, id) of a topic without flow control falls in partition `target` of `count` (partitionOf); the
+ * characters before them are kept, and the search starts from the two it had, so an id stays as random as its
+ * prefix. When no pair of characters places it there (a chance of about (1 - 1/count)^4096: 2 % at 1,024
+ * partitions, 1 in 9 million at 256), `id` unchanged: placed by its hash, as any other.
+ */
+export function steerId(name: string, id: string, count: number, target: number): string {
+  const n = ID_CODES.length;
+  const head = fnvOn(fnvOn(fnvOn(FNV_BASIS, name), ':'), id, id.length - 2); // as fnv1a(`${name}:${id}`) would
+  const a0 = Math.max(0, ID_CODES.indexOf(id.charCodeAt(id.length - 2))); // the search starts at its own two
+  const b0 = Math.max(0, ID_CODES.indexOf(id.charCodeAt(id.length - 1)));
+  for (let i = 0; i < n; i++) {
+    const a = ID_CODES[(a0 + i) % n]!;
+    const afterA = Math.imul(head ^ a, FNV_PRIME);
+    for (let j = 0; j < n; j++) {
+      const b = ID_CODES[(b0 + j) % n]!;
+      if ((Math.imul(afterA ^ b, FNV_PRIME) >>> 0) % count === target)
+        return id.slice(0, -2) + String.fromCharCode(a, b);
+    }
+  }
+  return id;
+}
+
 /** What places a job: its topic's name, and whether the topic is a flow topic (all of it in one partition). */
 export interface TopicRef {
   name: string;

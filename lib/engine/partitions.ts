@@ -99,7 +99,7 @@ export function atLeastOne(looked: number, script: string): number {
  * taken from the partitions in turn (claims) is not always taken from partition 0 first.
  */
 export class Rotation {
-  private next = 0;
+  constructor(private next = 0) {}
   order(count: number): number[] {
     const start = this.next++ % count;
     return Array.from({ length: count }, (_, i) => (start + i) % count);
@@ -108,4 +108,29 @@ export class Rotation {
   take(count: number): number {
     return this.next++ % count;
   }
+
+  /**
+   * One partition of `count` each call, every one once in `count` calls, in an order that spreads them: each call goes
+   * about 0.618 of the partitions further (a step coprime to `count`). A primary holds a run of consecutive
+   * partitions (keys.ts), so calls that end within a round still leave each primary about its share.
+   */
+  spread(count: number): number {
+    return ((this.next++ % count) * spreadStep(count)) % count;
+  }
+}
+
+const steps = new Map<number, number>();
+
+/** The step of Rotation.spread over `count` partitions: the integer nearest 0.618 × count that is coprime to it. */
+function spreadStep(count: number): number {
+  let step = steps.get(count);
+  if (step !== undefined) return step;
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  const near = Math.max(1, Math.round(count * 0.618));
+  for (let d = 0; step === undefined; d++) {
+    if (near + d < count && gcd(near + d, count) === 1) step = near + d;
+    else if (near - d >= 1 && gcd(near - d, count) === 1) step = near - d;
+  }
+  steps.set(count, step);
+  return step;
 }

@@ -1,6 +1,7 @@
 /** Producer-side changes: add, put, cancel and reschedule jobs. */
 import type { TopicConfig } from '../core/queue-config';
-import { groupKey, Layout, topicKeys } from './keys';
+import { groupKey, Layout, steerId, topicKeys } from './keys';
+import { newJobId } from '../core/random';
 import { SCRIPT_CALL_BYTES } from '../core/limits';
 import { run, runByNode } from './script-runner';
 import { inPlaces } from './read';
@@ -23,7 +24,7 @@ import * as script from './scripts';
 import { settle } from './durable';
 import { wakeFor } from './coordination';
 
-const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
+export const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
 
 /**
  * The partitions a write changed and those whose answers it read without writing, of one layout: what a replica must
@@ -304,6 +305,28 @@ export async function writeDurably(
 
 /** The engine's producer-side changes (Engine in ./engine.ts lists them): durable before they answer. */
 export const writeOps = {
+  /**
+   * The ids of one batch add's jobs that come without ids (the API's addMany asks for each in turn): fresh ids
+   * (newJobId) of which each run of ADD_BATCH of a topic is steered into one partition (steerId), the runs spread
+   * over the partitions in turn (ctx.placement, Rotation.spread). A batch then makes as few addJobs calls, and
+   * requests, on many partitions as on one; many batches fill the partitions evenly. A flow topic (one partition of
+   * its own) or one partition: fresh ids as they come.
+   */
+  freshIds(this: object): (topic: string) => string {
+    const ctx = contextOf(this);
+    const runs = new Map<string, { partition: number; left: number }>();
+    const { count } = ctx.layout;
+    return (topic) => {
+      const id = newJobId();
+      const t = ctx.config.topics.get(topic);
+      if (count === 1 || !t || t.flow) return id;
+      let run = runs.get(topic);
+      if (!run || run.left === 0) runs.set(topic, (run = { partition: ctx.placement.spread(count), left: ADD_BATCH }));
+      run.left -= 1;
+      return steerId(topic, id, count, run.partition);
+    };
+  },
+
   /**
    * Writes validated jobs ('add' refuses an existing id, 'put' replaces a pending job); one result per job, in order.
    * `by` (in every API change): the key's name, its updatedBy. Wakes the sweeper when a job became the first due.

@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jobKeys, Layout, layoutOf, partitionOf, partitionTag, slotOf, syncKey, topicKeys } from '../../lib/testing';
+import {
+  jobKeys,
+  Layout,
+  layoutOf,
+  partitionOf,
+  partitionTag,
+  slotOf,
+  steerId,
+  syncKey,
+  topicKeys,
+} from '../../lib/testing';
+import { newJobId } from '../../lib/core/random';
 
 describe('keys', () => {
   it('puts every key of a topic in one partition under one hash tag', () => {
@@ -122,5 +133,36 @@ describe('cluster slots', () => {
     assert.equal(new Layout(4).formerPlaceOf('orders', 'a'), null, 'no change under way');
     assert.equal(layoutOf(4), layoutOf(4), 'a count alone stands for one layout, made once');
     assert.equal(layoutOf(layout), layout);
+  });
+});
+
+describe('steerId (a batch add places the ids it generates)', () => {
+  it('changes the last two characters so that the id falls in the partition asked for', () => {
+    for (const count of [2, 3, 12, 36, 100, 255]) {
+      for (let n = 0; n < 200; n++) {
+        const id = newJobId();
+        const target = n % count;
+        const steered = steerId('orders', id, count, target);
+        assert.equal(partitionOf('orders', steered, count), target, `${id} → ${steered} of ${count}`);
+        assert.equal(steered.slice(0, 14), id.slice(0, 14), 'the first 14 characters kept');
+        assert.match(steered, /^[A-Za-z0-9_-]{16}$/);
+      }
+    }
+  });
+
+  it('keeps an id that already falls there, and one no two characters can place (too many partitions)', () => {
+    const id = newJobId();
+    assert.equal(steerId('orders', id, 12, partitionOf('orders', id, 12)), id, 'the search starts at its own two');
+    // 4,096 pairs cannot reach one partition of 2^31 (but by a chance of 2^-19): the id as it came
+    const far = 2 ** 31;
+    const misses = Array.from({ length: 20 }, newJobId).filter((i) => steerId('orders', i, far, 7) === i).length;
+    assert.ok(misses >= 19, `${misses} of 20 unchanged`);
+  });
+
+  it('the ids it gives stay random: 2,000 steered into one partition of 12 are all different', () => {
+    const ids = Array.from({ length: 2000 }, () => steerId('orders', newJobId(), 12, 5));
+    assert.equal(new Set(ids).size, 2000);
+    // the last two characters are not always the alphabet's first: the search starts from the id's own
+    assert.ok(new Set(ids.map((i) => i.slice(-2))).size > 100);
   });
 });

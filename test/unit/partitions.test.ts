@@ -55,3 +55,38 @@ describe('partition helpers', () => {
     assert.deepEqual(new Rotation().order(1), [0]);
   });
 });
+
+describe('Rotation.spread (where a batch add puts each run of ids it generates)', () => {
+  it('takes every partition once in each round of `count` calls, from wherever it starts', () => {
+    for (const count of [2, 3, 12, 36, 100]) {
+      const r = new Rotation(7);
+      for (let round = 0; round < 3; round++) {
+        const taken = Array.from({ length: count }, () => r.spread(count));
+        assert.deepEqual(
+          [...taken].sort((a, b) => a - b),
+          Array.from({ length: count }, (_, i) => i),
+          `${count}: round ${round}`,
+        );
+      }
+    }
+  });
+
+  it('spreads a round over the primaries: each holds within 2 runs of its share after any number of calls', () => {
+    // a primary holds a run of consecutive partitions (36 on 9 primaries: 4 each)
+    for (const [count, primaries] of [
+      [12, 3],
+      [36, 9],
+      [24, 6],
+    ] as const) {
+      for (let start = 0; start < count; start++) {
+        const r = new Rotation(start);
+        const per = new Array<number>(primaries).fill(0);
+        for (let k = 1; k <= 2 * count; k++) {
+          per[Math.floor(r.spread(count) / (count / primaries))]! += 1;
+          for (const n of per)
+            assert.ok(Math.abs(n - k / primaries) <= 2, `${count}/${primaries} from ${start}: ${per}`);
+        }
+      }
+    }
+  });
+});
