@@ -52,9 +52,6 @@ const JOB_FIELDS = [
 ];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
-/** A fresh id: 16 characters of [A-Za-z0-9_-], 96 random bits. */
-export const generateId = newJobId;
-
 function problem(problems: FieldProblem[], path: string, message: string): void {
   problems.push({ path, message });
 }
@@ -408,7 +405,7 @@ export function validateJob(
   input: unknown,
   config: QueueConfig,
   clientNow = Date.now(),
-  freshId: (topic: string) => string = generateId,
+  freshId: (topic: string) => string = newJobId,
 ): NewJob {
   if (!isObject(input)) {
     throw new HttpError(400, 'VALIDATION_FAILED', 'the job must be a JSON object', [
@@ -423,7 +420,7 @@ export function validateJob(
   const topic = checkTopic(job.topic, problems);
   const t = topic !== undefined ? config.topics.get(topic) : undefined;
   const keyed = checkKeyed(job, t, secondsOf, problems);
-  const id = keyed ? keyedId(job.id, keyed, generateId, problems) : checkId(job.id, problems, freshId, topic);
+  const id = keyed ? keyedId(job.id, keyed, newJobId, problems) : checkId(job.id, problems, freshId, topic);
   // a debounce's time is its period (lua/addJobs-5.lua): it takes no delay or runAt
   const when =
     keyed?.kind === 'debounce'

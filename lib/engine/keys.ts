@@ -7,7 +7,7 @@
  * Topics are validated (`[A-Za-z0-9_-]`) before they reach here, so `{`, `}`, `:` and
  * whitespace never do.
  */
-import { fnv1a } from '../core/hash';
+import { fnv1a, fnv1aOn, FNV1A_BASIS, FNV1A_PRIME } from '../core/hash';
 import { partitionsInOrder } from './partitions';
 
 declare const holds: unique symbol;
@@ -474,16 +474,9 @@ export function partitionOf(t: TopicRef | string, id: string, count: number): nu
   return fnv1a(`${t.name}:${routingId(id)}`) % count;
 }
 
-// The characters of a generated id (base64url), as char codes; the FNV-1a (32-bit) offset basis and prime (fnv1a)
+// The characters of a generated id (base64url), as char codes; FNV-1a's prime, read in steerId's inner loop
+const PRIME = FNV1A_PRIME;
 const ID_CODES = Array.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_', (c) => c.charCodeAt(0));
-const FNV_BASIS = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
-
-/** FNV-1a's state after `text`'s code units, from `hash`. */
-function fnvOn(hash: number, text: string, end = text.length): number {
-  for (let i = 0; i < end; i++) hash = Math.imul(hash ^ text.charCodeAt(i), FNV_PRIME);
-  return hash;
-}
 
 /**
  * A generated `id` (2 or more characters of base64url, no `:`) with its last two characters changed so that job
@@ -494,16 +487,15 @@ function fnvOn(hash: number, text: string, end = text.length): number {
  */
 export function steerId(name: string, id: string, count: number, target: number): string {
   const n = ID_CODES.length;
-  const head = fnvOn(fnvOn(fnvOn(FNV_BASIS, name), ':'), id, id.length - 2); // as fnv1a(`${name}:${id}`) would
+  const head = fnv1aOn(fnv1aOn(fnv1aOn(FNV1A_BASIS, name), ':'), id, id.length - 2); // as fnv1a(`${name}:${id}`)
   const a0 = Math.max(0, ID_CODES.indexOf(id.charCodeAt(id.length - 2))); // the search starts at its own two
   const b0 = Math.max(0, ID_CODES.indexOf(id.charCodeAt(id.length - 1)));
   for (let i = 0; i < n; i++) {
     const a = ID_CODES[(a0 + i) % n]!;
-    const afterA = Math.imul(head ^ a, FNV_PRIME);
+    const afterA = Math.imul(head ^ a, PRIME);
     for (let j = 0; j < n; j++) {
       const b = ID_CODES[(b0 + j) % n]!;
-      if ((Math.imul(afterA ^ b, FNV_PRIME) >>> 0) % count === target)
-        return id.slice(0, -2) + String.fromCharCode(a, b);
+      if ((Math.imul(afterA ^ b, PRIME) >>> 0) % count === target) return id.slice(0, -2) + String.fromCharCode(a, b);
     }
   }
   return id;

@@ -24,7 +24,7 @@ import * as script from './scripts';
 import { settle } from './durable';
 import { wakeFor } from './coordination';
 
-export const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
+const ADD_BATCH = 100; // jobs per addJobs call: ~800 arguments, well under a millisecond of Redis time
 
 /**
  * The partitions a write changed and those whose answers it read without writing, of one layout: what a replica must
